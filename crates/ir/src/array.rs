@@ -1,0 +1,269 @@
+//! `HostArray`: a dense, row-major array in host memory, of any dtype.
+//!
+//! Invariant: `data.len() == shape.iter().product()` and the storage variant
+//! matches the dtype; constructors check it and return errors otherwise.
+
+use crate::dtype::DType;
+use crate::error::IrError;
+use half::{bf16, f16};
+
+/// Typed element storage of a [`HostArray`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    /// `bool`
+    Bool(Vec<bool>),
+    /// `i8`
+    I8(Vec<i8>),
+    /// `i16`
+    I16(Vec<i16>),
+    /// `i32`
+    I32(Vec<i32>),
+    /// `i64`
+    I64(Vec<i64>),
+    /// `u8`
+    U8(Vec<u8>),
+    /// `u16`
+    U16(Vec<u16>),
+    /// `u32`
+    U32(Vec<u32>),
+    /// `u64`
+    U64(Vec<u64>),
+    /// `f16`
+    F16(Vec<f16>),
+    /// `bf16`
+    BF16(Vec<bf16>),
+    /// `f32`
+    F32(Vec<f32>),
+    /// `f64`
+    F64(Vec<f64>),
+}
+
+/// Applies `$body` to the vector inside any `Storage` variant.
+#[macro_export]
+macro_rules! with_storage {
+    ($storage:expr, $v:ident => $body:expr) => {
+        match $storage {
+            $crate::array::Storage::Bool($v) => $body,
+            $crate::array::Storage::I8($v) => $body,
+            $crate::array::Storage::I16($v) => $body,
+            $crate::array::Storage::I32($v) => $body,
+            $crate::array::Storage::I64($v) => $body,
+            $crate::array::Storage::U8($v) => $body,
+            $crate::array::Storage::U16($v) => $body,
+            $crate::array::Storage::U32($v) => $body,
+            $crate::array::Storage::U64($v) => $body,
+            $crate::array::Storage::F16($v) => $body,
+            $crate::array::Storage::BF16($v) => $body,
+            $crate::array::Storage::F32($v) => $body,
+            $crate::array::Storage::F64($v) => $body,
+        }
+    };
+}
+
+impl Storage {
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::Bool(_) => DType::Bool,
+            Storage::I8(_) => DType::I8,
+            Storage::I16(_) => DType::I16,
+            Storage::I32(_) => DType::I32,
+            Storage::I64(_) => DType::I64,
+            Storage::U8(_) => DType::U8,
+            Storage::U16(_) => DType::U16,
+            Storage::U32(_) => DType::U32,
+            Storage::U64(_) => DType::U64,
+            Storage::F16(_) => DType::F16,
+            Storage::BF16(_) => DType::BF16,
+            Storage::F32(_) => DType::F32,
+            Storage::F64(_) => DType::F64,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_storage!(self, v => v.len())
+    }
+
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` converted to f64 (bools are 0 or 1; 64-bit integers may
+    /// round).
+    pub fn get_f64(&self, i: usize) -> f64 {
+        match self {
+            Storage::Bool(v) => v[i] as u8 as f64,
+            Storage::I8(v) => v[i] as f64,
+            Storage::I16(v) => v[i] as f64,
+            Storage::I32(v) => v[i] as f64,
+            Storage::I64(v) => v[i] as f64,
+            Storage::U8(v) => v[i] as f64,
+            Storage::U16(v) => v[i] as f64,
+            Storage::U32(v) => v[i] as f64,
+            Storage::U64(v) => v[i] as f64,
+            Storage::F16(v) => v[i].to_f64(),
+            Storage::BF16(v) => v[i].to_f64(),
+            Storage::F32(v) => v[i] as f64,
+            Storage::F64(v) => v[i],
+        }
+    }
+
+    /// Element `i` as i64, for integer and bool storage (floats truncate).
+    pub fn get_i64(&self, i: usize) -> i64 {
+        match self {
+            Storage::Bool(v) => v[i] as i64,
+            Storage::I8(v) => v[i] as i64,
+            Storage::I16(v) => v[i] as i64,
+            Storage::I32(v) => v[i] as i64,
+            Storage::I64(v) => v[i],
+            Storage::U8(v) => v[i] as i64,
+            Storage::U16(v) => v[i] as i64,
+            Storage::U32(v) => v[i] as i64,
+            Storage::U64(v) => v[i] as i64,
+            Storage::F16(v) => v[i].to_f64() as i64,
+            Storage::BF16(v) => v[i].to_f64() as i64,
+            Storage::F32(v) => v[i] as i64,
+            Storage::F64(v) => v[i] as i64,
+        }
+    }
+
+    /// `n` zeros (false for bool) of `dtype`.
+    pub fn zeros(dtype: DType, n: usize) -> Storage {
+        match dtype {
+            DType::Bool => Storage::Bool(vec![false; n]),
+            DType::I8 => Storage::I8(vec![0; n]),
+            DType::I16 => Storage::I16(vec![0; n]),
+            DType::I32 => Storage::I32(vec![0; n]),
+            DType::I64 => Storage::I64(vec![0; n]),
+            DType::U8 => Storage::U8(vec![0; n]),
+            DType::U16 => Storage::U16(vec![0; n]),
+            DType::U32 => Storage::U32(vec![0; n]),
+            DType::U64 => Storage::U64(vec![0; n]),
+            DType::F16 => Storage::F16(vec![f16::ZERO; n]),
+            DType::BF16 => Storage::BF16(vec![bf16::ZERO; n]),
+            DType::F32 => Storage::F32(vec![0.0; n]),
+            DType::F64 => Storage::F64(vec![0.0; n]),
+        }
+    }
+
+    /// Converts f64 values to `dtype` the way a cast does (floats round,
+    /// integers truncate toward zero and saturate, bool is `x != 0`).
+    pub fn from_f64(dtype: DType, values: &[f64]) -> Storage {
+        let it = values.iter().copied();
+        match dtype {
+            DType::Bool => Storage::Bool(it.map(|x| x != 0.0).collect()),
+            DType::I8 => Storage::I8(it.map(|x| x as i8).collect()),
+            DType::I16 => Storage::I16(it.map(|x| x as i16).collect()),
+            DType::I32 => Storage::I32(it.map(|x| x as i32).collect()),
+            DType::I64 => Storage::I64(it.map(|x| x as i64).collect()),
+            DType::U8 => Storage::U8(it.map(|x| x as u8).collect()),
+            DType::U16 => Storage::U16(it.map(|x| x as u16).collect()),
+            DType::U32 => Storage::U32(it.map(|x| x as u32).collect()),
+            DType::U64 => Storage::U64(it.map(|x| x as u64).collect()),
+            DType::F16 => Storage::F16(it.map(f16::from_f64).collect()),
+            DType::BF16 => Storage::BF16(it.map(bf16::from_f64).collect()),
+            DType::F32 => Storage::F32(it.map(|x| x as f32).collect()),
+            DType::F64 => Storage::F64(it.collect()),
+        }
+    }
+}
+
+/// A dense row-major array on the host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostArray {
+    shape: Vec<usize>,
+    data: Storage,
+}
+
+impl HostArray {
+    /// Builds an array, checking that the element count matches the shape.
+    pub fn new(shape: Vec<usize>, data: Storage) -> Result<HostArray, IrError> {
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(IrError::ArrayLength {
+                shape,
+                len: data.len(),
+            });
+        }
+        Ok(HostArray { shape, data })
+    }
+
+    /// A scalar of `dtype` with value `x` (converted like a cast).
+    pub fn scalar(dtype: DType, x: f64) -> HostArray {
+        HostArray {
+            shape: Vec::new(),
+            data: Storage::from_f64(dtype, &[x]),
+        }
+    }
+
+    /// An array of zeros.
+    pub fn zeros(dtype: DType, shape: &[usize]) -> HostArray {
+        let n = shape.iter().product();
+        HostArray {
+            shape: shape.to_vec(),
+            data: Storage::zeros(dtype, n),
+        }
+    }
+
+    /// An array of `dtype` from f64 values (converted like a cast).
+    pub fn from_f64(dtype: DType, shape: &[usize], values: &[f64]) -> Result<HostArray, IrError> {
+        HostArray::new(shape.to_vec(), Storage::from_f64(dtype, values))
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// True when the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The storage.
+    pub fn data(&self) -> &Storage {
+        &self.data
+    }
+
+    /// The storage, mutably (its length must not change).
+    pub fn data_mut(&mut self) -> &mut Storage {
+        &mut self.data
+    }
+
+    /// Splits into shape and storage.
+    pub fn into_parts(self) -> (Vec<usize>, Storage) {
+        (self.shape, self.data)
+    }
+
+    /// All elements as f64.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        (0..self.len()).map(|i| self.data.get_f64(i)).collect()
+    }
+
+    /// The array's type.
+    pub fn aval(&self) -> crate::aval::ShapedArray {
+        crate::aval::ShapedArray::of(self.dtype(), &self.shape)
+    }
+
+    /// Same data with a new shape of equal size.
+    pub fn reshape(self, shape: Vec<usize>) -> Result<HostArray, IrError> {
+        HostArray::new(shape, self.data)
+    }
+}

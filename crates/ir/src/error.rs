@@ -1,0 +1,49 @@
+//! The `ir` crate's error type.
+
+use crate::dtype::DType;
+use thiserror::Error;
+
+/// Errors from building, checking and evaluating jaxprs.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum IrError {
+    /// An array's element count does not match its shape.
+    #[error("array of shape {shape:?} cannot hold {len} elements")]
+    ArrayLength {
+        /// The shape.
+        shape: Vec<usize>,
+        /// The number of elements given.
+        len: usize,
+    },
+    /// A primitive was applied to operands of the wrong types.
+    #[error("{primitive}: {message}")]
+    Type {
+        /// The primitive's name.
+        primitive: String,
+        /// What is wrong, naming the offending types.
+        message: String,
+    },
+    /// A dtype is not supported by an operation.
+    #[error("{primitive}: dtype {dtype} is not supported")]
+    UnsupportedDType {
+        /// The primitive's name.
+        primitive: String,
+        /// The offending dtype.
+        dtype: DType,
+    },
+    /// A malformed jaxpr (scoping, arity, types).
+    #[error("invalid jaxpr: {0}")]
+    Invalid(String),
+    /// A runtime failure while evaluating.
+    #[error("evaluation failed: {0}")]
+    Eval(String),
+}
+
+impl IrError {
+    /// A type error for `primitive`.
+    pub fn ty(primitive: impl Into<String>, message: impl Into<String>) -> IrError {
+        IrError::Type {
+            primitive: primitive.into(),
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Shared helpers of jaxon's integration tests and conformance runner.
