@@ -1,0 +1,1 @@
+//! More unit tests of the shape rules.
