@@ -1,19 +1,364 @@
 //! Shape rules: the symbolic `abstract_eval` of every primitive.
+//!
+//! Each family of primitives has its own submodule; [`abstract_eval`] is the
+//! single exhaustive dispatch over [`Primitive`]. Dimensions compare
+//! symbolically: two dims are equal iff they are the same constant or the
+//! same variable.
 
-use crate::aval::Aval;
+mod control;
+mod elementwise;
+mod indexing;
+mod linalg;
+mod reduce;
+mod state;
+mod structural;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_more;
+
+use crate::aval::{Aval, Dim, ShapedArray};
+use crate::dtype::DType;
 use crate::error::IrError;
-use crate::jaxpr::Atom;
+use crate::jaxpr::{Atom, Var};
 use crate::primitive::Primitive;
 
 /// The output types of applying `primitive` to operands of types `in_avals`.
 ///
 /// `in_atoms` are the operands themselves, so that dynamic-size operands can
-/// name the dimensions they define (`Dim::Var`).
+/// name the dimensions they define (`Dim::Var`). A result dimension that is
+/// another result of the same equation (JAX's `OutDBIdx`) is given as
+/// [`out_dim`]`(k)`; the checker resolves it against the equation's binders.
 pub fn abstract_eval(
     primitive: &Primitive,
     in_avals: &[Aval],
     in_atoms: &[Atom],
 ) -> Result<Vec<Aval>, IrError> {
-    let _ = (in_avals, in_atoms);
-    Err(IrError::ty(primitive.name(), "shape rule not implemented"))
+    let cx = Cx {
+        name: primitive.name(),
+        avals: in_avals,
+        atoms: in_atoms,
+    };
+    let arrays = |v: Vec<ShapedArray>| v.into_iter().map(Aval::Array).collect();
+    let one = |a: ShapedArray| vec![Aval::Array(a)];
+    Ok(match primitive {
+        Primitive::Unary(op) => one(elementwise::unary(&cx, *op)?),
+        Primitive::Binary(op) => one(elementwise::binary(&cx, *op)?),
+        Primitive::IntegerPow { .. } => one(elementwise::integer_pow(&cx)?),
+        Primitive::Round { .. } => one(elementwise::float_unary(&cx)?),
+        Primitive::ReducePrecision {
+            exponent_bits,
+            mantissa_bits,
+        } => one(elementwise::reduce_precision(
+            &cx,
+            *exponent_bits,
+            *mantissa_bits,
+        )?),
+        Primitive::ConvertElementType {
+            new_dtype,
+            weak_type,
+        } => one(elementwise::convert(&cx, *new_dtype, *weak_type)?),
+        Primitive::BitcastConvertType { new_dtype } => one(elementwise::bitcast(&cx, *new_dtype)?),
+        Primitive::SelectN => one(elementwise::select_n(&cx)?),
+        Primitive::Clamp => one(elementwise::clamp(&cx)?),
+        Primitive::BroadcastInDim {
+            shape,
+            broadcast_dimensions,
+        } => one(structural::broadcast_in_dim(
+            &cx,
+            shape,
+            broadcast_dimensions,
+        )?),
+        Primitive::Reshape {
+            new_sizes,
+            dimensions,
+        } => one(structural::reshape(&cx, new_sizes, dimensions.as_deref())?),
+        Primitive::Transpose { permutation } => one(structural::transpose(&cx, permutation)?),
+        Primitive::Squeeze { dimensions } => one(structural::squeeze(&cx, dimensions)?),
+        Primitive::Rev { dimensions } => one(structural::rev(&cx, dimensions)?),
+        Primitive::Pad { padding_config } => one(structural::pad(&cx, padding_config)?),
+        Primitive::Concatenate { dimension } => one(structural::concatenate(&cx, *dimension)?),
+        Primitive::Slice {
+            start_indices,
+            limit_indices,
+            strides,
+        } => one(structural::slice(
+            &cx,
+            start_indices,
+            limit_indices,
+            strides.as_deref(),
+        )?),
+        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(&cx, slice_sizes)?),
+        Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(&cx)?),
+        Primitive::Gather {
+            dimension_numbers,
+            slice_sizes,
+            ..
+        } => one(indexing::gather(&cx, dimension_numbers, slice_sizes)?),
+        Primitive::Scatter {
+            dimension_numbers,
+            update_jaxpr,
+            ..
+        } => one(indexing::scatter(
+            &cx,
+            dimension_numbers,
+            update_jaxpr.as_deref(),
+        )?),
+        Primitive::Iota {
+            dtype,
+            shape,
+            dimension,
+        } => one(structural::iota(&cx, *dtype, shape, *dimension)?),
+        Primitive::Split { sizes, axis } => arrays(structural::split(&cx, sizes, *axis)?),
+        Primitive::Tile { reps } => one(structural::tile(&cx, reps)?),
+        Primitive::Stack { axis } => one(structural::stack(&cx, *axis)?),
+        Primitive::Reduce { op, axes } => one(reduce::reduce(&cx, *op, axes)?),
+        Primitive::ArgReduce {
+            axes, index_dtype, ..
+        } => one(reduce::arg_reduce(&cx, axes, *index_dtype)?),
+        Primitive::Cumulative { op, axis, .. } => one(reduce::cumulative(&cx, *op, *axis)?),
+        Primitive::DotGeneral {
+            dimension_numbers,
+            preferred_element_type,
+            ..
+        } => one(linalg::dot_general(
+            &cx,
+            dimension_numbers,
+            *preferred_element_type,
+        )?),
+        Primitive::ConvGeneralDilated {
+            window_strides,
+            padding,
+            lhs_dilation,
+            rhs_dilation,
+            dimension_numbers,
+            feature_group_count,
+            batch_group_count,
+            preferred_element_type,
+            ..
+        } => one(linalg::conv(
+            &cx,
+            &linalg::ConvParams {
+                window_strides,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                dnums: dimension_numbers,
+                feature_group_count: *feature_group_count,
+                batch_group_count: *batch_group_count,
+                preferred_element_type: *preferred_element_type,
+            },
+        )?),
+        Primitive::Sort {
+            dimension,
+            num_keys,
+            ..
+        } => arrays(reduce::sort(&cx, *dimension, *num_keys)?),
+        Primitive::TopK { k, axis } => arrays(reduce::top_k(&cx, *k, *axis)?),
+        Primitive::Empty2 { dtype } => {
+            cx.arity(0)?;
+            one(ShapedArray::scalar(*dtype))
+        }
+        Primitive::Cond { branches } => control::cond(&cx, branches)?,
+        Primitive::While {
+            cond_jaxpr,
+            body_jaxpr,
+            cond_nconsts,
+            body_nconsts,
+        } => control::while_loop(&cx, cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)?,
+        Primitive::Scan {
+            jaxpr,
+            length,
+            num_consts,
+            num_carry,
+            linear,
+            ..
+        } => control::scan(&cx, jaxpr, *length, *num_consts, *num_carry, linear)?,
+        Primitive::ForLoop {
+            body_jaxpr,
+            body_nconsts,
+            nimplicit,
+            ..
+        } => control::for_loop(&cx, body_jaxpr, *body_nconsts, *nimplicit)?,
+        Primitive::Jit { jaxpr, .. } => control::call(&cx, &jaxpr.jaxpr)?,
+        Primitive::CustomJvpCall { call_jaxpr, .. } => control::call(&cx, &call_jaxpr.jaxpr)?,
+        Primitive::CustomVjpCall { call_jaxpr, .. } => control::call(&cx, &call_jaxpr.jaxpr)?,
+        Primitive::Remat { jaxpr, .. } => control::call(&cx, jaxpr)?,
+        Primitive::Get { indexers } => one(state::get(&cx, indexers)?),
+        Primitive::Swap { indexers } => one(state::swap(&cx, indexers)?),
+        Primitive::AddUpdate { indexers } => {
+            state::addupdate(&cx, indexers)?;
+            Vec::new()
+        }
+        Primitive::ProgramId { .. } | Primitive::NumPrograms { .. } => {
+            cx.arity(0)?;
+            one(ShapedArray::scalar(DType::I32))
+        }
+        Primitive::Load {
+            indexers,
+            has_mask,
+            has_other,
+        } => one(state::load(&cx, indexers, *has_mask, *has_other)?),
+        Primitive::Store { indexers, has_mask } => {
+            state::store(&cx, indexers, *has_mask)?;
+            Vec::new()
+        }
+        Primitive::AtomicRmw { indexers, op } => one(state::atomic_rmw(&cx, indexers, *op)?),
+        Primitive::AtomicCas { indexers } => one(state::atomic_cas(&cx, indexers)?),
+        Primitive::PallasCall {
+            block_mappings,
+            out_avals,
+            ..
+        } => arrays(state::pallas_call(&cx, block_mappings, out_avals)?),
+    })
+}
+
+/// The dimension "result `k` of this same equation" (JAX's `OutDBIdx`), used
+/// in [`abstract_eval`] results whose size is computed by the equation.
+pub fn out_dim(k: usize) -> Dim {
+    Dim::Var(Var(OUT_DIM_BASE.saturating_sub(k as u32)))
+}
+
+/// If `d` is an [`out_dim`], the result index it names.
+pub fn as_out_dim(d: Dim) -> Option<usize> {
+    match d {
+        Dim::Var(Var(v)) if v > OUT_DIM_BASE - OUT_DIM_SPAN => Some((OUT_DIM_BASE - v) as usize),
+        _ => None,
+    }
+}
+
+const OUT_DIM_BASE: u32 = u32::MAX;
+const OUT_DIM_SPAN: u32 = 1 << 16;
+
+/// The context of one shape-rule application: name, operand types, atoms.
+pub(crate) struct Cx<'a> {
+    pub name: &'static str,
+    pub avals: &'a [Aval],
+    pub atoms: &'a [Atom],
+}
+
+impl Cx<'_> {
+    /// A type error for this primitive.
+    pub fn err(&self, msg: impl Into<String>) -> IrError {
+        IrError::ty(self.name, msg)
+    }
+
+    /// Requires exactly `n` operands.
+    pub fn arity(&self, n: usize) -> Result<(), IrError> {
+        if self.avals.len() != n {
+            return Err(self.err(format!("expected {n} operand(s), got {}", self.avals.len())));
+        }
+        Ok(())
+    }
+
+    /// Requires at least `n` operands.
+    pub fn min_arity(&self, n: usize) -> Result<(), IrError> {
+        if self.avals.len() < n {
+            return Err(self.err(format!(
+                "expected at least {n} operand(s), got {}",
+                self.avals.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Operand `i` as an array type (not a `Ref`).
+    pub fn arr(&self, i: usize) -> Result<&ShapedArray, IrError> {
+        match self.avals.get(i) {
+            Some(Aval::Array(a)) => Ok(a),
+            Some(r @ Aval::Ref(_)) => {
+                Err(self.err(format!("operand {i} must be an array, got {}", fmt_aval(r))))
+            }
+            None => Err(self.err(format!("missing operand {i}"))),
+        }
+    }
+
+    /// The dimension defined by the scalar integer operand `i`.
+    pub fn dim_operand(&self, i: usize) -> Result<Dim, IrError> {
+        let a = self.arr(i)?;
+        if !a.shape.is_empty() || !(a.dtype.is_int()) {
+            return Err(self.err(format!(
+                "dynamic size operand {i} must be a scalar integer, got {}",
+                fmt_ty(a)
+            )));
+        }
+        match self.atoms.get(i) {
+            Some(Atom::Var(v)) => Ok(Dim::Var(*v)),
+            Some(Atom::Lit(l)) => match l.as_i64() {
+                Some(n) if n >= 0 => Ok(Dim::Const(n as usize)),
+                _ => Err(self.err(format!("dynamic size operand {i} is negative: {l}"))),
+            },
+            None => Err(self.err(format!("missing atom for operand {i}"))),
+        }
+    }
+
+    /// Requires operand `i` to be an integer scalar (an index).
+    pub fn int_scalar(&self, i: usize, what: &str) -> Result<(), IrError> {
+        let a = self.arr(i)?;
+        if !a.shape.is_empty() || !a.dtype.is_int() {
+            return Err(self.err(format!(
+                "{what} must be a scalar integer, got {}",
+                fmt_ty(a)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Formats a dimension: a constant, or `#n` for variable `n`.
+pub(crate) fn fmt_dim(d: &Dim) -> String {
+    match d {
+        Dim::Const(n) => n.to_string(),
+        Dim::Var(v) => match as_out_dim(*d) {
+            Some(k) => format!("out{k}"),
+            None => format!("#{}", v.0),
+        },
+    }
+}
+
+/// Formats a shape as `(3, 4)`-free text: `[3,4]`.
+pub(crate) fn fmt_shape(s: &[Dim]) -> String {
+    let parts: Vec<String> = s.iter().map(fmt_dim).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// Formats an array type as JAX prints it: `f32[3,4]`.
+pub fn fmt_ty(a: &ShapedArray) -> String {
+    format!("{}{}", a.dtype, fmt_shape(&a.shape))
+}
+
+/// Formats an aval: `f32[3]` or `Ref{f32[3]}`.
+pub fn fmt_aval(a: &Aval) -> String {
+    match a {
+        Aval::Array(x) => fmt_ty(x),
+        Aval::Ref(r) => format!("Ref<{}>{{{}}}", r.memory_space, fmt_ty(&r.inner)),
+    }
+}
+
+/// True if two avals agree in kind, dtype and shape (weak flags ignored).
+pub fn same_type(a: &Aval, b: &Aval) -> bool {
+    match (a, b) {
+        (Aval::Array(x), Aval::Array(y)) => x.dtype == y.dtype && x.shape == y.shape,
+        (Aval::Ref(x), Aval::Ref(y)) => {
+            x.inner.dtype == y.inner.dtype && x.inner.shape == y.inner.shape
+        }
+        _ => false,
+    }
+}
+
+/// Normalises an axis index, erroring when it is out of range.
+pub(crate) fn check_axis(cx: &Cx, axis: usize, ndim: usize, what: &str) -> Result<(), IrError> {
+    if axis >= ndim {
+        return Err(cx.err(format!(
+            "{what} {axis} is out of bounds for an array of rank {ndim}"
+        )));
+    }
+    Ok(())
+}
+
+/// The product of static dims, or `None` if any is dynamic.
+pub(crate) fn static_size(s: &[Dim]) -> Option<usize> {
+    s.iter()
+        .try_fold(1usize, |acc, d| d.as_const().map(|n| acc.saturating_mul(n)))
 }
