@@ -130,11 +130,7 @@ pub fn compare_arrays(got: &HostArray, exp: &HostArray, tol: Tolerance) -> Resul
 /// output that differs.
 pub fn compare_outputs(got: &[HostArray], exp: &[HostArray], tol: Tolerance) -> Result<(), String> {
     if got.len() != exp.len() {
-        return Err(format!(
-            "got {} outputs, expected {}",
-            got.len(),
-            exp.len()
-        ));
+        return Err(format!("got {} outputs, expected {}", got.len(), exp.len()));
     }
     for (k, (g, e)) in got.iter().zip(exp).enumerate() {
         compare_arrays(g, e, tol).map_err(|m| format!("output {k}: {m}"))?;
@@ -218,7 +214,9 @@ mod tests {
             Err("shape: got f32[2, 3], expected f32[3, 2]".into())
         );
         let c = HostArray::from_f64(DType::F64, &[2, 3], &[0.0; 6]).unwrap();
-        assert!(compare_arrays(&a, &c, TOL).unwrap_err().starts_with("dtype:"));
+        assert!(compare_arrays(&a, &c, TOL)
+            .unwrap_err()
+            .starts_with("dtype:"));
         // Same values, different int dtype.
         let i = HostArray::from_f64(DType::I32, &[2], &[1.0, 2.0]).unwrap();
         let u = HostArray::from_f64(DType::U32, &[2], &[1.0, 2.0]).unwrap();
@@ -261,6 +259,8 @@ mod tests {
         assert_eq!(compare_arrays(&z, &z.clone(), TOL), Ok(()));
         let s = f32s(&[], &[1.0]);
         let t = f32s(&[], &[2.0]);
-        assert!(compare_arrays(&s, &t, TOL).unwrap_err().starts_with("index []: got 1.0"));
+        assert!(compare_arrays(&s, &t, TOL)
+            .unwrap_err()
+            .starts_with("index []: got 1.0"));
     }
 }

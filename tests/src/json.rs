@@ -367,7 +367,9 @@ mod tests {
         let m = c.vmap.unwrap();
         assert_eq!(m.in_axes, vec![None]);
         assert_eq!(m.outputs[0].shape(), &[3]);
-        let no_grad = line.replace('\n', " ").replace(r#""grad":{"#, r#""grad":null,"x":{"#);
+        let no_grad = line
+            .replace('\n', " ")
+            .replace(r#""grad":{"#, r#""grad":null,"x":{"#);
         assert_eq!(decode_case(&no_grad).unwrap().grad, None);
     }
 
