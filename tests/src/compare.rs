@@ -200,7 +200,7 @@ mod tests {
         let err = compare_outputs(&[exp.clone(), got], &[exp.clone(), exp.clone()], TOL);
         assert!(err.unwrap_err().starts_with("output 1: index [1, 0]"));
         assert_eq!(
-            compare_outputs(&[exp.clone()], &[exp.clone(), exp], TOL),
+            compare_outputs(std::slice::from_ref(&exp), &[exp.clone(), exp.clone()], TOL),
             Err("got 1 outputs, expected 2".into())
         );
     }

@@ -256,7 +256,7 @@ fn test_all(args: &[String]) -> ExitCode {
 
     println!("\n==> summary");
     for r in &results {
-        let status = if r.ok { "ok  " } else { "FAIL" };
+        let status = if r.ok { "[ok]    " } else { "[FAILED]" };
         let note = if r.note.is_empty() {
             String::new()
         } else {
