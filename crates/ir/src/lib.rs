@@ -34,5 +34,5 @@ pub use jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 pub use literal::{Literal, Scalar};
 pub use parse::{parse_closed_jaxpr, parse_jaxpr, ParseError};
 pub use primitive::Primitive;
-pub use promotion::{promote_types, result_type};
+pub use promotion::{promote_types, result_type, result_type_x32, PromotionError};
 pub use shape::abstract_eval;

@@ -1,6 +1,412 @@
-//! The JAX conformance runner: `conformance CORPUS.jsonl`.
+//! The JAX conformance runner: `conformance CORPUS.jsonl [--require KINDS]`.
+//!
+//! For each case it checks that the jaxpr parses and type-checks (`parse`),
+//! prints back byte for byte (`print`) and evaluates to JAX's outputs
+//! (`eval`), and the same for JAX's grad jaxpr (`grad_parse`, `grad_print`,
+//! `grad_eval`). Checks that need jaxon's own transforms (`own_grad`,
+//! `own_jvp`, `own_vmap`) are reported as skipped until those exist.
+//!
+//! Usage:
+//! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter]
+//!  [--filter SUBSTRING] [--timeout SECONDS]`
+//!
+//! `--require` takes check names or kinds (`parse` covers `parse` and
+//! `grad_parse`); the exit status is 1 if any required check fails, 2 on a
+//! usage or corpus error.
 
-fn main() {
-    eprintln!("conformance: not implemented yet");
-    std::process::exit(1);
+use jaxon_ir::{
+    check_closed_jaxpr, eval_closed_jaxpr, parse_closed_jaxpr, print::print_jaxpr, ClosedJaxpr,
+    HostArray,
+};
+use jaxon_tests::{compare_outputs, decode_case, Case, Tolerance};
+use std::collections::BTreeMap;
+use std::panic::{self, AssertUnwindSafe};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Every check, in report order, with its kind.
+const CHECKS: [(&str, &str); 9] = [
+    ("parse", "parse"),
+    ("print", "print"),
+    ("eval", "eval"),
+    ("grad_parse", "parse"),
+    ("grad_print", "print"),
+    ("grad_eval", "eval"),
+    ("own_grad", "transform"),
+    ("own_jvp", "transform"),
+    ("own_vmap", "transform"),
+];
+
+/// The outcome of one check of one case.
+#[derive(Clone, Debug)]
+enum Outcome {
+    Pass,
+    Fail(String),
+    Skip(&'static str),
+    /// The case has no record for this check (e.g. no grad): not counted.
+    NotApplicable,
+}
+
+struct Options {
+    corpus: String,
+    require: Vec<String>,
+    filter: Option<String>,
+    timeout: Duration,
+}
+
+fn usage() -> String {
+    "usage: conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter] \
+     [--filter SUBSTRING] [--timeout SECONDS]"
+        .to_string()
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let mut corpus = None;
+    let mut require = Vec::new();
+    let mut filter = None;
+    let mut timeout = Duration::from_secs(120);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| {
+            args.next()
+                .ok_or(format!("{name} needs a value\n{}", usage()))
+        };
+        match arg.as_str() {
+            "--require" => {
+                for k in value("--require")?.split(',').filter(|k| !k.is_empty()) {
+                    if !CHECKS.iter().any(|&(n, kind)| n == k || kind == k) {
+                        return Err(format!("--require: unknown check {k:?}"));
+                    }
+                    require.push(k.to_string());
+                }
+            }
+            "--backend" => {
+                let b = value("--backend")?;
+                if b != "interpreter" {
+                    return Err(format!(
+                        "--backend {b}: only the reference interpreter exists so far"
+                    ));
+                }
+            }
+            "--filter" => filter = Some(value("--filter")?),
+            "--timeout" => {
+                let s = value("--timeout")?;
+                let secs: u64 = s
+                    .parse()
+                    .map_err(|_| format!("--timeout: bad seconds {s:?}"))?;
+                timeout = Duration::from_secs(secs);
+            }
+            "-h" | "--help" => return Err(usage()),
+            a if a.starts_with("--") => return Err(format!("unknown option {a}\n{}", usage())),
+            a => {
+                if corpus.replace(a.to_string()).is_some() {
+                    return Err(format!("more than one corpus given\n{}", usage()));
+                }
+            }
+        }
+    }
+    Ok(Options {
+        corpus: corpus.ok_or_else(usage)?,
+        require,
+        filter,
+        timeout,
+    })
+}
+
+/// Runs `f`, turning a panic into a failure message.
+fn guarded(f: impl FnOnce() -> Outcome) -> Outcome {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(o) => o,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown payload".into());
+            Outcome::Fail(format!("panicked: {msg}"))
+        }
+    }
+}
+
+/// The first difference between printed and expected text.
+fn text_difference(got: &str, exp: &str) -> String {
+    let at = got
+        .bytes()
+        .zip(exp.bytes())
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(exp.len()));
+    let line = exp[..at.min(exp.len())].matches('\n').count() + 1;
+    let snippet = |s: &str| {
+        let start = s.floor_char_boundary(at.saturating_sub(20));
+        let end = s.ceil_char_boundary((at + 40).min(s.len()));
+        format!("{:?}", &s[start..end])
+    };
+    format!(
+        "byte {at} (line {line}): got {}, expected {}",
+        snippet(got),
+        snippet(exp)
+    )
+}
+
+/// parse + print + eval of one jaxpr text; returns the three outcomes.
+fn check_jaxpr_text(
+    text: &str,
+    consts: &[HostArray],
+    inputs: &[HostArray],
+    outputs: &[HostArray],
+    tol: Tolerance,
+) -> [Outcome; 3] {
+    let parsed: Result<ClosedJaxpr, String> =
+        match panic::catch_unwind(|| parse_closed_jaxpr(text, consts.to_vec())) {
+            Ok(r) => r.map_err(|e| format!("parse error at {e}")),
+            Err(_) => Err("parser panicked".into()),
+        };
+    let closed = match parsed {
+        Ok(c) => c,
+        Err(e) => {
+            let blocked = Outcome::Fail("not run: the jaxpr did not parse".into());
+            return [Outcome::Fail(e), blocked.clone(), blocked];
+        }
+    };
+    let parse = guarded(|| match check_closed_jaxpr(&closed) {
+        Ok(()) => Outcome::Pass,
+        Err(e) => Outcome::Fail(format!("check failed: {e}")),
+    });
+    let print = guarded(|| {
+        let got = print_jaxpr(&closed.jaxpr);
+        if got == text {
+            Outcome::Pass
+        } else {
+            Outcome::Fail(text_difference(&got, text))
+        }
+    });
+    let eval = guarded(|| match eval_closed_jaxpr(&closed, inputs) {
+        Ok(got) => match compare_outputs(&got, outputs, tol) {
+            Ok(()) => Outcome::Pass,
+            Err(e) => Outcome::Fail(e),
+        },
+        Err(e) => Outcome::Fail(format!("eval error: {e}")),
+    });
+    [parse, print, eval]
+}
+
+/// All checks of one case, in the order of [`CHECKS`].
+fn run_case(case: &Case) -> Vec<Outcome> {
+    let tol = Tolerance {
+        rtol: case.rtol,
+        atol: case.atol,
+    };
+    let mut out = Vec::with_capacity(CHECKS.len());
+    out.extend(check_jaxpr_text(
+        &case.jaxpr,
+        &case.consts,
+        &case.inputs,
+        &case.outputs,
+        tol,
+    ));
+    match &case.grad {
+        Some(g) => out.extend(check_jaxpr_text(
+            &g.jaxpr,
+            &g.consts,
+            &case.inputs,
+            &g.outputs,
+            tol,
+        )),
+        None => out.extend([
+            Outcome::NotApplicable,
+            Outcome::NotApplicable,
+            Outcome::NotApplicable,
+        ]),
+    }
+    let needs = |present: bool| {
+        if present {
+            Outcome::Skip("needs transforms")
+        } else {
+            Outcome::NotApplicable
+        }
+    };
+    out.push(needs(case.grad.is_some()));
+    out.push(needs(case.jvp.is_some()));
+    out.push(needs(case.vmap.is_some()));
+    out
+}
+
+/// Runs a case on its own thread, giving up after `timeout`.
+fn run_case_with_timeout(case: &Case, timeout: Duration) -> Vec<Outcome> {
+    let (tx, rx) = mpsc::channel();
+    let owned = case.clone();
+    let spawned = std::thread::Builder::new()
+        .name(case.name.clone())
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let _ = tx.send(run_case(&owned));
+        });
+    if let Err(e) = spawned {
+        return vec![Outcome::Fail(format!("could not start thread: {e}")); CHECKS.len()];
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(o) => o,
+        // The thread keeps running detached; the process exit ends it.
+        Err(_) => vec![Outcome::Fail(format!("timed out after {timeout:?}")); CHECKS.len()],
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Outcome) {
+        match o {
+            Outcome::Pass => self.passed += 1,
+            Outcome::Fail(_) => self.failed += 1,
+            Outcome::Skip(_) => self.skipped += 1,
+            Outcome::NotApplicable => {}
+        }
+    }
+}
+
+fn print_table(groups: &BTreeMap<String, Vec<Tally>>) {
+    let width = groups.keys().map(String::len).max().unwrap_or(5).max(5);
+    println!();
+    println!("passed/failed/skipped by group and check:");
+    let mut header = format!("{:width$}", "group");
+    for (name, _) in CHECKS {
+        header.push_str(&format!(" {name:>11}"));
+    }
+    println!("{header}");
+    let mut totals = vec![Tally::default(); CHECKS.len()];
+    for (group, tallies) in groups {
+        let mut row = format!("{group:width$}");
+        for (k, t) in tallies.iter().enumerate() {
+            row.push_str(&format!(
+                " {:>11}",
+                format!("{}/{}/{}", t.passed, t.failed, t.skipped)
+            ));
+            totals[k].passed += t.passed;
+            totals[k].failed += t.failed;
+            totals[k].skipped += t.skipped;
+        }
+        println!("{row}");
+    }
+    let mut row = format!("{:width$}", "total");
+    for t in &totals {
+        row.push_str(&format!(
+            " {:>11}",
+            format!("{}/{}/{}", t.passed, t.failed, t.skipped)
+        ));
+    }
+    println!("{row}");
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match std::fs::read_to_string(&opts.corpus) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("conformance: cannot read {}: {e}", opts.corpus);
+            return ExitCode::from(2);
+        }
+    };
+    // Panics are reported as failures; keep their default messages quiet.
+    panic::set_hook(Box::new(|_| {}));
+
+    let mut groups: BTreeMap<String, Vec<Tally>> = BTreeMap::new();
+    let mut total = Tally::default();
+    let mut required_failed = 0usize;
+    let mut skip_reasons: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (lineno, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let case = match decode_case(line) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("conformance: {}:{}: {e}", opts.corpus, lineno + 1);
+                return ExitCode::from(2);
+            }
+        };
+        if opts
+            .filter
+            .as_ref()
+            .is_some_and(|f| !case.name.contains(f.as_str()))
+        {
+            continue;
+        }
+        let outcomes = run_case_with_timeout(&case, opts.timeout);
+        let tallies = groups
+            .entry(case.group.clone())
+            .or_insert_with(|| vec![Tally::default(); CHECKS.len()]);
+        for (k, o) in outcomes.iter().enumerate() {
+            let (check, kind) = CHECKS[k];
+            tallies[k].add(o);
+            total.add(o);
+            match o {
+                Outcome::Fail(msg) => {
+                    println!("FAIL {} {check}: {msg}", case.name);
+                    if opts.require.iter().any(|r| r == check || r == kind) {
+                        required_failed += 1;
+                    }
+                }
+                Outcome::Skip(why) => *skip_reasons.entry((check, why)).or_default() += 1,
+                Outcome::Pass | Outcome::NotApplicable => {}
+            }
+        }
+    }
+    print_table(&groups);
+    println!();
+    for ((check, why), n) in &skip_reasons {
+        println!("skipped: {check} x{n}: {why}");
+    }
+    println!(
+        "conformance: {} passed, {} failed, {} skipped",
+        total.passed, total.failed, total.skipped
+    );
+    if required_failed > 0 {
+        eprintln!(
+            "conformance: {required_failed} required check(s) failed (--require {})",
+            opts.require.join(",")
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_difference_points_at_first_differing_byte() {
+        let exp = "{ lambda ; a:f32[]. let\n    b:f32[] = neg a\n  in (b,) }";
+        let got = "{ lambda ; a:f32[]. let\n    b:f32[] = sin a\n  in (b,) }";
+        let d = text_difference(got, exp);
+        assert!(d.starts_with("byte 38 (line 2): got "), "{d}");
+        assert!(d.contains("sin a") && d.contains("neg a"), "{d}");
+        // A prefix: the difference is where the shorter text ends.
+        assert!(text_difference("abc", "abcd").starts_with("byte 3 (line 1)"));
+    }
+
+    #[test]
+    fn transforms_are_skipped_never_passed() {
+        let line = r#"{"name":"n","group":"g","jaxpr":"x","consts":[],"inputs":[],"outputs":[],
+            "rtol":0,"atol":0,"grad":null,"jvp":{"tangents":[],"out_tangents":[]},"vmap":null}"#;
+        let case = decode_case(&line.replace('\n', " ")).unwrap();
+        let out = run_case(&case);
+        assert_eq!(out.len(), CHECKS.len());
+        assert!(matches!(out[6], Outcome::NotApplicable));
+        assert!(matches!(out[7], Outcome::Skip("needs transforms")));
+        assert!(matches!(out[8], Outcome::NotApplicable));
+        assert!(!out.iter().skip(3).any(|o| matches!(o, Outcome::Pass)));
+    }
 }
