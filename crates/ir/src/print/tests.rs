@@ -1,0 +1,1 @@
+//! Printer tests: exact JAX output for hand-built jaxprs.
