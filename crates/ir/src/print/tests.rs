@@ -851,3 +851,89 @@ fn top_level_swap_with_dropped_result_prints_set_form() {
         "{ lambda ; a:Ref<default>{i32[2]} b:i32[2]. let a[...] <- b; a[...] += b in () }"
     );
 }
+
+/// Decodes the JSON string starting right after an opening quote.
+fn json_string(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        match c {
+            '"' => break,
+            '\\' => match it.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('u') => {
+                    let hex: String = it.by_ref().take(4).collect();
+                    let code = u32::from_str_radix(&hex, 16).unwrap_or(0xfffd);
+                    out.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                }
+                Some(other) => out.push(other),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every `"jaxpr"` text of the corpus (main and grad), with its case name.
+fn corpus_jaxprs(path: &str) -> Vec<(String, String)> {
+    let data = std::fs::read_to_string(path).expect("corpus");
+    let mut out = Vec::new();
+    for line in data.lines() {
+        let name = line
+            .find("\"name\":\"")
+            .map(|i| json_string(&line[i + 8..]))
+            .unwrap_or_default();
+        let mut rest = line;
+        let mut k = 0;
+        while let Some(i) = rest.find("\"jaxpr\":\"") {
+            let text = json_string(&rest[i + 9..]);
+            let tag = if k == 0 {
+                name.clone()
+            } else {
+                format!("{name}/grad")
+            };
+            out.push((tag, text));
+            k += 1;
+            rest = &rest[i + 9..];
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "reads the shared conformance corpus"]
+fn corpus_round_trip_parse_then_print() {
+    let cases = corpus_jaxprs("/work/shared/conformance/jax-0.10.2-public.jsonl");
+    let mut ok = 0;
+    let mut failures = Vec::new();
+    for (name, text) in &cases {
+        match crate::parse::parse_jaxpr(text) {
+            Ok(j) => {
+                let printed = print_jaxpr(&j);
+                if &printed == text {
+                    ok += 1;
+                } else {
+                    let at = printed
+                        .bytes()
+                        .zip(text.bytes())
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(printed.len().min(text.len()));
+                    let lo = at.saturating_sub(60);
+                    failures.push(format!(
+                        "{name}: differs at byte {at}\n  want: {:?}\n  got:  {:?}",
+                        &text[lo..(at + 60).min(text.len())],
+                        &printed[lo..(at + 60).min(printed.len())]
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{name}: parse error {e}")),
+        }
+    }
+    for f in &failures {
+        eprintln!("{f}");
+    }
+    eprintln!("round-trip: {ok}/{} byte for byte", cases.len());
+    assert!(failures.is_empty(), "{} failures", failures.len());
+}
