@@ -139,9 +139,26 @@ impl Reader<'_> {
                     name.push('.');
                     name.push_str(self.slice(w));
                 }
-                if self.peek_kind() == Tok::LParen
-                    && self.peek().start == self.tok(self.pos - 1).end
-                {
+                let glued = self.peek().start == self.tok(self.pos.saturating_sub(1)).end;
+                if self.peek_kind() == Tok::LBrack && glued {
+                    // `NDIndexer[(...)]`: a subscripted name.
+                    let sub = self.read_value()?;
+                    let end = sub.end;
+                    let sub = match sub.v {
+                        PValue::List(mut items) if items.len() == 1 => items.remove(0),
+                        v => PV {
+                            v,
+                            start: sub.start,
+                            end,
+                        },
+                    };
+                    return Ok(PV {
+                        v: PValue::Call(format!("{name}[]"), vec![(None, sub)]),
+                        start,
+                        end,
+                    });
+                }
+                if self.peek_kind() == Tok::LParen && glued {
                     self.bump();
                     let mut args = Vec::new();
                     while self.peek_kind() != Tok::RParen {

@@ -5,11 +5,11 @@
 //! operands (left to right), the value, the mask, then `other`.
 
 use super::lexer::Tok;
-use super::params::Params;
+use super::params::{PValue, Params, PV};
 use super::syntax::{PResult, RawEqn, RawJaxpr, Reader, Scope};
 use crate::aval::{Aval, Dim};
 use crate::jaxpr::Atom;
-use crate::primitive::{IndexEntry, IndexValue, Indexer, Primitive};
+use crate::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer, Primitive};
 
 /// Which arrow form an equation used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,8 +18,6 @@ pub(crate) enum StateKind {
     Get,
     /// `y, r[idx] <- r[idx], v` (a masked `store` when it has `mask=`).
     Swap,
-    /// `r[idx] <- v` (`store`).
-    Store,
     /// `r[idx] += v`.
     AddUpdate,
 }
@@ -71,11 +69,21 @@ impl<'a> Reader<'a> {
         }
         self.expect(Tok::Arrow, "`<-`")?;
         let had_lhs = lhs.is_some();
+        let mut pre = pre;
         let (mut inputs, indexers, kind) = match lhs {
             Some((mut ins, idx)) if pre.is_empty() => {
-                // `r[idx] <- v`: a store.
-                ins.push(self.read_atom(jx, scope)?);
-                (ins, idx, StateKind::Store)
+                // `r[idx] <- v`: a swap (or masked store) whose result is
+                // dropped; the dropped binder takes the value's type.
+                let v = self.read_atom(jx, scope)?;
+                let aval = match v {
+                    Atom::Var(x) => jx.vars.get(x.index()).cloned(),
+                    Atom::Lit(l) => Some(Aval::Array(crate::aval::ShapedArray::scalar(l.dtype))),
+                };
+                if let Some(a) = aval {
+                    pre.push(("_", a));
+                }
+                ins.push(v);
+                (ins, idx, StateKind::Swap)
             }
             _ => {
                 let (mut ins, idx) = self.read_ref_index(jx, scope)?;
@@ -97,7 +105,6 @@ impl<'a> Reader<'a> {
             StateKind::Get => "get",
             StateKind::Swap if has_mask => "store",
             StateKind::Swap => "swap",
-            StateKind::Store => "store",
             StateKind::AddUpdate => "addupdate",
         };
         jx.eqns.push(RawEqn {
@@ -176,54 +183,45 @@ impl<'a> Reader<'a> {
             let mut new_shape = Vec::new();
             let mut dim = 0usize;
             loop {
-                let size = shape.get(dim).copied().unwrap_or(0);
+                let full = shape.get(dim).copied().unwrap_or(0);
+                let start = if self.peek_kind() == Tok::Colon {
+                    IndexValue::Static(0)
+                } else {
+                    self.read_index_value(jx, scope, &mut inputs)?
+                };
                 if self.peek_kind() == Tok::Colon {
                     self.bump();
+                    let size = match start {
+                        IndexValue::Static(st) => {
+                            let stop = if self.peek_kind() == Tok::Num {
+                                self.read_static_int()?
+                            } else {
+                                full as i64
+                            };
+                            (stop - st).max(0) as usize
+                        }
+                        IndexValue::Dynamic(_) => {
+                            // `x:x+n`
+                            if self.peek_kind() == Tok::Word {
+                                self.bump();
+                            }
+                            self.expect(Tok::Plus, "`+` in `start:start+size`")?;
+                            self.read_static_int()?.max(0) as usize
+                        }
+                    };
+                    let mut stride = 1usize;
+                    if self.peek_kind() == Tok::Colon {
+                        self.bump();
+                        stride = self.read_static_int()?.max(1) as usize;
+                    }
                     entries.push(IndexEntry::Slice {
-                        start: IndexValue::Static(0),
+                        start,
                         size,
-                        stride: 1,
+                        stride,
                     });
                     new_shape.push(size);
                 } else {
-                    let start = self.read_index_value(jx, scope, &mut inputs)?;
-                    if self.peek_kind() == Tok::Colon {
-                        self.bump();
-                        // stop: `n`, `x+n` (dynamic start), or `x`
-                        let stop_tok = self.peek();
-                        let len = match start {
-                            IndexValue::Static(s) => {
-                                let stop = self.read_static_int()?;
-                                (stop - s).max(0) as usize
-                            }
-                            IndexValue::Dynamic(_) => {
-                                // `x+n`
-                                if self.peek_kind() == Tok::Word {
-                                    self.bump();
-                                }
-                                self.expect(Tok::Plus, "`+` in `start:start+size`")?;
-                                self.read_static_int()?.max(0) as usize
-                            }
-                        };
-                        let _ = stop_tok;
-                        let mut stride = 1usize;
-                        if self.peek_kind() == Tok::Colon {
-                            self.bump();
-                            stride = self.read_static_int()?.max(1) as usize;
-                        }
-                        let size = match start {
-                            IndexValue::Static(_) => len.div_ceil(stride),
-                            IndexValue::Dynamic(_) => len,
-                        };
-                        entries.push(IndexEntry::Slice {
-                            start,
-                            size,
-                            stride,
-                        });
-                        new_shape.push(size);
-                    } else {
-                        entries.push(IndexEntry::Int(start));
-                    }
+                    entries.push(IndexEntry::Int(start));
                 }
                 dim += 1;
                 if self.peek_kind() == Tok::Comma {
@@ -308,25 +306,138 @@ pub(crate) fn state_primitive(
             has_mask: true,
         },
         StateKind::Swap => Primitive::Swap { indexers },
-        StateKind::Store => Primitive::Store {
-            indexers,
-            has_mask: form.has_mask,
-        },
         StateKind::AddUpdate => Primitive::AddUpdate { indexers },
     })
 }
 
-/// State primitives written as `= name[...]` rather than an arrow form.
+/// State primitives written as `= name[...] operands`: Triton's
+/// `atomic_rmw` (indexers in its `args_tree`) and `atomic_cas`.
 pub(crate) fn state_primitive_plain(
     p: &Params,
     e: &RawEqn,
     _in_avals: &[Option<Aval>],
 ) -> PResult<Primitive> {
-    Err(p.err(
-        e.pos,
-        format!(
-            "expected the arrow form of `{}`, found `{} [...]`",
-            e.name, e.name
-        ),
-    ))
+    match e.name.as_str() {
+        "atomic_cas" => Ok(Primitive::AtomicCas {
+            indexers: Vec::new(),
+        }),
+        "atomic_rmw" => {
+            let t = p.req("atomic_type")?;
+            let op = match &t.v {
+                PValue::Word(w) => match w.rsplit('.').next().unwrap_or("") {
+                    "ADD" => Some(AtomicOp::Add),
+                    "MAX" => Some(AtomicOp::Max),
+                    "MIN" => Some(AtomicOp::Min),
+                    "AND" => Some(AtomicOp::And),
+                    "OR" => Some(AtomicOp::Or),
+                    "XOR" => Some(AtomicOp::Xor),
+                    "XCHG" => Some(AtomicOp::Xchg),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let op = op.ok_or_else(|| {
+                p.err(
+                    t.start,
+                    format!("expected an AtomicOpType, found `{}`", p.src(t)),
+                )
+            })?;
+            let indexers = match p.get("args_tree") {
+                Some(tree) => args_tree_indexers(p, tree)?,
+                None => Vec::new(),
+            };
+            Ok(Primitive::AtomicRmw { indexers, op })
+        }
+        _ => Err(p.err(
+            e.pos,
+            format!(
+                "expected the arrow form of `{}`, found `= {}`",
+                e.name, e.name
+            ),
+        )),
+    }
+}
+
+/// Indexers out of `PyTreeDef((*, (CustomNode(NDIndexer[(PyTreeDef((e, ..)),
+/// shape, ())], []), ..), *, mask))`; dynamic operands are numbered from 1.
+fn args_tree_indexers(p: &Params, tree: &PV) -> PResult<Vec<Indexer>> {
+    let bad = |v: &PV| {
+        p.err(
+            v.start,
+            format!("expected an atomic_rmw args_tree, found `{}`", p.src(v)),
+        )
+    };
+    let top = match &tree.v {
+        PValue::Call(_, args) => match args.as_slice() {
+            [(None, t)] => p.items_of(t)?,
+            _ => return Err(bad(tree)),
+        },
+        _ => return Err(bad(tree)),
+    };
+    let idx_list = top.get(1).ok_or_else(|| bad(tree))?;
+    let mut next = 1usize;
+    let mut indexers = Vec::new();
+    for node in p.items_of(idx_list)? {
+        // CustomNode(NDIndexer[(PyTreeDef((entries)), shape, ())], [])
+        let nd = match &node.v {
+            PValue::Call(_, args) => args.first().map(|a| &a.1).ok_or_else(|| bad(node))?,
+            _ => return Err(bad(node)),
+        };
+        let nd_items = match &nd.v {
+            PValue::Call(_, args) => match args.first().map(|a| &a.1) {
+                Some(PV {
+                    v: PValue::Tuple(items),
+                    ..
+                }) => items,
+                _ => return Err(bad(nd)),
+            },
+            _ => return Err(bad(nd)),
+        };
+        let entries_def = nd_items.first().ok_or_else(|| bad(nd))?;
+        let entries = match &entries_def.v {
+            PValue::Call(_, args) => match args.as_slice() {
+                [(None, t)] => p.items_of(t)?,
+                _ => return Err(bad(entries_def)),
+            },
+            _ => return Err(bad(entries_def)),
+        };
+        let mut out = Vec::new();
+        for en in entries {
+            match &en.v {
+                PValue::Word(w) if w == "*" => {
+                    out.push(IndexEntry::Int(IndexValue::Dynamic(next)));
+                    next += 1;
+                }
+                PValue::Call(_, args) => {
+                    // CustomNode(Slice[(start|None, size, stride)], [..])
+                    let sl = args.first().map(|a| &a.1).ok_or_else(|| bad(en))?;
+                    let vals = match &sl.v {
+                        PValue::Call(_, a) => match a.first().map(|x| &x.1) {
+                            Some(t) => p.items_of(t)?,
+                            None => return Err(bad(sl)),
+                        },
+                        _ => return Err(bad(sl)),
+                    };
+                    let [start, size, stride] = vals else {
+                        return Err(bad(sl));
+                    };
+                    let start = if Params::is_none(start) {
+                        let k = next;
+                        next += 1;
+                        IndexValue::Dynamic(k)
+                    } else {
+                        IndexValue::Static(p.int_of(start)?)
+                    };
+                    out.push(IndexEntry::Slice {
+                        start,
+                        size: p.usize_of(size)?,
+                        stride: p.usize_of(stride)?,
+                    });
+                }
+                _ => return Err(bad(en)),
+            }
+        }
+        indexers.push(Indexer { entries: out });
+    }
+    Ok(indexers)
 }
