@@ -52,7 +52,14 @@ pub(crate) struct RawEqn {
 pub(crate) struct Scope {
     names: HashMap<String, Var>,
     last_underscore: Option<Var>,
+    /// Every `_` binder so far, in order.
+    underscores: Vec<Var>,
+    /// Operands written `_`: how many `_` binders preceded each.
+    pending: Vec<usize>,
 }
+
+/// Placeholder vars for `_` operands resolved after the outvars are read.
+const PENDING_BASE: u32 = u32::MAX / 2;
 
 /// The phase-one reader.
 pub(crate) struct Reader<'a> {
@@ -299,6 +306,7 @@ impl<'a> Reader<'a> {
         if name == "_" {
             jx.underscore.push(true);
             scope.last_underscore = Some(v);
+            scope.underscores.push(v);
         } else {
             jx.underscore.push(false);
             scope.names.insert(name.to_string(), v);
@@ -395,6 +403,17 @@ impl<'a> Reader<'a> {
                 self.read_literal().map(Atom::Lit)
             }
             Tok::Word if text == "True" || text == "False" => self.read_literal().map(Atom::Lit),
+            Tok::Word if text == "_" => {
+                self.bump();
+                if scope.underscores.is_empty() {
+                    return Err(self.err_at(t.start, "unbound variable `_`"));
+                }
+                // Which `_` this is depends on the outvars: resolved later.
+                scope.pending.push(scope.underscores.len());
+                Ok(Atom::Var(Var(
+                    PENDING_BASE + (scope.pending.len() - 1) as u32
+                )))
+            }
             Tok::Word => {
                 self.bump();
                 let v = lookup(scope, jx, text)
@@ -580,6 +599,8 @@ impl<'a> Reader<'a> {
             jx.underscore.push(name == "_");
             if name == "_" {
                 scope.last_underscore = Some(v);
+                scope.underscores.push(v);
+                scope.underscores.push(v);
             } else {
                 scope.names.insert(name.to_string(), v);
             }
@@ -610,6 +631,7 @@ impl<'a> Reader<'a> {
         self.bump();
         // `_` outvars: the inner names of outputs the caller drops. Match
         // them, in order, with the last `_` equation binders.
+        let mut matched = Vec::new();
         if !underscores.is_empty() {
             let cands: Vec<Var> = jx
                 .eqns
@@ -634,9 +656,60 @@ impl<'a> Reader<'a> {
                 if let Some(o) = jx.outvars.get_mut(slot) {
                     *o = Atom::Var(v);
                 }
+                matched.push(v);
             }
         }
+        self.resolve_pending(jx, scope, &matched);
         Ok(())
+    }
+}
+
+impl Reader<'_> {
+    /// Resolves `_` operands: each reads the latest earlier `_` binder that
+    /// can be read — an invar named `_` (a caller's dropped name) or an
+    /// equation binder matched by a `_` outvar — else the latest one.
+    fn resolve_pending(&self, jx: &mut RawJaxpr, scope: &Scope, matched: &[Var]) {
+        if scope.pending.is_empty() {
+            return;
+        }
+        let bound_above: Vec<Var> = jx
+            .constvars
+            .iter()
+            .chain(jx.invars.iter())
+            .copied()
+            .collect();
+        let readable = |v: &Var| bound_above.contains(v) || matched.contains(v);
+        let resolved: Vec<Option<Var>> = scope
+            .pending
+            .iter()
+            .map(|&count| {
+                let before = scope.underscores.get(..count)?;
+                before
+                    .iter()
+                    .rev()
+                    .find(|v| readable(v))
+                    .or(before.last())
+                    .copied()
+            })
+            .collect();
+        for v in resolved.iter().flatten() {
+            if let Some(r) = jx.referenced.get_mut(v.index()) {
+                *r = true;
+            }
+        }
+        let fix = |a: &mut Atom| {
+            if let Atom::Var(v) = a {
+                if v.0 >= PENDING_BASE {
+                    if let Some(Some(r)) = resolved.get((v.0 - PENDING_BASE) as usize) {
+                        *v = *r;
+                    }
+                }
+            }
+        };
+        for e in &mut jx.eqns {
+            e.inputs.iter_mut().for_each(fix);
+        }
+        jx.outvars.iter_mut().for_each(fix);
     }
 }
 
