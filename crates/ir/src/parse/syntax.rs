@@ -672,24 +672,34 @@ impl Reader<'_> {
         if scope.pending.is_empty() {
             return;
         }
-        let bound_above: Vec<Var> = jx
+        let mut readable = vec![false; jx.vars.len()];
+        for v in jx
             .constvars
             .iter()
             .chain(jx.invars.iter())
-            .copied()
-            .collect();
-        let readable = |v: &Var| bound_above.contains(v) || matched.contains(v);
+            .chain(matched.iter())
+        {
+            if let Some(r) = readable.get_mut(v.index()) {
+                *r = true;
+            }
+        }
+        // latest[i]: the latest readable `_` binder among the first i.
+        let mut latest: Vec<Option<Var>> = Vec::with_capacity(scope.underscores.len() + 1);
+        latest.push(None);
+        for v in &scope.underscores {
+            let prev = latest.last().copied().flatten();
+            let here = readable.get(v.index()).copied().unwrap_or(false);
+            latest.push(if here { Some(*v) } else { prev });
+        }
         let resolved: Vec<Option<Var>> = scope
             .pending
             .iter()
             .map(|&count| {
-                let before = scope.underscores.get(..count)?;
-                before
-                    .iter()
-                    .rev()
-                    .find(|v| readable(v))
-                    .or(before.last())
-                    .copied()
+                let fallback = count
+                    .checked_sub(1)
+                    .and_then(|i| scope.underscores.get(i))
+                    .copied();
+                latest.get(count).copied().flatten().or(fallback)
             })
             .collect();
         for v in resolved.iter().flatten() {

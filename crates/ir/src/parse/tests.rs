@@ -395,3 +395,164 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let e = err(&t);
     assert_eq!(e.message, "nesting too deep");
 }
+
+#[test]
+fn keyword_like_variable_names() {
+    // JAX's names reach `in`, `inf`, `let` and `nan` in long jaxprs.
+    let t = "{ lambda ; in:f32[] nan:f32[]. let\n    inf:f32[] = add in nan\n    \
+             let:f32[] = mul inf inf:f32[]\n  in (let, in) }";
+    let j = parse_jaxpr(t).unwrap();
+    assert_eq!(j.eqns[0].inputs, vec![Atom::Var(Var(0)), Atom::Var(Var(1))]);
+    assert_eq!(j.eqns[1].inputs[0], Atom::Var(Var(2)));
+    assert!(matches!(j.eqns[1].inputs[1], Atom::Lit(l) if l.value == Scalar::Float(f64::INFINITY)));
+    assert_eq!(j.outvars, vec![Atom::Var(Var(3)), Atom::Var(Var(0))]);
+}
+
+/// JAX 0.10.2's printout of primitives the corpus lacks.
+const MORE: &str = include_str!("testdata/more_prims.txt");
+
+#[test]
+fn params_of_primitives_outside_the_corpus() {
+    // Two printouts, one after the other.
+    let split = MORE.find("\n{ lambda").expect("two jaxprs");
+    let (a, b) = MORE.split_at(split);
+    let ja = parse_jaxpr(a).unwrap();
+    let jb = parse_jaxpr(&b[1..]).unwrap();
+    let find = |name: &str| {
+        ja.eqns
+            .iter()
+            .chain(jb.eqns.iter())
+            .map(|e| &e.primitive)
+            .find(|p| p.name() == name)
+            .unwrap_or_else(|| panic!("{name} missing"))
+            .clone()
+    };
+    use crate::primitive::{CumulativeOp, Ints, Precision, ReduceOp, ScatterKind};
+    assert_eq!(
+        find("dot_general"),
+        Primitive::DotGeneral {
+            dimension_numbers: crate::primitive::DotDimensionNumbers {
+                lhs_contracting: vec![1],
+                rhs_contracting: vec![0],
+                lhs_batch: vec![],
+                rhs_batch: vec![]
+            },
+            precision: Some((Precision::Highest, Precision::Highest)),
+            preferred_element_type: None
+        }
+    );
+    assert_eq!(
+        find("cummin"),
+        Primitive::Cumulative {
+            op: CumulativeOp::Cummin,
+            axis: 0,
+            reverse: true
+        }
+    );
+    assert_eq!(
+        find("tile"),
+        Primitive::Tile {
+            reps: Ints::new(vec![2, 1])
+        }
+    );
+    assert_eq!(find("stack"), Primitive::Stack { axis: 0 });
+    assert_eq!(
+        find("split"),
+        Primitive::Split {
+            sizes: Ints {
+                values: vec![1, 1],
+                np_int64: vec![true, true]
+            },
+            axis: 0
+        }
+    );
+    assert_eq!(
+        find("reduce_xor"),
+        Primitive::Reduce {
+            op: ReduceOp::Xor,
+            axes: vec![0]
+        }
+    );
+    for (name, kind) in [
+        ("scatter-mul", ScatterKind::Mul),
+        ("scatter-min", ScatterKind::Min),
+        ("scatter-max", ScatterKind::Max),
+    ] {
+        let Primitive::Scatter {
+            kind: k,
+            update_jaxpr,
+            unique_indices,
+            ..
+        } = find(name)
+        else {
+            panic!("{name}");
+        };
+        assert_eq!(k, kind);
+        assert!(unique_indices);
+        assert_eq!(update_jaxpr.map(|u| u.eqns.len()), Some(1));
+    }
+    assert_eq!(find("top_k"), Primitive::TopK { k: 1, axis: 1 });
+    assert_eq!(
+        find("reduce_precision"),
+        Primitive::ReducePrecision {
+            exponent_bits: 5,
+            mantissa_bits: 10
+        }
+    );
+}
+
+#[test]
+fn pallas_call_with_index_maps() {
+    let t = "{ lambda ; a:f32[4]. let
+    b:f32[4] = pallas_call[
+      compiler_params=None
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(2,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=2),), array_aval=ShapedArray(float32[4]), index_map={ lambda ; c:i32[]. let  in (c,) }), BlockMapping(block_shape=(Blocked(block_size=2),), array_aval=ShapedArray(float32[4]), index_map={ lambda ; d:i32[]. let  in (d,) })))
+      input_output_aliases=((0, 0),)
+      interpret=True
+      jaxpr={ lambda ; e:Ref<default>{f32[2]} f:Ref<default>{f32[2]}. let
+          g:f32[2] <- e[...]
+          h:f32[2] = sin g
+          _:f32[2], f[...] <- f[...], h
+        in () }
+      mesh=None
+      metadata=None
+      name=None
+      out_avals=(ShapedArray(float32[4]),)
+    ] a
+  in (b,) }";
+    let j = parse_jaxpr(t).unwrap();
+    let Primitive::PallasCall {
+        kernel,
+        grid,
+        block_mappings,
+        out_avals,
+        name,
+        interpret,
+        debug,
+        input_output_aliases,
+    } = &j.eqns[0].primitive
+    else {
+        panic!("pallas_call expected");
+    };
+    assert_eq!(grid, &vec![2]);
+    assert_eq!(block_mappings.len(), 2);
+    assert_eq!(
+        block_mappings[1].block_shape,
+        vec![crate::primitive::BlockDim::Blocked(2)]
+    );
+    assert_eq!(
+        block_mappings[0].array_aval,
+        ShapedArray::of(DType::F32, &[4])
+    );
+    assert_eq!(block_mappings[0].index_map.jaxpr.outvars.len(), 1);
+    assert_eq!(out_avals, &vec![ShapedArray::of(DType::F32, &[4])]);
+    assert_eq!((name.clone(), *interpret, *debug), (None, true, false));
+    assert_eq!(input_output_aliases, &vec![(0, 0)]);
+    assert_eq!(kernel.eqns.len(), 3);
+    assert!(matches!(kernel.eqns[2].outputs[0], Binder::Drop(_)));
+    // Whatever our printer writes for it reads back the same.
+    let again = parse_jaxpr(&print_jaxpr(&j)).unwrap();
+    assert_eq!(again, j);
+}
