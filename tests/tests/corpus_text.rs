@@ -199,3 +199,53 @@ fn every_corpus_jaxpr_prints_back_byte_for_byte() {
         failures.join("\n")
     );
 }
+
+/// Truncations and byte edits of every corpus text: the parser returns
+/// (an error, usually) and never panics; errors carry a valid position.
+#[test]
+fn damaged_corpus_texts_never_panic() {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rand = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    const ASCII: &[u8] = b"{}()[],;:.=<>-+*_ \n0123456789abfinlmet";
+    let mut errors = 0;
+    let mut total = 0;
+    for (_, _, text, _) in texts() {
+        let n = text.len();
+        for k in 0..24 {
+            let mut bytes = text.as_bytes().to_vec();
+            if k % 2 == 0 {
+                bytes.truncate((rand() as usize) % n.max(1));
+            } else {
+                for _ in 0..1 + k % 4 {
+                    if bytes.is_empty() {
+                        break;
+                    }
+                    let p = rand() as usize % bytes.len();
+                    bytes[p] = ASCII[rand() as usize % ASCII.len()];
+                }
+            }
+            let Ok(t) = String::from_utf8(bytes) else {
+                continue;
+            };
+            total += 1;
+            if let Err(e) = parse_jaxpr(&t) {
+                errors += 1;
+                assert!(e.line >= 1 && e.column >= 1 && !e.message.is_empty());
+                assert!(
+                    e.line <= t.lines().count().max(1) + 1,
+                    "{e} beyond the text"
+                );
+            }
+        }
+    }
+    // Most damage is detected.
+    assert!(
+        errors * 2 > total,
+        "{errors}/{total} damaged texts rejected"
+    );
+}
