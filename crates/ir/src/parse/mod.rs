@@ -1,4 +1,17 @@
 //! The jaxpr parser: reads the text the printer (and JAX) writes.
+//!
+//! Two phases: [`syntax`] reads tokens into raw jaxprs (one closed scope per
+//! `{ lambda ... }`, params as syntax trees), then [`build`] resolves `let`
+//! references, drops unread `_` binders, renumbers variables in binding
+//! order and types the params ([`convert`], [`state`]). Both phases are
+//! linear in the input; neither panics on malformed text.
+
+mod build;
+mod convert;
+mod lexer;
+mod params;
+mod state;
+mod syntax;
 
 use crate::array::HostArray;
 use crate::jaxpr::{ClosedJaxpr, Jaxpr};
@@ -16,18 +29,35 @@ pub struct ParseError {
     pub message: String,
 }
 
+fn parse_with(text: &str, consts: Option<Vec<HostArray>>) -> Result<ClosedJaxpr, ParseError> {
+    let mut reader = syntax::Reader::new(text, consts);
+    let main = reader.read_program()?;
+    reader.check_consts_used()?;
+    let mut builder = build::Builder::new(text, &reader.arena, &reader.lets);
+    let closed = builder.closed(main, 0)?;
+    // Every `let` must be well-formed even when nothing refers to it.
+    for (_, id, pos) in &reader.lets {
+        builder.closed(*id, *pos)?;
+    }
+    Ok(closed)
+}
+
 /// Parses a jaxpr (with any `let` hoisted jaxprs) from JAX's text format.
+///
+/// Nested jaxprs that have constvars get no const values (their
+/// `ClosedJaxpr::consts` is empty); use [`parse_closed_jaxpr`] to bind them.
 pub fn parse_jaxpr(text: &str) -> Result<Jaxpr, ParseError> {
-    Err(ParseError {
-        line: 1,
-        column: 1,
-        message: format!("parser not implemented ({} bytes)", text.len()),
-    })
+    let closed = parse_with(text, None)?;
+    Ok(std::sync::Arc::unwrap_or_clone(closed.jaxpr))
 }
 
 /// Parses a jaxpr and binds constant values to its constvar binders in the
-/// order they appear in the text, nested jaxprs included.
+/// order they appear in the text, nested jaxprs included (a `let`-shared
+/// jaxpr's binders appear, and take values, once). A count or type mismatch
+/// is an error.
 pub fn parse_closed_jaxpr(text: &str, consts: Vec<HostArray>) -> Result<ClosedJaxpr, ParseError> {
-    let _ = consts;
-    parse_jaxpr(text).map(ClosedJaxpr::without_consts)
+    parse_with(text, Some(consts))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,628 @@
+//! Typing an equation's params: from the param syntax trees (and, for params
+//! JAX elides, the equation's types) to a `Primitive`.
+
+use super::build::{bare, Builder};
+use super::params::{PValue, Params, PV};
+use super::syntax::{PResult, RawEqn};
+use crate::aval::{Aval, Dim, ShapedArray};
+use crate::primitive::{
+    ArgOp, BinaryOp, BlockDim, BlockMapping, ConvDimensionNumbers, CumulativeOp,
+    DotDimensionNumbers, FillValue, GatherDimensionNumbers, GatherScatterMode, Ints, Precision,
+    Primitive, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterKind, UnaryOp,
+};
+
+const REDUCE_OPS: [ReduceOp; 7] = [
+    ReduceOp::Sum,
+    ReduceOp::Max,
+    ReduceOp::Min,
+    ReduceOp::Prod,
+    ReduceOp::And,
+    ReduceOp::Or,
+    ReduceOp::Xor,
+];
+const ARG_OPS: [ArgOp; 2] = [ArgOp::Argmax, ArgOp::Argmin];
+const CUM_OPS: [CumulativeOp; 5] = [
+    CumulativeOp::Cumsum,
+    CumulativeOp::Cumprod,
+    CumulativeOp::Cummax,
+    CumulativeOp::Cummin,
+    CumulativeOp::Cumlogsumexp,
+];
+const SCATTER_KINDS: [ScatterKind; 5] = [
+    ScatterKind::Set,
+    ScatterKind::Add,
+    ScatterKind::Mul,
+    ScatterKind::Min,
+    ScatterKind::Max,
+];
+
+/// Sizes of a type's shape: `None` for a dynamic dimension.
+fn opt_sizes(a: &Aval) -> Vec<Option<usize>> {
+    a.shape().iter().map(|d| d.as_const()).collect()
+}
+
+/// Builds the typed primitive of a raw equation.
+pub(crate) fn to_primitive(
+    b: &mut Builder,
+    e: &RawEqn,
+    in_avals: &[Option<Aval>],
+    out_avals: &[Aval],
+) -> PResult<Primitive> {
+    let p = Params {
+        text: b.text,
+        prim: &e.name,
+        pos: e.pos,
+        params: &e.params,
+    };
+    if let Some(form) = &e.state {
+        return super::state::state_primitive(&p, e, form, in_avals);
+    }
+    let name = e.name.as_str();
+    if let Some(op) = UnaryOp::ALL.iter().find(|o| o.name() == name) {
+        return Ok(Primitive::Unary(*op));
+    }
+    if let Some(op) = BinaryOp::ALL.iter().find(|o| o.name() == name) {
+        return Ok(Primitive::Binary(*op));
+    }
+    if let Some(op) = REDUCE_OPS.iter().find(|o| o.name() == name) {
+        return Ok(Primitive::Reduce {
+            op: *op,
+            axes: p.usizes("axes")?,
+        });
+    }
+    if let Some(op) = ARG_OPS.iter().find(|o| o.name() == name) {
+        return Ok(Primitive::ArgReduce {
+            op: *op,
+            axes: p.usizes("axes")?,
+            index_dtype: p.dtype("index_dtype")?,
+        });
+    }
+    if let Some(op) = CUM_OPS.iter().find(|o| o.name() == name) {
+        return Ok(Primitive::Cumulative {
+            op: *op,
+            axis: p.usize("axis")?,
+            reverse: p.bool_or("reverse", false)?,
+        });
+    }
+    if let Some(kind) = SCATTER_KINDS.iter().find(|o| o.name() == name) {
+        let dn = p.req("dimension_numbers")?;
+        let args = p.kwargs_of(dn, "ScatterDimensionNumbers")?;
+        let f = |k: &str| -> PResult<Ints> { p.ints_of(p.kwarg(args, k, dn)?) };
+        let update_jaxpr = match p.get("update_jaxpr") {
+            None => None,
+            Some(v) if Params::is_none(v) => None,
+            Some(v) => Some(bare(b.jaxpr_param(&p, v)?)),
+        };
+        return Ok(Primitive::Scatter {
+            kind: *kind,
+            dimension_numbers: ScatterDimensionNumbers {
+                update_window_dims: f("update_window_dims")?,
+                inserted_window_dims: f("inserted_window_dims")?,
+                scatter_dims_to_operand_dims: f("scatter_dims_to_operand_dims")?,
+                operand_batching_dims: f("operand_batching_dims")?,
+                scatter_indices_batching_dims: f("scatter_indices_batching_dims")?,
+            },
+            indices_are_sorted: p.bool_or("indices_are_sorted", false)?,
+            mode: mode_of(&p, p.req("mode")?)?,
+            unique_indices: p.bool_or("unique_indices", false)?,
+            update_jaxpr,
+        });
+    }
+    let out0 = out_avals.first();
+    let prim = match name {
+        "integer_pow" => Primitive::IntegerPow { y: p.int("y")? },
+        "round" => {
+            let v = p.req("rounding_method")?;
+            let m = match &v.v {
+                PValue::Word(w) if w.ends_with("AWAY_FROM_ZERO") => 0,
+                PValue::Word(w) if w.ends_with("TO_NEAREST_EVEN") => 1,
+                _ => p.int_of(v)?,
+            };
+            Primitive::Round {
+                rounding_method: match m {
+                    0 => RoundingMethod::AwayFromZero,
+                    1 => RoundingMethod::ToNearestEven,
+                    _ => {
+                        return Err(p.err(
+                            v.start,
+                            format!("expected rounding_method 0 or 1, found {m}"),
+                        ))
+                    }
+                },
+            }
+        }
+        "reduce_precision" => Primitive::ReducePrecision {
+            exponent_bits: p.usize("exponent_bits")? as u32,
+            mantissa_bits: p.usize("mantissa_bits")? as u32,
+        },
+        "convert_element_type" => Primitive::ConvertElementType {
+            new_dtype: p.dtype("new_dtype")?,
+            weak_type: p.bool_or("weak_type", false)?,
+        },
+        "bitcast_convert_type" => Primitive::BitcastConvertType {
+            new_dtype: p.dtype("new_dtype")?,
+        },
+        "select_n" => Primitive::SelectN,
+        "clamp" => Primitive::Clamp,
+        "broadcast_in_dim" => Primitive::BroadcastInDim {
+            shape: match p.get("shape") {
+                Some(v) => p.opt_sizes_of(v)?,
+                None => out0.map(opt_sizes).ok_or_else(|| {
+                    p.err(
+                        e.pos,
+                        "expected an output for `broadcast_in_dim`, found none",
+                    )
+                })?,
+            },
+            broadcast_dimensions: match p.get("broadcast_dimensions") {
+                Some(v) => p.usizes_of(v)?,
+                None => Vec::new(),
+            },
+        },
+        "reshape" => Primitive::Reshape {
+            new_sizes: match p.get("new_sizes") {
+                Some(v) => p.opt_sizes_of(v)?,
+                None => out0.map(opt_sizes).unwrap_or_default(),
+            },
+            dimensions: match p.get("dimensions") {
+                None => None,
+                Some(v) if Params::is_none(v) => None,
+                Some(v) => Some(p.usizes_of(v)?),
+            },
+        },
+        "transpose" => Primitive::Transpose {
+            permutation: p.usizes("permutation")?,
+        },
+        "squeeze" => Primitive::Squeeze {
+            dimensions: p.usizes("dimensions")?,
+        },
+        "rev" => Primitive::Rev {
+            dimensions: p.usizes("dimensions")?,
+        },
+        "pad" => {
+            let v = p.req("padding_config")?;
+            Primitive::Pad {
+                padding_config: p
+                    .items_of(v)?
+                    .iter()
+                    .map(|t| p.ints_of(t))
+                    .collect::<PResult<_>>()?,
+            }
+        }
+        "concatenate" => Primitive::Concatenate {
+            dimension: p.usize("dimension")?,
+        },
+        "slice" => Primitive::Slice {
+            start_indices: p.ints("start_indices")?,
+            limit_indices: p.ints("limit_indices")?,
+            strides: match p.get("strides") {
+                None => None,
+                Some(v) if Params::is_none(v) => None,
+                Some(v) => Some(p.ints_of(v)?),
+            },
+        },
+        "dynamic_slice" => Primitive::DynamicSlice {
+            slice_sizes: p.ints("slice_sizes")?,
+        },
+        "dynamic_update_slice" => Primitive::DynamicUpdateSlice,
+        "gather" => {
+            let dn = p.req("dimension_numbers")?;
+            let args = p.kwargs_of(dn, "GatherDimensionNumbers")?;
+            let f = |k: &str| -> PResult<Ints> { p.ints_of(p.kwarg(args, k, dn)?) };
+            let fill_value = match p.get("fill_value") {
+                None => None,
+                Some(v) if Params::is_none(v) => None,
+                Some(v) => {
+                    let s = p.src(v);
+                    if s.contains(['.', 'e', 'n']) {
+                        Some(FillValue::Float(p.float_of(v)?))
+                    } else {
+                        Some(FillValue::Int(p.int_of(v)?))
+                    }
+                }
+            };
+            Primitive::Gather {
+                dimension_numbers: GatherDimensionNumbers {
+                    offset_dims: f("offset_dims")?,
+                    collapsed_slice_dims: f("collapsed_slice_dims")?,
+                    start_index_map: f("start_index_map")?,
+                    operand_batching_dims: f("operand_batching_dims")?,
+                    start_indices_batching_dims: f("start_indices_batching_dims")?,
+                },
+                fill_value,
+                indices_are_sorted: p.bool_or("indices_are_sorted", false)?,
+                mode: mode_of(&p, p.req("mode")?)?,
+                slice_sizes: p.ints("slice_sizes")?,
+                unique_indices: p.bool_or("unique_indices", false)?,
+            }
+        }
+        "iota" => Primitive::Iota {
+            dtype: p.dtype("dtype")?,
+            shape: match p.get("shape") {
+                Some(v) => p.opt_sizes_of(v)?,
+                None => out0.map(opt_sizes).unwrap_or_default(),
+            },
+            dimension: p.usize("dimension")?,
+        },
+        "split" => Primitive::Split {
+            sizes: p.ints("sizes")?,
+            axis: p.usize("axis")?,
+        },
+        "tile" => Primitive::Tile {
+            reps: p.ints("reps")?,
+        },
+        "stack" => Primitive::Stack {
+            axis: p.usize("axis")?,
+        },
+        "dot_general" => {
+            let v = p.req("dimension_numbers")?;
+            let parts = p.items_of(v)?;
+            let (Some(c), Some(bt)) = (parts.first(), parts.get(1)) else {
+                return Err(p.err(v.start, "expected `((lc, rc), (lb, rb))`"));
+            };
+            let pair = |x: &PV| -> PResult<(Vec<usize>, Vec<usize>)> {
+                let it = p.items_of(x)?;
+                match it {
+                    [l, r] => Ok((p.usizes_of(l)?, p.usizes_of(r)?)),
+                    _ => Err(p.err(x.start, format!("expected a pair, found `{}`", p.src(x)))),
+                }
+            };
+            let (lc, rc) = pair(c)?;
+            let (lb, rb) = pair(bt)?;
+            Primitive::DotGeneral {
+                dimension_numbers: DotDimensionNumbers {
+                    lhs_contracting: lc,
+                    rhs_contracting: rc,
+                    lhs_batch: lb,
+                    rhs_batch: rb,
+                },
+                precision: precision_of(&p)?,
+                preferred_element_type: p.opt_dtype("preferred_element_type")?,
+            }
+        }
+        "conv_general_dilated" => {
+            let dn = p.req("dimension_numbers")?;
+            let args = p.kwargs_of(dn, "ConvDimensionNumbers")?;
+            let f = |k: &str| -> PResult<Vec<usize>> { p.usizes_of(p.kwarg(args, k, dn)?) };
+            let pad = p.req("padding")?;
+            let padding = p
+                .items_of(pad)?
+                .iter()
+                .map(|t| {
+                    let i = p.ints_of(t)?;
+                    match i.values.as_slice() {
+                        [lo, hi] => Ok((*lo, *hi)),
+                        _ => Err(p.err(
+                            t.start,
+                            format!("expected `(low, high)`, found `{}`", p.src(t)),
+                        )),
+                    }
+                })
+                .collect::<PResult<_>>()?;
+            Primitive::ConvGeneralDilated {
+                window_strides: p.usizes("window_strides")?,
+                padding,
+                lhs_dilation: p.usizes("lhs_dilation")?,
+                rhs_dilation: p.usizes("rhs_dilation")?,
+                dimension_numbers: ConvDimensionNumbers {
+                    lhs_spec: f("lhs_spec")?,
+                    rhs_spec: f("rhs_spec")?,
+                    out_spec: f("out_spec")?,
+                },
+                feature_group_count: p.usize("feature_group_count")?,
+                batch_group_count: p.usize("batch_group_count")?,
+                precision: precision_of(&p)?,
+                preferred_element_type: p.opt_dtype("preferred_element_type")?,
+            }
+        }
+        "sort" => Primitive::Sort {
+            dimension: p.usize("dimension")?,
+            is_stable: p.bool_or("is_stable", false)?,
+            num_keys: p.usize("num_keys")?,
+        },
+        "top_k" => Primitive::TopK {
+            k: p.usize("k")?,
+            axis: match p.get("axis") {
+                Some(v) => p.usize_of(v)?,
+                None => in_avals
+                    .first()
+                    .and_then(|a| a.as_ref())
+                    .map_or(0, |a| a.shape().len().saturating_sub(1)),
+            },
+        },
+        "empty2" => Primitive::Empty2 {
+            dtype: p.dtype("dtype")?,
+        },
+        "cond" => {
+            let v = p.req("branches")?;
+            let mut branches = Vec::new();
+            for br in p.items_of(v)? {
+                branches.push(b.jaxpr_param(&p, br)?);
+            }
+            Primitive::Cond { branches }
+        }
+        "while" => Primitive::While {
+            cond_jaxpr: b.jaxpr_param(&p, p.req("cond_jaxpr")?)?,
+            body_jaxpr: b.jaxpr_param(&p, p.req("body_jaxpr")?)?,
+            cond_nconsts: p.usize("cond_nconsts")?,
+            body_nconsts: p.usize("body_nconsts")?,
+        },
+        "scan" => Primitive::Scan {
+            jaxpr: b.jaxpr_param(&p, p.req("jaxpr")?)?,
+            length: p.usize("length")?,
+            reverse: p.bool_or("reverse", false)?,
+            num_consts: p.usize("num_consts")?,
+            num_carry: p.usize("num_carry")?,
+            unroll: match p.get("unroll") {
+                None => 1,
+                Some(v) => match &v.v {
+                    PValue::Word(w) if w == "True" => 1,
+                    PValue::Word(w) if w == "False" => 0,
+                    _ => p.int_of(v)?,
+                },
+            },
+            linear: match p.get("linear") {
+                None => vec![false; e.inputs.len()],
+                Some(v) => p
+                    .items_of(v)?
+                    .iter()
+                    .map(|x| p.bool_of(x))
+                    .collect::<PResult<_>>()?,
+            },
+            split_transpose: p.bool_or("_split_transpose", false)?,
+        },
+        "for_loop" => Primitive::ForLoop {
+            body_jaxpr: b.jaxpr_param(&p, p.req("body_jaxpr")?)?,
+            body_nconsts: p.usize("body_nconsts")?,
+            nimplicit: match p.get("nimplicit") {
+                Some(v) => p.usize_of(v)?,
+                None => 0,
+            },
+            preserve_dimensions: p.bool_or("preserve_dimensions", false)?,
+            apply_reverse_transform: p.bool_or("apply_reverse_transform", false)?,
+        },
+        "jit" | "pjit" => Primitive::Jit {
+            name: p.text_of("name")?,
+            jaxpr: b.jaxpr_param(&p, p.req("jaxpr")?)?,
+        },
+        "custom_jvp_call" => Primitive::CustomJvpCall {
+            name: p.text_of("name")?,
+            call_jaxpr: b.jaxpr_param(&p, p.req("call_jaxpr")?)?,
+            jvp: p.text_of("jvp")?,
+            num_consts: opt_usize(&p, "num_consts")?,
+            symbolic_zeros: p.bool_or("symbolic_zeros", false)?,
+        },
+        "custom_vjp_call" => Primitive::CustomVjpCall {
+            name: p.text_of("name")?,
+            call_jaxpr: b.jaxpr_param(&p, p.req("call_jaxpr")?)?,
+            fwd: p.text_of("fwd")?,
+            bwd: p.text_of("bwd")?,
+            num_consts: opt_usize(&p, "num_consts")?,
+            symbolic_zeros: p.bool_or("symbolic_zeros", false)?,
+        },
+        "remat2" | "checkpoint" => Primitive::Remat {
+            jaxpr: bare(b.jaxpr_param(&p, p.req("jaxpr")?)?),
+            prevent_cse: p.bool_or("prevent_cse", true)?,
+            differentiated: p.bool_or("differentiated", false)?,
+            policy: match p.get("policy") {
+                None => None,
+                Some(v) if Params::is_none(v) => None,
+                Some(v) => Some(p.src(v)),
+            },
+        },
+        "program_id" => Primitive::ProgramId {
+            axis: p.usize("axis")?,
+        },
+        "num_programs" => Primitive::NumPrograms {
+            axis: p.usize("axis")?,
+        },
+        "pallas_call" => pallas_call(b, &p, in_avals)?,
+        "get" | "swap" | "addupdate" | "load" | "store" | "masked_load" | "masked_swap"
+        | "atomic_rmw" | "atomic_cas" => super::state::state_primitive_plain(&p, e, in_avals)?,
+        _ => {
+            return Err(p.err(
+                e.pos,
+                format!("expected a primitive name, found unknown primitive `{name}`"),
+            ))
+        }
+    };
+    Ok(prim)
+}
+
+fn opt_usize(p: &Params, key: &str) -> PResult<usize> {
+    match p.get(key) {
+        Some(v) => p.usize_of(v),
+        None => Ok(0),
+    }
+}
+
+fn mode_of(p: &Params, v: &PV) -> PResult<GatherScatterMode> {
+    let w = match &v.v {
+        PValue::Word(w) => w.rsplit('.').next().unwrap_or(""),
+        PValue::Num(n) => n.as_str(),
+        _ => "",
+    };
+    Ok(match w {
+        "CLIP" | "0" => GatherScatterMode::Clip,
+        "FILL_OR_DROP" | "1" => GatherScatterMode::FillOrDrop,
+        "PROMISE_IN_BOUNDS" | "2" => GatherScatterMode::PromiseInBounds,
+        "ONE_HOT" | "3" => GatherScatterMode::OneHot,
+        _ => {
+            return Err(p.err(
+                v.start,
+                format!("expected a GatherScatterMode, found `{}`", p.src(v)),
+            ))
+        }
+    })
+}
+
+fn one_precision(p: &Params, v: &PV) -> PResult<Precision> {
+    let w = match &v.v {
+        PValue::Word(w) => w.rsplit('.').next().unwrap_or(""),
+        _ => "",
+    };
+    Ok(match w {
+        "DEFAULT" => Precision::Default,
+        "HIGH" => Precision::High,
+        "HIGHEST" => Precision::Highest,
+        _ => {
+            return Err(p.err(
+                v.start,
+                format!("expected a Precision, found `{}`", p.src(v)),
+            ))
+        }
+    })
+}
+
+fn precision_of(p: &Params) -> PResult<Option<(Precision, Precision)>> {
+    match p.get("precision") {
+        None => Ok(None),
+        Some(v) if Params::is_none(v) => Ok(None),
+        Some(v) => match &v.v {
+            PValue::Tuple(items) => match items.as_slice() {
+                [l, r] => Ok(Some((one_precision(p, l)?, one_precision(p, r)?))),
+                _ => Err(p.err(
+                    v.start,
+                    format!("expected a pair of Precisions, found `{}`", p.src(v)),
+                )),
+            },
+            _ => {
+                let x = one_precision(p, v)?;
+                Ok(Some((x, x)))
+            }
+        },
+    }
+}
+
+fn pallas_call(b: &mut Builder, p: &Params, in_avals: &[Option<Aval>]) -> PResult<Primitive> {
+    let kernel = bare(b.jaxpr_param(p, p.req("jaxpr")?)?);
+    let out_avals: Vec<ShapedArray> = match p.get("out_avals") {
+        Some(v) => p
+            .items_of(v)?
+            .iter()
+            .map(|x| match &x.v {
+                PValue::Call(_, args) => match args.as_slice() {
+                    [(
+                        _,
+                        PV {
+                            v: PValue::Type(t), ..
+                        },
+                    )] => Ok(t.clone()),
+                    _ => Err(p.err(
+                        x.start,
+                        format!("expected `ShapedArray(dtype[shape])`, found `{}`", p.src(x)),
+                    )),
+                },
+                PValue::Type(t) => Ok(t.clone()),
+                _ => Err(p.err(
+                    x.start,
+                    format!("expected `ShapedArray(dtype[shape])`, found `{}`", p.src(x)),
+                )),
+            })
+            .collect::<PResult<_>>()?,
+        None => Vec::new(),
+    };
+    let mut grid = Vec::new();
+    let mut block_mappings = Vec::new();
+    if let Some(gm) = p.get("grid_mapping") {
+        let args = p.kwargs_of(gm, "GridMapping")?;
+        grid = p.usizes_of(p.kwarg(args, "grid", gm)?)?;
+        let bms = p.kwarg(args, "block_mappings", gm)?;
+        for (k, bm) in p.items_of(bms)?.iter().enumerate() {
+            let bargs = p.kwargs_of(bm, "BlockMapping")?;
+            let bs = p.kwarg(bargs, "block_shape", bm)?;
+            let mut block_shape = Vec::new();
+            for d in p.items_of(bs)? {
+                block_shape.push(match &d.v {
+                    PValue::Word(w) if w == "None" || w.ends_with("Squeezed") => BlockDim::Squeezed,
+                    PValue::Call(n, a) if n.ends_with("Squeezed") && a.is_empty() => {
+                        BlockDim::Squeezed
+                    }
+                    PValue::Call(_, a) => match a.as_slice() {
+                        [(_, x)] => BlockDim::Blocked(p.usize_of(x)?),
+                        _ => {
+                            return Err(p.err(
+                                d.start,
+                                format!("expected `Blocked(block_size=n)`, found `{}`", p.src(d)),
+                            ))
+                        }
+                    },
+                    _ => BlockDim::Blocked(p.usize_of(d)?),
+                });
+            }
+            let index_map = b.jaxpr_param(p, p.kwarg(bargs, "index_map", bm)?)?;
+            let array_aval = match bargs
+                .iter()
+                .find(|(k, _)| k.as_deref() == Some("array_aval"))
+            {
+                Some((
+                    _,
+                    PV {
+                        v: PValue::Call(_, a),
+                        ..
+                    },
+                )) => match a.as_slice() {
+                    [(
+                        _,
+                        PV {
+                            v: PValue::Type(t), ..
+                        },
+                    )] => t.clone(),
+                    _ => {
+                        return Err(
+                            p.err(bm.start, "expected `array_aval=ShapedArray(dtype[shape])`")
+                        )
+                    }
+                },
+                _ => {
+                    let from_in = in_avals
+                        .get(k)
+                        .and_then(|a| a.as_ref())
+                        .map(|a| a.array().clone());
+                    let n_in = in_avals.len();
+                    from_in
+                        .or_else(|| out_avals.get(k.wrapping_sub(n_in)).cloned())
+                        .unwrap_or_else(|| {
+                            ShapedArray::new(crate::dtype::DType::F32, vec![Dim::Const(0)])
+                        })
+                }
+            };
+            block_mappings.push(BlockMapping {
+                block_shape,
+                index_map,
+                array_aval,
+            });
+        }
+    }
+    let input_output_aliases = match p.get("input_output_aliases") {
+        None => Vec::new(),
+        Some(v) => p
+            .items_of(v)?
+            .iter()
+            .map(|x| {
+                let pr = p.usizes_of(x)?;
+                match pr.as_slice() {
+                    [a, o] => Ok((*a, *o)),
+                    _ => Err(p.err(
+                        x.start,
+                        format!("expected `(input, output)`, found `{}`", p.src(x)),
+                    )),
+                }
+            })
+            .collect::<PResult<_>>()?,
+    };
+    Ok(Primitive::PallasCall {
+        kernel,
+        grid,
+        block_mappings,
+        out_avals,
+        name: match p.get("name") {
+            None => None,
+            Some(v) if Params::is_none(v) => None,
+            Some(v) => Some(p.src(v)),
+        },
+        interpret: p.bool_or("interpret", false)?,
+        debug: p.bool_or("debug", false)?,
+        input_output_aliases,
+    })
+}

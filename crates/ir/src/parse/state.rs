@@ -1,0 +1,443 @@
+//! The state and Pallas arrow forms: `y <- r[idx]`, `y, r[idx] <- r[idx], v`,
+//! `r[idx] <- v mask=m`, `r[idx] += v`, with masks and `other` values.
+//!
+//! Invariant: the equation inputs are, in order, the ref, the dynamic index
+//! operands (left to right), the value, the mask, then `other`.
+
+use super::lexer::Tok;
+use super::params::{PValue, Params, PV};
+use super::syntax::{PResult, RawEqn, RawJaxpr, Reader, Scope};
+use crate::aval::{Aval, Dim};
+use crate::jaxpr::Atom;
+use crate::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer, Primitive};
+
+/// Which arrow form an equation used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateKind {
+    /// `y <- r[idx]` (a `load` when it has `mask=`/`other=`).
+    Get,
+    /// `y, r[idx] <- r[idx], v` (a masked `store` when it has `mask=`).
+    Swap,
+    /// `r[idx] += v`.
+    AddUpdate,
+}
+
+/// What the arrow syntax of one equation said.
+#[derive(Debug, Clone)]
+pub(crate) struct StateForm {
+    pub kind: StateKind,
+    pub indexers: Vec<Indexer>,
+    pub has_mask: bool,
+    pub has_other: bool,
+}
+
+impl<'a> Reader<'a> {
+    /// Reads an arrow form; `pre` holds the output binders already read.
+    pub(crate) fn read_state_eqn(
+        &mut self,
+        jx: &mut RawJaxpr,
+        scope: &mut Scope,
+        pre: Vec<(&'a str, Aval)>,
+        start: usize,
+    ) -> PResult<()> {
+        let mut lhs = None;
+        if self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::LBrack {
+            // `r[idx]` on the left: a store/addupdate target, or repeated on
+            // the right (swap).
+            let (ins, idx) = self.read_ref_index(jx, scope)?;
+            if self.peek_kind() == Tok::PlusEq {
+                self.bump();
+                let mut inputs = ins;
+                inputs.push(self.read_atom(jx, scope)?);
+                let outputs = self.bind_outputs(jx, scope, pre);
+                jx.eqns.push(RawEqn {
+                    name: "addupdate".into(),
+                    pos: start,
+                    params: Vec::new(),
+                    inputs,
+                    outputs,
+                    state: Some(StateForm {
+                        kind: StateKind::AddUpdate,
+                        indexers: idx,
+                        has_mask: false,
+                        has_other: false,
+                    }),
+                });
+                return Ok(());
+            }
+            lhs = Some((ins, idx));
+        }
+        self.expect(Tok::Arrow, "`<-`")?;
+        let had_lhs = lhs.is_some();
+        let mut pre = pre;
+        let (mut inputs, indexers, kind) = match lhs {
+            Some((mut ins, idx)) if pre.is_empty() => {
+                // `r[idx] <- v`: a swap (or masked store) whose result is
+                // dropped; the dropped binder takes the value's type.
+                let v = self.read_atom(jx, scope)?;
+                let aval = match v {
+                    Atom::Var(x) => jx.vars.get(x.index()).cloned(),
+                    Atom::Lit(l) => Some(Aval::Array(crate::aval::ShapedArray::scalar(l.dtype))),
+                };
+                if let Some(a) = aval {
+                    pre.push(("_", a));
+                }
+                ins.push(v);
+                (ins, idx, StateKind::Swap)
+            }
+            _ => {
+                let (mut ins, idx) = self.read_ref_index(jx, scope)?;
+                if self.peek_kind() == Tok::Comma {
+                    self.bump();
+                    ins.push(self.read_atom(jx, scope)?);
+                    (ins, idx, StateKind::Swap)
+                } else if had_lhs {
+                    return Err(self.expected("`,` and the value to store"));
+                } else {
+                    (ins, idx, StateKind::Get)
+                }
+            }
+        };
+        let (has_mask, has_other) = self.read_mask_other(jx, scope, &mut inputs)?;
+        let outputs = self.bind_outputs(jx, scope, pre);
+        let name = match kind {
+            StateKind::Get if has_mask || has_other => "load",
+            StateKind::Get => "get",
+            StateKind::Swap if has_mask => "store",
+            StateKind::Swap => "swap",
+            StateKind::AddUpdate => "addupdate",
+        };
+        jx.eqns.push(RawEqn {
+            name: name.into(),
+            pos: start,
+            params: Vec::new(),
+            inputs,
+            outputs,
+            state: Some(StateForm {
+                kind,
+                indexers,
+                has_mask,
+                has_other,
+            }),
+        });
+        Ok(())
+    }
+
+    /// Reads the optional `mask=m other=o` suffix.
+    fn read_mask_other(
+        &mut self,
+        jx: &mut RawJaxpr,
+        scope: &mut Scope,
+        inputs: &mut Vec<Atom>,
+    ) -> PResult<(bool, bool)> {
+        let mut has_mask = false;
+        let mut has_other = false;
+        if self.at_word("mask") && self.kind_at(1) == Tok::Eq {
+            self.bump();
+            self.bump();
+            inputs.push(self.read_atom(jx, scope)?);
+            has_mask = true;
+        }
+        if self.at_word("other") && self.kind_at(1) == Tok::Eq {
+            self.bump();
+            self.bump();
+            inputs.push(self.read_atom(jx, scope)?);
+            has_other = true;
+        }
+        Ok((has_mask, has_other))
+    }
+
+    /// Reads `r[idx][idx2]...`: returns (ref and dynamic index operands,
+    /// indexers).
+    fn read_ref_index(
+        &mut self,
+        jx: &mut RawJaxpr,
+        scope: &mut Scope,
+    ) -> PResult<(Vec<Atom>, Vec<Indexer>)> {
+        let r = self.read_atom(jx, scope)?;
+        let mut shape: Vec<usize> = match r {
+            Atom::Var(v) => match jx.vars.get(v.index()) {
+                Some(Aval::Ref(rf)) => rf
+                    .inner
+                    .shape
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Const(n) => *n,
+                        Dim::Var(_) => 0,
+                    })
+                    .collect(),
+                _ => return Err(self.expected_prev("a Ref variable")),
+            },
+            Atom::Lit(_) => return Err(self.expected_prev("a Ref variable")),
+        };
+        let mut inputs = vec![r];
+        let mut indexers = Vec::new();
+        while self.peek_kind() == Tok::LBrack {
+            self.bump();
+            if self.peek_kind() == Tok::Ellipsis {
+                self.bump();
+                self.expect(Tok::RBrack, "`]`")?;
+                continue;
+            }
+            let mut entries = Vec::new();
+            let mut new_shape = Vec::new();
+            let mut dim = 0usize;
+            loop {
+                let full = shape.get(dim).copied().unwrap_or(0);
+                let start = if self.peek_kind() == Tok::Colon {
+                    IndexValue::Static(0)
+                } else {
+                    self.read_index_value(jx, scope, &mut inputs)?
+                };
+                if self.peek_kind() == Tok::Colon {
+                    self.bump();
+                    let size = match start {
+                        IndexValue::Static(st) => {
+                            let stop = if self.peek_kind() == Tok::Num {
+                                self.read_static_int()?
+                            } else {
+                                full as i64
+                            };
+                            (stop - st).max(0) as usize
+                        }
+                        IndexValue::Dynamic(_) => {
+                            // `x:x+n`
+                            if self.peek_kind() == Tok::Word {
+                                self.bump();
+                            }
+                            self.expect(Tok::Plus, "`+` in `start:start+size`")?;
+                            self.read_static_int()?.max(0) as usize
+                        }
+                    };
+                    let mut stride = 1usize;
+                    if self.peek_kind() == Tok::Colon {
+                        self.bump();
+                        stride = self.read_static_int()?.max(1) as usize;
+                    }
+                    entries.push(IndexEntry::Slice {
+                        start,
+                        size,
+                        stride,
+                    });
+                    new_shape.push(size);
+                } else {
+                    entries.push(IndexEntry::Int(start));
+                }
+                dim += 1;
+                if self.peek_kind() == Tok::Comma {
+                    self.bump();
+                } else {
+                    break;
+                }
+            }
+            self.expect(Tok::RBrack, "`,` or `]` in the index")?;
+            while dim < shape.len() {
+                let size = shape.get(dim).copied().unwrap_or(0);
+                entries.push(IndexEntry::Slice {
+                    start: IndexValue::Static(0),
+                    size,
+                    stride: 1,
+                });
+                new_shape.push(size);
+                dim += 1;
+            }
+            shape = new_shape;
+            indexers.push(Indexer { entries });
+        }
+        Ok((inputs, indexers))
+    }
+
+    fn read_static_int(&mut self) -> PResult<i64> {
+        let t = self.peek();
+        if t.kind == Tok::Num {
+            if let Ok(v) = self.slice(t).parse::<i64>() {
+                self.bump();
+                return Ok(v);
+            }
+        }
+        Err(self.expected("an integer"))
+    }
+
+    fn read_index_value(
+        &mut self,
+        jx: &mut RawJaxpr,
+        scope: &mut Scope,
+        inputs: &mut Vec<Atom>,
+    ) -> PResult<IndexValue> {
+        let t = self.peek();
+        if t.kind == Tok::Num {
+            if let Ok(v) = self.slice(t).parse::<i64>() {
+                self.bump();
+                return Ok(IndexValue::Static(v));
+            }
+        }
+        let a = self.read_atom(jx, scope)?;
+        inputs.push(a);
+        Ok(IndexValue::Dynamic(inputs.len() - 1))
+    }
+
+    /// "expected X, found Y" pointing at the previous token.
+    fn expected_prev(&self, what: &str) -> super::ParseError {
+        let t = self.tok(self.pos.saturating_sub(1));
+        self.err_at(
+            t.start,
+            format!("expected {what}, found {}", self.describe(t)),
+        )
+    }
+}
+
+/// The primitive of an arrow-form equation.
+pub(crate) fn state_primitive(
+    _p: &Params,
+    _e: &RawEqn,
+    form: &StateForm,
+    _in_avals: &[Option<Aval>],
+) -> PResult<Primitive> {
+    let indexers = form.indexers.clone();
+    Ok(match form.kind {
+        StateKind::Get if form.has_mask || form.has_other => Primitive::Load {
+            indexers,
+            has_mask: form.has_mask,
+            has_other: form.has_other,
+        },
+        StateKind::Get => Primitive::Get { indexers },
+        StateKind::Swap if form.has_mask => Primitive::Store {
+            indexers,
+            has_mask: true,
+        },
+        StateKind::Swap => Primitive::Swap { indexers },
+        StateKind::AddUpdate => Primitive::AddUpdate { indexers },
+    })
+}
+
+/// State primitives written as `= name[...] operands`: Triton's
+/// `atomic_rmw` (indexers in its `args_tree`) and `atomic_cas`.
+pub(crate) fn state_primitive_plain(
+    p: &Params,
+    e: &RawEqn,
+    _in_avals: &[Option<Aval>],
+) -> PResult<Primitive> {
+    match e.name.as_str() {
+        "atomic_cas" => Ok(Primitive::AtomicCas {
+            indexers: Vec::new(),
+        }),
+        "atomic_rmw" => {
+            let t = p.req("atomic_type")?;
+            let op = match &t.v {
+                PValue::Word(w) => match w.rsplit('.').next().unwrap_or("") {
+                    "ADD" => Some(AtomicOp::Add),
+                    "MAX" => Some(AtomicOp::Max),
+                    "MIN" => Some(AtomicOp::Min),
+                    "AND" => Some(AtomicOp::And),
+                    "OR" => Some(AtomicOp::Or),
+                    "XOR" => Some(AtomicOp::Xor),
+                    "XCHG" => Some(AtomicOp::Xchg),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let op = op.ok_or_else(|| {
+                p.err(
+                    t.start,
+                    format!("expected an AtomicOpType, found `{}`", p.src(t)),
+                )
+            })?;
+            let indexers = match p.get("args_tree") {
+                Some(tree) => args_tree_indexers(p, tree)?,
+                None => Vec::new(),
+            };
+            Ok(Primitive::AtomicRmw { indexers, op })
+        }
+        _ => Err(p.err(
+            e.pos,
+            format!(
+                "expected the arrow form of `{}`, found `= {}`",
+                e.name, e.name
+            ),
+        )),
+    }
+}
+
+/// Indexers out of `PyTreeDef((*, (CustomNode(NDIndexer[(PyTreeDef((e, ..)),
+/// shape, ())], []), ..), *, mask))`; dynamic operands are numbered from 1.
+fn args_tree_indexers(p: &Params, tree: &PV) -> PResult<Vec<Indexer>> {
+    let bad = |v: &PV| {
+        p.err(
+            v.start,
+            format!("expected an atomic_rmw args_tree, found `{}`", p.src(v)),
+        )
+    };
+    let top = match &tree.v {
+        PValue::Call(_, args) => match args.as_slice() {
+            [(None, t)] => p.items_of(t)?,
+            _ => return Err(bad(tree)),
+        },
+        _ => return Err(bad(tree)),
+    };
+    let idx_list = top.get(1).ok_or_else(|| bad(tree))?;
+    let mut next = 1usize;
+    let mut indexers = Vec::new();
+    for node in p.items_of(idx_list)? {
+        // CustomNode(NDIndexer[(PyTreeDef((entries)), shape, ())], [])
+        let nd = match &node.v {
+            PValue::Call(_, args) => args.first().map(|a| &a.1).ok_or_else(|| bad(node))?,
+            _ => return Err(bad(node)),
+        };
+        let nd_items = match &nd.v {
+            PValue::Call(_, args) => match args.first().map(|a| &a.1) {
+                Some(PV {
+                    v: PValue::Tuple(items),
+                    ..
+                }) => items,
+                _ => return Err(bad(nd)),
+            },
+            _ => return Err(bad(nd)),
+        };
+        let entries_def = nd_items.first().ok_or_else(|| bad(nd))?;
+        let entries = match &entries_def.v {
+            PValue::Call(_, args) => match args.as_slice() {
+                [(None, t)] => p.items_of(t)?,
+                _ => return Err(bad(entries_def)),
+            },
+            _ => return Err(bad(entries_def)),
+        };
+        let mut out = Vec::new();
+        for en in entries {
+            match &en.v {
+                PValue::Word(w) if w == "*" => {
+                    out.push(IndexEntry::Int(IndexValue::Dynamic(next)));
+                    next += 1;
+                }
+                PValue::Call(_, args) => {
+                    // CustomNode(Slice[(start|None, size, stride)], [..])
+                    let sl = args.first().map(|a| &a.1).ok_or_else(|| bad(en))?;
+                    let vals = match &sl.v {
+                        PValue::Call(_, a) => match a.first().map(|x| &x.1) {
+                            Some(t) => p.items_of(t)?,
+                            None => return Err(bad(sl)),
+                        },
+                        _ => return Err(bad(sl)),
+                    };
+                    let [start, size, stride] = vals else {
+                        return Err(bad(sl));
+                    };
+                    let start = if Params::is_none(start) {
+                        let k = next;
+                        next += 1;
+                        IndexValue::Dynamic(k)
+                    } else {
+                        IndexValue::Static(p.int_of(start)?)
+                    };
+                    out.push(IndexEntry::Slice {
+                        start,
+                        size: p.usize_of(size)?,
+                        stride: p.usize_of(stride)?,
+                    });
+                }
+                _ => return Err(bad(en)),
+            }
+        }
+        indexers.push(Indexer { entries: out });
+    }
+    Ok(indexers)
+}

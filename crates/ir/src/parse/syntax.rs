@@ -1,0 +1,765 @@
+//! Phase one of parsing: the recursive-descent reader that turns tokens into
+//! raw jaxprs (names resolved per scope, params kept as syntax trees).
+//!
+//! Invariant: every `{ lambda ... }` is a closed scope; a raw jaxpr's vars are
+//! numbered in the order their binders appear, `_` binders included (phase
+//! two drops the `_` binders that nothing reads and renumbers).
+
+use super::lexer::{lex, Tok, Token};
+use super::params::Param;
+use super::state::StateForm;
+use super::ParseError;
+use crate::array::HostArray;
+use crate::aval::{AbstractRef, Aval, Dim, MemorySpace, ShapedArray};
+use crate::dtype::DType;
+use crate::jaxpr::{Atom, Var};
+use crate::literal::{Literal, Scalar};
+use std::collections::{HashMap, VecDeque};
+
+/// Deepest nesting of brackets and jaxprs accepted (guards the stack).
+const MAX_DEPTH: usize = 200;
+
+/// A jaxpr as read, before params are typed and `_` binders resolved.
+#[derive(Debug, Default)]
+pub(crate) struct RawJaxpr {
+    pub vars: Vec<Aval>,
+    /// Per var: bound by a `_` binder.
+    pub underscore: Vec<bool>,
+    /// Per var: read somewhere (operand, outvar or dimension).
+    pub referenced: Vec<bool>,
+    pub constvars: Vec<Var>,
+    pub invars: Vec<Var>,
+    pub eqns: Vec<RawEqn>,
+    pub outvars: Vec<Atom>,
+    /// Values of the constvars (empty when parsing without values).
+    pub consts: Vec<HostArray>,
+}
+
+/// An equation as read.
+#[derive(Debug)]
+pub(crate) struct RawEqn {
+    pub name: String,
+    /// Byte offset of the primitive name (or of the equation for arrow forms).
+    pub pos: usize,
+    pub params: Vec<Param>,
+    pub inputs: Vec<Atom>,
+    pub outputs: Vec<Var>,
+    /// For the state/Pallas arrow forms: what the arrow syntax said.
+    pub state: Option<StateForm>,
+}
+
+#[derive(Default)]
+pub(crate) struct Scope {
+    names: HashMap<String, Var>,
+    last_underscore: Option<Var>,
+    /// Every `_` binder so far, in order.
+    underscores: Vec<Var>,
+    /// Operands written `_`: how many `_` binders preceded each.
+    pending: Vec<usize>,
+}
+
+/// Placeholder vars for `_` operands resolved after the outvars are read.
+const PENDING_BASE: u32 = u32::MAX / 2;
+
+/// The phase-one reader.
+pub(crate) struct Reader<'a> {
+    pub text: &'a str,
+    pub toks: Vec<Token>,
+    pub pos: usize,
+    pub arena: Vec<RawJaxpr>,
+    /// `let NAME = {...} in` bindings: name, arena id, byte offset.
+    pub lets: Vec<(String, usize, usize)>,
+    /// Constant values still to hand out, or `None` when parsing without.
+    consts: Option<VecDeque<HostArray>>,
+    depth: usize,
+}
+
+pub(crate) type PResult<T> = Result<T, ParseError>;
+
+impl<'a> Reader<'a> {
+    pub fn new(text: &'a str, consts: Option<Vec<HostArray>>) -> Reader<'a> {
+        Reader {
+            text,
+            toks: lex(text),
+            pos: 0,
+            arena: Vec::new(),
+            lets: Vec::new(),
+            consts: consts.map(VecDeque::from),
+            depth: 0,
+        }
+    }
+
+    // ---- token helpers -------------------------------------------------
+
+    pub fn tok(&self, i: usize) -> Token {
+        self.toks
+            .get(i)
+            .or(self.toks.last())
+            .copied()
+            .unwrap_or(Token {
+                kind: Tok::Eof,
+                start: self.text.len(),
+                end: self.text.len(),
+            })
+    }
+
+    pub fn peek(&self) -> Token {
+        self.tok(self.pos)
+    }
+
+    pub fn peek_kind(&self) -> Tok {
+        self.peek().kind
+    }
+
+    pub fn kind_at(&self, off: usize) -> Tok {
+        self.tok(self.pos + off).kind
+    }
+
+    pub fn slice(&self, t: Token) -> &'a str {
+        self.text.get(t.start..t.end).unwrap_or("")
+    }
+
+    pub fn bump(&mut self) -> Token {
+        let t = self.peek();
+        if t.kind != Tok::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+
+    /// Whether the next token is the word `w`.
+    pub fn at_word(&self, w: &str) -> bool {
+        let t = self.peek();
+        t.kind == Tok::Word && self.slice(t) == w
+    }
+
+    /// Describes a token for error messages.
+    pub fn describe(&self, t: Token) -> String {
+        match t.kind {
+            Tok::Eof => "end of input".to_string(),
+            _ => format!("`{}`", self.slice(t)),
+        }
+    }
+
+    pub fn err_at(&self, pos: usize, message: impl Into<String>) -> ParseError {
+        let (line, column) = super::lexer::line_col(self.text, pos);
+        ParseError {
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    /// "expected X, found Y" at the next token.
+    pub fn expected(&self, what: &str) -> ParseError {
+        let t = self.peek();
+        self.err_at(
+            t.start,
+            format!("expected {what}, found {}", self.describe(t)),
+        )
+    }
+
+    pub fn expect(&mut self, kind: Tok, what: &str) -> PResult<Token> {
+        if self.peek_kind() == kind {
+            Ok(self.bump())
+        } else {
+            Err(self.expected(what))
+        }
+    }
+
+    pub fn expect_word(&mut self, w: &str) -> PResult<Token> {
+        if self.at_word(w) {
+            Ok(self.bump())
+        } else {
+            Err(self.expected(&format!("`{w}`")))
+        }
+    }
+
+    pub fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.err_at(self.peek().start, "nesting too deep"));
+        }
+        Ok(())
+    }
+
+    pub fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    // ---- top level -----------------------------------------------------
+
+    /// Reads `let NAME = {...} in`* `{...}` and the end of input; returns the
+    /// arena id of the main jaxpr.
+    pub fn read_program(&mut self) -> PResult<usize> {
+        while self.at_word("let") {
+            let let_tok = self.bump();
+            let name_tok = self.expect(Tok::Word, "a jaxpr name")?;
+            let name = self.slice(name_tok).to_string();
+            self.expect(Tok::Eq, "`=`")?;
+            let id = self.read_lambda()?;
+            self.expect_word("in")?;
+            self.lets.push((name, id, let_tok.start));
+        }
+        let main = self.read_lambda()?;
+        if self.peek_kind() != Tok::Eof {
+            return Err(self.expected("end of input"));
+        }
+        Ok(main)
+    }
+
+    /// Reads `{ lambda consts ; invars . let eqns in (outvars) }`.
+    pub fn read_lambda(&mut self) -> PResult<usize> {
+        self.enter()?;
+        self.expect(Tok::LBrace, "`{`")?;
+        self.expect_word("lambda")?;
+        let mut jx = RawJaxpr::default();
+        let mut scope = Scope::default();
+        // constvars
+        let mut consts_pos = Vec::new();
+        while self.peek_kind() == Tok::Word {
+            consts_pos.push(self.peek().start);
+            let v = self.read_binder(&mut jx, &mut scope)?;
+            jx.constvars.push(v);
+        }
+        self.expect(Tok::Semi, "`;` after the constvars")?;
+        while self.peek_kind() == Tok::Word {
+            let v = self.read_binder(&mut jx, &mut scope)?;
+            jx.invars.push(v);
+        }
+        self.expect(Tok::Dot, "`.` after the invars")?;
+        self.expect_word("let")?;
+        self.bind_consts(&mut jx, &consts_pos)?;
+        loop {
+            if self.at_word("in") && self.kind_at(1) == Tok::LParen {
+                break;
+            }
+            match self.peek_kind() {
+                Tok::Semi => {
+                    self.bump();
+                }
+                Tok::Word | Tok::Eq => self.read_eqn(&mut jx, &mut scope)?,
+                _ => return Err(self.expected("an equation or `in`")),
+            }
+        }
+        self.bump(); // `in`
+        self.read_outvars(&mut jx, &mut scope)?;
+        self.expect(Tok::RBrace, "`}`")?;
+        self.leave();
+        self.arena.push(jx);
+        Ok(self.arena.len() - 1)
+    }
+
+    fn bind_consts(&mut self, jx: &mut RawJaxpr, positions: &[usize]) -> PResult<()> {
+        let Some(queue) = self.consts.as_mut() else {
+            return Ok(());
+        };
+        for (k, &v) in jx.constvars.iter().enumerate() {
+            let pos = positions.get(k).copied().unwrap_or(0);
+            let Some(value) = queue.pop_front() else {
+                return Err(self.err_at(
+                    pos,
+                    "expected a const value for this constvar, found no more consts",
+                ));
+            };
+            let want = jx.vars.get(v.index()).cloned();
+            let got = Aval::Array(value.aval());
+            if want.as_ref() != Some(&got) {
+                return Err(self.err_at(
+                    pos,
+                    format!(
+                        "expected a const of type {}, found one of type {}",
+                        want.as_ref().map_or("?".to_string(), aval_text),
+                        aval_text(&got)
+                    ),
+                ));
+            }
+            jx.consts.push(value);
+        }
+        Ok(())
+    }
+
+    /// After the whole text: no const value may be left over.
+    pub fn check_consts_used(&self) -> PResult<()> {
+        if let Some(q) = &self.consts {
+            if !q.is_empty() {
+                return Err(self.err_at(
+                    self.text.len(),
+                    format!("expected no more consts, found {} unused", q.len()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    // ---- binders, types, atoms ----------------------------------------
+
+    /// Reads `name:type` and binds `name` in the scope.
+    pub fn read_binder(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<Var> {
+        let name_tok = self.expect(Tok::Word, "a variable name")?;
+        self.expect(Tok::Colon, "`:` and a type")?;
+        let aval = self.read_type(jx, scope)?;
+        let name = self.slice(name_tok);
+        let v = Var(jx.vars.len() as u32);
+        jx.vars.push(aval);
+        jx.referenced.push(false);
+        if name == "_" {
+            jx.underscore.push(true);
+            scope.last_underscore = Some(v);
+            scope.underscores.push(v);
+        } else {
+            jx.underscore.push(false);
+            scope.names.insert(name.to_string(), v);
+        }
+        Ok(v)
+    }
+
+    /// Reads `f32[2,a]` or `Ref<space>{f32[2]}`.
+    pub fn read_type(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<Aval> {
+        let t = self.peek();
+        if t.kind == Tok::Word && self.slice(t) == "Ref" {
+            self.bump();
+            let mut space = MemorySpace::Default;
+            let s = self.peek();
+            if s.kind == Tok::Word && self.slice(s).starts_with('<') {
+                self.bump();
+                let name = self.slice(s).trim_start_matches('<').trim_end_matches('>');
+                if name != "default" {
+                    space = MemorySpace::Named(name.to_string());
+                }
+            }
+            self.expect(Tok::LBrace, "`{` after `Ref`")?;
+            let inner = self.read_array_type(Some((jx, scope)))?;
+            self.expect(Tok::RBrace, "`}`")?;
+            return Ok(Aval::Ref(AbstractRef {
+                inner,
+                memory_space: space,
+            }));
+        }
+        Ok(Aval::Array(self.read_array_type(Some((jx, scope)))?))
+    }
+
+    /// Reads `dtype[dims]`; dimension names resolve in `ctx` when given.
+    pub fn read_array_type(
+        &mut self,
+        mut ctx: Option<(&mut RawJaxpr, &mut Scope)>,
+    ) -> PResult<ShapedArray> {
+        let t = self.peek();
+        let dtype = if t.kind == Tok::Word {
+            DType::from_name(self.slice(t))
+        } else {
+            None
+        };
+        let Some(dtype) = dtype else {
+            return Err(self.expected("a dtype such as `f32`"));
+        };
+        self.bump();
+        self.expect(Tok::LBrack, "`[` after the dtype")?;
+        let mut shape = Vec::new();
+        if self.peek_kind() != Tok::RBrack {
+            loop {
+                let d = self.peek();
+                match d.kind {
+                    Tok::Num => {
+                        let n: usize = self
+                            .slice(d)
+                            .parse()
+                            .map_err(|_| self.expected("a dimension size"))?;
+                        self.bump();
+                        shape.push(Dim::Const(n));
+                    }
+                    Tok::Word if ctx.is_some() => {
+                        let name = self.slice(d);
+                        let Some((jx, scope)) = ctx.as_mut() else {
+                            return Err(self.expected("a dimension size"));
+                        };
+                        let v = lookup(scope, jx, name).ok_or_else(|| {
+                            self.err_at(d.start, format!("unbound variable `{name}`"))
+                        })?;
+                        self.bump();
+                        shape.push(Dim::Var(v));
+                    }
+                    _ => return Err(self.expected("a dimension size")),
+                }
+                if self.peek_kind() == Tok::Comma {
+                    self.bump();
+                } else {
+                    break;
+                }
+            }
+        }
+        self.expect(Tok::RBrack, "`,` or `]` in the shape")?;
+        Ok(ShapedArray::new(dtype, shape))
+    }
+
+    /// Reads a variable reference or a literal.
+    pub fn read_atom(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<Atom> {
+        let t = self.peek();
+        let text = self.slice(t);
+        let literal_word = matches!(text, "True" | "False" | "nan" | "inf");
+        match t.kind {
+            Tok::Num => self.read_literal().map(Atom::Lit),
+            Tok::Word if literal_word && self.kind_at(1) == Tok::Colon => {
+                self.read_literal().map(Atom::Lit)
+            }
+            Tok::Word if text == "True" || text == "False" => self.read_literal().map(Atom::Lit),
+            Tok::Word if text == "_" => {
+                self.bump();
+                if scope.underscores.is_empty() {
+                    return Err(self.err_at(t.start, "unbound variable `_`"));
+                }
+                // Which `_` this is depends on the outvars: resolved later.
+                scope.pending.push(scope.underscores.len());
+                Ok(Atom::Var(Var(
+                    PENDING_BASE + (scope.pending.len() - 1) as u32
+                )))
+            }
+            Tok::Word => {
+                self.bump();
+                let v = lookup(scope, jx, text)
+                    .ok_or_else(|| self.err_at(t.start, format!("unbound variable `{text}`")))?;
+                Ok(Atom::Var(v))
+            }
+            _ => Err(self.expected("a variable or a literal")),
+        }
+    }
+
+    /// Reads `value:dtype[]` (or an untyped `value`, as older JAX printed).
+    fn read_literal(&mut self) -> PResult<Literal> {
+        let t = self.bump();
+        let text = self.slice(t);
+        let dtype = if self.peek_kind() == Tok::Colon {
+            self.bump();
+            let ty = self.read_array_type(None)?;
+            if !ty.shape.is_empty() {
+                return Err(self.err_at(
+                    t.start,
+                    "expected a scalar literal type `dtype[]`, found a shaped type",
+                ));
+            }
+            ty.dtype
+        } else if text == "True" || text == "False" {
+            DType::Bool
+        } else if text.contains(['.', 'e', 'n']) {
+            DType::F64
+        } else {
+            DType::I64
+        };
+        let bad = || {
+            self.err_at(
+                t.start,
+                format!("expected a {dtype} literal, found `{text}`"),
+            )
+        };
+        let value = match dtype {
+            DType::Bool => match text {
+                "True" => Scalar::Bool(true),
+                "False" => Scalar::Bool(false),
+                _ => return Err(bad()),
+            },
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 => {
+                Scalar::Int(text.parse::<i64>().map_err(|_| bad())?)
+            }
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 => {
+                Scalar::UInt(text.parse::<u64>().map_err(|_| bad())?)
+            }
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
+                Scalar::Float(parse_float(text).ok_or_else(bad)?)
+            }
+        };
+        Ok(Literal { value, dtype })
+    }
+
+    // ---- equations -----------------------------------------------------
+
+    /// Whether the next tokens end the operand list of an equation.
+    fn at_eqn_end(&self) -> bool {
+        let t = self.peek();
+        match t.kind {
+            Tok::Semi | Tok::RBrace | Tok::Eof | Tok::Eq | Tok::RParen | Tok::RBrack => true,
+            Tok::Word => {
+                let s = self.slice(t);
+                let next = self.kind_at(1);
+                if s == "in" && next == Tok::LParen {
+                    return true;
+                }
+                match next {
+                    Tok::LBrack => true,
+                    Tok::Colon if matches!(s, "True" | "False") => false,
+                    // `inf:f32[]` on the operands' line is a literal; on a
+                    // new line it may be the first binder of the next eqn.
+                    Tok::Colon if matches!(s, "nan" | "inf") => {
+                        self.newline_before(self.pos) && self.binders_ahead()
+                    }
+                    Tok::Colon => true,
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a line break separates token `i` from the one before it.
+    fn newline_before(&self, i: usize) -> bool {
+        let prev_end = self.tok(i.saturating_sub(1)).end;
+        let start = self.tok(i).start;
+        self.text
+            .get(prev_end..start)
+            .is_some_and(|gap| gap.contains('\n'))
+    }
+
+    /// From the next token: do `x:type` groups lead to `=` or `<-`? (They
+    /// are binders then, else literals.) Bounded by the groups it skips.
+    fn binders_ahead(&self) -> bool {
+        let mut i = self.pos;
+        loop {
+            let t = self.tok(i);
+            if matches!(t.kind, Tok::Eq | Tok::Arrow | Tok::Comma) {
+                return true;
+            }
+            if !matches!(t.kind, Tok::Word | Tok::Num) || self.tok(i + 1).kind != Tok::Colon {
+                return false;
+            }
+            i += 2;
+            // skip the type
+            if self.tok(i).kind == Tok::Word && self.slice(self.tok(i)) == "Ref" {
+                while !matches!(self.tok(i).kind, Tok::RBrace | Tok::Eof) {
+                    i += 1;
+                }
+                i += 1;
+            } else {
+                while !matches!(self.tok(i).kind, Tok::RBrack | Tok::Eof) {
+                    i += 1;
+                }
+                i += 1;
+            }
+        }
+    }
+
+    fn read_eqn(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<()> {
+        let start = self.peek().start;
+        // An arrow form that starts with `ref[...]` (store / addupdate).
+        if self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::LBrack {
+            return self.read_state_eqn(jx, scope, Vec::new(), start);
+        }
+        let mut pending = Vec::new();
+        while self.peek_kind() == Tok::Word {
+            if self.kind_at(1) == Tok::LBrack {
+                break;
+            }
+            // Bind after the whole equation is read: operands see the old names.
+            let name_tok = self.bump();
+            self.expect(Tok::Colon, "`:` and a type")?;
+            let aval = self.read_type(jx, scope)?;
+            pending.push((self.slice(name_tok), aval));
+            if self.peek_kind() == Tok::Comma {
+                self.bump();
+            }
+        }
+        let arrow = matches!(self.peek_kind(), Tok::Arrow)
+            || (self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::LBrack);
+        if arrow {
+            return self.read_state_eqn(jx, scope, pending, start);
+        }
+        self.expect(Tok::Eq, "`=` after the binders")?;
+        let name_tok = self.expect(Tok::Word, "a primitive name")?;
+        let name = self.slice(name_tok).to_string();
+        let mut params = Vec::new();
+        if self.peek_kind() == Tok::LBrack {
+            params = self.read_params()?;
+        }
+        let mut inputs = Vec::new();
+        while !self.at_eqn_end() {
+            inputs.push(self.read_atom(jx, scope)?);
+        }
+        let outputs = self.bind_outputs(jx, scope, pending);
+        jx.eqns.push(RawEqn {
+            name,
+            pos: name_tok.start,
+            params,
+            inputs,
+            outputs,
+            state: None,
+        });
+        Ok(())
+    }
+
+    /// Binds the output binders read before an arrow form.
+    pub fn bind_outputs(
+        &mut self,
+        jx: &mut RawJaxpr,
+        scope: &mut Scope,
+        pre: Vec<(&'a str, Aval)>,
+    ) -> Vec<Var> {
+        let mut outputs = Vec::new();
+        for (name, aval) in pre {
+            let v = Var(jx.vars.len() as u32);
+            jx.vars.push(aval);
+            jx.referenced.push(false);
+            jx.underscore.push(name == "_");
+            if name == "_" {
+                scope.last_underscore = Some(v);
+                scope.underscores.push(v);
+                scope.underscores.push(v);
+            } else {
+                scope.names.insert(name.to_string(), v);
+            }
+            outputs.push(v);
+        }
+        outputs
+    }
+
+    fn read_outvars(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<()> {
+        self.expect(Tok::LParen, "`(` after `in`")?;
+        let mut underscores = Vec::new();
+        while self.peek_kind() != Tok::RParen {
+            let t = self.peek();
+            if t.kind == Tok::Word && self.slice(t) == "_" {
+                self.bump();
+                underscores.push(jx.outvars.len());
+                jx.outvars.push(Atom::Var(Var(u32::MAX)));
+            } else {
+                let a = self.read_atom(jx, scope)?;
+                jx.outvars.push(a);
+            }
+            if self.peek_kind() == Tok::Comma {
+                self.bump();
+            } else if self.peek_kind() != Tok::RParen {
+                return Err(self.expected("`,` or `)` in the outvars"));
+            }
+        }
+        self.bump();
+        // `_` outvars: the inner names of outputs the caller drops. Match
+        // them, in order, with the last `_` equation binders.
+        let mut matched = Vec::new();
+        if !underscores.is_empty() {
+            let cands: Vec<Var> = jx
+                .eqns
+                .iter()
+                .flat_map(|e| e.outputs.iter().copied())
+                .filter(|v| jx.underscore.get(v.index()).copied().unwrap_or(false))
+                .collect();
+            if cands.is_empty() {
+                let t = self.tok(self.pos.saturating_sub(1));
+                return Err(self.err_at(
+                    t.start,
+                    "expected a variable in the outvars, found `_` with no `_` binder",
+                ));
+            }
+            let m = underscores.len();
+            for (k, &slot) in underscores.iter().enumerate() {
+                let idx = (cands.len() + k).saturating_sub(m).min(cands.len() - 1);
+                let v = cands[idx];
+                if let Some(r) = jx.referenced.get_mut(v.index()) {
+                    *r = true;
+                }
+                if let Some(o) = jx.outvars.get_mut(slot) {
+                    *o = Atom::Var(v);
+                }
+                matched.push(v);
+            }
+        }
+        self.resolve_pending(jx, scope, &matched);
+        Ok(())
+    }
+}
+
+impl Reader<'_> {
+    /// Resolves `_` operands: each reads the latest earlier `_` binder that
+    /// can be read — an invar named `_` (a caller's dropped name) or an
+    /// equation binder matched by a `_` outvar — else the latest one.
+    fn resolve_pending(&self, jx: &mut RawJaxpr, scope: &Scope, matched: &[Var]) {
+        if scope.pending.is_empty() {
+            return;
+        }
+        let mut readable = vec![false; jx.vars.len()];
+        for v in jx
+            .constvars
+            .iter()
+            .chain(jx.invars.iter())
+            .chain(matched.iter())
+        {
+            if let Some(r) = readable.get_mut(v.index()) {
+                *r = true;
+            }
+        }
+        // latest[i]: the latest readable `_` binder among the first i.
+        let mut latest: Vec<Option<Var>> = Vec::with_capacity(scope.underscores.len() + 1);
+        latest.push(None);
+        for v in &scope.underscores {
+            let prev = latest.last().copied().flatten();
+            let here = readable.get(v.index()).copied().unwrap_or(false);
+            latest.push(if here { Some(*v) } else { prev });
+        }
+        let resolved: Vec<Option<Var>> = scope
+            .pending
+            .iter()
+            .map(|&count| {
+                let fallback = count
+                    .checked_sub(1)
+                    .and_then(|i| scope.underscores.get(i))
+                    .copied();
+                latest.get(count).copied().flatten().or(fallback)
+            })
+            .collect();
+        for v in resolved.iter().flatten() {
+            if let Some(r) = jx.referenced.get_mut(v.index()) {
+                *r = true;
+            }
+        }
+        let fix = |a: &mut Atom| {
+            if let Atom::Var(v) = a {
+                if v.0 >= PENDING_BASE {
+                    if let Some(Some(r)) = resolved.get((v.0 - PENDING_BASE) as usize) {
+                        *v = *r;
+                    }
+                }
+            }
+        };
+        for e in &mut jx.eqns {
+            e.inputs.iter_mut().for_each(fix);
+        }
+        jx.outvars.iter_mut().for_each(fix);
+    }
+}
+
+/// Looks a name up in a scope and marks the var read.
+pub(crate) fn lookup(scope: &Scope, jx: &mut RawJaxpr, name: &str) -> Option<Var> {
+    let v = if name == "_" {
+        scope.last_underscore
+    } else {
+        scope.names.get(name).copied()
+    }?;
+    if let Some(r) = jx.referenced.get_mut(v.index()) {
+        *r = true;
+    }
+    Some(v)
+}
+
+/// Parses a Python float repr: `1.5`, `1e-05`, `nan`, `inf`, `-inf`.
+pub(crate) fn parse_float(text: &str) -> Option<f64> {
+    match text {
+        "nan" => Some(f64::NAN),
+        "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        _ => text.parse::<f64>().ok(),
+    }
+}
+
+/// A type as text, for messages.
+pub(crate) fn aval_text(a: &Aval) -> String {
+    let arr = a.array();
+    let dims: Vec<String> = arr
+        .shape
+        .iter()
+        .map(|d| match d {
+            Dim::Const(n) => n.to_string(),
+            Dim::Var(v) => format!("#{}", v.0),
+        })
+        .collect();
+    let inner = format!("{}[{}]", arr.dtype, dims.join(","));
+    match a {
+        Aval::Array(_) => inner,
+        Aval::Ref(_) => format!("Ref{{{inner}}}"),
+    }
+}
