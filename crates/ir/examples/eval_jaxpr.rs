@@ -63,7 +63,11 @@ fn run() -> Result<(), String> {
     check_closed_jaxpr(&closed).map_err(|e| format!("{name}: {e}"))?;
 
     let printed = print_jaxpr(&closed.jaxpr);
-    let round_trip = if printed.trim_end() == text.trim_end() { "identical to the input" } else { "differs from the input" };
+    let round_trip = if printed.trim_end() == text.trim_end() {
+        "identical to the input"
+    } else {
+        "differs from the input"
+    };
     println!("{printed}");
     println!("-- printed text {round_trip}");
     for (i, x) in inputs.iter().enumerate() {
@@ -77,7 +81,9 @@ fn run() -> Result<(), String> {
 }
 
 fn random_array(aval: &Aval, rng: &mut SplitMix64) -> Result<HostArray, String> {
-    let a = aval.as_array().ok_or("a Ref-typed input cannot be generated")?;
+    let a = aval
+        .as_array()
+        .ok_or("a Ref-typed input cannot be generated")?;
     let sizes = a
         .static_sizes()
         .ok_or("inputs with dynamic dimensions need explicit sizes")?;
@@ -100,7 +106,13 @@ fn describe(x: &HostArray) -> String {
     let values = x.to_f64_vec();
     let shown: Vec<String> = values.iter().take(8).map(|v| format!("{v:.6}")).collect();
     let more = if values.len() > 8 { ", ..." } else { "" };
-    format!("{}{:?} [{}{}]", x.dtype(), x.shape(), shown.join(", "), more)
+    format!(
+        "{}{:?} [{}{}]",
+        x.dtype(),
+        x.shape(),
+        shown.join(", "),
+        more
+    )
 }
 
 /// A small deterministic generator, so runs are reproducible by seed.

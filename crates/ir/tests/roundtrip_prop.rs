@@ -166,7 +166,7 @@ impl Gen<'_> {
                     Eqn {
                         primitive: Primitive::BroadcastInDim {
                             shape: vec![Some(2), Some(3)],
-                            broadcast_dimensions: dims,
+                            broadcast_dimensions: dims.into(),
                         },
                         inputs: vec![input],
                         outputs: self.outputs(

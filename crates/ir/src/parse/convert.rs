@@ -155,8 +155,8 @@ pub(crate) fn to_primitive(
                 })?,
             },
             broadcast_dimensions: match p.get("broadcast_dimensions") {
-                Some(v) => p.usizes_of(v)?,
-                None => Vec::new(),
+                Some(v) => p.ints_of(v)?,
+                None => Ints::default(),
             },
         },
         "reshape" => Primitive::Reshape {

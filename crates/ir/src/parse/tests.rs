@@ -136,7 +136,7 @@ fn dynamic_dims_and_catalyst_for_loop() {
         j.eqns[0].primitive,
         Primitive::BroadcastInDim {
             shape: vec![None],
-            broadcast_dimensions: vec![]
+            broadcast_dimensions: vec![].into()
         }
     );
 }

@@ -168,7 +168,7 @@ pub enum Primitive {
         /// Result shape.
         shape: Vec<Option<usize>>,
         /// Where each operand dimension goes.
-        broadcast_dimensions: Vec<usize>,
+        broadcast_dimensions: Ints,
     },
     /// `reshape[dimensions new_sizes sharding]`.
     Reshape {

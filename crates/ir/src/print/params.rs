@@ -287,7 +287,7 @@ pub(crate) fn params_with_ref<'a>(
             ..
         } => {
             if !broadcast_dimensions.is_empty() {
-                v.push(("broadcast_dimensions", t(usizes(broadcast_dimensions))));
+                v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
             }
         }
         Primitive::Reshape {

@@ -119,7 +119,7 @@ fn grad_multiline_with_unused_var_named_underscore() {
     let c = b.eqn1(
         Primitive::BroadcastInDim {
             shape: vec![Some(3), Some(4)],
-            broadcast_dimensions: vec![],
+            broadcast_dimensions: vec![].into(),
         },
         vec![lit(1.0, DType::F32)],
         f32s(&[3, 4]),
@@ -521,7 +521,7 @@ fn gather_params() {
     let f = b.eqn1(
         Primitive::BroadcastInDim {
             shape: vec![Some(2), Some(2), Some(1)],
-            broadcast_dimensions: vec![0, 1],
+            broadcast_dimensions: vec![0, 1].into(),
         },
         vec![e],
         ty(DType::I32, &[2, 2, 1]),
@@ -574,7 +574,7 @@ fn scatter_mul_with_constvar_and_update_jaxpr() {
     let f = b.eqn1(
         Primitive::BroadcastInDim {
             shape: vec![Some(1), Some(1)],
-            broadcast_dimensions: vec![0],
+            broadcast_dimensions: vec![0].into(),
         },
         vec![e],
         ty(DType::I32, &[1, 1]),
@@ -582,7 +582,7 @@ fn scatter_mul_with_constvar_and_update_jaxpr() {
     let g = b.eqn1(
         Primitive::BroadcastInDim {
             shape: vec![Some(1), Some(3)],
-            broadcast_dimensions: vec![],
+            broadcast_dimensions: vec![].into(),
         },
         vec![lit(2.0, DType::F32)],
         f32s(&[1, 3]),
@@ -742,7 +742,7 @@ fn pallas_kernel_state_forms() {
     let m = k.eqn1(
         Primitive::BroadcastInDim {
             shape: vec![Some(1)],
-            broadcast_dimensions: vec![],
+            broadcast_dimensions: vec![].into(),
         },
         vec![lit(1.0, DType::I32)],
         i32s(&[1]),

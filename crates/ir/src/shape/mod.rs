@@ -68,7 +68,7 @@ pub fn abstract_eval(
         } => one(structural::broadcast_in_dim(
             &cx,
             shape,
-            broadcast_dimensions,
+            &broadcast_dimensions.to_usizes(),
         )?),
         Primitive::Reshape {
             new_sizes,

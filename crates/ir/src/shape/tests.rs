@@ -155,7 +155,7 @@ fn select_n_and_clamp() {
 fn broadcast_reshape_transpose() {
     let b = Primitive::BroadcastInDim {
         shape: vec![Some(2), Some(3)],
-        broadcast_dimensions: vec![1],
+        broadcast_dimensions: vec![1].into(),
     };
     assert_eq!(ev1(&b, &[t(F32, &[3])]), t(F32, &[2, 3]));
     assert_eq!(ev1(&b, &[t(F32, &[1])]), t(F32, &[2, 3]));
@@ -184,7 +184,7 @@ fn dynamic_dims_come_from_operands() {
     // b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0 a
     let b = Primitive::BroadcastInDim {
         shape: vec![None],
-        broadcast_dimensions: vec![],
+        broadcast_dimensions: vec![].into(),
     };
     let a = Var(7);
     let avals = [t(DType::F64, &[]), t(DType::I64, &[])];

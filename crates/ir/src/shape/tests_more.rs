@@ -128,7 +128,7 @@ fn seed_for_loop() -> Jaxpr {
         eqn(
             Primitive::BroadcastInDim {
                 shape: vec![None],
-                broadcast_dimensions: vec![],
+                broadcast_dimensions: vec![].into(),
             },
             vec![h.into(), e.into()],
             vec![i],
@@ -151,7 +151,7 @@ fn seed_for_loop() -> Jaxpr {
         eqn(
             Primitive::BroadcastInDim {
                 shape: vec![None],
-                broadcast_dimensions: vec![],
+                broadcast_dimensions: vec![].into(),
             },
             vec![Literal::new(1.0, DType::F64).into(), a.into()],
             vec![b],
