@@ -72,6 +72,10 @@ pub(crate) struct Reader<'a> {
     /// Constant values still to hand out, or `None` when parsing without.
     consts: Option<VecDeque<HostArray>>,
     depth: usize,
+    /// The binder types of the equation whose params are being read, with
+    /// whether each is `_`: a jit body's `_` outvars take the caller's
+    /// dropped outputs, so their types pick the matching `_` binders.
+    caller_binders: Option<Vec<(bool, Aval)>>,
 }
 
 pub(crate) type PResult<T> = Result<T, ParseError>;
@@ -86,6 +90,7 @@ impl<'a> Reader<'a> {
             lets: Vec::new(),
             consts: consts.map(VecDeque::from),
             depth: 0,
+            caller_binders: None,
         }
     }
 
@@ -213,6 +218,7 @@ impl<'a> Reader<'a> {
         self.enter()?;
         self.expect(Tok::LBrace, "`{`")?;
         self.expect_word("lambda")?;
+        let caller_binders = self.caller_binders.take();
         let mut jx = RawJaxpr::default();
         let mut scope = Scope::default();
         // constvars
@@ -243,7 +249,7 @@ impl<'a> Reader<'a> {
             }
         }
         self.bump(); // `in`
-        self.read_outvars(&mut jx, &mut scope)?;
+        self.read_outvars(&mut jx, &mut scope, caller_binders.as_deref())?;
         self.expect(Tok::RBrace, "`}`")?;
         self.leave();
         self.arena.push(jx);
@@ -566,7 +572,15 @@ impl<'a> Reader<'a> {
         let name = self.slice(name_tok).to_string();
         let mut params = Vec::new();
         if self.peek_kind() == Tok::LBrack {
-            params = self.read_params()?;
+            self.caller_binders = Some(
+                pending
+                    .iter()
+                    .map(|(n, a)| (*n == "_", a.clone()))
+                    .collect(),
+            );
+            let read = self.read_params();
+            self.caller_binders = None;
+            params = read?;
         }
         let mut inputs = Vec::new();
         while !self.at_eqn_end() {
@@ -609,7 +623,12 @@ impl<'a> Reader<'a> {
         outputs
     }
 
-    fn read_outvars(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<()> {
+    fn read_outvars(
+        &mut self,
+        jx: &mut RawJaxpr,
+        scope: &mut Scope,
+        caller_binders: Option<&[(bool, Aval)]>,
+    ) -> PResult<()> {
         self.expect(Tok::LParen, "`(` after `in`")?;
         let mut underscores = Vec::new();
         while self.peek_kind() != Tok::RParen {
@@ -647,8 +666,18 @@ impl<'a> Reader<'a> {
                 ));
             }
             let m = underscores.len();
+            let mut taken = vec![false; cands.len()];
             for (k, &slot) in underscores.iter().enumerate() {
-                let idx = (cands.len() + k).saturating_sub(m).min(cands.len() - 1);
+                // Prefer the first unmatched `_` binder of the type the
+                // caller's dropped output has; else the last binders in order.
+                let want = caller_binders.and_then(|c| c.get(slot)).map(|(_, a)| a);
+                let by_type = want.and_then(|w| {
+                    (0..cands.len())
+                        .find(|&i| !taken[i] && jx.vars.get(cands[i].index()) == Some(w))
+                });
+                let idx = by_type
+                    .unwrap_or_else(|| (cands.len() + k).saturating_sub(m).min(cands.len() - 1));
+                taken[idx] = true;
                 let v = cands[idx];
                 if let Some(r) = jx.referenced.get_mut(v.index()) {
                     *r = true;
