@@ -668,15 +668,19 @@ impl<'a> Reader<'a> {
             let m = underscores.len();
             let mut taken = vec![false; cands.len()];
             for (k, &slot) in underscores.iter().enumerate() {
-                // Prefer the first unmatched `_` binder of the type the
-                // caller's dropped output has; else the last binders in order.
+                // The last binders in order, unless the caller's dropped
+                // output at this slot has another type: then the last
+                // unmatched `_` binder of that type.
                 let want = caller_binders.and_then(|c| c.get(slot)).map(|(_, a)| a);
-                let by_type = want.and_then(|w| {
-                    (0..cands.len())
-                        .find(|&i| !taken[i] && jx.vars.get(cands[i].index()) == Some(w))
-                });
-                let idx = by_type
-                    .unwrap_or_else(|| (cands.len() + k).saturating_sub(m).min(cands.len() - 1));
+                let default = (cands.len() + k).saturating_sub(m).min(cands.len() - 1);
+                let fits = |i: usize| {
+                    !taken[i] && want.is_none_or(|w| jx.vars.get(cands[i].index()) == Some(w))
+                };
+                let idx = if fits(default) {
+                    default
+                } else {
+                    (0..cands.len()).rev().find(|&i| fits(i)).unwrap_or(default)
+                };
                 taken[idx] = true;
                 let v = cands[idx];
                 if let Some(r) = jx.referenced.get_mut(v.index()) {
