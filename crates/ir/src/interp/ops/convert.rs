@@ -15,7 +15,9 @@ pub(crate) fn convert_storage(s: &Storage, to: DType) -> Storage {
     }
     match (s, to) {
         // Direct float→float casts round once.
-        (Storage::F64(v), DType::F16) => Storage::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+        (Storage::F64(v), DType::F16) => {
+            Storage::F16(v.iter().map(|&x| f16::from_f64(x)).collect())
+        }
         (Storage::F64(v), DType::BF16) => {
             Storage::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect())
         }
@@ -30,16 +32,36 @@ fn to_bytes(s: &Storage) -> Vec<u8> {
         Storage::Bool(v) => out.extend(v.iter().map(|&b| b as u8)),
         Storage::I8(v) => out.extend(v.iter().map(|&b| b as u8)),
         Storage::U8(v) => out.extend_from_slice(v),
-        Storage::I16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::U16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::F16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::BF16(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::I32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::U32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::U64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Storage::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::I16(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::U16(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::F16(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::BF16(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::I32(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::U32(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::F32(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::I64(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::U64(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::F64(v) => v
+            .iter()
+            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
     }
     out
 }
@@ -127,7 +149,11 @@ fn reduce_bits(bits: u64, nbits: u32, src_exp: u32, src_mant: u32, exp: u32, man
             x = signed_zero;
         }
     }
-    x & if nbits == 64 { u64::MAX } else { (1u64 << nbits) - 1 }
+    x & if nbits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << nbits) - 1
+    }
 }
 
 /// `reduce_precision[exponent_bits mantissa_bits]` (NaN stays NaN).

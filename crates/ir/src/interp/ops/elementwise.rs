@@ -161,8 +161,18 @@ macro_rules! impl_fl {
         }
     };
 }
-impl_fl!(f32, special::erf_f32, special::erfc_f32, special::erf_inv_f32);
-impl_fl!(f64, special::erf_f64, special::erfc_f64, special::erf_inv_f64);
+impl_fl!(
+    f32,
+    special::erf_f32,
+    special::erfc_f32,
+    special::erf_inv_f32
+);
+impl_fl!(
+    f64,
+    special::erf_f64,
+    special::erfc_f64,
+    special::erf_inv_f64
+);
 
 fn unsupported(name: &str, dtype: DType) -> IrError {
     IrError::UnsupportedDType {
@@ -293,19 +303,25 @@ pub(crate) fn binary(op: BinaryOp, x: &HostArray, y: &HostArray) -> Result<HostA
     }
     let bits = dt.bits() as u64;
     let out = match (a, b) {
-        (Lifted::F32(a), Lifted::F32(b)) => {
-            Lifted::F32(zip(&a, &b, n, f32::op2(op).ok_or_else(|| unsupported(name, dt))?))
-        }
-        (Lifted::F64(a), Lifted::F64(b)) => {
-            Lifted::F64(zip(&a, &b, n, f64::op2(op).ok_or_else(|| unsupported(name, dt))?))
-        }
+        (Lifted::F32(a), Lifted::F32(b)) => Lifted::F32(zip(
+            &a,
+            &b,
+            n,
+            f32::op2(op).ok_or_else(|| unsupported(name, dt))?,
+        )),
+        (Lifted::F64(a), Lifted::F64(b)) => Lifted::F64(zip(
+            &a,
+            &b,
+            n,
+            f64::op2(op).ok_or_else(|| unsupported(name, dt))?,
+        )),
         (Lifted::I(a), Lifted::I(b)) => {
             let f = int_op(op, bits).ok_or_else(|| unsupported(name, dt))?;
-            Lifted::I(zip(&a, &b, n, |p, q| f(p, q)))
+            Lifted::I(zip(&a, &b, n, f))
         }
         (Lifted::U(a), Lifted::U(b)) => {
             let f = uint_op(op, bits).ok_or_else(|| unsupported(name, dt))?;
-            Lifted::U(zip(&a, &b, n, |p, q| f(p, q)))
+            Lifted::U(zip(&a, &b, n, f))
         }
         (Lifted::B(a), Lifted::B(b)) => {
             let f: fn(bool, bool) -> bool = match op {
@@ -334,7 +350,11 @@ fn compare_lifted(op: BinaryOp, a: &Lifted, b: &Lifted, n: usize) -> Option<Vec<
 
 /// Signed integer binary op on values sign-extended from `bits` bits.
 fn int_op(op: BinaryOp, bits: u64) -> Option<Box<dyn Fn(i64, i64) -> i64>> {
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
     Some(match op {
         BinaryOp::Add | BinaryOp::AddAny => Box::new(i64::wrapping_add),
         BinaryOp::Sub => Box::new(i64::wrapping_sub),
@@ -391,9 +411,13 @@ fn uint_op(op: BinaryOp, bits: u64) -> Option<Box<dyn Fn(u64, u64) -> u64>> {
         BinaryOp::And => Box::new(|x, y| x & y),
         BinaryOp::Or => Box::new(|x, y| x | y),
         BinaryOp::Xor => Box::new(|x, y| x ^ y),
-        BinaryOp::ShiftLeft => {
-            Box::new(move |x: u64, s: u64| if s >= bits { 0 } else { x.wrapping_shl(s as u32) })
-        }
+        BinaryOp::ShiftLeft => Box::new(move |x: u64, s: u64| {
+            if s >= bits {
+                0
+            } else {
+                x.wrapping_shl(s as u32)
+            }
+        }),
         BinaryOp::ShiftRightArithmetic => Box::new(move |x: u64, s: u64| {
             // Sign-extend from `bits`, shift, and wrap back on lowering.
             let sx = ((x << (64 - bits)) as i64) >> (64 - bits);

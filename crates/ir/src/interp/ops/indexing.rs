@@ -2,7 +2,9 @@
 //! `gather` and `scatter` (every mode, batching dims included).
 
 use super::elementwise::{fmax, fmin};
-use super::{affine_map, check_axis, lift, lower, next_index, strides, take, take_or_fill, Lifted, FILL};
+use super::{
+    affine_map, check_axis, lift, lower, next_index, strides, take, take_or_fill, Lifted, FILL,
+};
 use crate::array::{HostArray, Storage};
 use crate::dtype::DType;
 use crate::error::IrError;
@@ -119,7 +121,10 @@ pub(crate) fn dynamic_update_slice(args: &[HostArray]) -> Result<HostArray, IrEr
     }
     let (x, u) = (&args[0], &args[1]);
     if u.ndim() != x.ndim() {
-        return Err(IrError::ty(name, format!("update {:?} for {:?}", u.shape(), x.shape())));
+        return Err(IrError::ty(
+            name,
+            format!("update {:?} for {:?}", u.shape(), x.shape()),
+        ));
     }
     let st = clamped_starts(name, x.shape(), u.shape(), &args[2..])?;
     let xs = strides(x.shape());
@@ -156,7 +161,10 @@ fn plan(
 ) -> Result<IndexPlan, IrError> {
     let r = operand_shape.len();
     if indices.ndim() == 0 || !indices.dtype().is_int() {
-        return Err(IrError::ty(name, "indices must be an integer array of rank >= 1"));
+        return Err(IrError::ty(
+            name,
+            "indices must be an integer array of rank >= 1",
+        ));
     }
     let batch_shape = indices.shape()[..indices.ndim() - 1].to_vec();
     let nvec = indices.shape()[indices.ndim() - 1];
@@ -198,6 +206,7 @@ fn plan(
                 s = s.clamp(0, hi.max(0));
             } else if s < 0 || s > hi {
                 oob = true;
+                break;
             }
             off += s as usize * os[d];
         }
@@ -304,7 +313,10 @@ pub(crate) fn gather(
     let out_rank = p.batch_shape.len() + dn.offset_dims.len();
     let offset_pos: Vec<usize> = dn.offset_dims.to_usizes();
     if p.window_dims.len() != offset_pos.len() || offset_pos.iter().any(|&o| o >= out_rank) {
-        return Err(IrError::ty(name, "offset_dims do not match the window dims"));
+        return Err(IrError::ty(
+            name,
+            "offset_dims do not match the window dims",
+        ));
     }
     let mut shape = Vec::with_capacity(out_rank);
     let (mut wi, mut bi) = (0, 0);
@@ -325,7 +337,13 @@ pub(crate) fn gather(
     let pairs = element_pairs(&shape, &offset_pos, &p, x.shape());
     let idx: Vec<usize> = pairs
         .iter()
-        .map(|&(b, w)| if p.bases[b] == FILL { FILL } else { p.bases[b] + w })
+        .map(|&(b, w)| {
+            if p.bases[b] == FILL {
+                FILL
+            } else {
+                p.bases[b] + w
+            }
+        })
         .collect();
     let fill = fill_storage(x.dtype(), fill);
     HostArray::new(shape, take_or_fill(x.data(), &idx, &fill)?)
@@ -353,7 +371,11 @@ pub(crate) fn scatter(
     if updates.dtype() != x.dtype() {
         return Err(IrError::ty(
             name,
-            format!("operand {} and updates {} differ", x.dtype(), updates.dtype()),
+            format!(
+                "operand {} and updates {} differ",
+                x.dtype(),
+                updates.dtype()
+            ),
         ));
     }
     let r = x.ndim();
@@ -387,12 +409,21 @@ pub(crate) fn scatter(
         clamp,
     )?;
     if wi != uwd.len() || updates.ndim() != p.batch_shape.len() + uwd.len() {
-        return Err(IrError::ty(name, "updates shape does not match the dimension numbers"));
+        return Err(IrError::ty(
+            name,
+            "updates shape does not match the dimension numbers",
+        ));
     }
     let pairs = element_pairs(updates.shape(), &uwd, &p, x.shape());
     let targets: Vec<usize> = pairs
         .iter()
-        .map(|&(b, w)| if p.bases[b] == FILL { FILL } else { p.bases[b] + w })
+        .map(|&(b, w)| {
+            if p.bases[b] == FILL {
+                FILL
+            } else {
+                p.bases[b] + w
+            }
+        })
         .collect();
     let mut dst = lift(x.data());
     let src = lift(updates.data());

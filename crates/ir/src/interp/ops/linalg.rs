@@ -59,7 +59,13 @@ struct DotPlan {
     contract: (Vec<usize>, Vec<usize>),
 }
 
-fn dot_kernel<T: Copy>(a: &[T], b: &[T], p: &DotPlan, zero: T, fma: impl Fn(T, T, T) -> T) -> Vec<T> {
+fn dot_kernel<T: Copy>(
+    a: &[T],
+    b: &[T],
+    p: &DotPlan,
+    zero: T,
+    fma: impl Fn(T, T, T) -> T,
+) -> Vec<T> {
     let mut out = Vec::with_capacity(p.batch.0.len() * p.free.0.len() * p.free.1.len());
     for (lb, rb) in p.batch.0.iter().zip(&p.batch.1) {
         for lf in &p.free.0 {
@@ -87,10 +93,26 @@ pub(crate) fn dot_general(
     let (ls, rs) = (lhs.shape(), rhs.shape());
     let valid = dn.lhs_batch.len() == dn.rhs_batch.len()
         && dn.lhs_contracting.len() == dn.rhs_contracting.len()
-        && dn.lhs_batch.iter().chain(&dn.lhs_contracting).all(|&d| d < ls.len())
-        && dn.rhs_batch.iter().chain(&dn.rhs_contracting).all(|&d| d < rs.len())
-        && dn.lhs_batch.iter().zip(&dn.rhs_batch).all(|(&a, &b)| ls[a] == rs[b])
-        && dn.lhs_contracting.iter().zip(&dn.rhs_contracting).all(|(&a, &b)| ls[a] == rs[b]);
+        && dn
+            .lhs_batch
+            .iter()
+            .chain(&dn.lhs_contracting)
+            .all(|&d| d < ls.len())
+        && dn
+            .rhs_batch
+            .iter()
+            .chain(&dn.rhs_contracting)
+            .all(|&d| d < rs.len())
+        && dn
+            .lhs_batch
+            .iter()
+            .zip(&dn.rhs_batch)
+            .all(|(&a, &b)| ls[a] == rs[b])
+        && dn
+            .lhs_contracting
+            .iter()
+            .zip(&dn.rhs_contracting)
+            .all(|(&a, &b)| ls[a] == rs[b]);
     if !valid {
         return Err(IrError::ty(
             name,
@@ -112,7 +134,10 @@ pub(crate) fn dot_general(
             offsets(&dims(&dn.lhs_batch, ls, &lst)),
             offsets(&dims(&dn.rhs_batch, rs, &rst)),
         ),
-        free: (offsets(&dims(&lfree, ls, &lst)), offsets(&dims(&rfree, rs, &rst))),
+        free: (
+            offsets(&dims(&lfree, ls, &lst)),
+            offsets(&dims(&rfree, rs, &rst)),
+        ),
         contract: (
             offsets(&dims(&dn.lhs_contracting, ls, &lst)),
             offsets(&dims(&dn.rhs_contracting, rs, &rst)),
@@ -171,7 +196,13 @@ struct ConvPlan {
     ost: (usize, usize, Vec<usize>),
 }
 
-fn conv_kernel<T: Copy>(a: &[T], b: &[T], p: &ConvPlan, zero: T, fma: impl Fn(T, T, T) -> T) -> Vec<T> {
+fn conv_kernel<T: Copy>(
+    a: &[T],
+    b: &[T],
+    p: &ConvPlan,
+    zero: T,
+    fma: impl Fn(T, T, T) -> T,
+) -> Vec<T> {
     let total = p.n_out * p.o * p.out_sp.iter().product::<usize>();
     let mut out = vec![zero; total];
     if total == 0 {
@@ -208,7 +239,8 @@ fn conv_kernel<T: Copy>(a: &[T], b: &[T], p: &ConvPlan, zero: T, fma: impl Fn(T,
                             off = off.map(|v| v + ix * p.lst.2[d]);
                         }
                         if let Some(loff) = off {
-                            let roff: usize = (0..nsp).map(|d| k[d] * p.rst.2[d]).sum::<usize>() + o * p.rst.0;
+                            let roff: usize =
+                                (0..nsp).map(|d| k[d] * p.rst.2[d]).sum::<usize>() + o * p.rst.0;
                             let lbase = loff + n_in * p.lst.0;
                             for i in 0..p.i {
                                 let c = g * p.i + i;
@@ -220,7 +252,8 @@ fn conv_kernel<T: Copy>(a: &[T], b: &[T], p: &ConvPlan, zero: T, fma: impl Fn(T,
                         }
                     }
                 }
-                let ooff = n * p.ost.0 + o * p.ost.1 + (0..nsp).map(|d| y[d] * p.ost.2[d]).sum::<usize>();
+                let ooff =
+                    n * p.ost.0 + o * p.ost.1 + (0..nsp).map(|d| y[d] * p.ost.2[d]).sum::<usize>();
                 out[ooff] = acc;
                 if !next_index(&mut y, &p.out_sp) {
                     break;
@@ -239,7 +272,9 @@ pub(crate) fn conv(lhs: &HostArray, rhs: &HostArray, p: &ConvParams) -> Result<H
     let nsp = r.saturating_sub(2);
     let spec_ok = |s: &[usize]| {
         let mut seen = vec![false; r];
-        s.len() == r && s.iter().all(|&d| d < r && !std::mem::replace(&mut seen[d], true))
+        s.len() == r
+            && s.iter()
+                .all(|&d| d < r && !std::mem::replace(&mut seen[d], true))
     };
     let bad = r < 2
         || rhs.ndim() != r
@@ -250,11 +285,18 @@ pub(crate) fn conv(lhs: &HostArray, rhs: &HostArray, p: &ConvParams) -> Result<H
         || p.padding.len() != nsp
         || p.lhs_dilation.len() != nsp
         || p.rhs_dilation.len() != nsp
-        || p.window_strides.iter().chain(p.lhs_dilation).chain(p.rhs_dilation).any(|&v| v == 0)
+        || p.window_strides
+            .iter()
+            .chain(p.lhs_dilation)
+            .chain(p.rhs_dilation)
+            .any(|&v| v == 0)
         || p.feature_group_count == 0
         || p.batch_group_count == 0;
     if bad {
-        return Err(IrError::ty(name, "inconsistent shapes, dimension numbers or params"));
+        return Err(IrError::ty(
+            name,
+            "inconsistent shapes, dimension numbers or params",
+        ));
     }
     let (ls, rs) = (lhs.shape(), rhs.shape());
     let (n, c) = (ls[dn.lhs_spec[0]], ls[dn.lhs_spec[1]]);
@@ -270,10 +312,22 @@ pub(crate) fn conv(lhs: &HostArray, rhs: &HostArray, p: &ConvParams) -> Result<H
     let k_sp: Vec<usize> = (0..nsp).map(|d| rs[dn.rhs_spec[2 + d]]).collect();
     let mut out_sp = Vec::with_capacity(nsp);
     for d in 0..nsp {
-        let dil_in = if in_sp[d] == 0 { 0 } else { (in_sp[d] as i64 - 1) * p.lhs_dilation[d] as i64 + 1 };
+        let dil_in = if in_sp[d] == 0 {
+            0
+        } else {
+            (in_sp[d] as i64 - 1) * p.lhs_dilation[d] as i64 + 1
+        };
         let padded = dil_in + p.padding[d].0 + p.padding[d].1;
-        let eff_k = if k_sp[d] == 0 { 0 } else { (k_sp[d] as i64 - 1) * p.rhs_dilation[d] as i64 + 1 };
-        let size = if padded >= eff_k && padded > 0 { (padded - eff_k) / p.window_strides[d] as i64 + 1 } else { 0 };
+        let eff_k = if k_sp[d] == 0 {
+            0
+        } else {
+            (k_sp[d] as i64 - 1) * p.rhs_dilation[d] as i64 + 1
+        };
+        let size = if padded >= eff_k && padded > 0 {
+            (padded - eff_k) / p.window_strides[d] as i64 + 1
+        } else {
+            0
+        };
         out_sp.push(size as usize);
     }
     let n_out = n / bgc;
@@ -284,7 +338,13 @@ pub(crate) fn conv(lhs: &HostArray, rhs: &HostArray, p: &ConvParams) -> Result<H
         out_shape[dn.out_spec[2 + d]] = out_sp[d];
     }
     let (lst, rst, ost) = (strides(ls), strides(rs), strides(&out_shape));
-    let split = |st: &[usize], spec: &[usize]| (st[spec[0]], st[spec[1]], (0..nsp).map(|d| st[spec[2 + d]]).collect());
+    let split = |st: &[usize], spec: &[usize]| {
+        (
+            st[spec[0]],
+            st[spec[1]],
+            (0..nsp).map(|d| st[spec[2 + d]]).collect(),
+        )
+    };
     let plan = ConvPlan {
         n_out,
         o,

@@ -14,6 +14,18 @@ mod special;
 mod structural;
 
 #[cfg(test)]
+mod tests_elementwise;
+#[cfg(test)]
+mod tests_indexing;
+#[cfg(test)]
+mod tests_linalg;
+#[cfg(test)]
+mod tests_props;
+#[cfg(test)]
+mod tests_reduce;
+#[cfg(test)]
+mod tests_structural;
+#[cfg(test)]
 mod testutil;
 
 use crate::array::{HostArray, Storage};
@@ -31,9 +43,11 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
     let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
     match primitive {
         Primitive::Unary(op) => one(elementwise::unary(*op, arg(name, args, 1, 0)?)),
-        Primitive::Binary(op) => {
-            one(elementwise::binary(*op, arg(name, args, 2, 0)?, arg(name, args, 2, 1)?))
-        }
+        Primitive::Binary(op) => one(elementwise::binary(
+            *op,
+            arg(name, args, 2, 0)?,
+            arg(name, args, 2, 1)?,
+        )),
         Primitive::IntegerPow { y } => one(elementwise::integer_pow(arg(name, args, 1, 0)?, *y)),
         Primitive::Round { rounding_method } => {
             one(elementwise::round(arg(name, args, 1, 0)?, *rounding_method))
@@ -65,7 +79,11 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
         Primitive::BroadcastInDim {
             shape,
             broadcast_dimensions,
-        } => one(structural::broadcast_in_dim(args, shape, broadcast_dimensions)),
+        } => one(structural::broadcast_in_dim(
+            args,
+            shape,
+            broadcast_dimensions,
+        )),
         Primitive::Reshape {
             new_sizes,
             dimensions,
@@ -93,9 +111,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             limit_indices,
             strides.as_deref(),
         )),
-        Primitive::DynamicSlice { slice_sizes } => {
-            one(indexing::dynamic_slice(args, slice_sizes))
-        }
+        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(args, slice_sizes)),
         Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(args)),
         Primitive::Gather {
             dimension_numbers,
@@ -137,10 +153,18 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             op,
             axes,
             index_dtype,
-        } => one(reduce::arg_reduce(*op, arg(name, args, 1, 0)?, axes, *index_dtype)),
-        Primitive::Cumulative { op, axis, reverse } => {
-            one(reduce::cumulative(*op, arg(name, args, 1, 0)?, *axis, *reverse))
-        }
+        } => one(reduce::arg_reduce(
+            *op,
+            arg(name, args, 1, 0)?,
+            axes,
+            *index_dtype,
+        )),
+        Primitive::Cumulative { op, axis, reverse } => one(reduce::cumulative(
+            *op,
+            arg(name, args, 1, 0)?,
+            *axis,
+            *reverse,
+        )),
         Primitive::DotGeneral {
             dimension_numbers,
             preferred_element_type,

@@ -22,10 +22,21 @@ pub(crate) fn rounder(dtype: DType) -> fn(f32) -> f32 {
 fn int_bounds(dtype: DType) -> (i64, u64) {
     let bits = dtype.bits();
     if dtype.is_signed_int() {
-        let max = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
+        let max = if bits == 64 {
+            i64::MAX
+        } else {
+            (1i64 << (bits - 1)) - 1
+        };
         (-max - 1, max as u64)
     } else {
-        (0, if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 })
+        (
+            0,
+            if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            },
+        )
     }
 }
 
@@ -129,7 +140,13 @@ fn better<T: PartialOrd + Copy>(a: T, b: T, max: bool) -> bool {
     }
 }
 
-fn arg_lines<T: PartialOrd + Copy>(v: &[T], starts: &[usize], len: usize, st: usize, max: bool) -> Vec<i64> {
+fn arg_lines<T: PartialOrd + Copy>(
+    v: &[T],
+    starts: &[usize],
+    len: usize,
+    st: usize,
+    max: bool,
+) -> Vec<i64> {
     starts
         .iter()
         .map(|&s| {
@@ -154,7 +171,10 @@ pub(crate) fn arg_reduce(
 ) -> Result<HostArray, IrError> {
     let name = op.name();
     let &[axis] = axes else {
-        return Err(IrError::ty(name, format!("expected one axis, got {axes:?}")));
+        return Err(IrError::ty(
+            name,
+            format!("expected one axis, got {axes:?}"),
+        ));
     };
     check_axis(name, axis, x.ndim())?;
     if x.shape()[axis] == 0 {
@@ -177,7 +197,14 @@ pub(crate) fn arg_reduce(
     HostArray::new(shape, lower(Lifted::I(idx), index_dtype))
 }
 
-fn scan_lines<T: Copy>(v: &mut [T], x: &[usize], len: usize, st: usize, rev: bool, f: impl Fn(T, T) -> T) {
+fn scan_lines<T: Copy>(
+    v: &mut [T],
+    x: &[usize],
+    len: usize,
+    st: usize,
+    rev: bool,
+    f: impl Fn(T, T) -> T,
+) {
     for &s in x {
         for k in 1..len {
             let (prev, cur) = if rev {
@@ -244,10 +271,9 @@ pub(crate) fn cumulative(
         (Lifted::U(v), CumulativeOp::Cummin) => run!(v, u64::min),
         (Lifted::B(v), CumulativeOp::Cumsum | CumulativeOp::Cummax) => run!(v, |a, b| a | b),
         (Lifted::B(v), CumulativeOp::Cumprod | CumulativeOp::Cummin) => run!(v, |a, b| a & b),
-        (
-            Lifted::I(_) | Lifted::U(_) | Lifted::B(_),
-            CumulativeOp::Cumlogsumexp,
-        ) => return Err(unsupported(name, dt)),
+        (Lifted::I(_) | Lifted::U(_) | Lifted::B(_), CumulativeOp::Cumlogsumexp) => {
+            return Err(unsupported(name, dt))
+        }
     }
     HostArray::new(x.shape().to_vec(), lower(v, dt))
 }

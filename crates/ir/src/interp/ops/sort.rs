@@ -40,14 +40,21 @@ fn lines(shape: &[usize], axis: usize) -> (Vec<usize>, usize, usize) {
 
 /// `sort`: sorts every operand along `dimension` by the first `num_keys`
 /// operands (lexicographically, stably).
-pub(crate) fn sort(args: &[HostArray], dimension: usize, num_keys: usize) -> Result<Vec<HostArray>, IrError> {
+pub(crate) fn sort(
+    args: &[HostArray],
+    dimension: usize,
+    num_keys: usize,
+) -> Result<Vec<HostArray>, IrError> {
     let name = "sort";
     let x0 = args
         .first()
         .ok_or_else(|| IrError::ty(name, "needs at least one operand"))?;
     check_axis(name, dimension, x0.ndim())?;
     if num_keys == 0 || num_keys > args.len() {
-        return Err(IrError::ty(name, format!("num_keys {num_keys} for {} operands", args.len())));
+        return Err(IrError::ty(
+            name,
+            format!("num_keys {num_keys} for {} operands", args.len()),
+        ));
     }
     for a in args {
         if a.shape() != x0.shape() {

@@ -25,7 +25,7 @@ pub(crate) fn erf_f64(x: f64) -> f64 {
         n += 1.0;
         term *= two_x2 / (2.0 * n + 1.0);
         sum += term;
-        if term < sum * 1e-17 {
+        if term <= sum * 1e-17 {
             break;
         }
     }

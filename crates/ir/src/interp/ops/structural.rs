@@ -1,7 +1,9 @@
 //! Shape kernels: broadcast, reshape, transpose, squeeze, rev, pad,
 //! concatenate, iota, split, tile and stack, as index maps over storage.
 
-use super::{affine_map, check_axis, concat_storage, next_index, strides, take, take_or_fill, FILL};
+use super::{
+    affine_map, check_axis, concat_storage, next_index, strides, take, take_or_fill, FILL,
+};
 use crate::array::{HostArray, Storage};
 use crate::dtype::DType;
 use crate::error::IrError;
@@ -48,7 +50,10 @@ pub(crate) fn broadcast_in_dim(
     if bdims.len() != x.ndim() {
         return Err(IrError::ty(
             name,
-            format!("broadcast_dimensions {bdims:?} for operand shape {:?}", x.shape()),
+            format!(
+                "broadcast_dimensions {bdims:?} for operand shape {:?}",
+                x.shape()
+            ),
         ));
     }
     let xs = strides(x.shape());
@@ -59,7 +64,11 @@ pub(crate) fn broadcast_in_dim(
         if n != 1 && n != out_shape[d] {
             return Err(IrError::ty(
                 name,
-                format!("operand shape {:?} cannot broadcast to {:?}", x.shape(), out_shape),
+                format!(
+                    "operand shape {:?} cannot broadcast to {:?}",
+                    x.shape(),
+                    out_shape
+                ),
             ));
         }
         if n != 1 {
@@ -95,7 +104,11 @@ pub(crate) fn reshape(
 /// `transpose`: result dim `i` is operand dim `perm[i]`.
 pub(crate) fn transpose(x: &HostArray, perm: &[usize]) -> Result<HostArray, IrError> {
     let mut seen = vec![false; x.ndim()];
-    if perm.len() != x.ndim() || perm.iter().any(|&p| p >= x.ndim() || std::mem::replace(&mut seen[p], true)) {
+    if perm.len() != x.ndim()
+        || perm
+            .iter()
+            .any(|&p| p >= x.ndim() || std::mem::replace(&mut seen[p], true))
+    {
         return Err(IrError::ty(
             "transpose",
             format!("permutation {perm:?} for shape {:?}", x.shape()),
@@ -146,10 +159,16 @@ pub(crate) fn rev(x: &HostArray, dims: &[usize]) -> Result<HostArray, IrError> {
 pub(crate) fn pad(x: &HostArray, value: &HostArray, config: &[Ints]) -> Result<HostArray, IrError> {
     let name = "pad";
     if config.len() != x.ndim() || config.iter().any(|c| c.len() != 3) {
-        return Err(IrError::ty(name, format!("padding config for shape {:?}", x.shape())));
+        return Err(IrError::ty(
+            name,
+            format!("padding config for shape {:?}", x.shape()),
+        ));
     }
     if value.dtype() != x.dtype() || value.len() != 1 {
-        return Err(IrError::ty(name, "padding value must be a scalar of the operand dtype"));
+        return Err(IrError::ty(
+            name,
+            "padding value must be a scalar of the operand dtype",
+        ));
     }
     let mut shape = Vec::with_capacity(x.ndim());
     for (d, c) in config.iter().enumerate() {
@@ -158,7 +177,10 @@ pub(crate) fn pad(x: &HostArray, value: &HostArray, config: &[Ints]) -> Result<H
         let core = if n == 0 { 0 } else { n + (n - 1) * int };
         let size = lo + hi + core;
         if int < 0 || size < 0 {
-            return Err(IrError::ty(name, format!("invalid padding {c:?} for size {n}")));
+            return Err(IrError::ty(
+                name,
+                format!("invalid padding {c:?} for size {n}"),
+            ));
         }
         shape.push(size as usize);
     }
@@ -233,8 +255,13 @@ pub(crate) fn iota(
 ) -> Result<HostArray, IrError> {
     let shape = resolve_shape("iota", shape, args)?;
     check_axis("iota", dimension, shape.len())?;
-    let st: Vec<isize> = (0..shape.len()).map(|d| (d == dimension) as isize).collect();
-    let vals: Vec<f64> = affine_map(&shape, 0, &st).into_iter().map(|v| v as f64).collect();
+    let st: Vec<isize> = (0..shape.len())
+        .map(|d| (d == dimension) as isize)
+        .collect();
+    let vals: Vec<f64> = affine_map(&shape, 0, &st)
+        .into_iter()
+        .map(|v| v as f64)
+        .collect();
     HostArray::from_f64(dtype, &shape, &vals)
 }
 
@@ -244,7 +271,11 @@ pub(crate) fn split(x: &HostArray, sizes: &Ints, axis: usize) -> Result<Vec<Host
     if sizes.iter().sum::<i64>() != x.shape()[axis] as i64 || sizes.iter().any(|&s| s < 0) {
         return Err(IrError::ty(
             "split",
-            format!("sizes {:?} for axis {axis} of {:?}", sizes.values, x.shape()),
+            format!(
+                "sizes {:?} for axis {axis} of {:?}",
+                sizes.values,
+                x.shape()
+            ),
         ));
     }
     let xs: Vec<isize> = strides(x.shape()).iter().map(|&s| s as isize).collect();
@@ -268,14 +299,20 @@ pub(crate) fn tile(x: &HostArray, reps: &Ints) -> Result<HostArray, IrError> {
             format!("reps {:?} for shape {:?}", reps.values, x.shape()),
         ));
     }
-    let shape: Vec<usize> = (0..x.ndim()).map(|d| x.shape()[d] * reps[d] as usize).collect();
+    let shape: Vec<usize> = (0..x.ndim())
+        .map(|d| x.shape()[d] * reps[d] as usize)
+        .collect();
     let xs = strides(x.shape());
     let n: usize = shape.iter().product();
     let mut idx = Vec::with_capacity(n);
     if n > 0 {
         let mut o = vec![0usize; shape.len()];
         loop {
-            idx.push((0..shape.len()).map(|d| (o[d] % x.shape()[d]) * xs[d]).sum());
+            idx.push(
+                (0..shape.len())
+                    .map(|d| (o[d] % x.shape()[d]) * xs[d])
+                    .sum(),
+            );
             if !next_index(&mut o, &shape) {
                 break;
             }

@@ -33,9 +33,7 @@ pub(crate) fn assert_close(got: &HostArray, dtype: DType, shape: &[usize], want:
     let g = got.to_f64_vec();
     assert_eq!(g.len(), want.len(), "length");
     for (i, (a, b)) in g.iter().zip(want).enumerate() {
-        let ok = (a.is_nan() && b.is_nan())
-            || a == b
-            || (a - b).abs() <= tol * (1.0 + b.abs());
+        let ok = (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * (1.0 + b.abs());
         assert!(ok, "element {i}: got {a}, want {b} (all: {g:?})");
     }
 }
