@@ -14,17 +14,28 @@ mod special;
 mod structural;
 
 #[cfg(test)]
+#[rustfmt::skip]
+mod tests_convert;
+#[cfg(test)]
+#[rustfmt::skip]
 mod tests_elementwise;
 #[cfg(test)]
+#[rustfmt::skip]
 mod tests_indexing;
 #[cfg(test)]
+#[rustfmt::skip]
 mod tests_linalg;
 #[cfg(test)]
-mod tests_props;
-#[cfg(test)]
+#[rustfmt::skip]
 mod tests_reduce;
 #[cfg(test)]
+#[rustfmt::skip]
+mod tests_sort;
+#[cfg(test)]
+#[rustfmt::skip]
 mod tests_structural;
+#[cfg(test)]
+mod tests_props;
 #[cfg(test)]
 mod testutil;
 

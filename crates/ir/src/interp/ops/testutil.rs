@@ -37,3 +37,18 @@ pub(crate) fn assert_close(got: &HostArray, dtype: DType, shape: &[usize], want:
         assert!(ok, "element {i}: got {a}, want {b} (all: {g:?})");
     }
 }
+
+/// Evaluates `p` on `args` and compares every output with `want`
+/// (dtype, shape, values) within `tol`.
+pub(crate) fn check(
+    p: &crate::primitive::Primitive,
+    args: &[HostArray],
+    want: &[(DType, &[usize], &[f64])],
+    tol: f64,
+) {
+    let out = super::eval_op(p, args).expect("eval_op succeeds");
+    assert_eq!(out.len(), want.len(), "number of outputs");
+    for (o, (d, s, v)) in out.iter().zip(want) {
+        assert_close(o, *d, s, v, tol);
+    }
+}
