@@ -572,17 +572,12 @@ pub(crate) fn select_n(args: &[HostArray]) -> Result<HostArray, IrError> {
         w.clamp(0, last) as usize
     };
     let data = map_storage!(first.data(), v => {
-        let _ = v;
-        let mut out = v.clone();
-        for (i, o) in out.iter_mut().enumerate().take(n) {
-            let k = pick(i);
-            if k != 0 {
-                if let Some(c) = same_variant(cases[k].data(), v) {
-                    *o = c[i];
-                }
-            }
-        }
-        out
+        let cs: Vec<&[_]> = cases
+            .iter()
+            .map(|c| same_variant(c.data(), v))
+            .collect::<Option<_>>()
+            .ok_or_else(|| IrError::ty(name, "cases of different dtypes"))?;
+        (0..n).map(|i| cs[pick(i)][i]).collect()
     });
     rebuild(first, data)
 }

@@ -231,3 +231,68 @@ fn bad_operands_give_errors() {
         assert!(eval_op(&p, &a).is_err(), "{} should fail", p.name());
     }
 }
+
+#[test]
+fn empty2_split_zero_and_dynamic_shapes() {
+    let e = eval_op(&Primitive::Empty2 { dtype: DType::BF16 }, &[]).unwrap();
+    assert_eq!(e, vec![HostArray::zeros(DType::BF16, &[])]);
+    let x = arr(DType::F32, &[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let parts = eval_op(
+        &Primitive::Split {
+            sizes: Ints::new(vec![1, 0, 2]),
+            axis: 0,
+        },
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    assert_eq!(parts.len(), 3);
+    assert_close(&parts[0], DType::F32, &[1, 2], &[1.0, 2.0], 0.0);
+    assert_close(&parts[1], DType::F32, &[0, 2], &[], 0.0);
+    assert_close(&parts[2], DType::F32, &[2, 2], &[3.0, 4.0, 5.0, 6.0], 0.0);
+    // A `None` size comes from a trailing scalar operand.
+    let b = eval_op(
+        &Primitive::BroadcastInDim {
+            shape: vec![None, Some(2)],
+            broadcast_dimensions: vec![1],
+        },
+        &[
+            arr(DType::I32, &[2], &[7.0, 8.0]),
+            arr(DType::I32, &[], &[3.0]),
+        ],
+    )
+    .unwrap();
+    assert_close(
+        &b[0],
+        DType::I32,
+        &[3, 2],
+        &[7.0, 8.0, 7.0, 8.0, 7.0, 8.0],
+        0.0,
+    );
+    let io = eval_op(
+        &Primitive::Iota {
+            dtype: DType::U8,
+            shape: vec![Some(2), None],
+            dimension: 1,
+        },
+        &[arr(DType::I32, &[], &[3.0])],
+    )
+    .unwrap();
+    assert_close(
+        &io[0],
+        DType::U8,
+        &[2, 3],
+        &[0.0, 1.0, 2.0, 0.0, 1.0, 2.0],
+        0.0,
+    );
+}
+
+#[test]
+fn binary_broadcasts_rank0_operand() {
+    let mut rng = Rng(21);
+    let v = rand_vec(&mut rng, 6, -5.0, 5.0);
+    let x = arr(DType::F64, &[2, 3], &v);
+    let two = arr(DType::F64, &[], &[2.0]);
+    let out = eval_op(&Primitive::Binary(BinaryOp::Sub), &[two, x]).unwrap();
+    let want: Vec<f64> = v.iter().map(|a| 2.0 - a).collect();
+    assert_close(&out[0], DType::F64, &[2, 3], &want, 0.0);
+}
