@@ -3,6 +3,12 @@
 //!
 //! Layout: `mod.rs` dispatches and holds the shared helpers (strides, index
 //! maps, the lifted compute domain); each family lives in its own file.
+//!
+//! Numerics follow XLA on the CPU as JAX 0.10.2 shows it: integers wrap,
+//! f16/bf16 compute in f32 and round, f32 in f32, f64 in f64. Known
+//! last-ulp differences: transcendental functions use Rust's libm (erf,
+//! erfc and erf_inv are computed in f64), float reductions and cumulative
+//! ops accumulate sequentially (XLA may reassociate).
 
 mod convert;
 mod elementwise;
