@@ -1,11 +1,36 @@
 //! The reference interpreter: evaluates any jaxpr on host arrays, simply and
 //! obviously correctly. It is the oracle every backend is tested against.
+//!
+//! Structure: `eval_jaxpr` binds an environment indexed by `Var`, then runs
+//! each equation through [`eval_eqn`], one exhaustive `match` over
+//! `Primitive`. First-order primitives go to [`ops::eval_op`]; control flow
+//! and calls live in `control`, mutable state in `state`, Pallas in `pallas`.
+//! A [`Ctx`] carries the Pallas grid position through nested evaluation.
 
+mod backend;
+mod control;
 pub mod ops;
+mod pallas;
+mod state;
+mod util;
+
+#[cfg(test)]
+mod testkit;
+
+#[cfg(test)]
+mod tests_control;
+#[cfg(test)]
+mod tests_pallas;
+#[cfg(test)]
+mod tests_state;
+
+pub use backend::{HostBuffer, InterpreterBackend};
 
 use crate::array::HostArray;
+use crate::aval::{Aval, Dim};
 use crate::error::IrError;
-use crate::jaxpr::{ClosedJaxpr, Jaxpr};
+use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Jaxpr};
+use crate::primitive::Primitive;
 use std::sync::{Arc, Mutex};
 
 /// A runtime value: an array, or a mutable reference to one (state/Pallas).
@@ -17,10 +42,23 @@ pub enum Value {
     Ref(Arc<Mutex<HostArray>>),
 }
 
+impl Value {
+    /// A new mutable reference holding `a`.
+    pub fn new_ref(a: HostArray) -> Value {
+        Value::Ref(Arc::new(Mutex::new(a)))
+    }
+}
+
+/// The position of the running Pallas program in its grid, if any.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Ctx {
+    /// `(program ids, grid sizes)` inside a `pallas_call` kernel.
+    pub grid: Option<(Vec<usize>, Vec<usize>)>,
+}
+
 /// Evaluates `jaxpr` with values for its constvars and invars.
 pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Value], args: &[Value]) -> Result<Vec<Value>, IrError> {
-    let _ = (jaxpr, consts, args);
-    Err(IrError::Eval("interpreter not implemented".into()))
+    eval_with(&Ctx::default(), jaxpr, consts, args)
 }
 
 /// Evaluates a closed jaxpr on arrays.
@@ -37,4 +75,286 @@ pub fn eval_closed_jaxpr(
             Value::Ref(_) => Err(IrError::Eval("a jaxpr returned a Ref".into())),
         })
         .collect()
+}
+
+/// Evaluates a closed jaxpr on values in a context.
+pub(crate) fn call_closed(
+    ctx: &Ctx,
+    closed: &ClosedJaxpr,
+    args: &[Value],
+) -> Result<Vec<Value>, IrError> {
+    let consts: Vec<Value> = closed.consts.iter().cloned().map(Value::Array).collect();
+    eval_with(ctx, &closed.jaxpr, &consts, args)
+}
+
+/// Checks that `value` fits `aval`: Ref-ness, dtype, static dimensions.
+fn check_value(aval: &Aval, value: &Value, what: &dyn Fn() -> String) -> Result<(), IrError> {
+    let guard;
+    let array: &HostArray = match (aval, value) {
+        (Aval::Array(_), Value::Array(a)) => a,
+        (Aval::Ref(_), Value::Ref(r)) => {
+            guard = r
+                .lock()
+                .map_err(|_| IrError::Eval("a Ref's lock is poisoned".into()))?;
+            &guard
+        }
+        (Aval::Array(_), Value::Ref(_)) => {
+            return Err(IrError::Eval(format!(
+                "{}: expected an array, got a Ref",
+                what()
+            )))
+        }
+        (Aval::Ref(_), Value::Array(_)) => {
+            return Err(IrError::Eval(format!(
+                "{}: expected a Ref, got an array",
+                what()
+            )))
+        }
+    };
+    let want = aval.array();
+    let shape_ok = want.shape.len() == array.ndim()
+        && want.shape.iter().zip(array.shape()).all(|(d, &n)| match d {
+            Dim::Const(m) => *m == n,
+            Dim::Var(_) => true,
+        });
+    if want.dtype != array.dtype() || !shape_ok {
+        return Err(IrError::Eval(format!(
+            "{}: expected {}{:?}, got {}{:?}",
+            what(),
+            want.dtype,
+            want.shape,
+            array.dtype(),
+            array.shape()
+        )));
+    }
+    Ok(())
+}
+
+/// Evaluates `jaxpr` in a context.
+pub(crate) fn eval_with(
+    ctx: &Ctx,
+    jaxpr: &Jaxpr,
+    consts: &[Value],
+    args: &[Value],
+) -> Result<Vec<Value>, IrError> {
+    if consts.len() != jaxpr.constvars.len() || args.len() != jaxpr.invars.len() {
+        return Err(IrError::Invalid(format!(
+            "jaxpr with {} constvars and {} invars applied to {} consts and {} args",
+            jaxpr.constvars.len(),
+            jaxpr.invars.len(),
+            consts.len(),
+            args.len()
+        )));
+    }
+    let mut env: Vec<Option<Value>> = vec![None; jaxpr.vars.len()];
+    let binders = jaxpr
+        .constvars
+        .iter()
+        .zip(consts)
+        .chain(jaxpr.invars.iter().zip(args));
+    for (k, (v, val)) in binders.enumerate() {
+        let aval = jaxpr.try_aval(*v).ok_or_else(|| {
+            IrError::Invalid(format!("input variable #{} is not in the table", v.0))
+        })?;
+        check_value(aval, val, &|| format!("jaxpr input {k}"))?;
+        env[v.index()] = Some(val.clone());
+    }
+    for (n, eqn) in jaxpr.eqns.iter().enumerate() {
+        let name = eqn.primitive.name();
+        let inputs = eqn
+            .inputs
+            .iter()
+            .map(|a| read(&env, a))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| IrError::Invalid(format!("equation {n} ({name}): {e}")))?;
+        let outs = eval_eqn(ctx, &eqn.primitive, inputs)?;
+        if outs.len() != eqn.outputs.len() {
+            return Err(IrError::Eval(format!(
+                "equation {n} ({name}) gave {} results for {} binders",
+                outs.len(),
+                eqn.outputs.len()
+            )));
+        }
+        for (k, (b, val)) in eqn.outputs.iter().zip(outs).enumerate() {
+            let what = || format!("equation {n} ({name}) result {k}");
+            match b {
+                Binder::Var(v) => {
+                    let aval = jaxpr.try_aval(*v).ok_or_else(|| {
+                        IrError::Invalid(format!(
+                            "{}: variable #{} is not in the table",
+                            what(),
+                            v.0
+                        ))
+                    })?;
+                    check_value(aval, &val, &what)?;
+                    env[v.index()] = Some(val);
+                }
+                Binder::Drop(aval) => check_value(aval, &val, &what)?,
+            }
+        }
+    }
+    jaxpr
+        .outvars
+        .iter()
+        .map(|a| read(&env, a).map_err(|e| IrError::Invalid(format!("jaxpr output: {e}"))))
+        .collect()
+}
+
+/// The value of an atom in the environment.
+fn read(env: &[Option<Value>], atom: &Atom) -> Result<Value, String> {
+    match atom {
+        Atom::Lit(l) => Ok(Value::Array(util::literal_array(l))),
+        Atom::Var(v) => match env.get(v.index()) {
+            Some(Some(val)) => Ok(val.clone()),
+            Some(None) => Err(format!("variable #{} is read before it is bound", v.0)),
+            None => Err(format!("variable #{} is not in the table", v.0)),
+        },
+    }
+}
+
+/// The arrays of a first-order primitive's operands (no Refs allowed).
+fn arrays(prim: &Primitive, args: Vec<Value>) -> Result<Vec<HostArray>, IrError> {
+    args.into_iter()
+        .enumerate()
+        .map(|(k, v)| match v {
+            Value::Array(a) => Ok(a),
+            Value::Ref(_) => Err(IrError::ty(
+                prim.name(),
+                format!("operand {k} is a Ref, expected an array"),
+            )),
+        })
+        .collect()
+}
+
+/// Applies one primitive to its operands.
+fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>, IrError> {
+    match prim {
+        Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::Round { .. }
+        | Primitive::ReducePrecision { .. }
+        | Primitive::ConvertElementType { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::Rev { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::Slice { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Gather { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::Iota { .. }
+        | Primitive::Split { .. }
+        | Primitive::Tile { .. }
+        | Primitive::Stack { .. }
+        | Primitive::Reduce { .. }
+        | Primitive::ArgReduce { .. }
+        | Primitive::Cumulative { .. }
+        | Primitive::DotGeneral { .. }
+        | Primitive::ConvGeneralDilated { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
+        | Primitive::Empty2 { .. } => {
+            let arrays = arrays(prim, args)?;
+            Ok(ops::eval_op(prim, &arrays)?
+                .into_iter()
+                .map(Value::Array)
+                .collect())
+        }
+        Primitive::Cond { branches } => control::cond(ctx, branches, &args),
+        Primitive::While {
+            cond_jaxpr,
+            body_jaxpr,
+            cond_nconsts,
+            body_nconsts,
+        } => control::while_loop(
+            ctx,
+            cond_jaxpr,
+            body_jaxpr,
+            *cond_nconsts,
+            *body_nconsts,
+            &args,
+        ),
+        Primitive::Scan {
+            jaxpr,
+            length,
+            reverse,
+            num_consts,
+            num_carry,
+            unroll: _,
+            linear: _,
+            split_transpose: _,
+        } => control::scan(
+            ctx,
+            jaxpr,
+            *length,
+            *reverse,
+            *num_consts,
+            *num_carry,
+            &args,
+        ),
+        Primitive::ForLoop {
+            body_jaxpr,
+            body_nconsts,
+            nimplicit,
+            preserve_dimensions: _,
+            apply_reverse_transform,
+        } => control::for_loop(
+            ctx,
+            body_jaxpr,
+            *body_nconsts,
+            *nimplicit,
+            *apply_reverse_transform,
+            &args,
+        ),
+        Primitive::Jit { name: _, jaxpr } => call_closed(ctx, jaxpr, &args),
+        Primitive::CustomJvpCall {
+            call_jaxpr,
+            num_consts,
+            ..
+        }
+        | Primitive::CustomVjpCall {
+            call_jaxpr,
+            num_consts,
+            ..
+        } => control::custom_call(ctx, prim.name(), call_jaxpr, *num_consts, &args),
+        Primitive::Remat { jaxpr, .. } => eval_with(ctx, jaxpr, &[], &args),
+        Primitive::Get { indexers } => state::get(indexers, &args),
+        Primitive::Swap { indexers } => state::swap(indexers, &args),
+        Primitive::AddUpdate { indexers } => state::addupdate(indexers, &args),
+        Primitive::ProgramId { axis } => pallas::program_id(ctx, *axis, false, &args),
+        Primitive::NumPrograms { axis } => pallas::program_id(ctx, *axis, true, &args),
+        Primitive::Load {
+            indexers,
+            has_mask,
+            has_other,
+        } => state::load(indexers, *has_mask, *has_other, &args),
+        Primitive::Store { indexers, has_mask } => state::store(indexers, *has_mask, &args),
+        Primitive::AtomicRmw { indexers, op } => state::atomic_rmw(indexers, *op, &args),
+        Primitive::AtomicCas { indexers } => state::atomic_cas(indexers, &args),
+        Primitive::PallasCall {
+            kernel,
+            grid,
+            block_mappings,
+            out_avals,
+            name: _,
+            interpret: _,
+            debug: _,
+            input_output_aliases,
+        } => pallas::pallas_call(
+            kernel,
+            grid,
+            block_mappings,
+            out_avals,
+            input_output_aliases,
+            &args,
+        ),
+    }
 }

@@ -1,15 +1,512 @@
 //! Numeric kernels of the reference interpreter: every primitive without a
 //! nested jaxpr or mutable state, on host arrays.
+//!
+//! Layout: `mod.rs` dispatches and holds the shared helpers (strides, index
+//! maps, the lifted compute domain); each family lives in its own file.
+//!
+//! Numerics follow XLA on the CPU as JAX 0.10.2 shows it: integers wrap,
+//! f16/bf16 compute in f32 and round, f32 in f32, f64 in f64. Known
+//! last-ulp differences: transcendental functions use Rust's libm (erf,
+//! erfc and erf_inv are computed in f64), float reductions and cumulative
+//! ops accumulate sequentially (XLA may reassociate).
 
-use crate::array::HostArray;
+mod convert;
+mod elementwise;
+mod indexing;
+mod linalg;
+mod reduce;
+mod sort;
+mod special;
+mod structural;
+
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_convert;
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_elementwise;
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_indexing;
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_linalg;
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_reduce;
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_sort;
+#[cfg(test)]
+#[rustfmt::skip]
+mod tests_structural;
+#[cfg(test)]
+mod tests_props;
+#[cfg(test)]
+mod testutil;
+
+use crate::array::{HostArray, Storage};
+use crate::dtype::DType;
 use crate::error::IrError;
 use crate::primitive::Primitive;
+use half::{bf16, f16};
 
 /// Applies a first-order primitive to host arrays.
+///
+/// Higher-order and stateful primitives (control flow, calls, state, Pallas)
+/// are rejected: the interpreter core evaluates them.
 pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArray>, IrError> {
-    let _ = args;
-    Err(IrError::Eval(format!(
-        "{} not implemented",
-        primitive.name()
-    )))
+    let name = primitive.name();
+    let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
+    match primitive {
+        Primitive::Unary(op) => one(elementwise::unary(*op, arg(name, args, 1, 0)?)),
+        Primitive::Binary(op) => one(elementwise::binary(
+            *op,
+            arg(name, args, 2, 0)?,
+            arg(name, args, 2, 1)?,
+        )),
+        Primitive::IntegerPow { y } => one(elementwise::integer_pow(arg(name, args, 1, 0)?, *y)),
+        Primitive::Round { rounding_method } => {
+            one(elementwise::round(arg(name, args, 1, 0)?, *rounding_method))
+        }
+        Primitive::ReducePrecision {
+            exponent_bits,
+            mantissa_bits,
+        } => one(convert::reduce_precision(
+            arg(name, args, 1, 0)?,
+            *exponent_bits,
+            *mantissa_bits,
+        )),
+        Primitive::ConvertElementType { new_dtype, .. } => {
+            let x = arg(name, args, 1, 0)?;
+            one(HostArray::new(
+                x.shape().to_vec(),
+                convert::convert_storage(x.data(), *new_dtype),
+            ))
+        }
+        Primitive::BitcastConvertType { new_dtype } => {
+            one(convert::bitcast(arg(name, args, 1, 0)?, *new_dtype))
+        }
+        Primitive::SelectN => one(elementwise::select_n(args)),
+        Primitive::Clamp => one(elementwise::clamp(
+            arg(name, args, 3, 0)?,
+            arg(name, args, 3, 1)?,
+            arg(name, args, 3, 2)?,
+        )),
+        Primitive::BroadcastInDim {
+            shape,
+            broadcast_dimensions,
+        } => one(structural::broadcast_in_dim(
+            args,
+            shape,
+            broadcast_dimensions,
+        )),
+        Primitive::Reshape {
+            new_sizes,
+            dimensions,
+        } => one(structural::reshape(args, new_sizes, dimensions.as_deref())),
+        Primitive::Transpose { permutation } => {
+            one(structural::transpose(arg(name, args, 1, 0)?, permutation))
+        }
+        Primitive::Squeeze { dimensions } => {
+            one(structural::squeeze(arg(name, args, 1, 0)?, dimensions))
+        }
+        Primitive::Rev { dimensions } => one(structural::rev(arg(name, args, 1, 0)?, dimensions)),
+        Primitive::Pad { padding_config } => one(structural::pad(
+            arg(name, args, 2, 0)?,
+            arg(name, args, 2, 1)?,
+            padding_config,
+        )),
+        Primitive::Concatenate { dimension } => one(structural::concatenate(args, *dimension)),
+        Primitive::Slice {
+            start_indices,
+            limit_indices,
+            strides,
+        } => one(indexing::slice(
+            arg(name, args, 1, 0)?,
+            start_indices,
+            limit_indices,
+            strides.as_deref(),
+        )),
+        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(args, slice_sizes)),
+        Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(args)),
+        Primitive::Gather {
+            dimension_numbers,
+            fill_value,
+            mode,
+            slice_sizes,
+            ..
+        } => one(indexing::gather(
+            arg(name, args, 2, 0)?,
+            arg(name, args, 2, 1)?,
+            dimension_numbers,
+            *fill_value,
+            *mode,
+            slice_sizes,
+        )),
+        Primitive::Scatter {
+            kind,
+            dimension_numbers,
+            mode,
+            ..
+        } => one(indexing::scatter(
+            arg(name, args, 3, 0)?,
+            arg(name, args, 3, 1)?,
+            arg(name, args, 3, 2)?,
+            *kind,
+            dimension_numbers,
+            *mode,
+        )),
+        Primitive::Iota {
+            dtype,
+            shape,
+            dimension,
+        } => one(structural::iota(args, *dtype, shape, *dimension)),
+        Primitive::Split { sizes, axis } => structural::split(arg(name, args, 1, 0)?, sizes, *axis),
+        Primitive::Tile { reps } => one(structural::tile(arg(name, args, 1, 0)?, reps)),
+        Primitive::Stack { axis } => one(structural::stack(args, *axis)),
+        Primitive::Reduce { op, axes } => one(reduce::reduce(*op, arg(name, args, 1, 0)?, axes)),
+        Primitive::ArgReduce {
+            op,
+            axes,
+            index_dtype,
+        } => one(reduce::arg_reduce(
+            *op,
+            arg(name, args, 1, 0)?,
+            axes,
+            *index_dtype,
+        )),
+        Primitive::Cumulative { op, axis, reverse } => one(reduce::cumulative(
+            *op,
+            arg(name, args, 1, 0)?,
+            *axis,
+            *reverse,
+        )),
+        Primitive::DotGeneral {
+            dimension_numbers,
+            preferred_element_type,
+            ..
+        } => one(linalg::dot_general(
+            arg(name, args, 2, 0)?,
+            arg(name, args, 2, 1)?,
+            dimension_numbers,
+            *preferred_element_type,
+        )),
+        Primitive::ConvGeneralDilated {
+            window_strides,
+            padding,
+            lhs_dilation,
+            rhs_dilation,
+            dimension_numbers,
+            feature_group_count,
+            batch_group_count,
+            preferred_element_type,
+            ..
+        } => one(linalg::conv(
+            arg(name, args, 2, 0)?,
+            arg(name, args, 2, 1)?,
+            &linalg::ConvParams {
+                window_strides,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                dimension_numbers,
+                feature_group_count: *feature_group_count,
+                batch_group_count: *batch_group_count,
+                preferred_element_type: *preferred_element_type,
+            },
+        )),
+        Primitive::Sort {
+            dimension,
+            num_keys,
+            ..
+        } => sort::sort(args, *dimension, *num_keys),
+        Primitive::TopK { k, axis } => sort::top_k(arg(name, args, 1, 0)?, *k, *axis),
+        Primitive::Empty2 { dtype } => Ok(vec![HostArray::zeros(*dtype, &[])]),
+        Primitive::Cond { .. }
+        | Primitive::While { .. }
+        | Primitive::Scan { .. }
+        | Primitive::ForLoop { .. }
+        | Primitive::Jit { .. }
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::CustomVjpCall { .. }
+        | Primitive::Remat { .. }
+        | Primitive::Get { .. }
+        | Primitive::Swap { .. }
+        | Primitive::AddUpdate { .. }
+        | Primitive::ProgramId { .. }
+        | Primitive::NumPrograms { .. }
+        | Primitive::Load { .. }
+        | Primitive::Store { .. }
+        | Primitive::AtomicRmw { .. }
+        | Primitive::AtomicCas { .. }
+        | Primitive::PallasCall { .. } => Err(IrError::Eval(format!(
+            "{name} is handled by the interpreter core, not by eval_op"
+        ))),
+    }
+}
+
+/// Checks the operand count and returns operand `i`.
+fn arg<'a>(
+    name: &str,
+    args: &'a [HostArray],
+    n: usize,
+    i: usize,
+) -> Result<&'a HostArray, IrError> {
+    if args.len() != n {
+        return Err(IrError::ty(
+            name,
+            format!("expected {n} operands, got {}", args.len()),
+        ));
+    }
+    Ok(&args[i])
+}
+
+/// Row-major strides of `shape` (in elements).
+pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// Advances a row-major multi-index over `shape`; false after the last one.
+pub(crate) fn next_index(idx: &mut [usize], shape: &[usize]) -> bool {
+    for d in (0..shape.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < shape[d] {
+            return true;
+        }
+        idx[d] = 0;
+    }
+    false
+}
+
+/// For every multi-index of `shape` (row-major), `base + Σ idx[d]*strides[d]`.
+pub(crate) fn affine_map(shape: &[usize], base: isize, strides: &[isize]) -> Vec<usize> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let mut idx = vec![0usize; shape.len()];
+    loop {
+        let mut off = base;
+        for d in 0..shape.len() {
+            off += idx[d] as isize * strides[d];
+        }
+        out.push(off as usize);
+        if !next_index(&mut idx, shape) {
+            break;
+        }
+    }
+    out
+}
+
+/// Applies `$body` to the vector in any storage variant, rewrapping the
+/// result in the same variant.
+macro_rules! map_storage {
+    ($s:expr, $v:ident => $body:expr) => {
+        match $s {
+            Storage::Bool($v) => Storage::Bool($body),
+            Storage::I8($v) => Storage::I8($body),
+            Storage::I16($v) => Storage::I16($body),
+            Storage::I32($v) => Storage::I32($body),
+            Storage::I64($v) => Storage::I64($body),
+            Storage::U8($v) => Storage::U8($body),
+            Storage::U16($v) => Storage::U16($body),
+            Storage::U32($v) => Storage::U32($body),
+            Storage::U64($v) => Storage::U64($body),
+            Storage::F16($v) => Storage::F16($body),
+            Storage::BF16($v) => Storage::BF16($body),
+            Storage::F32($v) => Storage::F32($body),
+            Storage::F64($v) => Storage::F64($body),
+        }
+    };
+}
+pub(crate) use map_storage;
+
+/// Elements of `s` at positions `idx`.
+pub(crate) fn take(s: &Storage, idx: &[usize]) -> Storage {
+    map_storage!(s, v => idx.iter().map(|&i| v[i]).collect())
+}
+
+/// Marks an index-map entry that takes the fill value.
+pub(crate) const FILL: usize = usize::MAX;
+
+/// Elements of `s` at positions `idx`, or `fill[0]` where `idx` is [`FILL`].
+pub(crate) fn take_or_fill(s: &Storage, idx: &[usize], fill: &Storage) -> Result<Storage, IrError> {
+    if s.dtype() != fill.dtype() || fill.is_empty() {
+        return Err(IrError::Eval(format!(
+            "fill value of dtype {} for an array of dtype {}",
+            fill.dtype(),
+            s.dtype()
+        )));
+    }
+    let f = take(fill, &[0]);
+    Ok(match (s, &f) {
+        (Storage::Bool(v), Storage::Bool(f)) => Storage::Bool(pick(v, idx, f[0])),
+        (Storage::I8(v), Storage::I8(f)) => Storage::I8(pick(v, idx, f[0])),
+        (Storage::I16(v), Storage::I16(f)) => Storage::I16(pick(v, idx, f[0])),
+        (Storage::I32(v), Storage::I32(f)) => Storage::I32(pick(v, idx, f[0])),
+        (Storage::I64(v), Storage::I64(f)) => Storage::I64(pick(v, idx, f[0])),
+        (Storage::U8(v), Storage::U8(f)) => Storage::U8(pick(v, idx, f[0])),
+        (Storage::U16(v), Storage::U16(f)) => Storage::U16(pick(v, idx, f[0])),
+        (Storage::U32(v), Storage::U32(f)) => Storage::U32(pick(v, idx, f[0])),
+        (Storage::U64(v), Storage::U64(f)) => Storage::U64(pick(v, idx, f[0])),
+        (Storage::F16(v), Storage::F16(f)) => Storage::F16(pick(v, idx, f[0])),
+        (Storage::BF16(v), Storage::BF16(f)) => Storage::BF16(pick(v, idx, f[0])),
+        (Storage::F32(v), Storage::F32(f)) => Storage::F32(pick(v, idx, f[0])),
+        (Storage::F64(v), Storage::F64(f)) => Storage::F64(pick(v, idx, f[0])),
+        _ => return Err(IrError::Eval("fill value dtype mismatch".into())),
+    })
+}
+
+fn pick<T: Copy>(v: &[T], idx: &[usize], fill: T) -> Vec<T> {
+    idx.iter()
+        .map(|&i| if i == FILL { fill } else { v[i] })
+        .collect()
+}
+
+/// Concatenates storages of one dtype end to end.
+pub(crate) fn concat_storage(parts: &[&Storage], name: &str) -> Result<Storage, IrError> {
+    let Some(first) = parts.first() else {
+        return Err(IrError::ty(name, "needs at least one operand"));
+    };
+    let mut out = (*first).clone();
+    for p in &parts[1..] {
+        match (&mut out, *p) {
+            (Storage::Bool(o), Storage::Bool(v)) => o.extend_from_slice(v),
+            (Storage::I8(o), Storage::I8(v)) => o.extend_from_slice(v),
+            (Storage::I16(o), Storage::I16(v)) => o.extend_from_slice(v),
+            (Storage::I32(o), Storage::I32(v)) => o.extend_from_slice(v),
+            (Storage::I64(o), Storage::I64(v)) => o.extend_from_slice(v),
+            (Storage::U8(o), Storage::U8(v)) => o.extend_from_slice(v),
+            (Storage::U16(o), Storage::U16(v)) => o.extend_from_slice(v),
+            (Storage::U32(o), Storage::U32(v)) => o.extend_from_slice(v),
+            (Storage::U64(o), Storage::U64(v)) => o.extend_from_slice(v),
+            (Storage::F16(o), Storage::F16(v)) => o.extend_from_slice(v),
+            (Storage::BF16(o), Storage::BF16(v)) => o.extend_from_slice(v),
+            (Storage::F32(o), Storage::F32(v)) => o.extend_from_slice(v),
+            (Storage::F64(o), Storage::F64(v)) => o.extend_from_slice(v),
+            (o, v) => {
+                return Err(IrError::ty(
+                    name,
+                    format!("operands of dtypes {} and {}", o.dtype(), v.dtype()),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The compute domain of an array: bool, integers widened to 64 bits (they
+/// wrap back on lowering), f16/bf16/f32 as f32, f64 as f64.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Lifted {
+    /// bool
+    B(Vec<bool>),
+    /// signed integers
+    I(Vec<i64>),
+    /// unsigned integers
+    U(Vec<u64>),
+    /// f16, bf16, f32
+    F32(Vec<f32>),
+    /// f64
+    F64(Vec<f64>),
+}
+
+/// Lifts storage into its compute domain.
+pub(crate) fn lift(s: &Storage) -> Lifted {
+    match s {
+        Storage::Bool(v) => Lifted::B(v.clone()),
+        Storage::I8(v) => Lifted::I(v.iter().map(|&x| x as i64).collect()),
+        Storage::I16(v) => Lifted::I(v.iter().map(|&x| x as i64).collect()),
+        Storage::I32(v) => Lifted::I(v.iter().map(|&x| x as i64).collect()),
+        Storage::I64(v) => Lifted::I(v.clone()),
+        Storage::U8(v) => Lifted::U(v.iter().map(|&x| x as u64).collect()),
+        Storage::U16(v) => Lifted::U(v.iter().map(|&x| x as u64).collect()),
+        Storage::U32(v) => Lifted::U(v.iter().map(|&x| x as u64).collect()),
+        Storage::U64(v) => Lifted::U(v.clone()),
+        Storage::F16(v) => Lifted::F32(v.iter().map(|x| x.to_f32()).collect()),
+        Storage::BF16(v) => Lifted::F32(v.iter().map(|x| x.to_f32()).collect()),
+        Storage::F32(v) => Lifted::F32(v.clone()),
+        Storage::F64(v) => Lifted::F64(v.clone()),
+    }
+}
+
+/// Lowers a lifted value back to `dtype` with cast semantics: integers wrap,
+/// floats round to nearest even, float→int truncates and saturates (NaN→0),
+/// anything→bool is `x != 0`.
+pub(crate) fn lower(l: Lifted, dtype: DType) -> Storage {
+    macro_rules! cast_all {
+        ($v:expr, $f16:expr, $bf16:expr, $bool:expr) => {
+            match dtype {
+                DType::Bool => Storage::Bool($v.iter().map($bool).collect()),
+                DType::I8 => Storage::I8($v.iter().map(|&x| x as i8).collect()),
+                DType::I16 => Storage::I16($v.iter().map(|&x| x as i16).collect()),
+                DType::I32 => Storage::I32($v.iter().map(|&x| x as i32).collect()),
+                DType::I64 => Storage::I64($v.iter().map(|&x| x as i64).collect()),
+                DType::U8 => Storage::U8($v.iter().map(|&x| x as u8).collect()),
+                DType::U16 => Storage::U16($v.iter().map(|&x| x as u16).collect()),
+                DType::U32 => Storage::U32($v.iter().map(|&x| x as u32).collect()),
+                DType::U64 => Storage::U64($v.iter().map(|&x| x as u64).collect()),
+                DType::F16 => Storage::F16($v.iter().map($f16).collect()),
+                DType::BF16 => Storage::BF16($v.iter().map($bf16).collect()),
+                DType::F32 => Storage::F32($v.iter().map(|&x| x as f32).collect()),
+                DType::F64 => Storage::F64($v.iter().map(|&x| x as f64).collect()),
+            }
+        };
+    }
+    match l {
+        Lifted::B(v) => {
+            let v: Vec<u8> = v.iter().map(|&b| b as u8).collect();
+            cast_all!(
+                v,
+                |&x| f16::from_f32(x as f32),
+                |&x| bf16::from_f32(x as f32),
+                |&x| x != 0
+            )
+        }
+        Lifted::I(v) => cast_all!(
+            v,
+            |&x| f16::from_f64(x as f64),
+            |&x| bf16::from_f64(x as f64),
+            |&x| x != 0
+        ),
+        Lifted::U(v) => cast_all!(
+            v,
+            |&x| f16::from_f64(x as f64),
+            |&x| bf16::from_f64(x as f64),
+            |&x| x != 0
+        ),
+        Lifted::F32(v) => cast_all!(v, |&x| f16::from_f32(x), |&x| bf16::from_f32(x), |&x| x
+            != 0.0),
+        Lifted::F64(v) => cast_all!(v, |&x| f16::from_f64(x), |&x| bf16::from_f64(x), |&x| x
+            != 0.0),
+    }
+}
+
+/// Shape of a rank-0 operand broadcast against `shape`, or an error when the
+/// two shapes differ otherwise.
+pub(crate) fn check_same_shape(name: &str, a: &HostArray, b: &HostArray) -> Result<(), IrError> {
+    if a.shape() != b.shape() {
+        return Err(IrError::ty(
+            name,
+            format!("operand shapes {:?} and {:?} differ", a.shape(), b.shape()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `axis < rank`.
+pub(crate) fn check_axis(name: &str, axis: usize, rank: usize) -> Result<(), IrError> {
+    if axis >= rank {
+        return Err(IrError::ty(
+            name,
+            format!("axis {axis} out of range for rank {rank}"),
+        ));
+    }
+    Ok(())
 }
