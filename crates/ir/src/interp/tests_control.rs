@@ -370,7 +370,7 @@ fn for_loop_seed_example() {
     let i = body.eqn(
         Primitive::BroadcastInDim {
             shape: vec![None],
-            broadcast_dimensions: vec![],
+            broadcast_dimensions: vec![].into(),
         },
         vec![h.into(), e.into()],
         vec![ge()],

@@ -99,7 +99,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
         } => one(structural::broadcast_in_dim(
             args,
             shape,
-            broadcast_dimensions,
+            &broadcast_dimensions.to_usizes(),
         )),
         Primitive::Reshape {
             new_sizes,

@@ -253,7 +253,7 @@ fn empty2_split_zero_and_dynamic_shapes() {
     let b = eval_op(
         &Primitive::BroadcastInDim {
             shape: vec![None, Some(2)],
-            broadcast_dimensions: vec![1],
+            broadcast_dimensions: vec![1].into(),
         },
         &[
             arr(DType::I32, &[2], &[7.0, 8.0]),

@@ -16,13 +16,13 @@ fn transpose_3d() {
 
 #[test]
 fn broadcast_in_dim() {
-    let p = Primitive::BroadcastInDim { shape: vec![Some(2), Some(3), Some(4)], broadcast_dimensions: vec![0, 2] };
+    let p = Primitive::BroadcastInDim { shape: vec![Some(2), Some(3), Some(4)], broadcast_dimensions: vec![0, 2].into() };
     check(&p, &[arr(DType::F32, &[2, 1], &[-2.6391761302948, 2.8666155338287354])], &[(DType::F32, &[2, 3, 4][..], &[-2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, -2.6391761302948, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354, 2.8666155338287354][..])], 0.0);
 }
 
 #[test]
 fn broadcast_scalar() {
-    let p = Primitive::BroadcastInDim { shape: vec![Some(2), Some(3)], broadcast_dimensions: vec![] };
+    let p = Primitive::BroadcastInDim { shape: vec![Some(2), Some(3)], broadcast_dimensions: vec![].into() };
     check(&p, &[arr(DType::F32, &[], &[2.5])], &[(DType::F32, &[2, 3][..], &[2.5, 2.5, 2.5, 2.5, 2.5, 2.5][..])], 0.0);
 }
 
