@@ -243,6 +243,24 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
     rebuild(x, lower(out, dt))
 }
 
+/// The common shape when two equal-rank, different shapes broadcast through
+/// their size-1 dimensions.
+fn size_one_broadcast(x: &HostArray, y: &HostArray) -> Option<Vec<usize>> {
+    if x.shape() == y.shape() || x.ndim() != y.ndim() || x.ndim() == 0 {
+        return None;
+    }
+    x.shape()
+        .iter()
+        .zip(y.shape())
+        .map(|(&a, &b)| match (a, b) {
+            _ if a == b => Some(a),
+            (1, b) => Some(b),
+            (a, 1) => Some(a),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Broadcasts a rank-0 operand against the other; returns the result shape.
 fn binary_shape(name: &str, x: &HostArray, y: &HostArray) -> Result<Vec<usize>, IrError> {
     if x.shape() == y.shape() {
@@ -279,6 +297,20 @@ fn compare<T: PartialOrd + Copy>(op: BinaryOp) -> Option<fn(T, T) -> bool> {
 /// A binary elementwise op (a rank-0 operand broadcasts).
 pub(crate) fn binary(op: BinaryOp, x: &HostArray, y: &HostArray) -> Result<HostArray, IrError> {
     let name = op.name();
+    if let Some(shape) = size_one_broadcast(x, y) {
+        // JAX's lax lets size-1 dimensions of equal-rank operands broadcast.
+        let expand = |a: &HostArray| -> Result<HostArray, IrError> {
+            if a.shape() == shape.as_slice() {
+                return Ok(a.clone());
+            }
+            let squeezed: Vec<usize> = a.shape().iter().copied().filter(|&d| d != 1).collect();
+            let kept: Vec<usize> = (0..a.ndim()).filter(|&i| a.shape()[i] != 1).collect();
+            let a = a.clone().reshape(squeezed)?;
+            let target: Vec<Option<usize>> = shape.iter().map(|&d| Some(d)).collect();
+            super::structural::broadcast_in_dim(&[a], &target, &kept)
+        };
+        return binary(op, &expand(x)?, &expand(y)?);
+    }
     let shape = binary_shape(name, x, y)?;
     let n: usize = shape.iter().product();
     let dt = x.dtype();
