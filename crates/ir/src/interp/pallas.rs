@@ -89,7 +89,7 @@ fn write_box(
     size: &[usize],
     src: &HostArray,
 ) -> Result<(), IrError> {
-    let pos = box_positions(&dst.shape().to_vec(), start, size);
+    let pos = box_positions(dst.shape(), start, size);
     if pos.len() != src.len() {
         return Err(IrError::Eval("pallas_call: a block changed size".into()));
     }
