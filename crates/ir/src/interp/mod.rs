@@ -87,8 +87,25 @@ pub(crate) fn call_closed(
     eval_with(ctx, &closed.jaxpr, &consts, args)
 }
 
-/// Checks that `value` fits `aval`: Ref-ness, dtype, static dimensions.
-fn check_value(aval: &Aval, value: &Value, what: &dyn Fn() -> String) -> Result<(), IrError> {
+/// The size a dimension variable holds in the environment, if it is bound to
+/// an integer scalar.
+fn dim_value(env: &[Option<Value>], v: crate::jaxpr::Var) -> Option<usize> {
+    match env.get(v.index()) {
+        Some(Some(Value::Array(a))) if a.ndim() == 0 && !a.dtype().is_float() => {
+            usize::try_from(a.data().get_i64(0)).ok()
+        }
+        _ => None,
+    }
+}
+
+/// Checks that `value` fits `aval`: Ref-ness, dtype, and dimensions (a
+/// dimension variable is checked when it is already bound).
+fn check_value(
+    aval: &Aval,
+    value: &Value,
+    env: &[Option<Value>],
+    what: &dyn Fn() -> String,
+) -> Result<(), IrError> {
     let guard;
     let array: &HostArray = match (aval, value) {
         (Aval::Array(_), Value::Array(a)) => a,
@@ -115,7 +132,7 @@ fn check_value(aval: &Aval, value: &Value, what: &dyn Fn() -> String) -> Result<
     let shape_ok = want.shape.len() == array.ndim()
         && want.shape.iter().zip(array.shape()).all(|(d, &n)| match d {
             Dim::Const(m) => *m == n,
-            Dim::Var(_) => true,
+            Dim::Var(v) => dim_value(env, *v).is_none_or(|m| m == n),
         });
     if want.dtype != array.dtype() || !shape_ok {
         return Err(IrError::Eval(format!(
@@ -156,7 +173,7 @@ pub(crate) fn eval_with(
         let aval = jaxpr.try_aval(*v).ok_or_else(|| {
             IrError::Invalid(format!("input variable #{} is not in the table", v.0))
         })?;
-        check_value(aval, val, &|| format!("jaxpr input {k}"))?;
+        check_value(aval, val, &env, &|| format!("jaxpr input {k}"))?;
         env[v.index()] = Some(val.clone());
     }
     for (n, eqn) in jaxpr.eqns.iter().enumerate() {
@@ -186,10 +203,10 @@ pub(crate) fn eval_with(
                             v.0
                         ))
                     })?;
-                    check_value(aval, &val, &what)?;
+                    check_value(aval, &val, &env, &what)?;
                     env[v.index()] = Some(val);
                 }
-                Binder::Drop(aval) => check_value(aval, &val, &what)?,
+                Binder::Drop(aval) => check_value(aval, &val, &env, &what)?,
             }
         }
     }

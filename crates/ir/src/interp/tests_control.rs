@@ -594,3 +594,18 @@ fn malformed_jaxprs_give_errors() {
     let _ = outs;
     assert!(eval_jaxpr(&b.finish(vec![]), &[], &[]).is_err());
 }
+
+#[test]
+fn dimension_variables_are_checked() {
+    let mut b = Builder::new();
+    let a = b.arg(sa(I64, &[]));
+    let x = b.arg(crate::aval::Aval::Array(ShapedArray::new(
+        F64,
+        vec![Dim::Var(a)],
+    )));
+    let j = b.finish(vec![x.into()]);
+    let xs = [0.5, 1.5, -2.0];
+    let ok = eval_jaxpr(&j, &[], &[val(I64, &[], &[3.0]), val(F64, &[3], &xs)]).unwrap();
+    assert_eq!(unwrap(&ok[0]).to_f64_vec(), xs.to_vec());
+    assert!(eval_jaxpr(&j, &[], &[val(I64, &[], &[4.0]), val(F64, &[3], &xs)]).is_err());
+}
