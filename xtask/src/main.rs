@@ -225,6 +225,8 @@ fn test_all(args: &[String]) -> ExitCode {
                 corpus.to_str().unwrap_or(DEFAULT_CORPUS),
                 "--require",
                 "parse,print,eval",
+                "--known-failures",
+                "tests/data/known-failures.txt",
             ],
         ),
     ]
