@@ -1,0 +1,260 @@
+//! `jit`: stage a function out once per input signature, compile it on a
+//! backend, and run the compiled executable; inside another trace, a `jit`
+//! equation.
+//!
+//! Invariants: the cache key is the input structure (static leaves
+//! included) and every leaf's aval, weak flag included. A staging that
+//! captured tracers of an enclosing trace is never cached: the next call
+//! captures different ones.
+
+use crate::array::Array;
+use crate::core::{bind, find_top_trace};
+use crate::error::{catch_flat, Error, Result};
+use crate::eval::{backend, current_backend, EvalTrace};
+use crate::pytree::{Pytree, TreeDef};
+use crate::stage::{leaf_avals, trace_pytree, StageMode};
+use hashbrown::HashMap;
+use jaxon_ir::shape::fmt_aval;
+use jaxon_ir::{Aval, Backend, ClosedJaxpr, Executable, HostArray, Jaxpr, Primitive};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A jitted function; call it with [`Jit::call`].
+pub struct Jit<F, I, O> {
+    f: F,
+    name: String,
+    backend: Option<String>,
+    cache: Mutex<Cache>,
+    traces: AtomicUsize,
+    compiles: AtomicUsize,
+    _sig: PhantomData<fn(I) -> O>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    in_def: TreeDef,
+    avals: Vec<Aval>,
+}
+
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<Key, Arc<Entry>>,
+    last_key: Option<Key>,
+}
+
+struct Entry {
+    /// The staged function; consts are concrete.
+    jaxpr: ClosedJaxpr,
+    out_def: TreeDef,
+    /// Compiled executables, by backend name.
+    compiled: Mutex<Vec<(String, Arc<dyn Executable>)>>,
+}
+
+/// Stages `f` out: see [`Jit`].
+pub fn jit<I: Pytree, O: Pytree, F: Fn(I) -> O>(f: F) -> Jit<F, I, O> {
+    let name = short_type_name::<F>();
+    Jit {
+        f,
+        name,
+        backend: None,
+        cache: Mutex::new(Cache::default()),
+        traces: AtomicUsize::new(0),
+        compiles: AtomicUsize::new(0),
+        _sig: PhantomData,
+    }
+}
+
+fn short_type_name<F>() -> String {
+    // `crate::module::function::{{closure}}` → `function`; closures of a
+    // function are named after it, as JAX names lambdas `<lambda>`.
+    let full = std::any::type_name::<F>();
+    full.split("::")
+        .filter(|s| !s.starts_with('{'))
+        .last()
+        .unwrap_or("jit")
+        .to_string()
+}
+
+impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
+    /// Names the function (the `name=` of its `jit` equation).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
+    /// Runs on the named backend instead of the default one.
+    pub fn backend(mut self, name: &str) -> Self {
+        self.backend = Some(name.to_string());
+        self
+    }
+
+    /// How many times the function was traced (cache misses).
+    pub fn trace_count(&self) -> usize {
+        self.traces.load(Ordering::Relaxed)
+    }
+
+    /// How many executables were compiled.
+    pub fn compile_count(&self) -> usize {
+        self.compiles.load(Ordering::Relaxed)
+    }
+
+    /// The staged jaxpr for `args` (tracing it if needed), as `make_jaxpr`
+    /// would show it.
+    pub fn lower(&self, args: I) -> Result<ClosedJaxpr> {
+        let (leaves, in_def) = args.flatten();
+        let (entry, _) = self.entry(&leaves, in_def)?;
+        Ok(entry.jaxpr.clone())
+    }
+
+    /// Calls the function: runs the compiled executable on concrete inputs,
+    /// or binds a `jit` equation inside another trace.
+    pub fn call(&self, args: I) -> Result<O> {
+        let (leaves, in_def) = args.flatten();
+        let (entry, captured) = self.entry(&leaves, in_def)?;
+        let top = find_top_trace(&leaves)?;
+        let outs = if captured.is_empty() && top.trace().as_any().is::<EvalTrace>() {
+            self.execute(&entry, &leaves)?
+        } else {
+            let mut jaxpr = (*entry.jaxpr.jaxpr).clone();
+            let mut operands = leaves;
+            if !captured.is_empty() {
+                // Captured tracers become trailing invars, as in JAX.
+                let hoisted: Vec<_> = jaxpr.constvars.drain(entry.jaxpr.consts.len()..).collect();
+                jaxpr.invars.extend(hoisted);
+                operands.extend(captured);
+            }
+            let primitive = Primitive::Jit {
+                name: self.name.clone(),
+                jaxpr: ClosedJaxpr {
+                    jaxpr: Arc::new(jaxpr),
+                    consts: entry.jaxpr.consts.clone(),
+                },
+            };
+            bind(&primitive, &operands)?
+        };
+        O::unflatten(&entry.out_def, outs)
+    }
+
+    fn execute(&self, entry: &Entry, leaves: &[Array]) -> Result<Vec<Array>> {
+        let backend: Arc<dyn Backend> = match &self.backend {
+            Some(name) => backend(name)?,
+            None => current_backend()?,
+        };
+        let exe = {
+            let mut compiled = entry.compiled.lock().unwrap_or_else(|e| e.into_inner());
+            match compiled.iter().find(|(n, _)| n == backend.name()) {
+                Some((_, exe)) => exe.clone(),
+                None => {
+                    let exe = backend.compile(&entry.jaxpr)?;
+                    self.compiles.fetch_add(1, Ordering::Relaxed);
+                    compiled.push((backend.name().to_string(), exe.clone()));
+                    exe
+                }
+            }
+        };
+        let buffers = leaves
+            .iter()
+            .map(|l| {
+                l.buffer()
+                    .cloned()
+                    .ok_or_else(|| Error::UnexpectedTracer("tracer in a compiled call".into()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let outs = exe.execute(&buffers)?;
+        let j = &entry.jaxpr.jaxpr;
+        Ok(outs
+            .into_iter()
+            .zip(&j.outvars)
+            .map(|(b, a)| {
+                let weak = j.atom_aval(a).is_some_and(|av| av.array().weak_type);
+                Array::from_buffer_weak(b, weak)
+            })
+            .collect())
+    }
+
+    /// The cache entry for these inputs, and any captured tracers.
+    fn entry(&self, leaves: &[Array], in_def: TreeDef) -> Result<(Arc<Entry>, Vec<Array>)> {
+        let key = Key {
+            in_def,
+            avals: leaf_avals(leaves),
+        };
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = cache.entries.get(&key) {
+            return Ok((e.clone(), Vec::new()));
+        }
+        explain_miss(&self.name, cache.last_key.as_ref(), &key);
+        drop(cache);
+        self.traces.fetch_add(1, Ordering::Relaxed);
+        let (staged, out_def) =
+            trace_pytree::<I, O>(StageMode::Base, &self.f, &key.in_def, &key.avals)?;
+        // Concrete consts stay in the closed jaxpr; captured tracers go last
+        // so the call can hoist them to operands.
+        let (concrete, tracers): (Vec<_>, Vec<_>) = staged
+            .consts
+            .iter()
+            .cloned()
+            .zip(staged.jaxpr.constvars.iter().copied())
+            .partition(|(c, _)| !c.is_tracer());
+        let mut jaxpr: Jaxpr = staged.jaxpr;
+        jaxpr.constvars = concrete.iter().chain(&tracers).map(|(_, v)| *v).collect();
+        let consts = catch_flat(|| {
+            concrete
+                .iter()
+                .map(|(c, _)| c.try_to_host("jit constant"))
+                .collect::<Result<Vec<HostArray>>>()
+        })?;
+        let entry = Arc::new(Entry {
+            jaxpr: ClosedJaxpr {
+                jaxpr: Arc::new(jaxpr),
+                consts: Arc::from(consts),
+            },
+            out_def,
+            compiled: Mutex::new(Vec::new()),
+        });
+        let captured: Vec<Array> = tracers.into_iter().map(|(c, _)| c).collect();
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if captured.is_empty() {
+            cache.entries.insert(key.clone(), entry.clone());
+        }
+        cache.last_key = Some(key);
+        Ok((entry, captured))
+    }
+}
+
+/// Logs, at debug level, why a call missed the cache.
+fn explain_miss(name: &str, last: Option<&Key>, key: &Key) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let why = match last {
+        None => "first call".to_string(),
+        Some(last) if last.in_def != key.in_def => format!(
+            "input structure changed from {:?} to {:?}",
+            last.in_def, key.in_def
+        ),
+        Some(last) if last.avals.len() != key.avals.len() => format!(
+            "number of array arguments changed from {} to {}",
+            last.avals.len(),
+            key.avals.len()
+        ),
+        Some(last) => last
+            .avals
+            .iter()
+            .zip(&key.avals)
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .map(|(i, (a, b))| {
+                format!(
+                    "argument {i} changed from {}{} to {}{}",
+                    fmt_aval(a),
+                    if a.array().weak_type { " (weak)" } else { "" },
+                    fmt_aval(b),
+                    if b.array().weak_type { " (weak)" } else { "" },
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    tracing::debug!(target: "jaxon::jit", "cache miss for jit({name}): {why}");
+}

@@ -1,0 +1,31 @@
+//! `jaxon-trace`: tracing for jaxon — `Array`, the interpreter stack with an
+//! explicit eval base, staging (`make_jaxpr`, `jit`), the `lax` and `numpy`
+//! APIs, control flow and pytrees.
+//!
+//! The design follows the omnistaging seed and JAX's autodidax: see
+//! [`core`] for the stack and `bind`, [`staging`] for the jaxpr builder,
+//! [`jit`] for the compile cache.
+
+#![warn(missing_docs)]
+
+pub mod array;
+pub mod core;
+pub mod error;
+pub mod eval;
+pub mod jit;
+pub mod lax;
+pub mod numpy;
+mod ops;
+pub mod pytree;
+pub mod stage;
+pub mod staging;
+
+pub use array::{Array, Element, WeakScalar};
+pub use core::{
+    bind, bind1, new_base_main, new_dynamic_main, new_main, MainGuard, MainTrace, Trace,
+};
+pub use error::{catch, raise, Error, Result};
+pub use eval::{register_backend, set_default_backend, with_backend};
+pub use jit::{jit, Jit};
+pub use pytree::{Pytree, Static, TreeDef};
+pub use stage::{eval_shape, make_jaxpr};

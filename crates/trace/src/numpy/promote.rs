@@ -1,0 +1,160 @@
+//! JAX's implicit promotion for the NumPy API: dtypes (with weak types) and
+//! rank promotion, lowered to the same primitive sequence as `jnp`.
+//!
+//! Rules: weak types follow JAX's lattice; a result that is weak only
+//! because of Rust scalars gets the default 32-bit dtype (`i32`/`f32`), as
+//! Python scalars do in JAX's default x32 mode, while explicitly 64-bit
+//! arrays keep their width. Rank-0 operands are not broadcast (the
+//! primitives accept them); other operands of lower rank get leading
+//! size-1 dimensions through `broadcast_in_dim`.
+
+use crate::array::Array;
+use crate::error::{Error, Result};
+use crate::lax;
+use jaxon_ir::shape::fmt_aval;
+use jaxon_ir::DType;
+
+/// The dtype and weak flag `op`'s operands promote to.
+pub fn result_type(op: &str, args: &[&Array]) -> Result<(DType, bool)> {
+    let pairs: Vec<(DType, bool)> = args.iter().map(|a| (a.dtype(), a.weak_type())).collect();
+    let (mut dtype, weak) = jaxon_ir::result_type(&pairs).map_err(|e| Error::DTypeMismatch {
+        op: op.to_string(),
+        lhs: args.first().map(|a| fmt_aval(a.aval())).unwrap_or_default(),
+        rhs: format!("{e}"),
+    })?;
+    if weak {
+        let has = |d: DType| pairs.iter().any(|&(x, _)| x == d);
+        dtype = match dtype {
+            DType::F64 if !has(DType::F64) => DType::F32,
+            DType::I64 if !has(DType::I64) => DType::I32,
+            d => d,
+        };
+    }
+    Ok((dtype, weak))
+}
+
+/// Converts every operand to `op`'s promoted dtype.
+pub fn promote_dtypes(op: &str, args: &[&Array]) -> Result<Vec<Array>> {
+    let (dtype, weak) = result_type(op, args)?;
+    args.iter()
+        .map(|a| lax::convert_element_type(a, dtype, weak))
+        .collect()
+}
+
+/// The default float dtype results of `sin`, `/` and friends take.
+pub fn float_dtype_of(d: DType) -> DType {
+    if d.is_float() {
+        d
+    } else {
+        DType::F32
+    }
+}
+
+/// Like [`promote_dtypes`], then casts non-floats to the default float.
+pub fn promote_dtypes_inexact(op: &str, args: &[&Array]) -> Result<Vec<Array>> {
+    let (dtype, weak) = result_type(op, args)?;
+    let dtype = float_dtype_of(dtype);
+    args.iter()
+        .map(|a| lax::convert_element_type(a, dtype, weak))
+        .collect()
+}
+
+/// NumPy broadcasting of two shapes, naming both on failure.
+pub fn broadcast_shapes(op: &str, a: &Array, b: &Array) -> Result<Vec<usize>> {
+    broadcast_shape_lists(op, &a.try_shape()?, &b.try_shape()?).map_err(|_| Error::ShapeMismatch {
+        op: op.to_string(),
+        lhs: fmt_aval(a.aval()),
+        rhs: fmt_aval(b.aval()),
+    })
+}
+
+/// NumPy broadcasting of two static shapes.
+pub fn broadcast_shape_lists(op: &str, sa: &[usize], sb: &[usize]) -> Result<Vec<usize>> {
+    let n = sa.len().max(sb.len());
+    let pad = |s: &[usize]| {
+        let mut v = vec![1; n - s.len()];
+        v.extend_from_slice(s);
+        v
+    };
+    let (pa, pb) = (pad(sa), pad(sb));
+    pa.iter()
+        .zip(&pb)
+        .map(|(&x, &y)| match (x, y) {
+            (x, y) if x == y => Ok(x),
+            (1, y) => Ok(y),
+            (x, 1) => Ok(x),
+            _ => Err(Error::ShapeMismatch {
+                op: op.to_string(),
+                lhs: format!("{sa:?}"),
+                rhs: format!("{sb:?}"),
+            }),
+        })
+        .collect()
+}
+
+/// Rank promotion: operands of rank > 0 below the highest rank get leading
+/// size-1 dimensions. Checks the shapes broadcast.
+pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
+    for i in 1..args.len() {
+        broadcast_shapes(op, &args[0], &args[i])?;
+    }
+    let rank = args.iter().map(Array::ndim).max().unwrap_or(0);
+    args.into_iter()
+        .map(|a| {
+            let nd = a.ndim();
+            if nd == 0 || nd == rank {
+                Ok(a)
+            } else {
+                let mut shape = vec![1; rank - nd];
+                shape.extend(a.try_shape()?);
+                let dims: Vec<usize> = (rank - nd..rank).collect();
+                lax::broadcast_in_dim(&a, &shape, &dims)
+            }
+        })
+        .collect()
+}
+
+/// Promotes dtypes and shapes of the operands of a NumPy binary op.
+pub fn promote_args(op: &str, args: &[&Array]) -> Result<Vec<Array>> {
+    promote_shapes(op, promote_dtypes(op, args)?)
+}
+
+/// Like [`promote_args`], casting to a float dtype.
+pub fn promote_args_inexact(op: &str, args: &[&Array]) -> Result<Vec<Array>> {
+    promote_shapes(op, promote_dtypes_inexact(op, args)?)
+}
+
+/// Broadcasts `x` to `shape` (NumPy's `broadcast_to`).
+pub fn broadcast_to(x: &Array, shape: &[usize]) -> Result<Array> {
+    let xs = x.try_shape()?;
+    if xs.as_slice() == shape {
+        return Ok(x.clone());
+    }
+    if xs.len() > shape.len() {
+        return Err(Error::ShapeMismatch {
+            op: "broadcast_to".into(),
+            lhs: fmt_aval(x.aval()),
+            rhs: format!("{shape:?}"),
+        });
+    }
+    let lead = shape.len() - xs.len();
+    // Size-1 dimensions that grow are squeezed first, as jnp does.
+    let mut squeeze = Vec::new();
+    let mut dims = Vec::new();
+    for (i, &d) in xs.iter().enumerate() {
+        let target = shape[lead + i];
+        if d == target {
+            dims.push(lead + i);
+        } else if d == 1 {
+            squeeze.push(i);
+        } else {
+            return Err(Error::ShapeMismatch {
+                op: "broadcast_to".into(),
+                lhs: fmt_aval(x.aval()),
+                rhs: format!("{shape:?}"),
+            });
+        }
+    }
+    let x = lax::squeeze(x, &squeeze)?;
+    lax::broadcast_in_dim(&x, shape, &dims)
+}

@@ -1,0 +1,282 @@
+//! Rust operators and methods on `Array`: `+ - * / % neg ! & | ^` with
+//! arrays and Rust scalars on either side, comparisons as methods, and
+//! `PartialOrd`/`PartialEq` against scalars for Rust control flow on
+//! concrete values (a concretization error on tracers).
+//!
+//! Invariant: operators are infallible at the type level; a user error
+//! (incompatible shapes, a tracer in `if`) is raised as an `Error` payload
+//! and surfaces as `Err` from the enclosing entry point.
+
+use crate::array::{raise_concretization, Array};
+use crate::error::{ok_or_raise, Result};
+use crate::numpy as jnp;
+use crate::numpy::IntoAxes;
+use crate::{lax, numpy::promote};
+use jaxon_ir::DType;
+use std::cmp::Ordering;
+use std::ops;
+
+/// Something usable as an array operand: an `Array` or a Rust scalar
+/// (which becomes weakly typed).
+pub trait IntoArray {
+    /// The operand as an array.
+    fn into_array(self) -> Array;
+}
+
+impl IntoArray for Array {
+    fn into_array(self) -> Array {
+        self
+    }
+}
+
+impl IntoArray for &Array {
+    fn into_array(self) -> Array {
+        self.clone()
+    }
+}
+
+macro_rules! scalar_into_array {
+    ($($t:ty),*) => {$(
+        impl IntoArray for $t {
+            fn into_array(self) -> Array {
+                Array::weak(self)
+            }
+        }
+    )*};
+}
+
+scalar_into_array!(f64, i32, bool);
+
+macro_rules! binop {
+    ($tr:ident, $m:ident, $f:path) => {
+        impl ops::$tr<Array> for Array {
+            type Output = Array;
+            fn $m(self, rhs: Array) -> Array {
+                ok_or_raise($f(&self, &rhs))
+            }
+        }
+        impl ops::$tr<&Array> for Array {
+            type Output = Array;
+            fn $m(self, rhs: &Array) -> Array {
+                ok_or_raise($f(&self, rhs))
+            }
+        }
+        impl ops::$tr<Array> for &Array {
+            type Output = Array;
+            fn $m(self, rhs: Array) -> Array {
+                ok_or_raise($f(self, &rhs))
+            }
+        }
+        impl ops::$tr<&Array> for &Array {
+            type Output = Array;
+            fn $m(self, rhs: &Array) -> Array {
+                ok_or_raise($f(self, rhs))
+            }
+        }
+        binop!(@scalars $tr, $m, $f; f64, i32);
+    };
+    (@scalars $tr:ident, $m:ident, $f:path; $($t:ty),*) => {$(
+        impl ops::$tr<$t> for Array {
+            type Output = Array;
+            fn $m(self, rhs: $t) -> Array {
+                ok_or_raise($f(&self, &Array::weak(rhs)))
+            }
+        }
+        impl ops::$tr<$t> for &Array {
+            type Output = Array;
+            fn $m(self, rhs: $t) -> Array {
+                ok_or_raise($f(self, &Array::weak(rhs)))
+            }
+        }
+        impl ops::$tr<Array> for $t {
+            type Output = Array;
+            fn $m(self, rhs: Array) -> Array {
+                ok_or_raise($f(&Array::weak(self), &rhs))
+            }
+        }
+        impl ops::$tr<&Array> for $t {
+            type Output = Array;
+            fn $m(self, rhs: &Array) -> Array {
+                ok_or_raise($f(&Array::weak(self), rhs))
+            }
+        }
+    )*};
+}
+
+binop!(Add, add, jnp::add);
+binop!(Sub, sub, jnp::subtract);
+binop!(Mul, mul, jnp::multiply);
+binop!(Div, div, jnp::divide);
+binop!(Rem, rem, jnp::remainder);
+binop!(BitAnd, bitand, jnp::bitwise_and);
+binop!(BitOr, bitor, jnp::bitwise_or);
+binop!(BitXor, bitxor, jnp::bitwise_xor);
+
+impl ops::Neg for Array {
+    type Output = Array;
+    fn neg(self) -> Array {
+        ok_or_raise(lax::neg(&self))
+    }
+}
+
+impl ops::Neg for &Array {
+    type Output = Array;
+    fn neg(self) -> Array {
+        ok_or_raise(lax::neg(self))
+    }
+}
+
+impl ops::Not for Array {
+    type Output = Array;
+    fn not(self) -> Array {
+        ok_or_raise(lax::not(&self))
+    }
+}
+
+impl ops::Not for &Array {
+    type Output = Array;
+    fn not(self) -> Array {
+        ok_or_raise(lax::not(self))
+    }
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $f:path),* $(,)?) => {$(
+        #[doc = concat!("Elementwise `", stringify!($name), "`.")]
+        pub fn $name(&self) -> Array {
+            ok_or_raise($f(self))
+        }
+    )*};
+}
+
+macro_rules! binary_methods {
+    ($($name:ident => $f:path),* $(,)?) => {$(
+        #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting and promotion.")]
+        pub fn $name(&self, other: impl IntoArray) -> Array {
+            ok_or_raise($f(self, &other.into_array()))
+        }
+    )*};
+}
+
+impl Array {
+    unary_methods! {
+        sin => jnp::sin, cos => jnp::cos, tan => jnp::tan, tanh => jnp::tanh,
+        sinh => jnp::sinh, cosh => jnp::cosh, arcsin => jnp::arcsin,
+        arccos => jnp::arccos, arctan => jnp::arctan,
+        exp => jnp::exp, exp2 => jnp::exp2, log => jnp::log, log1p => jnp::log1p,
+        expm1 => jnp::expm1, sqrt => jnp::sqrt, cbrt => jnp::cbrt,
+        abs => jnp::abs, sign => jnp::sign, square => jnp::square,
+        floor => jnp::floor, ceil => jnp::ceil, logical_not => jnp::logical_not,
+        rsqrt => lax::rsqrt, logistic => lax::logistic, erf => lax::erf,
+        stop_gradient => lax::stop_gradient, is_finite => lax::is_finite,
+    }
+
+    binary_methods! {
+        lt => jnp::less, le => jnp::less_equal, gt => jnp::greater,
+        ge => jnp::greater_equal, eq => jnp::equal, ne => jnp::not_equal,
+        maximum => jnp::maximum, minimum => jnp::minimum, pow => jnp::power,
+        matmul => jnp::matmul, dot => jnp::dot, arctan2 => jnp::arctan2,
+        logical_and => jnp::logical_and, logical_or => jnp::logical_or,
+    }
+
+    /// `x ** n` for a static integer exponent (`integer_pow`).
+    pub fn powi(&self, n: i64) -> Array {
+        ok_or_raise(jnp::power_int(self, n))
+    }
+
+    /// Casts to `dtype` (`x.astype(dtype)`).
+    pub fn astype(&self, dtype: DType) -> Array {
+        ok_or_raise(lax::convert_element_type(self, dtype, false))
+    }
+
+    /// Sum over `axes` (`All` for every axis).
+    pub fn sum(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::sum(self, axes, false))
+    }
+
+    /// Product over `axes`.
+    pub fn prod(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::prod(self, axes, false))
+    }
+
+    /// Maximum over `axes`.
+    pub fn max(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::max(self, axes, false))
+    }
+
+    /// Minimum over `axes`.
+    pub fn min(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::min(self, axes, false))
+    }
+
+    /// Mean over `axes`.
+    pub fn mean(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::mean(self, axes, false))
+    }
+
+    /// Reshapes; one `-1` entry is inferred.
+    pub fn reshape(&self, shape: &[isize]) -> Array {
+        ok_or_raise(jnp::reshape(self, shape))
+    }
+
+    /// Permutes axes.
+    pub fn transpose(&self, axes: &[usize]) -> Array {
+        ok_or_raise(jnp::transpose(self, Some(axes)))
+    }
+
+    /// Reverses the axes (`x.T`).
+    pub fn t(&self) -> Array {
+        ok_or_raise(jnp::transpose(self, None))
+    }
+
+    /// Broadcasts to `shape`.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Array {
+        ok_or_raise(promote::broadcast_to(self, shape))
+    }
+
+    /// The concrete truth value of a size-1 array, for Rust control flow;
+    /// a concretization error naming `op` on a tracer.
+    pub fn try_to_bool(&self, op: &str) -> Result<bool> {
+        Ok(self.try_scalar_f64(op)? != 0.0)
+    }
+
+    fn compare(&self, other: Array, op: &str) -> Option<Ordering> {
+        for x in [self, &other] {
+            if x.is_tracer() {
+                raise_concretization(x, &format!("the comparison `{op}` in Rust control flow"));
+            }
+        }
+        let a = ok_or_raise(self.try_scalar_f64(op));
+        let b = ok_or_raise(other.try_scalar_f64(op));
+        a.partial_cmp(&b)
+    }
+}
+
+macro_rules! rust_comparisons {
+    ($($t:ty),*) => {$(
+        impl PartialEq<$t> for Array {
+            fn eq(&self, other: &$t) -> bool {
+                self.compare(other.clone().into_array(), "==") == Some(Ordering::Equal)
+            }
+        }
+        impl PartialOrd<$t> for Array {
+            fn partial_cmp(&self, other: &$t) -> Option<Ordering> {
+                self.compare(other.clone().into_array(), "partial_cmp")
+            }
+            fn lt(&self, other: &$t) -> bool {
+                self.compare(other.clone().into_array(), "<") == Some(Ordering::Less)
+            }
+            fn le(&self, other: &$t) -> bool {
+                matches!(self.compare(other.clone().into_array(), "<="), Some(Ordering::Less | Ordering::Equal))
+            }
+            fn gt(&self, other: &$t) -> bool {
+                self.compare(other.clone().into_array(), ">") == Some(Ordering::Greater)
+            }
+            fn ge(&self, other: &$t) -> bool {
+                matches!(self.compare(other.clone().into_array(), ">="), Some(Ordering::Greater | Ordering::Equal))
+            }
+        }
+    )*};
+}
+
+rust_comparisons!(f64, i32, Array);

@@ -1,0 +1,368 @@
+//! Pytrees: nested Rust values flattened to a list of `Array` leaves and a
+//! `TreeDef` describing the structure.
+//!
+//! Invariants: `T::unflatten(&def, leaves)` of `t.flatten()` rebuilds `t`;
+//! static leaves (Rust scalars, `Static<T>`) live in the `TreeDef`, so they
+//! are part of a jit cache key and never become tracers.
+
+use crate::array::Array;
+use crate::error::{Error, Result};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt::{self, Debug};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// The structure of a pytree, without its array leaves.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TreeDef {
+    /// One array leaf.
+    Leaf,
+    /// A static value, compared and hashed by value.
+    Static(StaticLeaf),
+    /// An interior node and its children, in flattening order.
+    Node(NodeKind, Vec<TreeDef>),
+}
+
+/// The kind of an interior pytree node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// A tuple (including `()`).
+    Tuple,
+    /// A `Vec`.
+    List,
+    /// A fixed-size Rust array.
+    FixedArray,
+    /// `None`.
+    None,
+    /// `Some`.
+    Some,
+    /// A string-keyed map; the keys in order.
+    Map(Vec<String>),
+    /// A struct deriving `Pytree`: its name and field names.
+    Struct {
+        /// The type's name.
+        name: &'static str,
+        /// The fields, in flattening order.
+        fields: Vec<&'static str>,
+    },
+}
+
+impl TreeDef {
+    /// The number of array leaves.
+    pub fn num_leaves(&self) -> usize {
+        match self {
+            TreeDef::Leaf => 1,
+            TreeDef::Static(_) => 0,
+            TreeDef::Node(_, children) => children.iter().map(TreeDef::num_leaves).sum(),
+        }
+    }
+
+    /// The children of a node of `kind`, or a structure-mismatch error.
+    pub fn children_of(&self, kind: &NodeKind, arity: Option<usize>) -> Result<&[TreeDef]> {
+        match self {
+            TreeDef::Node(k, children)
+                if k == kind && arity.is_none_or(|n| n == children.len()) =>
+            {
+                Ok(children)
+            }
+            _ => Err(mismatch(&format!("{kind:?} node"), self)),
+        }
+    }
+}
+
+fn mismatch(expected: &str, got: &TreeDef) -> Error {
+    Error::InvalidArgument(format!(
+        "pytree structure mismatch: expected a {expected}, got {got:?}"
+    ))
+}
+
+/// A static value in a tree: any `Eq + Hash + Debug` Rust value.
+#[derive(Clone)]
+pub struct StaticLeaf(Arc<dyn StaticValue>);
+
+/// Object-safe equality and hashing for static leaves.
+pub trait StaticValue: Any + Send + Sync + Debug {
+    /// Equality with another static value of any type.
+    fn dyn_eq(&self, other: &dyn StaticValue) -> bool;
+    /// Feeds the value to a hasher.
+    fn dyn_hash(&self, state: &mut dyn Hasher);
+    /// Downcasting.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any + Send + Sync + Debug + Eq + Hash> StaticValue for T {
+    fn dyn_eq(&self, other: &dyn StaticValue) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn dyn_hash(&self, mut state: &mut dyn Hasher) {
+        self.type_id().hash(&mut state);
+        self.hash(&mut state);
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl StaticLeaf {
+    /// Wraps a value.
+    pub fn new<T: Any + Send + Sync + Debug + Eq + Hash>(value: T) -> StaticLeaf {
+        StaticLeaf(Arc::new(value))
+    }
+
+    /// The value, if it has type `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+}
+
+impl PartialEq for StaticLeaf {
+    fn eq(&self, other: &StaticLeaf) -> bool {
+        self.0.dyn_eq(&*other.0)
+    }
+}
+
+impl Eq for StaticLeaf {}
+
+impl Hash for StaticLeaf {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.dyn_hash(state)
+    }
+}
+
+impl Debug for StaticLeaf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "static {:?}", self.0)
+    }
+}
+
+/// A value flattened to array leaves and a structure.
+pub trait Pytree: Sized {
+    /// Pushes the array leaves and returns the structure.
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef;
+
+    /// Rebuilds a value of structure `def` from the leaves, in order.
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self>;
+
+    /// The array leaves and the structure.
+    fn flatten(&self) -> (Vec<Array>, TreeDef) {
+        let mut leaves = Vec::new();
+        let def = self.flatten_into(&mut leaves);
+        (leaves, def)
+    }
+
+    /// Rebuilds a value; every leaf must be used.
+    fn unflatten(def: &TreeDef, leaves: Vec<Array>) -> Result<Self> {
+        let n = leaves.len();
+        if n != def.num_leaves() {
+            return Err(Error::InvalidArgument(format!(
+                "pytree has {} leaves but {n} arrays were given",
+                def.num_leaves()
+            )));
+        }
+        let mut it = leaves.into_iter();
+        Self::unflatten_from(def, &mut it)
+    }
+}
+
+impl Pytree for Array {
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+        leaves.push(self.clone());
+        TreeDef::Leaf
+    }
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        match def {
+            TreeDef::Leaf => leaves
+                .next()
+                .ok_or_else(|| Error::InvalidArgument("pytree: too few leaves".into())),
+            other => Err(mismatch("array leaf", other)),
+        }
+    }
+}
+
+/// A value passed through a pytree statically: hashed into jit's cache key,
+/// never traced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Static<T>(pub T);
+
+impl<T: Clone + Any + Send + Sync + Debug + Eq + Hash> Pytree for Static<T> {
+    fn flatten_into(&self, _: &mut Vec<Array>) -> TreeDef {
+        TreeDef::Static(StaticLeaf::new(self.0.clone()))
+    }
+    fn unflatten_from(def: &TreeDef, _: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        match def {
+            TreeDef::Static(s) => s
+                .get::<T>()
+                .cloned()
+                .map(Static)
+                .ok_or_else(|| mismatch(std::any::type_name::<T>(), def)),
+            other => Err(mismatch("static leaf", other)),
+        }
+    }
+}
+
+/// A static float, held by its bits so it can be hashed (NaNs with equal
+/// bits compare equal, as a cache key needs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct StaticF32(u32);
+
+/// See [`StaticF32`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct StaticF64(u64);
+
+impl Debug for StaticF32 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f32::from_bits(self.0).fmt(f)
+    }
+}
+
+impl Debug for StaticF64 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f64::from_bits(self.0).fmt(f)
+    }
+}
+
+macro_rules! static_float {
+    ($($t:ty => $w:ident),*) => {$(
+        impl Pytree for $t {
+            fn flatten_into(&self, _: &mut Vec<Array>) -> TreeDef {
+                TreeDef::Static(StaticLeaf::new($w(self.to_bits())))
+            }
+            fn unflatten_from(def: &TreeDef, _: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+                match def {
+                    TreeDef::Static(s) => s
+                        .get::<$w>()
+                        .map(|b| <$t>::from_bits(b.0))
+                        .ok_or_else(|| mismatch(stringify!($t), def)),
+                    other => Err(mismatch(stringify!($t), other)),
+                }
+            }
+        }
+    )*};
+}
+
+static_float!(f32 => StaticF32, f64 => StaticF64);
+
+macro_rules! static_scalar {
+    ($($t:ty),*) => {$(
+        impl Pytree for $t {
+            fn flatten_into(&self, _: &mut Vec<Array>) -> TreeDef {
+                TreeDef::Static(StaticLeaf::new(self.clone()))
+            }
+            fn unflatten_from(def: &TreeDef, _: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+                match def {
+                    TreeDef::Static(s) => s
+                        .get::<$t>()
+                        .cloned()
+                        .ok_or_else(|| mismatch(stringify!($t), def)),
+                    other => Err(mismatch(stringify!($t), other)),
+                }
+            }
+        }
+    )*};
+}
+
+static_scalar!(bool, i8, i16, i32, i64, u8, u16, u32, u64, usize, isize, String);
+
+macro_rules! tuple_pytree {
+    ($n:expr; $($t:ident $i:tt),*) => {
+        impl<$($t: Pytree),*> Pytree for ($($t,)*) {
+            #[allow(unused_variables)]
+            fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+                TreeDef::Node(NodeKind::Tuple, vec![$(self.$i.flatten_into(leaves)),*])
+            }
+            #[allow(unused_variables)]
+            fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+                let children = def.children_of(&NodeKind::Tuple, Some($n))?;
+                Ok(($($t::unflatten_from(&children[$i], leaves)?,)*))
+            }
+        }
+    };
+}
+
+tuple_pytree!(0;);
+tuple_pytree!(1; A 0);
+tuple_pytree!(2; A 0, B 1);
+tuple_pytree!(3; A 0, B 1, C 2);
+tuple_pytree!(4; A 0, B 1, C 2, D 3);
+tuple_pytree!(5; A 0, B 1, C 2, D 3, E 4);
+tuple_pytree!(6; A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_pytree!(7; A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_pytree!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+impl<T: Pytree> Pytree for Vec<T> {
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+        TreeDef::Node(
+            NodeKind::List,
+            self.iter().map(|x| x.flatten_into(leaves)).collect(),
+        )
+    }
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        def.children_of(&NodeKind::List, None)?
+            .iter()
+            .map(|c| T::unflatten_from(c, leaves))
+            .collect()
+    }
+}
+
+impl<T: Pytree, const N: usize> Pytree for [T; N] {
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+        TreeDef::Node(
+            NodeKind::FixedArray,
+            self.iter().map(|x| x.flatten_into(leaves)).collect(),
+        )
+    }
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        let v = def
+            .children_of(&NodeKind::FixedArray, Some(N))?
+            .iter()
+            .map(|c| T::unflatten_from(c, leaves))
+            .collect::<Result<Vec<T>>>()?;
+        v.try_into()
+            .map_err(|_| Error::InvalidArgument("pytree: fixed array length".into()))
+    }
+}
+
+impl<T: Pytree> Pytree for Option<T> {
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+        match self {
+            None => TreeDef::Node(NodeKind::None, Vec::new()),
+            Some(x) => TreeDef::Node(NodeKind::Some, vec![x.flatten_into(leaves)]),
+        }
+    }
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        match def {
+            TreeDef::Node(NodeKind::None, _) => Ok(None),
+            TreeDef::Node(NodeKind::Some, c) if c.len() == 1 => {
+                Ok(Some(T::unflatten_from(&c[0], leaves)?))
+            }
+            other => Err(mismatch("Option", other)),
+        }
+    }
+}
+
+impl<T: Pytree> Pytree for BTreeMap<String, T> {
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+        TreeDef::Node(
+            NodeKind::Map(self.keys().cloned().collect()),
+            self.values().map(|x| x.flatten_into(leaves)).collect(),
+        )
+    }
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        match def {
+            TreeDef::Node(NodeKind::Map(keys), children) if keys.len() == children.len() => keys
+                .iter()
+                .zip(children)
+                .map(|(k, c)| Ok((k.clone(), T::unflatten_from(c, leaves)?)))
+                .collect(),
+            other => Err(mismatch("map", other)),
+        }
+    }
+}
+
+/// Applies `f` to every array leaf of `tree`, keeping the structure.
+pub fn tree_map<T: Pytree>(tree: &T, mut f: impl FnMut(&Array) -> Array) -> Result<T> {
+    let (leaves, def) = tree.flatten();
+    let mapped = leaves.iter().map(&mut f).collect();
+    T::unflatten(&def, mapped)
+}
