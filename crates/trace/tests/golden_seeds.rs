@@ -69,10 +69,7 @@ fn func6_captured_host_array_becomes_a_constvar() {
     //     return temp
     // def func6(first): return func5(first, np.ones(8))
     // `np.sin(second) * 3.` is host NumPy code: plain Rust here.
-    let host: Vec<f32> = vec![1.0f64; 8]
-        .iter()
-        .map(|x| (x.sin() * 3.0) as f32)
-        .collect();
+    let host: Vec<f32> = [1.0f64; 8].iter().map(|x| (x.sin() * 3.0) as f32).collect();
     let constant = Array::from_vec(host, &[8]);
     let func6 =
         move |first: Array| &first + &constant - jnp::ones(&[8], jaxon_ir::DType::F32).unwrap();
