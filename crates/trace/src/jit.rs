@@ -119,10 +119,10 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             let mut jaxpr = (*entry.jaxpr.jaxpr).clone();
             let mut operands = leaves;
             if !captured.is_empty() {
-                // Captured tracers become trailing invars, as in JAX.
+                // Captured tracers become leading invars, as in JAX.
                 let hoisted: Vec<_> = jaxpr.constvars.drain(entry.jaxpr.consts.len()..).collect();
-                jaxpr.invars.extend(hoisted);
-                operands.extend(captured);
+                jaxpr.invars.splice(0..0, hoisted);
+                operands.splice(0..0, captured);
             }
             let primitive = Primitive::Jit {
                 name: self.name.clone(),
@@ -189,7 +189,7 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         let (staged, out_def) =
             trace_pytree::<I, O>(StageMode::Base, &self.f, &key.in_def, &key.avals)?;
         // Concrete consts stay in the closed jaxpr; captured tracers go last
-        // so the call can hoist them to operands.
+        // among the constvars so the call can hoist them to leading operands.
         let (concrete, tracers): (Vec<_>, Vec<_>) = staged
             .consts
             .iter()
