@@ -1,5 +1,8 @@
 //! Shared helpers for jaxon benchmarks: generators of large jaxpr texts in
-//! JAX's exact layout.
+//! JAX's exact layout, and the WORKLOADS.md harness.
+
+pub mod measure;
+pub mod workloads;
 
 /// JAX's variable name for the `n`-th variable of a printout: `a`..`z`,
 /// `ba`..`bz`, ..., `zz`, `baa` (base 26 with `a` as the zero digit).

@@ -6,7 +6,9 @@
 //!   failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
-//! - `cargo xtask bench [ARGS...]`: `cargo bench -p jaxon-benches`.
+//! - `cargo xtask bench [ARGS...]`: `cargo bench -p jaxon-benches`;
+//!   `cargo xtask bench --json [--only A,B] [--quick]` runs the WORKLOADS.md
+//!   harness and prints JSON lines for `../shared/bench/compare.py`.
 //!
 //! Only the standard library is used, so that it builds on a fresh clone.
 
@@ -327,6 +329,26 @@ fn conformance(args: &[String]) -> ExitCode {
 
 fn bench(args: &[String]) -> ExitCode {
     let mut cmd = cargo();
+    if args.iter().any(|a| a == "--json" || a == "--list") {
+        // The WORKLOADS.md harness: JSON lines for ../shared/bench/compare.py.
+        let rest: Vec<&String> = args.iter().filter(|a| *a != "--json").collect();
+        cmd.args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "jaxon-benches",
+            "--bin",
+            "workloads",
+            "--",
+        ])
+        .args(rest);
+        let status = cmd.status();
+        return match status {
+            Ok(s) if s.success() => ExitCode::SUCCESS,
+            _ => ExitCode::FAILURE,
+        };
+    }
     cmd.args(["bench", "-p", "jaxon-benches"]).args(args);
     let (ok, time) = run(&mut cmd);
     println!(

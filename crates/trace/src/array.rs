@@ -10,7 +10,7 @@ use crate::error::{raise, Error, Result};
 use half::{bf16, f16};
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::shape::fmt_aval;
-use jaxon_ir::{Aval, Buffer, DType, HostArray, ShapedArray, Storage};
+use jaxon_ir::{Aval, Buffer, DType, HostArray, Literal, ShapedArray, Storage};
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
@@ -31,6 +31,9 @@ enum Repr {
 pub struct Concrete {
     aval: Aval,
     buffer: Arc<dyn Buffer>,
+    /// The value of a scalar made from a Rust number, so staging can turn
+    /// it into a literal without reading the buffer back.
+    scalar: Option<Literal>,
 }
 
 /// A tracer: its main, its type, and its trace's private data.
@@ -70,13 +73,21 @@ impl Array {
     /// A concrete array from a buffer, with the buffer's (strong) type.
     pub fn from_buffer(buffer: Arc<dyn Buffer>) -> Array {
         let aval = Aval::Array(buffer.aval());
-        Array(Repr::Concrete(Arc::new(Concrete { aval, buffer })))
+        Array(Repr::Concrete(Arc::new(Concrete {
+            aval,
+            buffer,
+            scalar: None,
+        })))
     }
 
     /// A concrete array from a buffer, marked weakly typed or not.
     pub fn from_buffer_weak(buffer: Arc<dyn Buffer>, weak_type: bool) -> Array {
         let aval = Aval::Array(buffer.aval().with_weak(weak_type));
-        Array(Repr::Concrete(Arc::new(Concrete { aval, buffer })))
+        Array(Repr::Concrete(Arc::new(Concrete {
+            aval,
+            buffer,
+            scalar: None,
+        })))
     }
 
     /// A concrete array holding a host array (in host memory, usable by
@@ -109,7 +120,37 @@ impl Array {
     pub fn weak<T: WeakScalar>(x: T) -> Array {
         let (dtype, value, weak) = x.weak_parts();
         let host = HostArray::scalar(dtype, value);
-        Array::from_buffer_weak(Arc::new(HostBuffer { array: host }), weak)
+        Array(Repr::Concrete(Arc::new(Concrete {
+            aval: Aval::Array(ShapedArray::scalar(dtype).with_weak(weak)),
+            buffer: Arc::new(HostBuffer { array: host }),
+            scalar: Some(Literal::new(value, dtype)),
+        })))
+    }
+
+    /// The literal value of a scalar made from a Rust number.
+    pub fn known_scalar(&self) -> Option<Literal> {
+        match &self.0 {
+            Repr::Concrete(c) => c.scalar,
+            Repr::Tracer(_) => None,
+        }
+    }
+
+    /// The same concrete value with another weak flag (`None` for a tracer).
+    pub fn rewrap_weak(&self, weak_type: bool) -> Option<Array> {
+        match &self.0 {
+            Repr::Concrete(c) => {
+                let mut aval = c.aval.clone();
+                if let Aval::Array(a) = &mut aval {
+                    a.weak_type = weak_type;
+                }
+                Some(Array(Repr::Concrete(Arc::new(Concrete {
+                    aval,
+                    buffer: c.buffer.clone(),
+                    scalar: c.scalar,
+                }))))
+            }
+            Repr::Tracer(_) => None,
+        }
     }
 
     /// The tracer behind this array, if it is one.

@@ -366,3 +366,9 @@ pub fn tree_map<T: Pytree>(tree: &T, mut f: impl FnMut(&Array) -> Array) -> Resu
     let mapped = leaves.iter().map(&mut f).collect();
     T::unflatten(&def, mapped)
 }
+
+// Paths the `#[derive(Pytree)]` expansion names.
+#[doc(hidden)]
+pub use crate::array::Array as __Array;
+#[doc(hidden)]
+pub use crate::error::Result as __Result;

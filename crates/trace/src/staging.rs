@@ -102,6 +102,9 @@ impl Trace for StagingTrace {
 
     fn lift(&self, main: &Arc<MainTrace>, x: &Array) -> Result<Array> {
         let aval = x.aval().clone();
+        if let Some(lit) = x.known_scalar() {
+            return Ok(Array::new_tracer(main.clone(), aval, Atom::Lit(lit)));
+        }
         if x.as_tracer().is_none() && x.ty().shape.is_empty() && matches!(aval, Aval::Array(_)) {
             let host = x.try_to_host("staging a constant")?;
             return Ok(Array::new_tracer(

@@ -6,10 +6,14 @@ use jaxon_trace::{catch, jit, make_jaxpr, Array, Error, Static};
 use std::sync::Mutex;
 
 fn rand_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 33) as f64 / (1u64 << 31) as f64 * 4.0 - 2.0) as f32
         })
         .collect()
@@ -28,7 +32,8 @@ fn leaked_tracer_is_an_error_not_a_crash() {
     let err = catch(|| &leaked + 1.0).unwrap_err();
     assert!(matches!(err, Error::UnexpectedTracer(_)), "{err}");
     // ...inside another trace...
-    let err = make_jaxpr(|y: Array| &y * &leaked)(Array::from_vec(rand_f32(4, 2), &[4])).unwrap_err();
+    let err =
+        make_jaxpr(|y: Array| &y * &leaked)(Array::from_vec(rand_f32(4, 2), &[4])).unwrap_err();
     assert!(matches!(err, Error::UnexpectedTracer(_)), "{err}");
     // ...or reading it.
     let err = leaked.try_to_vec::<f32>().unwrap_err();
@@ -66,8 +71,13 @@ fn to_vec_on_a_tracer_is_a_concretization_error() {
         let _ = x.to_vec::<f32>();
         x
     };
-    let err = jit(f).call(Array::from_vec(rand_f32(2, 4), &[2])).unwrap_err();
-    assert!(matches!(err, Error::Concretization { ref op, .. } if op == "to_vec"), "{err}");
+    let err = jit(f)
+        .call(Array::from_vec(rand_f32(2, 4), &[2]))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Concretization { ref op, .. } if op == "to_vec"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -97,7 +107,8 @@ fn jit_compiles_once_per_signature_weak_types_included() {
     assert_eq!((f.trace_count(), f.compile_count()), (2, 2));
     // A weakly typed scalar differs from a strong one of the same dtype.
     f.call((Array::weak(2.0), Array::scalar(3.0f32))).unwrap();
-    f.call((Array::scalar(2.0f32), Array::scalar(3.0f32))).unwrap();
+    f.call((Array::scalar(2.0f32), Array::scalar(3.0f32)))
+        .unwrap();
     assert_eq!(f.trace_count(), 4);
     f.call((Array::weak(5.0), Array::scalar(1.0f32))).unwrap();
     assert_eq!(f.trace_count(), 4);
@@ -112,8 +123,14 @@ fn static_leaves_are_part_of_the_cache_key() {
     f.call((x.clone(), Static(2))).unwrap();
     assert_eq!(f.trace_count(), 2);
     let xs = x.to_vec::<f32>();
-    assert_eq!(y2.to_vec::<f32>(), xs.iter().map(|v| v * v).collect::<Vec<_>>());
-    assert_eq!(y3.to_vec::<f32>(), xs.iter().map(|v| v * v * v).collect::<Vec<_>>());
+    assert_eq!(
+        y2.to_vec::<f32>(),
+        xs.iter().map(|v| v * v).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        y3.to_vec::<f32>(),
+        xs.iter().map(|v| v * v * v).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -133,7 +150,10 @@ fn eager_and_jitted_results_agree() {
     for i in 0..3 {
         let mut acc = 0.0f64;
         for j in 0..5 {
-            let h: f64 = (0..4).map(|k| xs[i * 4 + k] as f64 * ws[k * 5 + j] as f64).sum::<f64>().tanh();
+            let h: f64 = (0..4)
+                .map(|k| xs[i * 4 + k] as f64 * ws[k * 5 + j] as f64)
+                .sum::<f64>()
+                .tanh();
             acc += h * 2.0 - h.exp() / 3.0;
         }
         let got = eager.to_vec::<f32>()[i] as f64;

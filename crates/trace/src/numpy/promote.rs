@@ -95,6 +95,16 @@ pub fn broadcast_shape_lists(op: &str, sa: &[usize], sb: &[usize]) -> Result<Vec
 /// Rank promotion: operands of rank > 0 below the highest rank get leading
 /// size-1 dimensions. Checks the shapes broadcast.
 pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
+    // Fast path: equal shapes, or scalars against one shape (the common
+    // `x * 2.0`), need neither checks nor broadcasts.
+    let mut shaped = args.iter().map(|a| &a.ty().shape).filter(|s| !s.is_empty());
+    if let Some(first) = shaped.next() {
+        if shaped.all(|s| s == first) {
+            return Ok(args);
+        }
+    } else {
+        return Ok(args);
+    }
     for i in 1..args.len() {
         broadcast_shapes(op, &args[0], &args[i])?;
     }

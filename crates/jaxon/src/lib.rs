@@ -1,0 +1,35 @@
+//! `jaxon`: JAX for Rust. Write array programs as Rust closures over
+//! [`Array`]s; trace them to jaxprs with [`make_jaxpr`], stage and compile
+//! them with [`jit`].
+//!
+//! ```
+//! use jaxon::prelude::*;
+//!
+//! let f = |x: Array| (x.sin() * 3.0 + 1.0).sum(All);
+//! let x = Array::from_vec(vec![0.5f32, -1.0, 2.0], &[3]);
+//! println!("{}", make_jaxpr(f)(x.clone())?);
+//! let y = jit(f).call(x)?;
+//! assert!((y.item::<f32>() - (3.0 + 3.0 * (0.5f32.sin() - 1f32.sin() + 2f32.sin()))).abs() < 1e-5);
+//! # Ok::<(), jaxon::Error>(())
+//! ```
+//!
+//! This crate re-exports the user API of the layers below it: `jaxon-ir`
+//! (the jaxpr language, as [`ir`]) and `jaxon-trace` (arrays, tracing,
+//! `jit`, the `lax` and `numpy` APIs, pytrees).
+
+#![warn(missing_docs)]
+
+pub use jaxon_ir as ir;
+pub use jaxon_ir::DType;
+pub use jaxon_macros::Pytree;
+pub use jaxon_trace::{
+    catch, eval_shape, jit, lax, make_jaxpr, numpy, pytree, register_backend, set_default_backend,
+    with_backend, Array, Element, Error, Jit, Result, Static,
+};
+
+/// Everything a program usually needs: `use jaxon::prelude::*;`.
+pub mod prelude {
+    pub use crate::numpy as jnp;
+    pub use crate::numpy::All;
+    pub use crate::{jit, lax, make_jaxpr, Array, DType, Error, Pytree, Result, Static};
+}
