@@ -12,6 +12,7 @@ pub mod array;
 pub mod core;
 pub mod error;
 pub mod eval;
+pub mod interpret;
 pub mod jit;
 pub mod lax;
 pub mod numpy;

@@ -1,0 +1,470 @@
+//! The jvp rule of every primitive, in one exhaustive `match`. Each rule
+//! reads like the math: given primals `x` and tangents `t` (`None` = zero),
+//! it returns the primal outputs and their tangents.
+//!
+//! Invariant: rules only bind primitives (through `lax`), so they work on
+//! any trace below, eager or staged.
+
+use crate::util::{broadcast_operand, has_tangent, scalar_like, zeros_like};
+use jaxon_ir::primitive::{BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
+use jaxon_ir::Primitive;
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::{bind, lax, Array};
+
+type Outs = (Vec<Array>, Vec<Option<Array>>);
+
+/// The jvp of `p` at primals `x` along tangents `t`.
+pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+    use Primitive as P;
+    match p {
+        P::Unary(op) => unary(*op, p, &x[0], t[0].as_ref()),
+        P::Binary(op) => binary(*op, p, x, t),
+        P::IntegerPow { y } => {
+            let out = lax::integer_pow(&x[0], *y)?;
+            let d = match *y {
+                0 => None,
+                1 => t[0].clone(),
+                n => {
+                    let dx = lax::mul(&scalar_like(&x[0], n as f64)?, &lax::integer_pow(&x[0], n - 1)?)?;
+                    tmul(t[0].as_ref(), &dx)?
+                }
+            };
+            Ok((vec![out], vec![d]))
+        }
+        P::ConvertElementType { new_dtype, .. } => {
+            let linear = has_tangent(x[0].dtype()) && has_tangent(*new_dtype);
+            linear_in(p, x, t, &[linear])
+        }
+        P::ReducePrecision { .. } | P::Unary(UnaryOp::Copy) => linear_in(p, x, t, &[true]),
+        P::Round { .. } | P::BitcastConvertType { .. } | P::Iota { .. } | P::ArgReduce { .. } => {
+            no_tangent(p, x)
+        }
+        P::Empty2 { .. } | P::ProgramId { .. } | P::NumPrograms { .. } => no_tangent(p, x),
+        P::SelectN => {
+            let mut lin = vec![false];
+            lin.extend(std::iter::repeat_n(true, x.len() - 1));
+            linear_in(p, x, t, &lin)
+        }
+        P::Clamp => {
+            // clamp(lo, x, hi): the tangent flows from whichever operand
+            // the result equals.
+            let out = bind1(p, x)?;
+            let (lo, v, hi) = (&x[0], &x[1], &x[2]);
+            let shape = out.try_shape()?;
+            let pick = |ti: Option<&Array>, mask: Array| -> Result<Option<Array>> {
+                let Some(ti) = ti else { return Ok(None) };
+                let ti = broadcast_operand(ti, &shape)?;
+                Ok(Some(lax::select_n(&mask, &[zeros_like(&ti)?, ti])?))
+            };
+            let below = lax::lt(v, lo)?;
+            let above = lax::gt(v, hi)?;
+            let inside = lax::bitwise_and(&lax::not(&below)?, &lax::not(&above)?)?;
+            let parts = [
+                pick(t[0].as_ref(), below)?,
+                pick(t[1].as_ref(), inside)?,
+                pick(t[2].as_ref(), above)?,
+            ];
+            Ok((vec![out], vec![sum_tangents(parts.into_iter().flatten())?]))
+        }
+        P::BroadcastInDim { .. } | P::Reshape { .. } => {
+            // Trailing operands are dynamic sizes.
+            let mut lin = vec![true];
+            lin.resize(x.len(), false);
+            linear_in(p, x, t, &lin)
+        }
+        P::Transpose { .. }
+        | P::Squeeze { .. }
+        | P::Rev { .. }
+        | P::Slice { .. }
+        | P::Tile { .. }
+        | P::Split { .. } => linear_in(p, x, t, &[true]),
+        P::Concatenate { .. } | P::Stack { .. } => linear_in(p, x, t, &vec![true; x.len()]),
+        P::Pad { .. } => linear_in(p, x, t, &[true, true]),
+        P::DynamicSlice { .. } => {
+            let mut lin = vec![true];
+            lin.resize(x.len(), false);
+            linear_in(p, x, t, &lin)
+        }
+        P::DynamicUpdateSlice => {
+            let mut lin = vec![true, true];
+            lin.resize(x.len(), false);
+            linear_in(p, x, t, &lin)
+        }
+        P::Gather { .. } => linear_in(p, x, t, &[true, false]),
+        P::Scatter { kind, .. } => match kind {
+            ScatterKind::Add | ScatterKind::Set => linear_in(p, x, t, &[true, false, true]),
+            ScatterKind::Mul | ScatterKind::Min | ScatterKind::Max => unsupported(p),
+        },
+        P::Reduce { op, axes } => reduce(*op, axes, p, &x[0], t[0].as_ref()),
+        P::Cumulative { op, .. } => match op {
+            CumulativeOp::Cumsum => linear_in(p, x, t, &[true]),
+            CumulativeOp::Cumprod
+            | CumulativeOp::Cummax
+            | CumulativeOp::Cummin
+            | CumulativeOp::Cumlogsumexp => unsupported(p),
+        },
+        P::DotGeneral { .. } | P::ConvGeneralDilated { .. } => bilinear(p, x, t),
+        P::Sort { .. } | P::TopK { .. } => unsupported(p),
+        P::Jit { name, jaxpr } => {
+            let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
+            let (jvp, out_nz) = super::jvp_jaxpr(jaxpr, &nonzero, &[])?;
+            let mut args = x.to_vec();
+            args.extend(t.iter().flatten().cloned());
+            let outs = bind(
+                &P::Jit {
+                    name: format!("jvp({name})"),
+                    jaxpr: jvp,
+                },
+                &args,
+            )?;
+            split_outs(outs, &out_nz)
+        }
+        P::CustomJvpCall {
+            call_jaxpr,
+            num_consts,
+            ..
+        }
+        | P::CustomVjpCall {
+            call_jaxpr,
+            num_consts,
+            ..
+        } => {
+            // The rule itself is not in a jaxpr: differentiate the primal
+            // function (its consts lead the operands).
+            let _ = num_consts;
+            inline_jvp(call_jaxpr, x, t)
+        }
+        P::Remat { jaxpr, .. } => {
+            let closed = jaxon_ir::ClosedJaxpr {
+                jaxpr: jaxpr.clone(),
+                consts: std::sync::Arc::from(Vec::new()),
+            };
+            inline_jvp(&closed, x, t)
+        }
+        P::Cond { branches } => cond(branches, x, t),
+        P::While { .. } | P::Scan { .. } | P::ForLoop { .. } => unsupported(p),
+        P::Get { .. }
+        | P::Swap { .. }
+        | P::AddUpdate { .. }
+        | P::Load { .. }
+        | P::Store { .. }
+        | P::AtomicRmw { .. }
+        | P::AtomicCas { .. }
+        | P::PallasCall { .. } => unsupported(p),
+    }
+}
+
+fn unsupported(p: &Primitive) -> Result<Outs> {
+    Err(Error::Unsupported(format!(
+        "differentiation of `{}` is not implemented yet",
+        p.name()
+    )))
+}
+
+fn bind1(p: &Primitive, x: &[Array]) -> Result<Array> {
+    jaxon_trace::bind1(p, x)
+}
+
+/// Primal outputs with zero tangents.
+fn no_tangent(p: &Primitive, x: &[Array]) -> Result<Outs> {
+    let outs = bind(p, x)?;
+    let n = outs.len();
+    Ok((outs, vec![None; n]))
+}
+
+/// Multiplies a tangent by a factor (`None` stays zero).
+fn tmul(t: Option<&Array>, factor: &Array) -> Result<Option<Array>> {
+    t.map(|t| lax::mul(t, factor)).transpose()
+}
+
+fn sum_tangents(ts: impl Iterator<Item = Array>) -> Result<Option<Array>> {
+    let mut acc: Option<Array> = None;
+    for t in ts {
+        acc = Some(match acc {
+            None => t,
+            Some(a) => lax::add(&a, &t)?,
+        });
+    }
+    Ok(acc)
+}
+
+/// `p` is linear in the operands marked `linear` (the others are fixed):
+/// its tangent is `p` applied to the tangents, zeros instantiated.
+fn linear_in(p: &Primitive, x: &[Array], t: &[Option<Array>], linear: &[bool]) -> Result<Outs> {
+    let outs = bind(p, x)?;
+    let any = x
+        .iter()
+        .zip(t)
+        .zip(linear)
+        .any(|((_, t), l)| *l && t.is_some());
+    if !any {
+        let n = outs.len();
+        return Ok((outs, vec![None; n]));
+    }
+    let args = x
+        .iter()
+        .zip(t)
+        .zip(linear)
+        .map(|((xi, ti), l)| match (l, ti) {
+            (true, Some(ti)) => Ok(ti.clone()),
+            (true, None) => zeros_like(xi),
+            (false, _) => Ok(xi.clone()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let touts = bind(p, &args)?;
+    Ok((outs, touts.into_iter().map(Some).collect()))
+}
+
+/// `p` is linear in each operand separately: the tangent is the sum over
+/// operands of `p` with that operand replaced by its tangent.
+fn bilinear(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+    let out = bind1(p, x)?;
+    let mut parts = Vec::new();
+    for (i, ti) in t.iter().enumerate() {
+        if let Some(ti) = ti {
+            let mut args = x.to_vec();
+            args[i] = ti.clone();
+            parts.push(bind1(p, &args)?);
+        }
+    }
+    Ok((vec![out], vec![sum_tangents(parts.into_iter())?]))
+}
+
+fn split_outs(outs: Vec<Array>, out_nz: &[bool]) -> Result<Outs> {
+    let n = out_nz.len();
+    let mut it = outs.into_iter();
+    let primals: Vec<Array> = it.by_ref().take(n).collect();
+    let tangents = out_nz
+        .iter()
+        .map(|nz| if *nz { it.next() } else { None })
+        .collect();
+    Ok((primals, tangents))
+}
+
+/// Differentiates through a jaxpr by evaluating it under the current jvp.
+fn inline_jvp(closed: &jaxon_ir::ClosedJaxpr, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+    let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
+    let (jvp, out_nz) = super::jvp_jaxpr(closed, &nonzero, &[])?;
+    let mut args = x.to_vec();
+    args.extend(t.iter().flatten().cloned());
+    let outs = jaxon_trace::interpret::eval_closed_jaxpr(&jvp, &args)?;
+    split_outs(outs, &out_nz)
+}
+
+fn cond(branches: &[jaxon_ir::ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+    // Operand 0 is the index. Every branch must produce tangents for the
+    // same outputs: take the union, then instantiate.
+    let nonzero: Vec<bool> = t[1..].iter().map(Option::is_some).collect();
+    let mut union = Vec::new();
+    for b in branches {
+        let (_, nz) = super::jvp_jaxpr(b, &nonzero, &[])?;
+        union.resize(nz.len(), false);
+        for (u, n) in union.iter_mut().zip(nz) {
+            *u |= n;
+        }
+    }
+    let mut new_branches = Vec::with_capacity(branches.len());
+    for b in branches {
+        new_branches.push(super::jvp_jaxpr(b, &nonzero, &union)?.0);
+    }
+    let mut args = x.to_vec();
+    args.extend(t[1..].iter().flatten().cloned());
+    let outs = bind(
+        &Primitive::Cond {
+            branches: new_branches,
+        },
+        &args,
+    )?;
+    split_outs(outs, &union)
+}
+
+fn reduce(op: ReduceOp, axes: &[usize], p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Outs> {
+    match op {
+        ReduceOp::Sum => linear_in(p, &[x.clone()], &[t.cloned()], &[true]),
+        ReduceOp::Max | ReduceOp::Min => {
+            // The tangent is the mean of the tangents at the extremal
+            // locations (JAX's rule: ties share the derivative).
+            let y = bind1(p, std::slice::from_ref(x))?;
+            let Some(t) = t else { return Ok((vec![y], vec![None])) };
+            let shape = x.try_shape()?;
+            let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+            let yb = lax::broadcast_in_dim(&y, &shape, &keep)?;
+            let hit = lax::convert_element_type(&lax::eq(x, &yb)?, x.dtype(), false)?;
+            let count = lax::reduce(ReduceOp::Sum, &hit, axes)?;
+            let num = lax::reduce(ReduceOp::Sum, &lax::mul(t, &hit)?, axes)?;
+            Ok((vec![y], vec![Some(lax::div(&num, &count)?)]))
+        }
+        ReduceOp::Prod => {
+            // d prod = sum_i t_i * prod_{j != i} x_j, with the product of
+            // the others from exclusive prefix and suffix products (exact
+            // when some x_j are zero).
+            let y = bind1(p, std::slice::from_ref(x))?;
+            let Some(t) = t else { return Ok((vec![y], vec![None])) };
+            let shape = x.try_shape()?;
+            let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+            let perm: Vec<usize> = kept.iter().chain(axes).copied().collect();
+            let n: usize = axes.iter().map(|&a| shape[a]).product();
+            let mut flat: Vec<usize> = kept.iter().map(|&a| shape[a]).collect();
+            flat.push(n);
+            let last = flat.len() - 1;
+            let xf = lax::reshape(&lax::transpose(x, &perm)?, &flat)?;
+            let tf = lax::reshape(&lax::transpose(t, &perm)?, &flat)?;
+            let one = scalar_like(x, 1.0)?;
+            let mut pad_lo = vec![(0, 0, 0); flat.len()];
+            pad_lo[last] = (1, -1, 0);
+            let mut pad_hi = vec![(0, 0, 0); flat.len()];
+            pad_hi[last] = (-1, 1, 0);
+            let prefix = lax::pad(&lax::cumulative(CumulativeOp::Cumprod, &xf, last, false)?, &one, &pad_lo)?;
+            let suffix = lax::pad(&lax::cumulative(CumulativeOp::Cumprod, &xf, last, true)?, &one, &pad_hi)?;
+            let others = lax::mul(&prefix, &suffix)?;
+            let dt = lax::reduce(ReduceOp::Sum, &lax::mul(&tf, &others)?, &[last])?;
+            Ok((vec![y], vec![Some(dt)]))
+        }
+        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => no_tangent(p, &[x.clone()]),
+    }
+}
+
+fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Outs> {
+    use UnaryOp as U;
+    let y = bind1(p, std::slice::from_ref(x))?;
+    let c = |v: f64| scalar_like(x, v);
+    let d: Option<Array> = match op {
+        U::Neg => t.map(lax::neg).transpose()?,
+        U::Copy => t.cloned(),
+        U::Sign | U::Floor | U::Ceil | U::IsFinite | U::Not | U::StopGradient => None,
+        U::Exp => tmul(t, &y)?,
+        U::Exp2 => tmul(t, &lax::mul(&y, &c(std::f64::consts::LN_2)?)?)?,
+        U::Log => t.map(|t| lax::div(t, x)).transpose()?,
+        U::Log1p => t.map(|t| lax::div(t, &lax::add(x, &c(1.0)?)?)).transpose()?,
+        U::Expm1 => tmul(t, &lax::add(&y, &c(1.0)?)?)?,
+        U::Tanh => tmul(t, &lax::sub(&c(1.0)?, &lax::mul(&y, &y)?)?)?,
+        U::Logistic => tmul(t, &lax::mul(&y, &lax::sub(&c(1.0)?, &y)?)?)?,
+        U::Sin => tmul(t, &lax::cos(x)?)?,
+        U::Cos => tmul(t, &lax::neg(&lax::sin(x)?)?)?,
+        U::Tan => tmul(t, &lax::add(&c(1.0)?, &lax::mul(&y, &y)?)?)?,
+        U::Asin => tmul(t, &lax::rsqrt(&lax::sub(&c(1.0)?, &lax::mul(x, x)?)?)?)?,
+        U::Acos => tmul(t, &lax::neg(&lax::rsqrt(&lax::sub(&c(1.0)?, &lax::mul(x, x)?)?)?)?)?,
+        U::Atan => t
+            .map(|t| lax::div(t, &lax::add(&c(1.0)?, &lax::mul(x, x)?)?))
+            .transpose()?,
+        U::Sinh => tmul(t, &lax::cosh(x)?)?,
+        U::Cosh => tmul(t, &lax::sinh(x)?)?,
+        U::Asinh => tmul(t, &lax::rsqrt(&lax::add(&lax::mul(x, x)?, &c(1.0)?)?)?)?,
+        U::Acosh => tmul(
+            t,
+            &lax::rsqrt(&lax::mul(&lax::sub(x, &c(1.0)?)?, &lax::add(x, &c(1.0)?)?)?)?,
+        )?,
+        U::Atanh => t
+            .map(|t| lax::div(t, &lax::sub(&c(1.0)?, &lax::mul(x, x)?)?))
+            .transpose()?,
+        U::Sqrt => t
+            .map(|t| lax::div(t, &lax::mul(&c(2.0)?, &y)?))
+            .transpose()?,
+        U::Rsqrt => tmul(t, &lax::mul(&c(-0.5)?, &lax::div(&y, x)?)?)?,
+        U::Cbrt => tmul(t, &lax::mul(&c(1.0 / 3.0)?, &lax::integer_pow(&y, -2)?)?)?,
+        U::Abs => tmul(t, &lax::sign(x)?)?,
+        U::Square => tmul(t, &lax::mul(&c(2.0)?, x)?)?,
+        U::Erf => tmul(
+            t,
+            &lax::mul(&c(2.0 / std::f64::consts::PI.sqrt())?, &lax::exp(&lax::neg(&lax::mul(x, x)?)?)?)?,
+        )?,
+        U::Erfc => tmul(
+            t,
+            &lax::mul(&c(-2.0 / std::f64::consts::PI.sqrt())?, &lax::exp(&lax::neg(&lax::mul(x, x)?)?)?)?,
+        )?,
+        U::ErfInv => tmul(
+            t,
+            &lax::mul(&c(std::f64::consts::PI.sqrt() / 2.0)?, &lax::exp(&lax::mul(&y, &y)?)?)?,
+        )?,
+    };
+    Ok((vec![y], vec![d]))
+}
+
+fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+    use BinaryOp as B;
+    let (a, b) = (&x[0], &x[1]);
+    match op {
+        B::Add | B::Sub | B::AddAny => linear_in(p, x, t, &[true, true]),
+        B::Mul => bilinear(p, x, t),
+        B::And
+        | B::Or
+        | B::Xor
+        | B::ShiftLeft
+        | B::ShiftRightArithmetic
+        | B::ShiftRightLogical
+        | B::Eq
+        | B::Ne
+        | B::Lt
+        | B::Le
+        | B::Gt
+        | B::Ge
+        | B::Nextafter => no_tangent(p, x),
+        B::Div | B::Max | B::Min | B::Pow | B::Atan2 | B::Rem => {
+            let y = bind1(p, x)?;
+            let shape = y.try_shape()?;
+            let bt = |i: usize| -> Result<Option<Array>> {
+                t[i].as_ref().map(|ti| broadcast_operand(ti, &shape)).transpose()
+            };
+            let (ta, tb) = (bt(0)?, bt(1)?);
+            let c = |v: f64| scalar_like(&y, v);
+            let parts: Vec<Option<Array>> = match op {
+                B::Div => vec![
+                    ta.map(|ta| lax::div(&ta, b)).transpose()?,
+                    tb.map(|tb| lax::neg(&lax::div(&lax::mul(&tb, &y)?, b)?)).transpose()?,
+                ],
+                B::Max | B::Min => {
+                    // Ties split the derivative evenly, as JAX's does.
+                    let pick_a = if op == B::Max { lax::gt(a, b)? } else { lax::lt(a, b)? };
+                    let tie = lax::eq(a, b)?;
+                    let fa = lax::add(
+                        &lax::convert_element_type(&pick_a, y.dtype(), false)?,
+                        &lax::mul(&c(0.5)?, &lax::convert_element_type(&tie, y.dtype(), false)?)?,
+                    )?;
+                    let fb = lax::sub(&c(1.0)?, &fa)?;
+                    vec![tmul(ta.as_ref(), &fa)?, tmul(tb.as_ref(), &fb)?]
+                }
+                B::Pow => {
+                    // d(a^b) = b a^(b-1) da + log(a) a^b db, with 0·log 0 = 0.
+                    let da = lax::mul(b, &lax::pow(a, &lax::sub(b, &c(1.0)?)?)?)?;
+                    let zero = c(0.0)?;
+                    let a_zero = lax::eq(a, &zero)?;
+                    let safe_log = lax::log(&lax::select_n(&a_zero, &[a.clone(), c(1.0)?])?)?;
+                    let db = lax::mul(&safe_log, &y)?;
+                    vec![tmul(ta.as_ref(), &da)?, tmul(tb.as_ref(), &db)?]
+                }
+                B::Atan2 => {
+                    // atan2(a, b): (b da - a db) / (a² + b²).
+                    let den = lax::add(&lax::mul(a, a)?, &lax::mul(b, b)?)?;
+                    vec![
+                        tmul(ta.as_ref(), &lax::div(b, &den)?)?,
+                        tmul(tb.as_ref(), &lax::neg(&lax::div(a, &den)?)?)?,
+                    ]
+                }
+                B::Rem => {
+                    // rem(a, b) = a - b·trunc(a/b).
+                    let q = lax::div(a, b)?;
+                    let trunc = lax::mul(&lax::sign(&q)?, &lax::floor(&lax::abs(&q)?)?)?;
+                    vec![ta, tmul(tb.as_ref(), &lax::neg(&trunc)?)?]
+                }
+                B::Add
+                | B::Sub
+                | B::AddAny
+                | B::Mul
+                | B::And
+                | B::Or
+                | B::Xor
+                | B::ShiftLeft
+                | B::ShiftRightArithmetic
+                | B::ShiftRightLogical
+                | B::Eq
+                | B::Ne
+                | B::Lt
+                | B::Le
+                | B::Gt
+                | B::Ge
+                | B::Nextafter => return unsupported(p),
+            };
+            Ok((vec![y], vec![sum_tangents(parts.into_iter().flatten())?]))
+        }
+    }
+}
