@@ -86,7 +86,8 @@ pub fn uniform(
     if rng_bits != nbits {
         bits = lax::convert_element_type(&bits, udt, false)?;
     }
-    let float_bits = lax::shift_right_logical(&bits, &uint_scalar(udt, (rng_bits - nmant) as u64)?)?;
+    let float_bits =
+        lax::shift_right_logical(&bits, &uint_scalar(udt, (rng_bits - nmant) as u64)?)?;
     let float_bits = lax::bitwise_or(&float_bits, &uint_scalar(udt, one_bits)?)?;
     let floats = lax::sub(
         &lax::bitcast_convert_type(&float_bits, dtype)?,
@@ -129,13 +130,7 @@ pub fn bernoulli(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result<Arra
         Some(s) => s.to_vec(),
         None => p.try_shape()?,
     };
-    let u = uniform(
-        key,
-        &shape,
-        dtype,
-        &Array::weak(0.0),
-        &Array::weak(1.0),
-    )?;
+    let u = uniform(key, &shape, dtype, &Array::weak(0.0), &Array::weak(1.0))?;
     let p = broadcast_to(p, &shape)?;
     jnp::less(&u, &p)
 }
