@@ -303,3 +303,53 @@ fn randint_matches_jax() {
         [2077877175, 441190977, 689159731, -964964043]
     );
 }
+
+#[test]
+fn randint_narrow_dtypes_and_empty_range_match_jax() {
+    let r = jr::randint(
+        &jr::key(5),
+        &[6],
+        &Array::weak(0),
+        &Array::weak(256),
+        DType::U8,
+    );
+    assert_eq!(r.unwrap().to_vec::<u8>(), [1, 64, 247, 8, 60, 53]);
+    let r = jr::randint(
+        &jr::key(5),
+        &[6],
+        &Array::weak(-100),
+        &Array::weak(100),
+        DType::I8,
+    );
+    assert_eq!(r.unwrap().to_vec::<i8>(), [61, -52, 3, 36, -16, 1]);
+    let r = jr::randint(
+        &jr::key(6),
+        &[5],
+        &Array::weak(3),
+        &Array::weak(3),
+        DType::I32,
+    );
+    assert_eq!(r.unwrap().to_vec::<i32>(), [3; 5]);
+}
+
+#[test]
+fn independent_permutation_matches_jax() {
+    let x = Array::from_vec((0..12).map(|i| i as f32).collect(), &[4, 3]);
+    let p = jr::permutation_along(&jr::key(2), &x, 1, true).unwrap();
+    assert_eq!(
+        p.to_vec::<f32>(),
+        [2.0, 1.0, 0.0, 4.0, 3.0, 5.0, 7.0, 6.0, 8.0, 10.0, 9.0, 11.0]
+    );
+}
+
+#[test]
+fn categorical_with_sample_shape_matches_jax() {
+    // categorical(key(11), log([0.2, 0.3, 0.5]), shape=(20,))
+    let p = Array::from_vec(vec![0.2f32, 0.3, 0.5], &[3]);
+    let lg = jaxon_trace::numpy::log(&p).unwrap();
+    let c = jr::categorical_shape(&jr::key(11), &lg, -1, Some(&[20])).unwrap();
+    assert_eq!(
+        c.to_vec::<i32>(),
+        [2, 1, 1, 0, 1, 1, 1, 1, 2, 2, 1, 0, 2, 2, 2, 2, 2, 2, 2, 2]
+    );
+}

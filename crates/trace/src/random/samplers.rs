@@ -157,16 +157,41 @@ pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
 /// categorical distributions whose unnormalised log-probabilities lie
 /// along `axis` (the Gumbel-max trick); the result drops `axis`.
 pub fn categorical(key: &Array, logits: &Array, axis: isize) -> Result<Array> {
+    categorical_shape(key, logits, axis, None)
+}
+
+/// `jax.random.categorical(key, logits, axis, shape)`: `shape` must end
+/// with the batch shape (`logits`' shape without `axis`); its leading
+/// dimensions draw independent samples of every distribution.
+pub fn categorical_shape(
+    key: &Array,
+    logits: &Array,
+    axis: isize,
+    shape: Option<&[usize]>,
+) -> Result<Array> {
     if !logits.dtype().is_float() {
         return Err(Error::InvalidArgument(format!(
             "categorical: logits must be floats, got {}",
             fmt_aval(logits.aval())
         )));
     }
-    let shape = logits.try_shape()?;
-    let ax = jnp::normalize_axis(axis, shape.len(), "categorical")?;
-    let g = gumbel(key, &shape, logits.dtype())?;
-    jnp::argmax(&lax::add(&g, logits)?, Some(ax as isize), false)
+    let lshape = logits.try_shape()?;
+    let ax = jnp::normalize_axis(axis, lshape.len(), "categorical")?;
+    let mut batch = lshape.clone();
+    batch.remove(ax);
+    let shape = shape.map_or_else(|| batch.clone(), <[usize]>::to_vec);
+    if shape.len() < batch.len() || shape[shape.len() - batch.len()..] != batch[..] {
+        return Err(Error::InvalidArgument(format!(
+            "categorical: shape {shape:?} must end with the batch shape {batch:?} of {}",
+            fmt_aval(logits.aval())
+        )));
+    }
+    let prefix = shape.len() - batch.len();
+    let mut gshape = shape.clone();
+    gshape.insert(prefix + ax, lshape[ax]);
+    let g = gumbel(key, &gshape, logits.dtype())?;
+    let l = broadcast_to(logits, &gshape)?;
+    jnp::argmax(&lax::add(&g, &l)?, Some((prefix + ax) as isize), false)
 }
 
 /// The range of an integer dtype.
