@@ -90,7 +90,7 @@ fn jitted_samplers_equal_eager_ones() {
 fn samplers_stage_with_a_traced_key() {
     for (name, f) in samplers() {
         let j = make_jaxpr(f)(jr::key(0)).unwrap();
-        let text = format!("{}", jaxon_ir::print::print_jaxpr(&j.jaxpr));
+        let text = jaxon_ir::print::print_jaxpr(&j.jaxpr);
         assert!(text.starts_with("{ lambda "), "{name}: {text}");
         assert!(text.contains(":u32[2]. let"), "{name}: {text}");
         // The cipher's rotations are staged, not constant-folded away.
