@@ -45,9 +45,10 @@ fn num_rounds(n: usize) -> usize {
     (3.0 * (n.max(1) as f64).ln() / (u32::MAX as f64).ln()).ceil() as usize
 }
 
-/// Shuffles `x` along `axis`, sorting by keys of `key_shape` broadcast
-/// over `x` (`key_shape` is `x`'s shape, or just the `axis` extent to move
-/// whole slices together); `n` sets the number of rounds.
+/// Shuffles `x` along `axis` by sorting on random keys: one key per element
+/// (each line shuffled on its own), or with `whole_slices` one key per index
+/// of `axis`, broadcast so whole slices move together. The round count
+/// follows the number of keys, as JAX's does.
 fn shuffle(key: &Array, x: &Array, axis: usize, whole_slices: bool) -> Result<Array> {
     let shape = x.try_shape()?;
     let (key_shape, n) = if whole_slices {
