@@ -18,6 +18,7 @@ pub mod lax;
 pub mod numpy;
 mod ops;
 pub mod pytree;
+pub mod random;
 pub mod stage;
 pub mod staging;
 
