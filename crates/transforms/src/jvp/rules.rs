@@ -35,7 +35,7 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             let linear = has_tangent(x[0].dtype()) && has_tangent(*new_dtype);
             linear_in(p, x, t, &[linear])
         }
-        P::ReducePrecision { .. } | P::Unary(UnaryOp::Copy) => linear_in(p, x, t, &[true]),
+        P::ReducePrecision { .. } => linear_in(p, x, t, &[true]),
         P::Round { .. } | P::BitcastConvertType { .. } | P::Iota { .. } | P::ArgReduce { .. } => {
             no_tangent(p, x)
         }

@@ -1,0 +1,234 @@
+//! Transposition: the backward pass over a linear jaxpr.
+//!
+//! Invariants: the linear inputs are "undefined primals": a rule never
+//! reads their values, only their types. Cotangents start as symbolic
+//! zeros (absent), are summed with `add_any` when a variable is read more
+//! than once, and are instantiated as zeros only at the API boundary.
+//! Equations with no linear input are evaluated forward first: they
+//! compute values the linear ones use (JAX's backward pass does the same).
+
+mod rules;
+
+use hashbrown::HashMap;
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, Jaxpr, ShapedArray, Var};
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::interpret::literal_array;
+use jaxon_trace::stage::{close, trace_flat, StageMode};
+use jaxon_trace::{bind, lax, Array};
+
+pub(crate) use rules::transpose_rule;
+
+/// An operand as a transpose rule sees it: a linear input (whose value is
+/// unknown, only its type) or a known value.
+#[derive(Clone, Debug)]
+pub enum LinArg {
+    /// A linear input of this type.
+    Linear(ShapedArray),
+    /// A known (non-linear) value.
+    Value(Array),
+}
+
+impl LinArg {
+    /// The array type.
+    pub fn ty(&self) -> &ShapedArray {
+        match self {
+            LinArg::Linear(t) => t,
+            LinArg::Value(v) => v.ty(),
+        }
+    }
+
+    /// Whether this operand is linear.
+    pub fn is_linear(&self) -> bool {
+        matches!(self, LinArg::Linear(_))
+    }
+
+    /// The known value, or an error naming the primitive.
+    pub fn value(&self, prim: &str) -> Result<&Array> {
+        match self {
+            LinArg::Value(v) => Ok(v),
+            LinArg::Linear(_) => Err(Error::InvalidArgument(format!(
+                "transpose of `{prim}`: the operation is not linear in this operand"
+            ))),
+        }
+    }
+}
+
+fn accumulate(env: &mut HashMap<Var, Array>, v: Var, ct: Array) -> Result<()> {
+    let ct = match env.remove(&v) {
+        Some(prev) => lax::binary(jaxon_ir::primitive::BinaryOp::AddAny, &prev, &ct)?,
+        None => ct,
+    };
+    env.insert(v, ct);
+    Ok(())
+}
+
+/// Runs `jaxpr` backwards. `linear[i]` says whether invar `i` is linear;
+/// `values` are the non-linear invars in order; `cts_out` has one cotangent
+/// per outvar (`None` = zero). Returns one cotangent per linear invar.
+pub fn backward_pass(
+    jaxpr: &Jaxpr,
+    consts: &[Array],
+    linear: &[bool],
+    values: &[Array],
+    cts_out: &[Option<Array>],
+) -> Result<Vec<Option<Array>>> {
+    let n = jaxpr.vars.len();
+    let mut known: Vec<Option<Array>> = vec![None; n];
+    let mut is_lin = vec![false; n];
+    for (v, c) in jaxpr.constvars.iter().zip(consts) {
+        known[v.index()] = Some(c.clone());
+    }
+    let mut vals = values.iter();
+    for (v, l) in jaxpr.invars.iter().zip(linear) {
+        if *l {
+            is_lin[v.index()] = true;
+        } else {
+            known[v.index()] = Some(
+                vals.next()
+                    .cloned()
+                    .ok_or_else(|| Error::InvalidArgument("backward_pass: too few values".into()))?,
+            );
+        }
+    }
+    let lin_atom = |is_lin: &[bool], a: &Atom| matches!(a, Atom::Var(v) if is_lin[v.index()]);
+    // Forward: evaluate non-linear equations, mark linear outputs.
+    let mut linear_eqns = Vec::new();
+    for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+        if eqn.inputs.iter().any(|a| lin_atom(&is_lin, a)) {
+            for b in &eqn.outputs {
+                if let Binder::Var(v) = b {
+                    is_lin[v.index()] = true;
+                }
+            }
+            linear_eqns.push(i);
+        } else {
+            let ins = eqn
+                .inputs
+                .iter()
+                .map(|a| read(&known, a))
+                .collect::<Result<Vec<_>>>()?;
+            let outs = bind(&eqn.primitive, &ins)?;
+            for (b, x) in eqn.outputs.iter().zip(outs) {
+                if let Binder::Var(v) = b {
+                    known[v.index()] = Some(x);
+                }
+            }
+        }
+    }
+    // Backward.
+    let mut ct_env: HashMap<Var, Array> = HashMap::new();
+    for (a, ct) in jaxpr.outvars.iter().zip(cts_out) {
+        if let (Atom::Var(v), Some(ct)) = (a, ct) {
+            if is_lin[v.index()] {
+                accumulate(&mut ct_env, *v, ct.clone())?;
+            }
+        }
+    }
+    for &i in linear_eqns.iter().rev() {
+        let eqn = &jaxpr.eqns[i];
+        let cts: Vec<Option<Array>> = eqn
+            .outputs
+            .iter()
+            .map(|b| match b {
+                Binder::Var(v) => ct_env.remove(v),
+                Binder::Drop(_) => None,
+            })
+            .collect();
+        if cts.iter().all(Option::is_none) {
+            continue;
+        }
+        let args = eqn
+            .inputs
+            .iter()
+            .map(|a| {
+                if lin_atom(&is_lin, a) {
+                    let Atom::Var(v) = a else { unreachable!("linear atoms are vars") };
+                    Ok(LinArg::Linear(jaxpr.aval(*v).array().clone()))
+                } else {
+                    read(&known, a).map(LinArg::Value)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let cts_in = transpose_rule(&eqn.primitive, &args, &cts)?;
+        for (a, ct) in eqn.inputs.iter().zip(cts_in) {
+            if let (Atom::Var(v), Some(ct)) = (a, ct) {
+                if is_lin[v.index()] {
+                    accumulate(&mut ct_env, *v, ct)?;
+                }
+            }
+        }
+    }
+    Ok(jaxpr
+        .invars
+        .iter()
+        .zip(linear)
+        .filter(|(_, l)| **l)
+        .map(|(v, _)| ct_env.remove(v))
+        .collect())
+}
+
+fn read(known: &[Option<Array>], a: &Atom) -> Result<Array> {
+    match a {
+        Atom::Lit(l) => Ok(literal_array(l)),
+        Atom::Var(v) => known[v.index()]
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument(format!("backward_pass: {v:?} is not known"))),
+    }
+}
+
+/// The transpose of a closed jaxpr as a jaxpr: from `(non-linear inputs,
+/// output cotangents)` to the cotangents of the linear inputs, zeros
+/// instantiated.
+pub fn transpose_jaxpr(closed: &ClosedJaxpr, linear: &[bool]) -> Result<ClosedJaxpr> {
+    let j = &closed.jaxpr;
+    let mut avals = Vec::new();
+    for (v, l) in j.invars.iter().zip(linear) {
+        if !*l {
+            avals.push(j.aval(*v).clone());
+        }
+    }
+    let n_values = avals.len();
+    for a in &j.outvars {
+        avals.push(j.atom_aval(a).ok_or_else(|| Error::InvalidArgument("outvar".into()))?);
+    }
+    let staged = trace_flat(StageMode::Base, &avals, |args| {
+        let (values, cts) = args.split_at(n_values);
+        let consts: Vec<Array> = closed.consts.iter().cloned().map(Array::from_host).collect();
+        let cts: Vec<Option<Array>> = cts.iter().cloned().map(Some).collect();
+        let out = backward_pass(j, &consts, linear, values, &cts)?;
+        j.invars
+            .iter()
+            .zip(linear)
+            .filter(|(_, l)| **l)
+            .zip(out)
+            .map(|((v, _), ct)| match ct {
+                Some(ct) => Ok(ct),
+                None => {
+                    let t = j.aval(*v).array();
+                    jaxon_trace::numpy::zeros(&t.static_sizes().unwrap_or_default(), t.dtype)
+                }
+            })
+            .collect()
+    })?;
+    close(staged)
+}
+
+/// `linear_transpose(f, primals)`: the transpose of a linear function, as
+/// a function from output cotangents to input cotangents.
+pub fn linear_transpose(
+    f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
+    primals: &[Array],
+) -> Result<impl Fn(&[Array]) -> Result<Vec<Array>>> {
+    let avals: Vec<_> = primals.iter().map(|p| p.aval().clone()).collect();
+    let staged = trace_flat(StageMode::Base, &avals, f)?;
+    let primals = primals.to_vec();
+    Ok(move |cts: &[Array]| {
+        let lin = vec![true; staged.jaxpr.invars.len()];
+        let cts: Vec<Option<Array>> = cts.iter().cloned().map(Some).collect();
+        let out = backward_pass(&staged.jaxpr, &staged.consts, &lin, &[], &cts)?;
+        out.into_iter()
+            .zip(&primals)
+            .map(|(ct, p)| ct.map_or_else(|| crate::util::zeros_like(p), Ok))
+            .collect()
+    })
+}

@@ -1,0 +1,490 @@
+//! The transpose rule of every primitive, in one exhaustive `match`: given
+//! the output cotangents, the cotangents of the linear operands. A
+//! primitive that is not linear in an operand marked linear is an error.
+
+use super::LinArg;
+use crate::util::unbroadcast;
+use jaxon_ir::primitive::{
+    BinaryOp, CumulativeOp, DotDimensionNumbers, GatherDimensionNumbers, Ints, ReduceOp,
+    ScatterDimensionNumbers, ScatterKind, UnaryOp,
+};
+use jaxon_ir::Primitive;
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::{bind, bind1, lax, numpy as jnp, Array};
+
+type Cts = Vec<Option<Array>>;
+
+fn not_linear(p: &Primitive) -> Result<Cts> {
+    Err(Error::InvalidArgument(format!(
+        "transpose: `{}` is not a linear primitive",
+        p.name()
+    )))
+}
+
+fn unsupported(p: &Primitive) -> Result<Cts> {
+    Err(Error::Unsupported(format!(
+        "transposition of `{}` is not implemented yet",
+        p.name()
+    )))
+}
+
+fn zeros(t: &jaxon_ir::ShapedArray) -> Result<Array> {
+    jnp::zeros(&t.static_sizes().unwrap_or_default(), t.dtype)
+}
+
+fn sizes(t: &jaxon_ir::ShapedArray) -> Vec<usize> {
+    t.static_sizes().unwrap_or_default()
+}
+
+/// Cotangents of the linear operands of `p` (`None` for the others).
+pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+    use Primitive as P;
+    let name = p.name();
+    let lin = |i: usize| args[i].is_linear();
+    let only = |i: usize, ct: Array| -> Cts {
+        let mut v = vec![None; args.len()];
+        v[i] = Some(ct);
+        v
+    };
+    // Single-output primitives: the cotangent (zero cotangents were skipped).
+    let ct = || -> Result<Array> {
+        cts[0]
+            .clone()
+            .ok_or_else(|| Error::InvalidArgument("transpose: missing cotangent".into()))
+    };
+    match p {
+        P::Unary(op) => match op {
+            UnaryOp::Neg => Ok(only(0, lax::neg(&ct()?)?)),
+            UnaryOp::Copy => Ok(only(0, ct()?)),
+            _ => not_linear(p),
+        },
+        P::Binary(op) => match op {
+            BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub => {
+                let c = ct()?;
+                let mut out = vec![None, None];
+                if lin(0) {
+                    out[0] = Some(unbroadcast(&c, &sizes(args[0].ty()))?);
+                }
+                if lin(1) {
+                    let c1 = unbroadcast(&c, &sizes(args[1].ty()))?;
+                    out[1] = Some(if *op == BinaryOp::Sub { lax::neg(&c1)? } else { c1 });
+                }
+                Ok(out)
+            }
+            BinaryOp::Mul => {
+                let c = ct()?;
+                match (lin(0), lin(1)) {
+                    (true, false) => Ok(only(
+                        0,
+                        unbroadcast(&lax::mul(&c, args[1].value(name)?)?, &sizes(args[0].ty()))?,
+                    )),
+                    (false, true) => Ok(only(
+                        1,
+                        unbroadcast(&lax::mul(args[0].value(name)?, &c)?, &sizes(args[1].ty()))?,
+                    )),
+                    _ => not_linear(p),
+                }
+            }
+            BinaryOp::Div if lin(0) && !lin(1) => Ok(only(
+                0,
+                unbroadcast(&lax::div(&ct()?, args[1].value(name)?)?, &sizes(args[0].ty()))?,
+            )),
+            _ => not_linear(p),
+        },
+        P::ConvertElementType { .. } => {
+            let t = args[0].ty();
+            Ok(only(0, lax::convert_element_type(&ct()?, t.dtype, t.weak_type)?))
+        }
+        P::ReducePrecision { .. } => Ok(only(0, bind1(p, &[ct()?])?)),
+        P::Reduce { op: ReduceOp::Sum, axes } => {
+            let shape = sizes(args[0].ty());
+            let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+            Ok(only(0, lax::broadcast_in_dim(&ct()?, &shape, &keep)?))
+        }
+        P::BroadcastInDim {
+            broadcast_dimensions,
+            ..
+        } => {
+            let c = ct()?;
+            let in_shape = sizes(args[0].ty());
+            let out_shape = c.try_shape()?;
+            let bd = broadcast_dimensions.to_usizes();
+            let mut axes: Vec<usize> = (0..out_shape.len()).filter(|d| !bd.contains(d)).collect();
+            for (i, &d) in bd.iter().enumerate() {
+                if in_shape[i] == 1 && out_shape[d] != 1 {
+                    axes.push(d);
+                }
+            }
+            axes.sort_unstable();
+            let summed = lax::reduce(ReduceOp::Sum, &c, &axes)?;
+            let mut out = vec![None; args.len()];
+            out[0] = Some(lax::reshape(&summed, &in_shape)?);
+            Ok(out)
+        }
+        P::Reshape { .. } | P::Squeeze { .. } => {
+            let mut out = vec![None; args.len()];
+            out[0] = Some(lax::reshape(&ct()?, &sizes(args[0].ty()))?);
+            Ok(out)
+        }
+        P::Transpose { permutation } => {
+            let mut inv = vec![0; permutation.len()];
+            for (i, &p) in permutation.iter().enumerate() {
+                inv[p] = i;
+            }
+            Ok(only(0, lax::transpose(&ct()?, &inv)?))
+        }
+        P::Rev { dimensions } => Ok(only(0, lax::rev(&ct()?, dimensions)?)),
+        P::Slice {
+            start_indices,
+            limit_indices,
+            strides,
+        } => {
+            let c = ct()?;
+            let in_shape = sizes(args[0].ty());
+            let out_shape = c.try_shape()?;
+            let config: Vec<(i64, i64, i64)> = (0..in_shape.len())
+                .map(|d| {
+                    let s = strides.as_ref().map_or(1, |s| s[d]);
+                    let lo = start_indices[d];
+                    let last = if out_shape[d] == 0 { lo - 1 } else { lo + (out_shape[d] as i64 - 1) * s };
+                    let hi = in_shape[d] as i64 - last - 1;
+                    (lo, hi, s - 1)
+                })
+                .collect();
+            let _ = limit_indices;
+            let zero = lax::convert_element_type(&Array::weak(0.0), c.dtype(), false)?;
+            Ok(only(0, lax::pad(&c, &zero, &config)?))
+        }
+        P::Pad { padding_config } => {
+            let c = ct()?;
+            let shape = c.try_shape()?;
+            let zero = lax::convert_element_type(&Array::weak(0.0), c.dtype(), false)?;
+            // Undo negative padding first, then slice out the operand.
+            let unneg: Vec<(i64, i64, i64)> = padding_config
+                .iter()
+                .map(|cfg| ((-cfg[0]).max(0), (-cfg[1]).max(0), 0))
+                .collect();
+            let widened = lax::pad(&c, &zero, &unneg)?;
+            let wshape = widened.try_shape()?;
+            let start: Vec<usize> = padding_config.iter().map(|c| c[0].max(0) as usize).collect();
+            let limit: Vec<usize> = padding_config
+                .iter()
+                .zip(&wshape)
+                .map(|(c, &n)| n - c[1].max(0) as usize)
+                .collect();
+            let strides: Vec<usize> = padding_config.iter().map(|c| c[2] as usize + 1).collect();
+            let op_ct = lax::slice(&widened, &start, &limit, Some(&strides))?;
+            let mut out = vec![None, None];
+            if lin(1) {
+                let all: Vec<usize> = (0..shape.len()).collect();
+                let total = lax::reduce(ReduceOp::Sum, &c, &all)?;
+                let inner = lax::reduce(ReduceOp::Sum, &op_ct, &all)?;
+                out[1] = Some(lax::sub(&total, &inner)?);
+            }
+            if lin(0) {
+                out[0] = Some(op_ct);
+            }
+            Ok(out)
+        }
+        P::Concatenate { dimension } => {
+            let c = ct()?;
+            let shape = c.try_shape()?;
+            let mut out = Vec::with_capacity(args.len());
+            let mut offset = 0;
+            for a in args {
+                let n = sizes(a.ty())[*dimension];
+                if a.is_linear() {
+                    let mut start = vec![0; shape.len()];
+                    let mut limit = shape.clone();
+                    start[*dimension] = offset;
+                    limit[*dimension] = offset + n;
+                    out.push(Some(lax::slice(&c, &start, &limit, None)?));
+                } else {
+                    out.push(None);
+                }
+                offset += n;
+            }
+            Ok(out)
+        }
+        P::DynamicSlice { .. } => {
+            let starts: Vec<Array> = args[1..]
+                .iter()
+                .map(|a| a.value(name).cloned())
+                .collect::<Result<_>>()?;
+            let z = zeros(args[0].ty())?;
+            let mut out = vec![None; args.len()];
+            out[0] = Some(lax::dynamic_update_slice(&z, &ct()?, &starts)?);
+            Ok(out)
+        }
+        P::DynamicUpdateSlice => {
+            let c = ct()?;
+            let starts: Vec<Array> = args[2..]
+                .iter()
+                .map(|a| a.value(name).cloned())
+                .collect::<Result<_>>()?;
+            let upd = args[1].ty();
+            let mut out = vec![None; args.len()];
+            if lin(0) {
+                out[0] = Some(lax::dynamic_update_slice(&c, &zeros(upd)?, &starts)?);
+            }
+            if lin(1) {
+                out[1] = Some(lax::dynamic_slice(&c, &starts, &sizes(upd))?);
+            }
+            Ok(out)
+        }
+        P::Gather {
+            dimension_numbers: d,
+            indices_are_sorted,
+            mode,
+            unique_indices,
+            ..
+        } => {
+            let scatter = P::Scatter {
+                kind: ScatterKind::Add,
+                dimension_numbers: ScatterDimensionNumbers {
+                    update_window_dims: d.offset_dims.clone(),
+                    inserted_window_dims: d.collapsed_slice_dims.clone(),
+                    scatter_dims_to_operand_dims: d.start_index_map.clone(),
+                    operand_batching_dims: d.operand_batching_dims.clone(),
+                    scatter_indices_batching_dims: d.start_indices_batching_dims.clone(),
+                },
+                indices_are_sorted: *indices_are_sorted,
+                mode: *mode,
+                unique_indices: *unique_indices,
+                update_jaxpr: None,
+            };
+            let z = zeros(args[0].ty())?;
+            let idx = args[1].value(name)?.clone();
+            Ok(only(0, bind1(&scatter, &[z, idx, ct()?])?))
+        }
+        P::Scatter {
+            kind: ScatterKind::Add,
+            dimension_numbers: d,
+            indices_are_sorted,
+            mode,
+            unique_indices,
+            ..
+        } => {
+            let c = ct()?;
+            let mut out = vec![None, None, None];
+            if lin(2) {
+                let upd_shape = sizes(args[2].ty());
+                let mut slice_sizes = Vec::new();
+                let mut pos = 0;
+                for i in 0..c.ndim() {
+                    let i = i as i64;
+                    if d.inserted_window_dims.contains(&i) || d.operand_batching_dims.contains(&i) {
+                        slice_sizes.push(1);
+                    } else {
+                        slice_sizes.push(upd_shape[d.update_window_dims[pos] as usize] as i64);
+                        pos += 1;
+                    }
+                }
+                let gather = P::Gather {
+                    dimension_numbers: GatherDimensionNumbers {
+                        offset_dims: d.update_window_dims.clone(),
+                        collapsed_slice_dims: d.inserted_window_dims.clone(),
+                        start_index_map: d.scatter_dims_to_operand_dims.clone(),
+                        operand_batching_dims: d.operand_batching_dims.clone(),
+                        start_indices_batching_dims: d.scatter_indices_batching_dims.clone(),
+                    },
+                    fill_value: None,
+                    indices_are_sorted: *indices_are_sorted,
+                    mode: *mode,
+                    slice_sizes: Ints::new(slice_sizes),
+                    unique_indices: *unique_indices,
+                };
+                out[2] = Some(bind1(&gather, &[c.clone(), args[1].value(name)?.clone()])?);
+            }
+            if lin(0) {
+                out[0] = Some(c);
+            }
+            Ok(out)
+        }
+        P::SelectN => {
+            let c = ct()?;
+            let which = args[0].value(name)?;
+            let z = jnp::zeros_like(&c)?;
+            let n = args.len() - 1;
+            let mut out = vec![None];
+            for i in 0..n {
+                if lin(i + 1) {
+                    let mut cases = vec![z.clone(); n];
+                    cases[i] = c.clone();
+                    out.push(Some(lax::select_n(which, &cases)?));
+                } else {
+                    out.push(None);
+                }
+            }
+            Ok(out)
+        }
+        P::Cumulative {
+            op: CumulativeOp::Cumsum,
+            axis,
+            reverse,
+        } => Ok(only(0, lax::cumulative(CumulativeOp::Cumsum, &ct()?, *axis, !reverse)?)),
+        P::DotGeneral {
+            dimension_numbers,
+            preferred_element_type,
+            ..
+        } => {
+            let c = ct()?;
+            match (lin(0), lin(1)) {
+                (true, false) => {
+                    let y = args[1].value(name)?;
+                    let xt = dot_transpose_lhs(&c, args[0].ty().ndim(), y, dimension_numbers, *preferred_element_type, false)?;
+                    Ok(only(0, lax::convert_element_type(&xt, args[0].ty().dtype, false)?))
+                }
+                (false, true) => {
+                    let x = args[0].value(name)?;
+                    let d = dimension_numbers;
+                    let swapped = DotDimensionNumbers {
+                        lhs_contracting: d.rhs_contracting.clone(),
+                        rhs_contracting: d.lhs_contracting.clone(),
+                        lhs_batch: d.rhs_batch.clone(),
+                        rhs_batch: d.lhs_batch.clone(),
+                    };
+                    let yt = dot_transpose_lhs(&c, args[1].ty().ndim(), x, &swapped, *preferred_element_type, true)?;
+                    Ok(only(1, lax::convert_element_type(&yt, args[1].ty().dtype, false)?))
+                }
+                _ => not_linear(p),
+            }
+        }
+        P::Split { axis, .. } => {
+            let pieces = cts
+                .iter()
+                .zip(bind_shapes_of_split(args[0].ty(), p)?)
+                .map(|(c, shape)| match c {
+                    Some(c) => Ok(c.clone()),
+                    None => jnp::zeros(&shape, args[0].ty().dtype),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(only(0, lax::concatenate(&pieces, *axis)?))
+        }
+        P::Jit { jaxpr, .. } => {
+            let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
+            let values: Vec<Array> = args
+                .iter()
+                .filter_map(|a| match a {
+                    LinArg::Value(v) => Some(v.clone()),
+                    LinArg::Linear(_) => None,
+                })
+                .collect();
+            let consts: Vec<Array> = jaxpr.consts.iter().cloned().map(Array::from_host).collect();
+            let lin_cts = super::backward_pass(&jaxpr.jaxpr, &consts, &linear, &values, cts)?;
+            let mut it = lin_cts.into_iter();
+            Ok(linear.iter().map(|l| if *l { it.next().flatten() } else { None }).collect())
+        }
+        P::Cond { branches } => {
+            let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
+            let mut new_branches = Vec::with_capacity(branches.len());
+            for b in branches {
+                new_branches.push(super::transpose_jaxpr(b, &linear)?);
+            }
+            let mut operands = vec![args[0].value(name)?.clone()];
+            for a in &args[1..] {
+                if let LinArg::Value(v) = a {
+                    operands.push(v.clone());
+                }
+            }
+            for (c, t) in cts.iter().zip(branches[0].jaxpr.outvars.iter()) {
+                let aval = branches[0].jaxpr.atom_aval(t).ok_or_else(|| Error::InvalidArgument("cond outvar".into()))?;
+                operands.push(match c {
+                    Some(c) => c.clone(),
+                    None => zeros(aval.array())?,
+                });
+            }
+            let outs = bind(&P::Cond { branches: new_branches }, &operands)?;
+            let mut it = outs.into_iter();
+            let mut result = vec![None];
+            result.extend(linear.iter().map(|l| if *l { it.next() } else { None }));
+            Ok(result)
+        }
+        P::Tile { .. } | P::Stack { .. } => unsupported(p),
+        P::Reduce { .. }
+        | P::IntegerPow { .. }
+        | P::Round { .. }
+        | P::BitcastConvertType { .. }
+        | P::Clamp
+        | P::Iota { .. }
+        | P::ArgReduce { .. }
+        | P::Sort { .. }
+        | P::TopK { .. }
+        | P::Empty2 { .. } => not_linear(p),
+        P::Scatter { .. }
+        | P::Cumulative { .. }
+        | P::ConvGeneralDilated { .. }
+        | P::While { .. }
+        | P::Scan { .. }
+        | P::ForLoop { .. }
+        | P::CustomJvpCall { .. }
+        | P::CustomVjpCall { .. }
+        | P::Remat { .. }
+        | P::Get { .. }
+        | P::Swap { .. }
+        | P::AddUpdate { .. }
+        | P::ProgramId { .. }
+        | P::NumPrograms { .. }
+        | P::Load { .. }
+        | P::Store { .. }
+        | P::AtomicRmw { .. }
+        | P::AtomicCas { .. }
+        | P::PallasCall { .. } => unsupported(p),
+    }
+}
+
+fn bind_shapes_of_split(t: &jaxon_ir::ShapedArray, p: &Primitive) -> Result<Vec<Vec<usize>>> {
+    let outs = jaxon_ir::abstract_eval(p, &[jaxon_ir::Aval::Array(t.clone())], &[])?;
+    Ok(outs.iter().map(|a| sizes(a.array())).collect())
+}
+
+fn ranges_like(lens: &[usize]) -> Vec<Vec<usize>> {
+    let mut start = 0;
+    lens.iter()
+        .map(|&n| {
+            let r = (start..start + n).collect();
+            start += n;
+            r
+        })
+        .collect()
+}
+
+fn remaining(n: usize, a: &[usize], b: &[usize]) -> Vec<usize> {
+    (0..n).filter(|i| !a.contains(i) && !b.contains(i)).collect()
+}
+
+/// The cotangent of a dot_general's left operand: contract the result's
+/// cotangent with the right operand, then put the axes back in order.
+fn dot_transpose_lhs(
+    g: &Array,
+    x_ndim: usize,
+    y: &Array,
+    d: &DotDimensionNumbers,
+    preferred: Option<jaxon_ir::DType>,
+    swap_ans: bool,
+) -> Result<Array> {
+    let (xc, yc, xb, yb) = (&d.lhs_contracting, &d.rhs_contracting, &d.lhs_batch, &d.rhs_batch);
+    let x_kept = remaining(x_ndim, xc, xb);
+    let y_kept = remaining(y.ndim(), yc, yb);
+    let (ans_batch, ans_y) = if swap_ans {
+        let r = ranges_like(&[xb.len(), y_kept.len(), x_kept.len()]);
+        (r[0].clone(), r[1].clone())
+    } else {
+        let r = ranges_like(&[xb.len(), x_kept.len(), y_kept.len()]);
+        (r[0].clone(), r[2].clone())
+    };
+    let dims = DotDimensionNumbers {
+        lhs_contracting: ans_y,
+        rhs_contracting: y_kept,
+        lhs_batch: ans_batch,
+        rhs_batch: yb.clone(),
+    };
+    let mut order: Vec<usize> = (0..yc.len()).collect();
+    order.sort_by_key(|&i| yc[i]);
+    let xc_sorted_by_y: Vec<usize> = order.iter().map(|&i| xc[i]).collect();
+    let pre: Vec<usize> = xb.iter().chain(&x_kept).chain(&xc_sorted_by_y).copied().collect();
+    let mut out_axes: Vec<usize> = (0..pre.len()).collect();
+    out_axes.sort_by_key(|&i| pre[i]);
+    let prod = lax::dot_general(g, y, dims, preferred)?;
+    lax::transpose(&prod, &out_axes)
+}
