@@ -119,10 +119,14 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             let mut jaxpr = (*entry.jaxpr.jaxpr).clone();
             let mut operands = leaves;
             if !captured.is_empty() {
-                // Captured tracers become trailing invars, as in JAX.
-                let hoisted: Vec<_> = jaxpr.constvars.drain(entry.jaxpr.consts.len()..).collect();
-                jaxpr.invars.extend(hoisted);
-                operands.extend(captured);
+                // Captured tracers become leading invars, as in JAX.
+                let mut hoisted: Vec<_> =
+                    jaxpr.constvars.drain(entry.jaxpr.consts.len()..).collect();
+                hoisted.append(&mut jaxpr.invars);
+                jaxpr.invars = hoisted;
+                let mut args = captured;
+                args.append(&mut operands);
+                operands = args;
             }
             let primitive = Primitive::Jit {
                 name: self.name.clone(),
