@@ -2,7 +2,7 @@
 //! (issue 3) print exactly what JAX 0.10.2 prints for the originals.
 
 use jaxon_trace::numpy as jnp;
-use jaxon_trace::{cond, fori_loop, jit, make_jaxpr, scan, switch, while_loop, Array};
+use jaxon_trace::{cond, fori_loop, jit, make_jaxpr, scan, switch, Array};
 
 fn show(j: &jaxon_ir::ClosedJaxpr) -> String {
     jaxon_ir::print::print_jaxpr(&j.jaxpr)
