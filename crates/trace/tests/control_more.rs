@@ -307,3 +307,57 @@ fn carry_type_must_not_change() {
     .unwrap_err();
     assert!(msg(e).contains("f32[]"));
 }
+
+#[test]
+fn loop_invariant_carries_become_consts_and_forwarded_xs_are_not_stacked() {
+    // lax.while_loop(lambda c: c[0] < 10., lambda c: (c[0] * c[1], c[1]), (x, k))
+    let f = |(x, k): (Array, Array)| {
+        while_loop(
+            |(a, _): (Array, Array)| a.lt(10.0),
+            |(a, b): (Array, Array)| (&a * &b, b),
+            (x, k),
+        )
+        .unwrap()
+    };
+    let j = make_jaxpr(f)((Array::scalar(1.0f32), Array::scalar(2.0f32))).unwrap();
+    assert_eq!(
+        show(&j),
+        "{ lambda ; a:f32[] b:f32[]. let
+    c:f32[] = while[
+      body_jaxpr={ lambda ; d:f32[] e:f32[]. let f:f32[] = mul e d in (f,) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; g:f32[]. let h:bool[] = lt g 10.0:f32[] in (h,) }
+      cond_nconsts=0
+    ] b a
+  in (c, b) }"
+    );
+    // lax.scan(lambda c, a: ((c[0] + a * c[1], c[1]), a), (x, k), xs)
+    let g = |(x, k, xs): (Array, Array, Array)| {
+        scan(
+            |(c0, c1): (Array, Array), a: Array| ((c0 + &a * &c1, c1), a),
+            (x, k),
+            xs,
+            None,
+            false,
+        )
+        .unwrap()
+    };
+    let xs = Array::from_vec(vec![0.5f32, -1.5, 2.0], &[3]);
+    let j = make_jaxpr(g)((Array::scalar(1.0f32), Array::scalar(2.0f32), xs)).unwrap();
+    assert_eq!(
+        show(&j),
+        "{ lambda ; a:f32[] b:f32[] c:f32[3]. let
+    d:f32[] = scan[
+      jaxpr={ lambda ; e:f32[] f:f32[] g:f32[]. let
+          h:f32[] = mul g e
+          i:f32[] = add f h
+        in (i,) }
+      length=3
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] b a c
+  in (d, b, c) }"
+    );
+}
