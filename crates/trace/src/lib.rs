@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod array;
+pub mod control;
 pub mod core;
 pub mod error;
 pub mod eval;
@@ -23,6 +24,7 @@ pub mod stage;
 pub mod staging;
 
 pub use array::{Array, Element, WeakScalar};
+pub use control::{cond, fori_loop, scan, switch, while_loop, LoopBound};
 pub use core::{
     bind, bind1, new_base_main, new_dynamic_main, new_main, MainGuard, MainTrace, Trace,
 };

@@ -74,8 +74,8 @@ fn interpreter() -> &'static Arc<dyn Backend> {
     I.get_or_init(|| Arc::new(InterpreterBackend::new()))
 }
 
-/// `lax.convert_element_type`. A concrete operand is converted right away
-/// rather than staged, as JAX does for constants, so `x * 3.0` stages a
+/// `lax.convert_element_type`. A concrete scalar is converted right away
+/// rather than staged, as JAX does for Python scalars, so `x * 3.0` stages a
 /// literal `3.0:f32[]`, not a conversion.
 pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Result<Array> {
     if x.dtype() == new_dtype && x.weak_type() == weak_type {
@@ -85,7 +85,9 @@ pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Res
         new_dtype,
         weak_type,
     };
-    if x.is_tracer() {
+    // Only scalars (Rust literals) are converted on the host, as JAX does
+    // for Python scalars; a captured constant array's conversion is staged.
+    if x.is_tracer() || x.ndim() > 0 {
         bind1(&p, std::slice::from_ref(x))
     } else if x.dtype() == new_dtype {
         Ok(x.rewrap_weak(weak_type).expect("concrete"))
