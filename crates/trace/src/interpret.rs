@@ -38,16 +38,20 @@ pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec
         )));
     }
     let mut env: Vec<Option<Array>> = vec![None; jaxpr.vars.len()];
-    for (v, x) in jaxpr.constvars.iter().zip(consts).chain(jaxpr.invars.iter().zip(args)) {
+    for (v, x) in jaxpr
+        .constvars
+        .iter()
+        .zip(consts)
+        .chain(jaxpr.invars.iter().zip(args))
+    {
         env[v.index()] = Some(x.clone());
     }
     let read = |env: &[Option<Array>], a: &Atom| -> Result<Array> {
         match a {
             Atom::Lit(l) => Ok(literal_array(l)),
-            Atom::Var(v) => env
-                .get(v.index())
-                .and_then(|x| x.clone())
-                .ok_or_else(|| Error::InvalidArgument(format!("jaxpr reads unbound variable {v:?}"))),
+            Atom::Var(v) => env.get(v.index()).and_then(|x| x.clone()).ok_or_else(|| {
+                Error::InvalidArgument(format!("jaxpr reads unbound variable {v:?}"))
+            }),
         }
     };
     for eqn in &jaxpr.eqns {
@@ -68,6 +72,11 @@ pub fn eval_jaxpr(jaxpr: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec
 
 /// Evaluates a closed jaxpr by binding its equations.
 pub fn eval_closed_jaxpr(closed: &ClosedJaxpr, args: &[Array]) -> Result<Vec<Array>> {
-    let consts: Vec<Array> = closed.consts.iter().cloned().map(Array::from_host).collect();
+    let consts: Vec<Array> = closed
+        .consts
+        .iter()
+        .cloned()
+        .map(Array::from_host)
+        .collect();
     eval_jaxpr(&closed.jaxpr, &consts, args)
 }

@@ -62,12 +62,20 @@ pub fn linearize_flat(
 impl Linearized {
     /// Applies the linear map to input tangents (one per float input).
     pub fn jvp(&self, tangents: &[Array]) -> Result<Vec<Array>> {
-        let outs = jaxon_trace::interpret::eval_jaxpr(&self.staged.jaxpr, &self.staged.consts, tangents)?;
+        let outs =
+            jaxon_trace::interpret::eval_jaxpr(&self.staged.jaxpr, &self.staged.consts, tangents)?;
         let mut it = outs.into_iter();
         self.primals_out
             .iter()
             .zip(&self.out_mask)
-            .map(|(p, m)| if *m { it.next().ok_or_else(|| Error::InvalidArgument("linear jaxpr outputs".into())) } else { zeros_like(p) })
+            .map(|(p, m)| {
+                if *m {
+                    it.next()
+                        .ok_or_else(|| Error::InvalidArgument("linear jaxpr outputs".into()))
+                } else {
+                    zeros_like(p)
+                }
+            })
             .collect()
     }
 
@@ -103,7 +111,10 @@ impl Linearized {
 
 /// `linearize(f, primals)`: the primal outputs and the linear map (as a
 /// jaxpr with residuals) of `f` at `primals`.
-pub fn linearize<I: Pytree, O: Pytree>(f: impl FnOnce(I) -> O, primals: I) -> Result<(O, Linearized)> {
+pub fn linearize<I: Pytree, O: Pytree>(
+    f: impl FnOnce(I) -> O,
+    primals: I,
+) -> Result<(O, Linearized)> {
     let (leaves, def) = primals.flatten();
     catch_flat(|| {
         let mut out_def = None;

@@ -1,9 +1,9 @@
 //! Small helpers shared by the rules: zeros, broadcasting a tangent to a
 //! result shape, and summing a cotangent back to an operand's shape.
 
+use jaxon_ir::DType;
 use jaxon_trace::error::Result;
 use jaxon_trace::{lax, numpy as jnp, Array};
-use jaxon_ir::DType;
 
 /// Zeros of `x`'s dtype and shape.
 pub fn zeros_like(x: &Array) -> Result<Array> {

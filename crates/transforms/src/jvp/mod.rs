@@ -36,7 +36,11 @@ pub(crate) fn dual(x: &Array) -> Result<&Dual> {
 /// Wraps a primal and tangent as a tracer of `main`.
 pub(crate) fn new_dual(main: &Arc<MainTrace>, primal: Array, tangent: Option<Array>) -> Array {
     let tangent = tangent.filter(|_| has_tangent(primal.dtype()));
-    Array::new_tracer(main.clone(), primal.aval().clone(), Dual { primal, tangent })
+    Array::new_tracer(
+        main.clone(),
+        primal.aval().clone(),
+        Dual { primal, tangent },
+    )
 }
 
 impl Trace for JvpTrace {
@@ -106,7 +110,11 @@ pub fn jvp_flat(
 
 /// `jvp(f, primals, tangents)`: `f(primals)` and its directional derivative
 /// along `tangents` (same structure as `primals`).
-pub fn jvp<I: Pytree, O: Pytree>(f: impl FnOnce(I) -> O, primals: I, tangents: I) -> Result<(O, O)> {
+pub fn jvp<I: Pytree, O: Pytree>(
+    f: impl FnOnce(I) -> O,
+    primals: I,
+    tangents: I,
+) -> Result<(O, O)> {
     let (p_leaves, def) = primals.flatten();
     let (t_leaves, t_def) = tangents.flatten();
     if def != t_def {
@@ -141,7 +149,10 @@ pub fn jvp<I: Pytree, O: Pytree>(f: impl FnOnce(I) -> O, primals: I, tangents: I
             .zip(t_out)
             .map(|(p, t)| t.map_or_else(|| zeros_like(p), Ok))
             .collect::<Result<Vec<_>>>()?;
-        Ok((O::unflatten(&out_def, p_out)?, O::unflatten(&out_def, t_out)?))
+        Ok((
+            O::unflatten(&out_def, p_out)?,
+            O::unflatten(&out_def, t_out)?,
+        ))
     })
 }
 
@@ -155,7 +166,11 @@ pub fn jvp_jaxpr(
     instantiate: &[bool],
 ) -> Result<(ClosedJaxpr, Vec<bool>)> {
     let jaxpr = &closed.jaxpr;
-    let in_avals: Vec<Aval> = jaxpr.invars.iter().map(|v| jaxpr.aval(*v).clone()).collect();
+    let in_avals: Vec<Aval> = jaxpr
+        .invars
+        .iter()
+        .map(|v| jaxpr.aval(*v).clone())
+        .collect();
     let mut avals = in_avals.clone();
     for (a, nz) in in_avals.iter().zip(nonzero) {
         if *nz {

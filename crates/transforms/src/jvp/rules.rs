@@ -25,7 +25,10 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
                 0 => None,
                 1 => t[0].clone(),
                 n => {
-                    let dx = lax::mul(&scalar_like(&x[0], n as f64)?, &lax::integer_pow(&x[0], n - 1)?)?;
+                    let dx = lax::mul(
+                        &scalar_like(&x[0], n as f64)?,
+                        &lax::integer_pow(&x[0], n - 1)?,
+                    )?;
                     tmul(t[0].as_ref(), &dx)?
                 }
             };
@@ -278,14 +281,22 @@ fn cond(branches: &[jaxon_ir::ClosedJaxpr], x: &[Array], t: &[Option<Array>]) ->
     split_outs(outs, &union)
 }
 
-fn reduce(op: ReduceOp, axes: &[usize], p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Outs> {
+fn reduce(
+    op: ReduceOp,
+    axes: &[usize],
+    p: &Primitive,
+    x: &Array,
+    t: Option<&Array>,
+) -> Result<Outs> {
     match op {
-        ReduceOp::Sum => linear_in(p, &[x.clone()], &[t.cloned()], &[true]),
+        ReduceOp::Sum => linear_in(p, std::slice::from_ref(x), &[t.cloned()], &[true]),
         ReduceOp::Max | ReduceOp::Min => {
             // The tangent is the mean of the tangents at the extremal
             // locations (JAX's rule: ties share the derivative).
             let y = bind1(p, std::slice::from_ref(x))?;
-            let Some(t) = t else { return Ok((vec![y], vec![None])) };
+            let Some(t) = t else {
+                return Ok((vec![y], vec![None]));
+            };
             let shape = x.try_shape()?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
             let yb = lax::broadcast_in_dim(&y, &shape, &keep)?;
@@ -299,7 +310,9 @@ fn reduce(op: ReduceOp, axes: &[usize], p: &Primitive, x: &Array, t: Option<&Arr
             // the others from exclusive prefix and suffix products (exact
             // when some x_j are zero).
             let y = bind1(p, std::slice::from_ref(x))?;
-            let Some(t) = t else { return Ok((vec![y], vec![None])) };
+            let Some(t) = t else {
+                return Ok((vec![y], vec![None]));
+            };
             let shape = x.try_shape()?;
             let kept: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
             let perm: Vec<usize> = kept.iter().chain(axes).copied().collect();
@@ -314,13 +327,21 @@ fn reduce(op: ReduceOp, axes: &[usize], p: &Primitive, x: &Array, t: Option<&Arr
             pad_lo[last] = (1, -1, 0);
             let mut pad_hi = vec![(0, 0, 0); flat.len()];
             pad_hi[last] = (-1, 1, 0);
-            let prefix = lax::pad(&lax::cumulative(CumulativeOp::Cumprod, &xf, last, false)?, &one, &pad_lo)?;
-            let suffix = lax::pad(&lax::cumulative(CumulativeOp::Cumprod, &xf, last, true)?, &one, &pad_hi)?;
+            let prefix = lax::pad(
+                &lax::cumulative(CumulativeOp::Cumprod, &xf, last, false)?,
+                &one,
+                &pad_lo,
+            )?;
+            let suffix = lax::pad(
+                &lax::cumulative(CumulativeOp::Cumprod, &xf, last, true)?,
+                &one,
+                &pad_hi,
+            )?;
             let others = lax::mul(&prefix, &suffix)?;
             let dt = lax::reduce(ReduceOp::Sum, &lax::mul(&tf, &others)?, &[last])?;
             Ok((vec![y], vec![Some(dt)]))
         }
-        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => no_tangent(p, &[x.clone()]),
+        ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => no_tangent(p, std::slice::from_ref(x)),
     }
 }
 
@@ -335,7 +356,9 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Out
         U::Exp => tmul(t, &y)?,
         U::Exp2 => tmul(t, &lax::mul(&y, &c(std::f64::consts::LN_2)?)?)?,
         U::Log => t.map(|t| lax::div(t, x)).transpose()?,
-        U::Log1p => t.map(|t| lax::div(t, &lax::add(x, &c(1.0)?)?)).transpose()?,
+        U::Log1p => t
+            .map(|t| lax::div(t, &lax::add(x, &c(1.0)?)?))
+            .transpose()?,
         U::Expm1 => tmul(t, &lax::add(&y, &c(1.0)?)?)?,
         U::Tanh => tmul(t, &lax::sub(&c(1.0)?, &lax::mul(&y, &y)?)?)?,
         U::Logistic => tmul(t, &lax::mul(&y, &lax::sub(&c(1.0)?, &y)?)?)?,
@@ -343,7 +366,10 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Out
         U::Cos => tmul(t, &lax::neg(&lax::sin(x)?)?)?,
         U::Tan => tmul(t, &lax::add(&c(1.0)?, &lax::mul(&y, &y)?)?)?,
         U::Asin => tmul(t, &lax::rsqrt(&lax::sub(&c(1.0)?, &lax::mul(x, x)?)?)?)?,
-        U::Acos => tmul(t, &lax::neg(&lax::rsqrt(&lax::sub(&c(1.0)?, &lax::mul(x, x)?)?)?)?)?,
+        U::Acos => tmul(
+            t,
+            &lax::neg(&lax::rsqrt(&lax::sub(&c(1.0)?, &lax::mul(x, x)?)?)?)?,
+        )?,
         U::Atan => t
             .map(|t| lax::div(t, &lax::add(&c(1.0)?, &lax::mul(x, x)?)?))
             .transpose()?,
@@ -366,15 +392,24 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Out
         U::Square => tmul(t, &lax::mul(&c(2.0)?, x)?)?,
         U::Erf => tmul(
             t,
-            &lax::mul(&c(2.0 / std::f64::consts::PI.sqrt())?, &lax::exp(&lax::neg(&lax::mul(x, x)?)?)?)?,
+            &lax::mul(
+                &c(2.0 / std::f64::consts::PI.sqrt())?,
+                &lax::exp(&lax::neg(&lax::mul(x, x)?)?)?,
+            )?,
         )?,
         U::Erfc => tmul(
             t,
-            &lax::mul(&c(-2.0 / std::f64::consts::PI.sqrt())?, &lax::exp(&lax::neg(&lax::mul(x, x)?)?)?)?,
+            &lax::mul(
+                &c(-2.0 / std::f64::consts::PI.sqrt())?,
+                &lax::exp(&lax::neg(&lax::mul(x, x)?)?)?,
+            )?,
         )?,
         U::ErfInv => tmul(
             t,
-            &lax::mul(&c(std::f64::consts::PI.sqrt() / 2.0)?, &lax::exp(&lax::mul(&y, &y)?)?)?,
+            &lax::mul(
+                &c(std::f64::consts::PI.sqrt() / 2.0)?,
+                &lax::exp(&lax::mul(&y, &y)?)?,
+            )?,
         )?,
     };
     Ok((vec![y], vec![d]))
@@ -403,22 +438,38 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
             let y = bind1(p, x)?;
             let shape = y.try_shape()?;
             let bt = |i: usize| -> Result<Option<Array>> {
-                t[i].as_ref().map(|ti| broadcast_operand(ti, &shape)).transpose()
+                t[i].as_ref()
+                    .map(|ti| broadcast_operand(ti, &shape))
+                    .transpose()
             };
             let (ta, tb) = (bt(0)?, bt(1)?);
             let c = |v: f64| scalar_like(&y, v);
+            // Operands at the result's shape, so the formulas need no
+            // broadcasting rules of their own.
+            let (a, b) = (
+                &broadcast_operand(a, &shape)?,
+                &broadcast_operand(b, &shape)?,
+            );
             let parts: Vec<Option<Array>> = match op {
                 B::Div => vec![
                     ta.map(|ta| lax::div(&ta, b)).transpose()?,
-                    tb.map(|tb| lax::neg(&lax::div(&lax::mul(&tb, &y)?, b)?)).transpose()?,
+                    tb.map(|tb| lax::neg(&lax::div(&lax::mul(&tb, &y)?, b)?))
+                        .transpose()?,
                 ],
                 B::Max | B::Min => {
                     // Ties split the derivative evenly, as JAX's does.
-                    let pick_a = if op == B::Max { lax::gt(a, b)? } else { lax::lt(a, b)? };
+                    let pick_a = if op == B::Max {
+                        lax::gt(a, b)?
+                    } else {
+                        lax::lt(a, b)?
+                    };
                     let tie = lax::eq(a, b)?;
                     let fa = lax::add(
                         &lax::convert_element_type(&pick_a, y.dtype(), false)?,
-                        &lax::mul(&c(0.5)?, &lax::convert_element_type(&tie, y.dtype(), false)?)?,
+                        &lax::mul(
+                            &c(0.5)?,
+                            &lax::convert_element_type(&tie, y.dtype(), false)?,
+                        )?,
                     )?;
                     let fb = lax::sub(&c(1.0)?, &fa)?;
                     vec![tmul(ta.as_ref(), &fa)?, tmul(tb.as_ref(), &fb)?]
@@ -428,7 +479,8 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
                     let da = lax::mul(b, &lax::pow(a, &lax::sub(b, &c(1.0)?)?)?)?;
                     let zero = c(0.0)?;
                     let a_zero = lax::eq(a, &zero)?;
-                    let safe_log = lax::log(&lax::select_n(&a_zero, &[a.clone(), c(1.0)?])?)?;
+                    let ones = broadcast_operand(&c(1.0)?, &shape)?;
+                    let safe_log = lax::log(&lax::select_n(&a_zero, &[a.clone(), ones])?)?;
                     let db = lax::mul(&safe_log, &y)?;
                     vec![tmul(ta.as_ref(), &da)?, tmul(tb.as_ref(), &db)?]
                 }

@@ -83,11 +83,10 @@ pub fn backward_pass(
         if *l {
             is_lin[v.index()] = true;
         } else {
-            known[v.index()] = Some(
-                vals.next()
-                    .cloned()
-                    .ok_or_else(|| Error::InvalidArgument("backward_pass: too few values".into()))?,
-            );
+            known[v.index()] =
+                Some(vals.next().cloned().ok_or_else(|| {
+                    Error::InvalidArgument("backward_pass: too few values".into())
+                })?);
         }
     }
     let lin_atom = |is_lin: &[bool], a: &Atom| matches!(a, Atom::Var(v) if is_lin[v.index()]);
@@ -142,7 +141,9 @@ pub fn backward_pass(
             .iter()
             .map(|a| {
                 if lin_atom(&is_lin, a) {
-                    let Atom::Var(v) = a else { unreachable!("linear atoms are vars") };
+                    let Atom::Var(v) = a else {
+                        unreachable!("linear atoms are vars")
+                    };
                     Ok(LinArg::Linear(jaxpr.aval(*v).array().clone()))
                 } else {
                     read(&known, a).map(LinArg::Value)
@@ -189,11 +190,19 @@ pub fn transpose_jaxpr(closed: &ClosedJaxpr, linear: &[bool]) -> Result<ClosedJa
     }
     let n_values = avals.len();
     for a in &j.outvars {
-        avals.push(j.atom_aval(a).ok_or_else(|| Error::InvalidArgument("outvar".into()))?);
+        avals.push(
+            j.atom_aval(a)
+                .ok_or_else(|| Error::InvalidArgument("outvar".into()))?,
+        );
     }
     let staged = trace_flat(StageMode::Base, &avals, |args| {
         let (values, cts) = args.split_at(n_values);
-        let consts: Vec<Array> = closed.consts.iter().cloned().map(Array::from_host).collect();
+        let consts: Vec<Array> = closed
+            .consts
+            .iter()
+            .cloned()
+            .map(Array::from_host)
+            .collect();
         let cts: Vec<Option<Array>> = cts.iter().cloned().map(Some).collect();
         let out = backward_pass(j, &consts, linear, values, &cts)?;
         j.invars

@@ -67,7 +67,11 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 }
                 if lin(1) {
                     let c1 = unbroadcast(&c, &sizes(args[1].ty()))?;
-                    out[1] = Some(if *op == BinaryOp::Sub { lax::neg(&c1)? } else { c1 });
+                    out[1] = Some(if *op == BinaryOp::Sub {
+                        lax::neg(&c1)?
+                    } else {
+                        c1
+                    });
                 }
                 Ok(out)
             }
@@ -87,16 +91,25 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             BinaryOp::Div if lin(0) && !lin(1) => Ok(only(
                 0,
-                unbroadcast(&lax::div(&ct()?, args[1].value(name)?)?, &sizes(args[0].ty()))?,
+                unbroadcast(
+                    &lax::div(&ct()?, args[1].value(name)?)?,
+                    &sizes(args[0].ty()),
+                )?,
             )),
             _ => not_linear(p),
         },
         P::ConvertElementType { .. } => {
             let t = args[0].ty();
-            Ok(only(0, lax::convert_element_type(&ct()?, t.dtype, t.weak_type)?))
+            Ok(only(
+                0,
+                lax::convert_element_type(&ct()?, t.dtype, t.weak_type)?,
+            ))
         }
         P::ReducePrecision { .. } => Ok(only(0, bind1(p, &[ct()?])?)),
-        P::Reduce { op: ReduceOp::Sum, axes } => {
+        P::Reduce {
+            op: ReduceOp::Sum,
+            axes,
+        } => {
             let shape = sizes(args[0].ty());
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
             Ok(only(0, lax::broadcast_in_dim(&ct()?, &shape, &keep)?))
@@ -146,7 +159,11 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 .map(|d| {
                     let s = strides.as_ref().map_or(1, |s| s[d]);
                     let lo = start_indices[d];
-                    let last = if out_shape[d] == 0 { lo - 1 } else { lo + (out_shape[d] as i64 - 1) * s };
+                    let last = if out_shape[d] == 0 {
+                        lo - 1
+                    } else {
+                        lo + (out_shape[d] as i64 - 1) * s
+                    };
                     let hi = in_shape[d] as i64 - last - 1;
                     (lo, hi, s - 1)
                 })
@@ -166,7 +183,10 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 .collect();
             let widened = lax::pad(&c, &zero, &unneg)?;
             let wshape = widened.try_shape()?;
-            let start: Vec<usize> = padding_config.iter().map(|c| c[0].max(0) as usize).collect();
+            let start: Vec<usize> = padding_config
+                .iter()
+                .map(|c| c[0].max(0) as usize)
+                .collect();
             let limit: Vec<usize> = padding_config
                 .iter()
                 .zip(&wshape)
@@ -322,7 +342,10 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             op: CumulativeOp::Cumsum,
             axis,
             reverse,
-        } => Ok(only(0, lax::cumulative(CumulativeOp::Cumsum, &ct()?, *axis, !reverse)?)),
+        } => Ok(only(
+            0,
+            lax::cumulative(CumulativeOp::Cumsum, &ct()?, *axis, !reverse)?,
+        )),
         P::DotGeneral {
             dimension_numbers,
             preferred_element_type,
@@ -332,8 +355,18 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             match (lin(0), lin(1)) {
                 (true, false) => {
                     let y = args[1].value(name)?;
-                    let xt = dot_transpose_lhs(&c, args[0].ty().ndim(), y, dimension_numbers, *preferred_element_type, false)?;
-                    Ok(only(0, lax::convert_element_type(&xt, args[0].ty().dtype, false)?))
+                    let xt = dot_transpose_lhs(
+                        &c,
+                        args[0].ty().ndim(),
+                        y,
+                        dimension_numbers,
+                        *preferred_element_type,
+                        false,
+                    )?;
+                    Ok(only(
+                        0,
+                        lax::convert_element_type(&xt, args[0].ty().dtype, false)?,
+                    ))
                 }
                 (false, true) => {
                     let x = args[0].value(name)?;
@@ -344,8 +377,18 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                         lhs_batch: d.rhs_batch.clone(),
                         rhs_batch: d.lhs_batch.clone(),
                     };
-                    let yt = dot_transpose_lhs(&c, args[1].ty().ndim(), x, &swapped, *preferred_element_type, true)?;
-                    Ok(only(1, lax::convert_element_type(&yt, args[1].ty().dtype, false)?))
+                    let yt = dot_transpose_lhs(
+                        &c,
+                        args[1].ty().ndim(),
+                        x,
+                        &swapped,
+                        *preferred_element_type,
+                        true,
+                    )?;
+                    Ok(only(
+                        1,
+                        lax::convert_element_type(&yt, args[1].ty().dtype, false)?,
+                    ))
                 }
                 _ => not_linear(p),
             }
@@ -373,7 +416,10 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             let consts: Vec<Array> = jaxpr.consts.iter().cloned().map(Array::from_host).collect();
             let lin_cts = super::backward_pass(&jaxpr.jaxpr, &consts, &linear, &values, cts)?;
             let mut it = lin_cts.into_iter();
-            Ok(linear.iter().map(|l| if *l { it.next().flatten() } else { None }).collect())
+            Ok(linear
+                .iter()
+                .map(|l| if *l { it.next().flatten() } else { None })
+                .collect())
         }
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
@@ -388,13 +434,21 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 }
             }
             for (c, t) in cts.iter().zip(branches[0].jaxpr.outvars.iter()) {
-                let aval = branches[0].jaxpr.atom_aval(t).ok_or_else(|| Error::InvalidArgument("cond outvar".into()))?;
+                let aval = branches[0]
+                    .jaxpr
+                    .atom_aval(t)
+                    .ok_or_else(|| Error::InvalidArgument("cond outvar".into()))?;
                 operands.push(match c {
                     Some(c) => c.clone(),
                     None => zeros(aval.array())?,
                 });
             }
-            let outs = bind(&P::Cond { branches: new_branches }, &operands)?;
+            let outs = bind(
+                &P::Cond {
+                    branches: new_branches,
+                },
+                &operands,
+            )?;
             let mut it = outs.into_iter();
             let mut result = vec![None];
             result.extend(linear.iter().map(|l| if *l { it.next() } else { None }));
@@ -450,7 +504,9 @@ fn ranges_like(lens: &[usize]) -> Vec<Vec<usize>> {
 }
 
 fn remaining(n: usize, a: &[usize], b: &[usize]) -> Vec<usize> {
-    (0..n).filter(|i| !a.contains(i) && !b.contains(i)).collect()
+    (0..n)
+        .filter(|i| !a.contains(i) && !b.contains(i))
+        .collect()
 }
 
 /// The cotangent of a dot_general's left operand: contract the result's
@@ -463,7 +519,12 @@ fn dot_transpose_lhs(
     preferred: Option<jaxon_ir::DType>,
     swap_ans: bool,
 ) -> Result<Array> {
-    let (xc, yc, xb, yb) = (&d.lhs_contracting, &d.rhs_contracting, &d.lhs_batch, &d.rhs_batch);
+    let (xc, yc, xb, yb) = (
+        &d.lhs_contracting,
+        &d.rhs_contracting,
+        &d.lhs_batch,
+        &d.rhs_batch,
+    );
     let x_kept = remaining(x_ndim, xc, xb);
     let y_kept = remaining(y.ndim(), yc, yb);
     let (ans_batch, ans_y) = if swap_ans {
@@ -482,7 +543,12 @@ fn dot_transpose_lhs(
     let mut order: Vec<usize> = (0..yc.len()).collect();
     order.sort_by_key(|&i| yc[i]);
     let xc_sorted_by_y: Vec<usize> = order.iter().map(|&i| xc[i]).collect();
-    let pre: Vec<usize> = xb.iter().chain(&x_kept).chain(&xc_sorted_by_y).copied().collect();
+    let pre: Vec<usize> = xb
+        .iter()
+        .chain(&x_kept)
+        .chain(&xc_sorted_by_y)
+        .copied()
+        .collect();
     let mut out_axes: Vec<usize> = (0..pre.len()).collect();
     out_axes.sort_by_key(|&i| pre[i]);
     let prod = lax::dot_general(g, y, dims, preferred)?;
