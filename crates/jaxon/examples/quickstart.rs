@@ -1,4 +1,5 @@
-//! Quick start: print a jaxpr, run a jitted function, and time it.
+//! Quick start: print a jaxpr, run a jitted function and its gradient, and
+//! time the cached call.
 
 use jaxon::prelude::*;
 use std::time::Instant;
@@ -25,6 +26,16 @@ fn main() -> Result<()> {
     let fast = jit(layer);
     let y = fast.call((x.clone(), w.clone(), b.clone()))?;
     println!("jit(layer)(x, w, b) = {}", y.item::<f32>());
+
+    let dlayer = grad(layer);
+    let (dx, dw, db) = dlayer((x.clone(), w.clone(), b.clone()))?;
+    println!(
+        "grad shapes: dx {:?}, dw {:?}, db {:?}; db = {:?}",
+        dx.shape(),
+        dw.shape(),
+        db.shape(),
+        db.to_vec::<f32>()
+    );
 
     let n = 1000;
     let t = Instant::now();

@@ -15,21 +15,27 @@
 //!
 //! This crate re-exports the user API of the layers below it: `jaxon-ir`
 //! (the jaxpr language, as [`ir`]) and `jaxon-trace` (arrays, tracing,
-//! `jit`, the `lax` and `numpy` APIs, pytrees).
+//! `jit`, the `lax` and `numpy` APIs, control flow, `random`, pytrees) and
+//! `jaxon-transforms` (`jvp`, `grad`, `vjp`, `linearize`).
 
 #![warn(missing_docs)]
 
 pub use jaxon_ir as ir;
 pub use jaxon_ir::DType;
 pub use jaxon_macros::Pytree;
+pub use jaxon_trace::control::{cond, fori_loop, scan, switch, while_loop};
 pub use jaxon_trace::{
-    catch, eval_shape, jit, lax, make_jaxpr, numpy, pytree, register_backend, set_default_backend,
-    with_backend, Array, Element, Error, Jit, Result, Static,
+    catch, eval_shape, jit, lax, make_jaxpr, numpy, pytree, random, register_backend,
+    set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static,
 };
+pub use jaxon_transforms::{grad, jvp, linearize, value_and_grad, vjp};
 
 /// Everything a program usually needs: `use jaxon::prelude::*;`.
 pub mod prelude {
     pub use crate::numpy as jnp;
     pub use crate::numpy::All;
-    pub use crate::{jit, lax, make_jaxpr, Array, DType, Error, Pytree, Result, Static};
+    pub use crate::{
+        cond, fori_loop, grad, jit, jvp, lax, make_jaxpr, random, scan, switch, value_and_grad,
+        vjp, while_loop, Array, DType, Error, Pytree, Result, Static,
+    };
 }
