@@ -6,7 +6,7 @@
 //! two drops the `_` binders that nothing reads and renumbers).
 
 use super::lexer::{lex, Tok, Token};
-use super::params::Param;
+use super::params::{PValue, Param};
 use super::state::StateForm;
 use super::ParseError;
 use crate::array::HostArray;
@@ -33,6 +33,12 @@ pub(crate) struct RawJaxpr {
     pub outvars: Vec<Atom>,
     /// Values of the constvars (empty when parsing without values).
     pub consts: Vec<HostArray>,
+    /// Every `_` binder, in order (for resolving `_` operands).
+    pub underscores: Vec<Var>,
+    /// Operands written `_`: how many `_` binders preceded each.
+    pub pending: Vec<usize>,
+    /// The `_` binders that `_` outvars read.
+    pub matched: Vec<Var>,
 }
 
 /// An equation as read.
@@ -209,6 +215,11 @@ impl<'a> Reader<'a> {
         let main = self.read_lambda()?;
         if self.peek_kind() != Tok::Eof {
             return Err(self.expected("end of input"));
+        }
+        // After every `let` is read: a `_` operand of a call may need its
+        // callee's types, and the callee may be a forward reference.
+        for id in 0..self.arena.len() {
+            self.resolve_pending(id);
         }
         Ok(main)
     }
@@ -614,7 +625,6 @@ impl<'a> Reader<'a> {
             if name == "_" {
                 scope.last_underscore = Some(v);
                 scope.underscores.push(v);
-                scope.underscores.push(v);
             } else {
                 scope.names.insert(name.to_string(), v);
             }
@@ -692,47 +702,98 @@ impl<'a> Reader<'a> {
                 matched.push(v);
             }
         }
-        self.resolve_pending(jx, scope, &matched);
+        jx.underscores = std::mem::take(&mut scope.underscores);
+        jx.pending = std::mem::take(&mut scope.pending);
+        jx.matched = matched;
         Ok(())
     }
 }
 
+/// Primitives whose operands are the invars of their `jaxpr=` /
+/// `call_jaxpr=` param, one for one and of the same types.
+const CALLS: [&str; 4] = ["jit", "remat2", "custom_jvp_call", "custom_vjp_call"];
+
 impl Reader<'_> {
-    /// Resolves `_` operands: each reads the latest earlier `_` binder that
-    /// can be read — an invar named `_` (a caller's dropped name) or an
-    /// equation binder matched by a `_` outvar — else the latest one.
-    fn resolve_pending(&self, jx: &mut RawJaxpr, scope: &Scope, matched: &[Var]) {
-        if scope.pending.is_empty() {
+    /// The type a call's callee gives operand `i`, when the text says it.
+    fn callee_invar_type(&self, e: &RawEqn, i: usize) -> Option<Aval> {
+        if !CALLS.contains(&e.name.as_str()) {
+            return None;
+        }
+        let pv = e
+            .params
+            .iter()
+            .find(|p| p.key == "jaxpr" || p.key == "call_jaxpr")?;
+        let id = match &pv.value.v {
+            PValue::Jaxpr(id) => *id,
+            PValue::Word(name) => self.lets.iter().find(|(n, ..)| n == name)?.1,
+            _ => return None,
+        };
+        let callee = self.arena.get(id)?;
+        if callee.invars.len() != e.inputs.len() {
+            return None;
+        }
+        let a = callee.vars.get(callee.invars.get(i)?.index())?;
+        // A dimension variable names a var of the callee, not of the caller.
+        let concrete = a.array().shape.iter().all(|d| matches!(d, Dim::Const(_)));
+        concrete.then(|| a.clone())
+    }
+
+    /// Resolves the `_` operands of arena jaxpr `id`. Each reads an earlier
+    /// `_` binder. JAX prints `_` only for variables a jit body names after
+    /// its caller's dropped outputs or `_` operands, so the readable ones
+    /// are invars named `_` and binders matched by `_` outvars. Among those
+    /// the latest of the operand's type when a callee's invar gives it, else
+    /// the latest readable, else the latest.
+    fn resolve_pending(&mut self, id: usize) {
+        let Some(jx) = self.arena.get(id) else {
+            return;
+        };
+        if jx.pending.is_empty() {
             return;
         }
+        let mut want: Vec<Option<Aval>> = vec![None; jx.pending.len()];
+        for e in &jx.eqns {
+            for (i, a) in e.inputs.iter().enumerate() {
+                if let Atom::Var(v) = a {
+                    if v.0 >= PENDING_BASE {
+                        if let Some(w) = want.get_mut((v.0 - PENDING_BASE) as usize) {
+                            *w = self.callee_invar_type(e, i);
+                        }
+                    }
+                }
+            }
+        }
+        let Some(jx) = self.arena.get_mut(id) else {
+            return;
+        };
         let mut readable = vec![false; jx.vars.len()];
         for v in jx
             .constvars
             .iter()
             .chain(jx.invars.iter())
-            .chain(matched.iter())
+            .chain(jx.matched.iter())
         {
             if let Some(r) = readable.get_mut(v.index()) {
                 *r = true;
             }
         }
-        // latest[i]: the latest readable `_` binder among the first i.
-        let mut latest: Vec<Option<Var>> = Vec::with_capacity(scope.underscores.len() + 1);
-        latest.push(None);
-        for v in &scope.underscores {
-            let prev = latest.last().copied().flatten();
-            let here = readable.get(v.index()).copied().unwrap_or(false);
-            latest.push(if here { Some(*v) } else { prev });
-        }
-        let resolved: Vec<Option<Var>> = scope
+        let is_readable = |v: &Var| readable.get(v.index()).copied().unwrap_or(false);
+        let resolved: Vec<Option<Var>> = jx
             .pending
             .iter()
-            .map(|&count| {
-                let fallback = count
-                    .checked_sub(1)
-                    .and_then(|i| scope.underscores.get(i))
-                    .copied();
-                latest.get(count).copied().flatten().or(fallback)
+            .zip(&want)
+            .map(|(&count, want)| {
+                let before = jx.underscores.get(..count).unwrap_or(&jx.underscores);
+                let typed = want.as_ref().and_then(|w| {
+                    before
+                        .iter()
+                        .rev()
+                        .find(|v| is_readable(v) && jx.vars.get(v.index()) == Some(w))
+                });
+                typed
+                    .or_else(|| before.iter().rev().find(|v| is_readable(v)))
+                    .or(before.last())
+                    .copied()
             })
             .collect();
         for v in resolved.iter().flatten() {
