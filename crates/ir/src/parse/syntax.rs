@@ -39,6 +39,13 @@ pub(crate) struct RawJaxpr {
     pub pending: Vec<usize>,
     /// The `_` binders that `_` outvars read.
     pub matched: Vec<Var>,
+    /// Per var: the name its binder wrote (`_` included).
+    pub names: Vec<String>,
+    /// Per var: the name was bound before, outside every enclosing scope —
+    /// this jaxpr is a copy of an earlier one sharing its variables.
+    pub foreign: Vec<bool>,
+    /// Byte offsets of the `{` and just past the `}`.
+    pub span: (usize, usize),
 }
 
 /// An equation as read.
@@ -82,6 +89,11 @@ pub(crate) struct Reader<'a> {
     /// whether each is `_`: a jit body's `_` outvars take the caller's
     /// dropped outputs, so their types pick the matching `_` binders.
     caller_binders: Option<Vec<(bool, Aval)>>,
+    /// Names bound by the open scopes and by the binders of the equations
+    /// whose params are being read, with multiplicity.
+    visible: HashMap<String, usize>,
+    /// Each name bound so far: where the jaxpr that first bound it starts.
+    first_bound: HashMap<String, usize>,
 }
 
 pub(crate) type PResult<T> = Result<T, ParseError>;
@@ -97,6 +109,8 @@ impl<'a> Reader<'a> {
             consts: consts.map(VecDeque::from),
             depth: 0,
             caller_binders: None,
+            visible: HashMap::new(),
+            first_bound: HashMap::new(),
         }
     }
 
@@ -227,10 +241,13 @@ impl<'a> Reader<'a> {
     /// Reads `{ lambda consts ; invars . let eqns in (outvars) }`.
     pub fn read_lambda(&mut self) -> PResult<usize> {
         self.enter()?;
-        self.expect(Tok::LBrace, "`{`")?;
+        let open = self.expect(Tok::LBrace, "`{`")?;
         self.expect_word("lambda")?;
         let caller_binders = self.caller_binders.take();
-        let mut jx = RawJaxpr::default();
+        let mut jx = RawJaxpr {
+            span: (open.start, open.start),
+            ..RawJaxpr::default()
+        };
         let mut scope = Scope::default();
         // constvars
         let mut consts_pos = Vec::new();
@@ -261,7 +278,9 @@ impl<'a> Reader<'a> {
         }
         self.bump(); // `in`
         self.read_outvars(&mut jx, &mut scope, caller_binders.as_deref())?;
-        self.expect(Tok::RBrace, "`}`")?;
+        let close = self.expect(Tok::RBrace, "`}`")?;
+        jx.span.1 = close.end;
+        self.hide(scope.names.keys());
         self.leave();
         self.arena.push(jx);
         Ok(self.arena.len() - 1)
@@ -320,6 +339,7 @@ impl<'a> Reader<'a> {
         let v = Var(jx.vars.len() as u32);
         jx.vars.push(aval);
         jx.referenced.push(false);
+        self.note_binder(jx, name);
         if name == "_" {
             jx.underscore.push(true);
             scope.last_underscore = Some(v);
@@ -589,7 +609,11 @@ impl<'a> Reader<'a> {
                     .map(|(n, a)| (*n == "_", a.clone()))
                     .collect(),
             );
+            // A jit body may name its outvars after these binders.
+            let names: Vec<&str> = pending.iter().map(|(n, _)| *n).collect();
+            self.show(names.iter().copied());
             let read = self.read_params();
+            self.hide(names.iter());
             self.caller_binders = None;
             params = read?;
         }
@@ -609,6 +633,39 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Records a binder's name: whether it is foreign (bound before, but in
+    /// no enclosing scope), and that it is now visible.
+    fn note_binder(&mut self, jx: &mut RawJaxpr, name: &str) {
+        let foreign = name != "_"
+            && !self.visible.contains_key(name)
+            && self.first_bound.get(name).is_some_and(|&at| at < jx.span.0);
+        jx.names.push(name.to_string());
+        jx.foreign.push(foreign);
+        if name != "_" {
+            self.first_bound
+                .entry(name.to_string())
+                .or_insert(jx.span.0);
+            self.show([name]);
+        }
+    }
+
+    fn show<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        for n in names {
+            *self.visible.entry(n.to_string()).or_insert(0) += 1;
+        }
+    }
+
+    fn hide<S: AsRef<str>>(&mut self, names: impl IntoIterator<Item = S>) {
+        for n in names {
+            if let Some(c) = self.visible.get_mut(n.as_ref()) {
+                *c -= 1;
+                if *c == 0 {
+                    self.visible.remove(n.as_ref());
+                }
+            }
+        }
+    }
+
     /// Binds the output binders read before an arrow form.
     pub fn bind_outputs(
         &mut self,
@@ -622,6 +679,7 @@ impl<'a> Reader<'a> {
             jx.vars.push(aval);
             jx.referenced.push(false);
             jx.underscore.push(name == "_");
+            self.note_binder(jx, name);
             if name == "_" {
                 scope.last_underscore = Some(v);
                 scope.underscores.push(v);
