@@ -1,6 +1,7 @@
 //! Phase two of parsing: turns raw jaxprs into `Jaxpr`s — resolves `let`
 //! references (forward ones included), drops unread `_` binders, renumbers
-//! variables in binding order and types every equation's params.
+//! variables in binding order, types every equation's params, and gives
+//! copies of a jaxpr that JAX printed with its names one `VarSpace`.
 //!
 //! Invariant: each raw jaxpr is built once; every reference to it gets the
 //! same `Arc`, so shared jaxprs stay shared.
