@@ -11,7 +11,7 @@
 use crate::aval::{Aval, Dim};
 use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Jaxpr, Var};
-use crate::primitive::Primitive;
+use crate::primitive::{NestedJaxpr, ParamJaxpr};
 use crate::shape::{abstract_eval, as_out_dim, fmt_aval};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -32,96 +32,6 @@ pub fn check_closed_jaxpr(closed: &ClosedJaxpr) -> Result<(), IrError> {
 struct Checker {
     done: HashSet<*const Jaxpr>,
     done_closed: HashSet<(*const Jaxpr, *const u8)>,
-}
-
-/// A nested jaxpr held in a primitive's params.
-enum Nested<'a> {
-    Closed(&'a str, &'a ClosedJaxpr),
-    Open(&'a str, &'a Arc<Jaxpr>),
-}
-
-fn nested(p: &Primitive) -> Vec<Nested<'_>> {
-    match p {
-        Primitive::Cond { branches } => branches
-            .iter()
-            .map(|b| Nested::Closed("a cond branch", b))
-            .collect(),
-        Primitive::While {
-            cond_jaxpr,
-            body_jaxpr,
-            ..
-        } => vec![
-            Nested::Closed("body_jaxpr", body_jaxpr),
-            Nested::Closed("cond_jaxpr", cond_jaxpr),
-        ],
-        Primitive::Scan { jaxpr, .. } | Primitive::Jit { jaxpr, .. } => {
-            vec![Nested::Closed("jaxpr", jaxpr)]
-        }
-        Primitive::ForLoop { body_jaxpr, .. } => vec![Nested::Closed("body_jaxpr", body_jaxpr)],
-        Primitive::CustomJvpCall { call_jaxpr, .. }
-        | Primitive::CustomVjpCall { call_jaxpr, .. } => {
-            vec![Nested::Closed("call_jaxpr", call_jaxpr)]
-        }
-        Primitive::Remat { jaxpr, .. } => vec![Nested::Open("jaxpr", jaxpr)],
-        Primitive::Scatter { update_jaxpr, .. } => update_jaxpr
-            .iter()
-            .map(|j| Nested::Open("update_jaxpr", j))
-            .collect(),
-        Primitive::PallasCall {
-            kernel,
-            block_mappings,
-            ..
-        } => {
-            let mut v = vec![Nested::Open("kernel", kernel)];
-            v.extend(
-                block_mappings
-                    .iter()
-                    .map(|b| Nested::Closed("index_map", &b.index_map)),
-            );
-            v
-        }
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::Round { .. }
-        | Primitive::ReducePrecision { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::BitcastConvertType { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::BroadcastInDim { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Squeeze { .. }
-        | Primitive::Rev { .. }
-        | Primitive::Pad { .. }
-        | Primitive::Concatenate { .. }
-        | Primitive::Slice { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::Gather { .. }
-        | Primitive::Iota { .. }
-        | Primitive::Split { .. }
-        | Primitive::Tile { .. }
-        | Primitive::Stack { .. }
-        | Primitive::Reduce { .. }
-        | Primitive::ArgReduce { .. }
-        | Primitive::Cumulative { .. }
-        | Primitive::DotGeneral { .. }
-        | Primitive::ConvGeneralDilated { .. }
-        | Primitive::Sort { .. }
-        | Primitive::TopK { .. }
-        | Primitive::Empty2 { .. }
-        | Primitive::Get { .. }
-        | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
-        | Primitive::ProgramId { .. }
-        | Primitive::NumPrograms { .. }
-        | Primitive::Load { .. }
-        | Primitive::Store { .. }
-        | Primitive::AtomicRmw { .. }
-        | Primitive::AtomicCas { .. } => Vec::new(),
-    }
 }
 
 fn invalid(msg: impl Into<String>) -> IrError {
@@ -313,10 +223,10 @@ impl Checker {
             .enumerate()
             .map(|(k, a)| s.atom(a, &format!("operand {k}")))
             .collect::<Result<Vec<_>, _>>()?;
-        for n in nested(&eqn.primitive) {
-            match n {
-                Nested::Closed(what, c) => self.closed(c).map_err(|e| within(what, e))?,
-                Nested::Open(what, j) => self.jaxpr_arc(j).map_err(|e| within(what, e))?,
+        for ParamJaxpr { param, jaxpr } in eqn.primitive.param_jaxprs() {
+            match jaxpr {
+                NestedJaxpr::Closed(c) => self.closed(c).map_err(|e| within(param, e))?,
+                NestedJaxpr::Open(j) => self.jaxpr_arc(j).map_err(|e| within(param, e))?,
             }
         }
         let want = abstract_eval(&eqn.primitive, &in_avals, &eqn.inputs)?;

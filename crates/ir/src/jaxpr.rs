@@ -7,6 +7,8 @@
 //!   equation output. (The checker verifies this; builders keep it.)
 //! - Nested jaxprs are shared through `Arc`; the printer hoists a jaxpr into
 //!   a `let` when the same `Arc` is used twice, as JAX does with one object.
+//! - Jaxprs with the same [`VarSpace`] are copies whose variables are the same
+//!   objects (index for index); the printer names them alike.
 
 use crate::array::HostArray;
 use crate::aval::Aval;
@@ -66,6 +68,35 @@ pub struct Eqn {
     pub outputs: Vec<Binder>,
 }
 
+/// The identity of a set of variables shared by several copies of a jaxpr.
+///
+/// JAX can print two distinct jaxpr objects that hold the same `Var` objects
+/// (a jaxpr and a copy of it); both then print with the same names. Jaxprs
+/// whose `var_space` is the same space (`VarSpace::new` once, then clones)
+/// have the same variable at each index their tables share, and the printer
+/// gives those the same names. Like the `Arc` sharing of nested jaxprs, this
+/// is identity, not structure: any two `VarSpace`s compare equal.
+#[derive(Clone, Debug, Default)]
+pub struct VarSpace(Option<Arc<()>>);
+
+impl VarSpace {
+    /// A fresh space, distinct from every other.
+    pub fn new() -> VarSpace {
+        VarSpace(Some(Arc::new(())))
+    }
+
+    /// An identity key for the space, `None` for a jaxpr's own variables.
+    pub fn key(&self) -> Option<usize> {
+        self.0.as_ref().map(|a| Arc::as_ptr(a) as usize)
+    }
+}
+
+impl PartialEq for VarSpace {
+    fn eq(&self, _: &VarSpace) -> bool {
+        true
+    }
+}
+
 /// A jaxpr: `{ lambda constvars ; invars . let eqns in (outvars) }`.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Jaxpr {
@@ -79,6 +110,9 @@ pub struct Jaxpr {
     pub eqns: Vec<Eqn>,
     /// Results.
     pub outvars: Vec<Atom>,
+    /// Which copies of this jaxpr share its variables (printing only; the
+    /// default is a space of its own).
+    pub var_space: VarSpace,
 }
 
 impl Jaxpr {

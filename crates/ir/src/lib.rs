@@ -30,7 +30,7 @@ pub use check::{check_closed_jaxpr, check_jaxpr};
 pub use dtype::{DType, DTypeKind};
 pub use error::IrError;
 pub use interp::{eval_closed_jaxpr, eval_jaxpr, Value};
-pub use jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
+pub use jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var, VarSpace};
 pub use literal::{Literal, Scalar};
 pub use parse::{parse_closed_jaxpr, parse_jaxpr, ParseError};
 pub use primitive::Primitive;

@@ -429,6 +429,16 @@ fn canonical(j: Jaxpr) -> Jaxpr {
     out
 }
 
+/// Whether `j` or a jaxpr nested in it shares a variable space (`==`
+/// ignores spaces; the printer makes none here, so the parser must not).
+fn any_shared_space(j: &Jaxpr) -> bool {
+    j.var_space.key().is_some()
+        || j.eqns
+            .iter()
+            .flat_map(|e| e.primitive.sub_jaxprs())
+            .any(|s| any_shared_space(s))
+}
+
 fn random_jaxpr(seed: u64, n_eqns: usize) -> Jaxpr {
     let mut rng = Rng(seed | 1);
     let n_in = 1 + rng.below(3);
@@ -449,6 +459,7 @@ proptest! {
         prop_assert!(back.is_ok(), "{}\n{:?}", text, back);
         let back = back.unwrap();
         prop_assert_eq!(&back, &j, "{}", text);
+        prop_assert!(!any_shared_space(&back), "{}", text);
         // And printing is stable.
         prop_assert_eq!(print_jaxpr(&back), text);
     }

@@ -1,6 +1,7 @@
 //! Phase two of parsing: turns raw jaxprs into `Jaxpr`s — resolves `let`
 //! references (forward ones included), drops unread `_` binders, renumbers
-//! variables in binding order and types every equation's params.
+//! variables in binding order, types every equation's params, and gives
+//! copies of a jaxpr that JAX printed with its names one `VarSpace`.
 //!
 //! Invariant: each raw jaxpr is built once; every reference to it gets the
 //! same `Arc`, so shared jaxprs stay shared.
@@ -11,7 +12,7 @@ use super::params::{PValue, Params, PV};
 use super::syntax::{PResult, RawJaxpr};
 use super::ParseError;
 use crate::aval::{AbstractRef, Aval, Dim, ShapedArray};
-use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
+use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var, VarSpace};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -26,6 +27,8 @@ pub(crate) struct Builder<'a> {
     memo: Vec<Option<ClosedJaxpr>>,
     busy: Vec<bool>,
     depth: usize,
+    /// Per arena entry: the variable space it shares with its copies.
+    spaces: Vec<VarSpace>,
 }
 
 impl<'a> Builder<'a> {
@@ -41,6 +44,7 @@ impl<'a> Builder<'a> {
             memo: vec![None; arena.len()],
             busy: vec![false; arena.len()],
             depth: 0,
+            spaces: var_spaces(arena),
         }
     }
 
@@ -68,7 +72,10 @@ impl<'a> Builder<'a> {
             *b = true;
         }
         self.depth += 1;
-        let built = self.finish(raw);
+        let built = self.finish(raw).map(|mut j| {
+            j.var_space = self.spaces.get(id).cloned().unwrap_or_default();
+            j
+        });
         self.depth -= 1;
         if let Some(b) = self.busy.get_mut(id) {
             *b = false;
@@ -97,51 +104,8 @@ impl<'a> Builder<'a> {
 
     /// Renumbers a raw jaxpr and types its equations.
     fn finish(&mut self, raw: &RawJaxpr) -> PResult<Jaxpr> {
-        let n = raw.vars.len();
-        let mut map: Vec<Option<u32>> = vec![None; n];
-        let mut order: Vec<usize> = Vec::with_capacity(n);
-        let mut assign = |v: Var, map: &mut Vec<Option<u32>>| {
-            if let Some(slot) = map.get_mut(v.index()) {
-                *slot = Some(order.len() as u32);
-                order.push(v.index());
-            }
-        };
-        for &v in raw.constvars.iter().chain(raw.invars.iter()) {
-            assign(v, &mut map);
-        }
-        for e in &raw.eqns {
-            for &v in &e.outputs {
-                let drop = raw.underscore.get(v.index()).copied().unwrap_or(false)
-                    && !raw.referenced.get(v.index()).copied().unwrap_or(false);
-                if !drop {
-                    assign(v, &mut map);
-                }
-            }
-        }
-        let remap_aval = |a: &Aval| -> Aval {
-            let fix = |s: &ShapedArray| ShapedArray {
-                dtype: s.dtype,
-                weak_type: s.weak_type,
-                shape: s
-                    .shape
-                    .iter()
-                    .map(|d| match d {
-                        Dim::Var(v) => match map.get(v.index()).copied().flatten() {
-                            Some(k) => Dim::Var(Var(k)),
-                            None => *d,
-                        },
-                        Dim::Const(_) => *d,
-                    })
-                    .collect(),
-            };
-            match a {
-                Aval::Array(s) => Aval::Array(fix(s)),
-                Aval::Ref(r) => Aval::Ref(AbstractRef {
-                    inner: fix(&r.inner),
-                    memory_space: r.memory_space.clone(),
-                }),
-            }
-        };
+        let (map, order) = numbering(raw);
+        let remap_aval = |a: &Aval| remap(&map, a);
         let raw_aval = |v: Var| raw.vars.get(v.index()).cloned();
         let mut jaxpr = Jaxpr::new();
         for &old in &order {
@@ -205,4 +169,155 @@ impl<'a> Builder<'a> {
 /// `Arc` of a closed jaxpr's jaxpr, for params that hold a bare jaxpr.
 pub(crate) fn bare(c: ClosedJaxpr) -> Arc<Jaxpr> {
     c.jaxpr
+}
+
+/// The final numbering of a raw jaxpr's vars: binding order, without the
+/// `_` binders nothing reads. Returns raw index → new index, and the raw
+/// index of each new var.
+fn numbering(raw: &RawJaxpr) -> (Vec<Option<u32>>, Vec<usize>) {
+    let n = raw.vars.len();
+    let mut map: Vec<Option<u32>> = vec![None; n];
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut assign = |v: Var, map: &mut Vec<Option<u32>>| {
+        if let Some(slot) = map.get_mut(v.index()) {
+            *slot = Some(order.len() as u32);
+            order.push(v.index());
+        }
+    };
+    for &v in raw.constvars.iter().chain(raw.invars.iter()) {
+        assign(v, &mut map);
+    }
+    for e in &raw.eqns {
+        for &v in &e.outputs {
+            let drop = raw.underscore.get(v.index()).copied().unwrap_or(false)
+                && !raw.referenced.get(v.index()).copied().unwrap_or(false);
+            if !drop {
+                assign(v, &mut map);
+            }
+        }
+    }
+    (map, order)
+}
+
+/// A raw type with its dimension variables renumbered.
+fn remap(map: &[Option<u32>], a: &Aval) -> Aval {
+    let fix = |s: &ShapedArray| ShapedArray {
+        dtype: s.dtype,
+        weak_type: s.weak_type,
+        shape: s
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Var(v) => match map.get(v.index()).copied().flatten() {
+                    Some(k) => Dim::Var(Var(k)),
+                    None => *d,
+                },
+                Dim::Const(_) => *d,
+            })
+            .collect(),
+    };
+    match a {
+        Aval::Array(s) => Aval::Array(fix(s)),
+        Aval::Ref(r) => Aval::Ref(AbstractRef {
+            inner: fix(&r.inner),
+            memory_space: r.memory_space.clone(),
+        }),
+    }
+}
+
+/// A raw jaxpr's vars in final order: name, type, foreign.
+type Signature = Vec<(String, Aval, bool)>;
+
+fn signature(raw: &RawJaxpr) -> Signature {
+    let (map, order) = numbering(raw);
+    order
+        .iter()
+        .filter_map(|&old| {
+            Some((
+                raw.names.get(old)?.clone(),
+                remap(&map, raw.vars.get(old)?),
+                raw.foreign.get(old).copied().unwrap_or(false),
+            ))
+        })
+        .collect()
+}
+
+/// Whether copy `b` can share `a`'s variables: the same names and types at
+/// every index both have, and `a` has every foreign one of `b`.
+fn aligned(b: &Signature, a: &Signature) -> bool {
+    b.iter()
+        .zip(a.iter())
+        .all(|((nb, tb, _), (na, ta, _))| nb == na && tb == ta)
+        && b.iter().skip(a.len()).all(|(_, _, foreign)| !foreign)
+}
+
+/// The variable spaces of the arena's jaxprs. A jaxpr that binds foreign
+/// names (JAX printed a copy that shares another jaxpr's variables) joins
+/// the space of the latest earlier jaxpr binding its first foreign name
+/// whose whole space it aligns with. The rest keep a space of their own.
+fn var_spaces(arena: &[RawJaxpr]) -> Vec<VarSpace> {
+    let mut spaces = vec![VarSpace::default(); arena.len()];
+    let mut copies: Vec<usize> = (0..arena.len())
+        .filter(|&i| arena[i].foreign.iter().any(|&f| f))
+        .collect();
+    if copies.is_empty() {
+        return spaces;
+    }
+    copies.sort_by_key(|&i| arena[i].span.0);
+    let sigs: Vec<Signature> = arena.iter().map(signature).collect();
+    // Which raws bind each name, for finding the originals.
+    let mut binders: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, raw) in arena.iter().enumerate() {
+        for n in &raw.names {
+            if n != "_" {
+                binders.entry(n.as_str()).or_default().push(i);
+            }
+        }
+    }
+    let mut group: Vec<Option<usize>> = vec![None; arena.len()];
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for b in copies {
+        let Some(first) = arena[b]
+            .names
+            .iter()
+            .zip(&arena[b].foreign)
+            .find_map(|(n, &f)| f.then_some(n.as_str()))
+        else {
+            continue;
+        };
+        let mut cands: Vec<usize> = binders
+            .get(first)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&a| a != b && arena[a].span.1 <= arena[b].span.0)
+            .collect();
+        cands.sort_by_key(|&a| std::cmp::Reverse(arena[a].span.1));
+        cands.dedup();
+        for a in cands {
+            let g = match group[a] {
+                Some(g) => g,
+                None => {
+                    members.push(vec![a]);
+                    members.len() - 1
+                }
+            };
+            if members[g].iter().all(|&m| aligned(&sigs[b], &sigs[m])) {
+                group[a] = Some(g);
+                group[b] = Some(g);
+                members[g].push(b);
+                break;
+            }
+            if group[a].is_none() {
+                members.pop();
+            }
+        }
+    }
+    for m in members {
+        let space = VarSpace::new();
+        for i in m {
+            spaces[i] = space.clone();
+        }
+    }
+    spaces
 }

@@ -3,13 +3,17 @@
 //! Two phases: [`syntax`] reads tokens into raw jaxprs (one closed scope per
 //! `{ lambda ... }`, params as syntax trees), then [`build`] resolves `let`
 //! references, drops unread `_` binders, renumbers variables in binding
-//! order and types the params ([`convert`], [`state`]). Both phases are
-//! linear in the input; neither panics on malformed text.
+//! order, puts copies of a jaxpr that reuse its names into one `VarSpace`
+//! and types the params ([`convert`], [`state`]); [`resolve`] answers the
+//! name questions that need more than one scope. Both phases are linear in
+//! the input (a copy is compared only with the jaxprs binding its first
+//! reused name); neither panics on malformed text.
 
 mod build;
 mod convert;
 mod lexer;
 mod params;
+mod resolve;
 mod state;
 mod syntax;
 

@@ -33,6 +33,19 @@ pub(crate) struct RawJaxpr {
     pub outvars: Vec<Atom>,
     /// Values of the constvars (empty when parsing without values).
     pub consts: Vec<HostArray>,
+    /// Every `_` binder, in order (for resolving `_` operands).
+    pub underscores: Vec<Var>,
+    /// Operands written `_`: how many `_` binders preceded each.
+    pub pending: Vec<usize>,
+    /// The `_` binders that `_` outvars read.
+    pub matched: Vec<Var>,
+    /// Per var: the name its binder wrote (`_` included).
+    pub names: Vec<String>,
+    /// Per var: the name was bound before, outside every enclosing scope —
+    /// this jaxpr is a copy of an earlier one sharing its variables.
+    pub foreign: Vec<bool>,
+    /// Byte offsets of the `{` and just past the `}`.
+    pub span: (usize, usize),
 }
 
 /// An equation as read.
@@ -59,7 +72,7 @@ pub(crate) struct Scope {
 }
 
 /// Placeholder vars for `_` operands resolved after the outvars are read.
-const PENDING_BASE: u32 = u32::MAX / 2;
+pub(super) const PENDING_BASE: u32 = u32::MAX / 2;
 
 /// The phase-one reader.
 pub(crate) struct Reader<'a> {
@@ -76,6 +89,11 @@ pub(crate) struct Reader<'a> {
     /// whether each is `_`: a jit body's `_` outvars take the caller's
     /// dropped outputs, so their types pick the matching `_` binders.
     caller_binders: Option<Vec<(bool, Aval)>>,
+    /// Names bound by the open scopes and by the binders of the equations
+    /// whose params are being read, with multiplicity.
+    pub(super) visible: HashMap<String, usize>,
+    /// Each name bound so far: where the jaxpr that first bound it starts.
+    pub(super) first_bound: HashMap<String, usize>,
 }
 
 pub(crate) type PResult<T> = Result<T, ParseError>;
@@ -91,6 +109,8 @@ impl<'a> Reader<'a> {
             consts: consts.map(VecDeque::from),
             depth: 0,
             caller_binders: None,
+            visible: HashMap::new(),
+            first_bound: HashMap::new(),
         }
     }
 
@@ -210,16 +230,24 @@ impl<'a> Reader<'a> {
         if self.peek_kind() != Tok::Eof {
             return Err(self.expected("end of input"));
         }
+        // After every `let` is read: a `_` operand of a call may need its
+        // callee's types, and the callee may be a forward reference.
+        for id in 0..self.arena.len() {
+            self.resolve_pending(id);
+        }
         Ok(main)
     }
 
     /// Reads `{ lambda consts ; invars . let eqns in (outvars) }`.
     pub fn read_lambda(&mut self) -> PResult<usize> {
         self.enter()?;
-        self.expect(Tok::LBrace, "`{`")?;
+        let open = self.expect(Tok::LBrace, "`{`")?;
         self.expect_word("lambda")?;
         let caller_binders = self.caller_binders.take();
-        let mut jx = RawJaxpr::default();
+        let mut jx = RawJaxpr {
+            span: (open.start, open.start),
+            ..RawJaxpr::default()
+        };
         let mut scope = Scope::default();
         // constvars
         let mut consts_pos = Vec::new();
@@ -250,7 +278,9 @@ impl<'a> Reader<'a> {
         }
         self.bump(); // `in`
         self.read_outvars(&mut jx, &mut scope, caller_binders.as_deref())?;
-        self.expect(Tok::RBrace, "`}`")?;
+        let close = self.expect(Tok::RBrace, "`}`")?;
+        jx.span.1 = close.end;
+        self.hide(scope.names.keys());
         self.leave();
         self.arena.push(jx);
         Ok(self.arena.len() - 1)
@@ -309,6 +339,7 @@ impl<'a> Reader<'a> {
         let v = Var(jx.vars.len() as u32);
         jx.vars.push(aval);
         jx.referenced.push(false);
+        self.note_binder(jx, name);
         if name == "_" {
             jx.underscore.push(true);
             scope.last_underscore = Some(v);
@@ -578,7 +609,11 @@ impl<'a> Reader<'a> {
                     .map(|(n, a)| (*n == "_", a.clone()))
                     .collect(),
             );
+            // A jit body may name its outvars after these binders.
+            let names: Vec<&str> = pending.iter().map(|(n, _)| *n).collect();
+            self.show(names.iter().copied());
             let read = self.read_params();
+            self.hide(names.iter());
             self.caller_binders = None;
             params = read?;
         }
@@ -611,9 +646,9 @@ impl<'a> Reader<'a> {
             jx.vars.push(aval);
             jx.referenced.push(false);
             jx.underscore.push(name == "_");
+            self.note_binder(jx, name);
             if name == "_" {
                 scope.last_underscore = Some(v);
-                scope.underscores.push(v);
                 scope.underscores.push(v);
             } else {
                 scope.names.insert(name.to_string(), v);
@@ -692,67 +727,10 @@ impl<'a> Reader<'a> {
                 matched.push(v);
             }
         }
-        self.resolve_pending(jx, scope, &matched);
+        jx.underscores = std::mem::take(&mut scope.underscores);
+        jx.pending = std::mem::take(&mut scope.pending);
+        jx.matched = matched;
         Ok(())
-    }
-}
-
-impl Reader<'_> {
-    /// Resolves `_` operands: each reads the latest earlier `_` binder that
-    /// can be read — an invar named `_` (a caller's dropped name) or an
-    /// equation binder matched by a `_` outvar — else the latest one.
-    fn resolve_pending(&self, jx: &mut RawJaxpr, scope: &Scope, matched: &[Var]) {
-        if scope.pending.is_empty() {
-            return;
-        }
-        let mut readable = vec![false; jx.vars.len()];
-        for v in jx
-            .constvars
-            .iter()
-            .chain(jx.invars.iter())
-            .chain(matched.iter())
-        {
-            if let Some(r) = readable.get_mut(v.index()) {
-                *r = true;
-            }
-        }
-        // latest[i]: the latest readable `_` binder among the first i.
-        let mut latest: Vec<Option<Var>> = Vec::with_capacity(scope.underscores.len() + 1);
-        latest.push(None);
-        for v in &scope.underscores {
-            let prev = latest.last().copied().flatten();
-            let here = readable.get(v.index()).copied().unwrap_or(false);
-            latest.push(if here { Some(*v) } else { prev });
-        }
-        let resolved: Vec<Option<Var>> = scope
-            .pending
-            .iter()
-            .map(|&count| {
-                let fallback = count
-                    .checked_sub(1)
-                    .and_then(|i| scope.underscores.get(i))
-                    .copied();
-                latest.get(count).copied().flatten().or(fallback)
-            })
-            .collect();
-        for v in resolved.iter().flatten() {
-            if let Some(r) = jx.referenced.get_mut(v.index()) {
-                *r = true;
-            }
-        }
-        let fix = |a: &mut Atom| {
-            if let Atom::Var(v) = a {
-                if v.0 >= PENDING_BASE {
-                    if let Some(Some(r)) = resolved.get((v.0 - PENDING_BASE) as usize) {
-                        *v = *r;
-                    }
-                }
-            }
-        };
-        for e in &mut jx.eqns {
-            e.inputs.iter_mut().for_each(fix);
-        }
-        jx.outvars.iter_mut().for_each(fix);
     }
 }
 

@@ -556,3 +556,161 @@ fn pallas_call_with_index_maps() {
     let again = parse_jaxpr(&print_jaxpr(&j)).unwrap();
     assert_eq!(again, j);
 }
+
+/// JAX names a jit body's variables after its caller's dropped outputs, so
+/// operands print as `_`; a call's `_` operand must read a `_` binder of its
+/// callee's invar type, even when the callee is a forward `let` reference.
+#[test]
+fn underscore_operand_of_a_call_takes_its_callee_invar_type() {
+    // `outer` has more than 10 equations, so it is hoisted though used once.
+    let negs: String = (0..10)
+        .map(|k| {
+            let (x, y) = ((b'b' + k) as char, (b'b' + k + 1) as char);
+            format!("    {y}:f32[2] = neg {x}\n")
+        })
+        .collect();
+    let t = format!(
+        "let outer = {{ lambda ; a:f32[2]. let\n    \
+         _:bool[2] _:f32[2] b:f32[2] = jit[\n      name=f\n      \
+         jaxpr={{ lambda ; a:f32[2]. let\n          _:bool[2] = gt a 0.0:f32[]\n          \
+         _:f32[2] = neg a\n          b:f32[2] = jit[name=_where jaxpr=_where] _ a _\n        \
+         in (_, _, b) }}\n    ] a\n{negs}  in (l,) }} in\n\
+         let _where = {{ lambda ; m:bool[2] n:f32[2] o:f32[2]. let\n    \
+         p:f32[2] = select_n m o n\n  in (p,) }} in\n\
+         {{ lambda ; q:f32[2]. let\n    r:f32[2] = jit[name=outer jaxpr=outer] q\n    \
+         s:bool[2] = gt r 0.0:f32[]\n    t:f32[2] = jit[name=_where jaxpr=_where] s r q\n  \
+         in (t,) }}"
+    );
+    let t = t.as_str();
+    let j = parse_jaxpr(t).unwrap();
+    crate::check::check_jaxpr(&j).unwrap();
+    assert_eq!(print_jaxpr(&j), t);
+    let Primitive::Jit { jaxpr: outer, .. } = &j.eqns[0].primitive else {
+        panic!("jit expected");
+    };
+    let Primitive::Jit { jaxpr: body, .. } = &outer.jaxpr.eqns[0].primitive else {
+        panic!("nested jit expected");
+    };
+    let body = &body.jaxpr;
+    let out = |k: usize| match body.eqns[k].outputs[0] {
+        Binder::Var(v) => Atom::Var(v),
+        Binder::Drop(_) => panic!("eqn {k}'s output is read"),
+    };
+    // Latest-first would give `neg`'s f32 output to the bool predicate.
+    assert_eq!(body.eqns[2].inputs[0], out(0));
+    assert_eq!(body.eqns[2].inputs[2], out(1));
+}
+
+/// Two distinct copies of a jaxpr that share one `VarSpace` print with the
+/// same names (as JAX prints copies sharing `Var` objects), and the parser
+/// recognises the copy by its reused names.
+#[test]
+fn copies_sharing_a_var_space_print_alike_and_parse_back() {
+    use crate::jaxpr::{ClosedJaxpr, Eqn, Jaxpr, VarSpace};
+    use crate::primitive::BinaryOp;
+    let f32s = || Aval::Array(ShapedArray::scalar(DType::F32));
+    let add_body = |space: &VarSpace| {
+        let mut b = Jaxpr::new();
+        let x = b.new_var(f32s());
+        let y = b.new_var(f32s());
+        let z = b.new_var(f32s());
+        b.invars = vec![x, y];
+        b.eqns.push(Eqn {
+            primitive: Primitive::Binary(BinaryOp::Mul),
+            inputs: vec![Atom::Var(x), Atom::Var(y)],
+            outputs: vec![Binder::Var(z)],
+        });
+        b.outvars = vec![Atom::Var(z)];
+        b.var_space = space.clone();
+        Arc::new(b)
+    };
+    // f(p, q) = jit(body)(q, p): the body's invars are named after q and p
+    // the first time; the copy in f's twin keeps those names.
+    let caller = |body: Arc<Jaxpr>| {
+        let mut f = Jaxpr::new();
+        let p = f.new_var(f32s());
+        let q = f.new_var(f32s());
+        let r = f.new_var(f32s());
+        f.invars = vec![p, q];
+        f.eqns.push(Eqn {
+            primitive: Primitive::Jit {
+                name: "g".into(),
+                jaxpr: ClosedJaxpr::without_consts(body),
+            },
+            inputs: vec![Atom::Var(q), Atom::Var(p)],
+            outputs: vec![Binder::Var(r)],
+        });
+        f.outvars = vec![Atom::Var(r)];
+        Arc::new(f)
+    };
+    let main = |space_a: &VarSpace, space_b: &VarSpace| {
+        let fs = [caller(add_body(space_a)), caller(add_body(space_b))];
+        let mut m = Jaxpr::new();
+        let mut x = m.new_var(f32s());
+        m.invars = vec![x];
+        for f in &fs {
+            let y = m.new_var(f32s());
+            m.eqns.push(Eqn {
+                primitive: Primitive::Jit {
+                    name: "f".into(),
+                    jaxpr: ClosedJaxpr::without_consts(f.clone()),
+                },
+                inputs: vec![Atom::Var(x), Atom::Var(x)],
+                outputs: vec![Binder::Var(y)],
+            });
+            x = y;
+        }
+        m.outvars = vec![Atom::Var(x)];
+        m
+    };
+    let bodies = |j: &Jaxpr| -> Vec<Arc<Jaxpr>> {
+        [0, 1]
+            .iter()
+            .map(|&k| {
+                let Primitive::Jit { jaxpr: f, .. } = &j.eqns[k].primitive else {
+                    panic!("jit expected");
+                };
+                let Primitive::Jit { jaxpr: b, .. } = &f.jaxpr.eqns[0].primitive else {
+                    panic!("nested jit expected");
+                };
+                b.jaxpr.clone()
+            })
+            .collect()
+    };
+    let inline = |text: &str| -> Vec<String> {
+        text.split("jaxpr={")
+            .skip(1)
+            .map(|s| s.split(" }").next().unwrap_or("").to_string())
+            .filter(|s| s.contains("mul"))
+            .collect()
+    };
+
+    let space = VarSpace::new();
+    let shared = main(&space, &space);
+    let text = print_jaxpr(&shared);
+    let copies = inline(&text);
+    assert_eq!(copies.len(), 2, "{text}");
+    assert_eq!(copies[0], copies[1], "{text}");
+    assert!(copies[0].contains("lambda ; c:f32[] a:f32[]"), "{text}");
+    let back = parse_jaxpr(&text).unwrap();
+    assert_eq!(back, shared);
+    assert_eq!(print_jaxpr(&back), text);
+    let bs = bodies(&back);
+    assert!(!Arc::ptr_eq(&bs[0], &bs[1]));
+    assert!(bs[0].var_space.key().is_some());
+    assert_eq!(bs[0].var_space.key(), bs[1].var_space.key());
+    // The callers have variables of their own.
+    let Primitive::Jit { jaxpr: f0, .. } = &back.eqns[0].primitive else {
+        panic!("jit expected");
+    };
+    assert_eq!(f0.jaxpr.var_space.key(), None);
+
+    // Without a shared space the copy gets fresh names and stays apart.
+    let apart = main(&VarSpace::default(), &VarSpace::default());
+    let text = print_jaxpr(&apart);
+    let copies = inline(&text);
+    assert_ne!(copies[0], copies[1], "{text}");
+    let back = parse_jaxpr(&text).unwrap();
+    assert_eq!(print_jaxpr(&back), text);
+    assert!(bodies(&back).iter().all(|b| b.var_space.key().is_none()));
+}

@@ -8,8 +8,10 @@
 //!   the elementwise/reduction families share a variant per family, keyed by
 //!   their op enum.
 
+mod nested;
 mod params;
 
+pub use nested::{NestedJaxpr, ParamJaxpr};
 pub use params::*;
 
 use crate::aval::ShapedArray;
@@ -780,77 +782,6 @@ impl Primitive {
             Primitive::AtomicRmw { .. } => "atomic_rmw",
             Primitive::AtomicCas { .. } => "atomic_cas",
             Primitive::PallasCall { .. } => "pallas_call",
-        }
-    }
-
-    /// The nested jaxprs held in this primitive's params, in param order.
-    pub fn sub_jaxprs(&self) -> Vec<&Arc<Jaxpr>> {
-        match self {
-            Primitive::Cond { branches } => branches.iter().map(|b| &b.jaxpr).collect(),
-            Primitive::While {
-                cond_jaxpr,
-                body_jaxpr,
-                ..
-            } => {
-                vec![&body_jaxpr.jaxpr, &cond_jaxpr.jaxpr]
-            }
-            Primitive::Scan { jaxpr, .. } => vec![&jaxpr.jaxpr],
-            Primitive::ForLoop { body_jaxpr, .. } => vec![&body_jaxpr.jaxpr],
-            Primitive::Jit { jaxpr, .. } => vec![&jaxpr.jaxpr],
-            Primitive::CustomJvpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
-            Primitive::CustomVjpCall { call_jaxpr, .. } => vec![&call_jaxpr.jaxpr],
-            Primitive::Remat { jaxpr, .. } => vec![jaxpr],
-            Primitive::Scatter { update_jaxpr, .. } => update_jaxpr.iter().collect(),
-            Primitive::PallasCall {
-                kernel,
-                block_mappings,
-                ..
-            } => {
-                let mut v = vec![kernel];
-                v.extend(block_mappings.iter().map(|b| &b.index_map.jaxpr));
-                v
-            }
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::BroadcastInDim { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Pad { .. }
-            | Primitive::Concatenate { .. }
-            | Primitive::Slice { .. }
-            | Primitive::DynamicSlice { .. }
-            | Primitive::DynamicUpdateSlice
-            | Primitive::Gather { .. }
-            | Primitive::Iota { .. }
-            | Primitive::Split { .. }
-            | Primitive::Tile { .. }
-            | Primitive::Stack { .. }
-            | Primitive::Reduce { .. }
-            | Primitive::ArgReduce { .. }
-            | Primitive::Cumulative { .. }
-            | Primitive::DotGeneral { .. }
-            | Primitive::ConvGeneralDilated { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::Empty2 { .. }
-            | Primitive::Get { .. }
-            | Primitive::Swap { .. }
-            | Primitive::AddUpdate { .. }
-            | Primitive::ProgramId { .. }
-            | Primitive::NumPrograms { .. }
-            | Primitive::Load { .. }
-            | Primitive::Store { .. }
-            | Primitive::AtomicRmw { .. }
-            | Primitive::AtomicCas { .. } => Vec::new(),
         }
     }
 }

@@ -23,6 +23,15 @@ pub fn jaxpr_key(j: &Jaxpr) -> usize {
     j as *const Jaxpr as usize
 }
 
+/// The key variable names are kept under: the jaxpr's shared [`VarSpace`]
+/// if it has one, else the jaxpr itself. (Both are live allocations during a
+/// print, so the keys cannot collide.)
+///
+/// [`VarSpace`]: crate::jaxpr::VarSpace
+pub fn names_key(j: &Jaxpr) -> usize {
+    j.var_space.key().unwrap_or_else(|| jaxpr_key(j))
+}
+
 /// Names of variables across all printed jaxprs.
 #[derive(Default)]
 pub struct Names {
@@ -35,7 +44,7 @@ pub struct Names {
 impl Names {
     /// The name of `v` of jaxpr `j`, assigning a fresh one on first use.
     pub fn var(&mut self, j: &Jaxpr, v: Var) -> String {
-        let key = (jaxpr_key(j), v.0);
+        let key = (names_key(j), v.0);
         if let Some(n) = self.map.get(&key) {
             return n.clone();
         }
@@ -56,17 +65,17 @@ impl Names {
 
     /// Whether `v` already has a name.
     pub fn has(&self, j: &Jaxpr, v: Var) -> bool {
-        self.map.contains_key(&(jaxpr_key(j), v.0))
+        self.map.contains_key(&(names_key(j), v.0))
     }
 
     /// The name of `v` if it has one.
     pub fn get(&self, j: &Jaxpr, v: Var) -> Option<&str> {
-        self.map.get(&(jaxpr_key(j), v.0)).map(|s| s.as_str())
+        self.map.get(&(names_key(j), v.0)).map(|s| s.as_str())
     }
 
     /// Gives `v` a fixed name.
     pub fn set(&mut self, j: &Jaxpr, v: Var, name: String) {
-        self.map.insert((jaxpr_key(j), v.0), name);
+        self.map.insert((names_key(j), v.0), name);
     }
 
     /// The printed name of a binder (`_` for a dropped output).

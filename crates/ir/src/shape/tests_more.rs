@@ -203,6 +203,45 @@ fn for_loop_with_dynamic_dims_checks() {
     assert!(check_jaxpr(&bad).is_err());
 }
 
+/// The checker enters every nested jaxpr `param_jaxprs` lists and names the
+/// param an error is in.
+#[test]
+fn checker_names_the_param_of_a_bad_nested_jaxpr() {
+    let good = unary_fn(UnaryOp::Sin, t(F32, &[3]));
+    let mut bad = (*good.jaxpr).clone();
+    bad.vars[1] = t(F32, &[4]);
+    let bad = ClosedJaxpr::without_consts(bad);
+    let caller = |p: Primitive, ins: Vec<Aval>| {
+        let mut j = Jaxpr::new();
+        let xs: Vec<Var> = ins.into_iter().map(|a| j.new_var(a)).collect();
+        let y = j.new_var(t(F32, &[3]));
+        j.invars = xs.clone();
+        j.eqns = vec![eqn(p, xs.iter().map(|&x| x.into()).collect(), vec![y])];
+        j.outvars = vec![y.into()];
+        j
+    };
+    let cond = |b1: &ClosedJaxpr| Primitive::Cond {
+        branches: vec![good.clone(), b1.clone()],
+    };
+    let ins = vec![t(I32, &[]), t(F32, &[3])];
+    check_jaxpr(&caller(cond(&good), ins.clone())).unwrap();
+    let e = check_jaxpr(&caller(cond(&bad), ins))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("equation 0 (cond): branches: "), "{e}");
+    assert!(e.contains("f32[4]"), "{e}");
+    let jit = Primitive::Jit {
+        name: "f".into(),
+        jaxpr: bad,
+    };
+    let e = check_jaxpr(&caller(jit, vec![t(F32, &[3])]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("equation 0 (jit): jaxpr: "), "{e}");
+    let names: Vec<&str> = cond(&good).param_jaxprs().iter().map(|p| p.param).collect();
+    assert_eq!(names, ["branches", "branches"]);
+}
+
 #[test]
 fn jit_call_types() {
     let callee = unary_fn(UnaryOp::Exp, t(F32, &[2]));
