@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod json;
+pub mod own_transforms;
 
 pub use compare::{compare_arrays, compare_outputs, Tolerance};
 pub use json::{decode_array, decode_case, Case, GradRecord, JvpRecord, VmapRecord};

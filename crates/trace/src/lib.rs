@@ -28,7 +28,7 @@ pub use control::{cond, fori_loop, scan, switch, while_loop, LoopBound};
 pub use core::{
     bind, bind1, new_base_main, new_dynamic_main, new_main, MainGuard, MainTrace, Trace,
 };
-pub use error::{catch, raise, Error, Result};
+pub use error::{catch, catch_flat, raise, Error, Result};
 pub use eval::{register_backend, set_default_backend, with_backend};
 pub use jit::{jit, Jit};
 pub use pytree::{Pytree, Static, TreeDef};

@@ -3,8 +3,8 @@
 //! For each case it checks that the jaxpr parses and type-checks (`parse`),
 //! prints back byte for byte (`print`) and evaluates to JAX's outputs
 //! (`eval`), and the same for JAX's grad jaxpr (`grad_parse`, `grad_print`,
-//! `grad_eval`). Checks that need jaxon's own transforms (`own_grad`,
-//! `own_jvp`, `own_vmap`) are reported as skipped until those exist.
+//! `grad_eval`). `own_grad` and `own_jvp` apply jaxon's transforms to the
+//! parsed jaxpr; `own_vmap` is reported as skipped until vmap exists.
 //!
 //! Usage:
 //! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter]
@@ -18,7 +18,7 @@ use jaxon_ir::{
     check_closed_jaxpr, eval_closed_jaxpr, parse_closed_jaxpr, print::print_jaxpr, ClosedJaxpr,
     HostArray,
 };
-use jaxon_tests::{compare_outputs, decode_case, Case, Tolerance};
+use jaxon_tests::{compare_outputs, decode_case, own_transforms, Case, Tolerance};
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
@@ -242,16 +242,23 @@ fn run_case(case: &Case) -> Vec<Outcome> {
             Outcome::NotApplicable,
         ]),
     }
-    let needs = |present: bool| {
-        if present {
-            Outcome::Skip("needs transforms")
-        } else {
-            Outcome::NotApplicable
-        }
+    let outcome = |r: Result<(), String>| match r {
+        Ok(()) => Outcome::Pass,
+        Err(e) => Outcome::Fail(e),
     };
-    out.push(needs(case.grad.is_some()));
-    out.push(needs(case.jvp.is_some()));
-    out.push(needs(case.vmap.is_some()));
+    out.push(match &case.grad {
+        Some(g) => guarded(|| outcome(own_transforms::own_grad(case, g, tol))),
+        None => Outcome::NotApplicable,
+    });
+    out.push(match &case.jvp {
+        Some(j) => guarded(|| outcome(own_transforms::own_jvp(case, j, tol))),
+        None => Outcome::NotApplicable,
+    });
+    out.push(if case.vmap.is_some() {
+        Outcome::Skip("needs vmap")
+    } else {
+        Outcome::NotApplicable
+    });
     out
 }
 
@@ -437,14 +444,14 @@ mod tests {
     }
 
     #[test]
-    fn transforms_are_skipped_never_passed() {
+    fn own_transforms_never_pass_on_a_bad_jaxpr() {
         let line = r#"{"name":"n","group":"g","jaxpr":"x","consts":[],"inputs":[],"outputs":[],
             "rtol":0,"atol":0,"grad":null,"jvp":{"tangents":[],"out_tangents":[]},"vmap":null}"#;
         let case = decode_case(&line.replace('\n', " ")).unwrap();
         let out = run_case(&case);
         assert_eq!(out.len(), CHECKS.len());
         assert!(matches!(out[6], Outcome::NotApplicable));
-        assert!(matches!(out[7], Outcome::Skip("needs transforms")));
+        assert!(matches!(out[7], Outcome::Fail(_)));
         assert!(matches!(out[8], Outcome::NotApplicable));
         assert!(!out.iter().skip(3).any(|o| matches!(o, Outcome::Pass)));
     }

@@ -476,7 +476,10 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
                 }
                 B::Pow => {
                     // d(a^b) = b a^(b-1) da + log(a) a^b db, with 0·log 0 = 0.
-                    let da = lax::mul(b, &lax::pow(a, &lax::sub(b, &c(1.0)?)?)?)?;
+                    // An integer exponent (pow(f32, i32)) has no tangent;
+                    // its value enters the derivative as a float.
+                    let bf = lax::convert_element_type(b, y.dtype(), false)?;
+                    let da = lax::mul(&bf, &lax::pow(a, &lax::sub(&bf, &c(1.0)?)?)?)?;
                     let zero = c(0.0)?;
                     let a_zero = lax::eq(a, &zero)?;
                     let ones = broadcast_operand(&c(1.0)?, &shape)?;

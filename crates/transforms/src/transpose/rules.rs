@@ -5,7 +5,7 @@
 use super::LinArg;
 use crate::util::unbroadcast;
 use jaxon_ir::primitive::{
-    BinaryOp, CumulativeOp, DotDimensionNumbers, GatherDimensionNumbers, Ints, ReduceOp,
+    BinaryOp, CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers, Ints, ReduceOp,
     ScatterDimensionNumbers, ScatterKind, UnaryOp,
 };
 use jaxon_ir::Primitive;
@@ -308,7 +308,13 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                         operand_batching_dims: d.operand_batching_dims.clone(),
                         start_indices_batching_dims: d.scatter_indices_batching_dims.clone(),
                     },
-                    fill_value: None,
+                    // Out-of-bounds windows were dropped by the scatter, so
+                    // their cotangent is zero (JAX fills with 0 too).
+                    fill_value: Some(if c.dtype().is_float() {
+                        FillValue::Float(0.0)
+                    } else {
+                        FillValue::Int(0)
+                    }),
                     indices_are_sorted: *indices_are_sorted,
                     mode: *mode,
                     slice_sizes: Ints::new(slice_sizes),
