@@ -107,6 +107,21 @@ pub fn dispatch_tiny(s: Settings) {
         Duration::ZERO,
         1,
     );
+    // The executable alone, to separate jit's own overhead from the run.
+    let backend = jaxon::eval_backend().expect("a backend");
+    let exe = backend.compile(&f.lower(x.clone()).expect("lowers")).expect("compiles");
+    let buffers = vec![x.buffer().expect("concrete").clone()];
+    let raw = measure(
+        || {
+            for _ in 0..n {
+                std::hint::black_box(exe.execute(&buffers).expect("runs"));
+            }
+        },
+        s.reps,
+        Duration::ZERO,
+        1,
+    );
+    let raw_us = raw.median_s / n as f64 * 1e6;
     for (name, m, mode) in [
         ("dispatch_tiny", sync, "result ready after every call"),
         (
@@ -121,6 +136,11 @@ pub fn dispatch_tiny(s: Settings) {
         d.insert("input".into(), json!("f32[4]"));
         d.insert("mode".into(), json!(mode));
         d.insert("traces".into(), json!(f.trace_count()));
+        d.insert("executable_only_us".into(), json!(sig(raw_us, 4)));
+        d.insert(
+            "jit_overhead_us".into(),
+            json!(sig(m.median_s / n as f64 * 1e6 - raw_us, 4)),
+        );
         emit(
             name,
             "per_call_latency",

@@ -30,6 +30,11 @@ pub use jaxon_trace::{
 };
 pub use jaxon_transforms::{grad, jvp, linearize, value_and_grad, vjp};
 
+/// The backend eager operations and `jit` use right now.
+pub fn eval_backend() -> Result<std::sync::Arc<dyn ir::Backend>> {
+    jaxon_trace::eval::current_backend()
+}
+
 /// Everything a program usually needs: `use jaxon::prelude::*;`.
 pub mod prelude {
     pub use crate::numpy as jnp;
