@@ -10,11 +10,15 @@
 
 #![warn(missing_docs)]
 
+pub mod checkpoint;
+pub mod custom;
 pub mod jvp;
 pub mod linearize;
 pub mod transpose;
 mod util;
 
+pub use checkpoint::{checkpoint, Checkpoint};
+pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
 pub use jvp::{jvp, jvp_jaxpr, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

@@ -122,28 +122,9 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             )?;
             split_outs(outs, &out_nz)
         }
-        P::CustomJvpCall {
-            call_jaxpr,
-            num_consts,
-            ..
-        }
-        | P::CustomVjpCall {
-            call_jaxpr,
-            num_consts,
-            ..
-        } => {
-            // The rule itself is not in a jaxpr: differentiate the primal
-            // function (its consts lead the operands).
-            let _ = num_consts;
-            inline_jvp(call_jaxpr, x, t)
-        }
-        P::Remat { jaxpr, .. } => {
-            let closed = jaxon_ir::ClosedJaxpr {
-                jaxpr: jaxpr.clone(),
-                consts: std::sync::Arc::from(Vec::new()),
-            };
-            inline_jvp(&closed, x, t)
-        }
+        P::CustomJvpCall { .. } => crate::custom::jvp_custom_jvp_call(p, x, t),
+        P::CustomVjpCall { .. } => crate::custom::jvp_custom_vjp_call(p, x, t),
+        P::Remat { .. } => crate::checkpoint::jvp_remat(p, x, t),
         P::Cond { branches } => cond(branches, x, t),
         P::While { .. } | P::Scan { .. } | P::ForLoop { .. } => unsupported(p),
         P::Get { .. }
@@ -245,6 +226,7 @@ fn split_outs(outs: Vec<Array>, out_nz: &[bool]) -> Result<Outs> {
 }
 
 /// Differentiates through a jaxpr by evaluating it under the current jvp.
+#[allow(dead_code)] // for the control-flow rules
 fn inline_jvp(closed: &jaxon_ir::ClosedJaxpr, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
     let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
     let (jvp, out_nz) = super::jvp_jaxpr(closed, &nonzero, &[])?;

@@ -454,6 +454,26 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             result.extend(linear.iter().map(|l| if *l { it.next() } else { None }));
             Ok(result)
         }
+        P::CustomVjpCall { .. } => crate::custom::transpose_custom_vjp_call(p, args, cts),
+        P::CustomJvpCall {
+            call_jaxpr,
+            num_consts,
+            ..
+        } => {
+            let _ = num_consts;
+            let consts: Vec<Array> = call_jaxpr
+                .consts
+                .iter()
+                .cloned()
+                .map(Array::from_host)
+                .collect();
+            if consts.is_empty() {
+                crate::custom::transpose_call(&call_jaxpr.jaxpr, args, cts)
+            } else {
+                unsupported(p)
+            }
+        }
+        P::Remat { .. } => crate::checkpoint::transpose_remat(p, args, cts),
         P::Tile { .. } | P::Stack { .. } => unsupported(p),
         P::Reduce { .. }
         | P::IntegerPow { .. }
@@ -471,9 +491,6 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         | P::While { .. }
         | P::Scan { .. }
         | P::ForLoop { .. }
-        | P::CustomJvpCall { .. }
-        | P::CustomVjpCall { .. }
-        | P::Remat { .. }
         | P::Get { .. }
         | P::Swap { .. }
         | P::AddUpdate { .. }
