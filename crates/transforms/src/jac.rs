@@ -186,9 +186,9 @@ pub fn jacrev_flat(
 }
 
 /// A flat Jacobian routine (`jacfwd_flat` or `jacrev_flat`).
-type JacFlat = fn(&FlatFn, &[Array]) -> Result<Vec<Vec<Array>>>;
+type JacFlat = for<'a> fn(&'a FlatFn<'a>, &[Array]) -> Result<Vec<Vec<Array>>>;
 /// A flat function of arrays.
-type FlatFn = dyn Fn(Vec<Array>) -> Result<Vec<Array>>;
+type FlatFn<'a> = dyn Fn(Vec<Array>) -> Result<Vec<Array>> + 'a;
 
 fn jacobian_of<I: Pytree, O: Pytree>(f: impl Fn(I) -> O, x: I, flat: JacFlat) -> Result<Jacobian> {
     let (leaves, in_def) = x.flatten();

@@ -284,7 +284,8 @@ fn checkpoint_stages_remat2_like_jax() {
     let h = sin2();
     let x = f32s(&[0.1, 0.2, 0.3], &[3]);
     let closed =
-        make_jaxpr(|x: Array| h.call(&[x.clone()]).unwrap()[0].clone() * x)(x.clone()).unwrap();
+        make_jaxpr(|x: Array| h.call(std::slice::from_ref(&x)).unwrap()[0].clone() * x)(x.clone())
+            .unwrap();
     assert_eq!(print_jaxpr(&closed.jaxpr), REMAT_GOLDEN);
     let gj =
         make_jaxpr(|x: Array| ok_or_raise(grad(|x: Array| h.call(&[x]).unwrap()[0].sum(All))(x)))(

@@ -103,12 +103,13 @@ fn grad_has_aux_returns_the_aux_alongside() {
 /// A pytree function `(x: [3], y: [2]) -> (u: [2], v: [2, 2])`.
 fn two_by_two((x, y): (Array, Array)) -> (Array, Array) {
     let m = arr(&[0.3, -1.2, 0.7, 2.0, 0.1, -0.4], &[2, 3]);
-    let u = m.matmul(&x.sin()) * &y;
+    let u = m.matmul(x.sin()) * &y;
     let v = y.reshape(&[2, 1]) * y.exp().reshape(&[1, 2]) + x.sum(All);
     (u, v)
 }
 
 #[test]
+#[allow(clippy::needless_range_loop)]
 fn jacfwd_and_jacrev_agree_with_finite_differences_over_pytrees() {
     let xs = rand(3, 9, -1.0, 1.0);
     let ys = rand(2, 10, -1.0, 1.0);
