@@ -474,7 +474,39 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
         }
         P::Remat { .. } => crate::checkpoint::transpose_remat(p, args, cts),
-        P::Tile { .. } | P::Stack { .. } => unsupported(p),
+        P::Tile { reps } => {
+            // out = x repeated: view each dim as (rep, size) and sum the reps.
+            let shape = sizes(args[0].ty());
+            let mut split = Vec::with_capacity(2 * shape.len());
+            for (d, &n) in shape.iter().enumerate() {
+                split.push(reps[d].max(0) as usize);
+                split.push(n);
+            }
+            let r = lax::reshape(&ct()?, &split)?;
+            let axes: Vec<usize> = (0..shape.len()).map(|d| 2 * d).collect();
+            Ok(only(
+                0,
+                lax::reshape(&lax::reduce(ReduceOp::Sum, &r, &axes)?, &shape)?,
+            ))
+        }
+        P::Stack { axis } => {
+            let c = ct()?;
+            let shape = c.try_shape()?;
+            let mut out = Vec::with_capacity(args.len());
+            for (i, a) in args.iter().enumerate() {
+                if a.is_linear() {
+                    let mut start = vec![0; shape.len()];
+                    let mut limit = shape.clone();
+                    start[*axis] = i;
+                    limit[*axis] = i + 1;
+                    let piece = lax::slice(&c, &start, &limit, None)?;
+                    out.push(Some(lax::reshape(&piece, &sizes(a.ty()))?));
+                } else {
+                    out.push(None);
+                }
+            }
+            Ok(out)
+        }
         P::Reduce { .. }
         | P::IntegerPow { .. }
         | P::Round { .. }
