@@ -136,3 +136,41 @@ fn tile_and_stack_transpose() {
         1.0,
     );
 }
+
+#[test]
+fn scatter_set_transpose_with_unique_indices() {
+    use jaxon_ir::primitive::{GatherScatterMode, Ints, ScatterDimensionNumbers, ScatterKind};
+    let scatter = |unique: bool| jaxon_ir::Primitive::Scatter {
+        kind: ScatterKind::Set,
+        dimension_numbers: ScatterDimensionNumbers {
+            update_window_dims: Ints::new(vec![1]),
+            inserted_window_dims: Ints::new(vec![0]),
+            scatter_dims_to_operand_dims: Ints::new(vec![0]),
+            ..Default::default()
+        },
+        indices_are_sorted: false,
+        mode: GatherScatterMode::FillOrDrop,
+        unique_indices: unique,
+        update_jaxpr: None,
+    };
+    let idx = Array::from_vec(vec![3i32, 0], &[2, 1]);
+    // x: [5, 2]; rows 3 and 0 are overwritten by a function of x itself.
+    let f = {
+        let idx = idx.clone();
+        move |x: Array| {
+            let upd = lax::slice(&x, &[1, 0], &[3, 2], None).unwrap().sin();
+            jaxon_trace::bind1(&scatter(true), &[x.clone() * 2.0, idx.clone(), upd]).unwrap()
+        }
+    };
+    check("scatter set", f, &[5, 2], 60, -1.0, 1.0);
+    let g = move |x: Array| {
+        jaxon_trace::bind1(&scatter(false), &[x.clone(), idx.clone(), x.clone()]).unwrap()
+    };
+    let xa = Array::from_vec(rand(4, 61, -1.0, 1.0), &[2, 2]);
+    let (_, pb) = vjp(g, xa.clone()).unwrap();
+    let err = pb
+        .call::<Array>(xa)
+        .err()
+        .expect("non-unique scatter has no transpose");
+    assert!(err.to_string().contains("unique_indices"), "{err}");
+}

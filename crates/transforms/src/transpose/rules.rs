@@ -278,13 +278,20 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             Ok(only(0, bind1(&scatter, &[z, idx, ct()?])?))
         }
         P::Scatter {
-            kind: ScatterKind::Add,
+            kind: kind @ (ScatterKind::Add | ScatterKind::Set),
             dimension_numbers: d,
             indices_are_sorted,
             mode,
             unique_indices,
             ..
         } => {
+            if *kind == ScatterKind::Set && !*unique_indices {
+                // As JAX: with repeated indices the winning update is
+                // unspecified, so the map has no well-defined transpose.
+                return Err(Error::Unsupported(
+                    "scatter transpose is only implemented where unique_indices=True".into(),
+                ));
+            }
             let c = ct()?;
             let mut out = vec![None, None, None];
             if lin(2) {
@@ -317,7 +324,13 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 out[2] = Some(bind1(&gather, &[c.clone(), args[1].value(name)?.clone()])?);
             }
             if lin(0) {
-                out[0] = Some(c);
+                out[0] = Some(if *kind == ScatterKind::Set {
+                    // Positions overwritten by the updates get no cotangent.
+                    let z = zeros(args[2].ty())?;
+                    bind1(p, &[c, args[1].value(name)?.clone(), z])?
+                } else {
+                    c
+                });
             }
             Ok(out)
         }
