@@ -170,7 +170,6 @@ fn scatter_set_transpose_with_unique_indices() {
     let (_, pb) = vjp(g, xa.clone()).unwrap();
     let err = pb
         .call::<Array>(xa)
-        .err()
-        .expect("non-unique scatter has no transpose");
+        .expect_err("non-unique scatter has no transpose");
     assert!(err.to_string().contains("unique_indices"), "{err}");
 }
