@@ -10,11 +10,21 @@
 
 #![warn(missing_docs)]
 
+pub mod api;
+pub mod checkpoint;
+pub mod custom;
+pub mod jac;
 pub mod jvp;
 pub mod linearize;
 pub mod transpose;
 mod util;
 
+pub use api::{
+    grad_and_aux, grad_with, linear_transpose_tree, value_and_grad_with, Argnums, GradOutput,
+};
+pub use checkpoint::{checkpoint, Checkpoint};
+pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
+pub use jac::{hessian, jacfwd, jacrev, Jacobian};
 pub use jvp::{jvp, jvp_jaxpr, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

@@ -96,18 +96,41 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         P::Gather { .. } => linear_in(p, x, t, &[true, false]),
         P::Scatter { kind, .. } => match kind {
             ScatterKind::Add | ScatterKind::Set => linear_in(p, x, t, &[true, false, true]),
-            ScatterKind::Mul | ScatterKind::Min | ScatterKind::Max => unsupported(p),
+            // JAX differentiates these only with unique indices (its
+            // `scatter_mul` jvp rejects non-unique ones, min/max have no
+            // rule); no such guarantee is checked here, so say so.
+            ScatterKind::Mul | ScatterKind::Min | ScatterKind::Max => {
+                Err(Error::Unsupported(format!(
+                    "differentiation of `{}`: the derivative depends on which update wins \
+                     at repeated indices; use scatter-add, or gather/select formulations",
+                    p.name()
+                )))
+            }
         },
         P::Reduce { op, axes } => reduce(*op, axes, p, &x[0], t[0].as_ref()),
-        P::Cumulative { op, .. } => match op {
+        P::Cumulative { op, axis, reverse } => match op {
             CumulativeOp::Cumsum => linear_in(p, x, t, &[true]),
             CumulativeOp::Cumprod
             | CumulativeOp::Cummax
             | CumulativeOp::Cummin
-            | CumulativeOp::Cumlogsumexp => unsupported(p),
+            | CumulativeOp::Cumlogsumexp => {
+                cumulative(*op, *axis, *reverse, p, &x[0], t[0].as_ref())
+            }
         },
         P::DotGeneral { .. } | P::ConvGeneralDilated { .. } => bilinear(p, x, t),
-        P::Sort { .. } | P::TopK { .. } => unsupported(p),
+        P::Sort {
+            dimension,
+            is_stable,
+            num_keys,
+        } => sort(*dimension, *is_stable, *num_keys, x, t),
+        P::TopK { axis, .. } => {
+            let outs = bind(p, x)?;
+            let dt = t[0]
+                .as_ref()
+                .map(|t| take_along(t, &outs[1], *axis))
+                .transpose()?;
+            Ok((outs, vec![dt, None]))
+        }
         P::Jit { name, jaxpr } => {
             let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
             let (jvp, out_nz) = super::jvp_jaxpr(jaxpr, &nonzero, &[])?;
@@ -122,28 +145,9 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             )?;
             split_outs(outs, &out_nz)
         }
-        P::CustomJvpCall {
-            call_jaxpr,
-            num_consts,
-            ..
-        }
-        | P::CustomVjpCall {
-            call_jaxpr,
-            num_consts,
-            ..
-        } => {
-            // The rule itself is not in a jaxpr: differentiate the primal
-            // function (its consts lead the operands).
-            let _ = num_consts;
-            inline_jvp(call_jaxpr, x, t)
-        }
-        P::Remat { jaxpr, .. } => {
-            let closed = jaxon_ir::ClosedJaxpr {
-                jaxpr: jaxpr.clone(),
-                consts: std::sync::Arc::from(Vec::new()),
-            };
-            inline_jvp(&closed, x, t)
-        }
+        P::CustomJvpCall { .. } => crate::custom::jvp_custom_jvp_call(p, x, t),
+        P::CustomVjpCall { .. } => crate::custom::jvp_custom_vjp_call(p, x, t),
+        P::Remat { .. } => crate::checkpoint::jvp_remat(p, x, t),
         P::Cond { branches } => cond(branches, x, t),
         P::While { .. } | P::Scan { .. } | P::ForLoop { .. } => unsupported(p),
         P::Get { .. }
@@ -245,6 +249,7 @@ fn split_outs(outs: Vec<Array>, out_nz: &[bool]) -> Result<Outs> {
 }
 
 /// Differentiates through a jaxpr by evaluating it under the current jvp.
+#[allow(dead_code)] // for the control-flow rules
 fn inline_jvp(closed: &jaxon_ir::ClosedJaxpr, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
     let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
     let (jvp, out_nz) = super::jvp_jaxpr(closed, &nonzero, &[])?;
@@ -522,4 +527,123 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
             Ok((vec![y], vec![sum_tangents(parts.into_iter().flatten())?]))
         }
     }
+}
+
+/// Moves `axis` last.
+fn axis_last(x: &Array, axis: usize) -> Result<(Array, Vec<usize>)> {
+    let n = x.ndim();
+    let perm: Vec<usize> = (0..n).filter(|&d| d != axis).chain([axis]).collect();
+    let mut inv = vec![0; n];
+    for (i, &d) in perm.iter().enumerate() {
+        inv[d] = i;
+    }
+    Ok((lax::transpose(x, &perm)?, inv))
+}
+
+/// `out[.., i, ..] = t[.., idx[.., i, ..], ..]` along `axis`, as a
+/// one-hot contraction (linear in `t`; `idx` is integer, from primals).
+fn take_along(t: &Array, idx: &Array, axis: usize) -> Result<Array> {
+    let (tl, inv) = axis_last(t, axis)?;
+    let (il, _) = axis_last(idx, axis)?;
+    let ts = tl.try_shape()?;
+    let is = il.try_shape()?;
+    let r = ts.len();
+    let (n, m) = (ts[r - 1], is[r - 1]);
+    let mut full = is.clone();
+    full.push(n);
+    let keep: Vec<usize> = (0..r).collect();
+    let ib = lax::broadcast_in_dim(
+        &lax::convert_element_type(&il, jaxon_ir::DType::I32, false)?,
+        &full,
+        &keep,
+    )?;
+    let iota = lax::broadcasted_iota(jaxon_ir::DType::I32, &full, r)?;
+    let hit = lax::convert_element_type(&lax::eq(&ib, &iota)?, t.dtype(), false)?;
+    let mut tkeep: Vec<usize> = (0..r - 1).collect();
+    tkeep.push(r);
+    let tb = lax::broadcast_in_dim(&tl, &full, &tkeep)?;
+    let out = lax::reduce(ReduceOp::Sum, &lax::mul(&hit, &tb)?, &[r])?;
+    let _ = m;
+    lax::transpose(&out, &inv)
+}
+
+/// Sort: sort an extra iota operand along with the others to learn the
+/// permutation, then gather the tangents with it.
+fn sort(
+    dimension: usize,
+    is_stable: bool,
+    num_keys: usize,
+    x: &[Array],
+    t: &[Option<Array>],
+) -> Result<Outs> {
+    let shape = x[0].try_shape()?;
+    let iota = lax::broadcasted_iota(jaxon_ir::DType::I32, &shape, dimension)?;
+    let mut ops = x.to_vec();
+    ops.push(iota);
+    let mut outs = lax::sort(&ops, dimension, is_stable, num_keys)?;
+    let perm = outs.pop().expect("the iota operand");
+    let tangents = t
+        .iter()
+        .map(|ti| {
+            ti.as_ref()
+                .map(|ti| take_along(ti, &perm, dimension))
+                .transpose()
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((outs, tangents))
+}
+
+/// Cumulative products, extrema and log-sum-exp.
+fn cumulative(
+    op: CumulativeOp,
+    axis: usize,
+    reverse: bool,
+    p: &Primitive,
+    x: &Array,
+    t: Option<&Array>,
+) -> Result<Outs> {
+    let y = bind1(p, std::slice::from_ref(x))?;
+    let Some(t) = t else {
+        return Ok((vec![y], vec![None]));
+    };
+    let cumsum = |v: &Array| lax::cumulative(CumulativeOp::Cumsum, v, axis, reverse);
+    let dt = match op {
+        // y_i Σ_{j≤i} t_j / x_j: exact away from zeros of x (JAX's rule,
+        // via an associative scan, also covers zeros).
+        CumulativeOp::Cumprod => lax::mul(&y, &cumsum(&lax::div(t, x)?)?)?,
+        CumulativeOp::Cumlogsumexp => {
+            // Σ_{j≤i} exp(x_j - y_i) t_j, shifted by the axis max for range.
+            let shape = x.try_shape()?;
+            let keep: Vec<usize> = (0..shape.len()).filter(|&d| d != axis).collect();
+            let m = lax::broadcast_in_dim(&lax::reduce(ReduceOp::Max, x, &[axis])?, &shape, &keep)?;
+            let e = lax::exp(&lax::sub(x, &m)?)?;
+            let num = cumsum(&lax::mul(&e, t)?)?;
+            lax::mul(&num, &lax::exp(&lax::sub(&m, &y)?)?)?
+        }
+        CumulativeOp::Cummax | CumulativeOp::Cummin => {
+            // The tangent of the element that set the running extremum:
+            // the last position so far where x equals it.
+            let shape = x.try_shape()?;
+            let n = shape[axis] as f64;
+            let iota = lax::broadcasted_iota(jaxon_ir::DType::I32, &shape, axis)?;
+            let pos = if reverse {
+                lax::sub(&scalar_like(&iota, n - 1.0)?, &iota)?
+            } else {
+                iota
+            };
+            let minus = lax::broadcast_in_dim(&scalar_like(&pos, -1.0)?, &shape, &[])?;
+            let at = lax::select_n(&lax::eq(x, &y)?, &[minus, pos])?;
+            let last = lax::cumulative(CumulativeOp::Cummax, &at, axis, reverse)?;
+            let idx = if reverse {
+                lax::sub(&scalar_like(&last, n - 1.0)?, &last)?
+            } else {
+                last
+            };
+            take_along(t, &idx, axis)?
+        }
+        CumulativeOp::Cumsum => {
+            return linear_in(p, std::slice::from_ref(x), &[Some(t.clone())], &[true])
+        }
+    };
+    Ok((vec![y], vec![Some(dt)]))
 }

@@ -278,13 +278,20 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             Ok(only(0, bind1(&scatter, &[z, idx, ct()?])?))
         }
         P::Scatter {
-            kind: ScatterKind::Add,
+            kind: kind @ (ScatterKind::Add | ScatterKind::Set),
             dimension_numbers: d,
             indices_are_sorted,
             mode,
             unique_indices,
             ..
         } => {
+            if *kind == ScatterKind::Set && !*unique_indices {
+                // As JAX: with repeated indices the winning update is
+                // unspecified, so the map has no well-defined transpose.
+                return Err(Error::Unsupported(
+                    "scatter transpose is only implemented where unique_indices=True".into(),
+                ));
+            }
             let c = ct()?;
             let mut out = vec![None, None, None];
             if lin(2) {
@@ -323,7 +330,13 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 out[2] = Some(bind1(&gather, &[c.clone(), args[1].value(name)?.clone()])?);
             }
             if lin(0) {
-                out[0] = Some(c);
+                out[0] = Some(if *kind == ScatterKind::Set {
+                    // Positions overwritten by the updates get no cotangent.
+                    let z = zeros(args[2].ty())?;
+                    bind1(p, &[c, args[1].value(name)?.clone(), z])?
+                } else {
+                    c
+                });
             }
             Ok(out)
         }
@@ -460,7 +473,59 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             result.extend(linear.iter().map(|l| if *l { it.next() } else { None }));
             Ok(result)
         }
-        P::Tile { .. } | P::Stack { .. } => unsupported(p),
+        P::CustomVjpCall { .. } => crate::custom::transpose_custom_vjp_call(p, args, cts),
+        P::CustomJvpCall {
+            call_jaxpr,
+            num_consts,
+            ..
+        } => {
+            let _ = num_consts;
+            let consts: Vec<Array> = call_jaxpr
+                .consts
+                .iter()
+                .cloned()
+                .map(Array::from_host)
+                .collect();
+            if consts.is_empty() {
+                crate::custom::transpose_call(&call_jaxpr.jaxpr, args, cts)
+            } else {
+                unsupported(p)
+            }
+        }
+        P::Remat { .. } => crate::checkpoint::transpose_remat(p, args, cts),
+        P::Tile { reps } => {
+            // out = x repeated: view each dim as (rep, size) and sum the reps.
+            let shape = sizes(args[0].ty());
+            let mut split = Vec::with_capacity(2 * shape.len());
+            for (d, &n) in shape.iter().enumerate() {
+                split.push(reps[d].max(0) as usize);
+                split.push(n);
+            }
+            let r = lax::reshape(&ct()?, &split)?;
+            let axes: Vec<usize> = (0..shape.len()).map(|d| 2 * d).collect();
+            Ok(only(
+                0,
+                lax::reshape(&lax::reduce(ReduceOp::Sum, &r, &axes)?, &shape)?,
+            ))
+        }
+        P::Stack { axis } => {
+            let c = ct()?;
+            let shape = c.try_shape()?;
+            let mut out = Vec::with_capacity(args.len());
+            for (i, a) in args.iter().enumerate() {
+                if a.is_linear() {
+                    let mut start = vec![0; shape.len()];
+                    let mut limit = shape.clone();
+                    start[*axis] = i;
+                    limit[*axis] = i + 1;
+                    let piece = lax::slice(&c, &start, &limit, None)?;
+                    out.push(Some(lax::reshape(&piece, &sizes(a.ty()))?));
+                } else {
+                    out.push(None);
+                }
+            }
+            Ok(out)
+        }
         P::Reduce { .. }
         | P::IntegerPow { .. }
         | P::Round { .. }
@@ -477,9 +542,6 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         | P::While { .. }
         | P::Scan { .. }
         | P::ForLoop { .. }
-        | P::CustomJvpCall { .. }
-        | P::CustomVjpCall { .. }
-        | P::Remat { .. }
         | P::Get { .. }
         | P::Swap { .. }
         | P::AddUpdate { .. }
