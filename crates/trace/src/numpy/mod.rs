@@ -4,11 +4,21 @@
 //! Invariant: each function lowers to the primitive sequence JAX 0.10's
 //! `jnp` emits for the same call, so staged jaxprs print as JAX's do.
 
+mod creation;
+mod einsum;
+mod manip;
 pub mod promote;
 mod reductions;
+mod stats;
+mod wrap;
 
+pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
+pub use einsum::einsum;
+pub(crate) use manip::{gather, wrap_negative};
+pub use manip::{argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, Sections};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
+pub use stats::{logsumexp, std, var};
 
 use crate::array::{Array, Element, WeakScalar};
 use crate::error::{Error, Result};
@@ -164,8 +174,17 @@ pub fn power_int(x: &Array, n: i64) -> Result<Array> {
     lax::integer_pow(x, n)
 }
 
-/// `jnp.where(condition, x, y)`: `x` where `condition` holds, else `y`.
+/// `jnp.where(condition, x, y)`: `x` where `condition` holds, else `y`
+/// (JAX's `jit[name=_where]`).
 pub fn where_(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
+    wrap::jitted(
+        "_where",
+        vec![condition.clone(), x.clone(), y.clone()],
+        |a| where_body(&a[0], &a[1], &a[2]),
+    )
+}
+
+fn where_body(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
     let c = if condition.dtype() == DType::Bool {
         condition.clone()
     } else {
@@ -181,16 +200,24 @@ pub fn where_(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
     lax::select_n(&c, &[yb, xb])
 }
 
-/// `jnp.clip(x, lo, hi)`.
+/// `jnp.clip(x, lo, hi)` (JAX's `jit[name=clip]`).
 pub fn clip(x: &Array, lo: Option<&Array>, hi: Option<&Array>) -> Result<Array> {
-    let mut out = x.clone();
-    if let Some(lo) = lo {
-        out = maximum(lo, &out)?;
-    }
-    if let Some(hi) = hi {
-        out = minimum(hi, &out)?;
-    }
-    Ok(out)
+    let mut args = vec![x.clone()];
+    args.extend(lo.cloned());
+    args.extend(hi.cloned());
+    let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
+    wrap::jitted("clip", args, move |a| {
+        let mut out = a[0].clone();
+        let mut k = 1;
+        if has_lo {
+            out = maximum(&a[k], &out)?;
+            k += 1;
+        }
+        if has_hi {
+            out = minimum(&a[k], &out)?;
+        }
+        Ok(out)
+    })
 }
 
 /// `jnp.full(shape, value, dtype)`.
