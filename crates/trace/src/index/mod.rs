@@ -204,27 +204,52 @@ impl At {
 
     /// `x.at[idx].set(v)`.
     pub fn set(&self, v: impl IntoArray) -> Array {
-        ok_or_raise(scatter(&self.x, &self.idx, ScatterKind::Set, &v.into_array()))
+        ok_or_raise(scatter(
+            &self.x,
+            &self.idx,
+            ScatterKind::Set,
+            &v.into_array(),
+        ))
     }
 
     /// `x.at[idx].add(v)` (repeated indices accumulate).
     pub fn add(&self, v: impl IntoArray) -> Array {
-        ok_or_raise(scatter(&self.x, &self.idx, ScatterKind::Add, &v.into_array()))
+        ok_or_raise(scatter(
+            &self.x,
+            &self.idx,
+            ScatterKind::Add,
+            &v.into_array(),
+        ))
     }
 
     /// `x.at[idx].multiply(v)`.
     pub fn mul(&self, v: impl IntoArray) -> Array {
-        ok_or_raise(scatter(&self.x, &self.idx, ScatterKind::Mul, &v.into_array()))
+        ok_or_raise(scatter(
+            &self.x,
+            &self.idx,
+            ScatterKind::Mul,
+            &v.into_array(),
+        ))
     }
 
     /// `x.at[idx].min(v)`.
     pub fn min(&self, v: impl IntoArray) -> Array {
-        ok_or_raise(scatter(&self.x, &self.idx, ScatterKind::Min, &v.into_array()))
+        ok_or_raise(scatter(
+            &self.x,
+            &self.idx,
+            ScatterKind::Min,
+            &v.into_array(),
+        ))
     }
 
     /// `x.at[idx].max(v)`.
     pub fn max(&self, v: impl IntoArray) -> Array {
-        ok_or_raise(scatter(&self.x, &self.idx, ScatterKind::Max, &v.into_array()))
+        ok_or_raise(scatter(
+            &self.x,
+            &self.idx,
+            ScatterKind::Max,
+            &v.into_array(),
+        ))
     }
 }
 

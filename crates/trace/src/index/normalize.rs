@@ -50,8 +50,17 @@ fn resolve_slice(
     } else {
         let s = start.map_or(n - 1, fix).clamp(-1, n - 1);
         let e = stop.map_or(-1, fix).clamp(-1, n - 1);
-        let len = if s > e { (s - e + (-step) - 1) / (-step) } else { 0 };
-        Ok((s.max(0) as usize, len as usize, step, (s + 1).max(0) as usize))
+        let len = if s > e {
+            (s - e + (-step) - 1) / (-step)
+        } else {
+            0
+        };
+        Ok((
+            s.max(0) as usize,
+            len as usize,
+            step,
+            (s + 1).max(0) as usize,
+        ))
     }
 }
 
@@ -153,10 +162,7 @@ pub(crate) fn normalize(x: &Array, idx: &[Idx]) -> Result<Vec<Entry>> {
                         "index {i} is out of bounds for axis {dim} with size {n}"
                     )));
                 }
-                Entry::Int {
-                    dim,
-                    i: j as usize,
-                }
+                Entry::Int { dim, i: j as usize }
             }
             Idx::Slice { start, stop, step } => {
                 let (start, len, step, stop) = resolve_slice(shape[dim], start, stop, step)?;

@@ -63,7 +63,9 @@ fn plan(x: &Array, entries: &[Entry]) -> Result<Plan> {
             bshape = broadcast_shape_lists("indexing", &bshape, &a.try_shape()?)?;
         }
     }
-    let adv_pos: Vec<usize> = (0..entries.len()).filter(|&i| is_adv(&entries[i])).collect();
+    let adv_pos: Vec<usize> = (0..entries.len())
+        .filter(|&i| is_adv(&entries[i]))
+        .collect();
     let adjacent = adv_pos.windows(2).all(|w| w[1] == w[0] + 1);
     let mut layout: Vec<OutDim> = Vec::new();
     let mut newaxes = Vec::new();

@@ -24,7 +24,10 @@ fn parse(spec: &str, n: usize) -> Result<(Vec<Vec<char>>, Vec<char>)> {
     };
     let inputs: Vec<Vec<char>> = lhs.split(',').map(|s| s.chars().collect()).collect();
     if inputs.len() != n {
-        return Err(bad(spec, &format!("{} operand specs for {n} operands", inputs.len())));
+        return Err(bad(
+            spec,
+            &format!("{} operand specs for {n} operands", inputs.len()),
+        ));
     }
     if compact
         .chars()
@@ -103,7 +106,10 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
     let (inputs, out) = parse(spec, operands.len())?;
     for (x, l) in operands.iter().zip(&inputs) {
         if x.ndim() != l.len() {
-            return Err(bad(spec, &format!("operand of rank {} for {:?}", x.ndim(), l)));
+            return Err(bad(
+                spec,
+                &format!("operand of rank {} for {:?}", x.ndim(), l),
+            ));
         }
     }
     let refs: Vec<&Array> = operands.iter().collect();
@@ -158,11 +164,7 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
                 }
             }
         }
-        let lfree: Vec<char> = acc_l
-            .iter()
-            .filter(|c| !yl.contains(c))
-            .copied()
-            .collect();
+        let lfree: Vec<char> = acc_l.iter().filter(|c| !yl.contains(c)).copied().collect();
         let rfree: Vec<char> = yl.iter().filter(|c| !acc_l.contains(c)).copied().collect();
         acc = lax::dot_general(&acc, y, dn, dtype)?;
         acc_l = batch_l.into_iter().chain(lfree).chain(rfree).collect();
@@ -177,7 +179,12 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
     }
     let perm: Vec<usize> = out
         .iter()
-        .map(|c| acc_l.iter().position(|d| d == c).expect("every output letter is kept"))
+        .map(|c| {
+            acc_l
+                .iter()
+                .position(|d| d == c)
+                .expect("every output letter is kept")
+        })
         .collect();
     lax::transpose(&acc, &perm)
 }

@@ -134,9 +134,7 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
         let dims: Vec<usize> = (0..ishape.len()).collect();
         let gidx = lax::broadcast_in_dim(&idx, &ishape1, &dims)?;
         let out_rank = shape.len() - 1 + ishape.len();
-        let offset_dims: Vec<usize> = (0..axis)
-            .chain(axis + ishape.len()..out_rank)
-            .collect();
+        let offset_dims: Vec<usize> = (0..axis).chain(axis + ishape.len()..out_rank).collect();
         let mut slice_sizes = shape.clone();
         slice_sizes[axis] = 1;
         let fill = if x.dtype().is_float() {
@@ -209,7 +207,12 @@ pub fn argsort(x: &Array, axis: Option<isize>) -> Result<Array> {
     })
 }
 
-fn cumulative(name: &'static str, op: CumulativeOp, x: &Array, axis: Option<isize>) -> Result<Array> {
+fn cumulative(
+    name: &'static str,
+    op: CumulativeOp,
+    x: &Array,
+    axis: Option<isize>,
+) -> Result<Array> {
     jitted(name, vec![x.clone()], move |a| {
         let (mut x, axis) = axis_or_flat(&a[0], axis, name)?;
         if x.dtype() == DType::Bool {

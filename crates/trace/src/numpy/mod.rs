@@ -14,8 +14,8 @@ mod wrap;
 
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use einsum::einsum;
-pub(crate) use manip::{gather, wrap_negative};
 pub use manip::{argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, Sections};
+pub(crate) use manip::{gather, wrap_negative};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use stats::{logsumexp, std, var};
@@ -194,7 +194,12 @@ fn where_body(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
     let v = promote::promote_dtypes("where", &[x, y])?;
     let shape = broadcast_shapes("where", &c, &v[0])?;
     let shape = promote::broadcast_shape_lists("where", &shape, &v[1].try_shape()?)?;
-    let c = broadcast_to(&c, &shape)?;
+    // A scalar predicate selects whole arrays: `select_n` takes it as is.
+    let c = if c.ndim() == 0 {
+        c
+    } else {
+        broadcast_to(&c, &shape)?
+    };
     let xb = broadcast_to(&v[0], &shape)?;
     let yb = broadcast_to(&v[1], &shape)?;
     lax::select_n(&c, &[yb, xb])

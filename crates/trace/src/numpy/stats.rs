@@ -4,8 +4,8 @@
 
 use super::promote::float_dtype_of;
 use super::reductions::{mean, sum, IntoAxes};
-use super::wrap::{jitted, lit};
 use super::where_;
+use super::wrap::{jitted, lit};
 use crate::array::Array;
 use crate::error::Result;
 use crate::lax;
