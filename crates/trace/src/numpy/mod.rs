@@ -91,8 +91,30 @@ macro_rules! promoting_binary {
     )*};
 }
 
+/// `jnp.add` (`+`); on bools it is `logical_or`, as in NumPy.
+pub fn add(x: &Array, y: &Array) -> Result<Array> {
+    let a = promote_args("add", &[x, y])?;
+    let op = if a[0].dtype() == DType::Bool {
+        BinaryOp::Or
+    } else {
+        BinaryOp::Add
+    };
+    lax::binary(op, &a[0], &a[1])
+}
+
+/// `jnp.multiply` (`*`); on bools it is `logical_and`, as in NumPy.
+pub fn multiply(x: &Array, y: &Array) -> Result<Array> {
+    let a = promote_args("multiply", &[x, y])?;
+    let op = if a[0].dtype() == DType::Bool {
+        BinaryOp::And
+    } else {
+        BinaryOp::Mul
+    };
+    lax::binary(op, &a[0], &a[1])
+}
+
 promoting_binary! {
-    add => Add, subtract => Sub, multiply => Mul, maximum => Max, minimum => Min,
+    subtract => Sub, maximum => Max, minimum => Min,
     equal => Eq, not_equal => Ne, less => Lt, less_equal => Le,
     greater => Gt, greater_equal => Ge,
     bitwise_and => And, bitwise_or => Or, bitwise_xor => Xor,
