@@ -9,6 +9,10 @@
 //! Generated from the installed JAX with
 //! `pe.dce_jaxpr(jax.make_jaxpr(f)(*args).jaxpr)`.
 
+// Negative-step slices are written as reversed ranges (`4..0;-2`), as in
+// Python's `4:0:-2`.
+#![allow(clippy::reversed_empty_ranges)]
+
 use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::DType;
 use jaxon_trace::index::{ELLIPSIS, NEWAXIS};

@@ -3,6 +3,10 @@
 //! JAX 0.10.2 computes for the same inputs (generated with the same
 //! seeded generator in Python).
 
+// Negative-step slices are written as reversed ranges (`4..0;-2`), as in
+// Python's `4:0:-2`.
+#![allow(clippy::reversed_empty_ranges)]
+
 use jaxon_ir::DType;
 use jaxon_trace::index::{ELLIPSIS, NEWAXIS};
 use jaxon_trace::numpy::{self as jnp, All};
