@@ -19,6 +19,7 @@ pub(crate) use manip::{gather, wrap_negative};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use stats::{logsumexp, std, var};
+pub(crate) use wrap::jitted;
 
 use crate::array::{Array, Element, WeakScalar};
 use crate::error::{Error, Result};

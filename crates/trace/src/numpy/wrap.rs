@@ -7,13 +7,18 @@ use crate::lax;
 use jaxon_ir::DType;
 
 /// Calls `f` on `args` through a `jit` named `name`, as JAX's jnp does
-/// for its `@jit`-decorated helpers: staged, it is a `jit` equation; eager,
-/// it runs the staged function on the default backend.
+/// for its `@jit`-decorated helpers: under a trace it is a `jit` equation.
+/// Eagerly the body runs op by op: a fresh `Jit` per call would compile
+/// (and never reuse) an executable every time.
 pub(crate) fn jitted(
     name: &str,
     args: Vec<Array>,
     f: impl Fn(&[Array]) -> Result<Array>,
 ) -> Result<Array> {
+    let top = crate::core::find_top_trace(&args)?;
+    if top.trace().as_any().is::<crate::eval::EvalTrace>() {
+        return f(&args);
+    }
     crate::jit::jit(move |a: Vec<Array>| ok_or_raise(f(&a)))
         .name(name)
         .call(args)
