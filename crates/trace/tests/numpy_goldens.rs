@@ -1160,3 +1160,457 @@ golden!(
     ] a f
   in (g,) }"#
 );
+
+golden!(
+    idx_nonadjacent,
+    |(x, i, j): (Array, Array, Array)| x.index(idx![&i, .., &j]),
+    (f(&[3, 4, 5], 70), ia(&[0, 2]), ia(&[4, 1])),
+    r#"{ lambda ; a:f32[3,4,5] b:i32[2] c:i32[2]. let
+    d:bool[2] = lt b 0:i32[]
+    e:i32[2] = add b 3:i32[]
+    f:i32[2] = select_n d b e
+    g:bool[2] = lt c 0:i32[]
+    h:i32[2] = add c 5:i32[]
+    i:i32[2] = select_n g c h
+    j:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] f
+    k:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] i
+    l:i32[2,2] = concatenate[dimension=1] j k
+    m:f32[2,4] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0, 2), start_index_map=(0, 2), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.PROMISE_IN_BOUNDS
+      slice_sizes=(1, 4, 1)
+      unique_indices=False
+    ] a l
+  in (m,) }"#
+);
+
+golden!(
+    idx_int_array_mix,
+    |(x, i): (Array, Array)| x.index(idx![1, .., &i]),
+    (f(&[3, 4, 5], 71), ia(&[0, 4, 2])),
+    r#"{ lambda ; a:f32[3,4,5] b:i32[3]. let
+    c:bool[3] = lt b 0:i32[]
+    d:i32[3] = add b 5:i32[]
+    e:i32[3] = select_n c b d
+    f:i32[3] = broadcast_in_dim 1:i32[]
+    g:i32[3] = convert_element_type[new_dtype=int32 weak_type=False] f
+    h:i32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,)] g
+    i:i32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+    j:i32[3,2] = concatenate[dimension=1] h i
+    k:f32[3,4] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0, 2), start_index_map=(0, 2), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.PROMISE_IN_BOUNDS
+      slice_sizes=(1, 4, 1)
+      unique_indices=False
+    ] a j
+  in (k,) }"#
+);
+
+golden!(
+    idx_array_strided,
+    |(x, i): (Array, Array)| x.index(idx![&i, ..;-2]),
+    (f(&[3, 5], 72), ia(&[2, 0])),
+    r#"{ lambda ; a:f32[3,5] b:i32[2]. let
+    c:bool[2] = lt b 0:i32[]
+    d:i32[2] = add b 3:i32[]
+    e:i32[2] = select_n c b d
+    f:i32[3] = iota[dimension=0 dtype=int32 shape=(3,) sharding=None] 
+    g:i32[3] = mul -2:i32[] f
+    h:i32[3] = add 4:i32[] g
+    i:i32[3] = rev[dimensions=(0,)] h
+    j:i32[2,3,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+    k:i32[2,3,1] = broadcast_in_dim[broadcast_dimensions=(1,)] i
+    l:i32[2,3,2] = concatenate[dimension=2] j k
+    m:f32[2,3] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0, 1), start_index_map=(0, 1), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.PROMISE_IN_BOUNDS
+      slice_sizes=(1, 1)
+      unique_indices=False
+    ] a l
+    n:f32[2,3] = rev[dimensions=(1,)] m
+  in (n,) }"#
+);
+
+golden!(
+    idx_array_newaxis,
+    |(x, i): (Array, Array)| x.index(idx![NEWAXIS, .., &i]),
+    (f(&[3, 4], 73), ia(&[1, 3])),
+    r#"{ lambda ; a:f32[3,4] b:i32[2]. let
+    c:bool[2] = lt b 0:i32[]
+    d:i32[2] = add b 4:i32[]
+    e:i32[2] = select_n c b d
+    f:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+    g:f32[3,2] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,), start_index_map=(1,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.PROMISE_IN_BOUNDS
+      slice_sizes=(3, 1)
+      unique_indices=False
+    ] a f
+    h:f32[1,3,2] = broadcast_in_dim[broadcast_dimensions=(1, 2)] g
+  in (h,) }"#
+);
+
+golden!(
+    idx_array_2d,
+    |(x, i): (Array, Array)| x.index(&i),
+    (
+        f(&[3, 4], 74),
+        Array::from_vec(vec![0i32, 1, 2, 0], &[2, 2])
+    ),
+    r#"{ lambda ; a:f32[3,4] b:i32[2,2]. let
+    c:bool[2,2] = lt b 0:i32[]
+    d:i32[2,2] = add b 3:i32[]
+    e:i32[2,2] = select_n c b d
+    f:i32[2,2,1] = broadcast_in_dim[broadcast_dimensions=(0, 1)] e
+    g:f32[2,2,4] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(2,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.PROMISE_IN_BOUNDS
+      slice_sizes=(1, 4)
+      unique_indices=False
+    ] a f
+  in (g,) }"#
+);
+
+golden!(
+    idx_newaxis_only,
+    |x: Array| x.index(NEWAXIS),
+    f(&[3, 4], 75),
+    r#"{ lambda ; a:f32[3,4]. let
+    b:f32[1,3,4] = broadcast_in_dim[broadcast_dimensions=(1, 2)] a
+  in (b,) }"#
+);
+
+golden!(
+    idx_slice_cols,
+    |x: Array| x.index(idx![.., 1..3]),
+    f(&[3, 4], 76),
+    r#"{ lambda ; a:f32[3,4]. let
+    b:f32[3,2] = slice[limit_indices=(3, 3) start_indices=(0, 1) strides=None] a
+  in (b,) }"#
+);
+
+golden!(
+    at_set_array_slice,
+    |(x, i): (Array, Array)| x.at(idx![&i, 1..3]).set(0.0),
+    (f(&[3, 4], 77), ia(&[0, 2])),
+    r#"{ lambda ; a:f32[3,4] b:i32[2]. let
+    c:bool[2] = lt b 0:i32[]
+    d:i32[2] = add b 3:i32[]
+    e:i32[2] = select_n c b d
+    f:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+    g:i32[2,1] = broadcast_in_dim 1:i32[]
+    h:i32[2,2] = concatenate[dimension=1] f g
+    i:f32[2,2] = broadcast_in_dim 0.0:f32[]
+    j:f32[3,4] = scatter[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0, 1), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=False
+      update_consts=()
+      update_jaxpr=None
+    ] a h i
+  in (j,) }"#
+);
+
+golden!(
+    at_max_2d,
+    |(x, i): (Array, Array)| x.at(idx![.., &i]).max(0.5),
+    (f(&[3, 4], 78), ia(&[0, 2])),
+    r#"{ lambda ; a:f32[3,4] b:i32[2]. let
+    c:bool[2] = lt b 0:i32[]
+    d:i32[2] = add b 4:i32[]
+    e:i32[2] = select_n c b d
+    f:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+    g:f32[3,2] = broadcast_in_dim 0.5:f32[]
+    h:f32[3,4] = scatter-max[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(0,), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=False
+      update_consts=()
+      update_jaxpr={ lambda ; i:f32[] j:f32[]. let k:f32[] = max i j in (k,) }
+    ] a f g
+  in (h,) }"#
+);
+
+golden!(
+    at_min_int,
+    |x: Array| x.at(idx![1, 2]).min(0.5),
+    f(&[3, 4], 79),
+    r#"{ lambda ; a:f32[3,4]. let
+    b:i32[1] = broadcast_in_dim 1:i32[]
+    c:i32[1] = broadcast_in_dim 2:i32[]
+    d:i32[2] = concatenate[dimension=0] b c
+    e:f32[3,4] = scatter-min[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0, 1), scatter_dims_to_operand_dims=(0, 1), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=True
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=True
+      update_consts=()
+      update_jaxpr={ lambda ; f:f32[] g:f32[]. let h:f32[] = min f g in (h,) }
+    ] a d 0.5:f32[]
+  in (e,) }"#
+);
+
+golden!(
+    at_set_rev,
+    |x: Array| x
+        .at(idx![..;-1])
+        .set(jnp::arange_dtype(4, DType::F32).unwrap()),
+    f(&[4], 80),
+    r#"{ lambda ; a:f32[4]. let
+    b:f32[4] = iota[dimension=0 dtype=float32 shape=(4,) sharding=None] 
+    c:i32[4] = iota[dimension=0 dtype=int32 shape=(4,) sharding=None] 
+    d:i32[4] = mul -1:i32[] c
+    e:i32[4] = add 3:i32[] d
+    f:i32[4] = rev[dimensions=(0,)] e
+    g:i32[4,1] = broadcast_in_dim[broadcast_dimensions=(0,)] f
+    h:f32[4] = rev[dimensions=(0,)] b
+    i:f32[4] = scatter[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=True
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=True
+      update_consts=()
+      update_jaxpr=None
+    ] a g h
+  in (i,) }"#
+);
+
+golden!(
+    idx_dynamic_two,
+    |(x, i, j): (Array, Array, Array)| x.index(idx![&i, &j]),
+    (f(&[3, 4], 81), Array::weak(1), Array::weak(2)),
+    r#"{ lambda ; a:f32[3,4] b:i32[] c:i32[]. let
+    d:i32[] = convert_element_type[new_dtype=int32 weak_type=False] b
+    e:i32[] = convert_element_type[new_dtype=int32 weak_type=False] c
+    f:bool[] = lt d 0:i32[]
+    g:i32[] = add d 3:i32[]
+    h:i32[] = select_n f d g
+    i:bool[] = lt e 0:i32[]
+    j:i32[] = add e 4:i32[]
+    k:i32[] = select_n i e j
+    l:f32[1,1] = dynamic_slice[slice_sizes=(1, 1)] a h k
+    m:f32[] = squeeze[dimensions=(0, 1)] l
+  in (m,) }"#
+);
+
+golden!(
+    full_like,
+    |x: Array| jnp::full_like(&x, &Array::weak(2.0)).unwrap(),
+    f(&[2, 3], 82),
+    r#"{ lambda ; a:f32[2,3]. let b:f32[2,3] = broadcast_in_dim 2.0:f32[] in (b,) }"#
+);
+
+golden!(
+    ones_i32,
+    |_: ()| jnp::ones(&[2, 2], DType::I32).unwrap(),
+    (),
+    r#"{ lambda ; . let a:i32[2,2] = broadcast_in_dim 1:i32[] in (a,) }"#
+);
+
+golden!(
+    cumsum_bool,
+    |x: Array| jnp::cumsum(&x.gt(0.0), None).unwrap(),
+    f(&[4], 83),
+    r#"{ lambda ; a:f32[4]. let
+    b:bool[4] = gt a 0.0:f32[]
+    c:i32[4] = jit[
+      name=cumsum
+      jaxpr={ lambda ; b:bool[4]. let
+          d:i32[4] = convert_element_type[new_dtype=int32 weak_type=False] b
+          c:i32[4] = cumsum[axis=0 reverse=False] d
+        in (c,) }
+    ] b
+  in (c,) }"#
+);
+
+golden!(
+    sort_int,
+    |i: Array| jnp::sort(&i, Some(-1)).unwrap(),
+    ia(&[3, 1, 2]),
+    r#"{ lambda ; a:i32[3]. let
+    b:i32[3] = jit[
+      name=sort
+      jaxpr={ lambda ; a:i32[3]. let
+          b:i32[3] = sort[dimension=0 is_stable=True num_keys=1] a
+        in (b,) }
+    ] a
+  in (b,) }"#
+);
+
+golden!(
+    softmax_axis0,
+    |x: Array| nn::softmax(&x, 0).unwrap(),
+    f(&[2, 3], 84),
+    r#"{ lambda ; a:f32[2,3]. let
+    b:f32[3] = reduce_max[axes=(0,)] a
+    c:f32[3] = max -inf:f32[] b
+    d:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,)] c
+    e:f32[1,3] = stop_gradient d
+    f:f32[2,3] = sub a e
+    g:f32[2,3] = exp f
+    h:f32[3] = reduce_sum[axes=(0,) out_sharding=None] g
+    i:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,)] h
+    j:f32[2,3] = div g i
+  in (j,) }"#
+);
+
+golden!(
+    logsumexp_keep,
+    |x: Array| jnp::logsumexp(&x, 0, true).unwrap(),
+    f(&[2, 3], 85),
+    r#"{ lambda ; a:f32[2,3]. let
+    b:f32[3] = reduce_max[axes=(0,)] a
+    c:f32[3] = max -inf:f32[] b
+    d:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,)] c
+    e:bool[1,3] = is_finite d
+    f:f32[1,3] = broadcast_in_dim 0.0:f32[]
+    g:f32[1,3] = select_n e f d
+    h:f32[1,3] = stop_gradient g
+    i:f32[2,3] = sub a h
+    j:f32[2,3] = exp i
+    k:f32[3] = reduce_sum[axes=(0,) out_sharding=None] j
+    l:f32[1,3] = broadcast_in_dim[broadcast_dimensions=(1,)] k
+    m:f32[1,3] = abs l
+    n:f32[1,3] = log m
+    o:f32[1,3] = add n h
+  in (o,) }"#
+);
+
+golden!(
+    var_keepdims,
+    |x: Array| jnp::var(&x, 1, 0, true).unwrap(),
+    f(&[2, 3], 86),
+    r#"let _var = { lambda ; a:f32[2,3] b:i32[]. let
+    c:f32[2] = reduce_sum[axes=(1,) out_sharding=None] a
+    d:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] c
+    e:f32[2,1] = div d 3.0:f32[]
+    f:f32[2,3] = sub a e
+    g:f32[2,3] = square f
+    h:f32[] = convert_element_type[new_dtype=float32 weak_type=False] b
+    i:f32[] = sub 3.0:f32[] h
+    j:f32[2] = reduce_sum[axes=(1,) out_sharding=None] g
+    k:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] j
+    l:f32[2,1] = div k i
+    m:bool[] = gt i 0.0:f32[]
+    n:f32[2,1] = jit[
+      name=_where
+      jaxpr={ lambda ; m:bool[] l:f32[2,1] o:f32[]. let
+          p:f32[] = convert_element_type[new_dtype=float32 weak_type=False] o
+          q:f32[2,1] = broadcast_in_dim p
+          n:f32[2,1] = select_n m q l
+        in (n,) }
+    ] m l nan:f32[]
+  in (n,) } in
+{ lambda ; r:f32[2,3]. let
+    s:f32[2,1] = jit[name=_var jaxpr=_var] r 0:i32[]
+  in (s,) }"#
+);
+
+golden!(
+    gelu_int,
+    |i: Array| nn::gelu(&i, true).unwrap(),
+    ia(&[1, 2]),
+    r#"{ lambda ; a:i32[2]. let
+    b:f32[2] = convert_element_type[new_dtype=float32 weak_type=False] a
+    c:f32[2] = integer_pow[y=3] b
+    d:f32[2] = mul 0.044714998453855515:f32[] c
+    e:f32[2] = add b d
+    f:f32[2] = mul 0.7978845834732056:f32[] e
+    g:f32[2] = tanh f
+    h:f32[2] = add 1.0:f32[] g
+    i:f32[2] = mul 0.5:f32[] h
+    j:f32[2] = mul b i
+  in (j,) }"#
+);
+
+golden!(
+    tril_batch,
+    |x: Array| jnp::tril(&x, 0).unwrap(),
+    f(&[2, 3, 3], 87),
+    r#"{ lambda ; a:f32[2,3,3]. let
+    b:f32[2,3,3] = jit[
+      name=tril
+      jaxpr={ lambda ; a:f32[2,3,3]. let
+          c:i32[3,3] = iota[dimension=0 dtype=int32 shape=(3, 3) sharding=None] 
+          d:i32[3,3] = add c 0:i32[]
+          e:i32[3,3] = iota[dimension=1 dtype=int32 shape=(3, 3) sharding=None] 
+          f:bool[3,3] = ge d e
+          g:bool[2,3,3] = broadcast_in_dim[broadcast_dimensions=(1, 2)] f
+          h:f32[2,3,3] = broadcast_in_dim 0.0:f32[]
+          b:f32[2,3,3] = select_n g h a
+        in (b,) }
+    ] a
+  in (b,) }"#
+);
+
+golden!(
+    einsum_int,
+    |(a, b): (Array, Array)| jnp::einsum("ij,jk->ik", &[a, b]).unwrap(),
+    (
+        Array::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]),
+        f(&[3, 4], 91)
+    ),
+    r#"{ lambda ; a:i32[2,3] b:f32[3,4]. let
+    c:f32[2,4] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      preferred_element_type=float32
+    ] a b
+  in (c,) }"#
+);
+
+golden!(
+    take_int,
+    |(x, i): (Array, Array)| jnp::take(&x, &i, Some(0)).unwrap(),
+    (Array::from_vec(vec![1i32, 2, 3, 4], &[4]), ia(&[0, 2])),
+    r#"{ lambda ; a:i32[4] b:i32[2]. let
+    c:i32[2] = jit[
+      name=_take
+      jaxpr={ lambda ; a:i32[4] b:i32[2]. let
+          d:bool[2] = lt b 0:i32[]
+          e:i32[2] = add b 4:i32[]
+          f:i32[2] = jit[
+            name=_where
+            jaxpr={ lambda ; d:bool[2] e:i32[2] b:i32[2]. let
+                f:i32[2] = select_n d b e
+              in (f,) }
+          ] d e b
+          g:i32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] f
+          c:i32[2] = gather[
+            dimension_numbers=GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+            fill_value=-2147483648
+            indices_are_sorted=False
+            mode=GatherScatterMode.FILL_OR_DROP
+            slice_sizes=(1,)
+            unique_indices=False
+          ] a g
+        in (c,) }
+    ] a b
+  in (c,) }"#
+);
+
+golden!(
+    pad_int,
+    |x: Array| jnp::pad(&x, &[(1, 1)], &Array::weak(0)).unwrap(),
+    Array::from_vec(vec![1i32, 2], &[2]),
+    r#"{ lambda ; a:i32[2]. let
+    b:i32[4] = jit[
+      name=_pad
+      jaxpr={ lambda ; a:i32[2] c:i32[]. let
+          d:i32[] = convert_element_type[new_dtype=int32 weak_type=False] c
+          b:i32[4] = pad[padding_config=((np.int64(1), np.int64(1), 0),)] a d
+        in (b,) }
+    ] a 0:i32[]
+  in (b,) }"#
+);

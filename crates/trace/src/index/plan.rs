@@ -42,6 +42,9 @@ struct Plan {
     newaxes: Vec<usize>,
     /// No arrays: indices are sorted and unique.
     static_only: bool,
+    /// Result dims (without new axes) of negative-step slices, gathered in
+    /// ascending order and reversed afterwards.
+    reversed: Vec<usize>,
 }
 
 fn ints(v: &[usize]) -> Ints {
@@ -112,46 +115,68 @@ fn plan(x: &Array, entries: &[Entry]) -> Result<Plan> {
         .filter(|&i| matches!(layout[i], OutDim::Adv(_)))
         .map(batch_index)
         .collect();
-    // Negative indices wrap first (all arrays), then the columns are built.
-    let mut wrapped: Vec<Option<Array>> = Vec::new();
+    // First pass, in entry order: arrays wrap negative indices, strided
+    // slices build their index vectors (ascending, reversed back after).
+    let mut first: Vec<Option<Array>> = Vec::new();
+    let mut reversed = Vec::new();
     for e in entries {
-        wrapped.push(match e {
+        first.push(match e {
             Entry::Array { dim, a } => Some(crate::numpy::wrap_negative(a, shape[*dim], false)?),
+            Entry::Slice {
+                dim,
+                start,
+                len,
+                step,
+                ..
+            } if *step != 1 => {
+                let iota = lax::iota(DType::I32, *len)?;
+                let scaled = lax::mul(&Array::scalar(*step as i32), &iota)?;
+                let idx = lax::add(&Array::scalar(*start as i32), &scaled)?;
+                if *step < 0 {
+                    let pos = layout
+                        .iter()
+                        .position(|o| matches!(o, OutDim::Strided(d) if d == dim))
+                        .expect("strided dim");
+                    reversed.push(pos);
+                    Some(lax::rev(&idx, &[0])?)
+                } else {
+                    Some(idx)
+                }
+            }
             _ => None,
         });
     }
+    // Second pass: one index column per indexed operand dim.
     let mut columns = Vec::new();
     let mut start_index_map = Vec::new();
     let mut collapsed = Vec::new();
     let mut slice_sizes = shape.clone();
     let column = |v: &Array, dims: &[usize]| lax::broadcast_in_dim(v, &ishape, dims);
-    for (e, w) in entries.iter().zip(&wrapped) {
-        match e {
+    for (e, v) in entries.iter().zip(&first) {
+        let dim = match e {
             Entry::Array { dim, a } => {
-                let w = w.as_ref().expect("wrapped");
+                let v = v.as_ref().expect("wrapped");
                 let off = bshape.len() - a.ndim();
-                let dims: Vec<usize> = (0..a.ndim()).map(|k| adv_dims[off + k]).collect();
-                // Size-1 dims broadcast: go through broadcast_to first.
-                let w = if a.try_shape()? == bshape[off..] {
-                    w.clone()
+                if a.try_shape()? == bshape[off..] {
+                    let dims: Vec<usize> = (0..a.ndim()).map(|k| adv_dims[off + k]).collect();
+                    columns.push(column(v, &dims)?);
                 } else {
-                    let full = broadcast_to(w, &bshape)?;
-                    columns.push(column(&full, &adv_dims)?);
-                    start_index_map.push(*dim);
-                    collapsed.push(*dim);
-                    slice_sizes[*dim] = 1;
-                    continue;
-                };
-                columns.push(column(&w, &dims)?);
-                start_index_map.push(*dim);
-                collapsed.push(*dim);
-                slice_sizes[*dim] = 1;
+                    // Size-1 dims broadcast first.
+                    columns.push(column(&broadcast_to(v, &bshape)?, &adv_dims)?);
+                }
+                *dim
+            }
+            Entry::Int { dim, i } if has_array => {
+                // Alongside arrays an integer is a (weak) scalar index
+                // broadcast to the arrays' shape, as JAX does.
+                let b = lax::broadcast_in_dim(&Array::weak(*i as i32), &bshape, &[])?;
+                let b = lax::convert_element_type(&b, DType::I32, false)?;
+                columns.push(column(&b, &adv_dims)?);
+                *dim
             }
             Entry::Int { dim, i } => {
                 columns.push(column(&Array::scalar(*i as i32), &[])?);
-                start_index_map.push(*dim);
-                collapsed.push(*dim);
-                slice_sizes[*dim] = 1;
+                *dim
             }
             Entry::Slice {
                 dim,
@@ -165,28 +190,22 @@ fn plan(x: &Array, entries: &[Entry]) -> Result<Plan> {
                     columns.push(column(&Array::scalar(*start as i32), &[])?);
                     start_index_map.push(*dim);
                 }
+                continue;
             }
-            Entry::Slice {
-                dim,
-                start,
-                len,
-                step,
-                ..
-            } => {
-                let iota = lax::iota(DType::I32, *len)?;
-                let scaled = lax::mul(&Array::scalar(*step as i32), &iota)?;
-                let idx = lax::add(&Array::scalar(*start as i32), &scaled)?;
+            Entry::Slice { dim, .. } => {
                 let pos = layout
                     .iter()
                     .position(|o| matches!(o, OutDim::Strided(d) if d == dim))
                     .expect("strided dim");
-                columns.push(column(&idx, &[batch_index(pos)])?);
-                start_index_map.push(*dim);
-                collapsed.push(*dim);
-                slice_sizes[*dim] = 1;
+                let v = v.as_ref().expect("strided index");
+                columns.push(column(v, &[batch_index(pos)])?);
+                *dim
             }
-            Entry::NewAxis => {}
-        }
+            Entry::NewAxis => continue,
+        };
+        start_index_map.push(dim);
+        collapsed.push(dim);
+        slice_sizes[dim] = 1;
     }
     collapsed.sort_unstable();
     let indices = match columns.len() {
@@ -209,6 +228,7 @@ fn plan(x: &Array, entries: &[Entry]) -> Result<Plan> {
         out_shape,
         newaxes,
         static_only: !has_array,
+        reversed,
     })
 }
 
@@ -226,6 +246,11 @@ pub(crate) fn gather(x: &Array, entries: &[Entry]) -> Result<Array> {
             false,
         )?,
         None => x.clone(),
+    };
+    let out = if p.reversed.is_empty() {
+        out
+    } else {
+        lax::rev(&out, &p.reversed)?
     };
     if p.newaxes.is_empty() {
         Ok(out)
@@ -272,6 +297,11 @@ pub(crate) fn scatter(x: &Array, entries: &[Entry], kind: ScatterKind, v: &Array
         }
     };
     let updates = broadcast_to(&v, &p.out_shape)?;
+    let updates = if p.reversed.is_empty() {
+        updates
+    } else {
+        lax::rev(&updates, &p.reversed)?
+    };
     let Some(indices) = p.indices else {
         // The index covers the whole array: a plain elementwise update.
         return match kind {

@@ -118,11 +118,12 @@ pub(crate) fn try_dynamic(x: &Array, entries: &[Entry]) -> Result<Option<Array>>
     }
     let shape = x.try_shape()?;
     let r = shape.len();
-    let mut starts = Vec::with_capacity(r);
+    // Traced indices are converted first, then every start wraps.
+    let mut raw = Vec::with_capacity(r);
     let mut sizes = shape.clone();
     let mut squeeze = Vec::new();
     for e in entries {
-        let (dim, s) = match e {
+        raw.push(match e {
             Entry::Array { dim, a } => {
                 squeeze.push(*dim);
                 sizes[*dim] = 1;
@@ -140,9 +141,12 @@ pub(crate) fn try_dynamic(x: &Array, entries: &[Entry]) -> Result<Option<Array>>
                 (*dim, Array::scalar(*start as i32))
             }
             Entry::NewAxis => continue,
-        };
-        starts.push(wrap_start(&s, shape[dim])?);
+        });
     }
+    let starts = raw
+        .iter()
+        .map(|(dim, s)| wrap_start(s, shape[*dim]))
+        .collect::<Result<Vec<_>>>()?;
     let out = lax::dynamic_slice(x, &starts, &sizes)?;
     finish(out, entries, &squeeze).map(Some)
 }

@@ -3,7 +3,7 @@
 //! sum, letters unique to one operand summed away, pairs of operands
 //! contracted left to right with `dot_general`, a final `transpose`.
 
-use super::promote::promote_dtypes;
+use super::promote::result_type;
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::lax;
@@ -112,9 +112,12 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
             ));
         }
     }
+    // Operands keep their dtypes: `dot_general` accumulates in the promoted
+    // dtype through `preferred_element_type`, as JAX emits it.
     let refs: Vec<&Array> = operands.iter().collect();
-    let ops = promote_dtypes("einsum", &refs)?;
-    let dtype = ops.first().map(Array::dtype);
+    let (result_dtype, _) = result_type("einsum", &refs)?;
+    let ops: Vec<Array> = operands.to_vec();
+    let dtype = Some(result_dtype);
     // Check that each letter has one size.
     let mut sizes: Vec<(char, usize)> = Vec::new();
     for (x, l) in ops.iter().zip(&inputs) {
@@ -151,12 +154,10 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
             .collect();
         let needed = |c: &char| out.contains(c) || later.contains(c);
         let mut dn = DotDimensionNumbers::default();
-        let mut batch_l = Vec::new();
+        let mut batch_l: Vec<char> = Vec::new();
         for (i, c) in acc_l.iter().enumerate() {
             if let Some(j) = yl.iter().position(|d| d == c) {
                 if needed(c) {
-                    dn.lhs_batch.push(i);
-                    dn.rhs_batch.push(j);
                     batch_l.push(*c);
                 } else {
                     dn.lhs_contracting.push(i);
@@ -164,10 +165,42 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
                 }
             }
         }
+        // Batch dims in output order, as JAX lists them.
+        batch_l.sort_by_key(|c| out.iter().position(|d| d == c).unwrap_or(usize::MAX));
+        for c in &batch_l {
+            dn.lhs_batch
+                .push(acc_l.iter().position(|d| d == c).expect("batch"));
+            dn.rhs_batch
+                .push(yl.iter().position(|d| d == c).expect("batch"));
+        }
         let lfree: Vec<char> = acc_l.iter().filter(|c| !yl.contains(c)).copied().collect();
         let rfree: Vec<char> = yl.iter().filter(|c| !acc_l.contains(c)).copied().collect();
-        acc = lax::dot_general(&acc, y, dn, dtype)?;
-        acc_l = batch_l.into_iter().chain(lfree).chain(rfree).collect();
+        let forward: Vec<char> = batch_l
+            .iter()
+            .chain(&lfree)
+            .chain(&rfree)
+            .copied()
+            .collect();
+        let swapped: Vec<char> = batch_l
+            .iter()
+            .chain(&rfree)
+            .chain(&lfree)
+            .copied()
+            .collect();
+        // Like JAX, take the operand order that needs no final transpose.
+        if later.is_empty() && forward != out && swapped == out {
+            let dn = DotDimensionNumbers {
+                lhs_contracting: dn.rhs_contracting,
+                rhs_contracting: dn.lhs_contracting,
+                lhs_batch: dn.rhs_batch,
+                rhs_batch: dn.lhs_batch,
+            };
+            acc = lax::dot_general(y, &acc, dn, dtype)?;
+            acc_l = swapped;
+        } else {
+            acc = lax::dot_general(&acc, y, dn, dtype)?;
+            acc_l = forward;
+        }
     }
     // Letters the output does not name are summed (single operand case).
     let extra: Vec<usize> = (0..acc_l.len())
@@ -186,5 +219,6 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
                 .expect("every output letter is kept")
         })
         .collect();
-    lax::transpose(&acc, &perm)
+    let acc = lax::transpose(&acc, &perm)?;
+    lax::convert_element_type(&acc, result_dtype, false)
 }

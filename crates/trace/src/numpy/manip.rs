@@ -137,11 +137,7 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
         let offset_dims: Vec<usize> = (0..axis).chain(axis + ishape.len()..out_rank).collect();
         let mut slice_sizes = shape.clone();
         slice_sizes[axis] = 1;
-        let fill = if x.dtype().is_float() {
-            Some(FillValue::Float(f64::NAN))
-        } else {
-            None
-        };
+        let fill = default_fill(x.dtype());
         gather(
             &x,
             &gidx,
@@ -157,6 +153,24 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
             false,
         )
     })
+}
+
+/// The fill JAX's `take` states for out-of-bounds reads: NaN for floats,
+/// the lowest signed / highest unsigned integer, `None` (the default,
+/// `true`) for bools.
+fn default_fill(d: DType) -> Option<FillValue> {
+    let int = |v: i64| Some(FillValue::Int(v));
+    match d {
+        DType::I8 => int(i8::MIN as i64),
+        DType::I16 => int(i16::MIN as i64),
+        DType::I32 => int(i32::MIN as i64),
+        DType::I64 => int(i64::MIN),
+        DType::U8 => int(u8::MAX as i64),
+        DType::U16 => int(u16::MAX as i64),
+        DType::U32 => int(u32::MAX as i64),
+        d if d.is_float() => Some(FillValue::Float(f64::NAN)),
+        _ => None,
+    }
 }
 
 /// `lax.gather` with the given dimension numbers.

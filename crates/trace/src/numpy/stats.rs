@@ -50,12 +50,12 @@ pub fn logsumexp(x: &Array, axes: impl IntoAxes, keepdims: bool) -> Result<Array
     let dt = float_dtype_of(x.dtype());
     let x = lax::convert_element_type(x, dt, false)?;
     let amax = lax::reduce(ReduceOp::Max, &x, &axes)?;
+    let amax = lax::max(&lit(f64::NEG_INFINITY, dt)?, &amax)?;
     let amax = if keepdims {
         lax::expand_dims(&amax, &axes)?
     } else {
         amax
     };
-    let amax = lax::max(&lit(f64::NEG_INFINITY, dt)?, &amax)?;
     let finite = lax::is_finite(&amax)?;
     let amax = lax::select_n(&finite, &[super::zeros_like(&amax)?, amax])?;
     let amax = lax::stop_gradient(&amax)?;
