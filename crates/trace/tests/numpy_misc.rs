@@ -172,3 +172,25 @@ fn einsum_matches_f64_loops() {
         }
     }
 }
+
+#[test]
+fn fill_functions_eager_and_jit() {
+    let x = f(&[2, 3], 13);
+    let fills = |x: Array| {
+        vec![
+            jnp::zeros_like(&x).unwrap(),
+            jnp::ones_like(&x).unwrap(),
+            jnp::full_like(&x, &Array::weak(-2.5)).unwrap(),
+            jnp::full(&[2, 2], &Array::weak(7), Some(DType::I32)).unwrap(),
+            jnp::ones(&[3], DType::F32).unwrap(),
+        ]
+    };
+    for got in [fills(x.clone()), jit(fills).call(x).unwrap()] {
+        assert_eq!(got[0].to_vec::<f32>(), vec![0.0; 6]);
+        assert_eq!(got[1].to_vec::<f32>(), vec![1.0; 6]);
+        assert_eq!(got[2].to_vec::<f32>(), vec![-2.5; 6]);
+        assert_eq!(got[3].to_vec::<i32>(), vec![7; 4]);
+        assert_eq!(got[4].to_vec::<f32>(), vec![1.0; 3]);
+        assert!(got.iter().all(|a| !a.weak_type()));
+    }
+}
