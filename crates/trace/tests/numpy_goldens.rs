@@ -1614,3 +1614,58 @@ golden!(
     ] a 0:i32[]
   in (b,) }"#
 );
+
+golden!(
+    einsum_chain,
+    |(a, b, d): (Array, Array, Array)| jnp::einsum("ij,jk,kl->il", &[a, b, d]).unwrap(),
+    (f(&[2, 3], 88), f(&[3, 4], 89), f(&[4, 2], 90)),
+    r#"{ lambda ; a:f32[2,3] b:f32[3,4] c:f32[4,2]. let
+    d:f32[2,3] = dot_general[
+      dimension_numbers=(([0], [1]), ([], []))
+      preferred_element_type=float32
+    ] c b
+    e:f32[2,2] = dot_general[
+      dimension_numbers=(([1], [1]), ([], []))
+      preferred_element_type=float32
+    ] a d
+  in (e,) }"#
+);
+golden!(
+    einsum_bilinear,
+    |(x, w, y): (Array, Array, Array)| jnp::einsum("bi,ij,bj->b", &[x, w, y]).unwrap(),
+    (f(&[3, 2], 92), f(&[2, 4], 93), f(&[3, 4], 94)),
+    r#"{ lambda ; a:f32[3,2] b:f32[2,4] c:f32[3,4]. let
+    d:f32[3,2] = dot_general[
+      dimension_numbers=(([1], [1]), ([], []))
+      preferred_element_type=float32
+    ] c b
+    e:f32[3] = dot_general[
+      dimension_numbers=(([1], [1]), ([0], [0]))
+      preferred_element_type=float32
+    ] a d
+  in (e,) }"#
+);
+
+golden!(
+    einsum_attention,
+    |(q, k): (Array, Array)| jnp::einsum("bhqd,bhkd->bhqk", &[q, k]).unwrap(),
+    (f(&[2, 2, 3, 4], 95), f(&[2, 2, 5, 4], 96)),
+    r#"{ lambda ; a:f32[2,2,3,4] b:f32[2,2,5,4]. let
+    c:f32[2,2,3,5] = dot_general[
+      dimension_numbers=(([3], [3]), ([0, 1], [0, 1]))
+      preferred_element_type=float32
+    ] a b
+  in (c,) }"#
+);
+
+golden!(
+    einsum_outer_t,
+    |(a, b): (Array, Array)| jnp::einsum("i,j->ji", &[a, b]).unwrap(),
+    (f(&[3], 97), f(&[2], 98)),
+    r#"{ lambda ; a:f32[3] b:f32[2]. let
+    c:f32[2,3] = dot_general[
+      dimension_numbers=(([], []), ([], []))
+      preferred_element_type=float32
+    ] b a
+  in (c,) }"#
+);

@@ -1,7 +1,8 @@
 //! `jnp.einsum`: subscripts parsed once, then lowered as JAX does —
 //! repeated letters within an operand through an `iota`/`eq` mask and a
 //! sum, letters unique to one operand summed away, pairs of operands
-//! contracted left to right with `dot_general`, a final `transpose`.
+//! contracted with `dot_general` in opt_einsum's greedy order, a final
+//! `transpose`.
 
 use super::promote::result_type;
 use crate::array::Array;
@@ -144,64 +145,100 @@ pub fn einsum(spec: &str, operands: &[Array]) -> Result<Array> {
         let out_ref = &out;
         rest[k] = reduce_operand(x, l, |c| out_ref.contains(&c) || others.contains(&c))?;
     }
-    let mut iter = rest.into_iter();
-    let (mut acc, mut acc_l) = iter.next().ok_or_else(|| bad(spec, "no operands"))?;
-    let remaining: Vec<(Array, Vec<char>)> = iter.collect();
-    for (k, (y, yl)) in remaining.iter().enumerate() {
-        let later: Vec<char> = remaining[k + 1..]
-            .iter()
-            .flat_map(|(_, l)| l.clone())
-            .collect();
-        let needed = |c: &char| out.contains(c) || later.contains(c);
-        let mut dn = DotDimensionNumbers::default();
-        let mut batch_l: Vec<char> = Vec::new();
-        for (i, c) in acc_l.iter().enumerate() {
-            if let Some(j) = yl.iter().position(|d| d == c) {
-                if needed(c) {
-                    batch_l.push(*c);
-                } else {
-                    dn.lhs_contracting.push(i);
-                    dn.rhs_contracting.push(j);
+    let size_of = |c: char| sizes.iter().find(|(d, _)| *d == c).map_or(1, |&(_, n)| n);
+    let footprint = |l: &[char]| l.iter().map(|&c| size_of(c)).product::<usize>() as i64;
+    // Contract pairs in opt_einsum's greedy order (JAX's default path):
+    // the pair whose result shrinks memory most, ties to the oldest.
+    let mut list: Vec<(usize, Array, Vec<char>)> = rest
+        .into_iter()
+        .enumerate()
+        .map(|(i, (a, l))| (i, a, l))
+        .collect();
+    let mut next_id = list.len();
+    while list.len() > 1 {
+        let kept = |i: usize, j: usize| -> Vec<char> {
+            let mut k: Vec<char> = Vec::new();
+            for &c in list[i].2.iter().chain(&list[j].2) {
+                let elsewhere = list
+                    .iter()
+                    .enumerate()
+                    .any(|(m, t)| m != i && m != j && t.2.contains(&c));
+                if (out.contains(&c) || elsewhere) && !k.contains(&c) {
+                    k.push(c);
+                }
+            }
+            k
+        };
+        let mut best: Option<(i64, usize, usize, usize, usize)> = None;
+        for i in 0..list.len() {
+            for j in i + 1..list.len() {
+                if !list[i].2.iter().any(|c| list[j].2.contains(c)) {
+                    continue;
+                }
+                let cost = footprint(&kept(i, j)) - footprint(&list[i].2) - footprint(&list[j].2);
+                let ids = (list[i].0.min(list[j].0), list[i].0.max(list[j].0));
+                if best.is_none_or(|b| (cost, ids.0, ids.1) < (b.0, b.1, b.2)) {
+                    best = Some((cost, ids.0, ids.1, i, j));
                 }
             }
         }
-        // Batch dims in output order, as JAX lists them.
-        batch_l.sort_by_key(|c| out.iter().position(|d| d == c).unwrap_or(usize::MAX));
-        for c in &batch_l {
-            dn.lhs_batch
-                .push(acc_l.iter().position(|d| d == c).expect("batch"));
-            dn.rhs_batch
-                .push(yl.iter().position(|d| d == c).expect("batch"));
-        }
-        let lfree: Vec<char> = acc_l.iter().filter(|c| !yl.contains(c)).copied().collect();
-        let rfree: Vec<char> = yl.iter().filter(|c| !acc_l.contains(c)).copied().collect();
-        let forward: Vec<char> = batch_l
-            .iter()
-            .chain(&lfree)
-            .chain(&rfree)
-            .copied()
-            .collect();
-        let swapped: Vec<char> = batch_l
-            .iter()
-            .chain(&rfree)
-            .chain(&lfree)
-            .copied()
-            .collect();
-        // Like JAX, take the operand order that needs no final transpose.
-        if later.is_empty() && forward != out && swapped == out {
-            let dn = DotDimensionNumbers {
-                lhs_contracting: dn.rhs_contracting,
-                rhs_contracting: dn.lhs_contracting,
-                lhs_batch: dn.rhs_batch,
-                rhs_batch: dn.lhs_batch,
-            };
-            acc = lax::dot_general(y, &acc, dn, dtype)?;
-            acc_l = swapped;
+        let (i, j) = best.map_or((0, 1), |b| (b.3, b.4));
+        let last = list.len() == 2;
+        let mut result = kept(i, j);
+        // JAX pops the later operand first and calls it the lhs.
+        let (_, lhs, ll) = list.remove(j);
+        let (_, rhs, rl) = list.remove(i);
+        if last {
+            result = out.clone();
         } else {
-            acc = lax::dot_general(&acc, y, dn, dtype)?;
-            acc_l = forward;
+            // opt_einsum orders an intermediate by first appearance in
+            // the inputs (tensordot order).
+            let all: Vec<char> = ll.iter().chain(&rl).copied().collect();
+            result.sort_by_key(|c| all.iter().position(|d| d == c));
         }
+        let batch: Vec<char> = result
+            .iter()
+            .filter(|c| ll.contains(c) && rl.contains(c))
+            .copied()
+            .collect();
+        let contracted: Vec<char> = ll
+            .iter()
+            .filter(|c| rl.contains(c) && !result.contains(c))
+            .copied()
+            .collect();
+        let pos = |l: &[char], c: &char| l.iter().position(|d| d == c).expect("letter");
+        let rem = |l: &[char]| -> Vec<char> {
+            l.iter()
+                .filter(|c| !batch.contains(c) && !contracted.contains(c))
+                .copied()
+                .collect()
+        };
+        let (rem_l, rem_r) = (rem(&ll), rem(&rl));
+        let dims = |a: &[char], b: &[char]| DotDimensionNumbers {
+            lhs_contracting: contracted.iter().map(|c| pos(a, c)).collect(),
+            rhs_contracting: contracted.iter().map(|c| pos(b, c)).collect(),
+            lhs_batch: batch.iter().map(|c| pos(a, c)).collect(),
+            rhs_batch: batch.iter().map(|c| pos(b, c)).collect(),
+        };
+        // Try (rhs, lhs) first, as JAX does, to avoid a transpose.
+        let names_rl: Vec<char> = batch.iter().chain(&rem_r).chain(&rem_l).copied().collect();
+        let (mut arr, names) = if names_rl == result {
+            (
+                lax::dot_general(&rhs, &lhs, dims(&rl, &ll), dtype)?,
+                names_rl,
+            )
+        } else {
+            let names: Vec<char> = batch.iter().chain(&rem_l).chain(&rem_r).copied().collect();
+            (lax::dot_general(&lhs, &rhs, dims(&ll, &rl), dtype)?, names)
+        };
+        if names != result {
+            let perm: Vec<usize> = result.iter().map(|c| pos(&names, c)).collect();
+            arr = lax::transpose(&arr, &perm)?;
+        }
+        list.push((next_id, arr, result));
+        next_id += 1;
     }
+    let (_, mut acc, mut acc_l) = list.pop().ok_or_else(|| bad(spec, "no operands"))?;
     // Letters the output does not name are summed (single operand case).
     let extra: Vec<usize> = (0..acc_l.len())
         .filter(|&i| !out.contains(&acc_l[i]))
