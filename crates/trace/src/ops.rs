@@ -214,6 +214,52 @@ impl Array {
         ok_or_raise(jnp::mean(self, axes, false))
     }
 
+    /// Variance over `axes` (`ddof = 0`).
+    pub fn var(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::var(self, axes, 0, false))
+    }
+
+    /// Standard deviation over `axes` (`ddof = 0`).
+    pub fn std(&self, axes: impl IntoAxes) -> Array {
+        ok_or_raise(jnp::std(self, axes, 0, false))
+    }
+
+    /// Running sum along `axis` (`None`: over the flattened array).
+    pub fn cumsum(&self, axis: Option<isize>) -> Array {
+        ok_or_raise(jnp::cumsum(self, axis))
+    }
+
+    /// Sorted along `axis` (`None`: the flattened array).
+    pub fn sort(&self, axis: Option<isize>) -> Array {
+        ok_or_raise(jnp::sort(self, axis))
+    }
+
+    /// Indices that sort along `axis`.
+    pub fn argsort(&self, axis: Option<isize>) -> Array {
+        ok_or_raise(jnp::argsort(self, axis))
+    }
+
+    /// Index of the maximum along `axis` (`None`: flattened).
+    pub fn argmax(&self, axis: Option<isize>) -> Array {
+        ok_or_raise(jnp::argmax(self, axis, false))
+    }
+
+    /// Index of the minimum along `axis` (`None`: flattened).
+    pub fn argmin(&self, axis: Option<isize>) -> Array {
+        ok_or_raise(jnp::argmin(self, axis, false))
+    }
+
+    /// Clamped to `[lo, hi]` (`jnp.clip`).
+    pub fn clip(&self, lo: impl IntoArray, hi: impl IntoArray) -> Array {
+        let (lo, hi) = (lo.into_array(), hi.into_array());
+        ok_or_raise(jnp::clip(self, Some(&lo), Some(&hi)))
+    }
+
+    /// Elements at `indices` along `axis` (`jnp.take`).
+    pub fn take(&self, indices: &Array, axis: Option<isize>) -> Array {
+        ok_or_raise(jnp::take(self, indices, axis))
+    }
+
     /// Reshapes; one `-1` entry is inferred.
     pub fn reshape(&self, shape: &[isize]) -> Array {
         ok_or_raise(jnp::reshape(self, shape))

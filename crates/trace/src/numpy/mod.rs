@@ -4,11 +4,22 @@
 //! Invariant: each function lowers to the primitive sequence JAX 0.10's
 //! `jnp` emits for the same call, so staged jaxprs print as JAX's do.
 
+mod creation;
+mod einsum;
+mod manip;
 pub mod promote;
 mod reductions;
+mod stats;
+mod wrap;
 
+pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
+pub use einsum::einsum;
+pub use manip::{argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, Sections};
+pub(crate) use manip::{gather, wrap_negative};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
+pub use stats::{logsumexp, std, var};
+pub(crate) use wrap::jitted;
 
 use crate::array::{Array, Element, WeakScalar};
 use crate::error::{Error, Result};
@@ -81,8 +92,30 @@ macro_rules! promoting_binary {
     )*};
 }
 
+/// `jnp.add` (`+`); on bools it is `logical_or`, as in NumPy.
+pub fn add(x: &Array, y: &Array) -> Result<Array> {
+    let a = promote_args("add", &[x, y])?;
+    let op = if a[0].dtype() == DType::Bool {
+        BinaryOp::Or
+    } else {
+        BinaryOp::Add
+    };
+    lax::binary(op, &a[0], &a[1])
+}
+
+/// `jnp.multiply` (`*`); on bools it is `logical_and`, as in NumPy.
+pub fn multiply(x: &Array, y: &Array) -> Result<Array> {
+    let a = promote_args("multiply", &[x, y])?;
+    let op = if a[0].dtype() == DType::Bool {
+        BinaryOp::And
+    } else {
+        BinaryOp::Mul
+    };
+    lax::binary(op, &a[0], &a[1])
+}
+
 promoting_binary! {
-    add => Add, subtract => Sub, multiply => Mul, maximum => Max, minimum => Min,
+    subtract => Sub, maximum => Max, minimum => Min,
     equal => Eq, not_equal => Ne, less => Lt, less_equal => Le,
     greater => Gt, greater_equal => Ge,
     bitwise_and => And, bitwise_or => Or, bitwise_xor => Xor,
@@ -164,8 +197,17 @@ pub fn power_int(x: &Array, n: i64) -> Result<Array> {
     lax::integer_pow(x, n)
 }
 
-/// `jnp.where(condition, x, y)`: `x` where `condition` holds, else `y`.
+/// `jnp.where(condition, x, y)`: `x` where `condition` holds, else `y`
+/// (JAX's `jit[name=_where]`).
 pub fn where_(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
+    wrap::jitted(
+        "_where",
+        vec![condition.clone(), x.clone(), y.clone()],
+        |a| where_body(&a[0], &a[1], &a[2]),
+    )
+}
+
+fn where_body(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
     let c = if condition.dtype() == DType::Bool {
         condition.clone()
     } else {
@@ -175,22 +217,35 @@ pub fn where_(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
     let v = promote::promote_dtypes("where", &[x, y])?;
     let shape = broadcast_shapes("where", &c, &v[0])?;
     let shape = promote::broadcast_shape_lists("where", &shape, &v[1].try_shape()?)?;
-    let c = broadcast_to(&c, &shape)?;
+    // A scalar predicate selects whole arrays: `select_n` takes it as is.
+    let c = if c.ndim() == 0 {
+        c
+    } else {
+        broadcast_to(&c, &shape)?
+    };
     let xb = broadcast_to(&v[0], &shape)?;
     let yb = broadcast_to(&v[1], &shape)?;
     lax::select_n(&c, &[yb, xb])
 }
 
-/// `jnp.clip(x, lo, hi)`.
+/// `jnp.clip(x, lo, hi)` (JAX's `jit[name=clip]`).
 pub fn clip(x: &Array, lo: Option<&Array>, hi: Option<&Array>) -> Result<Array> {
-    let mut out = x.clone();
-    if let Some(lo) = lo {
-        out = maximum(lo, &out)?;
-    }
-    if let Some(hi) = hi {
-        out = minimum(hi, &out)?;
-    }
-    Ok(out)
+    let mut args = vec![x.clone()];
+    args.extend(lo.cloned());
+    args.extend(hi.cloned());
+    let (has_lo, has_hi) = (lo.is_some(), hi.is_some());
+    wrap::jitted("clip", args, move |a| {
+        let mut out = a[0].clone();
+        let mut k = 1;
+        if has_lo {
+            out = maximum(&a[k], &out)?;
+            k += 1;
+        }
+        if has_hi {
+            out = minimum(&a[k], &out)?;
+        }
+        Ok(out)
+    })
 }
 
 /// `jnp.full(shape, value, dtype)`.

@@ -1,10 +1,9 @@
 //! JAX's implicit promotion for the NumPy API: dtypes (with weak types) and
 //! rank promotion, lowered to the same primitive sequence as `jnp`.
 //!
-//! Rules: weak types follow JAX's lattice; a result that is weak only
-//! because of Rust scalars gets the default 32-bit dtype (`i32`/`f32`), as
-//! Python scalars do in JAX's default x32 mode, while explicitly 64-bit
-//! arrays keep their width. Rank-0 operands are not broadcast (the
+//! Rules: weak types follow JAX's lattice; a 64-bit result that no operand
+//! explicitly has (Rust scalars, `i32 + u32`) gets the 32-bit dtype, as in
+//! JAX's default x32 mode, while explicitly 64-bit arrays keep their width. Rank-0 operands are not broadcast (the
 //! primitives accept them); other operands of lower rank get leading
 //! size-1 dimensions through `broadcast_in_dim`.
 
@@ -22,14 +21,16 @@ pub fn result_type(op: &str, args: &[&Array]) -> Result<(DType, bool)> {
         lhs: args.first().map(|a| fmt_aval(a.aval())).unwrap_or_default(),
         rhs: format!("{e}"),
     })?;
-    if weak {
-        let has = |d: DType| pairs.iter().any(|&(x, _)| x == d);
-        dtype = match dtype {
-            DType::F64 if !has(DType::F64) => DType::F32,
-            DType::I64 if !has(DType::I64) => DType::I32,
-            d => d,
-        };
-    }
+    // JAX's x32 mode canonicalises 64-bit results (`i32 + u32` is `i64` in
+    // the lattice, `i32` in JAX); jaxon keeps 64 bits only when an operand
+    // explicitly has them.
+    let has = |d: DType| pairs.iter().any(|&(x, _)| x == d);
+    dtype = match dtype {
+        DType::F64 if !has(DType::F64) => DType::F32,
+        DType::I64 if !has(DType::I64) && !has(DType::U64) => DType::I32,
+        DType::U64 if !has(DType::U64) => DType::U32,
+        d => d,
+    };
     Ok((dtype, weak))
 }
 
