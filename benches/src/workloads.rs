@@ -109,7 +109,9 @@ pub fn dispatch_tiny(s: Settings) {
     );
     // The executable alone, to separate jit's own overhead from the run.
     let backend = jaxon::eval_backend().expect("a backend");
-    let exe = backend.compile(&f.lower(x.clone()).expect("lowers")).expect("compiles");
+    let exe = backend
+        .compile(&f.lower(x.clone()).expect("lowers"))
+        .expect("compiles");
     let buffers = vec![x.buffer().expect("concrete").clone()];
     let raw = measure(
         || {

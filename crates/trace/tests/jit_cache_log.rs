@@ -29,15 +29,26 @@ fn cache_misses_are_explained_at_debug_level() {
         .finish();
     let f = jit(|x: Array| (x.sin() * 2.0).sum(All)).name("f");
     tracing::subscriber::with_default(subscriber, || {
-        f.call(Array::from_vec(vec![0.5f32, 1.5, -2.0], &[3])).unwrap();
-        f.call(Array::from_vec(vec![0.25f32, 1.0, -3.0], &[3])).unwrap();
-        f.call(Array::from_vec(vec![0.5f32, 1.5, -2.0, 4.0], &[4])).unwrap();
+        f.call(Array::from_vec(vec![0.5f32, 1.5, -2.0], &[3]))
+            .unwrap();
+        f.call(Array::from_vec(vec![0.25f32, 1.0, -3.0], &[3]))
+            .unwrap();
+        f.call(Array::from_vec(vec![0.5f32, 1.5, -2.0, 4.0], &[4]))
+            .unwrap();
         f.call(Array::weak(2.0)).unwrap();
     });
     let log = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
     let misses: Vec<&str> = log.lines().filter(|l| l.contains("cache miss")).collect();
     assert_eq!(misses.len(), 3, "{log}");
     assert!(misses[0].contains("jit(f): first call"), "{}", misses[0]);
-    assert!(misses[1].contains("argument 0 changed from f32[3] to f32[4]"), "{}", misses[1]);
-    assert!(misses[2].contains("argument 0 changed from f32[4] to f32[] (weak)"), "{}", misses[2]);
+    assert!(
+        misses[1].contains("argument 0 changed from f32[3] to f32[4]"),
+        "{}",
+        misses[1]
+    );
+    assert!(
+        misses[2].contains("argument 0 changed from f32[4] to f32[] (weak)"),
+        "{}",
+        misses[2]
+    );
 }
