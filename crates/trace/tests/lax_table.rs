@@ -17,6 +17,9 @@ fn rand(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
 
 type Unary = fn(&Array) -> jaxon_trace::Result<Array>;
 
+/// Name, function, f64 oracle, input range.
+type UnaryCase = (&'static str, Unary, fn(f64) -> f64, f64, f64);
+
 fn erf(x: f64) -> f64 {
     // Abramowitz–Stegun 7.1.26 is too coarse for an oracle; integrate the
     // series instead (|x| <= 2 here).
@@ -31,7 +34,7 @@ fn erf(x: f64) -> f64 {
 
 #[test]
 fn unary_lax_functions_match_f64_math_eager_and_jitted() {
-    let table: Vec<(&str, Unary, fn(f64) -> f64, f64, f64)> = vec![
+    let table: Vec<UnaryCase> = vec![
         ("neg", lax::neg, |x| -x, -3.0, 3.0),
         ("sign", lax::sign, f64::signum, -3.0, 3.0),
         ("floor", lax::floor, f64::floor, -3.0, 3.0),
@@ -90,9 +93,12 @@ fn unary_lax_functions_match_f64_math_eager_and_jitted() {
 
 type Binary = fn(&Array, &Array) -> jaxon_trace::Result<Array>;
 
+/// Name, function, f64 oracle.
+type BinaryCase = (&'static str, Binary, fn(f64, f64) -> f64);
+
 #[test]
 fn binary_lax_functions_match_f64_math_eager_and_jitted() {
-    let table: Vec<(&str, Binary, fn(f64, f64) -> f64)> = vec![
+    let table: Vec<BinaryCase> = vec![
         ("add", lax::add, |a, b| a + b),
         ("sub", lax::sub, |a, b| a - b),
         ("mul", lax::mul, |a, b| a * b),
