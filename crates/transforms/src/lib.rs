@@ -12,9 +12,10 @@
 
 pub mod jvp;
 pub mod linearize;
+pub mod partial_eval;
 pub mod transpose;
 mod util;
 
-pub use jvp::{jvp, jvp_jaxpr, JvpTrace};
+pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

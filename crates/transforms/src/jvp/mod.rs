@@ -5,6 +5,7 @@
 //! `float0`). When every operand's tangent is zero, the primitive binds on
 //! the primals alone and no rule runs.
 
+mod control;
 mod rules;
 
 use crate::util::{has_tangent, zeros_like};
@@ -165,6 +166,27 @@ pub fn jvp_jaxpr(
     nonzero: &[bool],
     instantiate: &[bool],
 ) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    jvp_jaxpr_with(closed, nonzero, instantiate, JvpOutputs::PrimalsAndTangents)
+}
+
+/// Which outputs a jaxpr built by [`jvp_jaxpr_with`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JvpOutputs {
+    /// The primal outputs, then the non-zero tangent outputs.
+    PrimalsAndTangents,
+    /// Only the non-zero tangent outputs. Staging drops the primal work
+    /// the tangents do not need, so this is the "tangent half" of a split
+    /// jvp: the primal half is the original jaxpr on the primals alone.
+    TangentsOnly,
+}
+
+/// [`jvp_jaxpr`] with a choice of outputs.
+pub fn jvp_jaxpr_with(
+    closed: &ClosedJaxpr,
+    nonzero: &[bool],
+    instantiate: &[bool],
+    outputs: JvpOutputs,
+) -> Result<(ClosedJaxpr, Vec<bool>)> {
     let jaxpr = &closed.jaxpr;
     let in_avals: Vec<Aval> = jaxpr
         .invars
@@ -187,7 +209,10 @@ pub fn jvp_jaxpr(
             .map(|nz| if *nz { it.next() } else { None })
             .collect();
         let (p_out, t_out) = jvp_flat(|ins| eval_closed_jaxpr(closed, &ins), primals, &tangents)?;
-        let mut outs = p_out.clone();
+        let mut outs = match outputs {
+            JvpOutputs::PrimalsAndTangents => p_out.clone(),
+            JvpOutputs::TangentsOnly => Vec::new(),
+        };
         for (i, (p, t)) in p_out.iter().zip(t_out).enumerate() {
             let inst = instantiate.get(i).copied().unwrap_or(false) && has_tangent(p.dtype());
             match t {
