@@ -59,11 +59,17 @@ fn spread(tangents: impl IntoIterator<Item = Array>, nz: &[bool]) -> Vec<Option<
 }
 
 /// `jit`: the callee's jvp, as a `jit` equation again.
-pub(super) fn jit(name: &str, jaxpr: &ClosedJaxpr, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+pub(super) fn jit(
+    name: &str,
+    jaxpr: &ClosedJaxpr,
+    x: &[Array],
+    t: &[Option<Array>],
+) -> Result<Outs> {
     let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
     let mut args = x.to_vec();
     args.extend(t.iter().flatten().cloned());
-    let jvp_name = format!("jvp({name})");
+    // JAX keeps the callee's name on the jvp and transpose calls.
+    let jvp_name = name.to_string();
     if needs_split(x, t)? {
         let primals = bind(
             &Primitive::Jit {
@@ -170,7 +176,12 @@ fn open_consts(closed: ClosedJaxpr) -> (Jaxpr, Vec<Array>) {
     let mut invars = std::mem::take(&mut j.constvars);
     invars.append(&mut j.invars);
     j.invars = invars;
-    let consts = closed.consts.iter().cloned().map(Array::from_host).collect();
+    let consts = closed
+        .consts
+        .iter()
+        .cloned()
+        .map(Array::from_host)
+        .collect();
     (j, consts)
 }
 
@@ -274,7 +285,13 @@ struct ScanParams<'a> {
 }
 
 impl ScanParams<'_> {
-    fn primitive(&self, jaxpr: Jaxpr, num_consts: usize, num_carry: usize, linear: Vec<bool>) -> Primitive {
+    fn primitive(
+        &self,
+        jaxpr: Jaxpr,
+        num_consts: usize,
+        num_carry: usize,
+        linear: Vec<bool>,
+    ) -> Primitive {
         Primitive::Scan {
             jaxpr: ClosedJaxpr::without_consts(jaxpr),
             length: self.length,
@@ -512,7 +529,13 @@ fn scan_split(
         .chain(st_res)
         .chain(tv[nct + nkt..].iter().copied())
         .collect();
-    let linear = flags(&[(ni, false), (nct, true), (nkt, true), (ns, false), (nxt, true)]);
+    let linear = flags(&[
+        (ni, false),
+        (nct, true),
+        (nkt, true),
+        (ns, false),
+        (nxt, true),
+    ]);
     let lin_scan = sp.primitive(lin, ni + nct, nkt, linear);
     let mut largs = inv_vals;
     largs.extend(tc);

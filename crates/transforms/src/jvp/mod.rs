@@ -187,6 +187,9 @@ pub fn jvp_jaxpr_with(
     instantiate: &[bool],
     outputs: JvpOutputs,
 ) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    if outputs == JvpOutputs::TangentsOnly {
+        return tangents_only(closed, nonzero, instantiate);
+    }
     let jaxpr = &closed.jaxpr;
     let in_avals: Vec<Aval> = jaxpr
         .invars
@@ -230,4 +233,41 @@ pub fn jvp_jaxpr_with(
         Ok(outs)
     })?;
     Ok((close(staged)?, out_nonzero))
+}
+
+/// The tangent half of a jvp as one jaxpr `(primals, tangents) ->
+/// tangents`, built from [`crate::partial_eval::linearize_jaxpr`]: the
+/// primal half (recomputing the residuals) followed by the linear half.
+/// Every equation of the result reads only primals or is linear in the
+/// tangents, never both with primal results, so `backward_pass` can
+/// transpose it (a jvp staged in one trace would leave combined
+/// primal-and-tangent equations, e.g. a nested `jit`, whose primal
+/// results would count as linear).
+fn tangents_only(
+    closed: &ClosedJaxpr,
+    nonzero: &[bool],
+    instantiate: &[bool],
+) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    let lj = crate::partial_eval::linearize_jaxpr(closed, nonzero, instantiate)?;
+    let jaxpr = &closed.jaxpr;
+    let n = jaxpr.invars.len();
+    let n_out = jaxpr.outvars.len();
+    let mut avals: Vec<Aval> = jaxpr
+        .invars
+        .iter()
+        .map(|v| jaxpr.aval(*v).clone())
+        .collect();
+    for i in 0..n {
+        if nonzero[i] {
+            avals.push(avals[i].clone());
+        }
+    }
+    let staged = trace_flat(StageMode::Base, &avals, |args| {
+        let (primals, tangents) = args.split_at(n);
+        let known = eval_closed_jaxpr(&lj.known, primals)?;
+        let mut lin_args = known[n_out..].to_vec();
+        lin_args.extend(tangents.iter().cloned());
+        eval_closed_jaxpr(&lj.linear, &lin_args)
+    })?;
+    Ok((close(staged)?, lj.out_nonzero))
 }

@@ -34,7 +34,12 @@ fn values(args: &[LinArg]) -> Vec<Array> {
 }
 
 /// `jit`: the callee's transpose, called as a `jit` again.
-pub(crate) fn jit(name: &str, jaxpr: &ClosedJaxpr, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+pub(crate) fn jit(
+    name: &str,
+    jaxpr: &ClosedJaxpr,
+    args: &[LinArg],
+    cts: &[Option<Array>],
+) -> Result<Cts> {
     let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
     let tj = transpose_jaxpr(jaxpr, &linear)?;
     let mut operands = values(args);
@@ -52,7 +57,7 @@ pub(crate) fn jit(name: &str, jaxpr: &ClosedJaxpr, args: &[LinArg], cts: &[Optio
     }
     let outs = bind(
         &Primitive::Jit {
-            name: format!("transpose({name})"),
+            name: name.to_string(),
             jaxpr: tj,
         },
         &operands,
@@ -96,13 +101,20 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
     };
     let (nc, nk, length) = (*nc, *nk, *length);
     let n = args.len();
-    if let Some(a) = args[nc..nc + nk].iter().find(|a| !a.is_linear()) {
+    // A carry given as a value (an instantiated zero tangent) is still a
+    // carry the body is linear in: transpose it as linear and drop its
+    // cotangent. A non-float carry (a counter) cannot be.
+    if let Some(a) = args[nc..nc + nk]
+        .iter()
+        .find(|a| !a.is_linear() && !a.ty().dtype.is_float())
+    {
         return Err(Error::Unsupported(format!(
-            "transpose of `scan`: a carry of type {} is not linear (only scans whose \
+            "transpose of `scan`: the carry of type {} is not linear (only scans whose \
              carries are all linear can be transposed)",
             jaxon_ir::shape::fmt_aval(&Aval::Array(a.ty().clone()))
         )));
     }
+    let carry_given: Vec<bool> = args[nc..nc + nk].iter().map(|a| !a.is_linear()).collect();
     let body = &jaxpr.jaxpr;
     let body_avals: Vec<Aval> = body.invars.iter().map(|v| body.aval(*v).clone()).collect();
     let y_avals: Vec<Aval> = body.outvars[nk..]
@@ -113,7 +125,11 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
         })
         .collect::<Result<_>>()?;
     let ny = y_avals.len();
-    let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
+    let linear: Vec<bool> = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a.is_linear() || (nc..nc + nk).contains(&i))
+        .collect();
     let const_lin = &linear[..nc];
     let xs_lin = &linear[nc + nk..];
     let pick = |range: std::ops::Range<usize>, lin: bool| -> Vec<Aval> {
@@ -162,7 +178,12 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
     })?;
     let closed = close(staged)?;
     let mut tj = Arc::unwrap_or_clone(closed.jaxpr);
-    let hoisted: Vec<Array> = closed.consts.iter().cloned().map(Array::from_host).collect();
+    let hoisted: Vec<Array> = closed
+        .consts
+        .iter()
+        .cloned()
+        .map(Array::from_host)
+        .collect();
     let nh = hoisted.len();
     let mut invars = std::mem::take(&mut tj.constvars);
     invars.append(&mut tj.invars);
@@ -218,7 +239,12 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
     for l in const_lin {
         result.push(if *l { cc.next() } else { None });
     }
-    result.extend(ct_init.into_iter().map(Some));
+    result.extend(
+        ct_init
+            .into_iter()
+            .zip(carry_given)
+            .map(|(c, given)| (!given).then_some(c)),
+    );
     for l in xs_lin {
         result.push(if *l { it.next() } else { None });
     }
