@@ -111,7 +111,7 @@ pub(super) fn cond(branches: &[ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -
     let nonzero: Vec<bool> = t[1..].iter().map(Option::is_some).collect();
     let mut union: Vec<bool> = Vec::new();
     for b in branches {
-        let (_, nz) = jvp_jaxpr_with(b, &nonzero, &[], JvpOutputs::TangentsOnly)?;
+        let (_, nz) = jvp_jaxpr(b, &nonzero, &[])?;
         union.resize(nz.len(), false);
         for (u, n) in union.iter_mut().zip(nz) {
             *u |= n;
@@ -155,7 +155,7 @@ pub(super) fn cond(branches: &[ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -
 /// `nz[c0..c0 + nk]` and the body's first `nk` results are the new carries.
 fn carry_fixpoint(body: &ClosedJaxpr, nz: &mut [bool], c0: usize, nk: usize) -> Result<()> {
     loop {
-        let (_, out_nz) = jvp_jaxpr_with(body, nz, &[], JvpOutputs::TangentsOnly)?;
+        let (_, out_nz) = jvp_jaxpr(body, nz, &[])?;
         let mut changed = false;
         for k in 0..nk {
             if out_nz[k] && !nz[c0 + k] {
