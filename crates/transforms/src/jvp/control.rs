@@ -19,14 +19,15 @@
 //! dynamic): in reverse mode its tangent loop, which recomputes the
 //! primal, lands in the linear jaxpr and transposition reports JAX's error.
 
-use super::{jvp_jaxpr, jvp_jaxpr_with, JvpOutputs};
+use super::jvp_jaxpr;
 use crate::partial_eval::linearize_jaxpr;
 use crate::util::zeros_like;
-use jaxon_ir::{Atom, ClosedJaxpr, Jaxpr, Primitive};
+use jaxon_ir::{Atom, Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::core::find_top_trace;
 use jaxon_trace::error::{Error, Result};
-use jaxon_trace::interpret::literal_array;
-use jaxon_trace::{bind, Array};
+use jaxon_trace::interpret::{eval_closed_jaxpr, literal_array};
+use jaxon_trace::stage::{close, trace_flat, StageMode};
+use jaxon_trace::{bind, numpy as jnp, Array};
 use std::sync::Arc;
 
 type Outs = (Vec<Array>, Vec<Option<Array>>);
@@ -71,26 +72,31 @@ pub(super) fn jit(
     // JAX keeps the callee's name on the jvp and transpose calls.
     let jvp_name = name.to_string();
     if needs_split(x, t)? {
-        let primals = bind(
+        // As JAX's partial evaluation of a call: the known call also
+        // returns the residuals, and the linear call consumes them.
+        let lj = linearize_jaxpr(jaxpr, &nonzero, &[])?;
+        let n = jaxpr.jaxpr.outvars.len();
+        let mut known = bind(
             &Primitive::Jit {
                 name: name.to_string(),
-                jaxpr: jaxpr.clone(),
+                jaxpr: lj.known,
             },
             x,
         )?;
-        let (tj, out_nz) = jvp_jaxpr_with(jaxpr, &nonzero, &[], JvpOutputs::TangentsOnly)?;
-        let tangents = if out_nz.iter().any(|m| *m) {
+        let mut largs = known.split_off(n);
+        largs.extend(t.iter().flatten().cloned());
+        let tangents = if lj.out_nonzero.iter().any(|m| *m) {
             bind(
                 &Primitive::Jit {
                     name: jvp_name,
-                    jaxpr: tj,
+                    jaxpr: lj.linear,
                 },
-                &args,
+                &largs,
             )?
         } else {
             Vec::new()
         };
-        return Ok((primals, spread(tangents, &out_nz)));
+        return Ok((known, spread(tangents, &lj.out_nonzero)));
     }
     let (jj, out_nz) = jvp_jaxpr(jaxpr, &nonzero, &[])?;
     let n = jaxpr.jaxpr.outvars.len();
@@ -117,37 +123,111 @@ pub(super) fn cond(branches: &[ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -
             *u |= n;
         }
     }
-    let split = needs_split(x, t)?;
-    let outputs = if split {
-        JvpOutputs::TangentsOnly
-    } else {
-        JvpOutputs::PrimalsAndTangents
-    };
+    if needs_split(x, t)? {
+        return cond_split(branches, x, t, &nonzero, &union);
+    }
     let new_branches = branches
         .iter()
-        .map(|b| jvp_jaxpr_with(b, &nonzero, &union, outputs).map(|r| r.0))
+        .map(|b| jvp_jaxpr(b, &nonzero, &union).map(|r| r.0))
         .collect::<Result<Vec<_>>>()?;
     let mut args = x.to_vec();
     args.extend(t[1..].iter().flatten().cloned());
-    let new_cond = Primitive::Cond {
-        branches: new_branches,
-    };
-    if split {
-        let primals = bind(
-            &Primitive::Cond {
-                branches: branches.to_vec(),
-            },
-            x,
-        )?;
-        let tangents = if union.iter().any(|m| *m) {
-            bind(&new_cond, &args)?
-        } else {
-            Vec::new()
-        };
-        return Ok((primals, spread(tangents, &union)));
-    }
     let n = union.len();
-    Ok(split_outs(bind(&new_cond, &args)?, n, &union))
+    let outs = bind(
+        &Primitive::Cond {
+            branches: new_branches,
+        },
+        &args,
+    )?;
+    Ok(split_outs(outs, n, &union))
+}
+
+/// The types of a jaxpr's outputs from `from` on.
+fn out_avals_from(j: &Jaxpr, from: usize) -> Result<Vec<Aval>> {
+    j.outvars[from..]
+        .iter()
+        .map(|a| {
+            j.atom_aval(a)
+                .ok_or_else(|| Error::InvalidArgument("unbound outvar".into()))
+        })
+        .collect()
+}
+
+/// `cond` under linearize: a known cond computing the primal outputs and
+/// the residuals of every branch (each branch fills the other branches'
+/// residual slots with zeros, where JAX uses `empty2`), and a linear cond
+/// whose branch `i` reads its own residuals.
+fn cond_split(
+    branches: &[ClosedJaxpr],
+    x: &[Array],
+    t: &[Option<Array>],
+    nonzero: &[bool],
+    union: &[bool],
+) -> Result<Outs> {
+    let n_out = union.len();
+    let lins = branches
+        .iter()
+        .map(|b| linearize_jaxpr(b, nonzero, union))
+        .collect::<Result<Vec<_>>>()?;
+    let res_avals: Vec<Vec<Aval>> = lins
+        .iter()
+        .map(|l| out_avals_from(&l.known.jaxpr, n_out))
+        .collect::<Result<_>>()?;
+    let op_avals: Vec<Aval> = x[1..].iter().map(|a| a.aval().clone()).collect();
+    let mut known_branches = Vec::with_capacity(branches.len());
+    for (i, l) in lins.iter().enumerate() {
+        let staged = trace_flat(StageMode::Base, &op_avals, |ops| {
+            let mut outs = eval_closed_jaxpr(&l.known, &ops)?;
+            let own = outs.split_off(n_out);
+            for (j, avals) in res_avals.iter().enumerate() {
+                if j == i {
+                    outs.extend(own.iter().cloned());
+                } else {
+                    for a in avals {
+                        let t = a.array();
+                        outs.push(jnp::zeros(&t.static_sizes().unwrap_or_default(), t.dtype)?);
+                    }
+                }
+            }
+            Ok(outs)
+        })?;
+        known_branches.push(close(staged)?);
+    }
+    let all_res: Vec<Aval> = res_avals.iter().flatten().cloned().collect();
+    let mut lin_avals = all_res.clone();
+    lin_avals.extend(t[1..].iter().flatten().map(|a| a.aval().clone()));
+    let mut lin_branches = Vec::with_capacity(branches.len());
+    let mut offset = 0;
+    for (l, avals) in lins.iter().zip(&res_avals) {
+        let range = offset..offset + avals.len();
+        offset += avals.len();
+        let staged = trace_flat(StageMode::Base, &lin_avals, |args| {
+            let mut largs = args[range.clone()].to_vec();
+            largs.extend(args[all_res.len()..].iter().cloned());
+            eval_closed_jaxpr(&l.linear, &largs)
+        })?;
+        lin_branches.push(close(staged)?);
+    }
+    let mut known = bind(
+        &Primitive::Cond {
+            branches: known_branches,
+        },
+        x,
+    )?;
+    let res = known.split_off(n_out);
+    if !union.iter().any(|m| *m) {
+        return Ok((known, vec![None; n_out]));
+    }
+    let mut largs = vec![x[0].clone()];
+    largs.extend(res);
+    largs.extend(t[1..].iter().flatten().cloned());
+    let touts = bind(
+        &Primitive::Cond {
+            branches: lin_branches,
+        },
+        &largs,
+    )?;
+    Ok((known, spread(touts, union)))
 }
 
 /// Grows the set of carries with a non-zero tangent until the body maps
