@@ -190,6 +190,8 @@ fn grad_jaxpr_with_jit_and_cond_prints_parses_and_evaluates() {
     assert!(text.contains("cond["), "{text}");
     // JAX keeps the callee's name on the primal and transposed calls.
     assert_eq!(text.matches("name=jitted_body").count(), 2, "{text}");
+    // The linear call reads residuals instead of recomputing the primal.
+    assert_eq!(text.matches("tanh").count(), 1, "{text}");
     let direct = eval_closed_jaxpr(&closed, &[arr(&x, &[4])]).unwrap()[0].to_vec::<f64>();
     let reparsed = parse_closed_jaxpr(&text, closed.consts.to_vec()).unwrap();
     let via_text = eval_closed_jaxpr(&reparsed, &[arr(&x, &[4])]).unwrap()[0].to_vec::<f64>();

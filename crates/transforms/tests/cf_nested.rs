@@ -210,3 +210,21 @@ fn dce_jaxpr_drops_unused_outputs_equations_and_inputs() {
     assert_eq!(out[0].to_vec::<f64>(), want[1].to_vec::<f64>());
     assert!(!jaxon_ir::print::print_jaxpr(&second.jaxpr).contains("sin"));
 }
+
+#[test]
+fn tangent_only_jvp_jaxpr_matches_jvp() {
+    use jaxon_transforms::{jvp_jaxpr_with, JvpOutputs};
+    let x = rand(6, 141, -1.0, 1.0);
+    let t = rand(6, 142, -1.0, 1.0);
+    let closed = make_jaxpr(nested)(arr(&x, &[6])).unwrap();
+    let (tj, nz) = jvp_jaxpr_with(&closed, &[true], &[], JvpOutputs::TangentsOnly).unwrap();
+    assert_eq!(nz, vec![true]);
+    assert_eq!(tj.jaxpr.outvars.len(), 1);
+    let out = eval_closed_jaxpr(&tj, &[arr(&x, &[6]), arr(&t, &[6])]).unwrap();
+    let (_, ty) = jvp(nested, arr(&x, &[6]), arr(&t, &[6])).unwrap();
+    assert!(close(
+        out[0].to_vec::<f64>()[0],
+        ty.to_vec::<f64>()[0],
+        1e-12
+    ));
+}

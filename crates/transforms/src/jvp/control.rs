@@ -6,18 +6,24 @@
 //! tracers of a staging main that sits above the primals' traces, and a
 //! primal computed together with them would be recorded into the linear
 //! jaxpr and leak). So each rule asks [`needs_split`]: when the tangents
-//! live on a higher trace than every primal, it binds the original
-//! primitive on the primals and a second, tangent-only primitive (which
-//! recomputes or receives what it needs from the primals); otherwise it
-//! binds one primitive computing both, as JAX's forward mode does.
+//! live on a higher trace than every primal, the rule splits the callee
+//! with [`crate::partial_eval::linearize_jaxpr`] (JAX's partial evaluation
+//! of the jvp) and binds a *known* primitive on the primals, which returns
+//! the primal results plus residuals, and a *linear* one on the residuals
+//! and tangents; otherwise it binds one primitive computing both, as JAX's
+//! forward mode does.
 //!
-//! `scan` splits with [`crate::partial_eval::linearize_jaxpr`]: the known
-//! scan computes the primal carries and emits the residuals as extra
-//! stacked outputs (loop invariants are passed as consts instead), and the
-//! linear scan consumes them as `xs`. Its transpose (a reversed scan) is in
-//! `transpose/control.rs`. `while` has no such split (its trip count is
-//! dynamic): in reverse mode its tangent loop, which recomputes the
-//! primal, lands in the linear jaxpr and transposition reports JAX's error.
+//! - `jit`: known call and linear call (residuals that are inputs are
+//!   forwarded rather than returned).
+//! - `cond`: known cond returning every branch's residuals (zeros in the
+//!   other branches' slots, where JAX uses `empty2`), linear cond.
+//! - `scan`: a fixpoint over which carries have tangents; known scan
+//!   emitting per-iteration residuals as extra stacked outputs (loop
+//!   invariants and `xs` are passed directly), and a linear scan consuming
+//!   them as `xs`. Its transpose is a reversed scan (`transpose/control.rs`).
+//! - `while`: no split exists (the trip count is dynamic). Under linearize
+//!   the tangent loop, which recomputes the primal, lands in the linear
+//!   jaxpr, and transposing it reports JAX's error.
 
 use super::jvp_jaxpr;
 use crate::partial_eval::linearize_jaxpr;
@@ -76,14 +82,44 @@ pub(super) fn jit(
         // returns the residuals, and the linear call consumes them.
         let lj = linearize_jaxpr(jaxpr, &nonzero, &[])?;
         let n = jaxpr.jaxpr.outvars.len();
+        // A residual that is an input is passed on directly, not returned.
+        let mut kj = Arc::unwrap_or_clone(lj.known.jaxpr);
+        let fwd: Vec<Option<usize>> = kj.outvars[n..]
+            .iter()
+            .map(|a| match a {
+                Atom::Var(v) => kj.invars.iter().position(|w| w == v),
+                Atom::Lit(_) => None,
+            })
+            .collect();
+        let mut keep = vec![true; n];
+        keep.extend(fwd.iter().map(Option::is_none));
+        kj.outvars = kj
+            .outvars
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(a, _)| *a)
+            .collect();
         let mut known = bind(
             &Primitive::Jit {
                 name: name.to_string(),
-                jaxpr: lj.known,
+                jaxpr: ClosedJaxpr {
+                    jaxpr: Arc::new(kj),
+                    consts: lj.known.consts,
+                },
             },
             x,
         )?;
-        let mut largs = known.split_off(n);
+        let mut computed = known.split_off(n).into_iter();
+        let mut largs = Vec::with_capacity(fwd.len());
+        for f in &fwd {
+            largs.push(match f {
+                Some(k) => x[*k].clone(),
+                None => computed
+                    .next()
+                    .ok_or_else(|| Error::InvalidArgument("jit: missing residual".into()))?,
+            });
+        }
         largs.extend(t.iter().flatten().cloned());
         let tangents = if lj.out_nonzero.iter().any(|m| *m) {
             bind(
