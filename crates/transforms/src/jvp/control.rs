@@ -26,7 +26,7 @@
 //!   jaxpr, and transposing it reports JAX's error.
 
 use super::jvp_jaxpr;
-use crate::partial_eval::linearize_jaxpr;
+use crate::partial_eval::{linearize_jaxpr, partial_eval_jaxpr};
 use crate::util::zeros_like;
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::core::find_top_trace;
@@ -552,6 +552,49 @@ enum Residual {
     Stacked,
 }
 
+/// Residuals computed from the consts alone (say a transposed weight) are
+/// loop invariants too: compute them once, outside the loop, from the
+/// known half of a partial evaluation of the known body with the carries
+/// and `xs` unknown (JAX hoists them the same way).
+fn hoist_const_residuals(
+    kj: &Jaxpr,
+    hoisted: &[Array],
+    consts: &[Array],
+    n_out: usize,
+    res: &mut [Residual],
+) -> Result<()> {
+    let n_known = hoisted.len() + consts.len();
+    let unknowns: Vec<bool> = (0..kj.invars.len()).map(|i| i >= n_known).collect();
+    let closed = ClosedJaxpr::without_consts(kj.clone());
+    let pe = partial_eval_jaxpr(&closed, &unknowns, &[])?;
+    let invariant: Vec<bool> = pe.out_unknown[n_out..].iter().map(|u| !u).collect();
+    if !invariant
+        .iter()
+        .zip(res.iter())
+        .any(|(i, r)| *i && matches!(r, Residual::Stacked))
+    {
+        return Ok(());
+    }
+    let mut args = hoisted.to_vec();
+    args.extend(consts.iter().cloned());
+    let known = eval_closed_jaxpr(&pe.known, &args)?;
+    // The known outputs come in output order; skip those of the primal
+    // outputs.
+    let skip = pe.out_unknown[..n_out].iter().filter(|u| !**u).count();
+    let mut vals = known.into_iter().skip(skip);
+    for (r, inv) in res.iter_mut().zip(invariant) {
+        if inv {
+            let v = vals
+                .next()
+                .ok_or_else(|| Error::InvalidArgument("scan: missing invariant".into()))?;
+            if matches!(r, Residual::Stacked) {
+                *r = Residual::Invariant(v);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn scan_split(
     sp: &ScanParams,
     x: &[Array],
@@ -574,7 +617,7 @@ fn scan_split(
     // Residuals that are literals, closed consts or the scan's consts are
     // loop invariants: pass them to the linear scan as consts rather than
     // stacking `length` copies.
-    let res: Vec<Residual> = kj.outvars[n_out..]
+    let mut res: Vec<Residual> = kj.outvars[n_out..]
         .iter()
         .map(|a| match a {
             Atom::Lit(l) => Residual::Invariant(literal_array(l)),
@@ -586,6 +629,9 @@ fn scan_split(
             },
         })
         .collect();
+    if res.iter().any(|r| matches!(r, Residual::Stacked)) {
+        hoist_const_residuals(&kj, &hoisted, &x[..nc], n_out, &mut res)?;
+    }
     let keep: Vec<bool> = (0..n_out)
         .map(|_| true)
         .chain(res.iter().map(|r| matches!(r, Residual::Stacked)))
