@@ -228,3 +228,46 @@ fn tangent_only_jvp_jaxpr_matches_jvp() {
         1e-12
     ));
 }
+
+#[test]
+fn map_like_scan_and_const_only_tangents() {
+    // No carry at all: the transposed scan carries only the cotangent of
+    // the closed-over `w`.
+    let f = |p: Array| {
+        let w = jaxon_trace::lax::slice(&p, &[0], &[2], None).unwrap();
+        let xs = jaxon_trace::lax::slice(&p, &[2], &[10], None)
+            .unwrap()
+            .reshape(&[4, 2]);
+        let ((), ys) = control::scan(
+            |(), x: Array| ((), (x * w.clone()).sin() + w.clone().exp()),
+            (),
+            xs,
+            None,
+            true,
+        )
+        .unwrap();
+        ys.square().sum(All)
+    };
+    let p = rand(10, 151, -1.0, 1.0);
+    let g = grad(f)(arr(&p, &[10])).unwrap().to_vec::<f64>();
+    let eps = 1e-6;
+    for i in 0..10 {
+        let (mut a, mut b) = (p.clone(), p.clone());
+        a[i] += eps;
+        b[i] -= eps;
+        let fd = (f(arr(&a, &[10])).item::<f64>() - f(arr(&b, &[10])).item::<f64>()) / (2.0 * eps);
+        assert!(close(g[i], fd, 1e-6), "component {i}: {} vs fd {fd}", g[i]);
+    }
+    // value_and_grad under jit gives the eager value and gradient.
+    let (v, gj) = jit(|p: Array| jaxon_transforms::value_and_grad(f)(p).unwrap())
+        .call(arr(&p, &[10]))
+        .unwrap();
+    assert!(close(
+        v.item::<f64>(),
+        f(arr(&p, &[10])).item::<f64>(),
+        1e-14
+    ));
+    for (a, b) in gj.to_vec::<f64>().iter().zip(&g) {
+        assert!(close(*a, *b, 1e-13), "{a} vs {b}");
+    }
+}
