@@ -270,6 +270,12 @@ fn cond_split(
 /// it into itself. `nz` covers the body's inputs; its carries are
 /// `nz[c0..c0 + nk]` and the body's first `nk` results are the new carries.
 fn carry_fixpoint(body: &ClosedJaxpr, nz: &mut [bool], c0: usize, nk: usize) -> Result<()> {
+    let j = &body.jaxpr;
+    let can_grow = (0..nk)
+        .any(|k| !nz[c0 + k] && crate::util::has_tangent(j.aval(j.invars[c0 + k]).array().dtype));
+    if !can_grow {
+        return Ok(());
+    }
     loop {
         let (_, out_nz) = jvp_jaxpr(body, nz, &[])?;
         let mut changed = false;
