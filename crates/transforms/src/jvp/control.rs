@@ -407,13 +407,10 @@ struct ScanParams<'a> {
 }
 
 impl ScanParams<'_> {
-    fn primitive(
-        &self,
-        jaxpr: Jaxpr,
-        num_consts: usize,
-        num_carry: usize,
-        linear: Vec<bool>,
-    ) -> Primitive {
+    /// A scan with this equation's static parameters. JAX 0.10.2 leaves
+    /// `linear` all false on the scans its jvp, partial evaluation and
+    /// transpose build (its printed jaxprs show no `linear`), so do we.
+    fn primitive(&self, jaxpr: Jaxpr, num_consts: usize, num_carry: usize, n: usize) -> Primitive {
         Primitive::Scan {
             jaxpr: ClosedJaxpr::without_consts(jaxpr),
             length: self.length,
@@ -421,17 +418,10 @@ impl ScanParams<'_> {
             num_consts,
             num_carry,
             unroll: self.unroll,
-            linear,
+            linear: vec![false; n],
             split_transpose: self.split_transpose,
         }
     }
-}
-
-fn flags(parts: &[(usize, bool)]) -> Vec<bool> {
-    parts
-        .iter()
-        .flat_map(|(n, b)| std::iter::repeat_n(*b, *n))
-        .collect()
 }
 
 /// `scan`: as JAX, a fixpoint over which carries have non-zero tangents,
@@ -519,16 +509,7 @@ fn scan_combined(
         .chain(&to[nkt..])
         .copied()
         .collect();
-    let nx = n - nc - nk;
-    let linear = flags(&[
-        (nh + nc, false),
-        (nct, true),
-        (nk, false),
-        (nkt, true),
-        (nx, false),
-        (nxt, true),
-    ]);
-    let prim = sp.primitive(jj, nh + nc + nct, nk + nkt, linear);
+    let prim = sp.primitive(jj, nh + nc + nct, nk + nkt, nh + n + nct + nkt + nxt);
     let mut args = hoisted;
     args.extend(x[..nc].iter().cloned());
     args.extend(tc);
@@ -649,7 +630,7 @@ fn scan_split(
         .filter(|(_, k)| **k)
         .map(|(a, _)| *a)
         .collect();
-    let known = sp.primitive(kj, nh + nc, nk, vec![false; nh + n]);
+    let known = sp.primitive(kj, nh + nc, nk, nh + n);
     let mut args = hoisted;
     args.extend(x.iter().cloned());
     let outs = bind(&known, &args)?;
@@ -697,14 +678,7 @@ fn scan_split(
         .chain(st_res)
         .chain(tv[nct + nkt..].iter().copied())
         .collect();
-    let linear = flags(&[
-        (ni, false),
-        (nct, true),
-        (nkt, true),
-        (ns, false),
-        (nxt, true),
-    ]);
-    let lin_scan = sp.primitive(lin, ni + nct, nkt, linear);
+    let lin_scan = sp.primitive(lin, ni + nct, nkt, ni + nct + nkt + ns + nxt);
     let mut largs = inv_vals;
     largs.extend(tc);
     largs.extend(tk);

@@ -142,7 +142,7 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
     let lin_c_avals = pick(0..nc, true);
     let carry_avals = body_avals[nc..nc + nk].to_vec();
     let res_x_avals = pick(nc + nk..n, false);
-    let (nrc, nlc, nrx) = (res_c_avals.len(), lin_c_avals.len(), res_x_avals.len());
+    let (nrc, nlc) = (res_c_avals.len(), lin_c_avals.len());
     let mut t_avals = res_c_avals;
     t_avals.extend(lin_c_avals.iter().cloned());
     t_avals.extend(carry_avals.iter().cloned());
@@ -216,9 +216,8 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
         }
     }
     let nlx = xs_lin.iter().filter(|l| **l).count();
-    let mut lin_flags = vec![false; nh + nrc];
-    lin_flags.extend(std::iter::repeat_n(true, nlc + nk + ny));
-    lin_flags.extend(std::iter::repeat_n(false, nrx));
+    // All false, as JAX 0.10.2 prints its transposed scans.
+    let lin_flags = vec![false; operands.len()];
     let transposed = Primitive::Scan {
         jaxpr: ClosedJaxpr::without_consts(tj),
         length,
