@@ -26,7 +26,7 @@
 //!   jaxpr, and transposing it reports JAX's error.
 
 use super::jvp_jaxpr;
-use crate::partial_eval::{linearize_jaxpr, partial_eval_jaxpr};
+use crate::partial_eval::{dce_jaxpr, linearize_jaxpr, partial_eval_jaxpr};
 use crate::util::zeros_like;
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::core::find_top_trace;
@@ -562,21 +562,31 @@ fn hoist_const_residuals(
     {
         return Ok(());
     }
-    let mut args = hoisted.to_vec();
-    args.extend(consts.iter().cloned());
-    let known = eval_closed_jaxpr(&pe.known, &args)?;
-    // The known outputs come in output order; skip those of the primal
-    // outputs.
-    let skip = pe.out_unknown[..n_out].iter().filter(|u| !**u).count();
-    let mut vals = known.into_iter().skip(skip);
+    // Compute only the invariants to hoist: the known half's outputs are
+    // the known outputs in order, then its residuals.
+    let n_known_out = pe.out_unknown.iter().filter(|u| !**u).count();
+    let mut wanted = Vec::new();
+    for (i, u) in pe.out_unknown.iter().enumerate() {
+        if !*u {
+            wanted.push(i >= n_out && matches!(res[i - n_out], Residual::Stacked));
+        }
+    }
+    wanted.resize(n_known_out + pe.num_res, false);
+    let (needed, used_in) = dce_jaxpr(&pe.known, &wanted)?;
+    let args: Vec<Array> = hoisted
+        .iter()
+        .chain(consts)
+        .zip(&used_in)
+        .filter(|(_, u)| **u)
+        .map(|(a, _)| a.clone())
+        .collect();
+    let mut vals = eval_closed_jaxpr(&needed, &args)?.into_iter();
     for (r, inv) in res.iter_mut().zip(invariant) {
-        if inv {
+        if inv && matches!(r, Residual::Stacked) {
             let v = vals
                 .next()
                 .ok_or_else(|| Error::InvalidArgument("scan: missing invariant".into()))?;
-            if matches!(r, Residual::Stacked) {
-                *r = Residual::Invariant(v);
-            }
+            *r = Residual::Invariant(v);
         }
     }
     Ok(())
