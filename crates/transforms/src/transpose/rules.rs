@@ -405,6 +405,8 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             Ok(only(0, lax::concatenate(&pieces, *axis)?))
         }
         P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, args, cts),
+        P::While { .. } => super::control::while_loop(),
+        P::Scan { .. } => super::control::scan(p, args, cts),
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
             let mut new_branches = Vec::with_capacity(branches.len());
@@ -438,8 +440,6 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             result.extend(linear.iter().map(|l| if *l { it.next() } else { None }));
             Ok(result)
         }
-        P::While { .. } => super::control::while_loop(),
-        P::Scan { .. } => super::control::scan(p, args, cts),
         P::Tile { .. } | P::Stack { .. } => unsupported(p),
         P::Reduce { .. }
         | P::IntegerPow { .. }
