@@ -271,3 +271,48 @@ fn map_like_scan_and_const_only_tangents() {
         assert!(close(*a, *b, 1e-13), "{a} vs {b}");
     }
 }
+
+#[test]
+fn perturbation_confusion_through_scan_and_cond() {
+    // g(x) = x · d/dy Σ_{3 steps} (x·y) = 3x², so g'(x) = 6x; the inner
+    // derivative closes over the outer tracer `x` through the scan's consts.
+    let inner = |x: Array| {
+        grad(move |y: Array| {
+            let (c, ()) = control::scan(
+                |c: Array, (): ()| (c + x.clone() * y.clone(), ()),
+                Array::scalar(0.0f64),
+                (),
+                Some(3),
+                false,
+            )
+            .unwrap();
+            c
+        })(Array::scalar(0.0f64))
+        .unwrap()
+    };
+    let g = move |x: Array| x.clone() * inner(x);
+    for x0 in [1.0f64, -0.7, 2.3] {
+        let d = grad(g)(Array::scalar(x0)).unwrap().item::<f64>();
+        assert!(close(d, 6.0 * x0, 1e-14), "{d} vs {}", 6.0 * x0);
+        let (_, t) = jvp(g, Array::scalar(x0), Array::scalar(1.0f64)).unwrap();
+        assert!(close(t.item::<f64>(), 6.0 * x0, 1e-14));
+    }
+    // Siskind–Pearlmutter through cond: d/dx (x · d/dy cond(y > -1, x·y)) at
+    // x = 1 is 2.
+    let h = |x: Array| {
+        let xi = x.clone();
+        let dy = grad(move |y: Array| {
+            control::cond(
+                &y.gt(-1.0),
+                |(x, y): (Array, Array)| x * y,
+                |(_x, y): (Array, Array)| y,
+                (xi.clone(), y.clone()),
+            )
+            .unwrap()
+        })(Array::scalar(0.5f64))
+        .unwrap();
+        x * dy
+    };
+    let d = grad(h)(Array::scalar(1.0f64)).unwrap().item::<f64>();
+    assert!(close(d, 2.0, 1e-14), "{d}");
+}
