@@ -16,6 +16,7 @@ pub mod custom;
 pub mod jac;
 pub mod jvp;
 pub mod linearize;
+pub mod partial_eval;
 pub mod transpose;
 mod util;
 
@@ -25,6 +26,6 @@ pub use api::{
 pub use checkpoint::{checkpoint, Checkpoint};
 pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
 pub use jac::{hessian, jacfwd, jacrev, Jacobian};
-pub use jvp::{jvp, jvp_jaxpr, JvpTrace};
+pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

@@ -7,6 +7,13 @@
 //! from below and run (or are staged by an enclosing `jit`) right away.
 //! Primal values a tangent operation needs become the linear jaxpr's
 //! constants: the residuals.
+//!
+//! Higher-order primitives (`jit`, `cond`, `scan`) see their tangents on
+//! a higher trace than their primals and split themselves: a known
+//! primitive on the primals that also returns residuals, and a linear one
+//! on residuals and tangents (`jvp/control.rs`,
+//! [`crate::partial_eval::linearize_jaxpr`]). `while` cannot split; its
+//! transpose reports JAX's error.
 
 use crate::jvp::jvp_flat;
 use crate::transpose::backward_pass;

@@ -5,6 +5,7 @@
 //! `float0`). When every operand's tangent is zero, the primitive binds on
 //! the primals alone and no rule runs.
 
+mod control;
 mod rules;
 
 use crate::util::{has_tangent, zeros_like};
@@ -165,6 +166,30 @@ pub fn jvp_jaxpr(
     nonzero: &[bool],
     instantiate: &[bool],
 ) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    jvp_jaxpr_with(closed, nonzero, instantiate, JvpOutputs::PrimalsAndTangents)
+}
+
+/// Which outputs a jaxpr built by [`jvp_jaxpr_with`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JvpOutputs {
+    /// The primal outputs, then the non-zero tangent outputs.
+    PrimalsAndTangents,
+    /// Only the non-zero tangent outputs. Staging drops the primal work
+    /// the tangents do not need, so this is the "tangent half" of a split
+    /// jvp: the primal half is the original jaxpr on the primals alone.
+    TangentsOnly,
+}
+
+/// [`jvp_jaxpr`] with a choice of outputs.
+pub fn jvp_jaxpr_with(
+    closed: &ClosedJaxpr,
+    nonzero: &[bool],
+    instantiate: &[bool],
+    outputs: JvpOutputs,
+) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    if outputs == JvpOutputs::TangentsOnly {
+        return tangents_only(closed, nonzero, instantiate);
+    }
     let jaxpr = &closed.jaxpr;
     let in_avals: Vec<Aval> = jaxpr
         .invars
@@ -187,7 +212,10 @@ pub fn jvp_jaxpr(
             .map(|nz| if *nz { it.next() } else { None })
             .collect();
         let (p_out, t_out) = jvp_flat(|ins| eval_closed_jaxpr(closed, &ins), primals, &tangents)?;
-        let mut outs = p_out.clone();
+        let mut outs = match outputs {
+            JvpOutputs::PrimalsAndTangents => p_out.clone(),
+            JvpOutputs::TangentsOnly => Vec::new(),
+        };
         for (i, (p, t)) in p_out.iter().zip(t_out).enumerate() {
             let inst = instantiate.get(i).copied().unwrap_or(false) && has_tangent(p.dtype());
             match t {
@@ -205,4 +233,41 @@ pub fn jvp_jaxpr(
         Ok(outs)
     })?;
     Ok((close(staged)?, out_nonzero))
+}
+
+/// The tangent half of a jvp as one jaxpr `(primals, tangents) ->
+/// tangents`, built from [`crate::partial_eval::linearize_jaxpr`]: the
+/// primal half (recomputing the residuals) followed by the linear half.
+/// Every equation of the result reads only primals or is linear in the
+/// tangents, never both with primal results, so `backward_pass` can
+/// transpose it (a jvp staged in one trace would leave combined
+/// primal-and-tangent equations, e.g. a nested `jit`, whose primal
+/// results would count as linear).
+fn tangents_only(
+    closed: &ClosedJaxpr,
+    nonzero: &[bool],
+    instantiate: &[bool],
+) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    let lj = crate::partial_eval::linearize_jaxpr(closed, nonzero, instantiate)?;
+    let jaxpr = &closed.jaxpr;
+    let n = jaxpr.invars.len();
+    let n_out = jaxpr.outvars.len();
+    let mut avals: Vec<Aval> = jaxpr
+        .invars
+        .iter()
+        .map(|v| jaxpr.aval(*v).clone())
+        .collect();
+    for i in 0..n {
+        if nonzero[i] {
+            avals.push(avals[i].clone());
+        }
+    }
+    let staged = trace_flat(StageMode::Base, &avals, |args| {
+        let (primals, tangents) = args.split_at(n);
+        let known = eval_closed_jaxpr(&lj.known, primals)?;
+        let mut lin_args = known[n_out..].to_vec();
+        lin_args.extend(tangents.iter().cloned());
+        eval_closed_jaxpr(&lj.linear, &lin_args)
+    })?;
+    Ok((close(staged)?, lj.out_nonzero))
 }

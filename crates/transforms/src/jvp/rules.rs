@@ -131,25 +131,14 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
                 .transpose()?;
             Ok((outs, vec![dt, None]))
         }
-        P::Jit { name, jaxpr } => {
-            let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
-            let (jvp, out_nz) = super::jvp_jaxpr(jaxpr, &nonzero, &[])?;
-            let mut args = x.to_vec();
-            args.extend(t.iter().flatten().cloned());
-            let outs = bind(
-                &P::Jit {
-                    name: format!("jvp({name})"),
-                    jaxpr: jvp,
-                },
-                &args,
-            )?;
-            split_outs(outs, &out_nz)
-        }
+        P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, x, t),
         P::CustomJvpCall { .. } => crate::custom::jvp_custom_jvp_call(p, x, t),
         P::CustomVjpCall { .. } => crate::custom::jvp_custom_vjp_call(p, x, t),
         P::Remat { .. } => crate::checkpoint::jvp_remat(p, x, t),
-        P::Cond { branches } => cond(branches, x, t),
-        P::While { .. } | P::Scan { .. } | P::ForLoop { .. } => unsupported(p),
+        P::Cond { branches } => super::control::cond(branches, x, t),
+        P::While { .. } => super::control::while_loop(p, x, t),
+        P::Scan { .. } => super::control::scan(p, x, t),
+        P::ForLoop { .. } => unsupported(p),
         P::Get { .. }
         | P::Swap { .. }
         | P::AddUpdate { .. }
@@ -257,33 +246,6 @@ fn inline_jvp(closed: &jaxon_ir::ClosedJaxpr, x: &[Array], t: &[Option<Array>]) 
     args.extend(t.iter().flatten().cloned());
     let outs = jaxon_trace::interpret::eval_closed_jaxpr(&jvp, &args)?;
     split_outs(outs, &out_nz)
-}
-
-fn cond(branches: &[jaxon_ir::ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    // Operand 0 is the index. Every branch must produce tangents for the
-    // same outputs: take the union, then instantiate.
-    let nonzero: Vec<bool> = t[1..].iter().map(Option::is_some).collect();
-    let mut union = Vec::new();
-    for b in branches {
-        let (_, nz) = super::jvp_jaxpr(b, &nonzero, &[])?;
-        union.resize(nz.len(), false);
-        for (u, n) in union.iter_mut().zip(nz) {
-            *u |= n;
-        }
-    }
-    let mut new_branches = Vec::with_capacity(branches.len());
-    for b in branches {
-        new_branches.push(super::jvp_jaxpr(b, &nonzero, &union)?.0);
-    }
-    let mut args = x.to_vec();
-    args.extend(t[1..].iter().flatten().cloned());
-    let outs = bind(
-        &Primitive::Cond {
-            branches: new_branches,
-        },
-        &args,
-    )?;
-    split_outs(outs, &union)
 }
 
 fn reduce(

@@ -7,6 +7,7 @@
 //! Equations with no linear input are evaluated forward first: they
 //! compute values the linear ones use (JAX's backward pass does the same).
 
+mod control;
 mod rules;
 
 use hashbrown::HashMap;

@@ -423,23 +423,9 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 .collect::<Result<Vec<_>>>()?;
             Ok(only(0, lax::concatenate(&pieces, *axis)?))
         }
-        P::Jit { jaxpr, .. } => {
-            let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
-            let values: Vec<Array> = args
-                .iter()
-                .filter_map(|a| match a {
-                    LinArg::Value(v) => Some(v.clone()),
-                    LinArg::Linear(_) => None,
-                })
-                .collect();
-            let consts: Vec<Array> = jaxpr.consts.iter().cloned().map(Array::from_host).collect();
-            let lin_cts = super::backward_pass(&jaxpr.jaxpr, &consts, &linear, &values, cts)?;
-            let mut it = lin_cts.into_iter();
-            Ok(linear
-                .iter()
-                .map(|l| if *l { it.next().flatten() } else { None })
-                .collect())
-        }
+        P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, args, cts),
+        P::While { .. } => super::control::while_loop(),
+        P::Scan { .. } => super::control::scan(p, args, cts),
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
             let mut new_branches = Vec::with_capacity(branches.len());
@@ -539,8 +525,6 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         P::Scatter { .. }
         | P::Cumulative { .. }
         | P::ConvGeneralDilated { .. }
-        | P::While { .. }
-        | P::Scan { .. }
         | P::ForLoop { .. }
         | P::Get { .. }
         | P::Swap { .. }
