@@ -511,21 +511,12 @@ pub(crate) fn transpose_custom_vjp_call(
     Ok(out)
 }
 
-/// Differentiates through a jaxpr by evaluating its jvp inline.
+/// Differentiates through a jaxpr by evaluating it under a jvp trace of
+/// its own. Each equation meets its own jvp rule, so a nested `jit` or
+/// `cond` splits its primal from its tangent work and no primal value
+/// becomes part of a linear jaxpr.
 pub(crate) fn inline_jvp(closed: &ClosedJaxpr, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
-    let (jvp, out_nz) = crate::jvp::jvp_jaxpr(closed, &nonzero, &[])?;
-    let mut args = x.to_vec();
-    args.extend(t.iter().flatten().cloned());
-    let outs = eval_closed_jaxpr(&jvp, &args)?;
-    let n = out_nz.len();
-    let mut it = outs.into_iter();
-    let primals: Vec<Array> = it.by_ref().take(n).collect();
-    let tangents = out_nz
-        .iter()
-        .map(|nz| if *nz { it.next() } else { None })
-        .collect();
-    Ok((primals, tangents))
+    crate::jvp::jvp_flat(|ins| eval_closed_jaxpr(closed, &ins), x, t)
 }
 
 /// Transposes a call of an open jaxpr (no consts) through a backward pass

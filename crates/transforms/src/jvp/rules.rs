@@ -226,28 +226,6 @@ fn bilinear(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
     Ok((vec![out], vec![sum_tangents(parts.into_iter())?]))
 }
 
-fn split_outs(outs: Vec<Array>, out_nz: &[bool]) -> Result<Outs> {
-    let n = out_nz.len();
-    let mut it = outs.into_iter();
-    let primals: Vec<Array> = it.by_ref().take(n).collect();
-    let tangents = out_nz
-        .iter()
-        .map(|nz| if *nz { it.next() } else { None })
-        .collect();
-    Ok((primals, tangents))
-}
-
-/// Differentiates through a jaxpr by evaluating it under the current jvp.
-#[allow(dead_code)] // for the control-flow rules
-fn inline_jvp(closed: &jaxon_ir::ClosedJaxpr, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
-    let (jvp, out_nz) = super::jvp_jaxpr(closed, &nonzero, &[])?;
-    let mut args = x.to_vec();
-    args.extend(t.iter().flatten().cloned());
-    let outs = jaxon_trace::interpret::eval_closed_jaxpr(&jvp, &args)?;
-    split_outs(outs, &out_nz)
-}
-
 fn reduce(
     op: ReduceOp,
     axes: &[usize],
