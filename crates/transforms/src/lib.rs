@@ -10,11 +10,15 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod jvp;
 pub mod linearize;
 pub mod transpose;
 mod util;
 
+pub use batch::{
+    all_gather, axis_index, batch_jaxpr, pmax, pmean, psum, vmap, Axes, BatchTrace, Vmap,
+};
 pub use jvp::{jvp, jvp_jaxpr, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

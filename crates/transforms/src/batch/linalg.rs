@@ -1,0 +1,132 @@
+//! Batching of the contractions: `dot_general` (the batch dim becomes a
+//! dot batch dim or a free dim) and `conv_general_dilated` (the batch dim
+//! is folded into the image batch, the output features or feature groups).
+
+use super::rules::{shift, Outs};
+use super::{moveaxis, to_front};
+use jaxon_ir::primitive::DotDimensionNumbers;
+use jaxon_ir::Primitive;
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::{bind1, lax, Array};
+
+pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Result<Outs> {
+    let Primitive::DotGeneral {
+        dimension_numbers: dn,
+        precision,
+        preferred_element_type,
+    } = p
+    else {
+        return Err(Error::InvalidArgument("dot_general rule on another primitive".into()));
+    };
+    let front = |i: usize| moveaxis(&x[i], d[i].unwrap_or(0), 0);
+    let (lhs, rhs, new_dn, out_dim) = match (d[0], d[1]) {
+        (Some(_), Some(_)) => {
+            let mut lb = vec![0];
+            lb.extend(shift(&dn.lhs_batch));
+            let mut rb = vec![0];
+            rb.extend(shift(&dn.rhs_batch));
+            let dn = DotDimensionNumbers {
+                lhs_contracting: shift(&dn.lhs_contracting),
+                rhs_contracting: shift(&dn.rhs_contracting),
+                lhs_batch: lb,
+                rhs_batch: rb,
+            };
+            (front(0)?, front(1)?, dn, 0)
+        }
+        (Some(_), None) => {
+            // A free lhs dim: it comes right after the dot's batch dims.
+            let out = dn.lhs_batch.len();
+            let dn = DotDimensionNumbers {
+                lhs_contracting: shift(&dn.lhs_contracting),
+                lhs_batch: shift(&dn.lhs_batch),
+                ..dn.clone()
+            };
+            (front(0)?, x[1].clone(), dn, out)
+        }
+        (None, _) => {
+            // A free rhs dim: after the batch dims and the lhs free dims.
+            let out = x[0].ndim() - dn.lhs_contracting.len();
+            let dn = DotDimensionNumbers {
+                rhs_contracting: shift(&dn.rhs_contracting),
+                rhs_batch: shift(&dn.rhs_batch),
+                ..dn.clone()
+            };
+            (x[0].clone(), front(1)?, dn, out)
+        }
+    };
+    let q = Primitive::DotGeneral {
+        dimension_numbers: new_dn,
+        precision: *precision,
+        preferred_element_type: *preferred_element_type,
+    };
+    Ok((vec![bind1(&q, &[lhs, rhs])?], vec![Some(out_dim)]))
+}
+
+/// Merges the leading (batch) dim of `x` into its dim `pos + 1`, batch
+/// index major: the result has the logical rank with dim `pos` scaled by n.
+fn merge_into(x: &Array, pos: usize) -> Result<Array> {
+    let moved = moveaxis(x, 0, pos)?;
+    let mut shape = moved.try_shape()?;
+    let n = shape.remove(pos);
+    shape[pos] *= n;
+    lax::reshape(&moved, &shape)
+}
+
+/// Splits dim `pos` of `y` (of size n·m, batch index major) into `[n, m]`.
+fn split_out(y: &Array, pos: usize, n: usize) -> Result<Array> {
+    let mut shape = y.try_shape()?;
+    let m = shape[pos] / n;
+    shape[pos] = m;
+    shape.insert(pos, n);
+    lax::reshape(y, &shape)
+}
+
+pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+    let Primitive::ConvGeneralDilated {
+        dimension_numbers: dn,
+        feature_group_count,
+        batch_group_count,
+        ..
+    } = p
+    else {
+        return Err(Error::InvalidArgument("conv rule on another primitive".into()));
+    };
+    if *feature_group_count != 1 || *batch_group_count != 1 {
+        return Err(Error::Unsupported(format!(
+            "vmap of conv_general_dilated with feature_group_count={feature_group_count} and \
+             batch_group_count={batch_group_count} is not supported (only 1 and 1)"
+        )));
+    }
+    let (lb, lf) = (dn.lhs_spec[0], dn.lhs_spec[1]);
+    let ro = dn.rhs_spec[0];
+    let (ob, of) = (dn.out_spec[0], dn.out_spec[1]);
+    match (d[0], d[1]) {
+        (Some(_), None) => {
+            // Each member's images join the image batch.
+            let lhs = merge_into(&to_front(&x[0], d[0], n)?, lb)?;
+            let out = bind1(p, &[lhs, x[1].clone()])?;
+            Ok((vec![split_out(&out, ob, n)?], vec![Some(ob)]))
+        }
+        (None, Some(_)) => {
+            // Each member's kernels become more output features.
+            let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
+            let out = bind1(p, &[x[0].clone(), rhs])?;
+            Ok((vec![split_out(&out, of, n)?], vec![Some(of)]))
+        }
+        _ => {
+            // Both: one feature group per member.
+            let lhs = merge_into(&to_front(&x[0], d[0], n)?, lf)?;
+            let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
+            let mut q = p.clone();
+            if let Primitive::ConvGeneralDilated {
+                feature_group_count,
+                ..
+            } = &mut q
+            {
+                *feature_group_count = n;
+            }
+            let out = bind1(&q, &[lhs, rhs])?;
+            Ok((vec![split_out(&out, of, n)?], vec![Some(of)]))
+        }
+    }
+}

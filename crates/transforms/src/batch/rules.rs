@@ -1,0 +1,360 @@
+//! The batching rule of every primitive, in one exhaustive `match`. A rule
+//! gets the operands' values and batch dimensions (at least one batched)
+//! and returns the outputs' values and batch dimensions.
+//!
+//! Most rules move the batch dimension to the front and shift the
+//! primitive's axis params by one; elementwise ops keep it in place when
+//! every operand agrees.
+
+use super::{control, index, linalg, to_front};
+use jaxon_ir::primitive::Ints;
+use jaxon_ir::Primitive;
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::{bind, lax, Array};
+
+/// Output values and their batch dimensions.
+pub(crate) type Outs = (Vec<Array>, Vec<Option<usize>>);
+
+/// Batches `p` applied to `x` whose batch dimensions are `d`; `n` is the
+/// size of the mapped axis.
+pub(crate) fn batch_rule(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+    use Primitive as P;
+    match p {
+        P::Unary(_)
+        | P::IntegerPow { .. }
+        | P::Round { .. }
+        | P::ReducePrecision { .. }
+        | P::ConvertElementType { .. } => {
+            let out = jaxon_trace::bind1(p, &x[..1])?;
+            Ok((vec![out], vec![d[0]]))
+        }
+        P::BitcastConvertType { .. } => front1(p, x, d, n, p.clone()),
+        P::Binary(_) | P::SelectN | P::Clamp => elementwise(p, x, d, n),
+        P::BroadcastInDim {
+            shape,
+            broadcast_dimensions,
+        } => {
+            let mut s = vec![Some(n)];
+            s.extend(shape.iter().copied());
+            let q = P::BroadcastInDim {
+                shape: s,
+                broadcast_dimensions: prepend0(&shift_ints(broadcast_dimensions)),
+            };
+            front1(p, x, d, n, q)
+        }
+        P::Reshape {
+            new_sizes,
+            dimensions,
+        } => {
+            let mut s = vec![Some(n)];
+            s.extend(new_sizes.iter().copied());
+            let q = P::Reshape {
+                new_sizes: s,
+                dimensions: dimensions.as_ref().map(|perm| prepend0u(&shift(perm))),
+            };
+            front1(p, x, d, n, q)
+        }
+        P::Transpose { permutation } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Transpose {
+                permutation: prepend0u(&shift(permutation)),
+            },
+        ),
+        P::Squeeze { dimensions } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Squeeze {
+                dimensions: shift(dimensions),
+            },
+        ),
+        P::Rev { dimensions } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Rev {
+                dimensions: shift(dimensions),
+            },
+        ),
+        P::Pad { padding_config } => pad(p, padding_config, x, d, n),
+        P::Concatenate { dimension } => all_front(
+            x,
+            d,
+            n,
+            P::Concatenate {
+                dimension: dimension + 1,
+            },
+        ),
+        P::Stack { axis } => all_front(x, d, n, P::Stack { axis: axis + 1 }),
+        P::Slice {
+            start_indices,
+            limit_indices,
+            strides,
+        } => {
+            let q = P::Slice {
+                start_indices: prepend(start_indices, 0),
+                limit_indices: prepend(limit_indices, n as i64),
+                strides: strides.as_ref().map(|s| prepend(s, 1)),
+            };
+            front1(p, x, d, n, q)
+        }
+        P::DynamicSlice { slice_sizes } => index::dynamic_slice(slice_sizes, x, d, n),
+        P::DynamicUpdateSlice => index::dynamic_update_slice(x, d, n),
+        P::Gather { .. } => index::gather(p, x, d, n),
+        P::Scatter { .. } => index::scatter(p, x, d, n),
+        P::Iota { .. } | P::Empty2 { .. } | P::ProgramId { .. } | P::NumPrograms { .. } => {
+            Err(Error::Unsupported(format!(
+                "vmap of `{}` with a batched dynamic size is not supported",
+                p.name()
+            )))
+        }
+        P::Split { sizes, axis } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Split {
+                sizes: sizes.clone(),
+                axis: axis + 1,
+            },
+        ),
+        P::Tile { reps } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Tile {
+                reps: prepend(reps, 1),
+            },
+        ),
+        P::Reduce { op, axes } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Reduce {
+                op: *op,
+                axes: shift(axes),
+            },
+        ),
+        P::ArgReduce {
+            op,
+            axes,
+            index_dtype,
+        } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::ArgReduce {
+                op: *op,
+                axes: shift(axes),
+                index_dtype: *index_dtype,
+            },
+        ),
+        P::Cumulative { op, axis, reverse } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Cumulative {
+                op: *op,
+                axis: axis + 1,
+                reverse: *reverse,
+            },
+        ),
+        P::DotGeneral { .. } => linalg::dot_general(p, x, d),
+        P::ConvGeneralDilated { .. } => linalg::conv(p, x, d, n),
+        P::Sort {
+            dimension,
+            is_stable,
+            num_keys,
+        } => all_front(
+            x,
+            d,
+            n,
+            P::Sort {
+                dimension: dimension + 1,
+                is_stable: *is_stable,
+                num_keys: *num_keys,
+            },
+        ),
+        P::TopK { k, axis } => front1(p, x, d, n, P::TopK { k: *k, axis: axis + 1 }),
+        P::Cond { branches } => control::cond(branches, x, d, n),
+        P::While {
+            cond_jaxpr,
+            body_jaxpr,
+            cond_nconsts,
+            body_nconsts,
+        } => control::while_loop(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, x, d, n),
+        P::Scan { .. } => control::scan(p, x, d, n),
+        P::Jit { .. } | P::CustomJvpCall { .. } | P::CustomVjpCall { .. } | P::Remat { .. } => {
+            control::call(p, x, d, n)
+        }
+        P::ForLoop { .. } => Err(Error::Unsupported(
+            "vmap of `for_loop` (Catalyst's dynamically shaped loop) is not supported".into(),
+        )),
+        P::Get { .. }
+        | P::Swap { .. }
+        | P::AddUpdate { .. }
+        | P::Load { .. }
+        | P::Store { .. }
+        | P::AtomicRmw { .. }
+        | P::AtomicCas { .. }
+        | P::PallasCall { .. } => Err(Error::Unsupported(format!(
+            "vmap of the state/Pallas primitive `{}` is not implemented yet",
+            p.name()
+        ))),
+    }
+}
+
+/// Every dim index shifted past a new leading batch dimension.
+pub(crate) fn shift(v: &[usize]) -> Vec<usize> {
+    v.iter().map(|a| a + 1).collect()
+}
+
+pub(crate) fn shift_ints(v: &Ints) -> Ints {
+    Ints::new(v.iter().map(|a| a + 1).collect())
+}
+
+fn prepend0(v: &Ints) -> Ints {
+    prepend(v, 0)
+}
+
+fn prepend0u(v: &[usize]) -> Vec<usize> {
+    let mut out = vec![0];
+    out.extend_from_slice(v);
+    out
+}
+
+pub(crate) fn prepend(v: &Ints, first: i64) -> Ints {
+    let mut out = vec![first];
+    out.extend_from_slice(v);
+    Ints::new(out)
+}
+
+/// Errors unless the operands after the first are unbatched (dynamic sizes
+/// and similar scalar params).
+fn rest_unbatched(p: &Primitive, d: &[Option<usize>]) -> Result<()> {
+    if d.iter().skip(1).any(Option::is_some) {
+        return Err(Error::Unsupported(format!(
+            "vmap of `{}` with a batched dynamic size operand is not supported",
+            p.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Binds `q` with operand 0 batched at the front and the other operands
+/// as they are; every output is batched at the front.
+fn front1(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize, q: Primitive) -> Result<Outs> {
+    rest_unbatched(p, d)?;
+    let mut args = x.to_vec();
+    args[0] = to_front(&x[0], d[0], n)?;
+    let outs = bind(&q, &args)?;
+    let k = outs.len();
+    Ok((outs, vec![Some(0); k]))
+}
+
+/// Binds `q` with every operand batched at the front (broadcast if not).
+fn all_front(x: &[Array], d: &[Option<usize>], n: usize, q: Primitive) -> Result<Outs> {
+    let args = x
+        .iter()
+        .zip(d)
+        .map(|(a, b)| to_front(a, *b, n))
+        .collect::<Result<Vec<_>>>()?;
+    let outs = bind(&q, &args)?;
+    let k = outs.len();
+    Ok((outs, vec![Some(0); k]))
+}
+
+/// The logical shape of a value with batch dimension `d`.
+pub(crate) fn logical_shape(x: &Array, d: Option<usize>) -> Result<Vec<usize>> {
+    let mut s = x.try_shape()?;
+    if let Some(d) = d {
+        s.remove(d);
+    }
+    Ok(s)
+}
+
+/// n-ary elementwise ops: operands are rank 0 or share a rank (dims equal
+/// or 1). Batched operands move to the front; unbatched non-scalars get a
+/// broadcast batch dimension; unbatched scalars stay scalars.
+fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+    let shapes = x
+        .iter()
+        .zip(d)
+        .map(|(a, b)| logical_shape(a, *b))
+        .collect::<Result<Vec<_>>>()?;
+    let rank = shapes.iter().map(Vec::len).max().unwrap_or(0);
+    let first = d.iter().flatten().next().copied();
+    if x.iter()
+        .zip(d)
+        .zip(&shapes)
+        .all(|((_, b), s)| *b == first && s.len() == rank)
+    {
+        let out = jaxon_trace::bind1(p, x)?;
+        return Ok((vec![out], vec![first]));
+    }
+    let mut out_shape = vec![1; rank];
+    for s in shapes.iter().filter(|s| s.len() == rank) {
+        for (o, v) in out_shape.iter_mut().zip(s) {
+            *o = (*o).max(*v);
+        }
+    }
+    let mut full = vec![n];
+    full.extend_from_slice(&out_shape);
+    let args = x
+        .iter()
+        .zip(d)
+        .zip(&shapes)
+        .map(|((a, b), s)| match (b, s.len() == rank) {
+            (None, _) if s.is_empty() => Ok(a.clone()),
+            (Some(_), true) => to_front(a, *b, n),
+            (Some(bd), false) => {
+                // A batched scalar among arrays: broadcast it whole.
+                lax::broadcast_in_dim(&to_front(a, Some(*bd), n)?, &full, &[0])
+            }
+            (None, _) => to_front(a, None, n),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = jaxon_trace::bind1(p, &args)?;
+    Ok((vec![out], vec![Some(0)]))
+}
+
+/// `pad`: a batched padding value is applied with a select over a mask of
+/// the padded positions.
+fn pad(
+    p: &Primitive,
+    config: &[Ints],
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<Outs> {
+    let mut cfg = vec![Ints::new(vec![0, 0, 0])];
+    cfg.extend(config.iter().cloned());
+    let q = Primitive::Pad {
+        padding_config: cfg,
+    };
+    let operand = to_front(&x[0], d[0], n)?;
+    if d[1].is_none() {
+        let out = jaxon_trace::bind1(&q, &[operand, x[1].clone()])?;
+        return Ok((vec![out], vec![Some(0)]));
+    }
+    let zero = crate::util::scalar_like(&x[1], 0.0)?;
+    let padded = jaxon_trace::bind1(&q, &[operand, zero])?;
+    let in_shape = logical_shape(&x[0], d[0])?;
+    let inside = lax::broadcast_in_dim(&Array::scalar(true), &in_shape, &[])?;
+    let mask = jaxon_trace::bind1(p, &[inside, Array::scalar(false)])?;
+    let full = padded.try_shape()?;
+    let dims: Vec<usize> = (1..full.len()).collect();
+    let mask = lax::broadcast_in_dim(&mask, &full, &dims)?;
+    let value = lax::broadcast_in_dim(&to_front(&x[1], d[1], n)?, &full, &[0])?;
+    let out = lax::select_n(&mask, &[value, padded])?;
+    Ok((vec![out], vec![Some(0)]))
+}
