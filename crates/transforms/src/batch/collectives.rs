@@ -49,7 +49,8 @@ fn find_axis(name: &str, op: &str) -> Result<(Arc<MainTrace>, usize)> {
         .rev()
         .find_map(|m| {
             let t = batch_trace(&m)?;
-            (t.axis_name.as_deref() == Some(name)).then_some(t.axis_size)
+            (t.axis_name.as_deref() == Some(name))
+                .then_some(t.axis_size)
                 .map(|n| (m.clone(), n))
         })
         .ok_or_else(|| {

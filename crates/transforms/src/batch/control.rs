@@ -211,7 +211,13 @@ pub(super) fn while_loop(
             .iter()
             .zip(&d[cn + bn..])
             .zip(&carry_b)
-            .map(|((a, b), cb)| if *cb { to_front(a, *b, n) } else { Ok(a.clone()) })
+            .map(|((a, b), cb)| {
+                if *cb {
+                    to_front(a, *b, n)
+                } else {
+                    Ok(a.clone())
+                }
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut args = cconsts;
         args.extend(bconsts);
@@ -296,7 +302,9 @@ pub(super) fn scan(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
         split_transpose,
     } = p
     else {
-        return Err(Error::InvalidArgument("scan rule on another primitive".into()));
+        return Err(Error::InvalidArgument(
+            "scan rule on another primitive".into(),
+        ));
     };
     let (nc, nk) = (*num_consts, *num_carry);
     let const_b = mask(&d[..nc]);

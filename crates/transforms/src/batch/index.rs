@@ -108,10 +108,7 @@ pub(super) fn dynamic_update_slice(x: &[Array], d: &[Option<usize>], n: usize) -
         unique_indices: true,
         update_jaxpr: None,
     };
-    Ok((
-        vec![bind1(&q, &[operand, indices, update])?],
-        vec![Some(0)],
-    ))
+    Ok((vec![bind1(&q, &[operand, indices, update])?], vec![Some(0)]))
 }
 
 pub(super) fn gather(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
@@ -124,7 +121,9 @@ pub(super) fn gather(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) 
         unique_indices,
     } = p
     else {
-        return Err(Error::InvalidArgument("gather rule on another primitive".into()));
+        return Err(Error::InvalidArgument(
+            "gather rule on another primitive".into(),
+        ));
     };
     let (operand, indices, new_dn, sizes) = match (d[0], d[1]) {
         (Some(_), None) => {
@@ -150,7 +149,12 @@ pub(super) fn gather(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) 
                 start_indices_batching_dims: shift_ints(&dn.start_indices_batching_dims),
                 ..dn.clone()
             };
-            (x[0].clone(), to_front(&x[1], d[1], n)?, dn, slice_sizes.clone())
+            (
+                x[0].clone(),
+                to_front(&x[1], d[1], n)?,
+                dn,
+                slice_sizes.clone(),
+            )
         }
         _ => {
             let dn = GatherDimensionNumbers {
@@ -192,7 +196,9 @@ pub(super) fn scatter(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize)
         update_jaxpr,
     } = p
     else {
-        return Err(Error::InvalidArgument("scatter rule on another primitive".into()));
+        return Err(Error::InvalidArgument(
+            "scatter rule on another primitive".into(),
+        ));
     };
     // Operand, indices and updates all get a leading batch dim, paired
     // through the batching dims (update dim 0 is then a scatter dim that

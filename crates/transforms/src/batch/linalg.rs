@@ -16,7 +16,9 @@ pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Re
         preferred_element_type,
     } = p
     else {
-        return Err(Error::InvalidArgument("dot_general rule on another primitive".into()));
+        return Err(Error::InvalidArgument(
+            "dot_general rule on another primitive".into(),
+        ));
     };
     let front = |i: usize| moveaxis(&x[i], d[i].unwrap_or(0), 0);
     let (lhs, rhs, new_dn, out_dim) = match (d[0], d[1]) {
@@ -89,7 +91,9 @@ pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
         ..
     } = p
     else {
-        return Err(Error::InvalidArgument("conv rule on another primitive".into()));
+        return Err(Error::InvalidArgument(
+            "conv rule on another primitive".into(),
+        ));
     };
     if *feature_group_count != 1 || *batch_group_count != 1 {
         return Err(Error::Unsupported(format!(

@@ -17,7 +17,12 @@ pub(crate) type Outs = (Vec<Array>, Vec<Option<usize>>);
 
 /// Batches `p` applied to `x` whose batch dimensions are `d`; `n` is the
 /// size of the mapped axis.
-pub(crate) fn batch_rule(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+pub(crate) fn batch_rule(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<Outs> {
     use Primitive as P;
     match p {
         P::Unary(_)
@@ -184,14 +189,31 @@ pub(crate) fn batch_rule(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usi
                 num_keys: *num_keys,
             },
         ),
-        P::TopK { k, axis } => front1(p, x, d, n, P::TopK { k: *k, axis: axis + 1 }),
+        P::TopK { k, axis } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::TopK {
+                k: *k,
+                axis: axis + 1,
+            },
+        ),
         P::Cond { branches } => control::cond(branches, x, d, n),
         P::While {
             cond_jaxpr,
             body_jaxpr,
             cond_nconsts,
             body_nconsts,
-        } => control::while_loop(cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts, x, d, n),
+        } => control::while_loop(
+            cond_jaxpr,
+            body_jaxpr,
+            *cond_nconsts,
+            *body_nconsts,
+            x,
+            d,
+            n,
+        ),
         P::Scan { .. } => control::scan(p, x, d, n),
         P::Jit { .. } | P::CustomJvpCall { .. } | P::CustomVjpCall { .. } | P::Remat { .. } => {
             control::call(p, x, d, n)
@@ -329,13 +351,7 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
 
 /// `pad`: a batched padding value is applied with a select over a mask of
 /// the padded positions.
-fn pad(
-    p: &Primitive,
-    config: &[Ints],
-    x: &[Array],
-    d: &[Option<usize>],
-    n: usize,
-) -> Result<Outs> {
+fn pad(p: &Primitive, config: &[Ints], x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
     let mut cfg = vec![Ints::new(vec![0, 0, 0])];
     cfg.extend(config.iter().cloned());
     let q = Primitive::Pad {
