@@ -201,7 +201,7 @@ fn shape_ops() {
                 &Primitive::Tile {
                     reps: Ints::new(vec![2, 1]),
                 },
-                &[x.clone()],
+                std::slice::from_ref(x),
             )
             .unwrap(),
             bind1(&Primitive::Stack { axis: 1 }, &[x.clone(), y.clone()]).unwrap(),
@@ -275,7 +275,7 @@ fn dot_general_in_every_batching_pattern() {
         vec![
             a[0].matmul(&a[1]),
             lax::dot_general(&lhs3, &rhs3, bdn, None).unwrap(),
-            a[0].matmul(&a[1].sum(1)),
+            a[0].matmul(a[1].sum(1)),
         ]
     };
     for (s, c) in [
