@@ -77,15 +77,16 @@ pub(crate) fn batch_rule(
                 dimensions: shift(dimensions),
             },
         ),
-        P::Rev { dimensions } => front1(
-            p,
-            x,
-            d,
-            n,
-            P::Rev {
-                dimensions: shift(dimensions),
-            },
-        ),
+        P::Rev { dimensions } => {
+            let bd = d[0].unwrap_or(0);
+            let out = jaxon_trace::bind1(
+                &P::Rev {
+                    dimensions: around(dimensions, bd),
+                },
+                &x[..1],
+            )?;
+            Ok((vec![out], vec![Some(bd)]))
+        }
         P::Pad { padding_config } => pad(p, padding_config, x, d, n),
         P::Concatenate { dimension } => all_front(
             x,
@@ -137,42 +138,27 @@ pub(crate) fn batch_rule(
                 reps: prepend(reps, 1),
             },
         ),
-        P::Reduce { op, axes } => front1(
-            p,
-            x,
-            d,
-            n,
-            P::Reduce {
-                op: *op,
-                axes: shift(axes),
-            },
-        ),
+        P::Reduce { op, axes } => {
+            reduce_in_place(p, x, d, axes, |axes| P::Reduce { op: *op, axes })
+        }
         P::ArgReduce {
             op,
             axes,
             index_dtype,
-        } => front1(
-            p,
-            x,
-            d,
-            n,
-            P::ArgReduce {
+        } => reduce_in_place(p, x, d, axes, |axes| P::ArgReduce {
+            op: *op,
+            axes,
+            index_dtype: *index_dtype,
+        }),
+        P::Cumulative { op, axis, reverse } => {
+            let bd = d[0].unwrap_or(0);
+            let q = P::Cumulative {
                 op: *op,
-                axes: shift(axes),
-                index_dtype: *index_dtype,
-            },
-        ),
-        P::Cumulative { op, axis, reverse } => front1(
-            p,
-            x,
-            d,
-            n,
-            P::Cumulative {
-                op: *op,
-                axis: axis + 1,
+                axis: around(&[*axis], bd)[0],
                 reverse: *reverse,
-            },
-        ),
+            };
+            Ok((vec![jaxon_trace::bind1(&q, &x[..1])?], vec![Some(bd)]))
+        }
         P::DotGeneral { .. } => linalg::dot_general(p, x, d),
         P::ConvGeneralDilated { .. } => linalg::conv(p, x, d, n),
         P::Sort {
@@ -305,8 +291,12 @@ pub(crate) fn logical_shape(x: &Array, d: Option<usize>) -> Result<Vec<usize>> {
 }
 
 /// n-ary elementwise ops: operands are rank 0 or share a rank (dims equal
-/// or 1). Batched operands move to the front; unbatched non-scalars get a
-/// broadcast batch dimension; unbatched scalars stay scalars.
+/// or 1). When every batched operand has its batch dim at one position
+/// and the others are scalars, nothing moves;
+/// otherwise batched operands move to the front, unbatched scalars stay
+/// scalars, and the rest get a leading batch dim as JAX does: size 1 for
+/// the binary ops (they broadcast size-1 dims), full for `select_n` and
+/// `clamp` (they do not).
 fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
     let shapes = x
         .iter()
@@ -315,38 +305,81 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
         .collect::<Result<Vec<_>>>()?;
     let rank = shapes.iter().map(Vec::len).max().unwrap_or(0);
     let first = d.iter().flatten().next().copied();
-    if x.iter()
-        .zip(d)
-        .zip(&shapes)
-        .all(|((_, b), s)| *b == first && s.len() == rank)
-    {
+    if d.iter().zip(&shapes).all(|(b, s)| match b {
+        Some(_) => *b == first && s.len() == rank,
+        None => s.is_empty(),
+    }) {
         let out = jaxon_trace::bind1(p, x)?;
         return Ok((vec![out], vec![first]));
     }
+    let size_one = matches!(p, Primitive::Binary(_));
     let mut out_shape = vec![1; rank];
     for s in shapes.iter().filter(|s| s.len() == rank) {
         for (o, v) in out_shape.iter_mut().zip(s) {
             *o = (*o).max(*v);
         }
     }
-    let mut full = vec![n];
-    full.extend_from_slice(&out_shape);
     let args = x
         .iter()
         .zip(d)
         .zip(&shapes)
-        .map(|((a, b), s)| match (b, s.len() == rank) {
-            (None, _) if s.is_empty() => Ok(a.clone()),
-            (Some(_), true) => to_front(a, *b, n),
-            (Some(bd), false) => {
-                // A batched scalar among arrays: broadcast it whole.
-                lax::broadcast_in_dim(&to_front(a, Some(*bd), n)?, &full, &[0])
+        .map(|((a, b), s)| match b {
+            None if s.is_empty() => Ok(a.clone()),
+            Some(_) if s.len() == rank => to_front(a, *b, n),
+            Some(_) => {
+                // A batched scalar among arrays.
+                let mut shape = vec![n];
+                shape.extend(out_shape.iter().map(|&m| if size_one { 1 } else { m }));
+                lax::broadcast_in_dim(a, &shape, &[0])
             }
-            (None, _) => to_front(a, None, n),
+            None => {
+                let lead = if size_one { 1 } else { n };
+                let mut shape = vec![lead];
+                shape.extend_from_slice(s);
+                broadcast_np(a, &shape, &(1..shape.len()).collect::<Vec<_>>())
+            }
         })
         .collect::<Result<Vec<_>>>()?;
     let out = jaxon_trace::bind1(p, &args)?;
     Ok((vec![out], vec![Some(0)]))
+}
+
+/// `broadcast_in_dim` with the dims spelled `np.int64(..)`, as JAX's
+/// batching rules stage them (so printed jaxprs match JAX's).
+fn broadcast_np(x: &Array, shape: &[usize], dims: &[usize]) -> Result<Array> {
+    let dims = Ints {
+        values: dims.iter().map(|&v| v as i64).collect(),
+        np_int64: vec![true; dims.len()],
+    };
+    jaxon_trace::bind1(
+        &Primitive::BroadcastInDim {
+            shape: shape.iter().map(|&v| Some(v)).collect(),
+            broadcast_dimensions: dims,
+        },
+        std::slice::from_ref(x),
+    )
+}
+
+/// Maps logical axes to value axes around the batch dim `bd`.
+fn around(axes: &[usize], bd: usize) -> Vec<usize> {
+    axes.iter().map(|&a| if a >= bd { a + 1 } else { a }).collect()
+}
+
+/// Reductions keep the batch dim where it is (no transpose): the value
+/// axes skip it, and it moves left by the reduced axes before it.
+fn reduce_in_place(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    axes: &[usize],
+    make: impl FnOnce(Vec<usize>) -> Primitive,
+) -> Result<Outs> {
+    rest_unbatched(p, d)?;
+    let bd = d[0].unwrap_or(0);
+    let vaxes = around(axes, bd);
+    let out_bd = bd - vaxes.iter().filter(|&&a| a < bd).count();
+    let out = jaxon_trace::bind1(&make(vaxes), &x[..1])?;
+    Ok((vec![out], vec![Some(out_bd)]))
 }
 
 /// `pad`: a batched padding value is applied with a select over a mask of
