@@ -2,13 +2,34 @@
 //! dot batch dim or a free dim) and `conv_general_dilated` (the batch dim
 //! is folded into the image batch, the output features or feature groups).
 
-use super::rules::{shift, Outs};
+use super::rules::Outs;
 use super::{moveaxis, to_front};
 use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind1, lax, Array};
 
+/// Logical dims mapped to value dims around a batch dim at `bd`.
+fn around(dims: &[usize], bd: Option<usize>) -> Vec<usize> {
+    match bd {
+        Some(bd) => dims
+            .iter()
+            .map(|&a| if a >= bd { a + 1 } else { a })
+            .collect(),
+        None => dims.to_vec(),
+    }
+}
+
+/// The number of free (not contracted, not batch) value dims before `bd`.
+fn free_before(bd: usize, contracting: &[usize], batch: &[usize]) -> usize {
+    (0..bd)
+        .filter(|a| !contracting.contains(a) && !batch.contains(a))
+        .count()
+}
+
+/// `dot_general` without moving anything: a batch dim on both sides
+/// becomes a leading dot batch dim; on one side it is a free dim, found
+/// in the output after the batch dims (and the lhs free dims for rhs).
 pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Result<Outs> {
     let Primitive::DotGeneral {
         dimension_numbers: dn,
@@ -20,40 +41,28 @@ pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Re
             "dot_general rule on another primitive".into(),
         ));
     };
-    let front = |i: usize| moveaxis(&x[i], d[i].unwrap_or(0), 0);
-    let (lhs, rhs, new_dn, out_dim) = match (d[0], d[1]) {
-        (Some(_), Some(_)) => {
-            let mut lb = vec![0];
-            lb.extend(shift(&dn.lhs_batch));
-            let mut rb = vec![0];
-            rb.extend(shift(&dn.rhs_batch));
-            let dn = DotDimensionNumbers {
-                lhs_contracting: shift(&dn.lhs_contracting),
-                rhs_contracting: shift(&dn.rhs_contracting),
-                lhs_batch: lb,
-                rhs_batch: rb,
-            };
-            (front(0)?, front(1)?, dn, 0)
+    let mut new_dn = DotDimensionNumbers {
+        lhs_contracting: around(&dn.lhs_contracting, d[0]),
+        rhs_contracting: around(&dn.rhs_contracting, d[1]),
+        lhs_batch: around(&dn.lhs_batch, d[0]),
+        rhs_batch: around(&dn.rhs_batch, d[1]),
+    };
+    let nb = dn.lhs_batch.len();
+    let out_dim = match (d[0], d[1]) {
+        (Some(l), Some(r)) => {
+            new_dn.lhs_batch.insert(0, l);
+            new_dn.rhs_batch.insert(0, r);
+            0
         }
-        (Some(_), None) => {
-            // A free lhs dim: it comes right after the dot's batch dims.
-            let out = dn.lhs_batch.len();
-            let dn = DotDimensionNumbers {
-                lhs_contracting: shift(&dn.lhs_contracting),
-                lhs_batch: shift(&dn.lhs_batch),
-                ..dn.clone()
-            };
-            (front(0)?, x[1].clone(), dn, out)
+        (Some(l), None) => nb + free_before(l, &new_dn.lhs_contracting, &new_dn.lhs_batch),
+        (None, Some(r)) => {
+            let lhs_free = x[0].ndim() - dn.lhs_contracting.len() - nb;
+            nb + lhs_free + free_before(r, &new_dn.rhs_contracting, &new_dn.rhs_batch)
         }
-        (None, _) => {
-            // A free rhs dim: after the batch dims and the lhs free dims.
-            let out = x[0].ndim() - dn.lhs_contracting.len();
-            let dn = DotDimensionNumbers {
-                rhs_contracting: shift(&dn.rhs_contracting),
-                rhs_batch: shift(&dn.rhs_batch),
-                ..dn.clone()
-            };
-            (x[0].clone(), front(1)?, dn, out)
+        (None, None) => {
+            return Err(Error::InvalidArgument(
+                "dot_general batching rule without a batched operand".into(),
+            ))
         }
     };
     let q = Primitive::DotGeneral {
@@ -61,7 +70,7 @@ pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Re
         precision: *precision,
         preferred_element_type: *preferred_element_type,
     };
-    Ok((vec![bind1(&q, &[lhs, rhs])?], vec![Some(out_dim)]))
+    Ok((vec![bind1(&q, x)?], vec![Some(out_dim)]))
 }
 
 /// Merges the leading (batch) dim of `x` into its dim `pos + 1`, batch

@@ -362,7 +362,9 @@ fn broadcast_np(x: &Array, shape: &[usize], dims: &[usize]) -> Result<Array> {
 
 /// Maps logical axes to value axes around the batch dim `bd`.
 fn around(axes: &[usize], bd: usize) -> Vec<usize> {
-    axes.iter().map(|&a| if a >= bd { a + 1 } else { a }).collect()
+    axes.iter()
+        .map(|&a| if a >= bd { a + 1 } else { a })
+        .collect()
 }
 
 /// Reductions keep the batch dim where it is (no transpose): the value
