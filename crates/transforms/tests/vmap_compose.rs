@@ -542,3 +542,80 @@ fn errors_name_sizes_axes_and_axis_names() {
     let e = psum(&arr(&[3], 1), "i").unwrap_err().to_string();
     assert!(e.contains("unbound axis name 'i'"), "{e}");
 }
+
+#[test]
+fn vmap_of_jvp_and_jvp_of_vmap() {
+    let f = |x: Array| (x.sin() * x.exp()).sum(All);
+    let x = arr(&[4, 3], 27);
+    let t = arr(&[4, 3], 28);
+    // Per-row directional derivatives, both ways round, against a loop.
+    let (vp, vt) = vmap(|(x, t): (Array, Array)| {
+        let (p, d) = ok(jaxon_transforms::jvp(f, x, t));
+        (p, d)
+    })
+    .call((x.clone(), t.clone()))
+    .unwrap();
+    let (jp, jt) =
+        jaxon_transforms::jvp(|x: Array| ok(vmap(f).call(x)), x.clone(), t.clone()).unwrap();
+    let mut want = (Vec::new(), Vec::new());
+    for i in 0..4 {
+        let (p, d) = jaxon_transforms::jvp(f, take(&x, 0, i), take(&t, 0, i)).unwrap();
+        want.0.push(p);
+        want.1.push(d);
+    }
+    for (what, got, w) in [
+        ("vmap(jvp) primal", &vp, &want.0),
+        ("vmap(jvp) tangent", &vt, &want.1),
+        ("jvp(vmap) primal", &jp, &want.0),
+        ("jvp(vmap) tangent", &jt, &want.1),
+    ] {
+        assert_close(what, got, &stack(w, 0), 1e-12);
+    }
+}
+
+#[test]
+fn list_and_option_specs() {
+    // A Vec of three leaves with per-child axes, and an Option leaf.
+    let f = |(v, o): (Vec<Array>, Option<Array>)| &v[0] * &v[1] + &v[2] + o.unwrap();
+    let a = arr(&[2, 3], 29);
+    let b = arr(&[3], 30);
+    let c = arr(&[3, 2], 31);
+    let o = arr(&[2, 3], 32);
+    let got = vmap(f)
+        .in_axes(Axes::Tree(vec![
+            Axes::Tree(vec![0.into(), None.into(), (-1).into()]),
+            0.into(),
+        ]))
+        .out_axes(-1)
+        .call((vec![a.clone(), b.clone(), c.clone()], Some(o.clone())))
+        .unwrap();
+    let rows: Vec<Array> = (0..2)
+        .map(|i| {
+            f((
+                vec![take(&a, 0, i), b.clone(), take(&c, 1, i)],
+                Some(take(&o, 0, i)),
+            ))
+        })
+        .collect();
+    assert_close("list/option", &got, &stack(&rows, -1), 1e-12);
+}
+
+#[test]
+fn while_loop_with_an_unbatched_predicate_and_batched_carry() {
+    // The predicate depends only on the counter, so it stays unbatched and
+    // the loop stays a plain while over batched carries.
+    let f: fn(Vec<Array>) -> Vec<Array> = |a| {
+        let (k, x) = ok(control::while_loop(
+            |(k, _x): (Array, Array)| k.lt(3),
+            |(k, x): (Array, Array)| (k + 1, x.sin() * 2.0 + 0.5),
+            (Array::scalar(0i32), a[0].clone()),
+        ));
+        vec![k, x]
+    };
+    let x = arr(&[5, 2], 33);
+    check_loop("while unbatched pred", f, &[x.clone()], &[Some(0)]);
+    let text = make_jaxpr(move |x: Array| ok(vmap(|x: Array| f(vec![x]).remove(1)).call(x)))(x)
+        .unwrap()
+        .to_string();
+    assert!(!text.contains("reduce_or"), "{text}");
+}
