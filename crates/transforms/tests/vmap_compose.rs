@@ -613,7 +613,12 @@ fn while_loop_with_an_unbatched_predicate_and_batched_carry() {
         vec![k, x]
     };
     let x = arr(&[5, 2], 33);
-    check_loop("while unbatched pred", f, &[x.clone()], &[Some(0)]);
+    check_loop(
+        "while unbatched pred",
+        f,
+        std::slice::from_ref(&x),
+        &[Some(0)],
+    );
     let text = make_jaxpr(move |x: Array| ok(vmap(|x: Array| f(vec![x]).remove(1)).call(x)))(x)
         .unwrap()
         .to_string();
