@@ -297,18 +297,22 @@ fn dot_general_in_every_batching_pattern() {
 }
 
 fn conv(lhs: &Array, rhs: &Array, spec: &ConvDimensionNumbers) -> Array {
+    conv_groups(lhs, rhs, spec, 1)
+}
+
+fn conv_groups(lhs: &Array, rhs: &Array, spec: &ConvDimensionNumbers, groups: usize) -> Array {
     let p = Primitive::ConvGeneralDilated {
         window_strides: vec![2, 1],
         padding: vec![(1, 0), (0, 1)],
         lhs_dilation: vec![1, 1],
         rhs_dilation: vec![1, 2],
         dimension_numbers: spec.clone(),
-        feature_group_count: 1,
+        feature_group_count: groups,
         batch_group_count: 1,
         precision: None,
         preferred_element_type: None,
     };
-    bind1(&p, &[lhs.clone(), rhs.clone()]).unwrap()
+    ok(bind1(&p, &[lhs.clone(), rhs.clone()]))
 }
 
 #[test]
@@ -482,4 +486,29 @@ fn unbatched_iota_and_convert_inside_vmap() {
         ]
     };
     check("iota", f, &[arg(&[3], Some(1), 230)], &[Some(1)], 0);
+}
+
+#[test]
+fn grouped_conv_with_batched_images_and_unsupported_batched_kernels() {
+    let grouped = |a: Vec<Array>| {
+        let spec = ConvDimensionNumbers {
+            lhs_spec: vec![0, 1, 2, 3],
+            rhs_spec: vec![0, 1, 2, 3],
+            out_spec: vec![0, 1, 2, 3],
+        };
+        vec![conv_groups(&a[0], &a[1], &spec, 2)]
+    };
+    // 4 input features in 2 groups of 2; 6 output features.
+    let c = [Some(1), None];
+    let args = [arg(&[2, 4, 5, 4], c[0], 240), arg(&[6, 2, 2, 2], c[1], 241)];
+    check("grouped conv", grouped, &args, &c, 0);
+    let e = vmap(grouped)
+        .in_axes(Axes::Leaves(vec![None, Some(0)]))
+        .call(vec![
+            arg(&[2, 4, 5, 4], None, 242),
+            arg(&[6, 2, 2, 2], Some(0), 243),
+        ])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("feature_group_count=2"), "{e}");
 }

@@ -55,7 +55,8 @@ fn find_axis(name: &str, op: &str) -> Result<(Arc<MainTrace>, usize)> {
         })
         .ok_or_else(|| {
             Error::InvalidArgument(format!(
-                "{op}: unbound axis name '{name}': it is not the axis_name of an enclosing vmap"
+                "{op}: unbound axis name '{name}': it is not the axis_name of an enclosing vmap \
+                 (a jit or a control-flow body staged inside the vmap does not see its axis)"
             ))
         })
 }

@@ -104,22 +104,28 @@ pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
             "conv rule on another primitive".into(),
         ));
     };
-    if *feature_group_count != 1 || *batch_group_count != 1 {
-        return Err(Error::Unsupported(format!(
-            "vmap of conv_general_dilated with feature_group_count={feature_group_count} and \
-             batch_group_count={batch_group_count} is not supported (only 1 and 1)"
-        )));
+    let unsupported = || {
+        Err(Error::Unsupported(format!(
+            "vmap of conv_general_dilated with feature_group_count={feature_group_count} \
+             and batch_group_count={batch_group_count} is not supported: batch_group_count \
+             must be 1, and feature_group_count 1 unless only the image operand is batched"
+        )))
+    };
+    if *batch_group_count != 1 {
+        return unsupported();
     }
     let (lb, lf) = (dn.lhs_spec[0], dn.lhs_spec[1]);
     let ro = dn.rhs_spec[0];
     let (ob, of) = (dn.out_spec[0], dn.out_spec[1]);
     match (d[0], d[1]) {
         (Some(_), None) => {
-            // Each member's images join the image batch.
+            // Each member's images join the image batch (feature groups are
+            // untouched by that).
             let lhs = merge_into(&to_front(&x[0], d[0], n)?, lb)?;
             let out = bind1(p, &[lhs, x[1].clone()])?;
             Ok((vec![split_out(&out, ob, n)?], vec![Some(ob)]))
         }
+        _ if *feature_group_count != 1 => unsupported(),
         (None, Some(_)) => {
             // Each member's kernels become more output features.
             let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
