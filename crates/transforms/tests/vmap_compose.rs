@@ -624,3 +624,63 @@ fn while_loop_with_an_unbatched_predicate_and_batched_carry() {
         .to_string();
     assert!(!text.contains("reduce_or"), "{text}");
 }
+
+#[test]
+fn catalyst_for_loop_with_batched_consts_and_carries() {
+    // Body (c, i, x) -> x * c + i, run for i = 1, 3, 5.
+    let body = make_jaxpr(|(c, i, x): (Array, Array, Array)| &x * &c + i.astype(DType::F64))((
+        arr(&[3], 1),
+        Array::scalar(0i64),
+        arr(&[3], 2),
+    ))
+    .unwrap();
+    let prim = Primitive::ForLoop {
+        body_jaxpr: body,
+        body_nconsts: 1,
+        nimplicit: 0,
+        preserve_dimensions: true,
+        apply_reverse_transform: false,
+    };
+    let f = move |(c, x): (Array, Array)| {
+        let b = |v: i64| Array::scalar(v);
+        ok(jaxon_trace::bind1(&prim, &[c, b(1), b(6), b(2), b(1), x]))
+    };
+    let c = arr(&[4, 3], 34);
+    let x = arr(&[4, 3], 35);
+    for (what, axes, args) in [
+        ("both", (Some(0), Some(0)), (c.clone(), x.clone())),
+        ("const", (Some(0), None), (c.clone(), take(&x, 0, 1))),
+        ("carry", (None, Some(0)), (take(&c, 0, 2), x.clone())),
+    ] {
+        let got = vmap(f.clone())
+            .in_axes(Axes::Leaves(vec![
+                axes.0.map(|a: isize| a),
+                axes.1.map(|a: isize| a),
+            ]))
+            .call(args.clone())
+            .unwrap();
+        let rows: Vec<Array> = (0..4)
+            .map(|i| {
+                let ci = if axes.0.is_some() {
+                    take(&args.0, 0, i)
+                } else {
+                    args.0.clone()
+                };
+                let xi = if axes.1.is_some() {
+                    take(&args.1, 0, i)
+                } else {
+                    args.1.clone()
+                };
+                // The loop in Rust: x = x * c + i for i in 1, 3, 5.
+                let (cv, mut xv) = (ci.to_vec::<f64>(), xi.to_vec::<f64>());
+                for k in [1.0, 3.0, 5.0] {
+                    for (xe, ce) in xv.iter_mut().zip(&cv) {
+                        *xe = *xe * ce + k;
+                    }
+                }
+                Array::from_vec(xv, &[3])
+            })
+            .collect();
+        assert_close(&format!("for_loop {what}"), &got, &stack(&rows, 0), 1e-12);
+    }
+}

@@ -354,3 +354,77 @@ pub(super) fn scan(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
     dims.extend(ob[nk..].iter().map(|b| b.then_some(1)));
     Ok((outs, dims))
 }
+
+/// Catalyst's `for_loop` (operands `*consts *implicit lo hi step i0
+/// *carry`, body `*consts *implicit i *carry -> *implicit *carry`): the
+/// body is batched to a fixpoint of batched carries, like `scan`. Batched
+/// bounds or implicit (dimension) operands are not supported.
+pub(super) fn for_loop(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+    let Primitive::ForLoop {
+        body_jaxpr,
+        body_nconsts,
+        nimplicit,
+        preserve_dimensions,
+        apply_reverse_transform,
+    } = p
+    else {
+        return Err(Error::InvalidArgument(
+            "for_loop rule on another primitive".into(),
+        ));
+    };
+    let nc = *body_nconsts;
+    let head = nc + nimplicit;
+    if d[nc..head + 4].iter().any(Option::is_some) {
+        return Err(Error::Unsupported(
+            "vmap of `for_loop` with batched bounds, step or dimension operands is not supported"
+                .into(),
+        ));
+    }
+    let const_b = mask(&d[..nc]);
+    let mut carry_b = mask(&d[head + 4..]);
+    let ins = |carry_b: &[bool]| -> Vec<bool> {
+        let mut v = const_b.clone();
+        v.extend(std::iter::repeat_n(false, nimplicit + 1));
+        v.extend_from_slice(carry_b);
+        v
+    };
+    let inst = |carry_b: &[bool]| -> Vec<bool> {
+        let mut v = vec![false; *nimplicit];
+        v.extend_from_slice(carry_b);
+        v
+    };
+    loop {
+        let (_, ob) = batch_jaxpr(body_jaxpr, &ins(&carry_b), n, &[])?;
+        if ob[..*nimplicit].iter().any(|b| *b) {
+            return Err(Error::Unsupported(
+                "vmap of `for_loop` whose dimension results depend on the batch".into(),
+            ));
+        }
+        let next: Vec<bool> = carry_b
+            .iter()
+            .zip(&ob[*nimplicit..])
+            .map(|(a, b)| *a || *b)
+            .collect();
+        if next == carry_b {
+            break;
+        }
+        carry_b = next;
+    }
+    let (bj, _) = batch_jaxpr(body_jaxpr, &ins(&carry_b), n, &inst(&carry_b))?;
+    let mut args = fronted(&x[..nc], &d[..nc], n)?;
+    args.extend(x[nc..head + 4].iter().cloned());
+    for ((a, b), cb) in x[head + 4..].iter().zip(&d[head + 4..]).zip(&carry_b) {
+        args.push(if *cb { to_front(a, *b, n)? } else { a.clone() });
+    }
+    let q = Primitive::ForLoop {
+        body_jaxpr: bj,
+        body_nconsts: nc,
+        nimplicit: *nimplicit,
+        preserve_dimensions: *preserve_dimensions,
+        apply_reverse_transform: *apply_reverse_transform,
+    };
+    let outs = bind(&q, &args)?;
+    let mut dims = vec![None; *nimplicit];
+    dims.extend(dims_of(&carry_b));
+    Ok((outs, dims))
+}

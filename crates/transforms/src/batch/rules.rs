@@ -204,9 +204,7 @@ pub(crate) fn batch_rule(
         P::Jit { .. } | P::CustomJvpCall { .. } | P::CustomVjpCall { .. } | P::Remat { .. } => {
             control::call(p, x, d, n)
         }
-        P::ForLoop { .. } => Err(Error::Unsupported(
-            "vmap of `for_loop` (Catalyst's dynamically shaped loop) is not supported".into(),
-        )),
+        P::ForLoop { .. } => control::for_loop(p, x, d, n),
         P::Get { .. }
         | P::Swap { .. }
         | P::AddUpdate { .. }
