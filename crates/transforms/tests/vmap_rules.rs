@@ -489,7 +489,7 @@ fn unbatched_iota_and_convert_inside_vmap() {
 }
 
 #[test]
-fn grouped_conv_with_batched_images_and_unsupported_batched_kernels() {
+fn grouped_conv_in_every_batching_pattern() {
     let grouped = |a: Vec<Array>| {
         let spec = ConvDimensionNumbers {
             lhs_spec: vec![0, 1, 2, 3],
@@ -498,17 +498,30 @@ fn grouped_conv_with_batched_images_and_unsupported_batched_kernels() {
         };
         vec![conv_groups(&a[0], &a[1], &spec, 2)]
     };
+    // NHWC / HWIO / NHWC, so the feature dims are not adjacent to 0.
+    let grouped_nhwc = |a: Vec<Array>| {
+        let spec = ConvDimensionNumbers {
+            lhs_spec: vec![0, 3, 1, 2],
+            rhs_spec: vec![3, 2, 0, 1],
+            out_spec: vec![0, 3, 1, 2],
+        };
+        vec![conv_groups(&a[0], &a[1], &spec, 2)]
+    };
     // 4 input features in 2 groups of 2; 6 output features.
-    let c = [Some(1), None];
-    let args = [arg(&[2, 4, 5, 4], c[0], 240), arg(&[6, 2, 2, 2], c[1], 241)];
-    check("grouped conv", grouped, &args, &c, 0);
-    let e = vmap(grouped)
-        .in_axes(Axes::Leaves(vec![None, Some(0)]))
-        .call(vec![
-            arg(&[2, 4, 5, 4], None, 242),
-            arg(&[6, 2, 2, 2], Some(0), 243),
-        ])
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("feature_group_count=2"), "{e}");
+    for (s, c) in [[Some(1), None], [None, Some(0)], [Some(0), Some(-1)]]
+        .iter()
+        .enumerate()
+    {
+        let s = s as u64;
+        let args = [
+            arg(&[2, 4, 5, 4], c[0], 240 + s),
+            arg(&[6, 2, 2, 2], c[1], 250 + s),
+        ];
+        check("grouped conv", grouped, &args, c, 0);
+        let args = [
+            arg(&[2, 5, 4, 4], c[0], 260 + s),
+            arg(&[2, 2, 2, 6], c[1], 270 + s),
+        ];
+        check("grouped conv nhwc", grouped_nhwc, &args, c, 0);
+    }
 }

@@ -92,6 +92,15 @@ fn split_out(y: &Array, pos: usize, n: usize) -> Result<Array> {
     lax::reshape(y, &shape)
 }
 
+/// `conv_general_dilated`. With `G = feature_group_count`:
+/// - batched images join the image batch;
+/// - batched kernels become more output features, laid out `(group,
+///   member, feature)` so that each group still sees its own inputs;
+/// - both batched: member `b`'s group `g` becomes group `b·G + g` of a conv
+///   with `n·G` groups (member-major merges of the image features and the
+///   kernel output features line up exactly so).
+///
+/// `batch_group_count` other than 1 is not supported.
 pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
     let Primitive::ConvGeneralDilated {
         dimension_numbers: dn,
@@ -104,36 +113,42 @@ pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
             "conv rule on another primitive".into(),
         ));
     };
-    let unsupported = || {
-        Err(Error::Unsupported(format!(
-            "vmap of conv_general_dilated with feature_group_count={feature_group_count} \
-             and batch_group_count={batch_group_count} is not supported: batch_group_count \
-             must be 1, and feature_group_count 1 unless only the image operand is batched"
-        )))
-    };
     if *batch_group_count != 1 {
-        return unsupported();
+        return Err(Error::Unsupported(format!(
+            "vmap of conv_general_dilated with batch_group_count={batch_group_count} \
+             is not supported (only 1)"
+        )));
     }
+    let g = *feature_group_count;
     let (lb, lf) = (dn.lhs_spec[0], dn.lhs_spec[1]);
     let ro = dn.rhs_spec[0];
     let (ob, of) = (dn.out_spec[0], dn.out_spec[1]);
     match (d[0], d[1]) {
         (Some(_), None) => {
-            // Each member's images join the image batch (feature groups are
-            // untouched by that).
             let lhs = merge_into(&to_front(&x[0], d[0], n)?, lb)?;
             let out = bind1(p, &[lhs, x[1].clone()])?;
             Ok((vec![split_out(&out, ob, n)?], vec![Some(ob)]))
         }
-        _ if *feature_group_count != 1 => unsupported(),
         (None, Some(_)) => {
-            // Each member's kernels become more output features.
-            let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
+            // rhs [n, .., O, ..] -> [.., n, G, O/G, ..] -> [.., G, n, O/G, ..]
+            // -> [.., G·n·O/G, ..].
+            let moved = moveaxis(&to_front(&x[1], d[1], n)?, 0, ro)?;
+            let mut shape = moved.try_shape()?;
+            let o = shape[ro + 1];
+            shape.splice(ro + 1..ro + 2, [g, o / g]);
+            let split = lax::reshape(&moved, &shape)?;
+            let swapped = moveaxis(&split, ro, ro + 1)?;
+            shape.splice(ro..ro + 3, [n * o]);
+            let rhs = lax::reshape(&swapped, &shape)?;
             let out = bind1(p, &[x[0].clone(), rhs])?;
-            Ok((vec![split_out(&out, of, n)?], vec![Some(of)]))
+            // out features (G, n, O/G) -> (n, G, O/G) -> [n, O].
+            let mut oshape = out.try_shape()?;
+            oshape.splice(of..of + 1, [g, n, o / g]);
+            let out = moveaxis(&lax::reshape(&out, &oshape)?, of + 1, of)?;
+            oshape.splice(of..of + 3, [n, o]);
+            Ok((vec![lax::reshape(&out, &oshape)?], vec![Some(of)]))
         }
         _ => {
-            // Both: one feature group per member.
             let lhs = merge_into(&to_front(&x[0], d[0], n)?, lf)?;
             let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
             let mut q = p.clone();
@@ -142,7 +157,7 @@ pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
                 ..
             } = &mut q
             {
-                *feature_group_count = n;
+                *feature_group_count = n * g;
             }
             let out = bind1(&q, &[lhs, rhs])?;
             Ok((vec![split_out(&out, of, n)?], vec![Some(of)]))
