@@ -684,3 +684,26 @@ fn catalyst_for_loop_with_batched_consts_and_carries() {
         assert_close(&format!("for_loop {what}"), &got, &stack(&rows, 0), 1e-12);
     }
 }
+
+#[test]
+fn grad_of_vmap_matches_grad_of_a_loop() {
+    // d/dw sum_i f(w, x_i), with the batched program differentiated.
+    let f = |(w, x): (Array, Array)| (x.matmul(&w).tanh() * x.sum(All).sin()).sum(All);
+    let w = arr(&[3, 2], 36);
+    let x = arr(&[5, 3], 37);
+    let xb = x.clone();
+    let g = grad(move |w: Array| ok(vmap(f).in_axes((None, 0)).call((w, xb.clone()))).sum(All))(
+        w.clone(),
+    )
+    .unwrap();
+    let xl = x.clone();
+    let want = grad(move |w: Array| {
+        let mut acc = f((w.clone(), take(&xl, 0, 0)));
+        for i in 1..5 {
+            acc = acc + f((w.clone(), take(&xl, 0, i)));
+        }
+        acc
+    })(w)
+    .unwrap();
+    assert_close("grad(vmap)", &g, &want, 1e-12);
+}
