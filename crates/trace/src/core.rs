@@ -221,6 +221,12 @@ pub fn dynamic_main() -> Arc<MainTrace> {
     STACK.with(|s| s.borrow().dynamic.clone())
 }
 
+/// The mains of the current stack, base first: lets a transformation find
+/// an enclosing level of its own kind (e.g. the `vmap` of a named axis).
+pub fn current_mains() -> Vec<Arc<MainTrace>> {
+    STACK.with(|s| s.borrow().mains.clone())
+}
+
 /// The number of mains on the current stack.
 pub fn stack_depth() -> usize {
     STACK.with(|s| s.borrow().mains.len())

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod batch;
 pub mod checkpoint;
 pub mod custom;
 pub mod jac;
@@ -26,6 +27,9 @@ pub use api::{
 pub use checkpoint::{checkpoint, Checkpoint};
 pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
 pub use jac::{hessian, jacfwd, jacrev, Jacobian};
+pub use batch::{
+    all_gather, axis_index, batch_jaxpr, pmax, pmean, psum, vmap, Axes, BatchTrace, Vmap,
+};
 pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

@@ -1,0 +1,228 @@
+//! Batching (`vmap`): `BatchTrace`, whose tracers carry a value and the
+//! position of its batch dimension, and `batch_jaxpr` at the jaxpr level.
+//!
+//! Invariants: a tracer's aval is its value's aval without the batch
+//! dimension (`bdim = None`: the value is the same for every member of the
+//! batch). Rules are only called when some operand is batched; with no
+//! batched operand the primitive binds on the values below. Rules bind
+//! primitives through `lax`/`bind`, so they work on any trace below.
+
+mod api;
+mod collectives;
+mod control;
+mod index;
+mod linalg;
+mod rules;
+
+pub use api::{vmap, Axes, Vmap};
+pub use collectives::{all_gather, axis_index, pmax, pmean, psum};
+
+use jaxon_ir::{Aval, ClosedJaxpr, Primitive};
+use jaxon_trace::core::{full_raise, new_main, MainTrace, Trace};
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::interpret::eval_closed_jaxpr;
+use jaxon_trace::stage::{close, trace_flat, StageMode};
+use jaxon_trace::{bind, lax, Array};
+use std::any::Any;
+use std::sync::Arc;
+
+/// The batching trace of one `vmap`: the size of the mapped axis and its
+/// optional name (for collectives).
+pub struct BatchTrace {
+    /// The size of the mapped axis.
+    pub axis_size: usize,
+    /// The axis name collectives refer to.
+    pub axis_name: Option<String>,
+}
+
+/// A batch tracer's payload: the value (with the batch dimension, if any).
+#[derive(Clone)]
+pub(crate) struct Batched {
+    pub value: Array,
+    pub bdim: Option<usize>,
+}
+
+pub(crate) fn batched(x: &Array) -> Result<&Batched> {
+    x.as_tracer()
+        .and_then(|t| t.payload::<Batched>())
+        .ok_or_else(|| Error::UnexpectedTracer("not a batch tracer".into()))
+}
+
+/// The trace of a batch main.
+pub(crate) fn batch_trace(main: &MainTrace) -> Option<&BatchTrace> {
+    main.trace().as_any().downcast_ref::<BatchTrace>()
+}
+
+/// Wraps a value and its batch dimension as a tracer of `main`.
+pub(crate) fn new_batched(main: &Arc<MainTrace>, value: Array, bdim: Option<usize>) -> Array {
+    let aval = match (value.aval(), bdim) {
+        (Aval::Array(a), Some(d)) if d < a.shape.len() => {
+            let mut a = a.clone();
+            a.shape.remove(d);
+            Aval::Array(a)
+        }
+        (aval, _) => aval.clone(),
+    };
+    Array::new_tracer(main.clone(), aval, Batched { value, bdim })
+}
+
+impl Trace for BatchTrace {
+    fn name(&self) -> &'static str {
+        "batch"
+    }
+
+    fn lift(&self, main: &Arc<MainTrace>, x: &Array) -> Result<Array> {
+        Ok(new_batched(main, x.clone(), None))
+    }
+
+    fn process_primitive(
+        &self,
+        main: &Arc<MainTrace>,
+        primitive: &Primitive,
+        args: &[Array],
+    ) -> Result<Vec<Array>> {
+        let mut values = Vec::with_capacity(args.len());
+        let mut bdims = Vec::with_capacity(args.len());
+        for a in args {
+            let b = batched(a)?;
+            values.push(b.value.clone());
+            bdims.push(b.bdim);
+        }
+        if bdims.iter().all(Option::is_none) {
+            let outs = bind(primitive, &values)?;
+            return Ok(outs
+                .into_iter()
+                .map(|v| new_batched(main, v, None))
+                .collect());
+        }
+        let (outs, out_dims) = rules::batch_rule(primitive, &values, &bdims, self.axis_size)?;
+        Ok(outs
+            .into_iter()
+            .zip(out_dims)
+            .map(|(v, d)| new_batched(main, v, d))
+            .collect())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Moves dimension `from` of `x` to position `to`.
+pub(crate) fn moveaxis(x: &Array, from: usize, to: usize) -> Result<Array> {
+    if from == to {
+        return Ok(x.clone());
+    }
+    let mut perm: Vec<usize> = (0..x.ndim()).filter(|&i| i != from).collect();
+    perm.insert(to, from);
+    lax::transpose(x, &perm)
+}
+
+/// `x` with its batch dimension at `to`; an unbatched `x` is broadcast
+/// along a new dimension of size `n` there.
+pub(crate) fn move_bdim(x: &Array, bdim: Option<usize>, to: usize, n: usize) -> Result<Array> {
+    match bdim {
+        Some(d) => moveaxis(x, d, to),
+        None => {
+            let shape = x.try_shape()?;
+            let mut out = shape.clone();
+            out.insert(to, n);
+            let dims: Vec<usize> = (0..out.len()).filter(|&i| i != to).collect();
+            lax::broadcast_in_dim(x, &out, &dims)
+        }
+    }
+}
+
+/// `x` with its batch dimension first (broadcast if unbatched).
+pub(crate) fn to_front(x: &Array, bdim: Option<usize>, n: usize) -> Result<Array> {
+    move_bdim(x, bdim, 0, n)
+}
+
+/// Runs `f` under a fresh batch main: `args[i]` is mapped along
+/// `in_dims[i]` (`None`: shared). Returns each output's value and batch
+/// dimension, before the main is popped.
+pub fn batch_flat(
+    f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
+    args: &[Array],
+    in_dims: &[Option<usize>],
+    axis_size: usize,
+    axis_name: Option<&str>,
+) -> Result<Vec<(Array, Option<usize>)>> {
+    let guard = new_main(Box::new(BatchTrace {
+        axis_size,
+        axis_name: axis_name.map(str::to_string),
+    }));
+    let main = guard.main().clone();
+    let ins = args
+        .iter()
+        .zip(in_dims)
+        .map(|(a, d)| new_batched(&main, a.clone(), *d))
+        .collect();
+    let outs = f(ins)?;
+    outs.iter()
+        .map(|o| {
+            let o = full_raise(&main, o)?;
+            let b = batched(&o)?;
+            Ok((b.value.clone(), b.bdim))
+        })
+        .collect()
+}
+
+/// Batches a closed jaxpr: inputs marked in `batched_in` get a leading
+/// axis of size `axis_size`. Returns the batched jaxpr and, per output,
+/// whether it is batched (then along axis 0). Outputs marked in
+/// `instantiate` are batched even when they do not depend on the batch.
+pub fn batch_jaxpr(
+    closed: &ClosedJaxpr,
+    batched_in: &[bool],
+    axis_size: usize,
+    instantiate: &[bool],
+) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    let jaxpr = &closed.jaxpr;
+    if batched_in.len() != jaxpr.invars.len() {
+        return Err(Error::InvalidArgument(format!(
+            "batch_jaxpr: {} batched flags for {} inputs",
+            batched_in.len(),
+            jaxpr.invars.len()
+        )));
+    }
+    let mut avals = Vec::with_capacity(batched_in.len());
+    for (v, b) in jaxpr.invars.iter().zip(batched_in) {
+        let mut a = jaxpr.aval(*v).clone();
+        if *b {
+            match &mut a {
+                Aval::Array(s) => s.shape.insert(0, jaxon_ir::Dim::Const(axis_size)),
+                Aval::Ref(_) => {
+                    return Err(Error::Unsupported(
+                        "batch_jaxpr: batched Ref inputs are not supported".into(),
+                    ))
+                }
+            }
+        }
+        avals.push(a);
+    }
+    let mut out_batched = Vec::new();
+    let staged = trace_flat(StageMode::Base, &avals, |args| {
+        let dims: Vec<Option<usize>> = batched_in.iter().map(|b| b.then_some(0)).collect();
+        let outs = batch_flat(
+            |ins| eval_closed_jaxpr(closed, &ins),
+            &args,
+            &dims,
+            axis_size,
+            None,
+        )?;
+        let mut res = Vec::with_capacity(outs.len());
+        for (i, (v, d)) in outs.into_iter().enumerate() {
+            let inst = instantiate.get(i).copied().unwrap_or(false);
+            if d.is_some() || inst {
+                out_batched.push(true);
+                res.push(to_front(&v, d, axis_size)?);
+            } else {
+                out_batched.push(false);
+                res.push(v);
+            }
+        }
+        Ok(res)
+    })?;
+    Ok((close(staged)?, out_batched))
+}

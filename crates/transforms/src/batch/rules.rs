@@ -1,0 +1,409 @@
+//! The batching rule of every primitive, in one exhaustive `match`. A rule
+//! gets the operands' values and batch dimensions (at least one batched)
+//! and returns the outputs' values and batch dimensions.
+//!
+//! Most rules move the batch dimension to the front and shift the
+//! primitive's axis params by one; elementwise ops keep it in place when
+//! every operand agrees.
+
+use super::{control, index, linalg, to_front};
+use jaxon_ir::primitive::Ints;
+use jaxon_ir::Primitive;
+use jaxon_trace::error::{Error, Result};
+use jaxon_trace::{bind, lax, Array};
+
+/// Output values and their batch dimensions.
+pub(crate) type Outs = (Vec<Array>, Vec<Option<usize>>);
+
+/// Batches `p` applied to `x` whose batch dimensions are `d`; `n` is the
+/// size of the mapped axis.
+pub(crate) fn batch_rule(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<Outs> {
+    use Primitive as P;
+    match p {
+        P::Unary(_)
+        | P::IntegerPow { .. }
+        | P::Round { .. }
+        | P::ReducePrecision { .. }
+        | P::ConvertElementType { .. } => {
+            let out = jaxon_trace::bind1(p, &x[..1])?;
+            Ok((vec![out], vec![d[0]]))
+        }
+        P::BitcastConvertType { .. } => front1(p, x, d, n, p.clone()),
+        P::Binary(_) | P::SelectN | P::Clamp => elementwise(p, x, d, n),
+        P::BroadcastInDim {
+            shape,
+            broadcast_dimensions,
+        } => {
+            let mut s = vec![Some(n)];
+            s.extend(shape.iter().copied());
+            let q = P::BroadcastInDim {
+                shape: s,
+                broadcast_dimensions: prepend0(&shift_ints(broadcast_dimensions)),
+            };
+            front1(p, x, d, n, q)
+        }
+        P::Reshape {
+            new_sizes,
+            dimensions,
+        } => {
+            let mut s = vec![Some(n)];
+            s.extend(new_sizes.iter().copied());
+            let q = P::Reshape {
+                new_sizes: s,
+                dimensions: dimensions.as_ref().map(|perm| prepend0u(&shift(perm))),
+            };
+            front1(p, x, d, n, q)
+        }
+        P::Transpose { permutation } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Transpose {
+                permutation: prepend0u(&shift(permutation)),
+            },
+        ),
+        P::Squeeze { dimensions } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Squeeze {
+                dimensions: shift(dimensions),
+            },
+        ),
+        P::Rev { dimensions } => {
+            let bd = d[0].unwrap_or(0);
+            let out = jaxon_trace::bind1(
+                &P::Rev {
+                    dimensions: around(dimensions, bd),
+                },
+                &x[..1],
+            )?;
+            Ok((vec![out], vec![Some(bd)]))
+        }
+        P::Pad { padding_config } => pad(p, padding_config, x, d, n),
+        P::Concatenate { dimension } => all_front(
+            x,
+            d,
+            n,
+            P::Concatenate {
+                dimension: dimension + 1,
+            },
+        ),
+        P::Stack { axis } => all_front(x, d, n, P::Stack { axis: axis + 1 }),
+        P::Slice {
+            start_indices,
+            limit_indices,
+            strides,
+        } => {
+            let q = P::Slice {
+                start_indices: prepend(start_indices, 0),
+                limit_indices: prepend(limit_indices, n as i64),
+                strides: strides.as_ref().map(|s| prepend(s, 1)),
+            };
+            front1(p, x, d, n, q)
+        }
+        P::DynamicSlice { slice_sizes } => index::dynamic_slice(slice_sizes, x, d, n),
+        P::DynamicUpdateSlice => index::dynamic_update_slice(x, d, n),
+        P::Gather { .. } => index::gather(p, x, d, n),
+        P::Scatter { .. } => index::scatter(p, x, d, n),
+        P::Iota { .. } | P::Empty2 { .. } | P::ProgramId { .. } | P::NumPrograms { .. } => {
+            Err(Error::Unsupported(format!(
+                "vmap of `{}` with a batched dynamic size is not supported",
+                p.name()
+            )))
+        }
+        P::Split { sizes, axis } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Split {
+                sizes: sizes.clone(),
+                axis: axis + 1,
+            },
+        ),
+        P::Tile { reps } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::Tile {
+                reps: prepend(reps, 1),
+            },
+        ),
+        P::Reduce { op, axes } => {
+            reduce_in_place(p, x, d, axes, |axes| P::Reduce { op: *op, axes })
+        }
+        P::ArgReduce {
+            op,
+            axes,
+            index_dtype,
+        } => reduce_in_place(p, x, d, axes, |axes| P::ArgReduce {
+            op: *op,
+            axes,
+            index_dtype: *index_dtype,
+        }),
+        P::Cumulative { op, axis, reverse } => {
+            let bd = d[0].unwrap_or(0);
+            let q = P::Cumulative {
+                op: *op,
+                axis: around(&[*axis], bd)[0],
+                reverse: *reverse,
+            };
+            Ok((vec![jaxon_trace::bind1(&q, &x[..1])?], vec![Some(bd)]))
+        }
+        P::DotGeneral { .. } => linalg::dot_general(p, x, d),
+        P::ConvGeneralDilated { .. } => linalg::conv(p, x, d, n),
+        P::Sort {
+            dimension,
+            is_stable,
+            num_keys,
+        } => all_front(
+            x,
+            d,
+            n,
+            P::Sort {
+                dimension: dimension + 1,
+                is_stable: *is_stable,
+                num_keys: *num_keys,
+            },
+        ),
+        P::TopK { k, axis } => front1(
+            p,
+            x,
+            d,
+            n,
+            P::TopK {
+                k: *k,
+                axis: axis + 1,
+            },
+        ),
+        P::Cond { branches } => control::cond(branches, x, d, n),
+        P::While {
+            cond_jaxpr,
+            body_jaxpr,
+            cond_nconsts,
+            body_nconsts,
+        } => control::while_loop(
+            cond_jaxpr,
+            body_jaxpr,
+            *cond_nconsts,
+            *body_nconsts,
+            x,
+            d,
+            n,
+        ),
+        P::Scan { .. } => control::scan(p, x, d, n),
+        P::Jit { .. } | P::CustomJvpCall { .. } | P::CustomVjpCall { .. } | P::Remat { .. } => {
+            control::call(p, x, d, n)
+        }
+        P::ForLoop { .. } => control::for_loop(p, x, d, n),
+        P::Get { .. }
+        | P::Swap { .. }
+        | P::AddUpdate { .. }
+        | P::Load { .. }
+        | P::Store { .. }
+        | P::AtomicRmw { .. }
+        | P::AtomicCas { .. }
+        | P::PallasCall { .. } => Err(Error::Unsupported(format!(
+            "vmap of the state/Pallas primitive `{}` is not implemented yet",
+            p.name()
+        ))),
+    }
+}
+
+/// Every dim index shifted past a new leading batch dimension.
+pub(crate) fn shift(v: &[usize]) -> Vec<usize> {
+    v.iter().map(|a| a + 1).collect()
+}
+
+pub(crate) fn shift_ints(v: &Ints) -> Ints {
+    Ints::new(v.iter().map(|a| a + 1).collect())
+}
+
+fn prepend0(v: &Ints) -> Ints {
+    prepend(v, 0)
+}
+
+fn prepend0u(v: &[usize]) -> Vec<usize> {
+    let mut out = vec![0];
+    out.extend_from_slice(v);
+    out
+}
+
+pub(crate) fn prepend(v: &Ints, first: i64) -> Ints {
+    let mut out = vec![first];
+    out.extend_from_slice(v);
+    Ints::new(out)
+}
+
+/// Errors unless the operands after the first are unbatched (dynamic sizes
+/// and similar scalar params).
+fn rest_unbatched(p: &Primitive, d: &[Option<usize>]) -> Result<()> {
+    if d.iter().skip(1).any(Option::is_some) {
+        return Err(Error::Unsupported(format!(
+            "vmap of `{}` with a batched dynamic size operand is not supported",
+            p.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Binds `q` with operand 0 batched at the front and the other operands
+/// as they are; every output is batched at the front.
+fn front1(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize, q: Primitive) -> Result<Outs> {
+    rest_unbatched(p, d)?;
+    let mut args = x.to_vec();
+    args[0] = to_front(&x[0], d[0], n)?;
+    let outs = bind(&q, &args)?;
+    let k = outs.len();
+    Ok((outs, vec![Some(0); k]))
+}
+
+/// Binds `q` with every operand batched at the front (broadcast if not).
+fn all_front(x: &[Array], d: &[Option<usize>], n: usize, q: Primitive) -> Result<Outs> {
+    let args = x
+        .iter()
+        .zip(d)
+        .map(|(a, b)| to_front(a, *b, n))
+        .collect::<Result<Vec<_>>>()?;
+    let outs = bind(&q, &args)?;
+    let k = outs.len();
+    Ok((outs, vec![Some(0); k]))
+}
+
+/// The logical shape of a value with batch dimension `d`.
+pub(crate) fn logical_shape(x: &Array, d: Option<usize>) -> Result<Vec<usize>> {
+    let mut s = x.try_shape()?;
+    if let Some(d) = d {
+        s.remove(d);
+    }
+    Ok(s)
+}
+
+/// n-ary elementwise ops: operands are rank 0 or share a rank (dims equal
+/// or 1). When every batched operand has its batch dim at one position
+/// and the others are scalars, nothing moves;
+/// otherwise batched operands move to the front, unbatched scalars stay
+/// scalars, and the rest get a leading batch dim as JAX does: size 1 for
+/// the binary ops (they broadcast size-1 dims), full for `select_n` and
+/// `clamp` (they do not).
+fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+    let shapes = x
+        .iter()
+        .zip(d)
+        .map(|(a, b)| logical_shape(a, *b))
+        .collect::<Result<Vec<_>>>()?;
+    let rank = shapes.iter().map(Vec::len).max().unwrap_or(0);
+    let first = d.iter().flatten().next().copied();
+    if d.iter().zip(&shapes).all(|(b, s)| match b {
+        Some(_) => *b == first && s.len() == rank,
+        None => s.is_empty(),
+    }) {
+        let out = jaxon_trace::bind1(p, x)?;
+        return Ok((vec![out], vec![first]));
+    }
+    let size_one = matches!(p, Primitive::Binary(_));
+    let mut out_shape = vec![1; rank];
+    for s in shapes.iter().filter(|s| s.len() == rank) {
+        for (o, v) in out_shape.iter_mut().zip(s) {
+            *o = (*o).max(*v);
+        }
+    }
+    let args = x
+        .iter()
+        .zip(d)
+        .zip(&shapes)
+        .map(|((a, b), s)| match b {
+            None if s.is_empty() => Ok(a.clone()),
+            Some(_) if s.len() == rank => to_front(a, *b, n),
+            Some(_) => {
+                // A batched scalar among arrays.
+                let mut shape = vec![n];
+                shape.extend(out_shape.iter().map(|&m| if size_one { 1 } else { m }));
+                lax::broadcast_in_dim(a, &shape, &[0])
+            }
+            None => {
+                let lead = if size_one { 1 } else { n };
+                let mut shape = vec![lead];
+                shape.extend_from_slice(s);
+                broadcast_np(a, &shape, &(1..shape.len()).collect::<Vec<_>>())
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = jaxon_trace::bind1(p, &args)?;
+    Ok((vec![out], vec![Some(0)]))
+}
+
+/// `broadcast_in_dim` with the dims spelled `np.int64(..)`, as JAX's
+/// batching rules stage them (so printed jaxprs match JAX's).
+fn broadcast_np(x: &Array, shape: &[usize], dims: &[usize]) -> Result<Array> {
+    let dims = Ints {
+        values: dims.iter().map(|&v| v as i64).collect(),
+        np_int64: vec![true; dims.len()],
+    };
+    jaxon_trace::bind1(
+        &Primitive::BroadcastInDim {
+            shape: shape.iter().map(|&v| Some(v)).collect(),
+            broadcast_dimensions: dims,
+        },
+        std::slice::from_ref(x),
+    )
+}
+
+/// Maps logical axes to value axes around the batch dim `bd`.
+fn around(axes: &[usize], bd: usize) -> Vec<usize> {
+    axes.iter()
+        .map(|&a| if a >= bd { a + 1 } else { a })
+        .collect()
+}
+
+/// Reductions keep the batch dim where it is (no transpose): the value
+/// axes skip it, and it moves left by the reduced axes before it.
+fn reduce_in_place(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    axes: &[usize],
+    make: impl FnOnce(Vec<usize>) -> Primitive,
+) -> Result<Outs> {
+    rest_unbatched(p, d)?;
+    let bd = d[0].unwrap_or(0);
+    let vaxes = around(axes, bd);
+    let out_bd = bd - vaxes.iter().filter(|&&a| a < bd).count();
+    let out = jaxon_trace::bind1(&make(vaxes), &x[..1])?;
+    Ok((vec![out], vec![Some(out_bd)]))
+}
+
+/// `pad`: a batched padding value is applied with a select over a mask of
+/// the padded positions.
+fn pad(p: &Primitive, config: &[Ints], x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+    let mut cfg = vec![Ints::new(vec![0, 0, 0])];
+    cfg.extend(config.iter().cloned());
+    let q = Primitive::Pad {
+        padding_config: cfg,
+    };
+    let operand = to_front(&x[0], d[0], n)?;
+    if d[1].is_none() {
+        let out = jaxon_trace::bind1(&q, &[operand, x[1].clone()])?;
+        return Ok((vec![out], vec![Some(0)]));
+    }
+    let zero = crate::util::scalar_like(&x[1], 0.0)?;
+    let padded = jaxon_trace::bind1(&q, &[operand, zero])?;
+    let in_shape = logical_shape(&x[0], d[0])?;
+    let inside = lax::broadcast_in_dim(&Array::scalar(true), &in_shape, &[])?;
+    let mask = jaxon_trace::bind1(p, &[inside, Array::scalar(false)])?;
+    let full = padded.try_shape()?;
+    let dims: Vec<usize> = (1..full.len()).collect();
+    let mask = lax::broadcast_in_dim(&mask, &full, &dims)?;
+    let value = lax::broadcast_in_dim(&to_front(&x[1], d[1], n)?, &full, &[0])?;
+    let out = lax::select_n(&mask, &[value, padded])?;
+    Ok((vec![out], vec![Some(0)]))
+}
