@@ -84,3 +84,49 @@ pub fn own_grad(case: &Case, rec: &GradRecord, tol: Tolerance) -> Result<(), Str
     }
     Ok(())
 }
+
+/// vmap of the case's jaxpr over JAX's batched inputs (batch size 3,
+/// outputs batched at axis 0).
+pub fn own_vmap(case: &Case, rec: &crate::json::VmapRecord, tol: Tolerance) -> Result<(), String> {
+    let closed = parse(case)?;
+    let args: Vec<Array> = rec.inputs.iter().cloned().map(Array::from_host).collect();
+    let outs = jaxon_trace::catch_flat(|| {
+        let outs = jaxon_transforms::batch::batch_flat(
+            |ins| eval_closed_jaxpr(&closed, &ins),
+            &args,
+            &rec.in_axes,
+            3,
+            None,
+        )?;
+        // Move each batch dim to the front; an unbatched output is the same
+        // for every member.
+        outs.into_iter()
+            .map(|(x, bdim)| match bdim {
+                Some(0) => Ok(x),
+                Some(d) => {
+                    let mut perm: Vec<usize> = (0..x.ndim()).filter(|&i| i != d).collect();
+                    perm.insert(0, d);
+                    lax::transpose(&x, &perm)
+                }
+                None => {
+                    let mut shape = vec![3];
+                    shape.extend(x.try_shape()?);
+                    let dims: Vec<usize> = (1..shape.len()).collect();
+                    lax::broadcast_in_dim(&x, &shape, &dims)
+                }
+            })
+            .collect::<jaxon_trace::Result<Vec<_>>>()
+    })
+    .map_err(|e| format!("vmap error: {e}"))?;
+    if outs.len() != rec.outputs.len() {
+        return Err(format!(
+            "{} outputs, expected {}",
+            outs.len(),
+            rec.outputs.len()
+        ));
+    }
+    for (i, (got, exp)) in outs.iter().zip(&rec.outputs).enumerate() {
+        compare_arrays(&host(got)?, exp, tol).map_err(|e| format!("output {i}: {e}"))?;
+    }
+    Ok(())
+}

@@ -1,7 +1,7 @@
 //! `cargo xtask`: the project's task runner (test-all, conformance, bench).
 //!
 //! - `cargo xtask test-all [--fail-fast]`: fmt check, clippy, tests, then the
-//!   JAX conformance corpus with `--require parse,print,eval`; prints a
+//!   JAX conformance corpus with `--require parse,print,eval,transform`; prints a
 //!   summary with timings and what was skipped and why; exits 1 if any step
 //!   failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
@@ -215,7 +215,7 @@ fn test_all(args: &[String]) -> ExitCode {
         ),
         ("cargo test --workspace", vec!["test", "--workspace"]),
         (
-            "conformance --require parse,print,eval (release)",
+            "conformance --require parse,print,eval,transform (release)",
             vec![
                 "run",
                 "--release",
@@ -226,7 +226,7 @@ fn test_all(args: &[String]) -> ExitCode {
                 "--",
                 corpus.to_str().unwrap_or(DEFAULT_CORPUS),
                 "--require",
-                "parse,print,eval",
+                "parse,print,eval,transform",
                 "--known-failures",
                 "tests/data/known-failures.txt",
             ],

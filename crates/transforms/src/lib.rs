@@ -24,12 +24,12 @@ mod util;
 pub use api::{
     grad_and_aux, grad_with, linear_transpose_tree, value_and_grad_with, Argnums, GradOutput,
 };
-pub use checkpoint::{checkpoint, Checkpoint};
-pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
-pub use jac::{hessian, jacfwd, jacrev, Jacobian};
 pub use batch::{
     all_gather, axis_index, batch_jaxpr, pmax, pmean, psum, vmap, Axes, BatchTrace, Vmap,
 };
+pub use checkpoint::{checkpoint, Checkpoint};
+pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
+pub use jac::{hessian, jacfwd, jacrev, Jacobian};
 pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

@@ -3,8 +3,8 @@
 //! For each case it checks that the jaxpr parses and type-checks (`parse`),
 //! prints back byte for byte (`print`) and evaluates to JAX's outputs
 //! (`eval`), and the same for JAX's grad jaxpr (`grad_parse`, `grad_print`,
-//! `grad_eval`). `own_grad` and `own_jvp` apply jaxon's transforms to the
-//! parsed jaxpr; `own_vmap` is reported as skipped until vmap exists.
+//! `grad_eval`). `own_grad`, `own_jvp` and `own_vmap` apply jaxon's
+//! transforms to the parsed jaxpr and compare with JAX's recorded results.
 //!
 //! Usage:
 //! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter]
@@ -43,7 +43,6 @@ const CHECKS: [(&str, &str); 9] = [
 enum Outcome {
     Pass,
     Fail(String),
-    Skip(&'static str),
     /// The case has no record for this check (e.g. no grad): not counted.
     NotApplicable,
 }
@@ -254,10 +253,9 @@ fn run_case(case: &Case) -> Vec<Outcome> {
         Some(j) => guarded(|| outcome(own_transforms::own_jvp(case, j, tol))),
         None => Outcome::NotApplicable,
     });
-    out.push(if case.vmap.is_some() {
-        Outcome::Skip("needs vmap")
-    } else {
-        Outcome::NotApplicable
+    out.push(match &case.vmap {
+        Some(v) => guarded(|| outcome(own_transforms::own_vmap(case, v, tol))),
+        None => Outcome::NotApplicable,
     });
     out
 }
@@ -294,7 +292,6 @@ impl Tally {
         match o {
             Outcome::Pass => self.passed += 1,
             Outcome::Fail(_) => self.failed += 1,
-            Outcome::Skip(_) => self.skipped += 1,
             Outcome::NotApplicable => {}
         }
     }
@@ -354,7 +351,6 @@ fn main() -> ExitCode {
     let mut groups: BTreeMap<String, Vec<Tally>> = BTreeMap::new();
     let mut total = Tally::default();
     let mut required_failed = 0usize;
-    let mut skip_reasons: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for (lineno, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -404,16 +400,12 @@ fn main() -> ExitCode {
                         case.name
                     );
                 }
-                Outcome::Skip(why) => *skip_reasons.entry((check, why)).or_default() += 1,
                 Outcome::Pass | Outcome::NotApplicable => {}
             }
         }
     }
     print_table(&groups);
     println!();
-    for ((check, why), n) in &skip_reasons {
-        println!("skipped: {check} x{n}: {why}");
-    }
     println!(
         "conformance: {} passed, {} failed, {} skipped",
         total.passed, total.failed, total.skipped

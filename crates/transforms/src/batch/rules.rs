@@ -303,10 +303,22 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
         .collect::<Result<Vec<_>>>()?;
     let rank = shapes.iter().map(Vec::len).max().unwrap_or(0);
     let first = d.iter().flatten().next().copied();
-    if d.iter().zip(&shapes).all(|(b, s)| match b {
-        Some(_) => *b == first && s.len() == rank,
-        None => s.is_empty(),
-    }) {
+    // Which operands may stay rank 0 next to arrays: any operand of a
+    // binary op, `select_n`'s predicate, `clamp`'s bounds. The cases of
+    // `select_n` and `clamp`'s operand must have the result's shape.
+    let may_be_scalar = |i: usize| match p {
+        Primitive::SelectN => i == 0,
+        Primitive::Clamp => i != 1,
+        _ => true,
+    };
+    if d.iter()
+        .zip(&shapes)
+        .enumerate()
+        .all(|(i, (b, s))| match b {
+            Some(_) => *b == first && s.len() == rank,
+            None => s.is_empty() && may_be_scalar(i),
+        })
+    {
         let out = jaxon_trace::bind1(p, x)?;
         return Ok((vec![out], vec![first]));
     }
@@ -321,14 +333,21 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
         .iter()
         .zip(d)
         .zip(&shapes)
-        .map(|((a, b), s)| match b {
-            None if s.is_empty() => Ok(a.clone()),
+        .enumerate()
+        .map(|(i, ((a, b), s))| match b {
+            None if s.is_empty() && may_be_scalar(i) => Ok(a.clone()),
             Some(_) if s.len() == rank => to_front(a, *b, n),
             Some(_) => {
                 // A batched scalar among arrays.
                 let mut shape = vec![n];
                 shape.extend(out_shape.iter().map(|&m| if size_one { 1 } else { m }));
                 lax::broadcast_in_dim(a, &shape, &[0])
+            }
+            None if s.is_empty() => {
+                // An unbatched scalar case: every member sees it everywhere.
+                let mut shape = vec![n];
+                shape.extend_from_slice(&out_shape);
+                broadcast_np(a, &shape, &[])
             }
             None => {
                 let lead = if size_one { 1 } else { n };
