@@ -32,7 +32,8 @@ pub struct StagingTrace {
 struct Builder {
     vars: Vec<Aval>,
     invars: Vec<Var>,
-    eqns: Vec<Eqn>,
+    /// Boxed so the list grows by moving pointers, not 360-byte equations.
+    eqns: Vec<Box<Eqn>>,
     consts: Vec<(Var, Array)>,
     const_ids: HashMap<usize, Var>,
 }
@@ -147,11 +148,11 @@ impl Trace for StagingTrace {
             outputs.push(Binder::Var(v));
             results.push(Array::new_tracer(main.clone(), aval, Atom::Var(v)));
         }
-        b.eqns.push(Eqn {
+        b.eqns.push(Box::new(Eqn {
             primitive: primitive.clone(),
             inputs: atoms,
             outputs,
-        });
+        }));
         Ok(results)
     }
 
@@ -261,8 +262,9 @@ fn assemble(b: Builder, outvars: Vec<Atom>) -> Staged {
         let nv = bind(&mut jaxpr, &mut map, v);
         jaxpr.invars.push(nv);
     }
-    let mut eqns = Vec::new();
+    let mut eqns = Vec::with_capacity(keep.iter().filter(|k| **k).count());
     for (eqn, kept) in b.eqns.into_iter().zip(keep) {
+        let eqn = *eqn;
         if !kept {
             continue;
         }
