@@ -32,7 +32,10 @@ pub struct StagingTrace {
 struct Builder {
     vars: Vec<Aval>,
     invars: Vec<Var>,
-    /// Boxed so the list grows by moving pointers, not 360-byte equations.
+    /// Boxed so the list grows by moving pointers, not 360-byte equations
+    /// (a flat list of 1000 equations is mmapped and page-faulted afresh by
+    /// every trace).
+    #[allow(clippy::vec_box)]
     eqns: Vec<Box<Eqn>>,
     consts: Vec<(Var, Array)>,
     const_ids: HashMap<usize, Var>,
