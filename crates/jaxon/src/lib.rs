@@ -16,7 +16,8 @@
 //! This crate re-exports the user API of the layers below it: `jaxon-ir`
 //! (the jaxpr language, as [`ir`]) and `jaxon-trace` (arrays, tracing,
 //! `jit`, the `lax` and `numpy` APIs, control flow, `random`, pytrees) and
-//! `jaxon-transforms` (`jvp`, `grad`, `vjp`, `linearize`).
+//! `jaxon-transforms` (`jvp`, `vmap`, `grad`, `vjp`, `linearize`, Jacobians,
+//! custom rules, `checkpoint`).
 
 #![warn(missing_docs)]
 
@@ -28,7 +29,14 @@ pub use jaxon_trace::{
     catch, eval_shape, jit, lax, make_jaxpr, numpy, pytree, random, register_backend,
     set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static,
 };
-pub use jaxon_transforms::{grad, jvp, linearize, value_and_grad, vjp};
+pub use jaxon_transforms::{
+    checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
+    jvp, linearize, value_and_grad, value_and_grad_with, vjp, vmap, Argnums, Axes,
+};
+/// Named-axis collectives for use inside `vmap(..).axis_name(..)`.
+pub mod collectives {
+    pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, psum};
+}
 
 /// The backend eager operations and `jit` use right now.
 pub fn eval_backend() -> Result<std::sync::Arc<dyn ir::Backend>> {
@@ -40,7 +48,7 @@ pub mod prelude {
     pub use crate::numpy as jnp;
     pub use crate::numpy::All;
     pub use crate::{
-        cond, fori_loop, grad, jit, jvp, lax, make_jaxpr, random, scan, switch, value_and_grad,
-        vjp, while_loop, Array, DType, Error, Pytree, Result, Static,
+        cond, fori_loop, grad, hessian, jacfwd, jacrev, jit, jvp, lax, make_jaxpr, random, scan,
+        switch, value_and_grad, vjp, vmap, while_loop, Array, DType, Error, Pytree, Result, Static,
     };
 }
