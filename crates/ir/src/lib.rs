@@ -13,6 +13,7 @@ pub mod aval;
 pub mod backend;
 pub mod check;
 pub mod dtype;
+pub mod dyntype;
 pub mod error;
 pub mod interp;
 pub mod jaxpr;
