@@ -1,0 +1,1 @@
+//! Cranelift JIT backend.
