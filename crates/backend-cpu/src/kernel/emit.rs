@@ -157,6 +157,23 @@ impl Em<'_, '_> {
         acc
     }
 
+    /// `|mag|` with the sign of `sgn` (bit operations: x86 has no vector
+    /// `fcopysign` in Cranelift).
+    pub fn copysign(&mut self, dt: DType, mag: Value, sgn: Value) -> Value {
+        let sign_bit = if dt == DType::F64 {
+            i64::MIN
+        } else {
+            i32::MIN as i64
+        };
+        let mask = self.iconst_for(dt, sign_bit);
+        let m = self.to_bits(dt, mag);
+        let s = self.to_bits(dt, sgn);
+        let m = self.b.ins().band_not(m, mask);
+        let s = self.b.ins().band(s, mask);
+        let r = self.b.ins().bor(m, s);
+        self.from_bits(dt, r)
+    }
+
     /// A boolean constant of this width, shaped for floats of `dt`.
     pub fn bconst(&mut self, dt: DType, v: bool) -> Value {
         if self.lanes == 1 {

@@ -146,7 +146,7 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
             UnaryOp::Sign => {
                 // sign(x) = copysign(1, x), but 0 and NaN map to themselves.
                 let one = em.fconst(dt, 1.0);
-                let s = em.b.ins().fcopysign(one, v);
+                let s = em.copysign(dt, one, v);
                 let zero = em.fconst(dt, 0.0);
                 let keep = em.fcmp(FloatCC::UnorderedOrEqual, v, zero);
                 em.sel(keep, v, s)
@@ -430,7 +430,7 @@ fn round(em: &mut Em, x: Operand, method: RoundingMethod) -> Result<Value, Strin
             let half = em.fconst(x.dt, 0.5);
             let up = em.fcmp(FloatCC::GreaterThanOrEqual, d, half);
             let one = em.fconst(x.dt, 1.0);
-            let s = em.b.ins().fcopysign(one, v);
+            let s = em.copysign(x.dt, one, v);
             let r = em.b.ins().fadd(t, s);
             em.sel(up, r, t)
         }
