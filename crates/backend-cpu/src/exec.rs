@@ -82,7 +82,7 @@ fn raw(a: &HostArray) -> (*mut u8, usize) {
     let bytes = a.len() * a.dtype().size_bytes();
     // Kernels only read through input pointers; the cast to `*mut` is for
     // the uniform argument array.
-    let p = with_storage!(d, v => v.as_ptr() as *mut u8);
+    let p = with_storage!(d, v => v.as_ptr().cast::<u8>().cast_mut());
     (p, bytes)
 }
 
@@ -183,7 +183,8 @@ impl CpuExecutable {
                             });
                         }
                         let bytes = numel * dt.size_bytes();
-                        let optr = with_storage!(result.data_mut(), v => v.as_mut_ptr() as *mut u8);
+                        let optr =
+                            with_storage!(result.data_mut(), v => v.as_mut_ptr().cast::<u8>());
                         cargs.push(Arg {
                             ptr: optr,
                             len_bytes: bytes,

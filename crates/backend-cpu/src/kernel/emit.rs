@@ -100,7 +100,7 @@ impl Em<'_, '_> {
     }
 
     /// Reinterprets a float value as the integer of the same width.
-    pub fn to_bits(&mut self, dt: DType, x: Value) -> Value {
+    pub fn as_int_bits(&mut self, dt: DType, x: Value) -> Value {
         let ty = self.ity(dt);
         let flags = if self.lanes > 1 {
             le()
@@ -111,7 +111,7 @@ impl Em<'_, '_> {
     }
 
     /// Reinterprets integer bits as the float `dt`.
-    pub fn from_bits(&mut self, dt: DType, x: Value) -> Value {
+    pub fn int_bits_as_float(&mut self, dt: DType, x: Value) -> Value {
         let ty = self.fty(dt);
         let flags = if self.lanes > 1 {
             le()
@@ -166,12 +166,12 @@ impl Em<'_, '_> {
             i32::MIN as i64
         };
         let mask = self.iconst_for(dt, sign_bit);
-        let m = self.to_bits(dt, mag);
-        let s = self.to_bits(dt, sgn);
+        let m = self.as_int_bits(dt, mag);
+        let s = self.as_int_bits(dt, sgn);
         let m = self.b.ins().band_not(m, mask);
         let s = self.b.ins().band(s, mask);
         let r = self.b.ins().bor(m, s);
-        self.from_bits(dt, r)
+        self.int_bits_as_float(dt, r)
     }
 
     /// A boolean constant of this width, shaped for floats of `dt`.

@@ -52,8 +52,8 @@ fn consts(dt: DType) -> Consts {
             mant_bits: 52,
             bias: 1023,
             magic: 6755399441055744.0,
-            ln2_hi: 6.931_471_803_691_238_164_90e-1,
-            ln2_lo: 1.908_214_929_270_587_700_02e-10,
+            ln2_hi: 0.6931471803691238,
+            ln2_lo: 1.9082149292705877e-10,
             exp_lo: -746.0,
             exp_hi: 710.0,
             overflow: 709.782_712_893_384,
@@ -69,7 +69,7 @@ fn consts(dt: DType) -> Consts {
             bias: 127,
             magic: 12582912.0,
             ln2_hi: 0.693_145_751_953_125,
-            ln2_lo: 1.428_606_765_330_187_045e-6,
+            ln2_lo: 1.4286068e-6,
             exp_lo: -104.0,
             exp_hi: 89.0,
             overflow: 88.722_839,
@@ -92,7 +92,7 @@ fn pow2(em: &mut Em, dt: DType, n: Value) -> Value {
         em.b.ins()
             .iconst(cranelift_codegen::ir::types::I32, c.mant_bits);
     let bits = em.b.ins().ishl(e, shift);
-    em.from_bits(dt, bits)
+    em.int_bits_as_float(dt, bits)
 }
 
 /// Reduces `x = n ln2 + r`; returns `(n as integer, n as float, r)`.
@@ -102,8 +102,8 @@ fn reduce_ln2(em: &mut Em, dt: DType, x: Value) -> (Value, Value, Value) {
     let magic = em.fconst(dt, c.magic);
     let t = em.fma(x, log2e, magic);
     let nf = em.b.ins().fsub(t, magic);
-    let tb = em.to_bits(dt, t);
-    let mb = em.to_bits(dt, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
     let n = em.b.ins().isub(tb, mb);
     let neg_hi = em.fconst(dt, -c.ln2_hi);
     let neg_lo = em.fconst(dt, -c.ln2_lo);
@@ -193,7 +193,7 @@ pub(crate) fn log(em: &mut Em, dt: DType, x: Value) -> Value {
     let scaled_e = em.iconst_for(dt, scale_pow);
     let e_adj = em.sel(tiny, scaled_e, zero_e);
     // x = m 2^e, m in [1, 2)
-    let bits = em.to_bits(dt, xv);
+    let bits = em.as_int_bits(dt, xv);
     let sh =
         em.b.ins()
             .iconst(cranelift_codegen::ir::types::I32, c.mant_bits);
@@ -205,7 +205,7 @@ pub(crate) fn log(em: &mut Em, dt: DType, x: Value) -> Value {
     let mb = em.b.ins().band(bits, mant_mask);
     let one_bits = em.iconst_for(dt, c.bias << c.mant_bits);
     let mb = em.b.ins().bor(mb, one_bits);
-    let m = em.from_bits(dt, mb);
+    let m = em.int_bits_as_float(dt, mb);
     // m >= sqrt(2): halve m, bump e.
     let sqrt2 = em.fconst(dt, std::f64::consts::SQRT_2);
     let big = em.fcmp(FloatCC::GreaterThanOrEqual, m, sqrt2);
@@ -218,9 +218,9 @@ pub(crate) fn log(em: &mut Em, dt: DType, x: Value) -> Value {
     let e = em.b.ins().iadd(e, inc);
     // e as float via the magic number (no int->float instruction needed).
     let magic = em.fconst(dt, c.magic);
-    let magic_bits = em.to_bits(dt, magic);
+    let magic_bits = em.as_int_bits(dt, magic);
     let eb = em.b.ins().iadd(e, magic_bits);
-    let ef = em.from_bits(dt, eb);
+    let ef = em.int_bits_as_float(dt, eb);
     let ef = em.b.ins().fsub(ef, magic);
     // log(m) = 2 atanh(s), s = (m-1)/(m+1)
     let one = em.fconst(dt, 1.0);
@@ -247,7 +247,9 @@ pub(crate) fn log(em: &mut Em, dt: DType, x: Value) -> Value {
     let inf = em.fconst(dt, f64::INFINITY);
     let is_inf = em.fcmp(FloatCC::Equal, x, inf);
     let y = em.sel(is_inf, inf, y);
-    let bad = em.fcmp(FloatCC::UnorderedOrLessThan, x, zero);
+    let neg = em.fcmp(FloatCC::LessThan, x, zero);
+    let nan_in = em.fcmp(FloatCC::NotEqual, x, x);
+    let bad = em.b.ins().bor(neg, nan_in);
     let nan = em.fconst(dt, f64::NAN);
     em.sel(bad, nan, y)
 }
@@ -297,6 +299,6 @@ pub(crate) fn logistic(em: &mut Em, dt: DType, x: Value) -> Value {
     let is_pos = em.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
     let y = em.sel(is_pos, pos, neg);
     // NaN fails both comparisons above; keep it NaN.
-    let is_nan = em.fcmp(FloatCC::Unordered, x, x);
+    let is_nan = em.fcmp(FloatCC::NotEqual, x, x);
     em.sel(is_nan, x, y)
 }

@@ -148,7 +148,9 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
                 let one = em.fconst(dt, 1.0);
                 let s = em.copysign(dt, one, v);
                 let zero = em.fconst(dt, 0.0);
-                let keep = em.fcmp(FloatCC::UnorderedOrEqual, v, zero);
+                let is_zero = em.fcmp(FloatCC::Equal, v, zero);
+                let is_nan = em.fcmp(FloatCC::NotEqual, v, v);
+                let keep = em.b.ins().bor(is_zero, is_nan);
                 em.sel(keep, v, s)
             }
             UnaryOp::IsFinite => {
@@ -206,7 +208,11 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
         }
         UnaryOp::Sign => {
             let nz = b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
-            b.ins().uextend(ty, nz)
+            if ty == nz_type() {
+                nz
+            } else {
+                b.ins().uextend(ty, nz)
+            }
         }
         _ => return Err(unsupported(op.name(), dt)),
     })
@@ -570,4 +576,9 @@ fn widen(
     } else {
         b.ins().uextend(I64, v)
     }
+}
+
+/// The type of a scalar comparison result.
+fn nz_type() -> cranelift_codegen::ir::Type {
+    cranelift_codegen::ir::types::I8
 }

@@ -109,7 +109,8 @@ pub enum Tol {
     /// Within this many units in the last place.
     Ulp(u64),
     /// `|a - b| <= rel * scale` where `scale` is the largest magnitude of
-    /// the expected array (for reassociated sums and products).
+    /// the expected array and of the inputs (for reassociated sums and
+    /// products, and for chains that cancel).
     Rel(f64),
 }
 
@@ -142,7 +143,9 @@ pub fn ulp_diff(a: f64, b: f64, f32w: bool) -> u64 {
 }
 
 /// Asserts `got` matches `want` under `tol`.
-pub fn assert_close(got: &HostArray, want: &HostArray, tol: Tol, what: &str) {
+/// `scale_floor` raises the scale of `Tol::Rel` (the inputs' magnitude, for
+/// results that cancel).
+pub fn assert_close(got: &HostArray, want: &HostArray, tol: Tol, scale_floor: f64, what: &str) {
     assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     let f32w = matches!(got.data(), Storage::F32(_));
@@ -150,7 +153,7 @@ pub fn assert_close(got: &HostArray, want: &HostArray, tol: Tol, what: &str) {
     let scale = (0..want.len())
         .map(|i| want.data().get_f64(i).abs())
         .filter(|x| x.is_finite())
-        .fold(1e-30f64, f64::max);
+        .fold(scale_floor.max(1e-30), f64::max);
     for i in 0..got.len() {
         let (g, w) = (got.data().get_f64(i), want.data().get_f64(i));
         let ok = if !float {
@@ -183,8 +186,19 @@ pub fn check(text: &str, dist: Dist, tol: Tol) {
         let got = run(&cpu, &closed, &args);
         let want = run(&interp, &closed, &args);
         assert_eq!(got.len(), want.len());
+        let in_scale = args
+            .iter()
+            .flat_map(|a| (0..a.len()).map(|i| a.data().get_f64(i).abs()))
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, f64::max);
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_close(g, w, tol, &format!("seed {seed} output {k} of\n{text}"));
+            assert_close(
+                g,
+                w,
+                tol,
+                in_scale,
+                &format!("seed {seed} output {k} of\n{text}"),
+            );
         }
     }
 }

@@ -292,6 +292,23 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
                 Some(out_map.clone())
             } else if in_shape.is_empty() {
                 Some(IndexMap::Multi(Vec::new()))
+            } else if in_shape.len() == out_shape.len() {
+                // Equal-rank operands broadcast through size-1 dimensions.
+                let IndexMap::Multi(rows) = out_map else {
+                    return None;
+                };
+                let width = rank.unwrap_or(0);
+                in_shape
+                    .iter()
+                    .zip(&out_shape)
+                    .zip(rows)
+                    .map(|((&i, &o), row)| match (i == o, i == 1) {
+                        (true, _) => Some(row.clone()),
+                        (false, true) => Some(vec![0; width]),
+                        (false, false) => None,
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .map(IndexMap::Multi)
             } else {
                 None
             }
