@@ -1,0 +1,103 @@
+//! Backend behaviour beyond numerics: errors name the equation, the cache
+//! reuses compiled programs (but never mixes up constants), arguments are
+//! checked against the compiled types.
+
+mod common;
+use common::{parse, run};
+use jaxon_backend_cpu::CpuBackend;
+use jaxon_ir::interp::InterpreterBackend;
+use jaxon_ir::{parse_closed_jaxpr, Backend, DType, HostArray};
+
+fn compile_err(text: &str) -> String {
+    match CpuBackend::new().compile(&parse(text)) {
+        Ok(_) => panic!("compiled:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn name_is_cpu() {
+    assert_eq!(CpuBackend::new().name(), "cpu");
+}
+
+#[test]
+fn unsupported_primitives_are_errors_naming_the_equation() {
+    let e = compile_err(
+        "{ lambda ; a:f32[3]. let
+    b:f32[3] = neg a
+    c:f32[3] = cumsum[axis=0 reverse=False] b
+  in (c,) }",
+    );
+    assert!(e.contains("cannot compile `cumsum`"), "{e}");
+    assert!(e.contains("eqn 1"), "{e}");
+    // Unsupported inside a fused group names that equation, not the root.
+    let e = compile_err(
+        "{ lambda ; a:f32[3]. let
+    b:f32[3] = sin a
+    c:f32[3] = mul b 2.0:f32[]
+  in (c,) }",
+    );
+    assert!(
+        e.contains("cannot compile `sin`") && e.contains("eqn 0"),
+        "{e}"
+    );
+    let e = compile_err("{ lambda ; a:f16[3]. let b:f16[3] = neg a in (b,) }");
+    assert!(e.contains("f16"), "{e}");
+}
+
+#[test]
+fn cache_reuses_programs_and_keeps_constants_apart() {
+    let cpu = CpuBackend::new();
+    let text = "{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = add a b in (c,) }";
+    let c1 = parse_closed_jaxpr(
+        text,
+        vec![HostArray::from_f64(DType::F32, &[3], &[1.0, 2.0, 3.0]).unwrap()],
+    )
+    .unwrap();
+    let c2 = parse_closed_jaxpr(
+        text,
+        vec![HostArray::from_f64(DType::F32, &[3], &[10.0, 20.0, 30.0]).unwrap()],
+    )
+    .unwrap();
+    let x = HostArray::from_f64(DType::F32, &[3], &[0.5, 0.25, -1.0]).unwrap();
+    let r1 = run(&cpu, &c1, std::slice::from_ref(&x));
+    let r2 = run(&cpu, &c2, std::slice::from_ref(&x));
+    assert_eq!(cpu.cached_programs(), 1);
+    assert_eq!(r1[0].to_f64_vec(), [1.5, 2.25, 2.0]);
+    assert_eq!(r2[0].to_f64_vec(), [10.5, 20.25, 29.0]);
+    // Another shape is another program.
+    let c3 = parse("{ lambda ; a:f32[4] b:f32[4]. let c:f32[4] = add a b in (c,) }");
+    let _ = cpu.compile(&c3).unwrap();
+    assert_eq!(cpu.cached_programs(), 2);
+    let _ = cpu.compile(&c3).unwrap();
+    assert_eq!(cpu.cached_programs(), 2);
+}
+
+#[test]
+fn arguments_are_checked_against_compiled_types() {
+    let cpu = CpuBackend::new();
+    let exe = cpu
+        .compile(&parse(
+            "{ lambda ; a:f32[3]. let b:f32[3] = neg a in (b,) }",
+        ))
+        .unwrap();
+    let bad = cpu.to_device(&HostArray::zeros(DType::F32, &[4])).unwrap();
+    assert!(exe.execute(&[bad]).is_err());
+    let bad = cpu.to_device(&HostArray::zeros(DType::F64, &[3])).unwrap();
+    assert!(exe.execute(&[bad]).is_err());
+    assert!(exe.execute(&[]).is_err());
+}
+
+#[test]
+fn buffers_from_another_backend_are_accepted() {
+    let cpu = CpuBackend::new();
+    let exe = cpu
+        .compile(&parse(
+            "{ lambda ; a:i32[2]. let b:i32[2] = mul a a in (b,) }",
+        ))
+        .unwrap();
+    let x = HostArray::from_f64(DType::I32, &[2], &[3.0, -4.0]).unwrap();
+    let buf = InterpreterBackend::new().to_device(&x).unwrap();
+    let out = exe.execute(&[buf]).unwrap();
+    assert_eq!(out[0].to_host().unwrap().to_f64_vec(), [9.0, 16.0]);
+}
