@@ -217,19 +217,36 @@ impl CpuExecutable {
                 }
             }
         }
-        p.outvars
-            .iter()
-            .map(|o| match o {
-                Operand::Const(a) => Ok(a.clone()),
-                Operand::Var(v) => env
-                    .get(v.index())
-                    .and_then(|s| s.as_ref())
-                    .map(|s| s.get().clone())
-                    .ok_or_else(|| {
-                        IrError::Eval(format!("cpu backend: output {} not computed", v.0))
-                    }),
-            })
-            .collect()
+        // Results computed here move out (no copy) unless returned twice.
+        let mut outs = Vec::with_capacity(p.outvars.len());
+        for (k, o) in p.outvars.iter().enumerate() {
+            outs.push(match o {
+                Operand::Const(a) => a.clone(),
+                Operand::Var(v) => {
+                    let again = p.outvars[k + 1..]
+                        .iter()
+                        .any(|w| matches!(w, Operand::Var(w) if w == v));
+                    let slot = env.get_mut(v.index()).ok_or_else(|| {
+                        IrError::Eval(format!("cpu backend: output {} out of range", v.0))
+                    })?;
+                    match slot.take() {
+                        Some(Slot::Owned(a)) if !again => a,
+                        Some(s) => {
+                            let a = s.get().clone();
+                            *slot = Some(s);
+                            a
+                        }
+                        None => {
+                            return Err(IrError::Eval(format!(
+                                "cpu backend: output {} not computed",
+                                v.0
+                            )))
+                        }
+                    }
+                }
+            });
+        }
+        Ok(outs)
     }
 }
 
