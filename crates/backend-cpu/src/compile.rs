@@ -234,7 +234,80 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 plan,
             })
         }
-        _ => Err(cannot(jaxpr, e, "not supported by the cpu backend yet")),
+        Primitive::Iota {
+            dtype,
+            shape,
+            dimension,
+        } => {
+            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
+                return Err(cannot(jaxpr, e, "iota has one output"));
+            };
+            let shape: Option<Vec<usize>> = shape.iter().copied().collect();
+            match shape {
+                Some(shape) if eqn.inputs.is_empty() && *dimension < shape.len() => {
+                    Ok(Step::Iota {
+                        out: *out,
+                        dtype: *dtype,
+                        shape,
+                        dimension: *dimension,
+                    })
+                }
+                _ => Err(cannot(jaxpr, e, "dynamic shapes are not supported yet")),
+            }
+        }
+        // Elementwise and shape ops reach here only when the planner could
+        // not fuse them (dynamic shapes, `Ref` operands).
+        Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::IntegerPow { .. }
+        | Primitive::Round { .. }
+        | Primitive::ConvertElementType { .. }
+        | Primitive::SelectN
+        | Primitive::Clamp
+        | Primitive::BroadcastInDim { .. }
+        | Primitive::Reshape { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Squeeze { .. }
+        | Primitive::Reduce { .. } => Err(cannot(jaxpr, e, "only static shapes are supported yet")),
+        Primitive::ReducePrecision { .. }
+        | Primitive::BitcastConvertType { .. }
+        | Primitive::Rev { .. }
+        | Primitive::Pad { .. }
+        | Primitive::Concatenate { .. }
+        | Primitive::Slice { .. }
+        | Primitive::DynamicSlice { .. }
+        | Primitive::DynamicUpdateSlice
+        | Primitive::Gather { .. }
+        | Primitive::Scatter { .. }
+        | Primitive::Split { .. }
+        | Primitive::Tile { .. }
+        | Primitive::Stack { .. }
+        | Primitive::ArgReduce { .. }
+        | Primitive::Cumulative { .. }
+        | Primitive::ConvGeneralDilated { .. }
+        | Primitive::Sort { .. }
+        | Primitive::TopK { .. }
+        | Primitive::Empty2 { .. }
+        | Primitive::Cond { .. }
+        | Primitive::While { .. }
+        | Primitive::Scan { .. }
+        | Primitive::ForLoop { .. }
+        | Primitive::Jit { .. }
+        | Primitive::CustomJvpCall { .. }
+        | Primitive::CustomVjpCall { .. }
+        | Primitive::Remat { .. }
+        | Primitive::Get { .. }
+        | Primitive::Swap { .. }
+        | Primitive::AddUpdate { .. }
+        | Primitive::ProgramId { .. }
+        | Primitive::NumPrograms { .. }
+        | Primitive::Load { .. }
+        | Primitive::Store { .. }
+        | Primitive::AtomicRmw { .. }
+        | Primitive::AtomicCas { .. }
+        | Primitive::PallasCall { .. } => {
+            Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
+        }
     }
 }
 

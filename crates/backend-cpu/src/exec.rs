@@ -36,6 +36,13 @@ pub(crate) enum Step {
         /// For reductions: pre-fill the output with this op's identity.
         init: Option<ReduceOp>,
     },
+    /// `iota`: the index along `dimension`, for static shapes.
+    Iota {
+        out: Var,
+        dtype: DType,
+        shape: Vec<usize>,
+        dimension: usize,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -193,6 +200,19 @@ impl CpuExecutable {
                         kernel.call(&cargs)?;
                     }
                     env[out.index()] = Some(Slot::Owned(result));
+                }
+                Step::Iota {
+                    out,
+                    dtype,
+                    shape,
+                    dimension,
+                } => {
+                    let n: usize = shape.iter().product();
+                    let inner: usize = shape[dimension + 1..].iter().product();
+                    let size = shape[*dimension];
+                    let vals: Vec<f64> = (0..n).map(|i| ((i / inner) % size) as f64).collect();
+                    env[out.index()] =
+                        Some(Slot::Owned(HostArray::from_f64(*dtype, shape, &vals)?));
                 }
                 Step::Dot {
                     lhs,

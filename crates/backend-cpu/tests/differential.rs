@@ -64,6 +64,8 @@ fn float_unary_transcendental() {
         ("log1p", 4, Dist::Between(-1.0, 5.0)),
         ("tanh", 4, Dist::Uniform(6.0)),
         ("logistic", 4, Dist::Uniform(30.0)),
+        ("sin", 3, Dist::Uniform(100.0)),
+        ("cos", 3, Dist::Uniform(100.0)),
     ];
     for dt in ["f32", "f64"] {
         for (op, ulp, dist) in ops {
@@ -501,6 +503,29 @@ fn dot_general_dimension_numbers() {
   in (e,) }",
         Dist::Uniform(1.0),
         Tol::Rel(1e-5),
+    );
+}
+
+#[test]
+fn transpose_and_iota() {
+    check(
+        "{ lambda ; a:f32[3,4,5] b:f32[5,3,4]. let
+    c:f32[5,3,4] = transpose[permutation=(2, 0, 1)] a
+    d:f32[5,3,4] = mul c b
+    e:f32[4,3,5] = transpose[permutation=(2, 1, 0)] d
+    f:f32[4,5,3] = transpose[permutation=(0, 2, 1)] e
+  in (e, f) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
+    check(
+        "{ lambda ; a:f32[2,6]. let
+    b:f32[2,6] = iota[dimension=1 dtype=float32 shape=(2, 6) sharding=None]
+    c:u32[3] = iota[dimension=0 dtype=uint32 shape=(3,) sharding=None]
+    d:f32[2,6] = mul a b
+  in (d, c) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
     );
 }
 

@@ -302,3 +302,103 @@ pub(crate) fn logistic(em: &mut Em, dt: DType, x: Value) -> Value {
     let is_nan = em.fcmp(FloatCC::NotEqual, x, x);
     em.sel(is_nan, x, y)
 }
+
+/// `sin x` (`cos_shift = 0`) or `cos x` (`cos_shift = 1`, a quarter turn).
+///
+/// Reduction `x = j π/2 + r`, `|r| <= π/4`, with a three-part Cody–Waite
+/// `π/2` and fused multiply-adds: accurate while `|x|` stays below about
+/// 2^17 (f32) / 2^30 (f64); beyond, results stay in [-1, 1] but lose
+/// accuracy (no Payne–Hanek reduction yet).
+fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
+    let (c1, c2, c3, sin_terms, cos_terms) = if dt == DType::F64 {
+        (
+            std::f64::consts::FRAC_PI_2,
+            6.123233995736766e-17,
+            -1.4973849048591698e-33,
+            10,
+            11,
+        )
+    } else {
+        (
+            1.5707963705062866,
+            -4.371138828673793e-8,
+            -1.7151245100058819e-15,
+            6,
+            6,
+        )
+    };
+    let c = consts(dt);
+    let two_over_pi = em.fconst(dt, std::f64::consts::FRAC_2_PI);
+    let magic = em.fconst(dt, c.magic);
+    let t = em.fma(x, two_over_pi, magic);
+    let jf = em.b.ins().fsub(t, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
+    let q = em.b.ins().isub(tb, mb);
+    let shift = em.iconst_for(dt, cos_shift);
+    let q = em.b.ins().iadd(q, shift);
+    let n1 = em.fconst(dt, -c1);
+    let n2 = em.fconst(dt, -c2);
+    let n3 = em.fconst(dt, -c3);
+    let r = em.fma(jf, n1, x);
+    let r = em.fma(jf, n2, r);
+    let r = em.fma(jf, n3, r);
+    let r2 = em.b.ins().fmul(r, r);
+    // sin r = r + r^3 S(r^2); cos r = 1 + r^2 C(r^2) (Taylor).
+    let mut sc = Vec::new();
+    let mut fact = 1.0f64;
+    for k in 1..sin_terms {
+        fact *= ((2 * k) * (2 * k + 1)) as f64;
+        sc.push(if k % 2 == 1 { -1.0 } else { 1.0 } / fact);
+    }
+    let s = em.poly(dt, r2, &sc);
+    let r3 = em.b.ins().fmul(r2, r);
+    let sin_r = em.fma(r3, s, r);
+    let mut cc = Vec::new();
+    let mut fact = 1.0f64;
+    for k in 1..cos_terms {
+        fact *= ((2 * k - 1) * (2 * k)) as f64;
+        cc.push(if k % 2 == 1 { -1.0 } else { 1.0 } / fact);
+    }
+    let cpoly = em.poly(dt, r2, &cc);
+    let one = em.fconst(dt, 1.0);
+    let cos_r = em.fma(r2, cpoly, one);
+    // Quadrant: odd -> the other function; bit 1 -> negate.
+    let one_i = em.iconst_for(dt, 1);
+    let odd_bits = em.b.ins().band(q, one_i);
+    let zero_i = em.iconst_for(dt, 0);
+    let odd = if em.lanes > 1 {
+        em.b.ins().icmp(
+            cranelift_codegen::ir::condcodes::IntCC::NotEqual,
+            odd_bits,
+            zero_i,
+        )
+    } else {
+        em.b.ins().icmp_imm_s(
+            cranelift_codegen::ir::condcodes::IntCC::NotEqual,
+            odd_bits,
+            0,
+        )
+    };
+    let y = em.sel(odd, cos_r, sin_r);
+    let two_i = em.iconst_for(dt, 2);
+    let neg_bit = em.b.ins().band(q, two_i);
+    let sh = em.b.ins().iconst(
+        cranelift_codegen::ir::types::I32,
+        if dt == DType::F64 { 62 } else { 30 },
+    );
+    let sign = em.b.ins().ishl(neg_bit, sh);
+    let yb = em.as_int_bits(dt, y);
+    let yb = em.b.ins().bxor(yb, sign);
+    em.int_bits_as_float(dt, yb)
+}
+
+/// `sin x`.
+pub(crate) fn sin(em: &mut Em, dt: DType, x: Value) -> Value {
+    sin_cos(em, dt, x, 0)
+}
+
+/// `cos x`.
+pub(crate) fn cos(em: &mut Em, dt: DType, x: Value) -> Value {
+    sin_cos(em, dt, x, 1)
+}

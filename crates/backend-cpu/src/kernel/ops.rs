@@ -47,6 +47,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Log1p
                         | UnaryOp::Tanh
                         | UnaryOp::Logistic
+                        | UnaryOp::Sin
+                        | UnaryOp::Cos
                         | UnaryOp::Sign
                 )
         }
@@ -75,6 +77,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         Primitive::Clamp => floats_in && is_g(&out),
         Primitive::ConvertElementType { new_dtype, .. } => floats_in && *new_dtype == gdt,
         Primitive::BroadcastInDim { .. }
+        | Primitive::Transpose { .. }
         | Primitive::Reshape { .. }
         | Primitive::Squeeze { .. } => ins.iter().all(is_g) && is_g(&out),
         _ => false,
@@ -112,6 +115,7 @@ pub(crate) fn emit_op(
         }
         Primitive::ConvertElementType { new_dtype, .. } => convert(em, arg(0)?, *new_dtype),
         Primitive::BroadcastInDim { .. }
+        | Primitive::Transpose { .. }
         | Primitive::Reshape { .. }
         | Primitive::Squeeze { .. } => {
             // The index map already moved the read; the value passes through.
@@ -164,9 +168,9 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
             UnaryOp::Log1p => math::log1p(em, dt, v),
             UnaryOp::Tanh => math::tanh(em, dt, v),
             UnaryOp::Logistic => math::logistic(em, dt, v),
+            UnaryOp::Sin => math::sin(em, dt, v),
+            UnaryOp::Cos => math::cos(em, dt, v),
             UnaryOp::Exp2
-            | UnaryOp::Sin
-            | UnaryOp::Cos
             | UnaryOp::Tan
             | UnaryOp::Asin
             | UnaryOp::Acos

@@ -2,8 +2,8 @@
 //! that a backend compiles as one kernel each.
 //!
 //! - A **loop** group is a chain of elementwise, `broadcast_in_dim`,
-//!   `convert_element_type`, `reshape`/`squeeze`, `select_n`, `clamp` and
-//!   `integer_pow` equations evaluated in one loop nest over its root's
+//!   `transpose`, `convert_element_type`, `reshape`/`squeeze`, `select_n`,
+//!   `clamp` and `integer_pow` equations evaluated in one loop nest over its root's
 //!   output shape (the group's *space*).
 //! - A **reduce** group is a reduction over its operand's shape (the space)
 //!   that absorbs the elementwise producers of its operand (input fusion).
@@ -227,7 +227,7 @@ fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
         | Primitive::SelectN
         | Primitive::Clamp
         | Primitive::Squeeze { .. } => true,
-        Primitive::BroadcastInDim { .. } => eqn.inputs.len() == 1,
+        Primitive::BroadcastInDim { .. } | Primitive::Transpose { .. } => eqn.inputs.len() == 1,
         Primitive::Reshape { dimensions, .. } => dimensions.is_none() && eqn.inputs.len() == 1,
         _ => false,
     }
@@ -238,6 +238,7 @@ fn cheap(p: &Primitive) -> bool {
     matches!(
         p,
         Primitive::BroadcastInDim { .. }
+            | Primitive::Transpose { .. }
             | Primitive::Reshape { .. }
             | Primitive::Squeeze { .. }
             | Primitive::ConvertElementType { .. }
@@ -280,6 +281,20 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
                 } else {
                     return None;
                 }
+            }
+            Some(IndexMap::Multi(op_rows))
+        }
+        Primitive::Transpose { permutation } => {
+            // Result dim i is operand dim permutation[i].
+            let IndexMap::Multi(rows) = out_map else {
+                return None;
+            };
+            if permutation.len() != in_shape.len() || rows.len() != in_shape.len() {
+                return None;
+            }
+            let mut op_rows = vec![Vec::new(); in_shape.len()];
+            for (i, &p) in permutation.iter().enumerate() {
+                *op_rows.get_mut(p)? = rows[i].clone();
             }
             Some(IndexMap::Multi(op_rows))
         }

@@ -212,3 +212,30 @@ fn opaque_ops_and_shared_values_split_groups() {
     assert_eq!(kinds(&plan), ["opaque"]);
     let _ = ClosedJaxpr::without_consts(c.jaxpr.clone());
 }
+
+#[test]
+fn transposes_fuse_as_permuted_reads() {
+    let plan = check_plan(
+        "{ lambda ; a:f32[3,4,5] b:f32[5,3,4]. let
+    c:f32[5,3,4] = transpose[permutation=(2, 0, 1)] a
+    d:f32[5,3,4] = mul c b
+    e:f32[4,3,5] = transpose[permutation=(2, 1, 0)] d
+    f:f32[4,3,5] = exp e
+  in (f,) }",
+    );
+    assert_eq!(kinds(&plan), ["loop4"]);
+    let g = &plan.groups[0];
+    let c = parse(
+        "{ lambda ; a:f32[3,4,5] b:f32[5,3,4]. let
+    c:f32[5,3,4] = transpose[permutation=(2, 0, 1)] a
+    d:f32[5,3,4] = mul c b
+    e:f32[4,3,5] = transpose[permutation=(2, 1, 0)] d
+    f:f32[4,3,5] = exp e
+  in (f,) }",
+    );
+    // `a` is read at a[k, j, i] for f[j, i', k]... check against strides:
+    // f[i0,i1,i2] = exp(d[i2, i1, i0]); d[p,q,r] = a[q, r, p] * b[p, q, r].
+    let m = operand_map(&c.jaxpr, &c.jaxpr.eqns[0], g.map_of(0).unwrap(), 0).unwrap();
+    // a[q=i1, r=i0, p=i2] with a strides (20, 5, 1): i0 -> 5, i1 -> 20, i2 -> 1.
+    assert_eq!(m.strides(&[3, 4, 5], 3), [5, 20, 1]);
+}
