@@ -133,7 +133,17 @@ pub(crate) fn compile_program(closed: &ClosedJaxpr, key: &str) -> Result<Program
                 let shape = aval
                     .static_sizes()
                     .ok_or_else(|| cannot(jaxpr, g.root(), "dynamic output shape"))?;
-                let k = cb.define(&format!("g{gi}"), code.func, code.n_args)?;
+                let numel: usize = g.space.iter().product();
+                let k = cb.define(
+                    &format!("g{gi}"),
+                    code.func,
+                    crate::jit::Shape {
+                        n_args: code.n_args,
+                        extent: code.extent,
+                        splittable: code.splittable,
+                        work_per_step: numel / code.extent.max(1),
+                    },
+                )?;
                 pending.push(Err((
                     k,
                     KernelStep {

@@ -67,6 +67,8 @@ pub(crate) struct Program {
 pub(crate) struct CpuExecutable {
     pub program: Arc<Program>,
     pub consts: Arc<[HostArray]>,
+    /// Threads a large kernel may use.
+    pub threads: usize,
 }
 
 enum Slot<'a> {
@@ -197,7 +199,7 @@ impl CpuExecutable {
                             len_bytes: bytes,
                             need_bytes: bytes,
                         });
-                        kernel.call(&cargs)?;
+                        kernel.call(&cargs, self.threads)?;
                     }
                     env[out.index()] = Some(Slot::Owned(result));
                 }

@@ -4,11 +4,16 @@
 //! - A [`KernelFn`] is only created from a function that [`CodeModule`]
 //!   finalised, and the `Arc<CodeModule>` that owns its memory is stored next
 //!   to it (in [`Kernel`]), so the code outlives every call.
-//! - Every generated kernel has the signature `extern "C" fn(*const *mut u8)`
-//!   and reads exactly `n_args` pointers from its argument; the element
-//!   offsets it accesses through pointer `k` are below the element count the
-//!   compiler computed for argument `k` from its static shape. [`Kernel::call`]
+//! - Every generated kernel has the signature
+//!   `extern "C" fn(*const *mut u8, lo: i64, hi: i64)`, reads exactly
+//!   `n_args` pointers from its first argument and runs the outermost loop
+//!   over `lo..hi` (`0 <= lo <= hi <= extent`); the element offsets it
+//!   accesses through pointer `k` are below the element count the compiler
+//!   computed for argument `k` from its static shape. [`Kernel::call`]
 //!   checks that each buffer holds at least that many bytes before calling.
+//! - A *splittable* kernel writes disjoint output elements for disjoint
+//!   `lo..hi` ranges, so [`Kernel::call`] may run sub-ranges on several
+//!   threads at once (the inputs are only read).
 //! - The code module is never used after `finalize_definitions` except to be
 //!   dropped, which is why sharing it across threads is sound.
 
@@ -21,7 +26,7 @@ use jaxon_ir::IrError;
 use std::sync::Arc;
 
 /// A kernel's entry point.
-type KernelFn = unsafe extern "C" fn(*const *mut u8);
+type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
 
 /// Finalised machine code. Only kept alive, never touched again.
 pub(crate) struct CodeModule {
@@ -39,7 +44,20 @@ unsafe impl Sync for CodeModule {}
 /// Builds Cranelift functions into one JIT module.
 pub(crate) struct CodeBuilder {
     module: JITModule,
-    funcs: Vec<(FuncId, usize)>,
+    funcs: Vec<(FuncId, Shape)>,
+}
+
+/// What the runtime needs to know about a kernel's loop.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// Buffers it takes.
+    pub n_args: usize,
+    /// Extent of the outermost loop.
+    pub extent: usize,
+    /// Whether sub-ranges may run concurrently (see the module docs).
+    pub splittable: bool,
+    /// Elements of work per outermost iteration (for the threading decision).
+    pub work_per_step: usize,
 }
 
 /// The host ISA with speed optimisation.
@@ -79,7 +97,7 @@ impl CodeBuilder {
         &mut self,
         name: &str,
         func: ir::Function,
-        n_args: usize,
+        shape: Shape,
     ) -> Result<usize, IrError> {
         let mut ctx = self.module.make_context();
         ctx.func = func;
@@ -91,7 +109,7 @@ impl CodeBuilder {
             .define_function(id, &mut ctx)
             .map_err(|e| IrError::Eval(format!("cpu backend: {name}: cannot compile: {e:?}")))?;
         self.module.clear_context(&mut ctx);
-        self.funcs.push((id, n_args));
+        self.funcs.push((id, shape));
         Ok(self.funcs.len() - 1)
     }
 
@@ -100,7 +118,7 @@ impl CodeBuilder {
         self.module
             .finalize_definitions()
             .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
-        let ptrs: Vec<(*const u8, usize)> = self
+        let ptrs: Vec<(*const u8, Shape)> = self
             .funcs
             .iter()
             .map(|(id, n)| (self.module.get_finalized_function(*id), *n))
@@ -110,12 +128,12 @@ impl CodeBuilder {
         });
         Ok(ptrs
             .into_iter()
-            .map(|(p, n_args)| Kernel {
+            .map(|(p, shape)| Kernel {
                 // SAFETY: `p` is a finalised function of `code` with the
                 // kernel signature (module invariants); `code` is stored in
                 // the kernel, so the pointer stays valid.
                 entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
-                n_args,
+                shape,
                 _code: code.clone(),
             })
             .collect())
@@ -126,13 +144,13 @@ impl CodeBuilder {
 #[derive(Clone)]
 pub(crate) struct Kernel {
     entry: KernelFn,
-    n_args: usize,
+    shape: Shape,
     _code: Arc<CodeModule>,
 }
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Kernel({} args)", self.n_args)
+        write!(f, "Kernel({:?})", self.shape)
     }
 }
 
@@ -144,13 +162,29 @@ pub(crate) struct Arg {
     pub need_bytes: usize,
 }
 
+/// Work (elements) below which a kernel runs on one thread: spawning a
+/// thread costs tens of microseconds.
+const PARALLEL_MIN_WORK: usize = 1 << 18;
+
+/// The argument pointer array, shared by the threads of one call.
+struct SharedPtrs<'a>(&'a [*mut u8]);
+
+// SAFETY: the pointers refer to buffers that outlive the scoped threads of
+// one `Kernel::call`; concurrent kernels only read inputs and write disjoint
+// output elements (splittable kernels, module invariants).
+unsafe impl Send for SharedPtrs<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPtrs<'_> {}
+
 impl Kernel {
-    /// Runs the kernel on `args` (inputs first, the output last).
-    pub fn call(&self, args: &[Arg]) -> Result<(), IrError> {
-        if args.len() != self.n_args {
+    /// Runs the kernel on `args` (inputs first, the output last), on up to
+    /// `threads` threads when it is splittable and large enough.
+    pub fn call(&self, args: &[Arg], threads: usize) -> Result<(), IrError> {
+        let n_args = self.shape.n_args;
+        if args.len() != n_args {
             return Err(IrError::Eval(format!(
                 "cpu backend: kernel expects {} buffers, got {}",
-                self.n_args,
+                n_args,
                 args.len()
             )));
         }
@@ -161,11 +195,36 @@ impl Kernel {
             )));
         }
         let ptrs: Vec<*mut u8> = args.iter().map(|a| a.ptr).collect();
-        // SAFETY: the kernel reads `n_args` pointers (checked above) and
-        // touches at most `need_bytes` bytes through each, all of which lie
-        // in live buffers (`len_bytes >= need_bytes`); only the last (the
-        // output) is written, and the caller holds it mutably and alone.
-        unsafe { (self.entry)(ptrs.as_ptr()) };
+        let extent = self.shape.extent;
+        let work = extent.saturating_mul(self.shape.work_per_step);
+        let threads = if self.shape.splittable && work >= PARALLEL_MIN_WORK {
+            threads.clamp(1, extent.max(1))
+        } else {
+            1
+        };
+        let shared = SharedPtrs(&ptrs);
+        let run = |p: &SharedPtrs, lo: usize, hi: usize| {
+            // SAFETY: the kernel reads `n_args` pointers (checked above) and
+            // touches at most `need_bytes` bytes through each, all inside
+            // live buffers (`len_bytes >= need_bytes`); `lo..hi` lies in
+            // `0..extent`; only the output is written, and concurrent calls
+            // write disjoint parts of it (splittable kernels).
+            unsafe { (self.entry)(p.0.as_ptr(), lo as i64, hi as i64) }
+        };
+        if threads <= 1 {
+            run(&shared, 0, extent);
+            return Ok(());
+        }
+        let chunk = extent.div_ceil(threads);
+        std::thread::scope(|s| {
+            let shared = &shared;
+            let run = &run;
+            for t in 1..threads {
+                let (lo, hi) = ((t * chunk).min(extent), ((t + 1) * chunk).min(extent));
+                s.spawn(move || run(shared, lo, hi));
+            }
+            run(shared, 0, chunk.min(extent));
+        });
         Ok(())
     }
 }

@@ -61,15 +61,35 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The Cranelift CPU backend (`"cpu"`).
-#[derive(Default)]
 pub struct CpuBackend {
     cache: Mutex<HashMap<String, Arc<exec::Program>>>,
+    threads: usize,
+}
+
+impl Default for CpuBackend {
+    fn default() -> CpuBackend {
+        CpuBackend::new()
+    }
 }
 
 impl CpuBackend {
-    /// A backend with an empty compilation cache.
+    /// A backend with an empty compilation cache, using every available
+    /// core for large kernels (`JAXON_CPU_THREADS` overrides the count).
     pub fn new() -> CpuBackend {
-        CpuBackend::default()
+        let threads = std::env::var("JAXON_CPU_THREADS")
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .unwrap_or(1);
+        CpuBackend::with_threads(threads)
+    }
+
+    /// A backend whose large kernels run on at most `threads` threads.
+    pub fn with_threads(threads: usize) -> CpuBackend {
+        CpuBackend {
+            cache: Mutex::new(HashMap::new()),
+            threads: threads.max(1),
+        }
     }
 
     /// Number of distinct programs compiled so far (cache entries).
@@ -107,6 +127,7 @@ impl Backend for CpuBackend {
         Ok(Arc::new(CpuExecutable {
             program,
             consts: simple.consts,
+            threads: self.threads,
         }))
     }
 

@@ -101,3 +101,35 @@ fn buffers_from_another_backend_are_accepted() {
     let out = exe.execute(&[buf]).unwrap();
     assert_eq!(out[0].to_host().unwrap().to_f64_vec(), [9.0, 16.0]);
 }
+
+#[test]
+fn large_kernels_split_across_threads() {
+    use common::{assert_close, random_args, Dist, Tol};
+    // Big enough to run on several threads; 3 threads split unevenly.
+    let texts = [
+        "{ lambda ; a:f32[601,599] b:f32[599]. let
+    c:f32[601,599] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(601, 599) sharding=None] b
+    d:f32[601,599] = mul a c
+    e:f32[601,599] = max d 0.25:f32[]
+  in (e,) }",
+        "{ lambda ; a:f32[524309]. let b:f32[524309] = mul a a in (b,) }",
+        "{ lambda ; a:f32[601,599]. let b:f32[601] = reduce_max[axes=(1,)] a in (b,) }",
+        "{ lambda ; a:f32[601,599]. let b:f32[599] = reduce_max[axes=(0,)] a in (b,) }",
+        "{ lambda ; a:i32[3,601,599]. let b:i32[3,599] = reduce_sum[axes=(1,) out_sharding=None] a in (b,) }",
+    ];
+    for text in texts {
+        let closed = parse(text);
+        let args = random_args(&closed, 7, Dist::Uniform(3.0));
+        let want = run(&InterpreterBackend::new(), &closed, &args);
+        for threads in [1, 2, 3] {
+            let got = run(&CpuBackend::with_threads(threads), &closed, &args);
+            assert_close(
+                &got[0],
+                &want[0],
+                Tol::Exact,
+                0.0,
+                &format!("{threads} threads: {text}"),
+            );
+        }
+    }
+}

@@ -75,6 +75,11 @@ pub(crate) struct GroupCode {
     /// For a reduce group, the reduction (its output is pre-filled with the
     /// identity).
     pub reduce: Option<(ReduceOp, DType)>,
+    /// The extent of the outermost loop (the kernel's `lo..hi` range).
+    pub extent: usize,
+    /// Whether disjoint sub-ranges of the outermost loop write disjoint
+    /// outputs, so threads may run them concurrently.
+    pub splittable: bool,
 }
 
 /// A failure to compile, with the offending member equation if known.
@@ -133,6 +138,10 @@ pub(crate) fn compile_group(
         func,
         n_args: gen.n_inputs + 1,
         reduce: gen.reduce.map(|op| (op, gen.out_dt)),
+        extent: gen.dims[0],
+        // A reduce group's threads must not share output elements: the
+        // outermost dimension has to be kept (nonzero output stride).
+        splittable: gen.reduce.is_none() || gen.out_strides[0] != 0,
     })
 }
 
@@ -349,6 +358,9 @@ impl Gen {
 
     fn emit(&self, cfg: TargetFrontendConfig) -> Result<Function, GenError> {
         let mut sig = Signature::new(cfg.default_call_conv);
+        // (argument pointers, first and end index of the outermost dimension)
+        sig.params.push(AbiParam::new(I64));
+        sig.params.push(AbiParam::new(I64));
         sig.params.push(AbiParam::new(I64));
         let mut func = Function::with_name_signature(UserFuncName::user(0, 0), sig);
         let mut fctx = FunctionBuilderContext::new();
@@ -358,13 +370,14 @@ impl Gen {
         b.switch_to_block(entry);
         b.seal_block(entry);
         let ptrs = b.block_params(entry)[0];
+        let range = (b.block_params(entry)[1], b.block_params(entry)[2]);
         let arg_flags = MemFlagsData::trusted();
         let bases: Vec<Value> = (0..=self.n_inputs)
             .map(|k| b.ins().load(I64, arg_flags, ptrs, (8 * k) as i32))
             .collect();
         let r = self.dims.len();
         let idx_vars: Vec<Variable> = (0..r).map(|_| b.declare_var(I64)).collect();
-        self.outer(&mut b, &bases, &idx_vars, 0)?;
+        self.outer(&mut b, &bases, &idx_vars, 0, range)?;
         b.ins().return_(&[]);
         b.seal_all_blocks();
         b.finalize(cfg);
@@ -379,16 +392,25 @@ impl Gen {
         bases: &[Value],
         idx: &[Variable],
         d: usize,
+        range: (Value, Value),
     ) -> Result<(), GenError> {
         let r = self.dims.len();
+        // Dimension 0 runs over the caller's range (threads split it).
+        let (start, end) = if d == 0 {
+            range
+        } else {
+            (
+                b.ins().iconst(I64, 0),
+                b.ins().iconst(I64, self.dims[d] as i64),
+            )
+        };
         if d + 1 == r {
-            return self.inner(b, bases, idx);
+            return self.inner(b, bases, idx, start, end);
         }
-        let zero = b.ins().iconst(I64, 0);
-        b.def_var(idx[d], zero);
+        b.def_var(idx[d], start);
         let mut res = Ok(());
-        counted(b, idx[d], self.dims[d] as i64, 1, &mut |b, _| {
-            res = self.outer(b, bases, idx, d + 1);
+        counted(b, idx[d], end, 1, &mut |b, _| {
+            res = self.outer(b, bases, idx, d + 1, range);
         });
         res
     }
@@ -422,9 +444,10 @@ impl Gen {
         b: &mut FunctionBuilder,
         bases: &[Value],
         idx: &[Variable],
+        start: Value,
+        n: Value,
     ) -> Result<(), GenError> {
         let inner = self.dims.len() - 1;
-        let n = self.dims[inner] as i64;
         let load_flags = MemFlagsData::new().with_notrap();
         let leaf_addrs: Vec<Value> = self
             .leaves
@@ -466,8 +489,7 @@ impl Gen {
             load_flags,
         };
         let jv = idx[inner];
-        let zero = b.ins().iconst(I64, 0);
-        b.def_var(jv, zero);
+        b.def_var(jv, start);
         let out_inner = self.out_strides[inner];
         let l = self.lanes as i64;
         let mut res: Result<(), GenError> = Ok(());
@@ -682,7 +704,7 @@ struct RowCtx {
 fn counted(
     b: &mut FunctionBuilder,
     var: Variable,
-    end: i64,
+    end: Value,
     step: i64,
     body: &mut dyn FnMut(&mut FunctionBuilder, Value),
 ) {
@@ -693,7 +715,7 @@ fn counted(
     b.switch_to_block(header);
     let i = b.use_var(var);
     let next = b.ins().iadd_imm_s(i, step);
-    let c = b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, next, end);
+    let c = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, end);
     b.ins().brif(c, body_blk, &[], exit, &[]);
     b.switch_to_block(body_blk);
     b.seal_block(body_blk);
