@@ -89,12 +89,27 @@ impl DotPlan {
     }
 
     /// Computes the product.
-    pub fn run(&self, lhs: &HostArray, rhs: &HostArray) -> Result<HostArray, IrError> {
+    /// Products of at least this many multiply-adds use `threads` threads.
+    const PARALLEL_MIN_WORK: usize = 1 << 18;
+
+    /// Computes the product, on up to `threads` threads when it is large.
+    pub fn run(
+        &self,
+        lhs: &HostArray,
+        rhs: &HostArray,
+        threads: usize,
+    ) -> Result<HostArray, IrError> {
         let lp = permuted(lhs, &self.lhs_perm)?;
         let rp = permuted(rhs, &self.rhs_perm)?;
         let (l, r) = (lp.as_ref().unwrap_or(lhs), rp.as_ref().unwrap_or(rhs));
         let (b, m, k, n) = (self.b, self.m, self.k, self.n);
         let mut out = HostArray::zeros(self.dtype, &self.out_shape);
+        let par = if threads > 1 && m.saturating_mul(n).saturating_mul(k) >= Self::PARALLEL_MIN_WORK
+        {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
         macro_rules! float {
             ($a:expr, $c:expr, $o:expr) => {{
                 if m > 0 && n > 0 && k > 0 {
@@ -106,6 +121,7 @@ impl DotPlan {
                             &$a[i * m * k..(i + 1) * m * k],
                             &$c[i * k * n..(i + 1) * k * n],
                             &mut $o[i * m * n..(i + 1) * m * n],
+                            par,
                         );
                     }
                 }
@@ -217,7 +233,15 @@ impl GemmScalar for f64 {
 }
 
 /// `dst = a · c` for row-major `a: m×k`, `c: k×n`, `dst: m×n`.
-fn gemm_call<T: GemmScalar>(m: usize, k: usize, n: usize, a: &[T], c: &[T], dst: &mut [T]) {
+fn gemm_call<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    c: &[T],
+    dst: &mut [T],
+    par: gemm::Parallelism,
+) {
     assert!(a.len() >= m * k && c.len() >= k * n && dst.len() >= m * n);
     // SAFETY: see the module invariants: the slices cover the row-major
     // extents the strides describe (asserted above) and `dst` is a unique
@@ -242,7 +266,7 @@ fn gemm_call<T: GemmScalar>(m: usize, k: usize, n: usize, a: &[T], c: &[T], dst:
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            par,
         )
     }
 }

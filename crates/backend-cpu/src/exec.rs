@@ -234,7 +234,7 @@ impl CpuExecutable {
                                 })?,
                         })
                     };
-                    let r = plan.run(&get(lhs)?, &get(rhs)?)?;
+                    let r = plan.run(&get(lhs)?, &get(rhs)?, self.threads)?;
                     env[out.index()] = Some(Slot::Owned(r));
                 }
             }

@@ -133,3 +133,19 @@ fn large_kernels_split_across_threads() {
         }
     }
 }
+
+#[test]
+fn large_gemm_uses_threads_and_matches() {
+    use common::{assert_close, random_args, Dist, Tol};
+    let closed = parse(
+        "{ lambda ; a:f32[2,130,170] b:f32[2,170,90]. let
+    c:f32[2,130,90] = dot_general[dimension_numbers=(([2], [1]), ([0], [0])) preferred_element_type=float32] a b
+  in (c,) }",
+    );
+    let args = random_args(&closed, 3, Dist::Uniform(1.0));
+    let want = run(&InterpreterBackend::new(), &closed, &args);
+    for threads in [1, 2] {
+        let got = run(&CpuBackend::with_threads(threads), &closed, &args);
+        assert_close(&got[0], &want[0], Tol::Rel(1e-5), 1.0, "gemm");
+    }
+}
