@@ -277,14 +277,14 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
         | Primitive::BroadcastInDim { .. }
         | Primitive::Reshape { .. }
         | Primitive::Transpose { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Rev { .. }
         | Primitive::Squeeze { .. }
         | Primitive::Reduce { .. } => Err(cannot(jaxpr, e, "only static shapes are supported yet")),
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
-        | Primitive::Rev { .. }
         | Primitive::Pad { .. }
         | Primitive::Concatenate { .. }
-        | Primitive::Slice { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
         | Primitive::Gather { .. }

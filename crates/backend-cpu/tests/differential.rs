@@ -530,6 +530,30 @@ fn transpose_and_iota() {
 }
 
 #[test]
+fn slices_and_reversals() {
+    check(
+        "{ lambda ; a:f32[7,9] b:f32[3,4]. let
+    c:f32[3,4] = slice[limit_indices=(7, 9) start_indices=(1, 2) strides=(2, 2)] a
+    d:f32[3,4] = rev[dimensions=(0, 1)] c
+    e:f32[3,4] = add d b
+    f:f32[7,9] = rev[dimensions=(1,)] a
+    g:f32[2,9] = slice[limit_indices=(7, 9) start_indices=(5, 0) strides=None] a
+  in (e, f, g) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
+    check(
+        "{ lambda ; a:f64[40]. let
+    b:f64[13] = slice[limit_indices=(40,) start_indices=(3,) strides=(3,)] a
+    c:f64[13] = rev[dimensions=(0,)] b
+    d:f64[13] = exp c
+  in (d,) }",
+        Dist::Uniform(2.0),
+        Tol::Ulp(3),
+    );
+}
+
+#[test]
 fn jit_calls_literal_outputs_and_passthrough() {
     check(
         "{ lambda ; a:f32[8] b:f32[8]. let

@@ -63,6 +63,8 @@ struct Node {
 struct Leaf {
     arg: usize,
     dt: DType,
+    /// Element offset of the read at index 0 (slices, reversals).
+    base: i64,
     strides: Vec<i64>,
 }
 
@@ -195,7 +197,8 @@ fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
                         let leaf = Leaf {
                             arg,
                             dt,
-                            strides: m.strides(&shape, rank),
+                            base: m.base(&shape),
+                            strides: m.strides(&shape),
                         };
                         let i = match leaves.iter().position(|l| *l == leaf) {
                             Some(i) => i,
@@ -452,7 +455,15 @@ impl Gen {
         let leaf_addrs: Vec<Value> = self
             .leaves
             .iter()
-            .map(|l| self.row_addr(b, bases[l.arg], &l.strides, Self::esize(l.dt), idx))
+            .map(|l| {
+                let es = Self::esize(l.dt);
+                let base = if l.base != 0 {
+                    b.ins().iadd_imm_s(bases[l.arg], l.base * es)
+                } else {
+                    bases[l.arg]
+                };
+                self.row_addr(b, base, &l.strides, es, idx)
+            })
             .collect();
         let out_addr = self.row_addr(
             b,

@@ -78,6 +78,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         Primitive::ConvertElementType { new_dtype, .. } => floats_in && *new_dtype == gdt,
         Primitive::BroadcastInDim { .. }
         | Primitive::Transpose { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Rev { .. }
         | Primitive::Reshape { .. }
         | Primitive::Squeeze { .. } => ins.iter().all(is_g) && is_g(&out),
         _ => false,
@@ -116,6 +118,8 @@ pub(crate) fn emit_op(
         Primitive::ConvertElementType { new_dtype, .. } => convert(em, arg(0)?, *new_dtype),
         Primitive::BroadcastInDim { .. }
         | Primitive::Transpose { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Rev { .. }
         | Primitive::Reshape { .. }
         | Primitive::Squeeze { .. } => {
             // The index map already moved the read; the value passes through.

@@ -2,8 +2,8 @@
 //! that a backend compiles as one kernel each.
 //!
 //! - A **loop** group is a chain of elementwise, `broadcast_in_dim`,
-//!   `transpose`, `convert_element_type`, `reshape`/`squeeze`, `select_n`,
-//!   `clamp` and `integer_pow` equations evaluated in one loop nest over its root's
+//!   `transpose`, `slice`, `rev`, `convert_element_type`,
+//!   `reshape`/`squeeze`, `select_n`, `clamp` and `integer_pow` equations evaluated in one loop nest over its root's
 //!   output shape (the group's *space*).
 //! - A **reduce** group is a reduction over its operand's shape (the space)
 //!   that absorbs the elementwise producers of its operand (input fusion).
@@ -28,34 +28,65 @@ use crate::primitive::{Primitive, ReduceOp};
 use std::fmt;
 
 /// Where a group's loop index `i` (one entry per space dimension) lands in a
-/// value of the group.
+/// value of the group: an affine map.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IndexMap {
-    /// The value's multi-index is `rows · i`: one row per value dimension,
-    /// one column per space dimension.
-    Multi(Vec<Vec<i64>>),
-    /// Only the value's row-major linear offset is known: `strides · i`
-    /// (what is left after a `reshape`).
-    Flat(Vec<i64>),
+    /// The value's multi-index is `rows · i + offset`: one row (of `width`
+    /// entries, one per space dimension) and one offset per value dimension.
+    Multi {
+        /// One row per value dimension.
+        rows: Vec<Vec<i64>>,
+        /// One offset per value dimension.
+        offset: Vec<i64>,
+        /// The rank of the space.
+        width: usize,
+    },
+    /// Only the value's row-major linear offset is known:
+    /// `strides · i + offset` (what is left after a `reshape`).
+    Flat {
+        /// One stride per space dimension.
+        strides: Vec<i64>,
+        /// The constant offset.
+        offset: i64,
+    },
 }
 
 impl IndexMap {
     /// The identity map of a space of rank `rank`.
     pub fn identity(rank: usize) -> IndexMap {
-        IndexMap::Multi(
-            (0..rank)
+        IndexMap::Multi {
+            rows: (0..rank)
                 .map(|r| (0..rank).map(|c| (r == c) as i64).collect())
                 .collect(),
-        )
+            offset: vec![0; rank],
+            width: rank,
+        }
+    }
+
+    /// The map of a rank-0 value (every index reads its single element).
+    pub fn scalar(width: usize) -> IndexMap {
+        IndexMap::Multi {
+            rows: Vec::new(),
+            offset: Vec::new(),
+            width,
+        }
+    }
+
+    /// The rank of the space.
+    pub fn width(&self) -> usize {
+        match self {
+            IndexMap::Multi { width, .. } => *width,
+            IndexMap::Flat { strides, .. } => strides.len(),
+        }
     }
 
     /// The element strides, one per space dimension, with which a row-major
     /// array of `shape` is read under this map (0 where broadcast).
-    pub fn strides(&self, shape: &[usize], rank: usize) -> Vec<i64> {
+    pub fn strides(&self, shape: &[usize]) -> Vec<i64> {
         match self {
-            IndexMap::Flat(s) => s.clone(),
-            IndexMap::Multi(rows) => {
-                let mut out = vec![0i64; rank];
+            IndexMap::Flat { strides, .. } => strides.clone(),
+            IndexMap::Multi { rows, width, .. } => {
+                let mut out = vec![0i64; *width];
                 let mut stride = 1i64;
                 for (k, row) in rows.iter().enumerate().rev() {
                     for (o, r) in out.iter_mut().zip(row) {
@@ -64,6 +95,22 @@ impl IndexMap {
                     stride *= shape.get(k).copied().unwrap_or(1) as i64;
                 }
                 out
+            }
+        }
+    }
+
+    /// The element offset (row-major in `shape`) read at index 0.
+    pub fn base(&self, shape: &[usize]) -> i64 {
+        match self {
+            IndexMap::Flat { offset, .. } => *offset,
+            IndexMap::Multi { offset, .. } => {
+                let mut acc = 0i64;
+                let mut stride = 1i64;
+                for (k, o) in offset.iter().enumerate().rev() {
+                    acc += stride * o;
+                    stride *= shape.get(k).copied().unwrap_or(1) as i64;
+                }
+                acc
             }
         }
     }
@@ -227,7 +274,10 @@ fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
         | Primitive::SelectN
         | Primitive::Clamp
         | Primitive::Squeeze { .. } => true,
-        Primitive::BroadcastInDim { .. } | Primitive::Transpose { .. } => eqn.inputs.len() == 1,
+        Primitive::BroadcastInDim { .. }
+        | Primitive::Transpose { .. }
+        | Primitive::Slice { .. }
+        | Primitive::Rev { .. } => eqn.inputs.len() == 1,
         Primitive::Reshape { dimensions, .. } => dimensions.is_none() && eqn.inputs.len() == 1,
         _ => false,
     }
@@ -239,6 +289,8 @@ fn cheap(p: &Primitive) -> bool {
         p,
         Primitive::BroadcastInDim { .. }
             | Primitive::Transpose { .. }
+            | Primitive::Slice { .. }
+            | Primitive::Rev { .. }
             | Primitive::Reshape { .. }
             | Primitive::Squeeze { .. }
             | Primitive::ConvertElementType { .. }
@@ -258,72 +310,114 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
         return Some(out_map.clone());
     }
     let (_, out_shape) = single_out(jaxpr, eqn)?;
-    let rank = match out_map {
-        IndexMap::Multi(rows) => rows.first().map(Vec::len),
-        IndexMap::Flat(s) => Some(s.len()),
+    let width = out_map.width();
+    let multi = |rows: Vec<Vec<i64>>, offset: Vec<i64>| IndexMap::Multi {
+        rows,
+        offset,
+        width,
     };
+    // Most rules need the result's multi-index.
+    let (rows, offset) = match out_map {
+        IndexMap::Multi { rows, offset, .. } => (rows, offset),
+        IndexMap::Flat { .. } => {
+            return match &eqn.primitive {
+                Primitive::Reshape { .. } | Primitive::Squeeze { .. } => Some(out_map.clone()),
+                _ if in_shape == out_shape => Some(out_map.clone()),
+                _ if in_shape.is_empty() => Some(IndexMap::scalar(width)),
+                _ => None,
+            };
+        }
+    };
+    if rows.len() != out_shape.len() || offset.len() != out_shape.len() {
+        return None;
+    }
     match &eqn.primitive {
         Primitive::BroadcastInDim {
             broadcast_dimensions,
             ..
         } => {
-            let IndexMap::Multi(rows) = out_map else {
-                return None;
-            };
-            let width = rank.unwrap_or(0);
-            let mut op_rows = Vec::with_capacity(in_shape.len());
+            let (mut op_rows, mut op_off) = (Vec::new(), Vec::new());
             for (k, &n) in in_shape.iter().enumerate() {
                 let d = usize::try_from(*broadcast_dimensions.get(k)?).ok()?;
                 if n == *out_shape.get(d)? {
-                    op_rows.push(rows.get(d)?.clone());
+                    op_rows.push(rows[d].clone());
+                    op_off.push(offset[d]);
                 } else if n == 1 {
                     op_rows.push(vec![0; width]);
+                    op_off.push(0);
                 } else {
                     return None;
                 }
             }
-            Some(IndexMap::Multi(op_rows))
+            Some(multi(op_rows, op_off))
         }
         Primitive::Transpose { permutation } => {
             // Result dim i is operand dim permutation[i].
-            let IndexMap::Multi(rows) = out_map else {
-                return None;
-            };
-            if permutation.len() != in_shape.len() || rows.len() != in_shape.len() {
+            if permutation.len() != in_shape.len() {
                 return None;
             }
             let mut op_rows = vec![Vec::new(); in_shape.len()];
+            let mut op_off = vec![0; in_shape.len()];
             for (i, &p) in permutation.iter().enumerate() {
                 *op_rows.get_mut(p)? = rows[i].clone();
+                *op_off.get_mut(p)? = offset[i];
             }
-            Some(IndexMap::Multi(op_rows))
+            Some(multi(op_rows, op_off))
         }
-        Primitive::Reshape { .. } | Primitive::Squeeze { .. } => {
-            let width = rank.unwrap_or(0);
-            Some(IndexMap::Flat(out_map.strides(&out_shape, width)))
+        Primitive::Slice {
+            start_indices,
+            strides,
+            ..
+        } => {
+            // Operand index k = start_k + step_k * result index k.
+            if start_indices.len() != in_shape.len() {
+                return None;
+            }
+            let step = |k: usize| strides.as_ref().map_or(Some(1), |s| s.get(k).copied());
+            let mut op_rows = Vec::new();
+            let mut op_off = Vec::new();
+            for k in 0..in_shape.len() {
+                let st = step(k)?;
+                op_rows.push(rows[k].iter().map(|r| r * st).collect());
+                op_off.push(start_indices[k] + st * offset[k]);
+            }
+            Some(multi(op_rows, op_off))
         }
+        Primitive::Rev { dimensions } => {
+            let mut op_rows = rows.clone();
+            let mut op_off = offset.clone();
+            for &d in dimensions {
+                let n = *in_shape.get(d)? as i64;
+                op_rows[d] = rows[d].iter().map(|r| -r).collect();
+                op_off[d] = n - 1 - offset[d];
+            }
+            Some(multi(op_rows, op_off))
+        }
+        Primitive::Reshape { .. } | Primitive::Squeeze { .. } => Some(IndexMap::Flat {
+            strides: out_map.strides(&out_shape),
+            offset: out_map.base(&out_shape),
+        }),
         _ => {
             if in_shape == out_shape {
                 Some(out_map.clone())
             } else if in_shape.is_empty() {
-                Some(IndexMap::Multi(Vec::new()))
+                Some(IndexMap::scalar(width))
             } else if in_shape.len() == out_shape.len() {
                 // Equal-rank operands broadcast through size-1 dimensions.
-                let IndexMap::Multi(rows) = out_map else {
-                    return None;
-                };
-                let width = rank.unwrap_or(0);
-                in_shape
-                    .iter()
-                    .zip(&out_shape)
-                    .zip(rows)
-                    .map(|((&i, &o), row)| match (i == o, i == 1) {
-                        (true, _) => Some(row.clone()),
-                        (false, true) => Some(vec![0; width]),
-                        (false, false) => None,
-                    })
-                    .collect::<Option<Vec<_>>>()
-                    .map(IndexMap::Multi)
+                let mut op_rows = Vec::new();
+                let mut op_off = Vec::new();
+                for k in 0..in_shape.len() {
+                    if in_shape[k] == out_shape[k] {
+                        op_rows.push(rows[k].clone());
+                        op_off.push(offset[k]);
+                    } else if in_shape[k] == 1 {
+                        op_rows.push(vec![0; width]);
+                        op_off.push(0);
+                    } else {
+                        return None;
+                    }
+                }
+                Some(multi(op_rows, op_off))
             } else {
                 None
             }
@@ -408,7 +502,7 @@ pub fn plan_fusion(jaxpr: &Jaxpr) -> Result<FusionPlan, IrError> {
         building.push(Building {
             kind: GroupKind::Opaque,
             space: Vec::new(),
-            members: vec![(e, IndexMap::Multi(Vec::new()))],
+            members: vec![(e, IndexMap::scalar(0))],
         });
         group_of[e] = Some(building.len() - 1);
     }

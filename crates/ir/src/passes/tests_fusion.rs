@@ -111,13 +111,13 @@ fn broadcast_operands_get_zero_strides() {
     assert_eq!(kinds(&plan), ["loop5"]);
     let g = &plan.groups[0];
     // The broadcasts' results: d is the identity, f:[4,1] repeats along dim 1.
-    assert_eq!(g.map_of(0).unwrap().strides(&[4, 5], 2), [5, 1]);
-    assert_eq!(g.map_of(2).unwrap().strides(&[4, 1], 2), [1, 0]);
+    assert_eq!(g.map_of(0).unwrap().strides(&[4, 5]), [5, 1]);
+    assert_eq!(g.map_of(2).unwrap().strides(&[4, 1]), [1, 0]);
     let c = parse_again();
     let m = operand_map(&c, &c.eqns[0], g.map_of(0).unwrap(), 0).unwrap();
-    assert_eq!(m.strides(&[5], 2), [0, 1]);
+    assert_eq!(m.strides(&[5]), [0, 1]);
     let m = operand_map(&c, &c.eqns[2], g.map_of(2).unwrap(), 0).unwrap();
-    assert_eq!(m.strides(&[4], 2), [1, 0]);
+    assert_eq!(m.strides(&[4]), [1, 0]);
 }
 
 fn parse_again() -> Jaxpr {
@@ -237,5 +237,22 @@ fn transposes_fuse_as_permuted_reads() {
     // f[i0,i1,i2] = exp(d[i2, i1, i0]); d[p,q,r] = a[q, r, p] * b[p, q, r].
     let m = operand_map(&c.jaxpr, &c.jaxpr.eqns[0], g.map_of(0).unwrap(), 0).unwrap();
     // a[q=i1, r=i0, p=i2] with a strides (20, 5, 1): i0 -> 5, i1 -> 20, i2 -> 1.
-    assert_eq!(m.strides(&[3, 4, 5], 3), [5, 20, 1]);
+    assert_eq!(m.strides(&[3, 4, 5]), [5, 20, 1]);
+}
+
+#[test]
+fn slices_and_reversals_fuse_as_affine_reads() {
+    let text = "{ lambda ; a:f32[7,9] b:f32[3,4]. let
+    c:f32[3,4] = slice[limit_indices=(7, 9) start_indices=(1, 2) strides=(2, 2)] a
+    d:f32[3,4] = rev[dimensions=(0, 1)] c
+    e:f32[3,4] = add d b
+  in (e,) }";
+    let plan = check_plan(text);
+    assert_eq!(kinds(&plan), ["loop3"]);
+    let c = parse(text);
+    let g = &plan.groups[0];
+    let m = operand_map(&c.jaxpr, &c.jaxpr.eqns[0], g.map_of(0).unwrap(), 0).unwrap();
+    // e[i, j] reads a[1 + 2 (2 - i), 2 + 2 (3 - j)] = a[5 - 2i, 8 - 2j].
+    assert_eq!(m.strides(&[7, 9]), [-18, -2]);
+    assert_eq!(m.base(&[7, 9]), 5 * 9 + 8);
 }
