@@ -17,15 +17,17 @@ mod tests;
 mod tests_fusion;
 
 pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
-pub use simplify::{cse, dce, fold_constants, has_effect, inline_jit};
+pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_jit};
 
 use crate::error::IrError;
 use crate::jaxpr::ClosedJaxpr;
 
-/// The standard simplification pipeline: inline `jit`, fold constants, CSE,
-/// then DCE (DCE last so that it removes what folding and CSE made dead).
+/// The simplification pipeline before compilation: inline calls (`jit`,
+/// and the primal bodies of `custom_jvp_call`/`custom_vjp_call`/`remat2`),
+/// fold constants, CSE, then DCE (last, so that it removes what folding
+/// and CSE made dead).
 pub fn simplify(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
-    let inlined = inline_jit(closed)?;
+    let inlined = inline_calls(closed)?;
     let folded = fold_constants(&inlined.jaxpr)?;
     let shared = cse(&folded)?;
     let live = dce(&shared)?;

@@ -19,6 +19,18 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 /// bodies' constants become constvars of the result (appended after the
 /// caller's own).
 pub fn inline_jit(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
+    inline(closed, false)
+}
+
+/// Like [`inline_jit`], and also replaces `custom_jvp_call`,
+/// `custom_vjp_call` and `remat2` by their primal bodies. For compilation
+/// only: the custom differentiation rules and the rematerialisation hint
+/// are dropped, so run it after all transforms.
+pub fn inline_calls(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
+    inline(closed, true)
+}
+
+fn inline(closed: &ClosedJaxpr, all_calls: bool) -> Result<ClosedJaxpr, IrError> {
     let old = &closed.jaxpr;
     if old.constvars.len() != closed.consts.len() {
         return Err(IrError::Invalid(format!(
@@ -38,7 +50,7 @@ pub fn inline_jit(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
         let nv = rw.fresh(old, &mut map, *v)?;
         rw.out.invars.push(nv);
     }
-    inline_eqns(&mut rw, old, &mut map, &mut consts)?;
+    inline_eqns(&mut rw, old, &mut map, &mut consts, all_calls)?;
     rw.out.outvars = old
         .outvars
         .iter()
@@ -52,37 +64,63 @@ fn inline_eqns(
     old: &Jaxpr,
     map: &mut VarMap,
     consts: &mut Vec<HostArray>,
+    all_calls: bool,
 ) -> Result<(), IrError> {
     for eqn in &old.eqns {
-        let Primitive::Jit { jaxpr: body, .. } = &eqn.primitive else {
-            rw.copy_eqn(old, map, eqn)?;
-            continue;
+        // (body, its consts, the operands it takes)
+        let empty: &[HostArray] = &[];
+        let (inner, body_consts, operands): (&Jaxpr, &[HostArray], &[Atom]) = match &eqn.primitive {
+            Primitive::Jit { jaxpr: body, .. } => (&body.jaxpr, &body.consts, &eqn.inputs),
+            Primitive::CustomJvpCall {
+                call_jaxpr,
+                num_consts,
+                ..
+            }
+            | Primitive::CustomVjpCall {
+                call_jaxpr,
+                num_consts,
+                ..
+            } if all_calls => {
+                // The primal takes every operand, or those after the consts.
+                let n = call_jaxpr.jaxpr.invars.len();
+                let ops = if n == eqn.inputs.len() {
+                    &eqn.inputs[..]
+                } else {
+                    eqn.inputs.get(*num_consts..).unwrap_or(&[])
+                };
+                (&call_jaxpr.jaxpr, &call_jaxpr.consts, ops)
+            }
+            Primitive::Remat { jaxpr, .. } if all_calls => (jaxpr, empty, &eqn.inputs),
+            _ => {
+                rw.copy_eqn(old, map, eqn)?;
+                continue;
+            }
         };
-        let inner = &body.jaxpr;
-        if inner.constvars.len() != body.consts.len()
-            || inner.invars.len() != eqn.inputs.len()
+        let name = eqn.primitive.name();
+        if inner.constvars.len() != body_consts.len()
+            || inner.invars.len() != operands.len()
             || inner.outvars.len() != eqn.outputs.len()
         {
             return Err(IrError::Invalid(format!(
-                "jit: arity mismatch ({} consts for {} constvars, {} inputs for {} invars, {} outputs for {} outvars)",
-                body.consts.len(),
+                "{name}: arity mismatch ({} consts for {} constvars, {} inputs for {} invars, {} outputs for {} outvars)",
+                body_consts.len(),
                 inner.constvars.len(),
-                eqn.inputs.len(),
+                operands.len(),
                 inner.invars.len(),
                 eqn.outputs.len(),
                 inner.outvars.len()
             )));
         }
         let mut inner_map = VarMap::new(inner.vars.len());
-        for (v, c) in inner.constvars.iter().zip(body.consts.iter()) {
+        for (v, c) in inner.constvars.iter().zip(body_consts.iter()) {
             let nv = rw.fresh(inner, &mut inner_map, *v)?;
             rw.out.constvars.push(nv);
             consts.push(c.clone());
         }
-        for (v, a) in inner.invars.iter().zip(&eqn.inputs) {
+        for (v, a) in inner.invars.iter().zip(operands) {
             inner_map.set(*v, map.atom(a)?)?;
         }
-        inline_eqns(rw, inner, &mut inner_map, consts)?;
+        inline_eqns(rw, inner, &mut inner_map, consts, all_calls)?;
         for (b, o) in eqn.outputs.iter().zip(&inner.outvars) {
             if let Binder::Var(v) = b {
                 map.set(*v, inner_map.atom(o)?)?;

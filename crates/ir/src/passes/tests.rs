@@ -231,3 +231,44 @@ fn passes_reject_malformed_jaxprs() {
     assert!(cse(&j).is_err());
     assert!(fold_constants(&j).is_err());
 }
+
+#[test]
+fn inline_calls_runs_custom_rules_primal_and_remat_bodies() {
+    let c = parse(
+        "{ lambda ; a:f32[2,3] b:f32[3,3]. let
+    c:f32[2,3] = custom_jvp_call[
+      name=softplus_cj
+      call_jaxpr={ lambda ; d:f32[2,3]. let
+          e:f32[2,3] = abs d
+          f:f32[2,3] = neg e
+          g:f32[2,3] = exp f
+        in (g,) }
+      jvp=<lambda>
+      symbolic_zeros=False
+    ] a
+    h:f32[2,3] = remat2[
+      differentiated=False
+      jaxpr={ lambda ; i:f32[2,3] j:f32[3,3]. let
+          k:f32[2,3] = dot_general[
+            dimension_numbers=(([1], [0]), ([], []))
+            preferred_element_type=float32
+          ] i j
+          l:f32[2,3] = tanh k
+        in (l,) }
+      policy=None
+      prevent_cse=True
+    ] c b
+  in (h,) }",
+    );
+    // inline_jit leaves them alone; inline_calls runs the bodies.
+    assert_eq!(
+        prims(&inline_jit(&c).unwrap().jaxpr),
+        ["custom_jvp_call", "remat2"]
+    );
+    let out = inline_calls(&c).expect("inlines");
+    assert_eq!(
+        prims(&out.jaxpr),
+        ["abs", "neg", "exp", "dot_general", "tanh"]
+    );
+    assert_same(&c, &out);
+}
