@@ -281,10 +281,40 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
         | Primitive::Rev { .. }
         | Primitive::Squeeze { .. }
         | Primitive::Reduce { .. } => Err(cannot(jaxpr, e, "only static shapes are supported yet")),
+        Primitive::Pad { padding_config } => {
+            let ([x, value], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice())
+            else {
+                return Err(cannot(jaxpr, e, "pad takes an operand and a value"));
+            };
+            let config: Option<Vec<(i64, i64, i64)>> = padding_config
+                .iter()
+                .map(|t| match t.values.as_slice() {
+                    [lo, hi, interior] if *interior >= 0 => Some((*lo, *hi, *interior)),
+                    _ => None,
+                })
+                .collect();
+            let config = config.ok_or_else(|| cannot(jaxpr, e, "bad padding_config"))?;
+            Ok(Step::Pad {
+                x: operand(x)?,
+                value: operand(value)?,
+                out: *out,
+                config,
+                out_shape: static_out(jaxpr, e, *out)?,
+            })
+        }
+        Primitive::Concatenate { dimension } => {
+            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
+                return Err(cannot(jaxpr, e, "concatenate has one output"));
+            };
+            Ok(Step::Concat {
+                xs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
+                out: *out,
+                dim: *dimension,
+                out_shape: static_out(jaxpr, e, *out)?,
+            })
+        }
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
-        | Primitive::Pad { .. }
-        | Primitive::Concatenate { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
         | Primitive::Gather { .. }
@@ -319,6 +349,15 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
             Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
         }
     }
+}
+
+/// The static shape of output `v` of equation `e`.
+fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, IrError> {
+    jaxpr
+        .try_aval(v)
+        .and_then(|a| a.as_array())
+        .and_then(|a| a.static_sizes())
+        .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
 }
 
 fn write_dump(dir: &std::path::Path, key: &str, plan: &FusionPlan, clif: &str) {

@@ -43,6 +43,21 @@ pub(crate) enum Step {
         shape: Vec<usize>,
         dimension: usize,
     },
+    /// `pad` with `(low, high, interior)` per dimension.
+    Pad {
+        x: Operand,
+        value: Operand,
+        out: Var,
+        config: Vec<(i64, i64, i64)>,
+        out_shape: Vec<usize>,
+    },
+    /// `concatenate` along `dim`.
+    Concat {
+        xs: Vec<Operand>,
+        out: Var,
+        dim: usize,
+        out_shape: Vec<usize>,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -134,6 +149,18 @@ fn unsigned_fill(dt: DType, v: u64, n: usize) -> Storage {
     }
 }
 
+/// The array an operand refers to.
+fn operand_ref<'e>(env: &'e [Option<Slot>], o: &'e Operand) -> Result<&'e HostArray, IrError> {
+    match o {
+        Operand::Const(a) => Ok(a),
+        Operand::Var(v) => env
+            .get(v.index())
+            .and_then(|s| s.as_ref())
+            .map(|s| s.get())
+            .ok_or_else(|| IrError::Eval(format!("cpu backend: variable {} not computed", v.0))),
+    }
+}
+
 impl CpuExecutable {
     fn run(&self, args: &[&HostArray]) -> Result<Vec<HostArray>, IrError> {
         let p = &self.program;
@@ -215,6 +242,34 @@ impl CpuExecutable {
                     let vals: Vec<f64> = (0..n).map(|i| ((i / inner) % size) as f64).collect();
                     env[out.index()] =
                         Some(Slot::Owned(HostArray::from_f64(*dtype, shape, &vals)?));
+                }
+                Step::Pad {
+                    x,
+                    value,
+                    out,
+                    config,
+                    out_shape,
+                } => {
+                    let r = crate::copy::pad(
+                        operand_ref(&env, x)?,
+                        operand_ref(&env, value)?,
+                        config,
+                        out_shape,
+                    )?;
+                    env[out.index()] = Some(Slot::Owned(r));
+                }
+                Step::Concat {
+                    xs,
+                    out,
+                    dim,
+                    out_shape,
+                } => {
+                    let arrays = xs
+                        .iter()
+                        .map(|o| operand_ref(&env, o))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let r = crate::copy::concatenate(&arrays, *dim, out_shape)?;
+                    env[out.index()] = Some(Slot::Owned(r));
                 }
                 Step::Dot {
                     lhs,

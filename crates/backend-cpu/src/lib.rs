@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 mod compile;
+mod copy;
 mod dot;
 mod exec;
 mod jit;

@@ -554,6 +554,34 @@ fn slices_and_reversals() {
 }
 
 #[test]
+fn pad_and_concatenate() {
+    check(
+        "{ lambda ; a:f32[3,4]. let
+    b:f32[7,5] = pad[padding_config=((1, -1, 2), (-1, 2, 0))] a -1.5:f32[]
+  in (b,) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
+    check(
+        "{ lambda ; a:i32[5] b:i32[]. let
+    c:i32[11] = pad[padding_config=((2, 0, 1),)] a b
+    d:i32[3] = pad[padding_config=((-2, 0, 0),)] a 0:i32[]
+  in (c, d) }",
+        Dist::Uniform(9.0),
+        Tol::Exact,
+    );
+    check(
+        "{ lambda ; a:f32[2,3] b:f32[2,5] c:f32[2,1]. let
+    d:f32[2,9] = concatenate[dimension=1] a b c
+    e:f32[2,9] = exp d
+    f:f32[4,3] = concatenate[dimension=0] a a
+  in (e, f) }",
+        Dist::Uniform(2.0),
+        Tol::Ulp(3),
+    );
+}
+
+#[test]
 fn jit_calls_literal_outputs_and_passthrough() {
     check(
         "{ lambda ; a:f32[8] b:f32[8]. let
