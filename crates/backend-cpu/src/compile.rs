@@ -313,6 +313,63 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 out_shape: static_out(jaxpr, e, *out)?,
             })
         }
+        Primitive::Cond { branches } => {
+            let (index, operands) = eqn
+                .inputs
+                .split_first()
+                .ok_or_else(|| cannot(jaxpr, e, "cond without an index"))?;
+            Ok(Step::Cond {
+                index: operand(index)?,
+                operands: operands.iter().map(operand).collect::<Result<_, _>>()?,
+                branches: branches
+                    .iter()
+                    .map(|b| compile_sub(b).map_err(|m| cannot(jaxpr, e, &m)))
+                    .collect::<Result<_, _>>()?,
+                outs: out_vars(eqn),
+            })
+        }
+        Primitive::While {
+            cond_jaxpr,
+            body_jaxpr,
+            cond_nconsts,
+            body_nconsts,
+        } => Ok(Step::While {
+            cond: compile_sub(cond_jaxpr).map_err(|m| cannot(jaxpr, e, &m))?,
+            body: compile_sub(body_jaxpr).map_err(|m| cannot(jaxpr, e, &m))?,
+            cond_nconsts: *cond_nconsts,
+            body_nconsts: *body_nconsts,
+            operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
+            outs: out_vars(eqn),
+        }),
+        Primitive::Scan {
+            jaxpr: body,
+            length,
+            reverse,
+            num_consts,
+            num_carry,
+            ..
+        } => {
+            let ys = eqn
+                .outputs
+                .iter()
+                .skip(*num_carry)
+                .map(|b| {
+                    let a = jaxpr.binder_aval(b).and_then(|a| a.as_array())?;
+                    Some((a.dtype, a.static_sizes()?))
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))?;
+            Ok(Step::Scan {
+                body: compile_sub(body).map_err(|m| cannot(jaxpr, e, &m))?,
+                length: *length,
+                reverse: *reverse,
+                num_consts: *num_consts,
+                num_carry: *num_carry,
+                operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
+                outs: out_vars(eqn),
+                ys,
+            })
+        }
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::DynamicSlice { .. }
@@ -328,9 +385,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
         | Primitive::Empty2 { .. }
-        | Primitive::Cond { .. }
-        | Primitive::While { .. }
-        | Primitive::Scan { .. }
         | Primitive::ForLoop { .. }
         | Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }
@@ -349,6 +403,28 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
             Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
         }
     }
+}
+
+/// Compiles a nested closed jaxpr (a branch or loop body) on its own.
+fn compile_sub(closed: &ClosedJaxpr) -> Result<crate::exec::SubProgram, String> {
+    let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
+    let key = fingerprint(&simple.jaxpr);
+    let program = compile_program(&simple, &key).map_err(|e| format!("in its body: {e}"))?;
+    Ok(crate::exec::SubProgram {
+        program: std::sync::Arc::new(program),
+        consts: simple.consts,
+    })
+}
+
+/// The variables bound by an equation's outputs (`None` for `_`).
+fn out_vars(eqn: &Eqn) -> Vec<Option<jaxon_ir::Var>> {
+    eqn.outputs
+        .iter()
+        .map(|b| match b {
+            Binder::Var(v) => Some(*v),
+            Binder::Drop(_) => None,
+        })
+        .collect()
 }
 
 /// The static shape of output `v` of equation `e`.

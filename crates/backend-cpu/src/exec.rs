@@ -58,6 +58,34 @@ pub(crate) enum Step {
         dim: usize,
         out_shape: Vec<usize>,
     },
+    /// `cond`: runs `branches[clamp(index)]` on the operands.
+    Cond {
+        index: Operand,
+        operands: Vec<Operand>,
+        branches: Vec<SubProgram>,
+        outs: Vec<Option<Var>>,
+    },
+    /// `while`: `carry = body(bconsts, carry)` while `cond(cconsts, carry)`.
+    While {
+        cond: SubProgram,
+        body: SubProgram,
+        cond_nconsts: usize,
+        body_nconsts: usize,
+        operands: Vec<Operand>,
+        outs: Vec<Option<Var>>,
+    },
+    /// `scan`: `(carry, y) = body(consts, carry, x)` over the leading axis.
+    Scan {
+        body: SubProgram,
+        length: usize,
+        reverse: bool,
+        num_consts: usize,
+        num_carry: usize,
+        operands: Vec<Operand>,
+        outs: Vec<Option<Var>>,
+        /// Dtype and full (stacked) shape of each `ys` output.
+        ys: Vec<(DType, Vec<usize>)>,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -149,6 +177,17 @@ fn unsigned_fill(dt: DType, v: u64, n: usize) -> Storage {
     }
 }
 
+/// Binds the results of a multi-output step (dropped outputs are skipped).
+fn bind(env: &mut [Option<Slot>], outs: &[Option<Var>], results: Vec<HostArray>) {
+    for (o, r) in outs.iter().zip(results) {
+        if let Some(v) = o {
+            if let Some(slot) = env.get_mut(v.index()) {
+                *slot = Some(Slot::Owned(r));
+            }
+        }
+    }
+}
+
 /// The array an operand refers to.
 fn operand_ref<'e>(env: &'e [Option<Slot>], o: &'e Operand) -> Result<&'e HostArray, IrError> {
     match o {
@@ -163,7 +202,71 @@ fn operand_ref<'e>(env: &'e [Option<Slot>], o: &'e Operand) -> Result<&'e HostAr
 
 impl CpuExecutable {
     fn run(&self, args: &[&HostArray]) -> Result<Vec<HostArray>, IrError> {
-        let p = &self.program;
+        run_program(&self.program, &self.consts, args, self.threads)
+    }
+}
+
+/// A compiled nested jaxpr (a branch, a loop body) with its constants.
+#[derive(Debug)]
+pub(crate) struct SubProgram {
+    pub program: Arc<Program>,
+    pub consts: Arc<[HostArray]>,
+}
+
+impl SubProgram {
+    fn call(&self, args: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
+        run_program(&self.program, &self.consts, args, threads)
+    }
+}
+
+/// The rows `i` of an array along its leading dimension.
+fn leading_row(x: &HostArray, i: usize) -> Result<HostArray, IrError> {
+    let shape = x.shape();
+    let rows = *shape
+        .first()
+        .ok_or_else(|| IrError::Eval("cpu backend: scan over a scalar".into()))?;
+    let per = if rows == 0 { 0 } else { x.len() / rows };
+    if (i + 1) * per > x.len() {
+        return Err(IrError::Eval(format!(
+            "cpu backend: row {i} of an array of {rows} rows"
+        )));
+    }
+    macro_rules! go {
+        ($($v:ident),*) => {
+            match x.data() {
+                $(Storage::$v(v) => Storage::$v(v[i * per..(i + 1) * per].to_vec()),)*
+            }
+        };
+    }
+    let data = go!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64);
+    HostArray::new(shape[1..].to_vec(), data)
+}
+
+/// Writes `row` as row `i` of `dst` along its leading dimension.
+fn set_leading_row(dst: &mut HostArray, i: usize, row: &HostArray) -> Result<(), IrError> {
+    let per = row.len();
+    macro_rules! go {
+        ($($v:ident),*) => {
+            match (dst.data_mut(), row.data()) {
+                $((Storage::$v(d), Storage::$v(s)) if d.len() >= (i + 1) * per => {
+                    d[i * per..(i + 1) * per].copy_from_slice(s)
+                })*
+                _ => return Err(IrError::Eval("cpu backend: scan output does not fit".into())),
+            }
+        };
+    }
+    go!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64);
+    Ok(())
+}
+
+/// Runs a program on arguments (checked against its compiled types).
+fn run_program(
+    p: &Program,
+    consts: &[HostArray],
+    args: &[&HostArray],
+    threads: usize,
+) -> Result<Vec<HostArray>, IrError> {
+    {
         if args.len() != p.invars.len() {
             return Err(IrError::Eval(format!(
                 "cpu backend: expected {} arguments, got {}",
@@ -172,7 +275,7 @@ impl CpuExecutable {
             )));
         }
         let mut env: Vec<Option<Slot>> = (0..p.n_vars).map(|_| None).collect();
-        for (v, c) in p.constvars.iter().zip(self.consts.iter()) {
+        for (v, c) in p.constvars.iter().zip(consts.iter()) {
             env[v.index()] = Some(Slot::Borrowed(c));
         }
         for ((v, a), want) in p.invars.iter().zip(args).zip(&p.in_avals) {
@@ -226,7 +329,7 @@ impl CpuExecutable {
                             len_bytes: bytes,
                             need_bytes: bytes,
                         });
-                        kernel.call(&cargs, self.threads)?;
+                        kernel.call(&cargs, threads)?;
                     }
                     env[out.index()] = Some(Slot::Owned(result));
                 }
@@ -242,6 +345,98 @@ impl CpuExecutable {
                     let vals: Vec<f64> = (0..n).map(|i| ((i / inner) % size) as f64).collect();
                     env[out.index()] =
                         Some(Slot::Owned(HostArray::from_f64(*dtype, shape, &vals)?));
+                }
+                Step::Cond {
+                    index,
+                    operands,
+                    branches,
+                    outs,
+                } => {
+                    let idx = operand_ref(&env, index)?;
+                    if idx.len() != 1 || branches.is_empty() {
+                        return Err(IrError::Eval(
+                            "cpu backend: cond needs a scalar index".into(),
+                        ));
+                    }
+                    let i = idx.data().get_i64(0).clamp(0, branches.len() as i64 - 1) as usize;
+                    let args = operands
+                        .iter()
+                        .map(|o| operand_ref(&env, o))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let res = branches[i].call(&args, threads)?;
+                    bind(&mut env, outs, res);
+                }
+                Step::While {
+                    cond,
+                    body,
+                    cond_nconsts,
+                    body_nconsts,
+                    operands,
+                    outs,
+                } => {
+                    let all = operands
+                        .iter()
+                        .map(|o| operand_ref(&env, o))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let (cc, rest) = all.split_at((*cond_nconsts).min(all.len()));
+                    let (bc, init) = rest.split_at((*body_nconsts).min(rest.len()));
+                    let mut carry: Vec<HostArray> = init.iter().map(|a| (*a).clone()).collect();
+                    loop {
+                        let args: Vec<&HostArray> =
+                            cc.iter().copied().chain(carry.iter()).collect();
+                        let p = cond.call(&args, threads)?;
+                        let go = p
+                            .first()
+                            .is_some_and(|a| a.len() == 1 && a.data().get_i64(0) != 0);
+                        if !go {
+                            break;
+                        }
+                        let args: Vec<&HostArray> =
+                            bc.iter().copied().chain(carry.iter()).collect();
+                        carry = body.call(&args, threads)?;
+                    }
+                    bind(&mut env, outs, carry);
+                }
+                Step::Scan {
+                    body,
+                    length,
+                    reverse,
+                    num_consts,
+                    num_carry,
+                    operands,
+                    outs,
+                    ys,
+                } => {
+                    let all = operands
+                        .iter()
+                        .map(|o| operand_ref(&env, o))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let (consts, rest) = all.split_at((*num_consts).min(all.len()));
+                    let (init, xs) = rest.split_at((*num_carry).min(rest.len()));
+                    let mut carry: Vec<HostArray> = init.iter().map(|a| (*a).clone()).collect();
+                    let mut stacked: Vec<HostArray> =
+                        ys.iter().map(|(dt, s)| HostArray::zeros(*dt, s)).collect();
+                    for step in 0..*length {
+                        let i = if *reverse { length - 1 - step } else { step };
+                        let x_rows = xs
+                            .iter()
+                            .map(|x| leading_row(x, i))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        let args: Vec<&HostArray> = consts
+                            .iter()
+                            .copied()
+                            .chain(carry.iter())
+                            .chain(x_rows.iter())
+                            .collect();
+                        let mut res = body.call(&args, threads)?;
+                        let y_rows = res.split_off((*num_carry).min(res.len()));
+                        carry = res;
+                        for (dst, row) in stacked.iter_mut().zip(&y_rows) {
+                            set_leading_row(dst, i, row)?;
+                        }
+                    }
+                    carry.extend(stacked);
+                    bind(&mut env, outs, carry);
                 }
                 Step::Pad {
                     x,
@@ -289,7 +484,7 @@ impl CpuExecutable {
                                 })?,
                         })
                     };
-                    let r = plan.run(&get(lhs)?, &get(rhs)?, self.threads)?;
+                    let r = plan.run(&get(lhs)?, &get(rhs)?, threads)?;
                     env[out.index()] = Some(Slot::Owned(r));
                 }
             }

@@ -582,6 +582,72 @@ fn pad_and_concatenate() {
 }
 
 #[test]
+fn control_flow_runs_compiled_bodies() {
+    check(
+        "{ lambda ; a:f32[2,3]. let
+    b:f32[] = reduce_sum[axes=(0, 1) out_sharding=None] a
+    c:bool[] = gt b 0.0:f32[]
+    d:i32[] = convert_element_type[new_dtype=int32 weak_type=False] c
+    e:f32[2,3] = cond[
+      branches=(
+        { lambda ; f:f32[2,3]. let
+            g:f32[2,3] = cos f
+            h:f32[2,3] = mul g 2.0:f32[]
+          in (h,) }
+        { lambda ; i:f32[2,3]. let j:f32[2,3] = sin i in (j,) }
+      )
+    ] d a
+  in (e,) }",
+        Dist::Uniform(2.0),
+        Tol::Ulp(3),
+    );
+    check(
+        "{ lambda ; a:f32[3] l:f32[]. let
+    b:i32[] c:f32[3] = while[
+      body_jaxpr={ lambda ; m:f32[] d:i32[] e:f32[3]. let
+          f:i32[] = add d 1:i32[]
+          g:f32[3] = mul e 0.8999999761581421:f32[]
+          h:f32[3] = add g m
+        in (f, h) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; i:i32[] j:f32[3]. let
+          k:bool[] = lt i 5:i32[]
+        in (k,) }
+      cond_nconsts=0
+    ] l 0:i32[] a
+  in (c, b) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
+    for reverse in ["False", "True"] {
+        check(
+            &format!(
+                "{{ lambda ; a:f32[3] xs:f32[4,3] k:f32[3]. let
+    _:i32[] b:f32[3] ys:f32[4,3] = scan[
+      jaxpr={{ lambda ; kk:f32[3] c:i32[] d:f32[3] x:f32[3]. let
+          e:i32[] = add c 1:i32[]
+          f:f32[3] = tanh d
+          g:f32[] = convert_element_type[new_dtype=float32 weak_type=False] c
+          h:f32[3] = add f g
+          i:f32[3] = mul x kk
+          j:f32[3] = add h i
+          y:f32[3] = mul j x
+        in (e, j, y) }}
+      length=4
+      num_carry=2
+      num_consts=1
+      reverse={reverse}
+      unroll=1
+    ] k 0:i32[] a xs
+  in (b, ys) }}"
+            ),
+            Dist::Uniform(2.0),
+            Tol::Ulp(16),
+        );
+    }
+}
+
+#[test]
 fn jit_calls_literal_outputs_and_passthrough() {
     check(
         "{ lambda ; a:f32[8] b:f32[8]. let
