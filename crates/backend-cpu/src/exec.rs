@@ -225,7 +225,7 @@ fn leading_row(x: &HostArray, i: usize) -> Result<HostArray, IrError> {
     let rows = *shape
         .first()
         .ok_or_else(|| IrError::Eval("cpu backend: scan over a scalar".into()))?;
-    let per = if rows == 0 { 0 } else { x.len() / rows };
+    let per = x.len().checked_div(rows).unwrap_or(0);
     if (i + 1) * per > x.len() {
         return Err(IrError::Eval(format!(
             "cpu backend: row {i} of an array of {rows} rows"
