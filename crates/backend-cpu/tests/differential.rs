@@ -66,6 +66,10 @@ fn float_unary_transcendental() {
         ("logistic", 4, Dist::Uniform(30.0)),
         ("sin", 3, Dist::Uniform(100.0)),
         ("cos", 3, Dist::Uniform(100.0)),
+        ("tan", 5, Dist::Uniform(3.0)),
+        ("exp2", 3, Dist::Uniform(100.0)),
+        ("sinh", 4, Dist::Uniform(30.0)),
+        ("cosh", 4, Dist::Uniform(30.0)),
     ];
     for dt in ["f32", "f64"] {
         for (op, ulp, dist) in ops {

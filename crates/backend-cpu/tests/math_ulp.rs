@@ -23,6 +23,10 @@ const ULP_TABLE: &[(&str, f64, f64)] = &[
     ("logistic", 3.0, 3.0),
     ("sin", 2.0, 2.0),
     ("cos", 2.0, 2.0),
+    ("tan", 4.0, 4.0),
+    ("exp2", 2.0, 2.0),
+    ("sinh", 3.0, 3.0),
+    ("cosh", 3.0, 3.0),
 ];
 
 fn reference(f: &str, x: f64) -> f64 {
@@ -34,6 +38,10 @@ fn reference(f: &str, x: f64) -> f64 {
         "tanh" => x.tanh(),
         "sin" => x.sin(),
         "cos" => x.cos(),
+        "tan" => x.tan(),
+        "exp2" => x.exp2(),
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
         "logistic" => {
             if x >= 0.0 {
                 1.0 / (1.0 + (-x).exp())
@@ -54,7 +62,9 @@ fn interval(f: &str) -> (f64, f64) {
         "log" => (0.0, 10.0),
         "log1p" => (-1.0, 10.0),
         "tanh" => (-12.0, 12.0),
-        "sin" | "cos" => (-1.0e4, 1.0e4),
+        "sin" | "cos" | "tan" => (-1.0e4, 1.0e4),
+        "exp2" => (-160.0, 130.0),
+        "sinh" | "cosh" => (-100.0, 100.0),
         _ => (-110.0, 110.0),
     }
 }
@@ -112,7 +122,7 @@ fn inputs(f: &str, f32w: bool) -> Vec<f64> {
     }
     // sin/cos reduce with a three-part pi/2: their documented domain is
     // |x| <= 1e5 (f32) / 1e9 (f64), plus inf and NaN (which give NaN).
-    if f == "sin" || f == "cos" {
+    if f == "sin" || f == "cos" || f == "tan" {
         let lim = if f32w { 1e5 } else { 1e9 };
         v.retain(|x| x.abs() <= lim || !x.is_finite());
     }

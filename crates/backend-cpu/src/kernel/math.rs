@@ -135,6 +135,11 @@ pub(crate) fn exp(em: &mut Em, dt: DType, x: Value) -> Value {
     let xc = em.b.ins().fmin(xc, hi);
     let (n, _, r) = reduce_ln2(em, dt, xc);
     let p = expm1_poly(em, dt, r);
+    scale_by_pow2(em, dt, p, n)
+}
+
+/// `(1 + p) · 2^n`, rounding once even for subnormal results.
+fn scale_by_pow2(em: &mut Em, dt: DType, p: Value, n: Value) -> Value {
     let one = em.fconst(dt, 1.0);
     let y = em.b.ins().fadd(p, one);
     // 2^n = 2^n1 · 2^n2 with n1 = floor(n/2), computed with logical shifts
@@ -401,4 +406,79 @@ pub(crate) fn sin(em: &mut Em, dt: DType, x: Value) -> Value {
 /// `cos x`.
 pub(crate) fn cos(em: &mut Em, dt: DType, x: Value) -> Value {
     sin_cos(em, dt, x, 1)
+}
+
+/// `2^x`: `x = n + f` with integer `n`, then `2^f = e^(f ln2)`.
+pub(crate) fn exp2(em: &mut Em, dt: DType, x: Value) -> Value {
+    let c = consts(dt);
+    let (lo, hi) = if dt == DType::F64 {
+        (-1076.0, 1025.0)
+    } else {
+        (-151.0, 129.0)
+    };
+    let lo = em.fconst(dt, lo);
+    let hi = em.fconst(dt, hi);
+    let xc = em.b.ins().fmax(x, lo);
+    let xc = em.b.ins().fmin(xc, hi);
+    let magic = em.fconst(dt, c.magic);
+    let t = em.b.ins().fadd(xc, magic);
+    let nf = em.b.ins().fsub(t, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
+    let n = em.b.ins().isub(tb, mb);
+    let f = em.b.ins().fsub(xc, nf);
+    let ln2 = em.fconst(dt, std::f64::consts::LN_2);
+    let r = em.b.ins().fmul(f, ln2);
+    let p = expm1_poly(em, dt, r);
+    scale_by_pow2(em, dt, p, n)
+}
+
+/// `e^(a/2) · (e^(a/2) / 2)`: `e^a / 2` without overflowing early and
+/// without the error of subtracting `ln 2` from a large argument.
+fn half_exp(em: &mut Em, dt: DType, a: Value) -> Value {
+    let half = em.fconst(dt, 0.5);
+    let ah = em.b.ins().fmul(a, half);
+    let h = exp(em, dt, ah);
+    let hh = em.b.ins().fmul(h, half);
+    em.b.ins().fmul(h, hh)
+}
+
+/// `sinh x`.
+pub(crate) fn sinh(em: &mut Em, dt: DType, x: Value) -> Value {
+    let a = em.b.ins().fabs(x);
+    // Small and moderate |x|: (e + e/(e+1)) / 2 with e = expm1(|x|).
+    let e = expm1(em, dt, a);
+    let one = em.fconst(dt, 1.0);
+    let e1 = em.b.ins().fadd(e, one);
+    let q = em.b.ins().fdiv(e, e1);
+    let s = em.b.ins().fadd(e, q);
+    let half = em.fconst(dt, 0.5);
+    let small = em.b.ins().fmul(s, half);
+    let big = half_exp(em, dt, a);
+    let lim = em.fconst(dt, 20.0);
+    let is_big = em.fcmp(FloatCC::GreaterThan, a, lim);
+    let y = em.sel(is_big, big, small);
+    em.copysign(dt, y, x)
+}
+
+/// `cosh x`.
+pub(crate) fn cosh(em: &mut Em, dt: DType, x: Value) -> Value {
+    let a = em.b.ins().fabs(x);
+    let e = exp(em, dt, a);
+    let one = em.fconst(dt, 1.0);
+    let inv = em.b.ins().fdiv(one, e);
+    let s = em.b.ins().fadd(e, inv);
+    let half = em.fconst(dt, 0.5);
+    let small = em.b.ins().fmul(s, half);
+    let big = half_exp(em, dt, a);
+    let lim = em.fconst(dt, 20.0);
+    let is_big = em.fcmp(FloatCC::GreaterThan, a, lim);
+    em.sel(is_big, big, small)
+}
+
+/// `tan x = sin x / cos x` (same domain as `sin`).
+pub(crate) fn tan(em: &mut Em, dt: DType, x: Value) -> Value {
+    let s = sin(em, dt, x);
+    let c = cos(em, dt, x);
+    em.b.ins().fdiv(s, c)
 }

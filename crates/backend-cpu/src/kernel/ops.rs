@@ -49,6 +49,10 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Logistic
                         | UnaryOp::Sin
                         | UnaryOp::Cos
+                        | UnaryOp::Tan
+                        | UnaryOp::Exp2
+                        | UnaryOp::Sinh
+                        | UnaryOp::Cosh
                         | UnaryOp::Sign
                 )
         }
@@ -174,13 +178,13 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
             UnaryOp::Logistic => math::logistic(em, dt, v),
             UnaryOp::Sin => math::sin(em, dt, v),
             UnaryOp::Cos => math::cos(em, dt, v),
-            UnaryOp::Exp2
-            | UnaryOp::Tan
-            | UnaryOp::Asin
+            UnaryOp::Exp2 => math::exp2(em, dt, v),
+            UnaryOp::Tan => math::tan(em, dt, v),
+            UnaryOp::Sinh => math::sinh(em, dt, v),
+            UnaryOp::Cosh => math::cosh(em, dt, v),
+            UnaryOp::Asin
             | UnaryOp::Acos
             | UnaryOp::Atan
-            | UnaryOp::Sinh
-            | UnaryOp::Cosh
             | UnaryOp::Asinh
             | UnaryOp::Acosh
             | UnaryOp::Atanh
