@@ -370,6 +370,31 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 ys,
             })
         }
+        Primitive::Cumulative { op, axis, reverse }
+            if *op != jaxon_ir::primitive::CumulativeOp::Cumlogsumexp =>
+        {
+            let ([x], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice()) else {
+                return Err(cannot(jaxpr, e, "takes one operand and has one output"));
+            };
+            let dt = jaxpr
+                .atom_aval(x)
+                .map(|a| a.dtype())
+                .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
+            if matches!(dt, jaxon_ir::DType::F16 | jaxon_ir::DType::BF16) {
+                return Err(cannot(
+                    jaxpr,
+                    e,
+                    &format!("dtype {dt} is not supported yet"),
+                ));
+            }
+            Ok(Step::Cumulative {
+                op: *op,
+                x: operand(x)?,
+                out: *out,
+                axis: *axis,
+                reverse: *reverse,
+            })
+        }
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::DynamicSlice { .. }

@@ -86,6 +86,14 @@ pub(crate) enum Step {
         /// Dtype and full (stacked) shape of each `ys` output.
         ys: Vec<(DType, Vec<usize>)>,
     },
+    /// `cumsum` and friends along `axis`.
+    Cumulative {
+        op: jaxon_ir::primitive::CumulativeOp,
+        x: Operand,
+        out: Var,
+        axis: usize,
+        reverse: bool,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -437,6 +445,17 @@ fn run_program(
                     }
                     carry.extend(stacked);
                     bind(&mut env, outs, carry);
+                }
+                Step::Cumulative {
+                    op,
+                    x,
+                    out,
+                    axis,
+                    reverse,
+                } => {
+                    let r =
+                        crate::cumulative::cumulative(*op, operand_ref(&env, x)?, *axis, *reverse)?;
+                    env[out.index()] = Some(Slot::Owned(r));
                 }
                 Step::Pad {
                     x,

@@ -54,6 +54,7 @@
 
 mod compile;
 mod copy;
+mod cumulative;
 mod dot;
 mod exec;
 mod jit;

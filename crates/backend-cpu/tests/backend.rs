@@ -25,10 +25,10 @@ fn unsupported_primitives_are_errors_naming_the_equation() {
     let e = compile_err(
         "{ lambda ; a:f32[3]. let
     b:f32[3] = neg a
-    c:f32[3] = cumsum[axis=0 reverse=False] b
+    c:f32[3] = cumlogsumexp[axis=0 reverse=False] b
   in (c,) }",
     );
-    assert!(e.contains("cannot compile `cumsum`"), "{e}");
+    assert!(e.contains("cannot compile `cumlogsumexp`"), "{e}");
     assert!(e.contains("eqn 1"), "{e}");
     // Unsupported inside a fused group names that equation, not the root.
     let e = compile_err(

@@ -652,6 +652,21 @@ fn control_flow_runs_compiled_bodies() {
 }
 
 #[test]
+fn cumulative_ops() {
+    for op in ["cumsum", "cumprod", "cummax", "cummin"] {
+        for dt in ["f32", "f64", "i32", "u8"] {
+            for (axis, reverse) in [(0, "False"), (1, "True"), (2, "False")] {
+                let t = ty(dt, &[3, 5, 4]);
+                let text = format!(
+                    "{{ lambda ; a:{t}. let b:{t} = {op}[axis={axis} reverse={reverse}] a in (b,) }}"
+                );
+                check(&text, Dist::Uniform(2.0), Tol::Exact);
+            }
+        }
+    }
+}
+
+#[test]
 fn jit_calls_literal_outputs_and_passthrough() {
     check(
         "{ lambda ; a:f32[8] b:f32[8]. let
