@@ -395,6 +395,13 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 reverse: *reverse,
             })
         }
+        Primitive::Empty2 { dtype } => match eqn.outputs.as_slice() {
+            [Binder::Var(out)] => Ok(Step::Zeros {
+                out: *out,
+                dtype: *dtype,
+            }),
+            _ => Err(cannot(jaxpr, e, "empty2 has one output")),
+        },
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::DynamicSlice { .. }
@@ -409,7 +416,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
-        | Primitive::Empty2 { .. }
         | Primitive::ForLoop { .. }
         | Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }

@@ -94,6 +94,8 @@ pub(crate) enum Step {
         axis: usize,
         reverse: bool,
     },
+    /// `empty2`: an uninitialised value, zeros here.
+    Zeros { out: Var, dtype: DType },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -456,6 +458,9 @@ fn run_program(
                     let r =
                         crate::cumulative::cumulative(*op, operand_ref(&env, x)?, *axis, *reverse)?;
                     env[out.index()] = Some(Slot::Owned(r));
+                }
+                Step::Zeros { out, dtype } => {
+                    env[out.index()] = Some(Slot::Owned(HostArray::zeros(*dtype, &[])));
                 }
                 Step::Pad {
                     x,

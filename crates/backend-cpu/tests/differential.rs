@@ -623,6 +623,15 @@ fn control_flow_runs_compiled_bodies() {
         Dist::Uniform(2.0),
         Tol::Exact,
     );
+    // An uninitialised value (grad jaxprs' unused cond outputs) is zeros.
+    check(
+        "{ lambda ; a:f32[3]. let
+    b:f32[] = empty2[dtype=float32 memory_space=MemorySpace.Device]
+    c:f32[3] = mul a b
+  in (c,) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
     for reverse in ["False", "True"] {
         check(
             &format!(
