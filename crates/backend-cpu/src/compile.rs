@@ -402,13 +402,23 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
             }),
             _ => Err(cannot(jaxpr, e, "empty2 has one output")),
         },
+        Primitive::Split { sizes, axis } => {
+            let [x] = eqn.inputs.as_slice() else {
+                return Err(cannot(jaxpr, e, "split takes one operand"));
+            };
+            Ok(Step::Split {
+                x: operand(x)?,
+                axis: *axis,
+                sizes: sizes.to_usizes(),
+                outs: out_vars(eqn),
+            })
+        }
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::DynamicSlice { .. }
         | Primitive::DynamicUpdateSlice
         | Primitive::Gather { .. }
         | Primitive::Scatter { .. }
-        | Primitive::Split { .. }
         | Primitive::Tile { .. }
         | Primitive::Stack { .. }
         | Primitive::ArgReduce { .. }

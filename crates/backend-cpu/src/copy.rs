@@ -124,3 +124,43 @@ pub(crate) fn concatenate(
     }
     Ok(out)
 }
+
+/// `split[axis sizes] x`: consecutive pieces of `x` along `axis`.
+pub(crate) fn split(
+    x: &HostArray,
+    axis: usize,
+    sizes: &[usize],
+) -> Result<Vec<HostArray>, IrError> {
+    if axis >= x.ndim() || sizes.iter().sum::<usize>() != x.shape()[axis] {
+        return Err(IrError::Eval(format!(
+            "cpu backend: split of {:?} into {sizes:?} along {axis}",
+            x.shape()
+        )));
+    }
+    let mut outs = Vec::with_capacity(sizes.len());
+    let mut start = 0usize;
+    for &size in sizes {
+        let mut shape = x.shape().to_vec();
+        shape[axis] = size;
+        let mut out = HostArray::zeros(x.dtype(), &shape);
+        let mut st = vec![1usize; shape.len()];
+        for d in (0..shape.len().saturating_sub(1)).rev() {
+            st[d] = st[d + 1] * shape[d + 1];
+        }
+        place(x, &mut out, &|i| {
+            let k = i[axis];
+            if k < start || k >= start + size {
+                return None;
+            }
+            Some(
+                i.iter()
+                    .enumerate()
+                    .map(|(d, &j)| (if d == axis { j - start } else { j }) * st[d])
+                    .sum(),
+            )
+        })?;
+        outs.push(out);
+        start += size;
+    }
+    Ok(outs)
+}

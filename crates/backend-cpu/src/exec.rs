@@ -96,6 +96,13 @@ pub(crate) enum Step {
     },
     /// `empty2`: an uninitialised value, zeros here.
     Zeros { out: Var, dtype: DType },
+    /// `split` along `axis` into pieces of `sizes`.
+    Split {
+        x: Operand,
+        axis: usize,
+        sizes: Vec<usize>,
+        outs: Vec<Option<Var>>,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -461,6 +468,15 @@ fn run_program(
                 }
                 Step::Zeros { out, dtype } => {
                     env[out.index()] = Some(Slot::Owned(HostArray::zeros(*dtype, &[])));
+                }
+                Step::Split {
+                    x,
+                    axis,
+                    sizes,
+                    outs,
+                } => {
+                    let pieces = crate::copy::split(operand_ref(&env, x)?, *axis, sizes)?;
+                    bind(&mut env, outs, pieces);
                 }
                 Step::Pad {
                     x,

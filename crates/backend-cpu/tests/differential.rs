@@ -575,6 +575,14 @@ fn pad_and_concatenate() {
         Tol::Exact,
     );
     check(
+        "{ lambda ; a:f32[3,5]. let
+    b:f32[3,1] c:f32[3,2] d:f32[3,2] = split[axis=1 sizes=(1, 2, 2)] a
+    e:f32[3,2] = add c d
+  in (b, e) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
+    check(
         "{ lambda ; a:f32[2,3] b:f32[2,5] c:f32[2,1]. let
     d:f32[2,9] = concatenate[dimension=1] a b c
     e:f32[2,9] = exp d
