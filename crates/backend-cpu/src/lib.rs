@@ -11,6 +11,41 @@
 //! Unsupported primitives and dtypes are compile errors naming the
 //! equation; nothing falls back to the interpreter.
 //!
+//! # What compiles
+//!
+//! - Fused into Cranelift loop kernels (scalar code for every dtype except
+//!   f16/bf16; `F32X4`/`F64X2` vector code, 4× unrolled with a vector and a
+//!   scalar tail, when a group is all f32 or all f64 plus boolean masks and
+//!   its inner reads are contiguous or broadcast): the elementwise unary
+//!   ops `neg abs sign floor ceil round is_finite sqrt rsqrt square not
+//!   exp exp2 expm1 log log1p tanh logistic sin cos tan sinh cosh`, the
+//!   binary ops `add sub mul div rem(int) max min and or xor shifts` and
+//!   comparisons, `integer_pow`, `select_n`, `clamp`,
+//!   `convert_element_type`, and the data movement `broadcast_in_dim
+//!   reshape squeeze transpose slice rev` (as strided reads).
+//! - Reduce kernels with input fusion: `reduce_sum/max/min/prod/and/or/xor`
+//!   over any axes (register accumulators along a reduced inner dimension,
+//!   accumulation into the output otherwise).
+//! - Native steps: `dot_general` (gemm for floats, loops for integers),
+//!   `iota`, `pad`, `concatenate`, `split`, `cumsum/cumprod/cummax/cummin`,
+//!   `empty2`; `cond`, `while` and `scan` run their compiled bodies from a
+//!   native driver; `jit`, `custom_jvp_call`, `custom_vjp_call` and
+//!   `remat2` are inlined by `jaxon_ir::passes::simplify`.
+//! - Not yet: f16/bf16, float `rem`/`pow`/`atan2`/`nextafter`, inverse
+//!   trig and hyperbolic functions, `erf*`, `cbrt`, gathers and scatters,
+//!   dynamic slices, sorts, `argmax/argmin`, `cumlogsumexp`, convolutions,
+//!   `for_loop`, state and Pallas primitives, dynamic shapes.
+//!
+//! Elementwise rules are bit-identical to the reference interpreter (XLA's
+//! semantics); `a*b+c` is not contracted to an fma, so that results stay
+//! bit-identical. Float reductions along a reduced inner dimension use 16
+//! partial sums (reassociated); products use gemm's blocking.
+//!
+//! Kernels run their outermost loop over a `lo..hi` range: large kernels
+//! whose output rows are independent split it over the available cores
+//! (`JAXON_CPU_THREADS` overrides the count); large products use gemm's
+//! rayon parallelism.
+//!
 //! `unsafe` lives in two small modules: `jit` (holding and calling JIT'ed
 //! code) and `dot` (the `gemm` call); each states its invariants.
 //!
