@@ -413,6 +413,26 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 outs: out_vars(eqn),
             })
         }
+        Primitive::ArgReduce {
+            op,
+            axes,
+            index_dtype,
+        } => {
+            let ([x], [Binder::Var(out)], [axis]) = (
+                eqn.inputs.as_slice(),
+                eqn.outputs.as_slice(),
+                axes.as_slice(),
+            ) else {
+                return Err(cannot(jaxpr, e, "takes one operand and one axis"));
+            };
+            Ok(Step::ArgReduce {
+                max: *op == jaxon_ir::primitive::ArgOp::Argmax,
+                x: operand(x)?,
+                out: *out,
+                axis: *axis,
+                index_dtype: *index_dtype,
+            })
+        }
         Primitive::ReducePrecision { .. }
         | Primitive::BitcastConvertType { .. }
         | Primitive::DynamicSlice { .. }
@@ -421,7 +441,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
         | Primitive::Scatter { .. }
         | Primitive::Tile { .. }
         | Primitive::Stack { .. }
-        | Primitive::ArgReduce { .. }
         | Primitive::Cumulative { .. }
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }

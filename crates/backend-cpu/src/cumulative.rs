@@ -147,3 +147,78 @@ fn unsupported(op: CumulativeOp, x: &HostArray) -> IrError {
         dtype: x.dtype(),
     }
 }
+
+/// Whether `b` replaces the current best `a`: a NaN is never replaced and
+/// replaces any number; otherwise strictly greater (max) or smaller (min),
+/// so the first extremum wins ties.
+fn better<T: PartialOrd + Copy>(a: T, b: T, max: bool) -> bool {
+    #[allow(clippy::eq_op)]
+    let (a_nan, b_nan) = (a != a, b != b);
+    if a_nan {
+        false
+    } else if b_nan {
+        true
+    } else if max {
+        b > a
+    } else {
+        b < a
+    }
+}
+
+/// `argmax`/`argmin` along `axis`: the first index of the extremum, as
+/// `index_dtype`.
+pub(crate) fn arg_reduce(
+    max: bool,
+    x: &HostArray,
+    axis: usize,
+    index_dtype: jaxon_ir::DType,
+) -> Result<HostArray, IrError> {
+    let shape = x.shape().to_vec();
+    if axis >= shape.len() || shape[axis] == 0 || !index_dtype.is_int() {
+        return Err(IrError::Eval(format!(
+            "cpu backend: arg reduction of {shape:?} along {axis} to {index_dtype}"
+        )));
+    }
+    let len = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    let outer: usize = shape[..axis].iter().product();
+    fn lines<T: PartialOrd + Copy>(
+        v: &[T],
+        outer: usize,
+        len: usize,
+        inner: usize,
+        max: bool,
+    ) -> Vec<f64> {
+        let mut out = Vec::with_capacity(outer * inner);
+        for o in 0..outer {
+            for i in 0..inner {
+                let at = |k: usize| v[o * len * inner + k * inner + i];
+                let mut best = 0usize;
+                for k in 1..len {
+                    if better(at(best), at(k), max) {
+                        best = k;
+                    }
+                }
+                out.push(best as f64);
+            }
+        }
+        out
+    }
+    macro_rules! go {
+        ($($v:ident),*) => {
+            match x.data() {
+                $(Storage::$v(v) => lines(v, outer, len, inner, max),)*
+                Storage::F16(_) | Storage::BF16(_) => {
+                    return Err(IrError::UnsupportedDType {
+                        primitive: if max { "argmax" } else { "argmin" }.into(),
+                        dtype: x.dtype(),
+                    })
+                }
+            }
+        };
+    }
+    let idx = go!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64);
+    let mut out_shape = shape;
+    out_shape.remove(axis);
+    HostArray::from_f64(index_dtype, &out_shape, &idx)
+}

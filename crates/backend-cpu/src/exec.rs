@@ -103,6 +103,14 @@ pub(crate) enum Step {
         sizes: Vec<usize>,
         outs: Vec<Option<Var>>,
     },
+    /// `argmax`/`argmin` along `axis`.
+    ArgReduce {
+        max: bool,
+        x: Operand,
+        out: Var,
+        axis: usize,
+        index_dtype: DType,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -477,6 +485,21 @@ fn run_program(
                 } => {
                     let pieces = crate::copy::split(operand_ref(&env, x)?, *axis, sizes)?;
                     bind(&mut env, outs, pieces);
+                }
+                Step::ArgReduce {
+                    max,
+                    x,
+                    out,
+                    axis,
+                    index_dtype,
+                } => {
+                    let r = crate::cumulative::arg_reduce(
+                        *max,
+                        operand_ref(&env, x)?,
+                        *axis,
+                        *index_dtype,
+                    )?;
+                    env[out.index()] = Some(Slot::Owned(r));
                 }
                 Step::Pad {
                     x,

@@ -684,6 +684,34 @@ fn cumulative_ops() {
 }
 
 #[test]
+fn argmax_and_argmin() {
+    for op in ["argmax", "argmin"] {
+        for dt in ["f32", "f64", "i32", "u8", "bool"] {
+            for (axis, out) in [(0, &[5usize, 4][..]), (1, &[3, 4]), (2, &[3, 5])] {
+                let text = format!(
+                    "{{ lambda ; a:{}. let b:{} = {op}[axes=({axis},) index_dtype=int32] a in (b,) }}",
+                    ty(dt, &[3, 5, 4]),
+                    ty("i32", out)
+                );
+                // Few distinct values: ties are common.
+                check(&text, Dist::Uniform(2.0), Tol::Exact);
+            }
+        }
+        // NaNs (from sqrt of negatives) win over every number.
+        check(
+            &format!(
+                "{{ lambda ; a:f32[6,7]. let
+    b:f32[6,7] = sqrt a
+    c:i32[6] = {op}[axes=(1,) index_dtype=int32] b
+  in (c,) }}"
+            ),
+            Dist::Between(-0.3, 2.0),
+            Tol::Exact,
+        );
+    }
+}
+
+#[test]
 fn jit_calls_literal_outputs_and_passthrough() {
     check(
         "{ lambda ; a:f32[8] b:f32[8]. let
