@@ -28,12 +28,12 @@
 //!   accumulation into the output otherwise).
 //! - Native steps: `dot_general` (gemm for floats, loops for integers),
 //!   `iota`, `pad`, `concatenate`, `split`, `cumsum/cumprod/cummax/cummin`,
-//!   `empty2`; `cond`, `while` and `scan` run their compiled bodies from a
+//!   `argmax/argmin`, `empty2`; `cond`, `while` and `scan` run their compiled bodies from a
 //!   native driver; `jit`, `custom_jvp_call`, `custom_vjp_call` and
 //!   `remat2` are inlined by `jaxon_ir::passes::simplify`.
 //! - Not yet: f16/bf16, float `rem`/`pow`/`atan2`/`nextafter`, inverse
 //!   trig and hyperbolic functions, `erf*`, `cbrt`, gathers and scatters,
-//!   dynamic slices, sorts, `argmax/argmin`, `cumlogsumexp`, convolutions,
+//!   dynamic slices, sorts, `top_k`, `cumlogsumexp`, convolutions,
 //!   `for_loop`, state and Pallas primitives, dynamic shapes.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
