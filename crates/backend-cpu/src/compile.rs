@@ -12,6 +12,14 @@ use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive};
 use std::fmt::Write as _;
 
+/// Code generation options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Options {
+    /// Contract `a*b + c` into fused multiply-adds (not bit-identical to
+    /// the interpreter; more accurate).
+    pub contract_fma: bool,
+}
+
 /// A short description of equation `i` for error messages.
 pub(crate) fn describe_eqn(jaxpr: &Jaxpr, i: usize) -> String {
     let Some(eqn) = jaxpr.eqns.get(i) else {
@@ -89,7 +97,11 @@ fn dump_dir() -> Option<std::path::PathBuf> {
 
 /// Compiles a simplified closed jaxpr into a program. `key` is its printed
 /// text (used to name dump files).
-pub(crate) fn compile_program(closed: &ClosedJaxpr, key: &str) -> Result<Program, IrError> {
+pub(crate) fn compile_program(
+    closed: &ClosedJaxpr,
+    key: &str,
+    opts: Options,
+) -> Result<Program, IrError> {
     let jaxpr: &Jaxpr = &closed.jaxpr;
     let mut in_avals = Vec::new();
     for v in &jaxpr.invars {
@@ -116,9 +128,9 @@ pub(crate) fn compile_program(closed: &ClosedJaxpr, key: &str) -> Result<Program
     for (gi, g) in plan.groups.iter().enumerate() {
         match &g.kind {
             GroupKind::Loop | GroupKind::Reduce { .. } => {
-                let code = compile_group(jaxpr, g, cfg).map_err(|GenError { eqn, message }| {
-                    cannot(jaxpr, eqn.unwrap_or(g.root()), &message)
-                })?;
+                let code = compile_group(jaxpr, g, cfg, opts.contract_fma).map_err(
+                    |GenError { eqn, message }| cannot(jaxpr, eqn.unwrap_or(g.root()), &message),
+                )?;
                 if dump.is_some() {
                     let _ = writeln!(clif, "; group {gi}\n{}", code.func.display());
                 }
@@ -156,7 +168,7 @@ pub(crate) fn compile_program(closed: &ClosedJaxpr, key: &str) -> Result<Program
             }
             GroupKind::Opaque => {
                 let e = g.root();
-                pending.push(Ok(opaque_step(jaxpr, e, &jaxpr.eqns[e])?));
+                pending.push(Ok(opaque_step(jaxpr, e, &jaxpr.eqns[e], opts)?));
             }
         }
     }
@@ -202,7 +214,7 @@ struct KernelStep {
     init: Option<jaxon_ir::primitive::ReduceOp>,
 }
 
-fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
+fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step, IrError> {
     match &eqn.primitive {
         Primitive::DotGeneral {
             dimension_numbers,
@@ -323,7 +335,7 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 operands: operands.iter().map(operand).collect::<Result<_, _>>()?,
                 branches: branches
                     .iter()
-                    .map(|b| compile_sub(b).map_err(|m| cannot(jaxpr, e, &m)))
+                    .map(|b| compile_sub(b, opts).map_err(|m| cannot(jaxpr, e, &m)))
                     .collect::<Result<_, _>>()?,
                 outs: out_vars(eqn),
             })
@@ -334,8 +346,8 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
             cond_nconsts,
             body_nconsts,
         } => Ok(Step::While {
-            cond: compile_sub(cond_jaxpr).map_err(|m| cannot(jaxpr, e, &m))?,
-            body: compile_sub(body_jaxpr).map_err(|m| cannot(jaxpr, e, &m))?,
+            cond: compile_sub(cond_jaxpr, opts).map_err(|m| cannot(jaxpr, e, &m))?,
+            body: compile_sub(body_jaxpr, opts).map_err(|m| cannot(jaxpr, e, &m))?,
             cond_nconsts: *cond_nconsts,
             body_nconsts: *body_nconsts,
             operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
@@ -360,7 +372,7 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))?;
             Ok(Step::Scan {
-                body: compile_sub(body).map_err(|m| cannot(jaxpr, e, &m))?,
+                body: compile_sub(body, opts).map_err(|m| cannot(jaxpr, e, &m))?,
                 length: *length,
                 reverse: *reverse,
                 num_consts: *num_consts,
@@ -466,10 +478,10 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
 }
 
 /// Compiles a nested closed jaxpr (a branch or loop body) on its own.
-fn compile_sub(closed: &ClosedJaxpr) -> Result<crate::exec::SubProgram, String> {
+fn compile_sub(closed: &ClosedJaxpr, opts: Options) -> Result<crate::exec::SubProgram, String> {
     let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
     let key = fingerprint(&simple.jaxpr);
-    let program = compile_program(&simple, &key).map_err(|e| format!("in its body: {e}"))?;
+    let program = compile_program(&simple, &key, opts).map_err(|e| format!("in its body: {e}"))?;
     Ok(crate::exec::SubProgram {
         program: std::sync::Arc::new(program),
         consts: simple.consts,

@@ -37,8 +37,9 @@
 //!   `for_loop`, state and Pallas primitives, dynamic shapes.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
-//! semantics); `a*b+c` is not contracted to an fma, so that results stay
-//! bit-identical. Float reductions along a reduced inner dimension use 16
+//! semantics). `a*b+c` is contracted to one fused multiply-add only with
+//! [`CpuBackend::with_fma_contraction`] (off by default, so that results
+//! stay bit-identical); the transcendental polynomials always use fma. Float reductions along a reduced inner dimension use 16
 //! partial sums (reassociated); products use gemm's blocking.
 //!
 //! Kernels run their outermost loop over a `lo..hi` range: large kernels
@@ -105,6 +106,7 @@ use std::sync::{Arc, Mutex};
 pub struct CpuBackend {
     cache: Mutex<HashMap<String, Arc<exec::Program>>>,
     threads: usize,
+    opts: compile::Options,
 }
 
 impl Default for CpuBackend {
@@ -130,7 +132,16 @@ impl CpuBackend {
         CpuBackend {
             cache: Mutex::new(HashMap::new()),
             threads: threads.max(1),
+            opts: compile::Options::default(),
         }
+    }
+
+    /// Whether to contract `a*b + c` (and `a*b - c`, `c - a*b`) in fused
+    /// groups into single-rounding fused multiply-adds. Off by default:
+    /// results then differ from the interpreter (and XLA) in the last bits.
+    pub fn with_fma_contraction(mut self, on: bool) -> CpuBackend {
+        self.opts.contract_fma = on;
+        self
     }
 
     /// Number of distinct programs compiled so far (cache entries).
@@ -158,7 +169,7 @@ impl Backend for CpuBackend {
         let program = match cached {
             Some(p) => p,
             None => {
-                let p = Arc::new(compile::compile_program(&simple, &key)?);
+                let p = Arc::new(compile::compile_program(&simple, &key, self.opts)?);
                 if let Ok(mut c) = self.cache.lock() {
                     c.insert(key, p.clone());
                 }

@@ -149,3 +149,58 @@ fn large_gemm_uses_threads_and_matches() {
         assert_close(&got[0], &want[0], Tol::Rel(1e-5), 1.0, "gemm");
     }
 }
+
+#[test]
+fn fma_contraction_is_opt_in_and_single_rounding() {
+    use common::{random_args, Dist};
+    use jaxon_ir::Storage;
+    let closed = parse(
+        "{ lambda ; a:f32[37] b:f32[37] c:f32[37]. let
+    d:f32[37] = mul a b
+    e:f32[37] = add d c
+    f:f32[37] = mul a c
+    g:f32[37] = sub f b
+    h:f32[37] = mul b b
+    i:f32[37] = sub a h
+    j:f32[37] = mul a a
+    k:f32[37] = add j j
+  in (e, g, i, k) }",
+    );
+    let args = random_args(&closed, 11, Dist::Uniform(3.0));
+    let v = |k: usize| match args[k].data() {
+        Storage::F32(v) => v.clone(),
+        _ => unreachable!(),
+    };
+    let (a, b, c) = (v(0), v(1), v(2));
+    let got = run(
+        &CpuBackend::new().with_fma_contraction(true),
+        &closed,
+        &args,
+    );
+    let f32s = |h: &HostArray| match h.data() {
+        Storage::F32(v) => v.clone(),
+        _ => unreachable!(),
+    };
+    for i in 0..37 {
+        assert_eq!(
+            f32s(&got[0])[i].to_bits(),
+            a[i].mul_add(b[i], c[i]).to_bits()
+        );
+        assert_eq!(
+            f32s(&got[1])[i].to_bits(),
+            a[i].mul_add(c[i], -b[i]).to_bits()
+        );
+        assert_eq!(
+            f32s(&got[2])[i].to_bits(),
+            (-b[i]).mul_add(b[i], a[i]).to_bits()
+        );
+        // A product used twice is not contracted.
+        assert_eq!(f32s(&got[3])[i], a[i] * a[i] + a[i] * a[i]);
+    }
+    // Off by default: two roundings, like the interpreter.
+    let plain = run(&CpuBackend::new(), &closed, &args);
+    let want = run(&InterpreterBackend::new(), &closed, &args);
+    assert_eq!(plain, want);
+    // The data is such that one rounding and two differ somewhere.
+    assert_ne!(plain[0], got[0]);
+}

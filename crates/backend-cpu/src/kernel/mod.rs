@@ -53,6 +53,11 @@ enum Src {
 struct Node {
     eqn: usize,
     prim: Primitive,
+    /// With fma contraction: this `add`/`sub` absorbs the `mul` member
+    /// `.0`, which is its operand `.1`.
+    fused_mul: Option<(usize, usize)>,
+    /// A `mul` absorbed into a later fused multiply-add (not emitted).
+    skip: bool,
     srcs: Vec<Src>,
     in_dts: Vec<DType>,
     out_dt: DType,
@@ -133,8 +138,12 @@ pub(crate) fn compile_group(
     jaxpr: &Jaxpr,
     group: &Group,
     cfg: TargetFrontendConfig,
+    contract_fma: bool,
 ) -> Result<GroupCode, GenError> {
-    let gen = analyse(jaxpr, group)?;
+    let mut gen = analyse(jaxpr, group)?;
+    if contract_fma {
+        gen.contract_fma();
+    }
     let func = gen.emit(cfg)?;
     Ok(GroupCode {
         func,
@@ -243,6 +252,8 @@ fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
         nodes.push(Node {
             eqn: e,
             prim: eqn.primitive.clone(),
+            fused_mul: None,
+            skip: false,
             srcs,
             in_dts,
             out_dt,
@@ -318,6 +329,49 @@ fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
 }
 
 impl Gen {
+    /// Marks `a*b + c`, `a*b - c` and `c - a*b` (float, the product used
+    /// only there) to be emitted as one fused multiply-add.
+    fn contract_fma(&mut self) {
+        use jaxon_ir::primitive::BinaryOp;
+        let mut uses = vec![0usize; self.nodes.len()];
+        let srcs = self.nodes.iter().flat_map(|n| n.srcs.iter());
+        for s in srcs.chain(std::iter::once(&self.result)) {
+            if let Src::Val(q) = s {
+                uses[*q] += 1;
+            }
+        }
+        let last = if self.reduce.is_some() {
+            self.nodes.len().saturating_sub(1)
+        } else {
+            self.nodes.len()
+        };
+        for p in 0..last {
+            let n = &self.nodes[p];
+            let add_like = matches!(
+                n.prim,
+                Primitive::Binary(BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub)
+            );
+            if !add_like || !n.out_dt.is_float() || n.srcs.len() != 2 {
+                continue;
+            }
+            let found = (0..2).find_map(|slot| match n.srcs[slot] {
+                Src::Val(q)
+                    if uses[q] == 1
+                        && !self.nodes[q].skip
+                        && self.nodes[q].prim == Primitive::Binary(BinaryOp::Mul)
+                        && self.nodes[q].out_dt == n.out_dt =>
+                {
+                    Some((q, slot))
+                }
+                _ => None,
+            });
+            if let Some((q, slot)) = found {
+                self.nodes[q].skip = true;
+                self.nodes[p].fused_mul = Some((q, slot));
+            }
+        }
+    }
+
     /// The SIMD width for this group, or 1 for scalar code.
     fn vector_lanes(&self) -> u8 {
         let lanes = match self.gdt {
@@ -687,6 +741,32 @@ impl Gen {
                 })
             };
         for node in &self.nodes[..last] {
+            if node.skip {
+                // Emitted inside the fused multiply-add that consumes it;
+                // the placeholder is never read.
+                vals.push(j);
+                continue;
+            }
+            if let Some((q, slot)) = node.fused_mul {
+                let m = &self.nodes[q];
+                let a0 = src_val(b, &m.srcs[0], &vals)?;
+                let a1 = src_val(b, &m.srcs[1], &vals)?;
+                let c = src_val(b, &node.srcs[1 - slot], &vals)?;
+                let sub = node.prim == Primitive::Binary(jaxon_ir::primitive::BinaryOp::Sub);
+                let v = match (sub, slot) {
+                    (false, _) => b.ins().fma(a0, a1, c),
+                    (true, 0) => {
+                        let nc = b.ins().fneg(c);
+                        b.ins().fma(a0, a1, nc)
+                    }
+                    (true, _) => {
+                        let na = b.ins().fneg(a0);
+                        b.ins().fma(na, a1, c)
+                    }
+                };
+                vals.push(v);
+                continue;
+            }
             let mut args = Vec::with_capacity(node.srcs.len());
             for (s, dt) in node.srcs.iter().zip(&node.in_dts) {
                 args.push(Operand {
