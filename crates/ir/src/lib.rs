@@ -19,6 +19,7 @@ pub mod interp;
 pub mod jaxpr;
 pub mod literal;
 pub mod parse;
+pub mod passes;
 pub mod primitive;
 pub mod print;
 pub mod promotion;

@@ -7,16 +7,21 @@
 //! transforms to the parsed jaxpr and compare with JAX's recorded results.
 //!
 //! Usage:
-//! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter]
+//! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter|cpu]
 //!  [--filter SUBSTRING] [--timeout SECONDS] [--known-failures FILE]`
 //!
 //! `--require` takes check names or kinds (`parse` covers `parse` and
 //! `grad_parse`); the exit status is 1 if any required check fails, 2 on a
 //! usage or corpus error.
+//!
+//! `--backend cpu` evaluates on the Cranelift backend instead of the
+//! reference interpreter. Evaluations it cannot compile yet are reported as
+//! `FAIL (unsupported)` and summarised by primitive at the end.
 
+use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{
-    check_closed_jaxpr, eval_closed_jaxpr, parse_closed_jaxpr, print::print_jaxpr, ClosedJaxpr,
-    HostArray,
+    check_closed_jaxpr, eval_closed_jaxpr, parse_closed_jaxpr, print::print_jaxpr, Backend,
+    ClosedJaxpr, HostArray, IrError,
 };
 use jaxon_tests::{compare_outputs, decode_case, own_transforms, Case, Tolerance};
 use std::collections::BTreeMap;
@@ -47,8 +52,21 @@ enum Outcome {
     NotApplicable,
 }
 
+/// Which backend evaluates the `eval` checks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum EvalBackend {
+    /// The reference interpreter.
+    Interpreter,
+    /// The Cranelift CPU backend.
+    Cpu,
+}
+
+/// The marker of evaluations the chosen backend cannot compile yet.
+const UNSUPPORTED: &str = "unsupported: ";
+
 struct Options {
     corpus: String,
+    backend: EvalBackend,
     require: Vec<String>,
     filter: Option<String>,
     timeout: Duration,
@@ -75,7 +93,7 @@ fn read_known(path: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 fn usage() -> String {
-    "usage: conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter] \
+    "usage: conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter|cpu] \
      [--filter SUBSTRING] [--timeout SECONDS] [--known-failures FILE]"
         .to_string()
 }
@@ -87,6 +105,7 @@ fn parse_args() -> Result<Options, String> {
     let mut filter = None;
     let mut known = Vec::new();
     let mut timeout = Duration::from_secs(120);
+    let mut backend = EvalBackend::Interpreter;
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {
             args.next()
@@ -103,11 +122,11 @@ fn parse_args() -> Result<Options, String> {
             }
             "--backend" => {
                 let b = value("--backend")?;
-                if b != "interpreter" {
-                    return Err(format!(
-                        "--backend {b}: only the reference interpreter exists so far"
-                    ));
-                }
+                backend = match b.as_str() {
+                    "interpreter" => EvalBackend::Interpreter,
+                    "cpu" => EvalBackend::Cpu,
+                    _ => return Err(format!("--backend {b}: expected interpreter or cpu")),
+                };
             }
             "--filter" => filter = Some(value("--filter")?),
             "--known-failures" => known = read_known(&value("--known-failures")?)?,
@@ -129,11 +148,21 @@ fn parse_args() -> Result<Options, String> {
     }
     Ok(Options {
         corpus: corpus.ok_or_else(usage)?,
+        backend,
         require,
         filter,
         timeout,
         known,
     })
+}
+
+/// The primitive named by an unsupported-evaluation message
+/// ("... cannot compile `NAME` ...").
+fn unsupported_primitive(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix(UNSUPPORTED)?;
+    let start = rest.find('`')? + 1;
+    let len = rest[start..].find('`')?;
+    Some(rest[start..start + len].to_string())
 }
 
 /// Runs `f`, turning a panic into a failure message.
@@ -171,8 +200,38 @@ fn text_difference(got: &str, exp: &str) -> String {
     )
 }
 
+/// Evaluates on the chosen backend. A cpu-backend compile error (an
+/// equation it cannot compile yet) is marked with [`UNSUPPORTED`].
+fn evaluate(
+    backend: EvalBackend,
+    closed: &ClosedJaxpr,
+    inputs: &[HostArray],
+) -> Result<Vec<HostArray>, String> {
+    match backend {
+        EvalBackend::Interpreter => eval_closed_jaxpr(closed, inputs).map_err(|e| e.to_string()),
+        EvalBackend::Cpu => {
+            let cpu = CpuBackend::new();
+            let exe = cpu.compile(closed).map_err(|e| match &e {
+                IrError::Eval(m) if m.contains("cannot compile") => format!("{UNSUPPORTED}{m}"),
+                _ => e.to_string(),
+            })?;
+            let bufs = inputs
+                .iter()
+                .map(|a| cpu.to_device(a))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            exe.execute(&bufs)
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|b| b.to_host().map_err(|e| e.to_string()))
+                .collect()
+        }
+    }
+}
+
 /// parse + print + eval of one jaxpr text; returns the three outcomes.
 fn check_jaxpr_text(
+    backend: EvalBackend,
     text: &str,
     consts: &[HostArray],
     inputs: &[HostArray],
@@ -203,24 +262,26 @@ fn check_jaxpr_text(
             Outcome::Fail(text_difference(&got, text))
         }
     });
-    let eval = guarded(|| match eval_closed_jaxpr(&closed, inputs) {
+    let eval = guarded(|| match evaluate(backend, &closed, inputs) {
         Ok(got) => match compare_outputs(&got, outputs, tol) {
             Ok(()) => Outcome::Pass,
             Err(e) => Outcome::Fail(e),
         },
+        Err(e) if e.starts_with(UNSUPPORTED) => Outcome::Fail(e),
         Err(e) => Outcome::Fail(format!("eval error: {e}")),
     });
     [parse, print, eval]
 }
 
 /// All checks of one case, in the order of [`CHECKS`].
-fn run_case(case: &Case) -> Vec<Outcome> {
+fn run_case(case: &Case, backend: EvalBackend) -> Vec<Outcome> {
     let tol = Tolerance {
         rtol: case.rtol,
         atol: case.atol,
     };
     let mut out = Vec::with_capacity(CHECKS.len());
     out.extend(check_jaxpr_text(
+        backend,
         &case.jaxpr,
         &case.consts,
         &case.inputs,
@@ -229,6 +290,7 @@ fn run_case(case: &Case) -> Vec<Outcome> {
     ));
     match &case.grad {
         Some(g) => out.extend(check_jaxpr_text(
+            backend,
             &g.jaxpr,
             &g.consts,
             &case.inputs,
@@ -261,14 +323,14 @@ fn run_case(case: &Case) -> Vec<Outcome> {
 }
 
 /// Runs a case on its own thread, giving up after `timeout`.
-fn run_case_with_timeout(case: &Case, timeout: Duration) -> Vec<Outcome> {
+fn run_case_with_timeout(case: &Case, timeout: Duration, backend: EvalBackend) -> Vec<Outcome> {
     let (tx, rx) = mpsc::channel();
     let owned = case.clone();
     let spawned = std::thread::Builder::new()
         .name(case.name.clone())
         .stack_size(64 << 20)
         .spawn(move || {
-            let _ = tx.send(run_case(&owned));
+            let _ = tx.send(run_case(&owned, backend));
         });
     if let Err(e) = spawned {
         return vec![Outcome::Fail(format!("could not start thread: {e}")); CHECKS.len()];
@@ -351,6 +413,7 @@ fn main() -> ExitCode {
     let mut groups: BTreeMap<String, Vec<Tally>> = BTreeMap::new();
     let mut total = Tally::default();
     let mut required_failed = 0usize;
+    let mut unsupported_by_prim: BTreeMap<String, usize> = BTreeMap::new();
     for (lineno, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -369,7 +432,7 @@ fn main() -> ExitCode {
         {
             continue;
         }
-        let outcomes = run_case_with_timeout(&case, opts.timeout);
+        let outcomes = run_case_with_timeout(&case, opts.timeout, opts.backend);
         let tallies = groups
             .entry(case.group.clone())
             .or_insert_with(|| vec![Tally::default(); CHECKS.len()]);
@@ -383,7 +446,15 @@ fn main() -> ExitCode {
                         .known
                         .iter()
                         .any(|(c, k)| *c == case.name && k == check);
-                    let tag = if is_known { "FAIL (known)" } else { "FAIL" };
+                    let unsupported = msg.starts_with(UNSUPPORTED);
+                    if let Some(prim) = unsupported_primitive(msg) {
+                        *unsupported_by_prim.entry(prim).or_default() += 1;
+                    }
+                    let tag = match (is_known, unsupported) {
+                        (true, _) => "FAIL (known)",
+                        (false, true) => "FAIL (unsupported)",
+                        (false, false) => "FAIL",
+                    };
                     println!("{tag} {} {check}: {msg}", case.name);
                     if !is_known && opts.require.iter().any(|r| r == check || r == kind) {
                         required_failed += 1;
@@ -406,6 +477,16 @@ fn main() -> ExitCode {
     }
     print_table(&groups);
     println!();
+    if !unsupported_by_prim.is_empty() {
+        let total: usize = unsupported_by_prim.values().sum();
+        println!(
+            "unsupported by the {:?} backend ({total} checks):",
+            opts.backend
+        );
+        for (prim, n) in &unsupported_by_prim {
+            println!("  {prim} x{n}");
+        }
+    }
     println!(
         "conformance: {} passed, {} failed, {} skipped",
         total.passed, total.failed, total.skipped
@@ -436,11 +517,35 @@ mod tests {
     }
 
     #[test]
+    fn unsupported_messages_name_the_primitive() {
+        let m = format!("{UNSUPPORTED}cpu backend: cannot compile `cumsum` (eqn 0: ...)");
+        assert_eq!(unsupported_primitive(&m).as_deref(), Some("cumsum"));
+        assert_eq!(unsupported_primitive("eval error: `x`"), None);
+    }
+
+    #[test]
+    fn cpu_backend_evaluates_a_case() {
+        let line = r#"{"name":"n","group":"g","jaxpr":"{ lambda ; a:f32[3]. let b:f32[3] = neg a in (b,) }",
+            "consts":[],"inputs":[{"dtype":"f32","shape":[3],"data":[1.0,-2.0,0.5]}],
+            "outputs":[{"dtype":"f32","shape":[3],"data":[-1.0,2.0,-0.5]}],
+            "rtol":0,"atol":0,"grad":null,"jvp":null,"vmap":null}"#;
+        let case = decode_case(&line.replace('\n', " ")).unwrap();
+        let out = run_case(&case, EvalBackend::Cpu);
+        assert!(matches!(out[2], Outcome::Pass), "{:?}", out[2]);
+        let bad = line.replace("[-1.0,2.0,-0.5]", "[-1.0,2.0,0.5]");
+        let case = decode_case(&bad.replace('\n', " ")).unwrap();
+        assert!(matches!(
+            run_case(&case, EvalBackend::Cpu)[2],
+            Outcome::Fail(_)
+        ));
+    }
+
+    #[test]
     fn own_transforms_never_pass_on_a_bad_jaxpr() {
         let line = r#"{"name":"n","group":"g","jaxpr":"x","consts":[],"inputs":[],"outputs":[],
             "rtol":0,"atol":0,"grad":null,"jvp":{"tangents":[],"out_tangents":[]},"vmap":null}"#;
         let case = decode_case(&line.replace('\n', " ")).unwrap();
-        let out = run_case(&case);
+        let out = run_case(&case, EvalBackend::Interpreter);
         assert_eq!(out.len(), CHECKS.len());
         assert!(matches!(out[6], Outcome::NotApplicable));
         assert!(matches!(out[7], Outcome::Fail(_)));

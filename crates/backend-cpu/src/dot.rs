@@ -1,0 +1,272 @@
+//! `dot_general` on the host: operands are permuted (when needed) into
+//! `[batch, M, K]` and `[batch, K, N]` row-major layouts, then each batch is
+//! one call of the `gemm` crate (f32, f64) or a plain triple loop
+//! (integers, with wrap-around like the interpreter).
+//!
+//! `unsafe` is confined to [`gemm_call`]: `gemm::gemm` takes raw pointers
+//! and strides. Invariant relied on: the three slices hold exactly
+//! `m*k`, `k*n` and `m*n` elements in row-major order, so every address
+//! `gemm` forms from the strides given lies inside them, and `dst` does not
+//! alias the operands (it is a distinct `&mut` slice).
+
+use jaxon_ir::primitive::DotDimensionNumbers;
+use jaxon_ir::{DType, HostArray, IrError, Storage};
+
+/// A resolved `dot_general` for static operand shapes.
+#[derive(Clone, Debug)]
+pub(crate) struct DotPlan {
+    lhs_perm: Vec<usize>,
+    rhs_perm: Vec<usize>,
+    b: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    out_shape: Vec<usize>,
+    dtype: DType,
+}
+
+impl DotPlan {
+    /// Resolves the dimension numbers for the given operand shapes.
+    pub fn new(
+        ls: &[usize],
+        rs: &[usize],
+        dn: &DotDimensionNumbers,
+        dtype: DType,
+    ) -> Result<DotPlan, String> {
+        let bad = || format!("dimension numbers {dn:?} do not fit shapes {ls:?} and {rs:?}");
+        let in_range = |ds: &[usize], r: usize| ds.iter().all(|&d| d < r);
+        if dn.lhs_batch.len() != dn.rhs_batch.len()
+            || dn.lhs_contracting.len() != dn.rhs_contracting.len()
+            || !in_range(&dn.lhs_batch, ls.len())
+            || !in_range(&dn.lhs_contracting, ls.len())
+            || !in_range(&dn.rhs_batch, rs.len())
+            || !in_range(&dn.rhs_contracting, rs.len())
+        {
+            return Err(bad());
+        }
+        let same = |a: &[usize], b: &[usize]| a.iter().zip(b).all(|(&x, &y)| ls[x] == rs[y]);
+        if !same(&dn.lhs_batch, &dn.rhs_batch) || !same(&dn.lhs_contracting, &dn.rhs_contracting) {
+            return Err(bad());
+        }
+        let lfree: Vec<usize> = (0..ls.len())
+            .filter(|d| !dn.lhs_batch.contains(d) && !dn.lhs_contracting.contains(d))
+            .collect();
+        let rfree: Vec<usize> = (0..rs.len())
+            .filter(|d| !dn.rhs_batch.contains(d) && !dn.rhs_contracting.contains(d))
+            .collect();
+        let prod = |ds: &[usize], s: &[usize]| ds.iter().map(|&d| s[d]).product::<usize>();
+        let lhs_perm: Vec<usize> = dn
+            .lhs_batch
+            .iter()
+            .chain(&lfree)
+            .chain(&dn.lhs_contracting)
+            .copied()
+            .collect();
+        let rhs_perm: Vec<usize> = dn
+            .rhs_batch
+            .iter()
+            .chain(&dn.rhs_contracting)
+            .chain(&rfree)
+            .copied()
+            .collect();
+        let out_shape = dn
+            .lhs_batch
+            .iter()
+            .map(|&d| ls[d])
+            .chain(lfree.iter().map(|&d| ls[d]))
+            .chain(rfree.iter().map(|&d| rs[d]))
+            .collect();
+        Ok(DotPlan {
+            lhs_perm,
+            rhs_perm,
+            b: prod(&dn.lhs_batch, ls),
+            m: prod(&lfree, ls),
+            k: prod(&dn.lhs_contracting, ls),
+            n: prod(&rfree, rs),
+            out_shape,
+            dtype,
+        })
+    }
+
+    /// Computes the product.
+    /// Products of at least this many multiply-adds use `threads` threads.
+    const PARALLEL_MIN_WORK: usize = 1 << 18;
+
+    /// Computes the product, on up to `threads` threads when it is large.
+    pub fn run(
+        &self,
+        lhs: &HostArray,
+        rhs: &HostArray,
+        threads: usize,
+    ) -> Result<HostArray, IrError> {
+        let lp = permuted(lhs, &self.lhs_perm)?;
+        let rp = permuted(rhs, &self.rhs_perm)?;
+        let (l, r) = (lp.as_ref().unwrap_or(lhs), rp.as_ref().unwrap_or(rhs));
+        let (b, m, k, n) = (self.b, self.m, self.k, self.n);
+        let mut out = HostArray::zeros(self.dtype, &self.out_shape);
+        let par = if threads > 1 && m.saturating_mul(n).saturating_mul(k) >= Self::PARALLEL_MIN_WORK
+        {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        };
+        macro_rules! float {
+            ($a:expr, $c:expr, $o:expr) => {{
+                if m > 0 && n > 0 && k > 0 {
+                    for i in 0..b {
+                        gemm_call(
+                            m,
+                            k,
+                            n,
+                            &$a[i * m * k..(i + 1) * m * k],
+                            &$c[i * k * n..(i + 1) * k * n],
+                            &mut $o[i * m * n..(i + 1) * m * n],
+                            par,
+                        );
+                    }
+                }
+            }};
+        }
+        macro_rules! int {
+            ($a:expr, $c:expr, $o:expr) => {{
+                for i in 0..b {
+                    let (a, c) = (&$a[i * m * k..], &$c[i * k * n..]);
+                    let o = &mut $o[i * m * n..];
+                    for p in 0..m {
+                        for q in 0..n {
+                            let mut acc = 0;
+                            for t in 0..k {
+                                acc = a[p * k + t].wrapping_mul(c[t * n + q]).wrapping_add(acc);
+                            }
+                            o[p * n + q] = acc;
+                        }
+                    }
+                }
+            }};
+        }
+        match (l.data(), r.data(), out.data_mut()) {
+            (Storage::F32(a), Storage::F32(c), Storage::F32(o)) => float!(a, c, o),
+            (Storage::F64(a), Storage::F64(c), Storage::F64(o)) => float!(a, c, o),
+            (Storage::I8(a), Storage::I8(c), Storage::I8(o)) => int!(a, c, o),
+            (Storage::I16(a), Storage::I16(c), Storage::I16(o)) => int!(a, c, o),
+            (Storage::I32(a), Storage::I32(c), Storage::I32(o)) => int!(a, c, o),
+            (Storage::I64(a), Storage::I64(c), Storage::I64(o)) => int!(a, c, o),
+            (Storage::U8(a), Storage::U8(c), Storage::U8(o)) => int!(a, c, o),
+            (Storage::U16(a), Storage::U16(c), Storage::U16(o)) => int!(a, c, o),
+            (Storage::U32(a), Storage::U32(c), Storage::U32(o)) => int!(a, c, o),
+            (Storage::U64(a), Storage::U64(c), Storage::U64(o)) => int!(a, c, o),
+            _ => {
+                return Err(IrError::UnsupportedDType {
+                    primitive: "dot_general".into(),
+                    dtype: self.dtype,
+                })
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `a` transposed by `perm` (`None` when `perm` is the identity).
+fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray>, IrError> {
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(None);
+    }
+    let shape = a.shape();
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let mut st = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    let pst: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
+    let n: usize = out_shape.iter().product();
+    // Source offset of each destination element, in destination order.
+    let mut idx = vec![0usize; out_shape.len()];
+    let mut offs = Vec::with_capacity(n);
+    let mut off = 0usize;
+    for _ in 0..n {
+        offs.push(off);
+        for d in (0..out_shape.len()).rev() {
+            idx[d] += 1;
+            off += pst[d];
+            if idx[d] < out_shape[d] {
+                break;
+            }
+            off -= pst[d] * out_shape[d];
+            idx[d] = 0;
+        }
+    }
+    macro_rules! gather {
+        ($v:expr, $variant:ident) => {
+            Storage::$variant(offs.iter().map(|&o| $v[o]).collect())
+        };
+    }
+    let data = match a.data() {
+        Storage::Bool(v) => gather!(v, Bool),
+        Storage::I8(v) => gather!(v, I8),
+        Storage::I16(v) => gather!(v, I16),
+        Storage::I32(v) => gather!(v, I32),
+        Storage::I64(v) => gather!(v, I64),
+        Storage::U8(v) => gather!(v, U8),
+        Storage::U16(v) => gather!(v, U16),
+        Storage::U32(v) => gather!(v, U32),
+        Storage::U64(v) => gather!(v, U64),
+        Storage::F16(v) => gather!(v, F16),
+        Storage::BF16(v) => gather!(v, BF16),
+        Storage::F32(v) => gather!(v, F32),
+        Storage::F64(v) => gather!(v, F64),
+    };
+    HostArray::new(out_shape, data).map(Some)
+}
+
+/// Element types `gemm` multiplies.
+trait GemmScalar: Copy + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+}
+impl GemmScalar for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+}
+impl GemmScalar for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+}
+
+/// `dst = a · c` for row-major `a: m×k`, `c: k×n`, `dst: m×n`.
+fn gemm_call<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    c: &[T],
+    dst: &mut [T],
+    par: gemm::Parallelism,
+) {
+    assert!(a.len() >= m * k && c.len() >= k * n && dst.len() >= m * n);
+    // SAFETY: see the module invariants: the slices cover the row-major
+    // extents the strides describe (asserted above) and `dst` is a unique
+    // borrow distinct from `a` and `c`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            c.as_ptr(),
+            1,
+            n as isize,
+            T::ZERO,
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}

@@ -1,0 +1,484 @@
+//! Inline vectorised approximations of transcendental functions: `exp`,
+//! `expm1`, `log`, `log1p`, `tanh`, `logistic`, for f32 and f64, scalar or
+//! SIMD (same code through [`Em`]).
+//!
+//! Method: `exp`/`expm1` reduce `x = n ln2 + r` with `|r| <= ln2/2` (the
+//! rounding of `x/ln2` is done with the 1.5·2^p "magic number" trick, so no
+//! float↔int conversion instructions are needed), evaluate a Taylor
+//! polynomial of `expm1(r)` with fused multiply-adds, and scale by `2^n`
+//! built in the exponent bits (split in two factors so that subnormal
+//! results round once). `log` splits `x = m 2^e` with `m` in
+//! `[sqrt(1/2), sqrt(2))` and sums the `atanh` series of `s = (m-1)/(m+1)`.
+//! `log1p` uses Goldberg's `log(u) x / (u - 1)` correction, `tanh` is
+//! `expm1(2|x|) / (expm1(2|x|) + 2)` with the sign copied back, and
+//! `logistic` evaluates `1/(1+e^-x)` or `e^x/(1+e^x)` from `e = exp(-|x|)`.
+//!
+//! Accuracy (max ulp versus an f64/f128-accurate reference over the whole
+//! range, special values included) is measured by `tests/math_ulp.rs` and
+//! recorded in the crate docs.
+
+use super::emit::Em;
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use jaxon_ir::DType;
+
+/// Per-precision constants.
+struct Consts {
+    mant_bits: i64,
+    bias: i64,
+    /// 1.5 · 2^mant_bits: adding it rounds to an integer in the low bits.
+    magic: f64,
+    ln2_hi: f64,
+    ln2_lo: f64,
+    /// `exp` input clamp: below gives 0, above gives inf.
+    exp_lo: f64,
+    exp_hi: f64,
+    /// `ln(MAX)`: above it `exp`/`expm1` overflow.
+    overflow: f64,
+    /// Below it `expm1` is -1.
+    expm1_lo: f64,
+    /// Above it `tanh` is 1.
+    tanh_hi: f64,
+    /// Taylor degree of `expm1(r)`.
+    expm1_degree: usize,
+    /// Number of `atanh` series terms of `log`.
+    log_terms: usize,
+    min_normal: f64,
+}
+
+fn consts(dt: DType) -> Consts {
+    if dt == DType::F64 {
+        Consts {
+            mant_bits: 52,
+            bias: 1023,
+            magic: 6755399441055744.0,
+            ln2_hi: 0.6931471803691238,
+            ln2_lo: 1.9082149292705877e-10,
+            exp_lo: -746.0,
+            exp_hi: 710.0,
+            overflow: 709.782_712_893_384,
+            expm1_lo: -40.0,
+            tanh_hi: 19.1,
+            expm1_degree: 14,
+            log_terms: 12,
+            min_normal: f64::MIN_POSITIVE,
+        }
+    } else {
+        Consts {
+            mant_bits: 23,
+            bias: 127,
+            magic: 12582912.0,
+            ln2_hi: 0.693_145_751_953_125,
+            ln2_lo: 1.4286068e-6,
+            exp_lo: -104.0,
+            exp_hi: 89.0,
+            overflow: 88.722_839,
+            expm1_lo: -18.0,
+            tanh_hi: 9.1,
+            expm1_degree: 9,
+            log_terms: 6,
+            min_normal: f32::MIN_POSITIVE as f64,
+        }
+    }
+}
+
+/// `2^n` for an integer `n` (held as an integer of the float's width) in
+/// the normal exponent range.
+fn pow2(em: &mut Em, dt: DType, n: Value) -> Value {
+    let c = consts(dt);
+    let bias = em.iconst_for(dt, c.bias);
+    let e = em.b.ins().iadd(n, bias);
+    let shift =
+        em.b.ins()
+            .iconst(cranelift_codegen::ir::types::I32, c.mant_bits);
+    let bits = em.b.ins().ishl(e, shift);
+    em.int_bits_as_float(dt, bits)
+}
+
+/// Reduces `x = n ln2 + r`; returns `(n as integer, n as float, r)`.
+fn reduce_ln2(em: &mut Em, dt: DType, x: Value) -> (Value, Value, Value) {
+    let c = consts(dt);
+    let log2e = em.fconst(dt, std::f64::consts::LOG2_E);
+    let magic = em.fconst(dt, c.magic);
+    let t = em.fma(x, log2e, magic);
+    let nf = em.b.ins().fsub(t, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
+    let n = em.b.ins().isub(tb, mb);
+    let neg_hi = em.fconst(dt, -c.ln2_hi);
+    let neg_lo = em.fconst(dt, -c.ln2_lo);
+    let r = em.fma(nf, neg_hi, x);
+    let r = em.fma(nf, neg_lo, r);
+    (n, nf, r)
+}
+
+/// `expm1(r)` for `|r| <= ln2/2`: Taylor series `r + r^2/2! + ...`.
+fn expm1_poly(em: &mut Em, dt: DType, r: Value) -> Value {
+    let deg = consts(dt).expm1_degree;
+    // expm1(r) = r * (1 + r/2! + r^2/3! + ...)
+    let mut coef = Vec::with_capacity(deg);
+    let mut fact = 1.0f64;
+    for k in 1..=deg {
+        fact *= k as f64;
+        coef.push(1.0 / fact);
+    }
+    let p = em.poly(dt, r, &coef);
+    em.b.ins().fmul(r, p)
+}
+
+/// `e^x`.
+pub(crate) fn exp(em: &mut Em, dt: DType, x: Value) -> Value {
+    let c = consts(dt);
+    let lo = em.fconst(dt, c.exp_lo);
+    let hi = em.fconst(dt, c.exp_hi);
+    let xc = em.b.ins().fmax(x, lo);
+    let xc = em.b.ins().fmin(xc, hi);
+    let (n, _, r) = reduce_ln2(em, dt, xc);
+    let p = expm1_poly(em, dt, r);
+    scale_by_pow2(em, dt, p, n)
+}
+
+/// `(1 + p) · 2^n`, rounding once even for subnormal results.
+fn scale_by_pow2(em: &mut Em, dt: DType, p: Value, n: Value) -> Value {
+    let one = em.fconst(dt, 1.0);
+    let y = em.b.ins().fadd(p, one);
+    // 2^n = 2^n1 · 2^n2 with n1 = floor(n/2), computed with logical shifts
+    // on a biased value (SSE has no 64-bit arithmetic shift).
+    let off = em.iconst_for(dt, 4096);
+    let biased = em.b.ins().iadd(n, off);
+    let half = em.b.ins().ushr_imm_s(biased, 1);
+    let off2 = em.iconst_for(dt, 2048);
+    let n1 = em.b.ins().isub(half, off2);
+    let n2 = em.b.ins().isub(n, n1);
+    let s1 = pow2(em, dt, n1);
+    let s2 = pow2(em, dt, n2);
+    let y = em.b.ins().fmul(y, s1);
+    em.b.ins().fmul(y, s2)
+}
+
+/// `e^x - 1`, accurate near 0.
+pub(crate) fn expm1(em: &mut Em, dt: DType, x: Value) -> Value {
+    let c = consts(dt);
+    let lo = em.fconst(dt, c.expm1_lo);
+    let hi = em.fconst(dt, c.exp_hi);
+    let xc = em.b.ins().fmax(x, lo);
+    let xc = em.b.ins().fmin(xc, hi);
+    let (n, nf, r) = reduce_ln2(em, dt, xc);
+    let p = expm1_poly(em, dt, r);
+    // 2^n (p + 1) - 1 = 2 fma(2^(n-1), p, 2^(n-1) - 1/2): the halved scale
+    // stays finite at n = 128 (f32) / 1024 (f64), and doubling is exact.
+    let one_i = em.iconst_for(dt, 1);
+    let nm1 = em.b.ins().isub(n, one_i);
+    let s = pow2(em, dt, nm1);
+    let half = em.fconst(dt, 0.5);
+    let sm = em.b.ins().fsub(s, half);
+    let y = em.fma(s, p, sm);
+    let y = em.b.ins().fadd(y, y);
+    // n = 0 keeps p itself (so that expm1(-0) = -0).
+    let zero = em.fconst(dt, 0.0);
+    let n0 = em.fcmp(FloatCC::Equal, nf, zero);
+    let y = em.sel(n0, p, y);
+    let ovf = em.fconst(dt, c.overflow);
+    let big = em.fcmp(FloatCC::GreaterThan, x, ovf);
+    let inf = em.fconst(dt, f64::INFINITY);
+    em.sel(big, inf, y)
+}
+
+/// `ln x`.
+pub(crate) fn log(em: &mut Em, dt: DType, x: Value) -> Value {
+    let c = consts(dt);
+    // Subnormals: scale into the normal range first.
+    let scale_pow = c.mant_bits + 2;
+    let tiny_lim = em.fconst(dt, c.min_normal);
+    let tiny = em.fcmp(FloatCC::LessThan, x, tiny_lim);
+    let scale = em.fconst(dt, (2.0f64).powi(scale_pow as i32));
+    let xs = em.b.ins().fmul(x, scale);
+    let xv = em.sel(tiny, xs, x);
+    let zero_e = em.iconst_for(dt, 0);
+    let scaled_e = em.iconst_for(dt, scale_pow);
+    let e_adj = em.sel(tiny, scaled_e, zero_e);
+    // x = m 2^e, m in [1, 2)
+    let bits = em.as_int_bits(dt, xv);
+    let sh =
+        em.b.ins()
+            .iconst(cranelift_codegen::ir::types::I32, c.mant_bits);
+    let e_raw = em.b.ins().ushr(bits, sh);
+    let bias = em.iconst_for(dt, c.bias);
+    let e = em.b.ins().isub(e_raw, bias);
+    let e = em.b.ins().isub(e, e_adj);
+    let mant_mask = em.iconst_for(dt, (1i64 << c.mant_bits) - 1);
+    let mb = em.b.ins().band(bits, mant_mask);
+    let one_bits = em.iconst_for(dt, c.bias << c.mant_bits);
+    let mb = em.b.ins().bor(mb, one_bits);
+    let m = em.int_bits_as_float(dt, mb);
+    // m >= sqrt(2): halve m, bump e.
+    let sqrt2 = em.fconst(dt, std::f64::consts::SQRT_2);
+    let big = em.fcmp(FloatCC::GreaterThanOrEqual, m, sqrt2);
+    let half = em.fconst(dt, 0.5);
+    let mh = em.b.ins().fmul(m, half);
+    let m = em.sel(big, mh, m);
+    let one_i = em.iconst_for(dt, 1);
+    let zero_i = em.iconst_for(dt, 0);
+    let inc = em.sel(big, one_i, zero_i);
+    let e = em.b.ins().iadd(e, inc);
+    // e as float via the magic number (no int->float instruction needed).
+    let magic = em.fconst(dt, c.magic);
+    let magic_bits = em.as_int_bits(dt, magic);
+    let eb = em.b.ins().iadd(e, magic_bits);
+    let ef = em.int_bits_as_float(dt, eb);
+    let ef = em.b.ins().fsub(ef, magic);
+    // log(m) = 2 atanh(s), s = (m-1)/(m+1)
+    let one = em.fconst(dt, 1.0);
+    let num = em.b.ins().fsub(m, one);
+    let den = em.b.ins().fadd(m, one);
+    let s = em.b.ins().fdiv(num, den);
+    let s2 = em.b.ins().fmul(s, s);
+    let coef: Vec<f64> = (0..c.log_terms).map(|k| 2.0 / (2 * k + 1) as f64).collect();
+    let p = em.poly(dt, s2, &coef[1..]);
+    // 2s + s^3 * p(s^2)
+    let s3 = em.b.ins().fmul(s2, s);
+    let two = em.fconst(dt, 2.0);
+    let lead = em.b.ins().fmul(s, two);
+    let lm = em.fma(s3, p, lead);
+    let ln2_lo = em.fconst(dt, c.ln2_lo);
+    let ln2_hi = em.fconst(dt, c.ln2_hi);
+    let t = em.fma(ef, ln2_lo, lm);
+    let y = em.fma(ef, ln2_hi, t);
+    // Special values: x < 0 or NaN -> NaN, 0 -> -inf, inf -> inf.
+    let zero = em.fconst(dt, 0.0);
+    let is_zero = em.fcmp(FloatCC::Equal, x, zero);
+    let ninf = em.fconst(dt, f64::NEG_INFINITY);
+    let y = em.sel(is_zero, ninf, y);
+    let inf = em.fconst(dt, f64::INFINITY);
+    let is_inf = em.fcmp(FloatCC::Equal, x, inf);
+    let y = em.sel(is_inf, inf, y);
+    let neg = em.fcmp(FloatCC::LessThan, x, zero);
+    let nan_in = em.fcmp(FloatCC::NotEqual, x, x);
+    let bad = em.b.ins().bor(neg, nan_in);
+    let nan = em.fconst(dt, f64::NAN);
+    em.sel(bad, nan, y)
+}
+
+/// `ln(1 + x)`, accurate near 0.
+pub(crate) fn log1p(em: &mut Em, dt: DType, x: Value) -> Value {
+    let one = em.fconst(dt, 1.0);
+    let u = em.b.ins().fadd(x, one);
+    let lu = log(em, dt, u);
+    let um1 = em.b.ins().fsub(u, one);
+    // log(u) * x / (u - 1) corrects the rounding of 1 + x.
+    let q = em.b.ins().fdiv(x, um1);
+    let y = em.b.ins().fmul(lu, q);
+    let exact = em.fcmp(FloatCC::Equal, u, one);
+    let y = em.sel(exact, x, y);
+    let inf = em.fconst(dt, f64::INFINITY);
+    let is_inf = em.fcmp(FloatCC::Equal, x, inf);
+    em.sel(is_inf, inf, y)
+}
+
+/// `tanh x`.
+pub(crate) fn tanh(em: &mut Em, dt: DType, x: Value) -> Value {
+    let c = consts(dt);
+    let a = em.b.ins().fabs(x);
+    let two = em.fconst(dt, 2.0);
+    let a2 = em.b.ins().fmul(a, two);
+    let m = expm1(em, dt, a2);
+    let den = em.b.ins().fadd(m, two);
+    let t = em.b.ins().fdiv(m, den);
+    let hi = em.fconst(dt, c.tanh_hi);
+    let sat = em.fcmp(FloatCC::GreaterThan, a, hi);
+    let one = em.fconst(dt, 1.0);
+    let t = em.sel(sat, one, t);
+    em.copysign(dt, t, x)
+}
+
+/// `1 / (1 + e^-x)`.
+pub(crate) fn logistic(em: &mut Em, dt: DType, x: Value) -> Value {
+    let a = em.b.ins().fabs(x);
+    let na = em.b.ins().fneg(a);
+    let e = exp(em, dt, na);
+    let one = em.fconst(dt, 1.0);
+    let den = em.b.ins().fadd(one, e);
+    let pos = em.b.ins().fdiv(one, den);
+    let neg = em.b.ins().fdiv(e, den);
+    let zero = em.fconst(dt, 0.0);
+    let is_pos = em.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+    let y = em.sel(is_pos, pos, neg);
+    // NaN fails both comparisons above; keep it NaN.
+    let is_nan = em.fcmp(FloatCC::NotEqual, x, x);
+    em.sel(is_nan, x, y)
+}
+
+/// `sin x` (`cos_shift = 0`) or `cos x` (`cos_shift = 1`, a quarter turn).
+///
+/// Reduction `x = j π/2 + r`, `|r| <= π/4`, with a three-part Cody–Waite
+/// `π/2` and fused multiply-adds: accurate while `|x|` stays below about
+/// 2^17 (f32) / 2^30 (f64); beyond, results stay in [-1, 1] but lose
+/// accuracy (no Payne–Hanek reduction yet).
+fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
+    let (c1, c2, c3, sin_terms, cos_terms) = if dt == DType::F64 {
+        (
+            std::f64::consts::FRAC_PI_2,
+            6.123233995736766e-17,
+            -1.4973849048591698e-33,
+            10,
+            11,
+        )
+    } else {
+        (
+            1.5707963705062866,
+            -4.371138828673793e-8,
+            -1.7151245100058819e-15,
+            6,
+            6,
+        )
+    };
+    let c = consts(dt);
+    let two_over_pi = em.fconst(dt, std::f64::consts::FRAC_2_PI);
+    let magic = em.fconst(dt, c.magic);
+    let t = em.fma(x, two_over_pi, magic);
+    let jf = em.b.ins().fsub(t, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
+    let q = em.b.ins().isub(tb, mb);
+    let shift = em.iconst_for(dt, cos_shift);
+    let q = em.b.ins().iadd(q, shift);
+    let n1 = em.fconst(dt, -c1);
+    let n2 = em.fconst(dt, -c2);
+    let n3 = em.fconst(dt, -c3);
+    let r = em.fma(jf, n1, x);
+    let r = em.fma(jf, n2, r);
+    let r = em.fma(jf, n3, r);
+    let r2 = em.b.ins().fmul(r, r);
+    // sin r = r + r^3 S(r^2); cos r = 1 + r^2 C(r^2) (Taylor).
+    let mut sc = Vec::new();
+    let mut fact = 1.0f64;
+    for k in 1..sin_terms {
+        fact *= ((2 * k) * (2 * k + 1)) as f64;
+        sc.push(if k % 2 == 1 { -1.0 } else { 1.0 } / fact);
+    }
+    let s = em.poly(dt, r2, &sc);
+    let r3 = em.b.ins().fmul(r2, r);
+    let sin_r = em.fma(r3, s, r);
+    let mut cc = Vec::new();
+    let mut fact = 1.0f64;
+    for k in 1..cos_terms {
+        fact *= ((2 * k - 1) * (2 * k)) as f64;
+        cc.push(if k % 2 == 1 { -1.0 } else { 1.0 } / fact);
+    }
+    let cpoly = em.poly(dt, r2, &cc);
+    let one = em.fconst(dt, 1.0);
+    let cos_r = em.fma(r2, cpoly, one);
+    // Quadrant: odd -> the other function; bit 1 -> negate.
+    let one_i = em.iconst_for(dt, 1);
+    let odd_bits = em.b.ins().band(q, one_i);
+    let zero_i = em.iconst_for(dt, 0);
+    let odd = if em.lanes > 1 {
+        em.b.ins().icmp(
+            cranelift_codegen::ir::condcodes::IntCC::NotEqual,
+            odd_bits,
+            zero_i,
+        )
+    } else {
+        em.b.ins().icmp_imm_s(
+            cranelift_codegen::ir::condcodes::IntCC::NotEqual,
+            odd_bits,
+            0,
+        )
+    };
+    let y = em.sel(odd, cos_r, sin_r);
+    let two_i = em.iconst_for(dt, 2);
+    let neg_bit = em.b.ins().band(q, two_i);
+    let sh = em.b.ins().iconst(
+        cranelift_codegen::ir::types::I32,
+        if dt == DType::F64 { 62 } else { 30 },
+    );
+    let sign = em.b.ins().ishl(neg_bit, sh);
+    let yb = em.as_int_bits(dt, y);
+    let yb = em.b.ins().bxor(yb, sign);
+    em.int_bits_as_float(dt, yb)
+}
+
+/// `sin x`.
+pub(crate) fn sin(em: &mut Em, dt: DType, x: Value) -> Value {
+    sin_cos(em, dt, x, 0)
+}
+
+/// `cos x`.
+pub(crate) fn cos(em: &mut Em, dt: DType, x: Value) -> Value {
+    sin_cos(em, dt, x, 1)
+}
+
+/// `2^x`: `x = n + f` with integer `n`, then `2^f = e^(f ln2)`.
+pub(crate) fn exp2(em: &mut Em, dt: DType, x: Value) -> Value {
+    let c = consts(dt);
+    let (lo, hi) = if dt == DType::F64 {
+        (-1076.0, 1025.0)
+    } else {
+        (-151.0, 129.0)
+    };
+    let lo = em.fconst(dt, lo);
+    let hi = em.fconst(dt, hi);
+    let xc = em.b.ins().fmax(x, lo);
+    let xc = em.b.ins().fmin(xc, hi);
+    let magic = em.fconst(dt, c.magic);
+    let t = em.b.ins().fadd(xc, magic);
+    let nf = em.b.ins().fsub(t, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
+    let n = em.b.ins().isub(tb, mb);
+    let f = em.b.ins().fsub(xc, nf);
+    let ln2 = em.fconst(dt, std::f64::consts::LN_2);
+    let r = em.b.ins().fmul(f, ln2);
+    let p = expm1_poly(em, dt, r);
+    scale_by_pow2(em, dt, p, n)
+}
+
+/// `e^(a/2) · (e^(a/2) / 2)`: `e^a / 2` without overflowing early and
+/// without the error of subtracting `ln 2` from a large argument.
+fn half_exp(em: &mut Em, dt: DType, a: Value) -> Value {
+    let half = em.fconst(dt, 0.5);
+    let ah = em.b.ins().fmul(a, half);
+    let h = exp(em, dt, ah);
+    let hh = em.b.ins().fmul(h, half);
+    em.b.ins().fmul(h, hh)
+}
+
+/// `sinh x`.
+pub(crate) fn sinh(em: &mut Em, dt: DType, x: Value) -> Value {
+    let a = em.b.ins().fabs(x);
+    // Small and moderate |x|: (e + e/(e+1)) / 2 with e = expm1(|x|).
+    let e = expm1(em, dt, a);
+    let one = em.fconst(dt, 1.0);
+    let e1 = em.b.ins().fadd(e, one);
+    let q = em.b.ins().fdiv(e, e1);
+    let s = em.b.ins().fadd(e, q);
+    let half = em.fconst(dt, 0.5);
+    let small = em.b.ins().fmul(s, half);
+    let big = half_exp(em, dt, a);
+    let lim = em.fconst(dt, 20.0);
+    let is_big = em.fcmp(FloatCC::GreaterThan, a, lim);
+    let y = em.sel(is_big, big, small);
+    em.copysign(dt, y, x)
+}
+
+/// `cosh x`.
+pub(crate) fn cosh(em: &mut Em, dt: DType, x: Value) -> Value {
+    let a = em.b.ins().fabs(x);
+    let e = exp(em, dt, a);
+    let one = em.fconst(dt, 1.0);
+    let inv = em.b.ins().fdiv(one, e);
+    let s = em.b.ins().fadd(e, inv);
+    let half = em.fconst(dt, 0.5);
+    let small = em.b.ins().fmul(s, half);
+    let big = half_exp(em, dt, a);
+    let lim = em.fconst(dt, 20.0);
+    let is_big = em.fcmp(FloatCC::GreaterThan, a, lim);
+    em.sel(is_big, big, small)
+}
+
+/// `tan x = sin x / cos x` (same domain as `sin`).
+pub(crate) fn tan(em: &mut Em, dt: DType, x: Value) -> Value {
+    let s = sin(em, dt, x);
+    let c = cos(em, dt, x);
+    em.b.ins().fdiv(s, c)
+}

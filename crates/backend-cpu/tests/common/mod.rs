@@ -1,0 +1,209 @@
+//! Shared helpers of the differential tests: seeded random inputs, running
+//! a jaxpr on the cpu backend and on the reference interpreter, and
+//! comparing results exactly, in ulp, or with a relative tolerance.
+
+#![allow(dead_code)]
+
+use jaxon_backend_cpu::CpuBackend;
+use jaxon_ir::interp::InterpreterBackend;
+use jaxon_ir::{parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray, Storage};
+use std::sync::Arc;
+
+/// A small deterministic generator (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform integer in [lo, hi].
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
+    }
+}
+
+/// How values are drawn for an argument.
+#[derive(Clone, Copy, Debug)]
+pub enum Dist {
+    /// Floats uniform in [-r, r]; integers uniform in [-r, r] (unsigned: [0, r]).
+    Uniform(f64),
+    /// Floats uniform in [lo, hi].
+    Between(f64, f64),
+}
+
+/// A random array of `dtype` and `shape`.
+pub fn random(rng: &mut Rng, dtype: DType, shape: &[usize], dist: Dist) -> HostArray {
+    let n: usize = shape.iter().product();
+    let vals: Vec<f64> = (0..n)
+        .map(|_| {
+            let (lo, hi) = match dist {
+                Dist::Uniform(r) => (-r, r),
+                Dist::Between(a, b) => (a, b),
+            };
+            if dtype.is_float() {
+                lo + (hi - lo) * rng.unit()
+            } else if dtype == DType::Bool {
+                (rng.next() & 1) as f64
+            } else if dtype.is_unsigned_int() {
+                rng.range(0, hi as i64) as f64
+            } else {
+                rng.range(lo as i64, hi as i64) as f64
+            }
+        })
+        .collect();
+    HostArray::from_f64(dtype, shape, &vals).expect("shape matches")
+}
+
+/// Random arguments for every invar of `closed`.
+pub fn random_args(closed: &ClosedJaxpr, seed: u64, dist: Dist) -> Vec<HostArray> {
+    let mut rng = Rng::new(seed);
+    closed
+        .jaxpr
+        .in_avals()
+        .iter()
+        .map(|a| {
+            let shape = a.array().static_sizes().expect("static shapes");
+            random(&mut rng, a.dtype(), &shape, dist)
+        })
+        .collect()
+}
+
+/// Parses a jaxpr without consts.
+pub fn parse(text: &str) -> ClosedJaxpr {
+    parse_closed_jaxpr(text, Vec::new()).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Runs on a backend.
+pub fn run(backend: &dyn Backend, closed: &ClosedJaxpr, args: &[HostArray]) -> Vec<HostArray> {
+    let exe = backend
+        .compile(closed)
+        .unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
+    let bufs: Vec<_> = args
+        .iter()
+        .map(|a| backend.to_device(a).expect("to_device"))
+        .collect();
+    exe.execute(&bufs)
+        .unwrap_or_else(|e| panic!("{}: {e}", backend.name()))
+        .iter()
+        .map(|b| b.to_host().expect("to_host"))
+        .collect::<Vec<_>>()
+}
+
+/// How results are compared.
+#[derive(Clone, Copy, Debug)]
+pub enum Tol {
+    /// Bit for bit (NaNs compare equal to any NaN).
+    Exact,
+    /// Within this many units in the last place.
+    Ulp(u64),
+    /// `|a - b| <= rel * scale` where `scale` is the largest magnitude of
+    /// the expected array and of the inputs (for reassociated sums and
+    /// products, and for chains that cancel).
+    Rel(f64),
+}
+
+/// The distance in ulp between two floats of the same width (as f64 bits
+/// or f32 bits); NaN vs NaN is 0, NaN vs number is `u64::MAX`.
+pub fn ulp_diff(a: f64, b: f64, f32w: bool) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    if a == b {
+        return 0;
+    }
+    if f32w {
+        let key = |x: f32| {
+            let i = x.to_bits() as i32;
+            (if i < 0 { i32::MIN - i } else { i }) as i64
+        };
+        (key(a as f32) - key(b as f32)).unsigned_abs()
+    } else {
+        let key = |x: f64| {
+            let i = x.to_bits() as i64;
+            (if i < 0 { i64::MIN - i } else { i }) as i128
+        };
+        (key(a) - key(b)).unsigned_abs().min(u64::MAX as u128) as u64
+    }
+}
+
+/// Asserts `got` matches `want` under `tol`.
+/// `scale_floor` raises the scale of `Tol::Rel` (the inputs' magnitude, for
+/// results that cancel).
+pub fn assert_close(got: &HostArray, want: &HostArray, tol: Tol, scale_floor: f64, what: &str) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let f32w = matches!(got.data(), Storage::F32(_));
+    let float = got.dtype().is_float();
+    let scale = (0..want.len())
+        .map(|i| want.data().get_f64(i).abs())
+        .filter(|x| x.is_finite())
+        .fold(scale_floor.max(1e-30), f64::max);
+    for i in 0..got.len() {
+        let (g, w) = (got.data().get_f64(i), want.data().get_f64(i));
+        let ok = if !float {
+            got.data().get_i64(i) == want.data().get_i64(i)
+                && (g == w || (g.is_nan() && w.is_nan()))
+        } else {
+            match tol {
+                Tol::Exact => {
+                    (g.is_nan() && w.is_nan())
+                        || (g == w && g.is_sign_negative() == w.is_sign_negative())
+                }
+                Tol::Ulp(n) => ulp_diff(g, w, f32w) <= n,
+                Tol::Rel(r) => (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= r * scale,
+            }
+        };
+        assert!(
+            ok,
+            "{what}: element {i}: cpu {g:e} vs interpreter {w:e} ({tol:?})"
+        );
+    }
+}
+
+/// Runs `text` on both backends with random inputs (3 seeds) and compares.
+pub fn check(text: &str, dist: Dist, tol: Tol) {
+    let closed = parse(text);
+    let cpu = CpuBackend::new();
+    let interp = InterpreterBackend::new();
+    for seed in 1..=3 {
+        let args = random_args(&closed, seed, dist);
+        let got = run(&cpu, &closed, &args);
+        let want = run(&interp, &closed, &args);
+        assert_eq!(got.len(), want.len());
+        let in_scale = args
+            .iter()
+            .flat_map(|a| (0..a.len()).map(|i| a.data().get_f64(i).abs()))
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, f64::max);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_close(
+                g,
+                w,
+                tol,
+                in_scale,
+                &format!("seed {seed} output {k} of\n{text}"),
+            );
+        }
+    }
+}
+
+/// A shared backend for tests that want the cache exercised.
+pub fn backend() -> Arc<CpuBackend> {
+    Arc::new(CpuBackend::new())
+}
