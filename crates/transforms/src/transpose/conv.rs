@@ -75,10 +75,9 @@ impl Conv<'_> {
         &self,
         lhs: &Array,
         rhs: &Array,
-        strides: &[usize],
+        // Window strides, lhs dilation, rhs dilation.
+        [strides, lhs_dilation, rhs_dilation]: [&[usize]; 3],
         padding: Vec<(i64, i64)>,
-        lhs_dilation: &[usize],
-        rhs_dilation: &[usize],
         dn: ConvDimensionNumbers,
         groups: (usize, usize),
     ) -> Result<Array> {
@@ -139,10 +138,8 @@ impl Conv<'_> {
         let mut out = self.bind(
             g,
             &kernel,
-            self.lhs_dilation,
+            [self.lhs_dilation, self.window_strides, self.rhs_dilation],
             padding,
-            self.window_strides,
-            self.rhs_dilation,
             tdn,
             (groups, 1),
         )?;
@@ -196,10 +193,8 @@ impl Conv<'_> {
         let mut out = self.bind(
             &lhs,
             g,
-            self.rhs_dilation,
+            [self.rhs_dilation, self.lhs_dilation, self.window_strides],
             padding,
-            self.lhs_dilation,
-            self.window_strides,
             tdn,
             groups,
         )?;
