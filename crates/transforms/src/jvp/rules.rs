@@ -533,6 +533,36 @@ fn sort(
     Ok((outs, tangents))
 }
 
+/// The tangent of a cumulative product, exact where `x` has zeros (the
+/// shortcut `y Σ t/x` is not). A prefix scan over pairs `(a, da)` with the
+/// product rule `(a, da)·(b, db) = (ab, da b + a db)`, which is
+/// associative: log2(n) doubling steps of shifted products.
+fn cumprod_tangent(x: &Array, t: &Array, axis: usize, reverse: bool) -> Result<Array> {
+    let n = x.try_shape()?[axis];
+    let flip = |v: &Array| -> Result<Array> {
+        if reverse {
+            lax::rev(v, &[axis])
+        } else {
+            Ok(v.clone())
+        }
+    };
+    let (mut a, mut da) = (flip(x)?, flip(t)?);
+    let (one, zero) = (scalar_like(x, 1.0)?, scalar_like(t, 0.0)?);
+    let mut shift = 1;
+    while shift < n {
+        // Element i combines with element i - shift (the identity before
+        // the start).
+        let mut cfg = vec![(0, 0, 0); x.ndim()];
+        cfg[axis] = (shift as i64, -(shift as i64), 0);
+        let a_prev = lax::pad(&a, &one, &cfg)?;
+        let da_prev = lax::pad(&da, &zero, &cfg)?;
+        da = lax::add(&lax::mul(&da_prev, &a)?, &lax::mul(&a_prev, &da)?)?;
+        a = lax::mul(&a_prev, &a)?;
+        shift *= 2;
+    }
+    flip(&da)
+}
+
 /// Cumulative products, extrema and log-sum-exp.
 fn cumulative(
     op: CumulativeOp,
@@ -548,9 +578,7 @@ fn cumulative(
     };
     let cumsum = |v: &Array| lax::cumulative(CumulativeOp::Cumsum, v, axis, reverse);
     let dt = match op {
-        // y_i Σ_{j≤i} t_j / x_j: exact away from zeros of x (JAX's rule,
-        // via an associative scan, also covers zeros).
-        CumulativeOp::Cumprod => lax::mul(&y, &cumsum(&lax::div(t, x)?)?)?,
+        CumulativeOp::Cumprod => cumprod_tangent(x, t, axis, reverse)?,
         CumulativeOp::Cumlogsumexp => {
             // Σ_{j≤i} exp(x_j - y_i) t_j, shifted by the axis max for range.
             let shape = x.try_shape()?;

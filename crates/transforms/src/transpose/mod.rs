@@ -8,6 +8,7 @@
 //! compute values the linear ones use (JAX's backward pass does the same).
 
 mod control;
+mod conv;
 mod rules;
 
 use hashbrown::HashMap;

@@ -285,55 +285,46 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             unique_indices,
             ..
         } => {
-            if *kind == ScatterKind::Set && !*unique_indices {
-                // As JAX: with repeated indices the winning update is
-                // unspecified, so the map has no well-defined transpose.
-                return Err(Error::Unsupported(
-                    "scatter transpose is only implemented where unique_indices=True".into(),
-                ));
-            }
             let c = ct()?;
+            let idx = args[1].value(name)?.clone();
+            let upd_shape = sizes(args[2].ty());
+            let inverse = |v: &Array| {
+                scatter_inverse_gather(
+                    d,
+                    v,
+                    &idx,
+                    &upd_shape,
+                    *indices_are_sorted,
+                    *mode,
+                    *unique_indices,
+                )
+            };
             let mut out = vec![None, None, None];
-            if lin(2) {
-                let upd_shape = sizes(args[2].ty());
-                let mut slice_sizes = Vec::new();
-                let mut pos = 0;
-                for i in 0..c.ndim() {
-                    let i = i as i64;
-                    if d.inserted_window_dims.contains(&i) || d.operand_batching_dims.contains(&i) {
-                        slice_sizes.push(1);
-                    } else {
-                        slice_sizes.push(upd_shape[d.update_window_dims[pos] as usize] as i64);
-                        pos += 1;
-                    }
+            if *kind == ScatterKind::Set && !*unique_indices {
+                // Repeated indices: only the update that won a position
+                // (and only operand positions no update touched) receive
+                // its cotangent. Which update won is learnt by scattering
+                // distinct ids the same way and gathering them back.
+                let (ids, won) = scatter_winners(p, d, &idx, &sizes(args[0].ty()), &upd_shape)?;
+                let untouched = lax::eq(&won, &jnp::zeros_like(&won)?)?;
+                if lin(2) {
+                    let hit = lax::eq(&ids, &inverse(&won)?)?;
+                    let g = inverse(&c)?;
+                    out[2] = Some(lax::select_n(&hit, &[jnp::zeros_like(&g)?, g])?);
                 }
-                let gather = P::Gather {
-                    dimension_numbers: GatherDimensionNumbers {
-                        offset_dims: d.update_window_dims.clone(),
-                        collapsed_slice_dims: d.inserted_window_dims.clone(),
-                        start_index_map: d.scatter_dims_to_operand_dims.clone(),
-                        operand_batching_dims: d.operand_batching_dims.clone(),
-                        start_indices_batching_dims: d.scatter_indices_batching_dims.clone(),
-                    },
-                    // Out-of-bounds windows were dropped by the scatter, so
-                    // their cotangent is zero (JAX fills with 0 too).
-                    fill_value: Some(if c.dtype().is_float() {
-                        FillValue::Float(0.0)
-                    } else {
-                        FillValue::Int(0)
-                    }),
-                    indices_are_sorted: *indices_are_sorted,
-                    mode: *mode,
-                    slice_sizes: Ints::new(slice_sizes),
-                    unique_indices: *unique_indices,
-                };
-                out[2] = Some(bind1(&gather, &[c.clone(), args[1].value(name)?.clone()])?);
+                if lin(0) {
+                    out[0] = Some(lax::select_n(&untouched, &[jnp::zeros_like(&c)?, c])?);
+                }
+                return Ok(out);
+            }
+            if lin(2) {
+                out[2] = Some(inverse(&c)?);
             }
             if lin(0) {
                 out[0] = Some(if *kind == ScatterKind::Set {
                     // Positions overwritten by the updates get no cotangent.
                     let z = zeros(args[2].ty())?;
-                    bind1(p, &[c, args[1].value(name)?.clone(), z])?
+                    bind1(p, &[c, idx, z])?
                 } else {
                     c
                 });
@@ -522,9 +513,9 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         | P::Sort { .. }
         | P::TopK { .. }
         | P::Empty2 { .. } => not_linear(p),
+        P::ConvGeneralDilated { .. } => super::conv::transpose_conv(p, args, &ct()?),
         P::Scatter { .. }
         | P::Cumulative { .. }
-        | P::ConvGeneralDilated { .. }
         | P::ForLoop { .. }
         | P::Get { .. }
         | P::Swap { .. }
@@ -605,4 +596,81 @@ fn dot_transpose_lhs(
     out_axes.sort_by_key(|&i| pre[i]);
     let prod = lax::dot_general(g, y, dims, preferred)?;
     lax::transpose(&prod, &out_axes)
+}
+
+/// The gather that reads back, for every update element, the operand
+/// element a scatter with dimension numbers `d` wrote it to. Windows the
+/// scatter dropped (out of bounds) read 0.
+fn scatter_inverse_gather(
+    d: &ScatterDimensionNumbers,
+    v: &Array,
+    idx: &Array,
+    upd_shape: &[usize],
+    indices_are_sorted: bool,
+    mode: jaxon_ir::primitive::GatherScatterMode,
+    unique_indices: bool,
+) -> Result<Array> {
+    let mut slice_sizes = Vec::new();
+    let mut pos = 0;
+    for i in 0..v.ndim() {
+        let i = i as i64;
+        if d.inserted_window_dims.contains(&i) || d.operand_batching_dims.contains(&i) {
+            slice_sizes.push(1);
+        } else {
+            slice_sizes.push(upd_shape[d.update_window_dims[pos] as usize] as i64);
+            pos += 1;
+        }
+    }
+    let gather = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: d.update_window_dims.clone(),
+            collapsed_slice_dims: d.inserted_window_dims.clone(),
+            start_index_map: d.scatter_dims_to_operand_dims.clone(),
+            operand_batching_dims: d.operand_batching_dims.clone(),
+            start_indices_batching_dims: d.scatter_indices_batching_dims.clone(),
+        },
+        fill_value: Some(if v.dtype().is_float() {
+            FillValue::Float(0.0)
+        } else {
+            FillValue::Int(0)
+        }),
+        indices_are_sorted,
+        mode,
+        slice_sizes: Ints::new(slice_sizes),
+        unique_indices,
+    };
+    bind1(&gather, &[v.clone(), idx.clone()])
+}
+
+/// Distinct positive ids for the update windows of a set-scatter `p`
+/// (broadcast over each window, shaped like the updates), and the scatter
+/// of those ids into zeros: per operand element, the id of the update that
+/// was written there, 0 where none was.
+fn scatter_winners(
+    p: &Primitive,
+    d: &ScatterDimensionNumbers,
+    idx: &Array,
+    op_shape: &[usize],
+    upd_shape: &[usize],
+) -> Result<(Array, Array)> {
+    use jaxon_ir::DType;
+    let mut ids_shape = upd_shape.to_vec();
+    for &w in d.update_window_dims.iter() {
+        ids_shape[w as usize] = 1;
+    }
+    let n: usize = ids_shape.iter().product();
+    let one = lax::convert_element_type(&Array::weak(1.0), DType::I32, false)?;
+    let ids = lax::add(&lax::reshape(&lax::iota(DType::I32, n)?, &ids_shape)?, &one)?;
+    let all: Vec<usize> = (0..ids_shape.len()).collect();
+    let ids = lax::broadcast_in_dim(&ids, upd_shape, &all)?;
+    // Same placement as `p`, but no combiner: the ids are integers.
+    let mut set = p.clone();
+    if let Primitive::Scatter { update_jaxpr, .. } = &mut set {
+        *update_jaxpr = None;
+    }
+    let won = bind1(
+        &set,
+        &[jnp::zeros(op_shape, DType::I32)?, idx.clone(), ids.clone()],
+    )?;
+    Ok((ids, won))
 }
