@@ -254,6 +254,18 @@ pub fn mlp_loss((params, x, y): (Params, Array, Array)) -> Array {
     -(onehot * logp).sum(-1).mean(All)
 }
 
+/// `value_and_grad(loss)` with respect to the parameters.
+pub fn mlp_value_and_grad(a: (Params, Array, Array)) -> (Array, Params) {
+    ok(value_and_grad_with(mlp_loss, 0)(a))
+}
+
+/// The inputs of `trace_mlp_grad`, `mlp_train_step` and `compile_mlp_grad`.
+pub fn mlp_data() -> (Params, Array, Array) {
+    let params = init_mlp(&MLP_SIZES, 0);
+    let (x, y) = mlp_inputs(MLP_BATCH, MLP_SIZES[0], MLP_SIZES[3], 1, 2);
+    (params, x, y)
+}
+
 /// Equations of a jaxpr including those of its sub-jaxprs.
 fn count_eqns(j: &jaxon::ir::Jaxpr) -> usize {
     j.eqns
@@ -274,12 +286,8 @@ const MLP_MODEL: &str = "MLP 784-1024-1024-10 relu, softmax-xent, batch 256";
 /// `make_jaxpr(value_and_grad(loss))(params, x, y)`, a fresh closure per
 /// trace.
 pub fn trace_mlp_grad(s: Settings) {
-    let params = init_mlp(&MLP_SIZES, 0);
-    let (x, y) = mlp_inputs(MLP_BATCH, MLP_SIZES[0], MLP_SIZES[3], 1, 2);
-    let args = (params, x, y);
-    let vg =
-        |a: (Params, Array, Array)| -> (Array, Params) { ok(value_and_grad_with(mlp_loss, 0)(a)) };
-    let j = make_jaxpr(vg)(args.clone()).expect("traces");
+    let args = mlp_data();
+    let j = make_jaxpr(mlp_value_and_grad)(args.clone()).expect("traces");
     let m = measure(
         || {
             let fresh = |a: (Params, Array, Array)| mlp_loss(a);
@@ -328,8 +336,7 @@ pub fn mlp_train_step(s: Settings) {
         let (l, g): (Array, Params) = ok(value_and_grad_with(mlp_loss, 0)((p.clone(), x, y)));
         (sgd(&p, &g, 0.01), l)
     });
-    let params = init_mlp(&MLP_SIZES, 0);
-    let (x, y) = mlp_inputs(MLP_BATCH, MLP_SIZES[0], MLP_SIZES[3], 1, 2);
+    let (params, x, y) = mlp_data();
     let (p1, l0) = step.call((params, x.clone(), y.clone())).expect("runs");
     let (p2, l1) = step.call((p1, x.clone(), y.clone())).expect("runs");
     let mut state = Some(p2);
@@ -428,9 +435,7 @@ pub fn per_example_grads(s: Settings) {
 
 /// A fresh `jit(value_and_grad(loss))` to its first ready result.
 pub fn compile_mlp_grad(s: Settings) {
-    let params = init_mlp(&MLP_SIZES, 0);
-    let (x, y) = mlp_inputs(MLP_BATCH, MLP_SIZES[0], MLP_SIZES[3], 1, 2);
-    let args = (params, x, y);
+    let args = mlp_data();
     let e2e = || {
         let fresh = |a: (Params, Array, Array)| mlp_loss(a);
         let f = jit(move |a: (Params, Array, Array)| -> (Array, Params) {
