@@ -166,7 +166,9 @@ fn skipped_work(root: &Path) -> Vec<String> {
         );
     }
     out.push(
-        "conformance on backends other than the reference interpreter: none exist yet".to_string(),
+        "conformance eval on the cpu backend is reported but not required: it does not \
+         compile every primitive yet (see the unsupported list of that step)"
+            .to_string(),
     );
     out
 }
@@ -229,6 +231,23 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval,transform",
                 "--known-failures",
                 "tests/data/known-failures.txt",
+            ],
+        ),
+        (
+            "conformance --backend cpu (release; reported, eval not yet required)",
+            vec![
+                "run",
+                "--release",
+                "-p",
+                "jaxon-tests",
+                "--bin",
+                "conformance",
+                "--",
+                corpus.to_str().unwrap_or(DEFAULT_CORPUS),
+                "--backend",
+                "cpu",
+                "--require",
+                "parse,print",
             ],
         ),
     ]

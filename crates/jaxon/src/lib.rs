@@ -25,10 +25,12 @@ pub use jaxon_ir as ir;
 pub use jaxon_ir::DType;
 pub use jaxon_macros::Pytree;
 pub use jaxon_trace::control::{cond, fori_loop, scan, switch, while_loop};
+pub use jaxon_trace::error::ok_or_raise;
 pub use jaxon_trace::{
     catch, eval_shape, jit, lax, make_jaxpr, numpy, pytree, random, register_backend,
     set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static,
 };
+pub use jaxon_trace::{index, nn};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
     jvp, linearize, value_and_grad, value_and_grad_with, vjp, vmap, Argnums, Axes,
