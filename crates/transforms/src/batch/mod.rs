@@ -13,6 +13,7 @@ mod control;
 mod index;
 mod linalg;
 mod rules;
+mod state;
 
 pub use api::{vmap, Axes, Vmap};
 pub use collectives::{all_gather, axis_index, pmax, pmean, psum};
