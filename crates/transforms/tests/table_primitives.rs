@@ -1,0 +1,610 @@
+//! The per-primitive table: every `Primitive` of `jaxon-ir` has rows here,
+//! and `table_covers_every_primitive` fails when one has none (the names are
+//! read from `Primitive::name`'s exhaustive `match`, so a new variant must
+//! be listed). Each row is a small jaxpr on random f64 inputs, checked by
+//! its kind: jvp against central differences, the transpose against the
+//! jvp by the dot-product test `<ct, J t> == <J^T ct, t>`, and vmap against
+//! a loop of unbatched calls with batch dims at 0, at the last axis and
+//! absent. Non-differentiable rows check zero tangents; unsupported rows
+//! check the `Unsupported` error and say why.
+
+use jaxon_ir::{parse_jaxpr, ClosedJaxpr, DType, HostArray, Jaxpr};
+use jaxon_trace::error::Error;
+use jaxon_trace::interpret::eval_closed_jaxpr;
+use jaxon_trace::Array;
+use jaxon_transforms::batch::batch_flat;
+use jaxon_transforms::jvp::jvp_flat;
+use jaxon_transforms::linearize::linearize_flat;
+use std::collections::BTreeSet;
+
+/// How a row is checked.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// jvp, transpose and vmap.
+    Diff,
+    /// jvp and vmap; reverse mode fails with `Unsupported` (the reason).
+    FwdOnly(&'static str),
+    /// Tangents are zero; vmap is checked.
+    NoDiff,
+    /// jvp fails with `Unsupported` (the reason); vmap is checked.
+    NoJvp(&'static str),
+    /// Neither jvp nor vmap applies (the reason); the jvp must fail with
+    /// `Unsupported` or leave every output without a tangent.
+    Kernel(&'static str),
+}
+
+struct Row {
+    kind: Kind,
+    /// Range of float inputs.
+    lo: f64,
+    hi: f64,
+    text: String,
+}
+
+const SHAPES: [&str; 3] = ["", "1,3", "2,1,2"];
+
+fn row(kind: Kind, lo: f64, hi: f64, text: impl Into<String>) -> Row {
+    Row {
+        kind,
+        lo,
+        hi,
+        text: text.into(),
+    }
+}
+
+/// `op` on one input of type `ti` giving `to`, for every shape.
+fn unary(rows: &mut Vec<Row>, kind: Kind, op: &str, ti: &str, to: &str, lo: f64, hi: f64) {
+    for s in SHAPES {
+        rows.push(row(
+            kind,
+            lo,
+            hi,
+            format!("{{ lambda ; a:{ti}[{s}]. let b:{to}[{s}] = {op} a in (b,) }}"),
+        ));
+    }
+}
+
+fn binary(rows: &mut Vec<Row>, kind: Kind, op: &str, ti: &str, to: &str, lo: f64, hi: f64) {
+    for s in SHAPES {
+        rows.push(row(
+            kind,
+            lo,
+            hi,
+            format!("{{ lambda ; a:{ti}[{s}] b:{ti}[{s}]. let c:{to}[{s}] = {op} a b in (c,) }}"),
+        ));
+    }
+}
+
+fn table() -> Vec<Row> {
+    use Kind::*;
+    let mut r = Vec::new();
+    let u = &mut r;
+    for op in [
+        "neg", "exp", "exp2", "expm1", "tanh", "logistic", "sin", "cos", "atan", "sinh", "cosh",
+        "asinh", "erf", "erfc", "square", "copy", "abs",
+    ] {
+        unary(u, Diff, op, "f64", "f64", -1.5, 1.5);
+    }
+    unary(u, Diff, "tan", "f64", "f64", -1.0, 1.0);
+    for op in ["asin", "acos", "atanh", "erf_inv"] {
+        unary(u, Diff, op, "f64", "f64", -0.9, 0.9);
+    }
+    for op in ["log", "log1p", "sqrt", "rsqrt", "cbrt"] {
+        unary(u, Diff, op, "f64", "f64", 0.5, 2.0);
+    }
+    unary(u, Diff, "acosh", "f64", "f64", 1.5, 3.0);
+    unary(u, Diff, "integer_pow[y=3]", "f64", "f64", -1.5, 1.5);
+    unary(u, Diff, "integer_pow[y=-2]", "f64", "f64", 0.5, 2.0);
+    unary(
+        u,
+        Diff,
+        "reduce_precision[exponent_bits=11 mantissa_bits=52]",
+        "f64",
+        "f64",
+        -2.0,
+        2.0,
+    );
+    unary(
+        u,
+        Diff,
+        "convert_element_type[new_dtype=float64 weak_type=False]",
+        "f64",
+        "f64",
+        -2.0,
+        2.0,
+    );
+    unary(
+        u,
+        NoDiff,
+        "convert_element_type[new_dtype=int32 weak_type=False]",
+        "f64",
+        "i32",
+        -5.0,
+        5.0,
+    );
+    unary(u, NoDiff, "bitcast_convert_type[new_dtype=int64]", "f64", "i64", -2.0, 2.0);
+    for op in ["sign", "floor", "ceil", "round[rounding_method=1]", "stop_gradient"] {
+        unary(u, NoDiff, op, "f64", "f64", -3.0, 3.0);
+    }
+    unary(u, NoDiff, "is_finite", "f64", "bool", -3.0, 3.0);
+    unary(u, NoDiff, "not", "i32", "i32", -3.0, 3.0);
+    unary(u, NoDiff, "neg", "i32", "i32", -3.0, 3.0);
+    for op in ["add", "sub", "mul", "max", "min", "atan2", "add_any"] {
+        binary(u, Diff, op, "f64", "f64", -2.0, 2.0);
+    }
+    for op in ["div", "pow", "rem"] {
+        binary(u, Diff, op, "f64", "f64", 0.5, 2.0);
+    }
+    binary(
+        u,
+        NoJvp("nextafter is piecewise constant in JAX's sense and has no jvp rule there either"),
+        "nextafter",
+        "f64",
+        "f64",
+        -2.0,
+        2.0,
+    );
+    for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
+        binary(u, NoDiff, op, "f64", "bool", -2.0, 2.0);
+    }
+    for op in [
+        "and",
+        "or",
+        "xor",
+        "shift_left",
+        "shift_right_arithmetic",
+        "shift_right_logical",
+        "add",
+        "rem",
+    ] {
+        binary(u, NoDiff, op, "i32", "i32", 1.0, 5.0);
+    }
+    for s in SHAPES {
+        u.push(row(Diff, -2.0, 2.0, format!(
+            "{{ lambda ; p:bool[{s}] a:f64[{s}] b:f64[{s}]. let c:f64[{s}] = select_n p a b in (c,) }}"
+        )));
+        u.push(row(Diff, -2.0, 2.0, format!(
+            "{{ lambda ; p:i32[{s}] a:f64[{s}] b:f64[{s}] d:f64[{s}]. let c:f64[{s}] = select_n p a b d in (c,) }}"
+        )));
+        u.push(row(Diff, -2.0, 2.0, format!(
+            "{{ lambda ; l:f64[{s}] a:f64[{s}] h:f64[{s}]. let c:f64[{s}] = clamp l a h in (c,) }}"
+        )));
+    }
+    let shape_ops = [
+        "{ lambda ; a:f64[3]. let b:f64[2,3,1] = broadcast_in_dim[broadcast_dimensions=(1,)] a in (b,) }",
+        "{ lambda ; a:f64[]. let b:f64[2] = broadcast_in_dim[broadcast_dimensions=()] a in (b,) }",
+        "{ lambda ; a:f64[2,3]. let b:f64[3,1,2] = reshape[new_sizes=(3, 1, 2) dimensions=None] a in (b,) }",
+        "{ lambda ; a:f64[1]. let b:f64[] = reshape[new_sizes=() dimensions=None] a in (b,) }",
+        "{ lambda ; a:f64[2,3,1]. let b:f64[1,2,3] = transpose[permutation=(2, 0, 1)] a in (b,) }",
+        "{ lambda ; a:f64[1,3,1]. let b:f64[3] = squeeze[dimensions=(0, 2)] a in (b,) }",
+        "{ lambda ; a:f64[2,3]. let b:f64[2,3] = rev[dimensions=(1,)] a in (b,) }",
+        "{ lambda ; a:f64[3,4] v:f64[]. let b:f64[7,5] = pad[padding_config=((1, -1, 2), (-1, 2, 0))] a v in (b,) }",
+        "{ lambda ; a:f64[2,3] b:f64[1,3]. let c:f64[3,3] = concatenate[dimension=0] a b in (c,) }",
+        "{ lambda ; a:f64[2,3,4]. let b:f64[2,2,4] = slice[limit_indices=(2, 3, 4) start_indices=(0, 0, 0) strides=(1, 2, 1)] a in (b,) }",
+        "{ lambda ; a:f64[5] i:i32[]. let b:f64[2] = dynamic_slice[slice_sizes=(2,)] a i in (b,) }",
+        "{ lambda ; a:f64[4,3] i:i32[] j:i32[]. let b:f64[2,1] = dynamic_slice[slice_sizes=(2, 1)] a i j in (b,) }",
+        "{ lambda ; a:f64[4,3] u:f64[2,1] i:i32[] j:i32[]. let b:f64[4,3] = dynamic_update_slice a u i j in (b,) }",
+        "{ lambda ; a:f64[2,5]. let b:f64[2,1] c:f64[2,2] d:f64[2,2] = split[axis=1 sizes=(1, 2, 2)] a in (b, c, d) }",
+        "{ lambda ; a:f64[2,1]. let b:f64[4,3] = tile[reps=(2, 3)] a in (b,) }",
+        "{ lambda ; a:f64[2] b:f64[2]. let c:f64[2,2] = stack[axis=1] a b in (c,) }",
+        "{ lambda ; a:f64[3,6] b:i32[2,2,1]. let g:f64[3,2,2] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,), start_index_map=(1,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(3, 1) unique_indices=False] a b in (g,) }",
+    ];
+    for t in shape_ops {
+        u.push(row(Diff, -2.0, 2.0, t));
+    }
+    let scatter = |kind: &str, body: &str| {
+        format!(
+            "{{ lambda ; a:f64[5] b:i32[3,1] c:f64[3]. let h:f64[5] = {kind}[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()) indices_are_sorted=False mode=GatherScatterMode.CLIP unique_indices=False update_consts=() update_jaxpr={body}] a b c in (h,) }}"
+        )
+    };
+    u.push(row(Diff, -2.0, 2.0, scatter("scatter-add", "{ lambda ; i:f64[] j:f64[]. let k:f64[] = add i j in (k,) }")));
+    u.push(row(Diff, -2.0, 2.0, scatter("scatter", "None")));
+    let why_scatter = "the derivative depends on which update wins at repeated indices";
+    u.push(row(NoJvp(why_scatter), -2.0, 2.0, scatter("scatter-mul", "{ lambda ; i:f64[] j:f64[]. let k:f64[] = mul i j in (k,) }")));
+    u.push(row(NoJvp(why_scatter), -2.0, 2.0, scatter("scatter-min", "{ lambda ; i:f64[] j:f64[]. let k:f64[] = min i j in (k,) }")));
+    u.push(row(NoJvp(why_scatter), -2.0, 2.0, scatter("scatter-max", "{ lambda ; i:f64[] j:f64[]. let k:f64[] = max i j in (k,) }")));
+    u.push(row(NoDiff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = iota[dimension=1 dtype=float64 shape=(2, 3) sharding=None] ; c:f64[2,3] = mul a b in (c, b) }"));
+    u.push(row(NoDiff, -2.0, 2.0, "{ lambda ; a:f64[2]. let b:f64[2,3] = empty2[dtype=float64] in (b,) }"));
+    for (op, kind) in [
+        ("reduce_sum", Diff),
+        ("reduce_max", Diff),
+        ("reduce_min", Diff),
+        ("reduce_prod", Diff),
+    ] {
+        u.push(row(kind, 0.5, 2.0, format!("{{ lambda ; a:f64[2,3]. let b:f64[3] = {op}[axes=(0,)] a in (b,) }}")));
+        u.push(row(kind, 0.5, 2.0, format!("{{ lambda ; a:f64[1,3]. let b:f64[] = {op}[axes=(0, 1)] a in (b,) }}")));
+    }
+    for op in ["reduce_and", "reduce_or", "reduce_xor"] {
+        u.push(row(NoDiff, 0.0, 1.0, format!("{{ lambda ; a:bool[2,3]. let b:bool[2] = {op}[axes=(1,)] a in (b,) }}")));
+    }
+    for op in ["argmax", "argmin"] {
+        u.push(row(NoDiff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,3]. let b:i32[2] = {op}[axes=(1,) index_dtype=int32] a in (b,) }}")));
+    }
+    for op in ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"] {
+        u.push(row(Diff, 0.5, 2.0, format!("{{ lambda ; a:f64[3,2]. let b:f64[3,2] = {op}[axis=0 reverse=False] a in (b,) }}")));
+        u.push(row(Diff, 0.5, 2.0, format!("{{ lambda ; a:f64[1,4]. let b:f64[1,4] = {op}[axis=1 reverse=True] a in (b,) }}")));
+    }
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3,2,4] b:f64[4,5,2]. let c:f64[2,3,5] = dot_general[dimension_numbers=(([2], [0]), ([1], [2]))] a b in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[] = dot_general[dimension_numbers=(([0], [0]), ([], []))] a b in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,9,3] b:f64[3,3,4]. let c:f64[2,4,4] = conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 2, 1), rhs_spec=(2, 1, 0), out_spec=(0, 2, 1)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(2,)] a b in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,3]. let c:f64[4,3] = sort[dimension=0 is_stable=True num_keys=1] a in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[5] b:f64[5]. let c:f64[5] d:f64[5] = sort[dimension=0 is_stable=True num_keys=1] a b in (c, d) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,4]. let b:f64[2,3] c:i32[2,3] = top_k[axis=1 k=3] a in (b, c) }"));
+    // Control flow and calls.
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; p:i32[] a:f64[2,3]. let e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f; h:f64[2,3] = mul g 2.0:f64[] in (h,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) })] p a in (e,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,2] c:f64[4,2]. let b:f64[2,2] d:f64[4,2,2] = scan[jaxpr={ lambda ; d:f64[2,2] x:f64[2]. let e:f64[2,2] = mul d x; f:f64[2,2] = sin e in (f, d) } length=4 num_carry=1 num_consts=0 reverse=False unroll=1] a c in (b, d) }"));
+    u.push(row(FwdOnly("Reverse-mode differentiation does not work for lax.while_loop"), -2.0, 2.0, "{ lambda ; a:f64[3]. let b:i32[] c:f64[3] = while[body_jaxpr={ lambda ; d:i32[] e:f64[3]. let f:i32[] = add d 1:i32[]; g:f64[3] = mul e 0.9:f64[]; h:f64[3] = sin g in (f, h) } body_nconsts=0 cond_jaxpr={ lambda ; i:i32[] j:f64[3]. let k:bool[] = lt i 3:i32[] in (k,) } cond_nconsts=0] 0:i32[] a in (c, b) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = jit[name=f jaxpr={ lambda ; a:f64[2,3]. let b:f64[2,3] = tanh a in (b,) }] a in (b,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = custom_jvp_call[name=softplus call_jaxpr={ lambda ; c:f64[2,3]. let d:f64[2,3] = exp c; e:f64[2,3] = log1p d in (e,) } jvp=<lambda> symbolic_zeros=False] a in (b,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4]. let b:f64[4] = custom_vjp_call[name=f bwd=_bwd call_jaxpr={ lambda ; c:f64[4]. let d:f64[4] = sin c in (d,) } fwd=_fwd symbolic_zeros=False] a in (b,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[3,3]. let c:f64[2,3] = remat2[differentiated=False jaxpr={ lambda ; d:f64[2,3] e:f64[3,3]. let f:f64[2,3] = dot_general[dimension_numbers=(([1], [0]), ([], []))] d e; g:f64[2,3] = tanh f in (g,) } policy=None prevent_cse=True] a b in (c,) }"));
+    r
+}
+
+/// Primitive names from `Primitive::name` and the op enums' `name`s: the
+/// string arms of their exhaustive matches.
+fn all_names() -> BTreeSet<String> {
+    let src = include_str!("../../ir/src/primitive/mod.rs");
+    let start = src.find("impl UnaryOp").expect("UnaryOp::name");
+    let mut names = BTreeSet::new();
+    for part in src[start..].split("=> \"").skip(1) {
+        let name = &part[..part.find('"').expect("closing quote")];
+        names.insert(name.to_string());
+    }
+    names
+}
+
+fn eqn_names(j: &Jaxpr, out: &mut BTreeSet<String>) {
+    for e in &j.eqns {
+        out.insert(e.primitive.name().to_string());
+    }
+}
+
+// ---- host helpers --------------------------------------------------------
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
+    }
+}
+
+fn random(dt: DType, shape: &[usize], lo: f64, hi: f64, rng: &mut Rng) -> HostArray {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            if dt.is_float() {
+                lo + (hi - lo) * rng.next()
+            } else if dt == DType::Bool {
+                (rng.next() < 0.5) as i32 as f64
+            } else {
+                // Index-like and int operands: small, mostly in range.
+                (rng.next() * 4.0).floor()
+            }
+        })
+        .collect();
+    HostArray::from_f64(dt, shape, &v).unwrap()
+}
+
+fn host(x: &Array) -> HostArray {
+    x.try_to_host("test").unwrap()
+}
+
+fn f64s(x: &Array) -> Vec<f64> {
+    host(x).to_f64_vec()
+}
+
+fn arr(h: &HostArray) -> Array {
+    Array::from_host(h.clone())
+}
+
+fn axpy(x: &HostArray, t: &HostArray, e: f64) -> HostArray {
+    let v: Vec<f64> = x
+        .to_f64_vec()
+        .iter()
+        .zip(t.to_f64_vec())
+        .map(|(a, b)| a + e * b)
+        .collect();
+    HostArray::from_f64(x.dtype(), x.shape(), &v).unwrap()
+}
+
+fn close(a: &[f64], b: &[f64], tol: f64, what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths {a:?} vs {b:?}");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let ok = (x - y).abs() <= tol * (1.0 + y.abs()) || (x.is_nan() && y.is_nan());
+        assert!(ok, "{what}[{i}]: {x} vs {y}\n got {a:?}\nwant {b:?}");
+    }
+}
+
+/// `xs` stacked along a new axis `axis`.
+fn stack(xs: &[HostArray], axis: usize) -> HostArray {
+    let s = xs[0].shape().to_vec();
+    let outer: usize = s[..axis].iter().product();
+    let inner: usize = s[axis..].iter().product();
+    let vals: Vec<Vec<f64>> = xs.iter().map(HostArray::to_f64_vec).collect();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for v in &vals {
+            out.extend_from_slice(&v[o * inner..(o + 1) * inner]);
+        }
+    }
+    let mut shape = s;
+    shape.insert(axis, xs.len());
+    HostArray::from_f64(xs[0].dtype(), &shape, &out).unwrap()
+}
+
+/// Element `i` along `axis`.
+fn take(x: &HostArray, axis: usize, i: usize) -> Vec<f64> {
+    let s = x.shape();
+    let outer: usize = s[..axis].iter().product();
+    let inner: usize = s[axis + 1..].iter().product();
+    let v = x.to_f64_vec();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        let base = (o * s[axis] + i) * inner;
+        out.extend_from_slice(&v[base..base + inner]);
+    }
+    out
+}
+
+// ---- checks ----------------------------------------------------------------
+
+struct Inst {
+    closed: ClosedJaxpr,
+    x: Vec<HostArray>,
+}
+
+fn instance(r: &Row, seed: u64) -> Inst {
+    let j = parse_jaxpr(&r.text).unwrap_or_else(|e| panic!("{e}\n{}", r.text));
+    let mut rng = Rng(seed);
+    let x = j
+        .invars
+        .iter()
+        .map(|v| {
+            let a = j.aval(*v).array();
+            let s: Vec<usize> = a.shape.iter().map(|d| d.as_const().unwrap()).collect();
+            random(a.dtype, &s, r.lo, r.hi, &mut rng)
+        })
+        .collect();
+    Inst {
+        closed: ClosedJaxpr::without_consts(j),
+        x,
+    }
+}
+
+fn eval(c: &ClosedJaxpr, x: &[HostArray]) -> Vec<HostArray> {
+    let a: Vec<Array> = x.iter().map(arr).collect();
+    eval_closed_jaxpr(c, &a)
+        .unwrap()
+        .iter()
+        .map(host)
+        .collect()
+}
+
+fn jvp(inst: &Inst, rng: &mut Rng) -> Result<(Vec<HostArray>, Vec<Option<Vec<f64>>>, Vec<HostArray>), Error> {
+    let t: Vec<HostArray> = inst
+        .x
+        .iter()
+        .map(|x| random(x.dtype(), x.shape(), -1.0, 1.0, rng))
+        .collect();
+    let prim: Vec<Array> = inst.x.iter().map(arr).collect();
+    let tan: Vec<Option<Array>> = t
+        .iter()
+        .map(|t| t.dtype().is_float().then(|| arr(t)))
+        .collect();
+    let c = &inst.closed;
+    let (p, tout) = jvp_flat(|ins| eval_closed_jaxpr(c, &ins), &prim, &tan)?;
+    Ok((
+        p.iter().map(host).collect(),
+        tout.iter().map(|t| t.as_ref().map(f64s)).collect(),
+        t,
+    ))
+}
+
+fn check_jvp(inst: &Inst, rng: &mut Rng, zero: bool, what: &str) {
+    let (p, tout, t) = jvp(inst, rng).unwrap_or_else(|e| panic!("{what}: jvp: {e}"));
+    let want = eval(&inst.closed, &inst.x);
+    for (g, w) in p.iter().zip(&want) {
+        close(&g.to_f64_vec(), &w.to_f64_vec(), 1e-12, &format!("{what}: primal"));
+    }
+    let eps = 1e-6;
+    let shift = |e: f64| -> Vec<HostArray> {
+        inst.x
+            .iter()
+            .zip(&t)
+            .map(|(x, t)| if x.dtype().is_float() { axpy(x, t, e) } else { x.clone() })
+            .collect()
+    };
+    let plus = eval(&inst.closed, &shift(eps));
+    let minus = eval(&inst.closed, &shift(-eps));
+    for (k, tk) in tout.iter().enumerate() {
+        let fd: Vec<f64> = if want[k].dtype().is_float() {
+            plus[k]
+                .to_f64_vec()
+                .iter()
+                .zip(minus[k].to_f64_vec())
+                .map(|(a, b)| (a - b) / (2.0 * eps))
+                .collect()
+        } else {
+            vec![0.0; want[k].len()]
+        };
+        let got = tk.clone().unwrap_or_else(|| vec![0.0; want[k].len()]);
+        if zero {
+            close(&got, &vec![0.0; got.len()], 0.0, &format!("{what}: zero tangent {k}"));
+        } else {
+            close(&got, &fd, 1e-5, &format!("{what}: tangent {k} vs central differences"));
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn check_transpose(inst: &Inst, rng: &mut Rng, what: &str) -> Result<(), Error> {
+    let prim: Vec<Array> = inst.x.iter().map(arr).collect();
+    let c = &inst.closed;
+    let lin = linearize_flat(|ins| eval_closed_jaxpr(c, &ins), &prim)?;
+    let ts: Vec<HostArray> = inst
+        .x
+        .iter()
+        .filter(|x| x.dtype().is_float())
+        .map(|x| random(x.dtype(), x.shape(), -1.0, 1.0, rng))
+        .collect();
+    let jt = lin.jvp(&ts.iter().map(arr).collect::<Vec<_>>())?;
+    let cts: Vec<HostArray> = jt
+        .iter()
+        .map(|y| {
+            let h = host(y);
+            random(h.dtype(), h.shape(), -1.0, 1.0, rng)
+        })
+        .collect();
+    let jtc = lin.vjp(&cts.iter().map(arr).collect::<Vec<_>>())?;
+    let mut lhs = 0.0;
+    for (ct, y) in cts.iter().zip(&jt) {
+        if ct.dtype().is_float() {
+            lhs += dot(&ct.to_f64_vec(), &f64s(y));
+        }
+    }
+    let mut rhs = 0.0;
+    let mut ti = ts.iter();
+    for (x, g) in inst.x.iter().zip(&jtc) {
+        if x.dtype().is_float() {
+            rhs += dot(&ti.next().unwrap().to_f64_vec(), &f64s(g));
+        }
+    }
+    close(&[lhs], &[rhs], 1e-9, &format!("{what}: <ct, J t> vs <J^T ct, t>"));
+    Ok(())
+}
+
+fn check_vmap(r: &Row, seed: u64, what: &str) {
+    let n = 2;
+    let insts: Vec<Inst> = (0..n).map(|b| instance(r, seed + 1000 * b as u64)).collect();
+    let c = &insts[0].closed;
+    let nin = insts[0].x.len();
+    let per_b: Vec<Vec<HostArray>> = insts.iter().map(|i| eval(c, &i.x)).collect();
+    // Batch dims: all at 0; all last; the first absent (then shared by every
+    // element) and the rest at 0; the first last and the rest absent.
+    let configs: Vec<Vec<Option<usize>>> = vec![
+        insts[0].x.iter().map(|_| Some(0)).collect(),
+        insts[0].x.iter().map(|x| Some(x.ndim())).collect(),
+        (0..nin).map(|i| (i > 0).then_some(0)).collect(),
+        insts[0]
+            .x
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (i == 0).then_some(x.ndim()))
+            .collect(),
+    ];
+    for dims in configs {
+        if dims.iter().all(Option::is_none) {
+            continue;
+        }
+        let args: Vec<Array> = (0..nin)
+            .map(|k| match dims[k] {
+                Some(ax) => arr(&stack(
+                    &insts.iter().map(|i| i.x[k].clone()).collect::<Vec<_>>(),
+                    ax,
+                )),
+                None => arr(&insts[0].x[k]),
+            })
+            .collect();
+        let outs = batch_flat(|ins| eval_closed_jaxpr(c, &ins), &args, &dims, n, None)
+            .unwrap_or_else(|e| panic!("{what}: vmap {dims:?}: {e}"));
+        for b in 0..n {
+            // The loop's unbatched call for element b.
+            let xb: Vec<HostArray> = (0..nin)
+                .map(|k| if dims[k].is_some() { insts[b].x[k].clone() } else { insts[0].x[k].clone() })
+                .collect();
+            let want = if dims.iter().all(Option::is_some) { per_b[b].clone() } else { eval(c, &xb) };
+            for (k, (o, d)) in outs.iter().enumerate() {
+                let got = match d {
+                    Some(ax) => take(&host(o), *ax, b),
+                    None => f64s(o),
+                };
+                close(&got, &want[k].to_f64_vec(), 1e-12, &format!("{what}: vmap {dims:?} out {k} elt {b}"));
+            }
+        }
+    }
+}
+
+fn is_unsupported(e: &Error) -> bool {
+    matches!(e, Error::Unsupported(_)) || e.to_string().contains("not supported")
+}
+
+fn check_row(r: &Row, i: usize) {
+    let what = format!("row {i} ({:?}) {}", r.kind, r.text);
+    let seed = 1 + 7919 * i as u64;
+    let inst = instance(r, seed);
+    let mut rng = Rng(seed ^ 0x5555);
+    match r.kind {
+        Kind::Diff => {
+            check_jvp(&inst, &mut rng, false, &what);
+            check_transpose(&inst, &mut rng, &what)
+                .unwrap_or_else(|e| panic!("{what}: transpose: {e}"));
+            check_vmap(r, seed, &what);
+        }
+        Kind::FwdOnly(why) => {
+            check_jvp(&inst, &mut rng, false, &what);
+            let e = check_transpose(&inst, &mut rng, &what).expect_err(&what);
+            assert!(is_unsupported(&e) && e.to_string().contains(why), "{what}: {e}");
+            check_vmap(r, seed, &what);
+        }
+        Kind::NoDiff => {
+            check_jvp(&inst, &mut rng, true, &what);
+            check_vmap(r, seed, &what);
+        }
+        Kind::NoJvp(_) => {
+            let e = jvp(&inst, &mut rng).err().unwrap_or_else(|| panic!("{what}: jvp should fail"));
+            assert!(is_unsupported(&e), "{what}: {e}");
+            assert!(e.to_string().contains(inst.closed.jaxpr.eqns[0].primitive.name()), "{what}: {e}");
+            check_vmap(r, seed, &what);
+        }
+        Kind::Kernel(_) => unreachable!("kernel rows are checked by `kernel_rows`"),
+    }
+}
+
+#[test]
+fn every_row() {
+    let rows = table();
+    let mut failures = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Err(e) = std::panic::catch_unwind(|| check_row(r, i)) {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(msg);
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} rows failed:\n{}", failures.len(), rows.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn table_covers_every_primitive() {
+    let mut covered = BTreeSet::new();
+    for r in table() {
+        let j = parse_jaxpr(&r.text).unwrap_or_else(|e| panic!("{e}\n{}", r.text));
+        eqn_names(&j, &mut covered);
+    }
+    for (_, text) in KERNEL_ROWS {
+        eqn_names(&parse_jaxpr(text).unwrap(), &mut covered);
+    }
+    let all = all_names();
+    let missing: Vec<&String> = all.difference(&covered).collect();
+    assert!(missing.is_empty(), "primitives without a table row: {missing:?}");
+    assert!(all.len() >= 110, "{} names read from Primitive::name", all.len());
+}
+
+/// Kernel-only primitives: they read program ids or write through `Ref`s
+/// inside Pallas kernels, and JAX differentiates and batches `pallas_call`
+/// / `for_loop` as a whole, which jaxon does not.
+const KERNEL_ROWS: &[(&str, &str)] = &[];
+
+#[test]
+fn kernel_rows() {}
