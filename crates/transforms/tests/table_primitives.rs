@@ -475,10 +475,10 @@ fn eval(c: &ClosedJaxpr, x: &[HostArray]) -> Vec<HostArray> {
     eval_closed_jaxpr(c, &a).unwrap().iter().map(host).collect()
 }
 
-fn jvp(
-    inst: &Inst,
-    rng: &mut Rng,
-) -> Result<(Vec<HostArray>, Vec<Option<Vec<f64>>>, Vec<HostArray>), Error> {
+/// Primal outputs, tangent outputs (`None`: zero) and the input tangents.
+type JvpOut = (Vec<HostArray>, Vec<Option<Vec<f64>>>, Vec<HostArray>);
+
+fn jvp(inst: &Inst, rng: &mut Rng) -> Result<JvpOut, Error> {
     let t: Vec<HostArray> = inst
         .x
         .iter()
@@ -697,10 +697,10 @@ fn check_row(r: &Row, i: usize) {
             check_jvp(&inst, &mut rng, true, &what);
             check_vmap(r, seed, &what);
         }
-        Kind::NoJvp(_) => {
+        Kind::NoJvp(why) => {
             let e = jvp(&inst, &mut rng)
                 .err()
-                .unwrap_or_else(|| panic!("{what}: jvp should fail"));
+                .unwrap_or_else(|| panic!("{what}: jvp should fail ({why})"));
             assert!(is_unsupported(&e), "{what}: {e}");
             assert!(
                 e.to_string()
