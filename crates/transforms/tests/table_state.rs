@@ -7,7 +7,7 @@ use jaxon_ir::primitive::IndexEntry;
 use jaxon_ir::{ClosedJaxpr, Primitive};
 use jaxon_transforms::batch::batch_jaxpr;
 use jaxon_transforms::jvp_jaxpr;
-use table_kit::{check_all_vmaps, check_jvp, parse};
+use table_kit::{check_all_vmaps, check_jvp, check_vmap_axes, parse};
 
 const GETS: &[&str] = &[
     "{ lambda ; a:Ref<default>{f64[3,4]}. let b:f64[3,4] <- a[...] in (b,) }",
@@ -77,4 +77,28 @@ fn tangent_written_into_ref_without_tangent_is_rejected() {
     let closed = ClosedJaxpr::without_consts(j);
     let e = jvp_jaxpr(&closed, &[false, true], &[true]).unwrap_err();
     assert!(e.to_string().contains("without a tangent Ref"), "{e}");
+}
+
+/// Refs batched at their last axis (or a middle one), values and indices
+/// batched at theirs or not.
+#[test]
+fn vmap_with_batch_dims_off_the_front() {
+    for (i, text) in GETS.iter().chain(WRITES).enumerate() {
+        let j = parse(text);
+        let n = j.invars.len();
+        let last: Vec<Option<usize>> = j
+            .invars
+            .iter()
+            .map(|v| Some(j.aval(*v).array().shape.len()))
+            .collect();
+        check_vmap_axes(&j, &last, 500 + i as u64);
+        // Ref at its last axis, the rest absent.
+        let mut first_only = vec![None; n];
+        first_only[0] = last[0];
+        check_vmap_axes(&j, &first_only, 600 + i as u64);
+        // Ref at axis 0, other inputs at their last axis.
+        let mut mixed = last.clone();
+        mixed[0] = Some(0);
+        check_vmap_axes(&j, &mixed, 700 + i as u64);
+    }
 }

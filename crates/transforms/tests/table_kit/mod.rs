@@ -282,3 +282,141 @@ pub fn parse(text: &str) -> Jaxpr {
     }
     j
 }
+
+/// Element `i` along `axis`.
+fn take_axis(x: &[f64], shape: &[usize], axis: usize, i: usize) -> Vec<f64> {
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        let base = (o * shape[axis] + i) * inner;
+        out.extend_from_slice(&x[base..base + inner]);
+    }
+    out
+}
+
+/// vmap with each input batched along `axes[k]` (`None`: shared), refs
+/// included, staged with `batch_flat` and run by the interpreter, against a
+/// loop of unbatched runs. Refs must be batched (writes) or only read.
+pub fn check_vmap_axes(j: &Jaxpr, axes: &[Option<usize>], seed: u64) {
+    use jaxon_trace::stage::{close as close_staged, trace_flat, StageMode};
+    let b = 2;
+    let mut rng = Rng(seed);
+    let avals: Vec<Aval> = j.invars.iter().map(|v| j.aval(*v).clone()).collect();
+    let closed = ClosedJaxpr::without_consts(j.clone());
+    // Per-element inputs, then the batched ones assembled from them.
+    let per: Vec<Vec<HostArray>> = (0..b)
+        .map(|_| avals.iter().map(|a| random(a, None, &mut rng)).collect())
+        .collect();
+    let mut bavals = avals.clone();
+    let mut args = Vec::new();
+    for (k, a) in avals.iter().enumerate() {
+        match axes[k] {
+            None => args.push(per[0][k].clone()),
+            Some(ax) => {
+                let s = shape_of(a);
+                let inner: usize = s[ax..].iter().product();
+                let outer: usize = s[..ax].iter().product();
+                let mut v = Vec::new();
+                for o in 0..outer {
+                    for p in &per {
+                        v.extend_from_slice(&p[k].to_f64_vec()[o * inner..(o + 1) * inner]);
+                    }
+                }
+                let mut bs = s.clone();
+                bs.insert(ax, b);
+                args.push(HostArray::from_f64(a.array().dtype, &bs, &v).unwrap());
+                let shape = match &mut bavals[k] {
+                    Aval::Array(x) => &mut x.shape,
+                    Aval::Ref(r) => &mut r.inner.shape,
+                };
+                shape.insert(ax, jaxon_ir::Dim::Const(b));
+            }
+        }
+    }
+    let mut out_dims = Vec::new();
+    let staged = trace_flat(StageMode::Base, &bavals, |ins| {
+        let outs = jaxon_transforms::batch::batch_flat(
+            |xs| jaxon_trace::interpret::eval_closed_jaxpr(&closed, &xs),
+            &ins,
+            axes,
+            b,
+            None,
+        )?;
+        Ok(outs
+            .into_iter()
+            .map(|(v, d)| {
+                out_dims.push(d);
+                v
+            })
+            .collect())
+    })
+    .unwrap_or_else(|e| panic!("vmap {axes:?}: {e}"));
+    let bj = close_staged(staged).unwrap();
+    let got = run(&bj.jaxpr, &bj.consts, &args);
+    let n_out = j.outvars.len();
+    let mut shared: Vec<HostArray> = per[0].clone();
+    for (i, p) in per.iter().enumerate() {
+        let xi: Vec<HostArray> = (0..avals.len())
+            .map(|k| {
+                if axes[k].is_some() {
+                    p[k].clone()
+                } else {
+                    shared[k].clone()
+                }
+            })
+            .collect();
+        let vals: Vec<Value> = xi
+            .iter()
+            .zip(&avals)
+            .map(|(x, a)| {
+                if is_ref(a) {
+                    Value::new_ref(x.clone())
+                } else {
+                    Value::Array(x.clone())
+                }
+            })
+            .collect();
+        let outs = eval_jaxpr(j, &[], &vals).unwrap();
+        for (k, o) in outs.into_iter().enumerate() {
+            let Value::Array(o) = o else {
+                panic!("ref output")
+            };
+            let mut sh = o.shape().to_vec();
+            let g = match out_dims[k] {
+                Some(d) => {
+                    sh.insert(d, b);
+                    take_axis(&got[k], &sh, d, i)
+                }
+                None => got[k].clone(),
+            };
+            close(
+                &g,
+                &o.to_f64_vec(),
+                1e-12,
+                &format!("vmap {axes:?} out {k} elt {i}"),
+            );
+        }
+        let mut r = 0;
+        for (k, v) in vals.iter().enumerate() {
+            if let Value::Ref(rf) = v {
+                let now = rf.lock().unwrap().clone();
+                match axes[k] {
+                    Some(ax) => {
+                        let mut sh = now.shape().to_vec();
+                        sh.insert(ax, b);
+                        let g = take_axis(&got[n_out + r], &sh, ax, i);
+                        close(
+                            &g,
+                            &now.to_f64_vec(),
+                            1e-12,
+                            &format!("vmap {axes:?} ref {k} elt {i}"),
+                        );
+                    }
+                    None => shared[k] = now,
+                }
+                r += 1;
+            }
+        }
+    }
+}
