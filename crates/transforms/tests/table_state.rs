@@ -19,6 +19,7 @@ const GETS: &[&str] = &[
     "{ lambda ; a:Ref<default>{f64[3,4,2]} c:i32[] d:i32[]. let b:f64[4] <- a[c,:,d] in (b,) }",
     "{ lambda ; a:Ref<default>{f64[1]}. let b:f64[] <- a[0] in (b,) }",
     "{ lambda ; a:Ref<default>{f64[]}. let b:f64[] <- a[...] in (b,) }",
+    "{ lambda ; a:Ref<default>{f64[3,4]}. let b:f64[2] <- a[1:3,:][:,2] in (b,) }",
 ];
 
 #[test]
@@ -37,6 +38,7 @@ const WRITES: &[&str] = &[
     "{ lambda ; a:Ref<default>{f64[3,4]} c:i32[] v:f64[2,4]. let a[c:c+2,:] += v in () }",
     "{ lambda ; a:Ref<default>{f64[3,4,2]} c:i32[] d:i32[] v:f64[4]. let a[c,:,d] += v; b:f64[4], a[d,:,c] <- a[d,:,c], v in (b,) }",
     "{ lambda ; a:Ref<default>{f64[]} v:f64[]. let a[...] += v; b:f64[] <- a[...] in (b,) }",
+    "{ lambda ; a:Ref<default>{f64[3,4]} v:f64[4]. let b:f64[4], a[1:3,:][1] <- a[1:3,:][1], v; a[0:2,:][0] += b in (b,) }",
 ];
 
 #[test]

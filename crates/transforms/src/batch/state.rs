@@ -76,6 +76,81 @@ fn broadcast_shapes(p: &Primitive, shapes: &[Vec<usize>]) -> Result<Vec<usize>> 
     Ok(out)
 }
 
+/// The result axis of the slice entry `j` of `entries` (NumPy layout:
+/// integer-index dimensions stay in place when adjacent, else go first).
+fn slice_out_axis(entries: &[IndexEntry], x: &[Array], j: usize) -> usize {
+    let mut int_pos = Vec::new();
+    let mut block_rank = 0;
+    for (i, e) in entries.iter().enumerate() {
+        match e {
+            IndexEntry::Slice { .. } => {}
+            IndexEntry::Int(_) => int_pos.push(i),
+            IndexEntry::Array(k) => {
+                int_pos.push(i);
+                block_rank = block_rank.max(x.get(*k).map_or(0, Array::ndim));
+            }
+        }
+    }
+    let before = entries[..j]
+        .iter()
+        .filter(|e| matches!(e, IndexEntry::Slice { .. }))
+        .count();
+    let contiguous = int_pos.windows(2).all(|w| w[1] == w[0] + 1);
+    let block_at = match int_pos.first() {
+        Some(&f) if contiguous => f,
+        _ => 0,
+    };
+    if int_pos.is_empty() || before < block_at {
+        before
+    } else {
+        before + block_rank
+    }
+}
+
+/// The common case of a batched ref with unbatched indices: a full slice
+/// over the batch dimension joins each indexer, and the batch dimension
+/// moves to wherever that slice lands in the result.
+fn batched_ref_only(
+    op: StateOp,
+    indexers: &[Indexer],
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    rd: usize,
+    k_val: usize,
+) -> Result<Outs> {
+    let mut q = rd;
+    let mut new = Vec::with_capacity(indexers.len());
+    for ix in indexers {
+        let mut entries = ix.entries.clone();
+        entries.insert(
+            q.min(entries.len()),
+            IndexEntry::Slice {
+                start: IndexValue::Static(0),
+                size: n,
+                stride: 1,
+            },
+        );
+        q = slice_out_axis(&entries, x, q);
+        new.push(Indexer { entries });
+    }
+    let mut ops = x[..k_val].to_vec();
+    let q_prim = match op {
+        StateOp::Get => Primitive::Get { indexers: new },
+        StateOp::Swap => Primitive::Swap { indexers: new },
+        StateOp::AddUpdate => Primitive::AddUpdate { indexers: new },
+    };
+    if op != StateOp::Get {
+        let v = x
+            .get(k_val)
+            .ok_or_else(|| unsupported(&q_prim, "missing value operand"))?;
+        ops.push(super::move_bdim(v, d[k_val], q, n)?);
+    }
+    let outs = bind(&q_prim, &ops)?;
+    let dims = vec![Some(q); outs.len()];
+    Ok((outs, dims))
+}
+
 /// The batching rule of `get` / `swap` / `addupdate` (`x[0]` is the ref).
 pub(crate) fn batch_state(
     op: StateOp,
@@ -87,6 +162,11 @@ pub(crate) fn batch_state(
 ) -> Result<Outs> {
     let k_val = crate::jvp::state::value_pos(indexers);
     let rd = d[0];
+    if let Some(r) = rd {
+        if d[1..k_val.min(d.len())].iter().all(Option::is_none) {
+            return batched_ref_only(op, indexers, x, d, n, r, k_val);
+        }
+    }
     if rd.is_none() && op != StateOp::Get {
         return Err(unsupported(
             p,
