@@ -6,6 +6,8 @@
 // Each test crate that includes this kit uses only part of it.
 #![allow(dead_code)]
 
+pub mod eager;
+
 use jaxon_ir::interp::{eval_jaxpr, Value};
 use jaxon_ir::primitive::{IndexEntry, IndexValue};
 use jaxon_ir::{parse_jaxpr, Aval, ClosedJaxpr, HostArray, Jaxpr, Primitive};
