@@ -13,6 +13,7 @@ mod control;
 mod index;
 mod linalg;
 mod rules;
+mod state;
 
 pub use api::{vmap, Axes, Vmap};
 pub use collectives::{all_gather, axis_index, pmax, pmean, psum};
@@ -192,11 +193,9 @@ pub fn batch_jaxpr(
         if *b {
             match &mut a {
                 Aval::Array(s) => s.shape.insert(0, jaxon_ir::Dim::Const(axis_size)),
-                Aval::Ref(_) => {
-                    return Err(Error::Unsupported(
-                        "batch_jaxpr: batched Ref inputs are not supported".into(),
-                    ))
-                }
+                // A batched Ref is batched along axis 0 of the referenced
+                // array; the state rules index it there.
+                Aval::Ref(r) => r.inner.shape.insert(0, jaxon_ir::Dim::Const(axis_size)),
             }
         }
         avals.push(a);

@@ -6,6 +6,7 @@
 //! primitive's axis params by one; elementwise ops keep it in place when
 //! every operand agrees.
 
+use super::state::{self, StateOp};
 use super::{control, index, linalg, to_front};
 use jaxon_ir::primitive::Ints;
 use jaxon_ir::Primitive;
@@ -205,10 +206,10 @@ pub(crate) fn batch_rule(
             control::call(p, x, d, n)
         }
         P::ForLoop { .. } => control::for_loop(p, x, d, n),
-        P::Get { .. }
-        | P::Swap { .. }
-        | P::AddUpdate { .. }
-        | P::Load { .. }
+        P::Get { indexers } => state::batch_state(StateOp::Get, indexers, p, x, d, n),
+        P::Swap { indexers } => state::batch_state(StateOp::Swap, indexers, p, x, d, n),
+        P::AddUpdate { indexers } => state::batch_state(StateOp::AddUpdate, indexers, p, x, d, n),
+        P::Load { .. }
         | P::Store { .. }
         | P::AtomicRmw { .. }
         | P::AtomicCas { .. }

@@ -7,6 +7,7 @@
 
 mod control;
 mod rules;
+pub(crate) mod state;
 
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};

@@ -5,13 +5,14 @@
 //! Invariant: rules only bind primitives (through `lax`), so they work on
 //! any trace below, eager or staged.
 
+use super::state::StateOp;
 use crate::util::{broadcast_operand, has_tangent, scalar_like, zeros_like};
 use jaxon_ir::primitive::{BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, lax, Array};
 
-type Outs = (Vec<Array>, Vec<Option<Array>>);
+pub(super) type Outs = (Vec<Array>, Vec<Option<Array>>);
 
 /// The jvp of `p` at primals `x` along tangents `t`.
 pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
@@ -139,10 +140,10 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         P::While { .. } => super::control::while_loop(p, x, t),
         P::Scan { .. } => super::control::scan(p, x, t),
         P::ForLoop { .. } => unsupported(p),
-        P::Get { .. }
-        | P::Swap { .. }
-        | P::AddUpdate { .. }
-        | P::Load { .. }
+        P::Get { indexers } => super::state::jvp_state(StateOp::Get, indexers, p, x, t),
+        P::Swap { indexers } => super::state::jvp_state(StateOp::Swap, indexers, p, x, t),
+        P::AddUpdate { indexers } => super::state::jvp_state(StateOp::AddUpdate, indexers, p, x, t),
+        P::Load { .. }
         | P::Store { .. }
         | P::AtomicRmw { .. }
         | P::AtomicCas { .. }

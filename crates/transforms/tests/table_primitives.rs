@@ -1,0 +1,597 @@
+//! The per-primitive table: every `Primitive` of `jaxon-ir` has rows here,
+//! and `table_covers_every_primitive` fails when one has none (the names are
+//! read from `Primitive::name`'s exhaustive `match`, so a new variant must
+//! be listed). Each row is a small jaxpr on random f64 inputs, checked by
+//! its kind: jvp against central differences, the transpose against the
+//! jvp by the dot-product test `<ct, J t> == <J^T ct, t>`, and vmap against
+//! a loop of unbatched calls with batch dims at 0, at the last axis and
+//! absent. Non-differentiable rows check zero tangents; unsupported rows
+//! check the `Unsupported` error and say why.
+
+mod table_kit;
+
+use table_kit::eager::{check_jvp, check_transpose, check_vmap, instance, jvp, Rng};
+
+use jaxon_ir::{parse_jaxpr, ClosedJaxpr, Jaxpr};
+use jaxon_trace::error::Error;
+use jaxon_transforms::batch::batch_jaxpr;
+use jaxon_transforms::jvp_jaxpr;
+use std::collections::BTreeSet;
+
+/// How a row is checked.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// jvp, transpose and vmap.
+    Diff,
+    /// jvp and vmap; reverse mode fails with `Unsupported` (the reason).
+    FwdOnly(&'static str),
+    /// Tangents are zero; vmap is checked.
+    NoDiff,
+    /// jvp fails with `Unsupported` (the reason); vmap is checked.
+    NoJvp(&'static str),
+}
+
+struct Row {
+    kind: Kind,
+    /// Range of float inputs.
+    lo: f64,
+    hi: f64,
+    text: String,
+}
+
+const SHAPES: [&str; 3] = ["", "1,3", "2,1,2"];
+
+fn row(kind: Kind, lo: f64, hi: f64, text: impl Into<String>) -> Row {
+    Row {
+        kind,
+        lo,
+        hi,
+        text: text.into(),
+    }
+}
+
+/// `op` on one input of type `ti` giving `to`, for every shape.
+fn unary(rows: &mut Vec<Row>, kind: Kind, op: &str, ti: &str, to: &str, lo: f64, hi: f64) {
+    for s in SHAPES {
+        rows.push(row(
+            kind,
+            lo,
+            hi,
+            format!("{{ lambda ; a:{ti}[{s}]. let b:{to}[{s}] = {op} a in (b,) }}"),
+        ));
+    }
+}
+
+fn binary(rows: &mut Vec<Row>, kind: Kind, op: &str, ti: &str, to: &str, lo: f64, hi: f64) {
+    for s in SHAPES {
+        rows.push(row(
+            kind,
+            lo,
+            hi,
+            format!("{{ lambda ; a:{ti}[{s}] b:{ti}[{s}]. let c:{to}[{s}] = {op} a b in (c,) }}"),
+        ));
+    }
+}
+
+fn table() -> Vec<Row> {
+    use Kind::*;
+    let mut r = Vec::new();
+    let u = &mut r;
+    for op in [
+        "neg", "exp", "exp2", "expm1", "tanh", "logistic", "sin", "cos", "atan", "sinh", "cosh",
+        "asinh", "erf", "erfc", "square", "copy", "abs",
+    ] {
+        unary(u, Diff, op, "f64", "f64", -1.5, 1.5);
+    }
+    unary(u, Diff, "tan", "f64", "f64", -1.0, 1.0);
+    for op in ["asin", "acos", "atanh", "erf_inv"] {
+        unary(u, Diff, op, "f64", "f64", -0.9, 0.9);
+    }
+    for op in ["log", "log1p", "sqrt", "rsqrt", "cbrt"] {
+        unary(u, Diff, op, "f64", "f64", 0.5, 2.0);
+    }
+    unary(u, Diff, "acosh", "f64", "f64", 1.5, 3.0);
+    unary(u, Diff, "integer_pow[y=3]", "f64", "f64", -1.5, 1.5);
+    unary(u, Diff, "integer_pow[y=-2]", "f64", "f64", 0.5, 2.0);
+    unary(
+        u,
+        Diff,
+        "reduce_precision[exponent_bits=11 mantissa_bits=52]",
+        "f64",
+        "f64",
+        -2.0,
+        2.0,
+    );
+    unary(
+        u,
+        Diff,
+        "convert_element_type[new_dtype=float64 weak_type=False]",
+        "f64",
+        "f64",
+        -2.0,
+        2.0,
+    );
+    unary(
+        u,
+        NoDiff,
+        "convert_element_type[new_dtype=int32 weak_type=False]",
+        "f64",
+        "i32",
+        -5.0,
+        5.0,
+    );
+    unary(
+        u,
+        NoDiff,
+        "bitcast_convert_type[new_dtype=int64]",
+        "f64",
+        "i64",
+        -2.0,
+        2.0,
+    );
+    for op in [
+        "sign",
+        "floor",
+        "ceil",
+        "round[rounding_method=1]",
+        "stop_gradient",
+    ] {
+        unary(u, NoDiff, op, "f64", "f64", -3.0, 3.0);
+    }
+    unary(u, NoDiff, "is_finite", "f64", "bool", -3.0, 3.0);
+    unary(u, NoDiff, "not", "i32", "i32", -3.0, 3.0);
+    unary(u, NoDiff, "neg", "i32", "i32", -3.0, 3.0);
+    for op in ["add", "sub", "mul", "max", "min", "atan2", "add_any"] {
+        binary(u, Diff, op, "f64", "f64", -2.0, 2.0);
+    }
+    for op in ["div", "pow", "rem"] {
+        binary(u, Diff, op, "f64", "f64", 0.5, 2.0);
+    }
+    // JAX gives nextafter no jvp rule; jaxon treats it as piecewise
+    // constant (zero tangent), like the comparisons.
+    binary(u, NoDiff, "nextafter", "f64", "f64", -2.0, 2.0);
+    for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
+        binary(u, NoDiff, op, "f64", "bool", -2.0, 2.0);
+    }
+    for op in [
+        "and",
+        "or",
+        "xor",
+        "shift_left",
+        "shift_right_arithmetic",
+        "shift_right_logical",
+        "add",
+        "rem",
+    ] {
+        binary(u, NoDiff, op, "i32", "i32", 1.0, 5.0);
+    }
+    for s in SHAPES {
+        u.push(row(Diff, -2.0, 2.0, format!(
+            "{{ lambda ; p:bool[{s}] a:f64[{s}] b:f64[{s}]. let c:f64[{s}] = select_n p a b in (c,) }}"
+        )));
+        u.push(row(Diff, -2.0, 2.0, format!(
+            "{{ lambda ; p:i32[{s}] a:f64[{s}] b:f64[{s}] d:f64[{s}]. let c:f64[{s}] = select_n p a b d in (c,) }}"
+        )));
+        // `lo <= hi`, as clamp requires for a meaningful derivative.
+        u.push(row(Diff, -2.0, 2.0, format!(
+            "{{ lambda ; l:f64[{s}] a:f64[{s}]. let h:f64[{s}] = add l 2.0:f64[]; c:f64[{s}] = clamp l a h in (c,) }}"
+        )));
+        u.push(row(
+            Diff,
+            -2.0,
+            2.0,
+            format!(
+                "{{ lambda ; a:f64[{s}]. let c:f64[{s}] = clamp -0.5:f64[] a 0.7:f64[] in (c,) }}"
+            ),
+        ));
+    }
+    let shape_ops = [
+        "{ lambda ; a:f64[3]. let b:f64[2,3,1] = broadcast_in_dim[broadcast_dimensions=(1,)] a in (b,) }",
+        "{ lambda ; a:f64[]. let b:f64[2] = broadcast_in_dim[broadcast_dimensions=()] a in (b,) }",
+        "{ lambda ; a:f64[2,3]. let b:f64[3,1,2] = reshape[new_sizes=(3, 1, 2) dimensions=None] a in (b,) }",
+        "{ lambda ; a:f64[1]. let b:f64[] = reshape[new_sizes=() dimensions=None] a in (b,) }",
+        "{ lambda ; a:f64[2,3,1]. let b:f64[1,2,3] = transpose[permutation=(2, 0, 1)] a in (b,) }",
+        "{ lambda ; a:f64[1,3,1]. let b:f64[3] = squeeze[dimensions=(0, 2)] a in (b,) }",
+        "{ lambda ; a:f64[2,3]. let b:f64[2,3] = rev[dimensions=(1,)] a in (b,) }",
+        "{ lambda ; a:f64[3,4] v:f64[]. let b:f64[7,5] = pad[padding_config=((1, -1, 2), (-1, 2, 0))] a v in (b,) }",
+        "{ lambda ; a:f64[2,3] b:f64[1,3]. let c:f64[3,3] = concatenate[dimension=0] a b in (c,) }",
+        "{ lambda ; a:f64[2,3,4]. let b:f64[2,2,4] = slice[limit_indices=(2, 3, 4) start_indices=(0, 0, 0) strides=(1, 2, 1)] a in (b,) }",
+        "{ lambda ; a:f64[5] i:i32[]. let b:f64[2] = dynamic_slice[slice_sizes=(2,)] a i in (b,) }",
+        "{ lambda ; a:f64[4,3] i:i32[] j:i32[]. let b:f64[2,1] = dynamic_slice[slice_sizes=(2, 1)] a i j in (b,) }",
+        "{ lambda ; a:f64[4,3] u:f64[2,1] i:i32[] j:i32[]. let b:f64[4,3] = dynamic_update_slice a u i j in (b,) }",
+        "{ lambda ; a:f64[2,5]. let b:f64[2,1] c:f64[2,2] d:f64[2,2] = split[axis=1 sizes=(1, 2, 2)] a in (b, c, d) }",
+        "{ lambda ; a:f64[2,1]. let b:f64[4,3] = tile[reps=(2, 3)] a in (b,) }",
+        "{ lambda ; a:f64[2] b:f64[2]. let c:f64[2,2] = stack[axis=1] a b in (c,) }",
+        "{ lambda ; a:f64[3,6] b:i32[2,2,1]. let g:f64[3,2,2] = gather[dimension_numbers=GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,), start_index_map=(1,), operand_batching_dims=(), start_indices_batching_dims=()) fill_value=None indices_are_sorted=False mode=GatherScatterMode.CLIP slice_sizes=(3, 1) unique_indices=False] a b in (g,) }",
+    ];
+    for t in shape_ops {
+        u.push(row(Diff, -2.0, 2.0, t));
+    }
+    let scatter = |kind: &str, body: &str| {
+        format!(
+            "{{ lambda ; a:f64[5] b:i32[3,1] c:f64[3]. let h:f64[5] = {kind}[dimension_numbers=ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()) indices_are_sorted=False mode=GatherScatterMode.CLIP unique_indices=False update_consts=() update_jaxpr={body}] a b c in (h,) }}"
+        )
+    };
+    u.push(row(
+        Diff,
+        -2.0,
+        2.0,
+        scatter(
+            "scatter-add",
+            "{ lambda ; i:f64[] j:f64[]. let k:f64[] = add i j in (k,) }",
+        ),
+    ));
+    u.push(row(
+        FwdOnly("scatter transpose is only implemented where unique_indices=True"),
+        -2.0,
+        2.0,
+        scatter("scatter", "None"),
+    ));
+    let why_scatter = "the derivative depends on which update wins at repeated indices";
+    u.push(row(
+        NoJvp(why_scatter),
+        -2.0,
+        2.0,
+        scatter(
+            "scatter-mul",
+            "{ lambda ; i:f64[] j:f64[]. let k:f64[] = mul i j in (k,) }",
+        ),
+    ));
+    u.push(row(
+        NoJvp(why_scatter),
+        -2.0,
+        2.0,
+        scatter(
+            "scatter-min",
+            "{ lambda ; i:f64[] j:f64[]. let k:f64[] = min i j in (k,) }",
+        ),
+    ));
+    u.push(row(
+        NoJvp(why_scatter),
+        -2.0,
+        2.0,
+        scatter(
+            "scatter-max",
+            "{ lambda ; i:f64[] j:f64[]. let k:f64[] = max i j in (k,) }",
+        ),
+    ));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = iota[dimension=1 dtype=float64 shape=(2, 3) sharding=None] ; c:f64[2,3] = mul a b in (c, b) }"));
+    u.push(row(
+        NoDiff,
+        -2.0,
+        2.0,
+        "{ lambda ; a:f64[2]. let b:f64[2,3] = empty2[dtype=float64] in (b,) }",
+    ));
+    for (op, kind) in [
+        ("reduce_sum", Diff),
+        ("reduce_max", Diff),
+        ("reduce_min", Diff),
+        ("reduce_prod", Diff),
+    ] {
+        u.push(row(
+            kind,
+            0.5,
+            2.0,
+            format!("{{ lambda ; a:f64[2,3]. let b:f64[3] = {op}[axes=(0,)] a in (b,) }}"),
+        ));
+        u.push(row(
+            kind,
+            0.5,
+            2.0,
+            format!("{{ lambda ; a:f64[1,3]. let b:f64[] = {op}[axes=(0, 1)] a in (b,) }}"),
+        ));
+    }
+    for op in ["reduce_and", "reduce_or", "reduce_xor"] {
+        u.push(row(
+            NoDiff,
+            0.0,
+            1.0,
+            format!("{{ lambda ; a:bool[2,3]. let b:bool[2] = {op}[axes=(1,)] a in (b,) }}"),
+        ));
+    }
+    for op in ["argmax", "argmin"] {
+        u.push(row(NoDiff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,3]. let b:i32[2] = {op}[axes=(1,) index_dtype=int32] a in (b,) }}")));
+    }
+    for op in ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"] {
+        u.push(row(
+            Diff,
+            0.5,
+            2.0,
+            format!(
+                "{{ lambda ; a:f64[3,2]. let b:f64[3,2] = {op}[axis=0 reverse=False] a in (b,) }}"
+            ),
+        ));
+        u.push(row(
+            Diff,
+            0.5,
+            2.0,
+            format!(
+                "{{ lambda ; a:f64[1,4]. let b:f64[1,4] = {op}[axis=1 reverse=True] a in (b,) }}"
+            ),
+        ));
+    }
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3,2,4] b:f64[4,5,2]. let c:f64[2,3,5] = dot_general[dimension_numbers=(([2], [0]), ([1], [2]))] a b in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[] = dot_general[dimension_numbers=(([0], [0]), ([], []))] a b in (c,) }"));
+    // Flip to `Diff` once conv's transpose rule lands.
+    u.push(row(FwdOnly("transposition of `conv_general_dilated` is not implemented yet"), -2.0, 2.0, "{ lambda ; a:f64[2,9,3] b:f64[3,3,4]. let c:f64[2,4,4] = conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 2, 1), rhs_spec=(2, 1, 0), out_spec=(0, 2, 1)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(2,)] a b in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,3]. let c:f64[4,3] = sort[dimension=0 is_stable=True num_keys=1] a in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[5] b:f64[5]. let c:f64[5] d:f64[5] = sort[dimension=0 is_stable=True num_keys=1] a b in (c, d) }"));
+    u.push(row(
+        Diff,
+        -2.0,
+        2.0,
+        "{ lambda ; a:f64[2,4]. let b:f64[2,3] c:i32[2,3] = top_k[axis=1 k=3] a in (b, c) }",
+    ));
+    // Control flow and calls.
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; p:i32[] a:f64[2,3]. let e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f; h:f64[2,3] = mul g 2.0:f64[] in (h,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) })] p a in (e,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,2] c:f64[4,2,2]. let b:f64[2,2] d:f64[4,2,2] = scan[jaxpr={ lambda ; d:f64[2,2] x:f64[2,2]. let e:f64[2,2] = mul d x; f:f64[2,2] = sin e in (f, d) } length=4 num_carry=1 num_consts=0 reverse=False unroll=1] a c in (b, d) }"));
+    u.push(row(FwdOnly("Reverse-mode differentiation does not work for lax.while_loop"), -2.0, 2.0, "{ lambda ; a:f64[3]. let b:i32[] c:f64[3] = while[body_jaxpr={ lambda ; d:i32[] e:f64[3]. let f:i32[] = add d 1:i32[]; g:f64[3] = mul e 0.9:f64[]; h:f64[3] = sin g in (f, h) } body_nconsts=0 cond_jaxpr={ lambda ; i:i32[] j:f64[3]. let k:bool[] = lt i 3:i32[] in (k,) } cond_nconsts=0] 0:i32[] a in (c, b) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = jit[name=f jaxpr={ lambda ; a:f64[2,3]. let b:f64[2,3] = tanh a in (b,) }] a in (b,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = custom_jvp_call[name=softplus call_jaxpr={ lambda ; c:f64[2,3]. let d:f64[2,3] = exp c; e:f64[2,3] = log1p d in (e,) } jvp=<lambda> symbolic_zeros=False] a in (b,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4]. let b:f64[4] = custom_vjp_call[name=f bwd=_bwd call_jaxpr={ lambda ; c:f64[4]. let d:f64[4] = sin c in (d,) } fwd=_fwd symbolic_zeros=False] a in (b,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[3,3]. let c:f64[2,3] = remat2[differentiated=False jaxpr={ lambda ; d:f64[2,3] e:f64[3,3]. let f:f64[2,3] = dot_general[dimension_numbers=(([1], [0]), ([], []))] d e; g:f64[2,3] = tanh f in (g,) } policy=None prevent_cse=True] a b in (c,) }"));
+    r
+}
+
+/// Primitive names from `Primitive::name` and the op enums' `name`s: the
+/// string arms of their exhaustive matches.
+fn all_names() -> BTreeSet<String> {
+    let src = include_str!("../../ir/src/primitive/mod.rs");
+    let start = src.find("impl UnaryOp").expect("UnaryOp::name");
+    let mut names = BTreeSet::new();
+    for part in src[start..].split("=> \"").skip(1) {
+        let name = &part[..part.find('"').expect("closing quote")];
+        names.insert(name.to_string());
+    }
+    names
+}
+
+fn eqn_names(j: &Jaxpr, out: &mut BTreeSet<String>) {
+    for e in &j.eqns {
+        out.insert(e.primitive.name().to_string());
+    }
+}
+
+fn is_unsupported(e: &Error) -> bool {
+    matches!(e, Error::Unsupported(_)) || e.to_string().contains("not supported")
+}
+
+fn check_row(r: &Row, i: usize) {
+    let what = format!("row {i} ({:?}) {}", r.kind, r.text);
+    let seed = 1 + 7919 * i as u64;
+    let inst = instance(&r.text, r.lo, r.hi, seed);
+    let mut rng = Rng(seed ^ 0x5555);
+    match r.kind {
+        Kind::Diff => {
+            check_jvp(&inst, &mut rng, false, &what);
+            check_transpose(&inst, &mut rng, &what)
+                .unwrap_or_else(|e| panic!("{what}: transpose: {e}"));
+            check_vmap(&r.text, r.lo, r.hi, seed, &what);
+        }
+        Kind::FwdOnly(why) => {
+            check_jvp(&inst, &mut rng, false, &what);
+            let e = check_transpose(&inst, &mut rng, &what).expect_err(&what);
+            assert!(
+                is_unsupported(&e) && e.to_string().contains(why),
+                "{what}: {e}"
+            );
+            check_vmap(&r.text, r.lo, r.hi, seed, &what);
+        }
+        Kind::NoDiff => {
+            check_jvp(&inst, &mut rng, true, &what);
+            check_vmap(&r.text, r.lo, r.hi, seed, &what);
+        }
+        Kind::NoJvp(why) => {
+            let e = jvp(&inst, &mut rng)
+                .err()
+                .unwrap_or_else(|| panic!("{what}: jvp should fail ({why})"));
+            assert!(is_unsupported(&e), "{what}: {e}");
+            assert!(
+                e.to_string()
+                    .contains(inst.closed.jaxpr.eqns[0].primitive.name()),
+                "{what}: {e}"
+            );
+            check_vmap(&r.text, r.lo, r.hi, seed, &what);
+        }
+    }
+}
+
+#[test]
+fn every_row() {
+    let rows = table();
+    let mut failures = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Err(e) = std::panic::catch_unwind(|| check_row(r, i)) {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(msg);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn table_covers_every_primitive() {
+    let mut covered = BTreeSet::new();
+    for r in table() {
+        let j = parse_jaxpr(&r.text).unwrap_or_else(|e| panic!("{e}\n{}", r.text));
+        eqn_names(&j, &mut covered);
+    }
+    for text in STATE_ROWS {
+        eqn_names(&table_kit::parse(text), &mut covered);
+    }
+    for (name, _, text) in KERNEL_ROWS {
+        match text {
+            Some(t) => eqn_names(&parse_jaxpr(t).unwrap(), &mut covered),
+            None => {
+                covered.insert(name.to_string());
+            }
+        }
+    }
+    // Per name, the strongest check any row gives it (printed with
+    // `--nocapture`, for reports).
+    let mut best: std::collections::BTreeMap<String, (u8, &'static str)> = Default::default();
+    for r in table() {
+        let level = match r.kind {
+            Kind::Diff => (0, "jvp+transpose+vmap"),
+            Kind::FwdOnly(_) => (1, "jvp+vmap, reverse mode errors"),
+            Kind::NoDiff => (2, "zero tangent+vmap"),
+            Kind::NoJvp(_) => (3, "jvp errors, vmap"),
+        };
+        for e in &parse_jaxpr(&r.text).unwrap().eqns {
+            let b = best.entry(e.primitive.name().to_string()).or_insert(level);
+            if level < *b {
+                *b = level;
+            }
+        }
+    }
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (_, v) in best.values() {
+        *counts.entry(v).or_default() += 1;
+    }
+    eprintln!(
+        "table coverage by name: {counts:?}; state rows: 3 names; kernel rows: {}",
+        KERNEL_ROWS.len()
+    );
+    let all = all_names();
+    let missing: Vec<&String> = all.difference(&covered).collect();
+    assert!(
+        missing.is_empty(),
+        "primitives without a table row: {missing:?}"
+    );
+    assert!(
+        all.len() >= 110,
+        "{} names read from Primitive::name",
+        all.len()
+    );
+}
+
+/// Rows for the state primitives, whose `Ref` operands exist only inside
+/// jaxprs: checked at the jaxpr level by `table_kit` (jvp against central
+/// differences of outputs and final ref contents, vmap against a loop with
+/// refs, values and indices batched or not). More cases: `table_state.rs`.
+const STATE_ROWS: &[&str] = &[
+    "{ lambda ; a:Ref<default>{f64[3,4]} c:i32[]. let b:f64[3] <- a[:,c] in (b,) }",
+    "{ lambda ; a:Ref<default>{f64[]}. let b:f64[] <- a[...] in (b,) }",
+    "{ lambda ; a:Ref<default>{f64[1,4]} c:i32[] v:f64[4]. let b:f64[4], a[c] <- a[c], v in (b,) }",
+    "{ lambda ; a:Ref<default>{f64[3,2]} c:i32[] v:f64[2,2]. let a[c:c+2,:] += v in () }",
+];
+
+#[test]
+fn state_rows() {
+    for (i, text) in STATE_ROWS.iter().enumerate() {
+        let j = table_kit::parse(text);
+        table_kit::check_jvp(&j, 300 + i as u64);
+        let reads_only = j.eqns.iter().all(|e| e.primitive.name() == "get");
+        table_kit::check_all_vmaps(&j, 400 + 10 * i as u64, reads_only);
+    }
+}
+
+/// Kernel-only primitives. They read program ids or access `Ref`s with
+/// Pallas semantics inside kernels; JAX differentiates and batches a
+/// `pallas_call` (and `for_loop`) as a whole, which jaxon does not do.
+/// Each row: the name, why, and a jaxpr when one can be written alone
+/// (then its jvp must fail with `Unsupported` or carry no tangent, and its
+/// vmap must fail with `Unsupported`).
+const KERNEL_ROWS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "program_id",
+        "an integer index of the running kernel instance: no tangent; evaluated only \
+         inside pallas_call",
+        Some("{ lambda ; a:f64[2]. let d:i32[] = program_id[axis=0] ; b:f64[2] = mul a 2.0:f64[] in (d, b) }"),
+    ),
+    (
+        "num_programs",
+        "an integer grid size: no tangent; evaluated only inside pallas_call",
+        Some("{ lambda ; a:f64[2]. let d:i32[] = num_programs[axis=0] ; b:f64[2] = mul a 2.0:f64[] in (d, b) }"),
+    ),
+    (
+        "load",
+        "masked Pallas load: no jvp/vmap rule (JAX transforms the pallas_call instead)",
+        Some("{ lambda ; a:Ref<default>{f64[2]}. let e:i32[2] = iota[dimension=0 dtype=int32 shape=(2,) sharding=None] ; f:bool[2] = lt e 1:i32[]; g:f64[2] <- a[:] mask=f other=0.0:f64[] in (g,) }"),
+    ),
+    (
+        "store",
+        "masked Pallas store: no jvp/vmap rule (JAX transforms the pallas_call instead)",
+        Some("{ lambda ; a:Ref<default>{f64[2]} v:f64[2]. let e:i32[2] = iota[dimension=0 dtype=int32 shape=(2,) sharding=None] ; f:bool[2] = lt e 1:i32[]; a[:] <- v mask=f in () }"),
+    ),
+    (
+        "atomic_rmw",
+        "atomics have no derivative and no batching rule in JAX either",
+        Some("{ lambda ; c:Ref<default>{f64[4]} g:f64[2]. let k:f64[2] = atomic_rmw[args_tree=PyTreeDef((*, (CustomNode(NDIndexer[(PyTreeDef((CustomNode(Slice[(0, 2, 1)], [None, None]),)), (4,), ())], []),), *, None)) atomic_type=AtomicOpType.ADD] c g in (k,) }"),
+    ),
+    (
+        "atomic_cas",
+        "atomics have no derivative and no batching rule in JAX either",
+        None,
+    ),
+    (
+        "pallas_call",
+        "differentiating or batching a kernel needs JAX's pallas_call jvp/vmap (transforming \
+         the kernel body with its grid), not implemented in jaxon",
+        None,
+    ),
+    (
+        "for_loop",
+        "Catalyst's for_loop with dynamic shapes: no jvp or transpose rule (vmap has one)",
+        None,
+    ),
+];
+
+#[test]
+fn kernel_rows() {
+    for (name, why, text) in KERNEL_ROWS {
+        assert!(!why.is_empty());
+        let Some(text) = text else { continue };
+        let j = parse_jaxpr(text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        assert!(j.eqns.iter().any(|e| e.primitive.name() == *name), "{name}");
+        let n = j.invars.len();
+        let closed = ClosedJaxpr::without_consts(j.clone());
+        let float: Vec<bool> = j
+            .invars
+            .iter()
+            .map(|v| j.aval(*v).array().dtype.is_float())
+            .collect();
+        match jvp_jaxpr(&closed, &float, &vec![false; j.outvars.len()]) {
+            Err(e) => assert!(
+                is_unsupported(&e) && e.to_string().contains(name),
+                "{name}: {e}"
+            ),
+            Ok((_, nz)) => {
+                // Only the integer program id / count outputs may be
+                // produced, and they carry no tangent.
+                for (o, nz) in j.outvars.iter().zip(nz) {
+                    let is_int = !j
+                        .atom_aval(o)
+                        .map(|a| a.array().dtype.is_float())
+                        .unwrap_or(true);
+                    assert!(!(is_int && nz), "{name}: integer output with a tangent");
+                }
+                assert!(
+                    ["program_id", "num_programs"].contains(name),
+                    "{name}: jvp should fail"
+                );
+            }
+        }
+        let refs_or_all: Vec<bool> = (0..n).map(|_| true).collect();
+        match batch_jaxpr(&closed, &refs_or_all, 2, &vec![false; j.outvars.len()]) {
+            Err(e) => assert!(
+                is_unsupported(&e) && e.to_string().contains(name),
+                "{name}: {e}"
+            ),
+            Ok(_) => assert!(
+                ["program_id", "num_programs"].contains(name),
+                "{name}: vmap should fail"
+            ),
+        }
+    }
+}
