@@ -221,12 +221,7 @@ fn table() -> Vec<Row> {
             "{ lambda ; i:f64[] j:f64[]. let k:f64[] = add i j in (k,) }",
         ),
     ));
-    u.push(row(
-        FwdOnly("scatter transpose is only implemented where unique_indices=True"),
-        -2.0,
-        2.0,
-        scatter("scatter", "None"),
-    ));
+    u.push(row(Diff, -2.0, 2.0, scatter("scatter", "None")));
     let why_scatter = "the derivative depends on which update wins at repeated indices";
     u.push(row(
         NoJvp(why_scatter),
@@ -313,7 +308,7 @@ fn table() -> Vec<Row> {
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3,2,4] b:f64[4,5,2]. let c:f64[2,3,5] = dot_general[dimension_numbers=(([2], [0]), ([1], [2]))] a b in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[] = dot_general[dimension_numbers=(([0], [0]), ([], []))] a b in (c,) }"));
     // Flip to `Diff` once conv's transpose rule lands.
-    u.push(row(FwdOnly("transposition of `conv_general_dilated` is not implemented yet"), -2.0, 2.0, "{ lambda ; a:f64[2,9,3] b:f64[3,3,4]. let c:f64[2,4,4] = conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 2, 1), rhs_spec=(2, 1, 0), out_spec=(0, 2, 1)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(2,)] a b in (c,) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,9,3] b:f64[3,3,4]. let c:f64[2,4,4] = conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 2, 1), rhs_spec=(2, 1, 0), out_spec=(0, 2, 1)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(2,)] a b in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,3]. let c:f64[4,3] = sort[dimension=0 is_stable=True num_keys=1] a in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[5] b:f64[5]. let c:f64[5] d:f64[5] = sort[dimension=0 is_stable=True num_keys=1] a b in (c, d) }"));
     u.push(row(
