@@ -185,14 +185,7 @@ pub fn scalar_literal(host: &HostArray) -> Literal {
 
 /// Whether an equation must be kept even when nothing reads its results.
 fn has_effect(eqn: &Eqn, vars: &[Aval]) -> bool {
-    let writes = matches!(
-        eqn.primitive,
-        Primitive::Swap { .. }
-            | Primitive::AddUpdate { .. }
-            | Primitive::Store { .. }
-            | Primitive::AtomicRmw { .. }
-            | Primitive::AtomicCas { .. }
-    );
+    let writes = eqn.primitive.writes_refs();
     // A higher-order equation handed a `Ref` may write through it.
     writes
         || eqn.inputs.iter().any(|a| match a {

@@ -134,59 +134,7 @@ fn inline_eqns(
 /// not be merged with an identical one): it writes through a `Ref`, or reads
 /// or passes one (whose contents may change between two reads).
 pub fn has_effect(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
-    let effect_prim = match &eqn.primitive {
-        Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
-        | Primitive::Store { .. }
-        | Primitive::AtomicRmw { .. }
-        | Primitive::AtomicCas { .. } => true,
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::Round { .. }
-        | Primitive::ReducePrecision { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::BitcastConvertType { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::BroadcastInDim { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Squeeze { .. }
-        | Primitive::Rev { .. }
-        | Primitive::Pad { .. }
-        | Primitive::Concatenate { .. }
-        | Primitive::Slice { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::Gather { .. }
-        | Primitive::Scatter { .. }
-        | Primitive::Iota { .. }
-        | Primitive::Split { .. }
-        | Primitive::Tile { .. }
-        | Primitive::Stack { .. }
-        | Primitive::Reduce { .. }
-        | Primitive::ArgReduce { .. }
-        | Primitive::Cumulative { .. }
-        | Primitive::DotGeneral { .. }
-        | Primitive::ConvGeneralDilated { .. }
-        | Primitive::Sort { .. }
-        | Primitive::TopK { .. }
-        | Primitive::Empty2 { .. }
-        | Primitive::Cond { .. }
-        | Primitive::While { .. }
-        | Primitive::Scan { .. }
-        | Primitive::ForLoop { .. }
-        | Primitive::Jit { .. }
-        | Primitive::CustomJvpCall { .. }
-        | Primitive::CustomVjpCall { .. }
-        | Primitive::Remat { .. }
-        | Primitive::Get { .. }
-        | Primitive::ProgramId { .. }
-        | Primitive::NumPrograms { .. }
-        | Primitive::Load { .. }
-        | Primitive::PallasCall { .. } => false,
-    };
+    let effect_prim = eqn.primitive.writes_refs();
     let is_ref = |a: &Atom| match a {
         Atom::Var(v) => jaxpr.try_aval(*v).is_none_or(Aval::is_ref),
         Atom::Lit(_) => false,

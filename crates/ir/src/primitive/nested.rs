@@ -131,3 +131,64 @@ impl Primitive {
             .collect()
     }
 }
+
+impl Primitive {
+    /// Whether the primitive itself writes through a `Ref` (`swap`,
+    /// `addupdate`, `store`, atomics): such an equation is kept even when
+    /// nobody reads its results.
+    pub fn writes_refs(&self) -> bool {
+        match self {
+            Primitive::Swap { .. }
+            | Primitive::AddUpdate { .. }
+            | Primitive::Store { .. }
+            | Primitive::AtomicRmw { .. }
+            | Primitive::AtomicCas { .. } => true,
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::Round { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::ConvertElementType { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::Rev { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::Slice { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Iota { .. }
+            | Primitive::Split { .. }
+            | Primitive::Tile { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::ArgReduce { .. }
+            | Primitive::Cumulative { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::ConvGeneralDilated { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Empty2 { .. }
+            | Primitive::Cond { .. }
+            | Primitive::While { .. }
+            | Primitive::Scan { .. }
+            | Primitive::ForLoop { .. }
+            | Primitive::Jit { .. }
+            | Primitive::CustomJvpCall { .. }
+            | Primitive::CustomVjpCall { .. }
+            | Primitive::Remat { .. }
+            | Primitive::Get { .. }
+            | Primitive::ProgramId { .. }
+            | Primitive::NumPrograms { .. }
+            | Primitive::Load { .. }
+            | Primitive::PallasCall { .. } => false,
+        }
+    }
+}
