@@ -3,12 +3,9 @@
 
 use jaxon_ir::DType;
 use jaxon_trace::error::Result;
-use jaxon_trace::{lax, numpy as jnp, Array};
+use jaxon_trace::{lax, Array};
 
-/// Zeros of `x`'s dtype and shape.
-pub fn zeros_like(x: &Array) -> Result<Array> {
-    jnp::zeros(&x.try_shape()?, x.dtype())
-}
+pub use jaxon_trace::numpy::zeros_like;
 
 /// A scalar of `x`'s dtype.
 pub fn scalar_like(x: &Array, v: f64) -> Result<Array> {

@@ -307,10 +307,8 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
     // Which operands may stay rank 0 next to arrays: any operand of a
     // binary op, `select_n`'s predicate, `clamp`'s bounds. The cases of
     // `select_n` and `clamp`'s operand must have the result's shape.
-    let may_be_scalar = |i: usize| match p {
-        Primitive::SelectN => i == 0,
-        Primitive::Clamp => i != 1,
-        _ => true,
+    let may_be_scalar = |i: usize| {
+        !(matches!(p, Primitive::SelectN) && i != 0 || matches!(p, Primitive::Clamp) && i == 1)
     };
     if d.iter()
         .zip(&shapes)

@@ -56,7 +56,38 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         P::Unary(op) => match op {
             UnaryOp::Neg => Ok(only(0, lax::neg(&ct()?)?)),
             UnaryOp::Copy => Ok(only(0, ct()?)),
-            _ => not_linear(p),
+            UnaryOp::Sign
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::IsFinite
+            | UnaryOp::Exp
+            | UnaryOp::Exp2
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Expm1
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Cbrt
+            | UnaryOp::Abs
+            | UnaryOp::Not
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Square
+            | UnaryOp::StopGradient => not_linear(p),
         },
         P::Binary(op) => match op {
             BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub => {
@@ -96,7 +127,27 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                     &sizes(args[0].ty()),
                 )?,
             )),
-            _ => not_linear(p),
+            // Division is linear only in its numerator (guarded above);
+            // the rest are not linear in any operand.
+            BinaryOp::Div
+            | BinaryOp::Rem
+            | BinaryOp::Pow
+            | BinaryOp::Max
+            | BinaryOp::Min
+            | BinaryOp::Atan2
+            | BinaryOp::Nextafter
+            | BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRightArithmetic
+            | BinaryOp::ShiftRightLogical
+            | BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge => not_linear(p),
         },
         P::ConvertElementType { .. } => {
             let t = args[0].ty();
