@@ -25,7 +25,11 @@ fn main() -> Result<()> {
 
     let fast = jit(layer);
     let y = fast.call((x.clone(), w.clone(), b.clone()))?;
-    println!("jit(layer)(x, w, b) = {}", y.item::<f32>());
+    println!(
+        "jit(layer)(x, w, b) = {} (on the `{}` backend)",
+        y.item::<f32>(),
+        jaxon::eval_backend()?.name()
+    );
 
     let dlayer = grad(layer);
     let (dx, dw, db) = dlayer((x.clone(), w.clone(), b.clone()))?;

@@ -18,6 +18,14 @@
 //! `jit`, the `lax` and `numpy` APIs, control flow, `random`, pytrees) and
 //! `jaxon-transforms` (`jvp`, `vmap`, `grad`, `vjp`, `linearize`, Jacobians,
 //! custom rules, `checkpoint`).
+//!
+//! # Backends
+//!
+//! Eager operations and `jit` run on the CPU backend (`jaxon-backend-cpu`,
+//! Cranelift-compiled native code) by default. The reference interpreter
+//! stays registered as `"interpreter"`: select it for a block with
+//! [`with_backend`], for the process with [`set_default_backend`], or from
+//! the environment with `JAXON_BACKEND=interpreter`.
 
 #![warn(missing_docs)]
 
@@ -38,6 +46,18 @@ pub use jaxon_transforms::{
 /// Named-axis collectives for use inside `vmap(..).axis_name(..)`.
 pub mod collectives {
     pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, psum};
+}
+
+/// The CPU backend, registered under `"cpu"` with the highest priority, so
+/// it is the default backend of every program that links this crate.
+pub use jaxon_backend_cpu as backend_cpu;
+
+inventory::submit! {
+    jaxon_trace::eval::BackendProvider {
+        name: "cpu",
+        priority: 10,
+        make: || std::sync::Arc::new(jaxon_backend_cpu::CpuBackend::new()),
+    }
 }
 
 /// The backend eager operations and `jit` use right now.

@@ -1,14 +1,24 @@
 //! `EvalTrace`, the base of the stack: runs each primitive eagerly on a
 //! backend. Also the registry of backends by name.
 //!
-//! Invariant: the eval trace only ever sees concrete arrays; a tracer that
-//! reaches it has escaped its trace and is reported as unexpected.
+//! Invariants: the eval trace only ever sees concrete arrays; a tracer that
+//! reaches it has escaped its trace and is reported as unexpected. An eager
+//! executable is cached per thread by (backend, primitive with its params,
+//! input avals), so a repeated operation never re-traces or re-compiles.
+//!
+//! Backends register themselves through [`BackendProvider`]s collected at
+//! link time (`inventory`): the interpreter always, and whatever a linking
+//! crate submits (the `jaxon` facade submits the CPU backend). The provider
+//! with the highest priority is the default unless `JAXON_BACKEND` names
+//! another.
 
 use crate::array::Array;
 use crate::core::{MainTrace, Trace};
 use crate::error::{Error, Result};
 use jaxon_ir::interp::InterpreterBackend;
-use jaxon_ir::{abstract_eval, Atom, Backend, Binder, ClosedJaxpr, Eqn, Jaxpr, Primitive};
+use jaxon_ir::{
+    abstract_eval, Atom, Aval, Backend, Binder, ClosedJaxpr, Eqn, Executable, Jaxpr, Primitive,
+};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -54,11 +64,92 @@ pub fn apply_eagerly(
     primitive: &Primitive,
     args: &[Array],
 ) -> Result<Vec<Array>> {
-    let in_avals: Vec<_> = args.iter().map(|a| a.aval().clone()).collect();
+    let in_avals: Vec<Aval> = args.iter().map(|a| a.aval().clone()).collect();
+    let (exe, out_avals) = eager_executable(backend, primitive, in_avals)?;
+    let buffers = args
+        .iter()
+        .map(|a| {
+            a.buffer()
+                .cloned()
+                .ok_or_else(|| Error::UnexpectedTracer("a tracer reached eager evaluation".into()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let outs = exe.execute(&buffers)?;
+    Ok(outs
+        .into_iter()
+        .zip(out_avals.iter())
+        .map(|(b, aval)| Array::from_buffer_weak(b, aval.array().weak_type))
+        .collect())
+}
+
+/// The cache key of an eager executable, less the primitive's params (which
+/// are compared with `==` inside a bucket: `Primitive` holds floats and
+/// jaxprs, so it is not `Hash`).
+#[derive(PartialEq, Eq, Hash)]
+struct EagerKey {
+    backend: usize,
+    name: &'static str,
+    in_avals: Vec<Aval>,
+}
+
+type EagerEntry = (Primitive, Arc<dyn Executable>, Arc<[Aval]>);
+
+/// Distinct (primitive, avals) signatures kept per thread before the cache
+/// starts over; eager programs that see more shapes than this are rare.
+const EAGER_CACHE_LIMIT: usize = 4096;
+
+thread_local! {
+    static EAGER: RefCell<hashbrown::HashMap<EagerKey, Vec<EagerEntry>>> =
+        RefCell::new(hashbrown::HashMap::new());
+}
+
+/// The compiled one-equation program for `primitive` on `in_avals`, and its
+/// output avals: from the cache, or built and compiled now.
+fn eager_executable(
+    backend: &Arc<dyn Backend>,
+    primitive: &Primitive,
+    in_avals: Vec<Aval>,
+) -> Result<(Arc<dyn Executable>, Arc<[Aval]>)> {
+    let key = EagerKey {
+        backend: Arc::as_ptr(backend) as *const () as usize,
+        name: primitive.name(),
+        in_avals,
+    };
+    let hit = EAGER.with(|c| {
+        c.borrow().get(&key).and_then(|bucket| {
+            bucket
+                .iter()
+                .find(|(p, _, _)| p == primitive)
+                .map(|(_, e, o)| (e.clone(), o.clone()))
+        })
+    });
+    if let Some(hit) = hit {
+        return Ok(hit);
+    }
+    let (exe, out_avals) = compile_one(backend, primitive, &key.in_avals)?;
+    EAGER.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= EAGER_CACHE_LIMIT {
+            c.clear();
+        }
+        c.entry(key)
+            .or_default()
+            .push((primitive.clone(), exe.clone(), out_avals.clone()));
+    });
+    Ok((exe, out_avals))
+}
+
+/// Builds the jaxpr `{ lambda ; *ins. let *outs = primitive *ins in outs }`
+/// and compiles it on `backend`.
+fn compile_one(
+    backend: &Arc<dyn Backend>,
+    primitive: &Primitive,
+    in_avals: &[Aval],
+) -> Result<(Arc<dyn Executable>, Arc<[Aval]>)> {
     let mut jaxpr = Jaxpr::new();
     let invars: Vec<_> = in_avals.iter().map(|a| jaxpr.new_var(a.clone())).collect();
     let atoms: Vec<Atom> = invars.iter().map(|&v| Atom::Var(v)).collect();
-    let out_avals = abstract_eval(primitive, &in_avals, &atoms)?;
+    let out_avals = abstract_eval(primitive, in_avals, &atoms)?;
     let outvars: Vec<_> = out_avals.iter().map(|a| jaxpr.new_var(a.clone())).collect();
     jaxpr.invars = invars;
     jaxpr.eqns.push(Eqn {
@@ -71,31 +162,55 @@ pub fn apply_eagerly(
         jaxpr: Arc::new(jaxpr),
         consts: Arc::from(Vec::new()),
     };
-    let exe = backend.compile(&closed)?;
-    let buffers = args
-        .iter()
-        .map(|a| {
-            a.buffer()
-                .cloned()
-                .ok_or_else(|| Error::UnexpectedTracer("a tracer reached eager evaluation".into()))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let outs = exe.execute(&buffers)?;
-    Ok(outs
-        .into_iter()
-        .zip(&out_avals)
-        .map(|(b, aval)| Array::from_buffer_weak(b, aval.array().weak_type))
-        .collect())
+    Ok((backend.compile(&closed)?, Arc::from(out_avals)))
+}
+
+/// A backend the registry creates when it is first used. A crate that links
+/// a backend submits one with `inventory::submit!`; the facade does so for
+/// the CPU backend.
+pub struct BackendProvider {
+    /// The name the backend registers under (its [`Backend::name`]).
+    pub name: &'static str,
+    /// The highest priority is the default backend, unless the environment
+    /// variable `JAXON_BACKEND` names another registered backend.
+    pub priority: i32,
+    /// Creates the backend.
+    pub make: fn() -> Arc<dyn Backend>,
+}
+
+inventory::collect!(BackendProvider);
+
+inventory::submit! {
+    BackendProvider {
+        name: "interpreter",
+        priority: 0,
+        make: || Arc::new(InterpreterBackend::new()),
+    }
 }
 
 fn registry() -> &'static RwLock<Registry> {
     static REGISTRY: OnceLock<RwLock<Registry>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let interpreter: Arc<dyn Backend> = Arc::new(InterpreterBackend::new());
-        RwLock::new(Registry {
-            backends: BTreeMap::from([("interpreter".to_string(), interpreter)]),
-            default: "interpreter".to_string(),
-        })
+        let mut providers: Vec<&BackendProvider> = inventory::iter::<BackendProvider>().collect();
+        // Highest priority first; ties by name, so the choice is stable.
+        providers.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(b.name)));
+        let backends: BTreeMap<String, Arc<dyn Backend>> = providers
+            .iter()
+            .map(|p| (p.name.to_string(), (p.make)()))
+            .collect();
+        let preferred = providers.first().map_or("interpreter", |p| p.name);
+        let default = match std::env::var("JAXON_BACKEND") {
+            Ok(name) if backends.contains_key(&name) => name,
+            Ok(name) => {
+                tracing::warn!(
+                    "JAXON_BACKEND={name} is not a registered backend ({}); using {preferred}",
+                    backends.keys().cloned().collect::<Vec<_>>().join(", ")
+                );
+                preferred.to_string()
+            }
+            Err(_) => preferred.to_string(),
+        };
+        RwLock::new(Registry { backends, default })
     })
 }
 
