@@ -2,7 +2,7 @@
 //! workloads of WORKLOADS.md and prints one JSON record per metric, in the
 //! schema of `../shared/bench/bench_jax.py`.
 
-use jaxon_benches::workloads::{Settings, WORKLOADS};
+use jaxon_benches::workloads::{backend_name, Settings, WORKLOADS};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,16 +28,37 @@ fn main() -> ExitCode {
     println!(
         "{}",
         serde_json::json!({"workload": "meta", "metric": null, "value": null, "unit": null,
-            "details": {"jaxon": env!("CARGO_PKG_VERSION"), "backend": "interpreter",
+            "details": {"jaxon": env!("CARGO_PKG_VERSION"), "backend": backend_name(),
                         "reps": settings.reps, "quick": quick}})
     );
+    let mut failed = false;
     for (name, metrics, run) in WORKLOADS {
         let wanted = only
             .as_ref()
             .is_none_or(|o| o.iter().any(|w| w == name || metrics.contains(&w.as_str())));
         if wanted {
-            run(settings);
+            if let Err(payload) = std::panic::catch_unwind(|| run(settings)) {
+                let why = payload
+                    .downcast_ref::<jaxon::Error>()
+                    .map(|e| e.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panicked".to_string());
+                eprintln!("workload {name} failed: {why}");
+                for metric in *metrics {
+                    println!(
+                        "{}",
+                        serde_json::json!({"workload": metric, "metric": null, "value": null,
+                            "unit": null, "details": {"error": why}})
+                    );
+                }
+                failed = true;
+            }
         }
     }
-    ExitCode::SUCCESS
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -14,7 +14,9 @@ fn cpu_is_the_default_backend_and_runs_eager_ops() {
     assert!(names.contains(&"interpreter".to_string()), "{names:?}");
     // The same eager op on both backends agrees bit for bit.
     let x = Array::from_vec(
-        (0..37).map(|i| ((i * 7919) % 101) as f32 / 13.0 - 3.7).collect(),
+        (0..37)
+            .map(|i| ((i * 7919) % 101) as f32 / 13.0 - 3.7)
+            .collect(),
         &[37],
     );
     let on_cpu = (x.sin() * 2.5 + &x).to_vec::<f32>();

@@ -1,172 +1,12 @@
-//! The workloads of `../shared/bench/WORKLOADS.md` that jaxon can run so
-//! far, each a function printing its JSON records.
+//! The MLP workloads: `trace_mlp_grad`, `compile_mlp_grad`,
+//! `mlp_train_step`, `per_example_grads`.
 
+use super::{backend_name, ok, Settings};
 use crate::measure::{emit, measure, sig, timing_details};
 use jaxon::prelude::*;
 use jaxon::{value_and_grad_with, vmap};
 use serde_json::json;
 use std::time::Duration;
-
-/// Settings shared by every workload.
-#[derive(Clone, Copy, Debug)]
-pub struct Settings {
-    /// Repetitions (11, or 3 with `--quick`).
-    pub reps: usize,
-    /// Minimum duration of one repetition.
-    pub min_time: Duration,
-    /// `--quick`.
-    pub quick: bool,
-}
-
-/// A workload: its name, the metrics it emits, and the function.
-pub type Workload = (&'static str, &'static [&'static str], fn(Settings));
-
-/// Every workload implemented here, in WORKLOADS.md order.
-pub const WORKLOADS: &[Workload] = &[
-    ("trace_chain_1000", &["trace_chain_1000"], trace_chain_1000),
-    ("trace_mlp_grad", &["trace_mlp_grad"], trace_mlp_grad),
-    ("compile_mlp_grad", &["compile_mlp_grad"], compile_mlp_grad),
-    (
-        "dispatch_tiny",
-        &["dispatch_tiny", "dispatch_tiny_async"],
-        dispatch_tiny,
-    ),
-    ("mlp_train_step", &["mlp_train_step"], mlp_train_step),
-    (
-        "per_example_grads",
-        &["per_example_grads"],
-        per_example_grads,
-    ),
-];
-
-fn input_128() -> Array {
-    Array::from_vec((0..128).map(|i| (i as f32 * 0.37).sin()).collect(), &[128])
-}
-
-/// The traced chain: `x = sin(x) * 1.01 + 0.5`, 333 times.
-pub fn chain(x: Array) -> Array {
-    let mut x = x;
-    for _ in 0..333 {
-        x = x.sin() * 1.01 + 0.5;
-    }
-    x
-}
-
-/// `make_jaxpr` of the 999-equation chain; a fresh closure per trace.
-pub fn trace_chain_1000(s: Settings) {
-    let x = input_128();
-    let n_eqns = make_jaxpr(chain)(x.clone())
-        .map(|j| j.jaxpr.eqns.len())
-        .unwrap_or(0);
-    let m = measure(
-        || {
-            let fresh = |x: Array| chain(x);
-            let j = make_jaxpr(fresh)(x.clone()).expect("traces");
-            std::hint::black_box(j);
-        },
-        s.reps,
-        s.min_time,
-        2,
-    );
-    let mut d = timing_details(&m, 1e3, "ms", 1.0);
-    d.insert("n_eqns".into(), json!(n_eqns));
-    d.insert("input".into(), json!("f32[128]"));
-    d.insert("ops_per_iter".into(), json!("sin, mul 1.01, add 0.5"));
-    d.insert("iters".into(), json!(333));
-    d.insert("fresh_fn_each_trace".into(), json!(true));
-    emit(
-        "trace_chain_1000",
-        "make_jaxpr_time_per_eqn",
-        sig(m.median_s * 1e6 / n_eqns as f64, 4),
-        "us/eqn",
-        d,
-    );
-}
-
-/// A cached `jit(x + 1.0)` on `f32[4]`. Execution is synchronous, so the
-/// async variant measures the same loop with the result read only at the
-/// end.
-pub fn dispatch_tiny(s: Settings) {
-    let f = jit(|x: Array| x + 1.0);
-    let x = Array::from_vec(vec![0.0f32, 1.0, 2.0, 3.0], &[4]);
-    let n = if s.quick { 2000 } else { 10000 };
-    for _ in 0..200 {
-        f.call(x.clone()).expect("runs");
-    }
-    let sync = measure(
-        || {
-            for _ in 0..n {
-                let y = f.call(x.clone()).expect("runs");
-                std::hint::black_box(y.buffer());
-            }
-        },
-        s.reps,
-        Duration::ZERO,
-        1,
-    );
-    let asynchronous = measure(
-        || {
-            let mut y = None;
-            for _ in 0..n {
-                y = Some(f.call(x.clone()).expect("runs"));
-            }
-            std::hint::black_box(y);
-        },
-        s.reps,
-        Duration::ZERO,
-        1,
-    );
-    // The executable alone, to separate jit's own overhead from the run.
-    let backend = jaxon::eval_backend().expect("a backend");
-    let exe = backend
-        .compile(&f.lower(x.clone()).expect("lowers"))
-        .expect("compiles");
-    let buffers = vec![x.buffer().expect("concrete").clone()];
-    let raw = measure(
-        || {
-            for _ in 0..n {
-                std::hint::black_box(exe.execute(&buffers).expect("runs"));
-            }
-        },
-        s.reps,
-        Duration::ZERO,
-        1,
-    );
-    let raw_us = raw.median_s / n as f64 * 1e6;
-    for (name, m, mode) in [
-        ("dispatch_tiny", sync, "result ready after every call"),
-        (
-            "dispatch_tiny_async",
-            asynchronous,
-            "result read only after the last call",
-        ),
-    ] {
-        let mut d = timing_details(&m, 1e6, "us", n as f64);
-        d.insert("calls_per_rep".into(), json!(n));
-        d.insert("fn".into(), json!("x + 1.0"));
-        d.insert("input".into(), json!("f32[4]"));
-        d.insert("mode".into(), json!(mode));
-        d.insert("traces".into(), json!(f.trace_count()));
-        d.insert("executable_only_us".into(), json!(sig(raw_us, 4)));
-        d.insert(
-            "jit_overhead_us".into(),
-            json!(sig(m.median_s / n as f64 * 1e6 - raw_us, 4)),
-        );
-        emit(
-            name,
-            "per_call_latency",
-            sig(m.median_s / n as f64 * 1e6, 4),
-            "us/call",
-            d,
-        );
-    }
-}
-
-/// Turns an error inside a traced closure into jaxon's unwinding payload,
-/// which the enclosing entry point (`make_jaxpr`, `jit(..).call`) catches.
-fn ok<T>(r: Result<T>) -> T {
-    r.unwrap_or_else(|e| std::panic::resume_unwind(Box::new(e)))
-}
 
 /// An MLP's parameters: `(W f32[in,out], b f32[out])` per layer.
 pub type Params = Vec<(Array, Array)>;
@@ -306,7 +146,7 @@ pub fn trace_mlp_grad(s: Settings) {
     d.insert("n_eqns_recursive".into(), json!(count_eqns(&j.jaxpr)));
     d.insert("model".into(), json!(MLP_MODEL));
     d.insert("fresh_fn_each_trace".into(), json!(true));
-    d.insert("backend".into(), json!("interpreter"));
+    d.insert("backend".into(), json!(backend_name()));
     emit(
         "trace_mlp_grad",
         "make_jaxpr_time",
@@ -347,8 +187,8 @@ pub fn mlp_train_step(s: Settings) {
             std::hint::black_box(l.item::<f32>());
             state = Some(p);
         },
-        slow_reps(s),
-        Duration::ZERO,
+        s.reps,
+        s.min_time,
         0,
     );
     let fwd: usize = MLP_SIZES
@@ -373,7 +213,7 @@ pub fn mlp_train_step(s: Settings) {
     d.insert("lr".into(), json!(0.01));
     d.insert("batch".into(), json!(MLP_BATCH));
     d.insert("layers".into(), json!(MLP_SIZES));
-    d.insert("backend".into(), json!("interpreter"));
+    d.insert("backend".into(), json!(backend_name()));
     emit(
         "mlp_train_step",
         "time_per_step",
@@ -423,7 +263,7 @@ pub fn per_example_grads(s: Settings) {
     d.insert("batch".into(), json!(128));
     d.insert("layers".into(), json!([64, 128, 10]));
     d.insert("us".into(), json!(sig(m.median_s * 1e6, 4)));
-    d.insert("backend".into(), json!("interpreter"));
+    d.insert("backend".into(), json!(backend_name()));
     emit(
         "per_example_grads",
         "time_per_call",
@@ -468,7 +308,7 @@ pub fn compile_mlp_grad(s: Settings) {
     d.insert("split_compile_ms".into(), json!(ms(t1, t2)));
     d.insert("split_first_execute_ms".into(), json!(ms(t2, t3)));
     d.insert("model".into(), json!(MLP_MODEL));
-    d.insert("backend".into(), json!("interpreter"));
+    d.insert("backend".into(), json!(backend_name()));
     emit(
         "compile_mlp_grad",
         "jit_to_first_result",
