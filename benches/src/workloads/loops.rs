@@ -93,7 +93,8 @@ pub fn scan_rnn(s: Settings) {
     let l_fwd = fwd.call(args.clone()).expect("runs").item::<f32>();
     let (l_grad, _) = grad.call(args.clone()).expect("runs");
     let flops_fwd = 2 * T * B * (I * H + H * H);
-    let runs: [(&str, Box<dyn Fn()>); 2] = [
+    type Unit<'a> = Box<dyn Fn() + 'a>;
+    let runs: [(&str, Unit); 2] = [
         (
             "scan_rnn_fwd",
             Box::new(|| {

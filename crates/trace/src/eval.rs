@@ -92,6 +92,9 @@ struct EagerKey {
     in_avals: Vec<Aval>,
 }
 
+/// An executable and the avals of its outputs.
+type Compiled = (Arc<dyn Executable>, Arc<[Aval]>);
+
 type EagerEntry = (Primitive, Arc<dyn Executable>, Arc<[Aval]>);
 
 /// Distinct (primitive, avals) signatures kept per thread before the cache
@@ -109,7 +112,7 @@ fn eager_executable(
     backend: &Arc<dyn Backend>,
     primitive: &Primitive,
     in_avals: Vec<Aval>,
-) -> Result<(Arc<dyn Executable>, Arc<[Aval]>)> {
+) -> Result<Compiled> {
     let key = EagerKey {
         backend: Arc::as_ptr(backend) as *const () as usize,
         name: primitive.name(),
@@ -145,7 +148,7 @@ fn compile_one(
     backend: &Arc<dyn Backend>,
     primitive: &Primitive,
     in_avals: &[Aval],
-) -> Result<(Arc<dyn Executable>, Arc<[Aval]>)> {
+) -> Result<Compiled> {
     let mut jaxpr = Jaxpr::new();
     let invars: Vec<_> = in_avals.iter().map(|a| jaxpr.new_var(a.clone())).collect();
     let atoms: Vec<Atom> = invars.iter().map(|&v| Atom::Var(v)).collect();

@@ -1,9 +1,13 @@
 //! Small helpers shared by the rules: zeros, broadcasting a tangent to a
-//! result shape, and summing a cotangent back to an operand's shape.
+//! result shape, summing a cotangent back to an operand's shape, and the
+//! gather that inverts a scatter's placement.
 
-use jaxon_ir::DType;
+use jaxon_ir::primitive::{
+    FillValue, GatherDimensionNumbers, GatherScatterMode, Ints, ScatterDimensionNumbers,
+};
+use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::Result;
-use jaxon_trace::{lax, Array};
+use jaxon_trace::{bind1, lax, Array};
 
 pub use jaxon_trace::numpy::zeros_like;
 
@@ -48,4 +52,48 @@ pub fn unbroadcast(ct: &Array, shape: &[usize]) -> Result<Array> {
 /// get JAX's `float0`, which we represent as no tangent).
 pub fn has_tangent(dtype: DType) -> bool {
     dtype.is_float()
+}
+
+/// The gather that reads back, for every update element, the operand
+/// element a scatter with dimension numbers `d` wrote it to. Windows the
+/// scatter dropped (out of bounds) read 0.
+pub(crate) fn scatter_inverse_gather(
+    d: &ScatterDimensionNumbers,
+    v: &Array,
+    idx: &Array,
+    upd_shape: &[usize],
+    indices_are_sorted: bool,
+    mode: GatherScatterMode,
+    unique_indices: bool,
+) -> Result<Array> {
+    let mut slice_sizes = Vec::new();
+    let mut pos = 0;
+    for i in 0..v.ndim() {
+        let i = i as i64;
+        if d.inserted_window_dims.contains(&i) || d.operand_batching_dims.contains(&i) {
+            slice_sizes.push(1);
+        } else {
+            slice_sizes.push(upd_shape[d.update_window_dims[pos] as usize] as i64);
+            pos += 1;
+        }
+    }
+    let gather = Primitive::Gather {
+        dimension_numbers: GatherDimensionNumbers {
+            offset_dims: d.update_window_dims.clone(),
+            collapsed_slice_dims: d.inserted_window_dims.clone(),
+            start_index_map: d.scatter_dims_to_operand_dims.clone(),
+            operand_batching_dims: d.operand_batching_dims.clone(),
+            start_indices_batching_dims: d.scatter_indices_batching_dims.clone(),
+        },
+        fill_value: Some(if v.dtype().is_float() {
+            FillValue::Float(0.0)
+        } else {
+            FillValue::Int(0)
+        }),
+        indices_are_sorted,
+        mode,
+        slice_sizes: Ints::new(slice_sizes),
+        unique_indices,
+    };
+    bind1(&gather, &[v.clone(), idx.clone()])
 }

@@ -7,6 +7,7 @@
 
 mod control;
 mod rules;
+mod scatter;
 pub(crate) mod state;
 
 use crate::util::{has_tangent, zeros_like};

@@ -97,16 +97,8 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         P::Gather { .. } => linear_in(p, x, t, &[true, false]),
         P::Scatter { kind, .. } => match kind {
             ScatterKind::Add | ScatterKind::Set => linear_in(p, x, t, &[true, false, true]),
-            // JAX differentiates these only with unique indices (its
-            // `scatter_mul` jvp rejects non-unique ones, min/max have no
-            // rule); no such guarantee is checked here, so say so.
-            ScatterKind::Mul | ScatterKind::Min | ScatterKind::Max => {
-                Err(Error::Unsupported(format!(
-                    "differentiation of `{}`: the derivative depends on which update wins \
-                     at repeated indices; use scatter-add, or gather/select formulations",
-                    p.name()
-                )))
-            }
+            ScatterKind::Mul => super::scatter::mul(p, x, t),
+            ScatterKind::Min | ScatterKind::Max => super::scatter::extremal(p, x, t),
         },
         P::Reduce { op, axes } => reduce(*op, axes, p, &x[0], t[0].as_ref()),
         P::Cumulative { op, axis, reverse } => match op {

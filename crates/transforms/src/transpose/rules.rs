@@ -3,10 +3,10 @@
 //! primitive that is not linear in an operand marked linear is an error.
 
 use super::LinArg;
-use crate::util::unbroadcast;
+use crate::util::{scatter_inverse_gather, unbroadcast};
 use jaxon_ir::primitive::{
-    BinaryOp, CumulativeOp, DotDimensionNumbers, FillValue, GatherDimensionNumbers, Ints, ReduceOp,
-    ScatterDimensionNumbers, ScatterKind, UnaryOp,
+    BinaryOp, CumulativeOp, DotDimensionNumbers, ReduceOp, ScatterDimensionNumbers, ScatterKind,
+    UnaryOp,
 };
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
@@ -565,8 +565,24 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         | P::TopK { .. }
         | P::Empty2 { .. } => not_linear(p),
         P::ConvGeneralDilated { .. } => super::conv::transpose_conv(p, args, &ct()?),
-        P::Scatter { .. }
-        | P::Cumulative { .. }
+        P::Scatter {
+            kind: ScatterKind::Mul,
+            ..
+        } => {
+            // Linear in the operand alone: `x ↦ x ⊙ Πu` scales each element,
+            // so it is its own transpose.
+            if lin(1) || lin(2) {
+                return not_linear(p);
+            }
+            let idx = args[1].value(name)?.clone();
+            let upd = args[2].value(name)?.clone();
+            Ok(only(0, bind1(p, &[ct()?, idx, upd])?))
+        }
+        P::Scatter {
+            kind: ScatterKind::Min | ScatterKind::Max,
+            ..
+        } => not_linear(p),
+        P::Cumulative { .. }
         | P::ForLoop { .. }
         | P::Get { .. }
         | P::Swap { .. }
@@ -647,50 +663,6 @@ fn dot_transpose_lhs(
     out_axes.sort_by_key(|&i| pre[i]);
     let prod = lax::dot_general(g, y, dims, preferred)?;
     lax::transpose(&prod, &out_axes)
-}
-
-/// The gather that reads back, for every update element, the operand
-/// element a scatter with dimension numbers `d` wrote it to. Windows the
-/// scatter dropped (out of bounds) read 0.
-fn scatter_inverse_gather(
-    d: &ScatterDimensionNumbers,
-    v: &Array,
-    idx: &Array,
-    upd_shape: &[usize],
-    indices_are_sorted: bool,
-    mode: jaxon_ir::primitive::GatherScatterMode,
-    unique_indices: bool,
-) -> Result<Array> {
-    let mut slice_sizes = Vec::new();
-    let mut pos = 0;
-    for i in 0..v.ndim() {
-        let i = i as i64;
-        if d.inserted_window_dims.contains(&i) || d.operand_batching_dims.contains(&i) {
-            slice_sizes.push(1);
-        } else {
-            slice_sizes.push(upd_shape[d.update_window_dims[pos] as usize] as i64);
-            pos += 1;
-        }
-    }
-    let gather = Primitive::Gather {
-        dimension_numbers: GatherDimensionNumbers {
-            offset_dims: d.update_window_dims.clone(),
-            collapsed_slice_dims: d.inserted_window_dims.clone(),
-            start_index_map: d.scatter_dims_to_operand_dims.clone(),
-            operand_batching_dims: d.operand_batching_dims.clone(),
-            start_indices_batching_dims: d.scatter_indices_batching_dims.clone(),
-        },
-        fill_value: Some(if v.dtype().is_float() {
-            FillValue::Float(0.0)
-        } else {
-            FillValue::Int(0)
-        }),
-        indices_are_sorted,
-        mode,
-        slice_sizes: Ints::new(slice_sizes),
-        unique_indices,
-    };
-    bind1(&gather, &[v.clone(), idx.clone()])
 }
 
 /// Distinct positive ids for the update windows of a set-scatter `p`
