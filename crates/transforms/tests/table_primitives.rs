@@ -316,6 +316,9 @@ fn table() -> Vec<Row> {
     // Control flow and calls.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; p:i32[] a:f64[2,3]. let e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f; h:f64[2,3] = mul g 2.0:f64[] in (h,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) })] p a in (e,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,2] c:f64[4,2,2]. let b:f64[2,2] d:f64[4,2,2] = scan[jaxpr={ lambda ; d:f64[2,2] x:f64[2,2]. let e:f64[2,2] = mul d x; f:f64[2,2] = sin e in (f, d) } length=4 num_carry=1 num_consts=0 reverse=False unroll=1] a c in (b, d) }"));
+    // Catalyst's for_loop: consts with tangents, the index read by the body,
+    // runtime bounds 1..6 step 2; a second carry accumulates squares.
+    u.push(row(FwdOnly("Reverse-mode differentiation does not work for for_loop"), -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[3] d:f64[3] = for_loop[apply_reverse_transform=False body_jaxpr={ lambda ; e:f64[3] f:i64[] g:f64[3] h:f64[3]. let i:f64[3] = sin g; j:f64[3] = mul i e; k:f64[] = convert_element_type[new_dtype=float64 weak_type=False] f; l:f64[3] = add j k; m:f64[3] = mul g g; n:f64[3] = add h m in (l, n) } body_nconsts=1 nimplicit=0 preserve_dimensions=True] a 1:i64[] 6:i64[] 2:i64[] 1:i64[] b b in (c, d) }"));
     u.push(row(FwdOnly("Reverse-mode differentiation does not work for lax.while_loop"), -2.0, 2.0, "{ lambda ; a:f64[3]. let b:i32[] c:f64[3] = while[body_jaxpr={ lambda ; d:i32[] e:f64[3]. let f:i32[] = add d 1:i32[]; g:f64[3] = mul e 0.9:f64[]; h:f64[3] = sin g in (f, h) } body_nconsts=0 cond_jaxpr={ lambda ; i:i32[] j:f64[3]. let k:bool[] = lt i 3:i32[] in (k,) } cond_nconsts=0] 0:i32[] a in (c, b) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = jit[name=f jaxpr={ lambda ; a:f64[2,3]. let b:f64[2,3] = tanh a in (b,) }] a in (b,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = custom_jvp_call[name=softplus call_jaxpr={ lambda ; c:f64[2,3]. let d:f64[2,3] = exp c; e:f64[2,3] = log1p d in (e,) } jvp=<lambda> symbolic_zeros=False] a in (b,) }"));
@@ -489,7 +492,7 @@ fn state_rows() {
 
 /// Kernel-only primitives. They read program ids or access `Ref`s with
 /// Pallas semantics inside kernels; JAX differentiates and batches a
-/// `pallas_call` (and `for_loop`) as a whole, which jaxon does not do.
+/// `pallas_call` as a whole, which jaxon does not do.
 /// Each row: the name, why, and a jaxpr when one can be written alone
 /// (then its jvp must fail with `Unsupported` or carry no tangent, and its
 /// vmap must fail with `Unsupported`).
@@ -529,11 +532,6 @@ const KERNEL_ROWS: &[(&str, &str, Option<&str>)] = &[
         "pallas_call",
         "differentiating or batching a kernel needs JAX's pallas_call jvp/vmap (transforming \
          the kernel body with its grid), not implemented in jaxon",
-        None,
-    ),
-    (
-        "for_loop",
-        "Catalyst's for_loop with dynamic shapes: no jvp or transpose rule (vmap has one)",
         None,
     ),
 ];

@@ -51,7 +51,7 @@ pub(super) fn needs_split(x: &[Array], t: &[Option<Array>]) -> Result<bool> {
 }
 
 /// Splits the outputs of a combined primitive into primals and tangents.
-fn split_outs(outs: Vec<Array>, n: usize, out_nz: &[bool]) -> Outs {
+pub(super) fn split_outs(outs: Vec<Array>, n: usize, out_nz: &[bool]) -> Outs {
     let mut it = outs.into_iter();
     let primals: Vec<Array> = it.by_ref().take(n).collect();
     (primals, spread(it, out_nz))
@@ -269,7 +269,12 @@ fn cond_split(
 /// Grows the set of carries with a non-zero tangent until the body maps
 /// it into itself. `nz` covers the body's inputs; its carries are
 /// `nz[c0..c0 + nk]` and the body's first `nk` results are the new carries.
-fn carry_fixpoint(body: &ClosedJaxpr, nz: &mut [bool], c0: usize, nk: usize) -> Result<()> {
+pub(super) fn carry_fixpoint(
+    body: &ClosedJaxpr,
+    nz: &mut [bool],
+    c0: usize,
+    nk: usize,
+) -> Result<()> {
     let j = &body.jaxpr;
     let can_grow = (0..nk)
         .any(|k| !nz[c0 + k] && crate::util::has_tangent(j.aval(j.invars[c0 + k]).array().dtype));
@@ -293,7 +298,7 @@ fn carry_fixpoint(body: &ClosedJaxpr, nz: &mut [bool], c0: usize, nk: usize) -> 
 
 /// The closed consts of `closed` as leading invars, so they can be passed
 /// as operands of a loop (whose bodies we keep without consts).
-fn open_consts(closed: ClosedJaxpr) -> (Jaxpr, Vec<Array>) {
+pub(super) fn open_consts(closed: ClosedJaxpr) -> (Jaxpr, Vec<Array>) {
     let mut j = Arc::unwrap_or_clone(closed.jaxpr);
     let mut invars = std::mem::take(&mut j.constvars);
     invars.append(&mut j.invars);
@@ -309,7 +314,7 @@ fn open_consts(closed: ClosedJaxpr) -> (Jaxpr, Vec<Array>) {
 
 /// Tangents for the positions marked in `nz`, zeros where a marked
 /// tangent is still symbolic.
-fn instantiated(x: &[Array], t: &[Option<Array>], nz: &[bool]) -> Result<Vec<Array>> {
+pub(super) fn instantiated(x: &[Array], t: &[Option<Array>], nz: &[bool]) -> Result<Vec<Array>> {
     let mut out = Vec::new();
     for ((xi, ti), m) in x.iter().zip(t).zip(nz) {
         if *m {
@@ -322,7 +327,7 @@ fn instantiated(x: &[Array], t: &[Option<Array>], nz: &[bool]) -> Result<Vec<Arr
     Ok(out)
 }
 
-fn count(m: &[bool]) -> usize {
+pub(super) fn count(m: &[bool]) -> usize {
     m.iter().filter(|b| **b).count()
 }
 

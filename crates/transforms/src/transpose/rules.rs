@@ -467,6 +467,9 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         }
         P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, args, cts),
         P::While { .. } => super::control::while_loop(),
+        P::ForLoop { .. } => Err(Error::Unsupported(
+            super::control::FOR_LOOP_REVERSE_ERROR.into(),
+        )),
         P::Scan { .. } => super::control::scan(p, args, cts),
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
@@ -583,7 +586,6 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             ..
         } => not_linear(p),
         P::Cumulative { .. }
-        | P::ForLoop { .. }
         | P::Get { .. }
         | P::Swap { .. }
         | P::AddUpdate { .. }
