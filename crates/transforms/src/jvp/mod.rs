@@ -6,6 +6,7 @@
 //! the primals alone and no rule runs.
 
 mod control;
+pub(crate) mod pallas;
 mod rules;
 pub(crate) mod state;
 

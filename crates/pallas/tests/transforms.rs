@@ -1,0 +1,122 @@
+//! Transforms of `pallas_call` in interpret mode: vmap adds a leading grid
+//! axis (batched and unbatched operands, program ids still addressing the
+//! user's axes), jvp builds one kernel for primals and tangents (checked
+//! against the analytic derivative), and plain reverse mode fails clearly.
+
+mod common;
+
+use common::{assert_close, Rng};
+use jaxon_ir::DType::F32;
+use jaxon_pallas::*;
+use jaxon_trace::{make_jaxpr, Array};
+use jaxon_transforms::{grad, jvp, vmap, Axes};
+
+/// o = x * y + program_id(0), in blocks of 2 over a grid of 2.
+fn scaled() -> PallasCall {
+    let k = |r: &[Ref]| {
+        let pid = program_id(0).astype(F32);
+        r[2].store(r[0].load() * r[1].load() + pid);
+    };
+    let spec = || BlockSpec::map1([2], |i| i);
+    pallas_call(k, shape_dtype(&[4], F32))
+        .grid(2)
+        .in_specs(vec![spec(), spec()])
+        .out_spec(spec())
+        .interpret(true)
+}
+
+#[test]
+fn vmap_adds_a_leading_grid_axis() {
+    let mut rng = Rng::new(21);
+    let (xs, ys) = (rng.f32s(12), rng.f32s(12));
+    let call = scaled();
+    let f = move |(x, y): (Array, Array)| call.call1(&[x, y]).unwrap();
+    let x = Array::from_vec(xs.clone(), &[3, 4]);
+    let y = Array::from_vec(ys.clone(), &[3, 4]);
+    let fv = vmap(f.clone());
+    let text = make_jaxpr(|a| fv.call(a).unwrap())((x.clone(), y.clone()))
+        .unwrap()
+        .to_string();
+    assert!(text.contains("grid=(3, 2)"), "{text}");
+    let out = vmap(f).call((x, y)).unwrap();
+    let want: Vec<f64> = (0..12)
+        .map(|k| xs[k] as f64 * ys[k] as f64 + ((k % 4) / 2) as f64)
+        .collect();
+    assert_close(&out.to_vec::<f32>(), &want, 1e-6);
+}
+
+#[test]
+fn vmap_with_an_unbatched_operand_and_batch_axis_1() {
+    let mut rng = Rng::new(22);
+    let (xs, ys) = (rng.f32s(12), rng.f32s(4));
+    let call = scaled();
+    let f = move |(x, y): (Array, Array)| call.call1(&[x, y]).unwrap();
+    // x is (4, 3) mapped along axis 1; y is shared.
+    let x = Array::from_vec(xs.clone(), &[4, 3]);
+    let y = Array::from_vec(ys.clone(), &[4]);
+    let out = vmap(f)
+        .in_axes(Axes::Leaves(vec![Some(1), None]))
+        .call((x, y))
+        .unwrap();
+    assert_eq!(out.shape(), vec![3, 4]);
+    let want: Vec<f64> = (0..3)
+        .flat_map(|b| (0..4).map(move |i| (b, i)))
+        .map(|(b, i)| xs[i * 3 + b] as f64 * ys[i] as f64 + (i / 2) as f64)
+        .collect();
+    assert_close(&out.to_vec::<f32>(), &want, 1e-6);
+}
+
+#[test]
+fn jvp_builds_one_kernel_for_primals_and_tangents() {
+    let mut rng = Rng::new(23);
+    let (xs, ys, txs, tys) = (rng.f32s(4), rng.f32s(4), rng.f32s(4), rng.f32s(4));
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let m = jaxon_trace::numpy::arange(2).unwrap().lt(2);
+        let y = load(&r[1], ..).mask(&m).other(0.0).read();
+        store(&r[2], .., x.sin() * y).mask(&m);
+    };
+    let spec = || BlockSpec::map1([2], |i| i);
+    let call = pallas_call(k, shape_dtype(&[4], F32))
+        .grid(2)
+        .in_specs(vec![spec(), spec()])
+        .out_spec(spec())
+        .interpret(true);
+    let c2 = call.clone();
+    let f = move |(x, y): (Array, Array)| call.call1(&[x, y]).unwrap();
+    let arr = |v: &Vec<f32>| Array::from_vec(v.clone(), &[4]);
+    let (p, t) = jvp(f, (arr(&xs), arr(&ys)), (arr(&txs), arr(&tys))).unwrap();
+    let want_p: Vec<f64> = (0..4)
+        .map(|i| (xs[i] as f64).sin() * ys[i] as f64)
+        .collect();
+    let want_t: Vec<f64> = (0..4)
+        .map(|i| {
+            let (x, y) = (xs[i] as f64, ys[i] as f64);
+            x.cos() * txs[i] as f64 * y + x.sin() * tys[i] as f64
+        })
+        .collect();
+    assert_close(&p.to_vec::<f32>(), &want_p, 1e-6);
+    assert_close(&t.to_vec::<f32>(), &want_t, 1e-5);
+    // One pallas_call with 4 inputs (primals, tangents) and 2 outputs.
+    let g = move |(x, y, tx, ty): (Array, Array, Array, Array)| {
+        let c = c2.clone();
+        let f = move |(x, y): (Array, Array)| c.call1(&[x, y]).unwrap();
+        jvp(f, (x, y), (tx, ty)).unwrap()
+    };
+    let text = make_jaxpr(g)((arr(&xs), arr(&ys), arr(&txs), arr(&tys)))
+        .unwrap()
+        .to_string();
+    assert_eq!(text.matches("pallas_call[").count(), 1, "{text}");
+}
+
+#[test]
+fn grad_of_pallas_call_fails_clearly() {
+    let call = scaled();
+    let f = move |x: Array| {
+        jaxon_trace::error::ok_or_raise(call.call1(&[x.clone(), x])).sum(jaxon_trace::numpy::All)
+    };
+    let e = grad(f)(Array::from_vec(vec![1.0f32; 4], &[4])).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("reverse-mode differentiation"), "{msg}");
+    assert!(msg.contains("custom_vjp"), "{msg}");
+}
