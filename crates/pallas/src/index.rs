@@ -61,7 +61,7 @@ pub fn ds(start: impl Into<Start>, size: usize) -> RefIdx {
 }
 
 impl RefIdx {
-    /// This slice with a step: `ix![(0..8).into_idx().step(2)]`.
+    /// This slice with a step: `ix![RefIdx::from(0..8).step(2)]`.
     pub fn step(self, step: i64) -> RefIdx {
         match self {
             RefIdx::Slice { start, stop, .. } => RefIdx::Slice {

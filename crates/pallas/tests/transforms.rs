@@ -120,3 +120,41 @@ fn grad_of_pallas_call_fails_clearly() {
     assert!(msg.contains("reverse-mode differentiation"), "{msg}");
     assert!(msg.contains("custom_vjp"), "{msg}");
 }
+
+#[test]
+fn jvp_through_fori_loop_and_when_in_a_kernel() {
+    // o = sum_k x[:, k-block] @ y[k-block, :], then o[0, 0] += 1 in program 0.
+    let mut rng = Rng::new(24);
+    let arr = |rng: &mut Rng, s: &[usize]| rng.array(s);
+    let (x, y) = (arr(&mut rng, &[4, 6]), arr(&mut rng, &[6, 4]));
+    let (tx, ty) = (arr(&mut rng, &[4, 6]), arr(&mut rng, &[6, 4]));
+    let k = |r: &[Ref]| {
+        let acc0 = jaxon_trace::numpy::zeros(&[4, 4], F32).unwrap();
+        let acc = fori_loop(
+            0,
+            3,
+            |k, acc: Array| {
+                let s = &k * 2;
+                acc + dot(&r[0].get(ix![.., ds(&s, 2)]), &r[1].get(ix![ds(&s, 2), ..]))
+            },
+            acc0,
+        )
+        .unwrap();
+        r[2].store(acc);
+        when(&program_id(0).eq(0), || {
+            r[2].add(ix![0, 0], r[0].get(ix![0, 0]) * 0.0 + 1.0)
+        });
+    };
+    let call = pallas_call(k, shape_dtype(&[4, 4], F32))
+        .grid(1)
+        .interpret(true);
+    let f = move |(x, y): (Array, Array)| call.call1(&[x, y]).unwrap();
+    let (p, t) = jvp(f, (x.clone(), y.clone()), (tx.clone(), ty.clone())).unwrap();
+    let mm = |a: &Array, b: &Array| jaxon_trace::numpy::matmul(a, b).unwrap();
+    let mut want_p = mm(&x, &y).to_vec::<f32>();
+    want_p[0] += 1.0;
+    let want_t = (mm(&tx, &y) + mm(&x, &ty)).to_vec::<f32>();
+    let f64s = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+    assert_close(&p.to_vec::<f32>(), &f64s(want_p), 1e-5);
+    assert_close(&t.to_vec::<f32>(), &f64s(want_t), 1e-5);
+}
