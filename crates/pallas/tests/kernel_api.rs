@@ -240,3 +240,67 @@ fn dot_with_transposes_when_and_fori_loop() {
     aat[0] += 1000.0;
     assert_close(&outs[2].to_vec::<f32>(), &aat, 1e-5);
 }
+
+#[test]
+fn seed_indexing_examples_with_integer_array_writes() {
+    // x: (2, 8, 4). o[arange(3), :] = x[0, 2:5, :]; and
+    // o2 = load(x, (0, 2 + arange(3), :)) stored with ds(2, 3) rows.
+    let mut rng = Rng::new(7);
+    let xs = rng.f32s(64);
+    let k = |r: &[Ref]| {
+        let x = r[0].get(ix![0, 2..5, ..]);
+        let rows = jnp::arange(3).unwrap();
+        r[1].set(ix![&rows, ..], x);
+        let x2 = load(&r[0], ix![1, &rows + 2, ..]).read();
+        r[2].store(0.0);
+        store(&r[2], ix![ds(2, 3), ..], x2);
+    };
+    let outs = pallas_call(
+        k,
+        vec![shape_dtype(&[3, 4], F32), shape_dtype(&[6, 4], F32)],
+    )
+    .interpret(true)
+    .call(&[Array::from_vec(xs.clone(), &[2, 8, 4])])
+    .unwrap();
+    let at = |a: usize, b: usize, c: usize| xs[a * 32 + b * 4 + c] as f64;
+    let want1: Vec<f64> = (0..3)
+        .flat_map(|i| (0..4).map(move |c| (i, c)))
+        .map(|(i, c)| at(0, i + 2, c))
+        .collect();
+    assert_close(&outs[0].to_vec::<f32>(), &want1, 0.0);
+    let want2: Vec<f64> = (0..6)
+        .flat_map(|i| (0..4).map(move |c| (i, c)))
+        .map(|(i, c)| {
+            if (2..5).contains(&i) {
+                at(1, i, c)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    assert_close(&outs[1].to_vec::<f32>(), &want2, 0.0);
+}
+
+#[test]
+fn partial_edge_blocks_are_padded_and_discarded() {
+    // f32[10] in blocks of 4 over a grid of 3: the last input block has two
+    // NaN-padded lanes; the padded output lanes are dropped.
+    let mut rng = Rng::new(8);
+    let xs = rng.f32s(10);
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let nan = x.ne(&x);
+        r[1].store(jnp::where_(&nan, &Array::weak(-7.0), &(&x * 2.0)).unwrap());
+        r[2].set(program_id(0), nan.astype(I32).sum(jnp::All));
+    };
+    let outs = pallas_call(k, vec![shape_dtype(&[10], F32), shape_dtype(&[3], I32)])
+        .grid(3)
+        .in_specs(vec![BlockSpec::map1([4], |i| i)])
+        .out_specs(vec![BlockSpec::map1([4], |i| i), BlockSpec::whole()])
+        .interpret(true)
+        .call(&[Array::from_vec(xs.clone(), &[10])])
+        .unwrap();
+    let want: Vec<f64> = xs.iter().map(|v| 2.0 * *v as f64).collect();
+    assert_close(&outs[0].to_vec::<f32>(), &want, 0.0);
+    assert_eq!(outs[1].to_vec::<i32>(), vec![0, 0, 2]);
+}

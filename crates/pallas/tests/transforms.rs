@@ -158,3 +158,26 @@ fn jvp_through_fori_loop_and_when_in_a_kernel() {
     assert_close(&p.to_vec::<f32>(), &f64s(want_p), 1e-5);
     assert_close(&t.to_vec::<f32>(), &f64s(want_t), 1e-5);
 }
+
+#[test]
+fn jit_of_vmap_keeps_num_programs_on_the_user_axis() {
+    // o[i] = x[i] * num_programs(0) + program_id(0), one element per program.
+    let mut rng = Rng::new(25);
+    let xs = rng.f32s(10);
+    let k = |r: &[Ref]| {
+        let n = num_programs(0).astype(F32);
+        let i = program_id(0);
+        r[1].set(&i, r[0].get(&i) * n + i.astype(F32));
+    };
+    let call = pallas_call(k, shape_dtype(&[5], F32))
+        .grid(5)
+        .interpret(true);
+    let f = jaxon_trace::jit(move |x: Array| {
+        vmap(|x: Array| call.call1(&[x]).unwrap()).call(x).unwrap()
+    });
+    let out = f.call(Array::from_vec(xs.clone(), &[2, 5])).unwrap();
+    let want: Vec<f64> = (0..10)
+        .map(|k| xs[k] as f64 * 5.0 + (k % 5) as f64)
+        .collect();
+    assert_close(&out.to_vec::<f32>(), &want, 1e-6);
+}
