@@ -14,7 +14,7 @@ use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{AbstractRef, Aval, Jaxpr, MemorySpace, Primitive, ShapedArray};
 use jaxon_trace::error::{catch_flat, Error, Result};
 use jaxon_trace::stage::{trace_flat, StageMode};
-use jaxon_trace::{bind, Array};
+use jaxon_trace::{bind, with_backend, Array};
 use std::sync::Arc;
 
 /// What a kernel returns: nothing. Other return types exist so that a
@@ -366,6 +366,13 @@ impl PallasCall {
     pub fn call(&self, args: &[Array]) -> Result<Vec<Array>> {
         let in_avals: Vec<ShapedArray> = args.iter().map(|a| a.ty().clone()).collect();
         let p = self.primitive(&in_avals)?;
+        // Interpret mode means the reference interpreter whatever the
+        // default backend is; under a trace the equation carries the flag.
+        if self.interpret && !args.iter().any(Array::is_tracer) {
+            if let Ok(out) = with_backend("interpreter", || bind(&p, args)) {
+                return out;
+            }
+        }
         bind(&p, args)
     }
 
