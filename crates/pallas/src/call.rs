@@ -329,6 +329,20 @@ impl PallasCall {
         Ok(staged.jaxpr)
     }
 
+    /// What `debug(true)` prints for inputs of types `in_avals`: the kernel
+    /// jaxpr and the grid mapping.
+    pub fn debug_info(&self, in_avals: &[ShapedArray]) -> Result<String> {
+        let Primitive::PallasCall {
+            kernel,
+            block_mappings,
+            ..
+        } = self.clone().debug(false).primitive(in_avals)?
+        else {
+            return Err(Error::InvalidArgument("not a pallas_call".into()));
+        };
+        Ok(self.debug_text(&kernel, &block_mappings))
+    }
+
     fn debug_text(&self, kernel: &Jaxpr, mappings: &[BlockMapping]) -> String {
         let mut s = format!(
             "\nThe kernel jaxpr for pallas_call {}:\n{}\n",

@@ -304,3 +304,34 @@ fn partial_edge_blocks_are_padded_and_discarded() {
     assert_close(&outs[0].to_vec::<f32>(), &want, 0.0);
     assert_eq!(outs[1].to_vec::<i32>(), vec![0, 0, 2]);
 }
+
+#[test]
+fn masked_lanes_are_not_accessed() {
+    // Lanes 5..8 of the index are out of bounds for x: f32[5], but masked.
+    let mut rng = Rng::new(9);
+    let xs = rng.f32s(5);
+    let k = |r: &[Ref]| {
+        let idx = jnp::arange(8).unwrap();
+        let m = idx.lt(5);
+        r[1].store(load(&r[0], &idx).mask(&m).other(0.5).read());
+        store(&r[2], &idx, r[1].load() * 2.0).mask(&m);
+    };
+    let outs = pallas_call(k, vec![shape_dtype(&[8], F32), shape_dtype(&[5], F32)])
+        .interpret(true)
+        .call(&[Array::from_vec(xs.clone(), &[5])])
+        .unwrap();
+    let mut want: Vec<f64> = xs.iter().map(|v| *v as f64).collect();
+    want.extend([0.5; 3]);
+    assert_close(&outs[0].to_vec::<f32>(), &want, 0.0);
+    let want2: Vec<f64> = xs.iter().map(|v| 2.0 * *v as f64).collect();
+    assert_close(&outs[1].to_vec::<f32>(), &want2, 0.0);
+    // `other` without a mask is an error.
+    let bad = |r: &[Ref]| r[1].store(load(&r[0], ..).other(0.0).read());
+    let e = pallas_call(bad, shape_dtype(&[5], F32))
+        .call(&[Array::from_vec(xs, &[5])])
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("only meaningful with a `mask`"),
+        "{e}"
+    );
+}

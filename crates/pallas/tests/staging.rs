@@ -185,4 +185,16 @@ fn debug_and_default_name() {
     };
     assert_eq!(name.as_deref(), Some("my_copy_kernel"));
     assert!(kernel.to_string().contains("Ref<default>{f32[2]}"));
+    let i32s = jaxon_ir::ShapedArray::of(I32, &[8]);
+    let info = add_call().debug_info(&[i32s.clone(), i32s]).unwrap();
+    assert!(
+        info.contains("The kernel jaxpr for pallas_call add_kernel:"),
+        "{info}"
+    );
+    assert!(info.contains("Ref<default>{i32[2]}"), "{info}");
+    assert!(info.contains("GridMapping(grid=(4,)"), "{info}");
+    assert!(
+        info.contains("BlockMapping(block_shape=(2,), array_aval=i32[8]"),
+        "{info}"
+    );
 }
