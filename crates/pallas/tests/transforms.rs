@@ -38,6 +38,9 @@ fn vmap_adds_a_leading_grid_axis() {
         .unwrap()
         .to_string();
     assert!(text.contains("grid=(3, 2)"), "{text}");
+    assert!(text.contains("Squeezed"), "{text}");
+    let parsed = jaxon_ir::parse_closed_jaxpr(&text, vec![]).unwrap();
+    assert_eq!(parsed.to_string(), text);
     let out = vmap(f).call((x, y)).unwrap();
     let want: Vec<f64> = (0..12)
         .map(|k| xs[k] as f64 * ys[k] as f64 + ((k % 4) / 2) as f64)
@@ -107,6 +110,8 @@ fn jvp_builds_one_kernel_for_primals_and_tangents() {
         .unwrap()
         .to_string();
     assert_eq!(text.matches("pallas_call[").count(), 1, "{text}");
+    let parsed = jaxon_ir::parse_closed_jaxpr(&text, vec![]).unwrap();
+    assert_eq!(parsed.to_string(), text);
 }
 
 #[test]
@@ -180,4 +185,45 @@ fn jit_of_vmap_keeps_num_programs_on_the_user_axis() {
         .map(|k| xs[k] as f64 * 5.0 + (k % 5) as f64)
         .collect();
     assert_close(&out.to_vec::<f32>(), &want, 1e-6);
+}
+
+#[test]
+fn vmap_of_an_aliased_accumulator_and_jvp_of_vmap() {
+    // acc (aliased to the output) += x * x, with acc shared across the batch.
+    let mut rng = Rng::new(26);
+    let (xs, accs) = (rng.f32s(8), rng.f32s(4));
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        r[2].store(r[1].load() + &x * &x);
+    };
+    let call = pallas_call(k, shape_dtype(&[4], F32))
+        .input_output_aliases(&[(1, 0)])
+        .interpret(true);
+    let c = call.clone();
+    let f = move |(x, acc): (Array, Array)| c.call1(&[x, acc]).unwrap();
+    let out = vmap(f)
+        .in_axes(Axes::Leaves(vec![Some(0), None]))
+        .call((
+            Array::from_vec(xs.clone(), &[2, 4]),
+            Array::from_vec(accs.clone(), &[4]),
+        ))
+        .unwrap();
+    let want: Vec<f64> = (0..8)
+        .map(|k| accs[k % 4] as f64 + (xs[k] as f64).powi(2))
+        .collect();
+    assert_close(&out.to_vec::<f32>(), &want, 1e-6);
+
+    // jvp of a vmapped kernel without aliases: d(x * x) = 2 x dx.
+    let sq = |r: &[Ref]| r[1].store(r[0].load() * r[0].load());
+    let sq = pallas_call(sq, shape_dtype(&[4], F32)).interpret(true);
+    let g = move |x: Array| vmap(|x: Array| sq.call1(&[x]).unwrap()).call(x).unwrap();
+    let tx = rng.f32s(8);
+    let (_, t) = jvp(
+        g,
+        Array::from_vec(xs.clone(), &[2, 4]),
+        Array::from_vec(tx.clone(), &[2, 4]),
+    )
+    .unwrap();
+    let want_t: Vec<f64> = (0..8).map(|k| 2.0 * xs[k] as f64 * tx[k] as f64).collect();
+    assert_close(&t.to_vec::<f32>(), &want_t, 1e-6);
 }
