@@ -30,6 +30,14 @@ impl KernelOutput for () {
     }
 }
 
+/// A `store(..)` as the kernel's last expression: it writes when dropped,
+/// still inside the kernel.
+impl KernelOutput for crate::refs::Store {
+    fn returned(&self) -> Option<String> {
+        None
+    }
+}
+
 impl KernelOutput for Array {
     fn returned(&self) -> Option<String> {
         Some(format!("an array of type {}", fmt_aval(self.aval())))

@@ -71,12 +71,20 @@ pub fn try_dot(a: &Array, b: &Array, trans_a: bool, trans_b: bool) -> Result<Arr
 }
 
 /// `pl.when(cond)(f)`: runs `f` (for its writes to refs) only where the
-/// scalar `cond` is true.
-pub fn when(c: &Array, f: impl Fn()) {
+/// scalar `cond` is true. Whatever `f` returns is dropped inside the
+/// branch, so `|| store(..).mask(m)` writes there.
+pub fn when<R>(c: &Array, f: impl Fn() -> R) {
     ok_or_raise(try_when(c, f))
 }
 
 /// [`when`] returning errors instead of raising them.
-pub fn try_when(c: &Array, f: impl Fn()) -> Result<()> {
-    cond(c, |()| f(), |()| (), ())
+pub fn try_when<R>(c: &Array, f: impl Fn() -> R) -> Result<()> {
+    cond(
+        c,
+        |()| {
+            drop(f());
+        },
+        |()| (),
+        (),
+    )
 }

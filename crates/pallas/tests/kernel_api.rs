@@ -335,3 +335,26 @@ fn masked_lanes_are_not_accessed() {
         "{e}"
     );
 }
+
+#[test]
+fn store_as_a_kernel_or_when_tail_expression() {
+    let mut rng = Rng::new(10);
+    let xs = rng.f32s(4);
+    let k = |r: &[Ref]| {
+        when(&program_id(0).eq(1), || store(&r[1], 0, r[0].get(0) * 3.0));
+        store(&r[1], 1, r[0].get(1) + program_id(0).astype(F32))
+    };
+    let out = pallas_call(k, shape_dtype(&[2], F32))
+        .grid(2)
+        .in_specs(vec![BlockSpec::whole()])
+        .out_spec(BlockSpec::whole())
+        .interpret(true)
+        .call1(&[Array::from_vec(xs.clone(), &[4])])
+        .unwrap();
+    // Program 1 runs last: o[0] = 3 x[0], o[1] = x[1] + 1.
+    assert_close(
+        &out.to_vec::<f32>(),
+        &[3.0 * xs[0] as f64, xs[1] as f64 + 1.0],
+        1e-6,
+    );
+}
