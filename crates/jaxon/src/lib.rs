@@ -32,6 +32,8 @@
 pub use jaxon_ir as ir;
 pub use jaxon_ir::DType;
 pub use jaxon_macros::Pytree;
+/// Pallas kernels: `Ref`s, `BlockSpec`s and `pallas_call` (`jaxon-pallas`).
+pub use jaxon_pallas as pallas;
 pub use jaxon_trace::control::{cond, fori_loop, scan, switch, while_loop};
 pub use jaxon_trace::error::ok_or_raise;
 pub use jaxon_trace::{

@@ -123,6 +123,89 @@ impl Primitive {
         }
     }
 
+    /// This primitive with every jaxpr in its params replaced by `f` of it
+    /// (closed jaxprs keep their constants). The same list as
+    /// [`Primitive::param_jaxprs`].
+    pub fn map_sub_jaxprs(&self, f: &mut dyn FnMut(&Jaxpr) -> Jaxpr) -> Primitive {
+        fn closed(c: &mut ClosedJaxpr, f: &mut dyn FnMut(&Jaxpr) -> Jaxpr) {
+            c.jaxpr = Arc::new(f(&c.jaxpr));
+        }
+        let mut p = self.clone();
+        match &mut p {
+            Primitive::Cond { branches } => branches.iter_mut().for_each(|b| closed(b, f)),
+            Primitive::While {
+                cond_jaxpr,
+                body_jaxpr,
+                ..
+            } => {
+                closed(body_jaxpr, f);
+                closed(cond_jaxpr, f);
+            }
+            Primitive::Scan { jaxpr, .. } | Primitive::Jit { jaxpr, .. } => closed(jaxpr, f),
+            Primitive::ForLoop { body_jaxpr, .. } => closed(body_jaxpr, f),
+            Primitive::CustomJvpCall { call_jaxpr, .. }
+            | Primitive::CustomVjpCall { call_jaxpr, .. } => closed(call_jaxpr, f),
+            Primitive::Remat { jaxpr, .. } => *jaxpr = Arc::new(f(jaxpr)),
+            Primitive::Scatter { update_jaxpr, .. } => {
+                if let Some(j) = update_jaxpr {
+                    *j = Arc::new(f(j));
+                }
+            }
+            Primitive::PallasCall {
+                kernel,
+                block_mappings,
+                ..
+            } => {
+                *kernel = Arc::new(f(kernel));
+                block_mappings
+                    .iter_mut()
+                    .for_each(|b| closed(&mut b.index_map, f));
+            }
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::Round { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::ConvertElementType { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+            | Primitive::BroadcastInDim { .. }
+            | Primitive::Reshape { .. }
+            | Primitive::Transpose { .. }
+            | Primitive::Squeeze { .. }
+            | Primitive::Rev { .. }
+            | Primitive::Pad { .. }
+            | Primitive::Concatenate { .. }
+            | Primitive::Slice { .. }
+            | Primitive::DynamicSlice { .. }
+            | Primitive::DynamicUpdateSlice
+            | Primitive::Gather { .. }
+            | Primitive::Iota { .. }
+            | Primitive::Split { .. }
+            | Primitive::Tile { .. }
+            | Primitive::Stack { .. }
+            | Primitive::Reduce { .. }
+            | Primitive::ArgReduce { .. }
+            | Primitive::Cumulative { .. }
+            | Primitive::DotGeneral { .. }
+            | Primitive::ConvGeneralDilated { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::Empty2 { .. }
+            | Primitive::Get { .. }
+            | Primitive::Swap { .. }
+            | Primitive::AddUpdate { .. }
+            | Primitive::ProgramId { .. }
+            | Primitive::NumPrograms { .. }
+            | Primitive::Load { .. }
+            | Primitive::Store { .. }
+            | Primitive::AtomicRmw { .. }
+            | Primitive::AtomicCas { .. } => {}
+        }
+        p
+    }
+
     /// The nested jaxprs held in this primitive's params, in param order.
     pub fn sub_jaxprs(&self) -> Vec<&Arc<Jaxpr>> {
         self.param_jaxprs()

@@ -267,9 +267,10 @@ impl Cx<'_> {
     pub fn arr(&self, i: usize) -> Result<&ShapedArray, IrError> {
         match self.avals.get(i) {
             Some(Aval::Array(a)) => Ok(a),
-            Some(r @ Aval::Ref(_)) => {
-                Err(self.err(format!("operand {i} must be an array, got {}", fmt_aval(r))))
-            }
+            Some(r @ Aval::Ref(_)) => Err(self.err(format!(
+                "operand {i} must be an array, got {}; read it first (`x_ref[...]`)",
+                fmt_aval(r)
+            ))),
             None => Err(self.err(format!("missing operand {i}"))),
         }
     }

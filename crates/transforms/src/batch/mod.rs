@@ -12,6 +12,7 @@ mod collectives;
 mod control;
 mod index;
 mod linalg;
+mod pallas;
 mod rules;
 mod state;
 

@@ -209,14 +209,13 @@ pub(crate) fn batch_rule(
         P::Get { indexers } => state::batch_state(StateOp::Get, indexers, p, x, d, n),
         P::Swap { indexers } => state::batch_state(StateOp::Swap, indexers, p, x, d, n),
         P::AddUpdate { indexers } => state::batch_state(StateOp::AddUpdate, indexers, p, x, d, n),
-        P::Load { .. }
-        | P::Store { .. }
-        | P::AtomicRmw { .. }
-        | P::AtomicCas { .. }
-        | P::PallasCall { .. } => Err(Error::Unsupported(format!(
-            "vmap of the state/Pallas primitive `{}` is not implemented yet",
-            p.name()
-        ))),
+        P::PallasCall { .. } => super::pallas::pallas_call(p, x, d, n),
+        P::Load { .. } | P::Store { .. } | P::AtomicRmw { .. } | P::AtomicCas { .. } => {
+            Err(Error::Unsupported(format!(
+                "vmap of the state/Pallas primitive `{}` is not implemented yet",
+                p.name()
+            )))
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod control;
 mod for_loop;
+pub(crate) mod pallas;
 mod rules;
 mod scatter;
 pub(crate) mod state;

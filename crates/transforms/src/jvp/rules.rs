@@ -135,11 +135,10 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         P::Get { indexers } => super::state::jvp_state(StateOp::Get, indexers, p, x, t),
         P::Swap { indexers } => super::state::jvp_state(StateOp::Swap, indexers, p, x, t),
         P::AddUpdate { indexers } => super::state::jvp_state(StateOp::AddUpdate, indexers, p, x, t),
-        P::Load { .. }
-        | P::Store { .. }
-        | P::AtomicRmw { .. }
-        | P::AtomicCas { .. }
-        | P::PallasCall { .. } => unsupported(p),
+        P::Load { has_other, .. } => super::pallas::load(p, *has_other, x, t),
+        P::Store { indexers, .. } => super::pallas::store(p, indexers, x, t),
+        P::PallasCall { .. } => super::pallas::pallas_call(p, x, t),
+        P::AtomicRmw { .. } | P::AtomicCas { .. } => unsupported(p),
     }
 }
 

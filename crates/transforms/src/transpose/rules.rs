@@ -594,8 +594,8 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         | P::Load { .. }
         | P::Store { .. }
         | P::AtomicRmw { .. }
-        | P::AtomicCas { .. }
-        | P::PallasCall { .. } => unsupported(p),
+        | P::AtomicCas { .. } => unsupported(p),
+        P::PallasCall { .. } => Err(Error::Unsupported(crate::jvp::pallas::NO_REVERSE.into())),
     }
 }
 
