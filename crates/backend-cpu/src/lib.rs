@@ -95,6 +95,7 @@ mod dot;
 mod exec;
 mod jit;
 mod kernel;
+mod native;
 
 use exec::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;

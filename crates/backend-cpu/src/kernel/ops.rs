@@ -191,8 +191,10 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
             | UnaryOp::Cbrt
             | UnaryOp::Erf
             | UnaryOp::Erfc
-            | UnaryOp::ErfInv
-            | UnaryOp::Not => return Err(unsupported(op.name(), dt)),
+            | UnaryOp::ErfInv => {
+                super::libm::unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt))?
+            }
+            UnaryOp::Not => return Err(unsupported(op.name(), dt)),
         });
     }
     let b = &mut em.b;
@@ -254,6 +256,15 @@ fn minmax(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, St
 
 fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, String> {
     let dt = x.dt;
+    // `pow` of a float by an integer converts the exponent first.
+    let y = if op == BinaryOp::Pow && dt.is_float() && !y.dt.is_float() {
+        Operand {
+            v: convert(em, y, dt)?,
+            dt,
+        }
+    } else {
+        y
+    };
     if op.is_comparison() {
         return compare(em, op, x, y);
     }
@@ -268,7 +279,7 @@ fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Resu
             BinaryOp::Sub => b.ins().fsub(a, c),
             BinaryOp::Mul => b.ins().fmul(a, c),
             BinaryOp::Div => b.ins().fdiv(a, c),
-            _ => return Err(unsupported(op.name(), dt)),
+            _ => super::libm::binary(em, op, dt, a, c).ok_or_else(|| unsupported(op.name(), dt))?,
         });
     }
     let _ = gdt;

@@ -1,0 +1,333 @@
+//! Out-of-line scalar helpers that kernels call through a function pointer
+//! (`call_indirect` to a constant address): the rarely used float
+//! functions (`asin acos atan asinh acosh atanh cbrt erf erfc erf_inv`,
+//! float `rem`, `pow`, `atan2`, `nextafter`) and the f16/bf16 conversions.
+//!
+//! They compute exactly what the reference interpreter computes (Rust's
+//! libm; `erf`, `erfc`, `erf_inv` by the interpreter's f64 algorithms), so
+//! kernels using them are bit-identical to it. Every helper is a safe
+//! `extern "C"` function with plain scalar arguments (16-bit values travel
+//! zero-extended in 32 bits); a `fn` item lives for the whole program, so
+//! its address stays valid for every compiled kernel.
+
+use cranelift_codegen::ir::types::{F32, F64, I32};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, Signature, Type, Value};
+use half::{bf16, f16};
+use jaxon_ir::primitive::{BinaryOp, UnaryOp};
+use jaxon_ir::DType;
+
+use super::emit::Em;
+
+const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+
+/// `erf` in f64: a positive-term series below 2.5, else `1 - erfc`.
+pub(crate) fn erf_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= 2.5 {
+        return (1.0 - erfc_cf(a)).copysign(x);
+    }
+    let two_x2 = 2.0 * a * a;
+    let mut term = a;
+    let mut sum = a;
+    let mut n = 0.0;
+    loop {
+        n += 1.0;
+        term *= two_x2 / (2.0 * n + 1.0);
+        sum += term;
+        if term <= sum * 1e-17 {
+            break;
+        }
+    }
+    (FRAC_2_SQRT_PI * (-a * a).exp() * sum).copysign(x)
+}
+
+/// `erfc(x)` for `x >= 1`, by Lentz's continued fraction.
+fn erfc_cf(x: f64) -> f64 {
+    if x > 27.3 {
+        return 0.0;
+    }
+    let tiny = 1e-300;
+    let mut f = x;
+    let mut c = x;
+    let mut d = 0.0;
+    for i in 1..5000 {
+        let a = i as f64 / 2.0;
+        d = x + a * d;
+        if d == 0.0 {
+            d = tiny;
+        }
+        d = 1.0 / d;
+        c = x + a / c;
+        if c == 0.0 {
+            c = tiny;
+        }
+        let delta = c * d;
+        f *= delta;
+        if (delta - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    (-x * x).exp() / std::f64::consts::PI.sqrt() / f
+}
+
+/// `erfc` in f64.
+pub(crate) fn erfc_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        x
+    } else if x < 1.5 {
+        1.0 - erf_f64(x)
+    } else {
+        erfc_cf(x)
+    }
+}
+
+/// `erf_inv` in f64: Winitzki's guess refined by Halley steps (on `erfc`
+/// in the tails).
+pub(crate) fn erf_inv_f64(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 {
+        return f64::INFINITY.copysign(x);
+    }
+    if x == 0.0 {
+        return x;
+    }
+    let a = x.abs();
+    let k = 0.147;
+    let l = ((1.0 - a) * (1.0 + a)).ln();
+    let t = 2.0 / (std::f64::consts::PI * k) + l / 2.0;
+    let mut y = ((t * t - l / k).sqrt() - t).sqrt();
+    let tail = a > 0.5;
+    let c = 1.0 - a;
+    for _ in 0..50 {
+        let (f, fp) = if tail {
+            (erfc_f64(y) - c, -FRAC_2_SQRT_PI * (-y * y).exp())
+        } else {
+            (erf_f64(y) - a, FRAC_2_SQRT_PI * (-y * y).exp())
+        };
+        if fp == 0.0 {
+            break;
+        }
+        let fpp = -2.0 * y * fp;
+        let step = 2.0 * f * fp / (2.0 * fp * fp - f * fpp);
+        let ny = y - step;
+        if !ny.is_finite() {
+            break;
+        }
+        let done = (ny - y).abs() <= 1e-16 * ny.abs();
+        y = ny;
+        if done {
+            break;
+        }
+    }
+    y.copysign(x)
+}
+
+macro_rules! nextafter_fn {
+    ($name:ident, $t:ty, $bits:ty, $nan:expr, $wide:expr) => {
+        fn $name(x: $t, y: $t) -> $t {
+            let wide: fn($t) -> f64 = $wide;
+            let (fx, fy) = (wide(x), wide(y));
+            if fx.is_nan() || fy.is_nan() {
+                return $nan;
+            }
+            if fx == fy {
+                return y;
+            }
+            let sign: $bits = 1 << (<$bits>::BITS - 1);
+            let (bx, by) = (x.to_bits(), y.to_bits());
+            if fx == 0.0 {
+                return <$t>::from_bits((by & sign) | 1);
+            }
+            let up = (fx < fy) == (bx & sign == 0);
+            <$t>::from_bits(if up { bx + 1 } else { bx - 1 })
+        }
+    };
+}
+nextafter_fn!(next_f32, f32, u32, f32::NAN, |v: f32| v as f64);
+nextafter_fn!(next_f64, f64, u64, f64::NAN, |v: f64| v);
+nextafter_fn!(next_f16, f16, u16, f16::NAN, |v: f16| v.to_f64());
+nextafter_fn!(next_bf16, bf16, u16, bf16::NAN, |v: bf16| v.to_f64());
+
+macro_rules! helpers1 {
+    ($($name:ident: $t:ty => $e:expr;)*) => {$(
+        extern "C" fn $name(x: $t) -> $t {
+            let f: fn($t) -> $t = $e;
+            f(x)
+        }
+    )*};
+}
+helpers1! {
+    asin32: f32 => f32::asin; asin64: f64 => f64::asin;
+    acos32: f32 => f32::acos; acos64: f64 => f64::acos;
+    atan32: f32 => f32::atan; atan64: f64 => f64::atan;
+    asinh32: f32 => f32::asinh; asinh64: f64 => f64::asinh;
+    acosh32: f32 => f32::acosh; acosh64: f64 => f64::acosh;
+    atanh32: f32 => f32::atanh; atanh64: f64 => f64::atanh;
+    cbrt32: f32 => f32::cbrt; cbrt64: f64 => f64::cbrt;
+    erf32: f32 => |x| erf_f64(x as f64) as f32; erf64: f64 => erf_f64;
+    erfc32: f32 => |x| erfc_f64(x as f64) as f32; erfc64: f64 => erfc_f64;
+    erfinv32: f32 => |x| erf_inv_f64(x as f64) as f32; erfinv64: f64 => erf_inv_f64;
+    round_f16: f32 => |x| f16::from_f32(x).to_f32();
+    round_bf16: f32 => |x| bf16::from_f32(x).to_f32();
+}
+
+macro_rules! helpers2 {
+    ($($name:ident: $t:ty => $e:expr;)*) => {$(
+        extern "C" fn $name(x: $t, y: $t) -> $t {
+            let f: fn($t, $t) -> $t = $e;
+            f(x, y)
+        }
+    )*};
+}
+helpers2! {
+    rem32: f32 => |x, y| x % y; rem64: f64 => |x, y| x % y;
+    pow32: f32 => f32::powf; pow64: f64 => f64::powf;
+    atan2_32: f32 => f32::atan2; atan2_64: f64 => f64::atan2;
+    next32: f32 => next_f32; next64: f64 => next_f64;
+    next_f16_32: f32 => |x, y| next_f16(f16::from_f32(x), f16::from_f32(y)).to_f32();
+    next_bf16_32: f32 => |x, y| next_bf16(bf16::from_f32(x), bf16::from_f32(y)).to_f32();
+}
+
+extern "C" fn f16_bits_to_f32(b: u32) -> f32 {
+    f16::from_bits(b as u16).to_f32()
+}
+extern "C" fn bf16_bits_to_f32(b: u32) -> f32 {
+    bf16::from_bits(b as u16).to_f32()
+}
+extern "C" fn f32_to_f16_bits(x: f32) -> u32 {
+    f16::from_f32(x).to_bits() as u32
+}
+extern "C" fn f32_to_bf16_bits(x: f32) -> u32 {
+    bf16::from_f32(x).to_bits() as u32
+}
+extern "C" fn f64_to_f16_f32(x: f64) -> f32 {
+    f16::from_f64(x).to_f32()
+}
+extern "C" fn f64_to_bf16_f32(x: f64) -> f32 {
+    bf16::from_f64(x).to_f32()
+}
+
+/// Emits a call of the helper at `addr` (scalar code only).
+fn call(em: &mut Em, addr: usize, params: &[Type], ret: Type, args: &[Value]) -> Value {
+    let mut sig = Signature::new(em.b.func.signature.call_conv);
+    sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+    sig.returns.push(AbiParam::new(ret));
+    let sref = em.b.import_signature(sig);
+    let callee =
+        em.b.ins()
+            .iconst(cranelift_codegen::ir::types::I64, addr as i64);
+    let inst = em.b.ins().call_indirect(sref, callee, args);
+    em.b.inst_results(inst)[0]
+}
+
+fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
+    let d = dt == DType::F64;
+    let (a, b): (extern "C" fn(f32) -> f32, extern "C" fn(f64) -> f64) = match op {
+        UnaryOp::Asin => (asin32, asin64),
+        UnaryOp::Acos => (acos32, acos64),
+        UnaryOp::Atan => (atan32, atan64),
+        UnaryOp::Asinh => (asinh32, asinh64),
+        UnaryOp::Acosh => (acosh32, acosh64),
+        UnaryOp::Atanh => (atanh32, atanh64),
+        UnaryOp::Cbrt => (cbrt32, cbrt64),
+        UnaryOp::Erf => (erf32, erf64),
+        UnaryOp::Erfc => (erfc32, erfc64),
+        UnaryOp::ErfInv => (erfinv32, erfinv64),
+        _ => return None,
+    };
+    Some(if d { b as usize } else { a as usize })
+}
+
+fn binary_addr(op: BinaryOp, dt: DType) -> Option<usize> {
+    let d = dt == DType::F64;
+    let (a, b): (
+        extern "C" fn(f32, f32) -> f32,
+        extern "C" fn(f64, f64) -> f64,
+    ) = match op {
+        BinaryOp::Rem => (rem32, rem64),
+        BinaryOp::Pow => (pow32, pow64),
+        BinaryOp::Atan2 => (atan2_32, atan2_64),
+        BinaryOp::Nextafter => (next32, next64),
+        _ => return None,
+    };
+    Some(if d { b as usize } else { a as usize })
+}
+
+fn fty(dt: DType) -> Type {
+    if dt == DType::F64 {
+        F64
+    } else {
+        F32
+    }
+}
+
+/// `op(x)` through a helper, for f32/f64 values of `dt`.
+pub(crate) fn unary(em: &mut Em, op: UnaryOp, dt: DType, x: Value) -> Option<Value> {
+    let addr = unary_addr(op, dt)?;
+    let t = fty(dt);
+    Some(call(em, addr, &[t], t, &[x]))
+}
+
+/// `op(x, y)` through a helper, for f32/f64 values of `dt`.
+pub(crate) fn binary(em: &mut Em, op: BinaryOp, dt: DType, x: Value, y: Value) -> Option<Value> {
+    let addr = binary_addr(op, dt)?;
+    let t = fty(dt);
+    Some(call(em, addr, &[t, t], t, &[x, y]))
+}
+
+/// `nextafter` on the f16/bf16 grid of f32 values holding `dt` numbers.
+pub(crate) fn nextafter_half(em: &mut Em, dt: DType, x: Value, y: Value) -> Value {
+    let f: extern "C" fn(f32, f32) -> f32 = if dt == DType::BF16 {
+        next_bf16_32
+    } else {
+        next_f16_32
+    };
+    call(em, f as usize, &[F32, F32], F32, &[x, y])
+}
+
+/// Rounds an f32 value to the precision of the half type `dt`.
+pub(crate) fn round_half(em: &mut Em, dt: DType, x: Value) -> Value {
+    let f: extern "C" fn(f32) -> f32 = if dt == DType::BF16 {
+        round_bf16
+    } else {
+        round_f16
+    };
+    call(em, f as usize, &[F32], F32, &[x])
+}
+
+/// An f64 value rounded once to the half type `dt`, as an f32.
+pub(crate) fn f64_to_half(em: &mut Em, dt: DType, x: Value) -> Value {
+    let f: extern "C" fn(f64) -> f32 = if dt == DType::BF16 {
+        f64_to_bf16_f32
+    } else {
+        f64_to_f16_f32
+    };
+    call(em, f as usize, &[F64], F32, &[x])
+}
+
+/// The f32 value of 16-bit storage `bits` (an `I16`) of half type `dt`.
+pub(crate) fn load_half(em: &mut Em, dt: DType, bits: Value) -> Value {
+    let w = em.b.ins().uextend(I32, bits);
+    let f: extern "C" fn(u32) -> f32 = if dt == DType::BF16 {
+        bf16_bits_to_f32
+    } else {
+        f16_bits_to_f32
+    };
+    call(em, f as usize, &[I32], F32, &[w])
+}
+
+/// The 16-bit storage (an `I16`) of the f32 value `x` rounded to `dt`.
+pub(crate) fn store_half(em: &mut Em, dt: DType, x: Value) -> Value {
+    let f: extern "C" fn(f32) -> u32 = if dt == DType::BF16 {
+        f32_to_bf16_bits
+    } else {
+        f32_to_f16_bits
+    };
+    let w = call(em, f as usize, &[F32], I32, &[x]);
+    em.b.ins().ireduce(cranelift_codegen::ir::types::I16, w)
+}
