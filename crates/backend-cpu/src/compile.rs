@@ -279,6 +279,10 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
                 _ => Err(cannot(jaxpr, e, "dynamic shapes are not supported yet")),
             }
         }
+        Primitive::Reshape {
+            dimensions: Some(_),
+            ..
+        } => crate::native::native_step(jaxpr, e, eqn, opts),
         // Elementwise and shape ops reach here only when the planner could
         // not fuse them (dynamic shapes, `Ref` operands).
         Primitive::Unary(_)

@@ -195,16 +195,50 @@ impl NativeOp for ReducePrecision {
     }
 }
 
-/// `tile`: every output element reads the input at a flat index fixed
-/// at compile time.
+/// `tile`, and `reshape` with a `dimensions` transpose: every output
+/// element reads the input at a flat index fixed at compile time.
 #[derive(Debug)]
-pub(crate) struct Tile {
+pub(crate) struct Take {
     src: Vec<usize>,
     shape: Vec<usize>,
 }
 
-impl Tile {
-    pub(crate) fn new(ins: &[Vec<usize>], outs: &[(DType, Vec<usize>)]) -> Result<Tile, String> {
+impl Take {
+    /// `reshape[dimensions=perm]`: transpose by `perm`, then reshape.
+    pub(crate) fn transpose_reshape(
+        ins: &[Vec<usize>],
+        perm: &[usize],
+        outs: &[(DType, Vec<usize>)],
+    ) -> Result<Take, String> {
+        let (Some(x), [(_, shape)]) = (ins.first(), outs) else {
+            return Err("reshape takes one operand".into());
+        };
+        let mut seen = vec![false; x.len()];
+        if perm.len() != x.len()
+            || perm
+                .iter()
+                .any(|&p| p >= x.len() || std::mem::replace(&mut seen[p], true))
+            || x.iter().product::<usize>() != shape.iter().product::<usize>()
+        {
+            return Err(format!("reshape of {x:?} by {perm:?} to {shape:?}"));
+        }
+        let xs = strides(x);
+        let tshape: Vec<usize> = perm.iter().map(|&p| x[p]).collect();
+        let n: usize = tshape.iter().product();
+        let mut o = vec![0usize; tshape.len()];
+        let mut src = Vec::with_capacity(n);
+        for _ in 0..n {
+            src.push(perm.iter().zip(&o).map(|(&p, &i)| i * xs[p]).sum());
+            next_index(&mut o, &tshape);
+        }
+        Ok(Take {
+            src,
+            shape: shape.clone(),
+        })
+    }
+
+    /// `tile[reps]`.
+    pub(crate) fn tile(ins: &[Vec<usize>], outs: &[(DType, Vec<usize>)]) -> Result<Take, String> {
         let ([x], [(_, shape)]) = (ins, outs) else {
             return Err("tile takes one operand".into());
         };
@@ -219,17 +253,17 @@ impl Tile {
             src.push((0..shape.len()).map(|d| (o[d] % x[d]) * xs[d]).sum());
             next_index(&mut o, shape);
         }
-        Ok(Tile {
+        Ok(Take {
             src,
             shape: shape.clone(),
         })
     }
 }
 
-impl NativeOp for Tile {
+impl NativeOp for Take {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let [x] = inputs else {
-            return Err(IrError::Eval("cpu backend: tile takes one operand".into()));
+            return Err(IrError::Eval("cpu backend: takes one operand".into()));
         };
         let data = map_same!(x.data(), v => self.src.iter().map(|&i| v[i]).collect());
         Ok(vec![HostArray::new(self.shape.clone(), data)?])

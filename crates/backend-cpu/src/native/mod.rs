@@ -178,7 +178,11 @@ pub(crate) fn native_step(
             exponent_bits,
             mantissa_bits,
         } => Box::new(misc::ReducePrecision::new(*exponent_bits, *mantissa_bits)),
-        Primitive::Tile { .. } => Box::new(misc::Tile::new(&ins, &outs).map_err(fail)?),
+        Primitive::Tile { .. } => Box::new(misc::Take::tile(&ins, &outs).map_err(fail)?),
+        Primitive::Reshape {
+            dimensions: Some(perm),
+            ..
+        } => Box::new(misc::Take::transpose_reshape(&ins, perm, &outs).map_err(fail)?),
         Primitive::Stack { axis } => Box::new(misc::Stack::new(*axis, &ins, &outs).map_err(fail)?),
         Primitive::DotGeneral {
             dimension_numbers,
