@@ -104,13 +104,20 @@ pub(crate) fn compile_program(
 ) -> Result<Program, IrError> {
     let jaxpr: &Jaxpr = &closed.jaxpr;
     let mut in_avals = Vec::new();
+    // `Ref` arguments are discharged: passed as arrays, final values
+    // returned after the outputs.
+    let mut ref_outs = Vec::new();
     for v in &jaxpr.invars {
         let a = jaxpr
             .try_aval(*v)
             .ok_or_else(|| IrError::Invalid("invar out of range".into()))?;
-        let sa = a.as_array().ok_or_else(|| {
-            IrError::Eval("cpu backend: `Ref` arguments are not supported yet".into())
-        })?;
+        let sa = match a {
+            jaxon_ir::Aval::Array(sa) => sa,
+            jaxon_ir::Aval::Ref(r) => {
+                ref_outs.push(Operand::Var(*v));
+                &r.inner
+            }
+        };
         if sa.static_sizes().is_none() {
             return Err(IrError::Eval(
                 "cpu backend: dynamic shapes are not supported yet".into(),
@@ -207,6 +214,7 @@ pub(crate) fn compile_program(
             .outvars
             .iter()
             .map(operand)
+            .chain(ref_outs.into_iter().map(Ok))
             .collect::<Result<_, _>>()?,
     })
 }
@@ -456,14 +464,14 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
-        | Primitive::ForLoop { .. } => crate::native::native_step(jaxpr, e, eqn, opts),
+        | Primitive::ForLoop { .. }
+        | Primitive::Get { .. }
+        | Primitive::Swap { .. }
+        | Primitive::AddUpdate { .. } => crate::native::native_step(jaxpr, e, eqn, opts),
         Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat { .. }
-        | Primitive::Get { .. }
-        | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
         | Primitive::ProgramId { .. }
         | Primitive::NumPrograms { .. }
         | Primitive::Load { .. }
@@ -482,6 +490,14 @@ pub(crate) fn compile_sub(
     opts: Options,
 ) -> Result<crate::exec::SubProgram, String> {
     let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
+    if simple
+        .jaxpr
+        .in_avals()
+        .iter()
+        .any(|a| a.as_array().is_none())
+    {
+        return Err("`Ref` operands of nested jaxprs are not supported yet".into());
+    }
     let key = fingerprint(&simple.jaxpr);
     let program = compile_program(&simple, &key, opts).map_err(|e| format!("in its body: {e}"))?;
     Ok(crate::exec::SubProgram {

@@ -70,9 +70,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::CustomJvpCall { .. } => (38, Tested),
         Primitive::CustomVjpCall { .. } => (39, Tested),
         Primitive::Remat { .. } => (40, Tested),
-        Primitive::Get { .. } => (41, STATE),
-        Primitive::Swap { .. } => (42, STATE),
-        Primitive::AddUpdate { .. } => (43, STATE),
+        Primitive::Get { .. } => (41, Tested),
+        Primitive::Swap { .. } => (42, Tested),
+        Primitive::AddUpdate { .. } => (43, Tested),
         Primitive::ProgramId { .. } => (44, Excluded(PALLAS)),
         Primitive::NumPrograms { .. } => (45, Excluded(PALLAS)),
         Primitive::Load { .. } => (46, Excluded(PALLAS)),
@@ -83,11 +83,8 @@ fn row(p: &Primitive) -> (usize, Row) {
     }
 }
 
-/// The state primitives' row.
-const STATE: Row = Row::Excluded("state primitives: `Ref` arguments are not compiled yet");
-
 /// The tags of the excluded variants (they never occur in a case).
-const EXCLUDED_TAGS: &[usize] = &[41, 42, 43, 44, 45, 46, 47, 48, 49, 50];
+const EXCLUDED_TAGS: &[usize] = &[44, 45, 46, 47, 48, 49, 50];
 
 /// Names of the members of the op families (exhaustive matches keep these
 /// lists complete).
@@ -722,8 +719,40 @@ fn control_cases() -> Vec<Case> {
     ]
 }
 
+/// Stateful jaxprs: `Ref` arguments compile in discharged form (passed as
+/// arrays, final contents returned after the outputs).
+fn state_cases() -> Vec<String> {
+    vec![
+        "{ lambda ; a:Ref<default>{f32[4,5]} b:f32[5] c:i32[] d:f32[2,5]. let
+    e:f32[5] <- a[c,:]
+    a[1,:] += b
+    f:f32[2,5], a[1:3,:] <- a[1:3,:], d
+    g:f32[5] = mul e 2.0:f32[]
+    a[-1,:] += g
+  in (e, f) }"
+            .into(),
+        "{ lambda ; a:Ref<default>{i32[6]} b:i32[3] c:i32[3] d:i32[]. let
+    e:i32[3] <- a[b]
+    a[b] += c
+    f:i32[3], a[d:d+3] <- a[d:d+3], e
+    g:i32[6] <- a[...]
+  in (e, f, g) }"
+            .into(),
+        "{ lambda ; a:Ref<default>{f16[3,4]} b:f16[]. let
+    a[:,1:3] += b
+    c:f16[3] <- a[:,2]
+  in (c,) }"
+            .into(),
+    ]
+}
+
 fn all_cases() -> Vec<Case> {
     let mut v = elementwise_cases();
+    v.extend(
+        state_cases()
+            .into_iter()
+            .map(|t| case(t, Dist::Uniform(5.0), Tol::Exact)),
+    );
     v.extend(structural_cases());
     v.extend(reduction_and_sort_cases());
     v.extend(linalg_cases());
@@ -800,5 +829,85 @@ fn linalg_table() {
 fn control_table() {
     for c in control_cases() {
         check(&c.text, c.dist, c.tol);
+    }
+}
+
+/// JAX's text prints an integer-array index like a scalar one; the parser
+/// reads scalars. Turns every dynamic index whose operand is not a scalar
+/// into an array index.
+fn with_array_indices(mut c: jaxon_ir::ClosedJaxpr) -> jaxon_ir::ClosedJaxpr {
+    use jaxon_ir::primitive::{IndexEntry, IndexValue};
+    let j = std::sync::Arc::make_mut(&mut c.jaxpr);
+    let vars = j.vars.clone();
+    for e in &mut j.eqns {
+        let ranks: Vec<usize> = e
+            .inputs
+            .iter()
+            .map(|a| match a {
+                jaxon_ir::Atom::Var(v) => vars[v.index()].shape().len(),
+                jaxon_ir::Atom::Lit(_) => 0,
+            })
+            .collect();
+        if let Primitive::Get { indexers }
+        | Primitive::Swap { indexers }
+        | Primitive::AddUpdate { indexers } = &mut e.primitive
+        {
+            for ix in indexers {
+                for en in &mut ix.entries {
+                    if let IndexEntry::Int(IndexValue::Dynamic(k)) = *en {
+                        if ranks[k] > 0 {
+                            *en = IndexEntry::Array(k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn state_table() {
+    use jaxon_backend_cpu::CpuBackend;
+    use jaxon_ir::{eval_jaxpr, Value};
+    for text in state_cases() {
+        let closed = with_array_indices(parse(&text));
+        for seed in 1..=3 {
+            let args = common::random_args(&closed, seed, Dist::Uniform(5.0));
+            let got = common::run(&CpuBackend::new(), &closed, &args);
+            let vals: Vec<Value> = closed
+                .jaxpr
+                .in_avals()
+                .iter()
+                .zip(&args)
+                .map(|(a, x)| match a {
+                    jaxon_ir::Aval::Ref(_) => Value::new_ref(x.clone()),
+                    jaxon_ir::Aval::Array(_) => Value::Array(x.clone()),
+                })
+                .collect();
+            let outs = eval_jaxpr(&closed.jaxpr, &[], &vals).expect("interpreter");
+            let mut want: Vec<jaxon_ir::HostArray> = outs
+                .into_iter()
+                .map(|v| match v {
+                    Value::Array(a) => a,
+                    Value::Ref(_) => panic!("ref output"),
+                })
+                .collect();
+            for v in &vals {
+                if let Value::Ref(r) = v {
+                    want.push(r.lock().expect("lock").clone());
+                }
+            }
+            assert_eq!(got.len(), want.len(), "{text}");
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                common::assert_close(
+                    g,
+                    w,
+                    Tol::Exact,
+                    0.0,
+                    &format!("seed {seed} output {k}\n{text}"),
+                );
+            }
+        }
     }
 }

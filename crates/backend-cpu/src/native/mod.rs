@@ -11,6 +11,7 @@ mod elem;
 mod gather;
 mod misc;
 mod sort;
+mod state;
 
 pub(crate) use elem::{map_same, map_same2, Elem};
 
@@ -107,6 +108,32 @@ pub(crate) fn native_step(
     eqn: &Eqn,
     opts: Options,
 ) -> Result<Step, IrError> {
+    if let Primitive::Get { indexers }
+    | Primitive::Swap { indexers }
+    | Primitive::AddUpdate { indexers } = &eqn.primitive
+    {
+        let kind = match &eqn.primitive {
+            Primitive::Get { .. } => state::Kind::Get,
+            Primitive::Swap { .. } => state::Kind::Swap,
+            _ => state::Kind::AddUpdate,
+        };
+        let Some(Atom::Var(r)) = eqn.inputs.first() else {
+            return Err(cannot(jaxpr, e, "the first operand must be a Ref variable"));
+        };
+        let mut outs = out_vars(eqn);
+        if kind != state::Kind::Get {
+            // The write rebinds the (discharged) ref to its new value.
+            outs.push(Some(*r));
+        }
+        return Ok(Step::Native {
+            op: Box::new(state::StateOp {
+                kind,
+                indexers: indexers.clone(),
+            }),
+            inputs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
+            outs,
+        });
+    }
     let ins = in_shapes(jaxpr, e, eqn)?;
     let outs = out_types(jaxpr, e, eqn)?;
     let fail = |m: String| cannot(jaxpr, e, &m);
