@@ -8,6 +8,10 @@
 
 mod common;
 use common::{check, parse, Dist, Tol};
+
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOC: common::guard::GuardAlloc = common::guard::GuardAlloc;
 use jaxon_ir::primitive::{ArgOp, BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
 use jaxon_ir::{Jaxpr, Primitive};
 use std::collections::BTreeSet;
@@ -908,6 +912,50 @@ fn state_table() {
                     &format!("seed {seed} output {k}\n{text}"),
                 );
             }
+        }
+    }
+}
+
+/// Runs every case once with guard pages after every array the cpu
+/// backend reads or writes while executing (see `common::guard`): an
+/// out-of-bounds access by a kernel or native step faults the test.
+#[cfg(target_os = "linux")]
+#[test]
+fn cases_under_guard_pages() {
+    use common::guard::{guarded, is_guarded, PAGE};
+    use jaxon_backend_cpu::CpuBackend;
+    use jaxon_ir::{Backend, HostArray};
+    // The allocator puts the end of an array against an inaccessible page.
+    let probe: Vec<f32> = guarded(|| vec![1.0; 5]);
+    let end = probe.as_ptr() as usize + 5 * 4;
+    assert!(is_guarded(probe.as_ptr().cast()) && end.is_multiple_of(PAGE));
+    drop(probe);
+    let cpu = CpuBackend::with_threads(2);
+    let mut cases = all_cases();
+    cases.extend(
+        state_cases()
+            .into_iter()
+            .map(|t| case(t, Dist::Uniform(5.0), Tol::Exact)),
+    );
+    for c in cases {
+        let closed = with_array_indices(parse(&c.text));
+        let exe = cpu.compile(&closed).expect("compiles");
+        let args = common::random_args(&closed, 7, c.dist);
+        let got: Vec<HostArray> = guarded(|| {
+            let bufs: Vec<_> = args
+                .iter()
+                .map(|a| cpu.to_device(&a.clone()).expect("to_device"))
+                .collect();
+            exe.execute(&bufs)
+                .expect("runs")
+                .iter()
+                .map(|b| b.to_host().expect("to_host"))
+                .collect()
+        });
+        // The same inputs, unguarded, give the same results.
+        let want = common::run(&cpu, &closed, &args);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            common::assert_close(g, w, Tol::Exact, 0.0, &format!("output {k}\n{}", c.text));
         }
     }
 }
