@@ -1,7 +1,7 @@
 //! Out-of-line scalar helpers that kernels call through a function pointer
-//! (`call_indirect` to a constant address): the rarely used float
-//! functions (`asin acos atan asinh acosh atanh cbrt erf erfc erf_inv`,
-//! float `rem`, `pow`, `atan2`, `nextafter`) and the f16/bf16 conversions.
+//! (`call_indirect` to a constant address): the float functions without
+//! an inline polynomial yet (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
+//! `rem`, `pow`, `nextafter`) and the f16/bf16 conversions.
 //!
 //! They compute exactly what the reference interpreter computes (Rust's
 //! libm; `erf`, `erfc`, `erf_inv` by the interpreter's f64 algorithms), so
@@ -162,12 +162,6 @@ macro_rules! helpers1 {
     )*};
 }
 helpers1! {
-    asin32: f32 => f32::asin; asin64: f64 => f64::asin;
-    acos32: f32 => f32::acos; acos64: f64 => f64::acos;
-    atan32: f32 => f32::atan; atan64: f64 => f64::atan;
-    asinh32: f32 => f32::asinh; asinh64: f64 => f64::asinh;
-    acosh32: f32 => f32::acosh; acosh64: f64 => f64::acosh;
-    atanh32: f32 => f32::atanh; atanh64: f64 => f64::atanh;
     cbrt32: f32 => f32::cbrt; cbrt64: f64 => f64::cbrt;
     erf32: f32 => |x| erf_f64(x as f64) as f32; erf64: f64 => erf_f64;
     erfc32: f32 => |x| erfc_f64(x as f64) as f32; erfc64: f64 => erfc_f64;
@@ -187,7 +181,6 @@ macro_rules! helpers2 {
 helpers2! {
     rem32: f32 => |x, y| x % y; rem64: f64 => |x, y| x % y;
     pow32: f32 => f32::powf; pow64: f64 => f64::powf;
-    atan2_32: f32 => f32::atan2; atan2_64: f64 => f64::atan2;
     next32: f32 => next_f32; next64: f64 => next_f64;
     next_f16_32: f32 => |x, y| next_f16(f16::from_f32(x), f16::from_f32(y)).to_f32();
     next_bf16_32: f32 => |x, y| next_bf16(bf16::from_f32(x), bf16::from_f32(y)).to_f32();
@@ -228,12 +221,6 @@ fn call(em: &mut Em, addr: usize, params: &[Type], ret: Type, args: &[Value]) ->
 fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
     let d = dt == DType::F64;
     let (a, b): (extern "C" fn(f32) -> f32, extern "C" fn(f64) -> f64) = match op {
-        UnaryOp::Asin => (asin32, asin64),
-        UnaryOp::Acos => (acos32, acos64),
-        UnaryOp::Atan => (atan32, atan64),
-        UnaryOp::Asinh => (asinh32, asinh64),
-        UnaryOp::Acosh => (acosh32, acosh64),
-        UnaryOp::Atanh => (atanh32, atanh64),
         UnaryOp::Cbrt => (cbrt32, cbrt64),
         UnaryOp::Erf => (erf32, erf64),
         UnaryOp::Erfc => (erfc32, erfc64),
@@ -251,7 +238,6 @@ fn binary_addr(op: BinaryOp, dt: DType) -> Option<usize> {
     ) = match op {
         BinaryOp::Rem => (rem32, rem64),
         BinaryOp::Pow => (pow32, pow64),
-        BinaryOp::Atan2 => (atan2_32, atan2_64),
         BinaryOp::Nextafter => (next32, next64),
         _ => return None,
     };

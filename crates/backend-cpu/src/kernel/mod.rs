@@ -24,6 +24,7 @@ pub(crate) mod emit;
 mod half;
 mod libm;
 pub(crate) mod math;
+mod math_inv;
 pub(crate) mod ops;
 mod scalars;
 
