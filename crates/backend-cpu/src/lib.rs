@@ -27,10 +27,11 @@
 //!   `select_n`, `clamp`, `convert_element_type`, and the data movement
 //!   `broadcast_in_dim reshape squeeze transpose slice rev` (as strided
 //!   reads). `exp expm1 log log1p tanh logistic sin cos tan exp2 sinh
-//!   cosh asin acos atan atan2 asinh acosh atanh` and f32 `erf` are inline
-//!   vectorised polynomials or rational functions (`kernel/math.rs`,
+//!   cosh asin acos atan atan2 asinh acosh atanh`, f32 `erf` and f32 `pow`
+//!   (through f64, within 1 ulp, C99 special cases) are inline vectorised
+//!   polynomials or rational functions (`kernel/math.rs`,
 //!   `kernel/math_inv.rs`; table below). `cbrt`, f64 `erf`, `erfc`,
-//!   `erf_inv`, float `rem`, `pow` and `nextafter` call out-of-line Rust
+//!   `erf_inv`, float `rem`, f64 `pow` and `nextafter` call out-of-line Rust
 //!   helpers (`kernel/libm.rs`: std's libm and the interpreter's `erf`
 //!   family, so they are bit-identical to it; scalar code).
 //! - f16/bf16 (`kernel/half.rs`): values live in f32 registers, each
@@ -129,7 +130,7 @@
 //! near -1 our `atanh` is the more accurate one.
 //!
 //! The helper-call functions (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
-//! `rem pow nextafter`) are 0 ulp from the interpreter by construction
+//! `rem`, f64 `pow`, `nextafter`) are 0 ulp from the interpreter by construction
 //! (same code); `tests/coverage.rs` asserts it.
 //!
 //! `sin`/`cos`/`tan` use a three-part Cody–Waite reduction: the bounds hold for

@@ -1,7 +1,7 @@
 //! Out-of-line scalar helpers that kernels call through a function pointer
 //! (`call_indirect` to a constant address): the float functions without
 //! an inline polynomial yet (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
-//! `rem`, `pow`, `nextafter`) and the f16/bf16 conversions.
+//! `rem`, f64 `pow`, `nextafter`) and the f16/bf16 conversions.
 //!
 //! They compute exactly what the reference interpreter computes (Rust's
 //! libm; `erf`, `erfc`, `erf_inv` by the interpreter's f64 algorithms), so

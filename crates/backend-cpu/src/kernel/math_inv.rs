@@ -13,13 +13,17 @@
 //!   near their zeros, with `log(|x|) + ln 2` where `x^2` would overflow.
 //! - f32 `erf`: the rational approximation of Eigen and XLA on `[-4, 4]`
 //!   (clamped outside, where `erf` is ±1 in f32). f64 `erf` calls a helper.
+//! - f32 `pow`: `exp(y ln|x|)` in f64 (each `F32X4` half widened to an
+//!   `F64X2`), rounded once to f32, with C99's special cases selected in.
+//!   f64 `pow` calls a helper (it would need a double-double `log`).
 //!
 //! Accuracy is measured by `tests/math_ulp.rs` (table in the crate docs).
 
 use super::emit::Em;
 use super::math;
 use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::types::{F32, F32X4, F64, I8X16};
+use cranelift_codegen::ir::{ConstantData, InstBuilder, Type, Value};
 use jaxon_ir::DType;
 use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, LN_2, PI};
 
@@ -260,4 +264,96 @@ pub(crate) fn erf_f32(em: &mut Em, x: Value) -> Value {
     // x (P/Q): the ratio is near 2/sqrt(pi), so a subnormal x rounds once.
     let r = em.b.ins().fdiv(p, q);
     em.b.ins().fmul(xc, r)
+}
+
+/// Little-endian flags for lane-type changing vector bitcasts.
+fn le() -> cranelift_codegen::ir::MemFlagsData {
+    cranelift_codegen::ir::MemFlagsData::new()
+        .with_endianness(cranelift_codegen::ir::Endianness::Little)
+}
+
+/// `shuffle` of two 128-bit vectors of type `ty` as bytes.
+fn shuffle_bytes(em: &mut Em, ty: Type, a: Value, b: Value, mask: [u8; 16]) -> Value {
+    let ab = em.b.ins().bitcast(I8X16, le(), a);
+    let bb = em.b.ins().bitcast(I8X16, le(), b);
+    let imm =
+        em.b.func
+            .dfg
+            .immediates
+            .push(ConstantData::from(mask.to_vec()));
+    let r = em.b.ins().shuffle(ab, bb, imm);
+    em.b.ins().bitcast(ty, le(), r)
+}
+
+/// f32 `pow(x, y)`, computed as `exp(y ln|x|)` in f64 (so the f32 result
+/// is correctly rounded but for rare double roundings), with C99's special
+/// cases. Vector code widens each half of the `F32X4` to an `F64X2`.
+pub(crate) fn pow_f32(em: &mut Em, x: Value, y: Value) -> Value {
+    if em.lanes == 1 {
+        let xd = em.b.ins().fpromote(F64, x);
+        let yd = em.b.ins().fpromote(F64, y);
+        let r = pow_f64_core(em, xd, yd);
+        return em.b.ins().fdemote(F32, r);
+    }
+    let hi_mask: [u8; 16] = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
+    let xh = shuffle_bytes(em, F32X4, x, x, hi_mask);
+    let yh = shuffle_bytes(em, F32X4, y, y, hi_mask);
+    let parts: Vec<Value> = [(x, y), (xh, yh)]
+        .into_iter()
+        .map(|(a, b)| {
+            let ad = em.b.ins().fvpromote_low(a);
+            let bd = em.b.ins().fvpromote_low(b);
+            let mut e2 = Em {
+                b: &mut *em.b,
+                lanes: 2,
+            };
+            let r = pow_f64_core(&mut e2, ad, bd);
+            em.b.ins().fvdemote(r)
+        })
+        .collect();
+    let join: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+    shuffle_bytes(em, F32X4, parts[0], parts[1], join)
+}
+
+/// `pow` on f64 values (scalar or `F64X2`, per `em.lanes`).
+fn pow_f64_core(em: &mut Em, x: Value, y: Value) -> Value {
+    let dt = DType::F64;
+    let ax = em.b.ins().fabs(x);
+    let l = math::log(em, dt, ax);
+    let t = em.b.ins().fmul(y, l);
+    let m = math::exp(em, dt, t);
+    // Integer and odd-integer exponents.
+    let fy = em.b.ins().floor(y);
+    let is_int = em.fcmp(FloatCC::Equal, fy, y);
+    let half = em.fconst(dt, 0.5);
+    let h = em.b.ins().fmul(y, half);
+    let fh = em.b.ins().floor(h);
+    let h_int = em.fcmp(FloatCC::Equal, fh, h);
+    let odd = em.b.ins().band_not(is_int, h_int);
+    // Negative base (sign bit: -0 and -inf included): odd powers negate.
+    let zero = em.fconst(dt, 0.0);
+    let one = em.fconst(dt, 1.0);
+    let sx = em.copysign(dt, one, x);
+    let xneg = em.fcmp(FloatCC::LessThan, sx, zero);
+    let neg_m = em.b.ins().fneg(m);
+    let flip = em.b.ins().band(xneg, odd);
+    let r = em.sel(flip, neg_m, m);
+    // A finite negative base to a non-integer power: NaN.
+    let lt0 = em.fcmp(FloatCC::LessThan, x, zero);
+    let inf = em.fconst(dt, f64::INFINITY);
+    let finite = em.fcmp(FloatCC::LessThan, ax, inf);
+    let bad = em.b.ins().band(lt0, finite);
+    let bad = em.b.ins().band_not(bad, is_int);
+    let nan = em.fconst(dt, f64::NAN);
+    let r = em.sel(bad, nan, r);
+    // pow(x, 0) = 1, pow(1, y) = 1, pow(-1, ±inf) = 1 (NaNs included).
+    let y0 = em.fcmp(FloatCC::Equal, y, zero);
+    let x1 = em.fcmp(FloatCC::Equal, x, one);
+    let ay = em.b.ins().fabs(y);
+    let yinf = em.fcmp(FloatCC::Equal, ay, inf);
+    let ax1 = em.fcmp(FloatCC::Equal, ax, one);
+    let m1 = em.b.ins().band(yinf, ax1);
+    let ones = em.b.ins().bor(y0, x1);
+    let ones = em.b.ins().bor(ones, m1);
+    em.sel(ones, one, r)
 }

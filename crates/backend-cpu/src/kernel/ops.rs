@@ -68,7 +68,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                     out == DType::Bool
                 } else {
                     is_g(&out)
-                        && matches!(
+                        && (matches!(
                             op,
                             BinaryOp::Add
                                 | BinaryOp::AddAny
@@ -78,7 +78,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                                 | BinaryOp::Max
                                 | BinaryOp::Min
                                 | BinaryOp::Atan2
-                        )
+                        ) || (*op == BinaryOp::Pow && gdt == DType::F32))
                 }
         }
         Primitive::IntegerPow { .. } => floats_in && is_g(&out),
@@ -285,6 +285,7 @@ fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Resu
             BinaryOp::Mul => b.ins().fmul(a, c),
             BinaryOp::Div => b.ins().fdiv(a, c),
             BinaryOp::Atan2 => super::math_inv::atan2(em, dt, a, c),
+            BinaryOp::Pow if dt == DType::F32 => super::math_inv::pow_f32(em, a, c),
             _ => super::libm::binary(em, op, dt, a, c).ok_or_else(|| unsupported(op.name(), dt))?,
         });
     }
