@@ -770,6 +770,50 @@ fn state_cases() -> Vec<String> {
     ]
 }
 
+/// Zero-size arrays through the native steps.
+fn empty_cases() -> Vec<Case> {
+    let u = Dist::Uniform(3.0);
+    vec![
+        case(
+            "{ lambda ; a:f32[3,0] b:i32[0,1] c:f32[4,5]. let
+    d:f32[3,0] = sort[dimension=1 is_stable=True num_keys=1] a
+    e:f32[3,0] f:i32[3,0] = top_k[axis=1 k=0] a
+    g:f32[0,5] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.CLIP
+      slice_sizes=(1, 5)
+      unique_indices=False
+    ] c b
+    h:f32[3,0] = cumlogsumexp[axis=1 reverse=False] a
+    i:f32[6,0] = tile[reps=(2, 1)] a
+    j:f32[3,2,0] = stack[axis=1] a a
+  in (d, e, f, g, h, i, j) }",
+            u,
+            Tol::Exact,
+        ),
+        case(
+            "{ lambda ; a:f32[0,9,3] b:f32[3,3,4]. let
+    c:f32[0,4,4] = conv_general_dilated[
+      batch_group_count=1
+      dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 2, 1), rhs_spec=(2, 1, 0), out_spec=(0, 2, 1))
+      feature_group_count=1
+      lhs_dilation=(1,)
+      out_sharding=None
+      padding=((0, 0),)
+      precision=None
+      preferred_element_type=None
+      rhs_dilation=(1,)
+      window_strides=(2,)
+    ] a b
+  in (c,) }",
+            u,
+            Tol::Exact,
+        ),
+    ]
+}
+
 fn all_cases() -> Vec<Case> {
     let mut v = elementwise_cases();
     v.extend(
@@ -781,6 +825,7 @@ fn all_cases() -> Vec<Case> {
     v.extend(reduction_and_sort_cases());
     v.extend(linalg_cases());
     v.extend(control_cases());
+    v.extend(empty_cases());
     v
 }
 
@@ -845,6 +890,13 @@ fn reduction_and_sort_table() {
 #[test]
 fn linalg_table() {
     for c in linalg_cases() {
+        check(&c.text, c.dist, c.tol);
+    }
+}
+
+#[test]
+fn empty_arrays_table() {
+    for c in empty_cases() {
         check(&c.text, c.dist, c.tol);
     }
 }
