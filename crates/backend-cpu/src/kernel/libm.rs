@@ -167,7 +167,6 @@ helpers1! {
     erfc32: f32 => |x| erfc_f64(x as f64) as f32; erfc64: f64 => erfc_f64;
     erfinv32: f32 => |x| erf_inv_f64(x as f64) as f32; erfinv64: f64 => erf_inv_f64;
     round_f16: f32 => |x| f16::from_f32(x).to_f32();
-    round_bf16: f32 => |x| bf16::from_f32(x).to_f32();
 }
 
 macro_rules! helpers2 {
@@ -189,14 +188,8 @@ helpers2! {
 extern "C" fn f16_bits_to_f32(b: u32) -> f32 {
     f16::from_bits(b as u16).to_f32()
 }
-extern "C" fn bf16_bits_to_f32(b: u32) -> f32 {
-    bf16::from_bits(b as u16).to_f32()
-}
 extern "C" fn f32_to_f16_bits(x: f32) -> u32 {
     f16::from_f32(x).to_bits() as u32
-}
-extern "C" fn f32_to_bf16_bits(x: f32) -> u32 {
-    bf16::from_f32(x).to_bits() as u32
 }
 extern "C" fn f64_to_f16_f32(x: f64) -> f32 {
     f16::from_f64(x).to_f32()
@@ -276,14 +269,37 @@ pub(crate) fn nextafter_half(em: &mut Em, dt: DType, x: Value, y: Value) -> Valu
     call(em, f as usize, &[F32, F32], F32, &[x, y])
 }
 
+/// The bf16 bits (in an `I32`) of an f32 value, rounded to nearest even
+/// (NaNs quieted), exactly as `half::bf16::from_f32`: inline integer code.
+fn bf16_bits(em: &mut Em, x: Value) -> Value {
+    let flags = cranelift_codegen::ir::MemFlagsData::new();
+    let b = em.b.ins().bitcast(I32, flags, x);
+    let hi = em.b.ins().ushr_imm_s(b, 16);
+    let lsb = em.b.ins().band_imm_s(hi, 1);
+    let r = em.b.ins().iadd_imm_s(b, 0x7FFF);
+    let r = em.b.ins().iadd(r, lsb);
+    let r = em.b.ins().ushr_imm_s(r, 16);
+    let quiet = em.b.ins().bor_imm_s(hi, 0x40);
+    let nan =
+        em.b.ins()
+            .fcmp(cranelift_codegen::ir::condcodes::FloatCC::Unordered, x, x);
+    em.b.ins().select(nan, quiet, r)
+}
+
+/// The f32 value of bf16 bits held in the low half of an `I32`.
+fn bf16_value(em: &mut Em, bits: Value) -> Value {
+    let w = em.b.ins().ishl_imm_s(bits, 16);
+    em.b.ins()
+        .bitcast(F32, cranelift_codegen::ir::MemFlagsData::new(), w)
+}
+
 /// Rounds an f32 value to the precision of the half type `dt`.
 pub(crate) fn round_half(em: &mut Em, dt: DType, x: Value) -> Value {
-    let f: extern "C" fn(f32) -> f32 = if dt == DType::BF16 {
-        round_bf16
-    } else {
-        round_f16
-    };
-    call(em, f as usize, &[F32], F32, &[x])
+    if dt == DType::BF16 {
+        let b = bf16_bits(em, x);
+        return bf16_value(em, b);
+    }
+    call(em, round_f16 as *const () as usize, &[F32], F32, &[x])
 }
 
 /// An f64 value rounded once to the half type `dt`, as an f32.
@@ -299,21 +315,18 @@ pub(crate) fn f64_to_half(em: &mut Em, dt: DType, x: Value) -> Value {
 /// The f32 value of 16-bit storage `bits` (an `I16`) of half type `dt`.
 pub(crate) fn load_half(em: &mut Em, dt: DType, bits: Value) -> Value {
     let w = em.b.ins().uextend(I32, bits);
-    let f: extern "C" fn(u32) -> f32 = if dt == DType::BF16 {
-        bf16_bits_to_f32
-    } else {
-        f16_bits_to_f32
-    };
-    call(em, f as usize, &[I32], F32, &[w])
+    if dt == DType::BF16 {
+        return bf16_value(em, w);
+    }
+    call(em, f16_bits_to_f32 as *const () as usize, &[I32], F32, &[w])
 }
 
 /// The 16-bit storage (an `I16`) of the f32 value `x` rounded to `dt`.
 pub(crate) fn store_half(em: &mut Em, dt: DType, x: Value) -> Value {
-    let f: extern "C" fn(f32) -> u32 = if dt == DType::BF16 {
-        f32_to_bf16_bits
-    } else {
-        f32_to_f16_bits
-    };
-    let w = call(em, f as usize, &[F32], I32, &[x]);
+    if dt == DType::BF16 {
+        let b = bf16_bits(em, x);
+        return em.b.ins().ireduce(cranelift_codegen::ir::types::I16, b);
+    }
+    let w = call(em, f32_to_f16_bits as *const () as usize, &[F32], I32, &[x]);
     em.b.ins().ireduce(cranelift_codegen::ir::types::I16, w)
 }
