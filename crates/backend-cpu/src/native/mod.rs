@@ -92,6 +92,34 @@ pub(crate) fn cast_step(v: jaxon_ir::Var, to: jaxon_ir::DType) -> Step {
     }
 }
 
+/// An op whose operands must have the shapes it was compiled for (a
+/// mismatch, from a jaxpr whose declared types are wrong, is an error
+/// rather than an out-of-bounds index).
+#[derive(Debug)]
+struct Checked {
+    name: &'static str,
+    shapes: Vec<Vec<usize>>,
+    op: Box<dyn NativeOp>,
+}
+
+impl NativeOp for Checked {
+    fn run(&self, inputs: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
+        let ok = inputs.len() == self.shapes.len()
+            && inputs
+                .iter()
+                .zip(&self.shapes)
+                .all(|(a, s)| a.shape() == s.as_slice());
+        if !ok {
+            let got: Vec<&[usize]> = inputs.iter().map(|a| a.shape()).collect();
+            return Err(IrError::Eval(format!(
+                "cpu backend: `{}` compiled for operand shapes {:?}, got {got:?}",
+                self.name, self.shapes
+            )));
+        }
+        self.op.run(inputs, threads)
+    }
+}
+
 fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
     Ok(Step::Native {
         op,
@@ -248,6 +276,15 @@ pub(crate) fn native_step(
                 &format!("`{}` has no native step", other.name()),
             ))
         }
+    };
+    let op: Box<dyn NativeOp> = match eqn.primitive {
+        // The loop body checks its own arguments.
+        Primitive::ForLoop { .. } => op,
+        _ => Box::new(Checked {
+            name: eqn.primitive.name(),
+            shapes: ins,
+            op,
+        }),
     };
     step(eqn, op)
 }
