@@ -35,9 +35,9 @@
 //!   helpers (`kernel/libm.rs`: std's libm and the interpreter's `erf`
 //!   family, so they are bit-identical to it; scalar code).
 //! - f16/bf16 (`kernel/half.rs`): values live in f32 registers, each
-//!   rounding op re-rounds to the half type (bf16 with inline integer
-//!   code, f16 through helper calls; scalar code), as the interpreter
-//!   computes them;
+//!   rounding op re-rounds to the half type (inline integer code,
+//!   bit-exact with the `half` crate, NaN payloads included; scalar code),
+//!   as the interpreter computes them;
 //!   half reductions accumulate in an f32 buffer and round once.
 //! - Reduce kernels with input fusion: `reduce_sum/max/min/prod/and/or/xor`
 //!   over any axes (register accumulators along a reduced inner dimension,

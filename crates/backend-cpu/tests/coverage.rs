@@ -1031,3 +1031,78 @@ fn cases_under_guard_pages() {
         }
     }
 }
+
+/// f16/bf16 conversions in kernels are inline integer code: every 16-bit
+/// pattern widens to the interpreter's f32 bits, and f32 patterns
+/// (special values, rounding ties, subnormal results, random bits) narrow
+/// to its 16-bit patterns, NaN payloads included.
+#[test]
+fn half_conversions_bit_exact() {
+    use jaxon_backend_cpu::CpuBackend;
+    use jaxon_ir::interp::InterpreterBackend;
+    use jaxon_ir::{HostArray, Storage};
+    let widen = |dt: &str, long: &str, n: usize| {
+        format!(
+            "{{ lambda ; a:u16[{n}]. let
+    b:{dt}[{n}] = bitcast_convert_type[new_dtype={long}] a
+    c:f32[{n}] = convert_element_type[new_dtype=float32 weak_type=False] b
+    d:u32[{n}] = bitcast_convert_type[new_dtype=uint32] c
+  in (d,) }}"
+        )
+    };
+    let narrow = |dt: &str, long: &str, n: usize| {
+        format!(
+            "{{ lambda ; a:u32[{n}]. let
+    b:f32[{n}] = bitcast_convert_type[new_dtype=float32] a
+    c:{dt}[{n}] = convert_element_type[new_dtype={long} weak_type=False] b
+    d:u16[{n}] = bitcast_convert_type[new_dtype=uint16] c
+  in (d,) }}"
+        )
+    };
+    let all16: Vec<u16> = (0..=u16::MAX).collect();
+    let mut rng = common::Rng::new(11);
+    let mut bits32: Vec<u32> = vec![
+        0,
+        0x8000_0000,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0000,
+        0x7F80_0001,
+        0xFFBF_FFFF,
+        0x7F7F_FFFF,
+        0x477F_E000, // 65504
+        0x477F_F000, // 65520: ties to inf
+        0x3380_0000, // 2^-24
+        0x3300_0000, // 2^-25: tie to 0
+        0x3300_0001,
+        0x387F_C000,
+        0x0000_0001,
+    ];
+    // Exact ties between neighbouring f16 and bf16 values.
+    for h in (0u32..0x7C00).step_by(37) {
+        bits32.push(0x3F80_0000 + (h << 13) + 0x1000);
+        bits32.push((0x3F80_0000 + (h << 13)) | 0x0001_8000);
+    }
+    bits32.extend((0..20_000).map(|_| rng.next() as u32));
+    let cpu = CpuBackend::new();
+    let interp = InterpreterBackend::new();
+    for (dt, long) in [("f16", "float16"), ("bf16", "bfloat16")] {
+        let cases = [
+            (
+                widen(dt, long, all16.len()),
+                HostArray::new(vec![all16.len()], Storage::U16(all16.clone())),
+            ),
+            (
+                narrow(dt, long, bits32.len()),
+                HostArray::new(vec![bits32.len()], Storage::U32(bits32.clone())),
+            ),
+        ];
+        for (text, arg) in cases {
+            let closed = parse(&text);
+            let arg = arg.expect("array");
+            let got = common::run(&cpu, &closed, std::slice::from_ref(&arg));
+            let want = common::run(&interp, &closed, std::slice::from_ref(&arg));
+            assert_eq!(got, want, "{text}");
+        }
+    }
+}

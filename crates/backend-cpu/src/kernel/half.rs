@@ -2,8 +2,8 @@
 //! representable in their half type), loads widen the 16-bit storage,
 //! every rounding operation re-rounds its f32 result to the half type, and
 //! stores narrow; as the interpreter, which computes halves in f32 and
-//! rounds after each operation. Conversions are in [`super::libm`] (bf16
-//! inline, f16 through helper calls); half groups run scalar code.
+//! rounds after each operation. Conversions are inline integer code in
+//! [`super::libm`]; half groups run scalar code.
 
 use super::emit::{scalar_type, Em};
 use super::libm;

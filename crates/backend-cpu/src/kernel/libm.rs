@@ -166,7 +166,6 @@ helpers1! {
     erf32: f32 => |x| erf_f64(x as f64) as f32; erf64: f64 => erf_f64;
     erfc32: f32 => |x| erfc_f64(x as f64) as f32; erfc64: f64 => erfc_f64;
     erfinv32: f32 => |x| erf_inv_f64(x as f64) as f32; erfinv64: f64 => erf_inv_f64;
-    round_f16: f32 => |x| f16::from_f32(x).to_f32();
 }
 
 macro_rules! helpers2 {
@@ -185,12 +184,6 @@ helpers2! {
     next_bf16_32: f32 => |x, y| next_bf16(bf16::from_f32(x), bf16::from_f32(y)).to_f32();
 }
 
-extern "C" fn f16_bits_to_f32(b: u32) -> f32 {
-    f16::from_bits(b as u16).to_f32()
-}
-extern "C" fn f32_to_f16_bits(x: f32) -> u32 {
-    f16::from_f32(x).to_bits() as u32
-}
 extern "C" fn f64_to_f16_f32(x: f64) -> f32 {
     f16::from_f64(x).to_f32()
 }
@@ -286,11 +279,89 @@ fn bf16_bits(em: &mut Em, x: Value) -> Value {
     em.b.ins().select(nan, quiet, r)
 }
 
-/// The f32 value of bf16 bits held in the low half of an `I32`.
+/// The f32 value of bf16 bits held in the low half of an `I32` (NaNs
+/// quieted, as `half::bf16::to_f32`).
 fn bf16_value(em: &mut Em, bits: Value) -> Value {
+    use cranelift_codegen::ir::condcodes::IntCC;
+    let mag = em.b.ins().band_imm_s(bits, 0x7FFF);
+    let is_nan =
+        em.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThan, mag, 0x7F80);
+    let quiet = em.b.ins().bor_imm_s(bits, 0x40);
+    let bits = em.b.ins().select(is_nan, quiet, bits);
     let w = em.b.ins().ishl_imm_s(bits, 16);
     em.b.ins()
         .bitcast(F32, cranelift_codegen::ir::MemFlagsData::new(), w)
+}
+
+/// The f16 bits (in an `I32`) of an f32 value, rounded to nearest even,
+/// exactly as `half::f16::from_f32` (NaN payloads kept and quieted):
+/// inline integer code after F. Giesen's `float_to_half_fast3_rtne`.
+fn f16_bits(em: &mut Em, x: Value) -> Value {
+    use cranelift_codegen::ir::condcodes::IntCC;
+    let flags = cranelift_codegen::ir::MemFlagsData::new();
+    let b = em.b.ins().bitcast(I32, flags, x);
+    let sign = em.b.ins().band_imm_s(b, 0x8000_0000u32 as i32 as i64);
+    let f = em.b.ins().bxor(b, sign);
+    // Inf and NaN.
+    let man = em.b.ins().band_imm_s(b, 0x007F_FFFF);
+    let man_hi = em.b.ins().ushr_imm_s(man, 13);
+    let has_man = em.b.ins().icmp_imm_s(IntCC::NotEqual, man, 0);
+    let q = em.b.ins().iconst(I32, 0x0200);
+    let z = em.b.ins().iconst(I32, 0);
+    let nan_bit = em.b.ins().select(has_man, q, z);
+    let naninf = em.b.ins().bor_imm_s(man_hi, 0x7C00);
+    let naninf = em.b.ins().bor(naninf, nan_bit);
+    let is_naninf =
+        em.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, f, 0x7F80_0000);
+    // Overflow to infinity.
+    let is_ovf =
+        em.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, f, 143 << 23);
+    let inf = em.b.ins().iconst(I32, 0x7C00);
+    // Subnormal results: the float adder rounds (to nearest even).
+    let is_sub = em.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, f, 113 << 23);
+    let fv = em.b.ins().bitcast(F32, flags, f);
+    let magic = em.b.ins().f32const(0.5);
+    let fv = em.b.ins().fadd(fv, magic);
+    let sub = em.b.ins().bitcast(I32, flags, fv);
+    let sub = em.b.ins().iadd_imm_s(sub, -(126i64 << 23));
+    // Normal results.
+    let odd = em.b.ins().ushr_imm_s(f, 13);
+    let odd = em.b.ins().band_imm_s(odd, 1);
+    let norm = em.b.ins().iadd_imm_s(f, (-112i64 << 23) + 0xFFF);
+    let norm = em.b.ins().iadd(norm, odd);
+    let norm = em.b.ins().ushr_imm_s(norm, 13);
+    let r = em.b.ins().select(is_sub, sub, norm);
+    let r = em.b.ins().select(is_ovf, inf, r);
+    let r = em.b.ins().select(is_naninf, naninf, r);
+    let s16 = em.b.ins().ushr_imm_s(sign, 16);
+    em.b.ins().bor(r, s16)
+}
+
+/// The f32 value of f16 bits held in the low half of an `I32`, exactly as
+/// `half::f16::to_f32` (NaNs quieted).
+fn f16_value(em: &mut Em, h: Value) -> Value {
+    use cranelift_codegen::ir::condcodes::IntCC;
+    let flags = cranelift_codegen::ir::MemFlagsData::new();
+    let sign = em.b.ins().band_imm_s(h, 0x8000);
+    let sign = em.b.ins().ishl_imm_s(sign, 16);
+    let e = em.b.ins().band_imm_s(h, 0x7FFF);
+    let o = em.b.ins().ishl_imm_s(e, 13);
+    let of = em.b.ins().bitcast(F32, flags, o);
+    // Rescale the exponent (exact, subnormals included).
+    let scale = em.b.ins().f32const(f32::from_bits((127 + 112) << 23));
+    let v = em.b.ins().fmul(of, scale);
+    let vb = em.b.ins().bitcast(I32, flags, v);
+    let inf = em.b.ins().bor_imm_s(vb, 0x7F80_0000);
+    let nan = em.b.ins().bor_imm_s(vb, 0x7FC0_0000);
+    let is_inf = em.b.ins().icmp_imm_s(IntCC::Equal, e, 0x7C00);
+    let is_nan = em.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, e, 0x7C00);
+    let r = em.b.ins().select(is_inf, inf, vb);
+    let r = em.b.ins().select(is_nan, nan, r);
+    let r = em.b.ins().bor(r, sign);
+    em.b.ins().bitcast(F32, flags, r)
 }
 
 /// Rounds an f32 value to the precision of the half type `dt`.
@@ -299,7 +370,8 @@ pub(crate) fn round_half(em: &mut Em, dt: DType, x: Value) -> Value {
         let b = bf16_bits(em, x);
         return bf16_value(em, b);
     }
-    call(em, round_f16 as *const () as usize, &[F32], F32, &[x])
+    let b = f16_bits(em, x);
+    f16_value(em, b)
 }
 
 /// An f64 value rounded once to the half type `dt`, as an f32.
@@ -318,7 +390,7 @@ pub(crate) fn load_half(em: &mut Em, dt: DType, bits: Value) -> Value {
     if dt == DType::BF16 {
         return bf16_value(em, w);
     }
-    call(em, f16_bits_to_f32 as *const () as usize, &[I32], F32, &[w])
+    f16_value(em, w)
 }
 
 /// The 16-bit storage (an `I16`) of the f32 value `x` rounded to `dt`.
@@ -327,6 +399,6 @@ pub(crate) fn store_half(em: &mut Em, dt: DType, x: Value) -> Value {
         let b = bf16_bits(em, x);
         return em.b.ins().ireduce(cranelift_codegen::ir::types::I16, b);
     }
-    let w = call(em, f32_to_f16_bits as *const () as usize, &[F32], I32, &[x]);
+    let w = f16_bits(em, x);
     em.b.ins().ireduce(cranelift_codegen::ir::types::I16, w)
 }
