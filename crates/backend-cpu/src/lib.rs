@@ -88,8 +88,8 @@
 //! inaccessible page, and freed pages become inaccessible and are never
 //! reused. Every case (all primitives, shapes with vector tails, 2 kernel
 //! threads) runs clean: no out-of-bounds read or write past an array's end
-//! and no use after free (last run: all 28 differential and coverage tests
-//! pass). Accesses before an array's start are not caught.
+//! and no use after free (last run: every differential and coverage test
+//! passes). Accesses before an array's start are not caught.
 //!
 //! Debugging: `JAXON_DUMP=dir` writes, per compiled jaxpr, its text, its
 //! fusion plan and the CLIF of every generated function.
