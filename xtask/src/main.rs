@@ -165,11 +165,6 @@ fn skipped_work(root: &Path) -> Vec<String> {
                 .to_string(),
         );
     }
-    out.push(
-        "conformance eval on the cpu backend is reported but not required: it does not \
-         compile every primitive yet (see the unsupported list of that step)"
-            .to_string(),
-    );
     out
 }
 
@@ -234,7 +229,7 @@ fn test_all(args: &[String]) -> ExitCode {
             ],
         ),
         (
-            "conformance --backend cpu (release; reported, eval not yet required)",
+            "conformance --backend cpu --require parse,print,eval (release)",
             vec![
                 "run",
                 "--release",
@@ -247,7 +242,7 @@ fn test_all(args: &[String]) -> ExitCode {
                 "--backend",
                 "cpu",
                 "--require",
-                "parse,print",
+                "parse,print,eval",
             ],
         ),
     ]

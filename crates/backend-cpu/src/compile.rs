@@ -64,7 +64,7 @@ pub(crate) fn describe_eqn(jaxpr: &Jaxpr, i: usize) -> String {
     )
 }
 
-fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
+pub(crate) fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
     let name = jaxpr.eqns.get(i).map_or("?", |e| e.primitive.name());
     IrError::Eval(format!(
         "cpu backend: cannot compile `{name}` ({}): {why}",
@@ -72,7 +72,7 @@ fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
     ))
 }
 
-fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
+pub(crate) fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
     use jaxon_ir::{Scalar, Storage};
     let data = match (l.value, l.dtype) {
         (Scalar::Int(i), jaxon_ir::DType::I64) => Storage::I64(vec![i]),
@@ -82,7 +82,7 @@ fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
     HostArray::new(Vec::new(), data)
 }
 
-fn operand(a: &Atom) -> Result<Operand, IrError> {
+pub(crate) fn operand(a: &Atom) -> Result<Operand, IrError> {
     Ok(match a {
         Atom::Var(v) => Operand::Var(*v),
         Atom::Lit(l) => Operand::Const(literal_array(l)?),
@@ -104,13 +104,20 @@ pub(crate) fn compile_program(
 ) -> Result<Program, IrError> {
     let jaxpr: &Jaxpr = &closed.jaxpr;
     let mut in_avals = Vec::new();
+    // `Ref` arguments are discharged: passed as arrays, final values
+    // returned after the outputs.
+    let mut ref_outs = Vec::new();
     for v in &jaxpr.invars {
         let a = jaxpr
             .try_aval(*v)
             .ok_or_else(|| IrError::Invalid("invar out of range".into()))?;
-        let sa = a.as_array().ok_or_else(|| {
-            IrError::Eval("cpu backend: `Ref` arguments are not supported yet".into())
-        })?;
+        let sa = match a {
+            jaxon_ir::Aval::Array(sa) => sa,
+            jaxon_ir::Aval::Ref(r) => {
+                ref_outs.push(Operand::Var(*v));
+                &r.inner
+            }
+        };
         if sa.static_sizes().is_none() {
             return Err(IrError::Eval(
                 "cpu backend: dynamic shapes are not supported yet".into(),
@@ -156,15 +163,20 @@ pub(crate) fn compile_program(
                         work_per_step: numel / code.extent.max(1),
                     },
                 )?;
+                // Half-precision reductions accumulate in f32, then round.
+                let acc_dt = code.reduce.map_or(aval.dtype, |(_, d)| d);
                 pending.push(Err((
                     k,
                     KernelStep {
                         inputs: g.inputs.clone(),
                         out,
-                        out_aval: (aval.dtype, shape),
+                        out_aval: (acc_dt, shape),
                         init: code.reduce.map(|(op, _)| op),
                     },
                 )));
+                if acc_dt != aval.dtype {
+                    pending.push(Ok(crate::native::cast_step(out, aval.dtype)));
+                }
             }
             GroupKind::Opaque => {
                 let e = g.root();
@@ -202,6 +214,7 @@ pub(crate) fn compile_program(
             .outvars
             .iter()
             .map(operand)
+            .chain(ref_outs.into_iter().map(Ok))
             .collect::<Result<_, _>>()?,
     })
 }
@@ -240,12 +253,9 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
             let (ldt, ls) = shape(l)?;
             let (rdt, rs) = shape(r)?;
             let dt = preferred_element_type.unwrap_or(ldt);
-            if ldt != rdt || dt != ldt {
-                return Err(cannot(
-                    jaxpr,
-                    e,
-                    &format!("mixed dtypes ({ldt}, {rdt} -> {dt}) are not supported yet"),
-                ));
+            if ldt != rdt || dt != ldt || !crate::dot::gemm_dtype(dt) {
+                // Mixed, half-precision and boolean products cast first.
+                return crate::native::native_step(jaxpr, e, eqn, opts);
             }
             let plan =
                 DotPlan::new(&ls, &rs, dimension_numbers, dt).map_err(|m| cannot(jaxpr, e, &m))?;
@@ -277,6 +287,10 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
                 _ => Err(cannot(jaxpr, e, "dynamic shapes are not supported yet")),
             }
         }
+        Primitive::Reshape {
+            dimensions: Some(_),
+            ..
+        } => crate::native::native_step(jaxpr, e, eqn, opts),
         // Elementwise and shape ops reach here only when the planner could
         // not fuse them (dynamic shapes, `Ref` operands).
         Primitive::Unary(_)
@@ -382,9 +396,7 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
                 ys,
             })
         }
-        Primitive::Cumulative { op, axis, reverse }
-            if *op != jaxon_ir::primitive::CumulativeOp::Cumlogsumexp =>
-        {
+        Primitive::Cumulative { op, axis, reverse } => {
             let ([x], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice()) else {
                 return Err(cannot(jaxpr, e, "takes one operand and has one output"));
             };
@@ -392,12 +404,8 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
                 .atom_aval(x)
                 .map(|a| a.dtype())
                 .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
-            if matches!(dt, jaxon_ir::DType::F16 | jaxon_ir::DType::BF16) {
-                return Err(cannot(
-                    jaxpr,
-                    e,
-                    &format!("dtype {dt} is not supported yet"),
-                ));
+            if *op == jaxon_ir::primitive::CumulativeOp::Cumlogsumexp && !dt.is_float() {
+                return Err(cannot(jaxpr, e, &format!("cumlogsumexp of {dt}")));
             }
             Ok(Step::Cumulative {
                 op: *op,
@@ -453,18 +461,17 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
         | Primitive::Scatter { .. }
         | Primitive::Tile { .. }
         | Primitive::Stack { .. }
-        | Primitive::Cumulative { .. }
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
         | Primitive::ForLoop { .. }
-        | Primitive::Jit { .. }
+        | Primitive::Get { .. }
+        | Primitive::Swap { .. }
+        | Primitive::AddUpdate { .. } => crate::native::native_step(jaxpr, e, eqn, opts),
+        Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat { .. }
-        | Primitive::Get { .. }
-        | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
         | Primitive::ProgramId { .. }
         | Primitive::NumPrograms { .. }
         | Primitive::Load { .. }
@@ -478,8 +485,19 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
 }
 
 /// Compiles a nested closed jaxpr (a branch or loop body) on its own.
-fn compile_sub(closed: &ClosedJaxpr, opts: Options) -> Result<crate::exec::SubProgram, String> {
+pub(crate) fn compile_sub(
+    closed: &ClosedJaxpr,
+    opts: Options,
+) -> Result<crate::exec::SubProgram, String> {
     let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
+    if simple
+        .jaxpr
+        .in_avals()
+        .iter()
+        .any(|a| a.as_array().is_none())
+    {
+        return Err("`Ref` operands of nested jaxprs are not supported yet".into());
+    }
     let key = fingerprint(&simple.jaxpr);
     let program = compile_program(&simple, &key, opts).map_err(|e| format!("in its body: {e}"))?;
     Ok(crate::exec::SubProgram {
@@ -489,7 +507,7 @@ fn compile_sub(closed: &ClosedJaxpr, opts: Options) -> Result<crate::exec::SubPr
 }
 
 /// The variables bound by an equation's outputs (`None` for `_`).
-fn out_vars(eqn: &Eqn) -> Vec<Option<jaxon_ir::Var>> {
+pub(crate) fn out_vars(eqn: &Eqn) -> Vec<Option<jaxon_ir::Var>> {
     eqn.outputs
         .iter()
         .map(|b| match b {

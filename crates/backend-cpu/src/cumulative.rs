@@ -1,6 +1,7 @@
-//! Cumulative reductions (`cumsum`, `cumprod`, `cummax`, `cummin`) along one
-//! axis, as a native sequential scan per line (the interpreter's order, so
-//! float results are bit-identical). `cumlogsumexp` is not supported yet.
+//! Cumulative reductions (`cumsum`, `cumprod`, `cummax`, `cummin`,
+//! `cumlogsumexp`) along one axis, as a native sequential scan per line
+//! (the interpreter's order, so float results are bit-identical; f16/bf16
+//! compute in f32 and round after each step).
 
 use jaxon_ir::primitive::CumulativeOp;
 use jaxon_ir::{HostArray, IrError, Storage};
@@ -32,6 +33,7 @@ fn fmin<T: Float>(a: T, b: T) -> T {
 }
 
 trait Float: Copy {
+    fn logaddexp(self, o: Self) -> Self;
     fn nan(self) -> bool;
     fn neg(self) -> bool;
     fn gt(self, o: Self) -> bool;
@@ -41,6 +43,17 @@ trait Float: Copy {
 macro_rules! float {
     ($t:ty) => {
         impl Float for $t {
+            /// `log(e^a + e^b)` as the interpreter computes it.
+            fn logaddexp(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    return self + o;
+                }
+                let (hi, lo) = if self > o { (self, o) } else { (o, self) };
+                if lo == <$t>::NEG_INFINITY || hi == <$t>::INFINITY {
+                    return hi;
+                }
+                hi + (lo - hi).exp().ln_1p()
+            }
             fn nan(self) -> bool {
                 self.is_nan()
             }
@@ -112,9 +125,27 @@ pub(crate) fn cumulative(
                 CumulativeOp::Cumprod => scan($v, &shape, axis, reverse, |a, b| a * b),
                 CumulativeOp::Cummax => scan($v, &shape, axis, reverse, fmax),
                 CumulativeOp::Cummin => scan($v, &shape, axis, reverse, fmin),
-                CumulativeOp::Cumlogsumexp => return Err(unsupported(op, x)),
+                CumulativeOp::Cumlogsumexp => scan($v, &shape, axis, reverse, Float::logaddexp),
             }
         };
+    }
+    macro_rules! half {
+        ($v:expr, $t:ty) => {{
+            let mut w: Vec<f32> = $v.iter().map(|h| h.to_f32()).collect();
+            let r = |x: f32| <$t>::from_f32(x).to_f32();
+            match op {
+                CumulativeOp::Cumsum => scan(&mut w, &shape, axis, reverse, |a, b| r(a + b)),
+                CumulativeOp::Cumprod => scan(&mut w, &shape, axis, reverse, |a, b| r(a * b)),
+                CumulativeOp::Cummax => scan(&mut w, &shape, axis, reverse, fmax),
+                CumulativeOp::Cummin => scan(&mut w, &shape, axis, reverse, fmin),
+                CumulativeOp::Cumlogsumexp => {
+                    scan(&mut w, &shape, axis, reverse, |a, b| r(a.logaddexp(b)))
+                }
+            }
+            for (d, s) in $v.iter_mut().zip(w) {
+                *d = <$t>::from_f32(s);
+            }
+        }};
     }
     match out.data_mut() {
         Storage::I8(v) => int!(v),
@@ -136,7 +167,8 @@ pub(crate) fn cumulative(
             }
             CumulativeOp::Cumlogsumexp => return Err(unsupported(op, x)),
         },
-        Storage::F16(_) | Storage::BF16(_) => return Err(unsupported(op, x)),
+        Storage::F16(v) => half!(v, half::f16),
+        Storage::BF16(v) => half!(v, half::bf16),
     }
     Ok(out)
 }
@@ -208,11 +240,13 @@ pub(crate) fn arg_reduce(
         ($($v:ident),*) => {
             match x.data() {
                 $(Storage::$v(v) => lines(v, outer, len, inner, max),)*
-                Storage::F16(_) | Storage::BF16(_) => {
-                    return Err(IrError::UnsupportedDType {
-                        primitive: if max { "argmax" } else { "argmin" }.into(),
-                        dtype: x.dtype(),
-                    })
+                Storage::F16(v) => {
+                    let w: Vec<f32> = v.iter().map(|h| h.to_f32()).collect();
+                    lines(&w, outer, len, inner, max)
+                }
+                Storage::BF16(v) => {
+                    let w: Vec<f32> = v.iter().map(|h| h.to_f32()).collect();
+                    lines(&w, outer, len, inner, max)
                 }
             }
         };

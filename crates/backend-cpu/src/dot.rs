@@ -12,6 +12,11 @@
 use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::{DType, HostArray, IrError, Storage};
 
+/// Whether [`DotPlan::run`] multiplies this dtype directly.
+pub(crate) fn gemm_dtype(dt: DType) -> bool {
+    !matches!(dt, DType::F16 | DType::BF16 | DType::Bool)
+}
+
 /// A resolved `dot_general` for static operand shapes.
 #[derive(Clone, Debug)]
 pub(crate) struct DotPlan {

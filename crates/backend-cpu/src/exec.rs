@@ -111,6 +111,12 @@ pub(crate) enum Step {
         axis: usize,
         index_dtype: DType,
     },
+    /// A native operation (`crate::native`) on operands, binding outputs.
+    Native {
+        op: Box<dyn crate::native::NativeOp>,
+        inputs: Vec<Operand>,
+        outs: Vec<Option<Var>>,
+    },
     /// A `dot_general`.
     Dot {
         lhs: Operand,
@@ -239,7 +245,12 @@ pub(crate) struct SubProgram {
 }
 
 impl SubProgram {
-    fn call(&self, args: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
+    /// Runs the program on arguments.
+    pub(crate) fn call(
+        &self,
+        args: &[&HostArray],
+        threads: usize,
+    ) -> Result<Vec<HostArray>, IrError> {
         run_program(&self.program, &self.consts, args, threads)
     }
 }
@@ -528,6 +539,14 @@ fn run_program(
                         .collect::<Result<Vec<_>, _>>()?;
                     let r = crate::copy::concatenate(&arrays, *dim, out_shape)?;
                     env[out.index()] = Some(Slot::Owned(r));
+                }
+                Step::Native { op, inputs, outs } => {
+                    let args = inputs
+                        .iter()
+                        .map(|o| operand_ref(&env, o))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let res = op.run(&args, threads)?;
+                    bind(&mut env, outs, res);
                 }
                 Step::Dot {
                     lhs,

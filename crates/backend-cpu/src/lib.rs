@@ -13,28 +13,57 @@
 //!
 //! # What compiles
 //!
-//! - Fused into Cranelift loop kernels (scalar code for every dtype except
-//!   f16/bf16; `F32X4`/`F64X2` vector code, 4× unrolled with a vector and a
-//!   scalar tail, when a group is all f32 or all f64 plus boolean masks and
-//!   its inner reads are contiguous or broadcast): the elementwise unary
-//!   ops `neg abs sign floor ceil round is_finite sqrt rsqrt square not
-//!   exp exp2 expm1 log log1p tanh logistic sin cos tan sinh cosh`, the
-//!   binary ops `add sub mul div rem(int) max min and or xor shifts` and
-//!   comparisons, `integer_pow`, `select_n`, `clamp`,
-//!   `convert_element_type`, and the data movement `broadcast_in_dim
-//!   reshape squeeze transpose slice rev` (as strided reads).
+//! Every primitive of `jaxon_ir::Primitive` except the Pallas ones
+//! (`pallas_call` and the kernel-only `program_id`, `num_programs`,
+//! `load`, `store`, `atomic_rmw`, `atomic_cas`: issue 7).
+//! `tests/coverage.rs` holds the table (an exhaustive match over
+//! `Primitive`) and runs every row against the interpreter.
+//!
+//! - Fused into Cranelift loop kernels (scalar code for every dtype;
+//!   `F32X4`/`F64X2` vector code, 4× unrolled with a vector and a scalar
+//!   tail, when a group is all f32 or all f64 plus boolean masks, its ops
+//!   have vector rules and its inner reads are contiguous or broadcast):
+//!   every unary and binary elementwise op, `integer_pow`, `round`,
+//!   `select_n`, `clamp`, `convert_element_type`, and the data movement
+//!   `broadcast_in_dim reshape squeeze transpose slice rev` (as strided
+//!   reads). `exp expm1 log log1p tanh logistic sin cos tan exp2 sinh
+//!   cosh asin acos atan atan2 asinh acosh atanh`, f32 `erf` and f32 `pow`
+//!   (through f64, within 1 ulp, C99 special cases) are inline vectorised
+//!   polynomials or rational functions (`kernel/math.rs`,
+//!   `kernel/math_inv.rs`; table below). `cbrt`, f64 `erf`, `erfc`,
+//!   `erf_inv`, float `rem`, f64 `pow` and `nextafter` call out-of-line Rust
+//!   helpers (`kernel/libm.rs`: std's libm and the interpreter's `erf`
+//!   family, so they are bit-identical to it; scalar code).
+//! - f16/bf16 (`kernel/half.rs`): values live in f32 registers, each
+//!   rounding op re-rounds to the half type (inline integer code,
+//!   bit-exact with the `half` crate, NaN payloads included; scalar code),
+//!   as the interpreter computes them;
+//!   half reductions accumulate in an f32 buffer and round once.
 //! - Reduce kernels with input fusion: `reduce_sum/max/min/prod/and/or/xor`
 //!   over any axes (register accumulators along a reduced inner dimension,
 //!   accumulation into the output otherwise).
-//! - Native steps: `dot_general` (gemm for floats, loops for integers),
-//!   `iota`, `pad`, `concatenate`, `split`, `cumsum/cumprod/cummax/cummin`,
-//!   `argmax/argmin`, `empty2`; `cond`, `while` and `scan` run their compiled bodies from a
-//!   native driver; `jit`, `custom_jvp_call`, `custom_vjp_call` and
-//!   `remat2` are inlined by `jaxon_ir::passes::simplify`.
-//! - Not yet: f16/bf16, float `rem`/`pow`/`atan2`/`nextafter`, inverse
-//!   trig and hyperbolic functions, `erf*`, `cbrt`, gathers and scatters,
-//!   dynamic slices, sorts, `top_k`, `cumlogsumexp`, convolutions,
-//!   `for_loop`, state and Pallas primitives, dynamic shapes.
+//! - Native steps: `dot_general` (gemm for f32/f64, loops for integers;
+//!   f16/bf16, bool and mixed dtypes cast first), `iota`, `pad`,
+//!   `concatenate`, `split`, `cumsum/cumprod/cummax/cummin/cumlogsumexp`,
+//!   `argmax/argmin`, `empty2`; and in `native/`, safe Rust over slices:
+//!   `gather`, `scatter` and `scatter-add/mul/min/max` (every mode,
+//!   batching dims), `dynamic_slice`, `dynamic_update_slice`, `sort`
+//!   (several operands, `num_keys`, NaNs last, stable), `top_k`,
+//!   `conv_general_dilated` (im2col then one batched gemm per feature or
+//!   batch group; strides, padding, both dilations), `bitcast_convert_type`,
+//!   `reduce_precision`, `tile`, `stack`, `reshape` with `dimensions`, and
+//!   the state primitives `get`/`swap`/`addupdate`.
+//! - Control flow: `cond`, `while`, `scan` and `for_loop` run their
+//!   compiled bodies from a native driver; `jit`, `custom_jvp_call`,
+//!   `custom_vjp_call` and `remat2` are inlined by
+//!   `jaxon_ir::passes::simplify`.
+//! - `Ref` arguments (stateful jaxprs) compile in discharged form, as JAX's
+//!   `discharge_state`: each `Ref` argument is passed as an array, and the
+//!   executable returns the jaxpr's outputs followed by the final contents
+//!   of each `Ref` argument, in order. A write rebinds the ref's variable
+//!   to an updated copy (not in place yet).
+//! - Not yet: dynamic shapes (so Catalyst-style `for_loop`s with dynamic
+//!   dimensions), `Ref` operands of nested jaxprs, Pallas.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
@@ -48,7 +77,19 @@
 //! rayon parallelism.
 //!
 //! `unsafe` lives in two small modules: `jit` (holding and calling JIT'ed
-//! code) and `dot` (the `gemm` call); each states its invariants.
+//! code) and `dot` (the `gemm` call); each states its invariants. The
+//! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
+//! whose addresses are `fn` items, valid for the whole program.
+//!
+//! Memory safety check (issue 6): the differential and coverage tests
+//! (`tests/differential.rs`, `tests/coverage.rs`) install a guard-page
+//! global allocator (`tests/common/guard.rs`, Linux): while a program
+//! executes, every array it is given or allocates ends exactly at an
+//! inaccessible page, and freed pages become inaccessible and are never
+//! reused. Every case (all primitives, shapes with vector tails, 2 kernel
+//! threads) runs clean: no out-of-bounds read or write past an array's end
+//! and no use after free (last run: every differential and coverage test
+//! passes). Accesses before an array's start are not caught.
 //!
 //! Debugging: `JAXON_DUMP=dir` writes, per compiled jaxpr, its text, its
 //! fusion plan and the CLIF of every generated function.
@@ -74,6 +115,24 @@
 //! | `exp2` | 1.03 | 1.00 | 2 |
 //! | `sinh` | 2.92 | 3.00 | 3 |
 //! | `cosh` | 2.92 | 3.00 | 3 |
+//! | `atan` | 2.47 | 1.00 | 3 / 2 |
+//! | `asin` | 3.41 | 2.00 | 4 / 2 |
+//! | `acos` | 3.18 | 2.00 | 4 / 2 |
+//! | `asinh` | 3.36 | 3.00 | 4 / 3 |
+//! | `acosh` | 2.34 | 2.00 | 3 |
+//! | `atanh` | 3.20 | 3.00 | 4 / 3 |
+//! | `erf` | 6.34 | helper | 7 / - |
+//!
+//! `atan2` shares `atan`'s kernel (its reflections add up to an ulp; the
+//! coverage test bounds it at 5 ulp from the interpreter). For `asinh`,
+//! `acosh` and `atanh` the f64 reference is an accurate closed form where
+//! std's libm loses digits (near -1 for `atanh`, near 1 for `acosh`, past
+//! 1e150 for both `asinh` and `acosh`); the interpreter uses std's, so
+//! near -1 our `atanh` is the more accurate one.
+//!
+//! The helper-call functions (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
+//! `rem`, f64 `pow`, `nextafter`) are 0 ulp from the interpreter by construction
+//! (same code); `tests/coverage.rs` asserts it.
 //!
 //! `sin`/`cos`/`tan` use a three-part Cody–Waite reduction: the bounds hold for
 //! |x| <= 1e5 (f32) and 1e9 (f64); beyond, accuracy degrades (no
@@ -95,6 +154,7 @@ mod dot;
 mod exec;
 mod jit;
 mod kernel;
+mod native;
 
 use exec::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;

@@ -8,6 +8,11 @@
 mod common;
 use common::{check, Dist, Tol};
 
+/// Every execution in `check` runs with guard pages after each array.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOC: common::guard::GuardAlloc = common::guard::GuardAlloc;
+
 const SHAPES: &[&[usize]] = &[&[], &[1], &[3], &[17], &[5, 19], &[2, 3, 9]];
 
 fn ty(dt: &str, shape: &[usize]) -> String {

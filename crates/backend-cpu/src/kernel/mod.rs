@@ -21,7 +21,10 @@
 //!   caller pre-fills with the reduction's identity.
 
 pub(crate) mod emit;
+mod half;
+mod libm;
 pub(crate) mod math;
+mod math_inv;
 pub(crate) mod ops;
 mod scalars;
 
@@ -233,10 +236,10 @@ fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
                 .dtype(),
             _ => return Err(err(Some(e), "fused equations have one output")),
         };
-        if scalar_type(out_dt).is_none() {
+        if !half::storable(out_dt) {
             return Err(err(Some(e), format!("dtype {out_dt} is not supported yet")));
         }
-        if let Some(d) = in_dts.iter().find(|d| scalar_type(**d).is_none()) {
+        if let Some(d) = in_dts.iter().find(|d| !half::storable(**d)) {
             return Err(err(Some(e), format!("dtype {d} is not supported yet")));
         }
         let is_root = p + 1 == group.eqns.len();
@@ -265,7 +268,12 @@ fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
     }
     let result = result.ok_or_else(|| err(None, "empty group"))?;
     let root = nodes.last().ok_or_else(|| err(None, "empty group"))?;
-    let out_dt = root.out_dt;
+    // Half-precision reductions accumulate into an f32 output (rounded by
+    // the caller), as the interpreter accumulates them in f32.
+    let out_dt = match root.out_dt {
+        DType::F16 | DType::BF16 if reduce.is_some() => DType::F32,
+        d => d,
+    };
     let out_strides: Vec<i64> = match &group.kind {
         GroupKind::Reduce { axes, .. } => {
             let kept: Vec<usize> = (0..rank).filter(|d| !axes.contains(d)).collect();
@@ -355,7 +363,7 @@ impl Gen {
                 n.prim,
                 Primitive::Binary(BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub)
             );
-            if !add_like || !n.out_dt.is_float() || n.srcs.len() != 2 {
+            if !add_like || !matches!(n.out_dt, DType::F32 | DType::F64) || n.srcs.len() != 2 {
                 continue;
             }
             let found = (0..2).find_map(|slot| match n.srcs[slot] {
@@ -534,8 +542,7 @@ impl Gen {
         let mut hoisted: Vec<Option<(Value, Option<Value>)>> = Vec::new();
         for (l, &a) in self.leaves.iter().zip(&leaf_addrs) {
             if l.strides[inner] == 0 {
-                let ty = scalar_type(l.dt).ok_or_else(|| err(None, "dtype"))?;
-                let s = b.ins().load(ty, load_flags, a, 0);
+                let s = half::load(b, l.dt, load_flags, a)?;
                 let v = if self.lanes > 1 {
                     let ty = Em {
                         b,
@@ -668,6 +675,9 @@ impl Gen {
                     let mut em = Em { b, lanes };
                     combine(&mut em, op, self.out_dt, old, v)
                 }
+                None if half::is_half(self.out_dt) => {
+                    half::store_bits(&mut Em { b, lanes: 1 }, self.out_dt, v)
+                }
                 None => v,
             };
             b.ins().store(load_flags, v, addr, 0);
@@ -733,12 +743,12 @@ impl Gen {
                                 let es = Self::esize(leaf.dt);
                                 let off = b.ins().imul_imm_s(j, leaf.strides[inner] * es);
                                 let addr = b.ins().iadd(ctx.leaf_addrs[*i], off);
-                                let ty = if lanes > 1 {
-                                    Em { b, lanes }.fty(leaf.dt)
+                                if lanes > 1 {
+                                    let ty = Em { b, lanes }.fty(leaf.dt);
+                                    b.ins().load(ty, ctx.load_flags, addr, 0)
                                 } else {
-                                    scalar_type(leaf.dt).ok_or_else(|| err(None, "dtype"))?
-                                };
-                                b.ins().load(ty, ctx.load_flags, addr, 0)
+                                    half::load(b, leaf.dt, ctx.load_flags, addr)?
+                                }
                             }
                         }
                     }
@@ -779,7 +789,12 @@ impl Gen {
                 });
             }
             let mut em = Em { b, lanes };
-            let v = emit_op(&mut em, self.gdt, &node.prim, &args, node.out_dt)
+            let v =
+                if node.in_dts.iter().any(|d| half::is_half(*d)) || half::is_half(node.out_dt) {
+                    half::emit_op(&mut em, self.gdt, &node.prim, &args, node.out_dt)
+                } else {
+                    emit_op(&mut em, self.gdt, &node.prim, &args, node.out_dt)
+                }
                 .map_err(|m| err(Some(node.eqn), m))?;
             vals.push(v);
         }

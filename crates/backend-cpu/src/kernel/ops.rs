@@ -32,7 +32,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         Primitive::Unary(op) => {
             floats_in
                 && is_g(&out)
-                && matches!(
+                && (matches!(
                     op,
                     UnaryOp::Neg
                         | UnaryOp::Abs
@@ -54,7 +54,13 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Sinh
                         | UnaryOp::Cosh
                         | UnaryOp::Sign
-                )
+                        | UnaryOp::Asin
+                        | UnaryOp::Acos
+                        | UnaryOp::Atan
+                        | UnaryOp::Asinh
+                        | UnaryOp::Acosh
+                        | UnaryOp::Atanh
+                ) || (*op == UnaryOp::Erf && gdt == DType::F32))
         }
         Primitive::Binary(op) => {
             floats_in
@@ -62,7 +68,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                     out == DType::Bool
                 } else {
                     is_g(&out)
-                        && matches!(
+                        && (matches!(
                             op,
                             BinaryOp::Add
                                 | BinaryOp::AddAny
@@ -71,7 +77,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                                 | BinaryOp::Div
                                 | BinaryOp::Max
                                 | BinaryOp::Min
-                        )
+                                | BinaryOp::Atan2
+                        ) || (*op == BinaryOp::Pow && gdt == DType::F32))
                 }
         }
         Primitive::IntegerPow { .. } => floats_in && is_g(&out),
@@ -182,17 +189,17 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
             UnaryOp::Tan => math::tan(em, dt, v),
             UnaryOp::Sinh => math::sinh(em, dt, v),
             UnaryOp::Cosh => math::cosh(em, dt, v),
-            UnaryOp::Asin
-            | UnaryOp::Acos
-            | UnaryOp::Atan
-            | UnaryOp::Asinh
-            | UnaryOp::Acosh
-            | UnaryOp::Atanh
-            | UnaryOp::Cbrt
-            | UnaryOp::Erf
-            | UnaryOp::Erfc
-            | UnaryOp::ErfInv
-            | UnaryOp::Not => return Err(unsupported(op.name(), dt)),
+            UnaryOp::Asin => super::math_inv::asin(em, dt, v),
+            UnaryOp::Acos => super::math_inv::acos(em, dt, v),
+            UnaryOp::Atan => super::math_inv::atan(em, dt, v),
+            UnaryOp::Asinh => super::math_inv::asinh(em, dt, v),
+            UnaryOp::Acosh => super::math_inv::acosh(em, dt, v),
+            UnaryOp::Atanh => super::math_inv::atanh(em, dt, v),
+            UnaryOp::Erf if dt == DType::F32 => super::math_inv::erf_f32(em, v),
+            UnaryOp::Cbrt | UnaryOp::Erf | UnaryOp::Erfc | UnaryOp::ErfInv => {
+                super::libm::unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt))?
+            }
+            UnaryOp::Not => return Err(unsupported(op.name(), dt)),
         });
     }
     let b = &mut em.b;
@@ -254,6 +261,15 @@ fn minmax(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, St
 
 fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, String> {
     let dt = x.dt;
+    // `pow` of a float by an integer converts the exponent first.
+    let y = if op == BinaryOp::Pow && dt.is_float() && !y.dt.is_float() {
+        Operand {
+            v: convert(em, y, dt)?,
+            dt,
+        }
+    } else {
+        y
+    };
     if op.is_comparison() {
         return compare(em, op, x, y);
     }
@@ -268,7 +284,9 @@ fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Resu
             BinaryOp::Sub => b.ins().fsub(a, c),
             BinaryOp::Mul => b.ins().fmul(a, c),
             BinaryOp::Div => b.ins().fdiv(a, c),
-            _ => return Err(unsupported(op.name(), dt)),
+            BinaryOp::Atan2 => super::math_inv::atan2(em, dt, a, c),
+            BinaryOp::Pow if dt == DType::F32 => super::math_inv::pow_f32(em, a, c),
+            _ => super::libm::binary(em, op, dt, a, c).ok_or_else(|| unsupported(op.name(), dt))?,
         });
     }
     let _ = gdt;

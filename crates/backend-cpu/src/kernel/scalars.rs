@@ -23,7 +23,7 @@ pub(super) fn lit_value(em: &mut Em, gdt: DType, l: &Literal) -> Result<Value, G
             em.fconst(gdt, v)
         } else if dt == DType::F64 {
             em.b.ins().f64const(v)
-        } else if dt == DType::F32 {
+        } else if matches!(dt, DType::F32 | DType::F16 | DType::BF16) {
             em.b.ins().f32const(v as f32)
         } else {
             return Err(err(None, format!("dtype {dt} is not supported yet")));

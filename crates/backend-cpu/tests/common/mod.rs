@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_os = "linux")]
+pub mod guard;
+
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::interp::InterpreterBackend;
 use jaxon_ir::{parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray, Storage};
@@ -101,6 +104,30 @@ pub fn run(backend: &dyn Backend, closed: &ClosedJaxpr, args: &[HostArray]) -> V
         .collect::<Vec<_>>()
 }
 
+/// Executes a compiled program with this thread's allocations guarded
+/// (inputs are copied inside, so they are guarded too).
+pub fn run_guarded(
+    backend: &dyn Backend,
+    exe: &dyn jaxon_ir::Executable,
+    args: &[HostArray],
+) -> Vec<HostArray> {
+    let go = || {
+        let bufs: Vec<_> = args
+            .iter()
+            .map(|a| backend.to_device(&a.clone()).expect("to_device"))
+            .collect();
+        exe.execute(&bufs)
+            .unwrap_or_else(|e| panic!("{}: {e}", backend.name()))
+            .iter()
+            .map(|b| b.to_host().expect("to_host"))
+            .collect::<Vec<_>>()
+    };
+    #[cfg(target_os = "linux")]
+    return guard::guarded(go);
+    #[cfg(not(target_os = "linux"))]
+    go()
+}
+
 /// How results are compared.
 #[derive(Clone, Copy, Debug)]
 pub enum Tol {
@@ -181,9 +208,14 @@ pub fn check(text: &str, dist: Dist, tol: Tol) {
     let closed = parse(text);
     let cpu = CpuBackend::new();
     let interp = InterpreterBackend::new();
+    // Compiled once, unguarded; executions run with guard pages after
+    // every array when the test binary installs `guard::GuardAlloc`.
+    let exe = cpu
+        .compile(&closed)
+        .unwrap_or_else(|e| panic!("cpu: {e}\n{text}"));
     for seed in 1..=3 {
         let args = random_args(&closed, seed, dist);
-        let got = run(&cpu, &closed, &args);
+        let got = run_guarded(&cpu, exe.as_ref(), &args);
         let want = run(&interp, &closed, &args);
         assert_eq!(got.len(), want.len());
         let in_scale = args

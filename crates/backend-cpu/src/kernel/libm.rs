@@ -1,0 +1,404 @@
+//! Out-of-line scalar helpers that kernels call through a function pointer
+//! (`call_indirect` to a constant address): the float functions without
+//! an inline polynomial yet (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
+//! `rem`, f64 `pow`, `nextafter`) and the f16/bf16 conversions.
+//!
+//! They compute exactly what the reference interpreter computes (Rust's
+//! libm; `erf`, `erfc`, `erf_inv` by the interpreter's f64 algorithms), so
+//! kernels using them are bit-identical to it. Every helper is a safe
+//! `extern "C"` function with plain scalar arguments (16-bit values travel
+//! zero-extended in 32 bits); a `fn` item lives for the whole program, so
+//! its address stays valid for every compiled kernel.
+
+use cranelift_codegen::ir::types::{F32, F64, I32};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, Signature, Type, Value};
+use half::{bf16, f16};
+use jaxon_ir::primitive::{BinaryOp, UnaryOp};
+use jaxon_ir::DType;
+
+use super::emit::Em;
+
+const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+
+/// `erf` in f64: a positive-term series below 2.5, else `1 - erfc`.
+pub(crate) fn erf_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= 2.5 {
+        return (1.0 - erfc_cf(a)).copysign(x);
+    }
+    let two_x2 = 2.0 * a * a;
+    let mut term = a;
+    let mut sum = a;
+    let mut n = 0.0;
+    loop {
+        n += 1.0;
+        term *= two_x2 / (2.0 * n + 1.0);
+        sum += term;
+        if term <= sum * 1e-17 {
+            break;
+        }
+    }
+    (FRAC_2_SQRT_PI * (-a * a).exp() * sum).copysign(x)
+}
+
+/// `erfc(x)` for `x >= 1`, by Lentz's continued fraction.
+fn erfc_cf(x: f64) -> f64 {
+    if x > 27.3 {
+        return 0.0;
+    }
+    let tiny = 1e-300;
+    let mut f = x;
+    let mut c = x;
+    let mut d = 0.0;
+    for i in 1..5000 {
+        let a = i as f64 / 2.0;
+        d = x + a * d;
+        if d == 0.0 {
+            d = tiny;
+        }
+        d = 1.0 / d;
+        c = x + a / c;
+        if c == 0.0 {
+            c = tiny;
+        }
+        let delta = c * d;
+        f *= delta;
+        if (delta - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    (-x * x).exp() / std::f64::consts::PI.sqrt() / f
+}
+
+/// `erfc` in f64.
+pub(crate) fn erfc_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        x
+    } else if x < 1.5 {
+        1.0 - erf_f64(x)
+    } else {
+        erfc_cf(x)
+    }
+}
+
+/// `erf_inv` in f64: Winitzki's guess refined by Halley steps (on `erfc`
+/// in the tails).
+pub(crate) fn erf_inv_f64(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 {
+        return f64::INFINITY.copysign(x);
+    }
+    if x == 0.0 {
+        return x;
+    }
+    let a = x.abs();
+    let k = 0.147;
+    let l = ((1.0 - a) * (1.0 + a)).ln();
+    let t = 2.0 / (std::f64::consts::PI * k) + l / 2.0;
+    let mut y = ((t * t - l / k).sqrt() - t).sqrt();
+    let tail = a > 0.5;
+    let c = 1.0 - a;
+    for _ in 0..50 {
+        let (f, fp) = if tail {
+            (erfc_f64(y) - c, -FRAC_2_SQRT_PI * (-y * y).exp())
+        } else {
+            (erf_f64(y) - a, FRAC_2_SQRT_PI * (-y * y).exp())
+        };
+        if fp == 0.0 {
+            break;
+        }
+        let fpp = -2.0 * y * fp;
+        let step = 2.0 * f * fp / (2.0 * fp * fp - f * fpp);
+        let ny = y - step;
+        if !ny.is_finite() {
+            break;
+        }
+        let done = (ny - y).abs() <= 1e-16 * ny.abs();
+        y = ny;
+        if done {
+            break;
+        }
+    }
+    y.copysign(x)
+}
+
+macro_rules! nextafter_fn {
+    ($name:ident, $t:ty, $bits:ty, $nan:expr, $wide:expr) => {
+        fn $name(x: $t, y: $t) -> $t {
+            let wide: fn($t) -> f64 = $wide;
+            let (fx, fy) = (wide(x), wide(y));
+            if fx.is_nan() || fy.is_nan() {
+                return $nan;
+            }
+            if fx == fy {
+                return y;
+            }
+            let sign: $bits = 1 << (<$bits>::BITS - 1);
+            let (bx, by) = (x.to_bits(), y.to_bits());
+            if fx == 0.0 {
+                return <$t>::from_bits((by & sign) | 1);
+            }
+            let up = (fx < fy) == (bx & sign == 0);
+            <$t>::from_bits(if up { bx + 1 } else { bx - 1 })
+        }
+    };
+}
+nextafter_fn!(next_f32, f32, u32, f32::NAN, |v: f32| v as f64);
+nextafter_fn!(next_f64, f64, u64, f64::NAN, |v: f64| v);
+nextafter_fn!(next_f16, f16, u16, f16::NAN, |v: f16| v.to_f64());
+nextafter_fn!(next_bf16, bf16, u16, bf16::NAN, |v: bf16| v.to_f64());
+
+macro_rules! helpers1 {
+    ($($name:ident: $t:ty => $e:expr;)*) => {$(
+        extern "C" fn $name(x: $t) -> $t {
+            let f: fn($t) -> $t = $e;
+            f(x)
+        }
+    )*};
+}
+helpers1! {
+    cbrt32: f32 => f32::cbrt; cbrt64: f64 => f64::cbrt;
+    erf32: f32 => |x| erf_f64(x as f64) as f32; erf64: f64 => erf_f64;
+    erfc32: f32 => |x| erfc_f64(x as f64) as f32; erfc64: f64 => erfc_f64;
+    erfinv32: f32 => |x| erf_inv_f64(x as f64) as f32; erfinv64: f64 => erf_inv_f64;
+}
+
+macro_rules! helpers2 {
+    ($($name:ident: $t:ty => $e:expr;)*) => {$(
+        extern "C" fn $name(x: $t, y: $t) -> $t {
+            let f: fn($t, $t) -> $t = $e;
+            f(x, y)
+        }
+    )*};
+}
+helpers2! {
+    rem32: f32 => |x, y| x % y; rem64: f64 => |x, y| x % y;
+    pow32: f32 => f32::powf; pow64: f64 => f64::powf;
+    next32: f32 => next_f32; next64: f64 => next_f64;
+    next_f16_32: f32 => |x, y| next_f16(f16::from_f32(x), f16::from_f32(y)).to_f32();
+    next_bf16_32: f32 => |x, y| next_bf16(bf16::from_f32(x), bf16::from_f32(y)).to_f32();
+}
+
+extern "C" fn f64_to_f16_f32(x: f64) -> f32 {
+    f16::from_f64(x).to_f32()
+}
+extern "C" fn f64_to_bf16_f32(x: f64) -> f32 {
+    bf16::from_f64(x).to_f32()
+}
+
+/// Emits a call of the helper at `addr` (scalar code only).
+fn call(em: &mut Em, addr: usize, params: &[Type], ret: Type, args: &[Value]) -> Value {
+    let mut sig = Signature::new(em.b.func.signature.call_conv);
+    sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+    sig.returns.push(AbiParam::new(ret));
+    let sref = em.b.import_signature(sig);
+    let callee =
+        em.b.ins()
+            .iconst(cranelift_codegen::ir::types::I64, addr as i64);
+    let inst = em.b.ins().call_indirect(sref, callee, args);
+    em.b.inst_results(inst)[0]
+}
+
+fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
+    let d = dt == DType::F64;
+    let (a, b): (extern "C" fn(f32) -> f32, extern "C" fn(f64) -> f64) = match op {
+        UnaryOp::Cbrt => (cbrt32, cbrt64),
+        UnaryOp::Erf => (erf32, erf64),
+        UnaryOp::Erfc => (erfc32, erfc64),
+        UnaryOp::ErfInv => (erfinv32, erfinv64),
+        _ => return None,
+    };
+    Some(if d { b as usize } else { a as usize })
+}
+
+fn binary_addr(op: BinaryOp, dt: DType) -> Option<usize> {
+    let d = dt == DType::F64;
+    let (a, b): (
+        extern "C" fn(f32, f32) -> f32,
+        extern "C" fn(f64, f64) -> f64,
+    ) = match op {
+        BinaryOp::Rem => (rem32, rem64),
+        BinaryOp::Pow => (pow32, pow64),
+        BinaryOp::Nextafter => (next32, next64),
+        _ => return None,
+    };
+    Some(if d { b as usize } else { a as usize })
+}
+
+fn fty(dt: DType) -> Type {
+    if dt == DType::F64 {
+        F64
+    } else {
+        F32
+    }
+}
+
+/// `op(x)` through a helper, for f32/f64 values of `dt`.
+pub(crate) fn unary(em: &mut Em, op: UnaryOp, dt: DType, x: Value) -> Option<Value> {
+    let addr = unary_addr(op, dt)?;
+    let t = fty(dt);
+    Some(call(em, addr, &[t], t, &[x]))
+}
+
+/// `op(x, y)` through a helper, for f32/f64 values of `dt`.
+pub(crate) fn binary(em: &mut Em, op: BinaryOp, dt: DType, x: Value, y: Value) -> Option<Value> {
+    let addr = binary_addr(op, dt)?;
+    let t = fty(dt);
+    Some(call(em, addr, &[t, t], t, &[x, y]))
+}
+
+/// `nextafter` on the f16/bf16 grid of f32 values holding `dt` numbers.
+pub(crate) fn nextafter_half(em: &mut Em, dt: DType, x: Value, y: Value) -> Value {
+    let f: extern "C" fn(f32, f32) -> f32 = if dt == DType::BF16 {
+        next_bf16_32
+    } else {
+        next_f16_32
+    };
+    call(em, f as usize, &[F32, F32], F32, &[x, y])
+}
+
+/// The bf16 bits (in an `I32`) of an f32 value, rounded to nearest even
+/// (NaNs quieted), exactly as `half::bf16::from_f32`: inline integer code.
+fn bf16_bits(em: &mut Em, x: Value) -> Value {
+    let flags = cranelift_codegen::ir::MemFlagsData::new();
+    let b = em.b.ins().bitcast(I32, flags, x);
+    let hi = em.b.ins().ushr_imm_s(b, 16);
+    let lsb = em.b.ins().band_imm_s(hi, 1);
+    let r = em.b.ins().iadd_imm_s(b, 0x7FFF);
+    let r = em.b.ins().iadd(r, lsb);
+    let r = em.b.ins().ushr_imm_s(r, 16);
+    let quiet = em.b.ins().bor_imm_s(hi, 0x40);
+    let nan =
+        em.b.ins()
+            .fcmp(cranelift_codegen::ir::condcodes::FloatCC::Unordered, x, x);
+    em.b.ins().select(nan, quiet, r)
+}
+
+/// The f32 value of bf16 bits held in the low half of an `I32` (NaNs
+/// quieted, as `half::bf16::to_f32`).
+fn bf16_value(em: &mut Em, bits: Value) -> Value {
+    use cranelift_codegen::ir::condcodes::IntCC;
+    let mag = em.b.ins().band_imm_s(bits, 0x7FFF);
+    let is_nan =
+        em.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThan, mag, 0x7F80);
+    let quiet = em.b.ins().bor_imm_s(bits, 0x40);
+    let bits = em.b.ins().select(is_nan, quiet, bits);
+    let w = em.b.ins().ishl_imm_s(bits, 16);
+    em.b.ins()
+        .bitcast(F32, cranelift_codegen::ir::MemFlagsData::new(), w)
+}
+
+/// The f16 bits (in an `I32`) of an f32 value, rounded to nearest even,
+/// exactly as `half::f16::from_f32` (NaN payloads kept and quieted):
+/// inline integer code after F. Giesen's `float_to_half_fast3_rtne`.
+fn f16_bits(em: &mut Em, x: Value) -> Value {
+    use cranelift_codegen::ir::condcodes::IntCC;
+    let flags = cranelift_codegen::ir::MemFlagsData::new();
+    let b = em.b.ins().bitcast(I32, flags, x);
+    let sign = em.b.ins().band_imm_s(b, 0x8000_0000u32 as i32 as i64);
+    let f = em.b.ins().bxor(b, sign);
+    // Inf and NaN.
+    let man = em.b.ins().band_imm_s(b, 0x007F_FFFF);
+    let man_hi = em.b.ins().ushr_imm_s(man, 13);
+    let has_man = em.b.ins().icmp_imm_s(IntCC::NotEqual, man, 0);
+    let q = em.b.ins().iconst(I32, 0x0200);
+    let z = em.b.ins().iconst(I32, 0);
+    let nan_bit = em.b.ins().select(has_man, q, z);
+    let naninf = em.b.ins().bor_imm_s(man_hi, 0x7C00);
+    let naninf = em.b.ins().bor(naninf, nan_bit);
+    let is_naninf =
+        em.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, f, 0x7F80_0000);
+    // Overflow to infinity.
+    let is_ovf =
+        em.b.ins()
+            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, f, 143 << 23);
+    let inf = em.b.ins().iconst(I32, 0x7C00);
+    // Subnormal results: the float adder rounds (to nearest even).
+    let is_sub = em.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, f, 113 << 23);
+    let fv = em.b.ins().bitcast(F32, flags, f);
+    let magic = em.b.ins().f32const(0.5);
+    let fv = em.b.ins().fadd(fv, magic);
+    let sub = em.b.ins().bitcast(I32, flags, fv);
+    let sub = em.b.ins().iadd_imm_s(sub, -(126i64 << 23));
+    // Normal results.
+    let odd = em.b.ins().ushr_imm_s(f, 13);
+    let odd = em.b.ins().band_imm_s(odd, 1);
+    let norm = em.b.ins().iadd_imm_s(f, (-112i64 << 23) + 0xFFF);
+    let norm = em.b.ins().iadd(norm, odd);
+    let norm = em.b.ins().ushr_imm_s(norm, 13);
+    let r = em.b.ins().select(is_sub, sub, norm);
+    let r = em.b.ins().select(is_ovf, inf, r);
+    let r = em.b.ins().select(is_naninf, naninf, r);
+    let s16 = em.b.ins().ushr_imm_s(sign, 16);
+    em.b.ins().bor(r, s16)
+}
+
+/// The f32 value of f16 bits held in the low half of an `I32`, exactly as
+/// `half::f16::to_f32` (NaNs quieted).
+fn f16_value(em: &mut Em, h: Value) -> Value {
+    use cranelift_codegen::ir::condcodes::IntCC;
+    let flags = cranelift_codegen::ir::MemFlagsData::new();
+    let sign = em.b.ins().band_imm_s(h, 0x8000);
+    let sign = em.b.ins().ishl_imm_s(sign, 16);
+    let e = em.b.ins().band_imm_s(h, 0x7FFF);
+    let o = em.b.ins().ishl_imm_s(e, 13);
+    let of = em.b.ins().bitcast(F32, flags, o);
+    // Rescale the exponent (exact, subnormals included).
+    let scale = em.b.ins().f32const(f32::from_bits((127 + 112) << 23));
+    let v = em.b.ins().fmul(of, scale);
+    let vb = em.b.ins().bitcast(I32, flags, v);
+    let inf = em.b.ins().bor_imm_s(vb, 0x7F80_0000);
+    let nan = em.b.ins().bor_imm_s(vb, 0x7FC0_0000);
+    let is_inf = em.b.ins().icmp_imm_s(IntCC::Equal, e, 0x7C00);
+    let is_nan = em.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, e, 0x7C00);
+    let r = em.b.ins().select(is_inf, inf, vb);
+    let r = em.b.ins().select(is_nan, nan, r);
+    let r = em.b.ins().bor(r, sign);
+    em.b.ins().bitcast(F32, flags, r)
+}
+
+/// Rounds an f32 value to the precision of the half type `dt`.
+pub(crate) fn round_half(em: &mut Em, dt: DType, x: Value) -> Value {
+    if dt == DType::BF16 {
+        let b = bf16_bits(em, x);
+        return bf16_value(em, b);
+    }
+    let b = f16_bits(em, x);
+    f16_value(em, b)
+}
+
+/// An f64 value rounded once to the half type `dt`, as an f32.
+pub(crate) fn f64_to_half(em: &mut Em, dt: DType, x: Value) -> Value {
+    let f: extern "C" fn(f64) -> f32 = if dt == DType::BF16 {
+        f64_to_bf16_f32
+    } else {
+        f64_to_f16_f32
+    };
+    call(em, f as usize, &[F64], F32, &[x])
+}
+
+/// The f32 value of 16-bit storage `bits` (an `I16`) of half type `dt`.
+pub(crate) fn load_half(em: &mut Em, dt: DType, bits: Value) -> Value {
+    let w = em.b.ins().uextend(I32, bits);
+    if dt == DType::BF16 {
+        return bf16_value(em, w);
+    }
+    f16_value(em, w)
+}
+
+/// The 16-bit storage (an `I16`) of the f32 value `x` rounded to `dt`.
+pub(crate) fn store_half(em: &mut Em, dt: DType, x: Value) -> Value {
+    if dt == DType::BF16 {
+        let b = bf16_bits(em, x);
+        return em.b.ins().ireduce(cranelift_codegen::ir::types::I16, b);
+    }
+    let w = f16_bits(em, x);
+    em.b.ins().ireduce(cranelift_codegen::ir::types::I16, w)
+}
