@@ -232,11 +232,11 @@ fn nested_vmaps_with_two_names_around_a_jit() {
     let ijv = ij.to_vec::<i32>();
     let (cv, rv, gv) = (f64s(&c), f64s(&r), f64s(&g));
     assert_eq!(g.shape(), vec![3, 5, 3]);
-    for i in 0..3 {
+    for (i, rowmax) in rows.iter().enumerate() {
         for j in 0..5 {
             let k = i * 5 + j;
             assert!((cv[k] - cols[j]).abs() < 1e-12, "psum i at {i},{j}");
-            assert_eq!(rv[k], rows[i], "pmax j at {i},{j}");
+            assert_eq!(rv[k], *rowmax, "pmax j at {i},{j}");
             assert_eq!(ijv[k], (10 * i + j) as i32);
             for m in 0..3 {
                 assert_eq!(gv[k * 3 + m], xv[m * 5 + j], "all_gather i at {i},{j},{m}");
@@ -291,6 +291,8 @@ fn ones(shape: &[usize]) -> Array {
     jnp::ones(shape, DType::F32).unwrap()
 }
 
+// The binding outlives the temporaries that borrow `j`.
+#[allow(clippy::let_and_return)]
 fn batched_text(f: impl Fn(Array) -> Array + Copy, name: &str) -> String {
     let j = jit(f).name(name);
     let text =
@@ -399,7 +401,7 @@ fn jax_text_with_named_collectives_round_trips_and_batches() {
         jaxon_transforms::batch_jaxpr_named(&closed, &[true], 4, Some("i"), &[]).unwrap();
     assert_eq!(out_b, vec![true]);
     let x = arr(&[4, 3], 7).astype(DType::F32);
-    let out = jaxon_trace::interpret::eval_closed_jaxpr(&bj, &[x.clone()]).unwrap();
+    let out = jaxon_trace::interpret::eval_closed_jaxpr(&bj, std::slice::from_ref(&x)).unwrap();
     let (s, mx, mn) = (by_column(&x, sum), by_column(&x, max), by_column(&x, min));
     let want: Vec<f64> = (0..12)
         .map(|k| {
