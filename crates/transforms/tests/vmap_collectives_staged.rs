@@ -435,3 +435,45 @@ fn unbound_names_are_errors_naming_the_axis() {
         .to_string();
     assert!(e.contains("unbound axis name 'i'"), "{e}");
 }
+
+#[test]
+fn unbatched_operands_of_a_jit_with_collectives_still_see_the_axis() {
+    // `c` is not mapped: the jit equation has no batched operand, but its
+    // body names the axis, so the vmap still batches it (psum of a value
+    // shared by 3 members is 3 times it; axis_index is per member).
+    let body = jit(|c: Array| {
+        (
+            ok(psum(&c, "i")),
+            ok(axis_index("i")).astype(DType::F64) + &c,
+        )
+    });
+    let c = arr(&[2], 10);
+    let (s, ic, _) = vmap(|(v, c): (Array, Array)| {
+        let (s, ic) = ok(body.call(c));
+        (s, ic, v * 2.0)
+    })
+    .in_axes((0, None))
+    .axis_name("i")
+    .call((arr(&[3], 11), c.clone()))
+    .unwrap();
+    let cv = f64s(&c);
+    let rep: Vec<f64> = (0..3).flat_map(|_| cv.iter().map(|v| 3.0 * v)).collect();
+    assert_close("psum of a shared input", &s, &rep, 1e-12);
+    let idx: Vec<f64> = (0..3)
+        .flat_map(|k| cv.iter().map(move |v| k as f64 + v))
+        .collect();
+    assert_close("axis_index + shared", &ic, &idx, 1e-12);
+}
+
+#[test]
+fn grad_of_a_vmap_whose_jit_body_uses_psum() {
+    // f(x) = sum_k sum_j psum(x)_j * x_kj = sum_j S_j^2, so
+    // df/dx_kj = 2 S_j for every member k.
+    let x = arr(&[4, 3], 12);
+    let body = jit(|v: Array| ok(psum(&v, "i")) * v);
+    let f = |x: Array| ok(vmap(|v: Array| ok(body.call(v))).axis_name("i").call(x)).sum(All);
+    let g = grad(f)(x.clone()).unwrap();
+    let s = by_column(&x, sum);
+    let want: Vec<f64> = (0..12).map(|k| 2.0 * s[k % 3]).collect();
+    assert_close("grad(vmap(jit(psum)))", &g, &want, 1e-12);
+}
