@@ -477,3 +477,38 @@ fn grad_of_a_vmap_whose_jit_body_uses_psum() {
     let want: Vec<f64> = (0..12).map(|k| 2.0 * s[k % 3]).collect();
     assert_close("grad(vmap(jit(psum)))", &g, &want, 1e-12);
 }
+
+#[test]
+fn grad_through_all_gather_inside_jit_under_vmap_matches_jax() {
+    // Per member L(v) = sum(all_gather(v) * w * v) with x, w as below; JAX
+    // transposes all_gather to psum_scatter (this member's slice of the
+    // summed cotangent).
+    let xv: Vec<f64> = (0..12)
+        .map(|k| (1.3 * (k / 3) as f64 + 0.7 * (k % 3) as f64 + 0.1).sin())
+        .collect();
+    let wv: Vec<f64> = (0..12)
+        .map(|k| (0.9 * (k / 3) as f64 - 0.4 * (k % 3) as f64).cos())
+        .collect();
+    let x = Array::from_vec(xv, &[4, 3]);
+    let w = Array::from_vec(wv, &[4, 3]);
+    let l = jit(move |v: Array| (ok(all_gather(&v, "i")) * &w * &v).sum(All));
+    let g = vmap(|v: Array| ok(grad(|v: Array| ok(l.call(v)))(v)))
+        .axis_name("i")
+        .call(x)
+        .unwrap();
+    let want = [
+        2.0553617725965685,
+        2.340495440635445,
+        0.6558463258167128,
+        1.7693516820761772,
+        2.326360554618198,
+        0.5787189944343476,
+        1.1277681449688457,
+        2.096314004972875,
+        0.6962860078084491,
+        0.6161487912006989,
+        1.8244504341385117,
+        0.9195749940971181,
+    ];
+    assert_close("grad all_gather", &g, &want, 1e-12);
+}
