@@ -478,7 +478,10 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
         | Primitive::Store { .. }
         | Primitive::AtomicRmw { .. }
         | Primitive::AtomicCas { .. }
-        | Primitive::PallasCall { .. } => {
+        | Primitive::PallasCall { .. }
+        | Primitive::AllReduce { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::AxisIndex { .. } => {
             Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
         }
     }

@@ -25,7 +25,8 @@ pub use api::{
     grad_and_aux, grad_with, linear_transpose_tree, value_and_grad_with, Argnums, GradOutput,
 };
 pub use batch::{
-    all_gather, axis_index, batch_jaxpr, pmax, pmean, psum, vmap, Axes, BatchTrace, Vmap,
+    all_gather, axis_index, batch_jaxpr, batch_jaxpr_named, pmax, pmean, pmin, psum, vmap, Axes,
+    BatchTrace, Vmap,
 };
 pub use checkpoint::{checkpoint, Checkpoint};
 pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};

@@ -272,6 +272,23 @@ fn table() -> Vec<Row> {
             format!("{{ lambda ; a:f64[1,3]. let b:f64[] = {op}[axes=(0, 1)] a in (b,) }}"),
         ));
     }
+    // Collectives over positional axes (JAX's batched form of a named
+    // collective) are reductions; their named forms need an enclosing vmap
+    // and are checked in `vmap_collectives_staged.rs`.
+    for op in ["psum", "pmax", "pmin"] {
+        u.push(row(
+            Diff,
+            0.5,
+            2.0,
+            format!("{{ lambda ; a:f64[2,3]. let b:f64[3] = {op}[axes=(0,) axis_index_groups=None] a in (b,) }}"),
+        ));
+        u.push(row(
+            Diff,
+            0.5,
+            2.0,
+            format!("{{ lambda ; a:f64[1,3]. let b:f64[] = {op}[axes=(0, 1) axis_index_groups=None] a in (b,) }}"),
+        ));
+    }
     for op in ["reduce_and", "reduce_or", "reduce_xor"] {
         u.push(row(
             NoDiff,
@@ -423,6 +440,10 @@ fn table_covers_every_primitive() {
     for text in STATE_ROWS {
         eqn_names(&table_kit::parse(text), &mut covered);
     }
+    for (name, why) in NAMED_AXIS_ROWS {
+        assert!(!why.is_empty());
+        covered.insert(name.to_string());
+    }
     for (name, _, text) in KERNEL_ROWS {
         match text {
             Some(t) => eqn_names(&parse_jaxpr(t).unwrap(), &mut covered),
@@ -489,6 +510,21 @@ fn state_rows() {
         table_kit::check_all_vmaps(&j, 400 + 10 * i as u64, reads_only);
     }
 }
+
+/// Collectives that only exist under a named `vmap` axis: evaluated,
+/// differentiated and batched by `vmap_collectives_staged.rs` (inside jit,
+/// cond, scan and fori_loop bodies, nested vmaps, grad, JAX goldens).
+const NAMED_AXIS_ROWS: &[(&str, &str)] = &[
+    (
+        "all_gather",
+        "always over a named axis: resolved by the vmap of that name (linear; transpose is \
+         this member's slice of the psum of the cotangent)",
+    ),
+    (
+        "axis_index",
+        "an integer index along a named axis: no tangent; the vmap of that name makes it an iota",
+    ),
+];
 
 /// Kernel-only primitives. They read program ids or access `Ref`s with
 /// Pallas semantics inside kernels; JAX differentiates and batches a

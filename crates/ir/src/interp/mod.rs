@@ -278,7 +278,10 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
-        | Primitive::Empty2 { .. } => {
+        | Primitive::Empty2 { .. }
+        | Primitive::AllReduce { .. }
+        | Primitive::AllGather { .. }
+        | Primitive::AxisIndex { .. } => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()

@@ -6,7 +6,7 @@ use super::params::{PValue, Params, PV};
 use super::syntax::{PResult, RawEqn};
 use crate::aval::{Aval, Dim, ShapedArray};
 use crate::primitive::{
-    ArgOp, BinaryOp, BlockDim, BlockMapping, ConvDimensionNumbers, CumulativeOp,
+    ArgOp, BinaryOp, BlockDim, BlockMapping, CollectiveOp, ConvDimensionNumbers, CumulativeOp,
     DotDimensionNumbers, FillValue, GatherDimensionNumbers, GatherScatterMode, Ints, Precision,
     Primitive, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterKind, UnaryOp,
 };
@@ -417,6 +417,11 @@ pub(crate) fn to_primitive(
             axis: p.usize("axis")?,
         },
         "pallas_call" => pallas_call(b, &p, in_avals)?,
+        "psum" => super::collective::all_reduce(&p, CollectiveOp::Sum)?,
+        "pmax" => super::collective::all_reduce(&p, CollectiveOp::Max)?,
+        "pmin" => super::collective::all_reduce(&p, CollectiveOp::Min)?,
+        "all_gather" => super::collective::all_gather(&p)?,
+        "axis_index" => super::collective::axis_index(&p)?,
         "get" | "swap" | "addupdate" | "load" | "store" | "masked_load" | "masked_swap"
         | "atomic_rmw" | "atomic_cas" => super::state::state_primitive_plain(&p, e, in_avals)?,
         _ => {

@@ -10,6 +10,7 @@
 //! reused name); neither panics on malformed text.
 
 mod build;
+mod collective;
 mod convert;
 mod lexer;
 mod params;

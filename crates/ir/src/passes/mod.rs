@@ -7,6 +7,7 @@
 //! never panic on well-formed input; they return `IrError` on malformed
 //! jaxprs (unknown variables, arity mismatches) instead.
 
+mod collectives;
 mod fusion;
 mod rewrite;
 mod simplify;
@@ -16,6 +17,7 @@ mod tests;
 #[cfg(test)]
 mod tests_fusion;
 
+pub use collectives::lower_positional_collectives;
 pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
 pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_jit};
 
@@ -24,11 +26,11 @@ use crate::jaxpr::ClosedJaxpr;
 
 /// The simplification pipeline before compilation: inline calls (`jit`,
 /// and the primal bodies of `custom_jvp_call`/`custom_vjp_call`/`remat2`),
-/// fold constants, CSE, then DCE (last, so that it removes what folding
+/// lower positional collectives to reductions, fold constants, CSE, then DCE (last, so that it removes what folding
 /// and CSE made dead).
 pub fn simplify(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
     let inlined = inline_calls(closed)?;
-    let folded = fold_constants(&inlined.jaxpr)?;
+    let folded = fold_constants(&lower_positional_collectives(&inlined.jaxpr))?;
     let shared = cse(&folded)?;
     let live = dce(&shared)?;
     Ok(ClosedJaxpr {

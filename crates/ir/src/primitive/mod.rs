@@ -8,9 +8,11 @@
 //!   the elementwise/reduction families share a variant per family, keyed by
 //!   their op enum.
 
+mod collective;
 mod nested;
 mod params;
 
+pub use collective::{AxisRef, CollectiveOp};
 pub use nested::{NestedJaxpr, ParamJaxpr};
 pub use params::*;
 
@@ -355,6 +357,33 @@ pub enum Primitive {
     Empty2 {
         /// Dtype.
         dtype: DType,
+    },
+
+    // ---- collectives over named axes ---------------------------------
+    /// `psum`/`pmax`/`pmin[axes=(..) axis_index_groups=None] x`: the
+    /// reduction over named `vmap` axes and positional dims of `x`.
+    AllReduce {
+        /// Which reduction.
+        op: CollectiveOp,
+        /// The axes reduced over.
+        axes: Vec<AxisRef>,
+    },
+    /// `all_gather[all_gather_dimension axis_index_groups=None axis_name
+    /// axis_size tiled] x`: every member's `x` along a new dimension.
+    AllGather {
+        /// The named axes gathered over (one, as JAX's vmap supports).
+        axis_name: Vec<String>,
+        /// Where the gathered dimension goes.
+        all_gather_dimension: usize,
+        /// The size of the named axis.
+        axis_size: usize,
+        /// Concatenate along `all_gather_dimension` instead of stacking.
+        tiled: bool,
+    },
+    /// `axis_index[axis_name=i]`: this member's index along a named axis.
+    AxisIndex {
+        /// The named axis.
+        axis_name: String,
     },
 
     // ---- control flow and calls --------------------------------------
@@ -764,6 +793,9 @@ impl Primitive {
             Primitive::Sort { .. } => "sort",
             Primitive::TopK { .. } => "top_k",
             Primitive::Empty2 { .. } => "empty2",
+            Primitive::AllReduce { op, .. } => op.name(),
+            Primitive::AllGather { .. } => "all_gather",
+            Primitive::AxisIndex { .. } => "axis_index",
             Primitive::Cond { .. } => "cond",
             Primitive::While { .. } => "while",
             Primitive::Scan { .. } => "scan",

@@ -111,6 +111,9 @@ impl Primitive {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Empty2 { .. }
+            | Primitive::AllReduce { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::AxisIndex { .. }
             | Primitive::Get { .. }
             | Primitive::Swap { .. }
             | Primitive::AddUpdate { .. }
@@ -193,6 +196,9 @@ impl Primitive {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Empty2 { .. }
+            | Primitive::AllReduce { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::AxisIndex { .. }
             | Primitive::Get { .. }
             | Primitive::Swap { .. }
             | Primitive::AddUpdate { .. }
@@ -259,6 +265,9 @@ impl Primitive {
             | Primitive::Sort { .. }
             | Primitive::TopK { .. }
             | Primitive::Empty2 { .. }
+            | Primitive::AllReduce { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::AxisIndex { .. }
             | Primitive::Cond { .. }
             | Primitive::While { .. }
             | Primitive::Scan { .. }

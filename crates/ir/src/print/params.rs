@@ -454,6 +454,24 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("dtype", t(dtype(*d))));
             v.push(("memory_space", t("MemorySpace.Device")));
         }
+        Primitive::AllReduce { axes, .. } => {
+            v.push(("axes", t(tuple(axes.iter().map(|a| a.repr()).collect()))));
+            v.push(("axis_index_groups", t("None")));
+        }
+        Primitive::AllGather {
+            axis_name,
+            all_gather_dimension,
+            axis_size,
+            tiled,
+        } => {
+            v.push(("all_gather_dimension", t(all_gather_dimension.to_string())));
+            v.push(("axis_index_groups", t("None")));
+            let names = axis_name.iter().map(|n| format!("'{n}'")).collect();
+            v.push(("axis_name", t(tuple(names))));
+            v.push(("axis_size", t(axis_size.to_string())));
+            v.push(("tiled", t(py_bool(*tiled))));
+        }
+        Primitive::AxisIndex { axis_name } => v.push(("axis_name", t(axis_name.clone()))),
         Primitive::Cond { branches } => v.push((
             "branches",
             PV::Jaxprs(branches.iter().map(|b| &*b.jaxpr).collect()),

@@ -5,6 +5,7 @@
 //! symbolically: two dims are equal iff they are the same constant or the
 //! same variable.
 
+mod collective;
 mod control;
 mod elementwise;
 mod indexing;
@@ -159,6 +160,23 @@ pub fn abstract_eval(
         Primitive::Empty2 { dtype } => {
             cx.arity(0)?;
             one(ShapedArray::scalar(*dtype))
+        }
+        Primitive::AllReduce { op, axes } => one(collective::all_reduce(&cx, *op, axes)?),
+        Primitive::AllGather {
+            axis_name,
+            all_gather_dimension,
+            axis_size,
+            tiled,
+        } => one(collective::all_gather(
+            &cx,
+            axis_name,
+            *all_gather_dimension,
+            *axis_size,
+            *tiled,
+        )?),
+        Primitive::AxisIndex { .. } => {
+            cx.arity(0)?;
+            one(ShapedArray::scalar(DType::I32))
         }
         Primitive::Cond { branches } => control::cond(&cx, branches)?,
         Primitive::While {

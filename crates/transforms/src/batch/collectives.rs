@@ -1,28 +1,73 @@
-//! Collectives over a named `vmap` axis: `psum`, `pmean`, `pmax`,
-//! `all_gather` and `axis_index`. They are not primitives: the enclosing
-//! batch main of that name is found on the current stack, and the
-//! collective becomes a reduction (or an iota) over its batch dimension.
+//! Collectives over a named `vmap` axis: `psum`, `pmean`, `pmax`, `pmin`,
+//! `all_gather` and `axis_index`.
 //!
-//! A value of a batch trace above the named one (a nested `vmap` of another
-//! axis) is handled member-wise, keeping its own batch dim; jvp tracers in
-//! between are handled for the linear collectives. Other traces in between
-//! (a `jit` or a control-flow body staged inside the vmap) cannot see the
-//! axis: that is an `Unsupported` error naming it.
+//! Where the `vmap` of that name is on the current stack with no staging
+//! trace above it, the collective becomes a reduction (or an iota) over its
+//! batch dimension at once. Otherwise (inside a `jit` body or a control-flow
+//! body staged within the vmap) it binds the collective primitive
+//! (`psum[axes=('i',)]`, ...), which is staged into the body; the batching
+//! rule of that vmap resolves it when it batches the body (JAX's fancy
+//! batchers, [`batch_collective`]), turning the name into the positional
+//! batch dim (`psum[axes=(0,)]`).
+//!
+//! Invariant: the axis env (the names and sizes of every enclosing named
+//! vmap, including those of stacks suspended by `jit`) is pushed and popped
+//! with the vmap's batch main, so a staged body knows which names are bound.
 
+use super::rules::Outs;
 use super::{batch_trace, batched, moveaxis, new_batched};
 use crate::jvp::{dual, new_dual, JvpTrace};
-use jaxon_ir::primitive::ReduceOp;
-use jaxon_ir::DType;
-use jaxon_trace::core::{current_mains, MainTrace};
+use jaxon_ir::primitive::{AxisRef, CollectiveOp, ReduceOp};
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Primitive};
+use jaxon_trace::core::{current_mains, dynamic_main, full_raise, MainTrace};
 use jaxon_trace::error::{Error, Result};
-use jaxon_trace::{lax, Array};
+use jaxon_trace::interpret::literal_array;
+use jaxon_trace::{bind1, lax, Array};
+use std::cell::RefCell;
 use std::sync::Arc;
+
+thread_local! {
+    static AXIS_ENV: RefCell<Vec<(String, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps one named axis in the axis env while its vmap runs.
+pub(crate) struct AxisEnvGuard(bool);
+
+impl AxisEnvGuard {
+    /// Pushes `name` (if any) with its size.
+    pub(crate) fn push(name: Option<&str>, size: usize) -> AxisEnvGuard {
+        if let Some(n) = name {
+            AXIS_ENV.with(|e| e.borrow_mut().push((n.to_string(), size)));
+        }
+        AxisEnvGuard(name.is_some())
+    }
+}
+
+impl Drop for AxisEnvGuard {
+    fn drop(&mut self) {
+        if self.0 {
+            let _ = AXIS_ENV.try_with(|e| e.borrow_mut().pop());
+        }
+    }
+}
+
+/// The size of the innermost enclosing vmap named `name`, on any stack.
+fn env_size(name: &str) -> Option<usize> {
+    AXIS_ENV.with(|e| {
+        e.borrow()
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| *s)
+    })
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
     Sum,
     Mean,
     Max,
+    Min,
     Gather,
 }
 
@@ -32,6 +77,7 @@ impl Op {
             Op::Sum => "psum",
             Op::Mean => "pmean",
             Op::Max => "pmax",
+            Op::Min => "pmin",
             Op::Gather => "all_gather",
         }
     }
@@ -41,24 +87,37 @@ impl Op {
     }
 }
 
-/// The innermost batch main of the current stack named `name`, and its
-/// axis size.
-fn find_axis(name: &str, op: &str) -> Result<(Arc<MainTrace>, usize)> {
-    current_mains()
-        .into_iter()
-        .rev()
-        .find_map(|m| {
-            let t = batch_trace(&m)?;
-            (t.axis_name.as_deref() == Some(name))
-                .then_some(t.axis_size)
-                .map(|n| (m.clone(), n))
-        })
-        .ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{op}: unbound axis name '{name}': it is not the axis_name of an enclosing vmap \
-                 (a jit or a control-flow body staged inside the vmap does not see its axis)"
-            ))
-        })
+/// How a collective over a name is carried out here.
+enum Where {
+    /// The named batch main is on this stack with no staging above it.
+    Direct(Arc<MainTrace>, usize),
+    /// A staging trace sits above the named vmap: bind the primitive.
+    Staged(usize),
+}
+
+/// The innermost batch main of the current stack named `name`.
+fn find_main(name: &str) -> Option<(Arc<MainTrace>, usize)> {
+    current_mains().into_iter().rev().find_map(|m| {
+        let t = batch_trace(&m)?;
+        (t.axis_name.as_deref() == Some(name))
+            .then_some(t.axis_size)
+            .map(|n| (m.clone(), n))
+    })
+}
+
+fn locate(name: &str, op: &str) -> Result<Where> {
+    if let Some((main, n)) = find_main(name) {
+        if dynamic_main().level() > main.level() {
+            return Ok(Where::Staged(n));
+        }
+        return Ok(Where::Direct(main, n));
+    }
+    match env_size(name) {
+        Some(n) => Ok(Where::Staged(n)),
+        None => Err(Error::InvalidArgument(format!(
+            "{op}: unbound axis name '{name}': it is not the axis_name of an enclosing vmap"
+        ))),
+    }
 }
 
 /// `psum(x, axis_name)`: the sum of `x` over the members of the named
@@ -67,7 +126,8 @@ pub fn psum(x: &Array, axis_name: &str) -> Result<Array> {
     collective(x, axis_name, Op::Sum)
 }
 
-/// `pmean(x, axis_name)`: the mean over the named axis.
+/// `pmean(x, axis_name)`: the mean over the named axis (`psum` then a
+/// division by the axis size, as in JAX).
 pub fn pmean(x: &Array, axis_name: &str) -> Result<Array> {
     collective(x, axis_name, Op::Mean)
 }
@@ -75,6 +135,11 @@ pub fn pmean(x: &Array, axis_name: &str) -> Result<Array> {
 /// `pmax(x, axis_name)`: the maximum over the named axis.
 pub fn pmax(x: &Array, axis_name: &str) -> Result<Array> {
     collective(x, axis_name, Op::Max)
+}
+
+/// `pmin(x, axis_name)`: the minimum over the named axis.
+pub fn pmin(x: &Array, axis_name: &str) -> Result<Array> {
+    collective(x, axis_name, Op::Min)
 }
 
 /// `all_gather(x, axis_name)`: every member's `x`, stacked along a new
@@ -85,13 +150,46 @@ pub fn all_gather(x: &Array, axis_name: &str) -> Result<Array> {
 
 /// `axis_index(axis_name)`: this member's index along the named axis (i32).
 pub fn axis_index(axis_name: &str) -> Result<Array> {
-    let (main, n) = find_axis(axis_name, "axis_index")?;
-    Ok(new_batched(&main, lax::iota(DType::I32, n)?, Some(0)))
+    match locate(axis_name, "axis_index")? {
+        Where::Direct(main, n) => Ok(new_batched(&main, lax::iota(DType::I32, n)?, Some(0))),
+        Where::Staged(_) => bind1(
+            &Primitive::AxisIndex {
+                axis_name: axis_name.to_string(),
+            },
+            &[],
+        ),
+    }
 }
 
 fn collective(x: &Array, name: &str, op: Op) -> Result<Array> {
-    let (main, n) = find_axis(name, op.name())?;
-    apply(x, &main, n, op, name)
+    match locate(name, op.name())? {
+        Where::Direct(main, n) => apply(x, &main, n, op, name),
+        Where::Staged(n) => bind_collective(x, name, n, op),
+    }
+}
+
+/// Binds the collective primitive of `op` (pmean is psum then a division).
+fn bind_collective(x: &Array, name: &str, n: usize, op: Op) -> Result<Array> {
+    let axes = vec![AxisRef::Name(name.to_string())];
+    let reduce = |op| bind1(&Primitive::AllReduce { op, axes }, std::slice::from_ref(x));
+    match op {
+        Op::Sum => reduce(CollectiveOp::Sum),
+        Op::Mean => {
+            let s = reduce(CollectiveOp::Sum)?;
+            lax::div(&s, &crate::util::scalar_like(&s, n as f64)?)
+        }
+        Op::Max => reduce(CollectiveOp::Max),
+        Op::Min => reduce(CollectiveOp::Min),
+        Op::Gather => bind1(
+            &Primitive::AllGather {
+                axis_name: vec![name.to_string()],
+                all_gather_dimension: 0,
+                axis_size: n,
+                tiled: false,
+            },
+            std::slice::from_ref(x),
+        ),
+    }
 }
 
 fn apply(x: &Array, target: &Arc<MainTrace>, n: usize, op: Op, name: &str) -> Result<Array> {
@@ -126,20 +224,16 @@ fn apply(x: &Array, target: &Arc<MainTrace>, n: usize, op: Op, name: &str) -> Re
             .transpose()?;
         return Ok(new_dual(m, p, t));
     }
-    Err(Error::Unsupported(format!(
-        "{}: a value traced by a {} trace inside the vmap of axis '{name}' cannot be \
-         reduced over that axis (collectives are not primitives, so a jit or a staged \
-         control-flow body inside the vmap does not see the axis)",
-        op.name(),
-        m.trace().name()
-    )))
+    // A staging (or a jvp of a non-linear collective) between the value and
+    // the named vmap: the primitive's own rules carry it down to the vmap.
+    bind_collective(x, name, n, op)
 }
 
 /// The collective of a value that is the same for every member.
 fn replicated(x: &Array, n: usize, op: Op) -> Result<Array> {
     match op {
         Op::Sum => lax::mul(x, &crate::util::scalar_like(x, n as f64)?),
-        Op::Mean | Op::Max => Ok(x.clone()),
+        Op::Mean | Op::Max | Op::Min => Ok(x.clone()),
         Op::Gather => {
             let shape = x.try_shape()?;
             let mut out = vec![n];
@@ -159,6 +253,276 @@ fn reduce(v: &Array, d: usize, n: usize, op: Op) -> Result<Array> {
             lax::div(&s, &crate::util::scalar_like(&s, n as f64)?)
         }
         Op::Max => lax::reduce(ReduceOp::Max, v, &[d]),
+        Op::Min => lax::reduce(ReduceOp::Min, v, &[d]),
         Op::Gather => moveaxis(v, d, 0),
+    }
+}
+
+/// Whether `p` is a collective over named axes.
+pub(crate) fn is_collective(p: &Primitive) -> bool {
+    matches!(
+        p,
+        Primitive::AllReduce { .. } | Primitive::AllGather { .. } | Primitive::AxisIndex { .. }
+    )
+}
+
+/// Whether `p` or a jaxpr nested in it names the axis `name`: such a call
+/// must be batched even when none of its operands is.
+pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
+    match p {
+        Primitive::AllReduce { axes, .. } => axes.iter().any(|a| a.name() == Some(name)),
+        Primitive::AllGather { axis_name, .. } => axis_name.iter().any(|a| a == name),
+        Primitive::AxisIndex { axis_name } => axis_name == name,
+        _ => p
+            .sub_jaxprs()
+            .iter()
+            .any(|j| j.eqns.iter().any(|e| mentions_axis(&e.primitive, name))),
+    }
+}
+
+/// The batching rule of the collectives (JAX's fancy batchers: called
+/// even when no operand is batched). A collective over this vmap's name
+/// reduces over the batch dim; over other names it passes through, its
+/// positional axes shifted past the batch dim.
+pub(crate) fn batch_collective(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    name: Option<&str>,
+) -> Result<Outs> {
+    let here = |a: &str| name == Some(a);
+    match p {
+        Primitive::AllReduce { op, axes } => {
+            let (v, d) = one(p, x, d)?;
+            let mine = axes.iter().any(|a| a.name().is_some_and(here));
+            let rest: Vec<AxisRef> = axes
+                .iter()
+                .filter(|a| !a.name().is_some_and(here))
+                .cloned()
+                .collect();
+            let shifted = |mut axes: Vec<AxisRef>| {
+                for a in &mut axes {
+                    if let AxisRef::Pos(p) = a {
+                        *p += 1;
+                    }
+                }
+                axes
+            };
+            let bind = |axes: Vec<AxisRef>, v: &Array| {
+                bind1(
+                    &Primitive::AllReduce { op: *op, axes },
+                    std::slice::from_ref(v),
+                )
+            };
+            match (d, mine) {
+                (None, false) => Ok((vec![bind(axes.clone(), &v)?], vec![None])),
+                (None, true) => {
+                    let v = if rest.is_empty() { v } else { bind(rest, &v)? };
+                    let out = match op {
+                        CollectiveOp::Sum => {
+                            lax::mul(&v, &crate::util::scalar_like(&v, n as f64)?)?
+                        }
+                        CollectiveOp::Max | CollectiveOp::Min => v,
+                    };
+                    Ok((vec![out], vec![None]))
+                }
+                (Some(d), false) if !axes.iter().any(|a| matches!(a, AxisRef::Pos(_))) => {
+                    Ok((vec![bind(axes.clone(), &v)?], vec![Some(d)]))
+                }
+                (Some(d), false) => {
+                    let v = moveaxis(&v, d, 0)?;
+                    Ok((vec![bind(shifted(axes.clone()), &v)?], vec![Some(0)]))
+                }
+                (Some(d), true) => {
+                    let v = moveaxis(&v, d, 0)?;
+                    let new: Vec<AxisRef> = axes
+                        .iter()
+                        .map(|a| match a {
+                            AxisRef::Name(m) if here(m) => AxisRef::Pos(0),
+                            AxisRef::Pos(p) => AxisRef::Pos(p + 1),
+                            a => a.clone(),
+                        })
+                        .collect();
+                    Ok((vec![bind(new, &v)?], vec![None]))
+                }
+            }
+        }
+        Primitive::AllGather {
+            axis_name,
+            all_gather_dimension,
+            axis_size,
+            tiled,
+        } => {
+            let (v, d) = one(p, x, d)?;
+            let dim = *all_gather_dimension;
+            if !axis_name.iter().any(|a| here(a)) {
+                let (mut gd, mut od) = (dim, d);
+                if let Some(bd) = d {
+                    if bd <= dim {
+                        gd += 1;
+                    } else if !tiled {
+                        od = Some(bd + 1);
+                    }
+                }
+                let q = Primitive::AllGather {
+                    axis_name: axis_name.clone(),
+                    all_gather_dimension: gd,
+                    axis_size: *axis_size,
+                    tiled: *tiled,
+                };
+                return Ok((vec![bind1(&q, &[v])?], vec![od]));
+            }
+            if axis_name.len() > 1 || *axis_size != n {
+                return Err(Error::Unsupported(format!(
+                    "all_gather over axes {axis_name:?} of size {axis_size} inside a vmap of \
+                     size {n}: only a single axis of the vmap's size is supported"
+                )));
+            }
+            let shape = v.try_shape()?;
+            let y = match d {
+                None => {
+                    let mut out = shape.clone();
+                    out.insert(dim, n);
+                    let dims: Vec<usize> = (0..out.len()).filter(|&i| i != dim).collect();
+                    lax::broadcast_in_dim(&v, &out, &dims)?
+                }
+                Some(bd) => moveaxis(&v, bd, dim)?,
+            };
+            let y = if *tiled {
+                let mut s = y.try_shape()?;
+                let m = s.remove(dim + 1);
+                s[dim] *= m;
+                lax::reshape(&y, &s)?
+            } else {
+                y
+            };
+            Ok((vec![y], vec![None]))
+        }
+        Primitive::AxisIndex { axis_name } => {
+            if here(axis_name) {
+                Ok((vec![lax::iota(DType::I32, n)?], vec![Some(0)]))
+            } else {
+                Ok((vec![bind1(p, &[])?], vec![None]))
+            }
+        }
+        _ => Err(Error::InvalidArgument(format!(
+            "the collective batching rule got `{}`",
+            p.name()
+        ))),
+    }
+}
+
+fn one(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Result<(Array, Option<usize>)> {
+    match (x, d) {
+        ([v], [d]) => Ok((v.clone(), *d)),
+        _ => Err(Error::InvalidArgument(format!(
+            "{} takes one operand, got {}",
+            p.name(),
+            x.len()
+        ))),
+    }
+}
+
+/// Evaluates `closed` by binding its equations, under the batch main on
+/// top of the stack: collectives go to that main directly (an
+/// `axis_index` has no operand to carry it there, and a collective of a
+/// constant must still see the axis).
+pub(super) fn eval_batched_body(closed: &ClosedJaxpr, args: &[Array]) -> Result<Vec<Array>> {
+    let main = current_mains()
+        .pop()
+        .filter(|m| batch_trace(m).is_some())
+        .ok_or_else(|| Error::InvalidArgument("batch_jaxpr: no batch main on top".into()))?;
+    let jaxpr = &closed.jaxpr;
+    if args.len() != jaxpr.invars.len() {
+        return Err(Error::InvalidArgument(format!(
+            "jaxpr takes {} arguments, got {}",
+            jaxpr.invars.len(),
+            args.len()
+        )));
+    }
+    let mut env: Vec<Option<Array>> = vec![None; jaxpr.vars.len()];
+    let consts = closed.consts.iter().cloned().map(Array::from_host);
+    for (v, x) in jaxpr
+        .constvars
+        .iter()
+        .zip(consts)
+        .chain(jaxpr.invars.iter().zip(args.iter().cloned()))
+    {
+        env[v.index()] = Some(x);
+    }
+    let read = |env: &[Option<Array>], a: &Atom| -> Result<Array> {
+        match a {
+            Atom::Lit(l) => Ok(literal_array(l)),
+            Atom::Var(v) => env.get(v.index()).and_then(|x| x.clone()).ok_or_else(|| {
+                Error::InvalidArgument(format!("jaxpr reads unbound variable {v:?}"))
+            }),
+        }
+    };
+    for eqn in &jaxpr.eqns {
+        let ins = eqn
+            .inputs
+            .iter()
+            .map(|a| read(&env, a))
+            .collect::<Result<Vec<_>>>()?;
+        let outs = if is_collective(&eqn.primitive) {
+            let raised = ins
+                .iter()
+                .map(|a| full_raise(&main, a))
+                .collect::<Result<Vec<_>>>()?;
+            main.trace()
+                .process_primitive(&main, &eqn.primitive, &raised)?
+        } else {
+            jaxon_trace::bind(&eqn.primitive, &ins)?
+        };
+        for (b, x) in eqn.outputs.iter().zip(outs) {
+            if let Binder::Var(v) = b {
+                env[v.index()] = Some(x);
+            }
+        }
+    }
+    jaxpr.outvars.iter().map(|a| read(&env, a)).collect()
+}
+
+/// `x` reduced by `op` over `axes`: named axes through the trace-level
+/// collectives (so a value below the named vmap is handled as a replicated
+/// one), then positional axes as a plain reduction. The jvp and transpose
+/// rules use it.
+pub(crate) fn reduce_axes(x: &Array, op: CollectiveOp, axes: &[AxisRef]) -> Result<Array> {
+    let o = match op {
+        CollectiveOp::Sum => Op::Sum,
+        CollectiveOp::Max => Op::Max,
+        CollectiveOp::Min => Op::Min,
+    };
+    let mut y = x.clone();
+    let mut pos = Vec::new();
+    for a in axes {
+        match a {
+            AxisRef::Name(n) => y = collective(&y, n, o)?,
+            AxisRef::Pos(p) => pos.push(*p),
+        }
+    }
+    if pos.is_empty() {
+        return Ok(y);
+    }
+    let rop = match op {
+        CollectiveOp::Sum => ReduceOp::Sum,
+        CollectiveOp::Max => ReduceOp::Max,
+        CollectiveOp::Min => ReduceOp::Min,
+    };
+    lax::reduce(rop, &y, &pos)
+}
+
+/// `all_gather` with the params of `p`, through the trace-level collective
+/// where it has the default layout.
+pub(crate) fn gather_like(p: &Primitive, x: &Array) -> Result<Array> {
+    match p {
+        Primitive::AllGather {
+            axis_name,
+            all_gather_dimension: 0,
+            tiled: false,
+            ..
+        } if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
+        _ => bind1(p, std::slice::from_ref(x)),
     }
 }

@@ -6,7 +6,7 @@
 //! batched carries.
 
 use super::rules::Outs;
-use super::{batch_jaxpr, move_bdim, to_front};
+use super::{batch_jaxpr_named, move_bdim, to_front};
 use crate::util::scalar_like;
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{ClosedJaxpr, DType, Primitive};
@@ -37,12 +37,18 @@ fn dims_of(batched: &[bool]) -> Vec<Option<usize>> {
 
 /// `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2`: the same
 /// primitive around the batched body.
-pub(super) fn call(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+pub(super) fn call(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    axis: Option<&str>,
+) -> Result<Outs> {
     let args = fronted(x, d, n)?;
     let m = mask(d);
     let (q, args, out_b) = match p {
         Primitive::Jit { name, jaxpr } => {
-            let (bj, ob) = batch_jaxpr(jaxpr, &m, n, &[])?;
+            let (bj, ob) = batch_jaxpr_named(jaxpr, &m, n, axis, &[])?;
             let q = Primitive::Jit {
                 name: name.clone(),
                 jaxpr: bj,
@@ -56,7 +62,7 @@ pub(super) fn call(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
             num_consts,
             symbolic_zeros,
         } => {
-            let (bj, ob) = batch_jaxpr(call_jaxpr, &m, n, &[])?;
+            let (bj, ob) = batch_jaxpr_named(call_jaxpr, &m, n, axis, &[])?;
             let q = Primitive::CustomJvpCall {
                 name: name.clone(),
                 call_jaxpr: bj,
@@ -74,7 +80,7 @@ pub(super) fn call(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
             num_consts,
             symbolic_zeros,
         } => {
-            let (bj, ob) = batch_jaxpr(call_jaxpr, &m, n, &[])?;
+            let (bj, ob) = batch_jaxpr_named(call_jaxpr, &m, n, axis, &[])?;
             let q = Primitive::CustomVjpCall {
                 name: name.clone(),
                 call_jaxpr: bj,
@@ -95,7 +101,7 @@ pub(super) fn call(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
                 jaxpr: jaxpr.clone(),
                 consts: Arc::from(Vec::new()),
             };
-            let (bj, ob) = batch_jaxpr(&closed, &m, n, &[])?;
+            let (bj, ob) = batch_jaxpr_named(&closed, &m, n, axis, &[])?;
             // remat2 has no consts: the batched body's become operands.
             let mut body = (*bj.jaxpr).clone();
             let consts: Vec<Array> = bj.consts.iter().cloned().map(Array::from_host).collect();
@@ -127,6 +133,7 @@ pub(super) fn cond(
     x: &[Array],
     d: &[Option<usize>],
     n: usize,
+    name: Option<&str>,
 ) -> Result<Outs> {
     let ops = fronted(&x[1..], &d[1..], n)?;
     let m = mask(&d[1..]);
@@ -134,7 +141,7 @@ pub(super) fn cond(
         // Every branch must batch the same outputs: the union, instantiated.
         let mut union: Vec<bool> = Vec::new();
         for b in branches {
-            let (_, ob) = batch_jaxpr(b, &m, n, &[])?;
+            let (_, ob) = batch_jaxpr_named(b, &m, n, name, &[])?;
             union.resize(ob.len(), false);
             for (u, o) in union.iter_mut().zip(ob) {
                 *u |= o;
@@ -142,7 +149,7 @@ pub(super) fn cond(
         }
         let new = branches
             .iter()
-            .map(|b| batch_jaxpr(b, &m, n, &union).map(|r| r.0))
+            .map(|b| batch_jaxpr_named(b, &m, n, name, &union).map(|r| r.0))
             .collect::<Result<Vec<_>>>()?;
         let mut args = vec![x[0].clone()];
         args.extend(ops);
@@ -162,7 +169,7 @@ pub(super) fn cond(
     let mut per_branch = Vec::with_capacity(branches.len());
     for b in branches {
         let nout = b.jaxpr.outvars.len();
-        let (bj, _) = batch_jaxpr(b, &m, n, &vec![true; nout])?;
+        let (bj, _) = batch_jaxpr_named(b, &m, n, name, &vec![true; nout])?;
         per_branch.push(eval_closed_jaxpr(&bj, &ops)?);
     }
     let nout = per_branch.first().map_or(0, Vec::len);
@@ -184,7 +191,7 @@ pub(super) fn while_loop(
     bn: usize,
     x: &[Array],
     d: &[Option<usize>],
-    n: usize,
+    (n, name): (usize, Option<&str>),
 ) -> Result<Outs> {
     let cc_b = mask(&d[..cn]);
     let bc_b = mask(&d[cn..cn + bn]);
@@ -192,7 +199,7 @@ pub(super) fn while_loop(
     // Which carries are batched: the fixpoint of the body's dependence.
     loop {
         let ins: Vec<bool> = bc_b.iter().chain(&carry_b).copied().collect();
-        let (_, ob) = batch_jaxpr(body_jaxpr, &ins, n, &[])?;
+        let (_, ob) = batch_jaxpr_named(body_jaxpr, &ins, n, name, &[])?;
         let next: Vec<bool> = carry_b.iter().zip(&ob).map(|(a, b)| *a || *b).collect();
         if next == carry_b {
             break;
@@ -200,13 +207,13 @@ pub(super) fn while_loop(
         carry_b = next;
     }
     let cins: Vec<bool> = cc_b.iter().chain(&carry_b).copied().collect();
-    let (_, pred_b) = batch_jaxpr(cond_jaxpr, &cins, n, &[])?;
+    let (_, pred_b) = batch_jaxpr_named(cond_jaxpr, &cins, n, name, &[])?;
     let cconsts = fronted(&x[..cn], &d[..cn], n)?;
     let bconsts = fronted(&x[cn..cn + bn], &d[cn..cn + bn], n)?;
     if !pred_b[0] {
-        let (cj, _) = batch_jaxpr(cond_jaxpr, &cins, n, &[])?;
+        let (cj, _) = batch_jaxpr_named(cond_jaxpr, &cins, n, name, &[])?;
         let bins: Vec<bool> = bc_b.iter().chain(&carry_b).copied().collect();
-        let (bj, _) = batch_jaxpr(body_jaxpr, &bins, n, &carry_b)?;
+        let (bj, _) = batch_jaxpr_named(body_jaxpr, &bins, n, name, &carry_b)?;
         let carries = x[cn + bn..]
             .iter()
             .zip(&d[cn + bn..])
@@ -235,9 +242,9 @@ pub(super) fn while_loop(
     let nk = carry_b.len();
     let all = vec![true; nk];
     let cins: Vec<bool> = cc_b.iter().chain(&all).copied().collect();
-    let (cj, _) = batch_jaxpr(cond_jaxpr, &cins, n, &[true])?;
+    let (cj, _) = batch_jaxpr_named(cond_jaxpr, &cins, n, name, &[true])?;
     let bins: Vec<bool> = bc_b.iter().chain(&all).copied().collect();
-    let (bj, _) = batch_jaxpr(body_jaxpr, &bins, n, &all)?;
+    let (bj, _) = batch_jaxpr_named(body_jaxpr, &bins, n, name, &all)?;
     let carries = x[cn + bn..]
         .iter()
         .zip(&d[cn + bn..])
@@ -290,7 +297,13 @@ pub(super) fn while_loop(
     Ok((bind(&q, &args)?, vec![Some(0); nk]))
 }
 
-pub(super) fn scan(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+pub(super) fn scan(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    name: Option<&str>,
+) -> Result<Outs> {
     let Primitive::Scan {
         jaxpr,
         length,
@@ -319,14 +332,14 @@ pub(super) fn scan(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
             .collect()
     };
     loop {
-        let (_, ob) = batch_jaxpr(jaxpr, &ins(&carry_b), n, &[])?;
+        let (_, ob) = batch_jaxpr_named(jaxpr, &ins(&carry_b), n, name, &[])?;
         let next: Vec<bool> = carry_b.iter().zip(&ob).map(|(a, b)| *a || *b).collect();
         if next == carry_b {
             break;
         }
         carry_b = next;
     }
-    let (bj, ob) = batch_jaxpr(jaxpr, &ins(&carry_b), n, &carry_b)?;
+    let (bj, ob) = batch_jaxpr_named(jaxpr, &ins(&carry_b), n, name, &carry_b)?;
     let mut args = fronted(&x[..nc], &d[..nc], n)?;
     for ((a, b), cb) in x[nc..nc + nk].iter().zip(&d[nc..nc + nk]).zip(&carry_b) {
         args.push(if *cb { to_front(a, *b, n)? } else { a.clone() });
@@ -359,7 +372,13 @@ pub(super) fn scan(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
 /// *carry`, body `*consts *implicit i *carry -> *implicit *carry`): the
 /// body is batched to a fixpoint of batched carries, like `scan`. Batched
 /// bounds or implicit (dimension) operands are not supported.
-pub(super) fn for_loop(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
+pub(super) fn for_loop(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    name: Option<&str>,
+) -> Result<Outs> {
     let Primitive::ForLoop {
         body_jaxpr,
         body_nconsts,
@@ -394,7 +413,7 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize
         v
     };
     loop {
-        let (_, ob) = batch_jaxpr(body_jaxpr, &ins(&carry_b), n, &[])?;
+        let (_, ob) = batch_jaxpr_named(body_jaxpr, &ins(&carry_b), n, name, &[])?;
         if ob[..*nimplicit].iter().any(|b| *b) {
             return Err(Error::Unsupported(
                 "vmap of `for_loop` whose dimension results depend on the batch".into(),
@@ -410,7 +429,7 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize
         }
         carry_b = next;
     }
-    let (bj, _) = batch_jaxpr(body_jaxpr, &ins(&carry_b), n, &inst(&carry_b))?;
+    let (bj, _) = batch_jaxpr_named(body_jaxpr, &ins(&carry_b), n, name, &inst(&carry_b))?;
     let mut args = fronted(&x[..nc], &d[..nc], n)?;
     args.extend(x[nc..head + 4].iter().cloned());
     for ((a, b), cb) in x[head + 4..].iter().zip(&d[head + 4..]).zip(&carry_b) {

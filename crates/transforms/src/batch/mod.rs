@@ -8,7 +8,7 @@
 //! primitives through `lax`/`bind`, so they work on any trace below.
 
 mod api;
-mod collectives;
+pub(crate) mod collectives;
 mod control;
 mod index;
 mod linalg;
@@ -17,12 +17,11 @@ mod rules;
 mod state;
 
 pub use api::{vmap, Axes, Vmap};
-pub use collectives::{all_gather, axis_index, pmax, pmean, psum};
+pub use collectives::{all_gather, axis_index, pmax, pmean, pmin, psum};
 
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};
 use jaxon_trace::core::{full_raise, new_main, MainTrace, Trace};
 use jaxon_trace::error::{Error, Result};
-use jaxon_trace::interpret::eval_closed_jaxpr;
 use jaxon_trace::stage::{close, trace_flat, StageMode};
 use jaxon_trace::{bind, lax, Array};
 use std::any::Any;
@@ -90,14 +89,17 @@ impl Trace for BatchTrace {
             values.push(b.value.clone());
             bdims.push(b.bdim);
         }
-        if bdims.iter().all(Option::is_none) {
+        let name = self.axis_name.as_deref();
+        let fancy = collectives::is_collective(primitive)
+            || name.is_some_and(|n| collectives::mentions_axis(primitive, n));
+        if !fancy && bdims.iter().all(Option::is_none) {
             let outs = bind(primitive, &values)?;
             return Ok(outs
                 .into_iter()
                 .map(|v| new_batched(main, v, None))
                 .collect());
         }
-        let (outs, out_dims) = rules::batch_rule(primitive, &values, &bdims, self.axis_size)?;
+        let (outs, out_dims) = rules::batch_rule(primitive, &values, &bdims, self.axis_size, name)?;
         Ok(outs
             .into_iter()
             .zip(out_dims)
@@ -150,6 +152,7 @@ pub fn batch_flat(
     axis_size: usize,
     axis_name: Option<&str>,
 ) -> Result<Vec<(Array, Option<usize>)>> {
+    let _env = collectives::AxisEnvGuard::push(axis_name, axis_size);
     let guard = new_main(Box::new(BatchTrace {
         axis_size,
         axis_name: axis_name.map(str::to_string),
@@ -180,6 +183,19 @@ pub fn batch_jaxpr(
     axis_size: usize,
     instantiate: &[bool],
 ) -> Result<(ClosedJaxpr, Vec<bool>)> {
+    batch_jaxpr_named(closed, batched_in, axis_size, None, instantiate)
+}
+
+/// [`batch_jaxpr`] for the vmap of axis `axis_name`: collectives over that
+/// name in the body (and in jaxprs nested in it) become reductions over the
+/// batch dim; collectives over other names stay, batched.
+pub fn batch_jaxpr_named(
+    closed: &ClosedJaxpr,
+    batched_in: &[bool],
+    axis_size: usize,
+    axis_name: Option<&str>,
+    instantiate: &[bool],
+) -> Result<(ClosedJaxpr, Vec<bool>)> {
     let jaxpr = &closed.jaxpr;
     if batched_in.len() != jaxpr.invars.len() {
         return Err(Error::InvalidArgument(format!(
@@ -205,11 +221,11 @@ pub fn batch_jaxpr(
     let staged = trace_flat(StageMode::Base, &avals, |args| {
         let dims: Vec<Option<usize>> = batched_in.iter().map(|b| b.then_some(0)).collect();
         let outs = batch_flat(
-            |ins| eval_closed_jaxpr(closed, &ins),
+            |ins| collectives::eval_batched_body(closed, &ins),
             &args,
             &dims,
             axis_size,
-            None,
+            axis_name,
         )?;
         let mut res = Vec::with_capacity(outs.len());
         for (i, (v, d)) in outs.into_iter().enumerate() {

@@ -17,12 +17,13 @@ use jaxon_trace::{bind, lax, Array};
 pub(crate) type Outs = (Vec<Array>, Vec<Option<usize>>);
 
 /// Batches `p` applied to `x` whose batch dimensions are `d`; `n` is the
-/// size of the mapped axis.
+/// size of the mapped axis and `name` its axis name.
 pub(crate) fn batch_rule(
     p: &Primitive,
     x: &[Array],
     d: &[Option<usize>],
     n: usize,
+    name: Option<&str>,
 ) -> Result<Outs> {
     use Primitive as P;
     match p {
@@ -186,7 +187,7 @@ pub(crate) fn batch_rule(
                 axis: axis + 1,
             },
         ),
-        P::Cond { branches } => control::cond(branches, x, d, n),
+        P::Cond { branches } => control::cond(branches, x, d, n, name),
         P::While {
             cond_jaxpr,
             body_jaxpr,
@@ -199,17 +200,20 @@ pub(crate) fn batch_rule(
             *body_nconsts,
             x,
             d,
-            n,
+            (n, name),
         ),
-        P::Scan { .. } => control::scan(p, x, d, n),
+        P::Scan { .. } => control::scan(p, x, d, n, name),
         P::Jit { .. } | P::CustomJvpCall { .. } | P::CustomVjpCall { .. } | P::Remat { .. } => {
-            control::call(p, x, d, n)
+            control::call(p, x, d, n, name)
         }
-        P::ForLoop { .. } => control::for_loop(p, x, d, n),
+        P::ForLoop { .. } => control::for_loop(p, x, d, n, name),
         P::Get { indexers } => state::batch_state(StateOp::Get, indexers, p, x, d, n),
         P::Swap { indexers } => state::batch_state(StateOp::Swap, indexers, p, x, d, n),
         P::AddUpdate { indexers } => state::batch_state(StateOp::AddUpdate, indexers, p, x, d, n),
         P::PallasCall { .. } => super::pallas::pallas_call(p, x, d, n),
+        P::AllReduce { .. } | P::AllGather { .. } | P::AxisIndex { .. } => {
+            super::collectives::batch_collective(p, x, d, n, name)
+        }
         P::Load { .. } | P::Store { .. } | P::AtomicRmw { .. } | P::AtomicCas { .. } => {
             Err(Error::Unsupported(format!(
                 "vmap of the state/Pallas primitive `{}` is not implemented yet",

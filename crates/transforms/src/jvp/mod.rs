@@ -5,6 +5,7 @@
 //! `float0`). When every operand's tangent is zero, the primitive binds on
 //! the primals alone and no rule runs.
 
+mod collectives;
 mod control;
 mod for_loop;
 pub(crate) mod pallas;

@@ -44,6 +44,9 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             no_tangent(p, x)
         }
         P::Empty2 { .. } | P::ProgramId { .. } | P::NumPrograms { .. } => no_tangent(p, x),
+        P::AllReduce { .. } | P::AllGather { .. } | P::AxisIndex { .. } => {
+            super::collectives::jvp_collective(p, x, t)
+        }
         P::SelectN => {
             let mut lin = vec![false];
             lin.extend(std::iter::repeat_n(true, x.len() - 1));

@@ -7,6 +7,7 @@
 //! Equations with no linear input are evaluated forward first: they
 //! compute values the linear ones use (JAX's backward pass does the same).
 
+mod collectives;
 mod control;
 mod conv;
 mod rules;

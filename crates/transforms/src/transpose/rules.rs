@@ -157,6 +157,15 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             ))
         }
         P::ReducePrecision { .. } => Ok(only(0, bind1(p, &[ct()?])?)),
+        P::AllReduce {
+            op: jaxon_ir::primitive::CollectiveOp::Sum,
+            ..
+        }
+        | P::AllGather { .. } => Ok(only(
+            0,
+            super::collectives::transpose_collective(p, args[0].ty(), &ct()?)?,
+        )),
+        P::AllReduce { .. } | P::AxisIndex { .. } => not_linear(p),
         P::Reduce {
             op: ReduceOp::Sum,
             axes,

@@ -223,6 +223,12 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
         } => sort::sort(args, *dimension, *num_keys),
         Primitive::TopK { k, axis } => sort::top_k(arg(name, args, 1, 0)?, *k, *axis),
         Primitive::Empty2 { dtype } => Ok(vec![HostArray::zeros(*dtype, &[])]),
+        Primitive::AllReduce { op, axes } => {
+            let (rop, pos) = positional_reduce(name, *op, axes)?;
+            one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
+        }
+        Primitive::AllGather { axis_name, .. } => Err(unbound(name, &axis_name.join(", "))),
+        Primitive::AxisIndex { axis_name } => Err(unbound(name, axis_name)),
         Primitive::Cond { .. }
         | Primitive::While { .. }
         | Primitive::Scan { .. }
@@ -244,6 +250,37 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             "{name} is handled by the interpreter core, not by eval_op"
         ))),
     }
+}
+
+/// A collective outside any `vmap` of its axis name.
+fn unbound(name: &str, axis: &str) -> IrError {
+    IrError::Eval(format!(
+        "{name}: unbound axis name '{axis}': collectives over a named axis are resolved by \
+         the vmap of that axis_name, and none encloses this equation"
+    ))
+}
+
+/// An all-reduce over positional axes only (JAX's batched form) is the
+/// plain reduction over those dims.
+fn positional_reduce(
+    name: &str,
+    op: crate::primitive::CollectiveOp,
+    axes: &[crate::primitive::AxisRef],
+) -> Result<(crate::primitive::ReduceOp, Vec<usize>), IrError> {
+    use crate::primitive::{AxisRef, CollectiveOp, ReduceOp};
+    let mut pos = Vec::with_capacity(axes.len());
+    for a in axes {
+        match a {
+            AxisRef::Pos(p) => pos.push(*p),
+            AxisRef::Name(n) => return Err(unbound(name, n)),
+        }
+    }
+    let rop = match op {
+        CollectiveOp::Sum => ReduceOp::Sum,
+        CollectiveOp::Max => ReduceOp::Max,
+        CollectiveOp::Min => ReduceOp::Min,
+    };
+    Ok((rop, pos))
 }
 
 /// Checks the operand count and returns operand `i`.
