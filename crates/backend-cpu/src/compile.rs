@@ -1,16 +1,19 @@
-//! The compile pipeline: simplify (ir passes) → fusion plan → one Cranelift
-//! function per fused group, GEMM steps for `dot_general` → machine code.
-//! With `JAXON_DUMP=dir` it writes the jaxpr, the plan and each function's
-//! CLIF to `dir`.
+//! The compile pipeline: simplify (ir passes) → fusion and memory plans
+//! (`prep`) → one Cranelift function per fused group plus one program
+//! function running the whole jaxpr (`program`) → machine code. With
+//! `JAXON_DUMP=dir` it writes the jaxpr, the plans (fusion and memory, of
+//! every nested jaxpr too) and each function's CLIF to `dir`.
 
 use crate::dot::DotPlan;
-use crate::exec::{Operand, Program, Step};
-use crate::jit::CodeBuilder;
-use crate::kernel::{compile_group, GenError};
-use jaxon_ir::passes::{plan_fusion, FusionPlan, GroupKind};
+use crate::exec::{Operand, Program, ResultSrc, Step};
+use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::prep::{prep, Tables};
+use crate::program::{Emitter, TopIo};
 use jaxon_ir::print::print_jaxpr;
-use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive};
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive, Var};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Mutex;
 
 /// Code generation options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -64,7 +67,7 @@ pub(crate) fn describe_eqn(jaxpr: &Jaxpr, i: usize) -> String {
     )
 }
 
-fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
+pub(crate) fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
     let name = jaxpr.eqns.get(i).map_or("?", |e| e.primitive.name());
     IrError::Eval(format!(
         "cpu backend: cannot compile `{name}` ({}): {why}",
@@ -72,7 +75,7 @@ fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
     ))
 }
 
-fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
+pub(crate) fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
     use jaxon_ir::{Scalar, Storage};
     let data = match (l.value, l.dtype) {
         (Scalar::Int(i), jaxon_ir::DType::I64) => Storage::I64(vec![i]),
@@ -118,103 +121,93 @@ pub(crate) fn compile_program(
         }
         in_avals.push(sa.clone());
     }
-    let plan = plan_fusion(jaxpr)?;
-    let dump = dump_dir();
-    let mut clif = String::new();
-    let mut cb = CodeBuilder::new()?;
-    let cfg = cranelift_module::Module::target_config(cb.module());
-    // Kernel steps hold a kernel index until the module is finalised.
-    let mut pending: Vec<Result<Step, (usize, KernelStep)>> = Vec::new();
-    for (gi, g) in plan.groups.iter().enumerate() {
-        match &g.kind {
-            GroupKind::Loop | GroupKind::Reduce { .. } => {
-                let code = compile_group(jaxpr, g, cfg, opts.contract_fma).map_err(
-                    |GenError { eqn, message }| cannot(jaxpr, eqn.unwrap_or(g.root()), &message),
-                )?;
-                if dump.is_some() {
-                    let _ = writeln!(clif, "; group {gi}\n{}", code.func.display());
+    let n_in = jaxpr.invars.len();
+    let n_consts = jaxpr.constvars.len();
+    // Results computed by the program are written straight into output
+    // buffers; the others are copied by the caller.
+    let mut out_bufs: Vec<(jaxon_ir::DType, Vec<usize>)> = Vec::new();
+    let mut results = Vec::new();
+    let mut outputs = HashMap::new();
+    for (k, a) in jaxpr.outvars.iter().enumerate() {
+        let r = match a {
+            Atom::Lit(l) => ResultSrc::Literal(literal_array(l)?),
+            Atom::Var(v) => {
+                if let Some(i) = jaxpr.outvars[..k].iter().position(|w| w == a) {
+                    ResultSrc::Again(i)
+                } else if let Some(i) = jaxpr.invars.iter().position(|w| w == v) {
+                    ResultSrc::Input(i)
+                } else if let Some(i) = jaxpr.constvars.iter().position(|w| w == v) {
+                    ResultSrc::Const(i)
+                } else {
+                    let aval = jaxpr
+                        .try_aval(*v)
+                        .and_then(|a| a.as_array())
+                        .ok_or_else(|| {
+                            IrError::Eval("cpu backend: output is not an array".into())
+                        })?;
+                    let shape = aval.static_sizes().ok_or_else(|| {
+                        IrError::Eval("cpu backend: dynamic shapes are not supported yet".into())
+                    })?;
+                    outputs.insert(*v, n_in + n_consts + out_bufs.len());
+                    out_bufs.push((aval.dtype, shape));
+                    ResultSrc::Buffer(out_bufs.len() - 1)
                 }
-                let out = *g
-                    .outputs
-                    .first()
-                    .ok_or_else(|| cannot(jaxpr, g.root(), "fused group without output"))?;
-                let aval = jaxpr
-                    .try_aval(out)
-                    .and_then(|a| a.as_array())
-                    .ok_or_else(|| cannot(jaxpr, g.root(), "output is not an array"))?;
-                let shape = aval
-                    .static_sizes()
-                    .ok_or_else(|| cannot(jaxpr, g.root(), "dynamic output shape"))?;
-                let numel: usize = g.space.iter().product();
-                let k = cb.define(
-                    &format!("g{gi}"),
-                    code.func,
-                    crate::jit::Shape {
-                        n_args: code.n_args,
-                        extent: code.extent,
-                        splittable: code.splittable,
-                        work_per_step: numel / code.extent.max(1),
-                    },
-                )?;
-                pending.push(Err((
-                    k,
-                    KernelStep {
-                        inputs: g.inputs.clone(),
-                        out,
-                        out_aval: (aval.dtype, shape),
-                        init: code.reduce.map(|(op, _)| op),
-                    },
-                )));
             }
-            GroupKind::Opaque => {
-                let e = g.root();
-                pending.push(Ok(opaque_step(jaxpr, e, &jaxpr.eqns[e], opts)?));
-            }
-        }
+        };
+        results.push(r);
     }
-    let kernels = cb.finish()?;
-    let mut steps = Vec::with_capacity(pending.len());
-    for p in pending {
-        steps.push(match p {
-            Ok(s) => s,
-            Err((k, ks)) => Step::Kernel {
-                kernel: kernels
-                    .get(k)
-                    .cloned()
-                    .ok_or_else(|| IrError::Eval("cpu backend: missing kernel".into()))?,
-                inputs: ks.inputs,
-                out: ks.out,
-                out_aval: ks.out_aval,
-                init: ks.init,
-            },
-        });
+    let exclude: HashSet<Var> = outputs.keys().copied().collect();
+    let dump = dump_dir();
+    let mut t = Tables::new(opts, dump.is_some())?;
+    let top = prep(&mut t, closed, &exclude, "program")?;
+    let tramps = [
+        t.cb.import_trampoline(TRAMP_PAR_KERNEL)?,
+        t.cb.import_trampoline(TRAMP_DOT)?,
+        t.cb.import_trampoline(TRAMP_STEP)?,
+    ];
+    let kernel_ids: Vec<_> = (0..).map_while(|i| t.cb.func_id(i)).map(Some).collect();
+    let mut em = Emitter::new(t.cb.module(), kernel_ids, tramps);
+    let func = em.program(&top, &TopIo { outputs })?;
+    let pinned_bytes = std::mem::take(&mut em.pinned);
+    if t.dump {
+        let _ = writeln!(t.clif, "; program function\n{}", func.display());
     }
+    let pidx = t.cb.define("program", func, None)?;
+    let fin = t.cb.finish(pidx)?;
+    let par_kernels = t
+        .par_kernels
+        .iter()
+        .map(|&i| {
+            fin.kernels
+                .get(i)
+                .cloned()
+                .flatten()
+                .ok_or_else(|| IrError::Eval("cpu backend: missing kernel".into()))
+        })
+        .collect::<Result<_, _>>()?;
     if let Some(dir) = dump {
-        write_dump(&dir, key, &plan, &clif);
+        write_dump(&dir, key, &t.plans, &t.clif);
     }
     Ok(Program {
-        steps,
-        n_vars: jaxpr.vars.len(),
-        constvars: jaxpr.constvars.clone(),
-        invars: jaxpr.invars.clone(),
+        entry: fin.program,
+        _code: fin.code,
         in_avals,
-        outvars: jaxpr
-            .outvars
-            .iter()
-            .map(operand)
-            .collect::<Result<_, _>>()?,
+        n_consts,
+        out_bufs,
+        results,
+        arena_bytes: top.mem.size,
+        arenas: Mutex::new(Vec::new()),
+        par_kernels,
+        dots: t.dots,
+        steps: t.steps,
+        _pinned: t.pinned,
+        _pinned_bytes: pinned_bytes,
     })
 }
 
-/// A kernel step before its code is finalised.
-struct KernelStep {
-    inputs: Vec<jaxon_ir::Var>,
-    out: jaxon_ir::Var,
-    out_aval: (jaxon_ir::DType, Vec<usize>),
-    init: Option<jaxon_ir::primitive::ReduceOp>,
-}
-
-fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step, IrError> {
+/// Builds the native step of an opaque equation (not control flow, which
+/// the program emitter handles).
+pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
     match &eqn.primitive {
         Primitive::DotGeneral {
             dimension_numbers,
@@ -325,63 +318,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
                 out_shape: static_out(jaxpr, e, *out)?,
             })
         }
-        Primitive::Cond { branches } => {
-            let (index, operands) = eqn
-                .inputs
-                .split_first()
-                .ok_or_else(|| cannot(jaxpr, e, "cond without an index"))?;
-            Ok(Step::Cond {
-                index: operand(index)?,
-                operands: operands.iter().map(operand).collect::<Result<_, _>>()?,
-                branches: branches
-                    .iter()
-                    .map(|b| compile_sub(b, opts).map_err(|m| cannot(jaxpr, e, &m)))
-                    .collect::<Result<_, _>>()?,
-                outs: out_vars(eqn),
-            })
-        }
-        Primitive::While {
-            cond_jaxpr,
-            body_jaxpr,
-            cond_nconsts,
-            body_nconsts,
-        } => Ok(Step::While {
-            cond: compile_sub(cond_jaxpr, opts).map_err(|m| cannot(jaxpr, e, &m))?,
-            body: compile_sub(body_jaxpr, opts).map_err(|m| cannot(jaxpr, e, &m))?,
-            cond_nconsts: *cond_nconsts,
-            body_nconsts: *body_nconsts,
-            operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-            outs: out_vars(eqn),
-        }),
-        Primitive::Scan {
-            jaxpr: body,
-            length,
-            reverse,
-            num_consts,
-            num_carry,
-            ..
-        } => {
-            let ys = eqn
-                .outputs
-                .iter()
-                .skip(*num_carry)
-                .map(|b| {
-                    let a = jaxpr.binder_aval(b).and_then(|a| a.as_array())?;
-                    Some((a.dtype, a.static_sizes()?))
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))?;
-            Ok(Step::Scan {
-                body: compile_sub(body, opts).map_err(|m| cannot(jaxpr, e, &m))?,
-                length: *length,
-                reverse: *reverse,
-                num_consts: *num_consts,
-                num_carry: *num_carry,
-                operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-                outs: out_vars(eqn),
-                ys,
-            })
-        }
         Primitive::Cumulative { op, axis, reverse }
             if *op != jaxon_ir::primitive::CumulativeOp::Cumlogsumexp =>
         {
@@ -458,6 +394,9 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
         | Primitive::ForLoop { .. }
+        | Primitive::Cond { .. }
+        | Primitive::While { .. }
+        | Primitive::Scan { .. }
         | Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
@@ -475,17 +414,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
             Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
         }
     }
-}
-
-/// Compiles a nested closed jaxpr (a branch or loop body) on its own.
-fn compile_sub(closed: &ClosedJaxpr, opts: Options) -> Result<crate::exec::SubProgram, String> {
-    let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
-    let key = fingerprint(&simple.jaxpr);
-    let program = compile_program(&simple, &key, opts).map_err(|e| format!("in its body: {e}"))?;
-    Ok(crate::exec::SubProgram {
-        program: std::sync::Arc::new(program),
-        consts: simple.consts,
-    })
 }
 
 /// The variables bound by an equation's outputs (`None` for `_`).
@@ -508,7 +436,7 @@ fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, I
         .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
 }
 
-fn write_dump(dir: &std::path::Path, key: &str, plan: &FusionPlan, clif: &str) {
+fn write_dump(dir: &std::path::Path, key: &str, plans: &str, clif: &str) {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     key.hash(&mut h);
@@ -516,7 +444,7 @@ fn write_dump(dir: &std::path::Path, key: &str, plan: &FusionPlan, clif: &str) {
     // Dumps are best-effort debugging output: failures are logged, not fatal.
     let res = std::fs::create_dir_all(dir)
         .and_then(|_| std::fs::write(dir.join(format!("{stem}.jaxpr.txt")), key))
-        .and_then(|_| std::fs::write(dir.join(format!("{stem}.plan.txt")), plan.to_string()))
+        .and_then(|_| std::fs::write(dir.join(format!("{stem}.plan.txt")), plans))
         .and_then(|_| std::fs::write(dir.join(format!("{stem}.clif")), clif));
     if let Err(e) = res {
         tracing::warn!("JAXON_DUMP: cannot write to {}: {e}", dir.display());

@@ -95,6 +95,10 @@ mod dot;
 mod exec;
 mod jit;
 mod kernel;
+mod pool;
+mod prep;
+mod program;
+mod runtime;
 
 use exec::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;
@@ -105,6 +109,7 @@ use std::sync::{Arc, Mutex};
 /// The Cranelift CPU backend (`"cpu"`).
 pub struct CpuBackend {
     cache: Mutex<HashMap<String, Arc<exec::Program>>>,
+    pool: Arc<pool::Pool>,
     threads: usize,
     opts: compile::Options,
 }
@@ -131,6 +136,7 @@ impl CpuBackend {
     pub fn with_threads(threads: usize) -> CpuBackend {
         CpuBackend {
             cache: Mutex::new(HashMap::new()),
+            pool: Arc::new(pool::Pool::default()),
             threads: threads.max(1),
             opts: compile::Options::default(),
         }
@@ -180,6 +186,7 @@ impl Backend for CpuBackend {
             program,
             consts: simple.consts,
             threads: self.threads,
+            pool: self.pool.clone(),
         }))
     }
 

@@ -796,7 +796,7 @@ struct RowCtx {
 
 /// A counted loop: runs `body(i)` while `var + step <= end`, stepping `var`.
 /// `var` must be defined before; it holds the first unprocessed index after.
-fn counted(
+pub(crate) fn counted(
     b: &mut FunctionBuilder,
     var: Variable,
     end: Value,
