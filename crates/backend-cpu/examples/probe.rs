@@ -7,7 +7,43 @@ use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{parse_closed_jaxpr, Backend, DType, HostArray};
 use std::time::Instant;
 
-fn time(name: &str, text: &str, shapes: &[&[usize]], bytes: f64, flops: f64) {
+/// Minor page faults of this process so far (`/proc/self/stat` field 10).
+fn minor_faults() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            rest.split(' ').nth(7)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split(' ').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Seconds of CPU time of the whole process (user + system, 10 ms ticks).
+fn process_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split(' ').collect();
+            Some((f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+fn time(name: &str, text: &str, shapes: &[&[usize]], bytes: f64, flops: f64) -> f64 {
+    if let Some(f) = std::env::args().nth(1) {
+        if !name.contains(&f) {
+            return 0.0;
+        }
+    }
     let cpu = CpuBackend::new();
     let closed = parse_closed_jaxpr(text, Vec::new()).expect("parses");
     let t0 = Instant::now();
@@ -26,22 +62,84 @@ fn time(name: &str, text: &str, shapes: &[&[usize]], bytes: f64, flops: f64) {
         })
         .collect();
     let _ = exe.execute(&args).expect("runs");
-    let reps = 10;
+    let _ = exe.execute(&args).expect("runs");
+    // Calibrate to about 0.3 s, then take the median of 7 repetitions.
     let t0 = Instant::now();
-    for _ in 0..reps {
-        let _ = exe.execute(&args).expect("runs");
+    let _ = exe.execute(&args).expect("runs");
+    let once = t0.elapsed().as_secs_f64();
+    let reps = ((0.3 / once) as usize).clamp(1, 100_000);
+    let f0 = minor_faults();
+    let (c0, p0) = (thread_cpu_ns(), process_cpu_s());
+    let mut times = Vec::new();
+    for _ in 0..7 {
+        let t0 = Instant::now();
+        for _ in 0..reps {
+            let _ = exe.execute(&args).expect("runs");
+        }
+        times.push(t0.elapsed().as_secs_f64() / reps as f64);
     }
-    let dt = t0.elapsed().as_secs_f64() / reps as f64;
+    let calls = (7 * reps) as f64;
+    let faults = (minor_faults() - f0) as f64 / calls;
+    let main_cpu = (thread_cpu_ns() - c0) as f64 * 1e-9 / calls;
+    let all_cpu = (process_cpu_s() - p0) / calls;
+    times.sort_by(f64::total_cmp);
+    let dt = times[3];
     println!(
-        "{name:>18}: {:8.3} ms/call  {:7.2} GB/s  {:7.2} GFLOP/s  (compile {:.2} ms)",
+        "{name:>18}: {:9.4} ms/call (main thread on-cpu {:9.4} ms, all threads {:9.4} ms)  {:7.2} GB/s  {:7.2} GFLOP/s  {:8.1} faults/call  (compile {:.2} ms)",
         dt * 1e3,
+        main_cpu * 1e3,
+        all_cpu * 1e3,
         bytes / dt / 1e9,
         flops / dt / 1e9,
+        faults,
         compile.as_secs_f64() * 1e3
     );
+    dt
+}
+
+fn fori_loop(n: usize) {
+    let scan = format!(
+        "{{ lambda ; a:f32[64]. let
+    _:i32[] b:f32[64] = scan[
+      jaxpr={{ lambda ; c:i32[] d:f32[64]. let
+          e:i32[] = add c 1:i32[]
+          f:f32[64] = mul d 0.999:f32[]
+          g:f32[64] = sin d
+          h:f32[64] = mul 0.001:f32[] g
+          i:f32[64] = add f h
+        in (e, i) }}
+      length={n}
+      num_carry=2
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] 0:i32[] a
+  in (b,) }}"
+    );
+    let dt = time("fori_loop_scan", &scan, &[&[64]], 0.0, 0.0);
+    println!("{:>18}  {:.4} us/iter (wall)", "", dt * 1e6 / n as f64);
+    let whl = format!(
+        "{{ lambda ; a:f32[64]. let
+    _:i32[] b:f32[64] = while[
+      body_jaxpr={{ lambda ; c:i32[] d:f32[64]. let
+          e:i32[] = add c 1:i32[]
+          f:f32[64] = mul d 0.999:f32[]
+          g:f32[64] = sin d
+          h:f32[64] = mul 0.001:f32[] g
+          i:f32[64] = add f h
+        in (e, i) }}
+      body_nconsts=0
+      cond_jaxpr={{ lambda ; j:i32[] k:f32[64]. let l:bool[] = lt j {n}:i32[] in (l,) }}
+      cond_nconsts=0
+    ] 0:i32[] a
+  in (b,) }}"
+    );
+    let dt = time("fori_loop_while", &whl, &[&[64]], 0.0, 0.0);
+    println!("{:>18}  {:.4} us/iter (wall)", "", dt * 1e6 / n as f64);
 }
 
 fn main() {
+    fori_loop(1000);
     let n = 16usize << 20;
     {
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();

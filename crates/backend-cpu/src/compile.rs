@@ -173,6 +173,7 @@ pub(crate) fn compile_program(
         let _ = writeln!(t.clif, "; program function\n{}", func.display());
     }
     let pidx = t.cb.define("program", func, None)?;
+    let disasm = t.cb.disasm.take();
     let fin = t.cb.finish(pidx)?;
     let par_kernels = t
         .par_kernels
@@ -186,6 +187,7 @@ pub(crate) fn compile_program(
         })
         .collect::<Result<_, _>>()?;
     if let Some(dir) = dump {
+        let _ = writeln!(t.clif, "\n; machine code\n{}", disasm.unwrap_or_default());
         write_dump(&dir, key, &t.plans, &t.clif);
     }
     Ok(Program {

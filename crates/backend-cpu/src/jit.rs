@@ -61,6 +61,8 @@ unsafe impl Sync for CodeModule {}
 pub(crate) struct CodeBuilder {
     module: JITModule,
     funcs: Vec<(FuncId, Option<Shape>)>,
+    /// Disassembly of every function, when asked for (`JAXON_DUMP`).
+    pub disasm: Option<String>,
 }
 
 /// What the runtime needs to know about a kernel's loop.
@@ -105,6 +107,7 @@ impl CodeBuilder {
         Ok(CodeBuilder {
             module: JITModule::new(builder),
             funcs: Vec::new(),
+            disasm: None,
         })
     }
 
@@ -139,6 +142,7 @@ impl CodeBuilder {
     ) -> Result<usize, IrError> {
         let mut ctx = self.module.make_context();
         ctx.func = func;
+        ctx.set_disasm(self.disasm.is_some());
         let id = self
             .module
             .declare_function(name, cranelift_module::Linkage::Local, &ctx.func.signature)
@@ -146,6 +150,12 @@ impl CodeBuilder {
         self.module
             .define_function(id, &mut ctx)
             .map_err(|e| IrError::Eval(format!("cpu backend: {name}: cannot compile: {e:?}")))?;
+        if let (Some(d), Some(code)) = (self.disasm.as_mut(), ctx.compiled_code()) {
+            d.push_str(&format!(
+                "; {name}\n{}\n",
+                code.vcode.as_deref().unwrap_or("")
+            ));
+        }
         self.module.clear_context(&mut ctx);
         self.funcs.push((id, shape));
         Ok(self.funcs.len() - 1)

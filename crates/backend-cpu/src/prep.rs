@@ -43,8 +43,12 @@ pub(crate) struct Tables {
 
 impl Tables {
     pub fn new(opts: Options, dump: bool) -> Result<Tables, IrError> {
+        let mut cb = CodeBuilder::new()?;
+        if dump {
+            cb.disasm = Some(String::new());
+        }
         Ok(Tables {
-            cb: CodeBuilder::new()?,
+            cb,
             opts,
             par_kernels: Vec::new(),
             dots: Vec::new(),
@@ -65,6 +69,9 @@ pub(crate) struct Prep {
     pub consts: Arc<[HostArray]>,
     pub mem: MemoryPlan,
     pub groups: Vec<GPrep>,
+    /// Per outvar: whether the caller must give it a fixed address (it is
+    /// computed inside and written straight to its destination).
+    pub direct: Vec<bool>,
 }
 
 /// A fused kernel call.
@@ -105,14 +112,15 @@ pub(crate) enum LoopKind {
     },
 }
 
-/// A `while` or `scan`: carries live at `scratch + carry_off[k]`.
+/// A `while` or `scan`: carry `k` lives at `scratch + carry_off[k]` in the
+/// first set and `second_set` bytes further in the second.
 pub(crate) struct LoopPrep {
     pub kind: LoopKind,
     pub operands: Vec<Atom>,
     pub outs: Vec<Option<Var>>,
     pub carry_bytes: Vec<usize>,
     pub carry_off: Vec<usize>,
-    pub temp_off: Vec<usize>,
+    pub second_set: usize,
     /// Where the bodies' arenas start in the scratch.
     pub sub_off: usize,
 }
@@ -171,10 +179,40 @@ fn out_vars(eqn: &jaxon_ir::Eqn) -> Vec<Option<Var>> {
 }
 
 /// Simplifies and prepares a nested closed jaxpr.
-fn prep_sub(t: &mut Tables, closed: &ClosedJaxpr, label: &str) -> Result<Prep, String> {
+/// Simplifies and prepares a nested closed jaxpr. Its results at the
+/// positions where `eligible` is true are written straight to their
+/// destination by the code that computes them (excluded from its arena)
+/// when they are computed inside it and not returned twice; `Prep::direct`
+/// records which.
+fn prep_sub(
+    t: &mut Tables,
+    closed: &ClosedJaxpr,
+    eligible: &[bool],
+    label: &str,
+) -> Result<Prep, String> {
     let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
     t.pinned.push(simple.consts.clone());
-    prep(t, &simple, &HashSet::new(), label).map_err(|e| format!("in its body: {e}"))
+    let j = &simple.jaxpr;
+    let mut exclude = HashSet::new();
+    let mut direct = Vec::with_capacity(j.outvars.len());
+    for (p, a) in j.outvars.iter().enumerate() {
+        let d = match a {
+            Atom::Var(v) => {
+                eligible.get(p).copied().unwrap_or(false)
+                    && !j.invars.contains(v)
+                    && !j.constvars.contains(v)
+                    && !j.outvars[..p].contains(a)
+            }
+            Atom::Lit(_) => false,
+        };
+        if let (true, Atom::Var(v)) = (d, a) {
+            exclude.insert(*v);
+        }
+        direct.push(d);
+    }
+    let mut p = prep(t, &simple, &exclude, label).map_err(|e| format!("in its body: {e}"))?;
+    p.direct = direct;
+    Ok(p)
 }
 
 /// Prepares a simplified closed jaxpr; `exclude` are values that live
@@ -247,9 +285,10 @@ pub(crate) fn prep(
                     cond_nconsts,
                     body_nconsts,
                 } => {
-                    let cond = prep_sub(t, cond_jaxpr, &sub_label("cond"))
+                    let cond = prep_sub(t, cond_jaxpr, &[], &sub_label("cond"))
                         .map_err(|m| cannot(jaxpr, e, &m))?;
-                    let body = prep_sub(t, body_jaxpr, &sub_label("body"))
+                    let all = vec![true; body_jaxpr.jaxpr.outvars.len()];
+                    let body = prep_sub(t, body_jaxpr, &all, &sub_label("body"))
                         .map_err(|m| cannot(jaxpr, e, &m))?;
                     let carries =
                         &eqn.inputs[(cond_nconsts + body_nconsts).min(eqn.inputs.len())..];
@@ -278,8 +317,15 @@ pub(crate) fn prep(
                     num_carry,
                     ..
                 } => {
-                    let body =
-                        prep_sub(t, body, &sub_label("body")).map_err(|m| cannot(jaxpr, e, &m))?;
+                    // Carries go to the next carry set, ys to their rows
+                    // (unless the ys output is dropped).
+                    let eligible: Vec<bool> = out_vars(eqn)
+                        .iter()
+                        .enumerate()
+                        .map(|(p, o)| p < *num_carry || o.is_some())
+                        .collect();
+                    let body = prep_sub(t, body, &eligible, &sub_label("body"))
+                        .map_err(|m| cannot(jaxpr, e, &m))?;
                     let rest = &eqn.inputs[(*num_consts).min(eqn.inputs.len())..];
                     let (carries, xs) = rest.split_at((*num_carry).min(rest.len()));
                     let row = |a: &jaxon_ir::Aval| -> Result<usize, IrError> {
@@ -330,7 +376,11 @@ pub(crate) fn prep(
                     let branches = branches
                         .iter()
                         .enumerate()
-                        .map(|(k, b)| prep_sub(t, b, &sub_label(&format!("branch{k}"))))
+                        .map(|(k, b)| {
+                            let eligible: Vec<bool> =
+                                out_vars(eqn).iter().map(Option::is_some).collect();
+                            prep_sub(t, b, &eligible, &sub_label(&format!("branch{k}")))
+                        })
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(|m| cannot(jaxpr, e, &m))?;
                     if branches.is_empty() {
@@ -417,6 +467,7 @@ pub(crate) fn prep(
         consts: closed.consts.clone(),
         mem,
         groups,
+        direct: Vec::new(),
     })
 }
 
@@ -445,7 +496,7 @@ pub(crate) fn array_bytes(a: &HostArray) -> Vec<u8> {
     }
 }
 
-/// The scratch layout of a loop: carries, their temporaries, then the
+/// The scratch layout of a loop: two sets of carries, then the
 /// bodies' arenas. Returns the prepared loop and its scratch bytes.
 fn loop_prep(
     jaxpr: &Jaxpr,
@@ -470,11 +521,8 @@ fn loop_prep(
         carry_off.push(at);
         at += round(*b);
     }
-    let mut temp_off = Vec::new();
-    for b in &carry_bytes {
-        temp_off.push(at);
-        at += round(*b);
-    }
+    let second_set = at;
+    at *= 2;
     let sub_off = at;
     Ok((
         LoopPrep {
@@ -483,7 +531,7 @@ fn loop_prep(
             outs: out_vars(eqn),
             carry_bytes,
             carry_off,
-            temp_off,
+            second_set,
             sub_off,
         },
         sub_off + sub_size,

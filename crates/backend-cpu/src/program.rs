@@ -9,9 +9,10 @@
 //! Every value has a fixed address: an io table entry (arguments,
 //! constants, output buffers), the arena plus its planned offset, a
 //! constant embedded in the program (nested consts, literals), or, inside a
-//! scan body, a row of an `xs` operand. Loop carries live in their loop's
-//! scratch; each iteration copies the body's results there (through
-//! temporaries when carries are permuted).
+//! scan body, a row of an `xs` or `ys` array. Loop carries live in two sets
+//! in their loop's scratch that swap roles each iteration; results a body
+//! or branch computes are written straight to their destination (the next
+//! carry set, a `ys` row, a `cond` output).
 
 use crate::prep::{array_bytes, GPrep, KPrep, LoopKind, LoopPrep, Prep};
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -402,6 +403,11 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// A `while` or `scan`. Carries are double-buffered: iteration `i`
+    /// reads the current set and its body writes the next set (results
+    /// computed in the body are written there directly), then the sets
+    /// swap, so no carry is copied per iteration except results that are
+    /// not computed in the body (constants, other carries).
     fn emit_loop(
         &mut self,
         b: &mut FunctionBuilder,
@@ -409,8 +415,8 @@ impl<'a> Emitter<'a> {
         lp: &LoopPrep,
         scratch: Addr,
     ) -> Result<(), IrError> {
-        let carry: Vec<Addr> = lp.carry_off.iter().map(|o| scratch.plus(*o)).collect();
-        let temp: Vec<Addr> = lp.temp_off.iter().map(|o| scratch.plus(*o)).collect();
+        let set_a = self.at(b, scratch);
+        let set_b = self.at(b, scratch.plus(lp.second_set));
         let sub = scratch.plus(lp.sub_off);
         let ops = lp
             .operands
@@ -436,25 +442,26 @@ impl<'a> Emitter<'a> {
         if ops.len() < n_before + nc {
             return Err(err("loop operands do not match its carries"));
         }
-        for k in 0..nc {
-            self.copy(b, carry[k], ops[n_before + k], lp.carry_bytes[k]);
-        }
-        // Body outputs that are its own carry inputs need no copy; ones
-        // that are *other* carries go through temporaries.
-        let body_ins = &body.jaxpr.invars;
-        let bc = body_consts.len();
-        let carry_of = |a: &Atom| -> Option<usize> {
-            match a {
-                Atom::Var(v) => body_ins
-                    .iter()
-                    .position(|w| w == v)
-                    .filter(|&i| i >= bc && i < bc + nc)
-                    .map(|i| i - bc),
-                Atom::Lit(_) => None,
-            }
+        let carry_at = |set: Value, k: usize| Addr {
+            base: set,
+            off: lp.carry_off[k] as i64,
         };
+        let bc = body_consts.len();
         let outs = &body.jaxpr.outvars;
-        let permuted = (0..nc).any(|k| outs.get(k).and_then(carry_of).is_some_and(|j| j != k));
+        // Carries the body returns unchanged keep their value in both sets.
+        let same: Vec<bool> = (0..nc)
+            .map(|k| matches!(outs.get(k), Some(Atom::Var(v)) if body.jaxpr.invars.get(bc + k) == Some(v)))
+            .collect();
+        for k in 0..nc {
+            self.copy(b, carry_at(set_a, k), ops[n_before + k], lp.carry_bytes[k]);
+            if same[k] {
+                self.copy(b, carry_at(set_b, k), ops[n_before + k], lp.carry_bytes[k]);
+            }
+        }
+        let cur_v = b.declare_var(I64);
+        let nxt_v = b.declare_var(I64);
+        b.def_var(cur_v, set_a);
+        b.def_var(nxt_v, set_b);
         let header = b.create_block();
         let body_blk = b.create_block();
         let exit = b.create_block();
@@ -467,8 +474,9 @@ impl<'a> Emitter<'a> {
             LoopKind::While {
                 cond, cond_nconsts, ..
             } => {
+                let cur = b.use_var(cur_v);
                 let mut cins: Vec<Addr> = ops[..*cond_nconsts].to_vec();
-                cins.extend(&carry);
+                cins.extend((0..nc).map(|k| carry_at(cur, k)));
                 let cconsts = self.consts_of(b, cond);
                 let r = self.region(b, cond, &cins, &cconsts, sub, &HashMap::new())?;
                 let pred = r
@@ -485,13 +493,17 @@ impl<'a> Emitter<'a> {
             }
         }
         b.switch_to_block(body_blk);
+        let cur = b.use_var(cur_v);
+        let nxt = b.use_var(nxt_v);
         let mut bins: Vec<Addr> = ops[body_consts.clone()].to_vec();
-        bins.extend(&carry);
-        let mut row_index = None;
+        bins.extend((0..nc).map(|k| carry_at(cur, k)));
+        let mut fixed: HashMap<Var, Addr> = HashMap::new();
+        let mut y_dst: Vec<Option<Addr>> = Vec::new();
         if let LoopKind::Scan {
             length,
             reverse,
             x_rows,
+            y_rows,
             ..
         } = &lp.kind
         {
@@ -502,7 +514,6 @@ impl<'a> Emitter<'a> {
             } else {
                 i
             };
-            row_index = Some(idx);
             for (x, rb) in ops[n_before + nc..].iter().zip(x_rows) {
                 let base = self.at(b, *x);
                 let off = b.ins().imul_imm_s(idx, *rb as i64);
@@ -511,49 +522,64 @@ impl<'a> Emitter<'a> {
                     off: 0,
                 });
             }
+            for (out, rb) in lp.outs[nc.min(lp.outs.len())..].iter().zip(y_rows) {
+                y_dst.push(match out {
+                    Some(v) => {
+                        let dst = Self::var(env, *v)?;
+                        let base = self.at(b, dst);
+                        let off = b.ins().imul_imm_s(idx, *rb as i64);
+                        Some(Addr {
+                            base: b.ins().iadd(base, off),
+                            off: 0,
+                        })
+                    }
+                    None => None,
+                });
+            }
+        }
+        for (p, a) in outs.iter().enumerate() {
+            if let (Some(true), Atom::Var(v)) = (body.direct.get(p), a) {
+                let dst = if p < nc {
+                    Some(carry_at(nxt, p))
+                } else {
+                    y_dst.get(p - nc).copied().flatten()
+                };
+                let dst = dst.ok_or_else(|| err("direct loop result without a destination"))?;
+                fixed.insert(*v, dst);
+            }
         }
         let bconsts = self.consts_of(b, body);
-        let res = self.region(b, body, &bins, &bconsts, sub, &HashMap::new())?;
+        let res = self.region(b, body, &bins, &bconsts, sub, &fixed)?;
         if res.len() < nc {
             return Err(err("loop body returns fewer values than its carries"));
         }
         for k in 0..nc {
-            if outs.get(k).and_then(carry_of) == Some(k) {
-                continue;
-            }
-            let dst = if permuted { temp[k] } else { carry[k] };
-            self.copy(b, dst, res[k], lp.carry_bytes[k]);
-        }
-        if permuted {
-            for k in 0..nc {
-                if outs.get(k).and_then(carry_of) != Some(k) {
-                    self.copy(b, carry[k], temp[k], lp.carry_bytes[k]);
-                }
+            if !same[k] && !body.direct.get(k).copied().unwrap_or(false) {
+                self.copy(b, carry_at(nxt, k), res[k], lp.carry_bytes[k]);
             }
         }
-        if let (LoopKind::Scan { y_rows, .. }, Some(idx)) = (&lp.kind, row_index) {
-            for ((y, rb), out) in res[nc..].iter().zip(y_rows).zip(&lp.outs[nc..]) {
-                if let Some(v) = out {
-                    let dst = Self::var(env, *v)?;
-                    let base = self.at(b, dst);
-                    let off = b.ins().imul_imm_s(idx, *rb as i64);
-                    let d = Addr {
-                        base: b.ins().iadd(base, off),
-                        off: 0,
-                    };
+        if let LoopKind::Scan { y_rows, .. } = &lp.kind {
+            for (j, (y, rb)) in res[nc..].iter().zip(y_rows).enumerate() {
+                if let (Some(d), false) = (
+                    y_dst.get(j).copied().flatten(),
+                    body.direct.get(nc + j).copied().unwrap_or(false),
+                ) {
                     self.copy(b, d, *y, *rb);
                 }
             }
         }
+        b.def_var(cur_v, nxt);
+        b.def_var(nxt_v, cur);
         let i = b.use_var(counter);
         let next = b.ins().iadd_imm_s(i, 1);
         b.def_var(counter, next);
         b.ins().jump(header, &[]);
         b.switch_to_block(exit);
-        for ((out, c), bytes) in lp.outs.iter().zip(&carry).zip(&lp.carry_bytes) {
+        let cur = b.use_var(cur_v);
+        for (k, (out, bytes)) in lp.outs.iter().zip(&lp.carry_bytes).enumerate() {
             if let Some(v) = out {
                 let dst = Self::var(env, *v)?;
-                self.copy(b, dst, *c, *bytes);
+                self.copy(b, dst, carry_at(cur, k), *bytes);
             }
         }
         Ok(())
@@ -624,9 +650,15 @@ impl<'a> Emitter<'a> {
         for (br, blk) in branches.iter().zip(&blocks) {
             b.switch_to_block(*blk);
             let consts = self.consts_of(b, br);
-            let res = self.region(b, br, &ops, &consts, scratch, &HashMap::new())?;
-            for ((r, o), a) in res.iter().zip(outs).zip(&br.jaxpr.outvars) {
-                if let Some(v) = o {
+            let mut fixed = HashMap::new();
+            for ((a, o), d) in br.jaxpr.outvars.iter().zip(outs).zip(&br.direct) {
+                if let (Atom::Var(v), Some(w), true) = (a, o, d) {
+                    fixed.insert(*v, Self::var(env, *w)?);
+                }
+            }
+            let res = self.region(b, br, &ops, &consts, scratch, &fixed)?;
+            for (((r, o), a), d) in res.iter().zip(outs).zip(&br.jaxpr.outvars).zip(&br.direct) {
+                if let (Some(v), false) = (o, d) {
                     let dst = Self::var(env, *v)?;
                     let bytes = br
                         .jaxpr
