@@ -139,6 +139,14 @@ fn fori_loop(n: usize) {
 }
 
 fn main() {
+    let dt = time(
+        "dispatch_tiny",
+        "{ lambda ; a:f32[4]. let b:f32[4] = add a 1.0:f32[] in (b,) }",
+        &[&[4]],
+        0.0,
+        0.0,
+    );
+    println!("{:>18}  {:.3} us/call (wall)", "", dt * 1e6);
     fori_loop(1000);
     let n = 16usize << 20;
     {

@@ -1,12 +1,27 @@
 //! `jaxon-backend-cpu`: compiles jaxprs to native code with Cranelift.
 //!
 //! Pipeline ([`CpuBackend::compile`]): the backend-independent passes of
-//! `jaxon_ir::passes` (inline `jit`, constant folding, CSE, DCE), then the
-//! fusion planner; each loop or reduce group becomes one Cranelift function
-//! with a vectorised loop nest (`kernel`), `dot_general` calls the `gemm`
-//! crate (`dot`), and the program runs as a list of steps over host arrays
-//! (`exec`). Compiled programs are cached by the printed text of the
-//! simplified jaxpr, which includes every type.
+//! `jaxon_ir::passes` (inline `jit`, constant folding, CSE, DCE), the
+//! fusion planner and the memory planner (`prep`); each loop or reduce
+//! group becomes one Cranelift function with a vectorised loop nest
+//! (`kernel`), and the whole jaxpr becomes one Cranelift *program
+//! function* (`program`) that calls those kernels directly, calls
+//! `extern "C"` trampolines (`runtime`) for GEMM (`dot`, the `gemm` crate),
+//! for kernels split over threads and for the other native steps (`exec`),
+//! and runs `while`, `scan` and `cond` as native loops and branches with
+//! their bodies inlined. Compiled programs are cached by the printed text
+//! of the simplified jaxpr, which includes every type.
+//!
+//! Memory: every intermediate value (at every nesting level) has a fixed
+//! offset in one arena per program, planned by liveness
+//! (`jaxon_ir::passes::plan_memory`), so values that are not live at the
+//! same time share storage; arenas are reused across calls. Results are
+//! written straight into output buffers taken from a pool keyed by dtype
+//! and length; when the caller drops a result buffer its storage returns
+//! to the pool, so steady-state calls do not page-fault. Loop carries are
+//! double-buffered in their loop's scratch, and results computed in a loop
+//! body or `cond` branch are written straight to their destination (the
+//! next carry set, a `ys` row, the `cond` output).
 //!
 //! Unsupported primitives and dtypes are compile errors naming the
 //! equation; nothing falls back to the interpreter.
@@ -28,13 +43,15 @@
 //!   accumulation into the output otherwise).
 //! - Native steps: `dot_general` (gemm for floats, loops for integers),
 //!   `iota`, `pad`, `concatenate`, `split`, `cumsum/cumprod/cummax/cummin`,
-//!   `argmax/argmin`, `empty2`; `cond`, `while` and `scan` run their compiled bodies from a
-//!   native driver; `jit`, `custom_jvp_call`, `custom_vjp_call` and
-//!   `remat2` are inlined by `jaxon_ir::passes::simplify`.
+//!   `argmax/argmin`, `empty2` (called from generated code through one
+//!   trampoline that runs the step on copies of its operands);
+//!   `cond`, `while` and `scan` (and so `fori_loop`) are native branches and
+//!   loops; `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2` are
+//!   inlined by `jaxon_ir::passes::simplify`.
 //! - Not yet: f16/bf16, float `rem`/`pow`/`atan2`/`nextafter`, inverse
 //!   trig and hyperbolic functions, `erf*`, `cbrt`, gathers and scatters,
 //!   dynamic slices, sorts, `top_k`, `cumlogsumexp`, convolutions,
-//!   `for_loop`, state and Pallas primitives, dynamic shapes.
+//!   `for_loop` (state primitives), Pallas primitives, dynamic shapes.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
@@ -42,16 +59,20 @@
 //! stay bit-identical); the transcendental polynomials always use fma. Float reductions along a reduced inner dimension use 16
 //! partial sums (reassociated); products use gemm's blocking.
 //!
-//! Kernels run their outermost loop over a `lo..hi` range: large kernels
-//! whose output rows are independent split it over the available cores
-//! (`JAXON_CPU_THREADS` overrides the count); large products use gemm's
-//! rayon parallelism.
+//! Kernels run their outermost loop over a `lo..hi` range: kernels of at
+//! least 2^18 elements whose output rows are independent split it over the
+//! available cores (`JAXON_CPU_THREADS` overrides the count); large
+//! products use gemm's rayon parallelism.
 //!
-//! `unsafe` lives in two small modules: `jit` (holding and calling JIT'ed
-//! code) and `dot` (the `gemm` call); each states its invariants.
+//! `unsafe` lives in three small modules, each stating its invariants:
+//! `jit` (holding JIT'ed code and turning it into callable pointers),
+//! `runtime` (calling a program function and the trampolines it calls
+//! back) and `dot` (the `gemm` call and viewing raw operand buffers).
 //!
 //! Debugging: `JAXON_DUMP=dir` writes, per compiled jaxpr, its text, its
-//! fusion plan and the CLIF of every generated function.
+//! fusion and memory plans (of every nested jaxpr too), the CLIF of every
+//! generated function (kernels and the program function) and their
+//! machine code.
 //!
 //! # Accuracy of the inline transcendental functions
 //!
@@ -62,7 +83,7 @@
 //!
 //! | function | f32 max ulp | f64 max ulp | bound asserted |
 //! |---|---|---|---|
-//! | `exp` | 1.02 | 1.00 | 2 |
+//! | `exp` | 1.06 | 1.00 | 2 |
 //! | `expm1` | 1.60 | 2.00 | 2 |
 //! | `log` | 1.83 | 2.00 | 2 |
 //! | `log1p` | 2.98 | 3.00 | 3 |
