@@ -9,7 +9,7 @@ use crate::compile::{cannot, opaque_step, Options};
 use crate::dot::DotPlan;
 use crate::exec::{identity_array, Step, StepCall};
 use crate::jit::{CodeBuilder, Shape};
-use crate::kernel::{compile_group, GenError};
+use crate::kernel::{compile_group, GenError, Inline};
 use crate::runtime::PARALLEL_MIN_WORK;
 use jaxon_ir::passes::{
     plan_fusion, plan_memory, value_bytes, GroupKind, MemoryOptions, MemoryPlan,
@@ -76,8 +76,10 @@ pub(crate) struct Prep {
 
 /// A fused kernel call.
 pub(crate) struct KPrep {
-    /// Function index in the code builder.
-    pub func: usize,
+    /// Function index in the code builder (`None` when inlined).
+    pub func: Option<usize>,
+    /// The loop nest to emit inline instead of a call (small groups).
+    pub inline: Option<Inline>,
     /// Index in `par_kernels` when it runs on several threads.
     pub par: Option<usize>,
     pub inputs: Vec<Var>,
@@ -246,19 +248,28 @@ pub(crate) fn prep(
                     .ok_or_else(|| cannot(jaxpr, e, "fused group without output"))?;
                 let (_, dt, shape) = typed(jaxpr, e, out)?;
                 let numel: usize = g.space.iter().product();
-                t.n_funcs += 1;
-                let func = t.cb.define(
-                    &format!("k{}", t.n_funcs),
-                    code.func,
-                    Some(Shape {
-                        extent: code.extent,
-                        splittable: code.splittable,
-                    }),
-                )?;
-                let par = (code.splittable && numel >= PARALLEL_MIN_WORK).then(|| {
-                    t.par_kernels.push(func);
-                    t.par_kernels.len() - 1
-                });
+                let (func, inline) = match code.inline {
+                    Some(inline) => (None, Some(inline)),
+                    None => {
+                        t.n_funcs += 1;
+                        let f = t.cb.define(
+                            &format!("k{}", t.n_funcs),
+                            code.func,
+                            Some(Shape {
+                                extent: code.extent,
+                                splittable: code.splittable,
+                            }),
+                        )?;
+                        (Some(f), None)
+                    }
+                };
+                let par = match func {
+                    Some(f) if code.splittable && numel >= PARALLEL_MIN_WORK => {
+                        t.par_kernels.push(f);
+                        Some(t.par_kernels.len() - 1)
+                    }
+                    _ => None,
+                };
                 let init = match code.reduce {
                     Some((op, _)) => Some(array_bytes(&identity_array(op, dt, &[1])?)),
                     None => None,
@@ -268,6 +279,7 @@ pub(crate) fn prep(
                 }
                 GPrep::Kernel(KPrep {
                     func,
+                    inline,
                     par,
                     inputs: g.inputs.clone(),
                     out,

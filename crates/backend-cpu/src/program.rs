@@ -356,11 +356,18 @@ impl<'a> Emitter<'a> {
             .map(|v| Self::var(env, *v))
             .collect::<Result<Vec<_>, _>>()?;
         ptrs.push(out);
+        if let Some(inline) = &k.inline {
+            let bases: Vec<Value> = ptrs.iter().map(|a| self.at(b, *a)).collect();
+            return inline
+                .emit(b, &bases)
+                .map_err(|e| err(format!("inline kernel: {}", e.message)));
+        }
         let t = self.ptr_table(b, &ptrs);
-        match k.par {
-            Some(i) => self.call_tramp(b, TRAMP_PAR, i, t),
-            None => {
-                let f = self.kernel_ref(b, k.func)?;
+        match (k.par, k.func) {
+            (Some(i), _) => self.call_tramp(b, TRAMP_PAR, i, t),
+            (None, None) => return Err(err("kernel without code")),
+            (None, Some(func)) => {
+                let f = self.kernel_ref(b, func)?;
                 let lo = b.ins().iconst(I64, 0);
                 let hi = b.ins().iconst(I64, k.extent as i64);
                 b.ins().call(f, &[t, lo, hi]);

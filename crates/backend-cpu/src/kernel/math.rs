@@ -353,8 +353,12 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
     let tb = em.as_int_bits(dt, t);
     let mb = em.as_int_bits(dt, magic);
     let q = em.b.ins().isub(tb, mb);
-    let shift = em.iconst_for(dt, cos_shift);
-    let q = em.b.ins().iadd(q, shift);
+    let q = if cos_shift == 0 {
+        q
+    } else {
+        let shift = em.iconst_for(dt, cos_shift);
+        em.b.ins().iadd(q, shift)
+    };
     let n1 = em.fconst(dt, -c1);
     let n2 = em.fconst(dt, -c2);
     let n3 = em.fconst(dt, -c3);

@@ -91,6 +91,8 @@ pub(crate) struct GroupCode {
     /// Whether disjoint sub-ranges of the outermost loop write disjoint
     /// outputs, so threads may run them concurrently.
     pub splittable: bool,
+    /// For small groups: the generator, to emit the loop inline.
+    pub inline: Option<Inline>,
 }
 
 /// A failure to compile, with the offending member equation if known.
@@ -149,6 +151,7 @@ pub(crate) fn compile_group(
         gen.contract_fma();
     }
     let func = gen.emit(cfg)?;
+    let numel: usize = group.space.iter().product();
     Ok(GroupCode {
         func,
         n_args: gen.n_inputs + 1,
@@ -157,7 +160,32 @@ pub(crate) fn compile_group(
         // A reduce group's threads must not share output elements: the
         // outermost dimension has to be kept (nonzero output stride).
         splittable: gen.reduce.is_none() || gen.out_strides[0] != 0,
+        inline: (numel <= INLINE_MAX).then(|| Inline(Box::new(gen))),
     })
+}
+
+/// Groups of at most this many elements are emitted inline in the
+/// program function instead of being called (no call, no pointer table;
+/// what small loop bodies are made of).
+const INLINE_MAX: usize = 1024;
+
+/// A small group's code generator, to emit its loop nest into another
+/// function (the program function) with the buffers' addresses given.
+pub(crate) struct Inline(Box<Gen>);
+
+impl Inline {
+    /// Emits the whole loop nest at the builder's current position;
+    /// `bases` are the group inputs' addresses, then the output's.
+    pub fn emit(&self, b: &mut FunctionBuilder, bases: &[Value]) -> Result<(), GenError> {
+        let g = &self.0;
+        if bases.len() != g.n_inputs + 1 {
+            return Err(err(None, "inline kernel arity"));
+        }
+        let idx: Vec<Variable> = (0..g.dims.len()).map(|_| b.declare_var(I64)).collect();
+        let lo = b.ins().iconst(I64, 0);
+        let hi = b.ins().iconst(I64, g.dims[0] as i64);
+        g.outer(b, bases, &idx, 0, (lo, hi))
+    }
 }
 
 fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
