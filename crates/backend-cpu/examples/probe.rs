@@ -148,6 +148,32 @@ fn main() {
     );
     println!("{:>18}  {:.3} us/call (wall)", "", dt * 1e6);
     fori_loop(1000);
+    time(
+        "scan_rnn_fwd",
+        "{ lambda ; wx:f32[128,256] wh:f32[256,256] b:f32[256] h0:f32[32,256] xs:f32[200,32,128]. let
+    h:f32[32,256] hs:f32[200,32,256] = scan[
+      jaxpr={ lambda ; a:f32[128,256] c:f32[256,256] d:f32[256] e:f32[32,256] x:f32[32,128]. let
+          f:f32[32,256] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] x a
+          g:f32[32,256] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] e c
+          i:f32[32,256] = add f g
+          j:f32[32,256] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(32, 256) sharding=None] d
+          k:f32[32,256] = add i j
+          l:f32[32,256] = tanh k
+        in (l, l) }
+      length=200
+      num_carry=1
+      num_consts=3
+      reverse=False
+      unroll=1
+    ] wx wh b h0 xs
+    m:f32[200,32,256] = integer_pow[y=2] hs
+    n:f32[] = reduce_sum[axes=(0, 1, 2) out_sharding=None] m
+    o:f32[] = div n 1638400.0:f32[]
+  in (o,) }",
+        &[&[128, 256], &[256, 256], &[256], &[32, 256], &[200, 32, 128]],
+        0.0,
+        2.0 * 200.0 * 32.0 * 256.0 * (128.0 + 256.0),
+    );
     let n = 16usize << 20;
     {
         let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
