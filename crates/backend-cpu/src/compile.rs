@@ -395,10 +395,10 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
-        | Primitive::ForLoop { .. }
         | Primitive::Cond { .. }
         | Primitive::While { .. }
         | Primitive::Scan { .. }
+        | Primitive::ForLoop { .. }
         | Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }

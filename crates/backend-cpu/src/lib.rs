@@ -45,13 +45,14 @@
 //!   `iota`, `pad`, `concatenate`, `split`, `cumsum/cumprod/cummax/cummin`,
 //!   `argmax/argmin`, `empty2` (called from generated code through one
 //!   trampoline that runs the step on copies of its operands);
-//!   `cond`, `while` and `scan` (and so `fori_loop`) are native branches and
-//!   loops; `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2` are
+//!   `cond`, `while`, `scan` (and so `fori_loop`) and Catalyst's `for_loop`
+//!   (runtime bounds; a step the interpreter rejects runs no iteration) are
+//!   native branches and loops; `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2` are
 //!   inlined by `jaxon_ir::passes::simplify`.
 //! - Not yet: f16/bf16, float `rem`/`pow`/`atan2`/`nextafter`, inverse
 //!   trig and hyperbolic functions, `erf*`, `cbrt`, gathers and scatters,
 //!   dynamic slices, sorts, `top_k`, `cumlogsumexp`, convolutions,
-//!   `for_loop` (state primitives), Pallas primitives, dynamic shapes.
+//!   state and Pallas primitives, dynamic shapes.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with

@@ -112,9 +112,21 @@ pub(crate) enum LoopKind {
         x_rows: Vec<usize>,
         y_rows: Vec<usize>,
     },
+    /// Catalyst's `for_loop`: operands `*consts *implicit lo hi step i0
+    /// *carry`, body `(consts, implicit, i, carry) -> (implicit, carry)`;
+    /// the carries are `implicit ++ carry`.
+    For {
+        body: Box<Prep>,
+        body_nconsts: usize,
+        nimplicit: usize,
+        /// Trip count `ceil((hi - lo) / step)` for either sign of `step`.
+        reverse_transform: bool,
+        /// Dtypes of `lo`, `hi`, `step` and the index.
+        bound_dts: [DType; 4],
+    },
 }
 
-/// A `while` or `scan`: carry `k` lives at `scratch + carry_off[k]` in the
+/// A `while`, `scan` or `for_loop`: carry `k` lives at `scratch + carry_off[k]` in the
 /// first set and `second_set` bytes further in the second.
 pub(crate) struct LoopPrep {
     pub kind: LoopKind,
@@ -125,6 +137,8 @@ pub(crate) struct LoopPrep {
     pub second_set: usize,
     /// Where the bodies' arenas start in the scratch.
     pub sub_off: usize,
+    /// Where a `for_loop`'s index value lives in the scratch.
+    pub index_off: usize,
 }
 
 /// One group, ready to emit.
@@ -380,6 +394,51 @@ pub(crate) fn prep(
                     scratch.push((gi, lp.1));
                     GPrep::Loop(Box::new(lp.0))
                 }
+                Primitive::ForLoop {
+                    body_jaxpr,
+                    body_nconsts,
+                    nimplicit,
+                    apply_reverse_transform,
+                    ..
+                } => {
+                    let head = body_nconsts + nimplicit;
+                    if eqn.inputs.len() < head + 4 {
+                        return Err(cannot(jaxpr, e, "for_loop has too few operands"));
+                    }
+                    let all = vec![true; body_jaxpr.jaxpr.outvars.len()];
+                    let body = prep_sub(t, body_jaxpr, &all, &sub_label("body"))
+                        .map_err(|m| cannot(jaxpr, e, &m))?;
+                    let mut carries: Vec<Atom> = eqn.inputs[*body_nconsts..head].to_vec();
+                    carries.extend(eqn.inputs[head + 4..].iter().copied());
+                    let mut bound_dts = [DType::I64; 4];
+                    for (k, d) in bound_dts.iter_mut().enumerate() {
+                        let dt = jaxpr
+                            .atom_aval(&eqn.inputs[head + k])
+                            .map(|a| a.dtype())
+                            .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
+                        if !dt.is_int() {
+                            return Err(cannot(jaxpr, e, "loop bounds must be integers"));
+                        }
+                        *d = dt;
+                    }
+                    let sub = body.mem.size;
+                    let lp = loop_prep(
+                        jaxpr,
+                        e,
+                        &carries,
+                        eqn,
+                        sub,
+                        LoopKind::For {
+                            body: Box::new(body),
+                            body_nconsts: *body_nconsts,
+                            nimplicit: *nimplicit,
+                            reverse_transform: *apply_reverse_transform,
+                            bound_dts,
+                        },
+                    )?;
+                    scratch.push((gi, lp.1));
+                    GPrep::Loop(Box::new(lp.0))
+                }
                 Primitive::Cond { branches } => {
                     let (index, operands) = eqn
                         .inputs
@@ -535,6 +594,8 @@ fn loop_prep(
     }
     let second_set = at;
     at *= 2;
+    let index_off = at;
+    at += ALIGN;
     let sub_off = at;
     Ok((
         LoopPrep {
@@ -545,6 +606,7 @@ fn loop_prep(
             carry_off,
             second_set,
             sub_off,
+            index_off,
         },
         sub_off + sub_size,
     ))

@@ -430,40 +430,101 @@ impl<'a> Emitter<'a> {
             .iter()
             .map(|a| self.atom(b, env, a))
             .collect::<Result<Vec<_>, _>>()?;
-        let (n_before, body, body_consts): (usize, &Prep, std::ops::Range<usize>) = match &lp.kind {
+        let nc = lp.carry_bytes.len();
+        // (body, its const operands, the carries' initial values, the body
+        // invar position of each carry)
+        let (body, body_consts, init, carry_pos): (
+            &Prep,
+            std::ops::Range<usize>,
+            Vec<Addr>,
+            Vec<usize>,
+        ) = match &lp.kind {
             LoopKind::While {
                 body,
                 cond_nconsts,
                 body_nconsts,
                 ..
-            } => (
-                cond_nconsts + body_nconsts,
-                body,
-                *cond_nconsts..cond_nconsts + body_nconsts,
-            ),
+            } => {
+                let n = cond_nconsts + body_nconsts;
+                (
+                    body,
+                    *cond_nconsts..n,
+                    ops.get(n..n + nc).map(<[Addr]>::to_vec).unwrap_or_default(),
+                    (0..nc).map(|k| body_nconsts + k).collect(),
+                )
+            }
             LoopKind::Scan {
                 body, num_consts, ..
-            } => (*num_consts, body, 0..*num_consts),
+            } => (
+                body,
+                0..*num_consts,
+                ops.get(*num_consts..num_consts + nc)
+                    .map(<[Addr]>::to_vec)
+                    .unwrap_or_default(),
+                (0..nc).map(|k| num_consts + k).collect(),
+            ),
+            LoopKind::For {
+                body,
+                body_nconsts,
+                nimplicit,
+                ..
+            } => {
+                let head = body_nconsts + nimplicit;
+                let mut init: Vec<Addr> = ops
+                    .get(*body_nconsts..head)
+                    .map(<[Addr]>::to_vec)
+                    .unwrap_or_default();
+                init.extend(ops.get(head + 4..).unwrap_or_default());
+                (
+                    body,
+                    0..*body_nconsts,
+                    init,
+                    (0..nc)
+                        .map(|k| body_nconsts + k + usize::from(k >= *nimplicit))
+                        .collect(),
+                )
+            }
         };
-        let nc = lp.carry_bytes.len();
-        if ops.len() < n_before + nc {
+        if init.len() != nc {
             return Err(err("loop operands do not match its carries"));
         }
         let carry_at = |set: Value, k: usize| Addr {
             base: set,
             off: lp.carry_off[k] as i64,
         };
-        let bc = body_consts.len();
         let outs = &body.jaxpr.outvars;
         // Carries the body returns unchanged keep their value in both sets.
         let same: Vec<bool> = (0..nc)
-            .map(|k| matches!(outs.get(k), Some(Atom::Var(v)) if body.jaxpr.invars.get(bc + k) == Some(v)))
+            .map(|k| matches!(outs.get(k), Some(Atom::Var(v)) if body.jaxpr.invars.get(carry_pos[k]) == Some(v)))
             .collect();
         for k in 0..nc {
-            self.copy(b, carry_at(set_a, k), ops[n_before + k], lp.carry_bytes[k]);
+            self.copy(b, carry_at(set_a, k), init[k], lp.carry_bytes[k]);
             if same[k] {
-                self.copy(b, carry_at(set_b, k), ops[n_before + k], lp.carry_bytes[k]);
+                self.copy(b, carry_at(set_b, k), init[k], lp.carry_bytes[k]);
             }
+        }
+        // A for_loop's trip count, from its runtime bounds.
+        let mut for_bounds = None;
+        if let LoopKind::For {
+            body_nconsts,
+            nimplicit,
+            reverse_transform,
+            bound_dts,
+            ..
+        } = &lp.kind
+        {
+            let head = body_nconsts + nimplicit;
+            let mut v = [None; 3];
+            for (k, slot) in v.iter_mut().enumerate() {
+                let a = *ops.get(head + k).ok_or_else(|| err("for_loop bounds"))?;
+                *slot = Some(self.load_int(b, a, bound_dts[k]));
+            }
+            let (lo, hi, step) = match v {
+                [Some(lo), Some(hi), Some(step)] => (lo, hi, step),
+                _ => return Err(err("for_loop bounds")),
+            };
+            let trips = for_trips(b, lo, hi, step, *reverse_transform);
+            for_bounds = Some((lo, step, trips));
         }
         let cur_v = b.declare_var(I64);
         let nxt_v = b.declare_var(I64);
@@ -498,12 +559,43 @@ impl<'a> Emitter<'a> {
                 let c = b.ins().icmp_imm_s(IntCC::SignedLessThan, i, *length as i64);
                 b.ins().brif(c, body_blk, &[], exit, &[]);
             }
+            LoopKind::For { .. } => {
+                let (_, _, trips) = for_bounds.ok_or_else(|| err("for_loop bounds"))?;
+                let i = b.use_var(counter);
+                let c = b.ins().icmp(IntCC::SignedLessThan, i, trips);
+                b.ins().brif(c, body_blk, &[], exit, &[]);
+            }
         }
         b.switch_to_block(body_blk);
         let cur = b.use_var(cur_v);
         let nxt = b.use_var(nxt_v);
         let mut bins: Vec<Addr> = ops[body_consts.clone()].to_vec();
         bins.extend((0..nc).map(|k| carry_at(cur, k)));
+        if let (
+            LoopKind::For {
+                nimplicit,
+                bound_dts,
+                ..
+            },
+            Some((lo, step, _)),
+        ) = (&lp.kind, for_bounds)
+        {
+            // The index value `lo + k step`, stored in the index dtype.
+            let i = b.use_var(counter);
+            let off = b.ins().imul(i, step);
+            let iv = b.ins().iadd(lo, off);
+            let at = scratch.plus(lp.index_off);
+            let p = self.at(b, at);
+            let flags = MemFlagsData::new().with_notrap();
+            let v = match bound_dts[3].size_bytes() {
+                8 => iv,
+                1 => b.ins().ireduce(I8, iv),
+                2 => b.ins().ireduce(I16, iv),
+                _ => b.ins().ireduce(I32, iv),
+            };
+            b.ins().store(flags, v, p, 0);
+            bins.insert(body_consts.len() + nimplicit, at);
+        }
         let mut fixed: HashMap<Var, Addr> = HashMap::new();
         let mut y_dst: Vec<Option<Addr>> = Vec::new();
         if let LoopKind::Scan {
@@ -521,7 +613,7 @@ impl<'a> Emitter<'a> {
             } else {
                 i
             };
-            for (x, rb) in ops[n_before + nc..].iter().zip(x_rows) {
+            for (x, rb) in ops[body_consts.end + nc..].iter().zip(x_rows) {
                 let base = self.at(b, *x);
                 let off = b.ins().imul_imm_s(idx, *rb as i64);
                 bins.push(Addr {
@@ -590,6 +682,23 @@ impl<'a> Emitter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Loads an integer scalar of `dt` at `a`, widened to i64.
+    fn load_int(&mut self, b: &mut FunctionBuilder, a: Addr, dt: DType) -> Value {
+        let p = self.at(b, a);
+        let flags = MemFlagsData::new().with_notrap();
+        let raw = match dt.size_bytes() {
+            1 => b.ins().load(I8, flags, p, 0),
+            2 => b.ins().load(I16, flags, p, 0),
+            4 => b.ins().load(I32, flags, p, 0),
+            _ => return b.ins().load(I64, flags, p, 0),
+        };
+        if dt.is_signed_int() {
+            b.ins().sextend(I64, raw)
+        } else {
+            b.ins().uextend(I64, raw)
+        }
     }
 
     /// Addresses of a nested jaxpr's embedded consts.
@@ -680,4 +789,34 @@ impl<'a> Emitter<'a> {
         b.switch_to_block(merge);
         Ok(())
     }
+}
+
+/// The trip count of a `for_loop`, as the interpreter computes it: with
+/// the reverse transform `ceil((hi - lo) / step)` (either sign of step),
+/// else `ceil((hi - lo) / step)` for a positive step, at least 0. A step
+/// the interpreter rejects (0, or not positive without the transform)
+/// runs no iteration.
+fn for_trips(b: &mut FunctionBuilder, lo: Value, hi: Value, step: Value, reverse: bool) -> Value {
+    let zero = b.ins().iconst(I64, 0);
+    let one = b.ins().iconst(I64, 1);
+    let bad = if reverse {
+        b.ins().icmp(IntCC::Equal, step, zero)
+    } else {
+        b.ins().icmp(IntCC::SignedLessThanOrEqual, step, zero)
+    };
+    let safe = b.ins().select(bad, one, step);
+    let dist = b.ins().isub(hi, lo);
+    let q = b.ins().sdiv(dist, safe);
+    let r = b.ins().srem(dist, safe);
+    // Round the quotient up when there is a remainder and dist, step have
+    // the same sign (then q >= 0).
+    let has_rem = b.ins().icmp(IntCC::NotEqual, r, zero);
+    let dneg = b.ins().icmp(IntCC::SignedLessThan, dist, zero);
+    let sneg = b.ins().icmp(IntCC::SignedLessThan, safe, zero);
+    let same_sign = b.ins().icmp(IntCC::Equal, dneg, sneg);
+    let up = b.ins().band(has_rem, same_sign);
+    let up = b.ins().uextend(I64, up);
+    let q = b.ins().iadd(q, up);
+    let q = b.ins().smax(q, zero);
+    b.ins().select(bad, zero, q)
 }

@@ -225,3 +225,38 @@ fn results_alias_inputs_and_each_other_and_calls_reuse_the_arena() {
     }
     assert_eq!(cpu.cached_programs(), 1);
 }
+
+#[test]
+fn catalyst_for_loop_with_runtime_bounds() {
+    // (lo, hi, step, reverse transform): forward, strided, counting down,
+    // empty both ways.
+    for (lo, hi, step, rev) in [
+        (0, 10, 1, "False"),
+        (3, 17, 4, "False"),
+        (9, -2, -3, "True"),
+        (5, 5, 1, "True"),
+        (4, 1, 1, "False"),
+    ] {
+        check(
+            &format!(
+                "{{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] d:i32[] = for_loop[
+      apply_reverse_transform={rev}
+      body_jaxpr={{ lambda ; k:f32[3] i:i64[] g:f32[3] n:i32[]. let
+          h:f32[] = convert_element_type[new_dtype=float32 weak_type=False] i
+          j:f32[3] = mul g 0.5:f32[]
+          l:f32[3] = mul k h
+          m:f32[3] = add j l
+          o:i32[] = add n 1:i32[]
+        in (m, o) }}
+      body_nconsts=1
+      nimplicit=0
+      preserve_dimensions=True
+    ] b {lo}:i64[] {hi}:i64[] {step}:i64[] 0:i64[] a 0:i32[]
+  in (c, d) }}"
+            ),
+            Dist::Uniform(2.0),
+            Tol::Exact,
+        );
+    }
+}
