@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 /// Free buffers kept per (dtype, length).
 const MAX_PER_KEY: usize = 4;
 /// Bytes of free buffers kept in all.
-const MAX_BYTES: usize = 1 << 30;
+const MAX_BYTES: usize = 512 << 20;
 
 /// A free list of output storage.
 #[derive(Default, Debug)]
