@@ -138,7 +138,57 @@ fn fori_loop(n: usize) {
     println!("{:>18}  {:.4} us/iter (wall)", "", dt * 1e6 / n as f64);
 }
 
+/// Compile time of every corpus jaxpr that compiles (fresh backend each).
+fn corpus_compile() {
+    let text = std::fs::read_to_string("tests/data/jax-0.10.2-public.jsonl").unwrap_or_default();
+    let key = "\"jaxpr\":\"";
+    let mut times = Vec::new();
+    for line in text.lines() {
+        let Some(start) = line.find(key) else {
+            continue;
+        };
+        let mut j = String::new();
+        let mut chars = line[start + key.len()..].chars();
+        while let Some(ch) = chars.next() {
+            match ch {
+                '"' => break,
+                '\\' => match chars.next() {
+                    Some('n') => j.push('\n'),
+                    Some(c) => j.push(c),
+                    None => break,
+                },
+                c => j.push(c),
+            }
+        }
+        let Ok(closed) = parse_closed_jaxpr(&j, Vec::new()) else {
+            continue;
+        };
+        let t0 = Instant::now();
+        if CpuBackend::new().compile(&closed).is_ok() {
+            let n = closed.jaxpr.eqns.len();
+            times.push((t0.elapsed().as_secs_f64() * 1e3, n));
+        }
+    }
+    times.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for t in times.iter().rev().take(5) {
+        println!("  {:8.2} ms  {} eqns", t.0, t.1);
+    }
+    let total: f64 = times.iter().map(|t| t.0).sum();
+    println!(
+        "corpus: {} jaxprs compiled, total {:.1} ms, median {:.2} ms, max {:.2} ms ({} eqns)",
+        times.len(),
+        total,
+        times.get(times.len() / 2).map_or(0.0, |t| t.0),
+        times.last().map_or(0.0, |t| t.0),
+        times.last().map_or(0, |t| t.1)
+    );
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("compile") {
+        corpus_compile();
+        return;
+    }
     let dt = time(
         "dispatch_tiny",
         "{ lambda ; a:f32[4]. let b:f32[4] = add a 1.0:f32[] in (b,) }",

@@ -588,7 +588,15 @@ impl Gen {
         let jv = idx[inner];
         b.def_var(jv, start);
         let out_inner = self.out_strides[inner];
-        let l = self.lanes as i64;
+        // Loops that cannot run for this extent are not emitted (smaller
+        // code, faster compiles for small groups).
+        let extent = self.dims[inner] as i64;
+        let l = if extent < self.lanes as i64 {
+            1
+        } else {
+            self.lanes as i64
+        };
+        let unroll = extent >= 4 * l;
         let mut res: Result<(), GenError> = Ok(());
         if self.reduce.is_some() && out_inner == 0 {
             // Accumulate along the reduced inner dimension in registers.
@@ -610,23 +618,25 @@ impl Gen {
                     let id = identity(&mut em, op, self.out_dt);
                     em.b.def_var(a, id);
                 }
-                counted(b, jv, n, 4 * l, &mut |b, j| {
-                    for (u, &a) in accs.iter().enumerate() {
-                        let ju = b.ins().iadd_imm_s(j, u as i64 * l);
-                        match self.value(b, &ctx, ju, self.lanes) {
-                            Ok(v) => {
-                                let cur = b.use_var(a);
-                                let mut em = Em {
-                                    b,
-                                    lanes: self.lanes,
-                                };
-                                let nv = combine(&mut em, op, self.out_dt, cur, v);
-                                em.b.def_var(a, nv);
+                if unroll {
+                    counted(b, jv, n, 4 * l, &mut |b, j| {
+                        for (u, &a) in accs.iter().enumerate() {
+                            let ju = b.ins().iadd_imm_s(j, u as i64 * l);
+                            match self.value(b, &ctx, ju, self.lanes) {
+                                Ok(v) => {
+                                    let cur = b.use_var(a);
+                                    let mut em = Em {
+                                        b,
+                                        lanes: self.lanes,
+                                    };
+                                    let nv = combine(&mut em, op, self.out_dt, cur, v);
+                                    em.b.def_var(a, nv);
+                                }
+                                Err(e) => res = Err(e),
                             }
-                            Err(e) => res = Err(e),
                         }
-                    }
-                });
+                    });
+                }
                 counted(
                     b,
                     jv,
@@ -702,14 +712,16 @@ impl Gen {
             Ok(())
         };
         if l > 1 {
-            counted(b, jv, n, 4 * l, &mut |b, j| {
-                for u in 0..4 {
-                    let ju = b.ins().iadd_imm_s(j, u * l);
-                    if let Err(e) = body(b, ju, self.lanes) {
-                        res = Err(e);
+            if unroll {
+                counted(b, jv, n, 4 * l, &mut |b, j| {
+                    for u in 0..4 {
+                        let ju = b.ins().iadd_imm_s(j, u * l);
+                        if let Err(e) = body(b, ju, self.lanes) {
+                            res = Err(e);
+                        }
                     }
-                }
-            });
+                });
+            }
             counted(b, jv, n, l, &mut |b, j| {
                 if let Err(e) = body(b, j, self.lanes) {
                     res = Err(e);
