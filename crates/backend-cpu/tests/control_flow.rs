@@ -260,3 +260,32 @@ fn catalyst_for_loop_with_runtime_bounds() {
         );
     }
 }
+
+#[test]
+fn half_reductions_in_loop_bodies() {
+    // f16/bf16 reductions accumulate in f32 and round once; inside a scan
+    // body their results are a carry, a `ys` row written in place, and an
+    // operand of later ops (planned at their declared size).
+    check(
+        "{ lambda ; a:f16[] xs:f16[5,7,9] b:bf16[7,9]. let
+    c:f16[] ys:f16[5,7] zs:bf16[5] = scan[
+      jaxpr={ lambda ; w:bf16[7,9] d:f16[] x:f16[7,9]. let
+          e:f16[7] = reduce_sum[axes=(1,) out_sharding=None] x
+          f:f16[] = reduce_max[axes=(0,) out_sharding=None] e
+          g:f16[] = add d f
+          h:bf16[7,9] = convert_element_type[new_dtype=bfloat16 weak_type=False] x
+          i:bf16[7,9] = mul h w
+          j:bf16[] = reduce_sum[axes=(0, 1) out_sharding=None] i
+        in (g, e, j) }
+      length=5
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] b a xs
+    k:f16[] = reduce_sum[axes=(0, 1) out_sharding=None] ys
+  in (c, ys, zs, k) }",
+        Dist::Uniform(2.0),
+        Tol::Rel(1e-2),
+    );
+}
