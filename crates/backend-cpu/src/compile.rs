@@ -1,16 +1,19 @@
-//! The compile pipeline: simplify (ir passes) → fusion plan → one Cranelift
-//! function per fused group, GEMM steps for `dot_general` → machine code.
-//! With `JAXON_DUMP=dir` it writes the jaxpr, the plan and each function's
-//! CLIF to `dir`.
+//! The compile pipeline: simplify (ir passes) → fusion and memory plans
+//! (`prep`) → one Cranelift function per fused group plus one program
+//! function running the whole jaxpr (`program`) → machine code. With
+//! `JAXON_DUMP=dir` it writes the jaxpr, the plans (fusion and memory, of
+//! every nested jaxpr too) and each function's CLIF to `dir`.
 
 use crate::dot::DotPlan;
-use crate::exec::{Operand, Program, Step};
-use crate::jit::CodeBuilder;
-use crate::kernel::{compile_group, GenError};
-use jaxon_ir::passes::{plan_fusion, FusionPlan, GroupKind};
+use crate::exec::{Operand, Program, ResultSrc, Step};
+use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::prep::{prep, Tables};
+use crate::program::{Emitter, TopIo};
 use jaxon_ir::print::print_jaxpr;
-use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive};
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive, Var};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Mutex;
 
 /// Code generation options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -102,22 +105,25 @@ pub(crate) fn compile_program(
     key: &str,
     opts: Options,
 ) -> Result<Program, IrError> {
+    // `Ref` arguments are discharged: passed as arrays, their final values
+    // returned after the outputs.
+    let discharged;
+    let closed = match crate::rewrite::discharge_refs(closed)? {
+        Some(d) => {
+            discharged = d;
+            &discharged
+        }
+        None => closed,
+    };
     let jaxpr: &Jaxpr = &closed.jaxpr;
     let mut in_avals = Vec::new();
-    // `Ref` arguments are discharged: passed as arrays, final values
-    // returned after the outputs.
-    let mut ref_outs = Vec::new();
     for v in &jaxpr.invars {
         let a = jaxpr
             .try_aval(*v)
             .ok_or_else(|| IrError::Invalid("invar out of range".into()))?;
-        let sa = match a {
-            jaxon_ir::Aval::Array(sa) => sa,
-            jaxon_ir::Aval::Ref(r) => {
-                ref_outs.push(Operand::Var(*v));
-                &r.inner
-            }
-        };
+        let sa = a.as_array().ok_or_else(|| {
+            IrError::Eval("cpu backend: `Ref` arguments are not supported yet".into())
+        })?;
         if sa.static_sizes().is_none() {
             return Err(IrError::Eval(
                 "cpu backend: dynamic shapes are not supported yet".into(),
@@ -125,109 +131,95 @@ pub(crate) fn compile_program(
         }
         in_avals.push(sa.clone());
     }
-    let plan = plan_fusion(jaxpr)?;
+    let n_in = jaxpr.invars.len();
+    let n_consts = jaxpr.constvars.len();
+    // Results computed by the program are written straight into output
+    // buffers; the others are copied by the caller.
+    let mut out_bufs: Vec<(jaxon_ir::DType, Vec<usize>)> = Vec::new();
+    let mut results = Vec::new();
+    let mut outputs = HashMap::new();
+    for (k, a) in jaxpr.outvars.iter().enumerate() {
+        let r = match a {
+            Atom::Lit(l) => ResultSrc::Literal(literal_array(l)?),
+            Atom::Var(v) => {
+                if let Some(i) = jaxpr.outvars[..k].iter().position(|w| w == a) {
+                    ResultSrc::Again(i)
+                } else if let Some(i) = jaxpr.invars.iter().position(|w| w == v) {
+                    ResultSrc::Input(i)
+                } else if let Some(i) = jaxpr.constvars.iter().position(|w| w == v) {
+                    ResultSrc::Const(i)
+                } else {
+                    let aval = jaxpr
+                        .try_aval(*v)
+                        .and_then(|a| a.as_array())
+                        .ok_or_else(|| {
+                            IrError::Eval("cpu backend: output is not an array".into())
+                        })?;
+                    let shape = aval.static_sizes().ok_or_else(|| {
+                        IrError::Eval("cpu backend: dynamic shapes are not supported yet".into())
+                    })?;
+                    outputs.insert(*v, n_in + n_consts + out_bufs.len());
+                    out_bufs.push((aval.dtype, shape));
+                    ResultSrc::Buffer(out_bufs.len() - 1)
+                }
+            }
+        };
+        results.push(r);
+    }
+    let exclude: HashSet<Var> = outputs.keys().copied().collect();
     let dump = dump_dir();
-    let mut clif = String::new();
-    let mut cb = CodeBuilder::new()?;
-    let cfg = cranelift_module::Module::target_config(cb.module());
-    // Kernel steps hold a kernel index until the module is finalised.
-    let mut pending: Vec<Result<Step, (usize, KernelStep)>> = Vec::new();
-    for (gi, g) in plan.groups.iter().enumerate() {
-        match &g.kind {
-            GroupKind::Loop | GroupKind::Reduce { .. } => {
-                let code = compile_group(jaxpr, g, cfg, opts.contract_fma).map_err(
-                    |GenError { eqn, message }| cannot(jaxpr, eqn.unwrap_or(g.root()), &message),
-                )?;
-                if dump.is_some() {
-                    let _ = writeln!(clif, "; group {gi}\n{}", code.func.display());
-                }
-                let out = *g
-                    .outputs
-                    .first()
-                    .ok_or_else(|| cannot(jaxpr, g.root(), "fused group without output"))?;
-                let aval = jaxpr
-                    .try_aval(out)
-                    .and_then(|a| a.as_array())
-                    .ok_or_else(|| cannot(jaxpr, g.root(), "output is not an array"))?;
-                let shape = aval
-                    .static_sizes()
-                    .ok_or_else(|| cannot(jaxpr, g.root(), "dynamic output shape"))?;
-                let numel: usize = g.space.iter().product();
-                let k = cb.define(
-                    &format!("g{gi}"),
-                    code.func,
-                    crate::jit::Shape {
-                        n_args: code.n_args,
-                        extent: code.extent,
-                        splittable: code.splittable,
-                        work_per_step: numel / code.extent.max(1),
-                    },
-                )?;
-                // Half-precision reductions accumulate in f32, then round.
-                let acc_dt = code.reduce.map_or(aval.dtype, |(_, d)| d);
-                pending.push(Err((
-                    k,
-                    KernelStep {
-                        inputs: g.inputs.clone(),
-                        out,
-                        out_aval: (acc_dt, shape),
-                        init: code.reduce.map(|(op, _)| op),
-                    },
-                )));
-                if acc_dt != aval.dtype {
-                    pending.push(Ok(crate::native::cast_step(out, aval.dtype)));
-                }
-            }
-            GroupKind::Opaque => {
-                let e = g.root();
-                pending.push(Ok(opaque_step(jaxpr, e, &jaxpr.eqns[e], opts)?));
-            }
-        }
+    let mut t = Tables::new(opts, dump.is_some())?;
+    let top = prep(&mut t, closed, &exclude, "program")?;
+    let tramps = [
+        t.cb.import_trampoline(TRAMP_PAR_KERNEL)?,
+        t.cb.import_trampoline(TRAMP_DOT)?,
+        t.cb.import_trampoline(TRAMP_STEP)?,
+    ];
+    let kernel_ids: Vec<_> = (0..).map_while(|i| t.cb.func_id(i)).map(Some).collect();
+    let mut em = Emitter::new(t.cb.module(), kernel_ids, tramps);
+    let func = em.program(&top, &TopIo { outputs })?;
+    let pinned_bytes = std::mem::take(&mut em.pinned);
+    if t.dump {
+        let _ = writeln!(t.clif, "; program function\n{}", func.display());
     }
-    let kernels = cb.finish()?;
-    let mut steps = Vec::with_capacity(pending.len());
-    for p in pending {
-        steps.push(match p {
-            Ok(s) => s,
-            Err((k, ks)) => Step::Kernel {
-                kernel: kernels
-                    .get(k)
-                    .cloned()
-                    .ok_or_else(|| IrError::Eval("cpu backend: missing kernel".into()))?,
-                inputs: ks.inputs,
-                out: ks.out,
-                out_aval: ks.out_aval,
-                init: ks.init,
-            },
-        });
-    }
+    let pidx = t.cb.define("program", func, None)?;
+    let disasm = t.cb.disasm.take();
+    let fin = t.cb.finish(pidx)?;
+    let par_kernels = t
+        .par_kernels
+        .iter()
+        .map(|&i| {
+            fin.kernels
+                .get(i)
+                .cloned()
+                .flatten()
+                .ok_or_else(|| IrError::Eval("cpu backend: missing kernel".into()))
+        })
+        .collect::<Result<_, _>>()?;
     if let Some(dir) = dump {
-        write_dump(&dir, key, &plan, &clif);
+        let _ = writeln!(t.clif, "\n; machine code\n{}", disasm.unwrap_or_default());
+        write_dump(&dir, key, &t.plans, &t.clif);
     }
     Ok(Program {
-        steps,
-        n_vars: jaxpr.vars.len(),
-        constvars: jaxpr.constvars.clone(),
-        invars: jaxpr.invars.clone(),
+        entry: fin.program,
+        _code: fin.code,
         in_avals,
-        outvars: jaxpr
-            .outvars
-            .iter()
-            .map(operand)
-            .chain(ref_outs.into_iter().map(Ok))
-            .collect::<Result<_, _>>()?,
+        n_consts,
+        out_bufs,
+        results,
+        arena_bytes: top.mem.size,
+        arenas: Mutex::new(Vec::new()),
+        par_kernels,
+        dots: t.dots,
+        steps: t.steps,
+        _pinned: t.pinned,
+        _pinned_bytes: pinned_bytes,
     })
 }
 
-/// A kernel step before its code is finalised.
-struct KernelStep {
-    inputs: Vec<jaxon_ir::Var>,
-    out: jaxon_ir::Var,
-    out_aval: (jaxon_ir::DType, Vec<usize>),
-    init: Option<jaxon_ir::primitive::ReduceOp>,
-}
-
-fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step, IrError> {
+/// Builds the native step of an opaque equation (not control flow, which
+/// the program emitter handles).
+pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
     match &eqn.primitive {
         Primitive::DotGeneral {
             dimension_numbers,
@@ -255,7 +247,7 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
             let dt = preferred_element_type.unwrap_or(ldt);
             if ldt != rdt || dt != ldt || !crate::dot::gemm_dtype(dt) {
                 // Mixed, half-precision and boolean products cast first.
-                return crate::native::native_step(jaxpr, e, eqn, opts);
+                return crate::native::native_step(jaxpr, e, eqn);
             }
             let plan =
                 DotPlan::new(&ls, &rs, dimension_numbers, dt).map_err(|m| cannot(jaxpr, e, &m))?;
@@ -290,7 +282,7 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
         Primitive::Reshape {
             dimensions: Some(_),
             ..
-        } => crate::native::native_step(jaxpr, e, eqn, opts),
+        } => crate::native::native_step(jaxpr, e, eqn),
         // Elementwise and shape ops reach here only when the planner could
         // not fuse them (dynamic shapes, `Ref` operands).
         Primitive::Unary(_)
@@ -337,63 +329,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
                 out: *out,
                 dim: *dimension,
                 out_shape: static_out(jaxpr, e, *out)?,
-            })
-        }
-        Primitive::Cond { branches } => {
-            let (index, operands) = eqn
-                .inputs
-                .split_first()
-                .ok_or_else(|| cannot(jaxpr, e, "cond without an index"))?;
-            Ok(Step::Cond {
-                index: operand(index)?,
-                operands: operands.iter().map(operand).collect::<Result<_, _>>()?,
-                branches: branches
-                    .iter()
-                    .map(|b| compile_sub(b, opts).map_err(|m| cannot(jaxpr, e, &m)))
-                    .collect::<Result<_, _>>()?,
-                outs: out_vars(eqn),
-            })
-        }
-        Primitive::While {
-            cond_jaxpr,
-            body_jaxpr,
-            cond_nconsts,
-            body_nconsts,
-        } => Ok(Step::While {
-            cond: compile_sub(cond_jaxpr, opts).map_err(|m| cannot(jaxpr, e, &m))?,
-            body: compile_sub(body_jaxpr, opts).map_err(|m| cannot(jaxpr, e, &m))?,
-            cond_nconsts: *cond_nconsts,
-            body_nconsts: *body_nconsts,
-            operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-            outs: out_vars(eqn),
-        }),
-        Primitive::Scan {
-            jaxpr: body,
-            length,
-            reverse,
-            num_consts,
-            num_carry,
-            ..
-        } => {
-            let ys = eqn
-                .outputs
-                .iter()
-                .skip(*num_carry)
-                .map(|b| {
-                    let a = jaxpr.binder_aval(b).and_then(|a| a.as_array())?;
-                    Some((a.dtype, a.static_sizes()?))
-                })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))?;
-            Ok(Step::Scan {
-                body: compile_sub(body, opts).map_err(|m| cannot(jaxpr, e, &m))?,
-                length: *length,
-                reverse: *reverse,
-                num_consts: *num_consts,
-                num_carry: *num_carry,
-                operands: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-                outs: out_vars(eqn),
-                ys,
             })
         }
         Primitive::Cumulative { op, axis, reverse } => {
@@ -464,10 +399,17 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
         | Primitive::ConvGeneralDilated { .. }
         | Primitive::Sort { .. }
         | Primitive::TopK { .. }
-        | Primitive::ForLoop { .. }
         | Primitive::Get { .. }
         | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. } => crate::native::native_step(jaxpr, e, eqn, opts),
+        | Primitive::AddUpdate { .. } => crate::native::native_step(jaxpr, e, eqn),
+        Primitive::Cond { .. }
+        | Primitive::While { .. }
+        | Primitive::Scan { .. }
+        | Primitive::ForLoop { .. } => Err(cannot(
+            jaxpr,
+            e,
+            "internal error: control flow is handled by the program emitter",
+        )),
         Primitive::Jit { .. }
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
@@ -485,28 +427,6 @@ fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, opts: Options) -> Result<Step
             Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
         }
     }
-}
-
-/// Compiles a nested closed jaxpr (a branch or loop body) on its own.
-pub(crate) fn compile_sub(
-    closed: &ClosedJaxpr,
-    opts: Options,
-) -> Result<crate::exec::SubProgram, String> {
-    let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
-    if simple
-        .jaxpr
-        .in_avals()
-        .iter()
-        .any(|a| a.as_array().is_none())
-    {
-        return Err("`Ref` operands of nested jaxprs are not supported yet".into());
-    }
-    let key = fingerprint(&simple.jaxpr);
-    let program = compile_program(&simple, &key, opts).map_err(|e| format!("in its body: {e}"))?;
-    Ok(crate::exec::SubProgram {
-        program: std::sync::Arc::new(program),
-        consts: simple.consts,
-    })
 }
 
 /// The variables bound by an equation's outputs (`None` for `_`).
@@ -529,7 +449,7 @@ fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, I
         .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
 }
 
-fn write_dump(dir: &std::path::Path, key: &str, plan: &FusionPlan, clif: &str) {
+fn write_dump(dir: &std::path::Path, key: &str, plans: &str, clif: &str) {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     key.hash(&mut h);
@@ -537,7 +457,7 @@ fn write_dump(dir: &std::path::Path, key: &str, plan: &FusionPlan, clif: &str) {
     // Dumps are best-effort debugging output: failures are logged, not fatal.
     let res = std::fs::create_dir_all(dir)
         .and_then(|_| std::fs::write(dir.join(format!("{stem}.jaxpr.txt")), key))
-        .and_then(|_| std::fs::write(dir.join(format!("{stem}.plan.txt")), plan.to_string()))
+        .and_then(|_| std::fs::write(dir.join(format!("{stem}.plan.txt")), plans))
         .and_then(|_| std::fs::write(dir.join(format!("{stem}.clif")), clif));
     if let Err(e) = res {
         tracing::warn!("JAXON_DUMP: cannot write to {}: {e}", dir.display());

@@ -3,8 +3,10 @@
 //! one call of the `gemm` crate (f32, f64) or a plain triple loop
 //! (integers, with wrap-around like the interpreter).
 //!
-//! `unsafe` is confined to [`gemm_call`]: `gemm::gemm` takes raw pointers
-//! and strides. Invariant relied on: the three slices hold exactly
+//! `unsafe` is confined to [`gemm_call`] (`gemm::gemm` takes raw pointers
+//! and strides) and to `DotPlan::run_raw`/`read_host`, which view the
+//! buffers generated code passes as slices (their invariant: each pointer
+//! holds the elements of its operand's type, see `runtime`). Invariant relied on: the three slices hold exactly
 //! `m*k`, `k*n` and `m*n` elements in row-major order, so every address
 //! `gemm` forms from the strides given lies inside them, and `dst` does not
 //! alias the operands (it is a distinct `&mut` slice).
@@ -22,6 +24,8 @@ pub(crate) fn gemm_dtype(dt: DType) -> bool {
 pub(crate) struct DotPlan {
     lhs_perm: Vec<usize>,
     rhs_perm: Vec<usize>,
+    lhs_shape: Vec<usize>,
+    rhs_shape: Vec<usize>,
     b: usize,
     m: usize,
     k: usize,
@@ -84,6 +88,8 @@ impl DotPlan {
         Ok(DotPlan {
             lhs_perm,
             rhs_perm,
+            lhs_shape: ls.to_vec(),
+            rhs_shape: rs.to_vec(),
             b: prod(&dn.lhs_batch, ls),
             m: prod(&lfree, ls),
             k: prod(&dn.lhs_contracting, ls),
@@ -93,7 +99,81 @@ impl DotPlan {
         })
     }
 
-    /// Computes the product.
+    /// Computes the product of the operands at `l` and `r` into `o`
+    /// (called from generated code). The caller guarantees (see `runtime`)
+    /// that the pointers hold the operand and result types of this plan,
+    /// aligned, and that `o` overlaps neither operand.
+    pub fn run_raw(
+        &self,
+        l: *const u8,
+        r: *const u8,
+        o: *mut u8,
+        threads: usize,
+    ) -> Result<(), IrError> {
+        let (b, m, k, n) = (self.b, self.m, self.k, self.n);
+        let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
+        let par = self.parallelism(threads);
+        macro_rules! direct {
+            ($t:ty) => {{
+                // SAFETY: the caller's contract above: `b·m·k`, `b·k·n`
+                // and `b·m·n` elements of this dtype, `o` unaliased.
+                let (a, c, d) = unsafe {
+                    (
+                        std::slice::from_raw_parts(l.cast::<$t>(), b * m * k),
+                        std::slice::from_raw_parts(r.cast::<$t>(), b * k * n),
+                        std::slice::from_raw_parts_mut(o.cast::<$t>(), b * m * n),
+                    )
+                };
+                if m > 0 && n > 0 && k > 0 {
+                    for i in 0..b {
+                        gemm_call(
+                            m,
+                            k,
+                            n,
+                            &a[i * m * k..(i + 1) * m * k],
+                            &c[i * k * n..(i + 1) * k * n],
+                            &mut d[i * m * n..(i + 1) * m * n],
+                            par,
+                        );
+                    }
+                } else {
+                    d.fill(0.0);
+                }
+                return Ok(());
+            }};
+        }
+        if identity(&self.lhs_perm) && identity(&self.rhs_perm) {
+            match self.dtype {
+                DType::F32 => direct!(f32),
+                DType::F64 => direct!(f64),
+                _ => {}
+            }
+        }
+        // Other dtypes and permuted operands: through host arrays.
+        // SAFETY: as above.
+        let (la, ra) = unsafe {
+            (
+                read_host(l, self.dtype, &self.lhs_shape)?,
+                read_host(r, self.dtype, &self.rhs_shape)?,
+            )
+        };
+        let out = self.run(&la, &ra, threads)?;
+        jaxon_ir::with_storage!(out.data(), v => {
+            // SAFETY: as above: `o` has room for the `b·m·n` results.
+            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), o.cast(), v.len()) }
+        });
+        Ok(())
+    }
+
+    fn parallelism(&self, threads: usize) -> gemm::Parallelism {
+        let (m, k, n) = (self.m, self.k, self.n);
+        if threads > 1 && m.saturating_mul(n).saturating_mul(k) >= Self::PARALLEL_MIN_WORK {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        }
+    }
+
     /// Products of at least this many multiply-adds use `threads` threads.
     const PARALLEL_MIN_WORK: usize = 1 << 18;
 
@@ -109,12 +189,7 @@ impl DotPlan {
         let (l, r) = (lp.as_ref().unwrap_or(lhs), rp.as_ref().unwrap_or(rhs));
         let (b, m, k, n) = (self.b, self.m, self.k, self.n);
         let mut out = HostArray::zeros(self.dtype, &self.out_shape);
-        let par = if threads > 1 && m.saturating_mul(n).saturating_mul(k) >= Self::PARALLEL_MIN_WORK
-        {
-            gemm::Parallelism::Rayon(threads)
-        } else {
-            gemm::Parallelism::None
-        };
+        let par = self.parallelism(threads);
         macro_rules! float {
             ($a:expr, $c:expr, $o:expr) => {{
                 if m > 0 && n > 0 && k > 0 {
@@ -169,6 +244,20 @@ impl DotPlan {
         }
         Ok(out)
     }
+}
+
+/// A copy of the array of `dt` and `shape` at `p`.
+///
+/// # Safety
+/// `p` points to `shape.product()` initialised, aligned elements of `dt`.
+unsafe fn read_host(p: *const u8, dt: DType, shape: &[usize]) -> Result<HostArray, IrError> {
+    let n: usize = shape.iter().product();
+    let mut s = Storage::zeros(dt, n);
+    jaxon_ir::with_storage!(&mut s, v => {
+        // SAFETY: the caller's contract; `v` holds `n` elements of `dt`.
+        unsafe { std::ptr::copy_nonoverlapping(p.cast(), v.as_mut_ptr(), n) }
+    });
+    HostArray::new(shape.to_vec(), s)
 }
 
 /// `a` transposed by `perm` (`None` when `perm` is the identity).

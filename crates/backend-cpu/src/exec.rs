@@ -2,14 +2,15 @@
 //! GEMM calls) over an environment of host arrays indexed by variable.
 
 use crate::dot::DotPlan;
-use crate::jit::{Arg, Kernel};
+use crate::jit::{CodeModule, Kernel, ProgramFn};
 use crate::kernel::identity_int;
+use crate::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{
     with_storage, Buffer, DType, Executable, HostArray, IrError, ShapedArray, Storage, Var,
 };
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// An operand of a step: a variable or a constant (from a literal).
 #[derive(Clone, Debug)]
@@ -23,19 +24,6 @@ pub(crate) enum Operand {
 /// One step of a program.
 #[derive(Debug)]
 pub(crate) enum Step {
-    /// A generated loop kernel writing one fresh array.
-    Kernel {
-        /// The code.
-        kernel: Kernel,
-        /// Inputs, in kernel argument order.
-        inputs: Vec<Var>,
-        /// The output variable.
-        out: Var,
-        /// Output dtype and shape.
-        out_aval: (DType, Vec<usize>),
-        /// For reductions: pre-fill the output with this op's identity.
-        init: Option<ReduceOp>,
-    },
     /// `iota`: the index along `dimension`, for static shapes.
     Iota {
         out: Var,
@@ -57,34 +45,6 @@ pub(crate) enum Step {
         out: Var,
         dim: usize,
         out_shape: Vec<usize>,
-    },
-    /// `cond`: runs `branches[clamp(index)]` on the operands.
-    Cond {
-        index: Operand,
-        operands: Vec<Operand>,
-        branches: Vec<SubProgram>,
-        outs: Vec<Option<Var>>,
-    },
-    /// `while`: `carry = body(bconsts, carry)` while `cond(cconsts, carry)`.
-    While {
-        cond: SubProgram,
-        body: SubProgram,
-        cond_nconsts: usize,
-        body_nconsts: usize,
-        operands: Vec<Operand>,
-        outs: Vec<Option<Var>>,
-    },
-    /// `scan`: `(carry, y) = body(consts, carry, x)` over the leading axis.
-    Scan {
-        body: SubProgram,
-        length: usize,
-        reverse: bool,
-        num_consts: usize,
-        num_carry: usize,
-        operands: Vec<Operand>,
-        outs: Vec<Option<Var>>,
-        /// Dtype and full (stacked) shape of each `ys` output.
-        ys: Vec<(DType, Vec<usize>)>,
     },
     /// `cumsum` and friends along `axis`.
     Cumulative {
@@ -126,15 +86,86 @@ pub(crate) enum Step {
     },
 }
 
-/// A compiled jaxpr, independent of its constants (so it can be cached).
+/// A native step called from generated code, with the types of the
+/// variables it reads and writes (in pointer-table order).
 #[derive(Debug)]
-pub(crate) struct Program {
-    pub steps: Vec<Step>,
+pub(crate) struct StepCall {
+    /// The step.
+    pub step: Step,
+    /// Size of the variable table of the jaxpr the step belongs to.
     pub n_vars: usize,
-    pub constvars: Vec<Var>,
-    pub invars: Vec<Var>,
+    /// Variables read (each once).
+    pub ins: Vec<(Var, DType, Vec<usize>)>,
+    /// Variables written.
+    pub outs: Vec<(Var, DType, Vec<usize>)>,
+}
+
+/// Where a program result comes from.
+#[derive(Debug)]
+pub(crate) enum ResultSrc {
+    /// Output buffer `i`, written by the program function.
+    Buffer(usize),
+    /// Argument `i`, passed through.
+    Input(usize),
+    /// Closed-over constant `i`.
+    Const(usize),
+    /// A literal.
+    Literal(HostArray),
+    /// The same value as result `i` (an earlier one).
+    Again(usize),
+}
+
+/// A compiled jaxpr, independent of its constants (so it can be cached):
+/// one program function that runs the whole jaxpr natively, and the
+/// tables its trampolines use.
+pub(crate) struct Program {
+    /// The program function.
+    pub entry: ProgramFn,
+    /// Keeps `entry` (and the kernels) alive.
+    pub _code: Arc<CodeModule>,
+    /// Argument types.
     pub in_avals: Vec<ShapedArray>,
-    pub outvars: Vec<Operand>,
+    /// Number of closed-over constants (passed after the arguments).
+    pub n_consts: usize,
+    /// Output buffers the program writes (dtype and shape).
+    pub out_bufs: Vec<(DType, Vec<usize>)>,
+    /// Per result, where it comes from.
+    pub results: Vec<ResultSrc>,
+    /// Bytes of the arena the program needs.
+    pub arena_bytes: usize,
+    /// Arenas of finished calls, reused by the next ones.
+    pub arenas: Mutex<Vec<Vec<u64>>>,
+    /// Kernels large enough to split over threads (`tramp_par_kernel`).
+    pub par_kernels: Vec<Kernel>,
+    /// `dot_general`s (`tramp_dot`).
+    pub dots: Vec<DotPlan>,
+    /// Other native steps (`tramp_step`).
+    pub steps: Vec<StepCall>,
+    /// Constants whose addresses are embedded in the code (nested
+    /// jaxprs' consts, literals, reduction identities): never mutated or
+    /// moved while the program lives.
+    pub _pinned: Vec<Arc<[HostArray]>>,
+    /// See `_pinned`.
+    pub _pinned_bytes: Vec<Box<[u64]>>,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Program({} args, {} results, arena {} bytes)",
+            self.in_avals.len(),
+            self.results.len(),
+            self.arena_bytes
+        )
+    }
+}
+
+impl Program {
+    /// Length of the io pointer table: arguments, constants, outputs.
+    pub fn io_len(&self) -> usize {
+        self.in_avals.len() + self.n_consts + self.out_bufs.len()
+    }
 }
 
 /// A program with its constants: what `compile` returns.
@@ -143,34 +174,28 @@ pub(crate) struct CpuExecutable {
     pub consts: Arc<[HostArray]>,
     /// Threads a large kernel may use.
     pub threads: usize,
+    /// Where outputs come from and return to.
+    pub pool: Arc<Pool>,
 }
 
-enum Slot<'a> {
-    Borrowed(&'a HostArray),
+enum Slot {
     Owned(HostArray),
 }
 
-impl Slot<'_> {
+impl Slot {
     fn get(&self) -> &HostArray {
         match self {
-            Slot::Borrowed(a) => a,
             Slot::Owned(a) => a,
         }
     }
 }
 
-/// The base address and byte length of an array's storage.
-fn raw(a: &HostArray) -> (*mut u8, usize) {
-    let d = a.data();
-    let bytes = a.len() * a.dtype().size_bytes();
-    // Kernels only read through input pointers; the cast to `*mut` is for
-    // the uniform argument array.
-    let p = with_storage!(d, v => v.as_ptr().cast::<u8>().cast_mut());
-    (p, bytes)
-}
-
 /// An array of `shape` filled with the identity of `op`.
-fn identity_array(op: ReduceOp, dt: DType, shape: &[usize]) -> Result<HostArray, IrError> {
+pub(crate) fn identity_array(
+    op: ReduceOp,
+    dt: DType,
+    shape: &[usize],
+) -> Result<HostArray, IrError> {
     let n: usize = shape.iter().product();
     let v = if dt.is_float() {
         match op {
@@ -231,144 +256,16 @@ fn operand_ref<'e>(env: &'e [Option<Slot>], o: &'e Operand) -> Result<&'e HostAr
     }
 }
 
-impl CpuExecutable {
-    fn run(&self, args: &[&HostArray]) -> Result<Vec<HostArray>, IrError> {
-        run_program(&self.program, &self.consts, args, self.threads)
-    }
-}
-
-/// A compiled nested jaxpr (a branch, a loop body) with its constants.
-#[derive(Debug)]
-pub(crate) struct SubProgram {
-    pub program: Arc<Program>,
-    pub consts: Arc<[HostArray]>,
-}
-
-impl SubProgram {
-    /// Runs the program on arguments.
-    pub(crate) fn call(
-        &self,
-        args: &[&HostArray],
-        threads: usize,
-    ) -> Result<Vec<HostArray>, IrError> {
-        run_program(&self.program, &self.consts, args, threads)
-    }
-}
-
-/// The rows `i` of an array along its leading dimension.
-fn leading_row(x: &HostArray, i: usize) -> Result<HostArray, IrError> {
-    let shape = x.shape();
-    let rows = *shape
-        .first()
-        .ok_or_else(|| IrError::Eval("cpu backend: scan over a scalar".into()))?;
-    let per = x.len().checked_div(rows).unwrap_or(0);
-    if (i + 1) * per > x.len() {
-        return Err(IrError::Eval(format!(
-            "cpu backend: row {i} of an array of {rows} rows"
-        )));
-    }
-    macro_rules! go {
-        ($($v:ident),*) => {
-            match x.data() {
-                $(Storage::$v(v) => Storage::$v(v[i * per..(i + 1) * per].to_vec()),)*
-            }
-        };
-    }
-    let data = go!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64);
-    HostArray::new(shape[1..].to_vec(), data)
-}
-
-/// Writes `row` as row `i` of `dst` along its leading dimension.
-fn set_leading_row(dst: &mut HostArray, i: usize, row: &HostArray) -> Result<(), IrError> {
-    let per = row.len();
-    macro_rules! go {
-        ($($v:ident),*) => {
-            match (dst.data_mut(), row.data()) {
-                $((Storage::$v(d), Storage::$v(s)) if d.len() >= (i + 1) * per => {
-                    d[i * per..(i + 1) * per].copy_from_slice(s)
-                })*
-                _ => return Err(IrError::Eval("cpu backend: scan output does not fit".into())),
-            }
-        };
-    }
-    go!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64);
-    Ok(())
-}
-
-/// Runs a program on arguments (checked against its compiled types).
-fn run_program(
-    p: &Program,
-    consts: &[HostArray],
-    args: &[&HostArray],
+/// Runs one native step on the arrays in `env` (indexed by variable),
+/// binding its results there.
+fn run_step(
+    step: &Step,
+    mut env: Vec<Option<Slot>>,
     threads: usize,
-) -> Result<Vec<HostArray>, IrError> {
+) -> Result<Vec<Option<Slot>>, IrError> {
     {
-        if args.len() != p.invars.len() {
-            return Err(IrError::Eval(format!(
-                "cpu backend: expected {} arguments, got {}",
-                p.invars.len(),
-                args.len()
-            )));
-        }
-        let mut env: Vec<Option<Slot>> = (0..p.n_vars).map(|_| None).collect();
-        for (v, c) in p.constvars.iter().zip(consts.iter()) {
-            env[v.index()] = Some(Slot::Borrowed(c));
-        }
-        for ((v, a), want) in p.invars.iter().zip(args).zip(&p.in_avals) {
-            let got = a.aval();
-            if got.dtype != want.dtype || got.shape != want.shape {
-                return Err(IrError::Eval(format!(
-                    "cpu backend: argument of type {got:?} where {want:?} was compiled"
-                )));
-            }
-            env[v.index()] = Some(Slot::Borrowed(a));
-        }
-        let fetch = |env: &[Option<Slot>], v: Var| -> Result<(*mut u8, usize), IrError> {
-            env.get(v.index())
-                .and_then(|s| s.as_ref())
-                .map(|s| raw(s.get()))
-                .ok_or_else(|| IrError::Eval(format!("cpu backend: variable {} not computed", v.0)))
-        };
-        for step in &p.steps {
+        {
             match step {
-                Step::Kernel {
-                    kernel,
-                    inputs,
-                    out,
-                    out_aval,
-                    init,
-                } => {
-                    let (dt, shape) = out_aval;
-                    let mut result = match init {
-                        Some(op) => identity_array(*op, *dt, shape)?,
-                        None => HostArray::zeros(*dt, shape),
-                    };
-                    let numel: usize = shape.iter().product();
-                    let space_empty = inputs
-                        .iter()
-                        .any(|v| env[v.index()].as_ref().is_some_and(|s| s.get().is_empty()));
-                    if numel > 0 && !space_empty {
-                        let mut cargs = Vec::with_capacity(inputs.len() + 1);
-                        for v in inputs {
-                            let (ptr, len) = fetch(&env, *v)?;
-                            cargs.push(Arg {
-                                ptr,
-                                len_bytes: len,
-                                need_bytes: len,
-                            });
-                        }
-                        let bytes = numel * dt.size_bytes();
-                        let optr =
-                            with_storage!(result.data_mut(), v => v.as_mut_ptr().cast::<u8>());
-                        cargs.push(Arg {
-                            ptr: optr,
-                            len_bytes: bytes,
-                            need_bytes: bytes,
-                        });
-                        kernel.call(&cargs, threads)?;
-                    }
-                    env[out.index()] = Some(Slot::Owned(result));
-                }
                 Step::Iota {
                     out,
                     dtype,
@@ -381,98 +278,6 @@ fn run_program(
                     let vals: Vec<f64> = (0..n).map(|i| ((i / inner) % size) as f64).collect();
                     env[out.index()] =
                         Some(Slot::Owned(HostArray::from_f64(*dtype, shape, &vals)?));
-                }
-                Step::Cond {
-                    index,
-                    operands,
-                    branches,
-                    outs,
-                } => {
-                    let idx = operand_ref(&env, index)?;
-                    if idx.len() != 1 || branches.is_empty() {
-                        return Err(IrError::Eval(
-                            "cpu backend: cond needs a scalar index".into(),
-                        ));
-                    }
-                    let i = idx.data().get_i64(0).clamp(0, branches.len() as i64 - 1) as usize;
-                    let args = operands
-                        .iter()
-                        .map(|o| operand_ref(&env, o))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let res = branches[i].call(&args, threads)?;
-                    bind(&mut env, outs, res);
-                }
-                Step::While {
-                    cond,
-                    body,
-                    cond_nconsts,
-                    body_nconsts,
-                    operands,
-                    outs,
-                } => {
-                    let all = operands
-                        .iter()
-                        .map(|o| operand_ref(&env, o))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let (cc, rest) = all.split_at((*cond_nconsts).min(all.len()));
-                    let (bc, init) = rest.split_at((*body_nconsts).min(rest.len()));
-                    let mut carry: Vec<HostArray> = init.iter().map(|a| (*a).clone()).collect();
-                    loop {
-                        let args: Vec<&HostArray> =
-                            cc.iter().copied().chain(carry.iter()).collect();
-                        let p = cond.call(&args, threads)?;
-                        let go = p
-                            .first()
-                            .is_some_and(|a| a.len() == 1 && a.data().get_i64(0) != 0);
-                        if !go {
-                            break;
-                        }
-                        let args: Vec<&HostArray> =
-                            bc.iter().copied().chain(carry.iter()).collect();
-                        carry = body.call(&args, threads)?;
-                    }
-                    bind(&mut env, outs, carry);
-                }
-                Step::Scan {
-                    body,
-                    length,
-                    reverse,
-                    num_consts,
-                    num_carry,
-                    operands,
-                    outs,
-                    ys,
-                } => {
-                    let all = operands
-                        .iter()
-                        .map(|o| operand_ref(&env, o))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let (consts, rest) = all.split_at((*num_consts).min(all.len()));
-                    let (init, xs) = rest.split_at((*num_carry).min(rest.len()));
-                    let mut carry: Vec<HostArray> = init.iter().map(|a| (*a).clone()).collect();
-                    let mut stacked: Vec<HostArray> =
-                        ys.iter().map(|(dt, s)| HostArray::zeros(*dt, s)).collect();
-                    for step in 0..*length {
-                        let i = if *reverse { length - 1 - step } else { step };
-                        let x_rows = xs
-                            .iter()
-                            .map(|x| leading_row(x, i))
-                            .collect::<Result<Vec<_>, _>>()?;
-                        let args: Vec<&HostArray> = consts
-                            .iter()
-                            .copied()
-                            .chain(carry.iter())
-                            .chain(x_rows.iter())
-                            .collect();
-                        let mut res = body.call(&args, threads)?;
-                        let y_rows = res.split_off((*num_carry).min(res.len()));
-                        carry = res;
-                        for (dst, row) in stacked.iter_mut().zip(&y_rows) {
-                            set_leading_row(dst, i, row)?;
-                        }
-                    }
-                    carry.extend(stacked);
-                    bind(&mut env, outs, carry);
                 }
                 Step::Cumulative {
                     op,
@@ -571,66 +376,154 @@ fn run_program(
                 }
             }
         }
-        // Results computed here move out (no copy) unless returned twice.
-        let mut outs = Vec::with_capacity(p.outvars.len());
-        for (k, o) in p.outvars.iter().enumerate() {
-            outs.push(match o {
-                Operand::Const(a) => a.clone(),
-                Operand::Var(v) => {
-                    let again = p.outvars[k + 1..]
-                        .iter()
-                        .any(|w| matches!(w, Operand::Var(w) if w == v));
-                    let slot = env.get_mut(v.index()).ok_or_else(|| {
-                        IrError::Eval(format!("cpu backend: output {} out of range", v.0))
-                    })?;
-                    match slot.take() {
-                        Some(Slot::Owned(a)) if !again => a,
-                        Some(s) => {
-                            let a = s.get().clone();
-                            *slot = Some(s);
-                            a
-                        }
-                        None => {
-                            return Err(IrError::Eval(format!(
-                                "cpu backend: output {} not computed",
-                                v.0
-                            )))
-                        }
-                    }
-                }
-            });
-        }
-        Ok(outs)
+        Ok(env)
     }
+}
+
+/// Runs a step on copies of its operands (`ins`, in `call.ins` order) and
+/// returns its results (in `call.outs` order).
+pub(crate) fn run_step_call(
+    call: &StepCall,
+    ins: Vec<HostArray>,
+    threads: usize,
+) -> Result<Vec<HostArray>, IrError> {
+    if let Step::Zeros { .. } = call.step {
+        return Ok(call
+            .outs
+            .iter()
+            .map(|(_, dt, shape)| HostArray::zeros(*dt, shape))
+            .collect());
+    }
+    let mut env: Vec<Option<Slot>> = (0..call.n_vars).map(|_| None).collect();
+    for ((v, _, _), a) in call.ins.iter().zip(ins) {
+        let slot = env
+            .get_mut(v.index())
+            .ok_or_else(|| IrError::Eval("cpu backend: step operand out of range".into()))?;
+        *slot = Some(Slot::Owned(a));
+    }
+    let mut env = run_step(&call.step, env, threads)?;
+    call.outs
+        .iter()
+        .map(
+            |(v, _, _)| match env.get_mut(v.index()).and_then(Option::take) {
+                Some(Slot::Owned(a)) => Ok(a),
+                None => Err(IrError::Eval(format!(
+                    "cpu backend: step did not compute variable {}",
+                    v.0
+                ))),
+            },
+        )
+        .collect()
+}
+
+/// The host array behind a buffer of this backend (or of the interpreter).
+fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
+    let any = b.as_any();
+    any.downcast_ref::<HostBuffer>()
+        .map(|h| &h.array)
+        .or_else(|| any.downcast_ref::<PooledBuffer>().map(|p| p.array()))
+}
+
+impl CpuExecutable {
+    /// Runs the program: outputs come from the pool, intermediates live in
+    /// a reused arena.
+    fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let p = &*self.program;
+        if args.len() != p.in_avals.len() || self.consts.len() != p.n_consts {
+            return Err(IrError::Eval(format!(
+                "cpu backend: expected {} arguments, got {}",
+                p.in_avals.len(),
+                args.len()
+            )));
+        }
+        for (a, want) in args.iter().zip(&p.in_avals) {
+            let got = a.aval();
+            if got.dtype != want.dtype || got.shape != want.shape {
+                return Err(IrError::Eval(format!(
+                    "cpu backend: argument of type {got:?} where {want:?} was compiled"
+                )));
+            }
+        }
+        let mut outs: Vec<HostArray> = p
+            .out_bufs
+            .iter()
+            .map(|(dt, shape)| {
+                let n: usize = shape.iter().product();
+                HostArray::new(shape.clone(), self.pool.take(*dt, n))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut io: Vec<*mut u8> = Vec::with_capacity(p.io_len());
+        for a in args.iter().copied().chain(self.consts.iter()) {
+            // Generated code only reads through argument pointers.
+            io.push(with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut()));
+        }
+        for o in outs.iter_mut() {
+            io.push(with_storage!(o.data_mut(), v => v.as_mut_ptr().cast::<u8>()));
+        }
+        let mut arena = p
+            .arenas
+            .lock()
+            .ok()
+            .and_then(|mut a| a.pop())
+            .unwrap_or_else(|| vec![0u64; p.arena_bytes.div_ceil(8)]);
+        let ctx = crate::runtime::RunCtx {
+            program: p,
+            threads: self.threads,
+            error: Mutex::new(None),
+        };
+        let res = crate::runtime::call_program(p.entry, &io, &mut arena, &ctx);
+        if let Ok(mut a) = p.arenas.lock() {
+            a.push(arena);
+        }
+        res?;
+        let mut bufs: Vec<Option<HostArray>> = outs.into_iter().map(Some).collect();
+        let mut results: Vec<Arc<dyn Buffer>> = Vec::with_capacity(p.results.len());
+        for r in &p.results {
+            let b: Arc<dyn Buffer> = match r {
+                ResultSrc::Buffer(i) => {
+                    let a = bufs.get_mut(*i).and_then(Option::take).ok_or_else(|| {
+                        IrError::Eval("cpu backend: output buffer used twice".into())
+                    })?;
+                    Arc::new(PooledBuffer::new(a, self.pool.clone()))
+                }
+                ResultSrc::Input(i) => host(args[*i].clone()),
+                ResultSrc::Const(i) => host(self.consts[*i].clone()),
+                ResultSrc::Literal(a) => host(a.clone()),
+                ResultSrc::Again(i) => {
+                    let prev = results
+                        .get(*i)
+                        .ok_or_else(|| IrError::Eval("cpu backend: bad repeated result".into()))?;
+                    host(prev.to_host()?)
+                }
+            };
+            results.push(b);
+        }
+        Ok(results)
+    }
+}
+
+fn host(array: HostArray) -> Arc<dyn Buffer> {
+    Arc::new(HostBuffer { array })
 }
 
 impl Executable for CpuExecutable {
     fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
-        let mut owned: Vec<HostArray> = Vec::new();
-        let mut idx: Vec<Option<usize>> = Vec::with_capacity(args.len());
+        let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());
         for b in args {
-            if b.as_any().downcast_ref::<HostBuffer>().is_some() {
-                idx.push(None);
-            } else {
-                owned.push(b.to_host()?);
-                idx.push(Some(owned.len() - 1));
-            }
+            owned.push(match host_array(b) {
+                Some(_) => None,
+                None => Some(b.to_host()?),
+            });
         }
         let arrays: Vec<&HostArray> = args
             .iter()
-            .zip(&idx)
-            .map(|(b, i)| match i {
-                Some(i) => &owned[*i],
-                None => match b.as_any().downcast_ref::<HostBuffer>() {
-                    Some(h) => &h.array,
-                    None => &owned[0],
-                },
+            .zip(&owned)
+            .map(|(b, o)| match o {
+                Some(a) => Ok(a),
+                None => host_array(b)
+                    .ok_or_else(|| IrError::Eval("cpu backend: buffer vanished".into())),
             })
-            .collect();
-        Ok(self
-            .run(&arrays)?
-            .into_iter()
-            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
-            .collect())
+            .collect::<Result<_, _>>()?;
+        self.run(&arrays)
     }
 }

@@ -14,8 +14,13 @@
 //! - A *splittable* kernel writes disjoint output elements for disjoint
 //!   `lo..hi` ranges, so [`Kernel::call`] may run sub-ranges on several
 //!   threads at once (the inputs are only read).
+//! - A [`ProgramFn`] is only created from a program function of the same
+//!   module, kept alive the same way (`Program` holds the module), and is
+//!   only called through `runtime::call_program` (see its invariants).
 //! - The code module is never used after `finalize_definitions` except to be
 //!   dropped, which is why sharing it across threads is sound.
+//! - Trampoline symbols registered here are the `extern "C"` functions of
+//!   `runtime` with the signature the program emitter declares for them.
 
 use cranelift_codegen::ir;
 use cranelift_codegen::isa::OwnedTargetIsa;
@@ -26,7 +31,18 @@ use jaxon_ir::IrError;
 use std::sync::Arc;
 
 /// A kernel's entry point.
-type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
+pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
+
+/// A program function's entry point: `(io table, arena, run context)`.
+pub(crate) type ProgramFn =
+    unsafe extern "C" fn(*const *mut u8, *mut u8, *const crate::runtime::RunCtx);
+
+/// Names of the trampolines generated programs import.
+pub(crate) const TRAMP_PAR_KERNEL: &str = "jaxon_cpu_par_kernel";
+/// See [`TRAMP_PAR_KERNEL`].
+pub(crate) const TRAMP_DOT: &str = "jaxon_cpu_dot";
+/// See [`TRAMP_PAR_KERNEL`].
+pub(crate) const TRAMP_STEP: &str = "jaxon_cpu_step";
 
 /// Finalised machine code. Only kept alive, never touched again.
 pub(crate) struct CodeModule {
@@ -44,20 +60,18 @@ unsafe impl Sync for CodeModule {}
 /// Builds Cranelift functions into one JIT module.
 pub(crate) struct CodeBuilder {
     module: JITModule,
-    funcs: Vec<(FuncId, Shape)>,
+    funcs: Vec<(FuncId, Option<Shape>)>,
+    /// Disassembly of every function, when asked for (`JAXON_DUMP`).
+    pub disasm: Option<String>,
 }
 
 /// What the runtime needs to know about a kernel's loop.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Shape {
-    /// Buffers it takes.
-    pub n_args: usize,
     /// Extent of the outermost loop.
     pub extent: usize,
     /// Whether sub-ranges may run concurrently (see the module docs).
     pub splittable: bool,
-    /// Elements of work per outermost iteration (for the threading decision).
-    pub work_per_step: usize,
 }
 
 /// The host ISA with speed optimisation.
@@ -80,10 +94,20 @@ pub(crate) fn host_isa() -> Result<OwnedTargetIsa, IrError> {
 
 impl CodeBuilder {
     pub fn new() -> Result<CodeBuilder, IrError> {
-        let builder = JITBuilder::with_isa(host_isa()?, default_libcall_names());
+        let mut builder = JITBuilder::with_isa(host_isa()?, default_libcall_names());
+        type Tramp = extern "C" fn(*const crate::runtime::RunCtx, u64, *const *mut u8);
+        let tramps: [(&str, Tramp); 3] = [
+            (TRAMP_PAR_KERNEL, crate::runtime::tramp_par_kernel),
+            (TRAMP_DOT, crate::runtime::tramp_dot),
+            (TRAMP_STEP, crate::runtime::tramp_step),
+        ];
+        for (name, f) in tramps {
+            builder.symbol(name, f as *const u8);
+        }
         Ok(CodeBuilder {
             module: JITModule::new(builder),
             funcs: Vec::new(),
+            disasm: None,
         })
     }
 
@@ -92,15 +116,33 @@ impl CodeBuilder {
         &mut self.module
     }
 
-    /// Compiles `func` (taking one pointer argument) and returns its index.
+    /// The module id of function `idx` (to call it from another function).
+    pub fn func_id(&self, idx: usize) -> Option<FuncId> {
+        self.funcs.get(idx).map(|f| f.0)
+    }
+
+    /// Declares an imported trampoline `fn(ctx, index, pointers)`.
+    pub fn import_trampoline(&mut self, name: &str) -> Result<FuncId, IrError> {
+        let mut sig = self.module.make_signature();
+        for _ in 0..3 {
+            sig.params.push(ir::AbiParam::new(ir::types::I64));
+        }
+        self.module
+            .declare_function(name, cranelift_module::Linkage::Import, &sig)
+            .map_err(|e| IrError::Eval(format!("cpu backend: {name}: {e}")))
+    }
+
+    /// Compiles `func` and returns its index. `shape` is given for kernels
+    /// (taking a pointer array and a range), `None` for program functions.
     pub fn define(
         &mut self,
         name: &str,
         func: ir::Function,
-        shape: Shape,
+        shape: Option<Shape>,
     ) -> Result<usize, IrError> {
         let mut ctx = self.module.make_context();
         ctx.func = func;
+        ctx.set_disasm(self.disasm.is_some());
         let id = self
             .module
             .declare_function(name, cranelift_module::Linkage::Local, &ctx.func.signature)
@@ -108,36 +150,72 @@ impl CodeBuilder {
         self.module
             .define_function(id, &mut ctx)
             .map_err(|e| IrError::Eval(format!("cpu backend: {name}: cannot compile: {e:?}")))?;
+        if let (Some(d), Some(code)) = (self.disasm.as_mut(), ctx.compiled_code()) {
+            d.push_str(&format!(
+                "; {name}\n{}\n",
+                code.vcode.as_deref().unwrap_or("")
+            ));
+        }
         self.module.clear_context(&mut ctx);
         self.funcs.push((id, shape));
         Ok(self.funcs.len() - 1)
     }
 
-    /// Finalises all functions; returns one callable kernel per `define`.
-    pub fn finish(mut self) -> Result<Vec<Kernel>, IrError> {
+    /// Finalises all functions; returns the module, one callable kernel per
+    /// kernel `define` (`None` for program functions) and the program
+    /// function `program`.
+    pub fn finish(mut self, program: usize) -> Result<Finished, IrError> {
         self.module
             .finalize_definitions()
             .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
-        let ptrs: Vec<(*const u8, Shape)> = self
+        let ptrs: Vec<(*const u8, Option<Shape>)> = self
             .funcs
             .iter()
             .map(|(id, n)| (self.module.get_finalized_function(*id), *n))
             .collect();
+        let entry = match ptrs.get(program) {
+            Some((p, None)) => *p,
+            _ => {
+                return Err(IrError::Eval(
+                    "cpu backend: missing program function".into(),
+                ))
+            }
+        };
         let code = Arc::new(CodeModule {
             _module: self.module,
         });
-        Ok(ptrs
+        let kernels = ptrs
             .into_iter()
-            .map(|(p, shape)| Kernel {
-                // SAFETY: `p` is a finalised function of `code` with the
-                // kernel signature (module invariants); `code` is stored in
-                // the kernel, so the pointer stays valid.
-                entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
-                shape,
-                _code: code.clone(),
+            .map(|(p, shape)| {
+                shape.map(|shape| Kernel {
+                    // SAFETY: `p` is a finalised function of `code` with the
+                    // kernel signature (module invariants); `code` is stored
+                    // in the kernel, so the pointer stays valid.
+                    entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
+                    shape,
+                    _code: code.clone(),
+                })
             })
-            .collect())
+            .collect();
+        Ok(Finished {
+            // SAFETY: `entry` is the finalised program function of `code`
+            // with the program signature; `code` is returned beside it and
+            // the caller keeps both together (module invariants).
+            program: unsafe { std::mem::transmute::<*const u8, ProgramFn>(entry) },
+            kernels,
+            code,
+        })
     }
+}
+
+/// A finalised module.
+pub(crate) struct Finished {
+    /// The program function.
+    pub program: ProgramFn,
+    /// Per defined function, the kernel (`None` for program functions).
+    pub kernels: Vec<Option<Kernel>>,
+    /// The code, to keep alive while `program` may be called.
+    pub code: Arc<CodeModule>,
 }
 
 /// A compiled kernel, keeping its code alive.
@@ -154,77 +232,19 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
-/// One kernel argument: a buffer's base address, its size in bytes, and
-/// the bytes the kernel may touch through it.
-pub(crate) struct Arg {
-    pub ptr: *mut u8,
-    pub len_bytes: usize,
-    pub need_bytes: usize,
-}
-
-/// Work (elements) below which a kernel runs on one thread: spawning a
-/// thread costs tens of microseconds.
-const PARALLEL_MIN_WORK: usize = 1 << 18;
-
-/// The argument pointer array, shared by the threads of one call.
-struct SharedPtrs<'a>(&'a [*mut u8]);
-
-// SAFETY: the pointers refer to buffers that outlive the scoped threads of
-// one `Kernel::call`; concurrent kernels only read inputs and write disjoint
-// output elements (splittable kernels, module invariants).
-unsafe impl Send for SharedPtrs<'_> {}
-// SAFETY: as above.
-unsafe impl Sync for SharedPtrs<'_> {}
-
 impl Kernel {
-    /// Runs the kernel on `args` (inputs first, the output last), on up to
-    /// `threads` threads when it is splittable and large enough.
-    pub fn call(&self, args: &[Arg], threads: usize) -> Result<(), IrError> {
-        let n_args = self.shape.n_args;
-        if args.len() != n_args {
-            return Err(IrError::Eval(format!(
-                "cpu backend: kernel expects {} buffers, got {}",
-                n_args,
-                args.len()
-            )));
-        }
-        if let Some(a) = args.iter().find(|a| a.len_bytes < a.need_bytes) {
-            return Err(IrError::Eval(format!(
-                "cpu backend: buffer of {} bytes where the kernel reads {}",
-                a.len_bytes, a.need_bytes
-            )));
-        }
-        let ptrs: Vec<*mut u8> = args.iter().map(|a| a.ptr).collect();
-        let extent = self.shape.extent;
-        let work = extent.saturating_mul(self.shape.work_per_step);
-        let threads = if self.shape.splittable && work >= PARALLEL_MIN_WORK {
-            threads.clamp(1, extent.max(1))
-        } else {
-            1
-        };
-        let shared = SharedPtrs(&ptrs);
-        let run = |p: &SharedPtrs, lo: usize, hi: usize| {
-            // SAFETY: the kernel reads `n_args` pointers (checked above) and
-            // touches at most `need_bytes` bytes through each, all inside
-            // live buffers (`len_bytes >= need_bytes`); `lo..hi` lies in
-            // `0..extent`; only the output is written, and concurrent calls
-            // write disjoint parts of it (splittable kernels).
-            unsafe { (self.entry)(p.0.as_ptr(), lo as i64, hi as i64) }
-        };
-        if threads <= 1 {
-            run(&shared, 0, extent);
-            return Ok(());
-        }
-        let chunk = extent.div_ceil(threads);
-        std::thread::scope(|s| {
-            let shared = &shared;
-            let run = &run;
-            for t in 1..threads {
-                let (lo, hi) = ((t * chunk).min(extent), ((t + 1) * chunk).min(extent));
-                s.spawn(move || run(shared, lo, hi));
-            }
-            run(shared, 0, chunk.min(extent));
-        });
-        Ok(())
+    /// The entry point (valid while `self` lives).
+    pub fn entry(&self) -> KernelFn {
+        self.entry
+    }
+
+    /// The extent of the outermost loop.
+    pub fn extent(&self) -> usize {
+        self.shape.extent
+    }
+
+    /// Whether disjoint ranges may run concurrently.
+    pub fn splittable(&self) -> bool {
+        self.shape.splittable
     }
 }

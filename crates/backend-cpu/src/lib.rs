@@ -1,12 +1,27 @@
 //! `jaxon-backend-cpu`: compiles jaxprs to native code with Cranelift.
 //!
 //! Pipeline ([`CpuBackend::compile`]): the backend-independent passes of
-//! `jaxon_ir::passes` (inline `jit`, constant folding, CSE, DCE), then the
-//! fusion planner; each loop or reduce group becomes one Cranelift function
-//! with a vectorised loop nest (`kernel`), `dot_general` calls the `gemm`
-//! crate (`dot`), and the program runs as a list of steps over host arrays
-//! (`exec`). Compiled programs are cached by the printed text of the
-//! simplified jaxpr, which includes every type.
+//! `jaxon_ir::passes` (inline `jit`, constant folding, CSE, DCE), the
+//! fusion planner and the memory planner (`prep`); each loop or reduce
+//! group becomes one Cranelift function with a vectorised loop nest
+//! (`kernel`), and the whole jaxpr becomes one Cranelift *program
+//! function* (`program`) that calls those kernels directly, calls
+//! `extern "C"` trampolines (`runtime`) for GEMM (`dot`, the `gemm` crate),
+//! for kernels split over threads and for the other native steps (`exec`),
+//! and runs `while`, `scan` and `cond` as native loops and branches with
+//! their bodies inlined. Compiled programs are cached by the printed text
+//! of the simplified jaxpr, which includes every type.
+//!
+//! Memory: every intermediate value (at every nesting level) has a fixed
+//! offset in one arena per program, planned by liveness
+//! (`jaxon_ir::passes::plan_memory`), so values that are not live at the
+//! same time share storage; arenas are reused across calls. Results are
+//! written straight into output buffers taken from a pool keyed by dtype
+//! and length; when the caller drops a result buffer its storage returns
+//! to the pool, so steady-state calls do not page-fault. Loop carries are
+//! double-buffered in their loop's scratch, and results computed in a loop
+//! body or `cond` branch are written straight to their destination (the
+//! next carry set, a `ys` row, the `cond` output).
 //!
 //! Unsupported primitives and dtypes are compile errors naming the
 //! equation; nothing falls back to the interpreter.
@@ -37,31 +52,37 @@
 //! - f16/bf16 (`kernel/half.rs`): values live in f32 registers, each
 //!   rounding op re-rounds to the half type (inline integer code,
 //!   bit-exact with the `half` crate, NaN payloads included; scalar code),
-//!   as the interpreter computes them;
-//!   half reductions accumulate in an f32 buffer and round once.
+//!   as the interpreter computes them; half reductions are rewritten
+//!   before planning into f32 reductions between two casts
+//!   (`rewrite::widen_half_reductions`), so they accumulate in f32 and
+//!   round once.
 //! - Reduce kernels with input fusion: `reduce_sum/max/min/prod/and/or/xor`
 //!   over any axes (register accumulators along a reduced inner dimension,
 //!   accumulation into the output otherwise).
-//! - Native steps: `dot_general` (gemm for f32/f64, loops for integers;
-//!   f16/bf16, bool and mixed dtypes cast first), `iota`, `pad`,
-//!   `concatenate`, `split`, `cumsum/cumprod/cummax/cummin/cumlogsumexp`,
-//!   `argmax/argmin`, `empty2`; and in `native/`, safe Rust over slices:
-//!   `gather`, `scatter` and `scatter-add/mul/min/max` (every mode,
-//!   batching dims), `dynamic_slice`, `dynamic_update_slice`, `sort`
-//!   (several operands, `num_keys`, NaNs last, stable), `top_k`,
-//!   `conv_general_dilated` (im2col then one batched gemm per feature or
-//!   batch group; strides, padding, both dilations), `bitcast_convert_type`,
-//!   `reduce_precision`, `tile`, `stack`, `reshape` with `dimensions`, and
-//!   the state primitives `get`/`swap`/`addupdate`.
-//! - Control flow: `cond`, `while`, `scan` and `for_loop` run their
-//!   compiled bodies from a native driver; `jit`, `custom_jvp_call`,
-//!   `custom_vjp_call` and `remat2` are inlined by
-//!   `jaxon_ir::passes::simplify`.
+//! - Native steps, called from generated code through one trampoline
+//!   that runs the step on copies of its operands: `dot_general` (gemm for
+//!   f32/f64 through its own trampoline, loops for integers; f16/bf16, bool
+//!   and mixed dtypes cast first), `iota`, `pad`, `concatenate`, `split`,
+//!   `cumsum/cumprod/cummax/cummin/cumlogsumexp`, `argmax/argmin`,
+//!   `empty2`; and in `native/`, safe Rust over slices: `gather`, `scatter`
+//!   and `scatter-add/mul/min/max` (every mode, batching dims),
+//!   `dynamic_slice`, `dynamic_update_slice`, `sort` (several operands,
+//!   `num_keys`, NaNs last, stable), `top_k`, `conv_general_dilated`
+//!   (im2col then one batched gemm per feature or batch group; strides,
+//!   padding, both dilations), `bitcast_convert_type`, `reduce_precision`,
+//!   `tile`, `stack`, `reshape` with `dimensions`, and the state primitives
+//!   `get`/`swap`/`addupdate`.
+//! - Control flow: `cond`, `while`, `scan` (and so `fori_loop`) and
+//!   Catalyst's `for_loop` (runtime bounds; a step the interpreter rejects
+//!   runs no iteration) are native branches and loops of the program
+//!   function; `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2` are
+//!   inlined by `jaxon_ir::passes::simplify`.
 //! - `Ref` arguments (stateful jaxprs) compile in discharged form, as JAX's
-//!   `discharge_state`: each `Ref` argument is passed as an array, and the
-//!   executable returns the jaxpr's outputs followed by the final contents
-//!   of each `Ref` argument, in order. A write rebinds the ref's variable
-//!   to an updated copy (not in place yet).
+//!   `discharge_state` (`rewrite::discharge_refs`): each `Ref` argument is
+//!   passed as an array, each write binds the ref's updated copy to a new
+//!   variable (not in place yet), and the executable returns the jaxpr's
+//!   outputs followed by the final contents of each `Ref` argument, in
+//!   order.
 //! - Not yet: dynamic shapes (so Catalyst-style `for_loop`s with dynamic
 //!   dimensions), `Ref` operands of nested jaxprs, Pallas.
 //!
@@ -71,13 +92,15 @@
 //! stay bit-identical); the transcendental polynomials always use fma. Float reductions along a reduced inner dimension use 16
 //! partial sums (reassociated); products use gemm's blocking.
 //!
-//! Kernels run their outermost loop over a `lo..hi` range: large kernels
-//! whose output rows are independent split it over the available cores
-//! (`JAXON_CPU_THREADS` overrides the count); large products use gemm's
-//! rayon parallelism.
+//! Kernels run their outermost loop over a `lo..hi` range: kernels of at
+//! least 2^18 elements whose output rows are independent split it over the
+//! available cores (`JAXON_CPU_THREADS` overrides the count); large
+//! products use gemm's rayon parallelism.
 //!
-//! `unsafe` lives in two small modules: `jit` (holding and calling JIT'ed
-//! code) and `dot` (the `gemm` call); each states its invariants. The
+//! `unsafe` lives in three small modules, each stating its invariants:
+//! `jit` (holding JIT'ed code and turning it into callable pointers),
+//! `runtime` (calling a program function and the trampolines it calls
+//! back) and `dot` (the `gemm` call and viewing raw operand buffers). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!
@@ -92,7 +115,9 @@
 //! passes). Accesses before an array's start are not caught.
 //!
 //! Debugging: `JAXON_DUMP=dir` writes, per compiled jaxpr, its text, its
-//! fusion plan and the CLIF of every generated function.
+//! fusion and memory plans (of every nested jaxpr too), the CLIF of every
+//! generated function (kernels and the program function) and their
+//! machine code.
 //!
 //! # Accuracy of the inline transcendental functions
 //!
@@ -103,7 +128,7 @@
 //!
 //! | function | f32 max ulp | f64 max ulp | bound asserted |
 //! |---|---|---|---|
-//! | `exp` | 1.02 | 1.00 | 2 |
+//! | `exp` | 1.06 | 1.00 | 2 |
 //! | `expm1` | 1.60 | 2.00 | 2 |
 //! | `log` | 1.83 | 2.00 | 2 |
 //! | `log1p` | 2.98 | 3.00 | 3 |
@@ -155,6 +180,11 @@ mod exec;
 mod jit;
 mod kernel;
 mod native;
+mod pool;
+mod prep;
+mod program;
+mod rewrite;
+mod runtime;
 
 use exec::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;
@@ -165,6 +195,7 @@ use std::sync::{Arc, Mutex};
 /// The Cranelift CPU backend (`"cpu"`).
 pub struct CpuBackend {
     cache: Mutex<HashMap<String, Arc<exec::Program>>>,
+    pool: Arc<pool::Pool>,
     threads: usize,
     opts: compile::Options,
 }
@@ -191,6 +222,7 @@ impl CpuBackend {
     pub fn with_threads(threads: usize) -> CpuBackend {
         CpuBackend {
             cache: Mutex::new(HashMap::new()),
+            pool: Arc::new(pool::Pool::default()),
             threads: threads.max(1),
             opts: compile::Options::default(),
         }
@@ -240,6 +272,7 @@ impl Backend for CpuBackend {
             program,
             consts: simple.consts,
             threads: self.threads,
+            pool: self.pool.clone(),
         }))
     }
 

@@ -783,6 +783,15 @@ fn state_cases() -> Vec<String> {
     c:f16[3] <- a[:,2]
   in (c,) }"
             .into(),
+        // A ref only read (its final value is the argument), and one
+        // written twice whose last value is also an output.
+        "{ lambda ; a:Ref<default>{f32[3]} b:Ref<default>{f32[3]} c:f32[3]. let
+    d:f32[3] <- a[...]
+    b[...] += d
+    e:f32[3], b[...] <- b[...], c
+    f:f32[3] <- b[...]
+  in (e, f) }"
+            .into(),
     ]
 }
 

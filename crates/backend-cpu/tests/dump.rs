@@ -1,5 +1,6 @@
-//! `JAXON_DUMP=dir` writes the jaxpr, the fusion plan and the CLIF of each
-//! compiled function (its own test binary: it sets a process variable).
+//! `JAXON_DUMP=dir` writes the jaxpr, the fusion and memory plans (of
+//! nested jaxprs too) and the CLIF and machine code of each compiled
+//! function (its own test binary: it sets a process variable).
 
 mod common;
 use common::parse;
@@ -15,7 +16,17 @@ fn dump_writes_jaxpr_plan_and_clif() {
         "{ lambda ; a:f32[6,5]. let
     b:f32[6,5] = tanh a
     c:f32[6] = reduce_sum[axes=(1,) out_sharding=None] b
-  in (c,) }",
+    d:f32[6] = cumsum[axis=0 reverse=False] c
+    _:i32[] e:f32[6] = while[
+      body_jaxpr={ lambda ; f:i32[] g:f32[6]. let
+          h:i32[] = add f 1:i32[]
+          i:f32[6] = mul g 0.5:f32[]
+        in (h, i) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; j:i32[] k:f32[6]. let l:bool[] = lt j 3:i32[] in (l,) }
+      cond_nconsts=0
+    ] 0:i32[] d
+  in (e,) }",
     );
     CpuBackend::new().compile(&c).expect("compiles");
     std::env::remove_var("JAXON_DUMP");
@@ -32,11 +43,25 @@ fn dump_writes_jaxpr_plan_and_clif() {
     };
     assert!(read(".jaxpr.txt").contains("reduce_sum"));
     let plan = read(".plan.txt");
-    assert!(plan.contains("fusion plan: 1 groups"), "{plan}");
-    assert!(plan.contains("reduce_sum"), "{plan}");
+    // The top level: the reduction, the cumsum, the loop (with scratch);
+    // the loop's cond and body have their own plans.
+    assert!(plan.contains("fusion plan: 3 groups"), "{plan}");
+    assert!(
+        plan.contains("reduce_sum") && plan.contains("while"),
+        "{plan}"
+    );
+    assert!(plan.contains("memory plan: arena"), "{plan}");
+    assert!(plan.contains("scratch(g2)"), "{plan}");
+    assert!(plan.contains("== program/g2.body"), "{plan}");
+    assert!(plan.contains("== program/g2.cond"), "{plan}");
     let clif = read(".clif");
     assert!(
         clif.contains("function") && clif.contains("f32x4"),
+        "{clif}"
+    );
+    assert!(clif.contains("; program function"), "{clif}");
+    assert!(
+        clif.contains("; machine code") && clif.contains("ret"),
         "{clif}"
     );
     let _ = std::fs::remove_dir_all(&dir);

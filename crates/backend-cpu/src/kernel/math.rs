@@ -114,7 +114,11 @@ fn reduce_ln2(em: &mut Em, dt: DType, x: Value) -> (Value, Value, Value) {
 
 /// `expm1(r)` for `|r| <= ln2/2`: Taylor series `r + r^2/2! + ...`.
 fn expm1_poly(em: &mut Em, dt: DType, r: Value) -> Value {
-    let deg = consts(dt).expm1_degree;
+    expm1_poly_deg(em, dt, r, consts(dt).expm1_degree)
+}
+
+/// [`expm1_poly`] to degree `deg`.
+fn expm1_poly_deg(em: &mut Em, dt: DType, r: Value, deg: usize) -> Value {
     // expm1(r) = r * (1 + r/2! + r^2/3! + ...)
     let mut coef = Vec::with_capacity(deg);
     let mut fact = 1.0f64;
@@ -126,15 +130,27 @@ fn expm1_poly(em: &mut Em, dt: DType, r: Value) -> Value {
     em.b.ins().fmul(r, p)
 }
 
+/// `x` clamped to `[lo, hi]`, NaN kept (compare and select: cheaper than
+/// `fmax`/`fmin`, whose exact NaN and signed-zero rules take several
+/// instructions on x86 and are not needed here).
+fn clamp(em: &mut Em, dt: DType, x: Value, lo: f64, hi: f64) -> Value {
+    let lo = em.fconst(dt, lo);
+    let hi = em.fconst(dt, hi);
+    let below = em.fcmp(FloatCC::LessThan, x, lo);
+    let x = em.sel(below, lo, x);
+    let above = em.fcmp(FloatCC::GreaterThan, x, hi);
+    em.sel(above, hi, x)
+}
+
 /// `e^x`.
 pub(crate) fn exp(em: &mut Em, dt: DType, x: Value) -> Value {
     let c = consts(dt);
-    let lo = em.fconst(dt, c.exp_lo);
-    let hi = em.fconst(dt, c.exp_hi);
-    let xc = em.b.ins().fmax(x, lo);
-    let xc = em.b.ins().fmin(xc, hi);
+    let xc = clamp(em, dt, x, c.exp_lo, c.exp_hi);
     let (n, _, r) = reduce_ln2(em, dt, xc);
-    let p = expm1_poly(em, dt, r);
+    // The result is 1 + expm1(r) with |r| <= ln2/2, so the truncation
+    // error is relative to 1, not to r: degree 7 is below 0.1 ulp (f32).
+    let deg = if dt == DType::F64 { c.expm1_degree } else { 7 };
+    let p = expm1_poly_deg(em, dt, r, deg);
     scale_by_pow2(em, dt, p, n)
 }
 
@@ -159,10 +175,7 @@ fn scale_by_pow2(em: &mut Em, dt: DType, p: Value, n: Value) -> Value {
 /// `e^x - 1`, accurate near 0.
 pub(crate) fn expm1(em: &mut Em, dt: DType, x: Value) -> Value {
     let c = consts(dt);
-    let lo = em.fconst(dt, c.expm1_lo);
-    let hi = em.fconst(dt, c.exp_hi);
-    let xc = em.b.ins().fmax(x, lo);
-    let xc = em.b.ins().fmin(xc, hi);
+    let xc = clamp(em, dt, x, c.expm1_lo, c.exp_hi);
     let (n, nf, r) = reduce_ln2(em, dt, xc);
     let p = expm1_poly(em, dt, r);
     // 2^n (p + 1) - 1 = 2 fma(2^(n-1), p, 2^(n-1) - 1/2): the halved scale
@@ -340,8 +353,12 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
     let tb = em.as_int_bits(dt, t);
     let mb = em.as_int_bits(dt, magic);
     let q = em.b.ins().isub(tb, mb);
-    let shift = em.iconst_for(dt, cos_shift);
-    let q = em.b.ins().iadd(q, shift);
+    let q = if cos_shift == 0 {
+        q
+    } else {
+        let shift = em.iconst_for(dt, cos_shift);
+        em.b.ins().iadd(q, shift)
+    };
     let n1 = em.fconst(dt, -c1);
     let n2 = em.fconst(dt, -c2);
     let n3 = em.fconst(dt, -c3);
@@ -416,10 +433,7 @@ pub(crate) fn exp2(em: &mut Em, dt: DType, x: Value) -> Value {
     } else {
         (-151.0, 129.0)
     };
-    let lo = em.fconst(dt, lo);
-    let hi = em.fconst(dt, hi);
-    let xc = em.b.ins().fmax(x, lo);
-    let xc = em.b.ins().fmin(xc, hi);
+    let xc = clamp(em, dt, x, lo, hi);
     let magic = em.fconst(dt, c.magic);
     let t = em.b.ins().fadd(xc, magic);
     let nf = em.b.ins().fsub(t, magic);

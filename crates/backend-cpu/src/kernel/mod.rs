@@ -94,6 +94,8 @@ pub(crate) struct GroupCode {
     /// Whether disjoint sub-ranges of the outermost loop write disjoint
     /// outputs, so threads may run them concurrently.
     pub splittable: bool,
+    /// For small groups: the generator, to emit the loop inline.
+    pub inline: Option<Inline>,
 }
 
 /// A failure to compile, with the offending member equation if known.
@@ -152,6 +154,7 @@ pub(crate) fn compile_group(
         gen.contract_fma();
     }
     let func = gen.emit(cfg)?;
+    let numel: usize = group.space.iter().product();
     Ok(GroupCode {
         func,
         n_args: gen.n_inputs + 1,
@@ -160,7 +163,32 @@ pub(crate) fn compile_group(
         // A reduce group's threads must not share output elements: the
         // outermost dimension has to be kept (nonzero output stride).
         splittable: gen.reduce.is_none() || gen.out_strides[0] != 0,
+        inline: (numel <= INLINE_MAX).then(|| Inline(Box::new(gen))),
     })
+}
+
+/// Groups of at most this many elements are emitted inline in the
+/// program function instead of being called (no call, no pointer table;
+/// what small loop bodies are made of).
+const INLINE_MAX: usize = 1024;
+
+/// A small group's code generator, to emit its loop nest into another
+/// function (the program function) with the buffers' addresses given.
+pub(crate) struct Inline(Box<Gen>);
+
+impl Inline {
+    /// Emits the whole loop nest at the builder's current position;
+    /// `bases` are the group inputs' addresses, then the output's.
+    pub fn emit(&self, b: &mut FunctionBuilder, bases: &[Value]) -> Result<(), GenError> {
+        let g = &self.0;
+        if bases.len() != g.n_inputs + 1 {
+            return Err(err(None, "inline kernel arity"));
+        }
+        let idx: Vec<Variable> = (0..g.dims.len()).map(|_| b.declare_var(I64)).collect();
+        let lo = b.ins().iconst(I64, 0);
+        let hi = b.ins().iconst(I64, g.dims[0] as i64);
+        g.outer(b, bases, &idx, 0, (lo, hi))
+    }
 }
 
 fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
@@ -268,12 +296,16 @@ fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
     }
     let result = result.ok_or_else(|| err(None, "empty group"))?;
     let root = nodes.last().ok_or_else(|| err(None, "empty group"))?;
-    // Half-precision reductions accumulate into an f32 output (rounded by
-    // the caller), as the interpreter accumulates them in f32.
-    let out_dt = match root.out_dt {
-        DType::F16 | DType::BF16 if reduce.is_some() => DType::F32,
-        d => d,
-    };
+    // Half-precision reductions are widened to f32 ones before planning
+    // (`rewrite::widen_half_reductions`): the output buffer is sized for
+    // the declared dtype, so the kernel must not accumulate in a wider one.
+    let out_dt = root.out_dt;
+    if reduce.is_some() && half::is_half(out_dt) {
+        return Err(err(
+            None,
+            format!("internal error: {out_dt} reduction was not widened to f32"),
+        ));
+    }
     let out_strides: Vec<i64> = match &group.kind {
         GroupKind::Reduce { axes, .. } => {
             let kept: Vec<usize> = (0..rank).filter(|d| !axes.contains(d)).collect();
@@ -567,7 +599,15 @@ impl Gen {
         let jv = idx[inner];
         b.def_var(jv, start);
         let out_inner = self.out_strides[inner];
-        let l = self.lanes as i64;
+        // Loops that cannot run for this extent are not emitted (smaller
+        // code, faster compiles for small groups).
+        let extent = self.dims[inner] as i64;
+        let l = if extent < self.lanes as i64 {
+            1
+        } else {
+            self.lanes as i64
+        };
+        let unroll = extent >= 4 * l;
         let mut res: Result<(), GenError> = Ok(());
         if self.reduce.is_some() && out_inner == 0 {
             // Accumulate along the reduced inner dimension in registers.
@@ -589,23 +629,25 @@ impl Gen {
                     let id = identity(&mut em, op, self.out_dt);
                     em.b.def_var(a, id);
                 }
-                counted(b, jv, n, 4 * l, &mut |b, j| {
-                    for (u, &a) in accs.iter().enumerate() {
-                        let ju = b.ins().iadd_imm_s(j, u as i64 * l);
-                        match self.value(b, &ctx, ju, self.lanes) {
-                            Ok(v) => {
-                                let cur = b.use_var(a);
-                                let mut em = Em {
-                                    b,
-                                    lanes: self.lanes,
-                                };
-                                let nv = combine(&mut em, op, self.out_dt, cur, v);
-                                em.b.def_var(a, nv);
+                if unroll {
+                    counted(b, jv, n, 4 * l, &mut |b, j| {
+                        for (u, &a) in accs.iter().enumerate() {
+                            let ju = b.ins().iadd_imm_s(j, u as i64 * l);
+                            match self.value(b, &ctx, ju, self.lanes) {
+                                Ok(v) => {
+                                    let cur = b.use_var(a);
+                                    let mut em = Em {
+                                        b,
+                                        lanes: self.lanes,
+                                    };
+                                    let nv = combine(&mut em, op, self.out_dt, cur, v);
+                                    em.b.def_var(a, nv);
+                                }
+                                Err(e) => res = Err(e),
                             }
-                            Err(e) => res = Err(e),
                         }
-                    }
-                });
+                    });
+                }
                 counted(
                     b,
                     jv,
@@ -684,14 +726,16 @@ impl Gen {
             Ok(())
         };
         if l > 1 {
-            counted(b, jv, n, 4 * l, &mut |b, j| {
-                for u in 0..4 {
-                    let ju = b.ins().iadd_imm_s(j, u * l);
-                    if let Err(e) = body(b, ju, self.lanes) {
-                        res = Err(e);
+            if unroll {
+                counted(b, jv, n, 4 * l, &mut |b, j| {
+                    for u in 0..4 {
+                        let ju = b.ins().iadd_imm_s(j, u * l);
+                        if let Err(e) = body(b, ju, self.lanes) {
+                            res = Err(e);
+                        }
                     }
-                }
-            });
+                });
+            }
             counted(b, jv, n, l, &mut |b, j| {
                 if let Err(e) = body(b, j, self.lanes) {
                     res = Err(e);
@@ -811,7 +855,7 @@ struct RowCtx {
 
 /// A counted loop: runs `body(i)` while `var + step <= end`, stepping `var`.
 /// `var` must be defined before; it holds the first unprocessed index after.
-fn counted(
+pub(crate) fn counted(
     b: &mut FunctionBuilder,
     var: Variable,
     end: Value,

@@ -1,10 +1,9 @@
 //! Bit-level and structural native steps: `bitcast_convert_type`,
-//! `reduce_precision`, `tile`, `stack`, and the `for_loop` driver.
+//! `reduce_precision`, `tile`, `stack` and transposing reshapes.
 
 use super::{map_same, next_index, strides, NativeOp};
-use crate::exec::SubProgram;
 use half::{bf16, f16};
-use jaxon_ir::{DType, HostArray, IrError, Literal, Scalar, Storage};
+use jaxon_ir::{DType, HostArray, IrError, Storage};
 
 fn to_bytes(s: &Storage) -> Vec<u8> {
     macro_rules! le {
@@ -312,102 +311,5 @@ impl NativeOp for Stack {
             self.axis,
             &self.shape,
         )?])
-    }
-}
-
-/// `for_loop`: runs the compiled body for `i = lo, lo + step, ...` with
-/// the interpreter's trip count (ceiling division; with
-/// `apply_reverse_transform` either sign of step).
-#[derive(Debug)]
-pub(crate) struct ForLoop {
-    pub body: SubProgram,
-    pub body_nconsts: usize,
-    pub nimplicit: usize,
-    pub reverse_transform: bool,
-    pub index_dtype: DType,
-}
-
-impl NativeOp for ForLoop {
-    fn run(&self, args: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
-        let head = self.body_nconsts + self.nimplicit;
-        if args.len() < head + 4 {
-            return Err(IrError::Eval("cpu backend: for_loop operands".into()));
-        }
-        let bound = |k: usize| -> Result<i64, IrError> {
-            let a = args[head + k];
-            if a.len() != 1 || !(a.dtype().is_int() || a.dtype() == DType::Bool) {
-                return Err(IrError::Eval("cpu backend: for_loop bounds".into()));
-            }
-            Ok(a.data().get_i64(0))
-        };
-        let (lo, hi, step) = (bound(0)?, bound(1)?, bound(2)?);
-        let trips = if self.reverse_transform {
-            if step == 0 {
-                return Err(IrError::Eval("for_loop: step is 0".into()));
-            }
-            let dist = hi - lo;
-            let q = dist / step;
-            let q = if dist % step != 0 && ((dist < 0) == (step < 0)) {
-                q + 1
-            } else {
-                q
-            };
-            q.max(0)
-        } else {
-            if step <= 0 {
-                return Err(IrError::Eval(format!(
-                    "for_loop: step {step} must be positive"
-                )));
-            }
-            if hi > lo {
-                (hi - lo + step - 1) / step
-            } else {
-                0
-            }
-        };
-        let consts = &args[..self.body_nconsts];
-        let mut carry: Vec<HostArray> = args[self.body_nconsts..head]
-            .iter()
-            .chain(&args[head + 4..])
-            .map(|a| (*a).clone())
-            .collect();
-        for k in 0..trips {
-            let iv = crate::compile::literal_array(&Literal {
-                value: Scalar::Int(lo + k * step),
-                dtype: self.index_dtype,
-            })?;
-            let bargs: Vec<&HostArray> = consts
-                .iter()
-                .copied()
-                .chain(carry[..self.nimplicit].iter())
-                .chain(std::iter::once(&iv))
-                .chain(carry[self.nimplicit..].iter())
-                .collect();
-            let outs = self.body.call(&bargs, threads)?;
-            if outs.len() != carry.len() {
-                return Err(IrError::Eval(format!(
-                    "for_loop: body gave {} results for {} carries",
-                    outs.len(),
-                    carry.len()
-                )));
-            }
-            carry = outs;
-        }
-        Ok(carry)
-    }
-}
-
-/// A cast of one array to `to` (halves round once).
-#[derive(Debug)]
-pub(crate) struct Cast {
-    pub to: DType,
-}
-
-impl NativeOp for Cast {
-    fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
-        let [x] = inputs else {
-            return Err(IrError::Eval("cpu backend: cast takes one operand".into()));
-        };
-        Ok(vec![super::conv::cast(x, self.to)?])
     }
 }

@@ -1,6 +1,7 @@
 //! Native steps in safe Rust for the primitives that are neither fused
 //! loops nor GEMMs: indexing (`gather`, `scatter*`, dynamic slices), sorts,
-//! convolutions, bit-level conversions, `tile`/`stack` and `for_loop`.
+//! convolutions, bit-level conversions, `tile`/`stack` and the discharged
+//! state primitives.
 //!
 //! Each is a [`NativeOp`] run by one `Step::Native` of the program; the
 //! builders here check static shapes at compile time so that `run` only
@@ -15,7 +16,7 @@ mod state;
 
 pub(crate) use elem::{map_same, map_same2, Elem};
 
-use crate::compile::{cannot, compile_sub, operand, out_vars, Options};
+use crate::compile::{cannot, operand, out_vars};
 use crate::exec::Step;
 use jaxon_ir::{Atom, Eqn, HostArray, IrError, Jaxpr, Primitive};
 
@@ -82,16 +83,6 @@ fn out_types(
         .collect()
 }
 
-/// Rebinds variable `v` to its value cast to `to` (after a kernel that
-/// accumulated it in a wider type).
-pub(crate) fn cast_step(v: jaxon_ir::Var, to: jaxon_ir::DType) -> Step {
-    Step::Native {
-        op: Box::new(misc::Cast { to }),
-        inputs: vec![crate::exec::Operand::Var(v)],
-        outs: vec![Some(v)],
-    }
-}
-
 /// An op whose operands must have the shapes it was compiled for (a
 /// mismatch, from a jaxpr whose declared types are wrong, is an error
 /// rather than an out-of-bounds index).
@@ -130,12 +121,7 @@ fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
 
 /// Builds the native step of equation `e`, or an error naming it. Only the
 /// primitives listed here reach this function.
-pub(crate) fn native_step(
-    jaxpr: &Jaxpr,
-    e: usize,
-    eqn: &Eqn,
-    opts: Options,
-) -> Result<Step, IrError> {
+pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
     if let Primitive::Get { indexers }
     | Primitive::Swap { indexers }
     | Primitive::AddUpdate { indexers } = &eqn.primitive
@@ -145,13 +131,21 @@ pub(crate) fn native_step(
             Primitive::Swap { .. } => state::Kind::Swap,
             _ => state::Kind::AddUpdate,
         };
-        let Some(Atom::Var(r)) = eqn.inputs.first() else {
+        if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
             return Err(cannot(jaxpr, e, "the first operand must be a Ref variable"));
+        }
+        // `prep::discharge_refs` gave each write an extra output: the
+        // ref's updated value, a new variable.
+        let n_outs = match kind {
+            state::Kind::Get | state::Kind::AddUpdate => 1,
+            state::Kind::Swap => 2,
         };
-        let mut outs = out_vars(eqn);
-        if kind != state::Kind::Get {
-            // The write rebinds the (discharged) ref to its new value.
-            outs.push(Some(*r));
+        if eqn.outputs.len() != n_outs {
+            return Err(cannot(
+                jaxpr,
+                e,
+                "`Ref`s are supported only as arguments of the compiled jaxpr",
+            ));
         }
         return Ok(Step::Native {
             op: Box::new(state::StateOp {
@@ -159,7 +153,7 @@ pub(crate) fn native_step(
                 indexers: indexers.clone(),
             }),
             inputs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-            outs,
+            outs: out_vars(eqn),
         });
     }
     let ins = in_shapes(jaxpr, e, eqn)?;
@@ -251,24 +245,6 @@ pub(crate) fn native_step(
             };
             Box::new(conv::CastDot::new(&ins, dimension_numbers, dt).map_err(fail)?)
         }
-        Primitive::ForLoop {
-            body_jaxpr,
-            body_nconsts,
-            nimplicit,
-            apply_reverse_transform,
-            ..
-        } => Box::new(misc::ForLoop {
-            body: compile_sub(body_jaxpr, opts).map_err(fail)?,
-            body_nconsts: *body_nconsts,
-            nimplicit: *nimplicit,
-            reverse_transform: *apply_reverse_transform,
-            index_dtype: eqn
-                .inputs
-                .get(body_nconsts + nimplicit + 3)
-                .and_then(|a: &Atom| jaxpr.atom_aval(a))
-                .map(|a| a.dtype())
-                .ok_or_else(|| cannot(jaxpr, e, "for_loop without an index operand"))?,
-        }),
         other => {
             return Err(cannot(
                 jaxpr,
@@ -277,14 +253,12 @@ pub(crate) fn native_step(
             ))
         }
     };
-    let op: Box<dyn NativeOp> = match eqn.primitive {
-        // The loop body checks its own arguments.
-        Primitive::ForLoop { .. } => op,
-        _ => Box::new(Checked {
+    step(
+        eqn,
+        Box::new(Checked {
             name: eqn.primitive.name(),
             shapes: ins,
             op,
         }),
-    };
-    step(eqn, op)
+    )
 }

@@ -1,6 +1,7 @@
 //! Backend-independent jaxpr passes: simplification (inline `jit`, dead code
 //! elimination, common subexpression elimination, constant folding) and the
-//! fusion planner that partitions a jaxpr into loop and reduction groups.
+//! fusion planner that partitions a jaxpr into loop and reduction groups,
+//! and the memory planner that places a plan's values in one arena.
 //!
 //! Every pass takes a jaxpr and returns a new one that evaluates to the same
 //! values (checked against the reference interpreter in the tests). Passes
@@ -9,6 +10,7 @@
 
 mod collectives;
 mod fusion;
+mod memory;
 mod rewrite;
 mod simplify;
 
@@ -16,9 +18,12 @@ mod simplify;
 mod tests;
 #[cfg(test)]
 mod tests_fusion;
+#[cfg(test)]
+mod tests_memory;
 
 pub use collectives::lower_positional_collectives;
 pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
+pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
 pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_jit};
 
 use crate::error::IrError;

@@ -1,0 +1,233 @@
+//! The native side of a running program: the context a program function
+//! receives, the `extern "C"` trampolines it calls for work that is not
+//! generated code (threaded kernels, GEMM, other native steps), and the one
+//! call into a program function.
+//!
+//! `unsafe` here relies on these invariants:
+//! - A program function is only called (in [`call_program`]) with an `io`
+//!   table holding one pointer per program input, constant and output
+//!   buffer, each to at least the bytes of its compiled type (the caller
+//!   checks argument types), and an arena of at least the program's planned
+//!   size, aligned to 64 bytes; the generated code only touches those
+//!   buffers, the arena, and the program's own constant pool.
+//! - The `ctx` pointer a trampoline receives is the [`RunCtx`] built by
+//!   [`call_program`], alive for the whole call; the indices it passes were
+//!   emitted from the same program's tables, so they are in range.
+//! - The pointer tables a trampoline receives hold, per operand and result,
+//!   a pointer to at least the bytes of its compiled type; results never
+//!   alias operands (the memory plan keeps live values apart).
+//! - Panics never unwind into generated code: each trampoline catches them
+//!   and records an error in the context, which the caller returns.
+
+use crate::exec::Program;
+use crate::jit::{KernelFn, ProgramFn};
+use jaxon_ir::{with_storage, DType, HostArray, IrError, Storage};
+use std::sync::Mutex;
+
+/// What a program function may reach while it runs.
+pub(crate) struct RunCtx<'a> {
+    pub program: &'a Program,
+    pub threads: usize,
+    /// The first error a trampoline hit.
+    pub error: Mutex<Option<IrError>>,
+}
+
+impl RunCtx<'_> {
+    fn fail(&self, e: IrError) {
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(e);
+        }
+    }
+}
+
+/// Calls a program function. See the module invariants.
+pub(crate) fn call_program(
+    f: ProgramFn,
+    io: &[*mut u8],
+    arena: &mut [u64],
+    ctx: &RunCtx,
+) -> Result<(), IrError> {
+    let need = ctx.program.arena_bytes;
+    if arena.len() * 8 < need || io.len() != ctx.program.io_len() {
+        return Err(IrError::Eval(
+            "cpu backend: program called with a bad frame".into(),
+        ));
+    }
+    // SAFETY: module invariants: the io pointers and arena were sized by
+    // the caller from the program's compiled types and memory plan
+    // (checked above); `ctx` outlives the call.
+    unsafe {
+        f(
+            io.as_ptr(),
+            arena.as_mut_ptr().cast::<u8>(),
+            ctx as *const RunCtx,
+        )
+    };
+    match ctx.error.lock() {
+        Ok(mut e) => e.take().map_or(Ok(()), Err),
+        Err(_) => Err(IrError::Eval("cpu backend: a native step panicked".into())),
+    }
+}
+
+/// Work (elements) below which a kernel runs on one thread: spawning a
+/// thread costs tens of microseconds.
+pub(crate) const PARALLEL_MIN_WORK: usize = 1 << 18;
+
+/// The argument pointer array, shared by the threads of one call.
+struct SharedPtrs(*const *mut u8);
+
+// SAFETY: the pointers refer to buffers that outlive the scoped threads of
+// one call; concurrent kernels only read inputs and write disjoint output
+// elements (splittable kernels, `jit` module invariants).
+unsafe impl Send for SharedPtrs {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPtrs {}
+
+/// Runs a splittable kernel over `0..extent` on up to `threads` threads.
+///
+/// # Safety
+/// `ptrs` holds the kernel's argument pointers (as for a direct call) and
+/// the kernel is splittable.
+pub(crate) unsafe fn run_split(
+    entry: KernelFn,
+    ptrs: *const *mut u8,
+    extent: usize,
+    threads: usize,
+) {
+    let threads = threads.clamp(1, extent.max(1));
+    let shared = SharedPtrs(ptrs);
+    let run = |p: &SharedPtrs, lo: usize, hi: usize| {
+        // SAFETY: the caller's contract; `lo..hi` lies in `0..extent` and
+        // concurrent ranges write disjoint outputs.
+        unsafe { entry(p.0, lo as i64, hi as i64) }
+    };
+    if threads <= 1 {
+        run(&shared, 0, extent);
+        return;
+    }
+    let chunk = extent.div_ceil(threads);
+    std::thread::scope(|s| {
+        let shared = &shared;
+        let run = &run;
+        for t in 1..threads {
+            let (lo, hi) = ((t * chunk).min(extent), ((t + 1) * chunk).min(extent));
+            s.spawn(move || run(shared, lo, hi));
+        }
+        run(shared, 0, chunk.min(extent));
+    });
+}
+
+/// Runs a large splittable kernel of the program on the context's threads.
+pub(crate) extern "C" fn tramp_par_kernel(ctx: *const RunCtx, k: u64, ptrs: *const *mut u8) {
+    // SAFETY: module invariants (`ctx` is live during the call).
+    let ctx = unsafe { &*ctx };
+    let Some(kernel) = ctx.program.par_kernels.get(k as usize) else {
+        ctx.fail(IrError::Eval("cpu backend: bad kernel index".into()));
+        return;
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `ptrs` holds this kernel's arguments (module invariants)
+        // and only splittable kernels are registered as parallel.
+        let threads = if kernel.splittable() { ctx.threads } else { 1 };
+        unsafe { run_split(kernel.entry(), ptrs, kernel.extent(), threads) }
+    }));
+    if r.is_err() {
+        ctx.fail(IrError::Eval(
+            "cpu backend: a kernel thread panicked".into(),
+        ));
+    }
+}
+
+/// Runs `dot_general` number `k` of the program: `ptrs = [lhs, rhs, out]`.
+pub(crate) extern "C" fn tramp_dot(ctx: *const RunCtx, k: u64, ptrs: *const *mut u8) {
+    // SAFETY: module invariants.
+    let ctx = unsafe { &*ctx };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let plan = ctx
+            .program
+            .dots
+            .get(k as usize)
+            .ok_or_else(|| IrError::Eval("cpu backend: bad dot index".into()))?;
+        // SAFETY: three pointers to the operands and the result, each of
+        // its compiled size; the result does not alias the operands.
+        let (l, r, o) = unsafe { (*ptrs, *ptrs.add(1), *ptrs.add(2)) };
+        plan.run_raw(l, r, o, ctx.threads)
+    }));
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => ctx.fail(e),
+        Err(_) => ctx.fail(IrError::Eval("cpu backend: dot_general panicked".into())),
+    }
+}
+
+/// Runs native step `k` of the program on copies of its operands:
+/// `ptrs = [operands..., results...]`.
+pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mut u8) {
+    // SAFETY: module invariants.
+    let ctx = unsafe { &*ctx };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let call = ctx
+            .program
+            .steps
+            .get(k as usize)
+            .ok_or_else(|| IrError::Eval("cpu backend: bad step index".into()))?;
+        let n = call.ins.len() + call.outs.len();
+        // SAFETY: the table holds one pointer per operand and result.
+        let table = unsafe { std::slice::from_raw_parts(ptrs, n) };
+        let ins = call
+            .ins
+            .iter()
+            .zip(table)
+            .map(|((_, dt, shape), &p)| {
+                // SAFETY: `p` points to a value of this type (module
+                // invariants).
+                unsafe { read_array(p, *dt, shape) }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let outs = crate::exec::run_step_call(call, ins, ctx.threads)?;
+        for ((a, (_, dt, shape)), &p) in outs.iter().zip(&call.outs).zip(&table[call.ins.len()..]) {
+            if a.dtype() != *dt || a.shape() != shape.as_slice() {
+                return Err(IrError::Eval(format!(
+                    "cpu backend: a native step returned {:?} where {dt}{shape:?} was planned",
+                    a.aval()
+                )));
+            }
+            // SAFETY: `p` points to room for a value of this type, not
+            // aliasing anything read here (module invariants).
+            unsafe { write_array(a, p) };
+        }
+        Ok(())
+    }));
+    match r {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => ctx.fail(e),
+        Err(_) => ctx.fail(IrError::Eval("cpu backend: a native step panicked".into())),
+    }
+}
+
+/// A copy of the array of `dt` and `shape` at `p`.
+///
+/// # Safety
+/// `p` points to `shape.product()` initialised elements of `dt`, aligned
+/// for it.
+unsafe fn read_array(p: *const u8, dt: DType, shape: &[usize]) -> Result<HostArray, IrError> {
+    let n: usize = shape.iter().product();
+    let mut s = Storage::zeros(dt, n);
+    with_storage!(&mut s, v => {
+        // SAFETY: the caller's contract; `v` holds `n` elements of `dt`.
+        unsafe { std::ptr::copy_nonoverlapping(p.cast(), v.as_mut_ptr(), n) }
+    });
+    HostArray::new(shape.to_vec(), s)
+}
+
+/// Copies `a`'s elements to `p`.
+///
+/// # Safety
+/// `p` has room for `a.len()` elements of its dtype and does not overlap
+/// `a`.
+unsafe fn write_array(a: &HostArray, p: *mut u8) {
+    with_storage!(a.data(), v => {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p.cast(), v.len()) }
+    });
+}
