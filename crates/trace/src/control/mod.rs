@@ -7,11 +7,14 @@
 //! concrete arrays) become leading operands of the control-flow equation
 //! and leading invars of the body jaxpr (`num_consts`, `body_nconsts`, ...).
 
+mod bind;
 mod cond;
+mod for_loop;
 mod loops;
 mod scan;
 
 pub use cond::{cond, switch};
+pub use for_loop::{for_loop, for_loop_with, ForBound, ForLoopOptions};
 pub use loops::{fori_loop, while_loop, LoopBound};
 pub use scan::scan;
 
@@ -42,7 +45,7 @@ impl Body {
         in_def: &TreeDef,
         in_avals: &[Aval],
     ) -> Result<Body> {
-        let (Staged { jaxpr, consts }, out_def) =
+        let (Staged { jaxpr, consts, .. }, out_def) =
             trace_pytree::<I, O>(StageMode::Dynamic, f, in_def, in_avals)?;
         Ok(Body {
             jaxpr,
