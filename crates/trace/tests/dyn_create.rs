@@ -163,3 +163,78 @@ fn jit_of_a_size_argument_compiles_once() {
     assert_eq!(f.trace_count(), 1);
     assert_eq!(f.compile_count(), 1);
 }
+
+#[test]
+fn jit_abstracted_axes_share_one_size_and_one_executable() {
+    let f = jit(|(x, y): (Array, Array)| (&x * &y).sum(jnp::All) + x.sin())
+        .abstracted_axes(&[&[(0, "n")], &[(0, "n")]]);
+    let text = print(
+        &f.lower((
+            Array::from_vec(vec![1.0f64; 3], &[3]),
+            Array::from_vec(vec![1.0f64; 3], &[3]),
+        ))
+        .unwrap(),
+    );
+    assert!(
+        text.starts_with("{ lambda ; a:i64[] b:f64[a] c:f64[a]. let"),
+        "{text}"
+    );
+    for n in [1usize, 4, 7] {
+        let xs: Vec<f64> = (0..n).map(|i| 0.3 * i as f64 - 0.5).collect();
+        let ys: Vec<f64> = (0..n).map(|i| 1.0 + 0.25 * i as f64).collect();
+        let out = f
+            .call((
+                Array::from_vec(xs.clone(), &[n]),
+                Array::from_vec(ys.clone(), &[n]),
+            ))
+            .unwrap()
+            .to_vec::<f64>();
+        let dot: f64 = xs.iter().zip(&ys).map(|(x, y)| x * y).sum();
+        let want: Vec<f64> = xs.iter().map(|x| dot + x.sin()).collect();
+        assert_eq!(out, want);
+    }
+    assert_eq!(f.trace_count(), 1);
+    assert_eq!(f.compile_count(), 1);
+    // Sizes of a shared name must agree.
+    let e = f
+        .call((
+            Array::from_vec(vec![1.0f64; 2], &[2]),
+            Array::from_vec(vec![1.0f64; 3], &[3]),
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("'n'") && e.contains("f64[2]") && e.contains("f64[3]"),
+        "{e}"
+    );
+}
+
+#[test]
+fn jit_abstracted_axes_with_distinct_names_and_static_axes() {
+    // x: (n, 3), y: (m,): a matrix-vector product over the static axis and
+    // a concatenation whose size n + m is computed.
+    let f = jit(|(x, y, w): (Array, Array, Array)| {
+        let xv = ok_or_raise(jnp::matmul(&x, &w));
+        ok_or_raise(dyn_::concatenate(&[xv, y], 0))
+    })
+    .abstracted_axes(&[&[(0, "n")], &[(0, "m")]]);
+    for (n, m) in [(2usize, 1usize), (3, 4), (1, 1)] {
+        let xs: Vec<f64> = (0..3 * n).map(|i| i as f64 * 0.5).collect();
+        let ys: Vec<f64> = (0..m).map(|i| -(i as f64)).collect();
+        let w = vec![1.0, -2.0, 0.5];
+        let out = f
+            .call((
+                Array::from_vec(xs.clone(), &[n, 3]),
+                Array::from_vec(ys.clone(), &[m]),
+                Array::from_vec(w.clone(), &[3]),
+            ))
+            .unwrap();
+        let mut want: Vec<f64> = (0..n)
+            .map(|r| (0..3).map(|c| xs[r * 3 + c] * w[c]).sum())
+            .collect();
+        want.extend(&ys);
+        assert_eq!(out.shape(), vec![n + m]);
+        assert_eq!(out.to_vec::<f64>(), want);
+    }
+    assert_eq!((f.trace_count(), f.compile_count()), (1, 1));
+}

@@ -240,6 +240,9 @@ fn loop_index_sizes_a_result() {
     check_closed_jaxpr(&j).unwrap();
     let text = print(&j);
     assert!(text.contains("c:i64[] d:f64[c] = for_loop"), "{text}");
+    let parsed = parse_jaxpr(&text).unwrap();
+    assert_eq!(jaxon_ir::print::print_jaxpr(&parsed), text);
+    jaxon_ir::check_jaxpr(&parsed).unwrap();
     assert!(text.contains("in (c, d) }"), "{text}");
     for n in [1i64, 6] {
         let out = eval_closed_jaxpr(&j, &[i64s(n)]).unwrap();

@@ -111,6 +111,33 @@ fn results(cx: &Cx, s: &Subst) -> Result<Vec<Aval>, IrError> {
         .collect()
 }
 
+/// Like [`results`], but a dimension that is itself a result is that
+/// result (`OutDBIdx`) before it is an input's.
+fn results_out_first(cx: &Cx, s: &Subst) -> Result<Vec<Aval>, IrError> {
+    let j = s.jaxpr;
+    j.outvars
+        .iter()
+        .map(|a| match a {
+            Atom::Var(v) => {
+                let mut o = var_aval(cx, j, *v)?.clone();
+                let arr = match &mut o {
+                    Aval::Array(x) => x,
+                    Aval::Ref(r) => &mut r.inner,
+                };
+                for d in arr.shape.iter_mut() {
+                    let Dim::Var(w) = *d else { continue };
+                    *d = match j.outvars.iter().position(|a| *a == Atom::Var(w)) {
+                        Some(k) => out_dim(k),
+                        None => s.dim(cx, *d, false)?,
+                    };
+                }
+                Ok(o)
+            }
+            Atom::Lit(l) => Ok(Aval::Array(ShapedArray::scalar(l.dtype))),
+        })
+        .collect()
+}
+
 fn operands(cx: &Cx, range: std::ops::Range<usize>) -> Vec<Operand> {
     range
         .map(|i| Operand {
@@ -149,10 +176,18 @@ pub(crate) fn cond(cx: &Cx, branches: &[ClosedJaxpr]) -> Result<Vec<Aval>, IrErr
         return Err(cx.err("cond needs at least one branch"));
     }
     let ops = operands(cx, 1..cx.avals.len());
+    let dynamic = branches.iter().any(|b| is_dynamic(&b.jaxpr));
     let mut out: Option<Vec<Aval>> = None;
     for (b, br) in branches.iter().enumerate() {
         let s = bind(cx, &br.jaxpr, &ops, &format!("branch {b}"))?;
-        let r = results(cx, &s)?;
+        // With dynamic shapes, a dimension every branch returns as a result
+        // is that result (`OutDBIdx`) even where a branch computes it from
+        // an input, so the branches' types agree.
+        let r = if dynamic {
+            results_out_first(cx, &s)?
+        } else {
+            results(cx, &s)?
+        };
         match &out {
             None => out = Some(r),
             Some(first) => same_list(

@@ -143,6 +143,15 @@ pub fn sizes(x: &Array) -> Result<Vec<Size>> {
         .collect()
 }
 
+/// The size of `x` along `axis` as an `i64` scalar array (a tracer for a
+/// dynamic dimension).
+pub fn size_of(x: &Array, axis: usize) -> Result<Array> {
+    sizes(x)?
+        .get(axis)
+        .map(Size::to_array)
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no axis {axis}", fmt_aval(x.aval()))))
+}
+
 /// Whether `x` has a dynamic dimension.
 pub fn is_dynamic(x: &Array) -> bool {
     x.ty().shape.iter().any(|d| matches!(d, Dim::Var(_)))
