@@ -257,3 +257,74 @@ fn for_loop_runs_eagerly_and_with_static_shapes() {
     let y = for_loop(1, 4, 1, |i, a: Array| &a * i.astype(DType::F64), x).unwrap();
     assert_eq!(y.to_vec::<f64>(), vec![6.0, 12.0, 18.0]);
 }
+
+#[test]
+fn correct_arguments_returned_unchanged_keep_one_shared_dimension() {
+    // loop(i, a, a_) = (a, a_); loop(a0, a0): the implicit result is the
+    // implicit argument itself, so the results keep the outer dimension.
+    let f = |sz: Array| {
+        let a0 = ok_or_raise(dyn_::iota(DType::F64, &sz));
+        let (a, b) = ok_or_raise(for_loop(
+            0,
+            10,
+            1,
+            |_i, (a, b): (Array, Array)| (a, b),
+            (a0.clone(), a0.clone()),
+        ));
+        &(&a + &b) + &a0
+    };
+    let j = make_jaxpr(f)(Array::scalar(2i64)).unwrap();
+    golden_roundtrip(&j);
+    let text = print(&j);
+    assert!(
+        text.contains("nimplicit=1") && text.contains("in (e, g, h) }"),
+        "{text}"
+    );
+    let out = eval_closed_jaxpr(&j, &[i64s(4)]).unwrap();
+    assert_eq!(out[0].to_f64_vec(), vec![0.0, 3.0, 6.0, 9.0]);
+}
+
+#[test]
+fn captured_constant_with_its_own_dimension_is_prepended() {
+    // Seed 003 "Adding Jax constants": a body over a, b (dimension d)
+    // capturing o (dimension od) gets `od, o, d, i, a, b`.
+    let f = |(sz, osz): (Array, Array)| {
+        let a0 = ones(&sz);
+        let o = ok_or_raise(dyn_::iota(DType::F64, &osz));
+        let (a, b) = ok_or_raise(for_loop(
+            0,
+            3,
+            1,
+            |_i, (a, b): (Array, Array)| {
+                let s = o.sum(jaxon_trace::numpy::All);
+                (&a + &s, &b * 2.0)
+            },
+            (a0.clone(), a0),
+        ));
+        (a, b)
+    };
+    let j = make_jaxpr(f)((Array::scalar(2i64), Array::scalar(5i64))).unwrap();
+    golden_roundtrip(&j);
+    let text = print(&j);
+    assert!(
+        text.contains("body_jaxpr={ lambda ; g:i64[] h:f64[g] i:i64[] j:i64[] k:f64[i] l:f64[i]."),
+        "{text}"
+    );
+    assert!(
+        text.contains("body_nconsts=2") && text.contains("nimplicit=1"),
+        "{text}"
+    );
+    for (n, m) in [(2i64, 5i64), (3, 1)] {
+        let out = eval_closed_jaxpr(&j, &[i64s(n), i64s(m)]).unwrap();
+        let s: f64 = (0..m).map(|i| i as f64).sum();
+        assert_eq!(out[0].to_f64_vec(), vec![1.0 + 3.0 * s; n as usize]);
+        assert_eq!(out[1].to_f64_vec(), vec![8.0; n as usize]);
+    }
+}
+
+fn golden_roundtrip(j: &jaxon_ir::ClosedJaxpr) {
+    check_closed_jaxpr(j).unwrap();
+    let text = print(j);
+    let parsed = parse_jaxpr(&text).unwrap();
+    assert_eq!(jaxon_ir::print::print_jaxpr(&parsed), text);
+}
