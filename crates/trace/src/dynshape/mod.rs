@@ -152,6 +152,27 @@ pub fn size_of(x: &Array, axis: usize) -> Result<Array> {
         .ok_or_else(|| Error::InvalidArgument(format!("{} has no axis {axis}", fmt_aval(x.aval()))))
 }
 
+/// The dimension tracers of `x` for every axis but `skip`: what a tracer
+/// wrapping `x` (a jvp primal, or a batched value whose batch axis is
+/// `skip`) carries as its own.
+pub fn dim_tracers_except(x: &Array, skip: Option<usize>) -> Vec<Array> {
+    let Some(t) = x.as_tracer() else {
+        return Vec::new();
+    };
+    let mut it = t.dim_tracers().iter();
+    let mut out = Vec::new();
+    for (axis, d) in x.ty().shape.iter().enumerate() {
+        if let Dim::Var(_) = d {
+            if let Some(tr) = it.next() {
+                if Some(axis) != skip {
+                    out.push(tr.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether `x` has a dynamic dimension.
 pub fn is_dynamic(x: &Array) -> bool {
     x.ty().shape.iter().any(|d| matches!(d, Dim::Var(_)))

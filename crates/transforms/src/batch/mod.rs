@@ -64,7 +64,9 @@ pub(crate) fn new_batched(main: &Arc<MainTrace>, value: Array, bdim: Option<usiz
         }
         (aval, _) => aval.clone(),
     };
-    Array::new_tracer(main.clone(), aval, Batched { value, bdim })
+    // A dynamic shape's dimensions are the value's, less the batch axis.
+    let dims = jaxon_trace::dynshape::dim_tracers_except(&value, bdim);
+    Array::new_tracer_with_dims(main.clone(), aval, Batched { value, bdim }, dims)
 }
 
 impl Trace for BatchTrace {
@@ -124,6 +126,12 @@ pub(crate) fn moveaxis(x: &Array, from: usize, to: usize) -> Result<Array> {
 pub(crate) fn move_bdim(x: &Array, bdim: Option<usize>, to: usize, n: usize) -> Result<Array> {
     match bdim {
         Some(d) => moveaxis(x, d, to),
+        None if jaxon_trace::dynshape::is_dynamic(x) => {
+            let mut out = jaxon_trace::dynshape::sizes(x)?;
+            out.insert(to, jaxon_trace::dynshape::Size::Const(n));
+            let dims: Vec<usize> = (0..out.len()).filter(|&i| i != to).collect();
+            jaxon_trace::dynshape::broadcast_in_dim(x, &out, &dims)
+        }
         None => {
             let shape = x.try_shape()?;
             let mut out = shape.clone();

@@ -38,10 +38,13 @@ pub(crate) fn dual(x: &Array) -> Result<&Dual> {
 /// Wraps a primal and tangent as a tracer of `main`.
 pub(crate) fn new_dual(main: &Arc<MainTrace>, primal: Array, tangent: Option<Array>) -> Array {
     let tangent = tangent.filter(|_| has_tangent(primal.dtype()));
-    Array::new_tracer(
+    // A dynamic shape's dimensions are the primal's.
+    let dims = jaxon_trace::dynshape::dim_tracers_except(&primal, None);
+    Array::new_tracer_with_dims(
         main.clone(),
         primal.aval().clone(),
         Dual { primal, tangent },
+        dims,
     )
 }
 
