@@ -154,7 +154,8 @@ fn jit_of_a_size_argument_compiles_once() {
     let f = jit(|n: Array| {
         let x = ok_or_raise(dyn_::arange(&n, DType::F64));
         (&x * &x).sum(jnp::All)
-    });
+    })
+    .backend("interpreter");
     for n in [2i64, 5, 9, 1] {
         let got = f.call(sz(n)).unwrap().to_vec::<f64>();
         let want: f64 = (0..n).map(|i| (i * i) as f64).sum();
@@ -167,6 +168,7 @@ fn jit_of_a_size_argument_compiles_once() {
 #[test]
 fn jit_abstracted_axes_share_one_size_and_one_executable() {
     let f = jit(|(x, y): (Array, Array)| (&x * &y).sum(jnp::All) + x.sin())
+        .backend("interpreter")
         .abstracted_axes(&[&[(0, "n")], &[(0, "n")]]);
     let text = print(
         &f.lower((
@@ -217,6 +219,7 @@ fn jit_abstracted_axes_with_distinct_names_and_static_axes() {
         let xv = ok_or_raise(jnp::matmul(&x, &w));
         ok_or_raise(dyn_::concatenate(&[xv, y], 0))
     })
+    .backend("interpreter")
     .abstracted_axes(&[&[(0, "n")], &[(0, "m")]]);
     for (n, m) in [(2usize, 1usize), (3, 4), (1, 1)] {
         let xs: Vec<f64> = (0..3 * n).map(|i| i as f64 * 0.5).collect();
