@@ -1,14 +1,14 @@
 //! Transforms of dynamic-shape programs (traced sizes), checked against the
 //! same programs run with static shapes: jvp and vmap of elementwise ops,
-//! reductions and matmul (grad needs the backward pass to resolve the
-//! linear jaxpr's dimension variables: not done yet).
+//! reductions and matmul; grad (the backward pass resolves the linear
+//! jaxpr's dimension variables to their values).
 
 use jaxon_ir::{check_closed_jaxpr, eval_closed_jaxpr, DType, HostArray};
 use jaxon_trace::dynshape::{self as dyn_, Size};
 use jaxon_trace::error::ok_or_raise;
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::{make_jaxpr, Array};
-use jaxon_transforms::{jvp, vmap};
+use jaxon_transforms::{grad, jvp, vmap};
 
 fn i64s(n: i64) -> HostArray {
     HostArray::scalar(DType::I64, n as f64)
@@ -90,6 +90,31 @@ fn vmap_over_a_static_batch_of_dynamic_rows_matches_static_shapes() {
             got.iter()
                 .zip(&want)
                 .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
+            "{got:?} vs {want:?}"
+        );
+    }
+}
+
+#[test]
+fn grad_of_a_dynamic_shape_program_matches_static_shapes() {
+    let f = |n: Array| {
+        let x = ok_or_raise(dyn_::iota(DType::F64, &n)) * 0.37 - 0.8;
+        ok_or_raise(grad(|x: Array| g(&x))(x))
+    };
+    let j = make_jaxpr(f)(Array::scalar(3i64)).unwrap();
+    check_closed_jaxpr(&j).unwrap();
+    for n in [1usize, 4, 7] {
+        let out = eval_closed_jaxpr(&j, &[i64s(n as i64)]).unwrap();
+        let want = grad(|x: Array| g(&x))(Array::from_vec(xs(n), &[n]))
+            .unwrap()
+            .to_vec::<f64>();
+        let got = out[0].to_f64_vec();
+        assert!(
+            got.len() == want.len()
+                && got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
             "{got:?} vs {want:?}"
         );
     }

@@ -158,9 +158,12 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             op: ReduceOp::Sum,
             axes,
         } => {
-            let shape = sizes(args[0].ty());
+            let shape = args[0].sizes()?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
-            Ok(only(0, lax::broadcast_in_dim(&ct()?, &shape, &keep)?))
+            Ok(only(
+                0,
+                jaxon_trace::dynshape::broadcast_in_dim(&ct()?, &shape, &keep)?,
+            ))
         }
         P::BroadcastInDim {
             broadcast_dimensions,
