@@ -62,7 +62,7 @@ fn elementwise_reductions_and_matmul_on_dynamic_shapes() {
         let y = &x * 2.0 + 1.0;
         let s = (&y * &y).sum(jnp::All);
         let d = ok_or_raise(jnp::matmul(&x, &y));
-        (s, d, y.sin())
+        (s, d, y.sin(), y.mean(jnp::All))
     };
     let j = make_jaxpr(f)(sz(4)).unwrap();
     check_closed_jaxpr(&j).unwrap();
@@ -84,6 +84,8 @@ fn elementwise_reductions_and_matmul_on_dynamic_shapes() {
         assert_eq!(out[1].to_f64_vec(), vec![d]);
         let sin: Vec<f64> = ys.iter().map(|y| y.sin()).collect();
         assert_eq!(out[2].to_f64_vec(), sin);
+        let mean = ys.iter().sum::<f64>() / n as f64;
+        assert!((out[3].to_f64_vec()[0] - mean).abs() <= 1e-12 * mean.abs());
     }
 }
 
