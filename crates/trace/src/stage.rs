@@ -73,6 +73,26 @@ pub fn trace_flat_typed(
     staging.finish_expanded(&main, &outs)
 }
 
+/// Traces `f` on fresh inputs of `in_type`, every input explicit and
+/// passed to `f`, without expanding the results: for rebuilding a jaxpr
+/// with dynamic shapes (its invars' types as an `InType`, see
+/// `jaxon_ir::dyntype::in_type`) under a transformation.
+pub fn trace_flat_in_type(
+    mode: StageMode,
+    in_type: &InType,
+    f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
+) -> Result<Staged> {
+    let guard: MainGuard = match mode {
+        StageMode::Base => new_base_main(Box::new(StagingTrace::new())),
+        StageMode::Dynamic => new_dynamic_main(Box::new(StagingTrace::new())),
+    };
+    let main = guard.main().clone();
+    let staging = StagingTrace::of(&main).expect("a staging main");
+    let args = new_typed_args(staging, &main, in_type, &[])?;
+    let outs = f(args)?;
+    staging.finish(&main, &outs)
+}
+
 /// Creates the invars of `in_type` on `staging`; `outer[i]`, when given, is
 /// the outer value implicit input `i` stands for (so a captured value with
 /// that dimension shares the input).

@@ -119,3 +119,87 @@ fn grad_of_a_dynamic_shape_program_matches_static_shapes() {
         );
     }
 }
+
+/// A for_loop over a dynamic carry that also captures a dynamic array.
+fn looped(x: &Array, w: &Array) -> Array {
+    ok_or_raise(jaxon_trace::control::for_loop(
+        0,
+        3,
+        1,
+        |i, a: Array| a.sin() * &a + w * i.astype(DType::F64),
+        x.clone(),
+    ))
+}
+
+#[test]
+fn jvp_of_a_dynamic_for_loop_matches_static_shapes() {
+    let f = |n: Array| {
+        let x = ok_or_raise(dyn_::iota(DType::F64, &n)) * 0.37 - 0.8;
+        let w = ok_or_raise(dyn_::iota(DType::F64, &n)).cos();
+        let t = ok_or_raise(dyn_::ones(&[(&n).into()], DType::F64));
+        let (p, tan) = ok_or_raise(jvp(
+            |(x, w): (Array, Array)| looped(&x, &w),
+            (x, w.clone()),
+            (t, w),
+        ));
+        (p, tan)
+    };
+    let j = make_jaxpr(f)(Array::scalar(3i64)).unwrap();
+    check_closed_jaxpr(&j).unwrap();
+    let text = jaxon_ir::print::print_jaxpr(&j.jaxpr);
+    assert!(text.contains("for_loop["), "{text}");
+    for n in [1usize, 4] {
+        let out = eval_closed_jaxpr(&j, &[i64s(n as i64)]).unwrap();
+        let x = Array::from_vec(xs(n), &[n]);
+        let w = Array::from_vec((0..n).map(|i| (i as f64).cos()).collect::<Vec<_>>(), &[n]);
+        let t = Array::from_vec(vec![1.0f64; n], &[n]);
+        let (p, tan) = jaxon_trace::with_backend("interpreter", || {
+            jvp(
+                |(x, w): (Array, Array)| looped(&x, &w),
+                (x, w.clone()),
+                (t, w),
+            )
+        })
+        .unwrap()
+        .unwrap();
+        let close = |a: &[f64], b: &[f64]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| (x - y).abs() <= 1e-12 * (1.0 + y.abs()))
+        };
+        let n_out = out.len();
+        assert!(
+            close(&out[n_out - 2].to_f64_vec(), &p.to_vec::<f64>()),
+            "n={n}"
+        );
+        assert!(
+            close(&out[n_out - 1].to_f64_vec(), &tan.to_vec::<f64>()),
+            "n={n}"
+        );
+        // Against central differences of the static program.
+        let h = 1e-6;
+        let xv = xs(n);
+        let wv: Vec<f64> = (0..n).map(|i| (i as f64).cos()).collect();
+        let eval = |s: f64| {
+            let x = Array::from_vec(xv.iter().map(|v| v + s).collect::<Vec<_>>(), &[n]);
+            let w = Array::from_vec(wv.iter().map(|v| v * (1.0 + s)).collect::<Vec<_>>(), &[n]);
+            jaxon_trace::with_backend("interpreter", || looped(&x, &w))
+                .unwrap()
+                .to_vec::<f64>()
+        };
+        let (hi, lo) = (eval(h), eval(-h));
+        let fd: Vec<f64> = hi
+            .iter()
+            .zip(&lo)
+            .map(|(a, b)| (a - b) / (2.0 * h))
+            .collect();
+        let tv = tan.to_vec::<f64>();
+        assert!(
+            tv.iter()
+                .zip(&fd)
+                .all(|(a, b)| (a - b).abs() <= 1e-5 * (1.0 + b.abs())),
+            "{tv:?} vs {fd:?}"
+        );
+    }
+}

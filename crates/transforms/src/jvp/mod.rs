@@ -6,6 +6,7 @@
 //! the primals alone and no rule runs.
 
 mod control;
+mod for_loop;
 mod rules;
 pub(crate) mod state;
 

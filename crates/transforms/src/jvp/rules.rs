@@ -139,7 +139,7 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         P::Cond { branches } => super::control::cond(branches, x, t),
         P::While { .. } => super::control::while_loop(p, x, t),
         P::Scan { .. } => super::control::scan(p, x, t),
-        P::ForLoop { .. } => unsupported(p),
+        P::ForLoop { .. } => super::for_loop::for_loop(p, x, t),
         P::Get { indexers } => super::state::jvp_state(StateOp::Get, indexers, p, x, t),
         P::Swap { indexers } => super::state::jvp_state(StateOp::Swap, indexers, p, x, t),
         P::AddUpdate { indexers } => super::state::jvp_state(StateOp::AddUpdate, indexers, p, x, t),
