@@ -203,3 +203,79 @@ fn jvp_of_a_dynamic_for_loop_matches_static_shapes() {
         );
     }
 }
+
+/// One doubling step: the array grows from n to 2n.
+fn grow(a: &Array) -> Array {
+    ok_or_raise(dyn_::concatenate(&[a * 1.5, a.sin()], 0))
+}
+
+#[test]
+fn jvp_of_a_dynamic_while_and_cond_matches_unrolled_static_programs() {
+    // while len(a) < 20: a = grow(a); then a cond choosing between two
+    // results of different sizes.
+    let prog = |a: Array, p: &Array| {
+        let a = ok_or_raise(jaxon_trace::control::while_loop_with(
+            false,
+            |a: Array| ok_or_raise(dyn_::size_of(&a, 0)).lt(20),
+            |a: Array| grow(&a),
+            a,
+        ));
+        ok_or_raise(jaxon_trace::control::cond(
+            p,
+            |a: Array| a.cos(),
+            |a: Array| grow(&a),
+            a,
+        ))
+    };
+    let f = |(n, p): (Array, Array)| {
+        let x = ok_or_raise(dyn_::iota(DType::F64, &n)) * 0.37 - 0.8;
+        let t = ok_or_raise(dyn_::iota(DType::F64, &n)).cos();
+        ok_or_raise(jvp(|x: Array| prog(x, &p), x, t))
+    };
+    let j = make_jaxpr(f)((Array::scalar(3i64), Array::scalar(true))).unwrap();
+    check_closed_jaxpr(&j).unwrap();
+    for n in [3usize, 7] {
+        for p in [true, false] {
+            let out = eval_closed_jaxpr(
+                &j,
+                &[
+                    i64s(n as i64),
+                    HostArray::scalar(DType::Bool, p as u8 as f64),
+                ],
+            )
+            .unwrap();
+            // The same computation with static shapes: Rust control flow.
+            let unrolled = |a: Array| {
+                let mut a = a;
+                while a.shape()[0] < 20 {
+                    a = grow(&a);
+                }
+                if p {
+                    a.cos()
+                } else {
+                    grow(&a)
+                }
+            };
+            let x = Array::from_vec(xs(n), &[n]);
+            let t = Array::from_vec((0..n).map(|i| (i as f64).cos()).collect::<Vec<_>>(), &[n]);
+            let (pw, tw) = jaxon_trace::with_backend("interpreter", || jvp(unrolled, x, t))
+                .unwrap()
+                .unwrap();
+            let k = out.len();
+            let close = |a: &[f64], b: &[f64]| {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|(x, y)| (x - y).abs() <= 1e-12 * (1.0 + y.abs()))
+            };
+            assert!(
+                close(&out[k - 2].to_f64_vec(), &pw.to_vec::<f64>()),
+                "n={n} p={p}"
+            );
+            assert!(
+                close(&out[k - 1].to_f64_vec(), &tw.to_vec::<f64>()),
+                "n={n} p={p}"
+            );
+        }
+    }
+}

@@ -209,7 +209,7 @@ pub fn jvp_jaxpr_with(
     }
     let n = in_avals.len();
     let mut out_nonzero = Vec::new();
-    let staged = trace_flat(StageMode::Base, &avals, |args| {
+    let body = |args: Vec<Array>| {
         let (primals, tangent_args) = args.split_at(n);
         let mut it = tangent_args.iter().cloned();
         let tangents: Vec<Option<Array>> = nonzero
@@ -236,7 +236,23 @@ pub fn jvp_jaxpr_with(
             }
         }
         Ok(outs)
-    })?;
+    };
+    let dynamic = in_avals.iter().any(|a| a.array().static_sizes().is_none());
+    let staged = if dynamic {
+        // Dimension variables: the tangents share the primals' (input
+        // types whose DBIdx point at the primal inputs).
+        let mut t = jaxon_ir::dyntype::in_type(jaxpr, &vec![true; n])?;
+        let tangent_types: Vec<_> =
+            t.0.iter()
+                .zip(nonzero)
+                .filter(|(_, nz)| **nz)
+                .map(|(e, _)| e.clone())
+                .collect();
+        t.0.extend(tangent_types);
+        jaxon_trace::stage::trace_flat_in_type(StageMode::Base, &t, body)?
+    } else {
+        trace_flat(StageMode::Base, &avals, body)?
+    };
     Ok((close(staged)?, out_nonzero))
 }
 
