@@ -279,3 +279,55 @@ fn jvp_of_a_dynamic_while_and_cond_matches_unrolled_static_programs() {
         }
     }
 }
+
+#[test]
+fn vmap_of_dynamic_for_loop_and_while_matches_static_rows() {
+    // x, w: (3, n) with a traced n; per row: the for_loop, then a while
+    // that grows the row past 10 elements, then its sum.
+    let row = |(x, w): (Array, Array)| {
+        let y = looped(&x, &w);
+        let z = ok_or_raise(jaxon_trace::control::while_loop_with(
+            false,
+            |a: Array| ok_or_raise(dyn_::size_of(&a, 0)).lt(10),
+            |a: Array| grow(&a),
+            y,
+        ));
+        z.sum(jnp::All)
+    };
+    let f = |n: Array| {
+        let three_n = ok_or_raise(dyn_::mul_sizes(&Size::Const(3), &(&n).into()));
+        let shape = [Size::Const(3), (&n).into()];
+        let flat = ok_or_raise(dyn_::iota(DType::F64, three_n.clone())) * 0.37 - 0.8;
+        let x = ok_or_raise(dyn_::reshape(&flat, &shape));
+        let w = ok_or_raise(dyn_::reshape(
+            &ok_or_raise(dyn_::iota(DType::F64, three_n)).cos(),
+            &shape,
+        ));
+        ok_or_raise(vmap(row).call((x, w)))
+    };
+    let j = make_jaxpr(f)(Array::scalar(2i64)).unwrap();
+    check_closed_jaxpr(&j).unwrap();
+    for n in [1usize, 4] {
+        let out = eval_closed_jaxpr(&j, &[i64s(n as i64)]).unwrap();
+        let all = xs(3 * n);
+        let ws: Vec<f64> = (0..3 * n).map(|i| (i as f64).cos()).collect();
+        let want: Vec<f64> = (0..3)
+            .map(|r| {
+                let x = Array::from_vec(all[r * n..(r + 1) * n].to_vec(), &[n]);
+                let w = Array::from_vec(ws[r * n..(r + 1) * n].to_vec(), &[n]);
+                let mut a = jaxon_trace::with_backend("interpreter", || looped(&x, &w)).unwrap();
+                while a.shape()[0] < 10 {
+                    a = grow(&a);
+                }
+                a.sum(jnp::All).to_vec::<f64>()[0]
+            })
+            .collect();
+        let got = out[0].to_f64_vec();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
+            "{got:?} vs {want:?}"
+        );
+    }
+}

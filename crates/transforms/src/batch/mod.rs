@@ -209,7 +209,7 @@ pub fn batch_jaxpr(
         avals.push(a);
     }
     let mut out_batched = Vec::new();
-    let staged = trace_flat(StageMode::Base, &avals, |args| {
+    let body = |args: Vec<Array>| {
         let dims: Vec<Option<usize>> = batched_in.iter().map(|b| b.then_some(0)).collect();
         let outs = batch_flat(
             |ins| eval_closed_jaxpr(closed, &ins),
@@ -230,6 +230,36 @@ pub fn batch_jaxpr(
             }
         }
         Ok(res)
-    })?;
+    };
+    let dynamic =
+        avals.iter().any(|a| a.array().static_sizes().is_none()) && !avals.iter().any(Aval::is_ref);
+    let staged = if dynamic {
+        // Dynamic shapes: stage from the jaxpr's input type with a leading
+        // batch axis on the batched inputs. A batched dimension variable
+        // would make the batch ragged.
+        let mut t = jaxon_ir::dyntype::in_type(jaxpr, &vec![true; batched_in.len()])?;
+        let used: Vec<usize> =
+            t.0.iter()
+                .flat_map(|(a, _)| a.shape.iter())
+                .filter_map(|d| match d {
+                    jaxon_ir::dyntype::InDim::DBIdx(j) => Some(*j),
+                    jaxon_ir::dyntype::InDim::Const(_) => None,
+                })
+                .collect();
+        for (k, ((a, _), b)) in t.0.iter_mut().zip(batched_in).enumerate() {
+            if *b {
+                if used.contains(&k) {
+                    return Err(Error::Unsupported(
+                        "vmap over a dimension size (a ragged batch)".into(),
+                    ));
+                }
+                a.shape
+                    .insert(0, jaxon_ir::dyntype::InDim::Const(axis_size));
+            }
+        }
+        jaxon_trace::stage::trace_flat_in_type(StageMode::Base, &t, body)?
+    } else {
+        trace_flat(StageMode::Base, &avals, body)?
+    };
     Ok((close(staged)?, out_batched))
 }
