@@ -73,12 +73,13 @@ fn vmap_over_a_static_batch_of_dynamic_rows_matches_static_shapes() {
         let three_n = ok_or_raise(dyn_::mul_sizes(&Size::Const(3), &(&n).into()));
         let flat = ok_or_raise(dyn_::iota(DType::F64, three_n)) * 0.37 - 0.8;
         let x = ok_or_raise(dyn_::reshape(&flat, &[Size::Const(3), (&n).into()]));
-        ok_or_raise(vmap(|r: Array| g2(&r)).call(x))
+        ok_or_raise(vmap(|r: Array| (g2(&r), g(&r))).call(x))
     };
     let j = make_jaxpr(f)(Array::scalar(2i64)).unwrap();
     check_closed_jaxpr(&j).unwrap();
     for n in [1usize, 5] {
         let out = eval_closed_jaxpr(&j, &[i64s(n as i64)]).unwrap();
+        assert_eq!(out.len(), 2, "{}", jaxon_ir::print::print_jaxpr(&j.jaxpr));
         let all = xs(3 * n);
         let want: Vec<f64> = (0..3)
             .map(|r| {
@@ -86,6 +87,17 @@ fn vmap_over_a_static_batch_of_dynamic_rows_matches_static_shapes() {
             })
             .collect();
         let got = out[0].to_f64_vec();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| (a - b).abs() <= 1e-12 * (1.0 + b.abs())),
+            "{got:?} vs {want:?}"
+        );
+        // With a matmul per row.
+        let want: Vec<f64> = (0..3)
+            .map(|r| g(&Array::from_vec(all[r * n..(r + 1) * n].to_vec(), &[n])).to_vec::<f64>()[0])
+            .collect();
+        let got = out[1].to_f64_vec();
         assert!(
             got.iter()
                 .zip(&want)
