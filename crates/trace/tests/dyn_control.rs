@@ -173,3 +173,25 @@ fn cond_keeps_an_input_dimension_both_branches_agree_on() {
         assert_eq!(out[0].to_f64_vec(), want);
     }
 }
+
+#[test]
+fn while_loop_body_adding_a_captured_array_shares_its_dimension() {
+    // Seed 000's "Caveats" program with a while loop: `a + a0` in the body,
+    // a0 captured, the carry starting from a0.
+    let f = |sz: Array| {
+        let a0 = iota(&sz);
+        let (a, _) = ok_or_raise(while_loop(
+            |(_a, k): (Array, Array)| k.lt(3),
+            |(a, k): (Array, Array)| (&a + &a0, k + 1),
+            (a0.clone(), Array::scalar(0i32)),
+        ));
+        &a + &a0
+    };
+    let j = make_jaxpr(f)(Array::scalar(3i64)).unwrap();
+    roundtrip(&j);
+    for n in [1i64, 5] {
+        let out = eval_closed_jaxpr(&j, &[i64s(n)]).unwrap();
+        let want: Vec<f64> = (0..n).map(|i| 5.0 * i as f64).collect();
+        assert_eq!(out[0].to_f64_vec(), want);
+    }
+}

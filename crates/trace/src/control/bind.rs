@@ -141,6 +141,24 @@ pub(crate) fn trace_body(
     })
 }
 
+/// Promotes in `other` (a body traced from the same input type without
+/// promotion, e.g. a `while`'s cond) the implicit arguments `kept` says
+/// were promoted elsewhere: each becomes a trailing const standing for its
+/// outer value, so both bodies take the same carries.
+pub(crate) fn promote_like(other: &mut TracedBody, kept: &[bool], expanded: &Expanded) {
+    for j in (0..expanded.implicit.len()).rev() {
+        if kept[j] || !other.kept[j] {
+            continue;
+        }
+        let rank = (0..j).filter(|&k| other.kept[k]).count();
+        let nc = other.consts.len();
+        let v = other.jaxpr.invars.remove(nc + rank);
+        other.jaxpr.invars.insert(nc, v);
+        other.consts.push(expanded.implicit[j].clone());
+        other.kept[j] = false;
+    }
+}
+
 /// Step 3 for loops: the body's results must have the arguments' types
 /// except for carried dimensions, whose new values become the implicit
 /// results (in the implicit arguments' order). With `preserve_dimensions`

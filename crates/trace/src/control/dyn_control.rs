@@ -3,7 +3,10 @@
 //! keep JAX 0.10.2's exact output and hand over here when an operand or a
 //! branch result has a dynamic dimension).
 
-use super::bind::{collapse, expand_inputs, loop_results, trace_body, BodyCtx, Expanded};
+use super::bind::{
+    collapse, expand_inputs, kept_implicit, loop_results, promote_like, trace_body, BodyCtx,
+    Expanded,
+};
 use super::closed;
 use crate::array::Array;
 use crate::core::bind;
@@ -27,7 +30,7 @@ pub fn while_loop_with<C: Pytree>(
 ) -> Result<C> {
     let (init_vals, in_def) = init.flatten();
     let expanded = expand_inputs(&init_vals, preserve_dimensions)?;
-    let cond = trace_body(
+    let mut cond = trace_body(
         &expanded,
         false,
         |args| {
@@ -48,7 +51,7 @@ pub fn while_loop_with<C: Pytree>(
     )?;
     let body = trace_body(
         &expanded,
-        false,
+        true,
         |args| {
             let c = C::unflatten(&in_def, args)?;
             let (outs, out_def) = catch(|| body_fn(c))?.flatten();
@@ -57,6 +60,9 @@ pub fn while_loop_with<C: Pytree>(
         },
         |cx, outs| loop_results("while_loop", &expanded, 0, cx, outs),
     )?;
+    // Dimensions the body shares with captured values are loop-invariant
+    // consts of the cond too.
+    promote_like(&mut cond, &body.kept, &expanded);
     let primitive = Primitive::While {
         cond_jaxpr: closed(cond.jaxpr),
         body_jaxpr: closed(body.jaxpr),
@@ -65,7 +71,7 @@ pub fn while_loop_with<C: Pytree>(
     };
     let mut args = cond.consts;
     args.extend(body.consts);
-    args.extend(expanded.implicit.iter().cloned());
+    args.extend(kept_implicit(&expanded, &body.kept));
     args.extend(init_vals);
     let outs = bind(&primitive, &args)?;
     C::unflatten(&in_def, collapse(outs, body.implicit_outs))
