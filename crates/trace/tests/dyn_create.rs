@@ -243,3 +243,44 @@ fn jit_abstracted_axes_with_distinct_names_and_static_axes() {
     }
     assert_eq!((f.trace_count(), f.compile_count()), (1, 1));
 }
+
+#[test]
+fn nested_jit_returns_an_array_of_a_new_dynamic_size() {
+    let inner = jit(|n: Array| ok_or_raise(dyn_::ones(&[(&n + 1).into()], DType::F64)))
+        .backend("interpreter")
+        .name("inner");
+    let f = |sz: Array| {
+        let o = ok_or_raise(inner.call(sz.clone()));
+        o.sum(jnp::All) * 2.0
+    };
+    let j = make_jaxpr(f)(sz(3)).unwrap();
+    golden_roundtrip_ok(&j);
+    let text = print(&j);
+    // The implicit result `b` sizes `c`, so it is named, not `_`.
+    assert_eq!(
+        text,
+        "{ lambda ; a:i64[]. let
+    b:i64[] c:f64[b] = jit[
+      name=inner
+      jaxpr={ lambda ; a:i64[]. let
+          b:i64[] = add a 1:i64[]
+          c:f64[b] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]
+            b
+        in (b, c) }
+    ] a
+    d:f64[] = reduce_sum[axes=(0,) out_sharding=None] c
+    e:f64[] = mul d 2.0:f64[]
+  in (e,) }"
+    );
+    for n in [0i64, 4] {
+        let out = run(&j, &[i64s(n)]);
+        assert_eq!(out[0].to_f64_vec(), vec![2.0 * (n + 1) as f64]);
+    }
+}
+
+fn golden_roundtrip_ok(j: &jaxon_ir::ClosedJaxpr) {
+    check_closed_jaxpr(j).unwrap();
+    let text = print(j);
+    let parsed = parse_jaxpr(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    assert_eq!(jaxon_ir::print::print_jaxpr(&parsed), text);
+}
