@@ -41,6 +41,9 @@ pub struct TracerRef {
     main: Arc<MainTrace>,
     aval: Aval,
     payload: Box<dyn Any + Send + Sync>,
+    /// One scalar integer array per `Dim::Var` of `aval`'s shape, in order:
+    /// the values of the dynamic dimensions (empty for static shapes).
+    dims: Vec<Array>,
 }
 
 impl TracerRef {
@@ -58,15 +61,33 @@ impl TracerRef {
     pub fn payload<T: Any>(&self) -> Option<&T> {
         self.payload.downcast_ref()
     }
+
+    /// The arrays holding the dynamic dimensions, one per `Dim::Var` of the
+    /// shape in order.
+    pub fn dim_tracers(&self) -> &[Array] {
+        &self.dims
+    }
 }
 
 impl Array {
     /// A tracer of `main` with type `aval`; `payload` is the trace's data.
     pub fn new_tracer(main: Arc<MainTrace>, aval: Aval, payload: impl Any + Send + Sync) -> Array {
+        Array::new_tracer_with_dims(main, aval, payload, Vec::new())
+    }
+
+    /// A tracer with dynamic dimensions: `dims[k]` is the scalar integer
+    /// array whose value is the `k`-th `Dim::Var` of `aval`'s shape.
+    pub fn new_tracer_with_dims(
+        main: Arc<MainTrace>,
+        aval: Aval,
+        payload: impl Any + Send + Sync,
+        dims: Vec<Array>,
+    ) -> Array {
         Array(Repr::Tracer(Arc::new(TracerRef {
             main,
             aval,
             payload: Box::new(payload),
+            dims,
         })))
     }
 

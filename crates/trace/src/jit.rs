@@ -9,13 +9,16 @@
 
 use crate::array::Array;
 use crate::core::{bind, find_top_trace};
+use crate::dynshape::Size;
 use crate::error::{catch_flat, Error, Result};
 use crate::eval::{backend, current_backend, EvalTrace};
 use crate::pytree::{Pytree, TreeDef};
-use crate::stage::{leaf_avals, trace_pytree, StageMode};
+use crate::stage::{leaf_avals, trace_pytree, trace_pytree_typed, StageMode};
 use hashbrown::HashMap;
+use jaxon_ir::dyntype::{DynAval, InDim, InType};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Aval, Backend, ClosedJaxpr, Executable, HostArray, Jaxpr, Primitive};
+use jaxon_ir::{DType, Dim};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,6 +28,8 @@ pub struct Jit<F, I, O> {
     f: F,
     name: String,
     backend: Option<String>,
+    /// Per flat argument: `(axis, name)` of its dynamic axes.
+    abstracted: Option<Vec<Vec<(usize, String)>>>,
     cache: Mutex<Cache>,
     traces: AtomicUsize,
     compiles: AtomicUsize,
@@ -47,6 +52,10 @@ struct Entry {
     /// The staged function; consts are concrete.
     jaxpr: ClosedJaxpr,
     out_def: TreeDef,
+    /// Leading implicit inputs (sizes of abstracted axes, by name).
+    implicit_ins: usize,
+    /// Leading implicit outputs (dimensions of the results).
+    implicit_outs: usize,
     /// Compiled executables, by backend name.
     compiled: Mutex<Vec<(String, Arc<dyn Executable>)>>,
 }
@@ -58,6 +67,7 @@ pub fn jit<I: Pytree, O: Pytree, F: Fn(I) -> O>(f: F) -> Jit<F, I, O> {
         f,
         name,
         backend: None,
+        abstracted: None,
         cache: Mutex::new(Cache::default()),
         traces: AtomicUsize::new(0),
         compiles: AtomicUsize::new(0),
@@ -89,6 +99,20 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         self
     }
 
+    /// Names axes of the (flattened) arguments as dynamic, like JAX's
+    /// `abstracted_axes`: `spec[i]` lists `(axis, name)` pairs of argument
+    /// `i`. Each distinct name becomes an implicit leading `i64` argument
+    /// (arrays sharing a name share it, and must agree on its size), and
+    /// one staged function and one executable serve every size.
+    pub fn abstracted_axes(mut self, spec: &[&[(usize, &str)]]) -> Self {
+        self.abstracted = Some(
+            spec.iter()
+                .map(|axes| axes.iter().map(|&(a, n)| (a, n.to_string())).collect())
+                .collect(),
+        );
+        self
+    }
+
     /// How many times the function was traced (cache misses).
     pub fn trace_count(&self) -> usize {
         self.traces.load(Ordering::Relaxed)
@@ -113,6 +137,12 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         let (leaves, in_def) = args.flatten();
         let (entry, captured) = self.entry(&leaves, in_def)?;
         let top = find_top_trace(&leaves)?;
+        let mut leaves = leaves;
+        if entry.implicit_ins > 0 {
+            let mut sizes = self.axis_sizes(&leaves)?;
+            sizes.append(&mut leaves);
+            leaves = sizes;
+        }
         let outs = if captured.is_empty() && top.trace().as_any().is::<EvalTrace>() {
             self.execute(&entry, &leaves)?
         } else {
@@ -133,7 +163,104 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             };
             bind(&primitive, &operands)?
         };
+        let outs = outs.into_iter().skip(entry.implicit_outs).collect();
         O::unflatten(&entry.out_def, outs)
+    }
+
+    /// The sizes of the abstracted axes of `leaves`, one `i64` scalar per
+    /// name in order of first appearance; shared names must agree.
+    fn axis_sizes(&self, leaves: &[Array]) -> Result<Vec<Array>> {
+        let spec = self.abstracted.as_deref().unwrap_or(&[]);
+        let mut names: Vec<(&str, Size, usize)> = Vec::new();
+        for (i, axes) in spec.iter().enumerate() {
+            let Some(x) = leaves.get(i) else { break };
+            let sizes = crate::dynshape::sizes(x)?;
+            for (axis, name) in axes {
+                let s = sizes.get(*axis).cloned().ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "abstracted_axes: argument {i} of type {} has no axis {axis}",
+                        fmt_aval(x.aval())
+                    ))
+                })?;
+                match names.iter().find(|(n, _, _)| n == name) {
+                    Some((_, s0, i0)) if !s0.same(&s) => {
+                        return Err(Error::ShapeMismatch {
+                            op: format!(
+                                "jit: abstracted axis '{name}' of arguments {i0} and {i} \
+                                 (argument {i0} vs argument {i})"
+                            ),
+                            lhs: fmt_aval(leaves[*i0].aval()),
+                            rhs: fmt_aval(x.aval()),
+                        })
+                    }
+                    Some(_) => {}
+                    None => names.push((name, s, i)),
+                }
+            }
+        }
+        Ok(names.into_iter().map(|(_, s, _)| s.to_array()).collect())
+    }
+
+    /// The cache key avals and the input type of abstracted arguments:
+    /// named axes become `DBIdx`es of leading implicit `i64` inputs (and,
+    /// in the key, placeholder variables numbered by name).
+    fn abstract_type(&self, avals: &[Aval]) -> Result<Option<(Vec<Aval>, InType)>> {
+        let Some(spec) = &self.abstracted else {
+            return Ok(None);
+        };
+        let mut names: Vec<&str> = Vec::new();
+        let mut key = avals.to_vec();
+        let mut entries = Vec::new();
+        for (i, a) in avals.iter().enumerate() {
+            let mut shape: Vec<InDim> = a
+                .shape()
+                .iter()
+                .map(|d| d.as_const().map(InDim::Const))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    Error::Unsupported(format!(
+                        "abstracted_axes on an argument of dynamic type {}",
+                        fmt_aval(a)
+                    ))
+                })?;
+            for (axis, name) in spec.get(i).map(Vec::as_slice).unwrap_or(&[]) {
+                if *axis >= shape.len() {
+                    return Err(Error::InvalidArgument(format!(
+                        "abstracted_axes: argument {i} of type {} has no axis {axis}",
+                        fmt_aval(a)
+                    )));
+                }
+                let k = names.iter().position(|n| n == name).unwrap_or_else(|| {
+                    names.push(name);
+                    names.len() - 1
+                });
+                shape[*axis] = InDim::DBIdx(k);
+                if let Aval::Array(x) = &mut key[i] {
+                    x.shape[*axis] = Dim::Var(jaxon_ir::Var(k as u32));
+                }
+            }
+            entries.push((
+                DynAval {
+                    dtype: a.dtype(),
+                    shape,
+                },
+                true,
+            ));
+        }
+        let n = names.len();
+        let mut all: Vec<(DynAval<InDim>, bool)> = (0..n)
+            .map(|_| {
+                (
+                    DynAval {
+                        dtype: DType::I64,
+                        shape: Vec::new(),
+                    },
+                    false,
+                )
+            })
+            .collect();
+        all.extend(entries);
+        Ok(Some((key, InType(all))))
     }
 
     fn execute(&self, entry: &Entry, leaves: &[Array]) -> Result<Vec<Array>> {
@@ -163,6 +290,7 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             .collect::<Result<Vec<_>>>()?;
         let outs = exe.execute(&buffers)?;
         let j = &entry.jaxpr.jaxpr;
+        // Implicit outputs are dropped by the caller.
         Ok(outs
             .into_iter()
             .zip(&j.outvars)
@@ -175,9 +303,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
 
     /// The cache entry for these inputs, and any captured tracers.
     fn entry(&self, leaves: &[Array], in_def: TreeDef) -> Result<(Arc<Entry>, Vec<Array>)> {
+        let avals = leaf_avals(leaves);
+        let typed = self.abstract_type(&avals)?;
         let key = Key {
             in_def,
-            avals: leaf_avals(leaves),
+            avals: typed.as_ref().map_or(avals, |(k, _)| k.clone()),
         };
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = cache.entries.get(&key) {
@@ -186,8 +316,16 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         explain_miss(&self.name, cache.last_key.as_ref(), &key);
         drop(cache);
         self.traces.fetch_add(1, Ordering::Relaxed);
-        let (staged, out_def) =
-            trace_pytree::<I, O>(StageMode::Base, &self.f, &key.in_def, &key.avals)?;
+        let (staged, out_def) = match &typed {
+            Some((_, in_type)) => {
+                trace_pytree_typed::<I, O>(StageMode::Base, &self.f, &key.in_def, in_type)?
+            }
+            None => trace_pytree::<I, O>(StageMode::Base, &self.f, &key.in_def, &key.avals)?,
+        };
+        let implicit_ins = typed
+            .as_ref()
+            .map_or(0, |(_, t)| t.0.iter().filter(|(_, e)| !e).count());
+        let implicit_outs = staged.implicit_outs;
         // Concrete consts stay in the closed jaxpr; captured tracers go last
         // among the constvars so the call can hoist them to leading operands.
         let (concrete, tracers): (Vec<_>, Vec<_>) = staged
@@ -210,6 +348,8 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
                 consts: Arc::from(consts),
             },
             out_def,
+            implicit_ins,
+            implicit_outs,
             compiled: Mutex::new(Vec::new()),
         });
         let captured: Vec<Array> = tracers.into_iter().map(|(c, _)| c).collect();

@@ -11,6 +11,7 @@
 pub mod array;
 pub mod control;
 pub mod core;
+pub mod dynshape;
 pub mod error;
 pub mod eval;
 pub mod index;

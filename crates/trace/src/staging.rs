@@ -15,6 +15,7 @@ use crate::array::Array;
 use crate::core::{full_raise, MainTrace, Trace};
 use crate::error::{Error, Result};
 use hashbrown::HashMap;
+use jaxon_ir::shape::as_out_dim;
 use jaxon_ir::{
     abstract_eval, Atom, Aval, Binder, Dim, Eqn, HostArray, Jaxpr, Literal, Primitive, Scalar,
     Storage, Var,
@@ -39,6 +40,10 @@ struct Builder {
     eqns: Vec<Box<Eqn>>,
     consts: Vec<(Var, Array)>,
     const_ids: HashMap<usize, Var>,
+    /// Implicit (dimension) invars by the identity of the outer value they
+    /// stand for: a captured value with that outer dimension promotes the
+    /// invar to a constvar, so the capture and the arguments share it.
+    implicit_outer: HashMap<usize, Var>,
 }
 
 impl Builder {
@@ -55,6 +60,10 @@ pub struct Staged {
     pub jaxpr: Jaxpr,
     /// The captured values: concrete arrays or tracers of outer traces.
     pub consts: Vec<Array>,
+    /// How many leading outvars are implicit (dimensions of the explicit
+    /// results that are not inputs); 0 unless staged with
+    /// [`StagingTrace::finish_expanded`].
+    pub implicit_outs: usize,
 }
 
 impl StagingTrace {
@@ -80,6 +89,68 @@ impl StagingTrace {
         Array::new_tracer(main.clone(), aval, Atom::Var(v))
     }
 
+    /// A new input of type `aval` whose dynamic dimensions (`Dim::Var`s, in
+    /// order) are the inputs `dims` of this trace; the `Dim::Var`s of
+    /// `aval` are replaced by those inputs' variables.
+    pub fn new_arg_with_dims(
+        &self,
+        main: &Arc<MainTrace>,
+        aval: Aval,
+        dims: Vec<Array>,
+    ) -> Result<Array> {
+        let aval = self.with_dim_vars(aval, &dims)?;
+        let mut b = self.builder();
+        let v = b.new_var(aval.clone());
+        b.invars.push(v);
+        Ok(Array::new_tracer_with_dims(
+            main.clone(),
+            aval,
+            Atom::Var(v),
+            dims,
+        ))
+    }
+
+    /// A new implicit input (a dimension) standing for the outer value
+    /// `outer`: a captured value whose dimension is `outer` will share it.
+    pub fn new_implicit_arg(&self, main: &Arc<MainTrace>, aval: Aval, outer: &Array) -> Array {
+        let x = self.new_arg(main, aval);
+        if let Ok(Atom::Var(v)) = StagingTrace::atom(&x) {
+            self.builder().implicit_outer.insert(outer.identity(), v);
+        }
+        x
+    }
+
+    /// Whether `x` (a tracer of this trace) is still an input: an implicit
+    /// input promoted to a constvar is not.
+    pub fn is_invar(&self, x: &Array) -> bool {
+        match StagingTrace::atom(x) {
+            Ok(Atom::Var(v)) => self.builder().invars.contains(&v),
+            _ => false,
+        }
+    }
+
+    /// `aval` with its `Dim::Var`s replaced, in order, by the variables of
+    /// `dims` (tracers of this trace; a literal gives a static size).
+    fn with_dim_vars(&self, mut aval: Aval, dims: &[Array]) -> Result<Aval> {
+        let shape = match &mut aval {
+            Aval::Array(a) => &mut a.shape,
+            Aval::Ref(r) => &mut r.inner.shape,
+        };
+        let mut it = dims.iter();
+        for d in shape.iter_mut() {
+            if let Dim::Var(_) = d {
+                let t = it.next().ok_or_else(|| {
+                    Error::InvalidArgument("a dynamic dimension without its value".into())
+                })?;
+                *d = match StagingTrace::atom(t)? {
+                    Atom::Var(v) => Dim::Var(v),
+                    Atom::Lit(l) => Dim::Const(l.as_i64().unwrap_or(0).max(0) as usize),
+                };
+            }
+        }
+        Ok(aval)
+    }
+
     /// The atom a tracer of this trace stands for.
     fn atom(x: &Array) -> Result<Atom> {
         x.as_tracer()
@@ -96,6 +167,58 @@ impl StagingTrace {
             .collect::<Result<Vec<_>>>()?;
         let b = std::mem::take(&mut *self.builder());
         Ok(assemble(b, outvars))
+    }
+
+    /// Ends staging with expanded results: the dimensions of `outs` that
+    /// are not inputs become leading implicit outvars (once each, in order
+    /// of first use), as seed 003's `f(sz) = ones((sz+1,))` returns
+    /// `(b, c)`.
+    pub fn finish_expanded(&self, main: &Arc<MainTrace>, outs: &[Array]) -> Result<Staged> {
+        let raised = outs
+            .iter()
+            .map(|o| full_raise(main, o))
+            .collect::<Result<Vec<_>>>()?;
+        let invars = self.builder().invars.clone();
+        let mut implicit: Vec<Array> = Vec::new();
+        let mut seen: Vec<Atom> = Vec::new();
+        for o in &raised {
+            for d in o.as_tracer().map(|t| t.dim_tracers()).unwrap_or(&[]) {
+                let a = StagingTrace::atom(d)?;
+                let is_in = matches!(a, Atom::Var(v) if invars.contains(&v));
+                if !is_in && matches!(a, Atom::Var(_)) && !seen.contains(&a) {
+                    seen.push(a);
+                    implicit.push(d.clone());
+                }
+            }
+        }
+        let n = implicit.len();
+        implicit.extend(raised);
+        let mut staged = self.finish(main, &implicit)?;
+        staged.implicit_outs = n;
+        Ok(staged)
+    }
+
+    /// The tracer of this trace for a dimension of a captured value: the
+    /// implicit input standing for the same outer value (promoted to a
+    /// constvar), or a lifted constant.
+    fn lift_dim(&self, main: &Arc<MainTrace>, d: &Array) -> Result<Array> {
+        if let Some(t) = d.as_tracer() {
+            if Arc::ptr_eq(t.main(), main) {
+                return Ok(d.clone());
+            }
+        }
+        let mut b = self.builder();
+        if let Some(v) = b.implicit_outer.remove(&d.identity()) {
+            if let Some(p) = b.invars.iter().position(|&w| w == v) {
+                b.invars.remove(p);
+                b.consts.push((v, d.clone()));
+                b.const_ids.insert(d.identity(), v);
+                let aval = b.vars[v.index()].clone();
+                return Ok(Array::new_tracer(main.clone(), aval, Atom::Var(v)));
+            }
+        }
+        drop(b);
+        full_raise(main, d)
     }
 }
 
@@ -117,6 +240,12 @@ impl Trace for StagingTrace {
                 Atom::Lit(scalar_literal(&host)),
             ));
         }
+        let outer_dims = x.as_tracer().map(|t| t.dim_tracers()).unwrap_or(&[]);
+        let dims = outer_dims
+            .iter()
+            .map(|d| self.lift_dim(main, d))
+            .collect::<Result<Vec<_>>>()?;
+        let aval = self.with_dim_vars(aval, &dims)?;
         let mut b = self.builder();
         let id = x.identity();
         let v = match b.const_ids.get(&id) {
@@ -128,7 +257,13 @@ impl Trace for StagingTrace {
                 v
             }
         };
-        Ok(Array::new_tracer(main.clone(), aval, Atom::Var(v)))
+        let aval = b.vars[v.index()].clone();
+        Ok(Array::new_tracer_with_dims(
+            main.clone(),
+            aval,
+            Atom::Var(v),
+            dims,
+        ))
     }
 
     fn process_primitive(
@@ -143,20 +278,84 @@ impl Trace for StagingTrace {
             .collect::<Result<Vec<_>>>()?;
         let avals: Vec<Aval> = args.iter().map(|a| a.aval().clone()).collect();
         let out_avals = abstract_eval(primitive, &avals, &atoms)?;
+        let dynamic = out_avals
+            .iter()
+            .any(|a| a.shape().iter().any(|d| matches!(d, Dim::Var(_))));
         let mut b = self.builder();
-        let mut outputs = Vec::with_capacity(out_avals.len());
-        let mut results = Vec::with_capacity(out_avals.len());
-        for aval in out_avals {
-            let v = b.new_var(aval.clone());
-            outputs.push(Binder::Var(v));
-            results.push(Array::new_tracer(main.clone(), aval, Atom::Var(v)));
-        }
+        let vars: Vec<Var> = out_avals.iter().map(|a| b.new_var(a.clone())).collect();
+        let outputs = vars.iter().map(|&v| Binder::Var(v)).collect();
         b.eqns.push(Box::new(Eqn {
             primitive: primitive.clone(),
             inputs: atoms,
             outputs,
         }));
-        Ok(results)
+        if !dynamic {
+            return Ok(vars
+                .iter()
+                .zip(out_avals)
+                .map(|(&v, aval)| Array::new_tracer(main.clone(), aval, Atom::Var(v)))
+                .collect());
+        }
+        // Dynamic results: each `Dim::Var` names an operand, a dimension of
+        // an operand, or (an `OutDBIdx`) another result of this equation.
+        let mut known: Vec<(Var, Array)> = Vec::new();
+        for a in args {
+            if let Ok(Atom::Var(v)) = StagingTrace::atom(a) {
+                known.push((v, a.clone()));
+            }
+            for d in a.as_tracer().map(|t| t.dim_tracers()).unwrap_or(&[]) {
+                if let Ok(Atom::Var(v)) = StagingTrace::atom(d) {
+                    known.push((v, d.clone()));
+                }
+            }
+        }
+        let mut results: Vec<Option<Array>> = vec![None; vars.len()];
+        for pass in 0..2 {
+            for (k, aval) in out_avals.iter().enumerate() {
+                let has_out_dim = aval.shape().iter().any(|d| as_out_dim(*d).is_some());
+                if results[k].is_some() || (pass == 0 && has_out_dim) {
+                    continue;
+                }
+                let mut aval = aval.clone();
+                let mut dims = Vec::new();
+                let shape = match &mut aval {
+                    Aval::Array(a) => &mut a.shape,
+                    Aval::Ref(r) => &mut r.inner.shape,
+                };
+                for d in shape.iter_mut() {
+                    let Dim::Var(w) = *d else { continue };
+                    let t = match as_out_dim(*d) {
+                        Some(j) => {
+                            *d = Dim::Var(vars[j]);
+                            results.get(j).cloned().flatten()
+                        }
+                        None => known.iter().find(|(v, _)| *v == w).map(|(_, t)| t.clone()),
+                    };
+                    dims.push(t.ok_or_else(|| {
+                        Error::InvalidArgument(format!(
+                            "{}: a result dimension has no value in the trace",
+                            primitive.name()
+                        ))
+                    })?);
+                }
+                b.vars[vars[k].index()] = aval.clone();
+                results[k] = Some(Array::new_tracer_with_dims(
+                    main.clone(),
+                    aval,
+                    Atom::Var(vars[k]),
+                    dims,
+                ));
+            }
+        }
+        if let Some(last) = b.eqns.last_mut() {
+            for (o, &v) in last.outputs.iter_mut().zip(&vars) {
+                *o = Binder::Var(v);
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every result is made"))
+            .collect())
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -233,6 +432,11 @@ fn assemble(b: Builder, outvars: Vec<Atom>) -> Staged {
     }
     for &v in &b.invars {
         mark_aval(&mut live, &b.vars[v.index()]);
+    }
+    for (v, _) in &b.consts {
+        if live[v.index()] {
+            mark_aval(&mut live, &b.vars[v.index()]);
+        }
     }
 
     // Renumber in binding order: constvars, invars, equation outputs.
@@ -313,5 +517,9 @@ fn assemble(b: Builder, outvars: Vec<Atom>) -> Staged {
     }
     jaxpr.eqns = eqns;
     jaxpr.outvars = outvars.into_iter().map(|a| rename_atom(a, &map)).collect();
-    Staged { jaxpr, consts }
+    Staged {
+        jaxpr,
+        consts,
+        implicit_outs: 0,
+    }
 }

@@ -531,7 +531,7 @@ pub(crate) fn transpose_call(
         .iter()
         .filter_map(|a| match a {
             LinArg::Value(v) => Some(v.clone()),
-            LinArg::Linear(_) => None,
+            LinArg::Linear(_) | LinArg::LinearDyn(..) => None,
         })
         .collect();
     let lin_cts = crate::transpose::backward_pass(jaxpr, &[], &linear, &values, cts)?;

@@ -51,8 +51,24 @@ pub fn linearize_flat(
     let tangents: Vec<Option<Array>> = primals
         .iter()
         .zip(&in_mask)
-        .map(|(p, m)| m.then(|| staging.new_arg(&main, p.aval().clone())))
-        .collect();
+        .map(|(p, m)| {
+            if !m {
+                return Ok(None);
+            }
+            if !jaxon_trace::dynshape::is_dynamic(p) {
+                return Ok(Some(staging.new_arg(&main, p.aval().clone())));
+            }
+            // A dynamic tangent's dimensions are the primal's, captured
+            // (as residuals) by the linear jaxpr.
+            let dims = jaxon_trace::dynshape::dim_tracers_except(p, None)
+                .iter()
+                .map(|d| jaxon_trace::core::full_raise(&main, d))
+                .collect::<Result<Vec<_>>>()?;
+            staging
+                .new_arg_with_dims(&main, p.aval().clone(), dims)
+                .map(Some)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let (primals_out, t_out) = jvp_flat(f, primals, &tangents)?;
     let out_mask: Vec<bool> = t_out.iter().map(Option::is_some).collect();
     let nonzero: Vec<Array> = t_out.into_iter().flatten().collect();

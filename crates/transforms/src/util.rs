@@ -32,6 +32,31 @@ pub fn broadcast_operand(t: &Array, shape: &[usize]) -> Result<Array> {
     lax::broadcast_in_dim(&t, shape, &keep)
 }
 
+/// [`unbroadcast`] to the type `target`, which may have dynamic
+/// dimensions (a dynamic operand of a binary op has the result's shape, or
+/// is a scalar).
+pub fn unbroadcast_to(ct: &Array, target: &jaxon_ir::ShapedArray) -> Result<Array> {
+    if ct.ty().shape == target.shape {
+        return Ok(ct.clone());
+    }
+    // `target`'s dimension variables belong to the linear jaxpr, `ct`'s to
+    // the trace running the backward pass, so they cannot be compared; a
+    // dynamic operand of the same rank has the result's shape (dynamic
+    // dimensions never broadcast).
+    let dynamic = target.static_sizes().is_none();
+    if dynamic && ct.ndim() == target.shape.len() {
+        return Ok(ct.clone());
+    }
+    if target.shape.is_empty() {
+        let axes: Vec<usize> = (0..ct.ndim()).collect();
+        return lax::reduce(jaxon_ir::primitive::ReduceOp::Sum, ct, &axes);
+    }
+    let sizes = target
+        .static_sizes()
+        .ok_or_else(|| ct.concretization_error("unbroadcasting to a dynamic shape"))?;
+    unbroadcast(ct, &sizes)
+}
+
 /// Sums a cotangent of result shape back to an operand of `shape`: the
 /// transpose of [`broadcast_operand`].
 pub fn unbroadcast(ct: &Array, shape: &[usize]) -> Result<Array> {

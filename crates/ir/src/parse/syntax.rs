@@ -89,6 +89,10 @@ pub(crate) struct Reader<'a> {
     /// whether each is `_`: a jit body's `_` outvars take the caller's
     /// dropped outputs, so their types pick the matching `_` binders.
     caller_binders: Option<Vec<(bool, Aval)>>,
+    /// Names of the binders already read in the equation being read: a
+    /// later binder's type may use one as a dimension (`c:i64[] d:f64[c]`,
+    /// a dynamic-shape result sized by another result).
+    eqn_binders: Vec<&'a str>,
     /// Names bound by the open scopes and by the binders of the equations
     /// whose params are being read, with multiplicity.
     pub(super) visible: HashMap<String, usize>,
@@ -109,6 +113,7 @@ impl<'a> Reader<'a> {
             consts: consts.map(VecDeque::from),
             depth: 0,
             caller_binders: None,
+            eqn_binders: Vec::new(),
             visible: HashMap::new(),
             first_bound: HashMap::new(),
         }
@@ -410,11 +415,16 @@ impl<'a> Reader<'a> {
                         let Some((jx, scope)) = ctx.as_mut() else {
                             return Err(self.expected("a dimension size"));
                         };
-                        let v = lookup(scope, jx, name).ok_or_else(|| {
-                            self.err_at(d.start, format!("unbound variable `{name}`"))
-                        })?;
+                        let earlier = self.eqn_binders.iter().rposition(|b| *b == name);
+                        let dim = match earlier {
+                            // Resolved to the binder's var in `bind_outputs`.
+                            Some(k) => crate::shape::out_dim(k),
+                            None => Dim::Var(lookup(scope, jx, name).ok_or_else(|| {
+                                self.err_at(d.start, format!("unbound variable `{name}`"))
+                            })?),
+                        };
                         self.bump();
-                        shape.push(Dim::Var(v));
+                        shape.push(dim);
                     }
                     _ => return Err(self.expected("a dimension size")),
                 }
@@ -587,8 +597,10 @@ impl<'a> Reader<'a> {
             // Bind after the whole equation is read: operands see the old names.
             let name_tok = self.bump();
             self.expect(Tok::Colon, "`:` and a type")?;
-            let aval = self.read_type(jx, scope)?;
-            pending.push((self.slice(name_tok), aval));
+            self.eqn_binders = pending.iter().map(|(n, _)| *n).collect();
+            let aval = self.read_type(jx, scope);
+            self.eqn_binders.clear();
+            pending.push((self.slice(name_tok), aval?));
             if self.peek_kind() == Tok::Comma {
                 self.bump();
             }
@@ -640,9 +652,20 @@ impl<'a> Reader<'a> {
         scope: &mut Scope,
         pre: Vec<(&'a str, Aval)>,
     ) -> Vec<Var> {
-        let mut outputs = Vec::new();
-        for (name, aval) in pre {
+        let mut outputs: Vec<Var> = Vec::new();
+        for (name, mut aval) in pre {
             let v = Var(jx.vars.len() as u32);
+            let shape = match &mut aval {
+                Aval::Array(a) => &mut a.shape,
+                Aval::Ref(r) => &mut r.inner.shape,
+            };
+            for d in shape.iter_mut() {
+                if let Some(k) = crate::shape::as_out_dim(*d) {
+                    if let Some(&w) = outputs.get(k) {
+                        *d = Dim::Var(w);
+                    }
+                }
+            }
             jx.vars.push(aval);
             jx.referenced.push(false);
             jx.underscore.push(name == "_");

@@ -119,6 +119,14 @@ impl Names {
                 Atom::Lit(_) => None,
             })
             .collect();
+        // A dimension variable is read by the types that name it.
+        for aval in &j.vars {
+            for d in aval.shape() {
+                if let crate::aval::Dim::Var(v) = d {
+                    used.insert(v.0);
+                }
+            }
+        }
         for eqn in j.eqns.iter().rev() {
             for b in &eqn.outputs {
                 if let Binder::Var(v) = b {

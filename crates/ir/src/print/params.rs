@@ -284,9 +284,14 @@ pub(crate) fn params_with_ref<'a>(
         Primitive::SelectN | Primitive::Clamp | Primitive::DynamicUpdateSlice => {}
         Primitive::BroadcastInDim {
             broadcast_dimensions,
-            ..
+            shape: s,
         } => {
-            if !broadcast_dimensions.is_empty() {
+            // A dynamic result size (`None`) prints as the seeds print it:
+            // `broadcast_dimensions=() shape=(None,)`.
+            if s.iter().any(Option::is_none) {
+                v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
+                v.push(("shape", t(shape(s))));
+            } else if !broadcast_dimensions.is_empty() {
                 v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
             }
         }

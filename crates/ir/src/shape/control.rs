@@ -111,6 +111,33 @@ fn results(cx: &Cx, s: &Subst) -> Result<Vec<Aval>, IrError> {
         .collect()
 }
 
+/// Like [`results`], but a dimension that is itself a result is that
+/// result (`OutDBIdx`) before it is an input's.
+fn results_out_first(cx: &Cx, s: &Subst) -> Result<Vec<Aval>, IrError> {
+    let j = s.jaxpr;
+    j.outvars
+        .iter()
+        .map(|a| match a {
+            Atom::Var(v) => {
+                let mut o = var_aval(cx, j, *v)?.clone();
+                let arr = match &mut o {
+                    Aval::Array(x) => x,
+                    Aval::Ref(r) => &mut r.inner,
+                };
+                for d in arr.shape.iter_mut() {
+                    let Dim::Var(w) = *d else { continue };
+                    *d = match j.outvars.iter().position(|a| *a == Atom::Var(w)) {
+                        Some(k) => out_dim(k),
+                        None => s.dim(cx, *d, false)?,
+                    };
+                }
+                Ok(o)
+            }
+            Atom::Lit(l) => Ok(Aval::Array(ShapedArray::scalar(l.dtype))),
+        })
+        .collect()
+}
+
 fn operands(cx: &Cx, range: std::ops::Range<usize>) -> Vec<Operand> {
     range
         .map(|i| Operand {
@@ -149,10 +176,18 @@ pub(crate) fn cond(cx: &Cx, branches: &[ClosedJaxpr]) -> Result<Vec<Aval>, IrErr
         return Err(cx.err("cond needs at least one branch"));
     }
     let ops = operands(cx, 1..cx.avals.len());
+    let dynamic = branches.iter().any(|b| is_dynamic(&b.jaxpr));
     let mut out: Option<Vec<Aval>> = None;
     for (b, br) in branches.iter().enumerate() {
         let s = bind(cx, &br.jaxpr, &ops, &format!("branch {b}"))?;
-        let r = results(cx, &s)?;
+        // With dynamic shapes, a dimension every branch returns as a result
+        // is that result (`OutDBIdx`) even where a branch computes it from
+        // an input, so the branches' types agree.
+        let r = if dynamic {
+            results_out_first(cx, &s)?
+        } else {
+            results(cx, &s)?
+        };
         match &out {
             None => out = Some(r),
             Some(first) => same_list(
@@ -193,8 +228,18 @@ pub(crate) fn while_loop(
     let mut body_ops = operands(cx, cond_nconsts..cond_nconsts + body_nconsts);
     body_ops.extend(carry.iter().cloned());
     let bs = bind(cx, &body_j.jaxpr, &body_ops, "body_jaxpr")?;
-    let outs = results(cx, &bs)?;
     let carry_avals: Vec<Aval> = carry.iter().map(|o| o.aval.clone()).collect();
+    if is_dynamic(&body_j.jaxpr) {
+        let slot = |p: usize| {
+            if p < body_nconsts {
+                Slot::Const
+            } else {
+                Slot::Carry(p - body_nconsts)
+            }
+        };
+        return loop_results(cx, &bs, &slot, "body_jaxpr");
+    }
+    let outs = results(cx, &bs)?;
     same_list(
         cx,
         "body_jaxpr output types must equal the carry types",
@@ -202,6 +247,110 @@ pub(crate) fn while_loop(
         &carry_avals,
     )?;
     Ok(outs)
+}
+
+/// Whether any variable of `j` has a dynamic dimension.
+fn is_dynamic(j: &Jaxpr) -> bool {
+    j.vars
+        .iter()
+        .any(|a| a.shape().iter().any(|d| matches!(d, Dim::Var(_))))
+}
+
+/// What a loop body's invar is across iterations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The same value every iteration (a const).
+    Const,
+    /// Carry `j`: the next iteration gets the body's result `j`.
+    Carry(usize),
+    /// Changes every iteration without being a result (the loop index).
+    Varying,
+}
+
+/// Result types of a loop with dynamic shapes, in the caller's terms. A
+/// carry's dimension may change across iterations, so a result dimension is
+/// an input's only when that input is loop-invariant (a const, or a carry
+/// the body returns unchanged in its own slot); otherwise it must itself be
+/// a result (`OutDBIdx`). Each carry's result type must be its input type
+/// with every carried dimension replaced by that dimension's next value.
+fn loop_results(
+    cx: &Cx,
+    s: &Subst,
+    slot: &dyn Fn(usize) -> Slot,
+    what: &str,
+) -> Result<Vec<Aval>, IrError> {
+    let j = s.jaxpr;
+    let pos = |v: Var| j.invars.iter().position(|&w| w == v);
+    let next = |k: usize| match j.outvars.get(k) {
+        Some(Atom::Var(v)) => Some(Dim::Var(*v)),
+        Some(Atom::Lit(l)) => l.as_i64().map(|n| Dim::Const(n.max(0) as usize)),
+        None => None,
+    };
+    let carried: Vec<usize> = (0..j.invars.len())
+        .filter(|&p| matches!(slot(p), Slot::Carry(_)))
+        .collect();
+    if carried.len() != j.outvars.len() {
+        return Err(cx.err(format!(
+            "{what} returns {} value(s) for {} carried input(s)",
+            j.outvars.len(),
+            carried.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(j.outvars.len());
+    for (k, &p) in carried.iter().enumerate() {
+        let inner_in = var_aval(cx, j, j.invars[p])?;
+        let inner_out = match &j.outvars[k] {
+            Atom::Var(v) => var_aval(cx, j, *v)?.clone(),
+            Atom::Lit(l) => Aval::Array(ShapedArray::scalar(l.dtype)),
+        };
+        let (a, b) = (inner_in.array(), inner_out.array());
+        let dims_ok = a.shape.len() == b.shape.len()
+            && a.shape.iter().zip(&b.shape).all(|(din, dout)| {
+                din == dout
+                    || match din {
+                        Dim::Var(w) => match pos(*w).map(slot) {
+                            Some(Slot::Carry(c)) => next(c) == Some(*dout),
+                            _ => false,
+                        },
+                        Dim::Const(_) => false,
+                    }
+            });
+        if a.dtype != b.dtype || !dims_ok {
+            return Err(cx.err(format!(
+                "{what} result {k} has type {} but its carried input has type {}; \
+                 a result must keep the input's dimensions or return their new values",
+                fmt_aval(&inner_out),
+                fmt_aval(inner_in)
+            )));
+        }
+        let mut o = inner_out.clone();
+        let arr = match &mut o {
+            Aval::Array(x) => x,
+            Aval::Ref(r) => &mut r.inner,
+        };
+        for d in arr.shape.iter_mut() {
+            let Dim::Var(v) = *d else { continue };
+            let invariant = match pos(v).map(slot) {
+                Some(Slot::Const) => true,
+                Some(Slot::Carry(c)) => next(c) == Some(Dim::Var(v)),
+                Some(Slot::Varying) | None => false,
+            };
+            *d = if invariant {
+                s.dim(cx, Dim::Var(v), false)?
+            } else if let Some(r) = j.outvars.iter().position(|a| *a == Atom::Var(v)) {
+                out_dim(r)
+            } else {
+                return Err(cx.err(format!(
+                    "{what} result {k} has type {} whose dimension variable #{} changes \
+                     across iterations but is not a result",
+                    fmt_aval(&inner_out),
+                    v.0
+                )));
+            };
+        }
+        out.push(o);
+    }
+    Ok(out)
 }
 
 /// `scan *consts *carry *xs` giving `*carry *ys`.
@@ -282,5 +431,19 @@ pub(crate) fn for_loop(
     let mut ops = operands(cx, 0..head);
     ops.extend(operands(cx, head + 3..n));
     let s = bind(cx, &body.jaxpr, &ops, "body_jaxpr")?;
-    results(cx, &s)
+    if !is_dynamic(&body.jaxpr) {
+        return results(cx, &s);
+    }
+    let slot = |p: usize| {
+        if p < body_nconsts {
+            Slot::Const
+        } else if p < head {
+            Slot::Carry(p - body_nconsts)
+        } else if p == head {
+            Slot::Varying
+        } else {
+            Slot::Carry(p - body_nconsts - 1)
+        }
+    };
+    loop_results(cx, &s, &slot, "body_jaxpr")
 }

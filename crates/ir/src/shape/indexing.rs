@@ -46,7 +46,9 @@ pub(crate) fn dynamic_update_slice(cx: &Cx) -> Result<ShapedArray, IrError> {
     let fits = u.ndim() == x.ndim()
         && u.shape.iter().zip(&x.shape).all(|(&a, &b)| match a {
             Dim::Const(n) => dim_le(n as i64, b),
-            Dim::Var(_) => a == b,
+            // Two different dynamic sizes are only known at run time (the
+            // interpreter checks the update fits).
+            Dim::Var(_) => a == b || matches!(b, Dim::Var(_)),
         });
     if u.dtype != x.dtype || !fits {
         return Err(cx.err(format!(

@@ -109,6 +109,16 @@ fn cond_impl<I: Pytree, O: Pytree>(
         return catch(|| (branches[i])(operands));
     }
     drop(operands);
+    if leaves.iter().any(crate::dynshape::is_dynamic) {
+        return super::dyn_control::cond_dynamic(
+            api,
+            index,
+            branches,
+            trace_order,
+            leaves,
+            &in_def,
+        );
+    }
 
     let in_avals = leaf_avals(&leaves);
     let mut traced: Vec<Option<Body>> = (0..branches.len()).map(|_| None).collect();
@@ -117,6 +127,21 @@ fn cond_impl<I: Pytree, O: Pytree>(
         traced[b] = Some(Body::trace::<I, O>(f, &in_def, &in_avals)?);
     }
     let traced: Vec<Body> = traced.into_iter().map(|b| b.expect("traced")).collect();
+    // A branch result with a dynamic dimension: stage with the dynamic
+    // bind algorithm instead.
+    if traced
+        .iter()
+        .any(|b| b.implicit_outs > 0 || body_is_dynamic(&b.jaxpr))
+    {
+        return super::dyn_control::cond_dynamic(
+            api,
+            index,
+            branches,
+            trace_order,
+            leaves,
+            &in_def,
+        );
+    }
     check_branch_outputs(api, &traced)?;
     let out_def: TreeDef = traced[0].out_def.clone();
 
@@ -181,6 +206,13 @@ fn cond_impl<I: Pytree, O: Pytree>(
         })
         .collect();
     O::unflatten(&out_def, results)
+}
+
+fn body_is_dynamic(j: &jaxon_ir::Jaxpr) -> bool {
+    j.outvars
+        .iter()
+        .filter_map(|a| j.atom_aval(a))
+        .any(|a| a.shape().iter().any(|d| matches!(d, jaxon_ir::Dim::Var(_))))
 }
 
 /// Every branch returns branch 0's structure and types.

@@ -34,6 +34,10 @@ pub fn while_loop<C: Pytree>(
     init: C,
 ) -> Result<C> {
     let (mut init_vals, in_def) = init.flatten();
+    if init_vals.iter().any(crate::dynshape::is_dynamic) {
+        let init = C::unflatten(&in_def, init_vals)?;
+        return super::dyn_control::while_loop_with(true, cond_fn, body_fn, init);
+    }
     let trace = |avals: &[Aval]| -> Result<(Body, Body)> {
         let c = Body::trace::<C, Array>(&cond_fn, &in_def, avals)?;
         let pred = c.out_avals();

@@ -7,11 +7,16 @@
 //! concrete arrays) become leading operands of the control-flow equation
 //! and leading invars of the body jaxpr (`num_consts`, `body_nconsts`, ...).
 
+mod bind;
 mod cond;
+mod dyn_control;
+mod for_loop;
 mod loops;
 mod scan;
 
 pub use cond::{cond, switch};
+pub use dyn_control::while_loop_with;
+pub use for_loop::{for_loop, for_loop_with, ForBound, ForLoopOptions};
 pub use loops::{fori_loop, while_loop, LoopBound};
 pub use scan::scan;
 
@@ -33,6 +38,8 @@ struct Body {
     consts: Vec<Array>,
     /// The structure of the body's result.
     out_def: TreeDef,
+    /// Leading implicit results (dimensions the body created).
+    implicit_outs: usize,
 }
 
 impl Body {
@@ -42,12 +49,19 @@ impl Body {
         in_def: &TreeDef,
         in_avals: &[Aval],
     ) -> Result<Body> {
-        let (Staged { jaxpr, consts }, out_def) =
-            trace_pytree::<I, O>(StageMode::Dynamic, f, in_def, in_avals)?;
+        let (
+            Staged {
+                jaxpr,
+                consts,
+                implicit_outs,
+            },
+            out_def,
+        ) = trace_pytree::<I, O>(StageMode::Dynamic, f, in_def, in_avals)?;
         Ok(Body {
             jaxpr,
             consts,
             out_def,
+            implicit_outs,
         })
     }
 

@@ -14,6 +14,7 @@ mod wrap;
 
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use einsum::einsum;
+pub(crate) use manip::gather as manip_gather;
 pub use manip::{argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, Sections};
 pub(crate) use manip::{gather, wrap_negative};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
@@ -267,11 +268,17 @@ pub fn ones(shape: &[usize], dtype: DType) -> Result<Array> {
 
 /// `jnp.zeros_like(x)`.
 pub fn zeros_like(x: &Array) -> Result<Array> {
+    if crate::dynshape::is_dynamic(x) {
+        return crate::dynshape::zeros(&crate::dynshape::sizes(x)?, x.dtype());
+    }
     zeros(&x.try_shape()?, x.dtype())
 }
 
 /// `jnp.ones_like(x)`.
 pub fn ones_like(x: &Array) -> Result<Array> {
+    if crate::dynshape::is_dynamic(x) {
+        return crate::dynshape::ones(&crate::dynshape::sizes(x)?, x.dtype());
+    }
     ones(&x.try_shape()?, x.dtype())
 }
 
@@ -295,11 +302,40 @@ pub fn scalar<T: WeakScalar>(x: T) -> Array {
     Array::weak(x)
 }
 
+/// `matmul` of vectors and matrices with dynamic dimensions: the
+/// contracted dimensions must be the same (variable or constant).
+fn matmul_dynamic(a: &Array, b: &Array) -> Result<Array> {
+    let (sa, sb) = (&a.ty().shape, &b.ty().shape);
+    let ok_rank = (1..=2).contains(&sa.len()) && (1..=2).contains(&sb.len());
+    let rc = if sb.len() == 1 {
+        0
+    } else {
+        sb.len().saturating_sub(2)
+    };
+    if !ok_rank || sa[sa.len() - 1] != sb[rc] {
+        return Err(Error::ShapeMismatch {
+            op: "matmul".into(),
+            lhs: fmt_aval(a.aval()),
+            rhs: fmt_aval(b.aval()),
+        });
+    }
+    let dn = DotDimensionNumbers {
+        lhs_contracting: vec![sa.len() - 1],
+        rhs_contracting: vec![rc],
+        lhs_batch: Vec::new(),
+        rhs_batch: Vec::new(),
+    };
+    lax::dot_general(a, b, dn, Some(a.dtype()))
+}
+
 /// `jnp.matmul(a, b)` (`@`): vectors, matrices, and broadcast batches of
 /// matrices.
 pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
     let v = promote::promote_dtypes("matmul", &[a, b])?;
     let (a, b) = (&v[0], &v[1]);
+    if crate::dynshape::is_dynamic(a) || crate::dynshape::is_dynamic(b) {
+        return matmul_dynamic(a, b);
+    }
     let (sa, sb) = (a.try_shape()?, b.try_shape()?);
     let mismatch = || Error::ShapeMismatch {
         op: "matmul".into(),

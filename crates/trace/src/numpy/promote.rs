@@ -106,6 +106,23 @@ pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
     } else {
         return Ok(args);
     }
+    // Dynamic dimensions are equal only when they are the same variable;
+    // they never broadcast against anything else.
+    if args.iter().any(crate::dynshape::is_dynamic) {
+        let first = args
+            .iter()
+            .find(|a| a.ndim() > 0)
+            .expect("a shaped operand");
+        let other = args
+            .iter()
+            .find(|a| a.ndim() > 0 && a.ty().shape != first.ty().shape)
+            .expect("a differing operand");
+        return Err(Error::ShapeMismatch {
+            op: op.to_string(),
+            lhs: fmt_aval(first.aval()),
+            rhs: fmt_aval(other.aval()),
+        });
+    }
     for i in 1..args.len() {
         broadcast_shapes(op, &args[0], &args[i])?;
     }

@@ -144,6 +144,18 @@ pub fn any(x: &Array, axes: impl IntoAxes, keepdims: bool) -> Result<Array> {
 /// `jnp.mean(x, axis, keepdims)`: integers average as `f32`.
 pub fn mean(x: &Array, axes: impl IntoAxes, keepdims: bool) -> Result<Array> {
     let axes = axes.into_axes(x.ndim())?;
+    if crate::dynshape::is_dynamic(x) {
+        // The count is the staged product of the reduced sizes.
+        let sizes = crate::dynshape::sizes(x)?;
+        let mut count = crate::dynshape::Size::Const(1);
+        for &a in &axes {
+            count = crate::dynshape::mul_sizes(&count, &sizes[a])?;
+        }
+        let x = lax::convert_element_type(x, super::promote::float_dtype_of(x.dtype()), false)?;
+        let s = sum(&x, axes.as_slice(), keepdims)?;
+        let n = lax::convert_element_type(&count.to_array(), s.dtype(), false)?;
+        return lax::div(&s, &n);
+    }
     let shape = x.try_shape()?;
     let count: usize = axes.iter().map(|&a| shape[a]).product();
     let x = lax::convert_element_type(x, super::promote::float_dtype_of(x.dtype()), false)?;

@@ -179,8 +179,13 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Vmap<F, I, O> {
                 in_dims.push(None);
                 continue;
             };
-            let shape = leaf.try_shape()?;
-            let d = normalize(axis, shape.len(), &format!("in_axes (input leaf {i})"))?;
+            // Other axes may be dynamic; the mapped one must be static.
+            let dims = &leaf.ty().shape;
+            let d = normalize(axis, dims.len(), &format!("in_axes (input leaf {i})"))?;
+            let mut shape = vec![0; dims.len()];
+            shape[d] = dims[d]
+                .as_const()
+                .ok_or_else(|| leaf.concretization_error("vmap over a dynamic axis"))?;
             let here = format!("input leaf {i} (axis {axis} of {})", fmt_ty(leaf));
             match &size {
                 Some((n, from)) if *n != shape[d] => {

@@ -64,7 +64,9 @@ pub(crate) fn new_batched(main: &Arc<MainTrace>, value: Array, bdim: Option<usiz
         }
         (aval, _) => aval.clone(),
     };
-    Array::new_tracer(main.clone(), aval, Batched { value, bdim })
+    // A dynamic shape's dimensions are the value's, less the batch axis.
+    let dims = jaxon_trace::dynshape::dim_tracers_except(&value, bdim);
+    Array::new_tracer_with_dims(main.clone(), aval, Batched { value, bdim }, dims)
 }
 
 impl Trace for BatchTrace {
@@ -127,6 +129,12 @@ pub(crate) fn moveaxis(x: &Array, from: usize, to: usize) -> Result<Array> {
 pub(crate) fn move_bdim(x: &Array, bdim: Option<usize>, to: usize, n: usize) -> Result<Array> {
     match bdim {
         Some(d) => moveaxis(x, d, to),
+        None if jaxon_trace::dynshape::is_dynamic(x) => {
+            let mut out = jaxon_trace::dynshape::sizes(x)?;
+            out.insert(to, jaxon_trace::dynshape::Size::Const(n));
+            let dims: Vec<usize> = (0..out.len()).filter(|&i| i != to).collect();
+            jaxon_trace::dynshape::broadcast_in_dim(x, &out, &dims)
+        }
         None => {
             let shape = x.try_shape()?;
             let mut out = shape.clone();
@@ -218,7 +226,7 @@ pub fn batch_jaxpr_named(
         avals.push(a);
     }
     let mut out_batched = Vec::new();
-    let staged = trace_flat(StageMode::Base, &avals, |args| {
+    let body = |args: Vec<Array>| {
         let dims: Vec<Option<usize>> = batched_in.iter().map(|b| b.then_some(0)).collect();
         let outs = batch_flat(
             |ins| collectives::eval_batched_body(closed, &ins),
@@ -239,6 +247,36 @@ pub fn batch_jaxpr_named(
             }
         }
         Ok(res)
-    })?;
+    };
+    let dynamic =
+        avals.iter().any(|a| a.array().static_sizes().is_none()) && !avals.iter().any(Aval::is_ref);
+    let staged = if dynamic {
+        // Dynamic shapes: stage from the jaxpr's input type with a leading
+        // batch axis on the batched inputs. A batched dimension variable
+        // would make the batch ragged.
+        let mut t = jaxon_ir::dyntype::in_type(jaxpr, &vec![true; batched_in.len()])?;
+        let used: Vec<usize> =
+            t.0.iter()
+                .flat_map(|(a, _)| a.shape.iter())
+                .filter_map(|d| match d {
+                    jaxon_ir::dyntype::InDim::DBIdx(j) => Some(*j),
+                    jaxon_ir::dyntype::InDim::Const(_) => None,
+                })
+                .collect();
+        for (k, ((a, _), b)) in t.0.iter_mut().zip(batched_in).enumerate() {
+            if *b {
+                if used.contains(&k) {
+                    return Err(Error::Unsupported(
+                        "vmap over a dimension size (a ragged batch)".into(),
+                    ));
+                }
+                a.shape
+                    .insert(0, jaxon_ir::dyntype::InDim::Const(axis_size));
+            }
+        }
+        jaxon_trace::stage::trace_flat_in_type(StageMode::Base, &t, body)?
+    } else {
+        trace_flat(StageMode::Base, &avals, body)?
+    };
     Ok((close(staged)?, out_batched))
 }

@@ -300,12 +300,13 @@ pub(crate) fn logical_shape(x: &Array, d: Option<usize>) -> Result<Vec<usize>> {
 /// the binary ops (they broadcast size-1 dims), full for `select_n` and
 /// `clamp` (they do not).
 fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
-    let shapes = x
+    // Ranks only, so the fast path also serves dynamic shapes.
+    let ranks: Vec<usize> = x
         .iter()
         .zip(d)
-        .map(|(a, b)| logical_shape(a, *b))
-        .collect::<Result<Vec<_>>>()?;
-    let rank = shapes.iter().map(Vec::len).max().unwrap_or(0);
+        .map(|(a, b)| a.ndim() - usize::from(b.is_some()))
+        .collect();
+    let rank = ranks.iter().copied().max().unwrap_or(0);
     let first = d.iter().flatten().next().copied();
     // Which operands may stay rank 0 next to arrays: any operand of a
     // binary op, `select_n`'s predicate, `clamp`'s bounds. The cases of
@@ -313,17 +314,18 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
     let may_be_scalar = |i: usize| {
         !(matches!(p, Primitive::SelectN) && i != 0 || matches!(p, Primitive::Clamp) && i == 1)
     };
-    if d.iter()
-        .zip(&shapes)
-        .enumerate()
-        .all(|(i, (b, s))| match b {
-            Some(_) => *b == first && s.len() == rank,
-            None => s.is_empty() && may_be_scalar(i),
-        })
-    {
+    if d.iter().zip(&ranks).enumerate().all(|(i, (b, r))| match b {
+        Some(_) => *b == first && *r == rank,
+        None => *r == 0 && may_be_scalar(i),
+    }) {
         let out = jaxon_trace::bind1(p, x)?;
         return Ok((vec![out], vec![first]));
     }
+    let shapes = x
+        .iter()
+        .zip(d)
+        .map(|(a, b)| logical_shape(a, *b))
+        .collect::<Result<Vec<_>>>()?;
     let size_one = matches!(p, Primitive::Binary(_));
     let mut out_shape = vec![1; rank];
     for s in shapes.iter().filter(|s| s.len() == rank) {

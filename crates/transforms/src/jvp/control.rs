@@ -371,7 +371,10 @@ pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Res
     let mut cj = (*cond_jaxpr.jaxpr).clone();
     for k in 0..nk {
         if nz[bn + k] {
-            let v = cj.new_var(x[cn + bn + k].aval().clone());
+            // The cond jaxpr's own carry type: with dynamic shapes its
+            // dimensions are the cond jaxpr's implicit carries.
+            let aval = cj.aval(cj.invars[cn + k]).clone();
+            let v = cj.new_var(aval);
             cj.invars.push(v);
         }
     }

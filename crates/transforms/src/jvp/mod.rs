@@ -42,10 +42,13 @@ pub(crate) fn dual(x: &Array) -> Result<&Dual> {
 /// Wraps a primal and tangent as a tracer of `main`.
 pub(crate) fn new_dual(main: &Arc<MainTrace>, primal: Array, tangent: Option<Array>) -> Array {
     let tangent = tangent.filter(|_| has_tangent(primal.dtype()));
-    Array::new_tracer(
+    // A dynamic shape's dimensions are the primal's.
+    let dims = jaxon_trace::dynshape::dim_tracers_except(&primal, None);
+    Array::new_tracer_with_dims(
         main.clone(),
         primal.aval().clone(),
         Dual { primal, tangent },
+        dims,
     )
 }
 
@@ -209,7 +212,7 @@ pub fn jvp_jaxpr_with(
     }
     let n = in_avals.len();
     let mut out_nonzero = Vec::new();
-    let staged = trace_flat(StageMode::Base, &avals, |args| {
+    let body = |args: Vec<Array>| {
         let (primals, tangent_args) = args.split_at(n);
         let mut it = tangent_args.iter().cloned();
         let tangents: Vec<Option<Array>> = nonzero
@@ -236,7 +239,23 @@ pub fn jvp_jaxpr_with(
             }
         }
         Ok(outs)
-    })?;
+    };
+    let dynamic = in_avals.iter().any(|a| a.array().static_sizes().is_none());
+    let staged = if dynamic {
+        // Dimension variables: the tangents share the primals' (input
+        // types whose DBIdx point at the primal inputs).
+        let mut t = jaxon_ir::dyntype::in_type(jaxpr, &vec![true; n])?;
+        let tangent_types: Vec<_> =
+            t.0.iter()
+                .zip(nonzero)
+                .filter(|(_, nz)| **nz)
+                .map(|(e, _)| e.clone())
+                .collect();
+        t.0.extend(tangent_types);
+        jaxon_trace::stage::trace_flat_in_type(StageMode::Base, &t, body)?
+    } else {
+        trace_flat(StageMode::Base, &avals, body)?
+    };
     Ok((close(staged)?, out_nonzero))
 }
 

@@ -35,7 +35,7 @@ fn values(args: &[LinArg]) -> Vec<Array> {
     args.iter()
         .filter_map(|a| match a {
             LinArg::Value(v) => Some(v.clone()),
-            LinArg::Linear(_) => None,
+            LinArg::Linear(_) | LinArg::LinearDyn(..) => None,
         })
         .collect()
 }

@@ -27,6 +27,10 @@ pub(crate) use rules::transpose_rule;
 pub enum LinArg {
     /// A linear input of this type.
     Linear(ShapedArray),
+    /// A linear input of a dynamic-shape type: the type (whose dimension
+    /// variables are the linear jaxpr's) and the values of its dynamic
+    /// dimensions in the trace running the backward pass.
+    LinearDyn(ShapedArray, Vec<Array>),
     /// A known (non-linear) value.
     Value(Array),
 }
@@ -35,21 +39,47 @@ impl LinArg {
     /// The array type.
     pub fn ty(&self) -> &ShapedArray {
         match self {
-            LinArg::Linear(t) => t,
+            LinArg::Linear(t) | LinArg::LinearDyn(t, _) => t,
             LinArg::Value(v) => v.ty(),
+        }
+    }
+
+    /// The trace-level dimensions (dynamic ones as their values).
+    pub fn sizes(&self) -> Result<Vec<jaxon_trace::dynshape::Size>> {
+        use jaxon_trace::dynshape::Size;
+        match self {
+            LinArg::Value(v) => jaxon_trace::dynshape::sizes(v),
+            LinArg::Linear(t) | LinArg::LinearDyn(t, _) => {
+                let dims: &[Array] = match self {
+                    LinArg::LinearDyn(_, d) => d,
+                    _ => &[],
+                };
+                let mut it = dims.iter();
+                t.shape
+                    .iter()
+                    .map(|d| match d.as_const() {
+                        Some(n) => Ok(Size::Const(n)),
+                        None => it.next().cloned().map(Size::Dyn).ok_or_else(|| {
+                            Error::InvalidArgument(
+                                "transpose: a dynamic dimension without its value".into(),
+                            )
+                        }),
+                    })
+                    .collect()
+            }
         }
     }
 
     /// Whether this operand is linear.
     pub fn is_linear(&self) -> bool {
-        matches!(self, LinArg::Linear(_))
+        matches!(self, LinArg::Linear(_) | LinArg::LinearDyn(..))
     }
 
     /// The known value, or an error naming the primitive.
     pub fn value(&self, prim: &str) -> Result<&Array> {
         match self {
             LinArg::Value(v) => Ok(v),
-            LinArg::Linear(_) => Err(Error::InvalidArgument(format!(
+            LinArg::Linear(_) | LinArg::LinearDyn(..) => Err(Error::InvalidArgument(format!(
                 "transpose of `{prim}`: the operation is not linear in this operand"
             ))),
         }
@@ -147,7 +177,21 @@ pub fn backward_pass(
                     let Atom::Var(v) = a else {
                         unreachable!("linear atoms are vars")
                     };
-                    Ok(LinArg::Linear(jaxpr.aval(*v).array().clone()))
+                    let t = jaxpr.aval(*v).array().clone();
+                    if t.static_sizes().is_some() {
+                        return Ok(LinArg::Linear(t));
+                    }
+                    // The dimension variables are non-linear values of the
+                    // jaxpr (residuals or inputs), known here.
+                    let dims = t
+                        .shape
+                        .iter()
+                        .filter_map(|d| match d {
+                            jaxon_ir::Dim::Var(w) => Some(read(&known, &Atom::Var(*w))),
+                            jaxon_ir::Dim::Const(_) => None,
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(LinArg::LinearDyn(t, dims))
                 } else {
                     read(&known, a).map(LinArg::Value)
                 }

@@ -3,7 +3,7 @@
 //! primitive that is not linear in an operand marked linear is an error.
 
 use super::LinArg;
-use crate::util::{scatter_inverse_gather, unbroadcast};
+use crate::util::{scatter_inverse_gather, unbroadcast_to};
 use jaxon_ir::primitive::{
     BinaryOp, CumulativeOp, DotDimensionNumbers, ReduceOp, ScatterDimensionNumbers, ScatterKind,
     UnaryOp,
@@ -94,10 +94,10 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 let c = ct()?;
                 let mut out = vec![None, None];
                 if lin(0) {
-                    out[0] = Some(unbroadcast(&c, &sizes(args[0].ty()))?);
+                    out[0] = Some(unbroadcast_to(&c, args[0].ty())?);
                 }
                 if lin(1) {
-                    let c1 = unbroadcast(&c, &sizes(args[1].ty()))?;
+                    let c1 = unbroadcast_to(&c, args[1].ty())?;
                     out[1] = Some(if *op == BinaryOp::Sub {
                         lax::neg(&c1)?
                     } else {
@@ -111,21 +111,18 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 match (lin(0), lin(1)) {
                     (true, false) => Ok(only(
                         0,
-                        unbroadcast(&lax::mul(&c, args[1].value(name)?)?, &sizes(args[0].ty()))?,
+                        unbroadcast_to(&lax::mul(&c, args[1].value(name)?)?, args[0].ty())?,
                     )),
                     (false, true) => Ok(only(
                         1,
-                        unbroadcast(&lax::mul(args[0].value(name)?, &c)?, &sizes(args[1].ty()))?,
+                        unbroadcast_to(&lax::mul(args[0].value(name)?, &c)?, args[1].ty())?,
                     )),
                     _ => not_linear(p),
                 }
             }
             BinaryOp::Div if lin(0) && !lin(1) => Ok(only(
                 0,
-                unbroadcast(
-                    &lax::div(&ct()?, args[1].value(name)?)?,
-                    &sizes(args[0].ty()),
-                )?,
+                unbroadcast_to(&lax::div(&ct()?, args[1].value(name)?)?, args[0].ty())?,
             )),
             // Division is linear only in its numerator (guarded above);
             // the rest are not linear in any operand.
@@ -170,9 +167,12 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             op: ReduceOp::Sum,
             axes,
         } => {
-            let shape = sizes(args[0].ty());
+            let shape = args[0].sizes()?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
-            Ok(only(0, lax::broadcast_in_dim(&ct()?, &shape, &keep)?))
+            Ok(only(
+                0,
+                jaxon_trace::dynshape::broadcast_in_dim(&ct()?, &shape, &keep)?,
+            ))
         }
         P::BroadcastInDim {
             broadcast_dimensions,
