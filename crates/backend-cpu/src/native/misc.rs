@@ -2,60 +2,7 @@
 //! `reduce_precision`, `tile`, `stack` and transposing reshapes.
 
 use super::{map_same, next_index, strides, NativeOp};
-use half::{bf16, f16};
-use jaxon_ir::{DType, HostArray, IrError, Storage};
-
-fn to_bytes(s: &Storage) -> Vec<u8> {
-    macro_rules! le {
-        ($v:expr) => {
-            $v.iter().flat_map(|x| x.to_le_bytes()).collect()
-        };
-    }
-    match s {
-        Storage::Bool(v) => v.iter().map(|&b| b as u8).collect(),
-        Storage::I8(v) => le!(v),
-        Storage::U8(v) => v.clone(),
-        Storage::I16(v) => le!(v),
-        Storage::U16(v) => le!(v),
-        Storage::F16(v) => le!(v),
-        Storage::BF16(v) => le!(v),
-        Storage::I32(v) => le!(v),
-        Storage::U32(v) => le!(v),
-        Storage::F32(v) => le!(v),
-        Storage::I64(v) => le!(v),
-        Storage::U64(v) => le!(v),
-        Storage::F64(v) => le!(v),
-    }
-}
-
-fn from_bytes(b: &[u8], dt: DType) -> Storage {
-    macro_rules! chunks {
-        ($t:ty, $n:expr) => {
-            b.chunks_exact($n)
-                .map(|c| {
-                    let mut a = [0u8; $n];
-                    a.copy_from_slice(c);
-                    <$t>::from_le_bytes(a)
-                })
-                .collect()
-        };
-    }
-    match dt {
-        DType::Bool => Storage::Bool(b.iter().map(|&x| x != 0).collect()),
-        DType::I8 => Storage::I8(chunks!(i8, 1)),
-        DType::U8 => Storage::U8(b.to_vec()),
-        DType::I16 => Storage::I16(chunks!(i16, 2)),
-        DType::U16 => Storage::U16(chunks!(u16, 2)),
-        DType::F16 => Storage::F16(chunks!(f16, 2)),
-        DType::BF16 => Storage::BF16(chunks!(bf16, 2)),
-        DType::I32 => Storage::I32(chunks!(i32, 4)),
-        DType::U32 => Storage::U32(chunks!(u32, 4)),
-        DType::F32 => Storage::F32(chunks!(f32, 4)),
-        DType::I64 => Storage::I64(chunks!(i64, 8)),
-        DType::U64 => Storage::U64(chunks!(u64, 8)),
-        DType::F64 => Storage::F64(chunks!(f64, 8)),
-    }
-}
+use jaxon_ir::{DType, HostArray, IrError};
 
 /// `bitcast_convert_type[new_dtype]` (little-endian lanes when widths
 /// differ, as XLA on x86).
@@ -84,48 +31,20 @@ impl NativeOp for Bitcast {
                 "cpu backend: bitcast takes one operand".into(),
             ));
         };
-        let data = from_bytes(&to_bytes(x.data()), self.to);
-        Ok(vec![HostArray::new(self.shape.clone(), data)?])
-    }
-}
-
-/// XLA's reduce-precision on the raw bits of a float with `src_exp`
-/// exponent and `src_mant` mantissa bits (round to nearest even, overflow
-/// to infinity, underflow to signed zero).
-fn reduce_bits(bits: u64, nbits: u32, src_exp: u32, src_mant: u32, exp: u32, mant: u32) -> u64 {
-    let mut x = bits;
-    if mant < src_mant {
-        let shift = src_mant - mant;
-        let last_bit_mask = 1u64 << shift;
-        let base_bias = (last_bit_mask >> 1) - 1;
-        let last_bit = (x & last_bit_mask) >> shift;
-        let trunc_mask = !(last_bit_mask - 1);
-        x = x.wrapping_add(last_bit + base_bias) & trunc_mask;
-    }
-    if exp < src_exp {
-        let sign_mask = 1u64 << (nbits - 1);
-        let exp_mask = ((1u64 << src_exp) - 1) << src_mant;
-        let bias = (1i64 << (src_exp - 1)) - 1;
-        let reduced_bias = (1i64 << (exp.max(1) - 1)) - 1;
-        let max_exp = (bias + reduced_bias) as u64;
-        let min_exp = (bias - reduced_bias) as u64;
-        let x_exp = x & exp_mask;
-        let signed_zero = x & sign_mask;
-        if x_exp > (max_exp << src_mant) {
-            x = signed_zero | exp_mask;
-        } else if x_exp <= (min_exp << src_mant) {
-            x = signed_zero;
+        let y = jaxon_ir::interp::ops::bitcast(x, self.to)?;
+        if y.shape() != self.shape.as_slice() {
+            return Err(IrError::Eval(format!(
+                "cpu backend: bitcast gave shape {:?}, compiled for {:?}",
+                y.shape(),
+                self.shape
+            )));
         }
-    }
-    x & if nbits == 64 {
-        u64::MAX
-    } else {
-        (1u64 << nbits) - 1
+        Ok(vec![y])
     }
 }
 
-/// `reduce_precision[exponent_bits mantissa_bits]` (f16/bf16 in f32, then
-/// rounded back).
+/// `reduce_precision[exponent_bits mantissa_bits]`: the interpreter's own
+/// bit-level rounding (f16/bf16 through f32).
 #[derive(Debug)]
 pub(crate) struct ReducePrecision {
     exp: u32,
@@ -136,14 +55,6 @@ impl ReducePrecision {
     pub(crate) fn new(exp: u32, mant: u32) -> ReducePrecision {
         ReducePrecision { exp, mant }
     }
-
-    fn f32(&self, a: f32) -> f32 {
-        if a.is_nan() {
-            a
-        } else {
-            f32::from_bits(reduce_bits(a.to_bits() as u64, 32, 8, 23, self.exp, self.mant) as u32)
-        }
-    }
 }
 
 impl NativeOp for ReducePrecision {
@@ -153,44 +64,9 @@ impl NativeOp for ReducePrecision {
                 "cpu backend: reduce_precision operand".into(),
             ));
         };
-        let data = match x.data() {
-            Storage::F32(v) => Storage::F32(v.iter().map(|&a| self.f32(a)).collect()),
-            Storage::F64(v) => Storage::F64(
-                v.iter()
-                    .map(|&a| {
-                        if a.is_nan() {
-                            a
-                        } else {
-                            f64::from_bits(reduce_bits(
-                                a.to_bits(),
-                                64,
-                                11,
-                                52,
-                                self.exp,
-                                self.mant,
-                            ))
-                        }
-                    })
-                    .collect(),
-            ),
-            Storage::F16(v) => Storage::F16(
-                v.iter()
-                    .map(|&a| f16::from_f32(self.f32(a.to_f32())))
-                    .collect(),
-            ),
-            Storage::BF16(v) => Storage::BF16(
-                v.iter()
-                    .map(|&a| bf16::from_f32(self.f32(a.to_f32())))
-                    .collect(),
-            ),
-            other => {
-                return Err(IrError::UnsupportedDType {
-                    primitive: "reduce_precision".into(),
-                    dtype: other.dtype(),
-                })
-            }
-        };
-        Ok(vec![HostArray::new(x.shape().to_vec(), data)?])
+        Ok(vec![jaxon_ir::interp::ops::reduce_precision(
+            x, self.exp, self.mant,
+        )?])
     }
 }
 

@@ -99,7 +99,7 @@ fn from_bytes(b: &[u8], dtype: DType) -> Storage {
 /// `bitcast_convert_type`: same width keeps the shape; a narrower target
 /// adds a trailing dim of size `from/to`; a wider one removes a trailing
 /// dim that must be `to/from`.
-pub(crate) fn bitcast(x: &HostArray, to: DType) -> Result<HostArray, IrError> {
+pub fn bitcast(x: &HostArray, to: DType) -> Result<HostArray, IrError> {
     let (fw, tw) = (x.dtype().size_bytes(), to.size_bytes());
     let mut shape = x.shape().to_vec();
     if fw > tw {
@@ -157,7 +157,7 @@ fn reduce_bits(bits: u64, nbits: u32, src_exp: u32, src_mant: u32, exp: u32, man
 }
 
 /// `reduce_precision[exponent_bits mantissa_bits]` (NaN stays NaN).
-pub(crate) fn reduce_precision(x: &HostArray, exp: u32, mant: u32) -> Result<HostArray, IrError> {
+pub fn reduce_precision(x: &HostArray, exp: u32, mant: u32) -> Result<HostArray, IrError> {
     let dt = x.dtype();
     let out = match lift(x.data()) {
         Lifted::F32(v) => Lifted::F32(

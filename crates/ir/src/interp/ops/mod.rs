@@ -11,12 +11,20 @@
 //! ops accumulate sequentially (XLA may reassociate).
 
 mod convert;
+
+/// Whole-array bit-level conversions, shared with backends that run them
+/// natively.
+pub use convert::{bitcast, reduce_precision};
 mod elementwise;
 mod indexing;
 mod linalg;
 mod reduce;
 mod sort;
 mod special;
+
+/// The scalar special functions, shared with backends that call them
+/// out of line so that their results are bit-identical to this interpreter.
+pub use special::{erf_f64, erf_inv_f64, erfc_f64, next_bf16, next_f16, next_f32, next_f64};
 mod structural;
 
 #[cfg(test)]

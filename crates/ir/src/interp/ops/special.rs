@@ -8,7 +8,7 @@ use half::{bf16, f16};
 const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
 
 /// `erf` in f64: a positive-term series below 2.5, else `1 - erfc`.
-pub(crate) fn erf_f64(x: f64) -> f64 {
+pub fn erf_f64(x: f64) -> f64 {
     if x.is_nan() {
         return x;
     }
@@ -62,7 +62,7 @@ fn erfc_cf(x: f64) -> f64 {
 }
 
 /// `erfc` in f64.
-pub(crate) fn erfc_f64(x: f64) -> f64 {
+pub fn erfc_f64(x: f64) -> f64 {
     if x.is_nan() {
         x
     } else if x < 1.5 {
@@ -74,7 +74,7 @@ pub(crate) fn erfc_f64(x: f64) -> f64 {
 
 /// `erf_inv` in f64: an initial guess refined by Halley steps (on `erfc`
 /// in the tails to avoid cancellation).
-pub(crate) fn erf_inv_f64(x: f64) -> f64 {
+pub fn erf_inv_f64(x: f64) -> f64 {
     if x.is_nan() || x.abs() > 1.0 {
         return f64::NAN;
     }
@@ -133,7 +133,8 @@ pub(crate) fn erf_inv_f32(x: f32) -> f32 {
 
 macro_rules! nextafter_fn {
     ($name:ident, $t:ty, $bits:ty, $nan:expr, $wide:expr) => {
-        fn $name(x: $t, y: $t) -> $t {
+        /// `nextafter` on the format's own bits (XLA's semantics).
+        pub fn $name(x: $t, y: $t) -> $t {
             let wide: fn($t) -> f64 = $wide;
             let (fx, fy) = (wide(x), wide(y));
             if fx.is_nan() || fy.is_nan() {
