@@ -427,7 +427,7 @@ fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
 impl CpuExecutable {
     /// Runs the program: outputs come from the pool, intermediates live in
     /// a reused arena.
-    fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+    pub(crate) fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
         let p = &*self.program;
         if args.len() != p.in_avals.len() || self.consts.len() != p.n_consts {
             return Err(IrError::Eval(format!(

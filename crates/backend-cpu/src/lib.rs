@@ -175,6 +175,7 @@
 mod compile;
 mod copy;
 mod cumulative;
+mod discharge;
 mod dot;
 mod exec;
 mod jit;

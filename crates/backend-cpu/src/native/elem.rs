@@ -21,6 +21,8 @@ pub(crate) trait Elem: Copy + Send + Sync + 'static {
     fn total_cmp(self, o: Self) -> Ordering;
     /// Zero (false).
     fn zero() -> Self;
+    /// The value of an uninitialised lane (NaN, the integer minimum, false).
+    fn uninit() -> Self;
     /// From f64, as a cast.
     fn of_f64(x: f64) -> Self;
 }
@@ -35,6 +37,7 @@ macro_rules! int_elem {
             fn sort_cmp(self, o: Self) -> Ordering { self.cmp(&o) }
             fn total_cmp(self, o: Self) -> Ordering { self.cmp(&o) }
             fn zero() -> Self { 0 }
+            fn uninit() -> Self { <$t>::MIN }
             fn of_f64(x: f64) -> Self { x as $t }
         }
     )*};
@@ -61,6 +64,9 @@ impl Elem for bool {
         self.cmp(&o)
     }
     fn zero() -> Self {
+        false
+    }
+    fn uninit() -> Self {
         false
     }
     fn of_f64(x: f64) -> Self {
@@ -132,6 +138,9 @@ macro_rules! float_elem {
             }
             fn zero() -> Self {
                 Self::of_f64(0.0)
+            }
+            fn uninit() -> Self {
+                Self::of_f64(f64::NAN)
             }
             fn of_f64(x: f64) -> Self {
                 <$t as F64Conv>::from_f64_(x)

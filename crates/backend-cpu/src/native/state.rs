@@ -1,10 +1,13 @@
-//! The state primitives `get`, `swap` and `addupdate` in discharged form:
+//! The state primitives `get`, `swap` and `addupdate` and the Pallas
+//! memory primitives `load` and `store` (masked) in discharged form:
 //! a `Ref` is a variable holding an array, and a write rebinds it to the
 //! updated array (functional update; JAX's `discharge_state`). Indexers
 //! follow the interpreter: NumPy semantics, integer and integer-array
 //! indices broadcast together (their dims stay in place when adjacent,
 //! else go first), and every index clamps into bounds (negative static and
-//! array indices count from the end).
+//! array indices count from the end) for the state primitives; the Pallas
+//! ones do not clamp (out-of-bounds lanes read the uninitialised value and
+//! are not written), as the interpreter does.
 
 use super::{map_same, map_same2, next_index, strides, Elem, NativeOp};
 use jaxon_ir::primitive::{IndexEntry, IndexValue, Indexer};
@@ -20,6 +23,8 @@ pub(crate) enum Kind {
     Get,
     Swap,
     AddUpdate,
+    Load { has_mask: bool, has_other: bool },
+    Store { has_mask: bool },
 }
 
 impl Kind {
@@ -28,19 +33,26 @@ impl Kind {
             Kind::Get => "get",
             Kind::Swap => "swap",
             Kind::AddUpdate => "addupdate",
+            Kind::Load { .. } => "load",
+            Kind::Store { .. } => "store",
         }
+    }
+
+    fn pallas(self) -> bool {
+        matches!(self, Kind::Load { .. } | Kind::Store { .. })
     }
 }
 
 /// The elements an indexed ref names: a shape and flat positions.
 struct View {
     shape: Vec<usize>,
-    pos: Vec<usize>,
+    /// `None`: out of bounds (Pallas primitives only).
+    pos: Vec<Option<usize>>,
 }
 
 enum Ent {
-    Slice(Vec<usize>),
-    Int(Vec<usize>, Vec<usize>),
+    Slice(Vec<Option<usize>>),
+    Int(Vec<usize>, Vec<Option<usize>>),
 }
 
 fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
@@ -110,13 +122,22 @@ fn scalar(prim: &str, v: &IndexValue, args: &[&HostArray]) -> Result<(i64, bool)
     }
 }
 
-fn clamp_pos(raw: i64, dim: usize, wrap: bool) -> usize {
+fn clamp_pos(raw: i64, dim: usize, wrap: bool, pallas: bool) -> Option<usize> {
     let d = dim as i64;
+    if pallas {
+        return (0..d).contains(&raw).then_some(raw as usize);
+    }
     let r = if wrap && raw < 0 { raw + d } else { raw };
-    r.clamp(0, d - 1) as usize
+    Some(r.clamp(0, d - 1) as usize)
 }
 
-fn apply(prim: &str, view: View, ix: &Indexer, args: &[&HostArray]) -> Result<View, IrError> {
+fn apply(
+    prim: &str,
+    view: View,
+    ix: &Indexer,
+    args: &[&HostArray],
+    pallas: bool,
+) -> Result<View, IrError> {
     let nd = view.shape.len();
     if ix.entries.len() > nd {
         return Err(err(prim, "too many indices"));
@@ -124,7 +145,7 @@ fn apply(prim: &str, view: View, ix: &Indexer, args: &[&HostArray]) -> Result<Vi
     let mut ents = Vec::with_capacity(nd);
     for (d, &dim) in view.shape.iter().enumerate() {
         ents.push(match ix.entries.get(d) {
-            None => Ent::Slice((0..dim).collect()),
+            None => Ent::Slice((0..dim).map(Some).collect()),
             Some(IndexEntry::Slice {
                 start,
                 size,
@@ -136,29 +157,40 @@ fn apply(prim: &str, view: View, ix: &Indexer, args: &[&HostArray]) -> Result<Vi
                 } else {
                     (size - 1) * stride + 1
                 };
-                if *stride == 0 || span > dim {
+                if *stride == 0 || (span > dim && !pallas) {
                     return Err(err(prim, "slice does not fit its dimension"));
                 }
-                let s = raw.clamp(0, (dim - span) as i64) as usize;
-                Ent::Slice((0..*size).map(|k| s + k * stride).collect())
+                let s = if pallas {
+                    raw
+                } else {
+                    raw.clamp(0, (dim - span) as i64)
+                };
+                Ent::Slice(
+                    (0..*size)
+                        .map(|k| {
+                            let p = s + (k * stride) as i64;
+                            (0..dim as i64).contains(&p).then_some(p as usize)
+                        })
+                        .collect(),
+                )
             }
             Some(IndexEntry::Int(v)) => {
                 let (raw, is_static) = scalar(prim, v, args)?;
-                if dim == 0 {
+                if dim == 0 && !pallas {
                     return Err(err(prim, "index into an empty dimension"));
                 }
-                Ent::Int(Vec::new(), vec![clamp_pos(raw, dim, is_static)])
+                Ent::Int(Vec::new(), vec![clamp_pos(raw, dim, is_static, pallas)])
             }
             Some(IndexEntry::Array(k)) => {
                 let a = args
                     .get(*k)
                     .filter(|a| !a.dtype().is_float())
                     .ok_or_else(|| err(prim, format!("index array operand {k}")))?;
-                if dim == 0 && !a.is_empty() {
+                if dim == 0 && !a.is_empty() && !pallas {
                     return Err(err(prim, "index into an empty dimension"));
                 }
                 let pos = (0..a.len())
-                    .map(|i| clamp_pos(a.data().get_i64(i), dim, true))
+                    .map(|i| clamp_pos(a.data().get_i64(i), dim, true, pallas))
                     .collect();
                 Ent::Int(a.shape().to_vec(), pos)
             }
@@ -200,7 +232,7 @@ fn apply(prim: &str, view: View, ix: &Indexer, args: &[&HostArray]) -> Result<Vi
         let mut o = vec![0; shape.len()];
         loop {
             let b_idx = &o[insert_at..insert_at + nb];
-            let mut flat = 0usize;
+            let mut flat = Some(0usize);
             let mut slot = 0;
             for (d, e) in ents.iter().enumerate() {
                 let p = match e {
@@ -211,9 +243,12 @@ fn apply(prim: &str, view: View, ix: &Indexer, args: &[&HostArray]) -> Result<Vi
                     }
                     Ent::Int(s, ps) => ps[broadcast_flat(s, b_idx)],
                 };
-                flat += p * vstrides[d];
+                flat = match (flat, p) {
+                    (Some(f), Some(p)) => Some(f + p * vstrides[d]),
+                    _ => None,
+                };
             }
-            pos.push(view.pos[flat]);
+            pos.push(flat.and_then(|f| view.pos[f]));
             if !next_index(&mut o, &shape) {
                 break;
             }
@@ -252,49 +287,135 @@ fn value_index(vshape: &[usize], shape: &[usize]) -> Option<Vec<usize>> {
 /// read just before each write, so repeated positions see earlier writes
 /// (as the interpreter's read-modify-write does). Returns the updated ref
 /// followed by the old values.
-fn write<T: Elem>(r: &[T], pos: &[usize], val: &[T], vi: &[usize], add: bool) -> Vec<T> {
+fn write<T: Elem>(
+    r: &[T],
+    pos: &[Option<usize>],
+    val: &[T],
+    vi: &[usize],
+    add: bool,
+    mask: Option<&[bool]>,
+) -> Vec<T> {
     let mut out = r.to_vec();
     let mut old = Vec::with_capacity(pos.len());
-    for (&p, &i) in pos.iter().zip(vi) {
-        old.push(out[p]);
-        out[p] = if add { out[p].add(val[i]) } else { val[i] };
+    for (k, (p, &i)) in pos.iter().zip(vi).enumerate() {
+        match (p, mask.is_none_or(|m| m[k])) {
+            (Some(p), true) => {
+                old.push(out[*p]);
+                out[*p] = if add { out[*p].add(val[i]) } else { val[i] };
+            }
+            (None, true) => old.push(T::uninit()),
+            (_, false) => old.push(T::zero()),
+        }
     }
     out.extend(old);
     out
+}
+
+/// Per lane: the element read, `other` (or zero) where masked off, the
+/// uninitialised value out of bounds.
+fn load_lanes<T: Elem>(
+    r: &[T],
+    pos: &[Option<usize>],
+    mask: Option<&[bool]>,
+    other: Option<(&[T], &[usize])>,
+) -> Vec<T> {
+    pos.iter()
+        .enumerate()
+        .map(|(k, p)| match (mask.is_none_or(|m| m[k]), p) {
+            (true, Some(p)) => r[*p],
+            (true, None) => T::uninit(),
+            (false, _) => other.map_or(T::zero(), |(o, oi)| o[oi[k]]),
+        })
+        .collect()
+}
+
+/// A bool mask operand broadcast to `shape`.
+fn mask_arg(prim: &str, m: &HostArray, shape: &[usize]) -> Result<Vec<bool>, IrError> {
+    let jaxon_ir::Storage::Bool(mv) = m.data() else {
+        return Err(err(
+            prim,
+            format!("mask has dtype {}, expected bool", m.dtype()),
+        ));
+    };
+    let mi = value_index(m.shape(), shape)
+        .ok_or_else(|| err(prim, "mask does not broadcast to the indexed shape"))?;
+    Ok(mi.iter().map(|&i| mv[i]).collect())
 }
 
 impl NativeOp for StateOp {
     fn run(&self, args: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let prim = self.kind.name();
         let vp = value_pos(&self.indexers);
-        let want = if self.kind == Kind::Get { vp } else { vp + 1 };
+        let want = match self.kind {
+            Kind::Get => vp,
+            Kind::Swap | Kind::AddUpdate => vp + 1,
+            Kind::Load {
+                has_mask,
+                has_other,
+            } => vp + has_mask as usize + has_other as usize,
+            Kind::Store { has_mask } => vp + 1 + has_mask as usize,
+        };
         if args.len() != want {
             return Err(err(prim, format!("expected {want} operands")));
         }
         let r = args[0];
         let mut view = View {
             shape: r.shape().to_vec(),
-            pos: (0..r.len()).collect(),
+            pos: (0..r.len()).map(Some).collect(),
         };
+        let pallas = self.kind.pallas();
         for ix in &self.indexers {
-            view = apply(prim, view, ix, args)?;
+            view = apply(prim, view, ix, args, pallas)?;
         }
         match self.kind {
-            Kind::Get => {
-                let d = map_same!(r.data(), v => view.pos.iter().map(|&p| v[p]).collect());
+            Kind::Get | Kind::Load { .. } => {
+                let (mask, other) = match self.kind {
+                    Kind::Load {
+                        has_mask,
+                        has_other,
+                    } => {
+                        let m = match has_mask {
+                            true => Some(mask_arg(prim, args[vp], &view.shape)?),
+                            false => None,
+                        };
+                        let o = args.get(vp + has_mask as usize).filter(|_| has_other);
+                        (m, o)
+                    }
+                    _ => (None, None),
+                };
+                let oi = match other {
+                    Some(o) => Some(value_index(o.shape(), &view.shape).ok_or_else(|| {
+                        err(prim, "other does not broadcast to the indexed shape")
+                    })?),
+                    None => None,
+                };
+                let d = match other {
+                    Some(o) => map_same2!(r.data(), o.data(), (rv, ov) =>
+                        load_lanes(rv, &view.pos, mask.as_deref(), Some((ov, oi.as_deref().unwrap_or(&[])))),
+                        err(prim, "other and ref dtypes differ")),
+                    None => {
+                        map_same!(r.data(), v => load_lanes(v, &view.pos, mask.as_deref(), None))
+                    }
+                };
                 Ok(vec![HostArray::new(view.shape.clone(), d)?])
             }
-            Kind::Swap | Kind::AddUpdate => {
+            Kind::Swap | Kind::AddUpdate | Kind::Store { .. } => {
                 let val = args[vp];
                 let vi = value_index(val.shape(), &view.shape)
                     .ok_or_else(|| err(prim, "value does not broadcast to the indexed shape"))?;
+                let mask = match self.kind {
+                    Kind::Store { has_mask: true } => {
+                        Some(mask_arg(prim, args[vp + 1], &view.shape)?)
+                    }
+                    _ => None,
+                };
                 let add = self.kind == Kind::AddUpdate;
                 let n = r.len();
-                let mut both = map_same2!(r.data(), val.data(), (rv, vv) => write(rv, &view.pos, vv, &vi, add),
+                let mut both = map_same2!(r.data(), val.data(), (rv, vv) => write(rv, &view.pos, vv, &vi, add, mask.as_deref()),
                     err(prim, "value and ref dtypes differ"));
                 let old = map_same!(&mut both, v => v.split_off(n));
                 let new = HostArray::new(r.shape().to_vec(), both)?;
-                Ok(if add {
+                Ok(if self.kind != Kind::Swap {
                     vec![new]
                 } else {
                     vec![HostArray::new(view.shape.clone(), old)?, new]

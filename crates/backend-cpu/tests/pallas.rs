@@ -1,0 +1,209 @@
+//! `pallas_call` compiled by the CPU backend against the reference
+//! interpreter (JAX's interpret mode) on seeded random inputs: `add_kernel`
+//! with whole-array refs and with a `BlockSpec` grid (bit for bit), a
+//! `program_id` kernel, row softmax masked to a power-of-two block over
+//! `(1024, 125)` (masked `load` with `other`, masked `store`), the fused
+//! matmul + GELU (`fori_loop` over `ds` slices, `dot`, `when` on a
+//! `program_id`), and partial edge blocks.
+
+use jaxon_backend_cpu::CpuBackend;
+use jaxon_ir::DType::{F32, I32};
+use jaxon_ir::{Backend, ClosedJaxpr, HostArray, Storage};
+use jaxon_pallas::*;
+use jaxon_trace::error::ok_or_raise;
+use jaxon_trace::numpy::{self as jnp, All};
+use jaxon_trace::{nn, Array};
+use std::sync::Arc;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn f32s(&mut self, shape: &[usize]) -> HostArray {
+        let n = shape.iter().product();
+        let v = (0..n)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+            .collect();
+        HostArray::new(shape.to_vec(), Storage::F32(v)).unwrap()
+    }
+    fn i32s(&mut self, shape: &[usize]) -> HostArray {
+        let n = shape.iter().product();
+        let v = (0..n).map(|_| (self.next() % 2001) as i32 - 1000).collect();
+        HostArray::new(shape.to_vec(), Storage::I32(v)).unwrap()
+    }
+}
+
+fn to_array(h: &HostArray) -> Array {
+    match h.data() {
+        Storage::F32(v) => Array::from_vec(v.clone(), h.shape()),
+        Storage::I32(v) => Array::from_vec(v.clone(), h.shape()),
+        _ => panic!("test inputs are f32 or i32"),
+    }
+}
+
+/// Stages `call` on the arguments' types.
+fn stage(call: &PallasCall, args: &[HostArray]) -> ClosedJaxpr {
+    let arrays: Vec<Array> = args.iter().map(to_array).collect();
+    jaxon_trace::make_jaxpr(|xs: Vec<Array>| call.call(&xs).unwrap())(arrays).unwrap()
+}
+
+/// Runs the staged call on the CPU backend and on the interpreter.
+fn both(call: &PallasCall, args: &[HostArray]) -> (Vec<HostArray>, Vec<HostArray>) {
+    let j = stage(call, args);
+    assert!(jaxon_ir::print::print_jaxpr(&j.jaxpr).contains("pallas_call"));
+    let want = jaxon_ir::eval_closed_jaxpr(&j, args).unwrap();
+    let cpu = CpuBackend::with_threads(2);
+    let exe = cpu.compile(&j).unwrap();
+    let bufs: Vec<Arc<dyn jaxon_ir::Buffer>> =
+        args.iter().map(|a| cpu.to_device(a).unwrap()).collect();
+    let got = exe
+        .execute(&bufs)
+        .unwrap()
+        .iter()
+        .map(|b| b.to_host().unwrap())
+        .collect();
+    (got, want)
+}
+
+fn f32s(a: &HostArray) -> &[f32] {
+    match a.data() {
+        Storage::F32(v) => v,
+        _ => panic!("not f32"),
+    }
+}
+
+fn assert_close(got: &HostArray, want: &HostArray, tol: f32) {
+    assert_eq!(got.shape(), want.shape());
+    for (i, (g, w)) in f32s(got).iter().zip(f32s(want)).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn add_kernel(r: &[Ref]) {
+    let x = load(&r[0], ()).read();
+    let y = load(&r[1], ()).read();
+    store(&r[2], (), x + y);
+}
+
+#[test]
+fn add_kernel_whole_and_blocked_bit_exact() {
+    let mut rng = Rng(71);
+    let args = [rng.i32s(&[8]), rng.i32s(&[8])];
+    let whole = pallas_call(add_kernel, shape_dtype(&[8], I32));
+    let blocked = pallas_call(add_kernel, shape_dtype(&[8], I32))
+        .grid(4)
+        .in_specs(vec![
+            BlockSpec::map1([Some(2)], |i| (i,)),
+            BlockSpec::map1([Some(2)], |i| (i,)),
+        ])
+        .out_spec(BlockSpec::map1([Some(2)], |i| (i,)));
+    for call in [whole, blocked] {
+        let (got, want) = both(&call, &args);
+        assert_eq!(got, want);
+    }
+    // f32, 65536 elements in blocks of 1024 (parallel programs).
+    let args = [rng.f32s(&[65536]), rng.f32s(&[65536])];
+    let call = pallas_call(add_kernel, shape_dtype(&[65536], F32))
+        .grid(64)
+        .in_specs(vec![
+            BlockSpec::map1([Some(1024)], |i| (i,)),
+            BlockSpec::map1([Some(1024)], |i| (i,)),
+        ])
+        .out_spec(BlockSpec::map1([Some(1024)], |i| (i,)));
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn program_id_exp_and_partial_edge_blocks() {
+    let mut rng = Rng(72);
+    // o[i] = exp(x[i]) with program_id, one element per program.
+    let k = |r: &[Ref]| {
+        let i = program_id(0);
+        let x = r[0].get(ix![ds(&i, 1)]);
+        r[1].set(ix![ds(&i, 1)], x.exp());
+    };
+    let args = [rng.f32s(&[16])];
+    let call = pallas_call(k, shape_dtype(&[16], F32)).grid(16);
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-6);
+    // Blocks of 3 over 10 rows: the last block is partial (padded with NaN
+    // on input, discarded on output); `num_programs` scales the result.
+    let k = |r: &[Ref]| {
+        let x = load(&r[0], ()).read();
+        let n = num_programs(0).astype(F32);
+        store(&r[1], (), x * 2.0 + n);
+    };
+    let args = [rng.f32s(&[10, 4])];
+    let call = pallas_call(k, shape_dtype(&[10, 4], F32))
+        .grid(4)
+        .in_specs(vec![BlockSpec::map1([Some(3), Some(4)], |i| (i, 0))])
+        .out_spec(BlockSpec::map1([Some(3), Some(4)], |i| (i, 0)));
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn row_softmax_masked_1024x125() {
+    let (rows, cols, block) = (1024, 125, 128);
+    let k = move |r: &[Ref]| {
+        let col = ok_or_raise(jnp::arange(block));
+        let m = col.lt(cols as i32);
+        let row = load(&r[0], ..).mask(&m).other(f32::NEG_INFINITY).read();
+        let e = (&row - row.max(All)).exp();
+        store(&r[1], .., &e / e.sum(All)).mask(&m);
+    };
+    let call = pallas_call(k, shape_dtype(&[rows, cols], F32))
+        .grid(rows)
+        .in_specs(vec![BlockSpec::map1([None, Some(block)], |i| (i, 0))])
+        .out_spec(BlockSpec::map1([None, Some(block)], |i| (i, 0)));
+    let args = [Rng(73).f32s(&[rows, cols])];
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-6);
+}
+
+#[test]
+fn fused_matmul_gelu_with_loop_and_when() {
+    let (m, kk, n) = (256, 128, 256);
+    let (bm, bn, bk) = (128, 128, 32);
+    let kernel = move |r: &[Ref]| {
+        let (x_ref, y_ref, o_ref) = (&r[0], &r[1], &r[2]);
+        let acc0 = ok_or_raise(jnp::zeros(&[bm, bn], F32));
+        let acc = ok_or_raise(fori_loop(
+            0,
+            kk / bk,
+            |k, acc: Array| {
+                let start = &k * bk as i32;
+                let x = x_ref.get(ix![.., ds(&start, bk)]);
+                let y = y_ref.get(ix![ds(&start, bk), ..]);
+                acc + dot(&x, &y)
+            },
+            acc0,
+        ));
+        o_ref.set(ix![.., ..], ok_or_raise(nn::gelu(&acc, true)));
+        // The first row of program (0, *) is overwritten through a branch.
+        when(&program_id(0).eq(0), || {
+            o_ref.set(ix![0, ..], acc.sum(All).broadcast_to(&[bn]));
+        });
+    };
+    let call = pallas_call(kernel, shape_dtype(&[m, n], F32))
+        .grid([m / bm, n / bn])
+        .in_specs(vec![
+            BlockSpec::map2([bm, kk], |i, _| (i, 0)),
+            BlockSpec::map2([kk, bn], |_, j| (0, j)),
+        ])
+        .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)));
+    let mut rng = Rng(74);
+    let args = [rng.f32s(&[m, kk]), rng.f32s(&[kk, n])];
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-4);
+}
