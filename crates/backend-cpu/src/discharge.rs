@@ -95,6 +95,10 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
             }
         }
         if let Some(r) = written {
+            if matches!(eqn.primitive, Primitive::Store { .. }) {
+                // Parsed text may bind a dropped result to `store`.
+                eqn.outputs.retain(|b| !matches!(b, Binder::Drop(_)));
+            }
             let new = j.new_var(j.vars[r.index()].clone());
             eqn.outputs.push(Binder::Var(new));
             cur.insert(r, new);

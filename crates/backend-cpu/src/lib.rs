@@ -28,9 +28,15 @@
 //!
 //! # What compiles
 //!
-//! Every primitive of `jaxon_ir::Primitive` except the Pallas ones
-//! (`pallas_call` and the kernel-only `program_id`, `num_programs`,
-//! `load`, `store`, `atomic_rmw`, `atomic_cas`: issue 7).
+//! Every primitive of `jaxon_ir::Primitive` except the Pallas atomics
+//! (`atomic_rmw`, `atomic_cas`). `pallas_call` (`native/pallas.rs`)
+//! compiles its kernel once with this pipeline in discharged form and runs
+//! it over the grid in JAX's order, copying blocks in (partial edge blocks
+//! padded with NaN/integer minimum, as interpret mode) and out; programs
+//! run in parallel when only outputs are written and their blocks are
+//! disjoint. `program_id`/`num_programs` read the running grid point;
+//! masked `load` (with `other`) and `store` are native steps on the
+//! discharged refs; `tests/pallas.rs` compares with the interpreter.
 //! `tests/coverage.rs` holds the table (an exhaustive match over
 //! `Primitive`) and runs every row against the interpreter.
 //!
@@ -78,13 +84,17 @@
 //!   function; `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2` are
 //!   inlined by `jaxon_ir::passes::simplify`.
 //! - `Ref` arguments (stateful jaxprs) compile in discharged form, as JAX's
-//!   `discharge_state` (`rewrite::discharge_refs`): each `Ref` argument is
+//!   `discharge_state` (`discharge::discharge_refs`): each `Ref` argument is
 //!   passed as an array, each write binds the ref's updated copy to a new
 //!   variable (not in place yet), and the executable returns the jaxpr's
 //!   outputs followed by the final contents of each `Ref` argument, in
 //!   order.
+//!   `Ref`s passed to `scan`, `while` and `cond` are discharged inside
+//!   the bodies too (`discharge.rs`): refs a body writes become carries or
+//!   extra branch results, refs only read stay constants.
 //! - Not yet: dynamic shapes (so Catalyst-style `for_loop`s with dynamic
-//!   dimensions), `Ref` operands of nested jaxprs, Pallas.
+//!   dimensions), `Ref` operands of `for_loop`, Pallas atomics, block
+//!   windows as pointer offsets (blocks are copied).
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
