@@ -7,6 +7,7 @@
 //! the body too: refs the body writes become loop carries (or extra branch
 //! results) so that the update flows out; refs only read stay constants.
 
+use jaxon_ir::primitive::{IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, IrError, Jaxpr, Primitive, Var};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -64,6 +65,8 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
         ref_vars.push(r);
         cur.insert(r, r);
     }
+    // Results of whole-ref reads, bound to the ref's value (no copy).
+    let mut alias: HashMap<Var, Var> = HashMap::new();
     let eqns = std::mem::take(&mut j.eqns);
     let mut out = Vec::with_capacity(eqns.len());
     for mut eqn in eqns {
@@ -87,11 +90,20 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
                 _ => None,
             })
             .collect();
+        let first_ref = match eqn.inputs.first() {
+            Some(Atom::Var(r)) if cur.contains_key(r) => Some(*r),
+            _ => None,
+        };
         for a in &mut eqn.inputs {
             if let Atom::Var(v) = a {
-                if let Some(n) = cur.get(v) {
+                if let Some(n) = alias.get(v).or_else(|| cur.get(v)) {
                     *v = *n;
                 }
+            }
+        }
+        if let Some(r) = first_ref {
+            if whole_ref_access(&j, &eqn, r, &mut cur, &mut alias) {
+                continue;
             }
         }
         if let Some(r) = written {
@@ -112,13 +124,83 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
     j.eqns = out;
     for a in &mut j.outvars {
         if let Atom::Var(v) = a {
-            if let Some(n) = cur.get(v) {
+            if let Some(n) = alias.get(v).or_else(|| cur.get(v)) {
                 *v = *n;
             }
         }
     }
     let finals = ref_vars.iter().map(|r| Atom::Var(cur[r])).collect();
     Ok((j, finals))
+}
+
+/// Whether every indexer names the whole array of `shape`.
+fn whole(indexers: &[Indexer], shape: &[jaxon_ir::Dim]) -> bool {
+    indexers.iter().all(|ix| {
+        ix.entries.len() <= shape.len()
+            && ix.entries.iter().zip(shape).all(|(e, d)| match (e, d) {
+                (
+                    IndexEntry::Slice {
+                        start: IndexValue::Static(0),
+                        size,
+                        stride: 1,
+                    },
+                    jaxon_ir::Dim::Const(n),
+                ) => size == n,
+                _ => false,
+            })
+    })
+}
+
+/// Rewrites an unmasked read or write of a whole ref (ref `r`, operand 0
+/// of `eqn`, inputs already substituted) into variable bindings: a read
+/// is the ref's current value, a write of a value of the ref's type makes
+/// that value the ref's. True when the equation is gone.
+fn whole_ref_access(
+    j: &Jaxpr,
+    eqn: &jaxon_ir::Eqn,
+    r: Var,
+    cur: &mut HashMap<Var, Var>,
+    alias: &mut HashMap<Var, Var>,
+) -> bool {
+    let Some(Aval::Array(ra)) = j.try_aval(r) else {
+        return false;
+    };
+    let now = cur[&r];
+    match &eqn.primitive {
+        Primitive::Get { indexers }
+        | Primitive::Load {
+            indexers,
+            has_mask: false,
+            has_other: false,
+        } if whole(indexers, &ra.shape) => {
+            if let Some(Binder::Var(o)) = eqn.outputs.first() {
+                alias.insert(*o, now);
+            }
+            true
+        }
+        Primitive::Swap { indexers }
+        | Primitive::Store {
+            indexers,
+            has_mask: false,
+        } if whole(indexers, &ra.shape) => {
+            let Some(Atom::Var(v)) = eqn.inputs.get(1) else {
+                return false;
+            };
+            let same = matches!(j.try_aval(*v), Some(Aval::Array(va))
+                if va.shape == ra.shape && va.dtype == ra.dtype);
+            if !same || eqn.inputs.len() != 2 {
+                return false;
+            }
+            if let (Primitive::Swap { .. }, Some(Binder::Var(o))) =
+                (&eqn.primitive, eqn.outputs.first())
+            {
+                alias.insert(*o, now);
+            }
+            cur.insert(r, *v);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Moves the elements at `pos` (sorted) of `xs[lo..hi]` to the end of

@@ -494,7 +494,19 @@ impl NativeOp for PallasOp {
             .map(|(dt, s)| HostArray::new(s.clone(), uninit(*dt, s.iter().product())))
             .collect::<Result<_, _>>()?;
         let total = self.starts.len();
-        let workers = threads.min(total).max(1);
+        // Spawning threads costs tens of microseconds: small grids run on
+        // the calling thread.
+        let work: usize = total
+            * self
+                .geoms
+                .iter()
+                .map(|g| g.block.iter().product::<usize>())
+                .sum::<usize>();
+        let workers = if work >= crate::runtime::PARALLEL_MIN_WORK {
+            threads.min(total).max(1)
+        } else {
+            1
+        };
         if self.parallel && workers > 1 {
             let chunk = total.div_ceil(workers);
             let results: Vec<Result<PointResults, IrError>> = std::thread::scope(|s| {
