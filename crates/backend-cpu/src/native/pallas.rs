@@ -90,6 +90,8 @@ pub(crate) struct PallasOp {
     starts: Vec<Vec<Vec<usize>>>,
     /// The kernel refs it writes (operands, then scratch): its results.
     written: Vec<usize>,
+    /// Per operand: whether the kernel reads its block.
+    read: Vec<bool>,
     /// Scratch buffers: (dtype, shape).
     scratch: Vec<(DType, Vec<usize>)>,
     aliases: Vec<(usize, usize)>,
@@ -284,6 +286,21 @@ impl PallasOp {
             jaxpr: Arc::new(j),
             consts: d.consts.clone(),
         };
+        let used: HashSet<jaxon_ir::Var> = closed
+            .jaxpr
+            .eqns
+            .iter()
+            .flat_map(|e| e.inputs.iter())
+            .chain(closed.jaxpr.outvars.iter())
+            .filter_map(|a| match a {
+                Atom::Var(v) => Some(*v),
+                Atom::Lit(_) => None,
+            })
+            .collect();
+        let read = closed.jaxpr.invars[..n_ops]
+            .iter()
+            .map(|v| used.contains(v))
+            .collect();
         let key = crate::compile::fingerprint(&closed.jaxpr);
         let program = crate::compile::compile_program(&closed, &key, Default::default())?;
         let kernel = CpuExecutable {
@@ -306,6 +323,7 @@ impl PallasOp {
             geoms,
             starts,
             written,
+            read,
             scratch,
             aliases: aliases.to_vec(),
             parallel,
@@ -413,6 +431,7 @@ impl PallasOp {
         &self,
         ops: &[Cow<'_, HostArray>],
         scratch: &[HostArray],
+        unread: &[HostArray],
         points: std::ops::Range<usize>,
         mut sink: impl FnMut(usize, Vec<HostArray>) -> Result<(), IrError>,
     ) -> Result<(), IrError> {
@@ -426,18 +445,24 @@ impl PallasOp {
         }
         for p in points {
             let mut blocks = Vec::with_capacity(ops.len() + scratch.len());
-            for ((g, op), start) in self.geoms.iter().zip(ops).zip(&self.starts[p]) {
-                blocks.push(read_box(op, start, &g.block, g.kernel_shape.clone())?);
+            for (k, ((g, op), start)) in self.geoms.iter().zip(ops).zip(&self.starts[p]).enumerate()
+            {
+                if self.read[k] {
+                    blocks.push(Some(read_box(op, start, &g.block, g.kernel_shape.clone())?));
+                } else {
+                    blocks.push(None);
+                }
             }
-            let mut args: Vec<&HostArray> = blocks.iter().collect();
+            let mut args: Vec<&HostArray> = blocks
+                .iter()
+                .zip(unread)
+                .map(|(b, u)| b.as_ref().unwrap_or(u))
+                .collect();
             args.extend(scratch.iter());
             GRID.with(|g| *g.borrow_mut() = (idx.clone(), self.grid.clone()));
-            let outs = self.kernel.run(&args);
+            let outs = self.kernel.run_host(&args);
             GRID.with(|g| *g.borrow_mut() = (Vec::new(), Vec::new()));
-            let outs = outs?
-                .iter()
-                .map(|b| b.to_host())
-                .collect::<Result<Vec<_>, _>>()?;
+            let outs = outs?.into_iter().map(|(a, _)| a).collect();
             sink(p, outs)?;
             next_index(&mut idx, &self.grid);
         }
@@ -493,6 +518,13 @@ impl NativeOp for PallasOp {
             .iter()
             .map(|(dt, s)| HostArray::new(s.clone(), uninit(*dt, s.iter().product())))
             .collect::<Result<_, _>>()?;
+        // Blocks the kernel never reads are not copied in: it gets a
+        // placeholder of the block's type.
+        let unread: Vec<HostArray> = self
+            .geoms
+            .iter()
+            .map(|g| HostArray::zeros(g.dtype, &g.kernel_shape))
+            .collect();
         let total = self.starts.len();
         // Spawning threads costs tens of microseconds: small grids run on
         // the calling thread.
@@ -513,11 +545,12 @@ impl NativeOp for PallasOp {
                 let handles: Vec<_> = (0..workers)
                     .map(|w| {
                         let ops = &ops;
+                        let unread = &unread;
                         s.spawn(move || {
                             let mut got = Vec::new();
                             let lo = w * chunk;
                             let hi = (lo + chunk).min(total);
-                            self.run_points(ops, &[], lo..hi, |p, o| {
+                            self.run_points(ops, &[], unread, lo..hi, |p, o| {
                                 got.push((p, o));
                                 Ok(())
                             })?;
@@ -541,7 +574,7 @@ impl NativeOp for PallasOp {
         } else {
             for p in 0..total {
                 let mut outs = Vec::new();
-                self.run_points(&ops, &scratch, p..p + 1, |_, o| {
+                self.run_points(&ops, &scratch, &unread, p..p + 1, |_, o| {
                     outs = o;
                     Ok(())
                 })?;
