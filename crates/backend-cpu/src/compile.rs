@@ -406,6 +406,8 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::NumPrograms { .. }
         | Primitive::Load { .. }
         | Primitive::Store { .. }
+        | Primitive::AtomicRmw { .. }
+        | Primitive::AtomicCas { .. }
         | Primitive::PallasCall { .. } => crate::native::native_step(jaxpr, e, eqn),
         Primitive::Cond { .. }
         | Primitive::While { .. }
@@ -419,8 +421,6 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat { .. }
-        | Primitive::AtomicRmw { .. }
-        | Primitive::AtomicCas { .. }
         | Primitive::AllReduce { .. }
         | Primitive::AllGather { .. }
         | Primitive::AxisIndex { .. } => {

@@ -207,3 +207,51 @@ fn fused_matmul_gelu_with_loop_and_when() {
     let (got, want) = both(&call, &args);
     assert_close(&got[0], &want[0], 1e-4);
 }
+
+#[test]
+fn aliases_masked_store_addupdate_and_atomics_bit_exact() {
+    let mut rng = Rng(75);
+    // Refs: x, init (aliased to output 1), o0, o1, o2.
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        r[2].store(0);
+        let m = ok_or_raise(jnp::arange(8)).ge(3);
+        store(&r[2], .., &x).mask(&m);
+        r[2].add(0, 100);
+        let old = atomic_add(&r[3], 0, 7);
+        r[4].set(0, old);
+        let prev = atomic_max(&r[3], 1, 1000);
+        r[4].set(1, prev);
+    };
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[8], I32),
+            shape_dtype(&[2], I32),
+            shape_dtype(&[2], I32),
+        ],
+    )
+    .in_specs(vec![BlockSpec::whole(), BlockSpec::whole()])
+    .input_output_aliases(&[(1, 1)]);
+    let args = [rng.i32s(&[8]), rng.i32s(&[2])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+    // Every program accumulates into the same output block with atomics
+    // (so programs run in order): add, max, xor, and a compare-and-swap.
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let s = x.sum(All);
+        atomic_add(&r[1], 0, &s);
+        atomic_max(&r[1], 1, &s);
+        atomic_xor(&r[1], 2, &s);
+        let old = atomic_cas(&r[1], 3, 0, &s);
+        atomic_add(&r[1], 4, &old);
+    };
+    let call = pallas_call(k, shape_dtype(&[5], I32))
+        .grid(4)
+        .in_specs(vec![BlockSpec::map1([Some(2)], |i| (i,))])
+        .out_spec(BlockSpec::whole());
+    let args = [rng.i32s(&[8])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}

@@ -127,7 +127,9 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
     | Primitive::Swap { indexers }
     | Primitive::AddUpdate { indexers }
     | Primitive::Load { indexers, .. }
-    | Primitive::Store { indexers, .. } = &eqn.primitive
+    | Primitive::Store { indexers, .. }
+    | Primitive::AtomicRmw { indexers, .. }
+    | Primitive::AtomicCas { indexers } = &eqn.primitive
     {
         let kind = match &eqn.primitive {
             Primitive::Get { .. } => state::Kind::Get,
@@ -143,6 +145,8 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             Primitive::Store { has_mask, .. } => state::Kind::Store {
                 has_mask: *has_mask,
             },
+            Primitive::AtomicRmw { op, .. } => state::Kind::Atomic(*op),
+            Primitive::AtomicCas { .. } => state::Kind::Cas,
             _ => state::Kind::AddUpdate,
         };
         if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
@@ -155,7 +159,7 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             | state::Kind::AddUpdate
             | state::Kind::Load { .. }
             | state::Kind::Store { .. } => 1,
-            state::Kind::Swap => 2,
+            state::Kind::Swap | state::Kind::Atomic(_) | state::Kind::Cas => 2,
         };
         if eqn.outputs.len() != n_outs {
             return Err(cannot(

@@ -1,5 +1,6 @@
 //! The state primitives `get`, `swap` and `addupdate` and the Pallas
-//! memory primitives `load` and `store` (masked) in discharged form:
+//! memory primitives `load` and `store` (masked), `atomic_rmw` and
+//! `atomic_cas` in discharged form:
 //! a `Ref` is a variable holding an array, and a write rebinds it to the
 //! updated array (functional update; JAX's `discharge_state`). Indexers
 //! follow the interpreter: NumPy semantics, integer and integer-array
@@ -10,7 +11,7 @@
 //! are not written), as the interpreter does.
 
 use super::{map_same, map_same2, next_index, strides, Elem, NativeOp};
-use jaxon_ir::primitive::{IndexEntry, IndexValue, Indexer};
+use jaxon_ir::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{HostArray, IrError};
 
 fn err(prim: &str, m: impl std::fmt::Display) -> IrError {
@@ -25,6 +26,8 @@ pub(crate) enum Kind {
     AddUpdate,
     Load { has_mask: bool, has_other: bool },
     Store { has_mask: bool },
+    Atomic(AtomicOp),
+    Cas,
 }
 
 impl Kind {
@@ -35,11 +38,16 @@ impl Kind {
             Kind::AddUpdate => "addupdate",
             Kind::Load { .. } => "load",
             Kind::Store { .. } => "store",
+            Kind::Atomic(_) => "atomic_rmw",
+            Kind::Cas => "atomic_cas",
         }
     }
 
     fn pallas(self) -> bool {
-        matches!(self, Kind::Load { .. } | Kind::Store { .. })
+        matches!(
+            self,
+            Kind::Load { .. } | Kind::Store { .. } | Kind::Atomic(_) | Kind::Cas
+        )
     }
 }
 
@@ -311,6 +319,54 @@ fn write<T: Elem>(
     out
 }
 
+/// An atomic read-modify-write, lane by lane: the updated ref followed by
+/// the old values (zero where masked off, uninitialised out of bounds);
+/// `None` when the operation does not apply to the dtype.
+fn rmw<T: Elem>(
+    r: &[T],
+    pos: &[Option<usize>],
+    val: &[T],
+    vi: &[usize],
+    op: AtomicOp,
+    mask: Option<&[bool]>,
+) -> Option<Vec<T>> {
+    let mut out = r.to_vec();
+    let mut old = Vec::with_capacity(pos.len());
+    for (k, (p, &i)) in pos.iter().zip(vi).enumerate() {
+        match (p, mask.is_none_or(|m| m[k])) {
+            (Some(p), true) => {
+                old.push(out[*p]);
+                out[*p] = out[*p].combine(val[i], op)?;
+            }
+            (None, true) => old.push(T::uninit()),
+            (_, false) => old.push(T::zero()),
+        }
+    }
+    out.extend(old);
+    Some(out)
+}
+
+/// Compare-and-swap lane by lane: the updated ref followed by the old
+/// values.
+fn cas<T: Elem + PartialEq>(r: &[T], pos: &[Option<usize>], cmp: &[T], val: &[T]) -> Vec<T> {
+    let mut out = r.to_vec();
+    let mut old = Vec::with_capacity(pos.len());
+    for (k, p) in pos.iter().enumerate() {
+        match p {
+            Some(p) => {
+                let o = out[*p];
+                if o == cmp[k] {
+                    out[*p] = val[k];
+                }
+                old.push(o);
+            }
+            None => old.push(T::uninit()),
+        }
+    }
+    out.extend(old);
+    out
+}
+
 /// Per lane: the element read, `other` (or zero) where masked off, the
 /// uninitialised value out of bounds.
 fn load_lanes<T: Elem>(
@@ -354,6 +410,10 @@ impl NativeOp for StateOp {
                 has_other,
             } => vp + has_mask as usize + has_other as usize,
             Kind::Store { has_mask } => vp + 1 + has_mask as usize,
+            // An optional mask follows the value.
+            Kind::Atomic(_) if args.len() == vp + 2 => vp + 2,
+            Kind::Atomic(_) => vp + 1,
+            Kind::Cas => vp + 2,
         };
         if args.len() != want {
             return Err(err(prim, format!("expected {want} operands")));
@@ -398,6 +458,50 @@ impl NativeOp for StateOp {
                     }
                 };
                 Ok(vec![HostArray::new(view.shape.clone(), d)?])
+            }
+            Kind::Atomic(op) => {
+                let val = args[vp];
+                let vi = value_index(val.shape(), &view.shape)
+                    .ok_or_else(|| err(prim, "value does not broadcast to the indexed shape"))?;
+                let mask = match args.get(vp + 1) {
+                    Some(m) => Some(mask_arg(prim, m, &view.shape)?),
+                    None => None,
+                };
+                let n = r.len();
+                let mut both = map_same2!(r.data(), val.data(), (rv, vv) =>
+                    rmw(rv, &view.pos, vv, &vi, op, mask.as_deref())
+                        .ok_or_else(|| err(prim, format!("{op:?} of {}", r.dtype())))?,
+                    err(prim, "value and ref dtypes differ"));
+                let old = map_same!(&mut both, v => v.split_off(n));
+                Ok(vec![
+                    HostArray::new(view.shape.clone(), old)?,
+                    HostArray::new(r.shape().to_vec(), both)?,
+                ])
+            }
+            Kind::Cas => {
+                let (cmp, val) = (args[vp], args[vp + 1]);
+                let ci = value_index(cmp.shape(), &view.shape)
+                    .ok_or_else(|| err(prim, "cmp does not broadcast to the indexed shape"))?;
+                let vi = value_index(val.shape(), &view.shape)
+                    .ok_or_else(|| err(prim, "value does not broadcast to the indexed shape"))?;
+                let both = map_same2!(cmp.data(), val.data(), (cv, vv) => {
+                    let cs: Vec<_> = ci.iter().map(|&i| cv[i]).collect();
+                    let vs: Vec<_> = vi.iter().map(|&i| vv[i]).collect();
+                    let mut joined = cs;
+                    joined.extend(vs);
+                    joined
+                }, err(prim, "cmp and value dtypes differ"));
+                let lanes = view.pos.len();
+                let n = r.len();
+                let mut out = map_same2!(r.data(), &both, (rv, cvv) => {
+                    let (c, v) = cvv.split_at(lanes);
+                    cas(rv, &view.pos, c, v)
+                }, err(prim, "cmp/value and ref dtypes differ"));
+                let old = map_same!(&mut out, v => v.split_off(n));
+                Ok(vec![
+                    HostArray::new(view.shape.clone(), old)?,
+                    HostArray::new(r.shape().to_vec(), out)?,
+                ])
             }
             Kind::Swap | Kind::AddUpdate | Kind::Store { .. } => {
                 let val = args[vp];
