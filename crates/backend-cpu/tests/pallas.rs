@@ -4,7 +4,10 @@
 //! `program_id` kernel, row softmax masked to a power-of-two block over
 //! `(1024, 125)` (masked `load` with `other`, masked `store`), the fused
 //! matmul + GELU (`fori_loop` over `ds` slices, `dot`, `when` on a
-//! `program_id`), and partial edge blocks.
+//! `program_id`), partial edge blocks, aliasing and atomics, layer norm's
+//! backward kernel (atomics accumulating over the grid, zeroed under
+//! `when`) and flash attention's forward kernel (online softmax in a
+//! `fori_loop` carrying three values).
 
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::DType::{F32, I32};
@@ -254,4 +257,103 @@ fn aliases_masked_store_addupdate_and_atomics_bit_exact() {
     let args = [rng.i32s(&[8])];
     let (got, want) = both(&call, &args);
     assert_eq!(got, want);
+}
+
+#[test]
+fn layer_norm_backward_kernel_with_atomics() {
+    let (n, d) = (16, 24);
+    let k = move |r: &[Ref]| {
+        let (x, w, mean, rstd, dy) = (
+            r[0].load(),
+            r[1].load(),
+            r[2].load(),
+            r[3].load(),
+            r[4].load(),
+        );
+        let xhat = (&x - &mean) * &rstd;
+        let g = &dy * &w;
+        let c1 = (&xhat * &g).mean(All);
+        let c2 = g.mean(All);
+        r[5].store((&g - &xhat * &c1 - &c2) * &rstd);
+        when(&program_id(0).eq(0), || {
+            r[6].store(0.0);
+            r[7].store(0.0);
+        });
+        atomic_add(&r[6], .., &dy * &xhat);
+        atomic_add(&r[7], .., &dy);
+    };
+    let row = || BlockSpec::map1([None, Some(d)], |i| (i, 0));
+    let vec = || BlockSpec::map1([d], |_| 0);
+    let one = || BlockSpec::map1([None::<usize>], |i| i);
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[n, d], F32),
+            shape_dtype(&[d], F32),
+            shape_dtype(&[d], F32),
+        ],
+    )
+    .grid(n)
+    .in_specs(vec![row(), vec(), one(), one(), row()])
+    .out_specs(vec![row(), vec(), vec()]);
+    let mut rng = Rng(76);
+    let args = [
+        rng.f32s(&[n, d]),
+        rng.f32s(&[d]),
+        rng.f32s(&[n]),
+        rng.f32s(&[n]),
+        rng.f32s(&[n, d]),
+    ];
+    let (got, want) = both(&call, &args);
+    for (g, w) in got.iter().zip(&want) {
+        assert_close(g, w, 1e-6);
+    }
+}
+
+#[test]
+fn flash_attention_forward_kernel() {
+    let (bh, s, d, block_q, block_k) = (2, 64, 16, 16, 16);
+    let scale = 1.0 / (d as f64).sqrt();
+    let kernel = move |r: &[Ref]| {
+        let q = r[0].load() * scale;
+        let m0 = ok_or_raise(jnp::full(
+            &[block_q],
+            &Array::weak(f32::NEG_INFINITY),
+            Some(F32),
+        ));
+        let l0 = ok_or_raise(jnp::zeros(&[block_q], F32));
+        let a0 = ok_or_raise(jnp::zeros(&[block_q, d], F32));
+        let (_, l, acc) = ok_or_raise(fori_loop(
+            0,
+            s / block_k,
+            |j, (m, l, acc): (Array, Array, Array)| {
+                let start = &j * block_k as i32;
+                let kb = r[1].get(ix![ds(&start, block_k), ..]);
+                let vb = r[2].get(ix![ds(&start, block_k), ..]);
+                let sc = dot_t(&q, &kb, false, true);
+                let m_new = ok_or_raise(jnp::maximum(&m, &sc.max(1)));
+                let p = (&sc - m_new.reshape(&[-1, 1])).exp();
+                let alpha = (&m - &m_new).exp();
+                let l = l * &alpha + p.sum(1);
+                let acc = acc * alpha.reshape(&[-1, 1]) + dot(&p, &vb);
+                (m_new, l, acc)
+            },
+            (m0, l0, a0),
+        ));
+        r[3].store(acc / l.reshape(&[-1, 1]));
+    };
+    let qspec = || BlockSpec::map2([None, Some(block_q), Some(d)], |b, i| (b, i, 0));
+    let kvspec = || BlockSpec::map2([None, Some(s), Some(d)], |b, _| (b, 0, 0));
+    let call = pallas_call(kernel, shape_dtype(&[bh, s, d], F32))
+        .grid([bh, s / block_q])
+        .in_specs(vec![qspec(), kvspec(), kvspec()])
+        .out_spec(qspec());
+    let mut rng = Rng(77);
+    let args = [
+        rng.f32s(&[bh, s, d]),
+        rng.f32s(&[bh, s, d]),
+        rng.f32s(&[bh, s, d]),
+    ];
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-5);
 }
