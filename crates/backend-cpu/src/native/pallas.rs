@@ -333,7 +333,11 @@ impl PallasOp {
 
 /// The rows (offset in the padded array, offset in the block, length) of
 /// the box at `start` of size `size`, along the last dimension.
-fn box_rows(shape: &[usize], start: &[usize], size: &[usize]) -> Vec<(usize, usize, usize)> {
+pub(super) fn box_rows(
+    shape: &[usize],
+    start: &[usize],
+    size: &[usize],
+) -> Vec<(usize, usize, usize)> {
     let nd = shape.len();
     if nd == 0 {
         return vec![(0, 0, 1)];

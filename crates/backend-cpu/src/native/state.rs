@@ -398,6 +398,142 @@ fn mask_arg(prim: &str, m: &HostArray, shape: &[usize]) -> Result<Vec<bool>, IrE
     Ok(mi.iter().map(|&i| mv[i]).collect())
 }
 
+impl StateOp {
+    /// The box an indexer of stride-1 slices and scalar integers names,
+    /// when it lies inside the ref: (start, size, result shape).
+    #[allow(clippy::type_complexity)]
+    fn boxed(
+        &self,
+        shape: &[usize],
+        args: &[&HostArray],
+    ) -> Result<Option<(Vec<usize>, Vec<usize>, Vec<usize>)>, IrError> {
+        let prim = self.kind.name();
+        let pallas = self.kind.pallas();
+        let ix = match self.indexers.as_slice() {
+            [] => return Ok(Some((vec![0; shape.len()], shape.to_vec(), shape.to_vec()))),
+            [ix] if ix.entries.len() <= shape.len() => ix,
+            _ => return Ok(None),
+        };
+        let (mut start, mut size, mut out) = (Vec::new(), Vec::new(), Vec::new());
+        for (d, &dim) in shape.iter().enumerate() {
+            let di = dim as i64;
+            match ix.entries.get(d) {
+                None => {
+                    start.push(0);
+                    size.push(dim);
+                    out.push(dim);
+                }
+                Some(IndexEntry::Slice {
+                    start: st,
+                    size: n,
+                    stride: 1,
+                }) => {
+                    let (raw, _) = scalar(prim, st, args)?;
+                    let n = *n;
+                    let s = if pallas {
+                        if raw < 0 || raw + n as i64 > di {
+                            return Ok(None);
+                        }
+                        raw
+                    } else {
+                        if n > dim {
+                            return Ok(None);
+                        }
+                        raw.clamp(0, (dim - n) as i64)
+                    };
+                    start.push(s as usize);
+                    size.push(n);
+                    out.push(n);
+                }
+                Some(IndexEntry::Int(v)) => {
+                    let (raw, is_static) = scalar(prim, v, args)?;
+                    if dim == 0 || (pallas && !(0..di).contains(&raw)) {
+                        return Ok(None);
+                    }
+                    match clamp_pos(raw, dim, is_static, pallas) {
+                        Some(p) => start.push(p),
+                        None => return Ok(None),
+                    }
+                    size.push(1);
+                }
+                Some(_) => return Ok(None),
+            }
+        }
+        Ok(Some((start, size, out)))
+    }
+
+    /// Row copies for unmasked reads and writes of a box (`None`: take
+    /// the general path).
+    fn fast(&self, args: &[&HostArray], vp: usize) -> Result<Option<Vec<HostArray>>, IrError> {
+        let prim = self.kind.name();
+        let r = args[0];
+        let simple = matches!(
+            self.kind,
+            Kind::Get
+                | Kind::Swap
+                | Kind::AddUpdate
+                | Kind::Load {
+                    has_mask: false,
+                    has_other: false
+                }
+                | Kind::Store { has_mask: false }
+        );
+        if !simple {
+            return Ok(None);
+        }
+        let Some((start, size, shape)) = self.boxed(r.shape(), args)? else {
+            return Ok(None);
+        };
+        let rows = super::pallas::box_rows(r.shape(), &start, &size);
+        let n: usize = size.iter().product();
+        match self.kind {
+            Kind::Get | Kind::Load { .. } => {
+                let d = map_same!(r.data(), v => {
+                    let mut o = Vec::with_capacity(n);
+                    for &(off, _, len) in &rows {
+                        o.extend_from_slice(&v[off..off + len]);
+                    }
+                    o
+                });
+                Ok(Some(vec![HostArray::new(shape, d)?]))
+            }
+            _ => {
+                let val = args[vp];
+                if val.shape() != shape.as_slice() {
+                    return Ok(None);
+                }
+                let (swap, add) = (self.kind == Kind::Swap, self.kind == Kind::AddUpdate);
+                let total = r.len();
+                let mut both = map_same2!(r.data(), val.data(), (rv, vv) => {
+                    let mut out = rv.to_vec();
+                    let mut old = Vec::with_capacity(if swap { n } else { 0 });
+                    for &(off, b, len) in &rows {
+                        if swap {
+                            old.extend_from_slice(&out[off..off + len]);
+                        }
+                        if add {
+                            for (o, v) in out[off..off + len].iter_mut().zip(&vv[b..b + len]) {
+                                *o = o.add(*v);
+                            }
+                        } else {
+                            out[off..off + len].copy_from_slice(&vv[b..b + len]);
+                        }
+                    }
+                    out.extend(old);
+                    out
+                }, err(prim, "value and ref dtypes differ"));
+                let old = map_same!(&mut both, v => v.split_off(total));
+                let new = HostArray::new(r.shape().to_vec(), both)?;
+                Ok(Some(if swap {
+                    vec![HostArray::new(shape, old)?, new]
+                } else {
+                    vec![new]
+                }))
+            }
+        }
+    }
+}
+
 impl NativeOp for StateOp {
     fn run(&self, args: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let prim = self.kind.name();
@@ -419,6 +555,9 @@ impl NativeOp for StateOp {
             return Err(err(prim, format!("expected {want} operands")));
         }
         let r = args[0];
+        if let Some(out) = self.fast(args, vp)? {
+            return Ok(out);
+        }
         let mut view = View {
             shape: r.shape().to_vec(),
             pos: (0..r.len()).map(Some).collect(),
