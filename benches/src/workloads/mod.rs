@@ -12,11 +12,11 @@ mod pallas;
 pub use dispatch::{chain, dispatch_tiny, trace_chain_1000};
 pub use kernels::{eltwise_fused_16m, matmul_1024, matmul_2048, reduce_sum_rows, softmax_4096};
 pub use loops::{fori_loop_1000, scan_rnn};
-pub use pallas::{pallas_add_interpret, pallas_matmul_interpret};
 pub use mlp::{
     compile_mlp_grad, init_mlp, loss1, mlp_data, mlp_inputs, mlp_loss, mlp_train_step,
     mlp_value_and_grad, per_example_grads, trace_mlp_grad, Params, MLP_BATCH, MLP_SIZES,
 };
+pub use pallas::{pallas_add_interpret, pallas_matmul_interpret};
 
 use jaxon::prelude::*;
 use std::time::Duration;
