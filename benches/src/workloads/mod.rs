@@ -1,5 +1,4 @@
-//! The workloads of `../shared/bench/WORKLOADS.md` (all but the two Pallas
-//! ones), each a function printing its JSON records in the schema of
+//! The workloads of `../shared/bench/WORKLOADS.md`, each a function printing its JSON records in the schema of
 //! `bench_jax.py`. Inputs come from jaxon's own `random` with the seeds
 //! `bench_jax.py` uses: the values differ from NumPy's, the distributions
 //! do not.
@@ -8,6 +7,7 @@ mod dispatch;
 mod kernels;
 mod loops;
 mod mlp;
+mod pallas;
 
 pub use dispatch::{chain, dispatch_tiny, trace_chain_1000};
 pub use kernels::{eltwise_fused_16m, matmul_1024, matmul_2048, reduce_sum_rows, softmax_4096};
@@ -16,6 +16,7 @@ pub use mlp::{
     compile_mlp_grad, init_mlp, loss1, mlp_data, mlp_inputs, mlp_loss, mlp_train_step,
     mlp_value_and_grad, per_example_grads, trace_mlp_grad, Params, MLP_BATCH, MLP_SIZES,
 };
+pub use pallas::{pallas_add_interpret, pallas_matmul_interpret};
 
 use jaxon::prelude::*;
 use std::time::Duration;
@@ -61,6 +62,16 @@ pub const WORKLOADS: &[Workload] = &[
     ),
     ("fori_loop_1000", &["fori_loop_1000"], fori_loop_1000),
     ("scan_rnn", &["scan_rnn_fwd", "scan_rnn_grad"], scan_rnn),
+    (
+        "pallas_matmul_interpret",
+        &["pallas_matmul_interpret"],
+        pallas_matmul_interpret,
+    ),
+    (
+        "pallas_add_interpret",
+        &["pallas_add_interpret"],
+        pallas_add_interpret,
+    ),
 ];
 
 /// Turns an error inside a traced closure into jaxon's unwinding payload,

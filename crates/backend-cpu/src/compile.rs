@@ -108,7 +108,7 @@ pub(crate) fn compile_program(
     // `Ref` arguments are discharged: passed as arrays, their final values
     // returned after the outputs.
     let discharged;
-    let closed = match crate::rewrite::discharge_refs(closed)? {
+    let closed = match crate::discharge::discharge_refs(closed)? {
         Some(d) => {
             discharged = d;
             &discharged
@@ -401,7 +401,14 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::TopK { .. }
         | Primitive::Get { .. }
         | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. } => crate::native::native_step(jaxpr, e, eqn),
+        | Primitive::AddUpdate { .. }
+        | Primitive::ProgramId { .. }
+        | Primitive::NumPrograms { .. }
+        | Primitive::Load { .. }
+        | Primitive::Store { .. }
+        | Primitive::AtomicRmw { .. }
+        | Primitive::AtomicCas { .. }
+        | Primitive::PallasCall { .. } => crate::native::native_step(jaxpr, e, eqn),
         Primitive::Cond { .. }
         | Primitive::While { .. }
         | Primitive::Scan { .. }
@@ -414,13 +421,6 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::CustomJvpCall { .. }
         | Primitive::CustomVjpCall { .. }
         | Primitive::Remat { .. }
-        | Primitive::ProgramId { .. }
-        | Primitive::NumPrograms { .. }
-        | Primitive::Load { .. }
-        | Primitive::Store { .. }
-        | Primitive::AtomicRmw { .. }
-        | Primitive::AtomicCas { .. }
-        | Primitive::PallasCall { .. }
         | Primitive::AllReduce { .. }
         | Primitive::AllGather { .. }
         | Primitive::AxisIndex { .. } => {

@@ -427,7 +427,25 @@ fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
 impl CpuExecutable {
     /// Runs the program: outputs come from the pool, intermediates live in
     /// a reused arena.
-    fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+    pub(crate) fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let pool = self.pool.clone();
+        Ok(self
+            .run_host(args)?
+            .into_iter()
+            .map(|(a, pooled)| -> Arc<dyn Buffer> {
+                if pooled {
+                    Arc::new(PooledBuffer::new(a, pool.clone()))
+                } else {
+                    host(a)
+                }
+            })
+            .collect())
+    }
+
+    /// Runs the program, returning host arrays (and whether each came from
+    /// the output pool): for callers inside the backend (`pallas_call`
+    /// kernels) that consume results directly.
+    pub(crate) fn run_host(&self, args: &[&HostArray]) -> Result<Vec<(HostArray, bool)>, IrError> {
         let p = &*self.program;
         if args.len() != p.in_avals.len() || self.consts.len() != p.n_consts {
             return Err(IrError::Eval(format!(
@@ -477,23 +495,23 @@ impl CpuExecutable {
         }
         res?;
         let mut bufs: Vec<Option<HostArray>> = outs.into_iter().map(Some).collect();
-        let mut results: Vec<Arc<dyn Buffer>> = Vec::with_capacity(p.results.len());
+        let mut results: Vec<(HostArray, bool)> = Vec::with_capacity(p.results.len());
         for r in &p.results {
-            let b: Arc<dyn Buffer> = match r {
+            let b = match r {
                 ResultSrc::Buffer(i) => {
                     let a = bufs.get_mut(*i).and_then(Option::take).ok_or_else(|| {
                         IrError::Eval("cpu backend: output buffer used twice".into())
                     })?;
-                    Arc::new(PooledBuffer::new(a, self.pool.clone()))
+                    (a, true)
                 }
-                ResultSrc::Input(i) => host(args[*i].clone()),
-                ResultSrc::Const(i) => host(self.consts[*i].clone()),
-                ResultSrc::Literal(a) => host(a.clone()),
+                ResultSrc::Input(i) => (args[*i].clone(), false),
+                ResultSrc::Const(i) => (self.consts[*i].clone(), false),
+                ResultSrc::Literal(a) => (a.clone(), false),
                 ResultSrc::Again(i) => {
                     let prev = results
                         .get(*i)
                         .ok_or_else(|| IrError::Eval("cpu backend: bad repeated result".into()))?;
-                    host(prev.to_host()?)
+                    (prev.0.clone(), false)
                 }
             };
             results.push(b);

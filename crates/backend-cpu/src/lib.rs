@@ -28,9 +28,16 @@
 //!
 //! # What compiles
 //!
-//! Every primitive of `jaxon_ir::Primitive` except the Pallas ones
-//! (`pallas_call` and the kernel-only `program_id`, `num_programs`,
-//! `load`, `store`, `atomic_rmw`, `atomic_cas`: issue 7).
+//! Every primitive of `jaxon_ir::Primitive`. `pallas_call` (`native/pallas.rs`)
+//! compiles its kernel once with this pipeline in discharged form and runs
+//! it over the grid in JAX's order, copying blocks in (partial edge blocks
+//! padded with NaN/integer minimum, as interpret mode) and out; programs
+//! run in parallel when only outputs are written and their blocks are
+//! disjoint. `program_id`/`num_programs` read the running grid point;
+//! masked `load` (with `other`), `store`, `atomic_rmw` and `atomic_cas`
+//! are native steps on the discharged refs (unmasked whole-ref reads and
+//! writes become plain bindings, so simple kernels fuse);
+//! `tests/pallas.rs` compares with the interpreter.
 //! `tests/coverage.rs` holds the table (an exhaustive match over
 //! `Primitive`) and runs every row against the interpreter.
 //!
@@ -70,21 +77,25 @@
 //!   `num_keys`, NaNs last, stable), `top_k`, `conv_general_dilated`
 //!   (im2col then one batched gemm per feature or batch group; strides,
 //!   padding, both dilations), `bitcast_convert_type`, `reduce_precision`,
-//!   `tile`, `stack`, `reshape` with `dimensions`, and the state primitives
-//!   `get`/`swap`/`addupdate`.
+//!   `tile`, `stack`, `reshape` with `dimensions`, the state primitives
+//!   `get`/`swap`/`addupdate` and the Pallas ones.
 //! - Control flow: `cond`, `while`, `scan` (and so `fori_loop`) and
 //!   Catalyst's `for_loop` (runtime bounds; a step the interpreter rejects
 //!   runs no iteration) are native branches and loops of the program
 //!   function; `jit`, `custom_jvp_call`, `custom_vjp_call` and `remat2` are
 //!   inlined by `jaxon_ir::passes::simplify`.
 //! - `Ref` arguments (stateful jaxprs) compile in discharged form, as JAX's
-//!   `discharge_state` (`rewrite::discharge_refs`): each `Ref` argument is
+//!   `discharge_state` (`discharge::discharge_refs`): each `Ref` argument is
 //!   passed as an array, each write binds the ref's updated copy to a new
 //!   variable (not in place yet), and the executable returns the jaxpr's
 //!   outputs followed by the final contents of each `Ref` argument, in
 //!   order.
+//!   `Ref`s passed to `scan`, `while` and `cond` are discharged inside
+//!   the bodies too (`discharge.rs`): refs a body writes become carries or
+//!   extra branch results, refs only read stay constants.
 //! - Not yet: dynamic shapes (so Catalyst-style `for_loop`s with dynamic
-//!   dimensions), `Ref` operands of nested jaxprs, Pallas.
+//!   dimensions), `Ref` operands of `for_loop`, block windows as pointer
+//!   offsets (blocks are copied).
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
@@ -175,6 +186,7 @@
 mod compile;
 mod copy;
 mod cumulative;
+mod discharge;
 mod dot;
 mod exec;
 mod jit;

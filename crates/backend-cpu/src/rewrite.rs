@@ -3,80 +3,8 @@
 //! discharging `Ref` arguments (each state write binds a new variable) and
 //! widening half-precision reductions to f32 ones between two casts.
 
-use jaxon_ir::{
-    Atom, Aval, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr, Primitive, ShapedArray, Var,
-};
-use std::collections::HashMap;
+use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, DType, Eqn, Jaxpr, Primitive, ShapedArray};
 use std::sync::Arc;
-
-/// Discharges the `Ref` arguments of a top-level jaxpr (JAX's
-/// `discharge_state`): each becomes an array argument, each `swap` and
-/// `addupdate` gets one more output binding the ref's updated value to a
-/// new variable (later reads and writes use it), and the final value of
-/// every ref is appended to the outputs, in argument order. `None` when
-/// the jaxpr has no `Ref` arguments.
-pub(crate) fn discharge_refs(closed: &ClosedJaxpr) -> Result<Option<ClosedJaxpr>, IrError> {
-    let src = &*closed.jaxpr;
-    let mut refs: Vec<Var> = Vec::new();
-    for v in &src.invars {
-        match src.try_aval(*v) {
-            Some(Aval::Ref(_)) => refs.push(*v),
-            Some(Aval::Array(_)) => {}
-            None => return Err(IrError::Invalid("invar out of range".into())),
-        }
-    }
-    if refs.is_empty() {
-        return Ok(None);
-    }
-    let mut j: Jaxpr = src.clone();
-    let mut cur: HashMap<Var, Var> = HashMap::new();
-    for r in &refs {
-        let inner = match &j.vars[r.index()] {
-            Aval::Ref(a) => a.inner.clone(),
-            Aval::Array(a) => a.clone(),
-        };
-        j.vars[r.index()] = Aval::Array(inner);
-        cur.insert(*r, *r);
-    }
-    let subst = |cur: &HashMap<Var, Var>, a: &mut Atom| {
-        if let Atom::Var(v) = a {
-            if let Some(n) = cur.get(v) {
-                *v = *n;
-            }
-        }
-    };
-    let eqns = std::mem::take(&mut j.eqns);
-    let mut out = Vec::with_capacity(eqns.len());
-    for mut eqn in eqns {
-        let written = match (&eqn.primitive, eqn.inputs.first()) {
-            (Primitive::Swap { .. } | Primitive::AddUpdate { .. }, Some(Atom::Var(r))) => {
-                refs.contains(r).then_some(*r)
-            }
-            _ => None,
-        };
-        for a in &mut eqn.inputs {
-            subst(&cur, a);
-        }
-        if let Some(r) = written {
-            let aval = j.vars[r.index()].clone();
-            let new = j.new_var(aval);
-            eqn.outputs.push(Binder::Var(new));
-            cur.insert(r, new);
-        }
-        out.push(eqn);
-    }
-    j.eqns = out;
-    for a in &mut j.outvars {
-        subst(&cur, a);
-    }
-    for r in &refs {
-        j.outvars.push(Atom::Var(cur[r]));
-    }
-    Ok(Some(ClosedJaxpr {
-        jaxpr: Arc::new(j),
-        consts: closed.consts.clone(),
-    }))
-}
 
 /// Rewrites each `reduce_*` whose result is f16 or bf16 into an f32
 /// reduction of the operand cast to f32, cast back to the declared

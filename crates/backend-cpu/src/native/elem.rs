@@ -3,6 +3,7 @@
 //! f32 and round, `max`/`min` propagate NaN, sorts put NaN last.
 
 use half::{bf16, f16};
+use jaxon_ir::primitive::AtomicOp;
 use std::cmp::Ordering;
 
 /// Element operations shared by the native steps.
@@ -21,6 +22,11 @@ pub(crate) trait Elem: Copy + Send + Sync + 'static {
     fn total_cmp(self, o: Self) -> Ordering;
     /// Zero (false).
     fn zero() -> Self;
+    /// The value of an uninitialised lane (NaN, the integer minimum, false).
+    fn uninit() -> Self;
+    /// A Pallas atomic's combination, exactly as the interpreter's (`None`
+    /// when the operation does not apply to the type).
+    fn combine(self, o: Self, op: AtomicOp) -> Option<Self>;
     /// From f64, as a cast.
     fn of_f64(x: f64) -> Self;
 }
@@ -35,6 +41,18 @@ macro_rules! int_elem {
             fn sort_cmp(self, o: Self) -> Ordering { self.cmp(&o) }
             fn total_cmp(self, o: Self) -> Ordering { self.cmp(&o) }
             fn zero() -> Self { 0 }
+            fn uninit() -> Self { <$t>::MIN }
+            fn combine(self, o: Self, op: AtomicOp) -> Option<Self> {
+                Some(match op {
+                    AtomicOp::Add => self.wrapping_add(o),
+                    AtomicOp::Max => if o > self { o } else { self },
+                    AtomicOp::Min => if o < self { o } else { self },
+                    AtomicOp::And => self & o,
+                    AtomicOp::Or => self | o,
+                    AtomicOp::Xor => self ^ o,
+                    AtomicOp::Xchg => o,
+                })
+            }
             fn of_f64(x: f64) -> Self { x as $t }
         }
     )*};
@@ -62,6 +80,17 @@ impl Elem for bool {
     }
     fn zero() -> Self {
         false
+    }
+    fn uninit() -> Self {
+        false
+    }
+    fn combine(self, o: Self, op: AtomicOp) -> Option<Self> {
+        Some(match op {
+            AtomicOp::Add | AtomicOp::Or | AtomicOp::Max => self | o,
+            AtomicOp::And | AtomicOp::Min => self & o,
+            AtomicOp::Xor => self ^ o,
+            AtomicOp::Xchg => o,
+        })
     }
     fn of_f64(x: f64) -> Self {
         x != 0.0
@@ -132,6 +161,31 @@ macro_rules! float_elem {
             }
             fn zero() -> Self {
                 Self::of_f64(0.0)
+            }
+            fn uninit() -> Self {
+                Self::of_f64(f64::NAN)
+            }
+            fn combine(self, o: Self, op: AtomicOp) -> Option<Self> {
+                let (a, b) = (F64Conv::to_f64_(self), F64Conv::to_f64_(o));
+                match op {
+                    AtomicOp::Add => Some(self.add(o)),
+                    AtomicOp::Max => Some(if a.is_nan() {
+                        self
+                    } else if b.is_nan() || b > a {
+                        o
+                    } else {
+                        self
+                    }),
+                    AtomicOp::Min => Some(if a.is_nan() {
+                        self
+                    } else if b.is_nan() || b < a {
+                        o
+                    } else {
+                        self
+                    }),
+                    AtomicOp::Xchg => Some(o),
+                    AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => None,
+                }
             }
             fn of_f64(x: f64) -> Self {
                 <$t as F64Conv>::from_f64_(x)

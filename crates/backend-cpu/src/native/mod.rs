@@ -11,6 +11,7 @@ mod conv;
 mod elem;
 mod gather;
 mod misc;
+mod pallas;
 mod sort;
 mod state;
 
@@ -124,11 +125,28 @@ fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
 pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
     if let Primitive::Get { indexers }
     | Primitive::Swap { indexers }
-    | Primitive::AddUpdate { indexers } = &eqn.primitive
+    | Primitive::AddUpdate { indexers }
+    | Primitive::Load { indexers, .. }
+    | Primitive::Store { indexers, .. }
+    | Primitive::AtomicRmw { indexers, .. }
+    | Primitive::AtomicCas { indexers } = &eqn.primitive
     {
         let kind = match &eqn.primitive {
             Primitive::Get { .. } => state::Kind::Get,
             Primitive::Swap { .. } => state::Kind::Swap,
+            Primitive::Load {
+                has_mask,
+                has_other,
+                ..
+            } => state::Kind::Load {
+                has_mask: *has_mask,
+                has_other: *has_other,
+            },
+            Primitive::Store { has_mask, .. } => state::Kind::Store {
+                has_mask: *has_mask,
+            },
+            Primitive::AtomicRmw { op, .. } => state::Kind::Atomic(*op),
+            Primitive::AtomicCas { .. } => state::Kind::Cas,
             _ => state::Kind::AddUpdate,
         };
         if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
@@ -137,8 +155,11 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         // `prep::discharge_refs` gave each write an extra output: the
         // ref's updated value, a new variable.
         let n_outs = match kind {
-            state::Kind::Get | state::Kind::AddUpdate => 1,
-            state::Kind::Swap => 2,
+            state::Kind::Get
+            | state::Kind::AddUpdate
+            | state::Kind::Load { .. }
+            | state::Kind::Store { .. } => 1,
+            state::Kind::Swap | state::Kind::Atomic(_) | state::Kind::Cas => 2,
         };
         if eqn.outputs.len() != n_outs {
             return Err(cannot(
@@ -155,6 +176,32 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             inputs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
             outs: out_vars(eqn),
         });
+    }
+    match &eqn.primitive {
+        Primitive::ProgramId { axis } | Primitive::NumPrograms { axis } => {
+            let count = matches!(eqn.primitive, Primitive::NumPrograms { .. });
+            return step(eqn, Box::new(pallas::ProgramId { axis: *axis, count }));
+        }
+        Primitive::PallasCall {
+            kernel,
+            grid,
+            block_mappings,
+            out_avals,
+            input_output_aliases,
+            ..
+        } => {
+            let op = pallas::PallasOp::new(
+                kernel,
+                grid,
+                block_mappings,
+                eqn.inputs.len(),
+                out_avals,
+                input_output_aliases,
+            )
+            .map_err(|m| cannot(jaxpr, e, &m))?;
+            return step(eqn, Box::new(op));
+        }
+        _ => {}
     }
     let ins = in_shapes(jaxpr, e, eqn)?;
     let outs = out_types(jaxpr, e, eqn)?;

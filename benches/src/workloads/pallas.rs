@@ -1,0 +1,82 @@
+//! The Pallas workloads: `pallas_add_interpret` and
+//! `pallas_matmul_interpret`. JAX can only interpret Pallas kernels on a
+//! CPU; jaxon compiles them (the CPU backend runs the kernel natively over
+//! the grid), so these run `jit` of the `pallas_call` as a user would.
+
+use super::{backend_name, normal, ok, Settings};
+use crate::measure::{emit, measure, sig, timing_details};
+use jaxon::pallas::{dot, load, pallas_call, shape_dtype, store, BlockSpec, Ref};
+use jaxon::prelude::*;
+use serde_json::json;
+
+fn add_kernel(r: &[Ref]) {
+    let x = load(&r[0], ()).read();
+    let y = load(&r[1], ()).read();
+    store(&r[2], (), x + y);
+}
+
+fn matmul_kernel(r: &[Ref]) {
+    let a = load(&r[0], ()).read();
+    let b = load(&r[1], ()).read();
+    store(&r[2], (), dot(&a, &b));
+}
+
+/// Times `f` on `args` and emits `time_per_call`, with the largest error
+/// against `want`.
+fn run(
+    name: &str,
+    f: &jaxon::Jit<impl Fn((Array, Array)) -> Array, (Array, Array), Array>,
+    args: (Array, Array),
+    want: &Array,
+    s: Settings,
+) {
+    let y = f.call(args.clone()).expect("runs");
+    let err = ok(jnp::max(&(&y - want).abs(), All, false)).item::<f32>();
+    let m = measure(
+        || {
+            let y = f.call(args.clone()).expect("runs");
+            std::hint::black_box(y.buffer());
+        },
+        s.reps,
+        s.min_time,
+        2,
+    );
+    let mut d = timing_details(&m, 1e3, "ms", 1.0);
+    d.insert("max_abs_err".into(), json!(err));
+    d.insert("backend".into(), json!(backend_name()));
+    d.insert("mode".into(), json!("compiled (jit of pallas_call)"));
+    emit(name, "time_per_call", sig(m.median_s * 1e3, 4), "ms", d);
+}
+
+/// `pallas_call` add of `f32[65536]`, grid (64,), blocks of 1024.
+pub fn pallas_add_interpret(s: Settings) {
+    let n = 65536;
+    let call = pallas_call(add_kernel, shape_dtype(&[n], DType::F32))
+        .grid(64)
+        .in_specs(vec![
+            BlockSpec::map1([Some(1024)], |i| (i,)),
+            BlockSpec::map1([Some(1024)], |i| (i,)),
+        ])
+        .out_spec(BlockSpec::map1([Some(1024)], |i| (i,)));
+    let f = jit(move |(x, y): (Array, Array)| ok(call.call1(&[x, y])));
+    let (x, y) = (normal(11, &[n]), normal(12, &[n]));
+    let want = &x + &y;
+    run("pallas_add_interpret", &f, (x, y), &want, s);
+}
+
+/// `pallas_call` matmul 256³, grid (4,4), `(64,256)↦(i,0)`,
+/// `(256,64)↦(0,j)`, out `(64,64)↦(i,j)`, kernel `o = dot(a, b)`.
+pub fn pallas_matmul_interpret(s: Settings) {
+    let n = 256;
+    let call = pallas_call(matmul_kernel, shape_dtype(&[n, n], DType::F32))
+        .grid([4, 4])
+        .in_specs(vec![
+            BlockSpec::map2([64, 256], |i, _| (i, 0)),
+            BlockSpec::map2([256, 64], |_, j| (0, j)),
+        ])
+        .out_spec(BlockSpec::map2([64, 64], |i, j| (i, j)));
+    let f = jit(move |(a, b): (Array, Array)| ok(call.call1(&[a, b])));
+    let (a, b) = (normal(13, &[n, n]), normal(14, &[n, n]));
+    let want = ok(jnp::matmul(&a, &b));
+    run("pallas_matmul_interpret", &f, (a, b), &want, s);
+}

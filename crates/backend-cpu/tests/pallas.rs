@@ -1,0 +1,419 @@
+//! `pallas_call` compiled by the CPU backend against the reference
+//! interpreter (JAX's interpret mode) on seeded random inputs: `add_kernel`
+//! with whole-array refs and with a `BlockSpec` grid (bit for bit), a
+//! `program_id` kernel, row softmax masked to a power-of-two block over
+//! `(1024, 125)` (masked `load` with `other`, masked `store`), the fused
+//! matmul + GELU (`fori_loop` over `ds` slices, `dot`, `when` on a
+//! `program_id`), partial edge blocks, aliasing and atomics, layer norm's
+//! backward kernel (atomics accumulating over the grid, zeroed under
+//! `when`) and flash attention's forward kernel (online softmax in a
+//! `fori_loop` carrying three values).
+
+use jaxon_backend_cpu::CpuBackend;
+use jaxon_ir::DType::{F32, I32};
+use jaxon_ir::{Backend, ClosedJaxpr, HostArray, Storage};
+use jaxon_pallas::*;
+use jaxon_trace::error::ok_or_raise;
+use jaxon_trace::numpy::{self as jnp, All};
+use jaxon_trace::{nn, Array};
+use std::sync::Arc;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn f32s(&mut self, shape: &[usize]) -> HostArray {
+        let n = shape.iter().product();
+        let v = (0..n)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0)
+            .collect();
+        HostArray::new(shape.to_vec(), Storage::F32(v)).unwrap()
+    }
+    fn i32s(&mut self, shape: &[usize]) -> HostArray {
+        let n = shape.iter().product();
+        let v = (0..n).map(|_| (self.next() % 2001) as i32 - 1000).collect();
+        HostArray::new(shape.to_vec(), Storage::I32(v)).unwrap()
+    }
+}
+
+fn to_array(h: &HostArray) -> Array {
+    match h.data() {
+        Storage::F32(v) => Array::from_vec(v.clone(), h.shape()),
+        Storage::I32(v) => Array::from_vec(v.clone(), h.shape()),
+        _ => panic!("test inputs are f32 or i32"),
+    }
+}
+
+/// Stages `call` on the arguments' types.
+fn stage(call: &PallasCall, args: &[HostArray]) -> ClosedJaxpr {
+    let arrays: Vec<Array> = args.iter().map(to_array).collect();
+    jaxon_trace::make_jaxpr(|xs: Vec<Array>| call.call(&xs).unwrap())(arrays).unwrap()
+}
+
+/// Runs the staged call on the CPU backend and on the interpreter.
+fn both(call: &PallasCall, args: &[HostArray]) -> (Vec<HostArray>, Vec<HostArray>) {
+    let j = stage(call, args);
+    assert!(jaxon_ir::print::print_jaxpr(&j.jaxpr).contains("pallas_call"));
+    let want = jaxon_ir::eval_closed_jaxpr(&j, args).unwrap();
+    let cpu = CpuBackend::with_threads(2);
+    let exe = cpu.compile(&j).unwrap();
+    let bufs: Vec<Arc<dyn jaxon_ir::Buffer>> =
+        args.iter().map(|a| cpu.to_device(a).unwrap()).collect();
+    let got = exe
+        .execute(&bufs)
+        .unwrap()
+        .iter()
+        .map(|b| b.to_host().unwrap())
+        .collect();
+    (got, want)
+}
+
+fn f32s(a: &HostArray) -> &[f32] {
+    match a.data() {
+        Storage::F32(v) => v,
+        _ => panic!("not f32"),
+    }
+}
+
+fn assert_close(got: &HostArray, want: &HostArray, tol: f32) {
+    assert_eq!(got.shape(), want.shape());
+    for (i, (g, w)) in f32s(got).iter().zip(f32s(want)).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn add_kernel(r: &[Ref]) {
+    let x = load(&r[0], ()).read();
+    let y = load(&r[1], ()).read();
+    store(&r[2], (), x + y);
+}
+
+#[test]
+fn add_kernel_whole_and_blocked_bit_exact() {
+    let mut rng = Rng(71);
+    let args = [rng.i32s(&[8]), rng.i32s(&[8])];
+    let whole = pallas_call(add_kernel, shape_dtype(&[8], I32));
+    let blocked = pallas_call(add_kernel, shape_dtype(&[8], I32))
+        .grid(4)
+        .in_specs(vec![
+            BlockSpec::map1([Some(2)], |i| (i,)),
+            BlockSpec::map1([Some(2)], |i| (i,)),
+        ])
+        .out_spec(BlockSpec::map1([Some(2)], |i| (i,)));
+    for call in [whole, blocked] {
+        let (got, want) = both(&call, &args);
+        assert_eq!(got, want);
+    }
+    // f32, 65536 elements in blocks of 1024 (parallel programs).
+    let args = [rng.f32s(&[65536]), rng.f32s(&[65536])];
+    let call = pallas_call(add_kernel, shape_dtype(&[65536], F32))
+        .grid(64)
+        .in_specs(vec![
+            BlockSpec::map1([Some(1024)], |i| (i,)),
+            BlockSpec::map1([Some(1024)], |i| (i,)),
+        ])
+        .out_spec(BlockSpec::map1([Some(1024)], |i| (i,)));
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn program_id_exp_and_partial_edge_blocks() {
+    let mut rng = Rng(72);
+    // o[i] = exp(x[i]) with program_id, one element per program.
+    let k = |r: &[Ref]| {
+        let i = program_id(0);
+        let x = r[0].get(ix![ds(&i, 1)]);
+        r[1].set(ix![ds(&i, 1)], x.exp());
+    };
+    let args = [rng.f32s(&[16])];
+    let call = pallas_call(k, shape_dtype(&[16], F32)).grid(16);
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-6);
+    // Blocks of 3 over 10 rows: the last block is partial (padded with NaN
+    // on input, discarded on output); `num_programs` scales the result.
+    let k = |r: &[Ref]| {
+        let x = load(&r[0], ()).read();
+        let n = num_programs(0).astype(F32);
+        store(&r[1], (), x * 2.0 + n);
+    };
+    let args = [rng.f32s(&[10, 4])];
+    let call = pallas_call(k, shape_dtype(&[10, 4], F32))
+        .grid(4)
+        .in_specs(vec![BlockSpec::map1([Some(3), Some(4)], |i| (i, 0))])
+        .out_spec(BlockSpec::map1([Some(3), Some(4)], |i| (i, 0)));
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn row_softmax_masked_1024x125() {
+    let (rows, cols, block) = (1024, 125, 128);
+    let k = move |r: &[Ref]| {
+        let col = ok_or_raise(jnp::arange(block));
+        let m = col.lt(cols as i32);
+        let row = load(&r[0], ..).mask(&m).other(f32::NEG_INFINITY).read();
+        let e = (&row - row.max(All)).exp();
+        store(&r[1], .., &e / e.sum(All)).mask(&m);
+    };
+    let call = pallas_call(k, shape_dtype(&[rows, cols], F32))
+        .grid(rows)
+        .in_specs(vec![BlockSpec::map1([None, Some(block)], |i| (i, 0))])
+        .out_spec(BlockSpec::map1([None, Some(block)], |i| (i, 0)));
+    let args = [Rng(73).f32s(&[rows, cols])];
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-6);
+}
+
+#[test]
+fn fused_matmul_gelu_with_loop_and_when() {
+    let (m, kk, n) = (256, 128, 256);
+    let (bm, bn, bk) = (128, 128, 32);
+    let kernel = move |r: &[Ref]| {
+        let (x_ref, y_ref, o_ref) = (&r[0], &r[1], &r[2]);
+        let acc0 = ok_or_raise(jnp::zeros(&[bm, bn], F32));
+        let acc = ok_or_raise(fori_loop(
+            0,
+            kk / bk,
+            |k, acc: Array| {
+                let start = &k * bk as i32;
+                let x = x_ref.get(ix![.., ds(&start, bk)]);
+                let y = y_ref.get(ix![ds(&start, bk), ..]);
+                acc + dot(&x, &y)
+            },
+            acc0,
+        ));
+        o_ref.set(ix![.., ..], ok_or_raise(nn::gelu(&acc, true)));
+        // The first row of program (0, *) is overwritten through a branch.
+        when(&program_id(0).eq(0), || {
+            o_ref.set(ix![0, ..], acc.sum(All).broadcast_to(&[bn]));
+        });
+    };
+    let call = pallas_call(kernel, shape_dtype(&[m, n], F32))
+        .grid([m / bm, n / bn])
+        .in_specs(vec![
+            BlockSpec::map2([bm, kk], |i, _| (i, 0)),
+            BlockSpec::map2([kk, bn], |_, j| (0, j)),
+        ])
+        .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)));
+    let mut rng = Rng(74);
+    let args = [rng.f32s(&[m, kk]), rng.f32s(&[kk, n])];
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-4);
+}
+
+#[test]
+fn aliases_masked_store_addupdate_and_atomics_bit_exact() {
+    let mut rng = Rng(75);
+    // Refs: x, init (aliased to output 1), o0, o1, o2.
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        r[2].store(0);
+        let m = ok_or_raise(jnp::arange(8)).ge(3);
+        store(&r[2], .., &x).mask(&m);
+        r[2].add(0, 100);
+        let old = atomic_add(&r[3], 0, 7);
+        r[4].set(0, old);
+        let prev = atomic_max(&r[3], 1, 1000);
+        r[4].set(1, prev);
+    };
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[8], I32),
+            shape_dtype(&[2], I32),
+            shape_dtype(&[2], I32),
+        ],
+    )
+    .in_specs(vec![BlockSpec::whole(), BlockSpec::whole()])
+    .input_output_aliases(&[(1, 1)]);
+    let args = [rng.i32s(&[8]), rng.i32s(&[2])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+    // Every program accumulates into the same output block with atomics
+    // (so programs run in order): add, max, xor, and a compare-and-swap.
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let s = x.sum(All);
+        atomic_add(&r[1], 0, &s);
+        atomic_max(&r[1], 1, &s);
+        atomic_xor(&r[1], 2, &s);
+        let old = atomic_cas(&r[1], 3, 0, &s);
+        atomic_add(&r[1], 4, &old);
+    };
+    let call = pallas_call(k, shape_dtype(&[5], I32))
+        .grid(4)
+        .in_specs(vec![BlockSpec::map1([Some(2)], |i| (i,))])
+        .out_spec(BlockSpec::whole());
+    let args = [rng.i32s(&[8])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn layer_norm_backward_kernel_with_atomics() {
+    let (n, d) = (16, 24);
+    let k = move |r: &[Ref]| {
+        let (x, w, mean, rstd, dy) = (
+            r[0].load(),
+            r[1].load(),
+            r[2].load(),
+            r[3].load(),
+            r[4].load(),
+        );
+        let xhat = (&x - &mean) * &rstd;
+        let g = &dy * &w;
+        let c1 = (&xhat * &g).mean(All);
+        let c2 = g.mean(All);
+        r[5].store((&g - &xhat * &c1 - &c2) * &rstd);
+        when(&program_id(0).eq(0), || {
+            r[6].store(0.0);
+            r[7].store(0.0);
+        });
+        atomic_add(&r[6], .., &dy * &xhat);
+        atomic_add(&r[7], .., &dy);
+    };
+    let row = || BlockSpec::map1([None, Some(d)], |i| (i, 0));
+    let vec = || BlockSpec::map1([d], |_| 0);
+    let one = || BlockSpec::map1([None::<usize>], |i| i);
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[n, d], F32),
+            shape_dtype(&[d], F32),
+            shape_dtype(&[d], F32),
+        ],
+    )
+    .grid(n)
+    .in_specs(vec![row(), vec(), one(), one(), row()])
+    .out_specs(vec![row(), vec(), vec()]);
+    let mut rng = Rng(76);
+    let args = [
+        rng.f32s(&[n, d]),
+        rng.f32s(&[d]),
+        rng.f32s(&[n]),
+        rng.f32s(&[n]),
+        rng.f32s(&[n, d]),
+    ];
+    let (got, want) = both(&call, &args);
+    for (g, w) in got.iter().zip(&want) {
+        assert_close(g, w, 1e-6);
+    }
+}
+
+#[test]
+fn flash_attention_forward_kernel() {
+    let (bh, s, d, block_q, block_k) = (2, 64, 16, 16, 16);
+    let scale = 1.0 / (d as f64).sqrt();
+    let kernel = move |r: &[Ref]| {
+        let q = r[0].load() * scale;
+        let m0 = ok_or_raise(jnp::full(
+            &[block_q],
+            &Array::weak(f32::NEG_INFINITY),
+            Some(F32),
+        ));
+        let l0 = ok_or_raise(jnp::zeros(&[block_q], F32));
+        let a0 = ok_or_raise(jnp::zeros(&[block_q, d], F32));
+        let (_, l, acc) = ok_or_raise(fori_loop(
+            0,
+            s / block_k,
+            |j, (m, l, acc): (Array, Array, Array)| {
+                let start = &j * block_k as i32;
+                let kb = r[1].get(ix![ds(&start, block_k), ..]);
+                let vb = r[2].get(ix![ds(&start, block_k), ..]);
+                let sc = dot_t(&q, &kb, false, true);
+                let m_new = ok_or_raise(jnp::maximum(&m, &sc.max(1)));
+                let p = (&sc - m_new.reshape(&[-1, 1])).exp();
+                let alpha = (&m - &m_new).exp();
+                let l = l * &alpha + p.sum(1);
+                let acc = acc * alpha.reshape(&[-1, 1]) + dot(&p, &vb);
+                (m_new, l, acc)
+            },
+            (m0, l0, a0),
+        ));
+        r[3].store(acc / l.reshape(&[-1, 1]));
+    };
+    let qspec = || BlockSpec::map2([None, Some(block_q), Some(d)], |b, i| (b, i, 0));
+    let kvspec = || BlockSpec::map2([None, Some(s), Some(d)], |b, _| (b, 0, 0));
+    let call = pallas_call(kernel, shape_dtype(&[bh, s, d], F32))
+        .grid([bh, s / block_q])
+        .in_specs(vec![qspec(), kvspec(), kvspec()])
+        .out_spec(qspec());
+    let mut rng = Rng(77);
+    let args = [
+        rng.f32s(&[bh, s, d]),
+        rng.f32s(&[bh, s, d]),
+        rng.f32s(&[bh, s, d]),
+    ];
+    let (got, want) = both(&call, &args);
+    assert_close(&got[0], &want[0], 1e-5);
+}
+
+/// Times the seed's fused matmul (512×256×1024, blocks 128×256 / 256×128,
+/// `block_k` 64, GELU) against `jit(gelu(x @ y))` on the same backend and
+/// checks they agree. Run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn fused_matmul_512x256x1024_timing() {
+    let (m, kk, n) = (512, 256, 1024);
+    let (bm, bn, bk) = (128, 128, 64);
+    let kernel = move |r: &[Ref]| {
+        let (x_ref, y_ref, o_ref) = (&r[0], &r[1], &r[2]);
+        let acc0 = ok_or_raise(jnp::zeros(&[bm, bn], F32));
+        let acc = ok_or_raise(fori_loop(
+            0,
+            kk / bk,
+            |k, acc: Array| {
+                let start = &k * bk as i32;
+                let x = x_ref.get(ix![.., ds(&start, bk)]);
+                let y = y_ref.get(ix![ds(&start, bk), ..]);
+                acc + dot(&x, &y)
+            },
+            acc0,
+        ));
+        o_ref.set(ix![.., ..], ok_or_raise(nn::gelu(&acc, true)));
+    };
+    let call = pallas_call(kernel, shape_dtype(&[m, n], F32))
+        .grid([m / bm, n / bn])
+        .in_specs(vec![
+            BlockSpec::map2([bm, kk], |i, _| (i, 0)),
+            BlockSpec::map2([kk, bn], |_, j| (0, j)),
+        ])
+        .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)));
+    let mut rng = Rng(78);
+    let args = [rng.f32s(&[m, kk]), rng.f32s(&[kk, n])];
+    let fused = stage(&call, &args);
+    let arrays: Vec<Array> = args.iter().map(to_array).collect();
+    let plain = jaxon_trace::make_jaxpr(|xs: Vec<Array>| {
+        ok_or_raise(nn::gelu(&ok_or_raise(jnp::matmul(&xs[0], &xs[1])), true))
+    })(arrays)
+    .unwrap();
+    let cpu = CpuBackend::new();
+    let bufs: Vec<Arc<dyn jaxon_ir::Buffer>> =
+        args.iter().map(|a| cpu.to_device(a).unwrap()).collect();
+    let mut outs = Vec::new();
+    for (name, j) in [("pallas fused", &fused), ("jit(gelu(x @ y))", &plain)] {
+        let exe = cpu.compile(j).unwrap();
+        let out = exe.execute(&bufs).unwrap()[0].to_host().unwrap();
+        let reps = 20;
+        let t = std::time::Instant::now();
+        for _ in 0..reps {
+            std::hint::black_box(exe.execute(&bufs).unwrap());
+        }
+        println!(
+            "{name}: {:.3} ms",
+            t.elapsed().as_secs_f64() * 1e3 / reps as f64
+        );
+        outs.push(out);
+    }
+    assert_close(&outs[0], &outs[1], 1e-4);
+}
