@@ -32,18 +32,29 @@ pub fn trace_flat(
     in_avals: &[Aval],
     f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
 ) -> Result<Staged> {
+    on_fresh_main(mode, |staging, main| {
+        let args = in_avals
+            .iter()
+            .map(|a| staging.new_arg(main, a.clone()))
+            .collect();
+        let outs = f(args)?;
+        staging.finish_expanded(main, &outs)
+    })
+}
+
+/// Runs `body` on a fresh staging main of `mode`, which lives exactly as
+/// long as the call (popped even when `body` fails).
+fn on_fresh_main<R>(
+    mode: StageMode,
+    body: impl FnOnce(&StagingTrace, &Arc<crate::core::MainTrace>) -> Result<R>,
+) -> Result<R> {
     let guard: MainGuard = match mode {
         StageMode::Base => new_base_main(Box::new(StagingTrace::new())),
         StageMode::Dynamic => new_dynamic_main(Box::new(StagingTrace::new())),
     };
     let main = guard.main().clone();
     let staging = StagingTrace::of(&main).expect("a staging main");
-    let args = in_avals
-        .iter()
-        .map(|a| staging.new_arg(&main, a.clone()))
-        .collect();
-    let outs = f(args)?;
-    staging.finish_expanded(&main, &outs)
+    body(staging, &main)
 }
 
 /// Traces `f` on fresh inputs of the dynamic-shape input type `in_type`
@@ -56,21 +67,17 @@ pub fn trace_flat_typed(
     in_type: &InType,
     f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
 ) -> Result<Staged> {
-    let guard: MainGuard = match mode {
-        StageMode::Base => new_base_main(Box::new(StagingTrace::new())),
-        StageMode::Dynamic => new_dynamic_main(Box::new(StagingTrace::new())),
-    };
-    let main = guard.main().clone();
-    let staging = StagingTrace::of(&main).expect("a staging main");
-    let expanded = new_typed_args(staging, &main, in_type, &[])?;
-    let explicit = expanded
-        .into_iter()
-        .zip(&in_type.0)
-        .filter(|(_, (_, e))| *e)
-        .map(|(a, _)| a)
-        .collect();
-    let outs = f(explicit)?;
-    staging.finish_expanded(&main, &outs)
+    on_fresh_main(mode, |staging, main| {
+        let expanded = new_typed_args(staging, main, in_type, &[])?;
+        let explicit = expanded
+            .into_iter()
+            .zip(&in_type.0)
+            .filter(|(_, (_, e))| *e)
+            .map(|(a, _)| a)
+            .collect();
+        let outs = f(explicit)?;
+        staging.finish_expanded(main, &outs)
+    })
 }
 
 /// Traces `f` on fresh inputs of `in_type`, every input explicit and
@@ -82,15 +89,11 @@ pub fn trace_flat_in_type(
     in_type: &InType,
     f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
 ) -> Result<Staged> {
-    let guard: MainGuard = match mode {
-        StageMode::Base => new_base_main(Box::new(StagingTrace::new())),
-        StageMode::Dynamic => new_dynamic_main(Box::new(StagingTrace::new())),
-    };
-    let main = guard.main().clone();
-    let staging = StagingTrace::of(&main).expect("a staging main");
-    let args = new_typed_args(staging, &main, in_type, &[])?;
-    let outs = f(args)?;
-    staging.finish(&main, &outs)
+    on_fresh_main(mode, |staging, main| {
+        let args = new_typed_args(staging, main, in_type, &[])?;
+        let outs = f(args)?;
+        staging.finish(main, &outs)
+    })
 }
 
 /// Creates the invars of `in_type` on `staging`; `outer[i]`, when given, is
