@@ -67,7 +67,7 @@ fn float_unary_transcendental() {
         ("expm1", 3, Dist::Uniform(10.0)),
         ("log", 3, Dist::Between(0.0, 50.0)),
         ("log1p", 4, Dist::Between(-1.0, 5.0)),
-        ("tanh", 4, Dist::Uniform(6.0)),
+        ("tanh", 6, Dist::Uniform(6.0)),
         ("logistic", 4, Dist::Uniform(30.0)),
         ("sin", 3, Dist::Uniform(100.0)),
         ("cos", 3, Dist::Uniform(100.0)),

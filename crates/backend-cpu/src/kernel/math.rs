@@ -9,8 +9,9 @@
 //! built in the exponent bits (split in two factors so that subnormal
 //! results round once). `log` splits `x = m 2^e` with `m` in
 //! `[sqrt(1/2), sqrt(2))` and sums the `atanh` series of `s = (m-1)/(m+1)`.
-//! `log1p` uses Goldberg's `log(u) x / (u - 1)` correction, `tanh` is
-//! `expm1(2|x|) / (expm1(2|x|) + 2)` with the sign copied back, and
+//! `log1p` uses Goldberg's `log(u) x / (u - 1)` correction, f64 `tanh` is
+//! `expm1(2|x|) / (expm1(2|x|) + 2)` with the sign copied back (f32 `tanh`
+//! is a rational function of `x²`), and
 //! `logistic` evaluates `1/(1+e^-x)` or `e^x/(1+e^x)` from `e = exp(-|x|)`.
 //!
 //! Accuracy (max ulp versus an f64/f128-accurate reference over the whole
@@ -147,17 +148,31 @@ pub(crate) fn exp(em: &mut Em, dt: DType, x: Value) -> Value {
     let c = consts(dt);
     let xc = clamp(em, dt, x, c.exp_lo, c.exp_hi);
     let (n, _, r) = reduce_ln2(em, dt, xc);
-    // The result is 1 + expm1(r) with |r| <= ln2/2, so the truncation
-    // error is relative to 1, not to r: degree 7 is below 0.1 ulp (f32).
-    let deg = if dt == DType::F64 { c.expm1_degree } else { 7 };
-    let p = expm1_poly_deg(em, dt, r, deg);
-    scale_by_pow2(em, dt, p, n)
+    let y = if dt == DType::F64 {
+        let p = expm1_poly_deg(em, dt, r, c.expm1_degree);
+        let one = em.fconst(dt, 1.0);
+        em.b.ins().fadd(p, one)
+    } else {
+        em.poly(dt, r, &EXP_F32)
+    };
+    scale_by_pow2(em, dt, y, n)
 }
 
-/// `(1 + p) · 2^n`, rounding once even for subnormal results.
-fn scale_by_pow2(em: &mut Em, dt: DType, p: Value, n: Value) -> Value {
-    let one = em.fconst(dt, 1.0);
-    let y = em.b.ins().fadd(p, one);
+/// `e^r` on `|r| <= ln2/2` for f32: our minimax fit of
+/// `1 + r + r²(c2 + c3 r + ...)`, 0.05 ulp before rounding; six fused
+/// multiply-adds.
+const EXP_F32: [f64; 7] = [
+    1.0,
+    1.0,
+    0.499_999_940_395_355_2,
+    0.166_665_211_319_923_4,
+    0.041_668_385_267_257_69,
+    0.008_368_711_918_592_453,
+    0.001_381_473_499_350_249_8,
+];
+
+/// `y · 2^n`, rounding once even for subnormal results.
+fn scale_by_pow2(em: &mut Em, dt: DType, y: Value, n: Value) -> Value {
     // 2^n = 2^n1 · 2^n2 with n1 = floor(n/2), computed with logical shifts
     // on a biased value (SSE has no 64-bit arithmetic shift).
     let off = em.iconst_for(dt, 4096);
@@ -290,6 +305,9 @@ pub(crate) fn log1p(em: &mut Em, dt: DType, x: Value) -> Value {
 
 /// `tanh x`.
 pub(crate) fn tanh(em: &mut Em, dt: DType, x: Value) -> Value {
+    if dt != DType::F64 {
+        return tanh_rational_f32(em, dt, x);
+    }
     let c = consts(dt);
     let a = em.b.ins().fabs(x);
     let two = em.fconst(dt, 2.0);
@@ -302,6 +320,47 @@ pub(crate) fn tanh(em: &mut Em, dt: DType, x: Value) -> Value {
     let one = em.fconst(dt, 1.0);
     let t = em.sel(sat, one, t);
     em.copysign(dt, t, x)
+}
+
+/// Numerator `P(t)`, `t = x²`, of the f32 `tanh` rational (our own
+/// linearised-Remez fit of `tanh(x)/x` on `[0, 9.1]`, relative error 0.39 ulp
+/// before f32 rounding).
+const TANH_F32_P: [f64; 5] = [
+    1.0,
+    0.133_744_418_621_063_23,
+    0.003_487_771_144_136_786_5,
+    2.048_048_736_469_354_5e-5,
+    1.317_649_456_211_711_4e-8,
+];
+/// Denominator `Q(t)` of the f32 `tanh` rational.
+const TANH_F32_Q: [f64; 5] = [
+    1.0,
+    0.467_077_553_272_247_3,
+    0.025_847_239_419_817_924,
+    3.272_852_918_598_801e-4,
+    7.703_636_697_442_562e-7,
+];
+
+/// f32 `tanh x` as `x P(x²) / Q(x²)`: one division and eight fused
+/// multiply-adds instead of an `expm1`. All coefficients are positive, so
+/// nothing cancels; the f32 Horner rounding makes the error about 5 ulp
+/// near `|x| = 9`, where the result is within 1e-7 of 1 (XLA's f32 `tanh`
+/// is a rational of the same kind).
+fn tanh_rational_f32(em: &mut Em, dt: DType, x: Value) -> Value {
+    let a = em.b.ins().fabs(x);
+    let hi = em.fconst(dt, 9.1);
+    let above = em.fcmp(FloatCC::GreaterThan, a, hi);
+    let a = em.sel(above, hi, a);
+    let t = em.b.ins().fmul(a, a);
+    let p = em.poly(dt, t, &TANH_F32_P);
+    let q = em.poly(dt, t, &TANH_F32_Q);
+    let num = em.b.ins().fmul(a, p);
+    let y = em.b.ins().fdiv(num, q);
+    // Past |x| = 9.01 tanh rounds to 1; never let the rational exceed it.
+    let one = em.fconst(dt, 1.0);
+    let over = em.fcmp(FloatCC::GreaterThan, y, one);
+    let y = em.sel(over, one, y);
+    em.copysign(dt, y, x)
 }
 
 /// `1 / (1 + e^-x)`.
@@ -444,7 +503,9 @@ pub(crate) fn exp2(em: &mut Em, dt: DType, x: Value) -> Value {
     let ln2 = em.fconst(dt, std::f64::consts::LN_2);
     let r = em.b.ins().fmul(f, ln2);
     let p = expm1_poly(em, dt, r);
-    scale_by_pow2(em, dt, p, n)
+    let one = em.fconst(dt, 1.0);
+    let y = em.b.ins().fadd(p, one);
+    scale_by_pow2(em, dt, y, n)
 }
 
 /// `e^(a/2) · (e^(a/2) / 2)`: `e^a / 2` without overflowing early and

@@ -32,7 +32,7 @@ pub(crate) use scalars::identity_int;
 use scalars::{combine, identity, lit_value};
 
 use emit::{scalar_type, Em};
-use ops::{emit_op, vector_ok, Operand};
+use ops::{emit_op, is_long_expansion, vector_ok, Operand};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::I64;
@@ -607,7 +607,14 @@ impl Gen {
         } else {
             self.lanes as i64
         };
+        let long_body = self
+            .nodes
+            .iter()
+            .any(|n| !n.skip && is_long_expansion(&n.prim));
         let unroll = extent >= 4 * l;
+        // Reductions keep four accumulators (latency); plain stores of long
+        // bodies gain nothing from unrolling.
+        let unroll_stores = unroll && !long_body;
         let mut res: Result<(), GenError> = Ok(());
         if self.reduce.is_some() && out_inner == 0 {
             // Accumulate along the reduced inner dimension in registers.
@@ -726,7 +733,7 @@ impl Gen {
             Ok(())
         };
         if l > 1 {
-            if unroll {
+            if unroll_stores {
                 counted(b, jv, n, 4 * l, &mut |b, j| {
                     for u in 0..4 {
                         let ju = b.ins().iadd_imm_s(j, u * l);

@@ -23,6 +23,39 @@ pub(crate) struct Operand {
     pub dt: DType,
 }
 
+/// Whether an equation expands to a long inline polynomial or rational
+/// evaluation (dozens of instructions per vector): loops made of such
+/// bodies are not unrolled, since the out-of-order core already overlaps
+/// iterations and unrolling only spills registers.
+pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
+    match prim {
+        Primitive::Unary(op) => matches!(
+            op,
+            UnaryOp::Exp
+                | UnaryOp::Expm1
+                | UnaryOp::Log
+                | UnaryOp::Log1p
+                | UnaryOp::Tanh
+                | UnaryOp::Logistic
+                | UnaryOp::Sin
+                | UnaryOp::Cos
+                | UnaryOp::Tan
+                | UnaryOp::Exp2
+                | UnaryOp::Sinh
+                | UnaryOp::Cosh
+                | UnaryOp::Asin
+                | UnaryOp::Acos
+                | UnaryOp::Atan
+                | UnaryOp::Asinh
+                | UnaryOp::Acosh
+                | UnaryOp::Atanh
+                | UnaryOp::Erf
+        ),
+        Primitive::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Atan2),
+        _ => false,
+    }
+}
+
 /// Whether an equation can be emitted in vector code where the group's
 /// float dtype is `gdt` (all floats are `gdt`, booleans are masks).
 pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType) -> bool {
