@@ -277,6 +277,9 @@ pub fn per_example_grads(s: Settings) {
 pub fn compile_mlp_grad(s: Settings) {
     let args = mlp_data();
     let e2e = || {
+        // JAX compiles a fresh `jit` afresh; so do we: no executable cached
+        // by fingerprint from an earlier repetition may serve it.
+        ok(jaxon::clear_caches());
         let fresh = |a: (Params, Array, Array)| mlp_loss(a);
         let f = jit(move |a: (Params, Array, Array)| -> (Array, Params) {
             ok(value_and_grad_with(fresh, 0)(a))
@@ -289,6 +292,7 @@ pub fn compile_mlp_grad(s: Settings) {
     let f = jit(|a: (Params, Array, Array)| -> (Array, Params) {
         ok(value_and_grad_with(mlp_loss, 0)(a))
     });
+    ok(jaxon::clear_caches());
     let t0 = std::time::Instant::now();
     let lowered = f.lower(args.clone()).expect("lowers");
     let t1 = std::time::Instant::now();

@@ -259,6 +259,12 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
+    fn clear_cache(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
+    }
+
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         if jaxpr.consts.len() != jaxpr.jaxpr.constvars.len() {
             return Err(IrError::Invalid(format!(

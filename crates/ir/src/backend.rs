@@ -32,4 +32,8 @@ pub trait Backend: Send + Sync {
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError>;
     /// Copies a host array to the device.
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError>;
+    /// Drops every compiled executable the backend keeps for reuse (JAX's
+    /// `jax.clear_caches()`), so the next `compile` of any jaxpr compiles
+    /// afresh. Executables already handed out stay valid.
+    fn clear_cache(&self) {}
 }

@@ -67,6 +67,14 @@ pub fn eval_backend() -> Result<std::sync::Arc<dyn ir::Backend>> {
     jaxon_trace::eval::current_backend()
 }
 
+/// Drops the compiled executables the current backend keeps (JAX's
+/// `jax.clear_caches()`): the next `jit` call of any function compiles
+/// afresh. Used to time cold compiles.
+pub fn clear_caches() -> Result<()> {
+    eval_backend()?.clear_cache();
+    Ok(())
+}
+
 /// Everything a program usually needs: `use jaxon::prelude::*;`.
 pub mod prelude {
     pub use crate::numpy as jnp;
