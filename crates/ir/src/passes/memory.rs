@@ -31,6 +31,9 @@ pub struct MemoryOptions {
     pub exclude: HashSet<Var>,
     /// Extra bytes a group needs while it runs, by group index.
     pub scratch: Vec<(usize, usize)>,
+    /// Inclusive group ranges that run interleaved (row runs): a value live
+    /// in any of their groups is live in all of them.
+    pub spans: Vec<(usize, usize)>,
 }
 
 impl Default for MemoryOptions {
@@ -39,6 +42,7 @@ impl Default for MemoryOptions {
             alignment: 64,
             exclude: HashSet::new(),
             scratch: Vec::new(),
+            spans: Vec::new(),
         }
     }
 }
@@ -233,11 +237,17 @@ pub fn plan_memory(
             ))
         })?;
         let d = def[v.index()].unwrap_or(0);
+        let mut live = (d, last[v.index()].max(d));
+        for &(first, end) in &opts.spans {
+            if live.0 <= end && first <= live.1 {
+                live = (live.0.min(first), live.1.max(end));
+            }
+        }
         reqs.push(Allocation {
             value: Placed::Var(v),
             offset: 0,
             bytes,
-            live: (d, last[v.index()].max(d)),
+            live,
         });
     }
     for &(g, bytes) in &opts.scratch {

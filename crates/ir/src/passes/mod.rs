@@ -1,6 +1,7 @@
 //! Backend-independent jaxpr passes: simplification (inline `jit`, dead code
 //! elimination, common subexpression elimination, constant folding) and the
 //! fusion planner that partitions a jaxpr into loop and reduction groups,
+//! the row runs of groups that may execute a block of rows at a time,
 //! and the memory planner that places a plan's values in one arena.
 //!
 //! Every pass takes a jaxpr and returns a new one that evaluates to the same
@@ -12,6 +13,7 @@ mod collectives;
 mod fusion;
 mod memory;
 mod rewrite;
+mod rows;
 mod simplify;
 
 #[cfg(test)]
@@ -20,10 +22,13 @@ mod tests;
 mod tests_fusion;
 #[cfg(test)]
 mod tests_memory;
+#[cfg(test)]
+mod tests_rows;
 
 pub use collectives::lower_positional_collectives;
 pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
+pub use rows::row_runs;
 pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_jit};
 
 use crate::error::IrError;

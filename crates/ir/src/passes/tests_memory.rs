@@ -12,7 +12,7 @@ use std::collections::HashSet;
 
 /// A random f32 jaxpr over `[4,8]` and `[4]` values: elementwise ops,
 /// broadcasts, reductions and opaque `cumsum`s, several outputs.
-fn random_jaxpr(seed: u64) -> String {
+pub(super) fn random_jaxpr(seed: u64) -> String {
     let mut rng = Rng::new(seed);
     let mut pick = |n: usize| (rng.next() % n as u64) as usize;
     let name = |i: usize| format!("v{i}");
@@ -82,7 +82,7 @@ fn random_jaxpr(seed: u64) -> String {
     )
 }
 
-fn f32s(a: &HostArray) -> &[f32] {
+pub(super) fn f32s(a: &HostArray) -> &[f32] {
     match a.data() {
         Storage::F32(v) => v,
         _ => panic!("f32 test values"),
