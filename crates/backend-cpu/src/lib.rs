@@ -196,6 +196,7 @@ mod pool;
 mod prep;
 mod program;
 mod rewrite;
+mod rows;
 mod runtime;
 
 use exec::CpuExecutable;

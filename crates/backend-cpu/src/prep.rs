@@ -38,7 +38,7 @@ pub(crate) struct Tables {
     pub plans: String,
     /// CLIF of every function, for `JAXON_DUMP`.
     pub clif: String,
-    n_funcs: usize,
+    pub(crate) n_funcs: usize,
 }
 
 impl Tables {
@@ -93,6 +93,10 @@ pub(crate) struct KPrep {
     pub run: bool,
     /// The extent of the kernel's outermost loop.
     pub extent: usize,
+    /// Whether row ranges of it may run concurrently.
+    pub splittable: bool,
+    /// Its part in a row run, if any (`crate::rows`).
+    pub row_run: Option<crate::rows::RowRole>,
 }
 
 /// How a loop repeats.
@@ -317,6 +321,8 @@ pub(crate) fn prep(
                     init,
                     run: numel > 0,
                     extent: code.extent,
+                    splittable: code.splittable,
+                    row_run: None,
                 })
             }
             GroupKind::Opaque => match &eqn.primitive {
@@ -536,6 +542,7 @@ pub(crate) fn prep(
         };
         groups.push(gp);
     }
+    let spans = crate::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
     let mem = plan_memory(
         jaxpr,
         &plan,
@@ -543,10 +550,11 @@ pub(crate) fn prep(
             alignment: ALIGN,
             exclude: exclude.clone(),
             scratch,
+            spans: spans.clone(),
         },
     )?;
     if t.dump {
-        let _ = writeln!(t.plans, "== {label}\n{plan}{mem}");
+        let _ = writeln!(t.plans, "== {label}\n{plan}row runs: {spans:?}\n{mem}");
     }
     Ok(Prep {
         jaxpr: closed.jaxpr.clone(),

@@ -17,6 +17,7 @@
 mod flow;
 
 use crate::prep::{array_bytes, GPrep, KPrep, Prep};
+use crate::rows::RowRole;
 use cranelift_codegen::ir::types::{I16, I32, I64, I8, I8X16};
 use cranelift_codegen::ir::{
     AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, StackSlotData,
@@ -283,7 +284,16 @@ impl<'a> Emitter<'a> {
         }
         for (gi, g) in p.groups.iter().enumerate() {
             match g {
-                GPrep::Kernel(k) => self.kernel(b, &env, k)?,
+                GPrep::Kernel(k) => match &k.row_run {
+                    None => self.kernel(b, &env, k)?,
+                    Some(RowRole::Member) => {}
+                    Some(RowRole::Head {
+                        members,
+                        func,
+                        par,
+                        rows,
+                    }) => self.row_run(b, &env, p, members, *func, *par, *rows)?,
+                },
                 GPrep::Dot { idx, lhs, rhs, out } => {
                     let ptrs = [
                         Self::var(&env, *lhs)?,
@@ -371,6 +381,50 @@ impl<'a> Emitter<'a> {
                 let f = self.kernel_ref(b, func)?;
                 let lo = b.ins().iconst(I64, 0);
                 let hi = b.ins().iconst(I64, k.extent as i64);
+                b.ins().call(f, &[t, lo, hi]);
+            }
+        }
+        Ok(())
+    }
+
+    /// A row run (`crate::rows`): the members' outputs are initialised,
+    /// then the driver runs every member a block of rows at a time.
+    #[allow(clippy::too_many_arguments)]
+    fn row_run(
+        &mut self,
+        b: &mut FunctionBuilder,
+        env: &[Option<Addr>],
+        p: &Prep,
+        members: &[usize],
+        func: usize,
+        par: Option<usize>,
+        rows: usize,
+    ) -> Result<(), IrError> {
+        let mut tables = Vec::with_capacity(members.len());
+        for &m in members {
+            let Some(GPrep::Kernel(k)) = p.groups.get(m) else {
+                return Err(err("row run member is not a kernel"));
+            };
+            let out = Self::var(env, k.out)?;
+            if let Some(init) = &k.init {
+                self.fill(b, out, init, k.out_numel, k.esize)?;
+            }
+            let mut ptrs = k
+                .inputs
+                .iter()
+                .map(|v| Self::var(env, *v))
+                .collect::<Result<Vec<_>, _>>()?;
+            ptrs.push(out);
+            let t = self.ptr_table(b, &ptrs);
+            tables.push(Addr { base: t, off: 0 });
+        }
+        let t = self.ptr_table(b, &tables);
+        match par {
+            Some(i) => self.call_tramp(b, TRAMP_PAR, i, t),
+            None => {
+                let f = self.kernel_ref(b, func)?;
+                let lo = b.ins().iconst(I64, 0);
+                let hi = b.ins().iconst(I64, rows as i64);
                 b.ins().call(f, &[t, lo, hi]);
             }
         }

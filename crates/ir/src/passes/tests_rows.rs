@@ -120,7 +120,10 @@ fn random_square_jaxpr(seed: u64) -> String {
             0 => format!("v{id}:f32[6,6] = {} v{m}", ["exp", "neg", "sin"][pick(3)]),
             1 => {
                 let m2 = mats[pick(mats.len())];
-                format!("v{id}:f32[6,6] = {} v{m} v{m2}", ["add", "mul", "max"][pick(3)])
+                format!(
+                    "v{id}:f32[6,6] = {} v{m} v{m2}",
+                    ["add", "mul", "max"][pick(3)]
+                )
             }
             2 => {
                 vecs.push(id);
@@ -136,7 +139,10 @@ fn random_square_jaxpr(seed: u64) -> String {
                 )
             }
             4 => format!("v{id}:f32[6,6] = transpose[permutation=(1, 0)] v{m}"),
-            _ => format!("v{id}:f32[6,6] = cumsum[axis={} reverse=False] v{m}", pick(2)),
+            _ => format!(
+                "v{id}:f32[6,6] = cumsum[axis={} reverse=False] v{m}",
+                pick(2)
+            ),
         };
         if !line.contains(":f32[6] ") {
             mats.push(id);
