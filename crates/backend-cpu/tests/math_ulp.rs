@@ -33,7 +33,8 @@ const ULP_TABLE: &[(&str, f64, f64)] = &[
     ("asinh", 4.0, 3.0),
     ("acosh", 3.0, 3.0),
     ("atanh", 4.0, 3.0),
-    ("erf", 7.0, 0.0),
+    ("erf", 6.0, 0.0),
+    ("erf_inv", 4.0, 0.0),
 ];
 
 fn reference(f: &str, x: f64) -> f64 {
@@ -68,6 +69,7 @@ fn reference(f: &str, x: f64) -> f64 {
             (0.5 * (2.0 * a / (1.0 - a)).ln_1p()).copysign(x)
         }
         "erf" => erf_ref(x),
+        "erf_inv" => jaxon_ir::interp::ops::erf_inv_f64(x),
         "logistic" => {
             if x >= 0.0 {
                 1.0 / (1.0 + (-x).exp())
@@ -133,6 +135,7 @@ fn interval(f: &str) -> (f64, f64) {
         "acosh" => (1.0, 50.0),
         "atan" | "asinh" => (-50.0, 50.0),
         "erf" => (-5.0, 5.0),
+        "erf_inv" => (-1.0, 1.0),
         _ => (-110.0, 110.0),
     }
 }
@@ -187,6 +190,15 @@ fn inputs(f: &str, f32w: bool) -> Vec<f64> {
         let e = rng.range(-40, 0) as f64;
         let s = if rng.next() & 1 == 0 { 1.0 } else { -1.0 };
         v.push(s * (1.0 + rng.unit()) * 2f64.powf(e));
+    }
+    // erf_inv's tails: 1 - 2^-k up to the last float below 1.
+    if f == "erf_inv" {
+        for k in 1..=24 {
+            for j in 0..200 {
+                let x = 1.0 - 2f64.powi(-k) * (1.0 + j as f64 / 200.0);
+                v.extend([x, -x]);
+            }
+        }
     }
     // sin/cos reduce with a three-part pi/2: their documented domain is
     // |x| <= 1e5 (f32) / 1e9 (f64), plus inf and NaN (which give NaN).
@@ -264,8 +276,9 @@ fn transcendental_ulp_table() {
     let mut failures = Vec::new();
     for &(f, b32, b64) in ULP_TABLE {
         let (e32, x32) = measure(f, DType::F32);
-        // f64 `erf` is the interpreter's helper, not an inline polynomial.
-        let (e64, x64) = if f == "erf" {
+        // f64 `erf` and `erf_inv` are the interpreter's helpers, not inline
+        // approximations.
+        let (e64, x64) = if f == "erf" || f == "erf_inv" {
             (0.0, 0.0)
         } else {
             measure(f, DType::F64)

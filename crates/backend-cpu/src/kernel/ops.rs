@@ -50,6 +50,7 @@ pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
                 | UnaryOp::Acosh
                 | UnaryOp::Atanh
                 | UnaryOp::Erf
+                | UnaryOp::ErfInv
         ),
         Primitive::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Atan2),
         _ => false,
@@ -93,7 +94,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Asinh
                         | UnaryOp::Acosh
                         | UnaryOp::Atanh
-                ) || (*op == UnaryOp::Erf && gdt == DType::F32))
+                ) || (matches!(op, UnaryOp::Erf | UnaryOp::ErfInv) && gdt == DType::F32))
         }
         Primitive::Binary(op) => {
             floats_in
@@ -229,6 +230,7 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
             UnaryOp::Acosh => super::math_inv::acosh(em, dt, v),
             UnaryOp::Atanh => super::math_inv::atanh(em, dt, v),
             UnaryOp::Erf if dt == DType::F32 => super::math_inv::erf_f32(em, v),
+            UnaryOp::ErfInv if dt == DType::F32 => super::math_inv::erf_inv_f32(em, v),
             UnaryOp::Cbrt | UnaryOp::Erf | UnaryOp::Erfc | UnaryOp::ErfInv => {
                 super::libm::unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt))?
             }
