@@ -23,35 +23,41 @@ pub(crate) struct Operand {
     pub dt: DType,
 }
 
+/// Unary ops computed by inline polynomial or rational approximations
+/// (`math.rs`, `math_inv.rs`; `erf` and `erf_inv` only in f32).
+fn is_approximated(op: UnaryOp) -> bool {
+    matches!(
+        op,
+        UnaryOp::Exp
+            | UnaryOp::Expm1
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tan
+            | UnaryOp::Exp2
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::ErfInv
+    )
+}
+
 /// Whether an equation expands to a long inline polynomial or rational
 /// evaluation (dozens of instructions per vector): loops made of such
 /// bodies are not unrolled, since the out-of-order core already overlaps
 /// iterations and unrolling only spills registers.
 pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
     match prim {
-        Primitive::Unary(op) => matches!(
-            op,
-            UnaryOp::Exp
-                | UnaryOp::Expm1
-                | UnaryOp::Log
-                | UnaryOp::Log1p
-                | UnaryOp::Tanh
-                | UnaryOp::Logistic
-                | UnaryOp::Sin
-                | UnaryOp::Cos
-                | UnaryOp::Tan
-                | UnaryOp::Exp2
-                | UnaryOp::Sinh
-                | UnaryOp::Cosh
-                | UnaryOp::Asin
-                | UnaryOp::Acos
-                | UnaryOp::Atan
-                | UnaryOp::Asinh
-                | UnaryOp::Acosh
-                | UnaryOp::Atanh
-                | UnaryOp::Erf
-                | UnaryOp::ErfInv
-        ),
+        Primitive::Unary(op) => is_approximated(*op),
         Primitive::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Atan2),
         _ => false,
     }
@@ -64,6 +70,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
     let floats_in = ins.iter().all(is_g);
     match prim {
         Primitive::Unary(op) => {
+            let f32_only = matches!(op, UnaryOp::Erf | UnaryOp::ErfInv);
             floats_in
                 && is_g(&out)
                 && (matches!(
@@ -75,26 +82,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Square
                         | UnaryOp::Copy
                         | UnaryOp::StopGradient
-                        | UnaryOp::Exp
-                        | UnaryOp::Expm1
-                        | UnaryOp::Log
-                        | UnaryOp::Log1p
-                        | UnaryOp::Tanh
-                        | UnaryOp::Logistic
-                        | UnaryOp::Sin
-                        | UnaryOp::Cos
-                        | UnaryOp::Tan
-                        | UnaryOp::Exp2
-                        | UnaryOp::Sinh
-                        | UnaryOp::Cosh
                         | UnaryOp::Sign
-                        | UnaryOp::Asin
-                        | UnaryOp::Acos
-                        | UnaryOp::Atan
-                        | UnaryOp::Asinh
-                        | UnaryOp::Acosh
-                        | UnaryOp::Atanh
-                ) || (matches!(op, UnaryOp::Erf | UnaryOp::ErfInv) && gdt == DType::F32))
+                ) || (is_approximated(*op) && (!f32_only || gdt == DType::F32)))
         }
         Primitive::Binary(op) => {
             floats_in

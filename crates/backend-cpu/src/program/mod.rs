@@ -361,12 +361,7 @@ impl<'a> Emitter<'a> {
         if !k.run || k.out_numel == 0 {
             return Ok(());
         }
-        let mut ptrs = k
-            .inputs
-            .iter()
-            .map(|v| Self::var(env, *v))
-            .collect::<Result<Vec<_>, _>>()?;
-        ptrs.push(out);
+        let ptrs = Self::kernel_args(env, k)?;
         if let Some(inline) = &k.inline {
             let bases: Vec<Value> = ptrs.iter().map(|a| self.at(b, *a)).collect();
             return inline
@@ -387,6 +382,15 @@ impl<'a> Emitter<'a> {
         Ok(())
     }
 
+    /// A kernel's argument addresses: its inputs, then its output.
+    fn kernel_args(env: &[Option<Addr>], k: &KPrep) -> Result<Vec<Addr>, IrError> {
+        k.inputs
+            .iter()
+            .chain(std::iter::once(&k.out))
+            .map(|v| Self::var(env, *v))
+            .collect()
+    }
+
     /// A row run (`crate::rows`): the members' outputs are initialised,
     /// then the driver runs every member a block of rows at a time.
     #[allow(clippy::too_many_arguments)]
@@ -405,16 +409,11 @@ impl<'a> Emitter<'a> {
             let Some(GPrep::Kernel(k)) = p.groups.get(m) else {
                 return Err(err("row run member is not a kernel"));
             };
-            let out = Self::var(env, k.out)?;
             if let Some(init) = &k.init {
+                let out = Self::var(env, k.out)?;
                 self.fill(b, out, init, k.out_numel, k.esize)?;
             }
-            let mut ptrs = k
-                .inputs
-                .iter()
-                .map(|v| Self::var(env, *v))
-                .collect::<Result<Vec<_>, _>>()?;
-            ptrs.push(out);
+            let ptrs = Self::kernel_args(env, k)?;
             let t = self.ptr_table(b, &ptrs);
             tables.push(Addr { base: t, off: 0 });
         }

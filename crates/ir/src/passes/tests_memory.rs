@@ -7,7 +7,7 @@ use super::tests::{parse, random_args, Rng};
 use super::*;
 use crate::array::{HostArray, Storage};
 use crate::interp::{eval_closed_jaxpr, eval_jaxpr, Value};
-use crate::jaxpr::{Atom, Jaxpr};
+use crate::jaxpr::{Atom, Jaxpr, Var};
 use std::collections::HashSet;
 
 /// A random f32 jaxpr over `[4,8]` and `[4]` values: elementwise ops,
@@ -82,7 +82,7 @@ pub(super) fn random_jaxpr(seed: u64) -> String {
     )
 }
 
-pub(super) fn f32s(a: &HostArray) -> &[f32] {
+fn f32s(a: &HostArray) -> &[f32] {
     match a.data() {
         Storage::F32(v) => v,
         _ => panic!("f32 test values"),
@@ -91,37 +91,68 @@ pub(super) fn f32s(a: &HostArray) -> &[f32] {
 
 /// Evaluates group by group, storing each placed value only in a byte
 /// arena at its offset (invars and excluded values stay in the
-/// environment).
-fn eval_in_arena(
+/// environment); the arena starts as NaN bytes. The groups of each row run
+/// go `block` rows at a time, each writing only those rows of its outputs.
+pub(super) fn eval_in_arena(
     jaxpr: &Jaxpr,
     plan: &FusionPlan,
+    runs: &[(usize, usize)],
     mem: &MemoryPlan,
     args: &[HostArray],
+    block: usize,
 ) -> Vec<HostArray> {
-    let mut arena = vec![0u8; mem.size];
+    let mut arena = vec![0xffu8; mem.size];
     let mut env: Vec<Option<HostArray>> = vec![None; jaxpr.vars.len()];
     for (v, a) in jaxpr.invars.iter().zip(args) {
         env[v.index()] = Some(a.clone());
     }
-    let read = |env: &[Option<HostArray>], arena: &[u8], v: crate::jaxpr::Var| -> HostArray {
-        if let Some(off) = mem.offset(v) {
-            let shape = jaxpr.vars[v.index()]
-                .array()
-                .static_sizes()
-                .expect("static");
-            let n: usize = shape.iter().product();
-            let vals: Vec<f32> = (0..n)
-                .map(|i| {
-                    let b = &arena[off + 4 * i..off + 4 * i + 4];
-                    f32::from_le_bytes([b[0], b[1], b[2], b[3]])
-                })
-                .collect();
-            HostArray::new(shape, Storage::F32(vals)).expect("sizes")
-        } else {
-            env[v.index()].clone().expect("computed earlier")
+    let shape_of = |v: Var| -> Vec<usize> {
+        jaxpr.vars[v.index()]
+            .array()
+            .static_sizes()
+            .expect("static")
+    };
+    let read = |env: &[Option<HostArray>], arena: &[u8], v: Var| -> HostArray {
+        match mem.offset(v) {
+            Some(off) => {
+                let shape = shape_of(v);
+                let n: usize = shape.iter().product();
+                let vals: Vec<f32> = (0..n)
+                    .map(|i| {
+                        let b = &arena[off + 4 * i..off + 4 * i + 4];
+                        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                    })
+                    .collect();
+                HostArray::new(shape, Storage::F32(vals)).expect("sizes")
+            }
+            None => env[v.index()].clone().expect("computed earlier"),
         }
     };
-    for (g, group) in plan.groups.iter().enumerate() {
+    // (group, first row, end row) in execution order.
+    let mut schedule = Vec::new();
+    let mut g = 0;
+    while g < plan.groups.len() {
+        match runs.iter().find(|r| r.0 == g) {
+            Some(&(first, last)) => {
+                let rows = plan.groups[first].space[0];
+                let mut lo = 0;
+                while lo < rows {
+                    let hi = (lo + block).min(rows);
+                    for m in first..=last {
+                        schedule.push((m, lo, Some(hi)));
+                    }
+                    lo = hi;
+                }
+                g = last + 1;
+            }
+            None => {
+                schedule.push((g, 0, None));
+                g += 1;
+            }
+        }
+    }
+    for (g, lo, hi) in schedule {
+        let group = &plan.groups[g];
         let sub = plan.group_jaxpr(jaxpr, g).expect("group jaxpr");
         let ins: Vec<Value> = group
             .inputs
@@ -131,13 +162,20 @@ fn eval_in_arena(
         let outs = eval_jaxpr(&sub, &[], &ins).expect("group evaluates");
         for (v, o) in group.outputs.iter().zip(outs) {
             let Value::Array(o) = o else { panic!("ref") };
-            match mem.offset(*v) {
-                Some(off) => {
-                    for (i, x) in f32s(&o).iter().enumerate() {
-                        arena[off + 4 * i..off + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
-                    }
-                }
-                None => env[v.index()] = Some(o),
+            let Some(off) = mem.offset(*v) else {
+                assert!(hi.is_none(), "row run values are placed");
+                env[v.index()] = Some(o);
+                continue;
+            };
+            let vals = f32s(&o);
+            let rows = shape_of(*v).first().copied().unwrap_or(1).max(1);
+            let per_row = vals.len() / rows;
+            let (from, to) = match hi {
+                Some(hi) => (lo * per_row, hi * per_row),
+                None => (0, vals.len()),
+            };
+            for (i, x) in vals.iter().enumerate().take(to).skip(from) {
+                arena[off + 4 * i..off + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
             }
         }
     }
@@ -192,7 +230,7 @@ fn random_plans_never_overlap_live_values_and_evaluate_correctly() {
         }
         let args = random_args(&c.jaxpr, seed);
         let want = eval_closed_jaxpr(&c, &args).expect("evaluates");
-        let got = eval_in_arena(&c.jaxpr, &plan, &mem, &args);
+        let got = eval_in_arena(&c.jaxpr, &plan, &[], &mem, &args, 1);
         assert_eq!(want, got, "seed {seed}\n{text}\n{plan}\n{mem}");
     }
     assert!(shared > 0, "liveness never let two values share storage");

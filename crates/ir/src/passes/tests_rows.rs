@@ -4,105 +4,9 @@
 //! it makes would read NaN or a stale row).
 
 use super::tests::{parse, random_args, Rng};
-use super::tests_memory::{f32s, random_jaxpr};
+use super::tests_memory::{eval_in_arena, random_jaxpr};
 use super::*;
-use crate::array::{HostArray, Storage};
-use crate::interp::{eval_closed_jaxpr, eval_jaxpr, Value};
-use crate::jaxpr::{Atom, Jaxpr, Var};
-
-/// Evaluates group by group; the groups of each run go `block` rows at a
-/// time, each writing only those rows of its outputs.
-fn eval_by_rows(
-    jaxpr: &Jaxpr,
-    plan: &FusionPlan,
-    runs: &[(usize, usize)],
-    mem: &MemoryPlan,
-    args: &[HostArray],
-    block: usize,
-) -> Vec<HostArray> {
-    let mut arena = vec![0xffu8; mem.size];
-    let mut env: Vec<Option<HostArray>> = vec![None; jaxpr.vars.len()];
-    for (v, a) in jaxpr.invars.iter().zip(args) {
-        env[v.index()] = Some(a.clone());
-    }
-    let shape_of = |v: Var| -> Vec<usize> {
-        jaxpr.vars[v.index()]
-            .array()
-            .static_sizes()
-            .expect("static")
-    };
-    let read = |env: &[Option<HostArray>], arena: &[u8], v: Var| -> HostArray {
-        match mem.offset(v) {
-            Some(off) => {
-                let shape = shape_of(v);
-                let n: usize = shape.iter().product();
-                let vals: Vec<f32> = (0..n)
-                    .map(|i| {
-                        let b = &arena[off + 4 * i..off + 4 * i + 4];
-                        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
-                    })
-                    .collect();
-                HostArray::new(shape, Storage::F32(vals)).expect("sizes")
-            }
-            None => env[v.index()].clone().expect("computed earlier"),
-        }
-    };
-    // (group, first row, end row) in execution order.
-    let mut schedule = Vec::new();
-    let mut g = 0;
-    while g < plan.groups.len() {
-        match runs.iter().find(|r| r.0 == g) {
-            Some(&(first, last)) => {
-                let rows = plan.groups[first].space[0];
-                let mut lo = 0;
-                while lo < rows {
-                    let hi = (lo + block).min(rows);
-                    for m in first..=last {
-                        schedule.push((m, lo, Some(hi)));
-                    }
-                    lo = hi;
-                }
-                g = last + 1;
-            }
-            None => {
-                schedule.push((g, 0, None));
-                g += 1;
-            }
-        }
-    }
-    for (g, lo, hi) in schedule {
-        let group = &plan.groups[g];
-        let sub = plan.group_jaxpr(jaxpr, g).expect("group jaxpr");
-        let ins: Vec<Value> = group
-            .inputs
-            .iter()
-            .map(|v| Value::Array(read(&env, &arena, *v)))
-            .collect();
-        let outs = eval_jaxpr(&sub, &[], &ins).expect("group evaluates");
-        for (v, o) in group.outputs.iter().zip(outs) {
-            let Value::Array(o) = o else { panic!("ref") };
-            let off = mem.offset(*v).expect("not excluded");
-            let vals = f32s(&o);
-            let rows = shape_of(*v).first().copied().unwrap_or(1).max(1);
-            let per_row = vals.len() / rows;
-            let (from, to) = match hi {
-                Some(hi) => (lo * per_row, hi * per_row),
-                None => (0, vals.len()),
-            };
-            for (i, x) in vals.iter().enumerate().take(to).skip(from) {
-                arena[off + 4 * i..off + 4 * i + 4].copy_from_slice(&x.to_le_bytes());
-            }
-        }
-    }
-    jaxpr
-        .outvars
-        .iter()
-        .map(|a| match a {
-            Atom::Var(v) => read(&env, &arena, *v),
-            Atom::Lit(_) => panic!("literal outvar"),
-        })
-        .collect()
-}
+use crate::interp::eval_closed_jaxpr;
 
 /// A random f32 jaxpr over square `[6,6]` and `[6]` values with row and
 /// column reductions, broadcasts along either axis and transposes: the
@@ -183,7 +87,7 @@ fn random_row_runs_evaluate_correctly_by_row_blocks() {
         let args = random_args(&c.jaxpr, seed);
         let want = eval_closed_jaxpr(&c, &args).expect("evaluates");
         for block in [1, 3] {
-            let got = eval_by_rows(&c.jaxpr, &plan, &runs, &mem, &args, block);
+            let got = eval_in_arena(&c.jaxpr, &plan, &runs, &mem, &args, block);
             assert_eq!(
                 want, got,
                 "seed {seed} block {block} runs {runs:?}\n{text}\n{plan}\n{mem}"
@@ -240,6 +144,6 @@ fn column_reductions_and_transposes_break_runs() {
     let mem = plan_memory(&c.jaxpr, &plan, &opts).expect("memory plan");
     let args = random_args(&c.jaxpr, 7);
     let want = eval_closed_jaxpr(&c, &args).expect("evaluates");
-    let got = eval_by_rows(&c.jaxpr, &plan, &runs, &mem, &args, 2);
+    let got = eval_in_arena(&c.jaxpr, &plan, &runs, &mem, &args, 2);
     assert_eq!(want, got, "{plan}\n{runs:?}");
 }
