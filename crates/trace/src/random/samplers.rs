@@ -76,6 +76,21 @@ pub fn uniform(
     minval: &Array,
     maxval: &Array,
 ) -> Result<Array> {
+    super::staged(
+        "uniform",
+        &[key.clone(), minval.clone(), maxval.clone()],
+        |a| uniform_inline(&a[0], shape, dtype, &a[1], &a[2]),
+    )
+}
+
+/// [`uniform`] as the ops it is made of.
+fn uniform_inline(
+    key: &Array,
+    shape: &[usize],
+    dtype: DType,
+    minval: &Array,
+    maxval: &Array,
+) -> Result<Array> {
     let (nbits, nmant, one_bits) = float_layout(dtype, "uniform")?;
     let minval = broadcast_to(&lax::convert_element_type(minval, dtype, false)?, shape)?;
     let maxval = broadcast_to(&lax::convert_element_type(maxval, dtype, false)?, shape)?;
@@ -104,6 +119,13 @@ pub fn uniform(
 /// XLA's polynomial (the reference interpreter's is correctly rounded, XLA's
 /// is within a few ulp).
 pub fn normal(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    super::staged("normal", std::slice::from_ref(key), |a| {
+        normal_inline(&a[0], shape, dtype)
+    })
+}
+
+/// [`normal`] as the ops it is made of.
+fn normal_inline(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
     let (_, _, one_bits) = float_layout(dtype, "normal")?;
     let sign = 1u64 << (dtype.bits() - 1);
     // The float just above -1: sign-magnitude bits of -1.0, less one.

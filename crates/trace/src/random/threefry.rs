@@ -106,6 +106,13 @@ pub fn uint_dtype(bit_width: u32) -> Result<DType> {
 /// Uniform random bits of `bit_width` (8, 16, 32, 64) and `shape` from one
 /// key: element `i` encrypts the counter `i` (JAX's partitionable scheme).
 pub fn random_bits(key: &Array, bit_width: u32, shape: &[usize]) -> Result<Array> {
+    super::staged("random_bits", std::slice::from_ref(key), |a| {
+        random_bits_inline(&a[0], bit_width, shape)
+    })
+}
+
+/// [`random_bits`] as the ops it is made of.
+fn random_bits_inline(key: &Array, bit_width: u32, shape: &[usize]) -> Result<Array> {
     let dtype = uint_dtype(bit_width)?;
     let (k0, k1) = key_halves(key, "random_bits")?;
     let (hi, lo) = iota_2x32(shape)?;
