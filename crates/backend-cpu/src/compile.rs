@@ -209,6 +209,7 @@ pub(crate) fn compile_program(
         results,
         arena_bytes: top.mem.size,
         arenas: Mutex::new(Vec::new()),
+        arena_pool: std::sync::OnceLock::new(),
         par_kernels,
         dots: t.dots,
         steps: t.steps,

@@ -135,6 +135,9 @@ pub(crate) struct Program {
     pub arena_bytes: usize,
     /// Arenas of finished calls, reused by the next ones.
     pub arenas: Mutex<Vec<Vec<u64>>>,
+    /// The pool the arenas came from (set by the first call) and return to
+    /// when the program is dropped.
+    pub arena_pool: std::sync::OnceLock<Arc<crate::pool::Pool>>,
     /// Kernels large enough to split over threads (`tramp_par_kernel`).
     pub par_kernels: Vec<Kernel>,
     /// `dot_general`s (`tramp_dot`).
@@ -158,6 +161,16 @@ impl std::fmt::Debug for Program {
             self.results.len(),
             self.arena_bytes
         )
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        if let (Some(pool), Ok(arenas)) = (self.arena_pool.get(), self.arenas.get_mut()) {
+            for a in arenas.drain(..) {
+                pool.give_arena(a);
+            }
+        }
     }
 }
 
@@ -483,7 +496,10 @@ impl CpuExecutable {
             .lock()
             .ok()
             .and_then(|mut a| a.pop())
-            .unwrap_or_else(|| vec![0u64; p.arena_bytes.div_ceil(8)]);
+            .unwrap_or_else(|| {
+                let _ = p.arena_pool.set(self.pool.clone());
+                self.pool.take_arena(p.arena_bytes.div_ceil(8))
+            });
         let ctx = crate::runtime::RunCtx {
             program: p,
             threads: self.threads,

@@ -4,8 +4,13 @@
 //! reuse pages that are already mapped instead of faulting in fresh ones
 //! (a 64 MiB output costs 16,384 minor page faults when freshly mapped).
 //!
-//! The pool holds at most [`MAX_PER_KEY`] free buffers per key and
-//! [`MAX_BYTES`] in all; beyond that, dropped storage is freed.
+//! Program arenas go back to the pool when their program is dropped, so a
+//! program compiled afresh (a new `jit` of the same function) reuses
+//! mapped pages too.
+//!
+//! The pool holds at most [`MAX_PER_KEY`] free buffers per key,
+//! [`MAX_ARENAS`] arenas and [`MAX_BYTES`] in all; beyond that, dropped
+//! storage is freed.
 
 use jaxon_ir::{Buffer, DType, HostArray, IrError, ShapedArray, Storage};
 use std::collections::HashMap;
@@ -25,8 +30,14 @@ pub(crate) struct Pool {
 #[derive(Default, Debug)]
 struct Free {
     lists: HashMap<(DType, usize), Vec<Storage>>,
+    /// Free program arenas (any length), reused by programs compiled
+    /// later: a recompiled program does not fault its arena in again.
+    arenas: Vec<Vec<u64>>,
     bytes: usize,
 }
+
+/// Free arenas kept.
+const MAX_ARENAS: usize = 8;
 
 impl Pool {
     /// Storage for `n` elements of `dt`: a freed buffer when one is free
@@ -56,6 +67,41 @@ impl Pool {
             let list = f.lists.entry((dt, n)).or_default();
             if list.len() < MAX_PER_KEY {
                 list.push(s);
+                f.bytes += bytes;
+            }
+        }
+    }
+
+    /// An arena of at least `words` words: a freed one of at most twice
+    /// that length when one is free (stale contents: programs never read
+    /// an arena byte they did not write), else a fresh zeroed one.
+    pub fn take_arena(&self, words: usize) -> Vec<u64> {
+        if let Ok(mut f) = self.free.lock() {
+            let best = f
+                .arenas
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.len() >= words && a.len() <= 2 * words)
+                .min_by_key(|(_, a)| a.len())
+                .map(|(i, _)| i);
+            if let Some(i) = best {
+                let a = f.arenas.swap_remove(i);
+                f.bytes -= 8 * a.len();
+                return a;
+            }
+        }
+        vec![0u64; words]
+    }
+
+    /// Returns a program's arena to the pool (or frees it when full).
+    pub fn give_arena(&self, a: Vec<u64>) {
+        let bytes = 8 * a.len();
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(mut f) = self.free.lock() {
+            if f.bytes + bytes <= MAX_BYTES && f.arenas.len() < MAX_ARENAS {
+                f.arenas.push(a);
                 f.bytes += bytes;
             }
         }
@@ -130,6 +176,27 @@ mod tests {
         assert_eq!(other.len(), 999);
         let again = pool.take(DType::F32, 1000);
         assert!(matches!(&again, Storage::F32(v) if v.as_ptr() == ptr));
+        assert_eq!(pool.free_bytes(), 0);
+    }
+
+    #[test]
+    fn arenas_are_reused_best_fit_within_twice_the_length() {
+        let pool = Pool::default();
+        let small = pool.take_arena(100);
+        let big = pool.take_arena(1000);
+        let (ps, pb) = (small.as_ptr(), big.as_ptr());
+        pool.give_arena(small);
+        pool.give_arena(big);
+        assert_eq!(pool.free_bytes(), 8 * 1100);
+        // 600 words: the 1000-word arena fits (and is at most twice as long).
+        let a = pool.take_arena(600);
+        assert_eq!(a.as_ptr(), pb);
+        // 40 words: the 100-word arena is more than twice too long.
+        let b = pool.take_arena(40);
+        assert_ne!(b.as_ptr(), ps);
+        assert_eq!(b.len(), 40);
+        let c = pool.take_arena(90);
+        assert_eq!(c.as_ptr(), ps);
         assert_eq!(pool.free_bytes(), 0);
     }
 }
