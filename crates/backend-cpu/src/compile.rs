@@ -183,6 +183,7 @@ pub(crate) fn compile_program(
         let _ = writeln!(t.clif, "; program function\n{}", func.display());
     }
     let pidx = t.cb.define("program", func, None)?;
+    t.cb.compile_all()?;
     let disasm = t.cb.disasm.take();
     let fin = t.cb.finish(pidx)?;
     let par_kernels = t

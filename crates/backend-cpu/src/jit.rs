@@ -22,11 +22,12 @@
 //! - Trampoline symbols registered here are the `extern "C"` functions of
 //!   `runtime` with the signature the program emitter declares for them.
 
+use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir;
-use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, FuncId, Module};
+use cranelift_module::{default_libcall_names, FuncId, Module, ModuleReloc};
 use jaxon_ir::IrError;
 use std::sync::Arc;
 
@@ -57,12 +58,70 @@ unsafe impl Send for CodeModule {}
 // SAFETY: as above; shared references give no access to the module.
 unsafe impl Sync for CodeModule {}
 
-/// Builds Cranelift functions into one JIT module.
+/// Builds Cranelift functions into one JIT module. Functions are declared
+/// as they are defined and compiled together (on two threads when there
+/// is enough work) by [`CodeBuilder::compile_all`] or [`CodeBuilder::finish`].
 pub(crate) struct CodeBuilder {
     module: JITModule,
     funcs: Vec<(FuncId, Option<Shape>)>,
+    /// Defined, not yet compiled.
+    pending: Vec<Pending>,
     /// Disassembly of every function, when asked for (`JAXON_DUMP`).
     pub disasm: Option<String>,
+}
+
+/// A defined function waiting to be compiled.
+struct Pending {
+    name: String,
+    id: FuncId,
+    func: ir::Function,
+}
+
+/// One function's machine code, ready to be placed in the module.
+struct Compiled {
+    id: FuncId,
+    bytes: Vec<u8>,
+    alignment: u64,
+    relocs: Vec<ModuleReloc>,
+    disasm: Option<String>,
+}
+
+/// Instructions below which compiling on one thread beats spawning one.
+const PARALLEL_COMPILE_MIN_INSTS: usize = 1500;
+
+/// Compiles one function for `isa`.
+fn compile_one(isa: &dyn TargetIsa, p: Pending, disasm: bool) -> Result<Compiled, IrError> {
+    let Pending { name, id, func } = p;
+    let mut ctx = cranelift_codegen::Context::for_function(func);
+    ctx.set_disasm(disasm);
+    ctx.compile(isa, &mut ControlPlane::default())
+        .map_err(|e| {
+            IrError::Eval(format!(
+                "cpu backend: {name}: cannot compile: {:?}",
+                e.inner
+            ))
+        })?;
+    let code = ctx
+        .compiled_code()
+        .ok_or_else(|| IrError::Eval(format!("cpu backend: {name}: no code")))?;
+    let alignment = (code.buffer.alignment as u64)
+        .max(isa.function_alignment().minimum as u64)
+        .max(isa.symbol_alignment());
+    let bytes = code.code_buffer().to_vec();
+    let disasm = disasm.then(|| code.vcode.clone().unwrap_or_default());
+    let relocs = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    Ok(Compiled {
+        id,
+        bytes,
+        alignment,
+        relocs,
+        disasm,
+    })
 }
 
 /// What the runtime needs to know about a kernel's loop.
@@ -107,6 +166,7 @@ impl CodeBuilder {
         Ok(CodeBuilder {
             module: JITModule::new(builder),
             funcs: Vec::new(),
+            pending: Vec::new(),
             disasm: None,
         })
     }
@@ -132,39 +192,103 @@ impl CodeBuilder {
             .map_err(|e| IrError::Eval(format!("cpu backend: {name}: {e}")))
     }
 
-    /// Compiles `func` and returns its index. `shape` is given for kernels
-    /// (taking a pointer array and a range), `None` for program functions.
+    /// Declares `func` for compilation and returns its index. `shape` is
+    /// given for kernels (taking a pointer array and a range), `None` for
+    /// program functions.
     pub fn define(
         &mut self,
         name: &str,
         func: ir::Function,
         shape: Option<Shape>,
     ) -> Result<usize, IrError> {
-        let mut ctx = self.module.make_context();
-        ctx.func = func;
-        ctx.set_disasm(self.disasm.is_some());
         let id = self
             .module
-            .declare_function(name, cranelift_module::Linkage::Local, &ctx.func.signature)
+            .declare_function(name, cranelift_module::Linkage::Local, &func.signature)
             .map_err(|e| IrError::Eval(format!("cpu backend: {name}: {e}")))?;
-        self.module
-            .define_function(id, &mut ctx)
-            .map_err(|e| IrError::Eval(format!("cpu backend: {name}: cannot compile: {e:?}")))?;
-        if let (Some(d), Some(code)) = (self.disasm.as_mut(), ctx.compiled_code()) {
-            d.push_str(&format!(
-                "; {name}\n{}\n",
-                code.vcode.as_deref().unwrap_or("")
-            ));
-        }
-        self.module.clear_context(&mut ctx);
+        self.pending.push(Pending {
+            name: name.to_string(),
+            id,
+            func,
+        });
         self.funcs.push((id, shape));
         Ok(self.funcs.len() - 1)
+    }
+
+    /// Compiles every defined function, splitting them over two threads
+    /// when there is enough work (Cranelift compiles each function on its
+    /// own; only placing the code in the module is sequential).
+    pub fn compile_all(&mut self) -> Result<(), IrError> {
+        let mut pending = std::mem::take(&mut self.pending);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let disasm = self.disasm.is_some();
+        let isa = self.module.isa();
+        let size = |p: &Pending| p.func.dfg.num_insts();
+        let insts: usize = pending.iter().map(size).sum();
+        let compiled: Vec<Result<Compiled, IrError>> = if insts < PARALLEL_COMPILE_MIN_INSTS
+            || pending.len() < 2
+        {
+            pending
+                .drain(..)
+                .map(|p| compile_one(isa, p, disasm))
+                .collect()
+        } else {
+            // Largest first, each to the less loaded of two threads;
+            // results go back to definition order.
+            let mut indexed: Vec<(usize, Pending)> = pending.drain(..).enumerate().collect();
+            indexed.sort_by_key(|(_, p)| std::cmp::Reverse(size(p)));
+            let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+            let (mut load_mine, mut load_theirs) = (0, 0);
+            for item in indexed {
+                if load_mine <= load_theirs {
+                    load_mine += size(&item.1);
+                    mine.push(item);
+                } else {
+                    load_theirs += size(&item.1);
+                    theirs.push(item);
+                }
+            }
+            let run = |part: Vec<(usize, Pending)>| -> Vec<(usize, Result<Compiled, IrError>)> {
+                part.into_iter()
+                    .map(|(k, p)| (k, compile_one(isa, p, disasm)))
+                    .collect()
+            };
+            let (a, b) = std::thread::scope(|sc| {
+                let other = sc.spawn(|| run(theirs));
+                (run(mine), other.join())
+            });
+            let b = b.map_err(|_| IrError::Eval("cpu backend: the compiler panicked".into()))?;
+            let mut all: Vec<_> = a.into_iter().chain(b).collect();
+            all.sort_by_key(|(k, _)| *k);
+            all.into_iter().map(|(_, r)| r).collect()
+        };
+        for c in compiled {
+            let c = c?;
+            let id = c.id;
+            let name = self
+                .module
+                .declarations()
+                .get_function_decl(id)
+                .linkage_name(id)
+                .into_owned();
+            self.module
+                .define_function_bytes(id, c.alignment, &c.bytes, &c.relocs)
+                .map_err(|e| {
+                    IrError::Eval(format!("cpu backend: {name}: cannot place code: {e}"))
+                })?;
+            if let (Some(d), Some(text)) = (self.disasm.as_mut(), c.disasm) {
+                d.push_str(&format!("; {name}\n{text}\n"));
+            }
+        }
+        Ok(())
     }
 
     /// Finalises all functions; returns the module, one callable kernel per
     /// kernel `define` (`None` for program functions) and the program
     /// function `program`.
     pub fn finish(mut self, program: usize) -> Result<Finished, IrError> {
+        self.compile_all()?;
         self.module
             .finalize_definitions()
             .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
