@@ -9,6 +9,7 @@
 //! never panic on well-formed input; they return `IrError` on malformed
 //! jaxprs (unknown variables, arity mismatches) instead.
 
+mod algebra;
 mod collectives;
 mod fusion;
 mod memory;
@@ -19,12 +20,15 @@ mod simplify;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_algebra;
+#[cfg(test)]
 mod tests_fusion;
 #[cfg(test)]
 mod tests_memory;
 #[cfg(test)]
 mod tests_rows;
 
+pub use algebra::outer_products_to_mul;
 pub use collectives::lower_positional_collectives;
 pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
@@ -36,11 +40,13 @@ use crate::jaxpr::ClosedJaxpr;
 
 /// The simplification pipeline before compilation: inline calls (`jit`,
 /// and the primal bodies of `custom_jvp_call`/`custom_vjp_call`/`remat2`),
-/// lower positional collectives to reductions, fold constants, CSE, then DCE (last, so that it removes what folding
+/// lower positional collectives to reductions, uncontracted `dot_general`s
+/// to `mul`s of broadcasts, fold constants, CSE, then DCE (last, so that it removes what folding
 /// and CSE made dead).
 pub fn simplify(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
     let inlined = inline_calls(closed)?;
-    let folded = fold_constants(&lower_positional_collectives(&inlined.jaxpr))?;
+    let lowered = outer_products_to_mul(&lower_positional_collectives(&inlined.jaxpr))?;
+    let folded = fold_constants(&lowered)?;
     let shared = cse(&folded)?;
     let live = dce(&shared)?;
     Ok(ClosedJaxpr {
