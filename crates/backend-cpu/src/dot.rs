@@ -1,7 +1,9 @@
-//! `dot_general` on the host: operands are permuted (when needed) into
-//! `[batch, M, K]` and `[batch, K, N]` row-major layouts, then each batch is
-//! one call of the `gemm` crate (f32, f64) or a plain triple loop
-//! (integers, with wrap-around like the interpreter).
+//! `dot_general` on the host. f32 and f64 operands whose free and
+//! contracting dimensions each flatten to one stride (every layout of a
+//! matrix product, transposed or not) are read in place: each batch index
+//! is one strided call of the `gemm` crate. Other layouts are permuted into
+//! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
+//! a plain triple loop (with wrap-around like the interpreter).
 //!
 //! `unsafe` is confined to [`gemm_call`] (`gemm::gemm` takes raw pointers
 //! and strides) and to `DotPlan::run_raw`/`read_host`, which view the
@@ -32,6 +34,90 @@ pub(crate) struct DotPlan {
     n: usize,
     out_shape: Vec<usize>,
     dtype: DType,
+    /// How to multiply the operands in place, when their free and
+    /// contracting dimensions each flatten to one stride.
+    strided: Option<Strided>,
+}
+
+/// Operands read in place: per batch index, `A[p, t] = lhs[off_l + p·rs_a
+/// + t·cs_a]` and `C[t, q] = rhs[off_r + t·rs_c + q·cs_c]` (element
+/// strides), so transposed layouts (`xᵀ·g`, `g·Wᵀ`) need no copy.
+#[derive(Clone, Debug)]
+struct Strided {
+    batch: Vec<usize>,
+    lhs_batch_strides: Vec<usize>,
+    rhs_batch_strides: Vec<usize>,
+    rs_a: usize,
+    cs_a: usize,
+    rs_c: usize,
+    cs_c: usize,
+}
+
+/// Row-major element strides of `shape`.
+fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut st = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    st
+}
+
+/// The one stride that walks `dims` (in this order) as a single flattened
+/// index, if there is one: each dimension's stride is the next one's times
+/// its size. Size-1 dimensions never matter. An empty list walks nothing.
+fn merged_stride(dims: &[usize], shape: &[usize], st: &[usize]) -> Option<usize> {
+    let live: Vec<usize> = dims.iter().copied().filter(|&d| shape[d] != 1).collect();
+    for w in live.windows(2) {
+        if st[w[0]] != st[w[1]] * shape[w[1]] {
+            return None;
+        }
+    }
+    Some(live.last().map_or(1, |&d| st[d]))
+}
+
+impl Strided {
+    fn new(
+        ls: &[usize],
+        rs: &[usize],
+        dn: &DotDimensionNumbers,
+        lfree: &[usize],
+        rfree: &[usize],
+    ) -> Option<Strided> {
+        let (lst, rst) = (row_major_strides(ls), row_major_strides(rs));
+        Some(Strided {
+            batch: dn.lhs_batch.iter().map(|&d| ls[d]).collect(),
+            lhs_batch_strides: dn.lhs_batch.iter().map(|&d| lst[d]).collect(),
+            rhs_batch_strides: dn.rhs_batch.iter().map(|&d| rst[d]).collect(),
+            rs_a: merged_stride(lfree, ls, &lst)?,
+            cs_a: merged_stride(&dn.lhs_contracting, ls, &lst)?,
+            rs_c: merged_stride(&dn.rhs_contracting, rs, &rst)?,
+            cs_c: merged_stride(rfree, rs, &rst)?,
+        })
+    }
+
+    /// The operands' element offsets of each batch index, in row-major
+    /// batch order.
+    fn batch_offsets(&self) -> Vec<(usize, usize)> {
+        let n: usize = self.batch.iter().product();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; self.batch.len()];
+        let (mut ol, mut or) = (0usize, 0usize);
+        for _ in 0..n {
+            out.push((ol, or));
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                ol += self.lhs_batch_strides[d];
+                or += self.rhs_batch_strides[d];
+                if idx[d] < self.batch[d] {
+                    break;
+                }
+                ol -= self.lhs_batch_strides[d] * self.batch[d];
+                or -= self.rhs_batch_strides[d] * self.batch[d];
+                idx[d] = 0;
+            }
+        }
+        out
+    }
 }
 
 impl DotPlan {
@@ -85,7 +171,9 @@ impl DotPlan {
             .chain(lfree.iter().map(|&d| ls[d]))
             .chain(rfree.iter().map(|&d| rs[d]))
             .collect();
+        let strided = Strided::new(ls, rs, dn, &lfree, &rfree);
         Ok(DotPlan {
+            strided,
             lhs_perm,
             rhs_perm,
             lhs_shape: ls.to_vec(),
@@ -146,6 +234,48 @@ impl DotPlan {
             match self.dtype {
                 DType::F32 => direct!(f32),
                 DType::F64 => direct!(f64),
+                _ => {}
+            }
+        }
+        if let Some(st) = &self.strided {
+            macro_rules! in_place {
+                ($t:ty) => {{
+                    let (nl, nr) = (
+                        self.lhs_shape.iter().product::<usize>(),
+                        self.rhs_shape.iter().product::<usize>(),
+                    );
+                    // SAFETY: the caller's contract above: the operands'
+                    // element counts and `b·m·n` results, `o` unaliased.
+                    let (a, c, d) = unsafe {
+                        (
+                            std::slice::from_raw_parts(l.cast::<$t>(), nl),
+                            std::slice::from_raw_parts(r.cast::<$t>(), nr),
+                            std::slice::from_raw_parts_mut(o.cast::<$t>(), b * m * n),
+                        )
+                    };
+                    if m == 0 || n == 0 || k == 0 {
+                        d.fill(0.0);
+                        return Ok(());
+                    }
+                    for (i, (ol, or)) in st.batch_offsets().into_iter().enumerate() {
+                        let lhs = View {
+                            data: &a[ol..],
+                            rs: st.rs_a,
+                            cs: st.cs_a,
+                        };
+                        let rhs = View {
+                            data: &c[or..],
+                            rs: st.rs_c,
+                            cs: st.cs_c,
+                        };
+                        gemm_strided(m, k, n, lhs, rhs, &mut d[i * m * n..(i + 1) * m * n], par);
+                    }
+                    return Ok(());
+                }};
+            }
+            match self.dtype {
+                DType::F32 => in_place!(f32),
+                DType::F64 => in_place!(f64),
                 _ => {}
             }
         }
@@ -324,6 +454,61 @@ impl GemmScalar for f32 {
 impl GemmScalar for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+}
+
+/// A strided matrix inside a slice: element `(p, t)` is
+/// `data[p·rs + t·cs]`.
+#[derive(Clone, Copy)]
+struct View<'a, T> {
+    data: &'a [T],
+    rs: usize,
+    cs: usize,
+}
+
+impl<T> View<'_, T> {
+    /// Whether every element of a `rows × cols` matrix lies in `data`.
+    fn covers(&self, rows: usize, cols: usize) -> bool {
+        rows == 0 || cols == 0 || (rows - 1) * self.rs + (cols - 1) * self.cs < self.data.len()
+    }
+}
+
+/// `dst = a · c` for strided `a: m×k`, `c: k×n` and row-major `dst: m×n`.
+fn gemm_strided<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'_, T>,
+    c: View<'_, T>,
+    dst: &mut [T],
+    par: gemm::Parallelism,
+) {
+    assert!(a.covers(m, k) && c.covers(k, n) && dst.len() >= m * n);
+    // SAFETY: every address `gemm` forms, `base + p·rs + t·cs` for indices
+    // inside the matrix, lies in the slice (asserted above); `dst` is a
+    // unique borrow distinct from `a` and `c`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.data.as_ptr(),
+            a.cs as isize,
+            a.rs as isize,
+            c.data.as_ptr(),
+            c.cs as isize,
+            c.rs as isize,
+            T::ZERO,
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
 }
 
 /// `dst = a · c` for row-major `a: m×k`, `c: k×n`, `dst: m×n`.
