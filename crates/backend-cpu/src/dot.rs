@@ -36,7 +36,7 @@ pub(crate) struct DotPlan {
     dtype: DType,
     /// How to multiply the operands in place, when their free and
     /// contracting dimensions each flatten to one stride.
-    strided: Option<Strided>,
+    strided: Option<Box<Strided>>,
 }
 
 /// Operands read in place: per batch index, `A[p, t] = lhs[off_l + p·rs_a
@@ -171,7 +171,7 @@ impl DotPlan {
             .chain(lfree.iter().map(|&d| ls[d]))
             .chain(rfree.iter().map(|&d| rs[d]))
             .collect();
-        let strided = Strided::new(ls, rs, dn, &lfree, &rfree);
+        let strided = Strided::new(ls, rs, dn, &lfree, &rfree).map(Box::new);
         Ok(DotPlan {
             strided,
             lhs_perm,
