@@ -6,7 +6,7 @@
 //! a plain triple loop (with wrap-around like the interpreter).
 //!
 //! `unsafe` is confined to [`gemm_call`] (`gemm::gemm` takes raw pointers
-//! and strides) and to `DotPlan::run_raw`/`read_host`, which view the
+//! and strides) and to `DotPlan::run_raw`, which views the
 //! buffers generated code passes as slices (their invariant: each pointer
 //! holds the elements of its operand's type, see `runtime`). Invariant relied on: the three slices hold exactly
 //! `m*k`, `k*n` and `m*n` elements in row-major order, so every address
@@ -283,8 +283,8 @@ impl DotPlan {
         // SAFETY: as above.
         let (la, ra) = unsafe {
             (
-                read_host(l, self.dtype, &self.lhs_shape)?,
-                read_host(r, self.dtype, &self.rhs_shape)?,
+                crate::runtime::read_array(l, self.dtype, &self.lhs_shape)?,
+                crate::runtime::read_array(r, self.dtype, &self.rhs_shape)?,
             )
         };
         let out = self.run(&la, &ra, threads)?;
@@ -374,20 +374,6 @@ impl DotPlan {
         }
         Ok(out)
     }
-}
-
-/// A copy of the array of `dt` and `shape` at `p`.
-///
-/// # Safety
-/// `p` points to `shape.product()` initialised, aligned elements of `dt`.
-unsafe fn read_host(p: *const u8, dt: DType, shape: &[usize]) -> Result<HostArray, IrError> {
-    let n: usize = shape.iter().product();
-    let mut s = Storage::zeros(dt, n);
-    jaxon_ir::with_storage!(&mut s, v => {
-        // SAFETY: the caller's contract; `v` holds `n` elements of `dt`.
-        unsafe { std::ptr::copy_nonoverlapping(p.cast(), v.as_mut_ptr(), n) }
-    });
-    HostArray::new(shape.to_vec(), s)
 }
 
 /// `a` transposed by `perm` (`None` when `perm` is the identity).

@@ -210,12 +210,23 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
 /// # Safety
 /// `p` points to `shape.product()` initialised elements of `dt`, aligned
 /// for it.
-unsafe fn read_array(p: *const u8, dt: DType, shape: &[usize]) -> Result<HostArray, IrError> {
+pub(crate) unsafe fn read_array(
+    p: *const u8,
+    dt: DType,
+    shape: &[usize],
+) -> Result<HostArray, IrError> {
     let n: usize = shape.iter().product();
-    let mut s = Storage::zeros(dt, n);
+    // Not zeroed first: every element is copied in.
+    let mut s = Storage::zeros(dt, 0);
     with_storage!(&mut s, v => {
-        // SAFETY: the caller's contract; `v` holds `n` elements of `dt`.
-        unsafe { std::ptr::copy_nonoverlapping(p.cast(), v.as_mut_ptr(), n) }
+        v.reserve_exact(n);
+        // SAFETY: the caller's contract: `p` holds `n` initialised elements
+        // of `dt` (valid values of the element type); `v` has room for `n`,
+        // all of which are initialised by the copy before `set_len`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p.cast(), v.as_mut_ptr(), n);
+            v.set_len(n);
+        }
     });
     HostArray::new(shape.to_vec(), s)
 }
