@@ -4,15 +4,21 @@
 //! which the fusion planner then fuses with its consumers (the transpose
 //! that usually follows) instead of calling a GEMM per batch element.
 //!
-//! Invariant: each product is the same single multiplication of the same
-//! two elements, so results are bit-identical.
+//! And a `transpose` that swaps the free dimensions of a `dot_general`
+//! result it alone reads is the product of the swapped operands
+//! (`(AB)ᵀ = BᵀAᵀ`): the GEMM writes the transposed layout directly instead
+//! of a strided transpose copying it (reverse-mode weight gradients).
+//!
+//! Invariants: an uncontracted product is the same single multiplication
+//! of the same two elements, so results are bit-identical; a swapped
+//! product sums the same terms (in the GEMM's order, as any product does).
 
 use super::rewrite::{Rewriter, VarMap};
 use crate::aval::Aval;
 use crate::dtype::DType;
 use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, Eqn, Jaxpr, Var};
-use crate::primitive::{BinaryOp, Ints, Primitive};
+use crate::primitive::{BinaryOp, DotDimensionNumbers, Ints, Primitive};
 
 /// Rewrites every uncontracted `dot_general` of static shapes and one
 /// dtype into broadcasts and a `mul`.
@@ -154,4 +160,130 @@ fn broadcast(
 
 fn new_array(rw: &mut Rewriter, dt: DType, sizes: &[usize]) -> Var {
     rw.out.new_var(crate::aval::ShapedArray::of(dt, sizes))
+}
+
+/// Rewrites `transpose(dot_general(a, b))` whose permutation swaps the
+/// product's free dimensions, when the transpose is the product's only
+/// reader, into `dot_general(b, a)` (the old product is left for DCE).
+pub fn transposed_products(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
+    let mut uses = vec![0usize; jaxpr.vars.len()];
+    let mut producer: Vec<Option<usize>> = vec![None; jaxpr.vars.len()];
+    for (e, eqn) in jaxpr.eqns.iter().enumerate() {
+        for a in &eqn.inputs {
+            if let Atom::Var(v) = a {
+                if let Some(u) = uses.get_mut(v.index()) {
+                    *u += 1;
+                }
+            }
+        }
+        for b in &eqn.outputs {
+            if let Binder::Var(v) = b {
+                if let Some(p) = producer.get_mut(v.index()) {
+                    *p = Some(e);
+                }
+            }
+        }
+    }
+    for a in &jaxpr.outvars {
+        if let Atom::Var(v) = a {
+            if let Some(u) = uses.get_mut(v.index()) {
+                *u += 1;
+            }
+        }
+    }
+    let mut rw = Rewriter::new();
+    let mut map = VarMap::new(jaxpr.vars.len());
+    for v in &jaxpr.constvars {
+        let nv = rw.fresh(jaxpr, &mut map, *v)?;
+        rw.out.constvars.push(nv);
+    }
+    for v in &jaxpr.invars {
+        let nv = rw.fresh(jaxpr, &mut map, *v)?;
+        rw.out.invars.push(nv);
+    }
+    for eqn in &jaxpr.eqns {
+        let swapped = match (
+            &eqn.primitive,
+            eqn.inputs.as_slice(),
+            eqn.outputs.as_slice(),
+        ) {
+            (Primitive::Transpose { permutation }, [Atom::Var(x)], [Binder::Var(_)])
+                if uses[x.index()] == 1 =>
+            {
+                producer[x.index()].and_then(|p| swap_product(jaxpr, &jaxpr.eqns[p], permutation))
+            }
+            _ => None,
+        };
+        match swapped {
+            Some(dot) => {
+                let inputs = dot
+                    .inputs
+                    .iter()
+                    .map(|a| map.atom(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let Binder::Var(out) = &eqn.outputs[0] else {
+                    unreachable!("matched above")
+                };
+                let nv = rw.fresh(jaxpr, &mut map, *out)?;
+                rw.out.eqns.push(Eqn {
+                    primitive: dot.primitive,
+                    inputs,
+                    outputs: vec![Binder::Var(nv)],
+                });
+            }
+            None => rw.copy_eqn(jaxpr, &mut map, eqn)?,
+        }
+    }
+    rw.out.outvars = jaxpr
+        .outvars
+        .iter()
+        .map(|a| map.atom(a))
+        .collect::<Result<_, _>>()?;
+    Ok(rw.out)
+}
+
+/// The product `dot(b, a)` equal to `transpose(dot(a, b), perm)`, when
+/// `perm` keeps the batch dimensions and swaps the free blocks.
+fn swap_product(jaxpr: &Jaxpr, dot: &Eqn, perm: &[usize]) -> Option<Eqn> {
+    let Primitive::DotGeneral {
+        dimension_numbers: dn,
+        precision,
+        preferred_element_type,
+    } = &dot.primitive
+    else {
+        return None;
+    };
+    let [a, b] = dot.inputs.as_slice() else {
+        return None;
+    };
+    let rank = |x: &Atom| {
+        jaxpr
+            .atom_aval(x)
+            .and_then(|v| v.as_array().map(|s| s.shape.len()))
+    };
+    let (la, rb) = (rank(a)?, rank(b)?);
+    let nb = dn.lhs_batch.len();
+    let nl = la - nb - dn.lhs_contracting.len();
+    let nr = rb - nb - dn.rhs_contracting.len();
+    let want: Vec<usize> = (0..nb)
+        .chain(nb + nl..nb + nl + nr)
+        .chain(nb..nb + nl)
+        .collect();
+    if perm != want.as_slice() || nl == 0 || nr == 0 {
+        return None;
+    }
+    Some(Eqn {
+        primitive: Primitive::DotGeneral {
+            dimension_numbers: DotDimensionNumbers {
+                lhs_contracting: dn.rhs_contracting.clone(),
+                rhs_contracting: dn.lhs_contracting.clone(),
+                lhs_batch: dn.rhs_batch.clone(),
+                rhs_batch: dn.lhs_batch.clone(),
+            },
+            precision: precision.map(|(p, q)| (q, p)),
+            preferred_element_type: *preferred_element_type,
+        },
+        inputs: vec![*b, *a],
+        outputs: Vec::new(),
+    })
 }

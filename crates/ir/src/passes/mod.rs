@@ -28,7 +28,7 @@ mod tests_memory;
 #[cfg(test)]
 mod tests_rows;
 
-pub use algebra::outer_products_to_mul;
+pub use algebra::{outer_products_to_mul, transposed_products};
 pub use collectives::lower_positional_collectives;
 pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
@@ -41,11 +41,12 @@ use crate::jaxpr::ClosedJaxpr;
 /// The simplification pipeline before compilation: inline calls (`jit`,
 /// and the primal bodies of `custom_jvp_call`/`custom_vjp_call`/`remat2`),
 /// lower positional collectives to reductions, uncontracted `dot_general`s
-/// to `mul`s of broadcasts, fold constants, CSE, then DCE (last, so that it removes what folding
+/// to `mul`s of broadcasts, transposed products to swapped products, fold constants, CSE, then DCE (last, so that it removes what folding
 /// and CSE made dead).
 pub fn simplify(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
     let inlined = inline_calls(closed)?;
     let lowered = outer_products_to_mul(&lower_positional_collectives(&inlined.jaxpr))?;
+    let lowered = transposed_products(&lowered)?;
     let folded = fold_constants(&lowered)?;
     let shared = cse(&folded)?;
     let live = dce(&shared)?;

@@ -101,3 +101,74 @@ fn per_example_outer_product_fuses_with_its_transpose() {
         eval_closed_jaxpr(&s, &args).expect("evaluates")
     );
 }
+
+fn count(c: &ClosedJaxpr, name: &str) -> usize {
+    c.jaxpr
+        .eqns
+        .iter()
+        .filter(|e| e.primitive.name() == name)
+        .count()
+}
+
+/// Max |a - b| over the outputs, relative to the largest |b|.
+fn rel_diff(a: &[crate::array::HostArray], b: &[crate::array::HostArray]) -> f64 {
+    let mut worst = 0.0f64;
+    let mut scale = 1e-30f64;
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.shape(), y.shape());
+        for i in 0..x.len() {
+            let (p, q) = (x.data().get_f64(i), y.data().get_f64(i));
+            worst = worst.max((p - q).abs());
+            scale = scale.max(q.abs());
+        }
+    }
+    worst / scale
+}
+
+#[test]
+fn transposed_products_become_swapped_products() {
+    let cases = [
+        // (program, rewritten?)
+        (
+            "{ lambda ; a:f32[6,5] b:f32[6,7]. let
+    c:f32[5,7] = dot_general[dimension_numbers=(([0], [0]), ([], [])) preferred_element_type=float32] a b
+    d:f32[7,5] = transpose[permutation=(1, 0)] c
+  in (d,) }",
+            true,
+        ),
+        (
+            "{ lambda ; a:f32[3,4,5] b:f32[3,5,2]. let
+    c:f32[3,4,2] = dot_general[dimension_numbers=(([2], [1]), ([0], [0])) preferred_element_type=float32] a b
+    d:f32[3,2,4] = transpose[permutation=(0, 2, 1)] c
+  in (d,) }",
+            true,
+        ),
+        // The product is read twice: kept.
+        (
+            "{ lambda ; a:f32[6,5] b:f32[6,7]. let
+    c:f32[5,7] = dot_general[dimension_numbers=(([0], [0]), ([], [])) preferred_element_type=float32] a b
+    d:f32[7,5] = transpose[permutation=(1, 0)] c
+  in (d, c) }",
+            false,
+        ),
+        // The batch dimension moves: kept.
+        (
+            "{ lambda ; a:f32[3,4,5] b:f32[3,5,2]. let
+    c:f32[3,4,2] = dot_general[dimension_numbers=(([2], [1]), ([0], [0])) preferred_element_type=float32] a b
+    d:f32[4,3,2] = transpose[permutation=(1, 0, 2)] c
+  in (d,) }",
+            false,
+        ),
+    ];
+    for (seed, (text, rewrites)) in cases.iter().enumerate() {
+        let c = parse(text);
+        let s = simplify(&c).expect("simplifies");
+        crate::check::check_jaxpr(&s.jaxpr).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(count(&s, "transpose") == 0, *rewrites, "{text}");
+        assert_eq!(count(&s, "dot_general"), 1, "{text}");
+        let args = random_args(&c.jaxpr, seed as u64 + 3);
+        let want = eval_closed_jaxpr(&c, &args).expect("evaluates");
+        let got = eval_closed_jaxpr(&s, &args).expect("evaluates");
+        assert!(rel_diff(&got, &want) < 1e-6, "{text}");
+    }
+}
