@@ -5,12 +5,12 @@
 //! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
 //! a plain triple loop (with wrap-around like the interpreter).
 //!
-//! `unsafe` is confined to [`gemm_call`] (`gemm::gemm` takes raw pointers
-//! and strides) and to `DotPlan::run_raw`, which views the
-//! buffers generated code passes as slices (their invariant: each pointer
-//! holds the elements of its operand's type, see `runtime`). Invariant relied on: the three slices hold exactly
-//! `m*k`, `k*n` and `m*n` elements in row-major order, so every address
-//! `gemm` forms from the strides given lies inside them, and `dst` does not
+//! `unsafe` is confined to [`gemm_strided`] (`gemm::gemm` takes raw
+//! pointers and strides) and to `DotPlan::run_raw`, which views the buffers
+//! generated code passes as slices (their invariant: each pointer holds the
+//! elements of its operand's type, see `runtime`). Invariant relied on by
+//! `gemm_strided`: every address `base + p·rs + t·cs` of a matrix index
+//! lies inside its slice (checked before the call), and `dst` does not
 //! alias the operands (it is a distinct `&mut` slice).
 
 use jaxon_ir::primitive::DotDimensionNumbers;
@@ -507,31 +507,15 @@ fn gemm_call<T: GemmScalar>(
     dst: &mut [T],
     par: gemm::Parallelism,
 ) {
-    assert!(a.len() >= m * k && c.len() >= k * n && dst.len() >= m * n);
-    // SAFETY: see the module invariants: the slices cover the row-major
-    // extents the strides describe (asserted above) and `dst` is a unique
-    // borrow distinct from `a` and `c`.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            c.as_ptr(),
-            1,
-            n as isize,
-            T::ZERO,
-            T::ONE,
-            false,
-            false,
-            false,
-            par,
-        )
-    }
+    let a = View {
+        data: a,
+        rs: k,
+        cs: 1,
+    };
+    let c = View {
+        data: c,
+        rs: n,
+        cs: 1,
+    };
+    gemm_strided(m, k, n, a, c, dst, par);
 }

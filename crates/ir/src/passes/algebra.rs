@@ -13,7 +13,7 @@
 //! of the same two elements, so results are bit-identical; a swapped
 //! product sums the same terms (in the GEMM's order, as any product does).
 
-use super::rewrite::{Rewriter, VarMap};
+use super::rewrite::{rewrite_eqns, Rewriter, VarMap};
 use crate::aval::Aval;
 use crate::dtype::DType;
 use crate::error::IrError;
@@ -23,27 +23,7 @@ use crate::primitive::{BinaryOp, DotDimensionNumbers, Ints, Primitive};
 /// Rewrites every uncontracted `dot_general` of static shapes and one
 /// dtype into broadcasts and a `mul`.
 pub fn outer_products_to_mul(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
-    let mut rw = Rewriter::new();
-    let mut map = VarMap::new(jaxpr.vars.len());
-    for v in &jaxpr.constvars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.constvars.push(nv);
-    }
-    for v in &jaxpr.invars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.invars.push(nv);
-    }
-    for eqn in &jaxpr.eqns {
-        if !rewrite_outer(jaxpr, &mut rw, &mut map, eqn)? {
-            rw.copy_eqn(jaxpr, &mut map, eqn)?;
-        }
-    }
-    rw.out.outvars = jaxpr
-        .outvars
-        .iter()
-        .map(|a| map.atom(a))
-        .collect::<Result<_, _>>()?;
-    Ok(rw.out)
+    rewrite_eqns(jaxpr, |rw, map, eqn| rewrite_outer(jaxpr, rw, map, eqn))
 }
 
 /// Static sizes and dtype of an atom.
@@ -191,55 +171,37 @@ pub fn transposed_products(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
             }
         }
     }
-    let mut rw = Rewriter::new();
-    let mut map = VarMap::new(jaxpr.vars.len());
-    for v in &jaxpr.constvars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.constvars.push(nv);
-    }
-    for v in &jaxpr.invars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.invars.push(nv);
-    }
-    for eqn in &jaxpr.eqns {
+    rewrite_eqns(jaxpr, |rw, map, eqn| {
         let swapped = match (
             &eqn.primitive,
             eqn.inputs.as_slice(),
             eqn.outputs.as_slice(),
         ) {
-            (Primitive::Transpose { permutation }, [Atom::Var(x)], [Binder::Var(_)])
+            (Primitive::Transpose { permutation }, [Atom::Var(x)], [Binder::Var(out)])
                 if uses[x.index()] == 1 =>
             {
-                producer[x.index()].and_then(|p| swap_product(jaxpr, &jaxpr.eqns[p], permutation))
+                producer[x.index()]
+                    .and_then(|p| swap_product(jaxpr, &jaxpr.eqns[p], permutation))
+                    .map(|dot| (dot, *out))
             }
             _ => None,
         };
-        match swapped {
-            Some(dot) => {
-                let inputs = dot
-                    .inputs
-                    .iter()
-                    .map(|a| map.atom(a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let Binder::Var(out) = &eqn.outputs[0] else {
-                    unreachable!("matched above")
-                };
-                let nv = rw.fresh(jaxpr, &mut map, *out)?;
-                rw.out.eqns.push(Eqn {
-                    primitive: dot.primitive,
-                    inputs,
-                    outputs: vec![Binder::Var(nv)],
-                });
-            }
-            None => rw.copy_eqn(jaxpr, &mut map, eqn)?,
-        }
-    }
-    rw.out.outvars = jaxpr
-        .outvars
-        .iter()
-        .map(|a| map.atom(a))
-        .collect::<Result<_, _>>()?;
-    Ok(rw.out)
+        let Some((dot, out)) = swapped else {
+            return Ok(false);
+        };
+        let inputs = dot
+            .inputs
+            .iter()
+            .map(|a| map.atom(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let nv = rw.fresh(jaxpr, map, out)?;
+        rw.out.eqns.push(Eqn {
+            primitive: dot.primitive,
+            inputs,
+            outputs: vec![Binder::Var(nv)],
+        });
+        Ok(true)
+    })
 }
 
 /// The product `dot(b, a)` equal to `transpose(dot(a, b), perm)`, when

@@ -125,3 +125,33 @@ impl Rewriter {
         Ok(())
     }
 }
+
+/// Rebuilds `jaxpr` equation by equation: `rule` may emit a replacement for
+/// an equation (binding its outputs in the map) and return `true`; else the
+/// equation is copied. Constvars, invars and outvars are carried over.
+pub(crate) fn rewrite_eqns(
+    jaxpr: &Jaxpr,
+    mut rule: impl FnMut(&mut Rewriter, &mut VarMap, &Eqn) -> Result<bool, IrError>,
+) -> Result<Jaxpr, IrError> {
+    let mut rw = Rewriter::new();
+    let mut map = VarMap::new(jaxpr.vars.len());
+    for v in &jaxpr.constvars {
+        let nv = rw.fresh(jaxpr, &mut map, *v)?;
+        rw.out.constvars.push(nv);
+    }
+    for v in &jaxpr.invars {
+        let nv = rw.fresh(jaxpr, &mut map, *v)?;
+        rw.out.invars.push(nv);
+    }
+    for eqn in &jaxpr.eqns {
+        if !rule(&mut rw, &mut map, eqn)? {
+            rw.copy_eqn(jaxpr, &mut map, eqn)?;
+        }
+    }
+    rw.out.outvars = jaxpr
+        .outvars
+        .iter()
+        .map(|a| map.atom(a))
+        .collect::<Result<_, _>>()?;
+    Ok(rw.out)
+}

@@ -5,7 +5,7 @@
 //! primitives are left untouched (they are separate scopes); only `jit`
 //! bodies are inlined, recursively.
 
-use super::rewrite::{Rewriter, VarMap};
+use super::rewrite::{rewrite_eqns, Rewriter, VarMap};
 use crate::array::{HostArray, Storage};
 use crate::aval::{Aval, Dim};
 use crate::error::IrError;
@@ -191,17 +191,13 @@ pub fn dce(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
             }
         }
     }
-    let mut rw = Rewriter::new();
-    let mut map = VarMap::new(jaxpr.vars.len());
-    for v in &jaxpr.constvars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.constvars.push(nv);
-    }
-    for v in &jaxpr.invars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.invars.push(nv);
-    }
-    for (eqn, _) in jaxpr.eqns.iter().zip(&keep).filter(|(_, k)| **k) {
+    let mut next = 0usize;
+    rewrite_eqns(jaxpr, |rw, map, eqn| {
+        let kept = keep.get(next).copied().unwrap_or(true);
+        next += 1;
+        if !kept {
+            return Ok(true);
+        }
         let pruned = Eqn {
             primitive: eqn.primitive.clone(),
             inputs: eqn.inputs.clone(),
@@ -216,14 +212,9 @@ pub fn dce(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
                 })
                 .collect(),
         };
-        rw.copy_eqn(jaxpr, &mut map, &pruned)?;
-    }
-    rw.out.outvars = jaxpr
-        .outvars
-        .iter()
-        .map(|a| map.atom(a))
-        .collect::<Result<_, _>>()?;
-    Ok(rw.out)
+        rw.copy_eqn(jaxpr, map, &pruned)?;
+        Ok(true)
+    })
 }
 
 /// Bitwise identity of atoms: literals compare by dtype and bit pattern, so
@@ -252,24 +243,13 @@ fn cse_candidate(p: &Primitive) -> bool {
 /// Merges equations that apply the same primitive (equal params) to the same
 /// operands; later copies are replaced by the first one's results.
 pub fn cse(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
-    let mut rw = Rewriter::new();
-    let mut map = VarMap::new(jaxpr.vars.len());
-    for v in &jaxpr.constvars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.constvars.push(nv);
-    }
-    for v in &jaxpr.invars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.invars.push(nv);
-    }
     let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
-    for eqn in &jaxpr.eqns {
+    rewrite_eqns(jaxpr, |rw, map, eqn| {
         let candidate = cse_candidate(&eqn.primitive)
             && !has_effect(jaxpr, eqn)
             && eqn.outputs.iter().all(|b| matches!(b, Binder::Var(_)));
         if !candidate {
-            rw.copy_eqn(jaxpr, &mut map, eqn)?;
-            continue;
+            return Ok(false);
         }
         let inputs = eqn
             .inputs
@@ -310,17 +290,12 @@ pub fn cse(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
                 }
             }
             None => {
-                rw.copy_eqn(jaxpr, &mut map, eqn)?;
+                rw.copy_eqn(jaxpr, map, eqn)?;
                 seen.entry(hash).or_default().push(rw.out.eqns.len() - 1);
             }
         }
-    }
-    rw.out.outvars = jaxpr
-        .outvars
-        .iter()
-        .map(|a| map.atom(a))
-        .collect::<Result<_, _>>()?;
-    Ok(rw.out)
+        Ok(true)
+    })
 }
 
 /// Primitives whose scalar applications to literals are folded.
@@ -381,29 +356,13 @@ pub(crate) fn array_literal(a: &HostArray) -> Option<Literal> {
 /// with the reference interpreter's kernels, replacing their result by a
 /// literal. Anything else (arrays, calls, failures) is kept as is.
 pub fn fold_constants(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
-    let mut rw = Rewriter::new();
-    let mut map = VarMap::new(jaxpr.vars.len());
-    for v in &jaxpr.constvars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.constvars.push(nv);
-    }
-    for v in &jaxpr.invars {
-        let nv = rw.fresh(jaxpr, &mut map, *v)?;
-        rw.out.invars.push(nv);
-    }
-    for eqn in &jaxpr.eqns {
-        if let Some((v, lit)) = try_fold(jaxpr, &map, eqn)? {
+    rewrite_eqns(jaxpr, |_, map, eqn| match try_fold(jaxpr, map, eqn)? {
+        Some((v, lit)) => {
             map.set(v, Atom::Lit(lit))?;
-        } else {
-            rw.copy_eqn(jaxpr, &mut map, eqn)?;
+            Ok(true)
         }
-    }
-    rw.out.outvars = jaxpr
-        .outvars
-        .iter()
-        .map(|a| map.atom(a))
-        .collect::<Result<_, _>>()?;
-    Ok(rw.out)
+        None => Ok(false),
+    })
 }
 
 fn try_fold(jaxpr: &Jaxpr, map: &VarMap, eqn: &Eqn) -> Result<Option<(Var, Literal)>, IrError> {
