@@ -92,7 +92,7 @@ pub(crate) fn operand(a: &Atom) -> Result<Operand, IrError> {
     })
 }
 
-fn dump_dir() -> Option<std::path::PathBuf> {
+pub(crate) fn dump_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("JAXON_DUMP")
         .filter(|d| !d.is_empty())
         .map(Into::into)
@@ -451,7 +451,7 @@ fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, I
         .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
 }
 
-fn write_dump(dir: &std::path::Path, key: &str, plans: &str, clif: &str) {
+pub(crate) fn write_dump(dir: &std::path::Path, key: &str, plans: &str, clif: &str) {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     key.hash(&mut h);

@@ -430,7 +430,7 @@ pub(crate) fn run_step_call(
 }
 
 /// The host array behind a buffer of this backend (or of the interpreter).
-fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
+pub(crate) fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
     let any = b.as_any();
     any.downcast_ref::<HostBuffer>()
         .map(|h| &h.array)

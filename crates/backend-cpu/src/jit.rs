@@ -332,6 +332,39 @@ impl CodeBuilder {
     }
 }
 
+impl CodeBuilder {
+    /// Finalises a module of kernels only; returns one callable kernel per
+    /// defined function, in definition order.
+    pub fn finish_kernels(mut self) -> Result<Vec<Kernel>, IrError> {
+        self.compile_all()?;
+        self.module
+            .finalize_definitions()
+            .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
+        let ptrs: Vec<(*const u8, Option<Shape>)> = self
+            .funcs
+            .iter()
+            .map(|(id, n)| (self.module.get_finalized_function(*id), *n))
+            .collect();
+        let code = Arc::new(CodeModule {
+            _module: self.module,
+        });
+        ptrs.into_iter()
+            .map(|(p, shape)| {
+                let shape = shape.ok_or_else(|| {
+                    IrError::Eval("cpu backend: a kernel module holds a program function".into())
+                })?;
+                Ok(Kernel {
+                    // SAFETY: as in `finish`: `p` is a finalised kernel of
+                    // `code`, which the kernel keeps alive.
+                    entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
+                    shape,
+                    _code: code.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
 /// A finalised module.
 pub(crate) struct Finished {
     /// The program function.

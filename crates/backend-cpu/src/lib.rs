@@ -189,6 +189,7 @@ mod copy;
 mod cumulative;
 mod discharge;
 mod dot;
+mod dynamic;
 mod exec;
 mod jit;
 mod kernel;
@@ -209,6 +210,7 @@ use std::sync::{Arc, Mutex};
 /// The Cranelift CPU backend (`"cpu"`).
 pub struct CpuBackend {
     cache: Mutex<HashMap<String, Arc<exec::Program>>>,
+    dyn_cache: Mutex<HashMap<String, Arc<dynamic::DynProgram>>>,
     pool: Arc<pool::Pool>,
     threads: usize,
     opts: compile::Options,
@@ -236,6 +238,7 @@ impl CpuBackend {
     pub fn with_threads(threads: usize) -> CpuBackend {
         CpuBackend {
             cache: Mutex::new(HashMap::new()),
+            dyn_cache: Mutex::new(HashMap::new()),
             pool: Arc::new(pool::Pool::default()),
             threads: threads.max(1),
             opts: compile::Options::default(),
@@ -250,9 +253,46 @@ impl CpuBackend {
         self
     }
 
+    /// The step plan of the dynamic-shape program compiled for `jaxpr`
+    /// (`None` when it has static shapes or was not compiled): which
+    /// equations run as fused kernels, GEMMs, routines and nested bodies.
+    pub fn dynamic_plan(&self, jaxpr: &ClosedJaxpr) -> Option<String> {
+        let key = compile::fingerprint(&jaxpr.jaxpr);
+        let cache = self.dyn_cache.lock().ok()?;
+        cache.get(&key).map(|p| p.plan.clone())
+    }
+
     /// Number of distinct programs compiled so far (cache entries).
     pub fn cached_programs(&self) -> usize {
         self.cache.lock().map(|c| c.len()).unwrap_or(0)
+            + self.dyn_cache.lock().map(|c| c.len()).unwrap_or(0)
+    }
+}
+
+impl CpuBackend {
+    /// Compiles a jaxpr with dynamic dimensions once for every size
+    /// (`dynamic`).
+    fn compile_dynamic(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
+        let key = compile::fingerprint(&jaxpr.jaxpr);
+        let cached = self
+            .dyn_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&key).cloned());
+        let program = match cached {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(dynamic::compile(jaxpr, &key, self.opts.contract_fma)?);
+                if let Ok(mut c) = self.dyn_cache.lock() {
+                    c.insert(key, p.clone());
+                }
+                p
+            }
+        };
+        Ok(Arc::new(dynamic::DynExecutable {
+            program,
+            threads: self.threads,
+        }))
     }
 }
 
@@ -265,6 +305,9 @@ impl Backend for CpuBackend {
         if let Ok(mut c) = self.cache.lock() {
             c.clear();
         }
+        if let Ok(mut c) = self.dyn_cache.lock() {
+            c.clear();
+        }
     }
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
@@ -274,6 +317,9 @@ impl Backend for CpuBackend {
                 jaxpr.jaxpr.constvars.len(),
                 jaxpr.consts.len()
             )));
+        }
+        if dynamic::is_dynamic(&jaxpr.jaxpr) {
+            return self.compile_dynamic(jaxpr);
         }
         let simple = jaxon_ir::passes::simplify(jaxpr)?;
         let key = compile::fingerprint(&simple.jaxpr);

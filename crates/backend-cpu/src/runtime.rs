@@ -242,3 +242,52 @@ unsafe fn write_array(a: &HostArray, p: *mut u8) {
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p.cast(), v.len()) }
     });
 }
+
+/// Runs kernel `entry` of a flat run (`dynamic::flat`) over `0..n`.
+/// `inputs` are the kernel's inputs with the dtype it was compiled for and
+/// whether it reads them whole (stride 1) or as a scalar (stride 0); the
+/// output is whole, or a scalar for a reduction. Everything the kernel's
+/// memory accesses rely on is checked here first.
+pub(crate) fn run_flat_kernel(
+    kernel: &crate::jit::Kernel,
+    inputs: &[(&HostArray, DType, bool)],
+    out: &mut HostArray,
+    reduce: bool,
+    n: usize,
+    threads: usize,
+) -> Result<(), IrError> {
+    let bad = |what: String| Err(IrError::Eval(format!("cpu backend: flat kernel: {what}")));
+    for (k, (a, dt, full)) in inputs.iter().enumerate() {
+        let want = if *full { n } else { 1 };
+        if a.dtype() != *dt || a.len() != want {
+            return bad(format!(
+                "input {k} is {}{:?}, expected {dt} with {want} elements",
+                a.dtype(),
+                a.shape()
+            ));
+        }
+    }
+    if out.len() != if reduce { 1 } else { n } {
+        return bad(format!("output has {} elements for size {n}", out.len()));
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let mut ptrs: Vec<*mut u8> = inputs
+        .iter()
+        // Kernels only read through input pointers.
+        .map(|(a, _, _)| with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut()))
+        .collect();
+    ptrs.push(with_storage!(out.data_mut(), v => v.as_mut_ptr().cast::<u8>()));
+    let threads = if kernel.splittable() && n >= PARALLEL_MIN_WORK {
+        threads
+    } else {
+        1
+    };
+    // SAFETY: every input holds `n` elements (whole) or one (scalar) of the
+    // dtype the kernel was compiled for, as it reads them over `0..n`; the
+    // output holds what it writes and does not alias an input (it is
+    // borrowed mutably); a kernel is only split when splittable.
+    unsafe { run_split(kernel.entry(), ptrs.as_ptr(), n, threads) };
+    Ok(())
+}

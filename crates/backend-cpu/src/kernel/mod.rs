@@ -80,6 +80,11 @@ struct Leaf {
     strides: Vec<i64>,
 }
 
+/// Whether kernels can load and store values of `dt`.
+pub(crate) fn storable(dt: DType) -> bool {
+    half::storable(dt)
+}
+
 /// A group compiled to a Cranelift function (not yet machine code).
 pub(crate) struct GroupCode {
     /// The function.

@@ -188,31 +188,7 @@ pub(crate) fn for_loop(
         bound(2, "step")?,
     );
     let index_dtype = array("for_loop", "the loop index", &args[head + 3])?.dtype();
-    let trips: i64 = if apply_reverse_transform {
-        if step == 0 {
-            return Err(IrError::Eval("for_loop: step is 0".into()));
-        }
-        let dist = hi - lo;
-        // Ceiling division for either sign of step.
-        let q = dist / step;
-        let q = if dist % step != 0 && ((dist < 0) == (step < 0)) {
-            q + 1
-        } else {
-            q
-        };
-        q.max(0)
-    } else {
-        if step <= 0 {
-            return Err(IrError::Eval(format!(
-                "for_loop: step {step} must be positive"
-            )));
-        }
-        if hi > lo {
-            (hi - lo + step - 1) / step
-        } else {
-            0
-        }
-    };
+    let trips = for_loop_trips(lo, hi, step, apply_reverse_transform)?;
     for k in 0..trips {
         let iv = lo + k * step;
         let mut bargs = consts.to_vec();
@@ -235,8 +211,44 @@ pub(crate) fn for_loop(
     Ok(carry)
 }
 
+/// The trip count of a `for_loop` from `lo` to `hi` by `step`. With
+/// `apply_reverse_transform` it is `ceil((hi - lo) / step)` for any nonzero
+/// step (negative steps count down); otherwise the step must be positive.
+pub fn for_loop_trips(
+    lo: i64,
+    hi: i64,
+    step: i64,
+    apply_reverse_transform: bool,
+) -> Result<i64, IrError> {
+    if apply_reverse_transform {
+        if step == 0 {
+            return Err(IrError::Eval("for_loop: step is 0".into()));
+        }
+        let dist = hi - lo;
+        // Ceiling division for either sign of step.
+        let q = dist / step;
+        let q = if dist % step != 0 && ((dist < 0) == (step < 0)) {
+            q + 1
+        } else {
+            q
+        };
+        Ok(q.max(0))
+    } else {
+        if step <= 0 {
+            return Err(IrError::Eval(format!(
+                "for_loop: step {step} must be positive"
+            )));
+        }
+        Ok(if hi > lo {
+            (hi - lo + step - 1) / step
+        } else {
+            0
+        })
+    }
+}
+
 /// A scalar of an integer dtype holding `v` exactly.
-fn index_scalar(dtype: crate::dtype::DType, v: i64) -> HostArray {
+pub fn index_scalar(dtype: crate::dtype::DType, v: i64) -> HostArray {
     let lit = crate::literal::Literal {
         value: crate::literal::Scalar::Int(v),
         dtype,

@@ -26,6 +26,13 @@ mod tests_state;
 
 pub use backend::{HostBuffer, InterpreterBackend};
 
+/// Pieces of the interpreter's control flow that backends running the same
+/// semantics share (one definition of each rule).
+pub mod support {
+    pub use super::control::{for_loop_trips, index_scalar};
+    pub use super::util::{index_axis0, literal_array, scalar_i64, stack};
+}
+
 use crate::array::HostArray;
 use crate::aval::{Aval, Dim};
 use crate::error::IrError;

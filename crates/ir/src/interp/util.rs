@@ -181,7 +181,7 @@ impl Elem for bool {
 
 /// The scalar array holding a literal's value, exactly (64-bit integers
 /// included).
-pub(crate) fn literal_array(lit: &Literal) -> HostArray {
+pub fn literal_array(lit: &Literal) -> HostArray {
     let d = lit.dtype;
     let data = match lit.value {
         Scalar::Bool(b) => Storage::from_f64(d, &[b as u8 as f64]),
@@ -313,7 +313,7 @@ pub(crate) fn gather(data: &Storage, positions: &[usize]) -> Storage {
 }
 
 /// Sub-array `i` along axis 0.
-pub(crate) fn index_axis0(a: &HostArray, i: usize) -> Result<HostArray, IrError> {
+pub fn index_axis0(a: &HostArray, i: usize) -> Result<HostArray, IrError> {
     let Some((&n, rest)) = a.shape().split_first() else {
         return Err(IrError::Eval("cannot slice a scalar along axis 0".into()));
     };
@@ -328,7 +328,7 @@ pub(crate) fn index_axis0(a: &HostArray, i: usize) -> Result<HostArray, IrError>
 }
 
 /// Stacks equally shaped arrays along a new leading axis.
-pub(crate) fn stack(
+pub fn stack(
     items: &[HostArray],
     dtype: DType,
     item_shape: &[usize],
@@ -353,7 +353,7 @@ pub(crate) fn stack(
 }
 
 /// A scalar's value as i64 (integer, bool or float truncated).
-pub(crate) fn scalar_i64(a: &HostArray, what: &str) -> Result<i64, IrError> {
+pub fn scalar_i64(a: &HostArray, what: &str) -> Result<i64, IrError> {
     if a.len() != 1 || !a.shape().is_empty() {
         return Err(IrError::Eval(format!(
             "{what}: expected a scalar, got {}{:?}",

@@ -1,0 +1,506 @@
+//! The driver of dynamic-shape programs: binds each value in its own
+//! buffer, resolves dimension variables from the values bound so far, and
+//! runs a body's steps; loops and branches run their bodies' steps.
+//!
+//! Invariant: every bound value has its declared type, with each
+//! dimension variable replaced by its runtime value (`bind` checks), so a
+//! flat kernel's size comes from its run's declared shape and every input
+//! of the run has exactly that many elements (re-checked by
+//! `runtime::run_flat_kernel` before any kernel runs).
+
+use super::flat::FlatRun;
+use super::{Body, DynProgram, Step};
+use crate::dot::DotPlan;
+use crate::exec::{host_array, identity_array};
+use crate::jit::Kernel;
+use jaxon_ir::interp::support::{
+    for_loop_trips, index_axis0, index_scalar, literal_array, scalar_i64, stack,
+};
+use jaxon_ir::interp::HostBuffer;
+use jaxon_ir::{
+    Atom, Aval, Binder, Buffer, Dim, Eqn, Executable, HostArray, IrError, Jaxpr, Primitive,
+};
+use std::sync::Arc;
+
+/// An executable of a dynamic-shape program.
+pub(crate) struct DynExecutable {
+    pub(crate) program: Arc<DynProgram>,
+    pub(crate) threads: usize,
+}
+
+impl Executable for DynExecutable {
+    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());
+        for b in args {
+            owned.push(match host_array(b) {
+                Some(_) => None,
+                None => Some(b.to_host()?),
+            });
+        }
+        let vals = args
+            .iter()
+            .zip(&owned)
+            .map(|(b, o)| match o {
+                Some(a) => Ok(Val::Ref(a)),
+                None => host_array(b)
+                    .map(Val::Ref)
+                    .ok_or_else(|| IrError::Eval("cpu backend: buffer vanished".into())),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ctx = Ctx {
+            kernels: &self.program.kernels,
+            threads: self.threads,
+        };
+        let outs = run_body(&ctx, &self.program.top, vals)?;
+        Ok(outs
+            .into_iter()
+            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
+            .collect())
+    }
+}
+
+struct Ctx<'k> {
+    kernels: &'k [Kernel],
+    threads: usize,
+}
+
+/// A bound value: owned, or borrowed from an enclosing body or the caller.
+enum Val<'a> {
+    Own(HostArray),
+    Ref(&'a HostArray),
+}
+
+impl Val<'_> {
+    fn get(&self) -> &HostArray {
+        match self {
+            Val::Own(a) => a,
+            Val::Ref(a) => a,
+        }
+    }
+}
+
+fn fail(m: impl std::fmt::Display) -> IrError {
+    IrError::Eval(format!("cpu backend: {m}"))
+}
+
+type Env<'a> = Vec<Option<Val<'a>>>;
+
+/// The runtime sizes of `shape`.
+fn resolve(jaxpr: &Jaxpr, env: &Env, shape: &[Dim]) -> Result<Vec<usize>, IrError> {
+    shape
+        .iter()
+        .map(|d| match d {
+            Dim::Const(n) => Ok(*n),
+            Dim::Var(v) => {
+                let a = env
+                    .get(v.index())
+                    .and_then(Option::as_ref)
+                    .ok_or_else(|| fail(format!("dimension variable #{} is unbound", v.0)))?;
+                let n = scalar_i64(a.get(), "a dimension")?;
+                usize::try_from(n).map_err(|_| {
+                    fail(format!(
+                        "dimension variable #{} of {} has negative value {n}",
+                        v.0,
+                        jaxpr.vars.len()
+                    ))
+                })
+            }
+        })
+        .collect()
+}
+
+/// Checks `a` against `aval` (its dimensions resolved in `env`).
+fn check(
+    jaxpr: &Jaxpr,
+    env: &Env,
+    aval: &Aval,
+    a: &HostArray,
+    what: &dyn Fn() -> String,
+) -> Result<(), IrError> {
+    let Aval::Array(sa) = aval else {
+        return Err(fail(format!(
+            "{}: `Ref` values of dynamic-shape programs are not supported yet",
+            what()
+        )));
+    };
+    let want = resolve(jaxpr, env, &sa.shape)?;
+    if a.dtype() != sa.dtype || a.shape() != want.as_slice() {
+        return Err(fail(format!(
+            "{}: expected {}{:?}, got {}{:?}",
+            what(),
+            sa.dtype,
+            want,
+            a.dtype(),
+            a.shape()
+        )));
+    }
+    Ok(())
+}
+
+fn bind<'a>(
+    jaxpr: &Jaxpr,
+    env: &mut Env<'a>,
+    b: &Binder,
+    val: Val<'a>,
+    what: &dyn Fn() -> String,
+) -> Result<(), IrError> {
+    match b {
+        Binder::Var(v) => {
+            let aval = jaxpr
+                .try_aval(*v)
+                .ok_or_else(|| fail(format!("{}: variable out of range", what())))?;
+            check(jaxpr, env, aval, val.get(), what)?;
+            env[v.index()] = Some(val);
+        }
+        Binder::Drop(aval) => check(jaxpr, env, aval, val.get(), what)?,
+    }
+    Ok(())
+}
+
+fn read<'e>(env: &'e Env, a: &Atom) -> Result<Val<'e>, IrError> {
+    match a {
+        Atom::Lit(l) => Ok(Val::Own(literal_array(l))),
+        Atom::Var(v) => env
+            .get(v.index())
+            .and_then(Option::as_ref)
+            .map(|x| Val::Ref(x.get()))
+            .ok_or_else(|| fail(format!("variable #{} is read before it is bound", v.0))),
+    }
+}
+
+/// Runs `body` on `args` (its invars, after its own consts).
+fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<HostArray>, IrError> {
+    let j = &*body.jaxpr;
+    if args.len() != j.invars.len() || body.consts.len() != j.constvars.len() {
+        return Err(fail(format!(
+            "a body with {} inputs got {} arguments",
+            j.invars.len(),
+            args.len()
+        )));
+    }
+    let mut env: Env<'a> = (0..j.vars.len()).map(|_| None).collect();
+    for (k, (v, c)) in j.constvars.iter().zip(body.consts.iter()).enumerate() {
+        bind(j, &mut env, &Binder::Var(*v), Val::Ref(c), &|| {
+            format!("const {k}")
+        })?;
+    }
+    for (k, (v, a)) in j.invars.iter().zip(args).enumerate() {
+        bind(j, &mut env, &Binder::Var(*v), a, &|| {
+            format!("argument {k}")
+        })?;
+    }
+    for step in &body.steps {
+        match step {
+            Step::Flat(run) => run_flat(ctx, j, &mut env, run)?,
+            Step::Dot(e) => {
+                let eqn = &j.eqns[*e];
+                let out = dot(ctx, j, &env, eqn)?;
+                bind_outputs(j, &mut env, *e, vec![out])?;
+            }
+            Step::Op(e) => {
+                let eqn = &j.eqns[*e];
+                let args: Vec<HostArray> = eqn
+                    .inputs
+                    .iter()
+                    .map(|a| read(&env, a).map(|v| v.get().clone()))
+                    .collect::<Result<_, _>>()?;
+                let outs = jaxon_ir::interp::ops::eval_op(&eqn.primitive, &args)
+                    .map_err(|err| at(j, *e, err))?;
+                bind_outputs(j, &mut env, *e, outs)?;
+            }
+            Step::Nested(e, bodies) => {
+                let outs =
+                    nested(ctx, j, &env, &j.eqns[*e], bodies).map_err(|err| at(j, *e, err))?;
+                bind_outputs(j, &mut env, *e, outs)?;
+            }
+        }
+    }
+    // Results: owned values are moved out at their last use.
+    let mut outs = Vec::with_capacity(j.outvars.len());
+    for (k, a) in j.outvars.iter().enumerate() {
+        let again = j.outvars[k + 1..].contains(a);
+        outs.push(match a {
+            Atom::Lit(l) => literal_array(l),
+            Atom::Var(v) => match env.get_mut(v.index()).and_then(Option::take) {
+                Some(Val::Own(x)) if !again => x,
+                Some(x) => {
+                    let c = x.get().clone();
+                    env[v.index()] = Some(x);
+                    c
+                }
+                None => return Err(fail(format!("result {k} is unbound"))),
+            },
+        });
+    }
+    Ok(outs)
+}
+
+/// Names equation `e` in an error.
+fn at(j: &Jaxpr, e: usize, err: IrError) -> IrError {
+    fail(format!(
+        "dynamic program, {}: {err}",
+        crate::compile::describe_eqn(j, e)
+    ))
+}
+
+fn bind_outputs(j: &Jaxpr, env: &mut Env, e: usize, outs: Vec<HostArray>) -> Result<(), IrError> {
+    let eqn = &j.eqns[e];
+    if outs.len() != eqn.outputs.len() {
+        return Err(at(
+            j,
+            e,
+            fail(format!(
+                "{} results for {} binders",
+                outs.len(),
+                eqn.outputs.len()
+            )),
+        ));
+    }
+    for (k, (b, x)) in eqn.outputs.iter().zip(outs).enumerate() {
+        bind(j, env, b, Val::Own(x), &|| {
+            format!("{} result {k}", crate::compile::describe_eqn(j, e))
+        })?;
+    }
+    Ok(())
+}
+
+fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), IrError> {
+    let shape = resolve(j, env, &run.shape)?;
+    let n: usize = shape.iter().product();
+    let mut slots: Vec<Option<Val>> = (0..run.n_slots).map(|_| None).collect();
+    for inp in &run.inputs {
+        slots[inp.slot] = Some(read(env, &Atom::Var(inp.var))?);
+    }
+    for g in &run.groups {
+        let kernel = ctx
+            .kernels
+            .get(g.kernel)
+            .ok_or_else(|| fail("missing flat kernel"))?;
+        let mut out = match g.reduce {
+            Some(op) => identity_array(op, g.out_dtype, &[])?,
+            None => HostArray::zeros(g.out_dtype, &shape),
+        };
+        let inputs = g
+            .inputs
+            .iter()
+            .map(|&(s, dt, full)| {
+                slots
+                    .get(s)
+                    .and_then(Option::as_ref)
+                    .map(|v| (v.get(), dt, full))
+                    .ok_or_else(|| fail("flat run slot read before it is written"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        crate::runtime::run_flat_kernel(
+            kernel,
+            &inputs,
+            &mut out,
+            g.reduce.is_some(),
+            n,
+            ctx.threads,
+        )?;
+        slots[g.out] = Some(Val::Own(out));
+    }
+    let mut results = Vec::with_capacity(run.outputs.len());
+    for &(v, s) in &run.outputs {
+        match slots.get_mut(s).and_then(Option::take) {
+            Some(Val::Own(x)) => results.push((v, x)),
+            _ => return Err(fail("flat run result was not computed")),
+        }
+    }
+    drop(slots);
+    for (v, x) in results {
+        bind(j, env, &Binder::Var(v), Val::Own(x), &|| {
+            format!("fused result v{}", v.0)
+        })?;
+    }
+    Ok(())
+}
+
+fn dot(ctx: &Ctx, j: &Jaxpr, env: &Env, eqn: &Eqn) -> Result<HostArray, IrError> {
+    let (
+        Primitive::DotGeneral {
+            dimension_numbers, ..
+        },
+        [l, r],
+    ) = (&eqn.primitive, eqn.inputs.as_slice())
+    else {
+        return Err(fail("dot step without a dot_general"));
+    };
+    let (l, r) = (read(env, l)?, read(env, r)?);
+    let (l, r) = (l.get(), r.get());
+    let plan = DotPlan::new(l.shape(), r.shape(), dimension_numbers, l.dtype())
+        .map_err(|m| fail(format!("dot_general: {m} ({} equations)", j.eqns.len())))?;
+    plan.run(l, r, ctx.threads)
+}
+
+/// Borrowed views of `xs`.
+fn borrow<'x>(xs: &'x [Val<'_>]) -> Vec<Val<'x>> {
+    xs.iter().map(|x| Val::Ref(x.get())).collect()
+}
+
+/// Runs a control-flow or call equation.
+fn nested(
+    ctx: &Ctx,
+    _j: &Jaxpr,
+    env: &Env,
+    eqn: &Eqn,
+    bodies: &[Body],
+) -> Result<Vec<HostArray>, IrError> {
+    let args: Vec<Val> = eqn
+        .inputs
+        .iter()
+        .map(|a| read(env, a))
+        .collect::<Result<_, _>>()?;
+    let refs = |xs: &[Val<'_>]| -> Vec<HostArray> { xs.iter().map(|x| x.get().clone()).collect() };
+    let body_at = |k: usize| bodies.get(k).ok_or_else(|| fail("missing nested body"));
+    match &eqn.primitive {
+        Primitive::Cond { branches } => {
+            let (index, ops) = args
+                .split_first()
+                .ok_or_else(|| fail("cond without an index"))?;
+            let i = scalar_i64(index.get(), "cond index")?;
+            let i = i.clamp(0, branches.len() as i64 - 1) as usize;
+            run_body(ctx, body_at(i)?, borrow(ops))
+        }
+        Primitive::While {
+            cond_nconsts,
+            body_nconsts,
+            ..
+        } => {
+            let (body, cond) = (body_at(0)?, body_at(1)?);
+            let n = cond_nconsts + body_nconsts;
+            if args.len() < n {
+                return Err(fail("while: too few operands"));
+            }
+            let mut carry = refs(&args[n..]);
+            loop {
+                let mut cargs = borrow(&args[..*cond_nconsts]);
+                cargs.extend(carry.iter().map(Val::Ref));
+                let pred = run_body(ctx, cond, cargs)?;
+                let [p] = pred.as_slice() else {
+                    return Err(fail("while: the predicate gave several results"));
+                };
+                if scalar_i64(p, "while predicate")? == 0 {
+                    return Ok(carry);
+                }
+                let mut bargs = borrow(&args[*cond_nconsts..n]);
+                bargs.extend(carry.iter().map(Val::Ref));
+                carry = run_body(ctx, body, bargs)?;
+            }
+        }
+        Primitive::ForLoop {
+            body_nconsts,
+            nimplicit,
+            apply_reverse_transform,
+            ..
+        } => {
+            let body = body_at(0)?;
+            let head = body_nconsts + nimplicit;
+            if args.len() < head + 4 {
+                return Err(fail("for_loop: too few operands"));
+            }
+            let bound = |k: usize, what: &str| scalar_i64(args[head + k].get(), what);
+            let (lo, hi, step) = (
+                bound(0, "lower bound")?,
+                bound(1, "upper bound")?,
+                bound(2, "step")?,
+            );
+            let index_dtype = args[head + 3].get().dtype();
+            let trips = for_loop_trips(lo, hi, step, *apply_reverse_transform)?;
+            let mut carry = refs(&args[*body_nconsts..head]);
+            carry.extend(refs(&args[head + 4..]));
+            for k in 0..trips {
+                let index = index_scalar(index_dtype, lo + k * step);
+                let mut bargs = borrow(&args[..*body_nconsts]);
+                bargs.extend(carry[..*nimplicit].iter().map(Val::Ref));
+                bargs.push(Val::Ref(&index));
+                bargs.extend(carry[*nimplicit..].iter().map(Val::Ref));
+                let outs = run_body(ctx, body, bargs)?;
+                if outs.len() != carry.len() {
+                    return Err(fail("for_loop: the body gave the wrong number of results"));
+                }
+                carry = outs;
+            }
+            Ok(carry)
+        }
+        Primitive::Scan {
+            length,
+            reverse,
+            num_consts,
+            num_carry,
+            ..
+        } => {
+            let body = body_at(0)?;
+            let (nc, nk) = (*num_consts, *num_carry);
+            if args.len() < nc + nk {
+                return Err(fail("scan: too few operands"));
+            }
+            let mut carry = refs(&args[nc..nc + nk]);
+            let xs = &args[nc + nk..];
+            let mut ys: Vec<Vec<HostArray>> = Vec::new();
+            for step in 0..*length {
+                let i = if *reverse { length - 1 - step } else { step };
+                let rows = xs
+                    .iter()
+                    .map(|x| index_axis0(x.get(), i))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut bargs = borrow(&args[..nc]);
+                bargs.extend(carry.iter().map(Val::Ref));
+                bargs.extend(rows.iter().map(Val::Ref));
+                let mut outs = run_body(ctx, body, bargs)?;
+                if outs.len() < nk {
+                    return Err(fail("scan: the body gave too few results"));
+                }
+                let y = outs.split_off(nk);
+                carry = outs;
+                ys.push(y);
+            }
+            if *reverse {
+                ys.reverse();
+            }
+            let bj = &body.jaxpr;
+            let mut results = carry;
+            for k in 0..bj.outvars.len() - nk {
+                let col: Vec<HostArray> = ys
+                    .iter_mut()
+                    .map(|y| {
+                        std::mem::replace(&mut y[k], HostArray::zeros(jaxon_ir::DType::Bool, &[]))
+                    })
+                    .collect();
+                let (dt, shape) = match (col.first(), bj.atom_aval(&bj.outvars[nk + k])) {
+                    (Some(a), _) => (a.dtype(), a.shape().to_vec()),
+                    (None, Some(av)) => {
+                        let sa = av.array();
+                        let s = sa.static_sizes().ok_or_else(|| {
+                            fail("scan: a y output of a length-0 scan has a dynamic shape")
+                        })?;
+                        (sa.dtype, s)
+                    }
+                    (None, None) => return Err(fail("scan: bad body output")),
+                };
+                results.push(stack(&col, dt, &shape)?);
+            }
+            Ok(results)
+        }
+        Primitive::Jit { .. } | Primitive::Remat { .. } => {
+            run_body(ctx, body_at(0)?, borrow(&args))
+        }
+        Primitive::CustomJvpCall { num_consts, .. }
+        | Primitive::CustomVjpCall { num_consts, .. } => {
+            let body = body_at(0)?;
+            let n = body.jaxpr.invars.len();
+            if n == args.len() {
+                run_body(ctx, body, borrow(&args))
+            } else if *num_consts <= args.len() && n == args.len() - num_consts {
+                run_body(ctx, body, borrow(&args[*num_consts..]))
+            } else {
+                Err(fail(format!(
+                    "call_jaxpr takes {n} inputs, got {} operands",
+                    args.len()
+                )))
+            }
+        }
+        p => Err(fail(format!("`{}` has no nested body", p.name()))),
+    }
+}

@@ -1,0 +1,303 @@
+//! Dynamic shapes on the CPU backend: the seeds' golden jaxprs and traced
+//! dynamic programs (elementwise chains, reductions, matmul, concatenate,
+//! `for_loop`, `while`, `cond`) compile once and run for every size,
+//! matching the reference interpreter.
+
+use jaxon_backend_cpu::CpuBackend;
+use jaxon_ir::{eval_closed_jaxpr, parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
+use jaxon_trace::control::{cond, for_loop, while_loop_with};
+use jaxon_trace::dynshape::{self as dyn_};
+use jaxon_trace::error::ok_or_raise;
+use jaxon_trace::numpy as jnp;
+use jaxon_trace::{jit, make_jaxpr, Array};
+use std::sync::{Arc, Once};
+
+fn register() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| jaxon_trace::register_backend(Arc::new(CpuBackend::new())));
+}
+
+fn i64s(n: i64) -> HostArray {
+    HostArray::scalar(DType::I64, n as f64)
+}
+
+/// A deterministic, non-trivial sequence (no RNG crate in this crate).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+        })
+        .collect()
+}
+
+/// Runs `j` on the CPU backend (one executable for all `inputs`) and on
+/// the interpreter; results must agree to `tol` (relative).
+fn agree(j: &ClosedJaxpr, inputs: &[Vec<HostArray>], tol: f64) -> String {
+    let backend = CpuBackend::new();
+    let exe = backend.compile(j).unwrap();
+    for args in inputs {
+        let bufs: Vec<_> = args.iter().map(|a| backend.to_device(a).unwrap()).collect();
+        let got = exe.execute(&bufs).unwrap();
+        let want = eval_closed_jaxpr(j, args).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            let g = g.to_host().unwrap();
+            assert_eq!((g.dtype(), g.shape()), (w.dtype(), w.shape()));
+            for (a, b) in g.to_f64_vec().iter().zip(w.to_f64_vec()) {
+                assert!(
+                    (a - b).abs() <= tol * b.abs().max(1.0),
+                    "{a} vs {b} for {:?}",
+                    args.iter().map(|a| a.shape().to_vec()).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+    assert_eq!(backend.cached_programs(), 1);
+    let plan = backend.dynamic_plan(j).expect("a dynamic program");
+    eprintln!("{plan}");
+    plan
+}
+
+const SEED_000: &str = "{ lambda ; a:i64[]. let
+    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]
+      a
+    _:i64[] c:f64[a] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; d:i64[] e:i64[] f:i64[] g:f64[e]. let
+          h:f64[] = convert_element_type[new_dtype=float64 weak_type=False] d
+          i:f64[e] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] h e
+          j:f64[e] = mul g i
+        in (e, j) }
+      body_nconsts=1
+      nimplicit=1
+      preserve_dimensions=True
+    ] a a 0:i64[] 10:i64[] 1:i64[] 0:i64[] b
+    k:f64[a] = add b c
+  in (k,) }";
+
+const SEED_003: &str = "{ lambda ; a:i64[]. let
+    b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]
+      a
+    c:f64[a] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; d:i64[] e:f64[d] f:i64[] g:f64[d]. let
+          h:f64[d] = add g e
+        in (h,) }
+      body_nconsts=2
+      nimplicit=0
+      preserve_dimensions=True
+    ] a b 0:i64[] 10:i64[] 1:i64[] 0:i64[] b
+    i:f64[a] = add b c
+  in (i,) }";
+
+const ONES_PLUS_ONE: &str = "{ lambda ; a:i64[]. let
+    b:i64[] = add a 1:i64[]
+    c:f64[b] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[] b
+  in (b, c) }";
+
+#[test]
+fn seed_golden_jaxprs_compile_once_and_run_for_every_size() {
+    let sizes = [0i64, 1, 2, 5, 33, 1000, 300_000];
+    let inputs: Vec<Vec<HostArray>> = sizes.iter().map(|&n| vec![i64s(n)]).collect();
+    let plans: Vec<String> = [SEED_000, SEED_003, ONES_PLUS_ONE]
+        .iter()
+        .map(|text| agree(&parse_closed_jaxpr(text, Vec::new()).unwrap(), &inputs, 0.0))
+        .collect();
+    // The loop body's broadcast and product are one kernel; the ones and
+    // the final sum are kernels too.
+    assert!(
+        plans[0].contains("  flat eqns 1..3: 1 kernel(s)"),
+        "{}",
+        plans[0]
+    );
+    assert!(plans[0].starts_with("flat eqns 0..1"), "{}", plans[0]);
+    assert!(plans[1].contains("  flat eqns 0..1"), "{}", plans[1]);
+    // Hand-computed values.
+    let backend = CpuBackend::new();
+    let exe = backend
+        .compile(&parse_closed_jaxpr(SEED_000, Vec::new()).unwrap())
+        .unwrap();
+    for n in [3i64, 7] {
+        let out = exe
+            .execute(&[backend.to_device(&i64s(n)).unwrap()])
+            .unwrap();
+        let want = 1.0 + (n as f64).powi(10);
+        assert_eq!(
+            out[0].to_host().unwrap().to_f64_vec(),
+            vec![want; n as usize]
+        );
+    }
+}
+
+#[test]
+fn elementwise_chain_and_reduction_fuse_over_a_dynamic_axis() {
+    // exp(x) * y - tanh(x) summed, plus x's sine: one flat run then a
+    // reduction, for sizes around the vector width and the thread split.
+    let f = |(x, y): (Array, Array)| {
+        let z = &x.exp() * &y - x.tanh();
+        (z.sum(jnp::All) + x.sin(), z)
+    };
+    let j = jit(f).abstracted_axes(&[&[(0, "n")], &[(0, "n")]]);
+    let lowered = j
+        .lower((
+            Array::from_vec(values(3, 1), &[3]),
+            Array::from_vec(values(3, 2), &[3]),
+        ))
+        .unwrap();
+    let inputs: Vec<Vec<HostArray>> = [1usize, 3, 4, 5, 17, 1024, 300_001]
+        .iter()
+        .map(|&n| {
+            vec![
+                i64s(n as i64),
+                HostArray::from_f64(DType::F64, &[n], &values(n, n as u64)).unwrap(),
+                HostArray::from_f64(DType::F64, &[n], &values(n, 7 * n as u64)).unwrap(),
+            ]
+        })
+        .collect();
+    // The sum is reassociated (partial sums), tanh/exp are polynomials.
+    let plan = agree(&lowered, &inputs, 1e-12);
+    assert!(
+        !plan.contains("routine"),
+        "every equation is fused:\n{plan}"
+    );
+}
+
+#[test]
+fn jit_on_the_cpu_backend_compiles_once_for_matmul_and_concatenate() {
+    register();
+    let f = jit(|(x, y, w): (Array, Array, Array)| {
+        let xv = ok_or_raise(jnp::matmul(&x, &w));
+        ok_or_raise(dyn_::concatenate(&[xv, y], 0))
+    })
+    .backend("cpu")
+    .abstracted_axes(&[&[(0, "n")], &[(0, "m")]]);
+    for (n, m) in [(2usize, 1usize), (3, 4), (1, 1), (65, 9)] {
+        let xs = values(3 * n, n as u64);
+        let ys = values(m, 100 + m as u64);
+        let w = vec![1.0, -2.0, 0.5];
+        let out = f
+            .call((
+                Array::from_vec(xs.clone(), &[n, 3]),
+                Array::from_vec(ys.clone(), &[m]),
+                Array::from_vec(w.clone(), &[3]),
+            ))
+            .unwrap();
+        let mut want: Vec<f64> = (0..n)
+            .map(|r| (0..3).map(|c| xs[r * 3 + c] * w[c]).sum())
+            .collect();
+        want.extend(&ys);
+        assert_eq!(out.shape(), vec![n + m]);
+        for (a, b) in out.to_vec::<f64>().iter().zip(&want) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+    }
+    assert_eq!((f.trace_count(), f.compile_count()), (1, 1));
+}
+
+#[test]
+fn dynamic_matmul_of_two_dynamic_axes_matches_the_interpreter() {
+    // (n, k) @ (k, m) with all three sizes dynamic.
+    let f = jit(|(a, b): (Array, Array)| ok_or_raise(jnp::matmul(&a, &b)).tanh())
+        .abstracted_axes(&[&[(0, "n"), (1, "k")], &[(0, "k"), (1, "m")]]);
+    let lowered = f
+        .lower((
+            Array::from_vec(values(6, 1), &[2, 3]),
+            Array::from_vec(values(12, 2), &[3, 4]),
+        ))
+        .unwrap();
+    let text = jaxon_ir::print::print_jaxpr(&lowered.jaxpr);
+    assert!(text.contains("dot_general"), "{text}");
+    let inputs: Vec<Vec<HostArray>> = [
+        (1usize, 1usize, 1usize),
+        (2, 3, 4),
+        (17, 64, 33),
+        (128, 40, 70),
+    ]
+    .iter()
+    .map(|&(n, k, m)| {
+        let mut args = Vec::new();
+        // Implicit sizes first, in the order the type lists them.
+        let sizes = implicit_sizes(&lowered, &[n, k, m]);
+        args.extend(sizes.into_iter().map(|s| i64s(s as i64)));
+        args.push(HostArray::from_f64(DType::F64, &[n, k], &values(n * k, 3)).unwrap());
+        args.push(HostArray::from_f64(DType::F64, &[k, m], &values(k * m, 4)).unwrap());
+        args
+    })
+    .collect();
+    let plan = agree(&lowered, &inputs, 1e-12);
+    assert!(plan.starts_with("gemm eqn 0\nflat"), "{plan}");
+}
+
+/// The implicit size arguments of a lowered function whose abstracted axes
+/// are named `n`, `k`, `m` in first-use order.
+fn implicit_sizes(j: &ClosedJaxpr, nkm: &[usize]) -> Vec<usize> {
+    let n_implicit = j.jaxpr.invars.len() - 2;
+    nkm[..n_implicit].to_vec()
+}
+
+#[test]
+fn for_while_and_cond_with_dynamic_carries_run_natively() {
+    // A for_loop whose carry has a dynamic size, a while_loop that doubles
+    // its array until it passes a bound (preserve_dimensions=false), and a
+    // cond whose branches return different sizes.
+    let f = |(sz, p): (Array, Array)| {
+        let a = ok_or_raise(dyn_::iota(DType::F64, &sz));
+        let looped = ok_or_raise(for_loop(
+            0,
+            4,
+            1,
+            |i: Array, c: Array| &c * 0.5 + i.astype(DType::F64),
+            a.clone(),
+        ));
+        let grown = ok_or_raise(while_loop_with(
+            false,
+            |x: Array| ok_or_raise(dyn_::size_of(&x, 0)).lt(100),
+            |x: Array| {
+                let n = ok_or_raise(dyn_::size_of(&x, 0)).astype(DType::F64);
+                ok_or_raise(dyn_::concatenate(&[x.clone(), &x + n], 0))
+            },
+            a.clone(),
+        ));
+        let branched = ok_or_raise(cond(
+            &p,
+            |x: Array| x * 2.0,
+            |x: Array| ok_or_raise(dyn_::concatenate(&[x.clone(), x], 0)),
+            looped.clone(),
+        ));
+        (looped, grown, branched)
+    };
+    let j = make_jaxpr(f)((Array::scalar(3i64), Array::scalar(true))).unwrap();
+    let inputs: Vec<Vec<HostArray>> = [1i64, 3, 7, 100, 130]
+        .iter()
+        .flat_map(|&n| {
+            [true, false].map(|p| vec![i64s(n), HostArray::scalar(DType::Bool, p as u8 as f64)])
+        })
+        .collect();
+    agree(&j, &inputs, 0.0);
+}
+
+#[test]
+fn a_wrong_dynamic_argument_is_an_error_naming_both_types() {
+    let j = parse_closed_jaxpr(
+        "{ lambda ; a:i64[] b:f64[a]. let c:f64[a] = sin b in (c,) }",
+        Vec::new(),
+    )
+    .unwrap();
+    let backend = CpuBackend::new();
+    let exe = backend.compile(&j).unwrap();
+    let x = HostArray::from_f64(DType::F64, &[4], &values(4, 9)).unwrap();
+    let err = exe
+        .execute(&[
+            backend.to_device(&i64s(5)).unwrap(),
+            backend.to_device(&x).unwrap(),
+        ])
+        .expect_err("a size mismatch must fail")
+        .to_string();
+    assert!(err.contains("[5]") && err.contains("[4]"), "{err}");
+}
