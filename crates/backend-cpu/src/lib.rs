@@ -24,7 +24,7 @@
 //! next carry set, a `ys` row, the `cond` output).
 //!
 //! Unsupported primitives and dtypes are compile errors naming the
-//! equation; nothing falls back to the interpreter.
+//! equation; static-shape programs never call the interpreter.
 //!
 //! # What compiles
 //!
@@ -93,8 +93,14 @@
 //!   `Ref`s passed to `scan`, `while` and `cond` are discharged inside
 //!   the bodies too (`discharge.rs`): refs a body writes become carries or
 //!   extra branch results, refs only read stay constants.
-//! - Not yet: dynamic shapes (so Catalyst-style `for_loop`s with dynamic
-//!   dimensions), `Ref` operands of `for_loop`, block windows as pointer
+//! - Dynamic shapes (`dynamic`): a jaxpr with dimension variables compiles
+//!   once into a step list that serves every size. Elementwise runs and
+//!   full reductions are the same fused kernels, compiled over a flat space
+//!   whose extent is a call argument; `dot_general` plans its GEMM per
+//!   call; loops and branches run their bodies' steps from a native driver;
+//!   data movement (`iota`, `broadcast_in_dim`, `concatenate`, dynamic
+//!   slices, ...) runs the interpreter's whole-array routines.
+//! - Not yet: `Ref` operands of `for_loop`, block windows as pointer
 //!   offsets (blocks are copied).
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
