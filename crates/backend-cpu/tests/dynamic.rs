@@ -301,3 +301,65 @@ fn a_wrong_dynamic_argument_is_an_error_naming_both_types() {
         .to_string();
     assert!(err.contains("[5]") && err.contains("[4]"), "{err}");
 }
+
+fn ones(n: &Array) -> Array {
+    ok_or_raise(dyn_::ones(&[n.into()], DType::F64))
+}
+
+#[test]
+fn seed_loop_expansion_cases_run_on_the_cpu_backend() {
+    use jaxon_trace::control::{for_loop_with, ForLoopOptions};
+    let sizes: Vec<Vec<HostArray>> = [0i64, 1, 3, 9, 1000].map(|n| vec![i64s(n)]).to_vec();
+    // loop(i, a, a_) = (a*2, a_ + a): one shared dimension.
+    let shared = |sz: Array| {
+        let a0 = ones(&sz);
+        ok_or_raise(for_loop(
+            0,
+            10,
+            1,
+            |_i, (a, b): (Array, Array)| (&a * 2.0, &b + &a),
+            (a0.clone(), a0),
+        ))
+    };
+    agree(&make_jaxpr(shared)(Array::scalar(2i64)).unwrap(), &sizes, 0.0);
+    // loop(i, a, a_) = (b, b) with b = ones([sz+1]): a new shared dimension.
+    let fresh = |sz: Array| {
+        let a0 = ones(&sz);
+        let (x, y) = ok_or_raise(for_loop(
+            0,
+            3,
+            1,
+            |_i, (_a, _b): (Array, Array)| {
+                let b = ones(&(&sz + 1));
+                (b.clone(), b)
+            },
+            (a0.clone(), a0),
+        ));
+        &x + &y
+    };
+    agree(&make_jaxpr(fresh)(Array::scalar(2i64)).unwrap(), &sizes, 0.0);
+    // preserve_dimensions=False: one implicit dimension per use.
+    let opts = ForLoopOptions {
+        preserve_dimensions: false,
+        ..Default::default()
+    };
+    let per_use = |sz: Array| {
+        let a0 = ones(&sz);
+        let b0 = ones(&(&sz + 1));
+        ok_or_raise(for_loop_with(
+            opts,
+            0,
+            10,
+            1,
+            |_i, (a, b, c): (Array, Array, Array)| (&a + 1.0, &b * 2.0, c),
+            (a0, b0.clone(), b0),
+        ))
+    };
+    agree(&make_jaxpr(per_use)(Array::scalar(2i64)).unwrap(), &sizes, 0.0);
+    // The loop index sizes the result (an OutDBIdx dimension).
+    let by_index = |sz: Array| {
+        let a0 = ones(&sz);
+        ok_or_raise(for_loop(0, 10, 1, |i, _a: Array| ones(&i), a0))
+    };
+    agree(&make_jaxpr(by_index)(Array::scalar(4i64)).unwrap(), &sizes, 0.0);
+}
