@@ -197,6 +197,7 @@ mod discharge;
 mod dot;
 mod dynamic;
 mod exec;
+mod hugepages;
 mod jit;
 mod kernel;
 mod native;
@@ -349,8 +350,12 @@ impl Backend for CpuBackend {
     }
 
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
-        Ok(Arc::new(HostBuffer {
-            array: array.clone(),
-        }))
+        let bytes = array.len() * array.dtype().size_bytes();
+        let array = if bytes >= hugepages::MIN_BYTES {
+            HostArray::new(array.shape().to_vec(), hugepages::copy(array.data()))?
+        } else {
+            array.clone()
+        };
+        Ok(Arc::new(HostBuffer { array }))
     }
 }

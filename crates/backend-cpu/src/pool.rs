@@ -50,7 +50,11 @@ impl Pool {
                 return s;
             }
         }
-        Storage::zeros(dt, n)
+        // Fresh large zeroed storage is mapped but untouched: advise it
+        // before the program writes it.
+        let s = Storage::zeros(dt, n);
+        crate::hugepages::advise_storage(&s);
+        s
     }
 
     /// Returns storage to the free list (or frees it when the pool is full).

@@ -321,7 +321,11 @@ fn seed_loop_expansion_cases_run_on_the_cpu_backend() {
             (a0.clone(), a0),
         ))
     };
-    agree(&make_jaxpr(shared)(Array::scalar(2i64)).unwrap(), &sizes, 0.0);
+    agree(
+        &make_jaxpr(shared)(Array::scalar(2i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
     // loop(i, a, a_) = (b, b) with b = ones([sz+1]): a new shared dimension.
     let fresh = |sz: Array| {
         let a0 = ones(&sz);
@@ -337,7 +341,11 @@ fn seed_loop_expansion_cases_run_on_the_cpu_backend() {
         ));
         &x + &y
     };
-    agree(&make_jaxpr(fresh)(Array::scalar(2i64)).unwrap(), &sizes, 0.0);
+    agree(
+        &make_jaxpr(fresh)(Array::scalar(2i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
     // preserve_dimensions=False: one implicit dimension per use.
     let opts = ForLoopOptions {
         preserve_dimensions: false,
@@ -355,11 +363,19 @@ fn seed_loop_expansion_cases_run_on_the_cpu_backend() {
             (a0, b0.clone(), b0),
         ))
     };
-    agree(&make_jaxpr(per_use)(Array::scalar(2i64)).unwrap(), &sizes, 0.0);
+    agree(
+        &make_jaxpr(per_use)(Array::scalar(2i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
     // The loop index sizes the result (an OutDBIdx dimension).
     let by_index = |sz: Array| {
         let a0 = ones(&sz);
         ok_or_raise(for_loop(0, 10, 1, |i, _a: Array| ones(&i), a0))
     };
-    agree(&make_jaxpr(by_index)(Array::scalar(4i64)).unwrap(), &sizes, 0.0);
+    agree(
+        &make_jaxpr(by_index)(Array::scalar(4i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
 }
