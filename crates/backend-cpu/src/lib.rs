@@ -151,9 +151,9 @@
 //! | `log1p` | 2.98 | 3.00 | 3 |
 //! | `tanh` | 4.48 | 3.00 | 5 / 3 |
 //! | `logistic` | 1.74 | 2.00 | 3 |
-//! | `sin` | 1.43 | 1.00 | 2 |
-//! | `cos` | 1.46 | 1.00 | 2 |
-//! | `tan` | 2.56 | 3.00 | 4 |
+//! | `sin` | 1.66 | 1.00 | 2 |
+//! | `cos` | 1.58 | 1.00 | 2 |
+//! | `tan` | 2.75 | 3.00 | 4 |
 //! | `exp2` | 1.03 | 1.00 | 2 |
 //! | `sinh` | 2.79 | 3.00 | 3 |
 //! | `cosh` | 2.79 | 3.00 | 3 |
@@ -177,7 +177,9 @@
 //! `rem`, f64 `pow`, `nextafter`) are 0 ulp from the interpreter by construction
 //! (same code); `tests/coverage.rs` asserts it.
 //!
-//! `sin`/`cos`/`tan` use a three-part Cody–Waite reduction: the bounds hold for
+//! `sin`/`cos`/`tan` use a three-part Cody–Waite reduction (by `π` with one
+//! odd polynomial for f32, by `π/2` with both quadrant polynomials for f64):
+//! the bounds hold for
 //! |x| <= 1e5 (f32) and 1e9 (f64); beyond, accuracy degrades (no
 //! Payne–Hanek reduction yet).
 //!

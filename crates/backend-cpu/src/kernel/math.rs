@@ -387,6 +387,9 @@ pub(crate) fn logistic(em: &mut Em, dt: DType, x: Value) -> Value {
 /// 2^17 (f32) / 2^30 (f64); beyond, results stay in [-1, 1] but lose
 /// accuracy (no Payne–Hanek reduction yet).
 fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
+    if dt != DType::F64 {
+        return sin_cos_f32(em, dt, x, cos_shift == 1);
+    }
     let (c1, c2, c3, sin_terms, cos_terms) = if dt == DType::F64 {
         (
             std::f64::consts::FRAC_PI_2,
@@ -485,6 +488,71 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
         if dt == DType::F64 { 62 } else { 30 },
     );
     let sign = em.b.ins().ishl(neg_bit, sh);
+    let yb = em.as_int_bits(dt, y);
+    let yb = em.b.ins().bxor(yb, sign);
+    em.int_bits_as_float(dt, yb)
+}
+
+/// f32 `sin x` or `cos x` with one polynomial: `x = k π + r` (`cos`:
+/// `x = (k + 1/2) π + r`), `|r| <= π/2`, a three-part Cody–Waite `π`, then
+/// `sin x = ±(r + r^3 P(r^2))` with the sign from `k`'s parity (`cos x =
+/// -(-1)^k sin r`). `P` is our own minimax fit on `|r| <= π/2` (6e-9
+/// relative); measured 1.65 ulp for `sin` and 1.57 for `cos`. Half the
+/// work of evaluating both quadrant polynomials and selecting.
+fn sin_cos_f32(em: &mut Em, dt: DType, x: Value, cos: bool) -> Value {
+    const PI: [f64; 3] = [
+        3.1415927410125732,
+        -8.742277657347586e-8,
+        -3.4302490200117638e-15,
+    ];
+    const P: [f64; 4] = [
+        -0.166_666_597_127_914_43,
+        0.008_333_066_478_371_62,
+        -1.980_960_078_071_802_9e-4,
+        2.605_776_217_023_958_5e-6,
+    ];
+    let c = consts(dt);
+    let inv_pi = em.fconst(dt, std::f64::consts::FRAC_1_PI);
+    let magic = em.fconst(dt, c.magic);
+    // t = round(x/π) (sin) or round(x/π - 1/2) (cos), in the magic's
+    // mantissa.
+    let t = if cos {
+        let half = em.fconst(dt, -0.5);
+        let u = em.fma(x, inv_pi, half);
+        em.b.ins().fadd(u, magic)
+    } else {
+        em.fma(x, inv_pi, magic)
+    };
+    let kf = em.b.ins().fsub(t, magic);
+    let tb = em.as_int_bits(dt, t);
+    let mb = em.as_int_bits(dt, magic);
+    let k = em.b.ins().isub(tb, mb);
+    // cos: r = x - (2k + 1) π/2, with the halved (exact) parts of π.
+    let (j, scale) = if cos {
+        let two = em.fconst(dt, 2.0);
+        let one = em.fconst(dt, 1.0);
+        (em.fma(kf, two, one), 0.5)
+    } else {
+        (kf, 1.0)
+    };
+    let mut r = x;
+    for part in PI {
+        let n = em.fconst(dt, -part * scale);
+        r = em.fma(j, n, r);
+    }
+    let r2 = em.b.ins().fmul(r, r);
+    let p = em.poly(dt, r2, &P);
+    let r3 = em.b.ins().fmul(r2, r);
+    let y = em.fma(r3, p, r);
+    // Negate when k is odd (sin) or even (cos).
+    let k = if cos {
+        let one_i = em.iconst_for(dt, 1);
+        em.b.ins().iadd(k, one_i)
+    } else {
+        k
+    };
+    let sh = em.b.ins().iconst(cranelift_codegen::ir::types::I32, 31);
+    let sign = em.b.ins().ishl(k, sh);
     let yb = em.as_int_bits(dt, y);
     let yb = em.b.ins().bxor(yb, sign);
     em.int_bits_as_float(dt, yb)
