@@ -379,3 +379,44 @@ fn seed_loop_expansion_cases_run_on_the_cpu_backend() {
         0.0,
     );
 }
+
+/// Elementwise ops, reductions and a matmul (as in the transforms tests).
+fn g(x: &Array) -> Array {
+    let y = x.sin() * x;
+    let s = y.sum(jnp::All);
+    &s * ok_or_raise(jnp::matmul(x, x)) + (&y * 0.5).max(jnp::All)
+}
+
+#[test]
+fn jvp_vmap_and_grad_of_dynamic_programs_run_on_the_cpu_backend() {
+    use jaxon_trace::dynshape::Size;
+    use jaxon_transforms::{grad, jvp, vmap};
+    let sizes: Vec<Vec<HostArray>> = [1i64, 4, 9, 1000].map(|n| vec![i64s(n)]).to_vec();
+    let x_of = |n: &Array| ok_or_raise(dyn_::iota(DType::F64, n)) * 0.37 - 0.8;
+    let with_jvp = |n: Array| {
+        let t = ok_or_raise(dyn_::iota(DType::F64, &n)).cos();
+        ok_or_raise(jvp(|x: Array| g(&x), x_of(&n), t))
+    };
+    agree(
+        &make_jaxpr(with_jvp)(Array::scalar(3i64)).unwrap(),
+        &sizes,
+        1e-12,
+    );
+    let with_grad = |n: Array| ok_or_raise(grad(|x: Array| g(&x))(x_of(&n)));
+    agree(
+        &make_jaxpr(with_grad)(Array::scalar(3i64)).unwrap(),
+        &sizes,
+        1e-12,
+    );
+    let with_vmap = |n: Array| {
+        let three_n = ok_or_raise(dyn_::mul_sizes(&Size::Const(3), &(&n).into()));
+        let flat = ok_or_raise(dyn_::iota(DType::F64, three_n)) * 0.37 - 0.8;
+        let x = ok_or_raise(dyn_::reshape(&flat, &[Size::Const(3), (&n).into()]));
+        ok_or_raise(vmap(|r: Array| g(&r)).call(x))
+    };
+    agree(
+        &make_jaxpr(with_vmap)(Array::scalar(2i64)).unwrap(),
+        &sizes,
+        1e-12,
+    );
+}

@@ -237,9 +237,10 @@ fn reduce(
             let Some(t) = t else {
                 return Ok((vec![y], vec![None]));
             };
-            let shape = x.try_shape()?;
+            // Sizes, not a static shape: the rule holds for dynamic shapes.
+            let shape = jaxon_trace::dynshape::sizes(x)?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
-            let yb = lax::broadcast_in_dim(&y, &shape, &keep)?;
+            let yb = jaxon_trace::dynshape::broadcast_in_dim(&y, &shape, &keep)?;
             let hit = lax::convert_element_type(&lax::eq(x, &yb)?, x.dtype(), false)?;
             let count = lax::reduce(ReduceOp::Sum, &hit, axes)?;
             let num = lax::reduce(ReduceOp::Sum, &lax::mul(t, &hit)?, axes)?;
