@@ -420,3 +420,40 @@ fn jvp_vmap_and_grad_of_dynamic_programs_run_on_the_cpu_backend() {
         1e-12,
     );
 }
+
+#[test]
+fn grad_of_dynamic_division_max_and_clamp_runs_on_the_cpu_backend() {
+    use jaxon_transforms::grad;
+    // d/dx sum(x / (1 + x^2) + max(x, 0.3) + clamp(-0.5, x, 0.5)) on the cpu
+    // backend, against the interpreter and the closed form.
+    let loss = |x: Array| {
+        let d = &x / (&x * &x + 1.0);
+        let m = x.maximum(&Array::scalar(0.3f64));
+        let c = ok_or_raise(jaxon_trace::lax::clamp(
+            &Array::scalar(-0.5f64),
+            &x,
+            &Array::scalar(0.5f64),
+        ));
+        (d + m + c).sum(jnp::All)
+    };
+    let f = move |n: Array| {
+        let x = ok_or_raise(dyn_::iota(DType::F64, &n)) * 0.173 - 0.9;
+        ok_or_raise(grad(loss)(x))
+    };
+    let j = make_jaxpr(f)(Array::scalar(3i64)).unwrap();
+    let sizes: Vec<Vec<HostArray>> = [1i64, 5, 12, 257].map(|n| vec![i64s(n)]).to_vec();
+    agree(&j, &sizes, 1e-12);
+    let backend = CpuBackend::new();
+    let exe = backend.compile(&j).unwrap();
+    let out = exe
+        .execute(&[backend.to_device(&i64s(12)).unwrap()])
+        .unwrap();
+    let got = out[0].to_host().unwrap().to_f64_vec();
+    for (i, g) in got.iter().enumerate() {
+        let x = i as f64 * 0.173 - 0.9;
+        let want = (1.0 - x * x) / (1.0 + x * x).powi(2)
+            + if x > 0.3 { 1.0 } else { 0.0 }
+            + if x.abs() < 0.5 { 1.0 } else { 0.0 };
+        assert!((g - want).abs() < 1e-6, "x={x}: {g} vs {want}");
+    }
+}

@@ -10,7 +10,7 @@ use crate::util::{broadcast_operand, has_tangent, scalar_like, zeros_like};
 use jaxon_ir::primitive::{BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
-use jaxon_trace::{bind, lax, Array};
+use jaxon_trace::{bind, dynshape, lax, Array};
 
 pub(super) type Outs = (Vec<Array>, Vec<Option<Array>>);
 
@@ -57,10 +57,9 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             // the result equals.
             let out = bind1(p, x)?;
             let (lo, v, hi) = (&x[0], &x[1], &x[2]);
-            let shape = out.try_shape()?;
             let pick = |ti: Option<&Array>, mask: Array| -> Result<Option<Array>> {
                 let Some(ti) = ti else { return Ok(None) };
-                let ti = broadcast_operand(ti, &shape)?;
+                let ti = like_result(ti, &out)?;
                 Ok(Some(lax::select_n(&mask, &[zeros_like(&ti)?, ti])?))
             };
             let below = lax::lt(v, lo)?;
@@ -221,6 +220,21 @@ fn bilinear(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
     Ok((vec![out], vec![sum_tangents(parts.into_iter())?]))
 }
 
+/// `v` (an operand or tangent of an elementwise op) at the shape of the
+/// op's result `y`: the same shape, or a scalar broadcast (static or
+/// dynamic shapes).
+fn like_result(v: &Array, y: &Array) -> Result<Array> {
+    if let Ok(shape) = y.try_shape() {
+        return broadcast_operand(v, &shape);
+    }
+    let (vs, ys) = (dynshape::sizes(v)?, dynshape::sizes(y)?);
+    if vs.len() == ys.len() {
+        // Equal ranks of one elementwise op's operands are equal shapes.
+        return Ok(v.clone());
+    }
+    dynshape::broadcast_in_dim(v, &ys, &[])
+}
+
 fn reduce(
     op: ReduceOp,
     axes: &[usize],
@@ -238,9 +252,9 @@ fn reduce(
                 return Ok((vec![y], vec![None]));
             };
             // Sizes, not a static shape: the rule holds for dynamic shapes.
-            let shape = jaxon_trace::dynshape::sizes(x)?;
+            let shape = dynshape::sizes(x)?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
-            let yb = jaxon_trace::dynshape::broadcast_in_dim(&y, &shape, &keep)?;
+            let yb = dynshape::broadcast_in_dim(&y, &shape, &keep)?;
             let hit = lax::convert_element_type(&lax::eq(x, &yb)?, x.dtype(), false)?;
             let count = lax::reduce(ReduceOp::Sum, &hit, axes)?;
             let num = lax::reduce(ReduceOp::Sum, &lax::mul(t, &hit)?, axes)?;
@@ -377,20 +391,14 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
         | B::Nextafter => no_tangent(p, x),
         B::Div | B::Max | B::Min | B::Pow | B::Atan2 | B::Rem => {
             let y = bind1(p, x)?;
-            let shape = y.try_shape()?;
             let bt = |i: usize| -> Result<Option<Array>> {
-                t[i].as_ref()
-                    .map(|ti| broadcast_operand(ti, &shape))
-                    .transpose()
+                t[i].as_ref().map(|ti| like_result(ti, &y)).transpose()
             };
             let (ta, tb) = (bt(0)?, bt(1)?);
             let c = |v: f64| scalar_like(&y, v);
             // Operands at the result's shape, so the formulas need no
             // broadcasting rules of their own.
-            let (a, b) = (
-                &broadcast_operand(a, &shape)?,
-                &broadcast_operand(b, &shape)?,
-            );
+            let (a, b) = (&like_result(a, &y)?, &like_result(b, &y)?);
             let parts: Vec<Option<Array>> = match op {
                 B::Div => vec![
                     ta.map(|ta| lax::div(&ta, b)).transpose()?,
@@ -423,7 +431,7 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
                     let da = lax::mul(&bf, &lax::pow(a, &lax::sub(&bf, &c(1.0)?)?)?)?;
                     let zero = c(0.0)?;
                     let a_zero = lax::eq(a, &zero)?;
-                    let ones = broadcast_operand(&c(1.0)?, &shape)?;
+                    let ones = like_result(&c(1.0)?, &y)?;
                     let safe_log = lax::log(&lax::select_n(&a_zero, &[a.clone(), ones])?)?;
                     let db = lax::mul(&safe_log, &y)?;
                     vec![tmul(ta.as_ref(), &da)?, tmul(tb.as_ref(), &db)?]
