@@ -428,7 +428,7 @@ fn grad_of_dynamic_division_max_and_clamp_runs_on_the_cpu_backend() {
     // backend, against the interpreter and the closed form.
     let loss = |x: Array| {
         let d = &x / (&x * &x + 1.0);
-        let m = x.maximum(&Array::scalar(0.3f64));
+        let m = x.maximum(Array::scalar(0.3f64));
         let c = ok_or_raise(jaxon_trace::lax::clamp(
             &Array::scalar(-0.5f64),
             &x,
