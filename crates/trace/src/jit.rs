@@ -29,7 +29,7 @@ pub struct Jit<F, I, O> {
     name: String,
     backend: Option<String>,
     /// Per flat argument: `(axis, name)` of its dynamic axes.
-    abstracted: Option<Vec<Vec<(usize, String)>>>,
+    abstracted: Option<AxisSpec>,
     cache: Mutex<Cache>,
     traces: AtomicUsize,
     compiles: AtomicUsize,
@@ -132,14 +132,22 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
     }
 
     /// Calls the function: runs the compiled executable on concrete inputs,
-    /// or binds a `jit` equation inside another trace.
+    /// or binds a `jit` equation inside another trace. Inside a trace,
+    /// arguments whose sizes are traced (dynamic shapes) abstract those
+    /// axes automatically: each distinct size becomes an implicit leading
+    /// operand of the `jit` equation.
     pub fn call(&self, args: I) -> Result<O> {
         let (leaves, in_def) = args.flatten();
-        let (entry, captured) = self.entry(&leaves, in_def)?;
+        let auto = match &self.abstracted {
+            Some(_) => None,
+            None => dynamic_axes(&leaves)?,
+        };
+        let spec = self.abstracted.as_ref().or(auto.as_ref());
+        let (entry, captured) = self.entry_with(&leaves, in_def, spec)?;
         let top = find_top_trace(&leaves)?;
         let mut leaves = leaves;
         if entry.implicit_ins > 0 {
-            let mut sizes = self.axis_sizes(&leaves)?;
+            let mut sizes = Self::axis_sizes(spec, &leaves)?;
             sizes.append(&mut leaves);
             leaves = sizes;
         }
@@ -169,8 +177,8 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
 
     /// The sizes of the abstracted axes of `leaves`, one `i64` scalar per
     /// name in order of first appearance; shared names must agree.
-    fn axis_sizes(&self, leaves: &[Array]) -> Result<Vec<Array>> {
-        let spec = self.abstracted.as_deref().unwrap_or(&[]);
+    fn axis_sizes(spec: Option<&AxisSpec>, leaves: &[Array]) -> Result<Vec<Array>> {
+        let spec = spec.map(Vec::as_slice).unwrap_or(&[]);
         let mut names: Vec<(&str, Size, usize)> = Vec::new();
         for (i, axes) in spec.iter().enumerate() {
             let Some(x) = leaves.get(i) else { break };
@@ -204,18 +212,30 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
     /// The cache key avals and the input type of abstracted arguments:
     /// named axes become `DBIdx`es of leading implicit `i64` inputs (and,
     /// in the key, placeholder variables numbered by name).
-    fn abstract_type(&self, avals: &[Aval]) -> Result<Option<(Vec<Aval>, InType)>> {
-        let Some(spec) = &self.abstracted else {
+    fn abstract_type(
+        spec: Option<&AxisSpec>,
+        avals: &[Aval],
+    ) -> Result<Option<(Vec<Aval>, InType)>> {
+        let Some(spec) = spec else {
             return Ok(None);
         };
         let mut names: Vec<&str> = Vec::new();
         let mut key = avals.to_vec();
         let mut entries = Vec::new();
         for (i, a) in avals.iter().enumerate() {
+            let axes = spec.get(i).map(Vec::as_slice).unwrap_or(&[]);
+            // Dynamic dimensions must be abstracted (they are replaced below).
             let mut shape: Vec<InDim> = a
                 .shape()
                 .iter()
-                .map(|d| d.as_const().map(InDim::Const))
+                .enumerate()
+                .map(|(k, d)| match d.as_const() {
+                    Some(n) => Some(InDim::Const(n)),
+                    None => axes
+                        .iter()
+                        .any(|(ax, _)| *ax == k)
+                        .then_some(InDim::Const(0)),
+                })
                 .collect::<Option<_>>()
                 .ok_or_else(|| {
                     Error::Unsupported(format!(
@@ -223,7 +243,7 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
                         fmt_aval(a)
                     ))
                 })?;
-            for (axis, name) in spec.get(i).map(Vec::as_slice).unwrap_or(&[]) {
+            for (axis, name) in axes {
                 if *axis >= shape.len() {
                     return Err(Error::InvalidArgument(format!(
                         "abstracted_axes: argument {i} of type {} has no axis {axis}",
@@ -303,8 +323,18 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
 
     /// The cache entry for these inputs, and any captured tracers.
     fn entry(&self, leaves: &[Array], in_def: TreeDef) -> Result<(Arc<Entry>, Vec<Array>)> {
+        self.entry_with(leaves, in_def, self.abstracted.as_ref())
+    }
+
+    /// [`Self::entry`] with the given abstracted axes.
+    fn entry_with(
+        &self,
+        leaves: &[Array],
+        in_def: TreeDef,
+        spec: Option<&AxisSpec>,
+    ) -> Result<(Arc<Entry>, Vec<Array>)> {
         let avals = leaf_avals(leaves);
-        let typed = self.abstract_type(&avals)?;
+        let typed = Self::abstract_type(spec, &avals)?;
         let key = Key {
             in_def,
             avals: typed.as_ref().map_or(avals, |(k, _)| k.clone()),
@@ -397,4 +427,30 @@ fn explain_miss(name: &str, last: Option<&Key>, key: &Key) {
             .join("; "),
     };
     tracing::debug!(target: "jaxon::jit", "cache miss for jit({name}): {why}");
+}
+
+/// Per argument, its abstracted `(axis, name)` pairs.
+type AxisSpec = Vec<Vec<(usize, String)>>;
+
+/// The traced sizes of `leaves` as an abstracted-axes spec (each distinct
+/// size tracer one name), or `None` when every size is static.
+fn dynamic_axes(leaves: &[Array]) -> Result<Option<AxisSpec>> {
+    let mut seen: Vec<Size> = Vec::new();
+    let mut spec = Vec::with_capacity(leaves.len());
+    for x in leaves {
+        let mut axes = Vec::new();
+        if x.is_tracer() {
+            for (axis, s) in crate::dynshape::sizes(x)?.into_iter().enumerate() {
+                if let Size::Dyn(_) = s {
+                    let k = seen.iter().position(|t| t.same(&s)).unwrap_or_else(|| {
+                        seen.push(s);
+                        seen.len() - 1
+                    });
+                    axes.push((axis, format!("_dyn{k}")));
+                }
+            }
+        }
+        spec.push(axes);
+    }
+    Ok((!seen.is_empty()).then_some(spec))
 }

@@ -216,6 +216,13 @@ fn where_body(condition: &Array, x: &Array, y: &Array) -> Result<Array> {
         lax::ne(condition, &zero)?
     };
     let v = promote::promote_dtypes("where", &[x, y])?;
+    if [&c, &v[0], &v[1]]
+        .into_iter()
+        .any(crate::dynshape::is_dynamic)
+    {
+        let all = promote::broadcast_dynamic("where", vec![c, v[0].clone(), v[1].clone()], false)?;
+        return lax::select_n(&all[0], &[all[2].clone(), all[1].clone()]);
+    }
     let shape = broadcast_shapes("where", &c, &v[0])?;
     let shape = promote::broadcast_shape_lists("where", &shape, &v[1].try_shape()?)?;
     // A scalar predicate selects whole arrays: `select_n` takes it as is.

@@ -107,21 +107,9 @@ pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
         return Ok(args);
     }
     // Dynamic dimensions are equal only when they are the same variable;
-    // they never broadcast against anything else.
+    // only a static 1 broadcasts against them.
     if args.iter().any(crate::dynshape::is_dynamic) {
-        let first = args
-            .iter()
-            .find(|a| a.ndim() > 0)
-            .expect("a shaped operand");
-        let other = args
-            .iter()
-            .find(|a| a.ndim() > 0 && a.ty().shape != first.ty().shape)
-            .expect("a differing operand");
-        return Err(Error::ShapeMismatch {
-            op: op.to_string(),
-            lhs: fmt_aval(first.aval()),
-            rhs: fmt_aval(other.aval()),
-        });
+        return broadcast_dynamic(op, args, true);
     }
     for i in 1..args.len() {
         broadcast_shapes(op, &args[0], &args[i])?;
@@ -138,6 +126,67 @@ pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
                 let dims: Vec<usize> = (rank - nd..rank).collect();
                 lax::broadcast_in_dim(&a, &shape, &dims)
             }
+        })
+        .collect()
+}
+
+/// NumPy broadcasting of `args` where some sizes are traced: per axis the
+/// sizes must be the same (a dynamic size is the same only as itself) or a
+/// static 1, which broadcasts. Every operand is broadcast to the common
+/// sizes, except scalars when `keep_scalars`. Errors name both types.
+pub fn broadcast_dynamic(op: &str, args: Vec<Array>, keep_scalars: bool) -> Result<Vec<Array>> {
+    use crate::dynshape::{self as dyn_, Size};
+    let rank = args.iter().map(Array::ndim).max().unwrap_or(0);
+    let padded = |a: &Array| -> Result<Vec<Size>> {
+        let mut v = vec![Size::Const(1); rank - a.ndim()];
+        v.extend(dyn_::sizes(a)?);
+        Ok(v)
+    };
+    let mut out: Vec<Size> = vec![Size::Const(1); rank];
+    let mut from: Vec<usize> = vec![0; rank];
+    for (i, a) in args.iter().enumerate() {
+        for (axis, s) in padded(a)?.into_iter().enumerate() {
+            if matches!(s, Size::Const(1)) {
+                continue;
+            }
+            if matches!(out[axis], Size::Const(1)) {
+                out[axis] = s;
+                from[axis] = i;
+            } else if !out[axis].same(&s) {
+                return Err(Error::ShapeMismatch {
+                    op: op.to_string(),
+                    lhs: fmt_aval(args[from[axis]].aval()),
+                    rhs: fmt_aval(a.aval()),
+                });
+            }
+        }
+    }
+    args.into_iter()
+        .map(|a| {
+            if a.ndim() == 0 && keep_scalars {
+                return Ok(a);
+            }
+            let lead = rank - a.ndim();
+            let sizes = dyn_::sizes(&a)?;
+            if lead == 0 && sizes.iter().zip(&out).all(|(x, y)| x.same(y)) {
+                return Ok(a);
+            }
+            // Size-1 dimensions that grow are squeezed first.
+            let mut squeeze = Vec::new();
+            let mut dims = Vec::new();
+            for (k, s) in sizes.iter().enumerate() {
+                if s.same(&out[lead + k]) {
+                    dims.push(lead + k);
+                } else {
+                    squeeze.push(k);
+                }
+            }
+            let a = if squeeze.is_empty() {
+                a
+            } else {
+                lax::squeeze(&a, &squeeze)?
+            };
+            dyn_::broadcast_in_dim(&a, &out, &dims)
         })
         .collect()
 }

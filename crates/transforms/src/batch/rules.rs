@@ -321,6 +321,9 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
         let out = jaxon_trace::bind1(p, x)?;
         return Ok((vec![out], vec![first]));
     }
+    if x.iter().any(jaxon_trace::dynshape::is_dynamic) {
+        return elementwise_dynamic(p, x, d, n, rank, &may_be_scalar);
+    }
     let shapes = x
         .iter()
         .zip(d)
@@ -359,6 +362,75 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
                 shape.extend_from_slice(s);
                 broadcast_np(a, &shape, &(1..shape.len()).collect::<Vec<_>>())
             }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = jaxon_trace::bind1(p, &args)?;
+    Ok((vec![out], vec![Some(0)]))
+}
+
+/// [`elementwise`] when some sizes are traced: every operand except the
+/// scalars that may stay scalars is broadcast to the full batched sizes
+/// (a static 1 broadcasts; dynamic sizes are never size 1).
+fn elementwise_dynamic(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    rank: usize,
+    may_be_scalar: &dyn Fn(usize) -> bool,
+) -> Result<Outs> {
+    use jaxon_trace::dynshape::{self as dyn_, Size};
+    let logical = x
+        .iter()
+        .zip(d)
+        .map(|(a, b)| {
+            let mut s = dyn_::sizes(a)?;
+            if let Some(b) = b {
+                s.remove(*b);
+            }
+            Ok(s)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut full = vec![Size::Const(n)];
+    full.extend(std::iter::repeat_n(Size::Const(1), rank));
+    for s in logical.iter().filter(|s| s.len() == rank) {
+        for (o, v) in full[1..].iter_mut().zip(s) {
+            if matches!(o, Size::Const(1)) {
+                *o = v.clone();
+            }
+        }
+    }
+    let args = x
+        .iter()
+        .zip(d)
+        .zip(&logical)
+        .enumerate()
+        .map(|(i, ((a, b), s))| {
+            if b.is_none() && s.is_empty() && may_be_scalar(i) {
+                return Ok(a.clone());
+            }
+            // The operand's axes and where they go in the full sizes.
+            let (a, mut dims) = match b {
+                Some(_) => (to_front(a, *b, n)?, vec![0]),
+                None => (a.clone(), Vec::new()),
+            };
+            if s.len() == rank {
+                dims.extend(1..=rank);
+            }
+            let sizes = dyn_::sizes(&a)?;
+            let squeeze: Vec<usize> = (0..sizes.len())
+                .filter(|&k| !sizes[k].same(&full[dims[k]]))
+                .collect();
+            let a = if squeeze.is_empty() {
+                a
+            } else {
+                lax::squeeze(&a, &squeeze)?
+            };
+            let dims: Vec<usize> = (0..dims.len())
+                .filter(|k| !squeeze.contains(k))
+                .map(|k| dims[k])
+                .collect();
+            dyn_::broadcast_in_dim(&a, &full, &dims)
         })
         .collect::<Result<Vec<_>>>()?;
     let out = jaxon_trace::bind1(p, &args)?;
