@@ -495,6 +495,11 @@ fn dynamic_ops() -> Vec<(&'static str, Op, u8)> {
         ("min", Box::new(|x: &Array| x.min(jnp::All)), 2),
         ("mean", Box::new(|x: &Array| x.mean(jnp::All)), 2),
         ("abs", Box::new(move |x: &Array| sum(x.abs())), 2),
+        (
+            "relu",
+            Box::new(move |x: &Array| sum(ok_or_raise(jaxon_trace::nn::relu(x)) * x)),
+            1,
+        ),
         ("dot", Box::new(|x: &Array| ok_or_raise(jnp::dot(x, x))), 2),
         (
             "where",

@@ -33,6 +33,13 @@ pub fn relu(x: &Array) -> Result<Array> {
     if top.trace().as_any().is::<crate::eval::EvalTrace>() {
         return jnp::maximum(x, &Array::weak(0.0));
     }
+    if crate::dynshape::is_dynamic(x) {
+        // A dynamic shape cannot be staged from its aval alone: the same
+        // function with the custom rule's derivative (1 where x > 0, else 0,
+        // also at 0) inlined.
+        let zero = jnp::zeros_like(x)?;
+        return jnp::where_(&lax::gt(x, &zero)?, x, &zero);
+    }
     let staged = trace_flat(StageMode::Dynamic, std::slice::from_ref(x.aval()), |t| {
         let y = named("relu", &t[0], |x| jnp::maximum(x, &Array::weak(0.0)))?;
         Ok(vec![y])
