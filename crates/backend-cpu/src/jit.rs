@@ -149,7 +149,14 @@ pub(crate) fn host_isa() -> Result<OwnedTargetIsa, IrError> {
     // The IR verifier costs about a tenth of compile time; debug builds
     // (the test suites) keep it to catch malformed functions.
     flags
-        .set("enable_verifier", if cfg!(debug_assertions) { "true" } else { "false" })
+        .set(
+            "enable_verifier",
+            if cfg!(debug_assertions) {
+                "true"
+            } else {
+                "false"
+            },
+        )
         .map_err(|e| err(e.to_string()))?;
     let isa = cranelift_native::builder().map_err(|e| err(e.to_string()))?;
     isa.finish(settings::Flags::new(flags))

@@ -301,6 +301,7 @@ impl CpuBackend {
         Ok(Arc::new(dynamic::DynExecutable {
             program,
             threads: self.threads,
+            pool: self.pool.clone(),
         }))
     }
 }

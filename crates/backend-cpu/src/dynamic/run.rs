@@ -13,6 +13,7 @@ use super::{Body, DynProgram, Step};
 use crate::dot::DotPlan;
 use crate::exec::{host_array, identity_array};
 use crate::jit::Kernel;
+use crate::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::support::{
     for_loop_trips, index_axis0, index_scalar, literal_array, scalar_i64, stack,
 };
@@ -26,6 +27,10 @@ use std::sync::Arc;
 pub(crate) struct DynExecutable {
     pub(crate) program: Arc<DynProgram>,
     pub(crate) threads: usize,
+    /// Storage of kernel results and intermediates is taken from and
+    /// returned to the backend's pool, so steady-state calls of one size
+    /// do not page-fault.
+    pub(crate) pool: Arc<Pool>,
 }
 
 impl Executable for DynExecutable {
@@ -50,11 +55,18 @@ impl Executable for DynExecutable {
         let ctx = Ctx {
             kernels: &self.program.kernels,
             threads: self.threads,
+            pool: &self.pool,
         };
         let outs = run_body(&ctx, &self.program.top, vals)?;
         Ok(outs
             .into_iter()
-            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
+            .map(|array| {
+                if array.len() * array.dtype().size_bytes() >= POOLED_MIN_BYTES {
+                    Arc::new(PooledBuffer::new(array, self.pool.clone())) as Arc<dyn Buffer>
+                } else {
+                    Arc::new(HostBuffer { array }) as Arc<dyn Buffer>
+                }
+            })
             .collect())
     }
 }
@@ -62,6 +74,24 @@ impl Executable for DynExecutable {
 struct Ctx<'k> {
     kernels: &'k [Kernel],
     threads: usize,
+    pool: &'k Pool,
+}
+
+/// Values at least this large go back to the pool when dropped.
+const POOLED_MIN_BYTES: usize = 1 << 16;
+
+/// [`recycle`] for each of `xs`.
+fn recycle_all(pool: &Pool, xs: Vec<HostArray>) {
+    for a in xs {
+        recycle(pool, a);
+    }
+}
+
+/// Returns `a`'s storage to the pool when it is large enough to matter.
+fn recycle(pool: &Pool, a: HostArray) {
+    if a.len() * a.dtype().size_bytes() >= POOLED_MIN_BYTES {
+        pool.give(a.into_parts().1);
+    }
 }
 
 /// A bound value: owned, or borrowed from an enclosing body or the caller.
@@ -232,6 +262,11 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
             },
         });
     }
+    for v in env.into_iter().flatten() {
+        if let Val::Own(a) = v {
+            recycle(ctx.pool, a);
+        }
+    }
     Ok(outs)
 }
 
@@ -278,7 +313,9 @@ fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), Ir
             .ok_or_else(|| fail("missing flat kernel"))?;
         let mut out = match g.reduce {
             Some(op) => identity_array(op, g.out_dtype, &[])?,
-            None => HostArray::zeros(g.out_dtype, &shape),
+            // Stale pooled contents are fine: the kernel writes every
+            // element.
+            None => HostArray::new(shape.clone(), ctx.pool.take(g.out_dtype, n))?,
         };
         let inputs = g
             .inputs
@@ -308,7 +345,11 @@ fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), Ir
             _ => return Err(fail("flat run result was not computed")),
         }
     }
-    drop(slots);
+    for v in slots.into_iter().flatten() {
+        if let Val::Own(a) = v {
+            recycle(ctx.pool, a);
+        }
+    }
     for (v, x) in results {
         bind(j, env, &Binder::Var(v), Val::Own(x), &|| {
             format!("fused result v{}", v.0)
@@ -386,7 +427,8 @@ fn nested(
                 }
                 let mut bargs = borrow(&args[*cond_nconsts..n]);
                 bargs.extend(carry.iter().map(Val::Ref));
-                carry = run_body(ctx, body, bargs)?;
+                let next = run_body(ctx, body, bargs)?;
+                recycle_all(ctx.pool, std::mem::replace(&mut carry, next));
             }
         }
         Primitive::ForLoop {
@@ -420,7 +462,7 @@ fn nested(
                 if outs.len() != carry.len() {
                     return Err(fail("for_loop: the body gave the wrong number of results"));
                 }
-                carry = outs;
+                recycle_all(ctx.pool, std::mem::replace(&mut carry, outs));
             }
             Ok(carry)
         }
@@ -453,7 +495,7 @@ fn nested(
                     return Err(fail("scan: the body gave too few results"));
                 }
                 let y = outs.split_off(nk);
-                carry = outs;
+                recycle_all(ctx.pool, std::mem::replace(&mut carry, outs));
                 ys.push(y);
             }
             if *reverse {
