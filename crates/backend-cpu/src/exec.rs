@@ -430,7 +430,7 @@ pub(crate) fn run_step_call(
 }
 
 /// The host array behind a buffer of this backend (or of the interpreter).
-pub(crate) fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
+fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
     let any = b.as_any();
     any.downcast_ref::<HostBuffer>()
         .map(|h| &h.array)
@@ -540,17 +540,21 @@ fn host(array: HostArray) -> Arc<dyn Buffer> {
     Arc::new(HostBuffer { array })
 }
 
-impl Executable for CpuExecutable {
-    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
-        let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());
-        for b in args {
-            owned.push(match host_array(b) {
-                Some(_) => None,
-                None => Some(b.to_host()?),
-            });
-        }
-        let arrays: Vec<&HostArray> = args
-            .iter()
+/// Runs `f` on host views of `args`: this backend's buffers (and the
+/// interpreter's) are borrowed, others are copied to the host first.
+pub(crate) fn with_host_args<R>(
+    args: &[Arc<dyn Buffer>],
+    f: impl FnOnce(&[&HostArray]) -> Result<R, IrError>,
+) -> Result<R, IrError> {
+    let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());
+    for b in args {
+        owned.push(match host_array(b) {
+            Some(_) => None,
+            None => Some(b.to_host()?),
+        });
+    }
+    let arrays: Vec<&HostArray> =
+        args.iter()
             .zip(&owned)
             .map(|(b, o)| match o {
                 Some(a) => Ok(a),
@@ -558,6 +562,11 @@ impl Executable for CpuExecutable {
                     .ok_or_else(|| IrError::Eval("cpu backend: buffer vanished".into())),
             })
             .collect::<Result<_, _>>()?;
-        self.run(&arrays)
+    f(&arrays)
+}
+
+impl Executable for CpuExecutable {
+    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        with_host_args(args, |arrays| self.run(arrays))
     }
 }

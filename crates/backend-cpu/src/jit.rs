@@ -299,16 +299,8 @@ impl CodeBuilder {
     /// Finalises all functions; returns the module, one callable kernel per
     /// kernel `define` (`None` for program functions) and the program
     /// function `program`.
-    pub fn finish(mut self, program: usize) -> Result<Finished, IrError> {
-        self.compile_all()?;
-        self.module
-            .finalize_definitions()
-            .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
-        let ptrs: Vec<(*const u8, Option<Shape>)> = self
-            .funcs
-            .iter()
-            .map(|(id, n)| (self.module.get_finalized_function(*id), *n))
-            .collect();
+    pub fn finish(self, program: usize) -> Result<Finished, IrError> {
+        let (ptrs, code) = self.finalize()?;
         let entry = match ptrs.get(program) {
             Some((p, None)) => *p,
             _ => {
@@ -317,21 +309,9 @@ impl CodeBuilder {
                 ))
             }
         };
-        let code = Arc::new(CodeModule {
-            _module: self.module,
-        });
         let kernels = ptrs
             .into_iter()
-            .map(|(p, shape)| {
-                shape.map(|shape| Kernel {
-                    // SAFETY: `p` is a finalised function of `code` with the
-                    // kernel signature (module invariants); `code` is stored
-                    // in the kernel, so the pointer stays valid.
-                    entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
-                    shape,
-                    _code: code.clone(),
-                })
-            })
+            .map(|(p, shape)| shape.map(|shape| kernel(p, shape, &code)))
             .collect();
         Ok(Finished {
             // SAFETY: `entry` is the finalised program function of `code`
@@ -342,17 +322,30 @@ impl CodeBuilder {
             code,
         })
     }
-}
 
-impl CodeBuilder {
     /// Finalises a module of kernels only; returns one callable kernel per
     /// defined function, in definition order.
-    pub fn finish_kernels(mut self) -> Result<Vec<Kernel>, IrError> {
+    pub fn finish_kernels(self) -> Result<Vec<Kernel>, IrError> {
+        let (ptrs, code) = self.finalize()?;
+        ptrs.into_iter()
+            .map(|(p, shape)| {
+                let shape = shape.ok_or_else(|| {
+                    IrError::Eval("cpu backend: a kernel module holds a program function".into())
+                })?;
+                Ok(kernel(p, shape, &code))
+            })
+            .collect()
+    }
+
+    /// Compiles what is pending and finalises the module: each function's
+    /// address (with its kernel shape, `None` for program functions) and
+    /// the code that keeps them valid.
+    fn finalize(mut self) -> Result<Finalized, IrError> {
         self.compile_all()?;
         self.module
             .finalize_definitions()
             .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
-        let ptrs: Vec<(*const u8, Option<Shape>)> = self
+        let ptrs = self
             .funcs
             .iter()
             .map(|(id, n)| (self.module.get_finalized_function(*id), *n))
@@ -360,20 +353,22 @@ impl CodeBuilder {
         let code = Arc::new(CodeModule {
             _module: self.module,
         });
-        ptrs.into_iter()
-            .map(|(p, shape)| {
-                let shape = shape.ok_or_else(|| {
-                    IrError::Eval("cpu backend: a kernel module holds a program function".into())
-                })?;
-                Ok(Kernel {
-                    // SAFETY: as in `finish`: `p` is a finalised kernel of
-                    // `code`, which the kernel keeps alive.
-                    entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
-                    shape,
-                    _code: code.clone(),
-                })
-            })
-            .collect()
+        Ok((ptrs, code))
+    }
+}
+
+/// Each function's address and kernel shape, and the code they live in.
+type Finalized = (Vec<(*const u8, Option<Shape>)>, Arc<CodeModule>);
+
+/// The kernel at `p`, a finalised kernel function of `code`.
+fn kernel(p: *const u8, shape: Shape, code: &Arc<CodeModule>) -> Kernel {
+    Kernel {
+        // SAFETY: `p` is a finalised function of `code` with the kernel
+        // signature (module invariants); `code` is stored in the kernel, so
+        // the pointer stays valid.
+        entry: unsafe { std::mem::transmute::<*const u8, KernelFn>(p) },
+        shape,
+        _code: code.clone(),
     }
 }
 

@@ -16,7 +16,7 @@
 use crate::jit::{CodeBuilder, Shape};
 use crate::kernel::{compile_group, GenError};
 use cranelift_module::Module;
-use jaxon_ir::passes::{plan_fusion, GroupKind};
+use jaxon_ir::passes::{is_elementwise, plan_fusion, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{Atom, Aval, Binder, DType, Dim, Eqn, Jaxpr, Primitive, ShapedArray, Var};
 use std::collections::HashMap;
@@ -110,16 +110,10 @@ fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
             dt.is_some_and(dt_ok) && s.is_some_and(|s| s == shape || s.is_empty())
         })
     };
+    if is_elementwise(&eqn.primitive) {
+        return (out.shape == shape && operands_ok(&eqn.inputs)).then_some(Member::Elementwise);
+    }
     match &eqn.primitive {
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::Round { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp => {
-            (out.shape == shape && operands_ok(&eqn.inputs)).then_some(Member::Elementwise)
-        }
         Primitive::BroadcastInDim {
             broadcast_dimensions,
             ..

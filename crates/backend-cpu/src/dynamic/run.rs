@@ -11,7 +11,7 @@
 use super::flat::FlatRun;
 use super::{Body, DynProgram, Step};
 use crate::dot::DotPlan;
-use crate::exec::{host_array, identity_array};
+use crate::exec::{identity_array, with_host_args};
 use crate::jit::Kernel;
 use crate::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::support::{
@@ -35,23 +35,13 @@ pub(crate) struct DynExecutable {
 
 impl Executable for DynExecutable {
     fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
-        let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());
-        for b in args {
-            owned.push(match host_array(b) {
-                Some(_) => None,
-                None => Some(b.to_host()?),
-            });
-        }
-        let vals = args
-            .iter()
-            .zip(&owned)
-            .map(|(b, o)| match o {
-                Some(a) => Ok(Val::Ref(a)),
-                None => host_array(b)
-                    .map(Val::Ref)
-                    .ok_or_else(|| IrError::Eval("cpu backend: buffer vanished".into())),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        with_host_args(args, |arrays| self.run(arrays))
+    }
+}
+
+impl DynExecutable {
+    fn run(&self, arrays: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let vals = arrays.iter().map(|a| Val::Ref(a)).collect();
         let ctx = Ctx {
             kernels: &self.program.kernels,
             threads: self.threads,

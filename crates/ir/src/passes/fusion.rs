@@ -253,6 +253,21 @@ fn single_out(jaxpr: &Jaxpr, eqn: &Eqn) -> Option<(Var, Vec<usize>)> {
     }
 }
 
+/// Whether `p` maps its operands element by element (operands of the
+/// result's shape, or scalars): what a loop kernel evaluates per index.
+pub fn is_elementwise(p: &Primitive) -> bool {
+    matches!(
+        p,
+        Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::Round { .. }
+            | Primitive::ConvertElementType { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp
+    )
+}
+
 /// Whether an equation can be a member of a loop group.
 fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
     if single_out(jaxpr, eqn).is_none() {
@@ -265,15 +280,11 @@ fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
     if !inputs_static {
         return false;
     }
+    if is_elementwise(&eqn.primitive) {
+        return true;
+    }
     match &eqn.primitive {
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::Round { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::Squeeze { .. } => true,
+        Primitive::Squeeze { .. } => true,
         Primitive::BroadcastInDim { .. }
         | Primitive::Transpose { .. }
         | Primitive::Slice { .. }

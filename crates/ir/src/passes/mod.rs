@@ -30,7 +30,9 @@ mod tests_rows;
 
 pub use algebra::{outer_products_to_mul, transposed_products};
 pub use collectives::lower_positional_collectives;
-pub use fusion::{operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap};
+pub use fusion::{
+    is_elementwise, operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap,
+};
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
 pub use rows::row_runs;
 pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_jit};
