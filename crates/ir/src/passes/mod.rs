@@ -15,6 +15,7 @@ mod fusion;
 mod memory;
 mod rewrite;
 mod rows;
+mod scan_sums;
 mod simplify;
 
 #[cfg(test)]
@@ -27,6 +28,8 @@ mod tests_fusion;
 mod tests_memory;
 #[cfg(test)]
 mod tests_rows;
+#[cfg(test)]
+mod tests_scan_sums;
 
 pub use algebra::{outer_products_to_mul, transposed_products};
 pub use collectives::lower_positional_collectives;
@@ -35,6 +38,7 @@ pub use fusion::{
 };
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
 pub use rows::row_runs;
+pub use scan_sums::scan_sums_out;
 pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_jit};
 
 use crate::error::IrError;
@@ -43,11 +47,13 @@ use crate::jaxpr::ClosedJaxpr;
 /// The simplification pipeline before compilation: inline calls (`jit`,
 /// and the primal bodies of `custom_jvp_call`/`custom_vjp_call`/`remat2`),
 /// lower positional collectives to reductions, uncontracted `dot_general`s
-/// to `mul`s of broadcasts, transposed products to swapped products, fold constants, CSE, then DCE (last, so that it removes what folding
+/// to `mul`s of broadcasts, products summed over a scan out of the scan,
+/// transposed products to swapped products, fold constants, CSE, then DCE (last, so that it removes what folding
 /// and CSE made dead).
 pub fn simplify(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
     let inlined = inline_calls(closed)?;
     let lowered = outer_products_to_mul(&lower_positional_collectives(&inlined.jaxpr))?;
+    let lowered = scan_sums_out(&lowered)?;
     let lowered = transposed_products(&lowered)?;
     let folded = fold_constants(&lowered)?;
     let shared = cse(&folded)?;
