@@ -7,10 +7,15 @@
 //! large GEMM instead of `length` small ones (reverse-mode weight
 //! gradients of RNNs: `dW += h_tᵀ δ_t`).
 //!
+//! And a product of an `xs` slice with a loop-invariant operand (the input
+//! projection `x_t W` of an RNN step) is one product of the whole `xs`
+//! array before the scan, sliced back in as a new `xs` operand.
+//!
 //! Invariants: the result is the same sum of the same products; only the
 //! order of the additions changes (as in any GEMM). Operands that are loop
-//! invariant (body consts) are left alone, as are carries read anywhere
-//! but in their one update.
+//! invariant (body consts) are left alone by the first rewrite, as are
+//! carries read anywhere but in their one update; the second needs no
+//! batch dimensions, so the time axis leads the stacked product.
 
 use super::rewrite::{rewrite_eqns, Rewriter, VarMap};
 use super::simplify::dce;
@@ -19,7 +24,8 @@ use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::primitive::{BinaryOp, DotDimensionNumbers, Primitive};
 
-/// Moves every summed product out of the top-level scans of `jaxpr`.
+/// Moves every summed product, and every product of an `xs` slice with a
+/// loop invariant, out of the top-level scans of `jaxpr`.
 pub fn scan_sums_out(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
     let mut current = jaxpr.clone();
     // One carry per round: each round rebuilds the jaxpr.
@@ -29,7 +35,8 @@ pub fn scan_sums_out(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
             if changed {
                 return Ok(false);
             }
-            let done = hoist_one(&current, rw, map, eqn)?;
+            let done =
+                hoist_one(&current, rw, map, eqn)? || hoist_projection(&current, rw, map, eqn)?;
             changed |= done;
             Ok(done)
         })?;
@@ -339,6 +346,131 @@ fn hoist_one(
         primitive: Primitive::Binary(BinaryOp::AddAny),
         inputs: vec![c_init, Atom::Var(summed)],
         outputs: vec![Binder::Var(result)],
+    });
+    Ok(true)
+}
+
+/// Rewrites `eqn` when it is a scan whose body multiplies an `xs` slice by
+/// a loop-invariant operand; returns whether it did.
+fn hoist_projection(
+    jaxpr: &Jaxpr,
+    rw: &mut Rewriter,
+    map: &mut VarMap,
+    eqn: &Eqn,
+) -> Result<bool, IrError> {
+    let Primitive::Scan {
+        jaxpr: closed,
+        length,
+        reverse,
+        num_consts,
+        num_carry,
+        unroll,
+        linear,
+        split_transpose,
+    } = &eqn.primitive
+    else {
+        return Ok(false);
+    };
+    let body = &closed.jaxpr;
+    let (nc, nk) = (*num_consts, *num_carry);
+    if body.invars.len() != eqn.inputs.len() || body.outvars.len() != eqn.outputs.len() {
+        return Ok(false);
+    }
+    let xs = &body.invars[nc + nk..];
+    let consts = &body.invars[..nc];
+    // (equation, xs position, const position)
+    let found = body.eqns.iter().enumerate().find_map(|(at, e)| {
+        let Primitive::DotGeneral {
+            dimension_numbers: dn,
+            ..
+        } = &e.primitive
+        else {
+            return None;
+        };
+        if !dn.lhs_batch.is_empty() || !matches!(e.outputs.as_slice(), [Binder::Var(_)]) {
+            return None;
+        }
+        let [Atom::Var(l), Atom::Var(r)] = e.inputs.as_slice() else {
+            return None;
+        };
+        let x = xs.iter().position(|v| v == l)?;
+        let c = consts.iter().position(|v| v == r)?;
+        Some((at, x, c))
+    });
+    let Some((at, xi, ci)) = found else {
+        return Ok(false);
+    };
+    let pe = &body.eqns[at];
+    let (
+        Primitive::DotGeneral {
+            dimension_numbers: dn,
+            precision,
+            preferred_element_type,
+        },
+        [Binder::Var(z)],
+    ) = (&pe.primitive, pe.outputs.as_slice())
+    else {
+        return Ok(false);
+    };
+    let z_aval = body
+        .try_aval(*z)
+        .and_then(|a| stacked(*length, a))
+        .ok_or_else(|| IrError::Invalid("scan_sums: product type".into()))?;
+    // The product of the whole `xs` array, before the scan.
+    let x_all = map.atom(&eqn.inputs[nc + nk + xi])?;
+    let w = map.atom(&eqn.inputs[ci])?;
+    let z_all = rw.out.new_var(map.aval(&z_aval));
+    rw.out.eqns.push(Eqn {
+        primitive: Primitive::DotGeneral {
+            dimension_numbers: DotDimensionNumbers {
+                lhs_contracting: dn.lhs_contracting.iter().map(|d| d + 1).collect(),
+                rhs_contracting: dn.rhs_contracting.clone(),
+                lhs_batch: Vec::new(),
+                rhs_batch: Vec::new(),
+            },
+            precision: *precision,
+            preferred_element_type: *preferred_element_type,
+        },
+        inputs: vec![x_all, w],
+        outputs: vec![Binder::Var(z_all)],
+    });
+    // The body reads its row as a new `xs` invar instead.
+    let mut new_body = (**body).clone();
+    new_body.eqns.remove(at);
+    new_body.invars.push(*z);
+    let mut inputs: Vec<Atom> = eqn
+        .inputs
+        .iter()
+        .map(|a| map.atom(a))
+        .collect::<Result<_, _>>()?;
+    inputs.push(Atom::Var(z_all));
+    let mut linear = linear.clone();
+    if linear.len() + 1 == inputs.len() {
+        linear.push(false);
+    }
+    let mut outputs = Vec::with_capacity(eqn.outputs.len());
+    for b in &eqn.outputs {
+        outputs.push(match b {
+            Binder::Var(v) => Binder::Var(rw.fresh(jaxpr, map, *v)?),
+            Binder::Drop(a) => Binder::Drop(map.aval(a)),
+        });
+    }
+    rw.out.eqns.push(Eqn {
+        primitive: Primitive::Scan {
+            jaxpr: ClosedJaxpr {
+                jaxpr: new_body.into(),
+                consts: closed.consts.clone(),
+            },
+            length: *length,
+            reverse: *reverse,
+            num_consts: nc,
+            num_carry: nk,
+            unroll: *unroll,
+            linear,
+            split_transpose: *split_transpose,
+        },
+        inputs,
+        outputs,
     });
     Ok(true)
 }

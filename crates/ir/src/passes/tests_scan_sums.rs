@@ -168,3 +168,39 @@ fn a_plain_product_of_two_xs_slices_is_one_gemm_over_time() {
     );
     agree(&c, &r, 5);
 }
+
+#[test]
+fn input_projections_are_one_product_before_the_scan() {
+    // h' = tanh(x_t W + h U): x_t W is computed for every step at once.
+    let text = "{ lambda ; a:f64[5,6] b:f64[6,6] c:f64[3,6] d:f64[8,3,5]. let
+    e:f64[3,6] f:f64[8,3,6] = scan[
+      jaxpr={ lambda ; g:f64[5,6] h:f64[6,6] i:f64[3,6] j:f64[3,5]. let
+          k:f64[3,6] = dot_general[
+            dimension_numbers=(([1], [0]), ([], []))
+            preferred_element_type=float64
+          ] j g
+          l:f64[3,6] = dot_general[
+            dimension_numbers=(([1], [0]), ([], []))
+            preferred_element_type=float64
+          ] i h
+          m:f64[3,6] = add k l
+          n:f64[3,6] = tanh m
+        in (n, n) }
+      length=8
+      num_carry=1
+      num_consts=2
+      reverse=False
+      unroll=1
+    ] a b c d
+  in (e, f) }";
+    let c = parse(text);
+    let r = rewritten(&c);
+    let printed = crate::print::print_jaxpr(&r.jaxpr);
+    assert!(
+        printed.starts_with("{ lambda ; a:f64[5,6] b:f64[6,6] c:f64[3,6] d:f64[8,3,5]. let\n    e:f64[8,3,6] = dot_general"),
+        "{printed}"
+    );
+    for seed in 0..3 {
+        agree(&c, &r, seed);
+    }
+}
