@@ -300,6 +300,14 @@ fn a_wrong_dynamic_argument_is_an_error_naming_both_types() {
         .expect_err("a size mismatch must fail")
         .to_string();
     assert!(err.contains("[5]") && err.contains("[4]"), "{err}");
+    // A negative size is an error too, not a crash.
+    let j = parse_closed_jaxpr(ONES_PLUS_ONE, Vec::new()).unwrap();
+    let exe = backend.compile(&j).unwrap();
+    let err = exe
+        .execute(&[backend.to_device(&i64s(-5)).unwrap()])
+        .expect_err("a negative size must fail")
+        .to_string();
+    assert!(err.contains("negative") && err.contains("-4"), "{err}");
 }
 
 fn ones(n: &Array) -> Array {

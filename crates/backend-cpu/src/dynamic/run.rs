@@ -119,9 +119,11 @@ fn resolve(jaxpr: &Jaxpr, env: &Env, shape: &[Dim]) -> Result<Vec<usize>, IrErro
                 let n = scalar_i64(a.get(), "a dimension")?;
                 usize::try_from(n).map_err(|_| {
                     fail(format!(
-                        "dimension variable #{} of {} has negative value {n}",
+                        "a dimension is negative: variable #{} of type {} holds {n}",
                         v.0,
-                        jaxpr.vars.len()
+                        jaxpr
+                            .try_aval(*v)
+                            .map_or_else(|| "?".to_string(), |a| format!("{:?}", a.dtype()))
                     ))
                 })
             }
