@@ -417,3 +417,69 @@ fn fused_matmul_512x256x1024_timing() {
     }
     assert_close(&outs[0], &outs[1], 1e-4);
 }
+
+/// JAX's text of a kernel whose masked store's result (the old values, as
+/// `masked_swap` prints it) is used: `o, h[...] <- h[...], n mask=m` over
+/// `i32[7]` in blocks of 4 (the last one partial), `h` aliased to input
+/// `b`. Output 0 is `a` where the global index is below 5, else `b`;
+/// output 1 is the old values, `b` itself (in-bounds lanes are read,
+/// masked or not; out-of-bounds ones are discarded on output).
+const MASKED_STORE_RESULT: &str = "{ lambda ; a:i32[7] b:i32[7]. let
+    c:i32[7] d:i32[7] = pallas_call[
+      compiler_params=None
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(2,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; e:i32[]. let
+          
+        in (e,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; f:i32[]. let
+          
+        in (f,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; g:i32[]. let
+          
+        in (g,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; h:i32[]. let
+          
+        in (h,) })))
+      input_output_aliases=((1, 0),)
+      interpret=False
+      jaxpr={ lambda ; i:Ref<default>{i32[4]} j:Ref<default>{i32[4]} k:Ref<default>{i32[4]}
+          l:Ref<default>{i32[4]}. let
+          m:i32[4] = iota[dimension=0 dtype=int32 shape=(4,) sharding=None] 
+          n:i32[] = program_id[axis=0] 
+          o:i32[] = mul n 4:i32[]
+          p:i32[4] = add m o
+          q:bool[4] = lt p 5:i32[]
+          r:i32[4] <- i[...]
+          s:i32[4], k[...] <- k[...], r mask=q
+          _:i32[4], l[...] <- l[...], s
+        in () }
+      mesh=None
+      metadata=None
+      name=masked_store_result
+      out_avals=(ShapedArray(int32[7]), ShapedArray(int32[7]))
+    ] a b
+  in (c, d) }";
+
+#[test]
+fn masked_store_result_from_jax_text() {
+    let j = jaxon_ir::parse::parse_jaxpr(MASKED_STORE_RESULT).unwrap();
+    assert_eq!(jaxon_ir::print::print_jaxpr(&j), MASKED_STORE_RESULT);
+    jaxon_ir::check::check_jaxpr(&j).unwrap();
+    let j = ClosedJaxpr::without_consts(Arc::new(j));
+    let mut rng = Rng(79);
+    let args = [rng.i32s(&[7]), rng.i32s(&[7])];
+    let (a, b) = (args[0].to_f64_vec(), args[1].to_f64_vec());
+    let want0: Vec<f64> = (0..7).map(|g| if g < 5 { a[g] } else { b[g] }).collect();
+    let interp = jaxon_ir::eval_closed_jaxpr(&j, &args).unwrap();
+    assert_eq!(interp[0].to_f64_vec(), want0);
+    assert_eq!(interp[1].to_f64_vec(), b);
+    let cpu = CpuBackend::with_threads(2);
+    let exe = cpu.compile(&j).unwrap();
+    let bufs: Vec<Arc<dyn jaxon_ir::Buffer>> =
+        args.iter().map(|a| cpu.to_device(a).unwrap()).collect();
+    let got: Vec<HostArray> = exe
+        .execute(&bufs)
+        .unwrap()
+        .iter()
+        .map(|b| b.to_host().unwrap())
+        .collect();
+    assert_eq!(got, interp);
+}
