@@ -483,3 +483,93 @@ fn masked_store_result_from_jax_text() {
         .collect();
     assert_eq!(got, interp);
 }
+
+/// Block windows on shapes the blocks do not divide: `(10, 13)` in
+/// `(4, 5)` blocks over a `(3, 3)` grid (edge blocks along both dims, read
+/// padded and written clipped), a second input read through a transposed
+/// index map, and an output written with a scalar-indexed row; bit for bit
+/// against interpret mode.
+#[test]
+fn edge_blocks_in_two_dims_bit_exact() {
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let y = r[1].load();
+        let i = program_id(0);
+        r[2].store(&x * 2 + &y.max(All) + &i);
+        r[2].set(ix![1, ..], r[0].get(ix![0, ..]) - 1);
+    };
+    let call = pallas_call(k, shape_dtype(&[10, 13], I32))
+        .grid([3, 3])
+        .in_specs(vec![
+            BlockSpec::map2([4, 5], |i, j| (i, j)),
+            BlockSpec::map2([5, 4], |i, j| (j, i)),
+        ])
+        .out_spec(BlockSpec::map2([4, 5], |i, j| (i, j)));
+    let mut rng = Rng(80);
+    let args = [rng.i32s(&[10, 13]), rng.i32s(&[13, 10])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+/// Squeezed (`None`) block dims with partial blocks: `(3, 10, 8)` read as
+/// `(None, 4, 8)` blocks and `(8, 3)` as `(8, None)` columns, over a grid
+/// `(3, 3)`; f32 arithmetic that is exact (adds, products by powers of two,
+/// max), compared bit for bit.
+#[test]
+fn squeezed_block_dims_with_edges_bit_exact() {
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let c = r[1].load();
+        let o = &x * 0.5 + c.reshape(&[1, 8]);
+        r[2].store(&o);
+        r[3].store(r[0].get(ix![0, ..]) * 4.0);
+    };
+    let call = pallas_call(
+        k,
+        vec![shape_dtype(&[3, 10, 8], F32), shape_dtype(&[3, 8], F32)],
+    )
+    .grid([3, 3])
+    .in_specs(vec![
+        BlockSpec::map2([None, Some(4), Some(8)], |b, i| (b, i, 0)),
+        BlockSpec::map2([Some(8), None], |b, _| (0, b)),
+    ])
+    .out_specs(vec![
+        BlockSpec::map2([None, Some(4), Some(8)], |b, i| (b, i, 0)),
+        BlockSpec::map2([None, Some(8)], |b, _| (b, 0)),
+    ]);
+    let mut rng = Rng(81);
+    let args = [rng.f32s(&[3, 10, 8]), rng.f32s(&[8, 3])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+/// Programs in parallel over the axes that keep writes disjoint: the out
+/// spec `(i, 0)` ignores grid axis 1, along which each program accumulates
+/// into its row block (zeroed under `when` at `j == 0`), so rows run in
+/// parallel and columns in order. Large enough to use two threads; equal
+/// to interpret mode (integers, exact).
+#[test]
+fn parallel_over_disjoint_axes_accumulating_along_the_other() {
+    let k = |r: &[Ref]| {
+        when(&program_id(1).eq(0), || r[1].store(0));
+        let x = r[0].load();
+        r[1].store(r[1].load() + x.sum(1).reshape(&[-1, 1]) * (program_id(1) + 1));
+    };
+    let call = pallas_call(k, shape_dtype(&[512, 4], I32))
+        .grid([4, 3])
+        .in_specs(vec![BlockSpec::map2([128, 256], |i, j| (i, j))])
+        .out_spec(BlockSpec::map2([128, 4], |i, _| (i, 0)));
+    let mut rng = Rng(82);
+    let args = [rng.i32s(&[512, 768])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+    // A 2-D grid whose output blocks are all distinct: fully parallel,
+    // strided output blocks written back from the workers' buffers.
+    let k = |r: &[Ref]| r[1].store(r[0].load() * 3 - program_id(1));
+    let call = pallas_call(k, shape_dtype(&[512, 768], I32))
+        .grid([4, 3])
+        .in_specs(vec![BlockSpec::map2([128, 256], |i, j| (i, j))])
+        .out_spec(BlockSpec::map2([128, 256], |i, j| (i, j)));
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
