@@ -10,7 +10,7 @@
 //! ones do not clamp (out-of-bounds lanes read the uninitialised value and
 //! are not written), as the interpreter does.
 
-use super::{map_same, map_same2, next_index, strides, Elem, NativeOp};
+use super::{map_same, map_same2, next_index, strides, Elem, NativeOp, RawArg};
 use jaxon_ir::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{HostArray, IrError};
 
@@ -534,7 +534,75 @@ impl StateOp {
     }
 }
 
+impl StateOp {
+    /// Unmasked reads of a box (stride-1 slices, scalar indices) inside the
+    /// ref, straight from the ref's buffer into the result's: the reads in
+    /// Pallas kernels, which would otherwise copy the whole ref in and the
+    /// box out per call.
+    ///
+    /// # Safety
+    /// As [`NativeOp::run_raw`].
+    unsafe fn read_raw(
+        &self,
+        ins: &[RawArg<'_>],
+        outs: &[RawArg<'_>],
+    ) -> Option<Result<(), IrError>> {
+        let (r, [out]) = (ins.first()?, outs) else {
+            return None;
+        };
+        if out.dtype != r.dtype || ins.len() != value_pos(&self.indexers) {
+            return None;
+        }
+        // The index operands, all integer scalars; the ref's slot is a
+        // placeholder (`boxed` takes its shape separately).
+        let mut scalars = vec![HostArray::zeros(r.dtype, &[])];
+        for a in &ins[1..] {
+            if !a.shape.is_empty() || a.dtype.is_float() {
+                return None;
+            }
+            // SAFETY: the caller's contract: a scalar of this dtype.
+            scalars.push(unsafe { crate::runtime::read_array(a.ptr, a.dtype, &[]) }.ok()?);
+        }
+        let args: Vec<&HostArray> = scalars.iter().collect();
+        let (start, size, shape) = match self.boxed(r.shape, &args) {
+            Ok(Some(b)) => b,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        if shape.as_slice() != out.shape {
+            return None;
+        }
+        let es = r.dtype.size_bytes();
+        for (off, b, len) in super::pallas::box_rows(r.shape, &start, &size) {
+            // SAFETY: the box lies inside the ref (`boxed`) and the result
+            // holds its `size` elements; the buffers do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(r.ptr.add(off * es), out.ptr.add(b * es), len * es)
+            };
+        }
+        Some(Ok(()))
+    }
+}
+
 impl NativeOp for StateOp {
+    unsafe fn run_raw(
+        &self,
+        ins: &[RawArg<'_>],
+        outs: &[RawArg<'_>],
+    ) -> Option<Result<(), IrError>> {
+        match self.kind {
+            Kind::Get
+            | Kind::Load {
+                has_mask: false,
+                has_other: false,
+            } => {
+                // SAFETY: the caller's contract.
+                unsafe { self.read_raw(ins, outs) }
+            }
+            _ => None,
+        }
+    }
+
     fn run(&self, args: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let prim = self.kind.name();
         let vp = value_pos(&self.indexers);
