@@ -573,3 +573,34 @@ fn parallel_over_disjoint_axes_accumulating_along_the_other() {
     let (got, want) = both(&call, &args);
     assert_eq!(got, want);
 }
+
+/// In-kernel reads with traced starts (run on the step's buffers, no copy
+/// of the ref): `get` clamps a start past the end into bounds, as the
+/// interpreter does, for a 1-D and a row-sliced 2-D ref.
+#[test]
+fn kernel_gets_with_clamped_traced_starts() {
+    let k = |r: &[Ref]| {
+        let s = program_id(0) * 3;
+        let a = r[0].get(ix![ds(&s, 4)]);
+        let b = r[1].get(ix![ds(&s, 4), 1]);
+        r[2].set(ix![.., 0], a);
+        r[2].set(ix![.., 1], b);
+    };
+    let call = pallas_call(k, shape_dtype(&[4, 4, 2], I32))
+        .grid(4)
+        .in_specs(vec![
+            BlockSpec::map1([10], |_| 0),
+            BlockSpec::map1([Some(10), Some(3)], |_| (0, 0)),
+        ])
+        .out_spec(BlockSpec::map1([None, Some(4), Some(2)], |i| (i, 0, 0)));
+    let mut rng = Rng(83);
+    let args = [rng.i32s(&[10]), rng.i32s(&[10, 3])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+    // Program 3 starts at 9, clamped to 6: its rows are x[6..10].
+    let x = args[0].to_f64_vec();
+    let g = got[0].to_f64_vec();
+    for (r, row) in (6..10).enumerate() {
+        assert_eq!(g[3 * 8 + r * 2], x[row]);
+    }
+}
