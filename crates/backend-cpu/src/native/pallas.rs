@@ -27,7 +27,7 @@ mod plan;
 
 use super::{next_index, strides, Elem, NativeOp};
 use crate::exec::{CpuExecutable, ResultSrc};
-use blocks::{addr, addr_mut, copy_box, fill, uninit_bytes, words, Ptr};
+use blocks::{addr, addr_mut, copy_box, fill, fill_box, uninit_bytes, words, Ptr};
 use jaxon_ir::primitive::BlockMapping;
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, ShapedArray, Storage};
 use plan::{block_start, geom, partition, static_shape, windowed};
@@ -435,9 +435,10 @@ impl PallasOp {
                     *buf = words(g.in_len * g.es);
                 }
                 let dst = buf.as_mut_ptr().cast::<u8>();
-                // SAFETY: `buf` holds `in_len` elements.
-                let bytes = unsafe { std::slice::from_raw_parts_mut(dst, g.in_len * g.es) };
-                fill(bytes, &g.uninit);
+                // Only the block's elements are read: pad those.
+                // SAFETY: the block lies inside the input layout of
+                // `in_len` elements that `buf` holds.
+                unsafe { fill_box(dst, g.in_strides(), &g.block, &g.uninit) };
                 let ext = g.clipped(&a.start);
                 if !ext.contains(&0) {
                     let off: usize = a.start.iter().zip(&g.strides).map(|(s, t)| s * t).sum();

@@ -33,6 +33,31 @@ pub(super) fn fill(buf: &mut [u8], pattern: &[u8]) {
     }
 }
 
+/// Fills the box of size `extent` at `dst` (element strides `ds`, unit in
+/// the last dimension) with copies of the element `pattern`.
+///
+/// # Safety
+/// Every element of the box lies inside the buffer at `dst`.
+pub(super) unsafe fn fill_box(dst: *mut u8, ds: &[usize], extent: &[usize], pattern: &[u8]) {
+    let es = pattern.len();
+    let nd = extent.len();
+    let row = extent.last().copied().unwrap_or(1);
+    if extent.contains(&0) {
+        return;
+    }
+    let outer = &extent[..nd.saturating_sub(1)];
+    let mut idx = vec![0usize; outer.len()];
+    loop {
+        let off: usize = idx.iter().zip(ds).map(|(i, s)| i * s).sum();
+        // SAFETY: the caller's contract: the row lies inside the buffer.
+        let r = unsafe { std::slice::from_raw_parts_mut(dst.add(off * es), row * es) };
+        fill(r, pattern);
+        if !super::next_index(&mut idx, outer) {
+            return;
+        }
+    }
+}
+
 /// Copies the box of size `extent` from `src` (element strides `ss`) to
 /// `dst` (strides `ds`); both have unit stride in the last dimension.
 ///
