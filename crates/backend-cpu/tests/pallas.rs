@@ -604,3 +604,36 @@ fn kernel_gets_with_clamped_traced_starts() {
         assert_eq!(g[3 * 8 + r * 2], x[row]);
     }
 }
+
+/// Reads of a strided block straight from its window inside a `cond`
+/// branch and a `fori_loop` body (the window's block view composed with
+/// the kernel's indices), squeezed dim included; bit for bit.
+#[test]
+fn window_reads_inside_branches_and_loops_bit_exact() {
+    let k = |r: &[Ref]| {
+        let acc0 = r[0].get(ix![0..2, ..]);
+        let acc = ok_or_raise(fori_loop(
+            1,
+            4,
+            |t, acc: Array| {
+                let s = &t * 2;
+                acc + r[0].get(ix![ds(&s, 2), ..])
+            },
+            acc0,
+        ));
+        r[1].store(&acc);
+        when(&program_id(1).eq(1), || {
+            r[1].set(ix![0, ..], r[0].get(ix![7, ..]) * 2);
+        });
+    };
+    let call = pallas_call(k, shape_dtype(&[3, 2, 12], I32))
+        .grid([3, 3])
+        .in_specs(vec![BlockSpec::map2([None, Some(8), Some(4)], |b, j| {
+            (b, 0, j)
+        })])
+        .out_spec(BlockSpec::map2([None, Some(2), Some(4)], |b, j| (b, 0, j)));
+    let mut rng = Rng(84);
+    let args = [rng.i32s(&[3, 8, 12])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}

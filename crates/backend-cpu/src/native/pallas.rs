@@ -106,6 +106,8 @@ struct Geom {
     block_strides: Vec<usize>,
     /// The kernel's view of a block (squeezed dims removed).
     kernel_shape: Vec<usize>,
+    /// Per dim: squeezed out of the kernel's view.
+    squeezed: Vec<bool>,
     layout: Layout,
     /// Elements of the program input (the window or the block).
     in_len: usize,

@@ -399,8 +399,9 @@ fn mask_arg(prim: &str, m: &HostArray, shape: &[usize]) -> Result<Vec<bool>, IrE
 }
 
 impl StateOp {
-    /// The box an indexer of stride-1 slices and scalar integers names,
-    /// when it lies inside the ref: (start, size, result shape).
+    /// The box that indexers of stride-1 slices and scalar integers name
+    /// (each applied to the view the previous ones left, bounds relative
+    /// to it), when it lies inside the ref: (start, size, result shape).
     #[allow(clippy::type_complexity)]
     fn boxed(
         &self,
@@ -409,56 +410,59 @@ impl StateOp {
     ) -> Result<Option<(Vec<usize>, Vec<usize>, Vec<usize>)>, IrError> {
         let prim = self.kind.name();
         let pallas = self.kind.pallas();
-        let ix = match self.indexers.as_slice() {
-            [] => return Ok(Some((vec![0; shape.len()], shape.to_vec(), shape.to_vec()))),
-            [ix] if ix.entries.len() <= shape.len() => ix,
-            _ => return Ok(None),
-        };
-        let (mut start, mut size, mut out) = (Vec::new(), Vec::new(), Vec::new());
-        for (d, &dim) in shape.iter().enumerate() {
-            let di = dim as i64;
-            match ix.entries.get(d) {
-                None => {
-                    start.push(0);
-                    size.push(dim);
-                    out.push(dim);
-                }
-                Some(IndexEntry::Slice {
-                    start: st,
-                    size: n,
-                    stride: 1,
-                }) => {
-                    let (raw, _) = scalar(prim, st, args)?;
-                    let n = *n;
-                    let s = if pallas {
-                        if raw < 0 || raw + n as i64 > di {
-                            return Ok(None);
-                        }
-                        raw
-                    } else {
-                        if n > dim {
-                            return Ok(None);
-                        }
-                        raw.clamp(0, (dim - n) as i64)
-                    };
-                    start.push(s as usize);
-                    size.push(n);
-                    out.push(n);
-                }
-                Some(IndexEntry::Int(v)) => {
-                    let (raw, is_static) = scalar(prim, v, args)?;
-                    if dim == 0 || (pallas && !(0..di).contains(&raw)) {
-                        return Ok(None);
-                    }
-                    match clamp_pos(raw, dim, is_static, pallas) {
-                        Some(p) => start.push(p),
-                        None => return Ok(None),
-                    }
-                    size.push(1);
-                }
-                Some(_) => return Ok(None),
+        let mut start = vec![0usize; shape.len()];
+        let mut size = shape.to_vec();
+        // The ref dims still in the view.
+        let mut view: Vec<usize> = (0..shape.len()).collect();
+        for ix in &self.indexers {
+            if ix.entries.len() > view.len() {
+                return Ok(None);
             }
+            let mut next = Vec::with_capacity(view.len());
+            for (j, &d) in view.iter().enumerate() {
+                let dim = size[d];
+                let di = dim as i64;
+                match ix.entries.get(j) {
+                    None => next.push(d),
+                    Some(IndexEntry::Slice {
+                        start: st,
+                        size: n,
+                        stride: 1,
+                    }) => {
+                        let (raw, _) = scalar(prim, st, args)?;
+                        let n = *n;
+                        let s = if pallas {
+                            if raw < 0 || raw + n as i64 > di {
+                                return Ok(None);
+                            }
+                            raw
+                        } else {
+                            if n > dim {
+                                return Ok(None);
+                            }
+                            raw.clamp(0, (dim - n) as i64)
+                        };
+                        start[d] += s as usize;
+                        size[d] = n;
+                        next.push(d);
+                    }
+                    Some(IndexEntry::Int(v)) => {
+                        let (raw, is_static) = scalar(prim, v, args)?;
+                        if dim == 0 || (pallas && !(0..di).contains(&raw)) {
+                            return Ok(None);
+                        }
+                        match clamp_pos(raw, dim, is_static, pallas) {
+                            Some(p) => start[d] += p,
+                            None => return Ok(None),
+                        }
+                        size[d] = 1;
+                    }
+                    Some(_) => return Ok(None),
+                }
+            }
+            view = next;
         }
+        let out = view.iter().map(|&d| size[d]).collect();
         Ok(Some((start, size, out)))
     }
 

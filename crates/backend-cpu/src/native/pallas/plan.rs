@@ -5,11 +5,13 @@
 
 use super::{err, At, Geom, Layout};
 use crate::native::{next_index, strides};
-use jaxon_ir::primitive::{BlockDim, BlockMapping, Ints};
+use jaxon_ir::primitive::{BlockDim, BlockMapping, IndexEntry, IndexValue, Indexer, Ints};
 use jaxon_ir::{
-    Atom, Aval, Binder, DType, Eqn, HostArray, IrError, Jaxpr, Primitive, ShapedArray, Storage,
+    Atom, Aval, Binder, ClosedJaxpr, DType, Eqn, HostArray, IrError, Jaxpr, Primitive, ShapedArray,
+    Storage, Var,
 };
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub(super) fn static_shape(a: &ShapedArray, what: &str) -> Result<Vec<usize>, IrError> {
     a.static_sizes()
@@ -24,7 +26,7 @@ pub(super) fn geom(k: usize, bm: &BlockMapping) -> Result<Geom, IrError> {
             bm.block_shape.len()
         )));
     }
-    let (mut block, mut kernel_shape) = (Vec::new(), Vec::new());
+    let (mut block, mut kernel_shape, mut squeezed) = (Vec::new(), Vec::new(), Vec::new());
     for b in &bm.block_shape {
         match b {
             BlockDim::Blocked(0) => return Err(err(format!("operand {k}: block size 0"))),
@@ -34,6 +36,7 @@ pub(super) fn geom(k: usize, bm: &BlockMapping) -> Result<Geom, IrError> {
             }
             BlockDim::Squeezed => block.push(1),
         }
+        squeezed.push(matches!(b, BlockDim::Squeezed));
     }
     let nd = shape.len();
     let layout = if (1..nd).all(|d| block[d] <= shape[d]) {
@@ -61,6 +64,7 @@ pub(super) fn geom(k: usize, bm: &BlockMapping) -> Result<Geom, IrError> {
         shape,
         block,
         kernel_shape,
+        squeezed,
         layout,
         in_len,
         contiguous,
@@ -127,6 +131,13 @@ pub(super) fn windowed(j: &mut Jaxpr, k: usize, g: &Geom, read: bool) {
         return;
     }
     let old = j.invars[k];
+    if read && !g.shape.contains(&0) {
+        let aval = Aval::Array(ShapedArray::of(g.dtype, w));
+        if let Some(c) = compose(j, old, &aval, &block_view(g)) {
+            *j = c;
+            return;
+        }
+    }
     let win = j.new_var(Aval::Array(ShapedArray::of(g.dtype, w)));
     j.invars[k] = win;
     if !read {
@@ -219,4 +230,107 @@ pub(super) fn partition(
         groups[group_of(mask, c)].push(p);
     }
     ((0..r).map(|d| mask >> d & 1 == 1).collect(), groups)
+}
+
+/// The indexer viewing a window's block: `0:b` per blocked dim, `0` per
+/// squeezed one.
+fn block_view(g: &Geom) -> Indexer {
+    Indexer {
+        entries: g
+            .block
+            .iter()
+            .zip(&g.squeezed)
+            .map(|(&b, &sq)| {
+                if sq {
+                    IndexEntry::Int(IndexValue::Static(0))
+                } else {
+                    IndexEntry::Slice {
+                        start: IndexValue::Static(0),
+                        size: b,
+                        stride: 1,
+                    }
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `j` with `v` of type `aval` (a window) read through `view` first: when
+/// every use of `v` (here and in the bodies of the loops and branches it
+/// is a constant operand of) is a `get` of a box (stride-1 slices, integer
+/// indices) whose result is used, each gets `view` as its first indexer,
+/// so the block is read straight from the window; `None` otherwise. Such
+/// reads run on the step's buffers and touch only the box, never the rest
+/// of the window (which may extend past the array).
+fn compose(j: &Jaxpr, v: Var, aval: &Aval, view: &Indexer) -> Option<Jaxpr> {
+    if j.outvars.contains(&Atom::Var(v)) {
+        return None;
+    }
+    let mut out = j.clone();
+    *out.vars.get_mut(v.index())? = aval.clone();
+    let sub = |c: &ClosedJaxpr, k: usize| -> Option<ClosedJaxpr> {
+        let iv = *c.jaxpr.invars.get(k)?;
+        Some(ClosedJaxpr {
+            jaxpr: Arc::new(compose(&c.jaxpr, iv, aval, view)?),
+            consts: c.consts.clone(),
+        })
+    };
+    for eqn in out.eqns.iter_mut() {
+        let pos: Vec<usize> = (0..eqn.inputs.len())
+            .filter(|&k| eqn.inputs[k] == Atom::Var(v))
+            .collect();
+        if pos.is_empty() {
+            continue;
+        }
+        match &mut eqn.primitive {
+            Primitive::Get { indexers } if pos == [0] => {
+                let boxy = indexers
+                    .iter()
+                    .flat_map(|ix| &ix.entries)
+                    .all(|e| matches!(e, IndexEntry::Slice { stride: 1, .. } | IndexEntry::Int(_)));
+                if !boxy || !matches!(eqn.outputs.as_slice(), [Binder::Var(_)]) {
+                    return None;
+                }
+                indexers.insert(0, view.clone());
+            }
+            Primitive::Scan {
+                jaxpr, num_consts, ..
+            } => {
+                for &k in &pos {
+                    if k >= *num_consts {
+                        return None;
+                    }
+                    *jaxpr = sub(jaxpr, k)?;
+                }
+            }
+            Primitive::While {
+                cond_jaxpr,
+                body_jaxpr,
+                cond_nconsts,
+                body_nconsts,
+            } => {
+                for &k in &pos {
+                    if k < *cond_nconsts {
+                        *cond_jaxpr = sub(cond_jaxpr, k)?;
+                    } else if k < *cond_nconsts + *body_nconsts {
+                        *body_jaxpr = sub(body_jaxpr, k - *cond_nconsts)?;
+                    } else {
+                        return None;
+                    }
+                }
+            }
+            Primitive::Cond { branches } => {
+                for &k in &pos {
+                    if k == 0 {
+                        return None;
+                    }
+                    for b in branches.iter_mut() {
+                        *b = sub(b, k - 1)?;
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
 }
