@@ -16,7 +16,7 @@ pub use mlp::{
     compile_mlp_grad, init_mlp, loss1, mlp_data, mlp_inputs, mlp_loss, mlp_train_step,
     mlp_value_and_grad, per_example_grads, trace_mlp_grad, Params, MLP_BATCH, MLP_SIZES,
 };
-pub use pallas::{pallas_add_interpret, pallas_matmul_interpret};
+pub use pallas::{pallas_add_interpret, pallas_matmul_gelu, pallas_matmul_interpret};
 
 use jaxon::prelude::*;
 use std::time::Duration;
@@ -71,6 +71,12 @@ pub const WORKLOADS: &[Workload] = &[
         "pallas_add_interpret",
         &["pallas_add_interpret"],
         pallas_add_interpret,
+    ),
+    // Not in WORKLOADS.md: issue 7's fused matmul + GELU against jit.
+    (
+        "pallas_matmul_gelu",
+        &["pallas_matmul_gelu"],
+        pallas_matmul_gelu,
     ),
 ];
 

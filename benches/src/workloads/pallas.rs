@@ -2,10 +2,15 @@
 //! `pallas_matmul_interpret`. JAX can only interpret Pallas kernels on a
 //! CPU; jaxon compiles them (the CPU backend runs the kernel natively over
 //! the grid), so these run `jit` of the `pallas_call` as a user would.
+//! `pallas_matmul_gelu` (not in WORKLOADS.md) is issue 7's fused matmul +
+//! GELU kernel against `jit(gelu(x @ y))` on the same backend.
 
 use super::{backend_name, normal, ok, Settings};
 use crate::measure::{emit, measure, sig, timing_details};
-use jaxon::pallas::{dot, load, pallas_call, shape_dtype, store, BlockSpec, Ref};
+use jaxon::nn;
+use jaxon::pallas::{
+    dot, ds, fori_loop, ix, load, pallas_call, shape_dtype, store, BlockSpec, Ref,
+};
 use jaxon::prelude::*;
 use serde_json::json;
 
@@ -79,4 +84,75 @@ pub fn pallas_matmul_interpret(s: Settings) {
     let (a, b) = (normal(13, &[n, n]), normal(14, &[n, n]));
     let want = ok(jnp::matmul(&a, &b));
     run("pallas_matmul_interpret", &f, (a, b), &want, s);
+}
+
+/// Issue 7's fused matmul: `x (512, 256) · y (256, 1024)`, blocks
+/// `(128, K)` / `(K, 256)` over a `(4, 4)` grid, a `block_k` loop of 128
+/// accumulating `acc += x @ y`, GELU (tanh) fused; against
+/// `jit(gelu(x @ y))`, both on the default backend. Emits the kernel's time
+/// with the plain version's and their ratio.
+pub fn pallas_matmul_gelu(s: Settings) {
+    let (m, k, n) = (512, 256, 1024);
+    let (bm, bn, bk) = (128, 256, 128);
+    let kernel = move |r: &[Ref]| {
+        let (x_ref, y_ref, o_ref) = (&r[0], &r[1], &r[2]);
+        let acc = ok(jnp::zeros(&[bm, bn], DType::F32));
+        let acc = ok(fori_loop(
+            0,
+            k / bk,
+            |kb, acc: Array| {
+                let start = &kb * bk as i32;
+                let x = x_ref.get(ix![.., ds(&start, bk)]);
+                let y = y_ref.get(ix![ds(&start, bk), ..]);
+                acc + dot(&x, &y)
+            },
+            acc,
+        ));
+        o_ref.store(ok(nn::gelu(&acc, true)));
+    };
+    let call = pallas_call(kernel, shape_dtype(&[m, n], DType::F32))
+        .grid([m / bm, n / bn])
+        .in_specs(vec![
+            BlockSpec::map2([bm, k], |i, _| (i, 0)),
+            BlockSpec::map2([k, bn], |_, j| (0, j)),
+        ])
+        .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)));
+    let fused = jit(move |(x, y): (Array, Array)| ok(call.call1(&[x, y])));
+    let plain = jit(|(x, y): (Array, Array)| ok(nn::gelu(&ok(jnp::matmul(&x, &y)), true)));
+    let (x, y) = (normal(15, &[m, k]), normal(16, &[k, n]));
+    let want = plain.call((x.clone(), y.clone())).expect("runs");
+    let got = fused.call((x.clone(), y.clone())).expect("runs");
+    let err = ok(jnp::max(&(&got - &want).abs(), All, false)).item::<f32>();
+    let time = |f: &dyn Fn() -> Array| {
+        measure(
+            || {
+                std::hint::black_box(f().buffer());
+            },
+            s.reps,
+            s.min_time,
+            2,
+        )
+    };
+    let mf = time(&|| fused.call((x.clone(), y.clone())).expect("runs"));
+    let mp = time(&|| plain.call((x.clone(), y.clone())).expect("runs"));
+    let mut d = timing_details(&mf, 1e3, "ms", 1.0);
+    d.insert("max_abs_err_vs_jit".into(), json!(err));
+    d.insert(
+        "jit_gelu_matmul_ms".into(),
+        json!(sig(mp.median_s * 1e3, 4)),
+    );
+    d.insert(
+        "ratio_vs_jit".into(),
+        json!(sig(mf.median_s / mp.median_s, 3)),
+    );
+    d.insert("backend".into(), json!(backend_name()));
+    d.insert("grid".into(), json!([m / bm, n / bn]));
+    d.insert("blocks".into(), json!([bm, bn, bk]));
+    emit(
+        "pallas_matmul_gelu",
+        "time_per_call",
+        sig(mf.median_s * 1e3, 4),
+        "ms",
+        d,
+    );
 }

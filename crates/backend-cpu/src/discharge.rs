@@ -107,9 +107,23 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
             }
         }
         if let Some(r) = written {
-            if matches!(eqn.primitive, Primitive::Store { .. }) {
-                // Parsed text may bind a dropped result to `store`.
-                eqn.outputs.retain(|b| !matches!(b, Binder::Drop(_)));
+            if let Primitive::Store { indexers, has_mask } = &eqn.primitive {
+                // The old values (JAX's `masked_swap` result) are an
+                // unmasked Pallas `load` before the write: in-bounds lanes
+                // read, masked or not, as the interpreter does.
+                if let Some(Binder::Var(old)) = eqn.outputs.first() {
+                    let n_idx = eqn.inputs.len() - 1 - usize::from(*has_mask);
+                    out.push(jaxon_ir::Eqn {
+                        primitive: Primitive::Load {
+                            indexers: indexers.clone(),
+                            has_mask: false,
+                            has_other: false,
+                        },
+                        inputs: eqn.inputs[..n_idx].to_vec(),
+                        outputs: vec![Binder::Var(*old)],
+                    });
+                }
+                eqn.outputs.clear();
             }
             let new = j.new_var(j.vars[r.index()].clone());
             eqn.outputs.push(Binder::Var(new));
@@ -191,9 +205,7 @@ fn whole_ref_access(
             if !same || eqn.inputs.len() != 2 {
                 return false;
             }
-            if let (Primitive::Swap { .. }, Some(Binder::Var(o))) =
-                (&eqn.primitive, eqn.outputs.first())
-            {
+            if let Some(Binder::Var(o)) = eqn.outputs.first() {
                 alias.insert(*o, now);
             }
             cur.insert(r, *v);

@@ -174,6 +174,11 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
         let n = call.ins.len() + call.outs.len();
         // SAFETY: the table holds one pointer per operand and result.
         let table = unsafe { std::slice::from_raw_parts(ptrs, n) };
+        // SAFETY: the table's pointers are the step's planned buffers
+        // (module invariants).
+        if let Some(done) = unsafe { crate::native::run_step_raw(call, table) } {
+            return done;
+        }
         let ins = call
             .ins
             .iter()

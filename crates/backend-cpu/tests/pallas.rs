@@ -417,3 +417,223 @@ fn fused_matmul_512x256x1024_timing() {
     }
     assert_close(&outs[0], &outs[1], 1e-4);
 }
+
+/// JAX's text of a kernel whose masked store's result (the old values, as
+/// `masked_swap` prints it) is used: `o, h[...] <- h[...], n mask=m` over
+/// `i32[7]` in blocks of 4 (the last one partial), `h` aliased to input
+/// `b`. Output 0 is `a` where the global index is below 5, else `b`;
+/// output 1 is the old values, `b` itself (in-bounds lanes are read,
+/// masked or not; out-of-bounds ones are discarded on output).
+const MASKED_STORE_RESULT: &str = "{ lambda ; a:i32[7] b:i32[7]. let
+    c:i32[7] d:i32[7] = pallas_call[
+      compiler_params=None
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(2,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; e:i32[]. let
+          
+        in (e,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; f:i32[]. let
+          
+        in (f,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; g:i32[]. let
+          
+        in (g,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; h:i32[]. let
+          
+        in (h,) })))
+      input_output_aliases=((1, 0),)
+      interpret=False
+      jaxpr={ lambda ; i:Ref<default>{i32[4]} j:Ref<default>{i32[4]} k:Ref<default>{i32[4]}
+          l:Ref<default>{i32[4]}. let
+          m:i32[4] = iota[dimension=0 dtype=int32 shape=(4,) sharding=None] 
+          n:i32[] = program_id[axis=0] 
+          o:i32[] = mul n 4:i32[]
+          p:i32[4] = add m o
+          q:bool[4] = lt p 5:i32[]
+          r:i32[4] <- i[...]
+          s:i32[4], k[...] <- k[...], r mask=q
+          _:i32[4], l[...] <- l[...], s
+        in () }
+      mesh=None
+      metadata=None
+      name=masked_store_result
+      out_avals=(ShapedArray(int32[7]), ShapedArray(int32[7]))
+    ] a b
+  in (c, d) }";
+
+#[test]
+fn masked_store_result_from_jax_text() {
+    let j = jaxon_ir::parse::parse_jaxpr(MASKED_STORE_RESULT).unwrap();
+    assert_eq!(jaxon_ir::print::print_jaxpr(&j), MASKED_STORE_RESULT);
+    jaxon_ir::check::check_jaxpr(&j).unwrap();
+    let j = ClosedJaxpr::without_consts(Arc::new(j));
+    let mut rng = Rng(79);
+    let args = [rng.i32s(&[7]), rng.i32s(&[7])];
+    let (a, b) = (args[0].to_f64_vec(), args[1].to_f64_vec());
+    let want0: Vec<f64> = (0..7).map(|g| if g < 5 { a[g] } else { b[g] }).collect();
+    let interp = jaxon_ir::eval_closed_jaxpr(&j, &args).unwrap();
+    assert_eq!(interp[0].to_f64_vec(), want0);
+    assert_eq!(interp[1].to_f64_vec(), b);
+    let cpu = CpuBackend::with_threads(2);
+    let exe = cpu.compile(&j).unwrap();
+    let bufs: Vec<Arc<dyn jaxon_ir::Buffer>> =
+        args.iter().map(|a| cpu.to_device(a).unwrap()).collect();
+    let got: Vec<HostArray> = exe
+        .execute(&bufs)
+        .unwrap()
+        .iter()
+        .map(|b| b.to_host().unwrap())
+        .collect();
+    assert_eq!(got, interp);
+}
+
+/// Block windows on shapes the blocks do not divide: `(10, 13)` in
+/// `(4, 5)` blocks over a `(3, 3)` grid (edge blocks along both dims, read
+/// padded and written clipped), a second input read through a transposed
+/// index map, and an output written with a scalar-indexed row; bit for bit
+/// against interpret mode.
+#[test]
+fn edge_blocks_in_two_dims_bit_exact() {
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let y = r[1].load();
+        let i = program_id(0);
+        r[2].store(&x * 2 + &y.max(All) + &i);
+        r[2].set(ix![1, ..], r[0].get(ix![0, ..]) - 1);
+    };
+    let call = pallas_call(k, shape_dtype(&[10, 13], I32))
+        .grid([3, 3])
+        .in_specs(vec![
+            BlockSpec::map2([4, 5], |i, j| (i, j)),
+            BlockSpec::map2([5, 4], |i, j| (j, i)),
+        ])
+        .out_spec(BlockSpec::map2([4, 5], |i, j| (i, j)));
+    let mut rng = Rng(80);
+    let args = [rng.i32s(&[10, 13]), rng.i32s(&[13, 10])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+/// Squeezed (`None`) block dims with partial blocks: `(3, 10, 8)` read as
+/// `(None, 4, 8)` blocks and `(8, 3)` as `(8, None)` columns, over a grid
+/// `(3, 3)`; f32 arithmetic that is exact (adds, products by powers of two,
+/// max), compared bit for bit.
+#[test]
+fn squeezed_block_dims_with_edges_bit_exact() {
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let c = r[1].load();
+        let o = &x * 0.5 + c.reshape(&[1, 8]);
+        r[2].store(&o);
+        r[3].store(r[0].get(ix![0, ..]) * 4.0);
+    };
+    let call = pallas_call(
+        k,
+        vec![shape_dtype(&[3, 10, 8], F32), shape_dtype(&[3, 8], F32)],
+    )
+    .grid([3, 3])
+    .in_specs(vec![
+        BlockSpec::map2([None, Some(4), Some(8)], |b, i| (b, i, 0)),
+        BlockSpec::map2([Some(8), None], |b, _| (0, b)),
+    ])
+    .out_specs(vec![
+        BlockSpec::map2([None, Some(4), Some(8)], |b, i| (b, i, 0)),
+        BlockSpec::map2([None, Some(8)], |b, _| (b, 0)),
+    ]);
+    let mut rng = Rng(81);
+    let args = [rng.f32s(&[3, 10, 8]), rng.f32s(&[8, 3])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+/// Programs in parallel over the axes that keep writes disjoint: the out
+/// spec `(i, 0)` ignores grid axis 1, along which each program accumulates
+/// into its row block (zeroed under `when` at `j == 0`), so rows run in
+/// parallel and columns in order. Large enough to use two threads; equal
+/// to interpret mode (integers, exact).
+#[test]
+fn parallel_over_disjoint_axes_accumulating_along_the_other() {
+    let k = |r: &[Ref]| {
+        when(&program_id(1).eq(0), || r[1].store(0));
+        let x = r[0].load();
+        r[1].store(r[1].load() + x.sum(1).reshape(&[-1, 1]) * (program_id(1) + 1));
+    };
+    let call = pallas_call(k, shape_dtype(&[512, 4], I32))
+        .grid([4, 3])
+        .in_specs(vec![BlockSpec::map2([128, 256], |i, j| (i, j))])
+        .out_spec(BlockSpec::map2([128, 4], |i, _| (i, 0)));
+    let mut rng = Rng(82);
+    let args = [rng.i32s(&[512, 768])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+    // A 2-D grid whose output blocks are all distinct: fully parallel,
+    // strided output blocks written back from the workers' buffers.
+    let k = |r: &[Ref]| r[1].store(r[0].load() * 3 - program_id(1));
+    let call = pallas_call(k, shape_dtype(&[512, 768], I32))
+        .grid([4, 3])
+        .in_specs(vec![BlockSpec::map2([128, 256], |i, j| (i, j))])
+        .out_spec(BlockSpec::map2([128, 256], |i, j| (i, j)));
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}
+
+/// In-kernel reads with traced starts (run on the step's buffers, no copy
+/// of the ref): `get` clamps a start past the end into bounds, as the
+/// interpreter does, for a 1-D and a row-sliced 2-D ref.
+#[test]
+fn kernel_gets_with_clamped_traced_starts() {
+    let k = |r: &[Ref]| {
+        let s = program_id(0) * 3;
+        let a = r[0].get(ix![ds(&s, 4)]);
+        let b = r[1].get(ix![ds(&s, 4), 1]);
+        r[2].set(ix![.., 0], a);
+        r[2].set(ix![.., 1], b);
+    };
+    let call = pallas_call(k, shape_dtype(&[4, 4, 2], I32))
+        .grid(4)
+        .in_specs(vec![
+            BlockSpec::map1([10], |_| 0),
+            BlockSpec::map1([Some(10), Some(3)], |_| (0, 0)),
+        ])
+        .out_spec(BlockSpec::map1([None, Some(4), Some(2)], |i| (i, 0, 0)));
+    let mut rng = Rng(83);
+    let args = [rng.i32s(&[10]), rng.i32s(&[10, 3])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+    // Program 3 starts at 9, clamped to 6: its rows are x[6..10].
+    let x = args[0].to_f64_vec();
+    let g = got[0].to_f64_vec();
+    for (r, row) in (6..10).enumerate() {
+        assert_eq!(g[3 * 8 + r * 2], x[row]);
+    }
+}
+
+/// Reads of a strided block straight from its window inside a `cond`
+/// branch and a `fori_loop` body (the window's block view composed with
+/// the kernel's indices), squeezed dim included; bit for bit.
+#[test]
+fn window_reads_inside_branches_and_loops_bit_exact() {
+    let k = |r: &[Ref]| {
+        let acc0 = r[0].get(ix![0..2, ..]);
+        let acc = ok_or_raise(fori_loop(
+            1,
+            4,
+            |t, acc: Array| {
+                let s = &t * 2;
+                acc + r[0].get(ix![ds(&s, 2), ..])
+            },
+            acc0,
+        ));
+        r[1].store(&acc);
+        when(&program_id(1).eq(1), || {
+            r[1].set(ix![0, ..], r[0].get(ix![7, ..]) * 2);
+        });
+    };
+    let call = pallas_call(k, shape_dtype(&[3, 2, 12], I32))
+        .grid([3, 3])
+        .in_specs(vec![BlockSpec::map2([None, Some(8), Some(4)], |b, j| {
+            (b, 0, j)
+        })])
+        .out_spec(BlockSpec::map2([None, Some(2), Some(4)], |b, j| (b, 0, j)));
+    let mut rng = Rng(84);
+    let args = [rng.i32s(&[3, 8, 12])];
+    let (got, want) = both(&call, &args);
+    assert_eq!(got, want);
+}

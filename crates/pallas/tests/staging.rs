@@ -51,6 +51,34 @@ fn make_jaxpr_prints_kernel_and_parses_back() {
 }
 
 #[test]
+fn masked_store_binds_its_old_values_dropped() {
+    // JAX's `masked_swap` has one result (the old values); the user API
+    // drops it, so the kernel prints `_:i32[8], b[...] <- b[...], c mask=d`.
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let m = x.gt(0);
+        store(&r[1], .., &x).mask(&m);
+    };
+    let call = pallas_call(k, shape_dtype(&[8], I32)).interpret(true);
+    let mut rng = Rng::new(12);
+    let a = rng.i32s(8, -9, 9);
+    let x = Array::from_vec(a.clone(), &[8]);
+    let closed = make_jaxpr(move |x: Array| call.call1(&[x]).unwrap())(x.clone()).unwrap();
+    let text = closed.to_string();
+    let line = text
+        .lines()
+        .find(|l| l.contains(" mask="))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.trim_start().starts_with("_:i32[8], "), "{line}");
+    let parsed = jaxon_ir::parse_closed_jaxpr(&text, vec![]).unwrap();
+    assert_eq!(parsed.to_string(), text);
+    let outs = jaxon_ir::eval_closed_jaxpr(&parsed, &[x.try_to_host("test").unwrap()]).unwrap();
+    // Masked-off lanes keep the output's initial contents (zeros here).
+    let want: Vec<i32> = a.iter().map(|&v| if v > 0 { v } else { 0 }).collect();
+    assert_eq!(outs[0].data().clone(), jaxon_ir::Storage::I32(want));
+}
+
+#[test]
 fn runs_under_jit() {
     let mut rng = Rng::new(11);
     let (a, b) = (rng.i32s(8, -9, 9), rng.i32s(8, -9, 9));

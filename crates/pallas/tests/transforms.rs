@@ -227,3 +227,66 @@ fn vmap_of_an_aliased_accumulator_and_jvp_of_vmap() {
     let want_t: Vec<f64> = (0..8).map(|k| 2.0 * xs[k] as f64 * tx[k] as f64).collect();
     assert_close(&t.to_vec::<f32>(), &want_t, 1e-6);
 }
+
+/// A kernel (JAX's text) using a masked store's result, the old values:
+/// `k` first takes `b`'s block, then `a` where the global index is below
+/// 5 with the old values bound to `s`, which output 1 receives. So output
+/// 0 is `where(g < 5, a, b)` and output 1 is `b`; their tangents are the
+/// same selections of the input tangents.
+const MASKED_STORE_RESULT: &str = "{ lambda ; a:f32[8] b:f32[8]. let
+    c:f32[8] d:f32[8] = pallas_call[
+      compiler_params=None
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(2,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(float32[8]), index_map={ lambda ; e:i32[]. let
+          
+        in (e,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(float32[8]), index_map={ lambda ; f:i32[]. let
+          
+        in (f,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(float32[8]), index_map={ lambda ; g:i32[]. let
+          
+        in (g,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(float32[8]), index_map={ lambda ; h:i32[]. let
+          
+        in (h,) })))
+      input_output_aliases=()
+      interpret=True
+      jaxpr={ lambda ; i:Ref<default>{f32[4]} j:Ref<default>{f32[4]} k:Ref<default>{f32[4]}
+          l:Ref<default>{f32[4]}. let
+          m:i32[4] = iota[dimension=0 dtype=int32 shape=(4,) sharding=None] 
+          n:i32[] = program_id[axis=0] 
+          o:i32[] = mul n 4:i32[]
+          p:i32[4] = add m o
+          q:bool[4] = lt p 5:i32[]
+          r:f32[4] <- i[...]
+          t:f32[4] <- j[...]
+          _:f32[4], k[...] <- k[...], t
+          s:f32[4], k[...] <- k[...], r mask=q
+          _:f32[4], l[...] <- l[...], s
+        in () }
+      mesh=None
+      metadata=None
+      name=masked_store_result
+      out_avals=(ShapedArray(float32[8]), ShapedArray(float32[8]))
+    ] a b
+  in (c, d) }";
+
+#[test]
+fn jvp_of_a_masked_store_result() {
+    let closed = jaxon_ir::parse_closed_jaxpr(MASKED_STORE_RESULT, vec![]).unwrap();
+    let mut rng = Rng::new(24);
+    let (a, b, ta, tb) = (rng.f32s(8), rng.f32s(8), rng.f32s(8), rng.f32s(8));
+    let arr = |v: &Vec<f32>| Array::from_vec(v.clone(), &[8]);
+    let f = |(x, y): (Array, Array)| {
+        jaxon_trace::interpret::eval_closed_jaxpr(&closed, &[x, y]).unwrap()
+    };
+    let (p, t) = jvp(f, (arr(&a), arr(&b)), (arr(&ta), arr(&tb))).unwrap();
+    let sel = |x: &[f32], y: &[f32]| -> Vec<f64> {
+        (0..8)
+            .map(|g| if g < 5 { x[g] } else { y[g] } as f64)
+            .collect()
+    };
+    let wide = |x: &[f32]| -> Vec<f64> { x.iter().map(|&v| v as f64).collect() };
+    assert_close(&p[0].to_vec::<f32>(), &sel(&a, &b), 0.0);
+    assert_close(&p[1].to_vec::<f32>(), &wide(&b), 0.0);
+    assert_close(&t[0].to_vec::<f32>(), &sel(&ta, &tb), 0.0);
+    assert_close(&t[1].to_vec::<f32>(), &wide(&tb), 0.0);
+}

@@ -25,6 +25,83 @@ use jaxon_ir::{Atom, Eqn, HostArray, IrError, Jaxpr, Primitive};
 pub(crate) trait NativeOp: Send + Sync + std::fmt::Debug {
     /// Runs the operation (`threads` bounds any parallelism it uses).
     fn run(&self, inputs: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError>;
+
+    /// Runs straight on the step's buffers, without copying operands into
+    /// host arrays and results back; `None` when the op has no such path
+    /// for these operands (then `run` is used).
+    ///
+    /// # Safety
+    /// `ins[k].ptr` points to a value of operand `k`'s dtype and shape and
+    /// `outs[k].ptr` to room for result `k`'s, not aliasing any operand.
+    unsafe fn run_raw(
+        &self,
+        _ins: &[RawArg<'_>],
+        _outs: &[RawArg<'_>],
+    ) -> Option<Result<(), IrError>> {
+        None
+    }
+}
+
+/// A buffer of a native step called from generated code.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawArg<'a> {
+    /// The first element.
+    pub ptr: *mut u8,
+    /// Its dtype.
+    pub dtype: jaxon_ir::DType,
+    /// Its shape.
+    pub shape: &'a [usize],
+}
+
+/// Runs a `Step::Native` of a step call on its pointer table (operands in
+/// `call.ins` order, then results) through [`NativeOp::run_raw`], when the
+/// op has a raw path; `None` otherwise.
+///
+/// # Safety
+/// `table` holds one pointer per variable of `call.ins` and `call.outs`,
+/// each to a value (or room for one) of the listed type, results not
+/// aliasing operands.
+pub(crate) unsafe fn run_step_raw(
+    call: &crate::exec::StepCall,
+    table: &[*mut u8],
+) -> Option<Result<(), IrError>> {
+    let Step::Native { op, inputs, outs } = &call.step else {
+        return None;
+    };
+    let n_in = call.ins.len();
+    let mut ins = Vec::with_capacity(inputs.len());
+    for o in inputs {
+        ins.push(match o {
+            crate::exec::Operand::Var(v) => {
+                let k = call.ins.iter().position(|(w, _, _)| w == v)?;
+                let (_, dtype, shape) = &call.ins[k];
+                RawArg {
+                    ptr: *table.get(k)?,
+                    dtype: *dtype,
+                    shape,
+                }
+            }
+            crate::exec::Operand::Const(a) => RawArg {
+                // Only read through.
+                ptr: jaxon_ir::with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut()),
+                dtype: a.dtype(),
+                shape: a.shape(),
+            },
+        });
+    }
+    let mut res = Vec::with_capacity(outs.len());
+    for o in outs {
+        let v = (*o)?;
+        let k = call.outs.iter().position(|(w, _, _)| *w == v)?;
+        let (_, dtype, shape) = &call.outs[k];
+        res.push(RawArg {
+            ptr: *table.get(n_in + k)?,
+            dtype: *dtype,
+            shape,
+        });
+    }
+    // SAFETY: the caller's contract, per operand and result.
+    unsafe { op.run_raw(&ins, &res) }
 }
 
 /// Row-major element strides of `shape`.

@@ -2,26 +2,38 @@
 //! backend's own pipeline, in discharged form (each block `Ref` is an array
 //! argument; the final contents of the refs the kernel writes are its
 //! results), and run once per grid point in JAX's order (row-major, last
-//! grid axis fastest). The index maps are evaluated when compiling, so a
-//! run only copies blocks: in, with partial edge blocks padded by the
-//! uninitialised value (NaN, integer minimum, false) as interpret mode
-//! does, and back, the padding discarded at the end. `program_id` and
-//! `num_programs` read the grid point of the running program (a
-//! thread-local set around each kernel call), so they work at any nesting
-//! depth of the kernel.
+//! grid axis fastest). The index maps are evaluated when compiling.
 //!
-//! When only outputs are written and every output's index map sends
-//! distinct grid points to distinct blocks, programs run in parallel.
+//! Block windows are pointer offsets: the kernel program receives each
+//! operand as a window `(b0, s1, .., sn)` starting at the block's first
+//! element, with the array's strides, and takes the block as its static
+//! slice, so a block inside the array is read in place by the generated
+//! code. Only partial edge blocks are copied, into a buffer of the window's
+//! layout padded with the uninitialised value (NaN, integer minimum,
+//! false) as interpret mode pads them. Results are written straight into
+//! the output when the block is one run of memory inside it; otherwise
+//! into a per-worker buffer copied back, the padding discarded.
+//! `program_id` and `num_programs` read the grid point of the running
+//! program (a thread-local set around each kernel call), so they work at
+//! any nesting depth of the kernel.
+//!
+//! Programs run in parallel over the grid axes on which the out specs make
+//! their writes disjoint (every written output's block differs between
+//! programs that differ on those axes); programs that differ only on the
+//! other axes run in order on one worker.
+
+mod blocks;
+mod plan;
 
 use super::{next_index, strides, Elem, NativeOp};
-use crate::exec::CpuExecutable;
-use jaxon_ir::primitive::{BlockDim, BlockMapping};
-use jaxon_ir::{Atom, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, ShapedArray, Storage};
-use std::borrow::Cow;
+use crate::exec::{CpuExecutable, ResultSrc};
+use blocks::{addr, addr_mut, copy_box, fill, fill_box, uninit_bytes, words, Ptr};
+use jaxon_ir::primitive::BlockMapping;
+use jaxon_ir::{Atom, Aval, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, ShapedArray, Storage};
+use plan::{block_start, geom, partition, static_shape, windowed};
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::sync::Arc;
-
+use std::sync::{Arc, Mutex};
 thread_local! {
     /// The grid point and grid sizes of the program running on this thread.
     static GRID: RefCell<(Vec<usize>, Vec<usize>)> = const { RefCell::new((Vec::new(), Vec::new())) };
@@ -67,16 +79,82 @@ impl NativeOp for ProgramId {
     }
 }
 
+/// How the kernel program receives an operand's block.
+#[derive(Clone, Debug, PartialEq)]
+enum Layout {
+    /// A window of this shape, `(b0, s1, .., sn)`, at the block's first
+    /// element (so with the array's strides); the block is its slice
+    /// `[0:b0, .., 0:bn]`.
+    Window(Vec<usize>),
+    /// A contiguous block, always copied in: a block dimension past the
+    /// first is larger than the array's, so every block is partial.
+    Block,
+}
+
 /// One operand's block geometry.
 #[derive(Debug)]
 struct Geom {
     dtype: DType,
+    /// Element size in bytes.
+    es: usize,
     shape: Vec<usize>,
-    padded: Vec<usize>,
+    /// Row-major element strides of the array.
+    strides: Vec<usize>,
     /// Block size per dim (1 for squeezed dims).
     block: Vec<usize>,
+    /// Row-major strides of a contiguous block.
+    block_strides: Vec<usize>,
     /// The kernel's view of a block (squeezed dims removed).
     kernel_shape: Vec<usize>,
+    /// Per dim: squeezed out of the kernel's view.
+    squeezed: Vec<bool>,
+    layout: Layout,
+    /// Elements of the program input (the window or the block).
+    in_len: usize,
+    /// An inner block is one run of memory in the array.
+    contiguous: bool,
+    /// One uninitialised element.
+    uninit: Vec<u8>,
+}
+
+impl Geom {
+    /// The block's extent inside the array at `start` (0 past the end).
+    fn clipped(&self, start: &[usize]) -> Vec<usize> {
+        self.block
+            .iter()
+            .zip(start)
+            .zip(&self.shape)
+            .map(|((&b, &s), &n)| b.min(n.saturating_sub(s)))
+            .collect()
+    }
+
+    /// Strides of the program input's layout.
+    fn in_strides(&self) -> &[usize] {
+        match self.layout {
+            Layout::Window(_) => &self.strides,
+            Layout::Block => &self.block_strides,
+        }
+    }
+}
+
+/// An operand's block at one grid point.
+#[derive(Debug)]
+struct At {
+    start: Vec<usize>,
+    /// Element offset of `start` (meaningful when `inside`).
+    flat: usize,
+    /// The whole block lies inside the array.
+    inside: bool,
+}
+
+/// Buffers one worker reuses from program to program.
+#[derive(Default)]
+struct Worker {
+    arena: Vec<u64>,
+    /// Per operand: the padded copy of an edge block (or a `Block`).
+    ins: Vec<Vec<u64>>,
+    /// Per program output buffer.
+    outs: Vec<Vec<u64>>,
 }
 
 /// A compiled `pallas_call`.
@@ -85,9 +163,8 @@ pub(crate) struct PallasOp {
     grid: Vec<usize>,
     n_in: usize,
     geoms: Vec<Geom>,
-    /// Block starts (element offsets into the padded operand), per grid
-    /// point (row-major), per operand.
-    starts: Vec<Vec<Vec<usize>>>,
+    /// Per grid point (row-major), per operand.
+    points: Vec<Vec<At>>,
     /// The kernel refs it writes (operands, then scratch): its results.
     written: Vec<usize>,
     /// Per operand: whether the kernel reads its block.
@@ -95,8 +172,13 @@ pub(crate) struct PallasOp {
     /// Scratch buffers: (dtype, shape).
     scratch: Vec<(DType, Vec<usize>)>,
     aliases: Vec<(usize, usize)>,
-    /// Programs may run in parallel.
-    parallel: bool,
+    /// The grid axes programs may run in parallel over.
+    par_axes: Vec<bool>,
+    /// Grid points by their coordinates on `par_axes`, each group in
+    /// row-major order (one group, all points, when none is parallel).
+    groups: Vec<Vec<usize>>,
+    /// Workers' buffers, kept between runs.
+    pool: Mutex<Vec<Worker>>,
 }
 
 impl std::fmt::Debug for PallasOp {
@@ -105,97 +187,9 @@ impl std::fmt::Debug for PallasOp {
             .field("grid", &self.grid)
             .field("geoms", &self.geoms)
             .field("written", &self.written)
-            .field("parallel", &self.parallel)
+            .field("par_axes", &self.par_axes)
             .finish_non_exhaustive()
     }
-}
-
-/// The written refs of each grid point a worker ran.
-type PointResults = Vec<(usize, Vec<HostArray>)>;
-
-fn static_shape(a: &ShapedArray, what: &str) -> Result<Vec<usize>, IrError> {
-    a.static_sizes()
-        .ok_or_else(|| err(format!("{what} has a dynamic shape")))
-}
-
-fn geom(k: usize, bm: &BlockMapping) -> Result<Geom, IrError> {
-    let shape = static_shape(&bm.array_aval, "an operand")?;
-    if bm.block_shape.len() != shape.len() {
-        return Err(err(format!(
-            "operand {k}: block shape of rank {} for an array of shape {shape:?}",
-            bm.block_shape.len()
-        )));
-    }
-    let (mut block, mut kernel_shape) = (Vec::new(), Vec::new());
-    for b in &bm.block_shape {
-        match b {
-            BlockDim::Blocked(0) => return Err(err(format!("operand {k}: block size 0"))),
-            BlockDim::Blocked(n) => {
-                block.push(*n);
-                kernel_shape.push(*n);
-            }
-            BlockDim::Squeezed => block.push(1),
-        }
-    }
-    let padded = shape
-        .iter()
-        .zip(&block)
-        .map(|(&n, &b)| n.div_ceil(b) * b)
-        .collect();
-    Ok(Geom {
-        dtype: bm.array_aval.dtype,
-        shape,
-        padded,
-        block,
-        kernel_shape,
-    })
-}
-
-/// Operand `k`'s block start at grid point `idx`, clamped into the padded
-/// array like `dynamic_slice` (as the interpreter does).
-fn block_start(
-    k: usize,
-    g: &Geom,
-    bm: &BlockMapping,
-    idx: &[usize],
-) -> Result<Vec<usize>, IrError> {
-    let jaxpr = &bm.index_map.jaxpr;
-    if jaxpr.invars.len() != idx.len() {
-        return Err(err(format!(
-            "operand {k}: index_map takes {} inputs for a grid of rank {}",
-            jaxpr.invars.len(),
-            idx.len()
-        )));
-    }
-    let mut args = Vec::with_capacity(idx.len());
-    for (v, &i) in jaxpr.invars.iter().zip(idx) {
-        let dt = jaxpr.try_aval(*v).map_or(DType::I32, |a| a.dtype());
-        args.push(HostArray::new(
-            Vec::new(),
-            Storage::from_f64(dt, &[i as f64]),
-        )?);
-    }
-    let outs = jaxon_ir::eval_closed_jaxpr(&bm.index_map, &args)?;
-    if outs.len() != g.block.len() {
-        return Err(err(format!(
-            "operand {k}: index_map gave {} indices for rank {}",
-            outs.len(),
-            g.block.len()
-        )));
-    }
-    outs.iter()
-        .enumerate()
-        .map(|(d, v)| match v {
-            a if a.len() == 1 && !a.dtype().is_float() => {
-                let b = g.block[d] as i64;
-                let max = g.padded[d] as i64 - b;
-                Ok((a.data().get_i64(0) * b).clamp(0, Ord::max(max, 0)) as usize)
-            }
-            _ => Err(err(format!(
-                "operand {k}: index_map must return integer scalars"
-            ))),
-        })
-        .collect()
 }
 
 impl PallasOp {
@@ -252,28 +246,41 @@ impl PallasOp {
         let mut scratch = Vec::new();
         for v in &kernel.invars[n_ops..] {
             match kernel.try_aval(*v) {
-                Some(jaxon_ir::Aval::Ref(r)) => {
+                Some(Aval::Ref(r)) => {
                     scratch.push((r.inner.dtype, static_shape(&r.inner, "a scratch buffer")?))
                 }
                 _ => return Err(err("a kernel scratch input is not a Ref")),
             }
         }
         let total: usize = grid.iter().product();
-        let mut starts = Vec::with_capacity(total);
+        let mut points = Vec::with_capacity(total);
         let mut idx = vec![0usize; grid.len()];
         for _ in 0..total {
-            starts.push(
-                geoms
+            let mut at = Vec::with_capacity(n_ops);
+            for (k, (g, bm)) in geoms.iter().zip(block_mappings).enumerate() {
+                let start = block_start(k, g, bm, &idx)?;
+                let inside = start
                     .iter()
-                    .zip(block_mappings)
-                    .enumerate()
-                    .map(|(k, (g, bm))| block_start(k, g, bm, &idx))
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
+                    .zip(&g.block)
+                    .zip(&g.shape)
+                    .all(|((&s, &b), &n)| s + b <= n);
+                let flat = if inside {
+                    start.iter().zip(&g.strides).map(|(s, t)| s * t).sum()
+                } else {
+                    0
+                };
+                at.push(At {
+                    start,
+                    flat,
+                    inside,
+                });
+            }
+            points.push(at);
             next_index(&mut idx, grid);
         }
         // Compile the kernel: simplified with its refs (effects are kept),
-        // then discharged; only the refs it writes come back.
+        // then discharged; only the refs it writes come back, and operands
+        // arrive as windows.
         let simple = jaxon_ir::passes::simplify(&ClosedJaxpr::without_consts(kernel.clone()))?;
         let d = crate::discharge::discharge_refs(&simple)?
             .ok_or_else(|| err("the kernel takes no refs"))?;
@@ -282,55 +289,55 @@ impl PallasOp {
             .filter(|&k| j.outvars.get(k) != Some(&Atom::Var(j.invars[k])))
             .collect();
         j.outvars = written.iter().map(|&k| j.outvars[k]).collect();
-        let closed = ClosedJaxpr {
-            jaxpr: Arc::new(j),
-            consts: d.consts.clone(),
-        };
-        let used: HashSet<jaxon_ir::Var> = closed
-            .jaxpr
+        let used: HashSet<jaxon_ir::Var> = j
             .eqns
             .iter()
             .flat_map(|e| e.inputs.iter())
-            .chain(closed.jaxpr.outvars.iter())
+            .chain(j.outvars.iter())
             .filter_map(|a| match a {
                 Atom::Var(v) => Some(*v),
                 Atom::Lit(_) => None,
             })
             .collect();
-        let read = closed.jaxpr.invars[..n_ops]
-            .iter()
-            .map(|v| used.contains(v))
-            .collect();
+        let read: Vec<bool> = j.invars[..n_ops].iter().map(|v| used.contains(v)).collect();
+        for (k, g) in geoms.iter().enumerate() {
+            windowed(&mut j, k, g, read[k]);
+        }
+        let closed = ClosedJaxpr {
+            jaxpr: Arc::new(j),
+            consts: d.consts.clone(),
+        };
         let key = crate::compile::fingerprint(&closed.jaxpr);
         let program = crate::compile::compile_program(&closed, &key, Default::default())?;
+        if program.results.len() != written.len() {
+            return Err(err("the compiled kernel's results do not match its refs"));
+        }
         let kernel = CpuExecutable {
             program: Arc::new(program),
             consts: closed.consts.clone(),
             threads: 1,
             pool: Arc::new(crate::pool::Pool::default()),
         };
-        // Parallel when only outputs are written, each to blocks of its own.
-        let parallel = scratch.is_empty()
-            && written.iter().all(|&k| k >= n_in && k < n_ops)
-            && (n_in..n_ops).all(|k| {
-                let mut seen = HashSet::new();
-                starts.iter().all(|s| seen.insert(&s[k]))
-            });
+        // Parallel only when outputs alone are written (inputs and scratch
+        // carry state from program to program).
+        let allowed = scratch.is_empty() && written.iter().all(|&k| k >= n_in && k < n_ops);
+        let (par_axes, groups) = partition(grid, &points, &written, allowed);
         Ok(PallasOp {
             kernel,
             grid: grid.to_vec(),
             n_in,
             geoms,
-            starts,
+            points,
             written,
             read,
             scratch,
             aliases: aliases.to_vec(),
-            parallel,
+            par_axes,
+            groups,
+            pool: Mutex::new(Vec::new()),
         })
     }
 }
-
 /// The rows (offset in the padded array, offset in the block, length) of
 /// the box at `start` of size `size`, along the last dimension.
 pub(super) fn box_rows(
@@ -366,27 +373,6 @@ pub(super) fn box_rows(
     }
 }
 
-macro_rules! pair {
-    ($a:expr, $b:expr, ($x:ident, $y:ident) => $body:expr, $err:expr) => {
-        match ($a, $b) {
-            (Storage::Bool($x), Storage::Bool($y)) => $body,
-            (Storage::I8($x), Storage::I8($y)) => $body,
-            (Storage::I16($x), Storage::I16($y)) => $body,
-            (Storage::I32($x), Storage::I32($y)) => $body,
-            (Storage::I64($x), Storage::I64($y)) => $body,
-            (Storage::U8($x), Storage::U8($y)) => $body,
-            (Storage::U16($x), Storage::U16($y)) => $body,
-            (Storage::U32($x), Storage::U32($y)) => $body,
-            (Storage::U64($x), Storage::U64($y)) => $body,
-            (Storage::F16($x), Storage::F16($y)) => $body,
-            (Storage::BF16($x), Storage::BF16($y)) => $body,
-            (Storage::F32($x), Storage::F32($y)) => $body,
-            (Storage::F64($x), Storage::F64($y)) => $body,
-            _ => return Err($err),
-        }
-    };
-}
-
 fn uninit(dtype: DType, n: usize) -> Storage {
     super::map_same!(&Storage::zeros(dtype, 0), v => {
         let _ = v;
@@ -394,81 +380,178 @@ fn uninit(dtype: DType, n: usize) -> Storage {
     })
 }
 
-/// Copies `src` (of shape `size`) into `dst` at `start`.
-fn write_box(
-    dst: &mut HostArray,
-    start: &[usize],
-    size: &[usize],
-    src: &HostArray,
-) -> Result<(), IrError> {
-    let rows = box_rows(dst.shape(), start, size);
-    pair!(dst.data_mut(), src.data(), (d, s) => {
-        for (o, b, n) in rows {
-            d[o..o + n].copy_from_slice(&s[b..b + n]);
-        }
-    }, err("a block changed dtype"));
-    Ok(())
-}
-
-/// Reads the box at `start` of size `size`, with shape `shape`.
-fn read_box(
-    src: &HostArray,
-    start: &[usize],
-    size: &[usize],
-    shape: Vec<usize>,
-) -> Result<HostArray, IrError> {
-    let rows = box_rows(src.shape(), start, size);
-    let data = super::map_same!(src.data(), s => {
-        let mut v = Vec::with_capacity(size.iter().product());
-        for (o, _, n) in rows {
-            v.extend_from_slice(&s[o..o + n]);
-        }
-        v
-    });
-    HostArray::new(shape, data)
+/// Where a run's operands live and its scratch buffers.
+struct Frame<'a> {
+    /// Per operand: its array's first element.
+    bases: &'a [Ptr],
+    /// Scratch refs (serial runs only).
+    scratch: Vec<Vec<u64>>,
+    /// Threads the kernel program may use.
+    threads: usize,
 }
 
 impl PallasOp {
-    /// Runs grid points `points` on the (padded) operands; returns each
-    /// point's written refs.
-    fn run_points(
-        &self,
-        ops: &[Cow<'_, HostArray>],
-        scratch: &[HostArray],
-        unread: &[HostArray],
-        points: std::ops::Range<usize>,
-        mut sink: impl FnMut(usize, Vec<HostArray>) -> Result<(), IrError>,
-    ) -> Result<(), IrError> {
-        let mut idx = vec![0usize; self.grid.len()];
-        {
-            let mut rem = points.start;
+    fn worker(&self) -> Worker {
+        let w = self.pool.lock().ok().and_then(|mut p| p.pop());
+        w.unwrap_or_else(|| {
+            let p = &*self.kernel.program;
+            Worker {
+                arena: vec![0u64; p.arena_bytes.div_ceil(8)],
+                ins: vec![Vec::new(); self.geoms.len()],
+                outs: p
+                    .out_bufs
+                    .iter()
+                    .map(|(dt, s)| words(dt.size_bytes() * s.iter().product::<usize>()))
+                    .collect(),
+            }
+        })
+    }
+
+    fn give_back(&self, w: Worker) {
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(w);
+        }
+    }
+
+    /// Runs grid point `p` on worker `w`.
+    ///
+    /// # Safety
+    /// `f.bases` point at live operand arrays of the compiled shapes, and no
+    /// other thread writes the blocks this point reads or writes.
+    unsafe fn run_point(&self, w: &mut Worker, p: usize, f: &mut Frame<'_>) -> Result<(), IrError> {
+        let prog = &*self.kernel.program;
+        let at = &self.points[p];
+        let n_ops = self.geoms.len();
+        let mut io: Vec<*mut u8> = Vec::with_capacity(prog.io_len());
+        for (k, g) in self.geoms.iter().enumerate() {
+            let a = &at[k];
+            let base = f.bases[k].0;
+            let ptr = if !self.read[k] {
+                base
+            } else if a.inside && g.layout != Layout::Block {
+                // SAFETY: the block lies inside the array.
+                unsafe { base.add(a.flat * g.es) }
+            } else {
+                let buf = &mut w.ins[k];
+                if buf.len() * 8 < g.in_len * g.es {
+                    *buf = words(g.in_len * g.es);
+                }
+                let dst = buf.as_mut_ptr().cast::<u8>();
+                // Only the block's elements are read: pad those.
+                // SAFETY: the block lies inside the input layout of
+                // `in_len` elements that `buf` holds.
+                unsafe { fill_box(dst, g.in_strides(), &g.block, &g.uninit) };
+                let ext = g.clipped(&a.start);
+                if !ext.contains(&0) {
+                    let off: usize = a.start.iter().zip(&g.strides).map(|(s, t)| s * t).sum();
+                    // SAFETY: the clipped box lies inside the array from
+                    // `start` and inside the input layout from 0.
+                    unsafe {
+                        copy_box(
+                            base.add(off * g.es),
+                            &g.strides,
+                            dst,
+                            g.in_strides(),
+                            &ext,
+                            g.es,
+                        )
+                    };
+                }
+                dst
+            };
+            io.push(ptr);
+        }
+        for s in f.scratch.iter_mut() {
+            io.push(s.as_mut_ptr().cast());
+        }
+        for c in self.kernel.consts.iter() {
+            io.push(addr(c));
+        }
+        let out0 = io.len();
+        for o in w.outs.iter_mut() {
+            io.push(o.as_mut_ptr().cast());
+        }
+        // Results whose block is one run of memory inside the output go
+        // there directly (unless the kernel also reads that block).
+        let mut direct: Vec<Option<*mut u8>> = Vec::with_capacity(self.written.len());
+        for (&k, r) in self.written.iter().zip(&prog.results) {
+            let d = (k < n_ops && !self.read[k] && at[k].inside && self.geoms[k].contiguous)
+                // SAFETY: the block lies inside the array.
+                .then(|| unsafe { f.bases[k].0.add(at[k].flat * self.geoms[k].es) });
+            if let (Some(d), ResultSrc::Buffer(j)) = (d, r) {
+                io[out0 + j] = d;
+            }
+            direct.push(d);
+        }
+        let ctx = crate::runtime::RunCtx {
+            program: prog,
+            threads: f.threads,
+            error: Mutex::new(None),
+        };
+        GRID.with(|g| {
+            let mut g = g.borrow_mut();
+            g.0.clear();
+            let mut rem = p;
+            g.0.resize(self.grid.len(), 0);
             for d in (0..self.grid.len()).rev() {
-                idx[d] = rem % self.grid[d];
+                g.0[d] = rem % self.grid[d];
                 rem /= self.grid[d];
             }
-        }
-        for p in points {
-            let mut blocks = Vec::with_capacity(ops.len() + scratch.len());
-            for (k, ((g, op), start)) in self.geoms.iter().zip(ops).zip(&self.starts[p]).enumerate()
-            {
-                if self.read[k] {
-                    blocks.push(Some(read_box(op, start, &g.block, g.kernel_shape.clone())?));
-                } else {
-                    blocks.push(None);
+            g.1.clone_from(&self.grid);
+        });
+        let res = crate::runtime::call_program(prog.entry, &io, &mut w.arena, &ctx);
+        GRID.with(|g| {
+            let mut g = g.borrow_mut();
+            g.0.clear();
+            g.1.clear();
+        });
+        res?;
+        let mut srcs: Vec<*const u8> = Vec::with_capacity(self.written.len());
+        for (i, (&k, r)) in self.written.iter().zip(&prog.results).enumerate() {
+            let src: *const u8 = match r {
+                ResultSrc::Buffer(j) => io[out0 + j],
+                ResultSrc::Input(x) => io[*x],
+                ResultSrc::Const(c) => addr(&self.kernel.consts[*c]),
+                ResultSrc::Literal(a) => addr(a),
+                ResultSrc::Again(e) => srcs[*e],
+            };
+            srcs.push(src);
+            if k >= n_ops {
+                let s = &mut f.scratch[k - n_ops];
+                let (dt, shape) = &self.scratch[k - n_ops];
+                let n = dt.size_bytes() * shape.iter().product::<usize>();
+                if src != s.as_ptr().cast() {
+                    // SAFETY: both hold the scratch ref's `n` bytes; a
+                    // program never writes its inputs.
+                    unsafe { std::ptr::copy(src, s.as_mut_ptr().cast(), n) };
                 }
+                continue;
             }
-            let mut args: Vec<&HostArray> = blocks
-                .iter()
-                .zip(unread)
-                .map(|(b, u)| b.as_ref().unwrap_or(u))
-                .collect();
-            args.extend(scratch.iter());
-            GRID.with(|g| *g.borrow_mut() = (idx.clone(), self.grid.clone()));
-            let outs = self.kernel.run_host(&args);
-            GRID.with(|g| *g.borrow_mut() = (Vec::new(), Vec::new()));
-            let outs = outs?.into_iter().map(|(a, _)| a).collect();
-            sink(p, outs)?;
-            next_index(&mut idx, &self.grid);
+            let g = &self.geoms[k];
+            if let Some(d) = direct[i] {
+                if src != d.cast_const() {
+                    let n = g.es * g.kernel_shape.iter().product::<usize>();
+                    // SAFETY: the block is `n` contiguous bytes at `d`.
+                    unsafe { std::ptr::copy(src, d, n) };
+                }
+                continue;
+            }
+            let ext = g.clipped(&at[k].start);
+            if !ext.contains(&0) {
+                let off: usize = at[k].start.iter().zip(&g.strides).map(|(s, t)| s * t).sum();
+                // SAFETY: the result is a contiguous block; the clipped box
+                // lies inside the array from `start`.
+                unsafe {
+                    copy_box(
+                        src,
+                        &g.block_strides,
+                        f.bases[k].0.add(off * g.es),
+                        &g.strides,
+                        &ext,
+                        g.es,
+                    )
+                };
+            }
         }
         Ok(())
     }
@@ -483,53 +566,41 @@ impl NativeOp for PallasOp {
                 inputs.len()
             )));
         }
-        let n_ops = self.geoms.len();
-        let is_written = |k: usize| self.written.contains(&k);
-        // Padded operands: copies where padding is needed or the kernel
-        // writes them, else the argument itself.
-        let mut ops: Vec<Cow<'_, HostArray>> = Vec::with_capacity(n_ops);
-        for (k, g) in self.geoms.iter().enumerate() {
-            let base: Cow<'_, HostArray> = if k < self.n_in {
-                Cow::Borrowed(inputs[k])
-            } else if let Some(&(i, _)) = self.aliases.iter().find(|(_, o)| *o == k - self.n_in) {
-                Cow::Borrowed(inputs[i])
-            } else {
-                Cow::Owned(HostArray::zeros(g.dtype, &g.shape))
-            };
-            if base.shape() != g.shape.as_slice() || base.dtype() != g.dtype {
+        for (k, (a, g)) in inputs.iter().zip(&self.geoms).enumerate() {
+            if a.shape() != g.shape.as_slice() || a.dtype() != g.dtype {
                 return Err(err(format!(
                     "operand {k} is {}{:?}, compiled for {}{:?}",
-                    base.dtype(),
-                    base.shape(),
+                    a.dtype(),
+                    a.shape(),
                     g.dtype,
                     g.shape
                 )));
             }
-            let op = if g.padded != g.shape {
-                let n = g.padded.iter().product();
-                let mut p = HostArray::new(g.padded.clone(), uninit(g.dtype, n))?;
-                write_box(&mut p, &vec![0; g.shape.len()], &g.shape, &base)?;
-                Cow::Owned(p)
-            } else if is_written(k) || k >= self.n_in {
-                Cow::Owned(base.into_owned())
-            } else {
-                base
-            };
-            ops.push(op);
         }
-        let mut scratch: Vec<HostArray> = self
-            .scratch
+        // Outputs start as their aliased inputs or zeros; inputs the kernel
+        // writes are private copies.
+        let mut outs: Vec<HostArray> = self.geoms[self.n_in..]
             .iter()
-            .map(|(dt, s)| HostArray::new(s.clone(), uninit(*dt, s.iter().product())))
-            .collect::<Result<_, _>>()?;
-        // Blocks the kernel never reads are not copied in: it gets a
-        // placeholder of the block's type.
-        let unread: Vec<HostArray> = self
-            .geoms
-            .iter()
-            .map(|g| HostArray::zeros(g.dtype, &g.kernel_shape))
+            .enumerate()
+            .map(|(o, g)| match self.aliases.iter().find(|(_, x)| *x == o) {
+                Some(&(i, _)) => inputs[i].clone(),
+                None => HostArray::zeros(g.dtype, &g.shape),
+            })
             .collect();
-        let total = self.starts.len();
+        let mut owned: Vec<Option<HostArray>> = (0..self.n_in)
+            .map(|k| self.written.contains(&k).then(|| inputs[k].clone()))
+            .collect();
+        let mut bases: Vec<Ptr> = Vec::with_capacity(self.geoms.len());
+        for (k, o) in owned.iter_mut().enumerate() {
+            bases.push(Ptr(match o {
+                Some(a) => addr_mut(a),
+                None => addr(inputs[k]),
+            }));
+        }
+        for o in outs.iter_mut() {
+            bases.push(Ptr(addr_mut(o)));
+        }
+        let total = self.points.len();
         // Spawning threads costs tens of microseconds: small grids run on
         // the calling thread.
         let work: usize = total
@@ -539,26 +610,72 @@ impl NativeOp for PallasOp {
                 .map(|g| g.block.iter().product::<usize>())
                 .sum::<usize>();
         let workers = if work >= crate::runtime::PARALLEL_MIN_WORK {
-            threads.min(total).max(1)
+            threads.min(self.groups.len()).max(1)
         } else {
             1
         };
-        if self.parallel && workers > 1 {
-            let chunk = total.div_ceil(workers);
-            let results: Vec<Result<PointResults, IrError>> = std::thread::scope(|s| {
-                let handles: Vec<_> = (0..workers)
-                    .map(|w| {
-                        let ops = &ops;
-                        let unread = &unread;
+        if workers <= 1 {
+            let mut f = Frame {
+                bases: &bases,
+                scratch: self
+                    .scratch
+                    .iter()
+                    .map(|(dt, s)| {
+                        let mut b = words(dt.size_bytes() * s.iter().product::<usize>());
+                        // SAFETY: `b` holds at least this many bytes.
+                        let bytes = unsafe {
+                            std::slice::from_raw_parts_mut(
+                                b.as_mut_ptr().cast::<u8>(),
+                                dt.size_bytes() * s.iter().product::<usize>(),
+                            )
+                        };
+                        fill(bytes, &uninit_bytes(*dt));
+                        b
+                    })
+                    .collect(),
+                threads,
+            };
+            let mut w = self.worker();
+            let mut res = Ok(());
+            for p in 0..total {
+                // SAFETY: `bases` are the live operands, checked above; one
+                // thread runs the points.
+                res = unsafe { self.run_point(&mut w, p, &mut f) };
+                if res.is_err() {
+                    break;
+                }
+            }
+            self.give_back(w);
+            res?;
+        } else {
+            let chunk = self.groups.len().div_ceil(workers);
+            let results: Vec<Result<(), IrError>> = std::thread::scope(|s| {
+                let handles: Vec<_> = self
+                    .groups
+                    .chunks(chunk)
+                    .map(|gs| {
+                        let bases = &bases;
                         s.spawn(move || {
-                            let mut got = Vec::new();
-                            let lo = w * chunk;
-                            let hi = (lo + chunk).min(total);
-                            self.run_points(ops, &[], unread, lo..hi, |p, o| {
-                                got.push((p, o));
-                                Ok(())
-                            })?;
-                            Ok(got)
+                            let mut f = Frame {
+                                bases,
+                                scratch: Vec::new(),
+                                threads: 1,
+                            };
+                            let mut w = self.worker();
+                            let mut res = Ok(());
+                            'all: for g in gs {
+                                for &p in g {
+                                    // SAFETY: groups write disjoint output
+                                    // blocks (`partition`) and read only
+                                    // inputs and their own output blocks.
+                                    res = unsafe { self.run_point(&mut w, p, &mut f) };
+                                    if res.is_err() {
+                                        break 'all;
+                                    }
+                                }
+                            }
+                            self.give_back(w);
+                            res
                         })
                     })
                     .collect();
@@ -568,40 +685,10 @@ impl NativeOp for PallasOp {
                     .collect()
             });
             for r in results {
-                for (p, outs) in r? {
-                    for (&k, blk) in self.written.iter().zip(&outs) {
-                        let g = &self.geoms[k];
-                        write_box(ops[k].to_mut(), &self.starts[p][k], &g.block, blk)?;
-                    }
-                }
-            }
-        } else {
-            for p in 0..total {
-                let mut outs = Vec::new();
-                self.run_points(&ops, &scratch, &unread, p..p + 1, |_, o| {
-                    outs = o;
-                    Ok(())
-                })?;
-                for (&k, blk) in self.written.iter().zip(outs) {
-                    if k < n_ops {
-                        let g = &self.geoms[k];
-                        write_box(ops[k].to_mut(), &self.starts[p][k], &g.block, &blk)?;
-                    } else {
-                        scratch[k - n_ops] = blk;
-                    }
-                }
+                r?;
             }
         }
-        ops.drain(..self.n_in);
-        ops.into_iter()
-            .zip(&self.geoms[self.n_in..])
-            .map(|(op, g)| {
-                if g.padded == g.shape {
-                    Ok(op.into_owned())
-                } else {
-                    read_box(&op, &vec![0; g.shape.len()], &g.shape, g.shape.clone())
-                }
-            })
-            .collect()
+        drop(owned);
+        Ok(outs)
     }
 }

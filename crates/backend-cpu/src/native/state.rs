@@ -10,7 +10,7 @@
 //! ones do not clamp (out-of-bounds lanes read the uninitialised value and
 //! are not written), as the interpreter does.
 
-use super::{map_same, map_same2, next_index, strides, Elem, NativeOp};
+use super::{map_same, map_same2, next_index, strides, Elem, NativeOp, RawArg};
 use jaxon_ir::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{HostArray, IrError};
 
@@ -399,8 +399,9 @@ fn mask_arg(prim: &str, m: &HostArray, shape: &[usize]) -> Result<Vec<bool>, IrE
 }
 
 impl StateOp {
-    /// The box an indexer of stride-1 slices and scalar integers names,
-    /// when it lies inside the ref: (start, size, result shape).
+    /// The box that indexers of stride-1 slices and scalar integers name
+    /// (each applied to the view the previous ones left, bounds relative
+    /// to it), when it lies inside the ref: (start, size, result shape).
     #[allow(clippy::type_complexity)]
     fn boxed(
         &self,
@@ -409,56 +410,59 @@ impl StateOp {
     ) -> Result<Option<(Vec<usize>, Vec<usize>, Vec<usize>)>, IrError> {
         let prim = self.kind.name();
         let pallas = self.kind.pallas();
-        let ix = match self.indexers.as_slice() {
-            [] => return Ok(Some((vec![0; shape.len()], shape.to_vec(), shape.to_vec()))),
-            [ix] if ix.entries.len() <= shape.len() => ix,
-            _ => return Ok(None),
-        };
-        let (mut start, mut size, mut out) = (Vec::new(), Vec::new(), Vec::new());
-        for (d, &dim) in shape.iter().enumerate() {
-            let di = dim as i64;
-            match ix.entries.get(d) {
-                None => {
-                    start.push(0);
-                    size.push(dim);
-                    out.push(dim);
-                }
-                Some(IndexEntry::Slice {
-                    start: st,
-                    size: n,
-                    stride: 1,
-                }) => {
-                    let (raw, _) = scalar(prim, st, args)?;
-                    let n = *n;
-                    let s = if pallas {
-                        if raw < 0 || raw + n as i64 > di {
-                            return Ok(None);
-                        }
-                        raw
-                    } else {
-                        if n > dim {
-                            return Ok(None);
-                        }
-                        raw.clamp(0, (dim - n) as i64)
-                    };
-                    start.push(s as usize);
-                    size.push(n);
-                    out.push(n);
-                }
-                Some(IndexEntry::Int(v)) => {
-                    let (raw, is_static) = scalar(prim, v, args)?;
-                    if dim == 0 || (pallas && !(0..di).contains(&raw)) {
-                        return Ok(None);
-                    }
-                    match clamp_pos(raw, dim, is_static, pallas) {
-                        Some(p) => start.push(p),
-                        None => return Ok(None),
-                    }
-                    size.push(1);
-                }
-                Some(_) => return Ok(None),
+        let mut start = vec![0usize; shape.len()];
+        let mut size = shape.to_vec();
+        // The ref dims still in the view.
+        let mut view: Vec<usize> = (0..shape.len()).collect();
+        for ix in &self.indexers {
+            if ix.entries.len() > view.len() {
+                return Ok(None);
             }
+            let mut next = Vec::with_capacity(view.len());
+            for (j, &d) in view.iter().enumerate() {
+                let dim = size[d];
+                let di = dim as i64;
+                match ix.entries.get(j) {
+                    None => next.push(d),
+                    Some(IndexEntry::Slice {
+                        start: st,
+                        size: n,
+                        stride: 1,
+                    }) => {
+                        let (raw, _) = scalar(prim, st, args)?;
+                        let n = *n;
+                        let s = if pallas {
+                            if raw < 0 || raw + n as i64 > di {
+                                return Ok(None);
+                            }
+                            raw
+                        } else {
+                            if n > dim {
+                                return Ok(None);
+                            }
+                            raw.clamp(0, (dim - n) as i64)
+                        };
+                        start[d] += s as usize;
+                        size[d] = n;
+                        next.push(d);
+                    }
+                    Some(IndexEntry::Int(v)) => {
+                        let (raw, is_static) = scalar(prim, v, args)?;
+                        if dim == 0 || (pallas && !(0..di).contains(&raw)) {
+                            return Ok(None);
+                        }
+                        match clamp_pos(raw, dim, is_static, pallas) {
+                            Some(p) => start[d] += p,
+                            None => return Ok(None),
+                        }
+                        size[d] = 1;
+                    }
+                    Some(_) => return Ok(None),
+                }
+            }
+            view = next;
         }
+        let out = view.iter().map(|&d| size[d]).collect();
         Ok(Some((start, size, out)))
     }
 
@@ -534,7 +538,75 @@ impl StateOp {
     }
 }
 
+impl StateOp {
+    /// Unmasked reads of a box (stride-1 slices, scalar indices) inside the
+    /// ref, straight from the ref's buffer into the result's: the reads in
+    /// Pallas kernels, which would otherwise copy the whole ref in and the
+    /// box out per call.
+    ///
+    /// # Safety
+    /// As [`NativeOp::run_raw`].
+    unsafe fn read_raw(
+        &self,
+        ins: &[RawArg<'_>],
+        outs: &[RawArg<'_>],
+    ) -> Option<Result<(), IrError>> {
+        let (r, [out]) = (ins.first()?, outs) else {
+            return None;
+        };
+        if out.dtype != r.dtype || ins.len() != value_pos(&self.indexers) {
+            return None;
+        }
+        // The index operands, all integer scalars; the ref's slot is a
+        // placeholder (`boxed` takes its shape separately).
+        let mut scalars = vec![HostArray::zeros(r.dtype, &[])];
+        for a in &ins[1..] {
+            if !a.shape.is_empty() || a.dtype.is_float() {
+                return None;
+            }
+            // SAFETY: the caller's contract: a scalar of this dtype.
+            scalars.push(unsafe { crate::runtime::read_array(a.ptr, a.dtype, &[]) }.ok()?);
+        }
+        let args: Vec<&HostArray> = scalars.iter().collect();
+        let (start, size, shape) = match self.boxed(r.shape, &args) {
+            Ok(Some(b)) => b,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        if shape.as_slice() != out.shape {
+            return None;
+        }
+        let es = r.dtype.size_bytes();
+        for (off, b, len) in super::pallas::box_rows(r.shape, &start, &size) {
+            // SAFETY: the box lies inside the ref (`boxed`) and the result
+            // holds its `size` elements; the buffers do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(r.ptr.add(off * es), out.ptr.add(b * es), len * es)
+            };
+        }
+        Some(Ok(()))
+    }
+}
+
 impl NativeOp for StateOp {
+    unsafe fn run_raw(
+        &self,
+        ins: &[RawArg<'_>],
+        outs: &[RawArg<'_>],
+    ) -> Option<Result<(), IrError>> {
+        match self.kind {
+            Kind::Get
+            | Kind::Load {
+                has_mask: false,
+                has_other: false,
+            } => {
+                // SAFETY: the caller's contract.
+                unsafe { self.read_raw(ins, outs) }
+            }
+            _ => None,
+        }
+    }
+
     fn run(&self, args: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let prim = self.kind.name();
         let vp = value_pos(&self.indexers);

@@ -473,7 +473,9 @@ pub(crate) fn load(
     Ok(vec![Value::Array(HostArray::new(view.shape, out)?)])
 }
 
-/// Pallas `store`: masked-off lanes are not written.
+/// Pallas `store` (JAX's `masked_swap`): masked-off lanes are not written.
+/// Returns the old values: every in-bounds lane's, masked or not (as JAX's
+/// discharge reads them), and the uninitialised value out of bounds.
 pub(crate) fn store(
     indexers: &[Indexer],
     has_mask: bool,
@@ -488,6 +490,8 @@ pub(crate) fn store(
     } else {
         None
     };
+    let old: Storage =
+        with_storage!(buf.data(), b => Elem::wrap(load_lanes(b, &view.pos, None, None)));
     rmw_storage(
         "store",
         &mut buf,
@@ -496,7 +500,7 @@ pub(crate) fn store(
         mask.as_deref(),
         Combine::Xchg,
     )?;
-    Ok(Vec::new())
+    Ok(vec![Value::Array(HostArray::new(view.shape, old)?)])
 }
 
 /// Pallas `atomic_rmw`: combines lane by lane, returning the old values. An

@@ -104,6 +104,11 @@ fn load(
 }
 
 fn store(b: &mut Builder, r: Var, entries: Option<Vec<IndexEntry>>, extra: Vec<Atom>, mask: bool) {
+    // The dropped result (the old values) has the stored value's type.
+    let old = match &extra[extra.len() - 1 - mask as usize] {
+        Atom::Var(v) => b.j.aval(*v).clone(),
+        Atom::Lit(l) => sa(l.dtype, &[]),
+    };
     let mut inputs = vec![r.into()];
     inputs.extend(extra);
     b.eqn_drop(
@@ -114,7 +119,7 @@ fn store(b: &mut Builder, r: Var, entries: Option<Vec<IndexEntry>>, extra: Vec<A
             has_mask: mask,
         },
         inputs,
-        vec![],
+        vec![old],
     );
 }
 

@@ -176,7 +176,7 @@ impl Printer {
                     String::new()
                 };
                 match e.outputs.as_slice() {
-                    [y @ Binder::Var(_)] => {
+                    [y] if !self.result_is_underscore(j, y) => {
                         let lhs = self.one_binder(j, y);
                         format!("{lhs}, {x} <- {x}, {val}{mask}")
                     }

@@ -218,10 +218,7 @@ pub fn abstract_eval(
             has_mask,
             has_other,
         } => one(state::load(&cx, indexers, *has_mask, *has_other)?),
-        Primitive::Store { indexers, has_mask } => {
-            state::store(&cx, indexers, *has_mask)?;
-            Vec::new()
-        }
+        Primitive::Store { indexers, has_mask } => one(state::store(&cx, indexers, *has_mask)?),
         Primitive::AtomicRmw { indexers, op } => one(state::atomic_rmw(&cx, indexers, *op)?),
         Primitive::AtomicCas { indexers } => one(state::atomic_cas(&cx, indexers)?),
         Primitive::PallasCall {

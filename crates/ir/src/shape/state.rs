@@ -215,8 +215,9 @@ pub(crate) fn load(
     Ok(t)
 }
 
-/// Masked `store ref *idx value [mask]`: no results.
-pub(crate) fn store(cx: &Cx, indexers: &[Indexer], has_mask: bool) -> Result<(), IrError> {
+/// Masked `store ref *idx value [mask]`: the old values, as `swap` (JAX's
+/// `masked_swap`).
+pub(crate) fn store(cx: &Cx, indexers: &[Indexer], has_mask: bool) -> Result<ShapedArray, IrError> {
     let (r, n) = ref_and_indices(cx, indexers)?;
     cx.arity(2 + n + has_mask as usize)?;
     let t = indexed(cx, r, indexers)?;
@@ -224,7 +225,7 @@ pub(crate) fn store(cx: &Cx, indexers: &[Indexer], has_mask: bool) -> Result<(),
     if has_mask {
         mask_like(cx, 2 + n, &t)?;
     }
-    Ok(())
+    Ok(t)
 }
 
 /// `atomic_rmw ref *idx value [mask]`: the old value.

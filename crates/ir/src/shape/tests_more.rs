@@ -312,6 +312,11 @@ fn state_and_pallas() {
         has_mask: true,
     };
     assert!(ev(&st, &[rf(&[8]), t(F32, &[8]), t(F32, &[8])]).is_err());
+    // The old values, as JAX's `masked_swap`.
+    assert_eq!(
+        ev1(&st, &[rf(&[8]), t(F32, &[8]), t(DType::Bool, &[8])]),
+        t(F32, &[8])
+    );
     assert_eq!(ev1(&Primitive::ProgramId { axis: 0 }, &[]), t(I32, &[]));
     let pc = Primitive::PallasCall {
         kernel: Arc::new(Jaxpr::new()),

@@ -192,7 +192,8 @@ pub(crate) fn store(
 ) -> Result<Outs> {
     let out = bind(p, x)?;
     let k = value_pos(indexers);
-    match (&t[0], &t[k]) {
+    // The old values' tangents are the tangent ref's old values.
+    let tangents = match (&t[0], &t[k]) {
         (Some(tr), vt) => {
             let mut ops = x.to_vec();
             ops[0] = tr.clone();
@@ -200,11 +201,10 @@ pub(crate) fn store(
                 Some(v) => v.clone(),
                 None => zeros_like(&x[k])?,
             };
-            bind(p, &ops)?;
+            bind(p, &ops)?.into_iter().map(Some).collect()
         }
         (None, Some(_)) => return Err(no_tangent_ref(p)),
-        (None, None) => {}
-    }
-    let n = out.len();
-    Ok((out, vec![None; n]))
+        (None, None) => vec![None; out.len()],
+    };
+    Ok((out, tangents))
 }
