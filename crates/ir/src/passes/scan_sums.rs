@@ -159,6 +159,99 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
     })
 }
 
+/// The parts of a scan equation whose body matches its operands.
+struct ScanEqn<'e> {
+    closed: &'e ClosedJaxpr,
+    length: usize,
+    reverse: bool,
+    num_consts: usize,
+    num_carry: usize,
+    unroll: i64,
+    linear: &'e Vec<bool>,
+    split_transpose: bool,
+}
+
+impl<'e> ScanEqn<'e> {
+    fn of(eqn: &'e Eqn) -> Option<ScanEqn<'e>> {
+        let Primitive::Scan {
+            jaxpr,
+            length,
+            reverse,
+            num_consts,
+            num_carry,
+            unroll,
+            linear,
+            split_transpose,
+        } = &eqn.primitive
+        else {
+            return None;
+        };
+        let body = &jaxpr.jaxpr;
+        (body.invars.len() == eqn.inputs.len() && body.outvars.len() == eqn.outputs.len())
+            .then_some(ScanEqn {
+                closed: jaxpr,
+                length: *length,
+                reverse: *reverse,
+                num_consts: *num_consts,
+                num_carry: *num_carry,
+                unroll: *unroll,
+                linear,
+                split_transpose: *split_transpose,
+            })
+    }
+
+    /// Emits this scan with a new body, carry count, `linear` flags,
+    /// operands and results.
+    fn emit(
+        &self,
+        rw: &mut Rewriter,
+        body: Jaxpr,
+        num_carry: usize,
+        linear: Vec<bool>,
+        inputs: Vec<Atom>,
+        outputs: Vec<Binder>,
+    ) {
+        rw.out.eqns.push(Eqn {
+            primitive: Primitive::Scan {
+                jaxpr: ClosedJaxpr {
+                    jaxpr: body.into(),
+                    consts: self.closed.consts.clone(),
+                },
+                length: self.length,
+                reverse: self.reverse,
+                num_consts: self.num_consts,
+                num_carry,
+                unroll: self.unroll,
+                linear,
+                split_transpose: self.split_transpose,
+            },
+            inputs,
+            outputs,
+        });
+    }
+}
+
+/// Fresh binders for `eqn`'s results, skipping result `skip`.
+fn fresh_outputs(
+    jaxpr: &Jaxpr,
+    rw: &mut Rewriter,
+    map: &mut VarMap,
+    eqn: &Eqn,
+    skip: Option<usize>,
+) -> Result<Vec<Binder>, IrError> {
+    let mut outputs = Vec::with_capacity(eqn.outputs.len());
+    for (k, b) in eqn.outputs.iter().enumerate() {
+        if Some(k) == skip {
+            continue;
+        }
+        outputs.push(match b {
+            Binder::Var(v) => Binder::Var(rw.fresh(jaxpr, map, *v)?),
+            Binder::Drop(a) => Binder::Drop(map.aval(a)),
+        });
+    }
+    Ok(outputs)
+}
+
 fn stacked(length: usize, a: &Aval) -> Option<Aval> {
     let s = a.as_array()?;
     let mut shape = vec![Dim::Const(length)];
@@ -178,24 +271,12 @@ fn hoist_one(
     map: &mut VarMap,
     eqn: &Eqn,
 ) -> Result<bool, IrError> {
-    let Primitive::Scan {
-        jaxpr: closed,
-        length,
-        reverse,
-        num_consts,
-        num_carry,
-        unroll,
-        linear,
-        split_transpose,
-    } = &eqn.primitive
-    else {
+    let Some(scan) = ScanEqn::of(eqn) else {
         return Ok(false);
     };
+    let (closed, length, linear) = (scan.closed, &scan.length, scan.linear);
     let body = &closed.jaxpr;
-    let (nc, nk) = (*num_consts, *num_carry);
-    if body.invars.len() != eqn.inputs.len() || body.outvars.len() != eqn.outputs.len() {
-        return Ok(false);
-    }
+    let (nc, nk) = (scan.num_consts, scan.num_carry);
     let Some(up) = find_update(body, nc, nk) else {
         return Ok(false);
     };
@@ -240,38 +321,13 @@ fn hoist_one(
         linear.remove(nc + up.carry);
     }
     // Outputs: the old ones less the carry, then the stacked operands.
-    let mut outputs = Vec::with_capacity(eqn.outputs.len() + extra_ys.len());
-    for (k, b) in eqn.outputs.iter().enumerate() {
-        if k == up.carry {
-            continue;
-        }
-        outputs.push(match b {
-            Binder::Var(v) => Binder::Var(rw.fresh(jaxpr, map, *v)?),
-            Binder::Drop(a) => Binder::Drop(map.aval(a)),
-        });
-    }
+    let mut outputs = fresh_outputs(jaxpr, rw, map, eqn, Some(up.carry))?;
     let ys_vars: Vec<Var> = extra_ys
         .iter()
         .map(|a| rw.out.new_var(map.aval(a)))
         .collect();
     outputs.extend(ys_vars.iter().map(|v| Binder::Var(*v)));
-    rw.out.eqns.push(Eqn {
-        primitive: Primitive::Scan {
-            jaxpr: ClosedJaxpr {
-                jaxpr: new_body.into(),
-                consts: closed.consts.clone(),
-            },
-            length: *length,
-            reverse: *reverse,
-            num_consts: nc,
-            num_carry: nk - 1,
-            unroll: *unroll,
-            linear,
-            split_transpose: *split_transpose,
-        },
-        inputs,
-        outputs,
-    });
+    scan.emit(rw, new_body, nk - 1, linear, inputs, outputs);
     let src = |s: Result<Atom, usize>| -> Result<Atom, IrError> {
         match s {
             Ok(a) => map.atom(&a),
@@ -358,24 +414,12 @@ fn hoist_projection(
     map: &mut VarMap,
     eqn: &Eqn,
 ) -> Result<bool, IrError> {
-    let Primitive::Scan {
-        jaxpr: closed,
-        length,
-        reverse,
-        num_consts,
-        num_carry,
-        unroll,
-        linear,
-        split_transpose,
-    } = &eqn.primitive
-    else {
+    let Some(scan) = ScanEqn::of(eqn) else {
         return Ok(false);
     };
+    let (closed, length, linear) = (scan.closed, &scan.length, scan.linear);
     let body = &closed.jaxpr;
-    let (nc, nk) = (*num_consts, *num_carry);
-    if body.invars.len() != eqn.inputs.len() || body.outvars.len() != eqn.outputs.len() {
-        return Ok(false);
-    }
+    let (nc, nk) = (scan.num_consts, scan.num_carry);
     let xs = &body.invars[nc + nk..];
     let consts = &body.invars[..nc];
     // (equation, xs position, const position)
@@ -448,29 +492,7 @@ fn hoist_projection(
     if linear.len() + 1 == inputs.len() {
         linear.push(false);
     }
-    let mut outputs = Vec::with_capacity(eqn.outputs.len());
-    for b in &eqn.outputs {
-        outputs.push(match b {
-            Binder::Var(v) => Binder::Var(rw.fresh(jaxpr, map, *v)?),
-            Binder::Drop(a) => Binder::Drop(map.aval(a)),
-        });
-    }
-    rw.out.eqns.push(Eqn {
-        primitive: Primitive::Scan {
-            jaxpr: ClosedJaxpr {
-                jaxpr: new_body.into(),
-                consts: closed.consts.clone(),
-            },
-            length: *length,
-            reverse: *reverse,
-            num_consts: nc,
-            num_carry: nk,
-            unroll: *unroll,
-            linear,
-            split_transpose: *split_transpose,
-        },
-        inputs,
-        outputs,
-    });
+    let outputs = fresh_outputs(jaxpr, rw, map, eqn, None)?;
+    scan.emit(rw, new_body, nk, linear, inputs, outputs);
     Ok(true)
 }
