@@ -8,6 +8,7 @@
 mod collectives;
 mod control;
 mod for_loop;
+mod for_loop_split;
 pub(crate) mod pallas;
 mod rules;
 mod scatter;

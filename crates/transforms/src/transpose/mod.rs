@@ -10,6 +10,7 @@
 mod collectives;
 mod control;
 mod conv;
+mod for_loop;
 mod rules;
 
 use hashbrown::HashMap;

@@ -476,9 +476,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         }
         P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, args, cts),
         P::While { .. } => super::control::while_loop(),
-        P::ForLoop { .. } => Err(Error::Unsupported(
-            super::control::FOR_LOOP_REVERSE_ERROR.into(),
-        )),
+        P::ForLoop { .. } => super::for_loop::for_loop(p, args, cts),
         P::Scan { .. } => super::control::scan(p, args, cts),
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
