@@ -143,3 +143,19 @@ pub fn for_trip_count(lower: &Array, upper: &Array, step: &Array, reverse: bool)
     let q = lax::div(&lax::add(&dist, &bias)?, step)?;
     lax::max(&q, &i64(0.0))
 }
+
+/// Whether a jaxpr has a dynamic dimension in any variable's type.
+pub fn jaxpr_is_dynamic(j: &jaxon_ir::Jaxpr) -> bool {
+    j.vars
+        .iter()
+        .any(|a| a.array().shape.iter().any(|d| d.as_const().is_none()))
+}
+
+/// `x` with dimensions `target` (a reshape when they are not the same).
+pub fn pin(x: &Array, target: &[jaxon_trace::dynshape::Size]) -> Result<Array> {
+    let s = jaxon_trace::dynshape::sizes(x)?;
+    if s.len() == target.len() && s.iter().zip(target).all(|(a, b)| a.same(b)) {
+        return Ok(x.clone());
+    }
+    jaxon_trace::dynshape::reshape(x, target)
+}

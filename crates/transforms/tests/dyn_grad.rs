@@ -107,6 +107,10 @@ fn central(f: &dyn Fn(Array, Array) -> Array, x: &[f64], w: &[f64]) -> (Vec<f64>
     (gx, gw)
 }
 
+/// A static-shape program specialised at the base point `(x, w)` (so a
+/// data-dependent trip count can be fixed by Rust control flow).
+type StaticAt<'a> = &'a dyn Fn(&[f64], &[f64]) -> Box<dyn Fn(Array, Array) -> Array>;
+
 /// Checks a traced grad jaxpr `(n, scalars.., x, w) -> (gx, gw)` for
 /// several sizes against the static grad of `stat` and central
 /// differences of `stat`.
@@ -117,9 +121,38 @@ fn check_grad(
     sizes: &[usize],
     seed: u64,
 ) {
+    check_grad_at(
+        j,
+        scalars,
+        &|_, _| {
+            let f: Box<dyn Fn(Array, Array) -> Array> = Box::new(|_, _| unreachable!());
+            f
+        },
+        Some(stat),
+        sizes,
+        seed,
+    )
+}
+
+fn check_grad_at(
+    j: &ClosedJaxpr,
+    scalars: &[HostArray],
+    stat_at: StaticAt,
+    stat: Option<&dyn Fn(Array, Array) -> Array>,
+    sizes: &[usize],
+    seed: u64,
+) {
     for &n in sizes {
         let x = random(seed + n as u64, n);
         let w = random(seed + 100 + n as u64, n);
+        let owned;
+        let stat: &dyn Fn(Array, Array) -> Array = match stat {
+            Some(s) => s,
+            None => {
+                owned = stat_at(&x, &w);
+                &*owned
+            }
+        };
         let mut ins = vec![i64s(n as i64)];
         ins.extend(scalars.iter().cloned());
         ins.extend([f64s(&x), f64s(&w)]);
@@ -250,11 +283,11 @@ fn a_grad_jaxpr_through_for_loop_prints_and_parses_back() {
     jaxon_ir::check_jaxpr(&parsed).unwrap();
 }
 
-/// `while max(a) < 2 and count < cap`: a data-dependent trip count.
+/// `while max(a) < 1.5 and count < 6`: a data-dependent trip count.
 fn prog_while(x: &Array, w: &Array) -> Array {
     let (a, b, _) = ok_or_raise(while_loop(
         |(a, _b, c): (Array, Array, Array)| {
-            let go = a.max(jnp::All).lt(2.0);
+            let go = a.max(jnp::All).lt(1.5);
             ok_or_raise(jnp::logical_and(&go, &c.lt(6)))
         },
         |(a, b, c): (Array, Array, Array)| {
@@ -266,15 +299,30 @@ fn prog_while(x: &Array, w: &Array) -> Array {
     loss(&a, &b)
 }
 
-fn prog_while_unrolled(x: &Array, w: &Array) -> Array {
+/// `prog_while` with static shapes and a fixed trip count.
+fn prog_while_unrolled(x: &Array, w: &Array, trips: i64) -> Array {
     let (mut a, mut b) = (x.clone(), x * w);
-    let mut c = 0i64;
-    while a.max(jnp::All).to_vec::<f64>()[0] < 2.0 && c < 6 {
+    for c in 0..trips {
         let (a2, b2) = step(&Array::scalar(c), &a, &b, w);
         (a, b) = (a2 * 1.3 + 0.2, b2);
-        c += 1;
     }
     loss(&a, &b)
+}
+
+/// The trip count of `prog_while` at `(x, w)`, by Rust control flow.
+fn while_trips(x: &[f64], w: &[f64]) -> i64 {
+    with_backend("interpreter", || {
+        let w = arr(w);
+        let (mut a, mut b) = (arr(x), arr(x) * &w);
+        let mut c = 0i64;
+        while a.max(jnp::All).to_vec::<f64>()[0] < 1.5 && c < 6 {
+            let (a2, b2) = step(&Array::scalar(c), &a, &b, &w);
+            (a, b) = (a2 * 1.3 + 0.2, b2);
+            c += 1;
+        }
+        c
+    })
+    .unwrap()
 }
 
 #[test]
@@ -284,7 +332,18 @@ fn grad_through_a_dynamic_while_loop() {
         let (gx, gw) = ok_or_raise(grad(|(x, w): (Array, Array)| prog_while(&x, &w))((x, w)));
         vec![gx, gw]
     });
-    check_grad(&j, &[], &|x, w| prog_while_unrolled(&x, &w), &[1, 4, 7], 23);
+    check_grad_at(
+        &j,
+        &[],
+        &|x, w| {
+            let trips = while_trips(x, w);
+            assert!(trips > 0);
+            Box::new(move |x, w| prog_while_unrolled(&x, &w, trips))
+        },
+        None,
+        &[1, 4, 7],
+        23,
+    );
 }
 
 fn prog_cond(x: &Array, w: &Array, p: &Array) -> Array {

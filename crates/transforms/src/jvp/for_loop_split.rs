@@ -17,7 +17,7 @@
 //! body returns its implicit dimension inputs unchanged), so every
 //! iteration's carry has the same type and the stack is rectangular.
 
-use super::jvp_flat;
+use crate::linearize::linearized_tangents;
 use crate::util::{for_trip_count, has_tangent, zeros_like};
 use jaxon_ir::dyntype::{in_type, DynAval, InDim, InType};
 use jaxon_ir::{Atom, ClosedJaxpr, DType, Jaxpr, Primitive};
@@ -278,17 +278,12 @@ pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<
                 tangents[head + 1 + kk] = it.next().cloned();
             }
         }
-        let (p_out, t_out) = jvp_flat(|v| eval_jaxpr(body, &body_consts, &v), &primals, &tangents)?;
-        let mut outs = Vec::new();
-        for kk in 0..na {
-            if at[kk] {
-                outs.push(match &t_out[ni + kk] {
-                    Some(tk) => tk.clone(),
-                    None => zeros_like(&p_out[ni + kk])?,
-                });
-            }
-        }
-        Ok(outs)
+        let t_out =
+            linearized_tangents(|v| eval_jaxpr(body, &body_consts, &v), &primals, &tangents)?;
+        Ok((0..na)
+            .filter(|&kk| at[kk])
+            .map(|kk| t_out[ni + kk].clone())
+            .collect())
     })?;
     let (lj, hoisted) = as_body(staged);
     let nh = hoisted.len();

@@ -6,6 +6,7 @@
 //! the primals alone and no rule runs.
 
 mod collectives;
+mod cond_dyn;
 mod control;
 mod for_loop;
 mod for_loop_split;
@@ -13,6 +14,7 @@ pub(crate) mod pallas;
 mod rules;
 mod scatter;
 pub(crate) mod state;
+mod while_grad;
 
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};

@@ -8,6 +8,7 @@
 //! compute values the linear ones use (JAX's backward pass does the same).
 
 mod collectives;
+mod cond_dyn;
 mod control;
 mod conv;
 mod for_loop;

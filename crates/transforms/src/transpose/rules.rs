@@ -3,7 +3,7 @@
 //! primitive that is not linear in an operand marked linear is an error.
 
 use super::LinArg;
-use crate::util::{scatter_inverse_gather, unbroadcast_to};
+use crate::util::{jaxpr_is_dynamic, scatter_inverse_gather, unbroadcast_to};
 use jaxon_ir::primitive::{
     BinaryOp, CumulativeOp, DotDimensionNumbers, ReduceOp, ScatterDimensionNumbers, ScatterKind,
     UnaryOp,
@@ -478,6 +478,9 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         P::While { .. } => super::control::while_loop(),
         P::ForLoop { .. } => super::for_loop::for_loop(p, args, cts),
         P::Scan { .. } => super::control::scan(p, args, cts),
+        P::Cond { branches } if branches.iter().any(|b| jaxpr_is_dynamic(&b.jaxpr)) => {
+            super::cond_dyn::cond(branches, args, cts)
+        }
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
             let mut new_branches = Vec::with_capacity(branches.len());
