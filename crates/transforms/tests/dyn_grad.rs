@@ -374,3 +374,220 @@ fn grad_through_a_dynamic_cond() {
         );
     }
 }
+
+/// A loop step that captures nothing, so the carry's dimension is an
+/// implicit carry of the `for_loop` (`nimplicit=1`).
+fn step_free(i: &Array, a: &Array, b: &Array) -> (Array, Array) {
+    let fi = i.astype(F64);
+    (a.sin() * b + &fi * 0.25, b * a.cos() - a * 0.3)
+}
+
+fn prog_free(x: &Array, w: &Array, hi: impl Into<ForBound>) -> Array {
+    let (a, b) = ok_or_raise(for_loop(
+        0,
+        hi,
+        1,
+        |i, (a, b): (Array, Array)| step_free(&i, &a, &b),
+        (x * w, x.cos()),
+    ));
+    loss(&a, &b)
+}
+
+fn prog_free_unrolled(x: &Array, w: &Array, hi: i64) -> Array {
+    let (mut a, mut b) = (x * w, x.cos());
+    for i in 0..hi {
+        (a, b) = step_free(&Array::scalar(i), &a, &b);
+    }
+    loss(&a, &b)
+}
+
+#[test]
+fn grad_through_a_for_loop_with_implicit_carry_dimensions() {
+    let j = trace_dyn(&[DType::I64], |ins| {
+        let (hi, x, w) = (ins[1].clone(), ins[2].clone(), ins[3].clone());
+        let (gx, gw) = ok_or_raise(grad(|(x, w): (Array, Array)| prog_free(&x, &w, &hi))((
+            x, w,
+        )));
+        vec![gx, gw]
+    });
+    let text = jaxon_ir::print::print_jaxpr(&j.jaxpr);
+    assert!(text.contains("nimplicit=1"), "{text}");
+    for hi in [1i64, 4] {
+        check_grad(
+            &j,
+            &[i64s(hi)],
+            &|x, w| prog_free_unrolled(&x, &w, hi),
+            &[1, 5],
+            41 + hi as u64,
+        );
+    }
+}
+
+/// Branches returning arrays of different dynamic sizes (`n` and `2n`).
+fn prog_cond_sizes(x: &Array, w: &Array, p: &Array) -> Array {
+    let y = ok_or_raise(cond(
+        p,
+        |(x, w): (Array, Array)| x.sin() * &w,
+        |(x, w): (Array, Array)| {
+            ok_or_raise(jaxon_trace::dynshape::concatenate(&[&x * &w, x.cos()], 0))
+        },
+        (x.clone(), w.clone()),
+    ));
+    (&y * &y).sum(jnp::All) + y.sin().sum(jnp::All)
+}
+
+#[test]
+fn grad_through_a_dynamic_cond_whose_branches_return_different_sizes() {
+    let j = trace_dyn(&[DType::Bool], |ins| {
+        let (p, x, w) = (ins[1].clone(), ins[2].clone(), ins[3].clone());
+        let (gx, gw) = ok_or_raise(grad(|(x, w): (Array, Array)| prog_cond_sizes(&x, &w, &p))(
+            (x, w),
+        ));
+        vec![gx, gw]
+    });
+    for p in [true, false] {
+        let stat = move |x: Array, w: Array| {
+            let y = if p {
+                x.sin() * &w
+            } else {
+                ok_or_raise(jnp::concatenate(&[&x * &w, x.cos()], 0))
+            };
+            (&y * &y).sum(jnp::All) + y.sin().sum(jnp::All)
+        };
+        check_grad(
+            &j,
+            &[HostArray::scalar(DType::Bool, p as u8 as f64)],
+            &stat,
+            &[1, 4],
+            51 + p as u64,
+        );
+    }
+}
+
+/// A `for_loop` whose body holds a `cond` on the index parity and a
+/// `while_loop`: nested control flow splits inside the loop body.
+fn prog_nested(x: &Array, w: &Array) -> Array {
+    let (a, b) = ok_or_raise(for_loop(
+        0,
+        4,
+        1,
+        |i, (a, b): (Array, Array)| {
+            let two = Array::scalar(2i64);
+            let even = ok_or_raise(jaxon_trace::lax::eq(
+                &ok_or_raise(jaxon_trace::lax::rem(&i, &two)),
+                &Array::scalar(0i64),
+            ));
+            let a2 = ok_or_raise(cond(
+                &even,
+                |(a, b): (Array, Array)| a.sin() * &b,
+                |(a, b): (Array, Array)| &a * &a * 0.5 + &b,
+                (a.clone(), b.clone()),
+            ));
+            let (_, b2) = ok_or_raise(while_loop(
+                |(k, _b): (Array, Array)| k.lt(2),
+                |(k, b): (Array, Array)| (k + 1, b.cos() * w + &a2 * 0.1),
+                (Array::scalar(0i64), b),
+            ));
+            (a2, b2)
+        },
+        (x.clone(), x * w),
+    ));
+    loss(&a, &b)
+}
+
+fn prog_nested_unrolled(x: &Array, w: &Array) -> Array {
+    let (mut a, mut b) = (x.clone(), x * w);
+    for i in 0..4 {
+        a = if i % 2 == 0 {
+            a.sin() * &b
+        } else {
+            &a * &a * 0.5 + &b
+        };
+        for _ in 0..2 {
+            b = b.cos() * w + &a * 0.1;
+        }
+    }
+    loss(&a, &b)
+}
+
+#[test]
+fn grad_through_control_flow_nested_in_a_dynamic_for_loop() {
+    let j = trace_dyn(&[], |ins| {
+        let (x, w) = (ins[1].clone(), ins[2].clone());
+        let (gx, gw) = ok_or_raise(grad(|(x, w): (Array, Array)| prog_nested(&x, &w))((x, w)));
+        vec![gx, gw]
+    });
+    check_grad(&j, &[], &|x, w| prog_nested_unrolled(&x, &w), &[2, 5], 61);
+}
+
+#[test]
+fn dynamic_slice_with_traced_sizes_on_an_operand_with_other_dynamic_axes() {
+    // x: f64[n, m] (both dynamic); slices of traced sizes (k, m) and
+    // (k, j) from traced starts (clamped into bounds, as dynamic_slice).
+    let ty = |d: &[InDim]| {
+        (
+            DynAval {
+                dtype: F64,
+                shape: d.to_vec(),
+            },
+            true,
+        )
+    };
+    let mut t = vec![scalar_entry(DType::I64); 6];
+    t.push(ty(&[InDim::DBIdx(0), InDim::DBIdx(1)]));
+    let staged = trace_flat_in_type(StageMode::Base, &InType(t), |ins| {
+        let (m, k, jj, s0, s1, x) = (&ins[1], &ins[2], &ins[3], &ins[4], &ins[5], &ins[6]);
+        let whole = jaxon_trace::dynshape::Size::from(m);
+        let a =
+            jaxon_trace::dynshape::dynamic_slice(x, &[s0.clone(), s1.clone()], &[k.into(), whole])?;
+        let b = jaxon_trace::dynshape::dynamic_slice(
+            x,
+            &[s0.clone(), s1.clone()],
+            &[k.into(), jj.into()],
+        )?;
+        // Static size on the dynamic axis, traced size on the other.
+        let c = jaxon_trace::dynshape::dynamic_slice(
+            x,
+            &[s0.clone(), s1.clone()],
+            &[1usize.into(), jj.into()],
+        )?;
+        Ok(vec![a, b, c])
+    })
+    .unwrap();
+    let j = close(staged).unwrap();
+    check_closed_jaxpr(&j).unwrap();
+    for (n, m, k, jn, s0, s1) in [
+        (4usize, 3usize, 2usize, 2usize, 1i64, 1i64),
+        (5, 6, 3, 4, 4, -1),
+        (3, 2, 3, 1, 0, 5),
+    ] {
+        let xv = random(70 + n as u64, n * m);
+        let ins = [
+            i64s(n as i64),
+            i64s(m as i64),
+            i64s(k as i64),
+            i64s(jn as i64),
+            i64s(s0),
+            i64s(s1),
+            HostArray::from_f64(F64, &[n, m], &xv).unwrap(),
+        ];
+        let out = eval_closed_jaxpr(&j, &ins).unwrap();
+        let clamp = |s: i64, len: usize, size: usize| s.clamp(0, (len - size) as i64) as usize;
+        let want = |rows: usize, cols: usize| {
+            let (r0, c0) = (clamp(s0, n, rows), clamp(s1, m, cols));
+            let mut v = Vec::new();
+            for r in r0..r0 + rows {
+                for c in c0..c0 + cols {
+                    v.push(xv[r * m + c]);
+                }
+            }
+            v
+        };
+        assert_eq!(out[0].shape(), &[k, m]);
+        assert_eq!(out[0].to_f64_vec(), want(k, m), "n={n} m={m}");
+        assert_eq!(out[1].shape(), &[k, jn]);
+        assert_eq!(out[1].to_f64_vec(), want(k, jn), "n={n} m={m}");
+        assert_eq!(out[2].shape(), &[1, jn]);
+        assert_eq!(out[2].to_f64_vec(), want(1, jn), "n={n} m={m}");
+    }
+}
