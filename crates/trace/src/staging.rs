@@ -303,8 +303,9 @@ impl Trace for StagingTrace {
         let aval = self.with_dim_vars(aval, &dims)?;
         let mut b = self.builder();
         let id = x.identity();
-        // A distinct tracer of an already captured outer variable reuses
-        // its constvar (dimensions must stay one variable).
+        // A distinct tracer of an already captured outer scalar integer
+        // (a possible dimension) reuses its constvar: dimensions must stay
+        // one variable.
         let same = || {
             b.consts
                 .iter()
@@ -312,7 +313,7 @@ impl Trace for StagingTrace {
                 .map(|(v, _)| *v)
         };
         let found = b.const_ids.get(&id).copied().or_else(|| {
-            if x.as_tracer().is_some() {
+            if x.as_tracer().is_some() && x.ndim() == 0 && x.dtype().is_int() {
                 same()
             } else {
                 None
