@@ -591,3 +591,45 @@ fn dynamic_slice_with_traced_sizes_on_an_operand_with_other_dynamic_axes() {
         assert_eq!(out[2].to_f64_vec(), want(1, jn), "n={n} m={m}");
     }
 }
+
+#[test]
+fn grad_through_a_while_loop_whose_carry_grows_is_a_clear_error() {
+    // The carry doubles its length each iteration: its per-iteration
+    // values have different sizes, so reverse mode reports it.
+    let staged = trace_flat_in_type(
+        StageMode::Base,
+        &InType(vec![
+            scalar_entry(DType::I64),
+            (
+                DynAval {
+                    dtype: F64,
+                    shape: vec![InDim::DBIdx(0)],
+                },
+                true,
+            ),
+        ]),
+        |ins| {
+            let x = ins[1].clone();
+            let g = grad(|x: Array| {
+                let y = ok_or_raise(jaxon_trace::control::while_loop_with(
+                    false,
+                    |a: Array| ok_or_raise(jaxon_trace::dynshape::size_of(&a, 0)).lt(20),
+                    |a: Array| {
+                        ok_or_raise(jaxon_trace::dynshape::concatenate(&[&a * 1.5, a.sin()], 0))
+                    },
+                    x,
+                ));
+                y.sum(jnp::All)
+            })(x)?;
+            Ok(vec![g])
+        },
+    );
+    let err = staged
+        .err()
+        .expect("grad of a growing while_loop must fail");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("while_loop") && msg.contains("loop-invariant"),
+        "{msg}"
+    );
+}

@@ -34,6 +34,7 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
     let (nc, ni) = (*nc, *ni);
     if needs_split(x, t)? {
         let fp = super::for_loop_split::ForParams {
+            what: "for_loop",
             body: body_jaxpr,
             nc,
             ni,

@@ -31,6 +31,8 @@ type Outs = (Vec<Array>, Vec<Option<Array>>);
 
 /// The static parameters of the `for_loop` being split.
 pub(super) struct ForParams<'a> {
+    /// The user-facing loop, for errors (`for_loop` or `while_loop`).
+    pub what: &'static str,
     pub body: &'a ClosedJaxpr,
     pub nc: usize,
     pub ni: usize,
@@ -137,15 +139,18 @@ pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<
     for j in 0..ni {
         if body.outvars[j] != Atom::Var(body.invars[nc + j]) {
             return Err(Error::Unsupported(format!(
-                "reverse-mode differentiation of for_loop: the carry's dynamic dimension {j} \
-                 changes across iterations; the loop's transpose needs loop-invariant carry \
-                 dimensions (preserve_dimensions with a body that keeps the sizes)"
+                "reverse-mode differentiation of {}: the carry's dynamic dimension {j} may \
+                 change across iterations (the body does not return it unchanged); reverse \
+                 mode needs carries whose sizes are loop-invariant",
+                fp.what
             )));
         }
     }
     let consts = &x[..nc];
     let dims = &x[nc..head];
-    let (lower, upper, step) = (&x[head], &x[head + 1], &x[head + 2]);
+    // Bounds of a parsed jaxpr may be narrower integers.
+    let wide = |a: &Array| lax::convert_element_type(a, DType::I64, false);
+    let (lower, upper, step) = (&wide(&x[head])?, &wide(&x[head + 1])?, &wide(&x[head + 2])?);
     let args = &x[head + 4..];
     let ct: Vec<bool> = (0..nc).map(|k| t[k].is_some()).collect();
     let at: Vec<bool> = args.iter().map(|a| has_tangent(a.dtype())).collect();

@@ -104,6 +104,7 @@ pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         consts: body_jaxpr.consts.clone(),
     };
     let fp = ForParams {
+        what: "while_loop",
         body: &fbody,
         nc: bn,
         ni,

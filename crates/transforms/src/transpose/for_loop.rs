@@ -64,7 +64,12 @@ pub(crate) fn for_loop(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) ->
     let bounds = (0..3)
         .map(|k| args[nc + k].value("for_loop"))
         .collect::<Result<Vec<_>>>()?;
-    let (lower, upper, step) = (bounds[0], bounds[1], bounds[2]);
+    let wide = |a: &Array| lax::convert_element_type(a, DType::I64, false);
+    let (lower, upper, step) = (&wide(bounds[0])?, &wide(bounds[1])?, &wide(bounds[2])?);
+    let index_dtype = {
+        let b = &body_jaxpr.jaxpr;
+        b.aval(b.invars[nc]).array().dtype
+    };
     if let Some(a) = args[nc + 4..].iter().find(|a| !a.ty().dtype.is_float()) {
         return Err(Error::Unsupported(format!(
             "transpose of `for_loop`: the carry of type {} is not linear",
@@ -133,6 +138,7 @@ pub(crate) fn for_loop(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) ->
         // Original iteration trips - 1 - k.
         let back = lax::sub(&lax::sub(tr, &i64(1.0))?, k)?;
         let i = lax::add(lo, &lax::mul(&back, st)?)?;
+        let i = lax::convert_element_type(&i, index_dtype, false)?;
         let mut values = vals.to_vec();
         values.push(i);
         let mut mask = lin_c.clone();
