@@ -624,9 +624,7 @@ fn grad_through_a_while_loop_whose_carry_grows_is_a_clear_error() {
             Ok(vec![g])
         },
     );
-    let err = staged
-        .err()
-        .expect("grad of a growing while_loop must fail");
+    let err = staged.expect_err("grad of a growing while_loop must fail");
     let msg = err.to_string();
     assert!(
         msg.contains("while_loop") && msg.contains("loop-invariant"),
