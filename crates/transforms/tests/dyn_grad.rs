@@ -631,3 +631,36 @@ fn grad_through_a_while_loop_whose_carry_grows_is_a_clear_error() {
         "{msg}"
     );
 }
+
+#[test]
+fn jit_of_grad_through_for_loop_with_abstracted_axes_compiles_once() {
+    let f = jaxon_trace::jit(|(x, w): (Array, Array)| {
+        ok_or_raise(grad(|(x, w): (Array, Array)| prog_for(&x, &w, 6))((x, w)))
+    })
+    .backend("interpreter")
+    .abstracted_axes(&[&[(0, "n")], &[(0, "n")]]);
+    for n in [2usize, 5, 8] {
+        let x = random(80 + n as u64, n);
+        let w = random(90 + n as u64, n);
+        let (gx, gw) = f.call((arr(&x), arr(&w))).unwrap();
+        let (sx, sw) = with_backend("interpreter", || {
+            grad(|(x, w): (Array, Array)| prog_for_unrolled(&x, &w, 6))((arr(&x), arr(&w)))
+        })
+        .unwrap()
+        .unwrap();
+        assert_close(
+            &gx.to_vec::<f64>(),
+            &sx.to_vec::<f64>(),
+            1e-10,
+            &format!("n={n} gx"),
+        );
+        assert_close(
+            &gw.to_vec::<f64>(),
+            &sw.to_vec::<f64>(),
+            1e-10,
+            &format!("n={n} gw"),
+        );
+    }
+    assert_eq!(f.trace_count(), 1);
+    assert_eq!(f.compile_count(), 1);
+}

@@ -126,7 +126,9 @@ pub fn reshape(x: &Array, new_sizes: &[Size]) -> Result<Array> {
 
 /// `lax.dynamic_slice(x, starts, sizes)`. Static sizes stage a
 /// `dynamic_slice`; a traced size slices that axis by gathering
-/// `start + iota(size)` (starts clamp into bounds either way).
+/// `start + iota(size)` (starts clamp into bounds either way): rows along
+/// that axis when the other axes are static, else single elements over the
+/// whole box (an operand with other dynamic axes).
 pub fn dynamic_slice(x: &Array, starts: &[Array], slice_sizes: &[Size]) -> Result<Array> {
     if starts.len() != x.ndim() || slice_sizes.len() != x.ndim() {
         return Err(Error::InvalidArgument(format!(
@@ -223,10 +225,14 @@ fn take_box(x: &Array, starts: &[Array], size: &[Size], len: &[Size]) -> Result<
     col_shape.push(Size::Const(1));
     let dims: Vec<usize> = (0..rank).collect();
     for axis in 0..rank {
-        let start = lax::convert_element_type(&starts[axis], i64, false)?;
-        let hi = lax::sub(&len[axis].to_array(), &size[axis].to_array())?;
-        let s = lax::clamp(&typed(i64, 0.0), &start, &hi)?;
-        let idx = lax::add(&broadcasted_iota(i64, size, axis)?, &s)?;
+        let mut idx = broadcasted_iota(i64, size, axis)?;
+        // An axis kept whole starts at 0 (the start clamps to it).
+        if !size[axis].same(&len[axis]) {
+            let start = lax::convert_element_type(&starts[axis], i64, false)?;
+            let hi = lax::sub(&len[axis].to_array(), &size[axis].to_array())?;
+            let s = lax::clamp(&typed(i64, 0.0), &start, &hi)?;
+            idx = lax::add(&idx, &s)?;
+        }
         cols.push(broadcast_in_dim(&idx, &col_shape, &dims)?);
     }
     let idx = concatenate(&cols, rank)?;
