@@ -43,7 +43,9 @@ struct Builder {
     /// Implicit (dimension) invars by the identity of the outer value they
     /// stand for: a captured value with that outer dimension promotes the
     /// invar to a constvar, so the capture and the arguments share it.
-    implicit_outer: HashMap<usize, Var>,
+    /// The outer value is kept so a distinct tracer of the same outer
+    /// variable (`dynshape::same_value`) finds the invar too.
+    implicit_outer: HashMap<usize, (Var, Array)>,
 }
 
 impl Builder {
@@ -115,7 +117,9 @@ impl StagingTrace {
     pub fn new_implicit_arg(&self, main: &Arc<MainTrace>, aval: Aval, outer: &Array) -> Array {
         let x = self.new_arg(main, aval);
         if let Ok(Atom::Var(v)) = StagingTrace::atom(&x) {
-            self.builder().implicit_outer.insert(outer.identity(), v);
+            self.builder()
+                .implicit_outer
+                .insert(outer.identity(), (v, outer.clone()));
         }
         x
     }
@@ -207,18 +211,69 @@ impl StagingTrace {
                 return Ok(d.clone());
             }
         }
-        let mut b = self.builder();
-        if let Some(v) = b.implicit_outer.remove(&d.identity()) {
-            if let Some(p) = b.invars.iter().position(|&w| w == v) {
-                b.invars.remove(p);
-                b.consts.push((v, d.clone()));
-                b.const_ids.insert(d.identity(), v);
-                let aval = b.vars[v.index()].clone();
-                return Ok(Array::new_tracer(main.clone(), aval, Atom::Var(v)));
-            }
+        if let Some(t) = self.promote_implicit(main, d) {
+            return Ok(t);
         }
-        drop(b);
         full_raise(main, d)
+    }
+
+    /// When `d` (an outer value) is what an implicit input stands for,
+    /// promotes that input to a constvar bound to `d` and returns it.
+    fn promote_implicit(&self, main: &Arc<MainTrace>, d: &Array) -> Option<Array> {
+        let mut b = self.builder();
+        if b.implicit_outer.is_empty() {
+            return None;
+        }
+        // By identity, else the same outer variable through another tracer
+        // (a staging trace's tracers for one variable need not be one
+        // `Array`, e.g. a constvar lifted twice).
+        let key = Some(d.identity())
+            .filter(|k| b.implicit_outer.contains_key(k))
+            .or_else(|| {
+                b.implicit_outer
+                    .iter()
+                    .find(|(_, (_, o))| crate::dynshape::same_value(o, d))
+                    .map(|(k, _)| *k)
+            });
+        // Through an enclosing staging trace: in a loop body nested in a
+        // loop body, an implicit input stands for a tracer of the
+        // enclosing body, which may itself stand for `d` (raising `d`
+        // there is what binding this body's captures does anyway).
+        let key = match key {
+            Some(k) => Some(k),
+            None => {
+                let cands: Vec<(usize, Arc<MainTrace>, Array)> = b
+                    .implicit_outer
+                    .iter()
+                    .filter_map(|(k, (_, o))| {
+                        let m = o.as_tracer()?.main();
+                        let between = !Arc::ptr_eq(m, main)
+                            && m.level() < main.level()
+                            && d.as_tracer().is_none_or(|t| t.main().level() < m.level())
+                            && StagingTrace::of(m).is_some();
+                        between.then(|| (*k, m.clone(), o.clone()))
+                    })
+                    .collect();
+                drop(b);
+                let hit = cands.into_iter().find_map(|(k, m, o)| {
+                    let r = StagingTrace::of(&m)?.lift_dim(&m, d).ok()?;
+                    crate::dynshape::same_value(&r, &o).then_some(k)
+                });
+                b = self.builder();
+                hit
+            }
+        };
+        let (v, o) = b.implicit_outer.remove(&key?)?;
+        let p = b.invars.iter().position(|&w| w == v)?;
+        b.invars.remove(p);
+        // Bound to the value the input stands for (`d` or, through an
+        // enclosing trace, its tracer there), so later captures of either
+        // find the constvar.
+        b.const_ids.insert(d.identity(), v);
+        b.const_ids.insert(o.identity(), v);
+        b.consts.push((v, o));
+        let aval = b.vars[v.index()].clone();
+        Some(Array::new_tracer(main.clone(), aval, Atom::Var(v)))
     }
 }
 
@@ -248,8 +303,24 @@ impl Trace for StagingTrace {
         let aval = self.with_dim_vars(aval, &dims)?;
         let mut b = self.builder();
         let id = x.identity();
-        let v = match b.const_ids.get(&id) {
-            Some(&v) => v,
+        // A distinct tracer of an already captured outer scalar integer
+        // (a possible dimension) reuses its constvar: dimensions must stay
+        // one variable.
+        let same = || {
+            b.consts
+                .iter()
+                .find(|(_, c)| crate::dynshape::same_value(c, x))
+                .map(|(v, _)| *v)
+        };
+        let found = b.const_ids.get(&id).copied().or_else(|| {
+            if x.as_tracer().is_some() && x.ndim() == 0 && x.dtype().is_int() {
+                same()
+            } else {
+                None
+            }
+        });
+        let v = match found {
+            Some(v) => v,
             None => {
                 let v = b.new_var(aval.clone());
                 b.consts.push((v, x.clone()));

@@ -44,10 +44,25 @@ pub fn linearize_flat(
     f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
     primals: &[Array],
 ) -> Result<Linearized> {
+    let mask: Vec<bool> = primals.iter().map(|p| has_tangent(p.dtype())).collect();
+    linearize_flat_masked(f, primals, &mask)
+}
+
+/// [`linearize_flat`] with tangent inputs only for the float inputs
+/// marked in `mask` (the others are held constant).
+pub fn linearize_flat_masked(
+    f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
+    primals: &[Array],
+    mask: &[bool],
+) -> Result<Linearized> {
     let guard = new_main(Box::new(StagingTrace::new()));
     let main = guard.main().clone();
     let staging = StagingTrace::of(&main).expect("a staging main");
-    let in_mask: Vec<bool> = primals.iter().map(|p| has_tangent(p.dtype())).collect();
+    let in_mask: Vec<bool> = primals
+        .iter()
+        .zip(mask.iter().chain(std::iter::repeat(&false)))
+        .map(|(p, m)| *m && has_tangent(p.dtype()))
+        .collect();
     let tangents: Vec<Option<Array>> = primals
         .iter()
         .zip(&in_mask)
@@ -218,4 +233,27 @@ pub fn value_and_grad<I: Pytree, F: Fn(I) -> Array>(f: F) -> impl Fn(I) -> Resul
 pub fn grad<I: Pytree, F: Fn(I) -> Array>(f: F) -> impl Fn(I) -> Result<I> {
     let vg = value_and_grad(f);
     move |x: I| vg(x).map(|(_, g)| g)
+}
+
+/// The tangent outputs of `f` at `primals` for the given input tangents
+/// (`None` = zero), computed as a linearization (primal work bound on the
+/// current trace, the linear jaxpr evaluated on the tangents), so every
+/// equation staged from it is either primal or linear in the tangents:
+/// what `backward_pass` needs of a loop body or branch that recomputes
+/// its primal (nested control flow splits too). Outputs without a
+/// tangent are zeros.
+pub(crate) fn linearized_tangents(
+    f: impl FnOnce(Vec<Array>) -> Result<Vec<Array>>,
+    primals: &[Array],
+    tangents: &[Option<Array>],
+) -> Result<Vec<Array>> {
+    let mask: Vec<bool> = tangents.iter().map(Option::is_some).collect();
+    let lin = linearize_flat_masked(f, primals, &mask)?;
+    let ts: Vec<Array> = tangents
+        .iter()
+        .zip(&lin.in_mask)
+        .filter(|(_, m)| **m)
+        .map(|(t, _)| t.clone().expect("masked tangents are given"))
+        .collect();
+    lin.jvp(&ts)
 }

@@ -122,3 +122,40 @@ pub(crate) fn scatter_inverse_gather(
     };
     bind1(&gather, &[v.clone(), idx.clone()])
 }
+
+/// The trip count of a `for_loop` with these bounds (`i64` scalars), as
+/// the reference interpreter counts it: `ceil((upper - lower) / step)`,
+/// at least 0 (with `apply_reverse_transform` the step may be negative).
+pub fn for_trip_count(lower: &Array, upper: &Array, step: &Array, reverse: bool) -> Result<Array> {
+    let i64 = |v: f64| Array::from_host(jaxon_ir::HostArray::scalar(DType::I64, v));
+    let dist = lax::sub(upper, lower)?;
+    // `(dist + step - 1) / step` rounds up for a positive step, `(dist +
+    // step + 1) / step` for a negative one (division truncates).
+    let bias = if reverse {
+        let pos = lax::gt(step, &i64(0.0))?;
+        lax::select_n(
+            &pos,
+            &[lax::add(step, &i64(1.0))?, lax::sub(step, &i64(1.0))?],
+        )?
+    } else {
+        lax::sub(step, &i64(1.0))?
+    };
+    let q = lax::div(&lax::add(&dist, &bias)?, step)?;
+    lax::max(&q, &i64(0.0))
+}
+
+/// Whether a jaxpr has a dynamic dimension in any variable's type.
+pub fn jaxpr_is_dynamic(j: &jaxon_ir::Jaxpr) -> bool {
+    j.vars
+        .iter()
+        .any(|a| a.array().shape.iter().any(|d| d.as_const().is_none()))
+}
+
+/// `x` with dimensions `target` (a reshape when they are not the same).
+pub fn pin(x: &Array, target: &[jaxon_trace::dynshape::Size]) -> Result<Array> {
+    let s = jaxon_trace::dynshape::sizes(x)?;
+    if s.len() == target.len() && s.iter().zip(target).all(|(a, b)| a.same(b)) {
+        return Ok(x.clone());
+    }
+    jaxon_trace::dynshape::reshape(x, target)
+}

@@ -23,8 +23,6 @@ use std::collections::BTreeSet;
 enum Kind {
     /// jvp, transpose and vmap.
     Diff,
-    /// jvp and vmap; reverse mode fails with `Unsupported` (the reason).
-    FwdOnly(&'static str),
     /// Tangents are zero; vmap is checked.
     NoDiff,
     /// jvp fails with `Unsupported` (the reason); vmap is checked.
@@ -335,8 +333,8 @@ fn table() -> Vec<Row> {
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,2] c:f64[4,2,2]. let b:f64[2,2] d:f64[4,2,2] = scan[jaxpr={ lambda ; d:f64[2,2] x:f64[2,2]. let e:f64[2,2] = mul d x; f:f64[2,2] = sin e in (f, d) } length=4 num_carry=1 num_consts=0 reverse=False unroll=1] a c in (b, d) }"));
     // Catalyst's for_loop: consts with tangents, the index read by the body,
     // runtime bounds 1..6 step 2; a second carry accumulates squares.
-    u.push(row(FwdOnly("Reverse-mode differentiation does not work for for_loop"), -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[3] d:f64[3] = for_loop[apply_reverse_transform=False body_jaxpr={ lambda ; e:f64[3] f:i64[] g:f64[3] h:f64[3]. let i:f64[3] = sin g; j:f64[3] = mul i e; k:f64[] = convert_element_type[new_dtype=float64 weak_type=False] f; l:f64[3] = add j k; m:f64[3] = mul g g; n:f64[3] = add h m in (l, n) } body_nconsts=1 nimplicit=0 preserve_dimensions=True] a 1:i64[] 6:i64[] 2:i64[] 1:i64[] b b in (c, d) }"));
-    u.push(row(FwdOnly("Reverse-mode differentiation does not work for lax.while_loop"), -2.0, 2.0, "{ lambda ; a:f64[3]. let b:i32[] c:f64[3] = while[body_jaxpr={ lambda ; d:i32[] e:f64[3]. let f:i32[] = add d 1:i32[]; g:f64[3] = mul e 0.9:f64[]; h:f64[3] = sin g in (f, h) } body_nconsts=0 cond_jaxpr={ lambda ; i:i32[] j:f64[3]. let k:bool[] = lt i 3:i32[] in (k,) } cond_nconsts=0] 0:i32[] a in (c, b) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[3] d:f64[3] = for_loop[apply_reverse_transform=False body_jaxpr={ lambda ; e:f64[3] f:i64[] g:f64[3] h:f64[3]. let i:f64[3] = sin g; j:f64[3] = mul i e; k:f64[] = convert_element_type[new_dtype=float64 weak_type=False] f; l:f64[3] = add j k; m:f64[3] = mul g g; n:f64[3] = add h m in (l, n) } body_nconsts=1 nimplicit=0 preserve_dimensions=True] a 1:i64[] 6:i64[] 2:i64[] 1:i64[] b b in (c, d) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3]. let b:i32[] c:f64[3] = while[body_jaxpr={ lambda ; d:i32[] e:f64[3]. let f:i32[] = add d 1:i32[]; g:f64[3] = mul e 0.9:f64[]; h:f64[3] = sin g in (f, h) } body_nconsts=0 cond_jaxpr={ lambda ; i:i32[] j:f64[3]. let k:bool[] = lt i 3:i32[] in (k,) } cond_nconsts=0] 0:i32[] a in (c, b) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = jit[name=f jaxpr={ lambda ; a:f64[2,3]. let b:f64[2,3] = tanh a in (b,) }] a in (b,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = custom_jvp_call[name=softplus call_jaxpr={ lambda ; c:f64[2,3]. let d:f64[2,3] = exp c; e:f64[2,3] = log1p d in (e,) } jvp=<lambda> symbolic_zeros=False] a in (b,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4]. let b:f64[4] = custom_vjp_call[name=f bwd=_bwd call_jaxpr={ lambda ; c:f64[4]. let d:f64[4] = sin c in (d,) } fwd=_fwd symbolic_zeros=False] a in (b,) }"));
@@ -377,15 +375,6 @@ fn check_row(r: &Row, i: usize) {
             check_jvp(&inst, &mut rng, false, &what);
             check_transpose(&inst, &mut rng, &what)
                 .unwrap_or_else(|e| panic!("{what}: transpose: {e}"));
-            check_vmap(&r.text, r.lo, r.hi, seed, &what);
-        }
-        Kind::FwdOnly(why) => {
-            check_jvp(&inst, &mut rng, false, &what);
-            let e = check_transpose(&inst, &mut rng, &what).expect_err(&what);
-            assert!(
-                is_unsupported(&e) && e.to_string().contains(why),
-                "{what}: {e}"
-            );
             check_vmap(&r.text, r.lo, r.hi, seed, &what);
         }
         Kind::NoDiff => {
@@ -458,7 +447,6 @@ fn table_covers_every_primitive() {
     for r in table() {
         let level = match r.kind {
             Kind::Diff => (0, "jvp+transpose+vmap"),
-            Kind::FwdOnly(_) => (1, "jvp+vmap, reverse mode errors"),
             Kind::NoDiff => (2, "zero tangent+vmap"),
             Kind::NoJvp(_) => (3, "jvp errors, vmap"),
         };

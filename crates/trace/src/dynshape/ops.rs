@@ -126,7 +126,9 @@ pub fn reshape(x: &Array, new_sizes: &[Size]) -> Result<Array> {
 
 /// `lax.dynamic_slice(x, starts, sizes)`. Static sizes stage a
 /// `dynamic_slice`; a traced size slices that axis by gathering
-/// `start + iota(size)` (starts clamp into bounds either way).
+/// `start + iota(size)` (starts clamp into bounds either way): rows along
+/// that axis when the other axes are static, else single elements over the
+/// whole box (an operand with other dynamic axes).
 pub fn dynamic_slice(x: &Array, starts: &[Array], slice_sizes: &[Size]) -> Result<Array> {
     if starts.len() != x.ndim() || slice_sizes.len() != x.ndim() {
         return Err(Error::InvalidArgument(format!(
@@ -148,6 +150,17 @@ pub fn dynamic_slice(x: &Array, starts: &[Array], slice_sizes: &[Size]) -> Resul
         }
     }
     let full_sizes = sizes(x)?;
+    let sliced: Vec<usize> = (0..x.ndim())
+        .filter(|&k| !norm[k].same(&full_sizes[k]))
+        .collect();
+    // A gather's slice sizes are static: a row gather along one axis
+    // needs every other axis static; otherwise gather single elements at
+    // every point of the box.
+    let others_static =
+        |axis: usize| (0..x.ndim()).all(|k| k == axis || full_sizes[k].as_const().is_some());
+    if sliced.len() > 1 || sliced.iter().any(|&a| !others_static(a)) {
+        return take_box(x, starts, &norm, &full_sizes);
+    }
     let mut out = x.clone();
     for (axis, (size, start)) in norm.iter().zip(starts).enumerate() {
         if size.same(&full_sizes[axis]) {
@@ -194,6 +207,46 @@ fn take_range(x: &Array, axis: usize, start: &Array, size: &Size, len: &Size) ->
             ..Default::default()
         },
         &slice_sizes,
+        GatherScatterMode::PromiseInBounds,
+        None,
+        false,
+    )
+}
+
+/// `x` restricted to the box of `size` elements from `start` on every
+/// axis (starts clamped to `[0, len - size]`, like `dynamic_slice`), for
+/// operands whose kept axes are dynamic: a `gather` of single elements
+/// whose indices are `start + iota(size)` broadcast over the box.
+fn take_box(x: &Array, starts: &[Array], size: &[Size], len: &[Size]) -> Result<Array> {
+    let i64 = DType::I64;
+    let rank = x.ndim();
+    let mut cols = Vec::with_capacity(rank);
+    let mut col_shape = size.to_vec();
+    col_shape.push(Size::Const(1));
+    let dims: Vec<usize> = (0..rank).collect();
+    for axis in 0..rank {
+        let mut idx = broadcasted_iota(i64, size, axis)?;
+        // An axis kept whole starts at 0 (the start clamps to it).
+        if !size[axis].same(&len[axis]) {
+            let start = lax::convert_element_type(&starts[axis], i64, false)?;
+            let hi = lax::sub(&len[axis].to_array(), &size[axis].to_array())?;
+            let s = lax::clamp(&typed(i64, 0.0), &start, &hi)?;
+            idx = lax::add(&idx, &s)?;
+        }
+        cols.push(broadcast_in_dim(&idx, &col_shape, &dims)?);
+    }
+    let idx = concatenate(&cols, rank)?;
+    let all: Vec<i64> = (0..rank as i64).collect();
+    crate::numpy::manip_gather(
+        x,
+        &idx,
+        GatherDimensionNumbers {
+            offset_dims: Ints::new(Vec::new()),
+            collapsed_slice_dims: Ints::new(all.clone()),
+            start_index_map: Ints::new(all),
+            ..Default::default()
+        },
+        &vec![1; rank],
         GatherScatterMode::PromiseInBounds,
         None,
         false,

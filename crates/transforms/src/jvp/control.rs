@@ -16,14 +16,15 @@
 //! - `jit`: known call and linear call (residuals that are inputs are
 //!   forwarded rather than returned).
 //! - `cond`: known cond returning every branch's residuals (zeros in the
-//!   other branches' slots, where JAX uses `empty2`), linear cond.
+//!   other branches' slots, where JAX uses `empty2`), linear cond; with
+//!   dynamic shapes the linear cond recomputes the branch (`cond_dyn.rs`).
 //! - `scan`: a fixpoint over which carries have tangents; known scan
 //!   emitting per-iteration residuals as extra stacked outputs (loop
 //!   invariants and `xs` are passed directly), and a linear scan consuming
 //!   them as `xs`. Its transpose is a reversed scan (`transpose/control.rs`).
-//! - `while`: no split exists (the trip count is dynamic). Under linearize
-//!   the tangent loop, which recomputes the primal, lands in the linear
-//!   jaxpr, and transposing it reports JAX's error.
+//! - `while`: under linearize, a counting loop gives the trip count and
+//!   the loop is differentiated as the equivalent `for_loop`
+//!   (`while_grad.rs`); JAX refuses this case.
 
 use super::jvp_jaxpr;
 use crate::partial_eval::{dce_jaxpr, linearize_jaxpr, partial_eval_jaxpr};
@@ -160,6 +161,13 @@ pub(super) fn cond(branches: &[ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -
         }
     }
     if needs_split(x, t)? {
+        let dynamic = x.iter().any(jaxon_trace::dynshape::is_dynamic)
+            || branches
+                .iter()
+                .any(|b| crate::util::jaxpr_is_dynamic(&b.jaxpr));
+        if dynamic {
+            return super::cond_dyn::cond_split_dyn(branches, x, t, &union);
+        }
         return cond_split(branches, x, t, &nonzero, &union);
     }
     let new_branches = branches
@@ -343,6 +351,9 @@ pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Res
     else {
         unreachable!("called on while")
     };
+    if needs_split(x, t)? {
+        return super::while_grad::split_while(p, x, t);
+    }
     let (cn, bn) = (*cn, *bn);
     let nk = x.len() - cn - bn;
     let mut nz: Vec<bool> = t[cn..].iter().map(Option::is_some).collect();
@@ -394,13 +405,7 @@ pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Res
     args.extend(x[cn + bn..].iter().cloned());
     args.extend(instantiated(&x[cn + bn..], &t[cn + bn..], &nz[bn..])?);
     let outs = bind(&new_while, &args)?;
-    let (primals, tangents) = split_outs(outs, nk, &nz[bn..]);
-    if needs_split(x, t)? {
-        // The loop above recomputed the primal next to the tangents; the
-        // primal results come from the original loop on primals only.
-        return Ok((bind(p, x)?, tangents));
-    }
-    Ok((primals, tangents))
+    Ok(split_outs(outs, nk, &nz[bn..]))
 }
 
 /// The pieces of a `scan` equation.

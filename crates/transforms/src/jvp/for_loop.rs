@@ -4,9 +4,8 @@
 //! of the old one, re-staged from the old body's input type (so tangent
 //! carries share the primal carries' implicit dimensions).
 //!
-//! Under `linearize` the combined loop recomputes the primal next to the
-//! tangents (no split, as for `while`), so the primal results come from the
-//! original loop and transposing the tangent loop is unsupported.
+//! Under `linearize` the loop splits into a primal loop that stacks its
+//! carries and a linear loop (`for_loop_split.rs`).
 
 use super::control::needs_split;
 use super::jvp_flat;
@@ -33,6 +32,17 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         unreachable!("called on for_loop")
     };
     let (nc, ni) = (*nc, *ni);
+    if needs_split(x, t)? {
+        let fp = super::for_loop_split::ForParams {
+            what: "for_loop",
+            body: body_jaxpr,
+            nc,
+            ni,
+            preserve_dimensions: *preserve_dimensions,
+            apply_reverse_transform: *apply_reverse_transform,
+        };
+        return super::for_loop_split::split(&fp, x, t);
+    }
     let head = nc + ni;
     let na = x.len() - head - 4;
     let consts = &x[..nc];
@@ -142,9 +152,6 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         if at[k] {
             tangents[ni + k] = it.next().cloned();
         }
-    }
-    if needs_split(x, t)? {
-        return Ok((bind(p, x)?, tangents));
     }
     Ok((outs[..ni + na].to_vec(), tangents))
 }

@@ -6,12 +6,15 @@
 //! the primals alone and no rule runs.
 
 mod collectives;
+mod cond_dyn;
 mod control;
 mod for_loop;
+mod for_loop_split;
 pub(crate) mod pallas;
 mod rules;
 mod scatter;
 pub(crate) mod state;
+mod while_grad;
 
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};

@@ -17,13 +17,6 @@ pub(crate) const WHILE_REVERSE_ERROR: &str = "Reverse-mode differentiation does 
      lax.while_loop or lax.fori_loop with dynamic start/stop values. Try using lax.scan, or \
      using fori_loop with static start/stop.";
 
-/// Reverse mode through Catalyst's `for_loop`: its bounds are runtime
-/// values, so like a `while` it keeps no per-iteration residuals.
-pub(crate) const FOR_LOOP_REVERSE_ERROR: &str = "Reverse-mode differentiation does not work \
-     for for_loop, whose start/stop values are runtime values (like lax.while_loop): its jvp \
-     is a forward loop and has no transpose. Try using scan, or fori_loop with static \
-     start/stop.";
-
 fn zeros(t: &ShapedArray) -> Result<Array> {
     let shape = t
         .static_sizes()

@@ -8,8 +8,10 @@
 //! compute values the linear ones use (JAX's backward pass does the same).
 
 mod collectives;
+mod cond_dyn;
 mod control;
 mod conv;
+mod for_loop;
 mod rules;
 
 use hashbrown::HashMap;

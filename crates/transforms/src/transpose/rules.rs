@@ -3,12 +3,13 @@
 //! primitive that is not linear in an operand marked linear is an error.
 
 use super::LinArg;
-use crate::util::{scatter_inverse_gather, unbroadcast_to};
+use crate::util::{jaxpr_is_dynamic, scatter_inverse_gather, unbroadcast_to};
 use jaxon_ir::primitive::{
     BinaryOp, CumulativeOp, DotDimensionNumbers, ReduceOp, ScatterDimensionNumbers, ScatterKind,
     UnaryOp,
 };
 use jaxon_ir::Primitive;
+use jaxon_trace::dynshape;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, bind1, lax, numpy as jnp, Array};
 
@@ -196,7 +197,15 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         }
         P::Reshape { .. } | P::Squeeze { .. } => {
             let mut out = vec![None; args.len()];
-            out[0] = Some(lax::reshape(&ct()?, &sizes(args[0].ty()))?);
+            let c = ct()?;
+            out[0] = Some(
+                if args[0].ty().static_sizes().is_none() || dynshape::is_dynamic(&c) {
+                    // Back to the operand's dynamic sizes (values here).
+                    dynshape::reshape(&c, &args[0].sizes()?)?
+                } else {
+                    lax::reshape(&c, &sizes(args[0].ty()))?
+                },
+            );
             Ok(out)
         }
         P::Transpose { permutation } => {
@@ -304,6 +313,18 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 .collect::<Result<_>>()?;
             let upd = args[1].ty();
             let mut out = vec![None; args.len()];
+            if upd.static_sizes().is_none() {
+                // A dynamic update: its sizes are values in this trace.
+                let us = args[1].sizes()?;
+                if lin(0) {
+                    let z = dynshape::zeros(&us, upd.dtype)?;
+                    out[0] = Some(lax::dynamic_update_slice(&c, &z, &starts)?);
+                }
+                if lin(1) {
+                    out[1] = Some(dynshape::dynamic_slice(&c, &starts, &us)?);
+                }
+                return Ok(out);
+            }
             if lin(0) {
                 out[0] = Some(lax::dynamic_update_slice(&c, &zeros(upd)?, &starts)?);
             }
@@ -476,10 +497,11 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         }
         P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, args, cts),
         P::While { .. } => super::control::while_loop(),
-        P::ForLoop { .. } => Err(Error::Unsupported(
-            super::control::FOR_LOOP_REVERSE_ERROR.into(),
-        )),
+        P::ForLoop { .. } => super::for_loop::for_loop(p, args, cts),
         P::Scan { .. } => super::control::scan(p, args, cts),
+        P::Cond { branches } if branches.iter().any(|b| jaxpr_is_dynamic(&b.jaxpr)) => {
+            super::cond_dyn::cond(branches, args, cts)
+        }
         P::Cond { branches } => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
             let mut new_branches = Vec::with_capacity(branches.len());
