@@ -73,6 +73,16 @@ pub(super) fn jit(
     x: &[Array],
     t: &[Option<Array>],
 ) -> Result<Outs> {
+    if crate::util::jaxpr_is_dynamic(&jaxpr.jaxpr) {
+        // A callee with dynamic shapes cannot be re-staged from its avals:
+        // its equations are differentiated in place (the operands carry
+        // their dimension values).
+        return super::jvp_flat(
+            |xs| jaxon_trace::interpret::eval_closed_jaxpr(jaxpr, &xs),
+            x,
+            t,
+        );
+    }
     let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
     let mut args = x.to_vec();
     args.extend(t.iter().flatten().cloned());

@@ -179,20 +179,29 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             broadcast_dimensions,
             ..
         } => {
+            // Sum over the new dimensions and the size-1 ones that grew
+            // (by type, so dynamic sizes work: they are never a static 1).
             let c = ct()?;
-            let in_shape = sizes(args[0].ty());
-            let out_shape = c.try_shape()?;
+            let in_ty = args[0].ty();
+            let out_dims = c.ty().shape.clone();
             let bd = broadcast_dimensions.to_usizes();
-            let mut axes: Vec<usize> = (0..out_shape.len()).filter(|d| !bd.contains(d)).collect();
+            let one = |d: &jaxon_ir::Dim| matches!(d, jaxon_ir::Dim::Const(1));
+            let mut axes: Vec<usize> = (0..out_dims.len()).filter(|d| !bd.contains(d)).collect();
             for (i, &d) in bd.iter().enumerate() {
-                if in_shape[i] == 1 && out_shape[d] != 1 {
+                if one(&in_ty.shape[i]) && !one(&out_dims[d]) {
                     axes.push(d);
                 }
             }
             axes.sort_unstable();
             let summed = lax::reduce(ReduceOp::Sum, &c, &axes)?;
             let mut out = vec![None; args.len()];
-            out[0] = Some(lax::reshape(&summed, &in_shape)?);
+            out[0] = Some(if summed.ndim() == in_ty.shape.len() {
+                summed
+            } else if in_ty.static_sizes().is_some() {
+                lax::reshape(&summed, &sizes(in_ty))?
+            } else {
+                dynshape::reshape(&summed, &args[0].sizes()?)?
+            });
             Ok(out)
         }
         P::Reshape { .. } | P::Squeeze { .. } => {
