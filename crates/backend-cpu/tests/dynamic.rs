@@ -584,3 +584,35 @@ fn dynamic_ops_and_their_transforms_match_the_interpreter_on_the_cpu_backend() {
         }
     }
 }
+
+#[test]
+fn dynamic_slice_with_a_traced_size_of_a_dynamic_matrix_runs_on_the_cpu_backend() {
+    // x: (n, m) with both sizes dynamic; rows start..start+k (k traced).
+    let f = |(n, m, start, k): (Array, Array, Array, Array)| {
+        let flat = ok_or_raise(dyn_::iota(
+            DType::F64,
+            ok_or_raise(dyn_::mul_sizes(&(&n).into(), &(&m).into())),
+        ));
+        let x = ok_or_raise(dyn_::reshape(&flat.sin(), &[(&n).into(), (&m).into()]));
+        let zero = Array::scalar(0i64);
+        let rows = ok_or_raise(dyn_::dynamic_slice(
+            &x,
+            &[start, zero],
+            &[(&k).into(), (&m).into()],
+        ));
+        rows.cos()
+    };
+    let j = make_jaxpr(f)((
+        Array::scalar(5i64),
+        Array::scalar(3i64),
+        Array::scalar(1i64),
+        Array::scalar(2i64),
+    ))
+    .unwrap();
+    let inputs: Vec<Vec<HostArray>> = [(5, 3, 1, 2), (9, 4, 3, 5), (7, 1, 0, 7), (6, 2, 4, 3)]
+        .iter()
+        .map(|&(n, m, s, k)| vec![i64s(n), i64s(m), i64s(s), i64s(k)])
+        .collect();
+    // sin/cos are polynomials here and libm in the interpreter.
+    agree(&j, &inputs, 1e-14);
+}
