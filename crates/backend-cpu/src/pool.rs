@@ -13,7 +13,8 @@
 //! storage is freed.
 
 use jaxon_ir::{Buffer, DType, HostArray, IrError, ShapedArray, Storage};
-use std::collections::HashMap;
+// Hashed on every output buffer taken and returned: a fast hasher.
+use hashbrown::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Free buffers kept per (dtype, length).

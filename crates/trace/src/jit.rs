@@ -435,6 +435,13 @@ type AxisSpec = Vec<Vec<(usize, String)>>;
 /// The traced sizes of `leaves` as an abstracted-axes spec (each distinct
 /// size tracer one name), or `None` when every size is static.
 fn dynamic_axes(leaves: &[Array]) -> Result<Option<AxisSpec>> {
+    // The common case (a dispatch of concrete arrays) allocates nothing.
+    if !leaves
+        .iter()
+        .any(|x| x.is_tracer() && crate::dynshape::is_dynamic(x))
+    {
+        return Ok(None);
+    }
     let mut seen: Vec<Size> = Vec::new();
     let mut spec = Vec::with_capacity(leaves.len());
     for x in leaves {
