@@ -143,6 +143,20 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
         let [u, w] = pe.inputs.as_slice() else {
             return None;
         };
+        // The time axis must join each operand's contracting dimensions as
+        // one leading block, so the stacked product is a plain GEMM (no
+        // operand transposed by a copy): contracting dimensions leading.
+        let leading = |ds: &[usize]| {
+            let mut v = ds.to_vec();
+            v.sort_unstable();
+            v.iter().enumerate().all(|(i, &d)| i == d)
+        };
+        if !leading(&dimension_numbers.lhs_contracting)
+            || !leading(&dimension_numbers.rhs_contracting)
+            || !dimension_numbers.lhs_batch.is_empty()
+        {
+            return None;
+        }
         // Same-type operands and result: the sum accumulates in that type.
         let same = [u, w]
             .iter()

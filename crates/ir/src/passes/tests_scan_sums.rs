@@ -110,11 +110,14 @@ fn summed_products_leave_the_scan() {
 
 #[test]
 fn carries_that_are_not_summed_products_stay() {
-    // A product with a loop-invariant operand, and a carry also read by
-    // the body, are left alone.
-    let text = "{ lambda ; a:f64[4,4] b:f64[4,4] c:f64[4,4] d:f64[5,2,4]. let
-    e:f64[4,4] f:f64[4,4] = scan[
-      jaxpr={ lambda ; g:f64[4,4] h:f64[4,4] i:f64[4,4] j:f64[2,4]. let
+    // A product with a loop-invariant operand, a carry also read by the
+    // body, and a product contracting a trailing dimension (the stacked
+    // product would need a transposed copy) are left alone.
+    let text = "{ lambda ; a:f64[4,4] b:f64[4,4] c:f64[4,4] p:f64[4,3] d:f64[5,2,4] q:f64[5,4,2]
+    r:f64[5,2,3]. let
+    e:f64[4,4] f:f64[4,4] s:f64[4,3] = scan[
+      jaxpr={ lambda ; g:f64[4,4] h:f64[4,4] i:f64[4,4] t:f64[4,3] j:f64[2,4] u:f64[4,2]
+          v:f64[2,3]. let
           k:f64[4,4] = dot_general[
             dimension_numbers=(([1], [0]), ([], []))
             preferred_element_type=float64
@@ -126,17 +129,22 @@ fn carries_that_are_not_summed_products_stay() {
           ] j j
           n:f64[4,4] = add i m
           o:f64[4,4] = mul n i
-        in (l, o) }
+          w:f64[4,3] = dot_general[
+            dimension_numbers=(([1], [0]), ([], []))
+            preferred_element_type=float64
+          ] u v
+          x:f64[4,3] = add t w
+        in (l, o, x) }
       length=5
-      num_carry=2
+      num_carry=3
       num_consts=1
       reverse=False
       unroll=1
-    ] a b c d
-  in (e, f) }";
+    ] a b c p d q r
+  in (e, f, s) }";
     let c = parse(text);
     let r = rewritten(&c);
-    assert_eq!(scan_of(&r).0, 2, "{}", crate::print::print_jaxpr(&r.jaxpr));
+    assert_eq!(scan_of(&r).0, 3, "{}", crate::print::print_jaxpr(&r.jaxpr));
     agree(&c, &r, 3);
 }
 
