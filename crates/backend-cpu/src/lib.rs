@@ -30,10 +30,12 @@
 //!
 //! Every primitive of `jaxon_ir::Primitive`. `pallas_call` (`native/pallas.rs`)
 //! compiles its kernel once with this pipeline in discharged form and runs
-//! it over the grid in JAX's order, copying blocks in (partial edge blocks
-//! padded with NaN/integer minimum, as interpret mode) and out; programs
-//! run in parallel when only outputs are written and their blocks are
-//! disjoint. `program_id`/`num_programs` read the running grid point;
+//! it over the grid in JAX's order. Each operand reaches the kernel as a
+//! window at its block's first element with the array's strides (no
+//! copy); only partial edge blocks are copied, padded with NaN/integer
+//! minimum as interpret mode pads them, and results are written in place
+//! when their block is contiguous. Programs run in parallel over the grid
+//! axes whose out specs keep writes disjoint. `program_id`/`num_programs` read the running grid point;
 //! masked `load` (with `other`), `store`, `atomic_rmw` and `atomic_cas`
 //! are native steps on the discharged refs (unmasked whole-ref reads and
 //! writes become plain bindings, so simple kernels fuse);
@@ -100,8 +102,7 @@
 //!   call; loops and branches run their bodies' steps from a native driver;
 //!   data movement (`iota`, `broadcast_in_dim`, `concatenate`, dynamic
 //!   slices, ...) runs the interpreter's whole-array routines.
-//! - Not yet: `Ref` operands of `for_loop`, block windows as pointer
-//!   offsets (blocks are copied).
+//! - Not yet: `Ref` operands of `for_loop`.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
