@@ -616,3 +616,34 @@ fn dynamic_slice_with_a_traced_size_of_a_dynamic_matrix_runs_on_the_cpu_backend(
     // sin/cos are polynomials here and libm in the interpreter.
     agree(&j, &inputs, 1e-14);
 }
+
+#[test]
+fn vmap_of_a_dynamic_cond_runs_on_the_cpu_backend() {
+    use jaxon_trace::dynshape::Size;
+    use jaxon_transforms::vmap;
+    // Per batch row: p ? sin(x) * 2 : cos(x) + x, x of a dynamic size.
+    let f = |n: Array| {
+        let x = ok_or_raise(dyn_::iota(DType::F64, &n)) * 0.3 - 0.5;
+        let xs = ok_or_raise(dyn_::broadcast_in_dim(
+            &x,
+            &[Size::Const(3), (&n).into()],
+            &[1],
+        ));
+        let xs = &xs * &xs.cos();
+        let ps = Array::from_vec(vec![true, false, true], &[3]);
+        ok_or_raise(
+            vmap(|(p, x): (Array, Array)| {
+                ok_or_raise(cond(
+                    &p,
+                    |x: Array| x.sin() * 2.0,
+                    |x: Array| x.cos() + &x,
+                    x,
+                ))
+            })
+            .call((ps, xs)),
+        )
+    };
+    let j = make_jaxpr(f)(Array::scalar(4i64)).unwrap();
+    let sizes: Vec<Vec<HostArray>> = [1i64, 4, 33].map(|n| vec![i64s(n)]).to_vec();
+    agree(&j, &sizes, 1e-14);
+}

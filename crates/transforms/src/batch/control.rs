@@ -176,8 +176,12 @@ pub(super) fn cond(
     let mut outs = Vec::with_capacity(nout);
     for j in 0..nout {
         let cases: Vec<Array> = per_branch.iter().map(|o| o[j].clone()).collect();
-        let shape = cases[0].try_shape()?;
-        let w = lax::broadcast_in_dim(&which, &shape, &[0])?;
+        let w = if jaxon_trace::dynshape::is_dynamic(&cases[0]) {
+            let sizes = jaxon_trace::dynshape::sizes(&cases[0])?;
+            jaxon_trace::dynshape::broadcast_in_dim(&which, &sizes, &[0])?
+        } else {
+            lax::broadcast_in_dim(&which, &cases[0].try_shape()?, &[0])?
+        };
         outs.push(lax::select_n(&w, &cases)?);
     }
     Ok((outs, vec![Some(0); nout]))
