@@ -12,7 +12,7 @@ use super::jvp_flat;
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::dyntype::{in_type, DynAval, InDim, InType};
 use jaxon_ir::{ClosedJaxpr, Primitive};
-use jaxon_trace::error::Result;
+use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::eval_jaxpr;
 use jaxon_trace::stage::{trace_flat_in_type, StageMode};
 use jaxon_trace::{bind, Array};
@@ -29,7 +29,10 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
         apply_reverse_transform,
     } = p
     else {
-        unreachable!("called on for_loop")
+        return Err(Error::InvalidArgument(format!(
+            "the for_loop rule applied to `{}`",
+            p.name()
+        )));
     };
     let (nc, ni) = (*nc, *ni);
     if needs_split(x, t)? {

@@ -50,7 +50,10 @@ pub(crate) fn for_loop(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) ->
         apply_reverse_transform,
     } = p
     else {
-        unreachable!("called on for_loop")
+        return Err(Error::InvalidArgument(format!(
+            "the for_loop rule applied to `{}`",
+            p.name()
+        )));
     };
     let nc = *nc;
     if *ni != 0 {
