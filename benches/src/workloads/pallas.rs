@@ -35,6 +35,21 @@ fn run(
     want: &Array,
     s: Settings,
 ) {
+    run_with(name, f, args, want, s, &[], 0.0);
+}
+
+/// [`run`] with extra details; with `flops > 0`, the throughput
+/// (`gflop_per_s`) and, when `jit_matmul_ms` is among the extras, the
+/// ratio of the two times (`ratio_vs_jit`).
+fn run_with(
+    name: &str,
+    f: &jaxon::Jit<impl Fn((Array, Array)) -> Array, (Array, Array), Array>,
+    args: (Array, Array),
+    want: &Array,
+    s: Settings,
+    extra: &[(&str, serde_json::Value)],
+    flops: f64,
+) {
     let y = f.call(args.clone()).expect("runs");
     let err = ok(jnp::max(&(&y - want).abs(), All, false)).item::<f32>();
     let m = measure(
@@ -50,6 +65,22 @@ fn run(
     d.insert("max_abs_err".into(), json!(err));
     d.insert("backend".into(), json!(backend_name()));
     d.insert("mode".into(), json!("compiled (jit of pallas_call)"));
+    for (k, v) in extra {
+        d.insert((*k).into(), v.clone());
+    }
+    if flops > 0.0 {
+        d.insert(
+            "gflop_per_s".into(),
+            json!(sig(flops / m.median_s / 1e9, 4)),
+        );
+        if let Some(j) = extra
+            .iter()
+            .find(|(k, _)| *k == "jit_matmul_ms")
+            .and_then(|(_, v)| v.as_f64())
+        {
+            d.insert("ratio_vs_jit".into(), json!(sig(m.median_s * 1e3 / j, 3)));
+        }
+    }
     emit(name, "time_per_call", sig(m.median_s * 1e3, 4), "ms", d);
 }
 
@@ -83,7 +114,27 @@ pub fn pallas_matmul_interpret(s: Settings) {
     let f = jit(move |(a, b): (Array, Array)| ok(call.call1(&[a, b])));
     let (a, b) = (normal(13, &[n, n]), normal(14, &[n, n]));
     let want = ok(jnp::matmul(&a, &b));
-    run("pallas_matmul_interpret", &f, (a, b), &want, s);
+    // The ceiling: `jit(a @ b)` on the same backend.
+    let plain = jit(|(a, b): (Array, Array)| ok(jnp::matmul(&a, &b)));
+    let mp = measure(
+        || {
+            let y = plain.call((a.clone(), b.clone())).expect("runs");
+            std::hint::black_box(y.buffer());
+        },
+        s.reps,
+        s.min_time,
+        2,
+    );
+    let extra = [("jit_matmul_ms", json!(sig(mp.median_s * 1e3, 4)))];
+    run_with(
+        "pallas_matmul_interpret",
+        &f,
+        (a, b),
+        &want,
+        s,
+        &extra,
+        2.0 * (n * n * n) as f64,
+    );
 }
 
 /// Issue 7's fused matmul: `x (512, 256) · y (256, 1024)`, blocks

@@ -21,6 +21,9 @@ pub(crate) struct Options {
     /// Contract `a*b + c` into fused multiply-adds (not bit-identical to
     /// the interpreter; more accurate).
     pub contract_fma: bool,
+    /// Keep f32 transcendental functions inline at 128 bits even where the
+    /// CPU runs their 256-bit tile routines (the results are the same).
+    pub narrow_math: bool,
 }
 
 /// A short description of equation `i` for error messages.
@@ -105,6 +108,20 @@ pub(crate) fn compile_program(
     key: &str,
     opts: Options,
 ) -> Result<Program, IrError> {
+    compile_program_strided(closed, key, opts, &[]).map(|(p, _)| p)
+}
+
+/// [`compile_program`], asking for some results (by outvar position:
+/// `Some(row stride)` in elements, for 2-D results) to be written inside a
+/// wider array: their output pointer is then the first element of a
+/// block of that array (a `pallas_call` output block). Returns, per
+/// result, whether it is written so (else it is contiguous).
+pub(crate) fn compile_program_strided(
+    closed: &ClosedJaxpr,
+    key: &str,
+    opts: Options,
+    strided: &[Option<usize>],
+) -> Result<(Program, Vec<bool>), IrError> {
     // `Ref` arguments are discharged: passed as arrays, their final values
     // returned after the outputs.
     let discharged;
@@ -169,7 +186,20 @@ pub(crate) fn compile_program(
     let exclude: HashSet<Var> = outputs.keys().copied().collect();
     let dump = dump_dir();
     let mut t = Tables::new(opts, dump.is_some())?;
+    for (k, a) in jaxpr.outvars.iter().enumerate() {
+        let once = jaxpr.outvars.iter().filter(|b| *b == a).count() == 1;
+        if let (Some(Some(rs)), Atom::Var(v), true) = (strided.get(k), a, once) {
+            if outputs.contains_key(v) {
+                t.strided_outs.push((*v, *rs));
+            }
+        }
+    }
     let top = prep(&mut t, closed, &exclude, "program")?;
+    let done: Vec<bool> = jaxpr
+        .outvars
+        .iter()
+        .map(|a| matches!(a, Atom::Var(v) if t.strided_done.contains(v)))
+        .collect();
     let tramps = [
         t.cb.import_trampoline(TRAMP_PAR_KERNEL)?,
         t.cb.import_trampoline(TRAMP_DOT)?,
@@ -201,7 +231,7 @@ pub(crate) fn compile_program(
         let _ = writeln!(t.clif, "\n; machine code\n{}", disasm.unwrap_or_default());
         write_dump(&dir, key, &t.plans, &t.clif);
     }
-    Ok(Program {
+    let program = Program {
         entry: fin.program,
         _code: fin.code,
         in_avals,
@@ -216,7 +246,8 @@ pub(crate) fn compile_program(
         steps: t.steps,
         _pinned: t.pinned,
         _pinned_bytes: pinned_bytes,
-    })
+    };
+    Ok((program, done))
 }
 
 /// Builds the native step of an opaque equation (not control flow, which

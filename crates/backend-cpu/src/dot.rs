@@ -3,7 +3,11 @@
 //! matrix product, transposed or not) are read in place: each batch index
 //! is one strided call of the `gemm` crate. Other layouts are permuted into
 //! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
-//! a plain triple loop (with wrap-around like the interpreter).
+//! a plain triple loop (with wrap-around like the interpreter). A plan may
+//! read an operand from inside a larger array (`with_operand_view`), add
+//! its product to the destination (`dst += l·r`, `gemm`'s `read_dst`) and
+//! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
+//! has the peepholes that use them.
 //!
 //! `unsafe` is confined to [`gemm_strided`] (`gemm::gemm` takes raw
 //! pointers and strides) and to `DotPlan::run_raw`, which views the buffers
@@ -13,6 +17,10 @@
 //! lies inside its slice (checked before the call), and `dst` does not
 //! alias the operands (it is a distinct `&mut` slice).
 
+mod boxdot;
+mod fuse;
+
+pub(crate) use fuse::{fuse_accumulate, fuse_box_reads, fuse_slices};
 use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::{DType, HostArray, IrError, Storage};
 
@@ -37,6 +45,27 @@ pub(crate) struct DotPlan {
     /// How to multiply the operands in place, when their free and
     /// contracting dimensions each flatten to one stride.
     strided: Option<Box<Strided>>,
+    /// The result is added to what the destination holds (`o += l·r`,
+    /// one GEMM pass, no product temporary): see `fuse_accumulate`.
+    accumulate: bool,
+    /// The (2-D, unbatched) result's row stride in elements when it is
+    /// written inside a wider array (`with_out_row_stride`).
+    out_rs: Option<usize>,
+    /// How the operands are laid out (boxed: plans live in `Step`s).
+    layout: Box<Layout>,
+}
+
+/// The operands' layout in memory.
+#[derive(Clone, Debug)]
+struct Layout {
+    /// The dimension numbers (to re-plan operand views).
+    dn: DotDimensionNumbers,
+    /// Per operand: element strides (row-major unless it is a view).
+    strides: [Vec<usize>; 2],
+    /// Per operand: read in place inside a larger array (a static slice
+    /// of it): the first element's offset and the elements of the array
+    /// up to the slice's last one.
+    views: [Option<(usize, usize)>; 2],
 }
 
 /// Operands read in place: per batch index, `A[p, t] = lhs[off_l + p·rs_a
@@ -76,22 +105,24 @@ fn merged_stride(dims: &[usize], shape: &[usize], st: &[usize]) -> Option<usize>
 }
 
 impl Strided {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ls: &[usize],
         rs: &[usize],
         dn: &DotDimensionNumbers,
         lfree: &[usize],
         rfree: &[usize],
+        lst: &[usize],
+        rst: &[usize],
     ) -> Option<Strided> {
-        let (lst, rst) = (row_major_strides(ls), row_major_strides(rs));
         Some(Strided {
             batch: dn.lhs_batch.iter().map(|&d| ls[d]).collect(),
             lhs_batch_strides: dn.lhs_batch.iter().map(|&d| lst[d]).collect(),
             rhs_batch_strides: dn.rhs_batch.iter().map(|&d| rst[d]).collect(),
-            rs_a: merged_stride(lfree, ls, &lst)?,
-            cs_a: merged_stride(&dn.lhs_contracting, ls, &lst)?,
-            rs_c: merged_stride(&dn.rhs_contracting, rs, &rst)?,
-            cs_c: merged_stride(rfree, rs, &rst)?,
+            rs_a: merged_stride(lfree, ls, lst)?,
+            cs_a: merged_stride(&dn.lhs_contracting, ls, lst)?,
+            rs_c: merged_stride(&dn.rhs_contracting, rs, rst)?,
+            cs_c: merged_stride(rfree, rs, rst)?,
         })
     }
 
@@ -171,8 +202,16 @@ impl DotPlan {
             .chain(lfree.iter().map(|&d| ls[d]))
             .chain(rfree.iter().map(|&d| rs[d]))
             .collect();
-        let strided = Strided::new(ls, rs, dn, &lfree, &rfree).map(Box::new);
+        let (lst, rst) = (row_major_strides(ls), row_major_strides(rs));
+        let strided = Strided::new(ls, rs, dn, &lfree, &rfree, &lst, &rst).map(Box::new);
         Ok(DotPlan {
+            accumulate: false,
+            out_rs: None,
+            layout: Box::new(Layout {
+                dn: dn.clone(),
+                strides: [lst, rst],
+                views: [None, None],
+            }),
             strided,
             lhs_perm,
             rhs_perm,
@@ -209,28 +248,32 @@ impl DotPlan {
                     (
                         std::slice::from_raw_parts(l.cast::<$t>(), b * m * k),
                         std::slice::from_raw_parts(r.cast::<$t>(), b * k * n),
-                        std::slice::from_raw_parts_mut(o.cast::<$t>(), b * m * n),
+                        std::slice::from_raw_parts_mut(o.cast::<$t>(), self.out_len()),
                     )
                 };
                 if m > 0 && n > 0 && k > 0 {
                     for i in 0..b {
-                        gemm_call(
-                            m,
-                            k,
-                            n,
-                            &a[i * m * k..(i + 1) * m * k],
-                            &c[i * k * n..(i + 1) * k * n],
-                            &mut d[i * m * n..(i + 1) * m * n],
-                            par,
-                        );
+                        let lhs = View {
+                            data: &a[i * m * k..(i + 1) * m * k],
+                            rs: k,
+                            cs: 1,
+                        };
+                        let rhs = View {
+                            data: &c[i * k * n..(i + 1) * k * n],
+                            rs: n,
+                            cs: 1,
+                        };
+                        let dst = &mut d[self.out_range(i)];
+                        gemm_strided(m, k, n, lhs, rhs, dst, self.drs(), par, self.accumulate);
                     }
                 } else {
-                    d.fill(0.0);
+                    self.empty_product(d);
                 }
                 return Ok(());
             }};
         }
-        if identity(&self.lhs_perm) && identity(&self.rhs_perm) {
+        if identity(&self.lhs_perm) && identity(&self.rhs_perm) && self.layout.views == [None, None]
+        {
             match self.dtype {
                 DType::F32 => direct!(f32),
                 DType::F64 => direct!(f64),
@@ -240,35 +283,34 @@ impl DotPlan {
         if let Some(st) = &self.strided {
             macro_rules! in_place {
                 ($t:ty) => {{
-                    let (nl, nr) = (
-                        self.lhs_shape.iter().product::<usize>(),
-                        self.rhs_shape.iter().product::<usize>(),
-                    );
+                    let [(vl, nl), (vr, nr)] = [(0, &self.lhs_shape), (1, &self.rhs_shape)]
+                        .map(|(i, s)| self.layout.views[i].unwrap_or((0, s.iter().product())));
                     // SAFETY: the caller's contract above: the operands'
                     // element counts and `b·m·n` results, `o` unaliased.
                     let (a, c, d) = unsafe {
                         (
                             std::slice::from_raw_parts(l.cast::<$t>(), nl),
                             std::slice::from_raw_parts(r.cast::<$t>(), nr),
-                            std::slice::from_raw_parts_mut(o.cast::<$t>(), b * m * n),
+                            std::slice::from_raw_parts_mut(o.cast::<$t>(), self.out_len()),
                         )
                     };
                     if m == 0 || n == 0 || k == 0 {
-                        d.fill(0.0);
+                        self.empty_product(d);
                         return Ok(());
                     }
                     for (i, (ol, or)) in st.batch_offsets().into_iter().enumerate() {
                         let lhs = View {
-                            data: &a[ol..],
+                            data: &a[vl + ol..],
                             rs: st.rs_a,
                             cs: st.cs_a,
                         };
                         let rhs = View {
-                            data: &c[or..],
+                            data: &c[vr + or..],
                             rs: st.rs_c,
                             cs: st.cs_c,
                         };
-                        gemm_strided(m, k, n, lhs, rhs, &mut d[i * m * n..(i + 1) * m * n], par);
+                        let dst = &mut d[self.out_range(i)];
+                        gemm_strided(m, k, n, lhs, rhs, dst, self.drs(), par, self.accumulate);
                     }
                     return Ok(());
                 }};
@@ -278,6 +320,12 @@ impl DotPlan {
                 DType::F64 => in_place!(f64),
                 _ => {}
             }
+        }
+        if self.accumulate || self.out_rs.is_some() || self.layout.views != [None, None] {
+            return Err(IrError::Eval(
+                "cpu backend: internal error: accumulating dot_general without a direct GEMM"
+                    .into(),
+            ));
         }
         // Other dtypes and permuted operands: through host arrays.
         // SAFETY: as above.
@@ -332,6 +380,7 @@ impl DotPlan {
                             &$c[i * k * n..(i + 1) * k * n],
                             &mut $o[i * m * n..(i + 1) * m * n],
                             par,
+                            false,
                         );
                     }
                 }
@@ -429,7 +478,7 @@ fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray>, IrError>
 }
 
 /// Element types `gemm` multiplies.
-trait GemmScalar: Copy + 'static {
+trait GemmScalar: Copy + 'static + std::ops::Add<Output = Self> {
     const ZERO: Self;
     const ONE: Self;
 }
@@ -440,6 +489,63 @@ impl GemmScalar for f32 {
 impl GemmScalar for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+}
+
+impl DotPlan {
+    /// The product of an empty contraction (or of empty free dimensions)
+    /// into `d`: zeros, or, when accumulating, the destination plus zero
+    /// (as the unfused `x + 0` rounds `-0` to `+0`); only the result's
+    /// elements when it lies in a wider array.
+    fn empty_product<T: GemmScalar>(&self, d: &mut [T]) {
+        for i in 0..self.b {
+            for row in 0..self.m {
+                let at = self.out_range(i).start + row * self.drs();
+                for v in &mut d[at..at + self.n] {
+                    *v = if self.accumulate {
+                        *v + T::ZERO
+                    } else {
+                        T::ZERO
+                    };
+                }
+            }
+        }
+    }
+
+    /// The destination's row stride in elements.
+    fn drs(&self) -> usize {
+        self.out_rs.unwrap_or(self.n)
+    }
+
+    /// Elements of the destination buffer the result spans.
+    fn out_len(&self) -> usize {
+        match self.out_rs {
+            Some(rs) if self.m > 0 && self.n > 0 => (self.m - 1) * rs + self.n,
+            Some(_) => 0,
+            None => self.b * self.m * self.n,
+        }
+    }
+
+    /// The destination elements of batch index `i`.
+    fn out_range(&self, i: usize) -> std::ops::Range<usize> {
+        match self.out_rs {
+            Some(_) => 0..self.out_len(),
+            None => i * self.m * self.n..(i + 1) * self.m * self.n,
+        }
+    }
+
+    /// This plan writing its (2-D, unbatched) result inside a wider array
+    /// whose rows are `rs` elements apart, when it runs as one direct GEMM.
+    pub(crate) fn with_out_row_stride(&self, rs: usize) -> Option<DotPlan> {
+        let ok = self.can_accumulate()
+            && !self.accumulate
+            && self.b == 1
+            && self.out_shape.len() == 2
+            && rs >= self.n;
+        ok.then(|| DotPlan {
+            out_rs: Some(rs),
+            ..self.clone()
+        })
+    }
 }
 
 /// A strided matrix inside a slice: element `(p, t)` is
@@ -458,7 +564,9 @@ impl<T> View<'_, T> {
     }
 }
 
-/// `dst = a · c` for strided `a: m×k`, `c: k×n` and row-major `dst: m×n`.
+/// `dst = a · c` (or `dst += a · c` when `acc`) for strided `a: m×k`,
+/// `c: k×n` and `dst: m×n` with rows `drs` elements apart.
+#[allow(clippy::too_many_arguments)]
 fn gemm_strided<T: GemmScalar>(
     m: usize,
     k: usize,
@@ -466,9 +574,16 @@ fn gemm_strided<T: GemmScalar>(
     a: View<'_, T>,
     c: View<'_, T>,
     dst: &mut [T],
+    drs: usize,
     par: gemm::Parallelism,
+    acc: bool,
 ) {
-    assert!(a.covers(m, k) && c.covers(k, n) && dst.len() >= m * n);
+    let d = View {
+        data: &*dst,
+        rs: drs,
+        cs: 1,
+    };
+    assert!(a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
     // SAFETY: every address `gemm` forms, `base + p·rs + t·cs` for indices
     // inside the matrix, lies in the slice (asserted above); `dst` is a
     // unique borrow distinct from `a` and `c`.
@@ -479,15 +594,15 @@ fn gemm_strided<T: GemmScalar>(
             k,
             dst.as_mut_ptr(),
             1,
-            n as isize,
-            false,
+            drs as isize,
+            acc,
             a.data.as_ptr(),
             a.cs as isize,
             a.rs as isize,
             c.data.as_ptr(),
             c.cs as isize,
             c.rs as isize,
-            T::ZERO,
+            if acc { T::ONE } else { T::ZERO },
             T::ONE,
             false,
             false,
@@ -497,7 +612,9 @@ fn gemm_strided<T: GemmScalar>(
     }
 }
 
-/// `dst = a · c` for row-major `a: m×k`, `c: k×n`, `dst: m×n`.
+/// `dst = a · c` (`+=` when `acc`) for row-major `a: m×k`, `c: k×n`,
+/// `dst: m×n`.
+#[allow(clippy::too_many_arguments)]
 fn gemm_call<T: GemmScalar>(
     m: usize,
     k: usize,
@@ -506,6 +623,7 @@ fn gemm_call<T: GemmScalar>(
     c: &[T],
     dst: &mut [T],
     par: gemm::Parallelism,
+    acc: bool,
 ) {
     let a = View {
         data: a,
@@ -517,5 +635,72 @@ fn gemm_call<T: GemmScalar>(
         rs: n,
         cs: 1,
     };
-    gemm_strided(m, k, n, a, c, dst, par);
+    gemm_strided(m, k, n, a, c, dst, n, par, acc);
+}
+
+impl DotPlan {
+    /// This plan reading operand `side` (0: lhs, 1: rhs) in place from the
+    /// array of shape `outer` of which it is the static unit-stride slice
+    /// starting at `start`, when it still runs as one strided GEMM.
+    pub(crate) fn with_operand_view(
+        &self,
+        side: usize,
+        outer: &[usize],
+        start: &[usize],
+    ) -> Option<DotPlan> {
+        let shape = if side == 0 {
+            &self.lhs_shape
+        } else {
+            &self.rhs_shape
+        };
+        let fits = outer.len() == shape.len()
+            && start.len() == shape.len()
+            && (0..shape.len()).all(|d| start[d] + shape[d] <= outer[d]);
+        if !fits
+            || !matches!(self.dtype, DType::F32 | DType::F64)
+            || self.layout.views[side].is_some()
+        {
+            return None;
+        }
+        let st = row_major_strides(outer);
+        let off: usize = start.iter().zip(&st).map(|(a, b)| a * b).sum();
+        // The buffer is viewed only up to the slice's last element: a
+        // Pallas window may extend past its array.
+        let len = if shape.contains(&0) {
+            off
+        } else {
+            off + 1
+                + shape
+                    .iter()
+                    .zip(&st)
+                    .map(|(n, t)| (n - 1) * t)
+                    .sum::<usize>()
+        };
+        let mut p = self.clone();
+        p.layout.strides[side] = st;
+        p.layout.views[side] = Some((off, len));
+        let (ls, rs, dn) = (&p.lhs_shape, &p.rhs_shape, &p.layout.dn);
+        let free = |s: &[usize], batch: &[usize], con: &[usize]| -> Vec<usize> {
+            (0..s.len())
+                .filter(|d| !batch.contains(d) && !con.contains(d))
+                .collect()
+        };
+        let lfree = free(ls, &dn.lhs_batch, &dn.lhs_contracting);
+        let rfree = free(rs, &dn.rhs_batch, &dn.rhs_contracting);
+        let [lst, rst] = &p.layout.strides;
+        let st = Strided::new(ls, rs, dn, &lfree, &rfree, lst, rst)?;
+        p.strided = Some(Box::new(st));
+        Some(p)
+    }
+
+    /// Whether an accumulating copy of this plan runs as one GEMM pass
+    /// (f32/f64 operands read directly or in place).
+    fn can_accumulate(&self) -> bool {
+        let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
+        matches!(self.dtype, DType::F32 | DType::F64)
+            && (self.strided.is_some()
+                || (identity(&self.lhs_perm)
+                    && identity(&self.rhs_perm)
+                    && self.layout.views == [None, None]))
+    }
 }

@@ -483,13 +483,26 @@ impl CpuExecutable {
                 HostArray::new(shape.clone(), self.pool.take(*dt, n))
             })
             .collect::<Result<_, _>>()?;
-        let mut io: Vec<*mut u8> = Vec::with_capacity(p.io_len());
-        for a in args.iter().copied().chain(self.consts.iter()) {
+        // The pointer table lives on the stack for small programs (no
+        // allocation on the dispatch path).
+        let mut io_stack = [std::ptr::null_mut::<u8>(); 16];
+        let mut io_heap = Vec::new();
+        let io: &mut [*mut u8] = if p.io_len() <= io_stack.len() {
+            &mut io_stack[..p.io_len()]
+        } else {
+            io_heap.resize(p.io_len(), std::ptr::null_mut());
+            &mut io_heap
+        };
+        let ins = args.iter().copied().chain(self.consts.iter());
+        let mut slots = io.iter_mut();
+        // (`ins` first: a zip pulls from its left side first, and must
+        // not consume a slot when the inputs run out.)
+        for (a, slot) in ins.zip(slots.by_ref()) {
             // Generated code only reads through argument pointers.
-            io.push(with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut()));
+            *slot = with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut());
         }
-        for o in outs.iter_mut() {
-            io.push(with_storage!(o.data_mut(), v => v.as_mut_ptr().cast::<u8>()));
+        for (slot, o) in slots.zip(outs.iter_mut()) {
+            *slot = with_storage!(o.data_mut(), v => v.as_mut_ptr().cast::<u8>());
         }
         let mut arena = p
             .arenas
@@ -505,7 +518,7 @@ impl CpuExecutable {
             threads: self.threads,
             error: Mutex::new(None),
         };
-        let res = crate::runtime::call_program(p.entry, &io, &mut arena, &ctx);
+        let res = crate::runtime::call_program(p.entry, io, &mut arena, &ctx);
         if let Ok(mut a) = p.arenas.lock() {
             a.push(arena);
         }

@@ -58,6 +58,16 @@
 //!   `erf_inv`, float `rem`, f64 `pow` and `nextafter` call out-of-line Rust
 //!   helpers (`kernel/libm.rs`: std's libm and the interpreter's `erf`
 //!   family, so they are bit-identical to it; scalar code).
+//! - 256-bit tiles (`kernel/wide/`, `kernel/tiled.rs`): Cranelift 0.135
+//!   emits at most 128-bit vectors, so on CPUs with AVX2 and FMA `exp
+//!   expm1 log log1p tanh logistic sin cos tan exp2 sinh cosh`, division
+//!   by a scalar and row `reduce_sum/max/min` are also precompiled as
+//!   8-lane f32 and 4-lane f64 routines from the same `math.rs` source
+//!   (the `Lanes` trait), and a fused float loop over long rows runs them
+//!   over 512-element tiles held in stack slots while the rest of the
+//!   group stays inline. Results are bit-identical to the inline code;
+//!   `CpuBackend::with_wide_math(false)` or `JAXON_CPU_WIDE_MATH=0` keeps
+//!   everything inline.
 //! - f16/bf16 (`kernel/half.rs`): values live in f32 registers, each
 //!   rounding op re-rounds to the half type (inline integer code,
 //!   bit-exact with the `half` crate, NaN payloads included; scalar code),
@@ -100,8 +110,8 @@
 //!   full reductions are the same fused kernels, compiled over a flat space
 //!   whose extent is a call argument; `dot_general` plans its GEMM per
 //!   call; loops and branches run their bodies' steps from a native driver;
-//!   data movement (`iota`, `broadcast_in_dim`, `concatenate`, dynamic
-//!   slices, ...) runs the interpreter's whole-array routines.
+//!   every other primitive is a native step with the runtime shapes
+//!   (strided copies, axis folds, the native ops built for those shapes).
 //! - Not yet: `Ref` operands of `for_loop`.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
@@ -234,14 +244,18 @@ impl Default for CpuBackend {
 
 impl CpuBackend {
     /// A backend with an empty compilation cache, using every available
-    /// core for large kernels (`JAXON_CPU_THREADS` overrides the count).
+    /// core for large kernels (`JAXON_CPU_THREADS` overrides the count) and
+    /// 256-bit tile routines where the CPU has AVX2 (`JAXON_CPU_WIDE_MATH=0`
+    /// turns them off).
     pub fn new() -> CpuBackend {
         let threads = std::env::var("JAXON_CPU_THREADS")
             .ok()
             .and_then(|t| t.parse().ok())
             .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
             .unwrap_or(1);
-        CpuBackend::with_threads(threads)
+        // `JAXON_CPU_WIDE_MATH=0` keeps every function inline at 128 bits.
+        let wide = std::env::var("JAXON_CPU_WIDE_MATH").map_or(true, |v| v != "0");
+        CpuBackend::with_threads(threads).with_wide_math(wide)
     }
 
     /// A backend whose large kernels run on at most `threads` threads.
@@ -263,9 +277,19 @@ impl CpuBackend {
         self
     }
 
+    /// Whether f32 `exp`, `log`, `tanh`, `logistic`, `sin`, `cos` and their
+    /// kin run as precompiled 256-bit AVX2 routines over tiles of each
+    /// fused loop, where the CPU has AVX2 and FMA (on by default). Off,
+    /// they are emitted inline at 128 bits. Both give the same bits.
+    pub fn with_wide_math(mut self, on: bool) -> CpuBackend {
+        self.opts.narrow_math = !on;
+        self
+    }
+
     /// The step plan of the dynamic-shape program compiled for `jaxpr`
     /// (`None` when it has static shapes or was not compiled): which
-    /// equations run as fused kernels, GEMMs, routines and nested bodies.
+    /// equations run as fused kernels, GEMMs, native steps and nested
+    /// bodies.
     pub fn dynamic_plan(&self, jaxpr: &ClosedJaxpr) -> Option<String> {
         let key = compile::fingerprint(&jaxpr.jaxpr);
         let cache = self.dyn_cache.lock().ok()?;

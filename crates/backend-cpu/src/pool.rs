@@ -140,9 +140,10 @@ impl PooledBuffer {
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
+        // The storage moves out, an empty one (no allocation) stays behind
+        // for the array's own drop.
         let dt = self.array.dtype();
-        let empty = HostArray::zeros(dt, &[0]);
-        let (_, storage) = std::mem::replace(&mut self.array, empty).into_parts();
+        let storage = std::mem::replace(self.array.data_mut(), Storage::zeros(dt, 0));
         self.pool.give(storage);
     }
 }

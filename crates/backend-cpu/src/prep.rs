@@ -39,6 +39,11 @@ pub(crate) struct Tables {
     /// CLIF of every function, for `JAXON_DUMP`.
     pub clif: String,
     pub(crate) n_funcs: usize,
+    /// Top-level results to write in place inside a wider array: (value,
+    /// row stride in elements). Read by the top-level `prep` only.
+    pub strided_outs: Vec<(Var, usize)>,
+    /// Those of `strided_outs` whose producer writes them so.
+    pub strided_done: Vec<Var>,
 }
 
 impl Tables {
@@ -58,6 +63,8 @@ impl Tables {
             plans: String::new(),
             clif: String::new(),
             n_funcs: 0,
+            strided_outs: Vec::new(),
+            strided_done: Vec::new(),
         })
     }
 }
@@ -97,6 +104,10 @@ pub(crate) struct KPrep {
     pub splittable: bool,
     /// Its part in a row run, if any (`crate::rows`).
     pub row_run: Option<crate::rows::RowRole>,
+    /// Its 2-D output `(rows, cols)` lives inside a wider array with row
+    /// stride `.0` elements: the kernel is called once per row
+    /// (`strided_outputs`).
+    pub strided_out: Option<(usize, usize, usize)>,
 }
 
 /// How a loop repeats.
@@ -153,7 +164,12 @@ pub(crate) enum GPrep {
         lhs: Var,
         rhs: Var,
         out: Var,
+        /// `out = x + lhs·rhs`: `x` (of `.1` bytes) is copied to `out`
+        /// first and the GEMM accumulates there (`dot::fuse_accumulate`).
+        acc: Option<(Var, usize)>,
     },
+    /// A group whose work another group does (`dot::fuse_accumulate`).
+    Nop,
     Step {
         idx: usize,
         ins: Vec<Var>,
@@ -250,6 +266,7 @@ pub(crate) fn prep(
     exclude: &HashSet<Var>,
     label: &str,
 ) -> Result<Prep, IrError> {
+    let strided = std::mem::take(&mut t.strided_outs);
     let widened;
     let closed = match crate::rewrite::widen_half_reductions(closed) {
         Some(w) => {
@@ -269,9 +286,10 @@ pub(crate) fn prep(
         let sub_label = |what: &str| format!("{label}/g{gi}.{what}");
         let gp = match &g.kind {
             GroupKind::Loop | GroupKind::Reduce { .. } => {
-                let code = compile_group(jaxpr, g, cfg, t.opts.contract_fma).map_err(
-                    |GenError { eqn, message }| cannot(jaxpr, eqn.unwrap_or(e), &message),
-                )?;
+                let code =
+                    compile_group(jaxpr, g, cfg, t.opts).map_err(|GenError { eqn, message }| {
+                        cannot(jaxpr, eqn.unwrap_or(e), &message)
+                    })?;
                 if t.dump {
                     let _ = writeln!(t.clif, "; {label} group {gi}\n{}", code.func.display());
                 }
@@ -323,6 +341,7 @@ pub(crate) fn prep(
                     extent: code.extent,
                     splittable: code.splittable,
                     row_run: None,
+                    strided_out: None,
                 })
             }
             GroupKind::Opaque => match &eqn.primitive {
@@ -506,6 +525,7 @@ pub(crate) fn prep(
                                 lhs: *lhs,
                                 rhs: *rhs,
                                 out: *out,
+                                acc: None,
                             }
                         }
                         (step, _, _) => {
@@ -542,13 +562,20 @@ pub(crate) fn prep(
         };
         groups.push(gp);
     }
-    let spans = crate::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
+    let views = crate::dot::fuse_slices(jaxpr, &plan, &mut groups, &mut t.dots);
+    let acc = crate::dot::fuse_accumulate(jaxpr, &plan, &mut groups, &mut t.dots);
+    let boxes = crate::dot::fuse_box_reads(jaxpr, &plan, &mut groups, &t.dots, &mut t.steps)?;
+    let mut spans = crate::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
+    spans.extend(views.spans.iter().chain(&acc.spans).chain(&boxes.spans));
+    strided_outputs(t, jaxpr, &plan, &mut groups, &strided);
+    let mut exclude = exclude.clone();
+    exclude.extend(views.temps.iter().chain(&acc.temps).chain(&boxes.temps));
     let mem = plan_memory(
         jaxpr,
         &plan,
         &MemoryOptions {
             alignment: ALIGN,
-            exclude: exclude.clone(),
+            exclude,
             scratch,
             spans: spans.clone(),
         },
@@ -563,6 +590,69 @@ pub(crate) fn prep(
         groups,
         direct: Vec::new(),
     })
+}
+
+/// Results the caller wants written inside a wider array (`want`: value,
+/// row stride in elements; 2-D values read by no group): a GEMM writes
+/// them with that destination stride, a splittable kernel is called once
+/// per row with its output pointer moved to the row. Each one so written
+/// is added to `t.strided_done`; the others stay contiguous.
+fn strided_outputs(
+    t: &mut Tables,
+    jaxpr: &Jaxpr,
+    plan: &jaxon_ir::passes::FusionPlan,
+    groups: &mut [GPrep],
+    want: &[(Var, usize)],
+) {
+    for &(v, rs) in want {
+        let Some(shape) = jaxpr
+            .try_aval(v)
+            .and_then(|a| a.as_array())
+            .and_then(|a| a.static_sizes())
+        else {
+            continue;
+        };
+        let [rows, cols] = shape[..] else {
+            continue;
+        };
+        let read = plan.groups.iter().any(|g| g.inputs.contains(&v));
+        if read || rs < cols || rows == 0 || cols == 0 {
+            continue;
+        }
+        for g in groups.iter_mut() {
+            match g {
+                GPrep::Dot {
+                    idx,
+                    out,
+                    acc: None,
+                    ..
+                } if *out == v => {
+                    if let Some(p) = t.dots[*idx].with_out_row_stride(rs) {
+                        t.dots.push(p);
+                        *idx = t.dots.len() - 1;
+                        t.strided_done.push(v);
+                    }
+                }
+                GPrep::Kernel(k) if k.out == v => {
+                    let numel = rows * cols;
+                    let ok = k.func.is_some()
+                        && k.inline.is_none()
+                        && k.row_run.is_none()
+                        && k.init.is_none()
+                        && k.run
+                        && k.splittable
+                        && k.extent > 0
+                        && numel.is_multiple_of(k.extent)
+                        && cols.is_multiple_of(numel / k.extent);
+                    if ok {
+                        k.strided_out = Some((rs, rows, cols));
+                        t.strided_done.push(v);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// The little-endian bytes of an array's elements.

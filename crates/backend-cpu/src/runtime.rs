@@ -69,14 +69,14 @@ pub(crate) fn call_program(
     }
 }
 
-/// Work (elements) below which a kernel runs on one thread: spawning a
-/// thread costs tens of microseconds.
+/// Work (elements) below which a kernel runs on one thread: handing a
+/// chunk to another thread and waiting for it costs microseconds.
 pub(crate) const PARALLEL_MIN_WORK: usize = 1 << 18;
 
 /// The argument pointer array, shared by the threads of one call.
 struct SharedPtrs(*const *mut u8);
 
-// SAFETY: the pointers refer to buffers that outlive the scoped threads of
+// SAFETY: the pointers refer to buffers that outlive the scoped tasks of
 // one call; concurrent kernels only read inputs and write disjoint output
 // elements (splittable kernels, `jit` module invariants).
 unsafe impl Send for SharedPtrs {}
@@ -106,12 +106,14 @@ pub(crate) unsafe fn run_split(
         return;
     }
     let chunk = extent.div_ceil(threads);
-    std::thread::scope(|s| {
+    // The calling thread runs the first chunk, rayon's pool the others: its
+    // threads live on, so a call spawns none.
+    rayon::in_place_scope(|s| {
         let shared = &shared;
         let run = &run;
         for t in 1..threads {
             let (lo, hi) = ((t * chunk).min(extent), ((t + 1) * chunk).min(extent));
-            s.spawn(move || run(shared, lo, hi));
+            s.spawn(move |_| run(shared, lo, hi));
         }
         run(shared, 0, chunk.min(extent));
     });
@@ -176,7 +178,7 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
         let table = unsafe { std::slice::from_raw_parts(ptrs, n) };
         // SAFETY: the table's pointers are the step's planned buffers
         // (module invariants).
-        if let Some(done) = unsafe { crate::native::run_step_raw(call, table) } {
+        if let Some(done) = unsafe { crate::native::run_step_raw(call, table, ctx.threads) } {
             return done;
         }
         let ins = call

@@ -34,6 +34,11 @@ pub struct Concrete {
     /// The value of a scalar made from a Rust number, so staging can turn
     /// it into a literal without reading the buffer back.
     scalar: Option<Literal>,
+    /// The Rust float a weak scalar was made from, unrounded: promoting it
+    /// to another float dtype starts from this value (JAX converts a Python
+    /// float straight to the array's dtype: `x_f64 * 0.1` multiplies by
+    /// the f64 nearest 0.1, not by the f32 one).
+    exact: Option<f64>,
 }
 
 /// A tracer: its main, its type, and its trace's private data.
@@ -98,6 +103,7 @@ impl Array {
             aval,
             buffer,
             scalar: None,
+            exact: None,
         })))
     }
 
@@ -108,6 +114,7 @@ impl Array {
             aval,
             buffer,
             scalar: None,
+            exact: None,
         })))
     }
 
@@ -140,12 +147,27 @@ impl Array {
     /// integers weak `i32`, bools strong `bool` (JAX's Python scalars).
     pub fn weak<T: WeakScalar>(x: T) -> Array {
         let (dtype, value, weak) = x.weak_parts();
+        Array::scalar_of(dtype, value, weak)
+    }
+
+    /// A scalar of `dtype` from a Rust number (rounded to the dtype), weak
+    /// or not; a weak float keeps the unrounded value for promotion.
+    pub(crate) fn scalar_of(dtype: DType, value: f64, weak: bool) -> Array {
         let host = HostArray::scalar(dtype, value);
         Array(Repr::Concrete(Arc::new(Concrete {
             aval: Aval::Array(ShapedArray::scalar(dtype).with_weak(weak)),
             buffer: Arc::new(HostBuffer { array: host }),
             scalar: Some(Literal::new(value, dtype)),
+            exact: (weak && dtype.is_float()).then_some(value),
         })))
+    }
+
+    /// The unrounded Rust float a weak scalar was made from.
+    pub(crate) fn exact_float(&self) -> Option<f64> {
+        match &self.0 {
+            Repr::Concrete(c) => c.exact,
+            Repr::Tracer(_) => None,
+        }
     }
 
     /// The literal value of a scalar made from a Rust number.
@@ -168,6 +190,8 @@ impl Array {
                     aval,
                     buffer: c.buffer.clone(),
                     scalar: c.scalar,
+                    // A strongly typed scalar has its dtype's value only.
+                    exact: c.exact.filter(|_| weak_type),
                 }))))
             }
             Repr::Tracer(_) => None,

@@ -362,3 +362,23 @@ fn add_promotes_as_jax() {
         bad.join("\n")
     );
 }
+
+/// A Rust float promoted against an f64 array keeps its f64 value, as a
+/// Python float does in JAX (`x * 0.1` multiplies by the f64 nearest 0.1,
+/// not by the f32 one), in eager code and in a traced literal; against an
+/// f32 array it is the f32 value; a strongly typed f32 scalar converted
+/// to f64 keeps its f32 value.
+#[test]
+fn rust_floats_promote_from_their_exact_value() {
+    let x = Array::from_vec(vec![1.0f64, 3.0], &[2]);
+    let got: Vec<f64> = jnp::multiply(&x, &Array::weak(0.1)).unwrap().to_vec();
+    assert_eq!(got, vec![0.1, 3.0 * 0.1]);
+    let j = jaxon_trace::make_jaxpr(|x: Array| &x * 0.1)(x.clone()).unwrap();
+    assert!(j.to_string().contains("mul a 0.1:f64[]"), "{j}");
+    let y = Array::from_vec(vec![1.0f32, 3.0], &[2]);
+    let got: Vec<f32> = jnp::multiply(&y, &Array::weak(0.1)).unwrap().to_vec();
+    assert_eq!(got, vec![0.1f32, 3.0 * 0.1f32]);
+    let strong = jaxon_trace::lax::convert_element_type(&Array::weak(0.1), DType::F32, false);
+    let widened: Vec<f64> = jnp::multiply(&x, &strong.unwrap()).unwrap().to_vec();
+    assert_eq!(widened, vec![0.1f32 as f64, 3.0 * (0.1f32 as f64)]);
+}

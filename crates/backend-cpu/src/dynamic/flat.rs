@@ -11,7 +11,9 @@
 //!
 //! Invariants: every surrogate array value is either `[FLAT_EXTENT]` (read
 //! with stride 1) or a scalar (stride 0); a run may end with a reduction
-//! over all of `S` (a scalar result).
+//! over all of `S` (a scalar result). In a run of scalars (`S = []`, loop
+//! counters and predicates) every value is `[FLAT_EXTENT]`, called with
+//! `n = 1`.
 
 use crate::jit::{CodeBuilder, Shape};
 use crate::kernel::{compile_group, GenError};
@@ -32,10 +34,11 @@ pub(crate) struct FlatRun {
     pub eqns: std::ops::Range<usize>,
     /// The run's shape `S` in the enclosing jaxpr's terms.
     pub shape: Vec<Dim>,
-    /// The run's inputs.
-    pub inputs: Vec<FlatInput>,
     /// Number of local value slots (inputs first).
     pub n_slots: usize,
+    /// The outer variable an input slot reads (`None` for the run's own
+    /// values).
+    pub slot_var: Vec<Option<Var>>,
     /// Kernels in order.
     pub groups: Vec<FlatGroup>,
     /// Outer variables bound from local slots after the run.
@@ -44,11 +47,11 @@ pub(crate) struct FlatRun {
 
 /// An outer value read by a run.
 #[derive(Debug)]
-pub(crate) struct FlatInput {
+struct FlatInput {
     /// The enclosing jaxpr's variable.
-    pub var: Var,
+    var: Var,
     /// The local slot it is bound to.
-    pub slot: usize,
+    slot: usize,
 }
 
 /// One fused kernel of a run.
@@ -121,7 +124,12 @@ fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
             let x = eqn.inputs.first()?;
             let scalar = array_shape(jaxpr, x)?.is_empty();
             let x_ok = jaxpr.atom_aval(x).is_some_and(|a| dt_ok(a.dtype()));
-            (out.shape == shape && scalar && broadcast_dimensions.is_empty() && x_ok)
+            // A scalar run has nothing to splat to.
+            (out.shape == shape
+                && !shape.is_empty()
+                && scalar
+                && broadcast_dimensions.is_empty()
+                && x_ok)
                 .then_some(Member::Splat)
         }
         Primitive::Reduce { axes, .. } => {
@@ -129,6 +137,7 @@ fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
             let all: Vec<usize> = (0..shape.len()).collect();
             let half = matches!(out.dtype, DType::F16 | DType::BF16);
             (out.shape.is_empty()
+                && !shape.is_empty()
                 && !half
                 && eqn.inputs.len() == 1
                 && array_shape(jaxpr, x).as_deref() == Some(shape)
@@ -143,10 +152,17 @@ fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
 /// or `None` when equation `start` cannot start one.
 pub(crate) fn find_run(jaxpr: &Jaxpr, start: usize) -> Option<(usize, Vec<Dim>)> {
     let first = jaxpr.eqns.get(start)?;
-    let shape = jaxpr.try_aval(out_var(first)?)?.as_array()?.shape.clone();
-    if shape.is_empty() {
-        return None;
+    // A full reduction of an array starts (and ends) a run over the
+    // array's shape.
+    if let (Primitive::Reduce { .. }, Some(x)) = (&first.primitive, first.inputs.first()) {
+        let xs = array_shape(jaxpr, x)?;
+        if !xs.is_empty() && member(jaxpr, first, &xs) == Some(Member::Reduce) {
+            return Some((start + 1, xs));
+        }
     }
+    // A run of scalars (shape `[]`) treats every value as an array of one
+    // element.
+    let shape = jaxpr.try_aval(out_var(first)?)?.as_array()?.shape.clone();
     let mut end = start;
     while let Some(eqn) = jaxpr.eqns.get(end) {
         match member(jaxpr, eqn, &shape) {
@@ -164,8 +180,16 @@ pub(crate) fn find_run(jaxpr: &Jaxpr, start: usize) -> Option<(usize, Vec<Dim>)>
 }
 
 /// Whether `v` is read by anything after equation `end` (equations,
-/// outputs).
+/// outputs), or may be: a scalar integer may be a dimension of a later
+/// type.
 fn used_after(jaxpr: &Jaxpr, end: usize, v: Var) -> bool {
+    let size_like = jaxpr
+        .try_aval(v)
+        .and_then(Aval::as_array)
+        .is_some_and(|a| a.shape.is_empty() && a.dtype.is_int());
+    if size_like {
+        return true;
+    }
     let reads = |a: &Atom| matches!(a, Atom::Var(w) if *w == v);
     jaxpr.eqns[end..].iter().any(|e| e.inputs.iter().any(reads)) || jaxpr.outvars.iter().any(reads)
 }
@@ -198,8 +222,9 @@ pub(crate) fn compile_run(
     let mut sur = Jaxpr::new();
     let mut local: HashMap<Var, Var> = HashMap::new();
     let mut inputs: Vec<FlatInput> = Vec::new();
+    let all_flat = shape.is_empty();
     let flat = |a: &ShapedArray| -> ShapedArray {
-        if a.shape.is_empty() {
+        if a.shape.is_empty() && !all_flat {
             a.clone()
         } else {
             ShapedArray {
@@ -317,8 +342,16 @@ pub(crate) fn compile_run(
                 return Err(gerr(Some(start + g.root()), "opaque group in a flat run"))
             }
         };
-        let code = compile_group(&sur, g, cfg, ks.contract_fma)
-            .map_err(|ge| gerr(ge.eqn.map(|q| start + q), &ge.message))?;
+        let code = compile_group(
+            &sur,
+            g,
+            cfg,
+            crate::compile::Options {
+                contract_fma: ks.contract_fma,
+                ..Default::default()
+            },
+        )
+        .map_err(|ge| gerr(ge.eqn.map(|q| start + q), &ge.message))?;
         let out = *g
             .outputs
             .first()
@@ -361,11 +394,15 @@ pub(crate) fn compile_run(
             reduce,
         });
     }
+    let mut slot_var = vec![None; sur.vars.len()];
+    for i in &inputs {
+        slot_var[i.slot] = Some(i.var);
+    }
     Ok(FlatRun {
         eqns: start..end,
         shape: shape.to_vec(),
-        inputs,
         n_slots: sur.vars.len(),
+        slot_var,
         groups,
         outputs: results.into_iter().map(|(v, lv)| (v, slot(lv))).collect(),
     })

@@ -11,26 +11,38 @@
 //!   and a final full reduction) are fused and compiled by the static
 //!   kernel generator over a flat space whose extent is a call argument
 //!   (`flat.rs`): one kernel serves every size;
+//! - runs of integer/bool scalars (loop counters, trip tests, size
+//!   arithmetic) are evaluated by the driver (`scalar.rs`); float scalar
+//!   runs are flat kernels called with `n = 1`;
 //! - `dot_general` resolves its GEMM plan from the runtime shapes and
 //!   calls `gemm`;
 //! - `for_loop`, `while`, `scan`, `cond` and calls run their bodies'
 //!   step lists (compiled once, with the program);
-//! - the remaining first-order primitives (data movement: `iota`,
-//!   `broadcast_in_dim`, `concatenate`, `dynamic_slice`, gathers, ...) run
-//!   the interpreter's whole-array routines (`jaxon_ir::interp::ops`), the
-//!   same safe Rust the static backend's native steps are checked against.
+//! - the remaining first-order primitives run native steps with the
+//!   runtime shapes (`native.rs`): layout primitives are strided copies
+//!   (`movement.rs`), reductions along axes fold `(outer, reduced, inner)`
+//!   views (`reduce.rs`), gathers, sorts, cumulative ops and the like run
+//!   the static backend's native routines built for the runtime shapes.
+//!   No step calls the interpreter; a primitive without a native step is
+//!   a compile-time error naming its equation.
 //!
 //! Invariants: every value the driver binds is checked against its
 //! declared type with the dimension variables resolved (dtype, rank and
 //! each size), so kernels only ever see the sizes they are called with.
 
 mod flat;
+mod movement;
+mod native;
+mod reduce;
 mod run;
+mod scalar;
+mod typed;
 
 use crate::jit::{CodeBuilder, Kernel};
 use flat::{compile_run, find_run, FlatRun, Kernels};
 use jaxon_ir::primitive::NestedJaxpr;
 use jaxon_ir::{ClosedJaxpr, Dim, HostArray, IrError, Jaxpr, Primitive};
+use native::DynOp;
 use std::sync::Arc;
 
 pub(crate) use run::DynExecutable;
@@ -69,10 +81,12 @@ pub(crate) struct Body {
 pub(crate) enum Step {
     /// A fused run of equations.
     Flat(FlatRun),
+    /// A run of integer/bool scalar equations evaluated by the driver.
+    Scalar(scalar::ScalarRun),
     /// Equation `eqn` (a `dot_general` of a GEMM dtype).
     Dot(usize),
-    /// Equation `eqn`, run by the interpreter's whole-array routine.
-    Op(usize),
+    /// Equation `eqn`, run by a native step with the runtime shapes.
+    Native(usize, DynOp),
     /// Equation `eqn` with nested bodies (control flow and calls), in the
     /// order of `Primitive::param_jaxprs`.
     Nested(usize, Vec<Body>),
@@ -120,8 +134,13 @@ pub(crate) fn describe(b: &Body, depth: usize, out: &mut String) {
                 run.eqns.end,
                 run.groups.len()
             ),
+            Step::Scalar(run) => {
+                writeln!(out, "{pad}scalar eqns {}..{}", run.eqns.start, run.eqns.end)
+            }
             Step::Dot(e) => writeln!(out, "{pad}gemm eqn {e}"),
-            Step::Op(e) => writeln!(out, "{pad}routine eqn {e} ({})", name(*e)),
+            Step::Native(e, op) => {
+                writeln!(out, "{pad}native eqn {e} ({}): {}", name(*e), op.kind())
+            }
             Step::Nested(e, bodies) => {
                 let _ = writeln!(out, "{pad}nested eqn {e} ({})", name(*e));
                 for sub in bodies {
@@ -138,22 +157,54 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
     let mut steps = Vec::new();
     let mut e = 0;
     while e < jaxpr.eqns.len() {
-        if let Some((end, shape)) = find_run(jaxpr, e) {
-            match compile_run(jaxpr, e, end, &shape, ks) {
-                Ok(run) => {
-                    steps.push(Step::Flat(run));
+        let mut unfused = None;
+        if let Some((mut end, shape)) = find_run(jaxpr, e) {
+            if shape.is_empty() {
+                if let Some(run) = scalar::compile(jaxpr, e, end) {
+                    steps.push(Step::Scalar(run));
                     e = end;
                     continue;
                 }
-                // A run the kernel generator declines (a dtype or op
-                // without a kernel rule) runs equation by equation.
-                Err(err) => tracing::debug!(
-                    "dynamic program: equations {e}..{end} not fused: {}",
-                    err.message
-                ),
+            }
+            // A run the kernel generator declines (a dtype or op without a
+            // kernel rule) is cut before the equation it names (or by one)
+            // and tried again; an elementwise equation that fails alone
+            // has no native step.
+            loop {
+                match compile_run(jaxpr, e, end, &shape, ks) {
+                    Ok(run) => {
+                        steps.push(Step::Flat(run));
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::debug!(
+                            "dynamic program: equations {e}..{end} not fused: {}",
+                            err.message
+                        );
+                        if end <= e + 1 {
+                            unfused = Some(err.message);
+                            break;
+                        }
+                        end = match err.eqn {
+                            Some(b) if b > e && b < end => b,
+                            // The first equation itself: it alone is tried.
+                            Some(b) if b == e => e + 1,
+                            _ => end - 1,
+                        };
+                    }
+                }
+            }
+            if unfused.is_none() {
+                e = end;
+                continue;
             }
         }
         let eqn = &jaxpr.eqns[e];
+        let native = || {
+            DynOp::new(eqn, unfused.as_deref())
+                .map(|op| Step::Native(e, op))
+                .map_err(|m| crate::compile::cannot(jaxpr, e, &m))
+        };
         let step = match &eqn.primitive {
             Primitive::DotGeneral {
                 preferred_element_type,
@@ -170,7 +221,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                 if gemm {
                     Step::Dot(e)
                 } else {
-                    Step::Op(e)
+                    native()?
                 }
             }
             Primitive::Cond { .. }
@@ -195,7 +246,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     .collect::<Result<_, _>>()?;
                 Step::Nested(e, bodies)
             }
-            _ => Step::Op(e),
+            _ => native()?,
         };
         steps.push(step);
         e += 1;

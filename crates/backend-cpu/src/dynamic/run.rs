@@ -1,6 +1,10 @@
 //! The driver of dynamic-shape programs: binds each value in its own
 //! buffer, resolves dimension variables from the values bound so far, and
 //! runs a body's steps; loops and branches run their bodies' steps.
+//! Arrays freed during a call go to a small per-call free list and are
+//! reused whole by the next value of the same type (a loop's carries and
+//! kernel outputs), and emptied environments keep their allocations, so
+//! a loop iteration allocates little besides its argument lists.
 //!
 //! Invariant: every bound value has its declared type, with each
 //! dimension variable replaced by its runtime value (`bind` checks), so a
@@ -9,6 +13,9 @@
 //! `runtime::run_flat_kernel` before any kernel runs).
 
 use super::flat::FlatRun;
+use super::native::DynOp;
+use super::scalar::ScalarRun;
+use super::typed::{elems, with_type, Typed};
 use super::{Body, DynProgram, Step};
 use crate::dot::DotPlan;
 use crate::exec::{identity_array, with_host_args};
@@ -19,8 +26,9 @@ use jaxon_ir::interp::support::{
 };
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{
-    Atom, Aval, Binder, Buffer, Dim, Eqn, Executable, HostArray, IrError, Jaxpr, Primitive,
+    Atom, Aval, Binder, Buffer, DType, Dim, Eqn, Executable, HostArray, IrError, Jaxpr, Primitive,
 };
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// An executable of a dynamic-shape program.
@@ -46,8 +54,17 @@ impl DynExecutable {
             kernels: &self.program.kernels,
             threads: self.threads,
             pool: &self.pool,
+            free: RefCell::new(Vec::new()),
+            dims: RefCell::new(Vec::new()),
+            envs: RefCell::new(Vec::new()),
+            regs: RefCell::new(Vec::new()),
+            locals: RefCell::new(Vec::new()),
         };
-        let outs = run_body(&ctx, &self.program.top, vals)?;
+        let outs = run_body(&ctx, &self.program.top, vals);
+        for a in ctx.free.take() {
+            recycle(ctx.pool, a);
+        }
+        let outs = outs?;
         Ok(outs
             .into_iter()
             .map(|array| {
@@ -65,17 +82,111 @@ struct Ctx<'k> {
     kernels: &'k [Kernel],
     threads: usize,
     pool: &'k Pool,
+    /// Arrays freed during this call (loop carries of the last iteration,
+    /// a body's intermediates), reused whole, shape included, by the next
+    /// value of the same type: a loop's steady state allocates nothing
+    /// for its values.
+    free: RefCell<Vec<HostArray>>,
+    /// Scratch for a flat run's resolved shape.
+    dims: RefCell<Vec<usize>>,
+    /// Registers of scalar runs.
+    regs: RefCell<Vec<i64>>,
+    /// A flat run's own values.
+    locals: RefCell<Vec<Option<HostArray>>>,
+    /// Emptied environments, kept for their allocations.
+    envs: RefCell<Vec<Env<'static>>>,
+}
+
+/// Arrays at most this large are kept on a call's free list.
+const FREE_MAX_BYTES: usize = 1 << 20;
+/// The free list's length.
+const FREE_MAX: usize = 16;
+
+impl Ctx<'_> {
+    /// An array of `dt` and `shape` with stale contents: a freed one of
+    /// that type, else fresh storage from the pool.
+    fn alloc(&self, dt: DType, shape: &[usize]) -> Result<HostArray, IrError> {
+        if let Ok(mut free) = self.free.try_borrow_mut() {
+            if let Some(k) = free
+                .iter()
+                .position(|a| a.dtype() == dt && a.shape() == shape)
+            {
+                return Ok(free.swap_remove(k));
+            }
+        }
+        let n = shape.iter().product();
+        HostArray::new(shape.to_vec(), self.pool.take(dt, n))
+    }
+
+    /// Frees `a` for [`Ctx::alloc`] (or the pool). A full list forgets
+    /// its oldest entry, so the list holds what was freed last (a loop's
+    /// previous carries) and its scans stay short.
+    fn free(&self, a: HostArray) {
+        let small = a.len() * a.dtype().size_bytes() <= FREE_MAX_BYTES;
+        match self.free.try_borrow_mut() {
+            Ok(mut free) if small => {
+                if free.len() == FREE_MAX {
+                    let old = free.remove(0);
+                    recycle(self.pool, old);
+                }
+                free.push(a);
+            }
+            _ => recycle(self.pool, a),
+        }
+    }
+
+    /// A copy of `x` in an array from [`Ctx::alloc`].
+    fn copy_of(&self, x: &HostArray) -> Result<HostArray, IrError> {
+        let mut out = self.alloc(x.dtype(), x.shape())?;
+        let dt = x.dtype();
+        with_type!(dt, T => {
+            let src = elems::<T>(x.data(), dt, "a copy")?;
+            let dst = T::slice_mut(out.data_mut()).ok_or_else(|| fail("a copy"))?;
+            dst.copy_from_slice(src);
+        });
+        Ok(out)
+    }
+
+    /// An environment of `n` unbound slots (a kept allocation when there
+    /// is one: bodies of loops run once per iteration).
+    fn env<'a>(&self, n: usize) -> Env<'a> {
+        let mut env: Env<'a> = self
+            .envs
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut e| e.pop())
+            .unwrap_or_default();
+        env.resize_with(n, || None);
+        env
+    }
+
+    /// Frees the values `env` owns and keeps its allocation.
+    fn give_env(&self, mut env: Env<'_>) {
+        for v in env.drain(..).flatten() {
+            if let Val::Own(a) = v {
+                self.free(a);
+            }
+        }
+        // Empty, so re-typed in place (same layout: the allocation is
+        // reused by the in-place collect).
+        let kept: Env<'static> = env.into_iter().map(|_| None).collect();
+        if let Ok(mut envs) = self.envs.try_borrow_mut() {
+            if envs.len() < FREE_MAX {
+                envs.push(kept);
+            }
+        }
+    }
+
+    /// [`Ctx::free`] for each of `xs`.
+    fn free_all(&self, xs: Vec<HostArray>) {
+        for a in xs {
+            self.free(a);
+        }
+    }
 }
 
 /// Values at least this large go back to the pool when dropped.
 const POOLED_MIN_BYTES: usize = 1 << 16;
-
-/// [`recycle`] for each of `xs`.
-fn recycle_all(pool: &Pool, xs: Vec<HostArray>) {
-    for a in xs {
-        recycle(pool, a);
-    }
-}
 
 /// Returns `a`'s storage to the pool when it is large enough to matter.
 fn recycle(pool: &Pool, a: HostArray) {
@@ -107,28 +218,44 @@ type Env<'a> = Vec<Option<Val<'a>>>;
 
 /// The runtime sizes of `shape`.
 fn resolve(jaxpr: &Jaxpr, env: &Env, shape: &[Dim]) -> Result<Vec<usize>, IrError> {
-    shape
-        .iter()
-        .map(|d| match d {
-            Dim::Const(n) => Ok(*n),
-            Dim::Var(v) => {
-                let a = env
-                    .get(v.index())
-                    .and_then(Option::as_ref)
-                    .ok_or_else(|| fail(format!("dimension variable #{} is unbound", v.0)))?;
-                let n = scalar_i64(a.get(), "a dimension")?;
-                usize::try_from(n).map_err(|_| {
-                    fail(format!(
-                        "a dimension is negative: variable #{} of type {} holds {n}",
-                        v.0,
-                        jaxpr
-                            .try_aval(*v)
-                            .map_or_else(|| "?".to_string(), |a| format!("{:?}", a.dtype()))
-                    ))
-                })
-            }
-        })
-        .collect()
+    shape.iter().map(|d| resolve_dim(jaxpr, env, d)).collect()
+}
+
+/// [`resolve`] into `out` (cleared first).
+fn resolve_into(
+    jaxpr: &Jaxpr,
+    env: &Env,
+    shape: &[Dim],
+    out: &mut Vec<usize>,
+) -> Result<(), IrError> {
+    out.clear();
+    for d in shape {
+        out.push(resolve_dim(jaxpr, env, d)?);
+    }
+    Ok(())
+}
+
+/// The runtime size of `d`.
+fn resolve_dim(jaxpr: &Jaxpr, env: &Env, d: &Dim) -> Result<usize, IrError> {
+    match d {
+        Dim::Const(n) => Ok(*n),
+        Dim::Var(v) => {
+            let a = env
+                .get(v.index())
+                .and_then(Option::as_ref)
+                .ok_or_else(|| fail(format!("dimension variable #{} is unbound", v.0)))?;
+            let n = scalar_i64(a.get(), "a dimension")?;
+            usize::try_from(n).map_err(|_| {
+                fail(format!(
+                    "a dimension is negative: variable #{} of type {} holds {n}",
+                    v.0,
+                    jaxpr
+                        .try_aval(*v)
+                        .map_or_else(|| "?".to_string(), |a| format!("{:?}", a.dtype()))
+                ))
+            })
+        }
+    }
 }
 
 /// Checks `a` against `aval` (its dimensions resolved in `env`).
@@ -145,8 +272,18 @@ fn check(
             what()
         )));
     };
-    let want = resolve(jaxpr, env, &sa.shape)?;
-    if a.dtype() != sa.dtype || a.shape() != want.as_slice() {
+    // Compared without allocating: this runs for every bound value.
+    let mut same = a.dtype() == sa.dtype && a.ndim() == sa.shape.len();
+    if same {
+        for (d, &got) in sa.shape.iter().zip(a.shape()) {
+            if resolve_dim(jaxpr, env, d)? != got {
+                same = false;
+                break;
+            }
+        }
+    }
+    if !same {
+        let want = resolve(jaxpr, env, &sa.shape)?;
         return Err(fail(format!(
             "{}: expected {}{:?}, got {}{:?}",
             what(),
@@ -200,7 +337,7 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
             args.len()
         )));
     }
-    let mut env: Env<'a> = (0..j.vars.len()).map(|_| None).collect();
+    let mut env: Env<'a> = ctx.env(j.vars.len());
     for (k, (v, c)) in j.constvars.iter().zip(body.consts.iter()).enumerate() {
         bind(j, &mut env, &Binder::Var(*v), Val::Ref(c), &|| {
             format!("const {k}")
@@ -214,20 +351,14 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
     for step in &body.steps {
         match step {
             Step::Flat(run) => run_flat(ctx, j, &mut env, run)?,
+            Step::Scalar(run) => run_scalar(ctx, j, &mut env, run)?,
             Step::Dot(e) => {
                 let eqn = &j.eqns[*e];
                 let out = dot(ctx, j, &env, eqn)?;
                 bind_outputs(j, &mut env, *e, vec![out])?;
             }
-            Step::Op(e) => {
-                let eqn = &j.eqns[*e];
-                let args: Vec<HostArray> = eqn
-                    .inputs
-                    .iter()
-                    .map(|a| read(&env, a).map(|v| v.get().clone()))
-                    .collect::<Result<_, _>>()?;
-                let outs = jaxon_ir::interp::ops::eval_op(&eqn.primitive, &args)
-                    .map_err(|err| at(j, *e, err))?;
+            Step::Native(e, op) => {
+                let outs = native(ctx, j, &env, *e, op).map_err(|err| at(j, *e, err))?;
                 bind_outputs(j, &mut env, *e, outs)?;
             }
             Step::Nested(e, bodies) => {
@@ -246,7 +377,7 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
             Atom::Var(v) => match env.get_mut(v.index()).and_then(Option::take) {
                 Some(Val::Own(x)) if !again => x,
                 Some(x) => {
-                    let c = x.get().clone();
+                    let c = ctx.copy_of(x.get())?;
                     env[v.index()] = Some(x);
                     c
                 }
@@ -254,11 +385,7 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
             },
         });
     }
-    for v in env.into_iter().flatten() {
-        if let Val::Own(a) = v {
-            recycle(ctx.pool, a);
-        }
-    }
+    ctx.give_env(env);
     Ok(outs)
 }
 
@@ -292,12 +419,13 @@ fn bind_outputs(j: &Jaxpr, env: &mut Env, e: usize, outs: Vec<HostArray>) -> Res
 }
 
 fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), IrError> {
-    let shape = resolve(j, env, &run.shape)?;
+    let mut shape = ctx.dims.take();
+    resolve_into(j, env, &run.shape, &mut shape)?;
     let n: usize = shape.iter().product();
-    let mut slots: Vec<Option<Val>> = (0..run.n_slots).map(|_| None).collect();
-    for inp in &run.inputs {
-        slots[inp.slot] = Some(read(env, &Atom::Var(inp.var))?);
-    }
+    // The run's own values; its inputs are read from `env` in place.
+    let mut local = ctx.locals.take();
+    local.clear();
+    local.resize_with(run.n_slots, || None);
     for g in &run.groups {
         let kernel = ctx
             .kernels
@@ -307,16 +435,17 @@ fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), Ir
             Some(op) => identity_array(op, g.out_dtype, &[])?,
             // Stale pooled contents are fine: the kernel writes every
             // element.
-            None => HostArray::new(shape.clone(), ctx.pool.take(g.out_dtype, n))?,
+            None => ctx.alloc(g.out_dtype, &shape)?,
         };
         let inputs = g
             .inputs
             .iter()
             .map(|&(s, dt, full)| {
-                slots
-                    .get(s)
-                    .and_then(Option::as_ref)
-                    .map(|v| (v.get(), dt, full))
+                let a = match run.slot_var.get(s).copied().flatten() {
+                    Some(v) => env.get(v.index()).and_then(Option::as_ref).map(Val::get),
+                    None => local.get(s).and_then(Option::as_ref),
+                };
+                a.map(|a| (a, dt, full))
                     .ok_or_else(|| fail("flat run slot read before it is written"))
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -328,25 +457,52 @@ fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), Ir
             n,
             ctx.threads,
         )?;
-        slots[g.out] = Some(Val::Own(out));
+        drop(inputs);
+        local[g.out] = Some(out);
     }
-    let mut results = Vec::with_capacity(run.outputs.len());
+    ctx.dims.replace(shape);
+    let mut res = Ok(());
     for &(v, s) in &run.outputs {
-        match slots.get_mut(s).and_then(Option::take) {
-            Some(Val::Own(x)) => results.push((v, x)),
-            _ => return Err(fail("flat run result was not computed")),
-        }
-    }
-    for v in slots.into_iter().flatten() {
-        if let Val::Own(a) = v {
-            recycle(ctx.pool, a);
-        }
-    }
-    for (v, x) in results {
-        bind(j, env, &Binder::Var(v), Val::Own(x), &|| {
+        let Some(x) = local.get_mut(s).and_then(Option::take) else {
+            res = Err(fail("flat run result was not computed"));
+            break;
+        };
+        res = bind(j, env, &Binder::Var(v), Val::Own(x), &|| {
             format!("fused result v{}", v.0)
+        });
+        if res.is_err() {
+            break;
+        }
+    }
+    for x in local.drain(..).flatten() {
+        ctx.free(x);
+    }
+    ctx.locals.replace(local);
+    res
+}
+
+fn run_scalar(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &ScalarRun) -> Result<(), IrError> {
+    let mut r = ctx.regs.take();
+    run.eval(&mut r, |v| {
+        let a = env
+            .get(v.index())
+            .and_then(Option::as_ref)
+            .ok_or_else(|| fail(format!("variable #{} is read before it is bound", v.0)))?;
+        // Bound values have their declared scalar types: one element,
+        // read normalised (sign- or zero-extended, bool as 0/1).
+        match a.get().len() {
+            1 => Ok(a.get().data().get_i64(0)),
+            _ => Err(fail("a scalar run's operand is not a scalar")),
+        }
+    })?;
+    for &(v, k, dt) in &run.outputs {
+        let mut a = ctx.alloc(dt, &[])?;
+        set_scalar(&mut a, r[k]);
+        bind(j, env, &Binder::Var(v), Val::Own(a), &|| {
+            format!("scalar result v{}", v.0)
         })?;
     }
+    ctx.regs.replace(r);
     Ok(())
 }
 
@@ -367,9 +523,65 @@ fn dot(ctx: &Ctx, j: &Jaxpr, env: &Env, eqn: &Eqn) -> Result<HostArray, IrError>
     plan.run(l, r, ctx.threads)
 }
 
+/// Runs native step `op` of equation `e` with the operands bound in `env`
+/// and the result types resolved there.
+fn native(
+    ctx: &Ctx,
+    j: &Jaxpr,
+    env: &Env,
+    e: usize,
+    op: &DynOp,
+) -> Result<Vec<HostArray>, IrError> {
+    let eqn = &j.eqns[e];
+    let vals: Vec<Val> = eqn
+        .inputs
+        .iter()
+        .map(|a| read(env, a))
+        .collect::<Result<_, _>>()?;
+    let ins: Vec<&HostArray> = vals.iter().map(Val::get).collect();
+    let outs = eqn
+        .outputs
+        .iter()
+        .map(|b| {
+            let sa = j
+                .binder_aval(b)
+                .and_then(|a| a.as_array())
+                .ok_or_else(|| fail("a result is not an array"))?;
+            Ok((sa.dtype, resolve(j, env, &sa.shape)?))
+        })
+        .collect::<Result<Vec<_>, IrError>>()?;
+    op.run(&eqn.primitive, &ins, &outs, ctx.threads)
+}
+
+/// Sets the value of an integer scalar (a loop index reused across
+/// iterations).
+fn set_scalar(a: &mut HostArray, v: i64) {
+    use jaxon_ir::Storage;
+    match a.data_mut() {
+        Storage::I8(x) => x[..1].fill(v as i8),
+        Storage::I16(x) => x[..1].fill(v as i16),
+        Storage::I32(x) => x[..1].fill(v as i32),
+        Storage::I64(x) => x[..1].fill(v),
+        Storage::U8(x) => x[..1].fill(v as u8),
+        Storage::U16(x) => x[..1].fill(v as u16),
+        Storage::U32(x) => x[..1].fill(v as u32),
+        Storage::U64(x) => x[..1].fill(v as u64),
+        Storage::Bool(x) => x[..1].fill(v != 0),
+        other => *other = index_scalar(other.dtype(), v).into_parts().1,
+    }
+}
+
 /// Borrowed views of `xs`.
 fn borrow<'x>(xs: &'x [Val<'_>]) -> Vec<Val<'x>> {
     xs.iter().map(|x| Val::Ref(x.get())).collect()
+}
+
+/// Borrowed views of `xs` with room for `more` further arguments (one
+/// allocation per body call).
+fn borrow_then<'x>(xs: &'x [Val<'_>], more: usize) -> Vec<Val<'x>> {
+    let mut v = Vec::with_capacity(xs.len() + more);
+    v.extend(xs.iter().map(|x| Val::Ref(x.get())));
+    v
 }
 
 /// Runs a control-flow or call equation.
@@ -385,7 +597,9 @@ fn nested(
         .iter()
         .map(|a| read(env, a))
         .collect::<Result<_, _>>()?;
-    let refs = |xs: &[Val<'_>]| -> Vec<HostArray> { xs.iter().map(|x| x.get().clone()).collect() };
+    let refs = |xs: &[Val<'_>]| -> Result<Vec<HostArray>, IrError> {
+        xs.iter().map(|x| ctx.copy_of(x.get())).collect()
+    };
     let body_at = |k: usize| bodies.get(k).ok_or_else(|| fail("missing nested body"));
     match &eqn.primitive {
         Primitive::Cond { branches } => {
@@ -406,21 +620,23 @@ fn nested(
             if args.len() < n {
                 return Err(fail("while: too few operands"));
             }
-            let mut carry = refs(&args[n..]);
+            let mut carry = refs(&args[n..])?;
             loop {
-                let mut cargs = borrow(&args[..*cond_nconsts]);
+                let mut cargs = borrow_then(&args[..*cond_nconsts], carry.len());
                 cargs.extend(carry.iter().map(Val::Ref));
                 let pred = run_body(ctx, cond, cargs)?;
                 let [p] = pred.as_slice() else {
                     return Err(fail("while: the predicate gave several results"));
                 };
-                if scalar_i64(p, "while predicate")? == 0 {
+                let go = scalar_i64(p, "while predicate")? != 0;
+                ctx.free_all(pred);
+                if !go {
                     return Ok(carry);
                 }
-                let mut bargs = borrow(&args[*cond_nconsts..n]);
+                let mut bargs = borrow_then(&args[*cond_nconsts..n], carry.len());
                 bargs.extend(carry.iter().map(Val::Ref));
                 let next = run_body(ctx, body, bargs)?;
-                recycle_all(ctx.pool, std::mem::replace(&mut carry, next));
+                ctx.free_all(std::mem::replace(&mut carry, next));
             }
         }
         Primitive::ForLoop {
@@ -442,11 +658,12 @@ fn nested(
             );
             let index_dtype = args[head + 3].get().dtype();
             let trips = for_loop_trips(lo, hi, step, *apply_reverse_transform)?;
-            let mut carry = refs(&args[*body_nconsts..head]);
-            carry.extend(refs(&args[head + 4..]));
+            let mut carry = refs(&args[*body_nconsts..head])?;
+            carry.extend(refs(&args[head + 4..])?);
+            let mut index = index_scalar(index_dtype, lo);
             for k in 0..trips {
-                let index = index_scalar(index_dtype, lo + k * step);
-                let mut bargs = borrow(&args[..*body_nconsts]);
+                set_scalar(&mut index, lo + k * step);
+                let mut bargs = borrow_then(&args[..*body_nconsts], carry.len() + 1);
                 bargs.extend(carry[..*nimplicit].iter().map(Val::Ref));
                 bargs.push(Val::Ref(&index));
                 bargs.extend(carry[*nimplicit..].iter().map(Val::Ref));
@@ -454,7 +671,7 @@ fn nested(
                 if outs.len() != carry.len() {
                     return Err(fail("for_loop: the body gave the wrong number of results"));
                 }
-                recycle_all(ctx.pool, std::mem::replace(&mut carry, outs));
+                ctx.free_all(std::mem::replace(&mut carry, outs));
             }
             Ok(carry)
         }
@@ -470,7 +687,7 @@ fn nested(
             if args.len() < nc + nk {
                 return Err(fail("scan: too few operands"));
             }
-            let mut carry = refs(&args[nc..nc + nk]);
+            let mut carry = refs(&args[nc..nc + nk])?;
             let xs = &args[nc + nk..];
             let mut ys: Vec<Vec<HostArray>> = Vec::new();
             for step in 0..*length {
@@ -479,7 +696,7 @@ fn nested(
                     .iter()
                     .map(|x| index_axis0(x.get(), i))
                     .collect::<Result<Vec<_>, _>>()?;
-                let mut bargs = borrow(&args[..nc]);
+                let mut bargs = borrow_then(&args[..nc], carry.len() + rows.len());
                 bargs.extend(carry.iter().map(Val::Ref));
                 bargs.extend(rows.iter().map(Val::Ref));
                 let mut outs = run_body(ctx, body, bargs)?;
@@ -487,7 +704,7 @@ fn nested(
                     return Err(fail("scan: the body gave too few results"));
                 }
                 let y = outs.split_off(nk);
-                recycle_all(ctx.pool, std::mem::replace(&mut carry, outs));
+                ctx.free_all(std::mem::replace(&mut carry, outs));
                 ys.push(y);
             }
             if *reverse {

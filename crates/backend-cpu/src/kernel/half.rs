@@ -56,27 +56,22 @@ pub(super) fn store_bits(em: &mut Em, dt: DType, v: Value) -> Value {
 
 /// Whether an op's f32 result can need rounding to the half type.
 fn rounds(p: &Primitive) -> bool {
-    !matches!(
-        p,
-        Primitive::BroadcastInDim { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Slice { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::Unary(
-                UnaryOp::Neg
-                    | UnaryOp::Abs
-                    | UnaryOp::Copy
-                    | UnaryOp::StopGradient
-                    | UnaryOp::Floor
-                    | UnaryOp::Ceil
-                    | UnaryOp::Sign
-            )
-            | Primitive::Binary(BinaryOp::Max | BinaryOp::Min)
-    )
+    !jaxon_ir::passes::moves_data(p)
+        && !matches!(
+            p,
+            Primitive::SelectN
+                | Primitive::Clamp
+                | Primitive::Unary(
+                    UnaryOp::Neg
+                        | UnaryOp::Abs
+                        | UnaryOp::Copy
+                        | UnaryOp::StopGradient
+                        | UnaryOp::Floor
+                        | UnaryOp::Ceil
+                        | UnaryOp::Sign
+                )
+                | Primitive::Binary(BinaryOp::Max | BinaryOp::Min)
+        )
 }
 
 /// Emits an elementwise op some of whose operands or result are halves.

@@ -1,6 +1,8 @@
 //! Inline vectorised approximations of transcendental functions: `exp`,
-//! `expm1`, `log`, `log1p`, `tanh`, `logistic`, for f32 and f64, scalar or
-//! SIMD (same code through [`Em`]).
+//! `expm1`, `log`, `log1p`, `tanh`, `logistic`, `sin`, `cos`, `tan`,
+//! `exp2`, `sinh`, `cosh`, for f32 and f64, written once over [`Lanes`]:
+//! emitted as Cranelift code (scalar or SIMD) and precompiled as AVX2
+//! tile routines (`wide.rs`), bit-identical to each other.
 //!
 //! Method: `exp`/`expm1` reduce `x = n ln2 + r` with `|r| <= ln2/2` (the
 //! rounding of `x/ln2` is done with the 1.5·2^p "magic number" trick, so no
@@ -18,9 +20,7 @@
 //! range, special values included) is measured by `tests/math_ulp.rs` and
 //! recorded in the crate docs.
 
-use super::emit::Em;
-use cranelift_codegen::ir::condcodes::FloatCC;
-use cranelift_codegen::ir::{InstBuilder, Value};
+use super::lanes::{Cmp, Lanes};
 use jaxon_ir::DType;
 
 /// Per-precision constants.
@@ -85,41 +85,43 @@ fn consts(dt: DType) -> Consts {
 
 /// `2^n` for an integer `n` (held as an integer of the float's width) in
 /// the normal exponent range.
-fn pow2(em: &mut Em, dt: DType, n: Value) -> Value {
-    let c = consts(dt);
-    let bias = em.iconst_for(dt, c.bias);
-    let e = em.b.ins().iadd(n, bias);
-    let shift =
-        em.b.ins()
-            .iconst(cranelift_codegen::ir::types::I32, c.mant_bits);
-    let bits = em.b.ins().ishl(e, shift);
-    em.int_bits_as_float(dt, bits)
+#[inline(always)]
+fn pow2<L: Lanes>(l: &mut L, n: L::I) -> L::F {
+    let c = consts(l.dt());
+    let bias = l.i(c.bias);
+    let e = l.iadd(n, bias);
+    let bits = l.shl(e, c.mant_bits as u8);
+    l.float_bits(bits)
 }
 
 /// Reduces `x = n ln2 + r`; returns `(n as integer, n as float, r)`.
-fn reduce_ln2(em: &mut Em, dt: DType, x: Value) -> (Value, Value, Value) {
-    let c = consts(dt);
-    let log2e = em.fconst(dt, std::f64::consts::LOG2_E);
-    let magic = em.fconst(dt, c.magic);
-    let t = em.fma(x, log2e, magic);
-    let nf = em.b.ins().fsub(t, magic);
-    let tb = em.as_int_bits(dt, t);
-    let mb = em.as_int_bits(dt, magic);
-    let n = em.b.ins().isub(tb, mb);
-    let neg_hi = em.fconst(dt, -c.ln2_hi);
-    let neg_lo = em.fconst(dt, -c.ln2_lo);
-    let r = em.fma(nf, neg_hi, x);
-    let r = em.fma(nf, neg_lo, r);
+#[inline(always)]
+fn reduce_ln2<L: Lanes>(l: &mut L, x: L::F) -> (L::I, L::F, L::F) {
+    let c = consts(l.dt());
+    let log2e = l.f(std::f64::consts::LOG2_E);
+    let magic = l.f(c.magic);
+    let t = l.fma(x, log2e, magic);
+    let nf = l.sub(t, magic);
+    let tb = l.bits(t);
+    let mb = l.bits(magic);
+    let n = l.isub(tb, mb);
+    let neg_hi = l.f(-c.ln2_hi);
+    let neg_lo = l.f(-c.ln2_lo);
+    let r = l.fma(nf, neg_hi, x);
+    let r = l.fma(nf, neg_lo, r);
     (n, nf, r)
 }
 
 /// `expm1(r)` for `|r| <= ln2/2`: Taylor series `r + r^2/2! + ...`.
-fn expm1_poly(em: &mut Em, dt: DType, r: Value) -> Value {
-    expm1_poly_deg(em, dt, r, consts(dt).expm1_degree)
+#[inline(always)]
+fn expm1_poly<L: Lanes>(l: &mut L, r: L::F) -> L::F {
+    let deg = consts(l.dt()).expm1_degree;
+    expm1_poly_deg(l, r, deg)
 }
 
 /// [`expm1_poly`] to degree `deg`.
-fn expm1_poly_deg(em: &mut Em, dt: DType, r: Value, deg: usize) -> Value {
+#[inline(always)]
+fn expm1_poly_deg<L: Lanes>(l: &mut L, r: L::F, deg: usize) -> L::F {
     // expm1(r) = r * (1 + r/2! + r^2/3! + ...)
     let mut coef = Vec::with_capacity(deg);
     let mut fact = 1.0f64;
@@ -127,35 +129,35 @@ fn expm1_poly_deg(em: &mut Em, dt: DType, r: Value, deg: usize) -> Value {
         fact *= k as f64;
         coef.push(1.0 / fact);
     }
-    let p = em.poly(dt, r, &coef);
-    em.b.ins().fmul(r, p)
+    let p = l.poly(r, &coef);
+    l.mul(r, p)
 }
 
 /// `x` clamped to `[lo, hi]`, NaN kept (compare and select: cheaper than
 /// `fmax`/`fmin`, whose exact NaN and signed-zero rules take several
 /// instructions on x86 and are not needed here).
-fn clamp(em: &mut Em, dt: DType, x: Value, lo: f64, hi: f64) -> Value {
-    let lo = em.fconst(dt, lo);
-    let hi = em.fconst(dt, hi);
-    let below = em.fcmp(FloatCC::LessThan, x, lo);
-    let x = em.sel(below, lo, x);
-    let above = em.fcmp(FloatCC::GreaterThan, x, hi);
-    em.sel(above, hi, x)
+#[inline(always)]
+fn clamp<L: Lanes>(l: &mut L, x: L::F, lo: f64, hi: f64) -> L::F {
+    let lo = l.f(lo);
+    let hi = l.f(hi);
+    let x = l.at_least(x, lo);
+    l.at_most(x, hi)
 }
 
 /// `e^x`.
-pub(crate) fn exp(em: &mut Em, dt: DType, x: Value) -> Value {
-    let c = consts(dt);
-    let xc = clamp(em, dt, x, c.exp_lo, c.exp_hi);
-    let (n, _, r) = reduce_ln2(em, dt, xc);
-    let y = if dt == DType::F64 {
-        let p = expm1_poly_deg(em, dt, r, c.expm1_degree);
-        let one = em.fconst(dt, 1.0);
-        em.b.ins().fadd(p, one)
+#[inline(always)]
+pub(crate) fn exp<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let c = consts(l.dt());
+    let xc = clamp(l, x, c.exp_lo, c.exp_hi);
+    let (n, _, r) = reduce_ln2(l, xc);
+    let y = if l.dt() == DType::F64 {
+        let p = expm1_poly_deg(l, r, c.expm1_degree);
+        let one = l.f(1.0);
+        l.add(p, one)
     } else {
-        em.poly(dt, r, &EXP_F32)
+        l.poly(r, &EXP_F32)
     };
-    scale_by_pow2(em, dt, y, n)
+    scale_by_pow2(l, y, n)
 }
 
 /// `e^r` on `|r| <= ln2/2` for f32: our minimax fit of
@@ -172,154 +174,156 @@ const EXP_F32: [f64; 7] = [
 ];
 
 /// `y · 2^n`, rounding once even for subnormal results.
-fn scale_by_pow2(em: &mut Em, dt: DType, y: Value, n: Value) -> Value {
+#[inline(always)]
+fn scale_by_pow2<L: Lanes>(l: &mut L, y: L::F, n: L::I) -> L::F {
     // 2^n = 2^n1 · 2^n2 with n1 = floor(n/2), computed with logical shifts
     // on a biased value (SSE has no 64-bit arithmetic shift).
-    let off = em.iconst_for(dt, 4096);
-    let biased = em.b.ins().iadd(n, off);
-    let half = em.b.ins().ushr_imm_s(biased, 1);
-    let off2 = em.iconst_for(dt, 2048);
-    let n1 = em.b.ins().isub(half, off2);
-    let n2 = em.b.ins().isub(n, n1);
-    let s1 = pow2(em, dt, n1);
-    let s2 = pow2(em, dt, n2);
-    let y = em.b.ins().fmul(y, s1);
-    em.b.ins().fmul(y, s2)
+    let off = l.i(4096);
+    let biased = l.iadd(n, off);
+    let half = l.ushr(biased, 1);
+    let off2 = l.i(2048);
+    let n1 = l.isub(half, off2);
+    let n2 = l.isub(n, n1);
+    let s1 = pow2(l, n1);
+    let s2 = pow2(l, n2);
+    let y = l.mul(y, s1);
+    l.mul(y, s2)
 }
 
 /// `e^x - 1`, accurate near 0.
-pub(crate) fn expm1(em: &mut Em, dt: DType, x: Value) -> Value {
-    let c = consts(dt);
-    let xc = clamp(em, dt, x, c.expm1_lo, c.exp_hi);
-    let (n, nf, r) = reduce_ln2(em, dt, xc);
-    let p = expm1_poly(em, dt, r);
+#[inline(always)]
+pub(crate) fn expm1<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let c = consts(l.dt());
+    let xc = clamp(l, x, c.expm1_lo, c.exp_hi);
+    let (n, nf, r) = reduce_ln2(l, xc);
+    let p = expm1_poly(l, r);
     // 2^n (p + 1) - 1 = 2 fma(2^(n-1), p, 2^(n-1) - 1/2): the halved scale
     // stays finite at n = 128 (f32) / 1024 (f64), and doubling is exact.
-    let one_i = em.iconst_for(dt, 1);
-    let nm1 = em.b.ins().isub(n, one_i);
-    let s = pow2(em, dt, nm1);
-    let half = em.fconst(dt, 0.5);
-    let sm = em.b.ins().fsub(s, half);
-    let y = em.fma(s, p, sm);
-    let y = em.b.ins().fadd(y, y);
+    let one_i = l.i(1);
+    let nm1 = l.isub(n, one_i);
+    let s = pow2(l, nm1);
+    let half = l.f(0.5);
+    let sm = l.sub(s, half);
+    let y = l.fma(s, p, sm);
+    let y = l.add(y, y);
     // n = 0 keeps p itself (so that expm1(-0) = -0).
-    let zero = em.fconst(dt, 0.0);
-    let n0 = em.fcmp(FloatCC::Equal, nf, zero);
-    let y = em.sel(n0, p, y);
-    let ovf = em.fconst(dt, c.overflow);
-    let big = em.fcmp(FloatCC::GreaterThan, x, ovf);
-    let inf = em.fconst(dt, f64::INFINITY);
-    em.sel(big, inf, y)
+    let zero = l.f(0.0);
+    let n0 = l.cmp(Cmp::Eq, nf, zero);
+    let y = l.sel(n0, p, y);
+    let ovf = l.f(c.overflow);
+    let big = l.cmp(Cmp::Gt, x, ovf);
+    let inf = l.f(f64::INFINITY);
+    l.sel(big, inf, y)
 }
 
 /// `ln x`.
-pub(crate) fn log(em: &mut Em, dt: DType, x: Value) -> Value {
-    let c = consts(dt);
+#[inline(always)]
+pub(crate) fn log<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let c = consts(l.dt());
     // Subnormals: scale into the normal range first.
     let scale_pow = c.mant_bits + 2;
-    let tiny_lim = em.fconst(dt, c.min_normal);
-    let tiny = em.fcmp(FloatCC::LessThan, x, tiny_lim);
-    let scale = em.fconst(dt, (2.0f64).powi(scale_pow as i32));
-    let xs = em.b.ins().fmul(x, scale);
-    let xv = em.sel(tiny, xs, x);
-    let zero_e = em.iconst_for(dt, 0);
-    let scaled_e = em.iconst_for(dt, scale_pow);
-    let e_adj = em.sel(tiny, scaled_e, zero_e);
+    let tiny_lim = l.f(c.min_normal);
+    let tiny = l.cmp(Cmp::Lt, x, tiny_lim);
+    let scale = l.f((2.0f64).powi(scale_pow as i32));
+    let xs = l.mul(x, scale);
+    let xv = l.sel(tiny, xs, x);
+    let zero_e = l.i(0);
+    let scaled_e = l.i(scale_pow);
+    let e_adj = l.sel_i(tiny, scaled_e, zero_e);
     // x = m 2^e, m in [1, 2)
-    let bits = em.as_int_bits(dt, xv);
-    let sh =
-        em.b.ins()
-            .iconst(cranelift_codegen::ir::types::I32, c.mant_bits);
-    let e_raw = em.b.ins().ushr(bits, sh);
-    let bias = em.iconst_for(dt, c.bias);
-    let e = em.b.ins().isub(e_raw, bias);
-    let e = em.b.ins().isub(e, e_adj);
-    let mant_mask = em.iconst_for(dt, (1i64 << c.mant_bits) - 1);
-    let mb = em.b.ins().band(bits, mant_mask);
-    let one_bits = em.iconst_for(dt, c.bias << c.mant_bits);
-    let mb = em.b.ins().bor(mb, one_bits);
-    let m = em.int_bits_as_float(dt, mb);
+    let bits = l.bits(xv);
+    let e_raw = l.ushr(bits, c.mant_bits as u8);
+    let bias = l.i(c.bias);
+    let e = l.isub(e_raw, bias);
+    let e = l.isub(e, e_adj);
+    let mant_mask = l.i((1i64 << c.mant_bits) - 1);
+    let mb = l.and(bits, mant_mask);
+    let one_bits = l.i(c.bias << c.mant_bits);
+    let mb = l.or(mb, one_bits);
+    let m = l.float_bits(mb);
     // m >= sqrt(2): halve m, bump e.
-    let sqrt2 = em.fconst(dt, std::f64::consts::SQRT_2);
-    let big = em.fcmp(FloatCC::GreaterThanOrEqual, m, sqrt2);
-    let half = em.fconst(dt, 0.5);
-    let mh = em.b.ins().fmul(m, half);
-    let m = em.sel(big, mh, m);
-    let one_i = em.iconst_for(dt, 1);
-    let zero_i = em.iconst_for(dt, 0);
-    let inc = em.sel(big, one_i, zero_i);
-    let e = em.b.ins().iadd(e, inc);
+    let sqrt2 = l.f(std::f64::consts::SQRT_2);
+    let big = l.cmp(Cmp::Ge, m, sqrt2);
+    let half = l.f(0.5);
+    let mh = l.mul(m, half);
+    let m = l.sel(big, mh, m);
+    let one_i = l.i(1);
+    let zero_i = l.i(0);
+    let inc = l.sel_i(big, one_i, zero_i);
+    let e = l.iadd(e, inc);
     // e as float via the magic number (no int->float instruction needed).
-    let magic = em.fconst(dt, c.magic);
-    let magic_bits = em.as_int_bits(dt, magic);
-    let eb = em.b.ins().iadd(e, magic_bits);
-    let ef = em.int_bits_as_float(dt, eb);
-    let ef = em.b.ins().fsub(ef, magic);
+    let magic = l.f(c.magic);
+    let magic_bits = l.bits(magic);
+    let eb = l.iadd(e, magic_bits);
+    let ef = l.float_bits(eb);
+    let ef = l.sub(ef, magic);
     // log(m) = 2 atanh(s), s = (m-1)/(m+1)
-    let one = em.fconst(dt, 1.0);
-    let num = em.b.ins().fsub(m, one);
-    let den = em.b.ins().fadd(m, one);
-    let s = em.b.ins().fdiv(num, den);
-    let s2 = em.b.ins().fmul(s, s);
+    let one = l.f(1.0);
+    let num = l.sub(m, one);
+    let den = l.add(m, one);
+    let s = l.div(num, den);
+    let s2 = l.mul(s, s);
     let coef: Vec<f64> = (0..c.log_terms).map(|k| 2.0 / (2 * k + 1) as f64).collect();
-    let p = em.poly(dt, s2, &coef[1..]);
+    let p = l.poly(s2, &coef[1..]);
     // 2s + s^3 * p(s^2)
-    let s3 = em.b.ins().fmul(s2, s);
-    let two = em.fconst(dt, 2.0);
-    let lead = em.b.ins().fmul(s, two);
-    let lm = em.fma(s3, p, lead);
-    let ln2_lo = em.fconst(dt, c.ln2_lo);
-    let ln2_hi = em.fconst(dt, c.ln2_hi);
-    let t = em.fma(ef, ln2_lo, lm);
-    let y = em.fma(ef, ln2_hi, t);
+    let s3 = l.mul(s2, s);
+    let two = l.f(2.0);
+    let lead = l.mul(s, two);
+    let lm = l.fma(s3, p, lead);
+    let ln2_lo = l.f(c.ln2_lo);
+    let ln2_hi = l.f(c.ln2_hi);
+    let t = l.fma(ef, ln2_lo, lm);
+    let y = l.fma(ef, ln2_hi, t);
     // Special values: x < 0 or NaN -> NaN, 0 -> -inf, inf -> inf.
-    let zero = em.fconst(dt, 0.0);
-    let is_zero = em.fcmp(FloatCC::Equal, x, zero);
-    let ninf = em.fconst(dt, f64::NEG_INFINITY);
-    let y = em.sel(is_zero, ninf, y);
-    let inf = em.fconst(dt, f64::INFINITY);
-    let is_inf = em.fcmp(FloatCC::Equal, x, inf);
-    let y = em.sel(is_inf, inf, y);
-    let neg = em.fcmp(FloatCC::LessThan, x, zero);
-    let nan_in = em.fcmp(FloatCC::NotEqual, x, x);
-    let bad = em.b.ins().bor(neg, nan_in);
-    let nan = em.fconst(dt, f64::NAN);
-    em.sel(bad, nan, y)
+    let zero = l.f(0.0);
+    let is_zero = l.cmp(Cmp::Eq, x, zero);
+    let ninf = l.f(f64::NEG_INFINITY);
+    let y = l.sel(is_zero, ninf, y);
+    let inf = l.f(f64::INFINITY);
+    let is_inf = l.cmp(Cmp::Eq, x, inf);
+    let y = l.sel(is_inf, inf, y);
+    let neg = l.cmp(Cmp::Lt, x, zero);
+    let nan_in = l.cmp(Cmp::Ne, x, x);
+    let bad = l.mask_or(neg, nan_in);
+    let nan = l.f(f64::NAN);
+    l.sel(bad, nan, y)
 }
 
 /// `ln(1 + x)`, accurate near 0.
-pub(crate) fn log1p(em: &mut Em, dt: DType, x: Value) -> Value {
-    let one = em.fconst(dt, 1.0);
-    let u = em.b.ins().fadd(x, one);
-    let lu = log(em, dt, u);
-    let um1 = em.b.ins().fsub(u, one);
+#[inline(always)]
+pub(crate) fn log1p<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let one = l.f(1.0);
+    let u = l.add(x, one);
+    let lu = log(l, u);
+    let um1 = l.sub(u, one);
     // log(u) * x / (u - 1) corrects the rounding of 1 + x.
-    let q = em.b.ins().fdiv(x, um1);
-    let y = em.b.ins().fmul(lu, q);
-    let exact = em.fcmp(FloatCC::Equal, u, one);
-    let y = em.sel(exact, x, y);
-    let inf = em.fconst(dt, f64::INFINITY);
-    let is_inf = em.fcmp(FloatCC::Equal, x, inf);
-    em.sel(is_inf, inf, y)
+    let q = l.div(x, um1);
+    let y = l.mul(lu, q);
+    let exact = l.cmp(Cmp::Eq, u, one);
+    let y = l.sel(exact, x, y);
+    let inf = l.f(f64::INFINITY);
+    let is_inf = l.cmp(Cmp::Eq, x, inf);
+    l.sel(is_inf, inf, y)
 }
 
 /// `tanh x`.
-pub(crate) fn tanh(em: &mut Em, dt: DType, x: Value) -> Value {
-    if dt != DType::F64 {
-        return tanh_rational_f32(em, dt, x);
+#[inline(always)]
+pub(crate) fn tanh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    if l.dt() != DType::F64 {
+        return tanh_rational_f32(l, x);
     }
-    let c = consts(dt);
-    let a = em.b.ins().fabs(x);
-    let two = em.fconst(dt, 2.0);
-    let a2 = em.b.ins().fmul(a, two);
-    let m = expm1(em, dt, a2);
-    let den = em.b.ins().fadd(m, two);
-    let t = em.b.ins().fdiv(m, den);
-    let hi = em.fconst(dt, c.tanh_hi);
-    let sat = em.fcmp(FloatCC::GreaterThan, a, hi);
-    let one = em.fconst(dt, 1.0);
-    let t = em.sel(sat, one, t);
-    em.copysign(dt, t, x)
+    let c = consts(l.dt());
+    let a = l.abs(x);
+    let two = l.f(2.0);
+    let a2 = l.mul(a, two);
+    let m = expm1(l, a2);
+    let den = l.add(m, two);
+    let t = l.div(m, den);
+    let hi = l.f(c.tanh_hi);
+    let sat = l.cmp(Cmp::Gt, a, hi);
+    let one = l.f(1.0);
+    let t = l.sel(sat, one, t);
+    l.copysign(t, x)
 }
 
 /// Numerator `P(t)`, `t = x²`, of the f32 `tanh` rational (our own
@@ -346,38 +350,38 @@ const TANH_F32_Q: [f64; 5] = [
 /// nothing cancels; the f32 Horner rounding makes the error about 5 ulp
 /// near `|x| = 9`, where the result is within 1e-7 of 1 (XLA's f32 `tanh`
 /// is a rational of the same kind).
-fn tanh_rational_f32(em: &mut Em, dt: DType, x: Value) -> Value {
-    let a = em.b.ins().fabs(x);
-    let hi = em.fconst(dt, 9.1);
-    let above = em.fcmp(FloatCC::GreaterThan, a, hi);
-    let a = em.sel(above, hi, a);
-    let t = em.b.ins().fmul(a, a);
-    let p = em.poly(dt, t, &TANH_F32_P);
-    let q = em.poly(dt, t, &TANH_F32_Q);
-    let num = em.b.ins().fmul(a, p);
-    let y = em.b.ins().fdiv(num, q);
+#[inline(always)]
+fn tanh_rational_f32<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let a = l.abs(x);
+    let hi = l.f(9.1);
+    let a = l.at_most(a, hi);
+    let t = l.mul(a, a);
+    let p = l.poly(t, &TANH_F32_P);
+    let q = l.poly(t, &TANH_F32_Q);
+    let num = l.mul(a, p);
+    let y = l.div(num, q);
     // Past |x| = 9.01 tanh rounds to 1; never let the rational exceed it.
-    let one = em.fconst(dt, 1.0);
-    let over = em.fcmp(FloatCC::GreaterThan, y, one);
-    let y = em.sel(over, one, y);
-    em.copysign(dt, y, x)
+    let one = l.f(1.0);
+    let y = l.at_most(y, one);
+    l.copysign(y, x)
 }
 
 /// `1 / (1 + e^-x)`.
-pub(crate) fn logistic(em: &mut Em, dt: DType, x: Value) -> Value {
-    let a = em.b.ins().fabs(x);
-    let na = em.b.ins().fneg(a);
-    let e = exp(em, dt, na);
-    let one = em.fconst(dt, 1.0);
-    let den = em.b.ins().fadd(one, e);
-    let pos = em.b.ins().fdiv(one, den);
-    let neg = em.b.ins().fdiv(e, den);
-    let zero = em.fconst(dt, 0.0);
-    let is_pos = em.fcmp(FloatCC::GreaterThanOrEqual, x, zero);
-    let y = em.sel(is_pos, pos, neg);
+#[inline(always)]
+pub(crate) fn logistic<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let a = l.abs(x);
+    let na = l.neg(a);
+    let e = exp(l, na);
+    let one = l.f(1.0);
+    let den = l.add(one, e);
+    let pos = l.div(one, den);
+    let neg = l.div(e, den);
+    let zero = l.f(0.0);
+    let is_pos = l.cmp(Cmp::Ge, x, zero);
+    let y = l.sel(is_pos, pos, neg);
     // NaN fails both comparisons above; keep it NaN.
-    let is_nan = em.fcmp(FloatCC::NotEqual, x, x);
-    em.sel(is_nan, x, y)
+    let is_nan = l.cmp(Cmp::Ne, x, x);
+    l.sel(is_nan, x, y)
 }
 
 /// `sin x` (`cos_shift = 0`) or `cos x` (`cos_shift = 1`, a quarter turn).
@@ -386,9 +390,11 @@ pub(crate) fn logistic(em: &mut Em, dt: DType, x: Value) -> Value {
 /// `π/2` and fused multiply-adds: accurate while `|x|` stays below about
 /// 2^17 (f32) / 2^30 (f64); beyond, results stay in [-1, 1] but lose
 /// accuracy (no Payne–Hanek reduction yet).
-fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
+#[inline(always)]
+fn sin_cos<L: Lanes>(l: &mut L, x: L::F, cos_shift: i64) -> L::F {
+    let dt = l.dt();
     if dt != DType::F64 {
-        return sin_cos_f32(em, dt, x, cos_shift == 1);
+        return sin_cos_f32(l, x, cos_shift == 1);
     }
     let (c1, c2, c3, sin_terms, cos_terms) = if dt == DType::F64 {
         (
@@ -407,27 +413,27 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
             6,
         )
     };
-    let c = consts(dt);
-    let two_over_pi = em.fconst(dt, std::f64::consts::FRAC_2_PI);
-    let magic = em.fconst(dt, c.magic);
-    let t = em.fma(x, two_over_pi, magic);
-    let jf = em.b.ins().fsub(t, magic);
-    let tb = em.as_int_bits(dt, t);
-    let mb = em.as_int_bits(dt, magic);
-    let q = em.b.ins().isub(tb, mb);
+    let c = consts(l.dt());
+    let two_over_pi = l.f(std::f64::consts::FRAC_2_PI);
+    let magic = l.f(c.magic);
+    let t = l.fma(x, two_over_pi, magic);
+    let jf = l.sub(t, magic);
+    let tb = l.bits(t);
+    let mb = l.bits(magic);
+    let q = l.isub(tb, mb);
     let q = if cos_shift == 0 {
         q
     } else {
-        let shift = em.iconst_for(dt, cos_shift);
-        em.b.ins().iadd(q, shift)
+        let shift = l.i(cos_shift);
+        l.iadd(q, shift)
     };
-    let n1 = em.fconst(dt, -c1);
-    let n2 = em.fconst(dt, -c2);
-    let n3 = em.fconst(dt, -c3);
-    let r = em.fma(jf, n1, x);
-    let r = em.fma(jf, n2, r);
-    let r = em.fma(jf, n3, r);
-    let r2 = em.b.ins().fmul(r, r);
+    let n1 = l.f(-c1);
+    let n2 = l.f(-c2);
+    let n3 = l.f(-c3);
+    let r = l.fma(jf, n1, x);
+    let r = l.fma(jf, n2, r);
+    let r = l.fma(jf, n3, r);
+    let r2 = l.mul(r, r);
     // sin r = r + r^3 S(r^2); cos r = 1 + r^2 C(r^2): Taylor for f64, our
     // own minimax fits on |r| <= pi/4 for f32 (0.06 and 0.001 ulp).
     let mut sc = Vec::new();
@@ -443,9 +449,9 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
             -1.951_464_364_537_969_2e-4,
         ];
     }
-    let s = em.poly(dt, r2, &sc);
-    let r3 = em.b.ins().fmul(r2, r);
-    let sin_r = em.fma(r3, s, r);
+    let s = l.poly(r2, &sc);
+    let r3 = l.mul(r2, r);
+    let sin_r = l.fma(r3, s, r);
     let mut cc = Vec::new();
     let mut fact = 1.0f64;
     for k in 1..cos_terms {
@@ -460,37 +466,20 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
             2.438_270_894_344_896e-5,
         ];
     }
-    let cpoly = em.poly(dt, r2, &cc);
-    let one = em.fconst(dt, 1.0);
-    let cos_r = em.fma(r2, cpoly, one);
+    let cpoly = l.poly(r2, &cc);
+    let one = l.f(1.0);
+    let cos_r = l.fma(r2, cpoly, one);
     // Quadrant: odd -> the other function; bit 1 -> negate.
-    let one_i = em.iconst_for(dt, 1);
-    let odd_bits = em.b.ins().band(q, one_i);
-    let zero_i = em.iconst_for(dt, 0);
-    let odd = if em.lanes > 1 {
-        em.b.ins().icmp(
-            cranelift_codegen::ir::condcodes::IntCC::NotEqual,
-            odd_bits,
-            zero_i,
-        )
-    } else {
-        em.b.ins().icmp_imm_s(
-            cranelift_codegen::ir::condcodes::IntCC::NotEqual,
-            odd_bits,
-            0,
-        )
-    };
-    let y = em.sel(odd, cos_r, sin_r);
-    let two_i = em.iconst_for(dt, 2);
-    let neg_bit = em.b.ins().band(q, two_i);
-    let sh = em.b.ins().iconst(
-        cranelift_codegen::ir::types::I32,
-        if dt == DType::F64 { 62 } else { 30 },
-    );
-    let sign = em.b.ins().ishl(neg_bit, sh);
-    let yb = em.as_int_bits(dt, y);
-    let yb = em.b.ins().bxor(yb, sign);
-    em.int_bits_as_float(dt, yb)
+    let one_i = l.i(1);
+    let odd_bits = l.and(q, one_i);
+    let odd = l.nonzero(odd_bits);
+    let y = l.sel(odd, cos_r, sin_r);
+    let two_i = l.i(2);
+    let neg_bit = l.and(q, two_i);
+    let sign = l.shl(neg_bit, if dt == DType::F64 { 62 } else { 30 });
+    let yb = l.bits(y);
+    let yb = l.xor(yb, sign);
+    l.float_bits(yb)
 }
 
 /// f32 `sin x` or `cos x` with one polynomial: `x = k π + r` (`cos`:
@@ -499,7 +488,8 @@ fn sin_cos(em: &mut Em, dt: DType, x: Value, cos_shift: i64) -> Value {
 /// -(-1)^k sin r`). `P` is our own minimax fit on `|r| <= π/2` (6e-9
 /// relative); measured 1.65 ulp for `sin` and 1.57 for `cos`. Half the
 /// work of evaluating both quadrant polynomials and selecting.
-fn sin_cos_f32(em: &mut Em, dt: DType, x: Value, cos: bool) -> Value {
+#[inline(always)]
+fn sin_cos_f32<L: Lanes>(l: &mut L, x: L::F, cos: bool) -> L::F {
     const PI: [f64; 3] = [
         3.1415927410125732,
         -8.742277657347586e-8,
@@ -511,133 +501,139 @@ fn sin_cos_f32(em: &mut Em, dt: DType, x: Value, cos: bool) -> Value {
         -1.980_960_078_071_802_9e-4,
         2.605_776_217_023_958_5e-6,
     ];
-    let c = consts(dt);
-    let inv_pi = em.fconst(dt, std::f64::consts::FRAC_1_PI);
-    let magic = em.fconst(dt, c.magic);
+    let c = consts(l.dt());
+    let inv_pi = l.f(std::f64::consts::FRAC_1_PI);
+    let magic = l.f(c.magic);
     // t = round(x/π) (sin) or round(x/π - 1/2) (cos), in the magic's
     // mantissa.
     let t = if cos {
-        let half = em.fconst(dt, -0.5);
-        let u = em.fma(x, inv_pi, half);
-        em.b.ins().fadd(u, magic)
+        let half = l.f(-0.5);
+        let u = l.fma(x, inv_pi, half);
+        l.add(u, magic)
     } else {
-        em.fma(x, inv_pi, magic)
+        l.fma(x, inv_pi, magic)
     };
-    let kf = em.b.ins().fsub(t, magic);
-    let tb = em.as_int_bits(dt, t);
-    let mb = em.as_int_bits(dt, magic);
-    let k = em.b.ins().isub(tb, mb);
+    let kf = l.sub(t, magic);
+    let tb = l.bits(t);
+    let mb = l.bits(magic);
+    let k = l.isub(tb, mb);
     // cos: r = x - (2k + 1) π/2, with the halved (exact) parts of π.
     let (j, scale) = if cos {
-        let two = em.fconst(dt, 2.0);
-        let one = em.fconst(dt, 1.0);
-        (em.fma(kf, two, one), 0.5)
+        let two = l.f(2.0);
+        let one = l.f(1.0);
+        (l.fma(kf, two, one), 0.5)
     } else {
         (kf, 1.0)
     };
     let mut r = x;
     for part in PI {
-        let n = em.fconst(dt, -part * scale);
-        r = em.fma(j, n, r);
+        let n = l.f(-part * scale);
+        r = l.fma(j, n, r);
     }
-    let r2 = em.b.ins().fmul(r, r);
-    let p = em.poly(dt, r2, &P);
-    let r3 = em.b.ins().fmul(r2, r);
-    let y = em.fma(r3, p, r);
+    let r2 = l.mul(r, r);
+    let p = l.poly(r2, &P);
+    let r3 = l.mul(r2, r);
+    let y = l.fma(r3, p, r);
     // Negate when k is odd (sin) or even (cos).
     let k = if cos {
-        let one_i = em.iconst_for(dt, 1);
-        em.b.ins().iadd(k, one_i)
+        let one_i = l.i(1);
+        l.iadd(k, one_i)
     } else {
         k
     };
-    let sh = em.b.ins().iconst(cranelift_codegen::ir::types::I32, 31);
-    let sign = em.b.ins().ishl(k, sh);
-    let yb = em.as_int_bits(dt, y);
-    let yb = em.b.ins().bxor(yb, sign);
-    em.int_bits_as_float(dt, yb)
+    let sign = l.shl(k, 31);
+    let yb = l.bits(y);
+    let yb = l.xor(yb, sign);
+    l.float_bits(yb)
 }
 
 /// `sin x`.
-pub(crate) fn sin(em: &mut Em, dt: DType, x: Value) -> Value {
-    sin_cos(em, dt, x, 0)
+#[inline(always)]
+pub(crate) fn sin<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    sin_cos(l, x, 0)
 }
 
 /// `cos x`.
-pub(crate) fn cos(em: &mut Em, dt: DType, x: Value) -> Value {
-    sin_cos(em, dt, x, 1)
+#[inline(always)]
+pub(crate) fn cos<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    sin_cos(l, x, 1)
 }
 
 /// `2^x`: `x = n + f` with integer `n`, then `2^f = e^(f ln2)`.
-pub(crate) fn exp2(em: &mut Em, dt: DType, x: Value) -> Value {
-    let c = consts(dt);
-    let (lo, hi) = if dt == DType::F64 {
+#[inline(always)]
+pub(crate) fn exp2<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let c = consts(l.dt());
+    let (lo, hi) = if l.dt() == DType::F64 {
         (-1076.0, 1025.0)
     } else {
         (-151.0, 129.0)
     };
-    let xc = clamp(em, dt, x, lo, hi);
-    let magic = em.fconst(dt, c.magic);
-    let t = em.b.ins().fadd(xc, magic);
-    let nf = em.b.ins().fsub(t, magic);
-    let tb = em.as_int_bits(dt, t);
-    let mb = em.as_int_bits(dt, magic);
-    let n = em.b.ins().isub(tb, mb);
-    let f = em.b.ins().fsub(xc, nf);
-    let ln2 = em.fconst(dt, std::f64::consts::LN_2);
-    let r = em.b.ins().fmul(f, ln2);
-    let p = expm1_poly(em, dt, r);
-    let one = em.fconst(dt, 1.0);
-    let y = em.b.ins().fadd(p, one);
-    scale_by_pow2(em, dt, y, n)
+    let xc = clamp(l, x, lo, hi);
+    let magic = l.f(c.magic);
+    let t = l.add(xc, magic);
+    let nf = l.sub(t, magic);
+    let tb = l.bits(t);
+    let mb = l.bits(magic);
+    let n = l.isub(tb, mb);
+    let f = l.sub(xc, nf);
+    let ln2 = l.f(std::f64::consts::LN_2);
+    let r = l.mul(f, ln2);
+    let p = expm1_poly(l, r);
+    let one = l.f(1.0);
+    let y = l.add(p, one);
+    scale_by_pow2(l, y, n)
 }
 
 /// `e^(a/2) · (e^(a/2) / 2)`: `e^a / 2` without overflowing early and
 /// without the error of subtracting `ln 2` from a large argument.
-fn half_exp(em: &mut Em, dt: DType, a: Value) -> Value {
-    let half = em.fconst(dt, 0.5);
-    let ah = em.b.ins().fmul(a, half);
-    let h = exp(em, dt, ah);
-    let hh = em.b.ins().fmul(h, half);
-    em.b.ins().fmul(h, hh)
+#[inline(always)]
+fn half_exp<L: Lanes>(l: &mut L, a: L::F) -> L::F {
+    let half = l.f(0.5);
+    let ah = l.mul(a, half);
+    let h = exp(l, ah);
+    let hh = l.mul(h, half);
+    l.mul(h, hh)
 }
 
 /// `sinh x`.
-pub(crate) fn sinh(em: &mut Em, dt: DType, x: Value) -> Value {
-    let a = em.b.ins().fabs(x);
+#[inline(always)]
+pub(crate) fn sinh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let a = l.abs(x);
     // Small and moderate |x|: (e + e/(e+1)) / 2 with e = expm1(|x|).
-    let e = expm1(em, dt, a);
-    let one = em.fconst(dt, 1.0);
-    let e1 = em.b.ins().fadd(e, one);
-    let q = em.b.ins().fdiv(e, e1);
-    let s = em.b.ins().fadd(e, q);
-    let half = em.fconst(dt, 0.5);
-    let small = em.b.ins().fmul(s, half);
-    let big = half_exp(em, dt, a);
-    let lim = em.fconst(dt, 20.0);
-    let is_big = em.fcmp(FloatCC::GreaterThan, a, lim);
-    let y = em.sel(is_big, big, small);
-    em.copysign(dt, y, x)
+    let e = expm1(l, a);
+    let one = l.f(1.0);
+    let e1 = l.add(e, one);
+    let q = l.div(e, e1);
+    let s = l.add(e, q);
+    let half = l.f(0.5);
+    let small = l.mul(s, half);
+    let big = half_exp(l, a);
+    let lim = l.f(20.0);
+    let is_big = l.cmp(Cmp::Gt, a, lim);
+    let y = l.sel(is_big, big, small);
+    l.copysign(y, x)
 }
 
 /// `cosh x`.
-pub(crate) fn cosh(em: &mut Em, dt: DType, x: Value) -> Value {
-    let a = em.b.ins().fabs(x);
-    let e = exp(em, dt, a);
-    let one = em.fconst(dt, 1.0);
-    let inv = em.b.ins().fdiv(one, e);
-    let s = em.b.ins().fadd(e, inv);
-    let half = em.fconst(dt, 0.5);
-    let small = em.b.ins().fmul(s, half);
-    let big = half_exp(em, dt, a);
-    let lim = em.fconst(dt, 20.0);
-    let is_big = em.fcmp(FloatCC::GreaterThan, a, lim);
-    em.sel(is_big, big, small)
+#[inline(always)]
+pub(crate) fn cosh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let a = l.abs(x);
+    let e = exp(l, a);
+    let one = l.f(1.0);
+    let inv = l.div(one, e);
+    let s = l.add(e, inv);
+    let half = l.f(0.5);
+    let small = l.mul(s, half);
+    let big = half_exp(l, a);
+    let lim = l.f(20.0);
+    let is_big = l.cmp(Cmp::Gt, a, lim);
+    l.sel(is_big, big, small)
 }
 
 /// `tan x = sin x / cos x` (same domain as `sin`).
-pub(crate) fn tan(em: &mut Em, dt: DType, x: Value) -> Value {
-    let s = sin(em, dt, x);
-    let c = cos(em, dt, x);
-    em.b.ins().fdiv(s, c)
+#[inline(always)]
+pub(crate) fn tan<L: Lanes>(l: &mut L, x: L::F) -> L::F {
+    let s = sin(l, x);
+    let c = cos(l, x);
+    l.div(s, c)
 }

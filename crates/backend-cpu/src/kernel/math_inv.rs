@@ -20,6 +20,7 @@
 //! Accuracy is measured by `tests/math_ulp.rs` (table in the crate docs).
 
 use super::emit::Em;
+use super::lanes::Clif;
 use super::math;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::types::{F32, F32X4, F64, I8X16};
@@ -182,7 +183,7 @@ pub(crate) fn asinh(em: &mut Em, dt: DType, x: Value) -> Value {
     let s = em.b.ins().fadd(s, one);
     let q = em.b.ins().fdiv(a2, s);
     let arg = em.b.ins().fadd(a, q);
-    let small = math::log1p(em, dt, arg);
+    let small = math::log1p(&mut Clif::new(em, dt), arg);
     let big = log_plus_ln2(em, dt, a);
     let h = em.fconst(dt, huge(dt));
     let is_big = em.fcmp(FloatCC::GreaterThan, a, h);
@@ -191,7 +192,7 @@ pub(crate) fn asinh(em: &mut Em, dt: DType, x: Value) -> Value {
 }
 
 fn log_plus_ln2(em: &mut Em, dt: DType, a: Value) -> Value {
-    let l = math::log(em, dt, a);
+    let l = math::log(&mut Clif::new(em, dt), a);
     let ln2 = em.fconst(dt, LN_2);
     em.b.ins().fadd(l, ln2)
 }
@@ -205,7 +206,7 @@ pub(crate) fn acosh(em: &mut Em, dt: DType, x: Value) -> Value {
     let p = em.b.ins().fmul(t, tt);
     let s = em.b.ins().sqrt(p);
     let arg = em.b.ins().fadd(t, s);
-    let small = math::log1p(em, dt, arg);
+    let small = math::log1p(&mut Clif::new(em, dt), arg);
     let big = log_plus_ln2(em, dt, x);
     let h = em.fconst(dt, huge(dt));
     let is_big = em.fcmp(FloatCC::GreaterThan, x, h);
@@ -223,7 +224,7 @@ pub(crate) fn atanh(em: &mut Em, dt: DType, x: Value) -> Value {
     let d = em.b.ins().fsub(one, a);
     let n = em.b.ins().fadd(a, a);
     let q = em.b.ins().fdiv(n, d);
-    let l = math::log1p(em, dt, q);
+    let l = math::log1p(&mut Clif::new(em, dt), q);
     let half = em.fconst(dt, 0.5);
     let r = em.b.ins().fmul(l, half);
     em.copysign(dt, r, x)
@@ -297,7 +298,7 @@ pub(crate) fn erf_inv_f32(em: &mut Em, x: Value) -> Value {
     let b = em.b.ins().fadd(one, x);
     let prod = em.b.ins().fmul(a, b);
     // |x| > 1 gives ln(negative) = NaN, and NaN stays NaN.
-    let l = math::log(em, dt, prod);
+    let l = math::log(&mut Clif::new(em, dt), prod);
     let w = em.b.ins().fneg(l);
     let c_off = em.fconst(dt, 2.5);
     let t = em.b.ins().fsub(w, c_off);
@@ -370,9 +371,9 @@ pub(crate) fn pow_f32(em: &mut Em, x: Value, y: Value) -> Value {
 fn pow_f64_core(em: &mut Em, x: Value, y: Value) -> Value {
     let dt = DType::F64;
     let ax = em.b.ins().fabs(x);
-    let l = math::log(em, dt, ax);
+    let l = math::log(&mut Clif::new(em, dt), ax);
     let t = em.b.ins().fmul(y, l);
-    let m = math::exp(em, dt, t);
+    let m = math::exp(&mut Clif::new(em, dt), t);
     // Integer and odd-integer exponents.
     let fy = em.b.ins().floor(y);
     let is_int = em.fcmp(FloatCC::Equal, fy, y);

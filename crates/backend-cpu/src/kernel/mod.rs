@@ -20,19 +20,24 @@
 //!   the inner dimension is kept, accumulates into the output, which the
 //!   caller pre-fills with the reduction's identity.
 
+mod analyse;
 pub(crate) mod emit;
 mod half;
+mod lanes;
 mod libm;
 pub(crate) mod math;
 mod math_inv;
 pub(crate) mod ops;
 mod scalars;
+mod tiled;
+mod wide;
 
 pub(crate) use scalars::identity_int;
 use scalars::{combine, identity, lit_value};
 
+use analyse::analyse;
 use emit::{scalar_type, Em};
-use ops::{emit_op, is_long_expansion, vector_ok, Operand};
+use ops::{emit_op, is_long_expansion, Operand};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::I64;
@@ -41,9 +46,9 @@ use cranelift_codegen::ir::{
 };
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
-use jaxon_ir::passes::{operand_map, Group, GroupKind};
+use jaxon_ir::passes::Group;
 use jaxon_ir::primitive::ReduceOp;
-use jaxon_ir::{Atom, Binder, DType, Jaxpr, Literal, Primitive};
+use jaxon_ir::{Atom, DType, Jaxpr, Literal, Primitive};
 
 /// Where an operand of a fused equation comes from.
 #[derive(Clone, Debug)]
@@ -145,6 +150,8 @@ struct Gen {
     gdt: DType,
     lanes: u8,
     n_inputs: usize,
+    /// Members run as 256-bit tile routines (`tiled.rs`), if any.
+    tile: Option<tiled::TilePlan>,
 }
 
 /// Builds the Cranelift function of a loop or reduce group.
@@ -152,11 +159,14 @@ pub(crate) fn compile_group(
     jaxpr: &Jaxpr,
     group: &Group,
     cfg: TargetFrontendConfig,
-    contract_fma: bool,
+    opts: crate::compile::Options,
 ) -> Result<GroupCode, GenError> {
     let mut gen = analyse(jaxpr, group)?;
-    if contract_fma {
+    if opts.contract_fma {
         gen.contract_fma();
+    }
+    if !opts.narrow_math {
+        gen.tile = gen.plan_tiles();
     }
     let func = gen.emit(cfg)?;
     let numel: usize = group.space.iter().product();
@@ -196,272 +206,7 @@ impl Inline {
     }
 }
 
-fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
-    let rank = group.space.len();
-    let reduce = match &group.kind {
-        GroupKind::Loop => None,
-        GroupKind::Reduce { op, .. } => Some(*op),
-        GroupKind::Opaque => return Err(err(None, "opaque group has no loop kernel")),
-    };
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut leaves: Vec<Leaf> = Vec::new();
-    let mut result = None;
-    for (p, &e) in group.eqns.iter().enumerate() {
-        let eqn = jaxpr
-            .eqns
-            .get(e)
-            .ok_or_else(|| err(Some(e), "equation out of range"))?;
-        let map = group
-            .maps
-            .get(p)
-            .ok_or_else(|| err(Some(e), "missing index map"))?;
-        let mut srcs = Vec::new();
-        let mut in_dts = Vec::new();
-        for (slot, a) in eqn.inputs.iter().enumerate() {
-            let dt = jaxpr
-                .atom_aval(a)
-                .ok_or_else(|| err(Some(e), "operand out of range"))?
-                .dtype();
-            in_dts.push(dt);
-            let src = match a {
-                Atom::Lit(l) => Src::Lit(*l),
-                Atom::Var(v) => {
-                    if let Some(q) = group.eqns[..p].iter().position(|&f| {
-                        jaxpr.eqns[f]
-                            .outputs
-                            .iter()
-                            .any(|o| matches!(o, Binder::Var(w) if w == v))
-                    }) {
-                        Src::Val(q)
-                    } else {
-                        let arg = group
-                            .inputs
-                            .iter()
-                            .position(|w| w == v)
-                            .ok_or_else(|| err(Some(e), "operand is not a group input"))?;
-                        let shape = static_shape(jaxpr, a)
-                            .ok_or_else(|| err(Some(e), "dynamic operand shape"))?;
-                        let m = operand_map(jaxpr, eqn, map, slot)
-                            .ok_or_else(|| err(Some(e), "operand cannot be indexed"))?;
-                        let leaf = Leaf {
-                            arg,
-                            dt,
-                            base: m.base(&shape),
-                            strides: m.strides(&shape),
-                        };
-                        let i = match leaves.iter().position(|l| *l == leaf) {
-                            Some(i) => i,
-                            None => {
-                                leaves.push(leaf);
-                                leaves.len() - 1
-                            }
-                        };
-                        Src::Leaf(i)
-                    }
-                }
-            };
-            srcs.push(src);
-        }
-        let out_dt = match eqn.outputs.as_slice() {
-            [b] => jaxpr
-                .binder_aval(b)
-                .ok_or_else(|| err(Some(e), "output out of range"))?
-                .dtype(),
-            _ => return Err(err(Some(e), "fused equations have one output")),
-        };
-        if !half::storable(out_dt) {
-            return Err(err(Some(e), format!("dtype {out_dt} is not supported yet")));
-        }
-        if let Some(d) = in_dts.iter().find(|d| !half::storable(**d)) {
-            return Err(err(Some(e), format!("dtype {d} is not supported yet")));
-        }
-        let is_root = p + 1 == group.eqns.len();
-        if is_root && reduce.is_some() {
-            if !matches!(eqn.primitive, Primitive::Reduce { .. }) {
-                return Err(err(Some(e), "reduce group without a reduction root"));
-            }
-            result = Some(srcs[0].clone());
-        } else {
-            if let Primitive::Reduce { .. } = eqn.primitive {
-                return Err(err(Some(e), "reduction inside a loop group"));
-            }
-            if is_root {
-                result = Some(Src::Val(p));
-            }
-        }
-        nodes.push(Node {
-            eqn: e,
-            prim: eqn.primitive.clone(),
-            fused_mul: None,
-            skip: false,
-            srcs,
-            in_dts,
-            out_dt,
-        });
-    }
-    let result = result.ok_or_else(|| err(None, "empty group"))?;
-    let root = nodes.last().ok_or_else(|| err(None, "empty group"))?;
-    // Half-precision reductions are widened to f32 ones before planning
-    // (`rewrite::widen_half_reductions`): the output buffer is sized for
-    // the declared dtype, so the kernel must not accumulate in a wider one.
-    let out_dt = root.out_dt;
-    if reduce.is_some() && half::is_half(out_dt) {
-        return Err(err(
-            None,
-            format!("internal error: {out_dt} reduction was not widened to f32"),
-        ));
-    }
-    let out_strides: Vec<i64> = match &group.kind {
-        GroupKind::Reduce { axes, .. } => {
-            let kept: Vec<usize> = (0..rank).filter(|d| !axes.contains(d)).collect();
-            let kept_shape: Vec<usize> = kept.iter().map(|&d| group.space[d]).collect();
-            let ks = row_major(&kept_shape);
-            (0..rank)
-                .map(|d| kept.iter().position(|&k| k == d).map_or(0, |i| ks[i]))
-                .collect()
-        }
-        _ => row_major(&group.space),
-    };
-    // Simplify the space: drop size-1 dims, merge contiguous neighbours.
-    let mut dims: Vec<usize> = Vec::new();
-    let mut all: Vec<Vec<i64>> = leaves.iter().map(|l| l.strides.clone()).collect();
-    all.push(out_strides);
-    let mut merged: Vec<Vec<i64>> = vec![Vec::new(); all.len()];
-    for d in 0..rank {
-        let n = group.space[d];
-        if n == 1 {
-            continue;
-        }
-        let can_merge = !dims.is_empty()
-            && all.iter().zip(&merged).all(|(s, m)| {
-                let last = *m.last().unwrap_or(&0);
-                last == s[d] * n as i64
-            });
-        if can_merge {
-            let last = dims.len() - 1;
-            dims[last] *= n;
-            for (s, m) in all.iter().zip(merged.iter_mut()) {
-                let k = m.len() - 1;
-                m[k] = s[d];
-            }
-        } else {
-            dims.push(n);
-            for (s, m) in all.iter().zip(merged.iter_mut()) {
-                m.push(s[d]);
-            }
-        }
-    }
-    if dims.is_empty() {
-        dims.push(1);
-        for m in merged.iter_mut() {
-            m.push(0);
-        }
-    }
-    let out_strides = merged.pop().unwrap_or_default();
-    for (l, m) in leaves.iter_mut().zip(merged) {
-        l.strides = m;
-    }
-    let mut gen = Gen {
-        nodes,
-        leaves,
-        dims,
-        out_strides,
-        out_dt,
-        reduce,
-        result,
-        gdt: out_dt,
-        lanes: 1,
-        n_inputs: group.inputs.len(),
-    };
-    gen.lanes = gen.vector_lanes();
-    Ok(gen)
-}
-
 impl Gen {
-    /// Marks `a*b + c`, `a*b - c` and `c - a*b` (float, the product used
-    /// only there) to be emitted as one fused multiply-add.
-    fn contract_fma(&mut self) {
-        use jaxon_ir::primitive::BinaryOp;
-        let mut uses = vec![0usize; self.nodes.len()];
-        let srcs = self.nodes.iter().flat_map(|n| n.srcs.iter());
-        for s in srcs.chain(std::iter::once(&self.result)) {
-            if let Src::Val(q) = s {
-                uses[*q] += 1;
-            }
-        }
-        let last = if self.reduce.is_some() {
-            self.nodes.len().saturating_sub(1)
-        } else {
-            self.nodes.len()
-        };
-        for p in 0..last {
-            let n = &self.nodes[p];
-            let add_like = matches!(
-                n.prim,
-                Primitive::Binary(BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub)
-            );
-            if !add_like || !matches!(n.out_dt, DType::F32 | DType::F64) || n.srcs.len() != 2 {
-                continue;
-            }
-            let found = (0..2).find_map(|slot| match n.srcs[slot] {
-                Src::Val(q)
-                    if uses[q] == 1
-                        && !self.nodes[q].skip
-                        && self.nodes[q].prim == Primitive::Binary(BinaryOp::Mul)
-                        && self.nodes[q].out_dt == n.out_dt =>
-                {
-                    Some((q, slot))
-                }
-                _ => None,
-            });
-            if let Some((q, slot)) = found {
-                self.nodes[q].skip = true;
-                self.nodes[p].fused_mul = Some((q, slot));
-            }
-        }
-    }
-
-    /// The SIMD width for this group, or 1 for scalar code.
-    fn vector_lanes(&self) -> u8 {
-        let lanes = match self.gdt {
-            DType::F32 => 4,
-            DType::F64 => 2,
-            _ => return 1,
-        };
-        let inner = self.dims.len() - 1;
-        let contiguous = |s: &[i64]| s[inner] == 0 || s[inner] == 1;
-        let leaves_ok = self
-            .leaves
-            .iter()
-            .all(|l| l.dt == self.gdt && contiguous(&l.strides));
-        let nodes_ok = self.nodes.iter().enumerate().all(|(p, n)| {
-            let is_reduce_root = self.reduce.is_some() && p + 1 == self.nodes.len();
-            is_reduce_root
-                || (vector_ok(&n.prim, &n.in_dts, n.out_dt, self.gdt)
-                    && n.srcs.iter().all(|s| match s {
-                        Src::Lit(l) => l.dtype == self.gdt || l.dtype == DType::Bool,
-                        _ => true,
-                    }))
-        });
-        let reduce_ok = match self.reduce {
-            None => true,
-            Some(op) => matches!(
-                op,
-                ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod
-            ),
-        };
-        let result_ok = match &self.result {
-            Src::Val(p) => self.nodes[*p].out_dt == self.gdt,
-            Src::Leaf(_) => true,
-            Src::Lit(_) => false,
-        };
-        if leaves_ok && nodes_ok && reduce_ok && result_ok && contiguous(&self.out_strides) {
-            lanes
-        } else {
-            1
-        }
-    }
-
     fn emit(&self, cfg: TargetFrontendConfig) -> Result<Function, GenError> {
         let mut sig = Signature::new(cfg.default_call_conv);
         // (argument pointers, first and end index of the outermost dimension)
@@ -545,6 +290,8 @@ impl Gen {
         addr
     }
 
+    /// The inner loop of one row: the group's value at every inner index,
+    /// stored or accumulated.
     fn inner(
         &self,
         b: &mut FunctionBuilder,
@@ -553,6 +300,43 @@ impl Gen {
         start: Value,
         n: Value,
     ) -> Result<(), GenError> {
+        let inner = self.dims.len() - 1;
+        let ctx = self.row_ctx(b, bases, idx)?;
+        let jv = idx[inner];
+        if let Some(plan) = &self.tile {
+            return self.inner_tiled(b, &ctx, plan, jv, start, n);
+        }
+        let ev = Eval::plain(&self.result);
+        b.def_var(jv, start);
+        // Loops that cannot run for this extent are not emitted (smaller
+        // code, faster compiles for small groups).
+        let extent = self.dims[inner] as i64;
+        let l = if extent < self.lanes as i64 {
+            1
+        } else {
+            self.lanes
+        };
+        let unroll = extent >= 4 * l as i64;
+        if self.reduces_in_registers() {
+            let acc = self.acc_init(b)?;
+            self.acc_span(b, &ctx, &ev, &acc, jv, n, l, unroll)?;
+            return self.acc_finish(b, &ctx, &acc);
+        }
+        // Plain stores of long bodies gain nothing from unrolling.
+        let long_body = self
+            .nodes
+            .iter()
+            .any(|n| !n.skip && is_long_expansion(&n.prim));
+        self.store_span(b, &ctx, &ev, jv, n, l, unroll && !long_body)
+    }
+
+    /// The row's addresses and its hoisted inner-invariant reads.
+    fn row_ctx(
+        &self,
+        b: &mut FunctionBuilder,
+        bases: &[Value],
+        idx: &[Variable],
+    ) -> Result<RowCtx, GenError> {
         let inner = self.dims.len() - 1;
         let load_flags = MemFlagsData::new().with_notrap();
         let leaf_addrs: Vec<Value> = self
@@ -595,127 +379,135 @@ impl Gen {
                 hoisted.push(None);
             }
         }
-        let ctx = RowCtx {
+        Ok(RowCtx {
             leaf_addrs,
             out_addr,
             hoisted,
             load_flags,
-        };
-        let jv = idx[inner];
-        b.def_var(jv, start);
-        let out_inner = self.out_strides[inner];
-        // Loops that cannot run for this extent are not emitted (smaller
-        // code, faster compiles for small groups).
-        let extent = self.dims[inner] as i64;
-        let l = if extent < self.lanes as i64 {
-            1
-        } else {
-            self.lanes as i64
-        };
-        let long_body = self
-            .nodes
-            .iter()
-            .any(|n| !n.skip && is_long_expansion(&n.prim));
-        let unroll = extent >= 4 * l;
-        // Reductions keep four accumulators (latency); plain stores of long
-        // bodies gain nothing from unrolling.
-        let unroll_stores = unroll && !long_body;
-        let mut res: Result<(), GenError> = Ok(());
-        if self.reduce.is_some() && out_inner == 0 {
-            // Accumulate along the reduced inner dimension in registers.
-            let op = self.reduce.unwrap_or(ReduceOp::Sum);
-            let sty = scalar_type(self.out_dt).ok_or_else(|| err(None, "dtype"))?;
-            let sacc = b.declare_var(sty);
-            if l > 1 {
-                let vty = Em {
-                    b,
-                    lanes: self.lanes,
-                }
-                .fty(self.gdt);
-                let accs: Vec<Variable> = (0..4).map(|_| b.declare_var(vty)).collect();
-                for &a in &accs {
-                    let mut em = Em {
-                        b,
-                        lanes: self.lanes,
-                    };
-                    let id = identity(&mut em, op, self.out_dt);
-                    em.b.def_var(a, id);
-                }
-                if unroll {
-                    counted(b, jv, n, 4 * l, &mut |b, j| {
-                        for (u, &a) in accs.iter().enumerate() {
-                            let ju = b.ins().iadd_imm_s(j, u as i64 * l);
-                            match self.value(b, &ctx, ju, self.lanes) {
-                                Ok(v) => {
-                                    let cur = b.use_var(a);
-                                    let mut em = Em {
-                                        b,
-                                        lanes: self.lanes,
-                                    };
-                                    let nv = combine(&mut em, op, self.out_dt, cur, v);
-                                    em.b.def_var(a, nv);
-                                }
-                                Err(e) => res = Err(e),
-                            }
-                        }
-                    });
-                }
-                counted(
-                    b,
-                    jv,
-                    n,
-                    l,
-                    &mut |b, j| match self.value(b, &ctx, j, self.lanes) {
-                        Ok(v) => {
-                            let cur = b.use_var(accs[0]);
-                            let mut em = Em {
-                                b,
-                                lanes: self.lanes,
-                            };
-                            let nv = combine(&mut em, op, self.out_dt, cur, v);
-                            em.b.def_var(accs[0], nv);
-                        }
-                        Err(e) => res = Err(e),
-                    },
-                );
-                let vals: Vec<Value> = accs.iter().map(|&a| b.use_var(a)).collect();
-                let mut em = Em {
-                    b,
-                    lanes: self.lanes,
-                };
-                let s01 = combine(&mut em, op, self.out_dt, vals[0], vals[1]);
-                let s23 = combine(&mut em, op, self.out_dt, vals[2], vals[3]);
-                let v = combine(&mut em, op, self.out_dt, s01, s23);
-                let mut h = em.b.ins().extractlane(v, 0u8);
-                let mut sem = Em { b: em.b, lanes: 1 };
-                for k in 1..self.lanes {
-                    let x = sem.b.ins().extractlane(v, k);
-                    h = combine(&mut sem, op, self.out_dt, h, x);
-                }
-                sem.b.def_var(sacc, h);
-            } else {
-                let mut em = Em { b, lanes: 1 };
-                let id = identity(&mut em, op, self.out_dt);
-                em.b.def_var(sacc, id);
+        })
+    }
+
+    /// Whether the group reduces along the inner dimension, accumulating
+    /// in registers (otherwise it stores, or accumulates into its output).
+    fn reduces_in_registers(&self) -> bool {
+        self.reduce.is_some() && self.out_strides[self.dims.len() - 1] == 0
+    }
+
+    /// Fresh accumulators at the reduction's identity: four vectors (for
+    /// latency) when the group is vectorised, and a scalar.
+    fn acc_init(&self, b: &mut FunctionBuilder) -> Result<Acc, GenError> {
+        let op = self.reduce.unwrap_or(ReduceOp::Sum);
+        let sty = scalar_type(self.out_dt).ok_or_else(|| err(None, "dtype"))?;
+        let scalar = b.declare_var(sty);
+        let mut em = Em { b, lanes: 1 };
+        let id = identity(&mut em, op, self.out_dt);
+        em.b.def_var(scalar, id);
+        let vectors = if self.lanes > 1 {
+            let mut em = Em {
+                b,
+                lanes: self.lanes,
+            };
+            let vty = em.fty(self.gdt);
+            let id = identity(&mut em, op, self.out_dt);
+            let accs: Vec<Variable> = (0..4).map(|_| b.declare_var(vty)).collect();
+            for &a in &accs {
+                b.def_var(a, id);
             }
-            counted(b, jv, n, 1, &mut |b, j| match self.value(b, &ctx, j, 1) {
-                Ok(v) => {
-                    let cur = b.use_var(sacc);
-                    let mut em = Em { b, lanes: 1 };
-                    let nv = combine(&mut em, op, self.out_dt, cur, v);
-                    em.b.def_var(sacc, nv);
-                }
-                Err(e) => res = Err(e),
-            });
-            let acc = b.use_var(sacc);
-            let old = b.ins().load(sty, load_flags, ctx.out_addr, 0);
-            let mut em = Em { b, lanes: 1 };
-            let nv = combine(&mut em, op, self.out_dt, old, acc);
-            em.b.ins().store(load_flags, nv, ctx.out_addr, 0);
-            return res;
+            Some(accs)
+        } else {
+            None
+        };
+        Ok(Acc { vectors, scalar })
+    }
+
+    /// Accumulates the values at inner indices `jv..end` (`l` lanes at a
+    /// time, unrolled 4× when `unroll`, then one at a time).
+    #[allow(clippy::too_many_arguments)]
+    fn acc_span(
+        &self,
+        b: &mut FunctionBuilder,
+        ctx: &RowCtx,
+        ev: &Eval,
+        acc: &Acc,
+        jv: Variable,
+        end: Value,
+        l: u8,
+        unroll: bool,
+    ) -> Result<(), GenError> {
+        let op = self.reduce.unwrap_or(ReduceOp::Sum);
+        let mut res = Ok(());
+        let mut add = |b: &mut FunctionBuilder, a: Variable, j: Value, lanes: u8| match self
+            .value(b, ctx, ev, j, lanes)
+        {
+            Ok(v) => {
+                let cur = b.use_var(a);
+                let mut em = Em { b, lanes };
+                let nv = combine(&mut em, op, self.out_dt, cur, v);
+                em.b.def_var(a, nv);
+            }
+            Err(e) => res = Err(e),
+        };
+        if let (Some(accs), true) = (&acc.vectors, l > 1) {
+            let step = l as i64;
+            if unroll {
+                counted(b, jv, end, 4 * step, &mut |b, j| {
+                    for (u, &a) in accs.iter().enumerate() {
+                        let ju = b.ins().iadd_imm_s(j, u as i64 * step);
+                        add(b, a, ju, l);
+                    }
+                });
+            }
+            counted(b, jv, end, step, &mut |b, j| add(b, accs[0], j, l));
         }
+        counted(b, jv, end, 1, &mut |b, j| add(b, acc.scalar, j, 1));
+        res
+    }
+
+    /// Combines the accumulators into the row's output element.
+    fn acc_finish(&self, b: &mut FunctionBuilder, ctx: &RowCtx, acc: &Acc) -> Result<(), GenError> {
+        let op = self.reduce.unwrap_or(ReduceOp::Sum);
+        let sty = scalar_type(self.out_dt).ok_or_else(|| err(None, "dtype"))?;
+        let mut total = b.use_var(acc.scalar);
+        if let Some(accs) = &acc.vectors {
+            let vals: Vec<Value> = accs.iter().map(|&a| b.use_var(a)).collect();
+            let mut em = Em {
+                b,
+                lanes: self.lanes,
+            };
+            let s01 = combine(&mut em, op, self.out_dt, vals[0], vals[1]);
+            let s23 = combine(&mut em, op, self.out_dt, vals[2], vals[3]);
+            let v = combine(&mut em, op, self.out_dt, s01, s23);
+            let mut h = em.b.ins().extractlane(v, 0u8);
+            let mut sem = Em { b: em.b, lanes: 1 };
+            for k in 1..self.lanes {
+                let x = sem.b.ins().extractlane(v, k);
+                h = combine(&mut sem, op, self.out_dt, h, x);
+            }
+            total = combine(&mut sem, op, self.out_dt, h, total);
+        }
+        let old = b.ins().load(sty, ctx.load_flags, ctx.out_addr, 0);
+        let mut em = Em { b, lanes: 1 };
+        let nv = combine(&mut em, op, self.out_dt, old, total);
+        em.b.ins().store(ctx.load_flags, nv, ctx.out_addr, 0);
+        Ok(())
+    }
+
+    /// Stores (or, for a reduction kept along the inner dimension,
+    /// accumulates into the output) the values at inner indices `jv..end`.
+    #[allow(clippy::too_many_arguments)]
+    fn store_span(
+        &self,
+        b: &mut FunctionBuilder,
+        ctx: &RowCtx,
+        ev: &Eval,
+        jv: Variable,
+        end: Value,
+        l: u8,
+        unroll: bool,
+    ) -> Result<(), GenError> {
+        let out_inner = self.out_strides[self.dims.len() - 1];
         let body = |b: &mut FunctionBuilder, j: Value, lanes: u8| -> Result<(), GenError> {
-            let v = self.value(b, &ctx, j, lanes)?;
+            let v = self.value(b, ctx, ev, j, lanes)?;
             let off = b.ins().imul_imm_s(j, out_inner * Self::esize(self.out_dt));
             let addr = b.ins().iadd(ctx.out_addr, off);
             let v = match self.reduce {
@@ -725,7 +517,7 @@ impl Gen {
                     } else {
                         scalar_type(self.out_dt).ok_or_else(|| err(None, "dtype"))?
                     };
-                    let old = b.ins().load(ty, load_flags, addr, 0);
+                    let old = b.ins().load(ty, ctx.load_flags, addr, 0);
                     let mut em = Em { b, lanes };
                     combine(&mut em, op, self.out_dt, old, v)
                 }
@@ -734,27 +526,29 @@ impl Gen {
                 }
                 None => v,
             };
-            b.ins().store(load_flags, v, addr, 0);
+            b.ins().store(ctx.load_flags, v, addr, 0);
             Ok(())
         };
+        let mut res: Result<(), GenError> = Ok(());
         if l > 1 {
-            if unroll_stores {
-                counted(b, jv, n, 4 * l, &mut |b, j| {
+            let step = l as i64;
+            if unroll {
+                counted(b, jv, end, 4 * step, &mut |b, j| {
                     for u in 0..4 {
-                        let ju = b.ins().iadd_imm_s(j, u * l);
-                        if let Err(e) = body(b, ju, self.lanes) {
+                        let ju = b.ins().iadd_imm_s(j, u * step);
+                        if let Err(e) = body(b, ju, l) {
                             res = Err(e);
                         }
                     }
                 });
             }
-            counted(b, jv, n, l, &mut |b, j| {
-                if let Err(e) = body(b, j, self.lanes) {
+            counted(b, jv, end, step, &mut |b, j| {
+                if let Err(e) = body(b, j, l) {
                     res = Err(e);
                 }
             });
         }
-        counted(b, jv, n, 1, &mut |b, j| {
+        counted(b, jv, end, 1, &mut |b, j| {
             if let Err(e) = body(b, j, 1) {
                 res = Err(e);
             }
@@ -762,11 +556,12 @@ impl Gen {
         res
     }
 
-    /// The group's result at inner index `j` (`lanes` elements from `j`).
+    /// `ev.target` at inner index `j` (`lanes` elements from `j`).
     fn value(
         &self,
         b: &mut FunctionBuilder,
         ctx: &RowCtx,
+        ev: &Eval,
         j: Value,
         lanes: u8,
     ) -> Result<Value, GenError> {
@@ -810,11 +605,15 @@ impl Gen {
                     }
                 })
             };
-        for node in &self.nodes[..last] {
-            if node.skip {
-                // Emitted inside the fused multiply-add that consumes it;
-                // the placeholder is never read.
+        for (p, node) in self.nodes[..last].iter().enumerate() {
+            if node.skip || ev.need.is_some_and(|need| !need[p]) {
+                // Emitted inside the fused multiply-add that consumes it,
+                // or not needed here; the placeholder is never read.
                 vals.push(j);
+                continue;
+            }
+            if let Some(v) = ev.tile_load(b, p, j, lanes, self.gdt) {
+                vals.push(v);
                 continue;
             }
             if let Some((q, slot)) = node.fused_mul {
@@ -854,15 +653,63 @@ impl Gen {
                 .map_err(|m| err(Some(node.eqn), m))?;
             vals.push(v);
         }
-        src_val(b, &self.result, &vals)
+        src_val(b, ev.target, &vals)
     }
 }
 
+/// A row's addresses and hoisted reads.
 struct RowCtx {
     leaf_addrs: Vec<Value>,
     out_addr: Value,
     hoisted: Vec<Option<(Value, Option<Value>)>>,
     load_flags: MemFlagsData,
+}
+
+/// A reduction's accumulators along the inner dimension.
+struct Acc {
+    vectors: Option<Vec<Variable>>,
+    scalar: Variable,
+}
+
+/// What [`Gen::value`] computes: `target`, from the members in `need`
+/// (all when `None`), reading the members held in tile slots from there.
+struct Eval<'a> {
+    target: &'a Src,
+    need: Option<&'a [bool]>,
+    /// Per member, the tile slot holding its values for the current tile,
+    /// which starts at inner index `tile_start`.
+    slots: &'a [Option<Value>],
+    tile_start: Option<Value>,
+}
+
+impl<'a> Eval<'a> {
+    fn plain(target: &'a Src) -> Eval<'a> {
+        Eval {
+            target,
+            need: None,
+            slots: &[],
+            tile_start: None,
+        }
+    }
+
+    /// Member `p`'s values at inner index `j` from its tile slot, if it
+    /// has one.
+    fn tile_load(
+        &self,
+        b: &mut FunctionBuilder,
+        p: usize,
+        j: Value,
+        lanes: u8,
+        gdt: DType,
+    ) -> Option<Value> {
+        let slot = (*self.slots.get(p)?)?;
+        let t0 = self.tile_start?;
+        let rel = b.ins().isub(j, t0);
+        let off = b.ins().imul_imm_s(rel, gdt.size_bytes() as i64);
+        let addr = b.ins().iadd(slot, off);
+        let ty = Em { b, lanes }.fty(gdt);
+        Some(b.ins().load(ty, MemFlagsData::trusted(), addr, 0))
+    }
 }
 
 /// A counted loop: runs `body(i)` while `var + step <= end`, stepping `var`.

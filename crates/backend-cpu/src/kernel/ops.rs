@@ -7,6 +7,7 @@
 //! NaN→0, shifts past the width). Transcendentals come from [`super::math`].
 
 use super::emit::{iconst, scalar_type, Em};
+use super::lanes::Clif;
 use super::math;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F64, I32, I64};
@@ -200,18 +201,18 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
                 let inf = em.fconst(dt, f64::INFINITY);
                 em.fcmp(FloatCC::LessThan, a, inf)
             }
-            UnaryOp::Exp => math::exp(em, dt, v),
-            UnaryOp::Expm1 => math::expm1(em, dt, v),
-            UnaryOp::Log => math::log(em, dt, v),
-            UnaryOp::Log1p => math::log1p(em, dt, v),
-            UnaryOp::Tanh => math::tanh(em, dt, v),
-            UnaryOp::Logistic => math::logistic(em, dt, v),
-            UnaryOp::Sin => math::sin(em, dt, v),
-            UnaryOp::Cos => math::cos(em, dt, v),
-            UnaryOp::Exp2 => math::exp2(em, dt, v),
-            UnaryOp::Tan => math::tan(em, dt, v),
-            UnaryOp::Sinh => math::sinh(em, dt, v),
-            UnaryOp::Cosh => math::cosh(em, dt, v),
+            UnaryOp::Exp => math::exp(&mut Clif::new(em, dt), v),
+            UnaryOp::Expm1 => math::expm1(&mut Clif::new(em, dt), v),
+            UnaryOp::Log => math::log(&mut Clif::new(em, dt), v),
+            UnaryOp::Log1p => math::log1p(&mut Clif::new(em, dt), v),
+            UnaryOp::Tanh => math::tanh(&mut Clif::new(em, dt), v),
+            UnaryOp::Logistic => math::logistic(&mut Clif::new(em, dt), v),
+            UnaryOp::Sin => math::sin(&mut Clif::new(em, dt), v),
+            UnaryOp::Cos => math::cos(&mut Clif::new(em, dt), v),
+            UnaryOp::Exp2 => math::exp2(&mut Clif::new(em, dt), v),
+            UnaryOp::Tan => math::tan(&mut Clif::new(em, dt), v),
+            UnaryOp::Sinh => math::sinh(&mut Clif::new(em, dt), v),
+            UnaryOp::Cosh => math::cosh(&mut Clif::new(em, dt), v),
             UnaryOp::Asin => super::math_inv::asin(em, dt, v),
             UnaryOp::Acos => super::math_inv::acos(em, dt, v),
             UnaryOp::Atan => super::math_inv::atan(em, dt, v),

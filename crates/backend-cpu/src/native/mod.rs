@@ -40,6 +40,35 @@ pub(crate) trait NativeOp: Send + Sync + std::fmt::Debug {
     ) -> Option<Result<(), IrError>> {
         None
     }
+
+    /// For a read of a box of the first operand (`get`, an unmasked
+    /// `load`): the box's start, size and the result's shape, given the
+    /// ref's shape and the operands (`args[0]` a placeholder for the ref);
+    /// `Ok(None)` when the indices name no box inside the ref, `None` when
+    /// the op is no such read.
+    #[allow(clippy::type_complexity)]
+    fn read_box(
+        &self,
+        _shape: &[usize],
+        _args: &[&HostArray],
+    ) -> Option<Result<Option<(Vec<usize>, Vec<usize>, Vec<usize>)>, IrError>> {
+        None
+    }
+
+    /// [`NativeOp::run_raw`] for an op that may use up to `threads`
+    /// threads (by default, `run_raw`).
+    ///
+    /// # Safety
+    /// As [`NativeOp::run_raw`].
+    unsafe fn run_raw_threads(
+        &self,
+        ins: &[RawArg<'_>],
+        outs: &[RawArg<'_>],
+        _threads: usize,
+    ) -> Option<Result<(), IrError>> {
+        // SAFETY: the caller's contract.
+        unsafe { self.run_raw(ins, outs) }
+    }
 }
 
 /// A buffer of a native step called from generated code.
@@ -64,6 +93,7 @@ pub(crate) struct RawArg<'a> {
 pub(crate) unsafe fn run_step_raw(
     call: &crate::exec::StepCall,
     table: &[*mut u8],
+    threads: usize,
 ) -> Option<Result<(), IrError>> {
     let Step::Native { op, inputs, outs } = &call.step else {
         return None;
@@ -101,7 +131,7 @@ pub(crate) unsafe fn run_step_raw(
         });
     }
     // SAFETY: the caller's contract, per operand and result.
-    unsafe { op.run_raw(&ins, &res) }
+    unsafe { op.run_raw_threads(&ins, &res, threads) }
 }
 
 /// Row-major element strides of `shape`.
@@ -282,43 +312,56 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
     }
     let ins = in_shapes(jaxpr, e, eqn)?;
     let outs = out_types(jaxpr, e, eqn)?;
-    let fail = |m: String| cannot(jaxpr, e, &m);
-    let op: Box<dyn NativeOp> = match &eqn.primitive {
+    let op = build_op(&eqn.primitive, &ins, &outs).map_err(|m| cannot(jaxpr, e, &m))?;
+    step(
+        eqn,
+        Box::new(Checked {
+            name: eqn.primitive.name(),
+            shapes: ins,
+            op,
+        }),
+    )
+}
+
+/// The native op of `primitive` for operands of shapes `ins` and results
+/// of types `outs` (all resolved: the static pipeline's compile-time
+/// shapes, or a dynamic-shape program's runtime ones); `Err` says why not.
+pub(crate) fn build_op(
+    primitive: &Primitive,
+    ins: &[Vec<usize>],
+    outs: &[(jaxon_ir::DType, Vec<usize>)],
+) -> Result<Box<dyn NativeOp>, String> {
+    Ok(match primitive {
         Primitive::DynamicSlice { slice_sizes } => {
-            Box::new(gather::DynamicSlice::new(&ins, &slice_sizes.to_usizes()).map_err(fail)?)
+            Box::new(gather::DynamicSlice::new(ins, &slice_sizes.to_usizes())?)
         }
-        Primitive::DynamicUpdateSlice => {
-            Box::new(gather::DynamicUpdateSlice::new(&ins).map_err(fail)?)
-        }
+        Primitive::DynamicUpdateSlice => Box::new(gather::DynamicUpdateSlice::new(ins)?),
         Primitive::Gather {
             dimension_numbers,
             fill_value,
             mode,
             slice_sizes,
             ..
-        } => Box::new(
-            gather::Gather::new(
-                &ins,
-                dimension_numbers,
-                *fill_value,
-                *mode,
-                &slice_sizes.to_usizes(),
-                &outs,
-            )
-            .map_err(fail)?,
-        ),
+        } => Box::new(gather::Gather::new(
+            ins,
+            dimension_numbers,
+            *fill_value,
+            *mode,
+            &slice_sizes.to_usizes(),
+            outs,
+        )?),
         Primitive::Scatter {
             kind,
             dimension_numbers,
             mode,
             ..
-        } => Box::new(gather::Scatter::new(&ins, *kind, dimension_numbers, *mode).map_err(fail)?),
+        } => Box::new(gather::Scatter::new(ins, *kind, dimension_numbers, *mode)?),
         Primitive::Sort {
             dimension,
             num_keys,
             ..
-        } => Box::new(sort::Sort::new(&ins, *dimension, *num_keys).map_err(fail)?),
-        Primitive::TopK { k, axis } => Box::new(sort::TopK::new(&ins, *k, *axis).map_err(fail)?),
+        } => Box::new(sort::Sort::new(ins, *dimension, *num_keys)?),
+        Primitive::TopK { k, axis } => Box::new(sort::TopK::new(ins, *k, *axis)?),
         Primitive::ConvGeneralDilated {
             window_strides,
             padding,
@@ -328,35 +371,32 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             feature_group_count,
             batch_group_count,
             ..
-        } => Box::new(
-            conv::Conv::new(
-                &ins,
-                &outs,
-                conv::ConvParams {
-                    window_strides,
-                    padding,
-                    lhs_dilation,
-                    rhs_dilation,
-                    dn: dimension_numbers,
-                    feature_group_count: *feature_group_count,
-                    batch_group_count: *batch_group_count,
-                },
-            )
-            .map_err(fail)?,
-        ),
+        } => Box::new(conv::Conv::new(
+            ins,
+            outs,
+            conv::ConvParams {
+                window_strides,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                dn: dimension_numbers,
+                feature_group_count: *feature_group_count,
+                batch_group_count: *batch_group_count,
+            },
+        )?),
         Primitive::BitcastConvertType { new_dtype } => {
-            Box::new(misc::Bitcast::new(*new_dtype, &outs).map_err(fail)?)
+            Box::new(misc::Bitcast::new(*new_dtype, outs)?)
         }
         Primitive::ReducePrecision {
             exponent_bits,
             mantissa_bits,
         } => Box::new(misc::ReducePrecision::new(*exponent_bits, *mantissa_bits)),
-        Primitive::Tile { .. } => Box::new(misc::Take::tile(&ins, &outs).map_err(fail)?),
+        Primitive::Tile { .. } => Box::new(misc::Take::tile(ins, outs)?),
         Primitive::Reshape {
             dimensions: Some(perm),
             ..
-        } => Box::new(misc::Take::transpose_reshape(&ins, perm, &outs).map_err(fail)?),
-        Primitive::Stack { axis } => Box::new(misc::Stack::new(*axis, &ins, &outs).map_err(fail)?),
+        } => Box::new(misc::Take::transpose_reshape(ins, perm, outs)?),
+        Primitive::Stack { axis } => Box::new(misc::Stack::new(*axis, ins, outs)?),
         Primitive::DotGeneral {
             dimension_numbers,
             preferred_element_type,
@@ -365,24 +405,10 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             let dt = match (preferred_element_type, outs.first()) {
                 (Some(d), _) => *d,
                 (None, Some((d, _))) => *d,
-                (None, None) => return Err(cannot(jaxpr, e, "dot_general without a result")),
+                (None, None) => return Err("dot_general without a result".into()),
             };
-            Box::new(conv::CastDot::new(&ins, dimension_numbers, dt).map_err(fail)?)
+            Box::new(conv::CastDot::new(ins, dimension_numbers, dt)?)
         }
-        other => {
-            return Err(cannot(
-                jaxpr,
-                e,
-                &format!("`{}` has no native step", other.name()),
-            ))
-        }
-    };
-    step(
-        eqn,
-        Box::new(Checked {
-            name: eqn.primitive.name(),
-            shapes: ins,
-            op,
-        }),
-    )
+        other => return Err(format!("`{}` has no native step", other.name())),
+    })
 }

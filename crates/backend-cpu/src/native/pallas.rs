@@ -11,8 +11,12 @@
 //! code. Only partial edge blocks are copied, into a buffer of the window's
 //! layout padded with the uninitialised value (NaN, integer minimum,
 //! false) as interpret mode pads them. Results are written straight into
-//! the output when the block is one run of memory inside it; otherwise
-//! into a per-worker buffer copied back, the padding discarded.
+//! the output when the block lies inside it: as one run of memory, or, for
+//! a strided 2-D block, by the program itself with the array's row stride
+//! (the GEMM's destination stride, or a kernel called row by row: see
+//! `compile::compile_program_strided`). Partial edge blocks (and results
+//! the program cannot write so) go through a per-worker buffer copied
+//! back, the padding discarded.
 //! `program_id` and `num_programs` read the grid point of the running
 //! program (a thread-local set around each kernel call), so they work at
 //! any nesting depth of the kernel.
@@ -20,14 +24,18 @@
 //! Programs run in parallel over the grid axes on which the out specs make
 //! their writes disjoint (every written output's block differs between
 //! programs that differ on those axes); programs that differ only on the
-//! other axes run in order on one worker.
+//! other axes run in order on one worker. Workers are rayon's pool threads
+//! (and the calling thread), which live on between calls. Called from a
+//! compiled program, the call works on the program's buffers directly
+//! (`run_raw_threads`): no copy of the operands in or the results out.
 
 mod blocks;
+mod grid;
 mod plan;
 
 use super::{next_index, strides, Elem, NativeOp};
 use crate::exec::{CpuExecutable, ResultSrc};
-use blocks::{addr, addr_mut, copy_box, fill, fill_box, uninit_bytes, words, Ptr};
+use blocks::{addr, addr_mut, copy_box, fill_box, words, Ptr};
 use jaxon_ir::primitive::BlockMapping;
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, ShapedArray, Storage};
 use plan::{block_start, geom, partition, static_shape, windowed};
@@ -115,6 +123,10 @@ struct Geom {
     contiguous: bool,
     /// One uninitialised element.
     uninit: Vec<u8>,
+    /// For a strided 2-D block view (`Window` layout, columns along the
+    /// array's last dimension, not one run of memory): the array's stride
+    /// between the view's rows, so a result can be written in place.
+    row_stride: Option<usize>,
 }
 
 impl Geom {
@@ -167,6 +179,15 @@ pub(crate) struct PallasOp {
     points: Vec<Vec<At>>,
     /// The kernel refs it writes (operands, then scratch): its results.
     written: Vec<usize>,
+    /// Per result: the program writes it with the output array's strides
+    /// (an output block written in place; an edge block goes through a
+    /// buffer of the window's layout).
+    strided: Vec<bool>,
+    /// Bytes of each program output buffer a worker holds.
+    out_buf_bytes: Vec<usize>,
+    /// Per output: the programs write all of it (its blocks tile the array
+    /// and each program writes its whole block), so it needs no zeros.
+    covered: Vec<bool>,
     /// Per operand: whether the kernel reads its block.
     read: Vec<bool>,
     /// Scratch buffers: (dtype, shape).
@@ -308,9 +329,30 @@ impl PallasOp {
             consts: d.consts.clone(),
         };
         let key = crate::compile::fingerprint(&closed.jaxpr);
-        let program = crate::compile::compile_program(&closed, &key, Default::default())?;
+        // Output blocks that are not one run of memory are written in
+        // place by the program (with the array's row stride).
+        let want: Vec<Option<usize>> = written
+            .iter()
+            .map(|&k| {
+                let g = &geoms.get(k)?;
+                (k >= n_in && k < n_ops && !read[k]).then_some(g.row_stride)?
+            })
+            .collect();
+        let (program, strided) =
+            crate::compile::compile_program_strided(&closed, &key, Default::default(), &want)?;
         if program.results.len() != written.len() {
             return Err(err("the compiled kernel's results do not match its refs"));
+        }
+        let mut out_buf_bytes: Vec<usize> = program
+            .out_bufs
+            .iter()
+            .map(|(dt, s)| dt.size_bytes() * s.iter().product::<usize>())
+            .collect();
+        for ((&k, r), &s) in written.iter().zip(&program.results).zip(&strided) {
+            if let (true, ResultSrc::Buffer(j)) = (s, r) {
+                let g = &geoms[k];
+                out_buf_bytes[*j] = out_buf_bytes[*j].max(g.in_len * g.es);
+            }
         }
         let kernel = CpuExecutable {
             program: Arc::new(program),
@@ -322,13 +364,30 @@ impl PallasOp {
         // carry state from program to program).
         let allowed = scratch.is_empty() && written.iter().all(|&k| k >= n_in && k < n_ops);
         let (par_axes, groups) = partition(grid, &points, &written, allowed);
+        let covered = (n_in..n_ops)
+            .map(|k| {
+                let g = &geoms[k];
+                let starts: HashSet<&[usize]> =
+                    points.iter().map(|at| at[k].start.as_slice()).collect();
+                let tiles: usize = g
+                    .shape
+                    .iter()
+                    .zip(&g.block)
+                    .map(|(&n, &b)| n.div_ceil(b))
+                    .product();
+                written.contains(&k) && !read[k] && starts.len() == tiles
+            })
+            .collect();
         Ok(PallasOp {
+            covered,
             kernel,
             grid: grid.to_vec(),
             n_in,
             geoms,
             points,
             written,
+            strided,
+            out_buf_bytes,
             read,
             scratch,
             aliases: aliases.to_vec(),
@@ -398,11 +457,7 @@ impl PallasOp {
             Worker {
                 arena: vec![0u64; p.arena_bytes.div_ceil(8)],
                 ins: vec![Vec::new(); self.geoms.len()],
-                outs: p
-                    .out_bufs
-                    .iter()
-                    .map(|(dt, s)| words(dt.size_bytes() * s.iter().product::<usize>()))
-                    .collect(),
+                outs: self.out_buf_bytes.iter().map(|&n| words(n)).collect(),
             }
         })
     }
@@ -471,11 +526,12 @@ impl PallasOp {
         for o in w.outs.iter_mut() {
             io.push(o.as_mut_ptr().cast());
         }
-        // Results whose block is one run of memory inside the output go
-        // there directly (unless the kernel also reads that block).
+        // Results whose block lies inside the output go there directly
+        // when it is one run of memory or the program writes it with the
+        // array's strides (unless the kernel also reads that block).
         let mut direct: Vec<Option<*mut u8>> = Vec::with_capacity(self.written.len());
-        for (&k, r) in self.written.iter().zip(&prog.results) {
-            let d = (k < n_ops && !self.read[k] && at[k].inside && self.geoms[k].contiguous)
+        for ((&k, r), &s) in self.written.iter().zip(&prog.results).zip(&self.strided) {
+            let d = (k < n_ops && !self.read[k] && at[k].inside && (self.geoms[k].contiguous || s))
                 // SAFETY: the block lies inside the array.
                 .then(|| unsafe { f.bases[k].0.add(at[k].flat * self.geoms[k].es) });
             if let (Some(d), ResultSrc::Buffer(j)) = (d, r) {
@@ -539,12 +595,18 @@ impl PallasOp {
             let ext = g.clipped(&at[k].start);
             if !ext.contains(&0) {
                 let off: usize = at[k].start.iter().zip(&g.strides).map(|(s, t)| s * t).sum();
-                // SAFETY: the result is a contiguous block; the clipped box
+                let ss = if self.strided[i] {
+                    &g.strides
+                } else {
+                    &g.block_strides
+                };
+                // SAFETY: the result is a contiguous block, or a strided
+                // one in a buffer of the window's layout; the clipped box
                 // lies inside the array from `start`.
                 unsafe {
                     copy_box(
                         src,
-                        &g.block_strides,
+                        ss,
                         f.bases[k].0.add(off * g.es),
                         &g.strides,
                         &ext,
@@ -600,95 +662,53 @@ impl NativeOp for PallasOp {
         for o in outs.iter_mut() {
             bases.push(Ptr(addr_mut(o)));
         }
-        let total = self.points.len();
-        // Spawning threads costs tens of microseconds: small grids run on
-        // the calling thread.
-        let work: usize = total
-            * self
-                .geoms
-                .iter()
-                .map(|g| g.block.iter().product::<usize>())
-                .sum::<usize>();
-        let workers = if work >= crate::runtime::PARALLEL_MIN_WORK {
-            threads.min(self.groups.len()).max(1)
-        } else {
-            1
-        };
-        if workers <= 1 {
-            let mut f = Frame {
-                bases: &bases,
-                scratch: self
-                    .scratch
-                    .iter()
-                    .map(|(dt, s)| {
-                        let mut b = words(dt.size_bytes() * s.iter().product::<usize>());
-                        // SAFETY: `b` holds at least this many bytes.
-                        let bytes = unsafe {
-                            std::slice::from_raw_parts_mut(
-                                b.as_mut_ptr().cast::<u8>(),
-                                dt.size_bytes() * s.iter().product::<usize>(),
-                            )
-                        };
-                        fill(bytes, &uninit_bytes(*dt));
-                        b
-                    })
-                    .collect(),
-                threads,
-            };
-            let mut w = self.worker();
-            let mut res = Ok(());
-            for p in 0..total {
-                // SAFETY: `bases` are the live operands, checked above; one
-                // thread runs the points.
-                res = unsafe { self.run_point(&mut w, p, &mut f) };
-                if res.is_err() {
-                    break;
-                }
-            }
-            self.give_back(w);
-            res?;
-        } else {
-            let chunk = self.groups.len().div_ceil(workers);
-            let results: Vec<Result<(), IrError>> = std::thread::scope(|s| {
-                let handles: Vec<_> = self
-                    .groups
-                    .chunks(chunk)
-                    .map(|gs| {
-                        let bases = &bases;
-                        s.spawn(move || {
-                            let mut f = Frame {
-                                bases,
-                                scratch: Vec::new(),
-                                threads: 1,
-                            };
-                            let mut w = self.worker();
-                            let mut res = Ok(());
-                            'all: for g in gs {
-                                for &p in g {
-                                    // SAFETY: groups write disjoint output
-                                    // blocks (`partition`) and read only
-                                    // inputs and their own output blocks.
-                                    res = unsafe { self.run_point(&mut w, p, &mut f) };
-                                    if res.is_err() {
-                                        break 'all;
-                                    }
-                                }
-                            }
-                            self.give_back(w);
-                            res
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(err("a program panicked"))))
-                    .collect()
-            });
-            for r in results {
-                r?;
-            }
-        }
+        // SAFETY: `bases` are the live operands (checked above) and
+        // outputs, private to this call.
+        unsafe { self.run_grid(&bases, threads) }?;
         drop(owned);
         Ok(outs)
+    }
+
+    unsafe fn run_raw_threads(
+        &self,
+        ins: &[super::RawArg<'_>],
+        outs: &[super::RawArg<'_>],
+        threads: usize,
+    ) -> Option<Result<(), IrError>> {
+        // Straight on the program's buffers (no copy of the operands in
+        // and the results out), unless an input is written (it needs a
+        // private copy): `run` then.
+        let fits = |a: &super::RawArg<'_>, g: &Geom| a.dtype == g.dtype && a.shape == g.shape;
+        let ok = ins.len() == self.n_in
+            && outs.len() == self.geoms.len() - self.n_in
+            && ins.iter().zip(&self.geoms).all(|(a, g)| fits(a, g))
+            && outs
+                .iter()
+                .zip(&self.geoms[self.n_in..])
+                .all(|(a, g)| fits(a, g))
+            && self.written.iter().all(|&k| k >= self.n_in);
+        if !ok {
+            return None;
+        }
+        // Outputs start as their aliased inputs or zeros (unless the
+        // programs write every element).
+        for (o, (out, g)) in outs.iter().zip(&self.geoms[self.n_in..]).enumerate() {
+            let bytes = g.es * g.shape.iter().product::<usize>();
+            match self.aliases.iter().find(|(_, x)| *x == o) {
+                // SAFETY: both hold the array's `bytes` bytes; a result
+                // does not alias an operand (the caller's contract).
+                Some(&(i, _)) => unsafe {
+                    std::ptr::copy_nonoverlapping(ins[i].ptr, out.ptr, bytes)
+                },
+                // SAFETY: `out` has room for the array's `bytes` bytes.
+                None if !self.covered[o] => unsafe { std::ptr::write_bytes(out.ptr, 0, bytes) },
+                None => {}
+            }
+        }
+        let bases: Vec<Ptr> = ins.iter().chain(outs).map(|a| Ptr(a.ptr)).collect();
+        // SAFETY: the caller's contract: live operands of the compiled
+        // types (checked above), results private to this call; the kernel
+        // writes no input.
+        Some(unsafe { self.run_grid(&bases, threads) })
     }
 }

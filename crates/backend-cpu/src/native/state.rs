@@ -589,6 +589,21 @@ impl StateOp {
 }
 
 impl NativeOp for StateOp {
+    fn read_box(
+        &self,
+        shape: &[usize],
+        args: &[&HostArray],
+    ) -> Option<Result<Option<(Vec<usize>, Vec<usize>, Vec<usize>)>, IrError>> {
+        match self.kind {
+            Kind::Get
+            | Kind::Load {
+                has_mask: false,
+                has_other: false,
+            } => Some(self.boxed(shape, args)),
+            _ => None,
+        }
+    }
+
     unsafe fn run_raw(
         &self,
         ins: &[RawArg<'_>],

@@ -294,12 +294,21 @@ impl<'a> Emitter<'a> {
                         rows,
                     }) => self.row_run(b, &env, p, members, *func, *par, *rows)?,
                 },
-                GPrep::Dot { idx, lhs, rhs, out } => {
-                    let ptrs = [
-                        Self::var(&env, *lhs)?,
-                        Self::var(&env, *rhs)?,
-                        Self::var(&env, *out)?,
-                    ];
+                GPrep::Nop => {}
+                GPrep::Dot {
+                    idx,
+                    lhs,
+                    rhs,
+                    out,
+                    acc,
+                } => {
+                    let o = Self::var(&env, *out)?;
+                    if let Some((x, bytes)) = acc {
+                        // The GEMM adds its product to `x` in place.
+                        let xa = Self::var(&env, *x)?;
+                        self.copy(b, o, xa, *bytes);
+                    }
+                    let ptrs = [Self::var(&env, *lhs)?, Self::var(&env, *rhs)?, o];
                     let t = self.ptr_table(b, &ptrs);
                     self.call_tramp(b, TRAMP_DOT, *idx, t);
                 }
@@ -361,6 +370,9 @@ impl<'a> Emitter<'a> {
         if !k.run || k.out_numel == 0 {
             return Ok(());
         }
+        if let (Some(s), Some(func)) = (k.strided_out, k.func) {
+            return self.kernel_rows(b, env, k, func, s);
+        }
         let ptrs = Self::kernel_args(env, k)?;
         if let Some(inline) = &k.inline {
             let bases: Vec<Value> = ptrs.iter().map(|a| self.at(b, *a)).collect();
@@ -379,6 +391,44 @@ impl<'a> Emitter<'a> {
                 b.ins().call(f, &[t, lo, hi]);
             }
         }
+        Ok(())
+    }
+
+    /// A kernel whose 2-D output `(rows, cols)` lies inside a wider array
+    /// (row stride `rs` elements): called on the outer-loop range of one
+    /// output row at a time, with the output pointer moved so that the
+    /// row's elements land at `out + r·rs` (the kernel addresses its
+    /// output by absolute loop index).
+    fn kernel_rows(
+        &mut self,
+        b: &mut FunctionBuilder,
+        env: &[Option<Addr>],
+        k: &KPrep,
+        func: usize,
+        (rs, rows, cols): (usize, usize, usize),
+    ) -> Result<(), IrError> {
+        let ptrs = Self::kernel_args(env, k)?;
+        let per = k.extent / rows;
+        if per == 0 || !k.extent.is_multiple_of(rows) {
+            return Err(err("strided kernel output does not split by rows"));
+        }
+        let t = self.ptr_table(b, &ptrs);
+        let out = self.at(b, ptrs[ptrs.len() - 1]);
+        let f = self.kernel_ref(b, func)?;
+        let slot = (8 * (ptrs.len() - 1)) as i32;
+        let shift = ((rs - cols) * k.esize) as i64;
+        let var = b.declare_var(I64);
+        let zero = b.ins().iconst(I64, 0);
+        b.def_var(var, zero);
+        let end = b.ins().iconst(I64, rows as i64);
+        crate::kernel::counted(b, var, end, 1, &mut |b, r| {
+            let off = b.ins().imul_imm_s(r, shift);
+            let p = b.ins().iadd(out, off);
+            b.ins().store(MemFlagsData::trusted(), p, t, slot);
+            let lo = b.ins().imul_imm_s(r, per as i64);
+            let hi = b.ins().iadd_imm_s(lo, per as i64);
+            b.ins().call(f, &[t, lo, hi]);
+        });
         Ok(())
     }
 

@@ -239,3 +239,36 @@ pub fn check(text: &str, dist: Dist, tol: Tol) {
 pub fn backend() -> Arc<CpuBackend> {
     Arc::new(CpuBackend::new())
 }
+
+/// Runs `text` (one float argument) on the default backend, where float
+/// transcendental functions run as 256-bit tile routines on AVX2 CPUs, and
+/// with them kept inline at 128 bits; returns both results (as f64, which
+/// holds every f32 exactly: compare them with [`same_bits`]).
+pub fn wide_and_narrow(text: &str, arg: &HostArray, fma: bool) -> (Vec<f64>, Vec<f64>) {
+    let closed = parse_closed_jaxpr(text, Vec::new()).expect("parses");
+    let bits = |backend: &CpuBackend| -> Vec<f64> {
+        match run(backend, &closed, std::slice::from_ref(arg))[0].data() {
+            Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            Storage::F64(v) => v.clone(),
+            _ => panic!("float output"),
+        }
+    };
+    (
+        bits(
+            &CpuBackend::new()
+                .with_fma_contraction(fma)
+                .with_wide_math(true),
+        ),
+        bits(
+            &CpuBackend::new()
+                .with_fma_contraction(fma)
+                .with_wide_math(false),
+        ),
+    )
+}
+
+/// Whether two results are the same value bit for bit, any two NaNs
+/// counting as the same (payloads are not compared).
+pub fn same_bits(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}

@@ -294,8 +294,9 @@ fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
     }
 }
 
-/// Data movement that is free to recompute under a broadcast.
-fn cheap(p: &Primitive) -> bool {
+/// Whether `p` only moves data: inside a fused group its index map does
+/// the work (a strided read) and its value is its operand's.
+pub fn moves_data(p: &Primitive) -> bool {
     matches!(
         p,
         Primitive::BroadcastInDim { .. }
@@ -304,8 +305,12 @@ fn cheap(p: &Primitive) -> bool {
             | Primitive::Rev { .. }
             | Primitive::Reshape { .. }
             | Primitive::Squeeze { .. }
-            | Primitive::ConvertElementType { .. }
     )
+}
+
+/// Data movement that is free to recompute under a broadcast.
+fn cheap(p: &Primitive) -> bool {
+    moves_data(p) || matches!(p, Primitive::ConvertElementType { .. })
 }
 
 /// The map at which a fused equation reads its operand `slot`, given the

@@ -34,7 +34,7 @@ mod tests_scan_sums;
 pub use algebra::{outer_products_to_mul, transposed_products};
 pub use collectives::lower_positional_collectives;
 pub use fusion::{
-    is_elementwise, operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap,
+    is_elementwise, moves_data, operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap,
 };
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
 pub use rows::row_runs;

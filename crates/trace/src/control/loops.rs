@@ -207,6 +207,21 @@ pub fn fori_loop<C: Pytree>(
     if !lower.is_tracer() && !upper.is_tracer() {
         let lo = lower.try_to_host("fori_loop")?.data().get_i64(0);
         let hi = upper.try_to_host("fori_loop")?.data().get_i64(0);
+        // A carry with traced sizes loops as a `for_loop`, which carries
+        // dimension values (a `scan` has fixed carry types).
+        if init.flatten().0.iter().any(crate::dynshape::is_dynamic) {
+            let index_dtype = lower.dtype();
+            return super::for_loop::for_loop(
+                lo,
+                hi,
+                1,
+                |i, x| {
+                    let i = ok(lax::convert_element_type(&i, index_dtype, false));
+                    body(i, x)
+                },
+                init,
+            );
+        }
         let length = (hi - lo).max(0) as usize;
         let step = |(i, x): (Array, C), _: ()| {
             let next = ok(crate::numpy::add(&i, &Array::weak(1)));

@@ -91,6 +91,8 @@ pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Res
         bind1(&p, std::slice::from_ref(x))
     } else if x.dtype() == new_dtype {
         Ok(x.rewrap_weak(weak_type).expect("concrete"))
+    } else if let Some(v) = x.exact_float().filter(|_| new_dtype.is_float()) {
+        Ok(Array::scalar_of(new_dtype, v, weak_type))
     } else {
         let mut outs = apply_eagerly(interpreter(), &p, std::slice::from_ref(x))?;
         Ok(outs.remove(0))

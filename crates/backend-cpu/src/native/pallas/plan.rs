@@ -56,10 +56,19 @@ pub(super) fn geom(k: usize, bm: &BlockMapping) -> Result<Geom, IrError> {
     // ones before it.
     let first = (0..nd).find(|&d| block[d] != 1).unwrap_or(nd);
     let contiguous = (first + 1..nd).all(|d| block[d] == shape[d]);
+    // A 2-D view whose columns are the array's last dimension: its rows
+    // are one stride apart, so a result can be written in place.
+    let live: Vec<usize> = (0..nd).filter(|&d| !squeezed[d]).collect();
+    let st = strides(&shape);
+    let row_stride = match (&layout, live.as_slice()) {
+        (Layout::Window(_), &[r, c]) if !contiguous && c + 1 == nd => Some(st[r]),
+        _ => None,
+    };
     Ok(Geom {
+        row_stride,
         dtype: bm.array_aval.dtype,
         es: bm.array_aval.dtype.size_bytes(),
-        strides: strides(&shape),
+        strides: st,
         block_strides: strides(&block),
         shape,
         block,

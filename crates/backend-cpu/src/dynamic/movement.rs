@@ -1,0 +1,314 @@
+//! Data movement of dynamic-shape programs with runtime extents: every
+//! layout primitive (`broadcast_in_dim`, `transpose`, `slice`, `rev`,
+//! `reshape` with `dimensions`) is one strided copy `out[i] = x[base +
+//! Σ i_d·st_d]` whose strides come from the runtime shapes;
+//! `concatenate` is row copies, `iota` a fill.
+//!
+//! Invariant: before any element is read or written, the whole range of
+//! offsets a copy can touch is checked against the buffer (`check_range`),
+//! so a wrong shape is an error, never an out-of-bounds index.
+
+use super::typed::{elems, with_type, Typed};
+use jaxon_ir::{DType, HostArray, IrError};
+
+fn fail(m: impl std::fmt::Display) -> IrError {
+    IrError::Eval(format!("cpu backend: {m}"))
+}
+
+/// Row-major element strides of `shape`.
+pub(crate) fn strides(shape: &[usize]) -> Vec<isize> {
+    let mut s = vec![1isize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1] as isize;
+    }
+    s
+}
+
+/// Checks that every offset `base + Σ i_d·st_d` of a `shape` box lies in
+/// `0..len`.
+fn check_range(
+    what: &str,
+    len: usize,
+    shape: &[usize],
+    base: isize,
+    st: &[isize],
+) -> Result<(), IrError> {
+    if shape.contains(&0) {
+        return Ok(());
+    }
+    let (mut lo, mut hi) = (base, base);
+    for (&n, &s) in shape.iter().zip(st) {
+        let span = (n as isize - 1) * s;
+        if span < 0 {
+            lo += span;
+        } else {
+            hi += span;
+        }
+    }
+    if shape.len() != st.len() || lo < 0 || hi >= len as isize {
+        return Err(fail(format!(
+            "{what}: a copy of shape {shape:?} (offsets {lo}..={hi}) from {len} elements"
+        )));
+    }
+    Ok(())
+}
+
+/// The `shape` box of `src` at `base` with strides `st`, row-major.
+/// The caller has checked the range.
+fn take<T: Copy>(src: &[T], shape: &[usize], base: isize, st: &[isize]) -> Vec<T> {
+    let n: usize = shape.iter().product();
+    let mut out = Vec::with_capacity(n);
+    if n == 0 {
+        return out;
+    }
+    let r = shape.len();
+    if r == 0 {
+        out.push(src[base as usize]);
+        return out;
+    }
+    let (len, s) = (shape[r - 1], st[r - 1]);
+    let mut idx = vec![0usize; r - 1];
+    let mut row = base;
+    loop {
+        let b = row as usize;
+        match s {
+            1 => out.extend_from_slice(&src[b..b + len]),
+            0 => out.resize(out.len() + len, src[b]),
+            _ => out.extend((0..len).map(|j| src[(row + j as isize * s) as usize])),
+        }
+        // The next row: a row-major step of the outer index.
+        let mut d = r - 1;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            row += st[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            row -= st[d] * shape[d] as isize;
+            idx[d] = 0;
+        }
+    }
+}
+
+/// The `shape` box of `x` at element `base` with strides `st`.
+pub(crate) fn strided(
+    what: &str,
+    x: &HostArray,
+    shape: &[usize],
+    base: isize,
+    st: &[isize],
+) -> Result<HostArray, IrError> {
+    check_range(what, x.len(), shape, base, st)?;
+    let data = with_type!(x.dtype(), T => {
+        T::wrap(take(elems::<T>(x.data(), x.dtype(), what)?, shape, base, st))
+    });
+    HostArray::new(shape.to_vec(), data)
+}
+
+/// `broadcast_in_dim[broadcast_dimensions=dims]` of `x` to `out_shape`.
+pub(crate) fn broadcast(
+    x: &HostArray,
+    dims: &[usize],
+    out_shape: &[usize],
+) -> Result<HostArray, IrError> {
+    let xs = strides(x.shape());
+    let mut st = vec![0isize; out_shape.len()];
+    if dims.len() != x.ndim() {
+        return Err(fail(format!(
+            "broadcast_in_dim of {:?} with dimensions {dims:?}",
+            x.shape()
+        )));
+    }
+    for (k, &d) in dims.iter().enumerate() {
+        let n = x.shape()[k];
+        match out_shape.get(d) {
+            Some(&m) if n == m => st[d] = xs[k],
+            Some(_) if n == 1 => {}
+            _ => {
+                return Err(fail(format!(
+                    "broadcast_in_dim of {:?} to {out_shape:?} along {dims:?}",
+                    x.shape()
+                )))
+            }
+        }
+    }
+    strided("broadcast_in_dim", x, out_shape, 0, &st)
+}
+
+/// `transpose[permutation=perm]`.
+pub(crate) fn transpose(x: &HostArray, perm: &[usize]) -> Result<HostArray, IrError> {
+    let xs = strides(x.shape());
+    let ok = perm.len() == x.ndim() && perm.iter().all(|&p| p < x.ndim());
+    if !ok {
+        return Err(fail(format!("transpose of {:?} by {perm:?}", x.shape())));
+    }
+    let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
+    let st: Vec<isize> = perm.iter().map(|&p| xs[p]).collect();
+    strided("transpose", x, &shape, 0, &st)
+}
+
+/// `slice` of `x` from `starts` with `steps`, of shape `out_shape`.
+pub(crate) fn slice(
+    x: &HostArray,
+    starts: &[usize],
+    steps: &[usize],
+    out_shape: &[usize],
+) -> Result<HostArray, IrError> {
+    let xs = strides(x.shape());
+    if starts.len() != x.ndim() || steps.len() != x.ndim() {
+        return Err(fail(format!("slice of {:?} at {starts:?}", x.shape())));
+    }
+    let base: isize = starts.iter().zip(&xs).map(|(&s, &t)| s as isize * t).sum();
+    let st: Vec<isize> = steps
+        .iter()
+        .zip(&xs)
+        .map(|(&s, &t)| s as isize * t)
+        .collect();
+    strided("slice", x, out_shape, base, &st)
+}
+
+/// `rev[dimensions=dims]`.
+pub(crate) fn rev(x: &HostArray, dims: &[usize]) -> Result<HostArray, IrError> {
+    let mut st = strides(x.shape());
+    let mut base = 0isize;
+    for &d in dims {
+        let n = *x
+            .shape()
+            .get(d)
+            .ok_or_else(|| fail(format!("rev of {:?} along {d}", x.shape())))?;
+        base += (n as isize - 1).max(0) * st[d];
+        st[d] = -st[d];
+    }
+    strided("rev", x, x.shape(), base, &st)
+}
+
+/// `concatenate[dimension=dim]` into `out_shape`: per outer index, one
+/// contiguous chunk of each operand in turn.
+pub(crate) fn concatenate(
+    xs: &[&HostArray],
+    dim: usize,
+    out_shape: &[usize],
+) -> Result<HostArray, IrError> {
+    let first = xs.first().ok_or_else(|| fail("concatenate of nothing"))?;
+    let dt = first.dtype();
+    let inner: usize = out_shape.get(dim + 1..).map_or(0, |s| s.iter().product());
+    let outer: usize = out_shape[..dim.min(out_shape.len())].iter().product();
+    let mut total = 0;
+    for x in xs {
+        let same = x.ndim() == out_shape.len()
+            && x.dtype() == dt
+            && (0..x.ndim()).all(|d| d == dim || x.shape()[d] == out_shape[d]);
+        if !same || dim >= out_shape.len() {
+            return Err(fail(format!(
+                "concatenate of {}{:?} into {out_shape:?} along {dim}",
+                x.dtype(),
+                x.shape()
+            )));
+        }
+        total += x.shape()[dim];
+    }
+    if total != out_shape[dim] {
+        return Err(fail(format!(
+            "concatenate: sizes along {dim} sum to {total}, not {}",
+            out_shape[dim]
+        )));
+    }
+    let data = with_type!(dt, T => {
+        let parts = xs
+            .iter()
+            .map(|x| Ok((elems::<T>(x.data(), dt, "concatenate")?, x.shape()[dim] * inner)))
+            .collect::<Result<Vec<_>, IrError>>()?;
+        let mut out: Vec<T> = Vec::with_capacity(outer * out_shape[dim] * inner);
+        for o in 0..outer {
+            for (v, c) in &parts {
+                out.extend_from_slice(&v[o * c..(o + 1) * c]);
+            }
+        }
+        T::wrap(out)
+    });
+    HostArray::new(out_shape.to_vec(), data)
+}
+
+/// Writes `u` into the `u.shape()` box of a copy of `x` at `starts`
+/// (clamped so the box fits, as `dynamic_update_slice` clamps).
+pub(crate) fn update_box(
+    x: &HostArray,
+    u: &HostArray,
+    starts: &[i64],
+) -> Result<HostArray, IrError> {
+    let what = "dynamic_update_slice";
+    if u.ndim() != x.ndim()
+        || starts.len() != x.ndim()
+        || u.dtype() != x.dtype()
+        || u.shape().iter().zip(x.shape()).any(|(a, b)| a > b)
+    {
+        return Err(fail(format!(
+            "{what} of {}{:?} into {}{:?}",
+            u.dtype(),
+            u.shape(),
+            x.dtype(),
+            x.shape()
+        )));
+    }
+    let xs = strides(x.shape());
+    let base: isize = (0..x.ndim())
+        .map(|d| starts[d].clamp(0, (x.shape()[d] - u.shape()[d]) as i64) as isize * xs[d])
+        .sum();
+    check_range(what, x.len(), u.shape(), base, &xs)?;
+    let mut out = x.clone();
+    let dt = x.dtype();
+    with_type!(dt, T => {
+        let src = elems::<T>(u.data(), dt, what)?;
+        let dst = T::slice_mut(out.data_mut()).ok_or_else(|| fail(what))?;
+        put(dst, u.shape(), base, &xs, src);
+    });
+    Ok(out)
+}
+
+/// Writes row-major `src` into the `shape` box of `dst` at `base`
+/// (range checked by the caller).
+fn put<T: Copy>(dst: &mut [T], shape: &[usize], base: isize, st: &[isize], src: &[T]) {
+    if src.is_empty() {
+        return;
+    }
+    let r = shape.len();
+    if r == 0 {
+        dst[base as usize] = src[0];
+        return;
+    }
+    let len = shape[r - 1];
+    for (k, chunk) in src.chunks(len.max(1)).enumerate() {
+        // The row's outer multi-index from its row number.
+        let mut rest = k;
+        let mut row = base;
+        for d in (0..r - 1).rev() {
+            row += (rest % shape[d]) as isize * st[d];
+            rest /= shape[d];
+        }
+        if st[r - 1] == 1 {
+            let b = row as usize;
+            dst[b..b + len].copy_from_slice(chunk);
+        } else {
+            for (j, v) in chunk.iter().enumerate() {
+                dst[(row + j as isize * st[r - 1]) as usize] = *v;
+            }
+        }
+    }
+}
+
+/// `iota[dtype, dimension]` of `shape`.
+pub(crate) fn iota(dtype: DType, shape: &[usize], dimension: usize) -> Result<HostArray, IrError> {
+    let size = *shape
+        .get(dimension)
+        .ok_or_else(|| fail(format!("iota of {shape:?} along {dimension}")))?;
+    let inner: usize = shape[dimension + 1..].iter().product();
+    let n: usize = shape.iter().product();
+    let data = with_type!(dtype, T => {
+        T::wrap((0..n).map(|i| T::of_index((i / inner.max(1)) % size.max(1))).collect())
+    });
+    HostArray::new(shape.to_vec(), data)
+}

@@ -1,0 +1,335 @@
+//! Native steps of dynamic-shape programs for the first-order primitives
+//! that are neither flat runs nor GEMMs. Each equation's kind is chosen
+//! once, when the program compiles (`DynOp::new`); at run time it meets
+//! the operands and the result types resolved from the dimension values.
+//!
+//! Layout primitives are strided copies with runtime strides
+//! (`movement.rs`), reductions along axes fold `(outer, reduced, inner)`
+//! views (`reduce.rs`), and the rest run the static backend's own native
+//! routines (`crate::native::build_op`, `cumulative`, `copy`) built for the
+//! runtime shapes, the last build kept for the next call with the same
+//! shapes. No step calls the interpreter: a primitive without a native
+//! routine is a compile-time error naming it.
+
+use super::{movement, reduce};
+use crate::native::{build_op, NativeOp};
+use jaxon_ir::primitive::{CumulativeOp, ReduceOp};
+use jaxon_ir::{DType, Eqn, HostArray, IrError, Primitive};
+use std::sync::Mutex;
+
+/// Resolved result types of a step.
+pub(crate) type OutTypes = [(DType, Vec<usize>)];
+
+/// The last native op built by a [`DynOp::Built`] step, keyed by its
+/// operand shapes.
+type BuiltCache = Mutex<Option<(Vec<Vec<usize>>, Box<dyn NativeOp>)>>;
+
+/// How one equation runs natively.
+#[derive(Debug)]
+pub(crate) enum DynOp {
+    /// `iota` of the result type.
+    Iota { dimension: usize },
+    /// `broadcast_in_dim` of operand 0 (trailing operands are sizes).
+    Broadcast { dims: Vec<usize> },
+    /// `reshape` without `dimensions`, `squeeze`: the elements unchanged.
+    Reshape,
+    /// `reshape` with `dimensions`: transpose by `perm`, then reshape.
+    TransposeReshape { perm: Vec<usize> },
+    /// `transpose`.
+    Transpose { perm: Vec<usize> },
+    /// `slice` with static starts and steps.
+    Slice {
+        /// Starts.
+        starts: Vec<usize>,
+        /// Steps.
+        steps: Vec<usize>,
+    },
+    /// `rev`.
+    Rev { dims: Vec<usize> },
+    /// `concatenate`.
+    Concat { dim: usize },
+    /// `pad` (`copy::pad`).
+    Pad { config: Vec<(i64, i64, i64)> },
+    /// `dynamic_update_slice` (a box write into a copy).
+    UpdateSlice,
+    /// `reduce_*` along axes.
+    Reduce { op: ReduceOp, axes: Vec<usize> },
+    /// `argmax`/`argmin` along one axis (`cumulative::arg_reduce`).
+    ArgReduce {
+        max: bool,
+        axis: usize,
+        index_dtype: DType,
+    },
+    /// `cumsum`, ... (`cumulative::cumulative`).
+    Cumulative {
+        op: CumulativeOp,
+        axis: usize,
+        reverse: bool,
+    },
+    /// `split` (`copy::split`) into the result sizes along `axis`.
+    Split { axis: usize },
+    /// `empty2`: a zero scalar.
+    Zeros,
+    /// A `crate::native` op built for the runtime shapes (gather,
+    /// scatter, dynamic_slice, sort, top_k, conv, bitcast,
+    /// reduce_precision, tile, stack, mixed-dtype `dot_general`).
+    Built(BuiltCache),
+}
+
+fn fail(m: impl std::fmt::Display) -> IrError {
+    IrError::Eval(format!("cpu backend: {m}"))
+}
+
+impl DynOp {
+    /// The native kind of `eqn`, or `Err` with why it has none (the
+    /// caller names the equation). `unfused` says why an elementwise
+    /// equation did not compile as a flat run.
+    pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, String> {
+        let none = |why: &str| Err(format!("`{}` {why}", eqn.primitive.name()));
+        Ok(match &eqn.primitive {
+            Primitive::Unary(_)
+            | Primitive::Binary(_)
+            | Primitive::IntegerPow { .. }
+            | Primitive::Round { .. }
+            | Primitive::ConvertElementType { .. }
+            | Primitive::SelectN
+            | Primitive::Clamp => {
+                return none(&format!(
+                    "has no native step in a dynamic-shape program outside a fused kernel ({})",
+                    unfused.unwrap_or("no kernel for its operand shapes")
+                ))
+            }
+            Primitive::Iota { dimension, .. } => DynOp::Iota {
+                dimension: *dimension,
+            },
+            Primitive::BroadcastInDim {
+                broadcast_dimensions,
+                ..
+            } => DynOp::Broadcast {
+                dims: broadcast_dimensions.to_usizes(),
+            },
+            Primitive::Reshape {
+                dimensions: None, ..
+            }
+            | Primitive::Squeeze { .. } => DynOp::Reshape,
+            Primitive::Reshape {
+                dimensions: Some(perm),
+                ..
+            } => DynOp::TransposeReshape { perm: perm.clone() },
+            Primitive::Transpose { permutation } => DynOp::Transpose {
+                perm: permutation.clone(),
+            },
+            Primitive::Slice {
+                start_indices,
+                strides,
+                ..
+            } => DynOp::Slice {
+                starts: start_indices.to_usizes(),
+                steps: strides
+                    .as_ref()
+                    .map_or_else(|| vec![1; start_indices.len()], |s| s.to_usizes()),
+            },
+            Primitive::Rev { dimensions } => DynOp::Rev {
+                dims: dimensions.clone(),
+            },
+            Primitive::Concatenate { dimension } => DynOp::Concat { dim: *dimension },
+            Primitive::Pad { padding_config } => {
+                let config: Option<Vec<(i64, i64, i64)>> = padding_config
+                    .iter()
+                    .map(|t| match t.values.as_slice() {
+                        [lo, hi, interior] if *interior >= 0 => Some((*lo, *hi, *interior)),
+                        _ => None,
+                    })
+                    .collect();
+                match config {
+                    Some(config) => DynOp::Pad { config },
+                    None => return none("has a bad padding_config"),
+                }
+            }
+            Primitive::DynamicUpdateSlice => DynOp::UpdateSlice,
+            Primitive::Reduce { op, axes } => DynOp::Reduce {
+                op: *op,
+                axes: axes.clone(),
+            },
+            Primitive::ArgReduce {
+                op,
+                axes,
+                index_dtype,
+            } => match axes.as_slice() {
+                [axis] => DynOp::ArgReduce {
+                    max: *op == jaxon_ir::primitive::ArgOp::Argmax,
+                    axis: *axis,
+                    index_dtype: *index_dtype,
+                },
+                _ => return none("takes exactly one axis"),
+            },
+            Primitive::Cumulative { op, axis, reverse } => DynOp::Cumulative {
+                op: *op,
+                axis: *axis,
+                reverse: *reverse,
+            },
+            Primitive::Split { axis, .. } => DynOp::Split { axis: *axis },
+            Primitive::Empty2 { .. } => DynOp::Zeros,
+            Primitive::DynamicSlice { .. }
+            | Primitive::Gather { .. }
+            | Primitive::Scatter { .. }
+            | Primitive::Sort { .. }
+            | Primitive::TopK { .. }
+            | Primitive::ConvGeneralDilated { .. }
+            | Primitive::BitcastConvertType { .. }
+            | Primitive::ReducePrecision { .. }
+            | Primitive::Tile { .. }
+            | Primitive::Stack { .. }
+            | Primitive::DotGeneral { .. } => DynOp::Built(Mutex::new(None)),
+            Primitive::AllReduce { .. }
+            | Primitive::AllGather { .. }
+            | Primitive::AxisIndex { .. } => {
+                return none("(a named-axis collective) is unbound in a compiled program")
+            }
+            Primitive::Get { .. }
+            | Primitive::Swap { .. }
+            | Primitive::AddUpdate { .. }
+            | Primitive::Load { .. }
+            | Primitive::Store { .. }
+            | Primitive::AtomicRmw { .. }
+            | Primitive::AtomicCas { .. }
+            | Primitive::ProgramId { .. }
+            | Primitive::NumPrograms { .. }
+            | Primitive::PallasCall { .. } => {
+                return none("is not supported in dynamic-shape programs yet")
+            }
+            Primitive::Cond { .. }
+            | Primitive::While { .. }
+            | Primitive::Scan { .. }
+            | Primitive::ForLoop { .. }
+            | Primitive::Jit { .. }
+            | Primitive::CustomJvpCall { .. }
+            | Primitive::CustomVjpCall { .. }
+            | Primitive::Remat { .. } => return none("runs its nested bodies, not a native op"),
+        })
+    }
+
+    /// A short name for plans.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            DynOp::Iota { .. } => "fill",
+            DynOp::Broadcast { .. }
+            | DynOp::TransposeReshape { .. }
+            | DynOp::Transpose { .. }
+            | DynOp::Slice { .. }
+            | DynOp::Rev { .. } => "strided copy",
+            DynOp::Reshape => "relabel",
+            DynOp::Concat { .. } | DynOp::Pad { .. } | DynOp::UpdateSlice | DynOp::Split { .. } => {
+                "copy"
+            }
+            DynOp::Reduce { .. } => "axis fold",
+            DynOp::ArgReduce { .. } | DynOp::Cumulative { .. } => "line scan",
+            DynOp::Zeros => "fill",
+            DynOp::Built(_) => "native op",
+        }
+    }
+
+    /// Runs the step of `primitive` (its equation's) on `ins` (every
+    /// operand of the equation) with result types `outs`.
+    pub(crate) fn run(
+        &self,
+        primitive: &Primitive,
+        ins: &[&HostArray],
+        outs: &OutTypes,
+        threads: usize,
+    ) -> Result<Vec<HostArray>, IrError> {
+        let x = || ins.first().copied().ok_or_else(|| fail("missing operand"));
+        let out = || outs.first().ok_or_else(|| fail("missing result type"));
+        let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
+        match self {
+            DynOp::Iota { dimension } => {
+                let (dt, shape) = out()?;
+                one(movement::iota(*dt, shape, *dimension))
+            }
+            DynOp::Broadcast { dims } => one(movement::broadcast(x()?, dims, &out()?.1)),
+            DynOp::Reshape => {
+                let shape = out()?.1.clone();
+                one(x()?.clone().reshape(shape))
+            }
+            DynOp::TransposeReshape { perm } => {
+                let t = movement::transpose(x()?, perm)?;
+                one(t.reshape(out()?.1.clone()))
+            }
+            DynOp::Transpose { perm } => one(movement::transpose(x()?, perm)),
+            DynOp::Slice { starts, steps } => one(movement::slice(x()?, starts, steps, &out()?.1)),
+            DynOp::Rev { dims } => one(movement::rev(x()?, dims)),
+            DynOp::Concat { dim } => one(movement::concatenate(ins, *dim, &out()?.1)),
+            DynOp::Pad { config } => {
+                let [x, value] = ins else {
+                    return Err(fail("pad takes an operand and a value"));
+                };
+                one(crate::copy::pad(x, value, config, &out()?.1))
+            }
+            DynOp::UpdateSlice => {
+                let [x, u, starts @ ..] = ins else {
+                    return Err(fail("dynamic_update_slice takes an operand and an update"));
+                };
+                let starts = starts
+                    .iter()
+                    .map(|s| match s.len() {
+                        1 => Ok(s.data().get_i64(0)),
+                        _ => Err(fail("dynamic_update_slice: start indices must be scalars")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                one(movement::update_box(x, u, &starts))
+            }
+            DynOp::Reduce { op, axes } => one(reduce::reduce(*op, x()?, axes)),
+            DynOp::ArgReduce {
+                max,
+                axis,
+                index_dtype,
+            } => one(crate::cumulative::arg_reduce(
+                *max,
+                x()?,
+                *axis,
+                *index_dtype,
+            )),
+            DynOp::Cumulative { op, axis, reverse } => {
+                one(crate::cumulative::cumulative(*op, x()?, *axis, *reverse))
+            }
+            DynOp::Split { axis } => {
+                let sizes = outs
+                    .iter()
+                    .map(|(_, s)| s.get(*axis).copied().ok_or_else(|| fail("split axis")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                crate::copy::split(x()?, *axis, &sizes)
+            }
+            DynOp::Zeros => {
+                let (dt, shape) = out()?;
+                one(Ok(HostArray::zeros(*dt, shape)))
+            }
+            DynOp::Built(cache) => run_built(cache, primitive, ins, outs, threads),
+        }
+    }
+}
+
+/// Runs a [`DynOp::Built`] step of `primitive`: the native op built for
+/// these operand shapes (reused while they repeat).
+fn run_built(
+    cache: &BuiltCache,
+    primitive: &Primitive,
+    ins: &[&HostArray],
+    outs: &OutTypes,
+    threads: usize,
+) -> Result<Vec<HostArray>, IrError> {
+    let mut slot = cache
+        .lock()
+        .map_err(|_| fail("a native step's cache is poisoned"))?;
+    let hit = matches!(&*slot, Some((s, _))
+        if s.len() == ins.len() && s.iter().zip(ins).all(|(s, a)| s.as_slice() == a.shape()));
+    if !hit {
+        let shapes: Vec<Vec<usize>> = ins.iter().map(|a| a.shape().to_vec()).collect();
+        let op = build_op(primitive, &shapes, outs)
+            .map_err(|m| fail(format!("`{}`: {m}", primitive.name())))?;
+        *slot = Some((shapes, op));
+    }
+    match &*slot {
+        Some((_, op)) => op.run(ins, threads),
+        None => Err(fail("a native step was not built")),
+    }
+}
