@@ -3,6 +3,8 @@
 //! `for_loop`, `while`, `cond`) compile once and run for every size,
 //! matching the reference interpreter.
 
+mod common;
+use common::values;
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{eval_closed_jaxpr, parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
 use jaxon_trace::control::{cond, for_loop, while_loop_with};
@@ -19,21 +21,6 @@ fn register() {
 
 fn i64s(n: i64) -> HostArray {
     HostArray::scalar(DType::I64, n as f64)
-}
-
-/// A deterministic, non-trivial sequence (no RNG crate in this crate).
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
-        })
-        .collect()
 }
 
 /// Runs `j` on the CPU backend (one executable for all `inputs`) and on

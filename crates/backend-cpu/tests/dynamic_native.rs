@@ -5,23 +5,10 @@
 //! and no compiled plan holds a step other than a kernel, a GEMM, a native
 //! step or a nested body.
 
+mod common;
+use common::values;
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{eval_closed_jaxpr, parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
-
-/// A deterministic sequence in `[-2, 2)`.
-fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
-        })
-        .collect()
-}
 
 /// An input: dtype and shape, a `None` size being the dynamic size `n`.
 type Spec = (DType, &'static [Option<usize>]);
@@ -505,121 +492,6 @@ fn grad_programs_with_dynamic_control_flow_run_natively() {
         .map(|&p| vec![HostArray::scalar(DType::Bool, p)])
         .collect();
     agree_grad(&j, &ps, &[1, 4, 5], 3);
-}
-
-/// The driver's cost per iteration of a small loop body: the
-/// `fori_loop_1000` workload (`c*0.999 + 0.001*sin(c)` on `f32[64]`)
-/// compiled once with an abstracted size, as `while_loop` and as
-/// `for_loop`, against the static program (a dynamic `fori_loop` does not
-/// trace yet: "a result dimension has no value in the trace"). Run with `--ignored
-/// --nocapture` (in release for meaningful numbers).
-#[test]
-#[ignore]
-fn driver_overhead_of_a_small_loop_body() {
-    use jaxon_trace::control::fori_loop;
-    use jaxon_trace::jit;
-    use std::time::Instant;
-    let body = |c: &Array| c * 0.999 + c.sin() * 0.001;
-    let n = 64usize;
-    let c0: Vec<f32> = values(n, 11).iter().map(|x| (x * 0.5) as f32).collect();
-    let arg = Array::from_vec(c0.clone(), &[n]);
-    let fori = |c: Array| ok_or_raise(fori_loop(0, 1000, |_, c: Array| body(&c), c));
-    let whilel = |c: Array| {
-        ok_or_raise(while_loop(
-            |(i, _c): (Array, Array)| i.lt(1000),
-            |(i, c): (Array, Array)| (i + 1, body(&c)),
-            (Array::scalar(0i32), c),
-        ))
-        .1
-    };
-    let forl = |c: Array| ok_or_raise(for_loop(0, 1000, 1, |_, c: Array| body(&c), c));
-    let programs = [
-        ("static fori_loop", jit(fori).lower(arg.clone()).unwrap()),
-        (
-            "dynamic while_loop",
-            jit(whilel)
-                .abstracted_axes(&[&[(0, "n")]])
-                .lower(arg.clone())
-                .unwrap(),
-        ),
-        (
-            "dynamic for_loop",
-            jit(forl)
-                .abstracted_axes(&[&[(0, "n")]])
-                .lower(arg.clone())
-                .unwrap(),
-        ),
-    ];
-    // The driver alone: a body that only negates twice (one kernel) and
-    // one that returns its carry.
-    let probes = [
-        (
-            "dynamic for_loop, body -(-c)",
-            jit(|c: Array| ok_or_raise(for_loop(0, 1000, 1, |_, c: Array| -(-c), c)))
-                .abstracted_axes(&[&[(0, "n")]])
-                .lower(arg.clone())
-                .unwrap(),
-        ),
-        (
-            "dynamic for_loop, empty body",
-            jit(|c: Array| ok_or_raise(for_loop(0, 1000, 1, |_, c: Array| c, c)))
-                .abstracted_axes(&[&[(0, "n")]])
-                .lower(arg.clone())
-                .unwrap(),
-        ),
-    ];
-    let backend = CpuBackend::new();
-    let mut results = Vec::new();
-    for (name, j) in &programs {
-        let exe = backend.compile(j).unwrap();
-        let mut args = Vec::new();
-        if j.jaxpr.invars.len() == 2 {
-            args.push(HostArray::scalar(DType::I64, n as f64));
-        }
-        args.push(HostArray::from_f64(DType::F32, &[n], &values(n, 11)).unwrap());
-        let bufs: Vec<_> = args.iter().map(|a| backend.to_device(a).unwrap()).collect();
-        let out = exe.execute(&bufs).unwrap()[0]
-            .to_host()
-            .unwrap()
-            .to_f64_vec();
-        let mut best = f64::INFINITY;
-        for _ in 0..20 {
-            let t = Instant::now();
-            for _ in 0..10 {
-                std::hint::black_box(exe.execute(&bufs).unwrap());
-            }
-            best = best.min(t.elapsed().as_secs_f64() / 10.0);
-        }
-        eprintln!(
-            "{name}: {:.4} us/iter\n{}",
-            best * 1e6 / 1000.0,
-            backend.dynamic_plan(j).unwrap_or_default()
-        );
-        results.push(out);
-    }
-    for (name, j) in &probes {
-        let exe = backend.compile(j).unwrap();
-        let args = [
-            HostArray::scalar(DType::I64, n as f64),
-            HostArray::from_f64(DType::F32, &[n], &values(n, 11)).unwrap(),
-        ];
-        let bufs: Vec<_> = args.iter().map(|a| backend.to_device(a).unwrap()).collect();
-        let got = exe.execute(&bufs).unwrap()[0].to_host().unwrap();
-        assert_eq!(got.to_f64_vec(), args[1].to_f64_vec());
-        let t = Instant::now();
-        for _ in 0..20 {
-            std::hint::black_box(exe.execute(&bufs).unwrap());
-        }
-        eprintln!(
-            "{name}: {:.4} us/iter",
-            t.elapsed().as_secs_f64() / 20.0 * 1e6 / 1000.0
-        );
-    }
-    for r in &results[1..] {
-        for (a, b) in r.iter().zip(&results[0]) {
-            assert!((a - b).abs() <= 1e-5, "{a} vs {b}");
-        }
-    }
 }
 
 #[test]

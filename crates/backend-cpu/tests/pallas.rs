@@ -289,66 +289,6 @@ fn flash_attention_forward_kernel() {
     assert_close(&got[0], &want[0], 1e-5);
 }
 
-/// Times the seed's fused matmul (512×256×1024, blocks 128×256 / 256×128,
-/// `block_k` 64, GELU) against `jit(gelu(x @ y))` on the same backend and
-/// checks they agree. Run with `--ignored --nocapture`.
-#[test]
-#[ignore]
-fn fused_matmul_512x256x1024_timing() {
-    let (m, kk, n) = (512, 256, 1024);
-    let (bm, bn, bk) = (128, 128, 64);
-    let kernel = move |r: &[Ref]| {
-        let (x_ref, y_ref, o_ref) = (&r[0], &r[1], &r[2]);
-        let acc0 = ok_or_raise(jnp::zeros(&[bm, bn], F32));
-        let acc = ok_or_raise(fori_loop(
-            0,
-            kk / bk,
-            |k, acc: Array| {
-                let start = &k * bk as i32;
-                let x = x_ref.get(ix![.., ds(&start, bk)]);
-                let y = y_ref.get(ix![ds(&start, bk), ..]);
-                acc + dot(&x, &y)
-            },
-            acc0,
-        ));
-        o_ref.set(ix![.., ..], ok_or_raise(nn::gelu(&acc, true)));
-    };
-    let call = pallas_call(kernel, shape_dtype(&[m, n], F32))
-        .grid([m / bm, n / bn])
-        .in_specs(vec![
-            BlockSpec::map2([bm, kk], |i, _| (i, 0)),
-            BlockSpec::map2([kk, bn], |_, j| (0, j)),
-        ])
-        .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)));
-    let mut rng = Rng(78);
-    let args = [rng.f32s(&[m, kk]), rng.f32s(&[kk, n])];
-    let fused = stage(&call, &args);
-    let arrays: Vec<Array> = args.iter().map(to_array).collect();
-    let plain = jaxon_trace::make_jaxpr(|xs: Vec<Array>| {
-        ok_or_raise(nn::gelu(&ok_or_raise(jnp::matmul(&xs[0], &xs[1])), true))
-    })(arrays)
-    .unwrap();
-    let cpu = CpuBackend::new();
-    let bufs: Vec<Arc<dyn jaxon_ir::Buffer>> =
-        args.iter().map(|a| cpu.to_device(a).unwrap()).collect();
-    let mut outs = Vec::new();
-    for (name, j) in [("pallas fused", &fused), ("jit(gelu(x @ y))", &plain)] {
-        let exe = cpu.compile(j).unwrap();
-        let out = exe.execute(&bufs).unwrap()[0].to_host().unwrap();
-        let reps = 20;
-        let t = std::time::Instant::now();
-        for _ in 0..reps {
-            std::hint::black_box(exe.execute(&bufs).unwrap());
-        }
-        println!(
-            "{name}: {:.3} ms",
-            t.elapsed().as_secs_f64() * 1e3 / reps as f64
-        );
-        outs.push(out);
-    }
-    assert_close(&outs[0], &outs[1], 1e-4);
-}
-
 /// JAX's text of a kernel whose masked store's result (the old values, as
 /// `masked_swap` prints it) is used: `o, h[...] <- h[...], n mask=m` over
 /// `i32[7]` in blocks of 4 (the last one partial), `h` aliased to input

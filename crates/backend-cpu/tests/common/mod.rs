@@ -272,3 +272,19 @@ pub fn wide_and_narrow(text: &str, arg: &HostArray, fma: bool) -> (Vec<f64>, Vec
 pub fn same_bits(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
+
+/// A deterministic sequence in `[-2, 2)` (an LCG; the dynamic-shape tests
+/// size their inputs at run time, so they take plain `f64` vectors).
+pub fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 4.0 - 2.0
+        })
+        .collect()
+}
