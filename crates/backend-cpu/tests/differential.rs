@@ -766,3 +766,28 @@ fn jit_calls_literal_outputs_and_passthrough() {
         Tol::Ulp(4),
     );
 }
+
+/// GEMMs large enough to be split by rows over two threads (each thread
+/// one single-threaded GEMM on its rows): plain, with the lhs read
+/// transposed in place, with an odd row count, and accumulating into a
+/// sum; against the interpreter.
+#[test]
+fn threaded_row_split_gemms() {
+    use common::{assert_close, parse, random_args, run};
+    use jaxon_backend_cpu::CpuBackend;
+    use jaxon_ir::interp::InterpreterBackend;
+    let cases = [
+        "{ lambda ; a:f32[300,200] b:f32[200,150]. let c:f32[300,150] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b in (c,) }",
+        "{ lambda ; a:f64[200,257] b:f64[200,96]. let c:f64[257,96] = dot_general[dimension_numbers=(([0], [0]), ([], [])) preferred_element_type=float64] a b in (c,) }",
+        "{ lambda ; a:f32[131,64] b:f32[64,512] d:f32[131,512]. let c:f32[131,512] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b; e:f32[131,512] = add d c in (e,) }",
+    ];
+    let cpu = CpuBackend::with_threads(2);
+    let interp = InterpreterBackend::new();
+    for text in cases {
+        let closed = parse(text);
+        let args = random_args(&closed, 7, Dist::Uniform(1.0));
+        let got = run(&cpu, &closed, &args);
+        let want = run(&interp, &closed, &args);
+        assert_close(&got[0], &want[0], Tol::Rel(1e-5), 1.0, text);
+    }
+}
