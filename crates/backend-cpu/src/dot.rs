@@ -579,7 +579,10 @@ fn gemm_strided<T: GemmScalar>(
     acc: bool,
 ) {
     if let gemm::Parallelism::Rayon(threads) = par {
-        if threads > 1 && m >= threads * ROW_SPLIT_MIN {
+        if threads > 1
+            && m >= threads * ROW_SPLIT_MIN
+            && m.saturating_mul(k).saturating_mul(n) >= ROW_SPLIT_MIN_WORK
+        {
             return gemm_row_split(m, k, n, a, c, dst, drs, threads, acc);
         }
     }
@@ -620,9 +623,17 @@ fn gemm_strided<T: GemmScalar>(
 /// Each thread's share of a row-split GEMM has at least this many rows.
 const ROW_SPLIT_MIN: usize = 64;
 
+/// Only products of at least this many multiply-adds are split by rows:
+/// each thread packs its own copy of the right operand, which costs more
+/// than `gemm`'s shared panels save on the MLP's 256×1024×1024 products
+/// (mlp_train_step 20–22 ms shared against 22–25 ms split) and pays off
+/// from 1024³ up.
+const ROW_SPLIT_MIN_WORK: usize = 1 << 30;
+
 /// [`gemm_strided`] split by rows of `a` and `dst` into one single-threaded
 /// GEMM per thread. `gemm`'s own threading shares packed panels between
-/// threads and scales poorly on two cores (73 → 111 GFLOP/s at 2048³);
+/// threads and scales poorly on two cores for large products (73 → 111–125
+/// GFLOP/s at 2048³);
 /// independent row blocks, each packing its own copy of `c`, scale
 /// almost linearly.
 #[allow(clippy::too_many_arguments)]

@@ -767,12 +767,12 @@ fn jit_calls_literal_outputs_and_passthrough() {
     );
 }
 
-/// GEMMs large enough to be split by rows over two threads (each thread
-/// one single-threaded GEMM on its rows): plain, with the lhs read
-/// transposed in place, with an odd row count, and accumulating into a
-/// sum; against the interpreter.
+/// GEMMs on two threads against the interpreter (products below the
+/// row-split threshold: `gemm`'s own threading), and one product above it
+/// (1040×1000×1040, split by rows into one single-threaded GEMM per
+/// thread), checked in f64 at rows around the split and at the edges.
 #[test]
-fn threaded_row_split_gemms() {
+fn threaded_gemms() {
     use common::{assert_close, parse, random_args, run};
     use jaxon_backend_cpu::CpuBackend;
     use jaxon_ir::interp::InterpreterBackend;
@@ -789,5 +789,20 @@ fn threaded_row_split_gemms() {
         let got = run(&cpu, &closed, &args);
         let want = run(&interp, &closed, &args);
         assert_close(&got[0], &want[0], Tol::Rel(1e-5), 1.0, text);
+    }
+    let (m, k, n) = (1040, 1000, 1040);
+    let text = format!(
+        "{{ lambda ; a:f32[{m},{k}] b:f32[{k},{n}]. let c:f32[{m},{n}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b in (c,) }}"
+    );
+    let closed = parse(&text);
+    let args = random_args(&closed, 11, Dist::Uniform(1.0));
+    let got = run(&cpu, &closed, &args)[0].to_f64_vec();
+    let (a, b) = (args[0].to_f64_vec(), args[1].to_f64_vec());
+    for i in [0, 1, 518, 519, 520, 521, 1038, 1039] {
+        for j in [0, 1, 517, 1039] {
+            let want: f64 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            let g = got[i * n + j];
+            assert!((g - want).abs() <= 1e-4 * k as f64, "c[{i},{j}] = {g} vs {want}");
+        }
     }
 }
