@@ -468,8 +468,15 @@ impl CpuExecutable {
             )));
         }
         for (a, want) in args.iter().zip(&p.in_avals) {
-            let got = a.aval();
-            if got.dtype != want.dtype || got.shape != want.shape {
+            // Compared in place: building the argument's aval would
+            // allocate on every dispatch.
+            let same_shape = a.shape().len() == want.shape.len()
+                && a.shape()
+                    .iter()
+                    .zip(want.shape.iter())
+                    .all(|(&n, d)| d.as_const() == Some(n));
+            if a.dtype() != want.dtype || !same_shape {
+                let got = a.aval();
                 return Err(IrError::Eval(format!(
                     "cpu backend: argument of type {got:?} where {want:?} was compiled"
                 )));
@@ -559,6 +566,11 @@ pub(crate) fn with_host_args<R>(
     args: &[Arc<dyn Buffer>],
     f: impl FnOnce(&[&HostArray]) -> Result<R, IrError>,
 ) -> Result<R, IrError> {
+    // Arrays already on the host (every eager and `jit` call) are lent
+    // without a second vector.
+    if let Some(arrays) = args.iter().map(host_array).collect::<Option<Vec<_>>>() {
+        return f(&arrays);
+    }
     let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());
     for b in args {
         owned.push(match host_array(b) {
