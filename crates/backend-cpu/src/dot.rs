@@ -9,8 +9,9 @@
 //! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
 //! has the peepholes that use them.
 //!
-//! `unsafe` is confined to [`gemm_strided`] (`gemm::gemm` takes raw
-//! pointers and strides) and to `DotPlan::run_raw`, which views the buffers
+//! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
+//! and strides), its callers [`gemm_strided`] and `split` (which check
+//! its contract), and to `DotPlan::run_raw`, which views the buffers
 //! generated code passes as slices (their invariant: each pointer holds the
 //! elements of its operand's type, see `runtime`). Invariant relied on by
 //! `gemm_strided`: every address `base + p·rs + t·cs` of a matrix index
@@ -19,6 +20,7 @@
 
 mod boxdot;
 mod fuse;
+mod split;
 
 pub(crate) use fuse::{fuse_accumulate, fuse_box_reads, fuse_slices};
 use jaxon_ir::primitive::DotDimensionNumbers;
@@ -579,11 +581,8 @@ fn gemm_strided<T: GemmScalar>(
     acc: bool,
 ) {
     if let gemm::Parallelism::Rayon(threads) = par {
-        if threads > 1
-            && m >= threads * ROW_SPLIT_MIN
-            && m.saturating_mul(k).saturating_mul(n) >= ROW_SPLIT_MIN_WORK
-        {
-            return gemm_row_split(m, k, n, a, c, dst, drs, threads, acc);
+        if let Some(cut) = split::Cut::choose(m, k, n, threads) {
+            return split::gemm_split(cut, m, k, n, a, c, dst, drs, acc);
         }
     }
     let d = View {
@@ -592,15 +591,37 @@ fn gemm_strided<T: GemmScalar>(
         cs: 1,
     };
     assert!(a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
-    // SAFETY: every address `gemm` forms, `base + p·rs + t·cs` for indices
-    // inside the matrix, lies in the slice (asserted above); `dst` is a
-    // unique borrow distinct from `a` and `c`.
+    // SAFETY: every address `gemm` forms lies in its slice (asserted
+    // above); `dst` is a unique borrow distinct from `a` and `c`.
+    unsafe { gemm_raw(m, k, n, a, c, dst.as_mut_ptr(), drs, par, acc) }
+}
+
+/// `gemm::gemm` on raw parts: `dst = a · c` (`+=` when `acc`).
+///
+/// # Safety
+/// `a` covers `m×k`, `c` covers `k×n`, and `dst` is valid for writes of
+/// every `dst + i·drs + j` (`i < m`, `j < n`), none of which another
+/// thread touches during the call or which `a` or `c` reads.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_raw<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'_, T>,
+    c: View<'_, T>,
+    dst: *mut T,
+    drs: usize,
+    par: gemm::Parallelism,
+    acc: bool,
+) {
+    // SAFETY: the caller's contract: every address `gemm` forms,
+    // `base + p·rs + t·cs` for indices inside a matrix, is valid.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst,
             1,
             drs as isize,
             acc,
@@ -618,58 +639,6 @@ fn gemm_strided<T: GemmScalar>(
             par,
         )
     }
-}
-
-/// Each thread's share of a row-split GEMM has at least this many rows.
-const ROW_SPLIT_MIN: usize = 64;
-
-/// Only products of at least this many multiply-adds are split by rows:
-/// each thread packs its own copy of the right operand, which costs more
-/// than `gemm`'s shared panels save on the MLP's 256×1024×1024 products
-/// (mlp_train_step 20–22 ms shared against 22–25 ms split) and pays off
-/// from 1024³ up.
-const ROW_SPLIT_MIN_WORK: usize = 1 << 30;
-
-/// [`gemm_strided`] split by rows of `a` and `dst` into one single-threaded
-/// GEMM per thread. `gemm`'s own threading shares packed panels between
-/// threads and scales poorly on two cores for large products (73 → 111–125
-/// GFLOP/s at 2048³);
-/// independent row blocks, each packing its own copy of `c`, scale
-/// almost linearly.
-#[allow(clippy::too_many_arguments)]
-fn gemm_row_split<T: GemmScalar>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: View<'_, T>,
-    c: View<'_, T>,
-    dst: &mut [T],
-    drs: usize,
-    threads: usize,
-    acc: bool,
-) {
-    let rows = m.div_ceil(threads);
-    rayon::scope(|s| {
-        let mut rest: &mut [T] = dst;
-        let mut i0 = 0;
-        while i0 < m {
-            let r = rows.min(m - i0);
-            let (mine, tail) = if i0 + r == m {
-                (std::mem::take(&mut rest), &mut [][..])
-            } else {
-                std::mem::take(&mut rest).split_at_mut(r * drs)
-            };
-            rest = tail;
-            let a_rows = View {
-                data: &a.data[i0 * a.rs..],
-                ..a
-            };
-            s.spawn(move |_| {
-                gemm_strided(r, k, n, a_rows, c, mine, drs, gemm::Parallelism::None, acc)
-            });
-            i0 += r;
-        }
-    });
 }
 
 /// `dst = a · c` (`+=` when `acc`) for row-major `a: m×k`, `c: k×n`,

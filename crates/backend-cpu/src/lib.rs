@@ -122,13 +122,18 @@
 //!
 //! Kernels run their outermost loop over a `lo..hi` range: kernels of at
 //! least 2^18 elements whose output rows are independent split it over the
-//! available cores (`JAXON_CPU_THREADS` overrides the count); large
-//! products use gemm's rayon parallelism.
+//! available cores (`JAXON_CPU_THREADS` overrides the count), in chunks
+//! that threads take from a shared counter, so a thread on a slowed core
+//! takes fewer. Large products use gemm's rayon parallelism; products of
+//! at least 2^31 multiply-adds run as balanced blocks of rows or columns,
+//! one single-threaded gemm each (`dot/split.rs`;
+//! `JAXON_CPU_GEMM_SPLIT=0` turns that off).
 //!
 //! `unsafe` lives in three small modules, each stating its invariants:
 //! `jit` (holding JIT'ed code and turning it into callable pointers),
 //! `runtime` (calling a program function and the trampolines it calls
-//! back) and `dot` (the `gemm` call and viewing raw operand buffers). The
+//! back) and `dot` (the `gemm` call, its column blocks and viewing raw
+//! operand buffers). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!

@@ -22,6 +22,7 @@
 use crate::exec::Program;
 use crate::jit::{KernelFn, ProgramFn};
 use jaxon_ir::{with_storage, DType, HostArray, IrError, Storage};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What a program function may reach while it runs.
@@ -83,6 +84,12 @@ unsafe impl Send for SharedPtrs {}
 // SAFETY: as above.
 unsafe impl Sync for SharedPtrs {}
 
+/// Chunks per thread a split kernel's range is cut into. Threads take
+/// chunks from a shared counter until none is left, so a thread that
+/// starts late or runs on a slowed core takes fewer: a static split into
+/// one range per thread waits for its slowest thread.
+const CHUNKS_PER_THREAD: usize = 8;
+
 /// Runs a splittable kernel over `0..extent` on up to `threads` threads.
 ///
 /// # Safety
@@ -105,18 +112,36 @@ pub(crate) unsafe fn run_split(
         run(&shared, 0, extent);
         return;
     }
-    let chunk = extent.div_ceil(threads);
-    // The calling thread runs the first chunk, rayon's pool the others: its
-    // threads live on, so a call spawns none.
-    rayon::in_place_scope(|s| {
-        let shared = &shared;
-        let run = &run;
-        for t in 1..threads {
-            let (lo, hi) = ((t * chunk).min(extent), ((t + 1) * chunk).min(extent));
-            s.spawn(move |_| run(shared, lo, hi));
+    let chunk = chunk_len(extent, threads);
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let lo = next.fetch_add(chunk, Ordering::Relaxed);
+        if lo >= extent {
+            break;
         }
-        run(shared, 0, chunk.min(extent));
+        run(&shared, lo, (lo + chunk).min(extent));
+    };
+    // The calling thread takes chunks too, with rayon's pool: its threads
+    // live on, so a call spawns none.
+    rayon::in_place_scope(|s| {
+        let work = &work;
+        for _ in 1..threads {
+            s.spawn(move |_| work());
+        }
+        work();
     });
+}
+
+/// The length of the chunks [`run_split`] hands out: about
+/// `CHUNKS_PER_THREAD` per thread, whole multiples of 64 when that long,
+/// so neighbouring chunks share no cache line of a dense output.
+fn chunk_len(extent: usize, threads: usize) -> usize {
+    let chunk = extent.div_ceil(threads * CHUNKS_PER_THREAD).max(1);
+    if chunk > 64 {
+        chunk.next_multiple_of(64)
+    } else {
+        chunk
+    }
 }
 
 /// Runs a large splittable kernel of the program on the context's threads.

@@ -768,9 +768,9 @@ fn jit_calls_literal_outputs_and_passthrough() {
 }
 
 /// GEMMs on two threads against the interpreter (products below the
-/// row-split threshold: `gemm`'s own threading), and one product above it
-/// (1040×1000×1040, split by rows into one single-threaded GEMM per
-/// thread), checked in f64 at rows around the split and at the edges.
+/// split threshold: `gemm`'s own threading), and products above it, cut
+/// into blocks of rows or of columns, checked in f64 on both sides of
+/// every block edge.
 #[test]
 fn threaded_gemms() {
     use common::{assert_close, parse, random_args, run};
@@ -790,22 +790,53 @@ fn threaded_gemms() {
         let want = run(&interp, &closed, &args);
         assert_close(&got[0], &want[0], Tol::Rel(1e-5), 1.0, text);
     }
-    let (m, k, n) = (1040, 1000, 1040);
-    let text = format!(
-        "{{ lambda ; a:f32[{m},{k}] b:f32[{k},{n}]. let c:f32[{m},{n}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b in (c,) }}"
-    );
-    let closed = parse(&text);
-    let args = random_args(&closed, 11, Dist::Uniform(1.0));
-    let got = run(&cpu, &closed, &args)[0].to_f64_vec();
-    let (a, b) = (args[0].to_f64_vec(), args[1].to_f64_vec());
-    for i in [0, 1, 518, 519, 520, 521, 1038, 1039] {
-        for j in [0, 1, 517, 1039] {
-            let terms = (0..k).map(|p| a[i * k + p] * b[p * n + j]);
-            let want: f64 = terms.clone().sum();
-            // f32 accumulation: well inside k·ε·Σ|terms|.
-            let bound = 1e-5 * terms.map(f64::abs).sum::<f64>();
-            let g = got[i * n + j];
-            assert!((g - want).abs() <= bound, "c[{i},{j}] = {g} vs {want}");
+    // Products of at least 2^31 multiply-adds run as blocks of rows or of
+    // columns (`dot/split.rs`): entries on both sides of every block edge.
+    let split_cases: [(usize, usize, usize, bool, &[usize], &[usize]); 3] = [
+        (
+            1300,
+            1300,
+            1300,
+            false,
+            &[0, 335, 336, 671, 672, 1007, 1008, 1299],
+            &[0, 1, 640, 1299],
+        ),
+        (
+            200,
+            4000,
+            2800,
+            false,
+            &[0, 1, 199],
+            &[703, 704, 1407, 1408, 2111, 2112, 2799],
+        ),
+        (200, 4000, 2800, true, &[0, 117], &[0, 703, 704, 2112, 2799]),
+    ];
+    for (m, k, n, acc, rows, cols) in split_cases {
+        let dot = format!(
+            "c:f32[{m},{n}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b"
+        );
+        let text = if acc {
+            format!("{{ lambda ; a:f32[{m},{k}] b:f32[{k},{n}] d:f32[{m},{n}]. let {dot}; e:f32[{m},{n}] = add d c in (e,) }}")
+        } else {
+            format!("{{ lambda ; a:f32[{m},{k}] b:f32[{k},{n}]. let {dot} in (c,) }}")
+        };
+        let closed = parse(&text);
+        let args = random_args(&closed, 11, Dist::Uniform(1.0));
+        let got = run(&cpu, &closed, &args)[0].to_f64_vec();
+        let (a, b) = (args[0].to_f64_vec(), args[1].to_f64_vec());
+        let d = args.get(2).map(|d| d.to_f64_vec());
+        for &i in rows {
+            for &j in cols {
+                let terms = (0..k).map(|p| a[i * k + p] * b[p * n + j]);
+                let want = terms.clone().sum::<f64>() + d.as_ref().map_or(0.0, |d| d[i * n + j]);
+                // f32 accumulation: well inside k·ε·Σ|terms|.
+                let bound = 1e-5 * terms.map(f64::abs).sum::<f64>();
+                let g = got[i * n + j];
+                assert!(
+                    (g - want).abs() <= bound,
+                    "{m}x{k}x{n}: c[{i},{j}] = {g} vs {want}"
+                );
+            }
         }
     }
 }

@@ -1,0 +1,157 @@
+//! GEMMs on several threads as blocks of rows or of columns, each one
+//! single-threaded `gemm` call that rayon hands to a free thread.
+//!
+//! `gemm`'s own threading shares packed panels between its threads and
+//! scales less well on two cores for the largest products (2048³: 118–143
+//! GFLOP/s against 120–149 in blocks, interleaved runs). A block packs its
+//! own copy of the operand it does not cut (`c` for a row block, `a` for a
+//! column block), so the cut runs along the longer side of the result.
+//!
+//! Invariant (the `unsafe` below): column blocks write disjoint columns of
+//! `dst`, checked whole against `gemm_raw`'s contract before any block
+//! runs; row blocks are disjoint `&mut` chunks of `dst`.
+
+use super::{gemm_raw, gemm_strided, GemmScalar, View};
+use rayon::prelude::*;
+
+/// Products of fewer multiply-adds keep `gemm`'s own threading. In
+/// paired runs, blocks ran the MLP's 256×1024×1024-sized products 3–8%
+/// slower per training step and 1024³ 2–9% slower than `gemm`'s shared
+/// panels, and 2048³ 2–7% faster.
+const SPLIT_MIN_WORK: usize = 1 << 31;
+
+/// Blocks per thread, so a thread on a slowed core (these machines are
+/// shared) takes fewer of them; each block packs its own operand copy.
+const BLOCKS_PER_THREAD: usize = 2;
+
+/// No block is narrower than this (rows or columns).
+const MIN_BLOCK: usize = 64;
+
+/// Blocks start at multiples of this many rows or columns, the size of
+/// `gemm`'s widest f32 register tiles.
+const BLOCK_ALIGN: usize = 16;
+
+/// How a product is cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// Row blocks of `a` and `dst`, this many rows each.
+    Rows(usize),
+    /// Column blocks of `c` and `dst`, this many columns each.
+    Cols(usize),
+}
+
+impl Cut {
+    /// The cut of an `m×k · k×n` product on `threads` threads, or `None`
+    /// when `gemm`'s own threading should run it.
+    pub(super) fn choose(m: usize, k: usize, n: usize, threads: usize) -> Option<Cut> {
+        let work = m.saturating_mul(k).saturating_mul(n);
+        if threads < 2 || work < SPLIT_MIN_WORK || switched_off() {
+            return None;
+        }
+        let side = |len: usize| {
+            let blocks = (threads * BLOCKS_PER_THREAD).min(len / MIN_BLOCK);
+            (blocks >= threads).then(|| len.div_ceil(blocks).next_multiple_of(BLOCK_ALIGN))
+        };
+        // Rows unless the result is much wider than tall: a row block packs
+        // all of `c`, a column block all of `a`.
+        if 2 * m >= n {
+            side(m).map(Cut::Rows).or_else(|| side(n).map(Cut::Cols))
+        } else {
+            side(n).map(Cut::Cols).or_else(|| side(m).map(Cut::Rows))
+        }
+    }
+}
+
+/// `JAXON_CPU_GEMM_SPLIT=0` leaves every product to `gemm`'s threading,
+/// for side-by-side timing.
+fn switched_off() -> bool {
+    std::env::var_os("JAXON_CPU_GEMM_SPLIT").is_some_and(|v| v == "0")
+}
+
+/// [`gemm_strided`] cut into single-threaded blocks on rayon's pool.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm_split<T: GemmScalar>(
+    cut: Cut,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'_, T>,
+    c: View<'_, T>,
+    dst: &mut [T],
+    drs: usize,
+    acc: bool,
+) {
+    let one = gemm::Parallelism::None;
+    match cut {
+        Cut::Rows(rows) => dst
+            .par_chunks_mut(rows * drs)
+            .with_max_len(1)
+            .enumerate()
+            .for_each(|(b, mine)| {
+                let i0 = b * rows;
+                if i0 < m {
+                    let a = View {
+                        data: &a.data[i0 * a.rs..],
+                        ..a
+                    };
+                    gemm_strided(rows.min(m - i0), k, n, a, c, mine, drs, one, acc)
+                }
+            }),
+        Cut::Cols(cols) => {
+            let d = View {
+                data: &*dst,
+                rs: drs,
+                cs: 1,
+            };
+            assert!(a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
+            let base = SharedDst(dst.as_mut_ptr());
+            (0..n.div_ceil(cols))
+                .into_par_iter()
+                .with_max_len(1)
+                .for_each(|b| {
+                    let j0 = b * cols;
+                    let c = View {
+                        data: &c.data[j0 * c.cs..],
+                        ..c
+                    };
+                    // SAFETY: the whole product was checked against
+                    // `gemm_raw`'s contract above; this block's columns
+                    // `j0..j0 + w` of `dst` are written by no other block,
+                    // and `dst` is a unique borrow distinct from `a`, `c`.
+                    unsafe { gemm_raw(m, k, cols.min(n - j0), a, c, base.at(j0), drs, one, acc) }
+                });
+        }
+    }
+}
+
+/// The destination of a column-split GEMM, shared by its blocks.
+struct SharedDst<T>(*mut T);
+
+impl<T> SharedDst<T> {
+    /// The address of column `j` of row 0.
+    fn at(&self, j: usize) -> *mut T {
+        self.0.wrapping_add(j)
+    }
+}
+
+// SAFETY: blocks write disjoint columns through it (module invariant).
+unsafe impl<T: Send> Send for SharedDst<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedDst<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_follow_the_longer_side() {
+        assert_eq!(Cut::choose(2048, 2048, 2048, 2), Some(Cut::Rows(512)));
+        assert_eq!(Cut::choose(1024, 1024, 1024, 2), None);
+        assert_eq!(Cut::choose(256, 8192, 1024, 2), Some(Cut::Cols(256)));
+        assert_eq!(Cut::choose(100, 8192, 4096, 2), Some(Cut::Cols(1024)));
+        assert_eq!(Cut::choose(256, 1024, 1024, 2), None);
+        assert_eq!(Cut::choose(8192, 1 << 17, 2, 2), Some(Cut::Rows(2048)));
+        assert_eq!(Cut::choose(100, 1 << 24, 2, 2), None);
+        assert_eq!(Cut::choose(2048, 2048, 2048, 1), None);
+    }
+}
