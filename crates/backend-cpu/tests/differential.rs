@@ -792,26 +792,35 @@ fn threaded_gemms() {
     }
     // Products of at least 2^31 multiply-adds run as blocks of rows or of
     // columns (`dot/split.rs`): entries on both sides of every block edge.
-    let split_cases: [(usize, usize, usize, bool, &[usize], &[usize]); 3] = [
+    /// `(m, k, n)`, whether the product is added to an operand, and the
+    /// rows and columns of the result to check.
+    type SplitCase = (
+        (usize, usize, usize),
+        bool,
+        &'static [usize],
+        &'static [usize],
+    );
+    let split_cases: [SplitCase; 3] = [
         (
-            1300,
-            1300,
-            1300,
+            (1300, 1300, 1300),
             false,
             &[0, 335, 336, 671, 672, 1007, 1008, 1299],
             &[0, 1, 640, 1299],
         ),
         (
-            200,
-            4000,
-            2800,
+            (200, 4000, 2800),
             false,
             &[0, 1, 199],
             &[703, 704, 1407, 1408, 2111, 2112, 2799],
         ),
-        (200, 4000, 2800, true, &[0, 117], &[0, 703, 704, 2112, 2799]),
+        (
+            (200, 4000, 2800),
+            true,
+            &[0, 117],
+            &[0, 703, 704, 2112, 2799],
+        ),
     ];
-    for (m, k, n, acc, rows, cols) in split_cases {
+    for ((m, k, n), acc, rows, cols) in split_cases {
         let dot = format!(
             "c:f32[{m},{n}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b"
         );
