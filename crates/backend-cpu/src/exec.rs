@@ -10,6 +10,7 @@ use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{
     with_storage, Buffer, DType, Executable, HostArray, IrError, ShapedArray, Storage, Var,
 };
+use smallvec::SmallVec;
 use std::sync::{Arc, Mutex};
 
 /// An operand of a step: a variable or a constant (from a literal).
@@ -439,26 +440,9 @@ fn host_array(b: &Arc<dyn Buffer>) -> Option<&HostArray> {
 
 impl CpuExecutable {
     /// Runs the program: outputs come from the pool, intermediates live in
-    /// a reused arena.
+    /// a reused arena. Small programs' working lists live on the stack: a
+    /// dispatch allocates only what it returns.
     pub(crate) fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
-        let pool = self.pool.clone();
-        Ok(self
-            .run_host(args)?
-            .into_iter()
-            .map(|(a, pooled)| -> Arc<dyn Buffer> {
-                if pooled {
-                    Arc::new(PooledBuffer::new(a, pool.clone()))
-                } else {
-                    host(a)
-                }
-            })
-            .collect())
-    }
-
-    /// Runs the program, returning host arrays (and whether each came from
-    /// the output pool): for callers inside the backend (`pallas_call`
-    /// kernels) that consume results directly.
-    pub(crate) fn run_host(&self, args: &[&HostArray]) -> Result<Vec<(HostArray, bool)>, IrError> {
         let p = &*self.program;
         if args.len() != p.in_avals.len() || self.consts.len() != p.n_consts {
             return Err(IrError::Eval(format!(
@@ -482,14 +466,14 @@ impl CpuExecutable {
                 )));
             }
         }
-        let mut outs: Vec<HostArray> = p
+        let mut outs = p
             .out_bufs
             .iter()
             .map(|(dt, shape)| {
                 let n: usize = shape.iter().product();
-                HostArray::new(shape.clone(), self.pool.take(*dt, n))
+                HostArray::new(shape.clone(), self.pool.take(*dt, n)).map(Some)
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<SmallVec<[Option<HostArray>; 2]>, _>>()?;
         // The pointer table lives on the stack for small programs (no
         // allocation on the dispatch path).
         let mut io_stack = [std::ptr::null_mut::<u8>(); 16];
@@ -508,7 +492,7 @@ impl CpuExecutable {
             // Generated code only reads through argument pointers.
             *slot = with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut());
         }
-        for (slot, o) in slots.zip(outs.iter_mut()) {
+        for (slot, o) in slots.zip(outs.iter_mut().flatten()) {
             *slot = with_storage!(o.data_mut(), v => v.as_mut_ptr().cast::<u8>());
         }
         let mut arena = p
@@ -530,25 +514,23 @@ impl CpuExecutable {
             a.push(arena);
         }
         res?;
-        let mut bufs: Vec<Option<HostArray>> = outs.into_iter().map(Some).collect();
-        let mut results: Vec<(HostArray, bool)> = Vec::with_capacity(p.results.len());
+        let mut results: Vec<Arc<dyn Buffer>> = Vec::with_capacity(p.results.len());
         for r in &p.results {
-            let b = match r {
+            let b: Arc<dyn Buffer> = match r {
                 ResultSrc::Buffer(i) => {
-                    let a = bufs.get_mut(*i).and_then(Option::take).ok_or_else(|| {
+                    let a = outs.get_mut(*i).and_then(Option::take).ok_or_else(|| {
                         IrError::Eval("cpu backend: output buffer used twice".into())
                     })?;
-                    (a, true)
+                    Arc::new(PooledBuffer::new(a, self.pool.clone()))
                 }
-                ResultSrc::Input(i) => (args[*i].clone(), false),
-                ResultSrc::Const(i) => (self.consts[*i].clone(), false),
-                ResultSrc::Literal(a) => (a.clone(), false),
-                ResultSrc::Again(i) => {
-                    let prev = results
-                        .get(*i)
-                        .ok_or_else(|| IrError::Eval("cpu backend: bad repeated result".into()))?;
-                    (prev.0.clone(), false)
-                }
+                ResultSrc::Input(i) => host(args[*i].clone()),
+                ResultSrc::Const(i) => host(self.consts[*i].clone()),
+                ResultSrc::Literal(a) => host(a.clone()),
+                // Buffers are immutable: a repeated result shares one.
+                ResultSrc::Again(i) => results
+                    .get(*i)
+                    .cloned()
+                    .ok_or_else(|| IrError::Eval("cpu backend: bad repeated result".into()))?,
             };
             results.push(b);
         }
@@ -568,7 +550,11 @@ pub(crate) fn with_host_args<R>(
 ) -> Result<R, IrError> {
     // Arrays already on the host (every eager and `jit` call) are lent
     // without a second vector.
-    if let Some(arrays) = args.iter().map(host_array).collect::<Option<Vec<_>>>() {
+    if let Some(arrays) = args
+        .iter()
+        .map(host_array)
+        .collect::<Option<SmallVec<[_; 8]>>>()
+    {
         return f(&arrays);
     }
     let mut owned: Vec<Option<HostArray>> = Vec::with_capacity(args.len());

@@ -19,6 +19,7 @@ use jaxon_ir::dyntype::{DynAval, InDim, InType};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Aval, Backend, ClosedJaxpr, Executable, HostArray, Jaxpr, Primitive};
 use jaxon_ir::{DType, Dim};
+use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,10 +37,55 @@ pub struct Jit<F, I, O> {
     _sig: PhantomData<fn(I) -> O>,
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq)]
 struct Key {
     in_def: TreeDef,
     avals: Vec<Aval>,
+}
+
+/// Hashes a cache key from its parts, so that an owned [`Key`] and a
+/// borrowed [`LeafKey`] of the same type hash alike.
+fn hash_key<'a, H: Hasher>(
+    in_def: &TreeDef,
+    avals: impl ExactSizeIterator<Item = &'a Aval>,
+    h: &mut H,
+) {
+    in_def.hash(h);
+    h.write_usize(avals.len());
+    for a in avals {
+        a.hash(h);
+    }
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        hash_key(&self.in_def, self.avals.iter(), h)
+    }
+}
+
+/// The cache key of a call, borrowed from its leaves: a cache hit (every
+/// steady-state dispatch) then copies no aval.
+struct LeafKey<'a> {
+    in_def: &'a TreeDef,
+    leaves: &'a [Array],
+}
+
+impl Hash for LeafKey<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        hash_key(self.in_def, self.leaves.iter().map(Array::aval), h)
+    }
+}
+
+impl hashbrown::Equivalent<Key> for LeafKey<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        *self.in_def == key.in_def
+            && self.leaves.len() == key.avals.len()
+            && self
+                .leaves
+                .iter()
+                .zip(&key.avals)
+                .all(|(l, a)| l.aval() == a)
+    }
 }
 
 #[derive(Default)]
@@ -56,6 +102,8 @@ struct Entry {
     implicit_ins: usize,
     /// Leading implicit outputs (dimensions of the results).
     implicit_outs: usize,
+    /// Per output of the jaxpr: whether its type is weak.
+    out_weak: Vec<bool>,
     /// Compiled executables, by backend name.
     compiled: Mutex<Vec<(String, Arc<dyn Executable>)>>,
 }
@@ -309,15 +357,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             })
             .collect::<Result<Vec<_>>>()?;
         let outs = exe.execute(&buffers)?;
-        let j = &entry.jaxpr.jaxpr;
         // Implicit outputs are dropped by the caller.
         Ok(outs
             .into_iter()
-            .zip(&j.outvars)
-            .map(|(b, a)| {
-                let weak = j.atom_aval(a).is_some_and(|av| av.array().weak_type);
-                Array::from_buffer_weak(b, weak)
-            })
+            .zip(&entry.out_weak)
+            .map(|(b, &weak)| Array::from_buffer_weak(b, weak))
             .collect())
     }
 
@@ -333,6 +377,16 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         in_def: TreeDef,
         spec: Option<&AxisSpec>,
     ) -> Result<(Arc<Entry>, Vec<Array>)> {
+        if spec.is_none() {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let key = LeafKey {
+                in_def: &in_def,
+                leaves,
+            };
+            if let Some(e) = cache.entries.get(&key) {
+                return Ok((e.clone(), Vec::new()));
+            }
+        }
         let avals = leaf_avals(leaves);
         let typed = Self::abstract_type(spec, &avals)?;
         let key = Key {
@@ -366,6 +420,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             .partition(|(c, _)| !c.is_tracer());
         let mut jaxpr: Jaxpr = staged.jaxpr;
         jaxpr.constvars = concrete.iter().chain(&tracers).map(|(_, v)| *v).collect();
+        let out_weak = jaxpr
+            .outvars
+            .iter()
+            .map(|a| jaxpr.atom_aval(a).is_some_and(|av| av.array().weak_type))
+            .collect();
         let consts = catch_flat(|| {
             concrete
                 .iter()
@@ -380,6 +439,7 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             out_def,
             implicit_ins,
             implicit_outs,
+            out_weak,
             compiled: Mutex::new(Vec::new()),
         });
         let captured: Vec<Array> = tracers.into_iter().map(|(c, _)| c).collect();
