@@ -157,3 +157,69 @@ fn row_reductions() {
         }
     }
 }
+
+/// Row reductions of a leaf run four rows per routine call
+/// (`kernel/row_blocks.rs`); each row keeps the one-row path's bits:
+/// leftover rows, a leading batch dimension, and rows read from inside a
+/// wider array (a fused slice: rows `cols + 5` elements apart).
+#[test]
+fn row_blocks_match_inline_and_interpreter() {
+    guarded(row_blocks);
+}
+
+fn row_blocks() {
+    let mut rng = Rng::new(31);
+    for (dt, ty) in TYPES {
+        let cols = 1029;
+        let cases = [
+            (
+                vec![11, cols],
+                format!("{{ lambda ; a:{ty}[11,{cols}]. let b:{ty}[11] = OP[axes=(1,) out_sharding=None] a in (b,) }}"),
+            ),
+            (
+                vec![3, 6, cols],
+                format!("{{ lambda ; a:{ty}[3,6,{cols}]. let b:{ty}[3,6] = OP[axes=(2,) out_sharding=None] a in (b,) }}"),
+            ),
+            (
+                vec![9, cols + 5],
+                format!(
+                    "{{ lambda ; a:{ty}[9,{w}]. let s:{ty}[9,{cols}] = slice[limit_indices=(9, {e}) start_indices=(0, 2) strides=None] a; \
+                     b:{ty}[9] = OP[axes=(1,) out_sharding=None] s in (b,) }}",
+                    w = cols + 5,
+                    e = cols + 2
+                ),
+            ),
+        ];
+        for (shape, text) in cases {
+            let len: usize = shape.iter().product();
+            let mut xs: Vec<f64> = (0..len).map(|_| 8.0 * rng.unit() - 4.0).collect();
+            xs[len / 3] = f64::NAN;
+            let arr = HostArray::from_f64(dt, &shape, &xs).expect("array");
+            for op in ["reduce_sum", "reduce_max", "reduce_min"] {
+                let text = text.replace("OP", op);
+                let (wide, narrow) = wide_and_narrow(&text, &arr, false);
+                assert_same(&wide, &narrow, &format!("{ty} {op} {shape:?}"));
+                let closed = parse_closed_jaxpr(&text, Vec::new()).expect("parses");
+                let want = run(&InterpreterBackend, &closed, std::slice::from_ref(&arr));
+                let want: Vec<f64> = match want[0].data() {
+                    Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
+                    Storage::F64(v) => v.clone(),
+                    _ => panic!("float"),
+                };
+                assert_eq!(wide.len(), want.len());
+                for (r, (got, x)) in wide.iter().zip(&want).enumerate() {
+                    assert_eq!(got.is_nan(), x.is_nan(), "{ty} {op} {shape:?} row {r}");
+                    let tol = if op == "reduce_sum" {
+                        1e-5 * cols as f64
+                    } else {
+                        0.0
+                    };
+                    assert!(
+                        x.is_nan() || (got - x).abs() <= tol,
+                        "{ty} {op} {shape:?} row {r}: {got} vs {x}"
+                    );
+                }
+            }
+        }
+    }
+}

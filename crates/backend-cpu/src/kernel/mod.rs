@@ -28,6 +28,7 @@ mod libm;
 pub(crate) mod math;
 mod math_inv;
 pub(crate) mod ops;
+mod row_blocks;
 mod scalars;
 mod tiled;
 mod wide;
@@ -257,6 +258,9 @@ impl Gen {
         };
         if d + 1 == r {
             return self.inner(b, bases, idx, start, end);
+        }
+        if self.row_block_loop(b, bases, idx, d, (start, end), range)? {
+            return Ok(());
         }
         b.def_var(idx[d], start);
         let mut res = Ok(());

@@ -50,8 +50,9 @@ pub(super) struct TilePlan {
     /// routine writes the output directly and nothing else runs.
     direct: bool,
     /// A reduction along the inner dimension run by a row routine (on a
-    /// wide member's slot or a contiguous leaf), and its address.
-    row: Option<(RowSrc, usize)>,
+    /// wide member's slot or a contiguous leaf): its source and the
+    /// addresses of its one-row and block-of-rows routines.
+    row: Option<(RowSrc, usize, usize)>,
 }
 
 /// Where a row reduction reads its values.
@@ -72,7 +73,7 @@ struct Tile {
 
 /// The accumulator state of a row reduction: four 16-byte vectors (the
 /// inline code's accumulators) and a scalar at byte 64.
-const ROW_STATE: u32 = 64 + 8;
+const ROW_STATE: u32 = wide::STATE_BYTES as u32;
 
 /// How a wide member's routine gets its argument.
 enum Arg {
@@ -166,7 +167,7 @@ impl Gen {
 
     /// The row routine for a reduction along the inner dimension of a
     /// wide member or of a contiguous leaf of the group's float type.
-    fn row_reduction(&self, is_wide: &[bool]) -> Option<(RowSrc, usize)> {
+    fn row_reduction(&self, is_wide: &[bool]) -> Option<(RowSrc, usize, usize)> {
         if !self.reduces_in_registers() || self.out_dt != self.gdt {
             return None;
         }
@@ -180,8 +181,8 @@ impl Gen {
             }
             _ => return None,
         };
-        let addr = wide::reduction(self.reduce?, self.gdt)?;
-        Some((src, addr))
+        let (one, block) = wide::reduction(self.reduce?, self.gdt)?;
+        Some((src, one, block))
     }
 
     /// `s`, looking through members that only move data (broadcasts,
@@ -365,7 +366,7 @@ impl Gen {
             tile_start: Some(t),
         };
         b.def_var(jv, t);
-        if let (Some((src, addr)), Some(state)) = (plan.row, row_state) {
+        if let (Some((src, addr, _)), Some(state)) = (plan.row, row_state) {
             let src = match src {
                 RowSrc::Slot(p) => slots[p].ok_or_else(|| super::err(None, "tile slot"))?,
                 RowSrc::Leaf(i) => {
@@ -410,6 +411,28 @@ impl Gen {
         let data = StackSlotData::new(StackSlotKind::ExplicitSlot, ROW_STATE, 5);
         let ss = b.create_sized_stack_slot(data);
         let state = b.ins().stack_addr(I64, ss, 0);
+        self.row_state_store(b, acc, state)?;
+        Ok(state)
+    }
+
+    /// The leaf and block routine of a row reduction of a contiguous leaf
+    /// alone (nothing else in the group runs per element): such a group
+    /// can reduce [`wide::ROW_BLOCK`] rows per call.
+    pub(super) fn leaf_row_block(&self) -> Option<(usize, usize)> {
+        let plan = self.tile.as_ref()?;
+        match plan.row {
+            Some((RowSrc::Leaf(i), _, block)) if plan.wide.is_empty() => Some((i, block)),
+            _ => None,
+        }
+    }
+
+    /// Stores a row reduction's accumulators to the state at `state`.
+    pub(super) fn row_state_store(
+        &self,
+        b: &mut FunctionBuilder,
+        acc: &Acc,
+        state: Value,
+    ) -> Result<(), GenError> {
         let vectors = acc
             .vectors
             .as_ref()
@@ -421,12 +444,12 @@ impl Gen {
         }
         let id = b.use_var(acc.scalar);
         b.ins().store(flags, id, state, 64);
-        Ok(state)
+        Ok(())
     }
 
     /// Moves a row reduction's accumulators from memory back into the
     /// inline code's variables.
-    fn row_state_load(
+    pub(super) fn row_state_load(
         &self,
         b: &mut FunctionBuilder,
         acc: &Acc,

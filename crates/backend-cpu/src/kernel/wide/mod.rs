@@ -80,9 +80,16 @@ pub(crate) fn divide(dt: DType) -> Option<usize> {
     }
 }
 
-/// The address of the row reduction of `op` on `dt`, if there is one and
-/// this CPU can run it.
-pub(crate) fn reduction(op: ReduceOp, dt: DType) -> Option<usize> {
+/// Rows a block row reduction takes per call.
+pub(crate) const ROW_BLOCK: usize = 4;
+
+/// Bytes between the states of a block row reduction's rows: the inline
+/// code's four 16-byte accumulators and its scalar (at byte 64).
+pub(crate) const STATE_BYTES: usize = 64 + 8;
+
+/// The addresses of the one-row and the block-of-rows reduction of `op` on
+/// `dt`, if there are some and this CPU can run them.
+pub(crate) fn reduction(op: ReduceOp, dt: DType) -> Option<(usize, usize)> {
     if !available() {
         return None;
     }

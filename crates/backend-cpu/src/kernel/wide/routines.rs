@@ -9,7 +9,7 @@
 use super::super::lanes::Lanes;
 use super::super::math;
 use super::ymm::{Avx2F32, Avx2F64};
-use super::{ADD, MUL};
+use super::{ADD, MUL, ROW_BLOCK, STATE_BYTES};
 use jaxon_ir::primitive::{ReduceOp, UnaryOp};
 use jaxon_ir::DType;
 use std::arch::x86_64::*;
@@ -166,40 +166,79 @@ tile_routines! {
 /// into the first accumulator, then one at a time into the scalar: the
 /// inline code's order, so sums round identically. Max and min also keep
 /// per-lane NaN masks (the lane operation alone would drop a NaN).
+///
+/// Each op gets two entry points in a module of its name: `one` reduces
+/// one row; `block` reduces [`ROW_BLOCK`] rows `stride` elements apart in
+/// lockstep, each row in `one`'s order (so with `one`'s bits), their
+/// states [`STATE_BYTES`] apart. Streams from several rows keep more of a
+/// core's memory requests in flight than one row does.
 macro_rules! row_reductions {
     (
-        $t:ty, $w:literal, $nw:literal, $load:ident, $load128:ident, $store:ident,
+        $t:ty, $v:ty, $w:literal, $nw:literal, $load:ident, $load128:ident, $store:ident,
         $low:ident, $insert:ident, $cmp:ident, $unord128:ident, $or:ident, $or128:ident,
         $blendv:ident, $set1:ident;
         $($name:ident: $wide:expr, $narrow:expr, $scalar:expr, $nan_sticky:expr;)*
     ) => {$(
-        /// # Safety
-        /// `src` is valid for `n` elements and `acc` for `2 * w + 1`; the
-        /// CPU supports AVX2.
-        unsafe extern "C" fn $name(src: *const $t, n: usize, acc: *mut $t) {
+        mod $name {
+            use super::*;
+
+            /// A row's running state: the two accumulators and their NaN
+            /// masks.
+            struct State {
+                a: $v,
+                b: $v,
+                na: $v,
+                nb: $v,
+            }
+
+            /// # Safety
+            /// `acc` is valid for `2 * w + 1` elements; the CPU supports
+            /// AVX2.
             #[target_feature(enable = "avx2,fma")]
-            unsafe fn run(src: *const $t, n: usize, acc: *mut $t) {
+            #[inline]
+            unsafe fn load_state(acc: *const $t) -> State {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    let (a, b) = ($load(acc), $load(acc.add($w)));
+                    State { a, b, na: $cmp::<_CMP_UNORD_Q>(a, a), nb: $cmp::<_CMP_UNORD_Q>(b, b) }
+                }
+            }
+
+            /// Takes `2 * w` elements at `src`.
+            ///
+            /// # Safety
+            /// `src` is valid for `2 * w` elements; the CPU supports AVX2.
+            #[target_feature(enable = "avx2,fma")]
+            #[inline]
+            unsafe fn step(s: &mut State, src: *const $t) {
+                // SAFETY: the caller's contract.
+                unsafe {
+                    let x = $load(src);
+                    let y = $load(src.add($w));
+                    if $nan_sticky {
+                        s.na = $or(s.na, $cmp::<_CMP_UNORD_Q>(x, x));
+                        s.nb = $or(s.nb, $cmp::<_CMP_UNORD_Q>(y, y));
+                    }
+                    s.a = $wide(s.a, x);
+                    s.b = $wide(s.b, y);
+                }
+            }
+
+            /// Takes elements `i..n` of the row at `src` (fewer than
+            /// `2 * w` whole chunks' worth remain for the wide lanes) and
+            /// stores the state to `acc`.
+            ///
+            /// # Safety
+            /// `src` is valid for `n` elements and `acc` for `2 * w + 1`;
+            /// the CPU supports AVX2.
+            #[target_feature(enable = "avx2,fma")]
+            #[inline]
+            unsafe fn finish(mut s: State, src: *const $t, mut i: usize, n: usize, acc: *mut $t) {
                 // SAFETY: every access is below `n` in `src` and below
                 // 2w + 1 in `acc`.
                 unsafe {
-                    let mut a = $load(acc);
-                    let mut b = $load(acc.add($w));
-                    let mut na = $cmp::<_CMP_UNORD_Q>(a, a);
-                    let mut nb = $cmp::<_CMP_UNORD_Q>(b, b);
-                    let mut i = 0;
-                    while i + 2 * $w <= n {
-                        let x = $load(src.add(i));
-                        let y = $load(src.add(i + $w));
-                        if $nan_sticky {
-                            na = $or(na, $cmp::<_CMP_UNORD_Q>(x, x));
-                            nb = $or(nb, $cmp::<_CMP_UNORD_Q>(y, y));
-                        }
-                        a = $wide(a, x);
-                        b = $wide(b, y);
-                        i += 2 * $w;
-                    }
-                    let mut lo = $low(a);
-                    let mut nlo = $low(na);
+                    let mut lo = $low(s.a);
+                    let mut nlo = $low(s.na);
                     while i + $nw <= n {
                         let x = $load128(src.add(i));
                         if $nan_sticky {
@@ -208,24 +247,79 @@ macro_rules! row_reductions {
                         lo = $narrow(lo, x);
                         i += $nw;
                     }
-                    a = $insert::<0>(a, lo);
-                    na = $insert::<0>(na, nlo);
+                    s.a = $insert::<0>(s.a, lo);
+                    s.na = $insert::<0>(s.na, nlo);
                     if $nan_sticky {
-                        a = $blendv(a, $set1(<$t>::NAN), na);
-                        b = $blendv(b, $set1(<$t>::NAN), nb);
+                        s.a = $blendv(s.a, $set1(<$t>::NAN), s.na);
+                        s.b = $blendv(s.b, $set1(<$t>::NAN), s.nb);
                     }
-                    $store(acc, a);
-                    $store(acc.add($w), b);
-                    let mut s = *acc.add(2 * $w);
+                    $store(acc, s.a);
+                    $store(acc.add($w), s.b);
+                    let mut r = *acc.add(2 * $w);
                     while i < n {
-                        s = $scalar(s, *src.add(i));
+                        r = $scalar(r, *src.add(i));
                         i += 1;
                     }
-                    *acc.add(2 * $w) = s;
+                    *acc.add(2 * $w) = r;
                 }
             }
-            // SAFETY: the caller's contract is `run`'s.
-            unsafe { run(src, n, acc) }
+
+            /// # Safety
+            /// `src` is valid for `n` elements and `acc` for `2 * w + 1`;
+            /// the CPU supports AVX2.
+            pub(in super::super) unsafe extern "C" fn one(src: *const $t, n: usize, acc: *mut $t) {
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn run(src: *const $t, n: usize, acc: *mut $t) {
+                    // SAFETY: every access is below `n` in `src` and below
+                    // 2w + 1 in `acc`.
+                    unsafe {
+                        let mut s = load_state(acc);
+                        let mut i = 0;
+                        while i + 2 * $w <= n {
+                            step(&mut s, src.add(i));
+                            i += 2 * $w;
+                        }
+                        finish(s, src, i, n, acc);
+                    }
+                }
+                // SAFETY: the caller's contract is `run`'s.
+                unsafe { run(src, n, acc) }
+            }
+
+            /// # Safety
+            /// Rows `q < ROW_BLOCK` at `src + q·stride` are valid for `n`
+            /// elements each, states at `acc + q·STATE_BYTES` bytes for
+            /// `2 * w + 1` elements each; the CPU supports AVX2.
+            pub(in super::super) unsafe extern "C" fn block(
+                src: *const $t,
+                n: usize,
+                acc: *mut $t,
+                stride: isize,
+            ) {
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn run(src: *const $t, n: usize, acc: *mut $t, stride: isize) {
+                    let row = |q: usize| src.wrapping_offset(q as isize * stride);
+                    let state = |q: usize| acc.wrapping_byte_add(q * STATE_BYTES);
+                    // SAFETY: every access is below `n` in a row and below
+                    // 2w + 1 in a state (the caller's contract).
+                    unsafe {
+                        let mut s: [State; ROW_BLOCK] =
+                            std::array::from_fn(|q| load_state(state(q)));
+                        let mut i = 0;
+                        while i + 2 * $w <= n {
+                            for (q, s) in s.iter_mut().enumerate() {
+                                step(s, row(q).add(i));
+                            }
+                            i += 2 * $w;
+                        }
+                        for (q, s) in s.into_iter().enumerate() {
+                            finish(s, row(q), i, n, state(q));
+                        }
+                    }
+                }
+                // SAFETY: the caller's contract is `run`'s.
+                unsafe { run(src, n, acc, stride) }
+            }
         }
     )*};
 }
@@ -280,7 +374,7 @@ scalar_max_min! {
 }
 
 row_reductions! {
-    f32, 8, 4, _mm256_loadu_ps, _mm_loadu_ps, _mm256_storeu_ps,
+    f32, __m256, 8, 4, _mm256_loadu_ps, _mm_loadu_ps, _mm256_storeu_ps,
     _mm256_castps256_ps128, _mm256_insertf128_ps, _mm256_cmp_ps, _mm_cmpunord_ps,
     _mm256_or_ps, _mm_or_ps, _mm256_blendv_ps, _mm256_set1_ps;
     reduce_sum_f32: |a, x| _mm256_add_ps(a, x), |a, x| _mm_add_ps(a, x), |a: f32, x: f32| a + x, false;
@@ -289,7 +383,7 @@ row_reductions! {
 }
 
 row_reductions! {
-    f64, 4, 2, _mm256_loadu_pd, _mm_loadu_pd, _mm256_storeu_pd,
+    f64, __m256d, 4, 2, _mm256_loadu_pd, _mm_loadu_pd, _mm256_storeu_pd,
     _mm256_castpd256_pd128, _mm256_insertf128_pd, _mm256_cmp_pd, _mm_cmpunord_pd,
     _mm256_or_pd, _mm_or_pd, _mm256_blendv_pd, _mm256_set1_pd;
     reduce_sum_f64: |a, x| _mm256_add_pd(a, x), |a, x| _mm_add_pd(a, x), |a: f64, x: f64| a + x, false;
@@ -301,6 +395,8 @@ type Tile32 = unsafe extern "C" fn(*const f32, *mut f32, usize, f32, f32, u32, f
 type Tile64 = unsafe extern "C" fn(*const f64, *mut f64, usize, f64, f64, u32, f64);
 type Row32 = unsafe extern "C" fn(*const f32, usize, *mut f32);
 type Row64 = unsafe extern "C" fn(*const f64, usize, *mut f64);
+type Rows32 = unsafe extern "C" fn(*const f32, usize, *mut f32, isize);
+type Rows64 = unsafe extern "C" fn(*const f64, usize, *mut f64, isize);
 
 /// The routine of `op` on `dt` (the caller checked the CPU).
 pub(super) fn routine(op: UnaryOp, dt: DType) -> Option<usize> {
@@ -350,15 +446,28 @@ pub(super) fn divide(dt: DType) -> Option<usize> {
     pick(dt, f as usize, d as usize)
 }
 
-/// The row reduction of `op` on `dt`.
-pub(super) fn reduction(op: ReduceOp, dt: DType) -> Option<usize> {
-    let (f, d): (Row32, Row64) = match op {
-        ReduceOp::Sum => (reduce_sum_f32, reduce_sum_f64),
-        ReduceOp::Max => (reduce_max_f32, reduce_max_f64),
-        ReduceOp::Min => (reduce_min_f32, reduce_min_f64),
+/// The one-row and the block-of-rows reduction of `op` on `dt`.
+pub(super) fn reduction(op: ReduceOp, dt: DType) -> Option<(usize, usize)> {
+    let (f, d): ((Row32, Rows32), (Row64, Rows64)) = match op {
+        ReduceOp::Sum => (
+            (reduce_sum_f32::one, reduce_sum_f32::block),
+            (reduce_sum_f64::one, reduce_sum_f64::block),
+        ),
+        ReduceOp::Max => (
+            (reduce_max_f32::one, reduce_max_f32::block),
+            (reduce_max_f64::one, reduce_max_f64::block),
+        ),
+        ReduceOp::Min => (
+            (reduce_min_f32::one, reduce_min_f32::block),
+            (reduce_min_f64::one, reduce_min_f64::block),
+        ),
         ReduceOp::Prod | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => return None,
     };
-    pick(dt, f as usize, d as usize)
+    match dt {
+        DType::F32 => Some((f.0 as usize, f.1 as usize)),
+        DType::F64 => Some((d.0 as usize, d.1 as usize)),
+        _ => None,
+    }
 }
 
 fn pick(dt: DType, f32_routine: usize, f64_routine: usize) -> Option<usize> {
