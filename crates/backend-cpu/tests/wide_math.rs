@@ -8,7 +8,7 @@
 mod common;
 use common::{run, same_bits, wide_and_narrow, Rng};
 use jaxon_ir::interp::InterpreterBackend;
-use jaxon_ir::{parse_closed_jaxpr, DType, HostArray, Storage};
+use jaxon_ir::{parse_closed_jaxpr, DType, HostArray};
 
 #[cfg(target_os = "linux")]
 #[global_allocator]
@@ -30,6 +30,12 @@ fn assert_same(wide: &[f64], narrow: &[f64], what: &str) {
     for (k, (w, q)) in wide.iter().zip(narrow).enumerate() {
         assert!(same_bits(*w, *q), "{what}[{k}]: wide {w:e} vs inline {q:e}");
     }
+}
+
+/// `text` run on `arg` by the reference interpreter, as f64s.
+fn interpreted(text: &str, arg: &HostArray) -> Vec<f64> {
+    let closed = parse_closed_jaxpr(text, Vec::new()).expect("parses");
+    run(&InterpreterBackend, &closed, std::slice::from_ref(arg))[0].to_f64_vec()
 }
 
 /// The float types the routines exist for, with their jaxpr names.
@@ -130,13 +136,7 @@ fn row_reductions() {
                 );
                 let (wide, narrow) = wide_and_narrow(&text, &arr, false);
                 assert_same(&wide, &narrow, &format!("{ty} {op} {cols}"));
-                let closed = parse_closed_jaxpr(&text, Vec::new()).expect("parses");
-                let want = run(&InterpreterBackend, &closed, std::slice::from_ref(&arr));
-                let want: Vec<f64> = match want[0].data() {
-                    Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
-                    Storage::F64(v) => v.clone(),
-                    _ => panic!("float"),
-                };
+                let want = interpreted(&text, &arr);
                 for (r, (got, x)) in wide.iter().zip(&want).enumerate() {
                     if op == "reduce_sum" {
                         assert_eq!(got.is_nan(), x.is_nan(), "{op} row {r}");
@@ -199,13 +199,7 @@ fn row_blocks() {
                 let text = text.replace("OP", op);
                 let (wide, narrow) = wide_and_narrow(&text, &arr, false);
                 assert_same(&wide, &narrow, &format!("{ty} {op} {shape:?}"));
-                let closed = parse_closed_jaxpr(&text, Vec::new()).expect("parses");
-                let want = run(&InterpreterBackend, &closed, std::slice::from_ref(&arr));
-                let want: Vec<f64> = match want[0].data() {
-                    Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
-                    Storage::F64(v) => v.clone(),
-                    _ => panic!("float"),
-                };
+                let want = interpreted(&text, &arr);
                 assert_eq!(wide.len(), want.len());
                 for (r, (got, x)) in wide.iter().zip(&want).enumerate() {
                     assert_eq!(got.is_nan(), x.is_nan(), "{ty} {op} {shape:?} row {r}");

@@ -595,6 +595,18 @@ fn half_exp<L: Lanes>(l: &mut L, a: L::F) -> L::F {
     l.mul(h, hh)
 }
 
+/// `s / 2`, or `exp(a) / 2` (overflow-safe) where `a > 20`: the shared
+/// tail of `sinh` and `cosh` at `a = |x|`.
+#[inline(always)]
+fn half_or_big<L: Lanes>(l: &mut L, a: L::F, s: L::F) -> L::F {
+    let half = l.f(0.5);
+    let small = l.mul(s, half);
+    let big = half_exp(l, a);
+    let lim = l.f(20.0);
+    let is_big = l.cmp(Cmp::Gt, a, lim);
+    l.sel(is_big, big, small)
+}
+
 /// `sinh x`.
 #[inline(always)]
 pub(crate) fn sinh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
@@ -605,12 +617,7 @@ pub(crate) fn sinh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
     let e1 = l.add(e, one);
     let q = l.div(e, e1);
     let s = l.add(e, q);
-    let half = l.f(0.5);
-    let small = l.mul(s, half);
-    let big = half_exp(l, a);
-    let lim = l.f(20.0);
-    let is_big = l.cmp(Cmp::Gt, a, lim);
-    let y = l.sel(is_big, big, small);
+    let y = half_or_big(l, a, s);
     l.copysign(y, x)
 }
 
@@ -622,12 +629,7 @@ pub(crate) fn cosh<L: Lanes>(l: &mut L, x: L::F) -> L::F {
     let one = l.f(1.0);
     let inv = l.div(one, e);
     let s = l.add(e, inv);
-    let half = l.f(0.5);
-    let small = l.mul(s, half);
-    let big = half_exp(l, a);
-    let lim = l.f(20.0);
-    let is_big = l.cmp(Cmp::Gt, a, lim);
-    l.sel(is_big, big, small)
+    half_or_big(l, a, s)
 }
 
 /// `tan x = sin x / cos x` (same domain as `sin`).

@@ -83,10 +83,10 @@ impl Gen {
         let state = |b: &mut FunctionBuilder, q: usize| {
             b.ins().iadd_imm_s(states, (q * STATE_BYTES) as i64)
         };
+        let identity = self.acc_init(b)?;
         for q in 0..ROW_BLOCK {
-            let acc = self.acc_init(b)?;
             let at = state(b, q);
-            self.row_state_store(b, &acc, at)?;
+            self.row_state_store(b, &identity, at)?;
         }
         let first = self.row_ctx(b, bases, idx)?;
         let n = b.ins().iconst(I64, self.dims[d + 1] as i64);
