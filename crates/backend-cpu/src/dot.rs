@@ -20,6 +20,10 @@
 
 mod boxdot;
 mod fuse;
+#[cfg(target_arch = "x86_64")]
+mod microkernel;
+#[cfg(target_arch = "x86_64")]
+mod packed;
 mod split;
 
 pub(crate) use fuse::{fuse_accumulate, fuse_box_reads, fuse_slices};
@@ -483,14 +487,63 @@ fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray>, IrError>
 trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> {
     const ZERO: Self;
     const ONE: Self;
+
+    /// Runs [`gemm_strided`]'s product with a GEMM of our own when there
+    /// is one for this type, size and CPU; whether it did.
+    #[allow(clippy::too_many_arguments)]
+    fn own_gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: View<'_, Self>,
+        c: View<'_, Self>,
+        dst: &mut [Self],
+        drs: usize,
+        threads: usize,
+        acc: bool,
+    ) -> bool;
 }
 impl GemmScalar for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
+
+    fn own_gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: View<'_, f32>,
+        c: View<'_, f32>,
+        dst: &mut [f32],
+        drs: usize,
+        threads: usize,
+        acc: bool,
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if packed::wanted(m, k, n) {
+            packed::sgemm(m, k, n, a, c, dst, drs, threads, acc);
+            return true;
+        }
+        let _ = (m, k, n, a, c, dst, drs, threads, acc);
+        false
+    }
 }
 impl GemmScalar for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+
+    fn own_gemm(
+        _: usize,
+        _: usize,
+        _: usize,
+        _: View<'_, f64>,
+        _: View<'_, f64>,
+        _: &mut [f64],
+        _: usize,
+        _: usize,
+        _: bool,
+    ) -> bool {
+        false
+    }
 }
 
 impl DotPlan {
@@ -580,6 +633,13 @@ fn gemm_strided<T: GemmScalar>(
     par: gemm::Parallelism,
     acc: bool,
 ) {
+    let threads = match par {
+        gemm::Parallelism::Rayon(threads) => threads,
+        gemm::Parallelism::None => 1,
+    };
+    if T::own_gemm(m, k, n, a, c, dst, drs, threads, acc) {
+        return;
+    }
     if let gemm::Parallelism::Rayon(threads) = par {
         if let Some(cut) = split::Cut::choose(m, k, n, threads) {
             return split::gemm_split(cut, m, k, n, a, c, dst, drs, acc);

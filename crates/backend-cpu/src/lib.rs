@@ -118,22 +118,26 @@
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
 //! [`CpuBackend::with_fma_contraction`] (off by default, so that results
 //! stay bit-identical); the transcendental polynomials always use fma. Float reductions along a reduced inner dimension use 16
-//! partial sums (reassociated); products use gemm's blocking.
+//! partial sums (reassociated); f32 products of at least 2^24
+//! multiply-adds use our own packed GEMM (`dot/packed.rs`, 6×16 AVX2
+//! register tiles; `JAXON_CPU_PACKED_GEMM=0` turns it off), others gemm's
+//! blocking.
 //!
 //! Kernels run their outermost loop over a `lo..hi` range: kernels of at
 //! least 2^18 elements whose output rows are independent split it over the
 //! available cores (`JAXON_CPU_THREADS` overrides the count), in chunks
 //! that threads take from a shared counter, so a thread on a slowed core
-//! takes fewer. Large products use gemm's rayon parallelism; products of
-//! at least 2^31 multiply-adds run as balanced blocks of rows or columns,
-//! one single-threaded gemm each (`dot/split.rs`;
-//! `JAXON_CPU_GEMM_SPLIT=0` turns that off).
+//! takes fewer. The packed GEMM packs both operands in one parallel pass
+//! and hands out tiles of the result the same way. Other large products
+//! use gemm's rayon parallelism; those of at least 2^31 multiply-adds run
+//! as balanced blocks of rows or columns, one single-threaded gemm each
+//! (`dot/split.rs`; `JAXON_CPU_GEMM_SPLIT=0` turns that off).
 //!
 //! `unsafe` lives in three small modules, each stating its invariants:
 //! `jit` (holding JIT'ed code and turning it into callable pointers),
 //! `runtime` (calling a program function and the trampolines it calls
-//! back) and `dot` (the `gemm` call, its column blocks and viewing raw
-//! operand buffers). The
+//! back) and `dot` (the `gemm` call, its column blocks, viewing raw
+//! operand buffers, and the packed GEMM's register tile and tile writes). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!

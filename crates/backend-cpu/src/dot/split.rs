@@ -1,5 +1,7 @@
 //! GEMMs on several threads as blocks of rows or of columns, each one
-//! single-threaded `gemm` call that rayon hands to a free thread.
+//! single-threaded `gemm` call that rayon hands to a free thread: f64
+//! products, and f32 ones where `packed` does not run (no AVX2 and FMA,
+//! or `JAXON_CPU_PACKED_GEMM=0`). The numbers below are f32 `gemm` ones.
 //!
 //! `gemm`'s own threading shares packed panels between its threads and
 //! scales less well on two cores for the largest products (2048³: 118–143
@@ -124,17 +126,19 @@ pub(super) fn gemm_split<T: GemmScalar>(
     }
 }
 
-/// The destination of a column-split GEMM, shared by its blocks.
-struct SharedDst<T>(*mut T);
+/// The destination of a GEMM whose blocks (here) or tiles (`packed`)
+/// write disjoint parts of it from several threads.
+pub(super) struct SharedDst<T>(pub(super) *mut T);
 
 impl<T> SharedDst<T> {
-    /// The address of column `j` of row 0.
-    fn at(&self, j: usize) -> *mut T {
-        self.0.wrapping_add(j)
+    /// The address of the element `offset` elements past the start.
+    pub(super) fn at(&self, offset: usize) -> *mut T {
+        self.0.wrapping_add(offset)
     }
 }
 
-// SAFETY: blocks write disjoint columns through it (module invariant).
+// SAFETY: its users write disjoint elements through it (the invariants of
+// this module and of `packed`).
 unsafe impl<T: Send> Send for SharedDst<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedDst<T> {}

@@ -31,7 +31,7 @@ pub(crate) mod ops;
 mod row_blocks;
 mod scalars;
 mod tiled;
-mod wide;
+pub(crate) mod wide;
 
 pub(crate) use scalars::identity_int;
 use scalars::{combine, identity, lit_value};

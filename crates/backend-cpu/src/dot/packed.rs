@@ -1,0 +1,423 @@
+//! f32 GEMM of our own for large products: both operands packed into
+//! cache-sized panels in one parallel pass, then tiles of the result handed
+//! out dynamically to rayon's threads, each tile a loop of 6×16
+//! `microkernel` calls.
+//!
+//! Why not `gemm`'s threading: on this machine's two cores it reached
+//! 95–120 GFLOP/s at 1024³ where XLA reaches 140–170, although one core of
+//! either runs at 80–90. Two things cost it: packing buffers that are
+//! fresh pages on every call (two threads faulting at once serialise on
+//! the address space), and fixed halves, so the call waits for the slower
+//! of two shared vCPUs. Here the packed panels live in a per-thread cache
+//! reused from call to call, and tiles are small enough (22 per 1024²
+//! result) for a fast core to take more of them.
+//!
+//! Layout. A chunk of the product (at most [`CHUNK_MN`] rows and columns
+//! and [`CHUNK_K`] of depth, so the panels stay bounded) is cut into depth
+//! blocks of [`KC`]. In each block, `a` becomes row panels of `MR` rows
+//! and `c` column panels of `NR` columns, each stored depth-major (all of
+//! a panel's values of one depth step together), zero-padded past the
+//! last row or column. A tile runs, for each depth block, its column
+//! panels (each 16 KiB, in L1) against its row panels (the tile's 96 KiB
+//! of `a`, in L2).
+//!
+//! Invariant (the `unsafe` below): the whole product is checked against
+//! `View::covers` before anything runs; tiles write disjoint rectangles of
+//! `dst`, which is a unique borrow distinct from the operands.
+
+use super::microkernel::{self, MR, NR};
+use super::split::SharedDst;
+use super::View;
+use rayon::prelude::*;
+
+/// Depth of a block: a 16-column panel of `c` is 16 KiB, half of L1.
+const KC: usize = 256;
+/// Rows of a tile (a multiple of `MR`): its block of `a` (96 KiB) stays
+/// in the 512 KiB L2 while `c`'s panels pass through. Paired runs at
+/// 1024³: 96 was 5–10% faster than 144 and 72, and even with 192.
+const TILE_M: usize = 96;
+/// Columns of a tile (a multiple of `NR`): about 20 tiles per 1024²
+/// result, so a faster core takes more of them (256 and 1024 were even).
+const TILE_N: usize = 512;
+/// Rows and columns of a chunk; bounds the packed panels to 16 MiB each.
+const CHUNK_MN: usize = 4096;
+/// Depth of a chunk (a multiple of `KC`).
+const CHUNK_K: usize = 1024;
+/// Panels packed by one work item.
+const PANELS_PER_ITEM: usize = 8;
+
+/// Products of fewer multiply-adds, or thinner than a register tile, go
+/// to `gemm`, whose unpacked small kernels win there (at 256³ the two are
+/// even; at 64³ `gemm` is 5× faster).
+const MIN_WORK: usize = 1 << 24;
+
+/// Whether [`sgemm`] should run an `m×k · k×n` product.
+pub(super) fn wanted(m: usize, k: usize, n: usize) -> bool {
+    m >= MR
+        && n >= NR
+        && m.saturating_mul(k).saturating_mul(n) >= MIN_WORK
+        && microkernel::available()
+        && !switched_off()
+}
+
+/// `JAXON_CPU_PACKED_GEMM=0` leaves every f32 product to `gemm`, for
+/// side-by-side timing.
+fn switched_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("JAXON_CPU_PACKED_GEMM").is_some_and(|v| v == "0"))
+}
+
+/// `dst = a · c` (`+=` when `acc`) for strided `a: m×k`, `c: k×n` and
+/// `dst: m×n` with rows `drs` apart, on up to `threads` threads. Needs
+/// [`wanted`] to have said yes.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sgemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'_, f32>,
+    c: View<'_, f32>,
+    dst: &mut [f32],
+    drs: usize,
+    threads: usize,
+    acc: bool,
+) {
+    let d = View {
+        data: &*dst,
+        rs: drs,
+        cs: 1,
+    };
+    assert!(microkernel::available() && a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
+    let out = SharedDst(dst.as_mut_ptr());
+    let a_len = m.min(CHUNK_MN).next_multiple_of(MR) * k.min(CHUNK_K);
+    let c_len = n.min(CHUNK_MN).next_multiple_of(NR) * k.min(CHUNK_K);
+    with_panels(a_len, c_len, |pa, pc| {
+        for i0 in (0..m).step_by(CHUNK_MN) {
+            for j0 in (0..n).step_by(CHUNK_MN) {
+                for p0 in (0..k).step_by(CHUNK_K) {
+                    let chunk = Chunk {
+                        i0,
+                        j0,
+                        p0,
+                        m: CHUNK_MN.min(m - i0),
+                        n: CHUNK_MN.min(n - j0),
+                        k: CHUNK_K.min(k - p0),
+                        acc: acc || p0 > 0,
+                    };
+                    chunk.pack(a, c, pa, pc, threads);
+                    chunk.multiply(pa, pc, &out, drs, threads);
+                }
+            }
+        }
+    });
+}
+
+/// One bounded piece of the product: rows `i0..i0 + m`, columns
+/// `j0..j0 + n`, depth `p0..p0 + k`, added to `dst` when `acc`.
+#[derive(Clone, Copy)]
+struct Chunk {
+    i0: usize,
+    j0: usize,
+    p0: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    acc: bool,
+}
+
+/// One work item of the packing pass.
+enum PackItem<'p> {
+    /// Row panels of `a` from chunk row `row`, depth block at `depth`.
+    A(&'p mut [f32], usize, usize, usize),
+    /// Column panels of `c` from chunk column `col`, depth block at `depth`.
+    C(&'p mut [f32], usize, usize, usize),
+}
+
+impl Chunk {
+    /// The depth blocks: chunk-relative start and depth.
+    fn blocks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.k).step_by(KC).map(|q| (q, KC.min(self.k - q)))
+    }
+
+    /// Packs this chunk's `a` into `pa` and `c` into `pc`.
+    fn pack(
+        &self,
+        a: View<'_, f32>,
+        c: View<'_, f32>,
+        pa: &mut [f32],
+        pc: &mut [f32],
+        threads: usize,
+    ) {
+        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(NR));
+        let mut items = Vec::new();
+        let (mut rest_a, mut rest_c) = (pa, pc);
+        for (q, kc) in self.blocks() {
+            let (block_a, tail_a) = rest_a.split_at_mut(mp * kc);
+            let (block_c, tail_c) = rest_c.split_at_mut(np * kc);
+            (rest_a, rest_c) = (tail_a, tail_c);
+            let step_a = MR * kc * PANELS_PER_ITEM;
+            for (g, part) in block_a.chunks_mut(step_a).enumerate() {
+                items.push(PackItem::A(part, g * MR * PANELS_PER_ITEM, q, kc));
+            }
+            let step_c = NR * kc * PANELS_PER_ITEM;
+            for (g, part) in block_c.chunks_mut(step_c).enumerate() {
+                items.push(PackItem::C(part, g * NR * PANELS_PER_ITEM, q, kc));
+            }
+        }
+        let run = |item: PackItem<'_>| match item {
+            PackItem::A(out, row, q, kc) => {
+                pack_rows(out, a, self.i0 + row, self.m - row, self.p0 + q, kc)
+            }
+            PackItem::C(out, col, q, kc) => {
+                pack_cols(out, c, self.j0 + col, self.n - col, self.p0 + q, kc)
+            }
+        };
+        if threads > 1 {
+            items.into_par_iter().for_each(run);
+        } else {
+            items.into_iter().for_each(run);
+        }
+    }
+
+    /// Multiplies the packed panels into `dst`, tile by tile.
+    fn multiply(&self, pa: &[f32], pc: &[f32], out: &SharedDst<f32>, drs: usize, threads: usize) {
+        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(NR));
+        let tiles_n = self.n.div_ceil(TILE_N);
+        let tile = |t: usize| {
+            let (r0, t0) = ((t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N);
+            let (r1, t1) = ((r0 + TILE_M).min(self.m), (t0 + TILE_N).min(self.n));
+            for (q, kc) in self.blocks() {
+                let (block_a, block_c) = (&pa[q * mp..], &pc[q * np..]);
+                let overwrite = q == 0 && !self.acc;
+                for col in (t0..t1).step_by(NR) {
+                    for row in (r0..r1).step_by(MR) {
+                        let at = (self.i0 + row) * drs + self.j0 + col;
+                        // SAFETY: the module invariant: the entries
+                        // `(i0 + row + r, j0 + col + t)` of `dst`, for `r`
+                        // and `t` under the counts passed, lie inside the
+                        // checked product and belong to this tile alone.
+                        unsafe {
+                            microkernel::tile(
+                                kc,
+                                &block_a[row * kc..],
+                                &block_c[col * kc..],
+                                out.at(at),
+                                drs,
+                                overwrite,
+                                MR.min(r1 - row),
+                                NR.min(t1 - col),
+                            )
+                        }
+                    }
+                }
+            }
+        };
+        let tiles = self.m.div_ceil(TILE_M) * tiles_n;
+        if threads > 1 {
+            (0..tiles).into_par_iter().with_max_len(1).for_each(tile);
+        } else {
+            (0..tiles).for_each(tile);
+        }
+    }
+}
+
+/// Packs rows `i0..i0 + rows` (fewer than `out` has room for are
+/// zero-padded), depth `p0..p0 + kc`, of `a` into `MR`-row panels.
+fn pack_rows(out: &mut [f32], a: View<'_, f32>, i0: usize, rows: usize, p0: usize, kc: usize) {
+    for (g, panel) in out.chunks_exact_mut(MR * kc).enumerate() {
+        let r0 = i0 + g * MR;
+        let h = MR.min(rows.saturating_sub(g * MR));
+        if h == MR && a.cs == 1 {
+            let src: [&[f32]; MR] = std::array::from_fn(|r| &a.data[(r0 + r) * a.rs + p0..][..kc]);
+            for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
+                for (v, row) in step.iter_mut().zip(&src) {
+                    *v = row[p];
+                }
+            }
+        } else if h == MR && a.rs == 1 {
+            for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
+                step.copy_from_slice(&a.data[r0 + (p0 + p) * a.cs..][..MR]);
+            }
+        } else {
+            for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
+                for (r, v) in step.iter_mut().enumerate() {
+                    *v = if r < h {
+                        a.data[(r0 + r) * a.rs + (p0 + p) * a.cs]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Packs columns `j0..j0 + cols` (zero-padded likewise), depth
+/// `p0..p0 + kc`, of `c` into `NR`-column panels.
+fn pack_cols(out: &mut [f32], c: View<'_, f32>, j0: usize, cols: usize, p0: usize, kc: usize) {
+    for (g, panel) in out.chunks_exact_mut(NR * kc).enumerate() {
+        let t0 = j0 + g * NR;
+        let w = NR.min(cols.saturating_sub(g * NR));
+        if w == NR && c.cs == 1 {
+            for (p, step) in panel.chunks_exact_mut(NR).enumerate() {
+                step.copy_from_slice(&c.data[(p0 + p) * c.rs + t0..][..NR]);
+            }
+        } else if c.rs == 1 {
+            // Columns are contiguous: read each once, scatter by `NR`.
+            for t in 0..NR {
+                if t < w {
+                    let column = &c.data[(t0 + t) * c.cs + p0..][..kc];
+                    for (p, &v) in column.iter().enumerate() {
+                        panel[p * NR + t] = v;
+                    }
+                } else {
+                    (0..kc).for_each(|p| panel[p * NR + t] = 0.0);
+                }
+            }
+        } else {
+            for (p, step) in panel.chunks_exact_mut(NR).enumerate() {
+                for (t, v) in step.iter_mut().enumerate() {
+                    *v = if t < w {
+                        c.data[(p0 + p) * c.rs + (t0 + t) * c.cs]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// 64 bytes of panel: the panels' alignment, so `c`'s 16-column steps
+/// are whole cache lines.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([f32; 16]);
+
+/// Packed panels kept from call to call, on the calling thread: fresh
+/// pages on every call cost 10–25% at 1024³ on two cores.
+type Panels = [Vec<Line>; 2];
+
+thread_local! {
+    static PANELS: std::cell::Cell<Panels> = const { std::cell::Cell::new([Vec::new(), Vec::new()]) };
+}
+
+/// Panels kept past a call are at most this many lines (64 MiB).
+const KEEP_LINES: usize = 1 << 20;
+
+/// Runs `f` on panel buffers of at least `a_len` and `c_len` values.
+fn with_panels(a_len: usize, c_len: usize, f: impl FnOnce(&mut [f32], &mut [f32])) {
+    // Taken out of the cell, so a nested call (rayon may run another
+    // product on this thread while it waits) finds it empty, not borrowed.
+    let [mut pa, mut pc] = PANELS.take();
+    for (buf, len) in [(&mut pa, a_len), (&mut pc, c_len)] {
+        if buf.len() * 16 < len {
+            *buf = vec![Line([0.0; 16]); len.div_ceil(16)];
+        }
+    }
+    f(floats(&mut pa), floats(&mut pc));
+    if pa.len() + pc.len() <= KEEP_LINES {
+        PANELS.set([pa, pc]);
+    }
+}
+
+/// The values of `lines`.
+fn floats(lines: &mut [Line]) -> &mut [f32] {
+    // SAFETY: `Line` is `repr(C)` over `[f32; 16]` with no padding (64
+    // bytes, align 64), so `n` lines are `16n` consecutive, initialised
+    // f32s, borrowed mutably for the lifetime of `lines`.
+    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<f32>(), lines.len() * 16) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic values in `[-1, 1)` that are not round numbers.
+    fn values(len: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// `(m, k, n)`, `a` transposed, `c` transposed, extra row stride of
+    /// `dst`, accumulate: each case against an f64 triple loop.
+    #[test]
+    fn packed_products_match_f64() {
+        if !microkernel::available() {
+            eprintln!("skipped: this CPU lacks AVX2 or FMA");
+            return;
+        }
+        let cases = [
+            (256, 256, 256, false, false, 0, false),
+            (97, 301, 613, false, false, 0, false),
+            (61, 1500, 200, false, false, 0, true),
+            (200, 700, 130, true, false, 3, false),
+            (130, 520, 300, false, true, 0, true),
+            (37, 2100, 250, true, true, 5, true),
+            (16, 40, 4150, false, false, 0, false),
+            (4100, 20, 17, false, true, 0, false),
+            (50, 1100, 40, false, true, 2, false),
+        ];
+        for (m, k, n, ta, tc, pad, acc) in cases {
+            let (av, cv) = (values(m * k, 1), values(k * n, 2));
+            let a = if ta {
+                View {
+                    data: &av,
+                    rs: 1,
+                    cs: m,
+                }
+            } else {
+                View {
+                    data: &av,
+                    rs: k,
+                    cs: 1,
+                }
+            };
+            let c = if tc {
+                View {
+                    data: &cv,
+                    rs: 1,
+                    cs: k,
+                }
+            } else {
+                View {
+                    data: &cv,
+                    rs: n,
+                    cs: 1,
+                }
+            };
+            let drs = n + pad;
+            let start = values(m * drs, 3);
+            for threads in [1, 2] {
+                let mut dst = start.clone();
+                sgemm(m, k, n, a, c, &mut dst, drs, threads, acc);
+                for i in 0..m {
+                    for j in 0..drs {
+                        let got = dst[i * drs + j] as f64;
+                        if j >= n {
+                            assert_eq!(got, start[i * drs + j] as f64, "padding ({i},{j}) written");
+                            continue;
+                        }
+                        let mut want = if acc { start[i * drs + j] as f64 } else { 0.0 };
+                        for p in 0..k {
+                            want += a.data[i * a.rs + p * a.cs] as f64
+                                * c.data[p * c.rs + j * c.cs] as f64;
+                        }
+                        let tol = 2e-7 * k as f64 + 1e-6;
+                        assert!(
+                            (got - want).abs() <= tol,
+                            "({m},{k},{n}) ta={ta} tc={tc} acc={acc} threads={threads}: ({i},{j}) = {got}, want {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
