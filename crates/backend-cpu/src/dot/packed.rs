@@ -9,7 +9,7 @@
 //! fresh pages on every call (two threads faulting at once serialise on
 //! the address space), and fixed halves, so the call waits for the slower
 //! of two shared vCPUs. Here the packed panels live in a per-thread cache
-//! reused from call to call, and tiles are small enough (22 per 1024²
+//! reused from call to call, and tiles are small enough (44 per 1024²
 //! result) for a fast core to take more of them.
 //!
 //! Layout. A chunk of the product (at most [`CHUNK_MN`] rows and columns
@@ -36,9 +36,11 @@ const KC: usize = 256;
 /// in the 512 KiB L2 while `c`'s panels pass through. Paired runs at
 /// 1024³: 96 was 5–10% faster than 144 and 72, and even with 192.
 const TILE_M: usize = 96;
-/// Columns of a tile (a multiple of `NR`): about 20 tiles per 1024²
-/// result, so a faster core takes more of them (256 and 1024 were even).
-const TILE_N: usize = 512;
+/// Columns of a tile (a multiple of `NR`): 44 tiles per 1024² result and
+/// 12 for the MLP's 256×1024 ones, so a faster core takes more of them.
+/// Paired runs against 512: MLP training step 12% faster, 2048³ 2%,
+/// 1024³ even.
+const TILE_N: usize = 256;
 /// Rows and columns of a chunk; bounds the packed panels to 16 MiB each.
 const CHUNK_MN: usize = 4096;
 /// Depth of a chunk (a multiple of `KC`).
