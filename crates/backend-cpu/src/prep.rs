@@ -568,8 +568,10 @@ pub(crate) fn prep(
     let mut spans = crate::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
     spans.extend(views.spans.iter().chain(&acc.spans).chain(&boxes.spans));
     strided_outputs(t, jaxpr, &plan, &mut groups, &strided);
+    let shared = crate::rows::share_run_buffers(jaxpr, &plan, &mut groups);
     let mut exclude = exclude.clone();
     exclude.extend(views.temps.iter().chain(&acc.temps).chain(&boxes.temps));
+    exclude.extend(shared.iter().map(|&(v, _)| v));
     let mem = plan_memory(
         jaxpr,
         &plan,
@@ -581,7 +583,11 @@ pub(crate) fn prep(
         },
     )?;
     if t.dump {
-        let _ = writeln!(t.plans, "== {label}\n{plan}row runs: {spans:?}\n{mem}");
+        let shared: Vec<_> = shared.iter().map(|(v, o)| (v.0, o.0)).collect();
+        let _ = writeln!(
+            t.plans,
+            "== {label}\n{plan}row runs: {spans:?}\nin result buffers: {shared:?}\n{mem}"
+        );
     }
     Ok(Prep {
         jaxpr: closed.jaxpr.clone(),

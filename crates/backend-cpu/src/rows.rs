@@ -201,3 +201,118 @@ fn make_run(
     }
     Ok(())
 }
+
+/// Values a row run passes from one member to a later elementwise one
+/// that writes a result of the same type: each is written straight into
+/// that result's buffer instead of an arena buffer of its own (a softmax's
+/// `exp` into its output, which the division then overwrites in place).
+/// The arena buffer would be touched a block at a time like the result,
+/// but it is another full-size array whose dirty lines go back to memory:
+/// a quarter of a softmax's traffic. Returns the values no longer placed,
+/// each paired with the result whose buffer it uses.
+///
+/// A value `v` of member `p` moves into the result `o` of member `c` when
+/// every group reading `v` is a member after `p` and no later than `c`,
+/// `c` is a loop whose space is `v`'s shape and which reads `v` only at
+/// the index it writes (so each element is read before it is overwritten,
+/// and by nothing after), `v` and `o` have one type, neither kernel writes
+/// with a row stride, and no other value moves into `o`.
+pub(crate) fn share_run_buffers(
+    jaxpr: &Jaxpr,
+    plan: &FusionPlan,
+    groups: &mut [GPrep],
+) -> Vec<(jaxon_ir::Var, jaxon_ir::Var)> {
+    let runs: Vec<Vec<usize>> = groups
+        .iter()
+        .filter_map(|g| match g {
+            GPrep::Kernel(k) => match &k.row_run {
+                Some(RowRole::Head { members, .. }) => Some(members.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let mut moved = Vec::new();
+    for members in runs {
+        for (i, &p) in members.iter().enumerate() {
+            let Some(v) = kernel(groups, p).map(|k| k.out) else {
+                continue;
+            };
+            let readers: Vec<usize> = (0..plan.groups.len())
+                .filter(|&g| plan.groups[g].inputs.contains(&v))
+                .collect();
+            let Some(&c) = readers.last() else { continue };
+            let inside = readers.iter().all(|r| members[i + 1..].contains(r));
+            let taken = |o| moved.iter().any(|&(_, t)| t == o);
+            let fits = inside
+                && !jaxpr.outvars.contains(&jaxon_ir::Atom::Var(v))
+                && kernel(groups, p).is_some_and(|k| k.strided_out.is_none())
+                && kernel(groups, c).is_some_and(|k| {
+                    k.strided_out.is_none() && !taken(k.out) && same_type(jaxpr, v, k.out)
+                })
+                && reads_in_place(jaxpr, &plan.groups[c], v);
+            if let (true, Some(o)) = (fits, kernel(groups, c).map(|k| k.out)) {
+                moved.push((v, o));
+            }
+        }
+    }
+    // A result may itself move on into a later one: follow the chain.
+    let target = |mut v: jaxon_ir::Var| {
+        while let Some(&(_, o)) = moved.iter().find(|(w, _)| *w == v) {
+            v = o;
+        }
+        v
+    };
+    let renames: Vec<_> = moved.iter().map(|&(v, _)| (v, target(v))).collect();
+    for g in groups.iter_mut() {
+        if let GPrep::Kernel(k) = g {
+            for x in k.inputs.iter_mut().chain(std::iter::once(&mut k.out)) {
+                if let Some(&(_, o)) = renames.iter().find(|(v, _)| v == x) {
+                    *x = o;
+                }
+            }
+        }
+    }
+    renames
+}
+
+/// The compiled (not inlined) kernel of group `g`, if it is one.
+fn kernel(groups: &[GPrep], g: usize) -> Option<&crate::prep::KPrep> {
+    match groups.get(g) {
+        Some(GPrep::Kernel(k)) if k.func.is_some() => Some(k),
+        _ => None,
+    }
+}
+
+/// Whether `a` and `b` have the same static array type.
+fn same_type(jaxpr: &Jaxpr, a: jaxon_ir::Var, b: jaxon_ir::Var) -> bool {
+    let ty = |v| {
+        let t = jaxpr.try_aval(v)?.as_array()?;
+        Some((t.dtype, t.static_sizes()?))
+    };
+    ty(a).is_some_and(|t| Some(t) == ty(b))
+}
+
+/// Whether loop group `g` reads `v` only at the index it writes: `v`'s
+/// shape is the space and every read of it maps the space identically.
+fn reads_in_place(jaxpr: &Jaxpr, g: &jaxon_ir::passes::Group, v: jaxon_ir::Var) -> bool {
+    use jaxon_ir::passes::{operand_map, GroupKind, IndexMap};
+    let shape = jaxpr
+        .try_aval(v)
+        .and_then(|a| a.as_array())
+        .and_then(|t| t.static_sizes());
+    if g.kind != GroupKind::Loop || shape.as_deref() != Some(g.space.as_slice()) {
+        return false;
+    }
+    let identity = IndexMap::identity(g.space.len());
+    let (want, base) = (identity.strides(&g.space), identity.base(&g.space));
+    g.eqns.iter().all(|&e| {
+        let eqn = &jaxpr.eqns[e];
+        eqn.inputs.iter().enumerate().all(|(slot, a)| {
+            *a != jaxon_ir::Atom::Var(v)
+                || g.map_of(e)
+                    .and_then(|m| operand_map(jaxpr, eqn, m, slot))
+                    .is_some_and(|m| m.strides(&g.space) == want && m.base(&g.space) == base)
+        })
+    })
+}

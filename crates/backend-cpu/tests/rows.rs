@@ -1,7 +1,8 @@
 //! Row runs (groups run a block of rows at a time, `ir::passes::row_runs`)
 //! against the interpreter: softmax, layer norm and chains broken by a
 //! column reduction, on shapes large enough to form runs, with row counts
-//! that leave partial blocks and split unevenly across threads. One test
+//! that leave partial blocks and split unevenly across threads, and the
+//! values a run writes into its result's buffer. One test
 //! function, because it sets `JAXON_DUMP` to see the runs in the plan.
 
 mod common;
@@ -20,6 +21,14 @@ fn softmax(t: &str, r: usize, c: usize) -> String {
     g:{t}[{r},{c}] = broadcast_in_dim[broadcast_dimensions=(0,) shape=({r}, {c}) sharding=None] f
     h:{t}[{r},{c}] = div e g
   in (h,) }}"
+    )
+}
+
+/// A softmax whose division reads each row of `exp` reversed.
+fn reversed_softmax(r: usize, c: usize) -> String {
+    softmax("f32", r, c).replace("div e g", "div er g").replace(
+        "    f:f32",
+        &format!("    er:f32[{r},{c}] = rev[dimensions=(1,)] e\n    f:f32"),
     )
 }
 
@@ -61,6 +70,12 @@ fn broken_by_columns(r: usize, c: usize) -> String {
 
 /// The `row runs:` lines of the plans `JAXON_DUMP` writes for `text`.
 fn dumped_runs(text: &str) -> Vec<String> {
+    dumped_lines(text, "row runs:")
+}
+
+/// The lines starting with `prefix` of the plans `JAXON_DUMP` writes for
+/// `text`.
+fn dumped_lines(text: &str, prefix: &str) -> Vec<String> {
     let dir = std::env::temp_dir().join(format!("jaxon-rows-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::env::set_var("JAXON_DUMP", &dir);
@@ -74,7 +89,7 @@ fn dumped_runs(text: &str) -> Vec<String> {
             let plan = std::fs::read_to_string(&path).expect("plan");
             runs.extend(
                 plan.lines()
-                    .filter(|l| l.starts_with("row runs:"))
+                    .filter(|l| l.starts_with(prefix))
                     .map(str::to_string),
             );
         }
@@ -95,12 +110,43 @@ fn row_runs_match_the_interpreter() {
     assert_eq!(broken.len(), 1);
     assert_ne!(broken[0], "row runs: [(0, 4)]", "a column sum joined a run");
 
+    // The softmax's `exp` (v4) is written into the result (v7), which the
+    // division overwrites in place: the arena holds only the row maxima and
+    // sums (two 301-row vectors, 64-byte aligned).
+    let text = softmax("f32", 301, 257);
+    assert_eq!(
+        dumped_lines(&text, "in result buffers:"),
+        ["in result buffers: [(4, 7)]"]
+    );
+    assert_eq!(
+        dumped_lines(&text, "memory plan:"),
+        ["memory plan: arena 2432 bytes for 2 values of 2408 bytes"]
+    );
+    // Not when the last reader is outside the run (layer norm's centred
+    // rows, read by the scaling after the per-row `rsqrt` ended the run),
+    // nor when it reads another element than it writes (a reversed row).
+    for text in [layer_norm(301, 257), reversed_softmax(301, 257)] {
+        assert_eq!(
+            dumped_lines(&text, "in result buffers:"),
+            ["in result buffers: []"]
+        );
+    }
+    assert_eq!(
+        dumped_runs(&reversed_softmax(301, 257)),
+        ["row runs: [(0, 3)]"]
+    );
+
     // Reductions sum in another order than the interpreter: relative.
     for (r, c) in [(301, 257), (1000, 67), (64, 2049)] {
         check(&softmax("f32", r, c), Dist::Uniform(8.0), Tol::Rel(2e-6));
         check(&softmax("f64", r, c), Dist::Uniform(8.0), Tol::Rel(1e-14));
         check(&layer_norm(r, c), Dist::Uniform(3.0), Tol::Rel(1e-5));
     }
+    check(
+        &reversed_softmax(301, 257),
+        Dist::Uniform(8.0),
+        Tol::Rel(2e-6),
+    );
     check(
         &broken_by_columns(300, 260),
         Dist::Uniform(2.0),
