@@ -767,10 +767,32 @@ fn jit_calls_literal_outputs_and_passthrough() {
     );
 }
 
-/// GEMMs on two threads against the interpreter (products below the
-/// split threshold: `gemm`'s own threading), and products above it, cut
-/// into blocks of rows or of columns, checked in f64 on both sides of
-/// every block edge.
+/// f32 products of at least 2^24 multiply-adds run our packed GEMM
+/// (`dot/packed.rs`): with guard pages after the result, its packed panels
+/// and the operands, every layout it packs (row-major, transposed `a`,
+/// transposed `b`, batched), edge tiles in both directions, depth blocks
+/// that do not divide the depth, and the accumulating form.
+#[test]
+fn packed_gemms_under_guard_pages() {
+    let dot = |lc: usize, rc: usize, batch: &str| {
+        format!("dot_general[dimension_numbers=(([{lc}], [{rc}]), ({batch})) preferred_element_type=float32]")
+    };
+    let cases = [
+        format!("{{ lambda ; a:f32[97,301] b:f32[301,613]. let c:f32[97,613] = {} a b in (c,) }}", dot(1, 0, "[], []")),
+        format!("{{ lambda ; a:f32[301,97] b:f32[301,613]. let c:f32[97,613] = {} a b in (c,) }}", dot(0, 0, "[], []")),
+        format!("{{ lambda ; a:f32[97,301] b:f32[613,301]. let c:f32[97,613] = {} a b in (c,) }}", dot(1, 1, "[], []")),
+        format!("{{ lambda ; a:f32[2,61,1100] b:f32[2,1100,250]. let c:f32[2,61,250] = {} a b in (c,) }}", dot(2, 1, "[0], [0]")),
+        format!("{{ lambda ; a:f32[97,301] b:f32[301,613] d:f32[97,613]. let c:f32[97,613] = {} a b; e:f32[97,613] = add d c in (e,) }}", dot(1, 0, "[], []")),
+    ];
+    for text in &cases {
+        check(text, Dist::Uniform(1.0), Tol::Rel(1e-5));
+    }
+}
+
+/// GEMMs on two threads against the interpreter: small ones (`gemm`'s own
+/// threading), and large ones, which run the packed GEMM in f32 (its
+/// tiles' edges) and `dot/split.rs`'s blocks in f64, checked in f64 on
+/// both sides of every block or tile edge.
 #[test]
 fn threaded_gemms() {
     use common::{assert_close, parse, random_args, run};
@@ -790,8 +812,10 @@ fn threaded_gemms() {
         let want = run(&interp, &closed, &args);
         assert_close(&got[0], &want[0], Tol::Rel(1e-5), 1.0, text);
     }
-    // Products of at least 2^31 multiply-adds run as blocks of rows or of
-    // columns (`dot/split.rs`): entries on both sides of every block edge.
+    // Products of at least 2^31 multiply-adds: f64 ones run as blocks of
+    // rows or of columns (`dot/split.rs`), f32 ones as 96×256 tiles of the
+    // packed GEMM, in chunks of depth 1024: entries on both sides of every
+    // block edge and of some tile edges.
     /// `(m, k, n)`, whether the product is added to an operand, and the
     /// rows and columns of the result to check.
     type SplitCase = (
@@ -804,8 +828,8 @@ fn threaded_gemms() {
         (
             (1300, 1300, 1300),
             false,
-            &[0, 335, 336, 671, 672, 1007, 1008, 1299],
-            &[0, 1, 640, 1299],
+            &[0, 95, 96, 335, 336, 671, 672, 1007, 1008, 1247, 1248, 1299],
+            &[0, 1, 255, 256, 640, 1279, 1280, 1299],
         ),
         (
             (200, 4000, 2800),
@@ -820,14 +844,17 @@ fn threaded_gemms() {
             &[0, 703, 704, 2112, 2799],
         ),
     ];
-    for ((m, k, n), acc, rows, cols) in split_cases {
+    let dtypes = [("f32", "float32"), ("f64", "float64")];
+    for (((m, k, n), acc, rows, cols), (t, pref)) in
+        split_cases.into_iter().flat_map(|c| dtypes.map(|d| (c, d)))
+    {
         let dot = format!(
-            "c:f32[{m},{n}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b"
+            "c:{t}[{m},{n}] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type={pref}] a b"
         );
         let text = if acc {
-            format!("{{ lambda ; a:f32[{m},{k}] b:f32[{k},{n}] d:f32[{m},{n}]. let {dot}; e:f32[{m},{n}] = add d c in (e,) }}")
+            format!("{{ lambda ; a:{t}[{m},{k}] b:{t}[{k},{n}] d:{t}[{m},{n}]. let {dot}; e:{t}[{m},{n}] = add d c in (e,) }}")
         } else {
-            format!("{{ lambda ; a:f32[{m},{k}] b:f32[{k},{n}]. let {dot} in (c,) }}")
+            format!("{{ lambda ; a:{t}[{m},{k}] b:{t}[{k},{n}]. let {dot} in (c,) }}")
         };
         let closed = parse(&text);
         let args = random_args(&closed, 11, Dist::Uniform(1.0));
@@ -843,7 +870,7 @@ fn threaded_gemms() {
                 let g = got[i * n + j];
                 assert!(
                     (g - want).abs() <= bound,
-                    "{m}x{k}x{n}: c[{i},{j}] = {g} vs {want}"
+                    "{t} {m}x{k}x{n}: c[{i},{j}] = {g} vs {want}"
                 );
             }
         }
