@@ -488,62 +488,43 @@ trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> {
     const ZERO: Self;
     const ONE: Self;
 
-    /// Runs [`gemm_strided`]'s product with a GEMM of our own when there
-    /// is one for this type, size and CPU; whether it did.
-    #[allow(clippy::too_many_arguments)]
-    fn own_gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: View<'_, Self>,
-        c: View<'_, Self>,
-        dst: &mut [Self],
-        drs: usize,
-        threads: usize,
-        acc: bool,
-    ) -> bool;
+    /// Runs `p` with a GEMM of our own when there is one for this type,
+    /// size and CPU; whether it did.
+    fn own_gemm(p: Product<'_, Self>, dst: &mut [Self], threads: usize) -> bool {
+        let _ = (p, dst, threads);
+        false
+    }
 }
 impl GemmScalar for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
 
-    fn own_gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: View<'_, f32>,
-        c: View<'_, f32>,
-        dst: &mut [f32],
-        drs: usize,
-        threads: usize,
-        acc: bool,
-    ) -> bool {
+    fn own_gemm(p: Product<'_, f32>, dst: &mut [f32], threads: usize) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if packed::wanted(m, k, n) {
-            packed::sgemm(m, k, n, a, c, dst, drs, threads, acc);
+        if packed::wanted(p.m, p.k, p.n) {
+            packed::sgemm(p, dst, threads);
             return true;
         }
-        let _ = (m, k, n, a, c, dst, drs, threads, acc);
+        let _ = (p, dst, threads);
         false
     }
 }
 impl GemmScalar for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
+}
 
-    fn own_gemm(
-        _: usize,
-        _: usize,
-        _: usize,
-        _: View<'_, f64>,
-        _: View<'_, f64>,
-        _: &mut [f64],
-        _: usize,
-        _: usize,
-        _: bool,
-    ) -> bool {
-        false
-    }
+/// A strided product `dst = a · c` (`dst += a · c` when `acc`) of
+/// `a: m×k` and `c: k×n` into a destination whose rows are `drs` apart.
+#[derive(Clone, Copy)]
+struct Product<'a, T> {
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'a, T>,
+    c: View<'a, T>,
+    drs: usize,
+    acc: bool,
 }
 
 impl DotPlan {
@@ -637,7 +618,16 @@ fn gemm_strided<T: GemmScalar>(
         gemm::Parallelism::Rayon(threads) => threads,
         gemm::Parallelism::None => 1,
     };
-    if T::own_gemm(m, k, n, a, c, dst, drs, threads, acc) {
+    let product = Product {
+        m,
+        k,
+        n,
+        a,
+        c,
+        drs,
+        acc,
+    };
+    if T::own_gemm(product, dst, threads) {
         return;
     }
     if let gemm::Parallelism::Rayon(threads) = par {

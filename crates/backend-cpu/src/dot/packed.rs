@@ -27,7 +27,7 @@
 
 use super::microkernel::{self, MR, NR};
 use super::split::SharedDst;
-use super::View;
+use super::{Product, View};
 use rayon::prelude::*;
 
 /// Depth of a block: a 16-column panel of `c` is 16 KiB, half of L1.
@@ -69,21 +69,18 @@ fn switched_off() -> bool {
     *OFF.get_or_init(|| std::env::var_os("JAXON_CPU_PACKED_GEMM").is_some_and(|v| v == "0"))
 }
 
-/// `dst = a · c` (`+=` when `acc`) for strided `a: m×k`, `c: k×n` and
-/// `dst: m×n` with rows `drs` apart, on up to `threads` threads. Needs
-/// [`wanted`] to have said yes.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn sgemm(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: View<'_, f32>,
-    c: View<'_, f32>,
-    dst: &mut [f32],
-    drs: usize,
-    threads: usize,
-    acc: bool,
-) {
+/// Runs `p` into `dst` on up to `threads` threads. Needs [`wanted`] to
+/// have said yes.
+pub(super) fn sgemm(p: Product<'_, f32>, dst: &mut [f32], threads: usize) {
+    let Product {
+        m,
+        k,
+        n,
+        a,
+        c,
+        drs,
+        acc,
+    } = p;
     let d = View {
         data: &*dst,
         rs: drs,
@@ -399,7 +396,16 @@ mod tests {
             let start = values(m * drs, 3);
             for threads in [1, 2] {
                 let mut dst = start.clone();
-                sgemm(m, k, n, a, c, &mut dst, drs, threads, acc);
+                let p = Product {
+                    m,
+                    k,
+                    n,
+                    a,
+                    c,
+                    drs,
+                    acc,
+                };
+                sgemm(p, &mut dst, threads);
                 for i in 0..m {
                     for j in 0..drs {
                         let got = dst[i * drs + j] as f64;
