@@ -1,7 +1,10 @@
 //! `dot_general` on the host. f32 and f64 operands whose free and
 //! contracting dimensions each flatten to one stride (every layout of a
 //! matrix product, transposed or not) are read in place: each batch index
-//! is one strided call of the `gemm` crate. Other layouts are permuted into
+//! is one strided product, run by our packed GEMM (`packed`, on x86-64
+//! with AVX2 and FMA, for products of at least 2^24 multiply-adds at least
+//! 6 rows by one register tile wide) or else by the `gemm` crate. Other
+//! layouts are permuted into
 //! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
 //! a plain triple loop (with wrap-around like the interpreter). A plan may
 //! read an operand from inside a larger array (`with_operand_view`), add
@@ -11,7 +14,9 @@
 //!
 //! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
 //! and strides), its callers [`gemm_strided`] and `split` (which check
-//! its contract), and to `DotPlan::run_raw`, which views the buffers
+//! its contract), `packed` (its panels' cast and its tiles' writes) and
+//! `microkernel` (the register tiles' intrinsics), each stating its
+//! invariant, and to `DotPlan::run_raw`, which views the buffers
 //! generated code passes as slices (their invariant: each pointer holds the
 //! elements of its operand's type, see `runtime`). Invariant relied on by
 //! `gemm_strided`: every address `base + p·rs + t·cs` of a matrix index
@@ -483,40 +488,45 @@ fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray>, IrError>
     HostArray::new(out_shape, data).map(Some)
 }
 
-/// Element types `gemm` multiplies.
-trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> {
+/// Element types `gemm` multiplies (and, on x86-64, our packed GEMM).
+trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + Packable {
     const ZERO: Self;
     const ONE: Self;
-
-    /// Runs `p` with a GEMM of our own when there is one for this type,
-    /// size and CPU; whether it did.
-    fn own_gemm(p: Product<'_, Self>, dst: &mut [Self], threads: usize) -> bool {
-        let _ = (p, dst, threads);
-        false
-    }
 }
 impl GemmScalar for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
-
-    fn own_gemm(p: Product<'_, f32>, dst: &mut [f32], threads: usize) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        if packed::wanted(p.m, p.k, p.n) {
-            packed::sgemm(p, dst, threads);
-            return true;
-        }
-        let _ = (p, dst, threads);
-        false
-    }
 }
 impl GemmScalar for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
 }
 
+/// Types with a register tile for `packed`.
+#[cfg(target_arch = "x86_64")]
+use microkernel::Tile as Packable;
+/// Types with a register tile for `packed` (none off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+trait Packable {}
+#[cfg(not(target_arch = "x86_64"))]
+impl<T> Packable for T {}
+
+/// Runs `p` with our own GEMM when this CPU has one and the product is
+/// large enough; whether it did.
+fn own_gemm<T: GemmScalar>(p: Product<'_, T>, dst: &mut [T], threads: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if packed::wanted::<T>(p.m, p.k, p.n) {
+        packed::gemm(p, dst, threads);
+        return true;
+    }
+    let _ = (p, dst, threads);
+    false
+}
+
 /// A strided product `dst = a · c` (`dst += a · c` when `acc`) of
 /// `a: m×k` and `c: k×n` into a destination whose rows are `drs` apart.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Product<'a, T> {
     m: usize,
     k: usize,
@@ -627,7 +637,7 @@ fn gemm_strided<T: GemmScalar>(
         drs,
         acc,
     };
-    if T::own_gemm(product, dst, threads) {
+    if own_gemm(product, dst, threads) {
         return;
     }
     if let gemm::Parallelism::Rayon(threads) = par {

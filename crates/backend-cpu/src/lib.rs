@@ -118,10 +118,11 @@
 //! semantics). `a*b+c` is contracted to one fused multiply-add only with
 //! [`CpuBackend::with_fma_contraction`] (off by default, so that results
 //! stay bit-identical); the transcendental polynomials always use fma. Float reductions along a reduced inner dimension use 16
-//! partial sums (reassociated); f32 products of at least 2^24
-//! multiply-adds use our own packed GEMM (`dot/packed.rs`, 6×16 AVX2
-//! register tiles; `JAXON_CPU_PACKED_GEMM=0` turns it off), others gemm's
-//! blocking.
+//! partial sums (reassociated); f32 and f64 products of at least
+//! 2^24 multiply-adds, at least 6 rows and one register tile (16 f32 or 8
+//! f64 columns) wide, use our own packed GEMM on x86-64 with AVX2 and FMA
+//! (`dot/packed.rs`, 6×16 and 6×8 register tiles;
+//! `JAXON_CPU_PACKED_GEMM=0` turns it off), others gemm's blocking.
 //!
 //! Kernels run their outermost loop over a `lo..hi` range: kernels of at
 //! least 2^18 elements whose output rows are independent split it over the
@@ -137,7 +138,8 @@
 //! `jit` (holding JIT'ed code and turning it into callable pointers),
 //! `runtime` (calling a program function and the trampolines it calls
 //! back) and `dot` (the `gemm` call, its column blocks, viewing raw
-//! operand buffers, and the packed GEMM's register tile and tile writes). The
+//! operand buffers, and the packed GEMM's register tiles, panel cast and
+//! tile writes). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!

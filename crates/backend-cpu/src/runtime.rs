@@ -103,26 +103,40 @@ pub(crate) unsafe fn run_split(
 ) {
     let threads = threads.clamp(1, extent.max(1));
     let shared = SharedPtrs(ptrs);
-    let run = |p: &SharedPtrs, lo: usize, hi: usize| {
+    let chunk = chunk_len(extent, threads);
+    share_ranges(extent, chunk, threads, |lo, hi| {
+        let p = &shared;
         // SAFETY: the caller's contract; `lo..hi` lies in `0..extent` and
         // concurrent ranges write disjoint outputs.
         unsafe { entry(p.0, lo as i64, hi as i64) }
-    };
+    });
+}
+
+/// Calls `f(lo, hi)` on ranges of `chunk` indices covering `0..count`, on
+/// up to `threads` threads that take ranges from a shared counter, so a
+/// thread on a slowed core takes fewer. The calling thread takes ranges
+/// too, with rayon's pool: its threads live on, so a call spawns none.
+/// On one thread, `f(0, count)` once.
+pub(crate) fn share_ranges(
+    count: usize,
+    chunk: usize,
+    threads: usize,
+    f: impl Fn(usize, usize) + Sync,
+) {
+    let chunk = chunk.max(1);
+    let threads = threads.clamp(1, count.div_ceil(chunk).max(1));
     if threads <= 1 {
-        run(&shared, 0, extent);
+        f(0, count);
         return;
     }
-    let chunk = chunk_len(extent, threads);
     let next = AtomicUsize::new(0);
     let work = || loop {
         let lo = next.fetch_add(chunk, Ordering::Relaxed);
-        if lo >= extent {
+        if lo >= count {
             break;
         }
-        run(&shared, lo, (lo + chunk).min(extent));
+        f(lo, (lo + chunk).min(count));
     };
-    // The calling thread takes chunks too, with rayon's pool: its threads
-    // live on, so a call spawns none.
     rayon::in_place_scope(|s| {
         let work = &work;
         for _ in 1..threads {

@@ -1,9 +1,10 @@
-//! f32 GEMM of our own for large products: both operands packed into
-//! cache-sized panels in one parallel pass, then tiles of the result handed
-//! out dynamically to rayon's threads, each tile a loop of 6×16
-//! `microkernel` calls.
+//! f32 and f64 GEMM of our own for large products: both operands packed
+//! into cache-sized panels in one parallel pass, then tiles of the result
+//! handed out dynamically to up to `threads` threads (`share_ranges`, the
+//! split kernels' scheduler), each tile a loop of
+//! `microkernel` calls (6×16 in f32, 6×8 in f64).
 //!
-//! Why not `gemm`'s threading: on this machine's two cores it reached
+//! Why not `gemm`'s threading: on this machine's two cores it reached (f32)
 //! 95–120 GFLOP/s at 1024³ where XLA reaches 140–170, although one core of
 //! either runs at 80–90. Two things cost it: packing buffers that are
 //! fresh pages on every call (two threads faulting at once serialise on
@@ -19,24 +20,25 @@
 //! a panel's values of one depth step together), zero-padded past the
 //! last row or column. A tile runs, for each depth block, its column
 //! panels (each 16 KiB, in L1) against its row panels (the tile's 96 KiB
-//! of `a`, in L2).
+//! of `a` in f32, 192 KiB in f64, in L2).
 //!
 //! Invariant (the `unsafe` below): the whole product is checked against
 //! `View::covers` before anything runs; tiles write disjoint rectangles of
 //! `dst`, which is a unique borrow distinct from the operands.
 
-use super::microkernel::{self, MR, NR};
+use super::microkernel::{self, Tile, MR};
 use super::split::SharedDst;
 use super::{Product, View};
-use rayon::prelude::*;
+use crate::runtime::share_ranges;
+use std::sync::{Mutex, PoisonError};
 
-/// Depth of a block: a 16-column panel of `c` is 16 KiB, half of L1.
+/// Depth of a block: a column panel of `c` is 16 KiB, half of L1.
 const KC: usize = 256;
-/// Rows of a tile (a multiple of `MR`): its block of `a` (96 KiB) stays
+/// Rows of a tile (a multiple of `MR`): its block of `a` (96 KiB in f32) stays
 /// in the 512 KiB L2 while `c`'s panels pass through. Paired runs at
 /// 1024³: 96 was 5–10% faster than 144 and 72, and even with 192.
 const TILE_M: usize = 96;
-/// Columns of a tile (a multiple of `NR`): 44 tiles per 1024² result and
+/// Columns of a tile (a multiple of every `NR`): 44 tiles per 1024² result and
 /// 12 for the MLP's 256×1024 ones, so a faster core takes more of them.
 /// Paired runs against 512: MLP training step 12% faster, 2048³ 2%,
 /// 1024³ even.
@@ -53,16 +55,16 @@ const PANELS_PER_ITEM: usize = 8;
 /// even; at 64³ `gemm` is 5× faster).
 const MIN_WORK: usize = 1 << 24;
 
-/// Whether [`sgemm`] should run an `m×k · k×n` product.
-pub(super) fn wanted(m: usize, k: usize, n: usize) -> bool {
+/// Whether [`gemm`] should run an `m×k · k×n` product of `T`.
+pub(super) fn wanted<T: Tile>(m: usize, k: usize, n: usize) -> bool {
     m >= MR
-        && n >= NR
+        && n >= T::NR
         && m.saturating_mul(k).saturating_mul(n) >= MIN_WORK
         && microkernel::available()
         && !switched_off()
 }
 
-/// `JAXON_CPU_PACKED_GEMM=0` leaves every f32 product to `gemm`, for
+/// `JAXON_CPU_PACKED_GEMM=0` leaves every product to `gemm`, for
 /// side-by-side timing.
 fn switched_off() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -71,7 +73,7 @@ fn switched_off() -> bool {
 
 /// Runs `p` into `dst` on up to `threads` threads. Needs [`wanted`] to
 /// have said yes.
-pub(super) fn sgemm(p: Product<'_, f32>, dst: &mut [f32], threads: usize) {
+pub(super) fn gemm<T: Tile>(p: Product<'_, T>, dst: &mut [T], threads: usize) {
     let Product {
         m,
         k,
@@ -86,10 +88,18 @@ pub(super) fn sgemm(p: Product<'_, f32>, dst: &mut [f32], threads: usize) {
         rs: drs,
         cs: 1,
     };
-    assert!(microkernel::available() && a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
+    // Rows at least `n` apart: tiles then write disjoint elements.
+    let rows_apart = m <= 1 || drs >= n;
+    assert!(
+        microkernel::available()
+            && rows_apart
+            && a.covers(m, k)
+            && c.covers(k, n)
+            && d.covers(m, n)
+    );
     let out = SharedDst(dst.as_mut_ptr());
     let a_len = m.min(CHUNK_MN).next_multiple_of(MR) * k.min(CHUNK_K);
-    let c_len = n.min(CHUNK_MN).next_multiple_of(NR) * k.min(CHUNK_K);
+    let c_len = n.min(CHUNK_MN).next_multiple_of(T::NR) * k.min(CHUNK_K);
     with_panels(a_len, c_len, |pa, pc| {
         for i0 in (0..m).step_by(CHUNK_MN) {
             for j0 in (0..n).step_by(CHUNK_MN) {
@@ -124,12 +134,12 @@ struct Chunk {
     acc: bool,
 }
 
-/// One work item of the packing pass.
-enum PackItem<'p> {
-    /// Row panels of `a` from chunk row `row`, depth block at `depth`.
-    A(&'p mut [f32], usize, usize, usize),
-    /// Column panels of `c` from chunk column `col`, depth block at `depth`.
-    C(&'p mut [f32], usize, usize, usize),
+/// One work item of the packing pass: panels of `a` from chunk row `.1`
+/// (`A`) or of `c` from chunk column `.1` (`C`), depth block at `.2` of
+/// depth `.3`.
+enum PackItem<'p, T> {
+    A(&'p mut [T], usize, usize, usize),
+    C(&'p mut [T], usize, usize, usize),
 }
 
 impl Chunk {
@@ -139,15 +149,15 @@ impl Chunk {
     }
 
     /// Packs this chunk's `a` into `pa` and `c` into `pc`.
-    fn pack(
+    fn pack<T: Tile>(
         &self,
-        a: View<'_, f32>,
-        c: View<'_, f32>,
-        pa: &mut [f32],
-        pc: &mut [f32],
+        a: View<'_, T>,
+        c: View<'_, T>,
+        pa: &mut [T],
+        pc: &mut [T],
         threads: usize,
     ) {
-        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(NR));
+        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(T::NR));
         let mut items = Vec::new();
         let (mut rest_a, mut rest_c) = (pa, pc);
         for (q, kc) in self.blocks() {
@@ -158,12 +168,12 @@ impl Chunk {
             for (g, part) in block_a.chunks_mut(step_a).enumerate() {
                 items.push(PackItem::A(part, g * MR * PANELS_PER_ITEM, q, kc));
             }
-            let step_c = NR * kc * PANELS_PER_ITEM;
+            let step_c = T::NR * kc * PANELS_PER_ITEM;
             for (g, part) in block_c.chunks_mut(step_c).enumerate() {
-                items.push(PackItem::C(part, g * NR * PANELS_PER_ITEM, q, kc));
+                items.push(PackItem::C(part, g * T::NR * PANELS_PER_ITEM, q, kc));
             }
         }
-        let run = |item: PackItem<'_>| match item {
+        let run = |item: PackItem<'_, T>| match item {
             PackItem::A(out, row, q, kc) => {
                 pack_rows(out, a, self.i0 + row, self.m - row, self.p0 + q, kc)
             }
@@ -171,16 +181,27 @@ impl Chunk {
                 pack_cols(out, c, self.j0 + col, self.n - col, self.p0 + q, kc)
             }
         };
-        if threads > 1 {
-            items.into_par_iter().for_each(run);
-        } else {
-            items.into_iter().for_each(run);
-        }
+        // Each item is taken once, by whichever thread reaches it.
+        let slots: Vec<Mutex<Option<PackItem<'_, T>>>> =
+            items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+        share_ranges(slots.len(), 1, threads, |lo, hi| {
+            for slot in &slots[lo..hi] {
+                let item = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                item.map(run);
+            }
+        });
     }
 
     /// Multiplies the packed panels into `dst`, tile by tile.
-    fn multiply(&self, pa: &[f32], pc: &[f32], out: &SharedDst<f32>, drs: usize, threads: usize) {
-        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(NR));
+    fn multiply<T: Tile>(
+        &self,
+        pa: &[T],
+        pc: &[T],
+        out: &SharedDst<T>,
+        drs: usize,
+        threads: usize,
+    ) {
+        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(T::NR));
         let tiles_n = self.n.div_ceil(TILE_N);
         let tile = |t: usize| {
             let (r0, t0) = ((t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N);
@@ -188,7 +209,7 @@ impl Chunk {
             for (q, kc) in self.blocks() {
                 let (block_a, block_c) = (&pa[q * mp..], &pc[q * np..]);
                 let overwrite = q == 0 && !self.acc;
-                for col in (t0..t1).step_by(NR) {
+                for col in (t0..t1).step_by(T::NR) {
                     for row in (r0..r1).step_by(MR) {
                         let at = (self.i0 + row) * drs + self.j0 + col;
                         // SAFETY: the module invariant: the entries
@@ -196,7 +217,7 @@ impl Chunk {
                         // and `t` under the counts passed, lie inside the
                         // checked product and belong to this tile alone.
                         unsafe {
-                            microkernel::tile(
+                            T::tile(
                                 kc,
                                 &block_a[row * kc..],
                                 &block_c[col * kc..],
@@ -204,7 +225,7 @@ impl Chunk {
                                 drs,
                                 overwrite,
                                 MR.min(r1 - row),
-                                NR.min(t1 - col),
+                                T::NR.min(t1 - col),
                             )
                         }
                     }
@@ -212,22 +233,18 @@ impl Chunk {
             }
         };
         let tiles = self.m.div_ceil(TILE_M) * tiles_n;
-        if threads > 1 {
-            (0..tiles).into_par_iter().with_max_len(1).for_each(tile);
-        } else {
-            (0..tiles).for_each(tile);
-        }
+        share_ranges(tiles, 1, threads, |lo, hi| (lo..hi).for_each(tile));
     }
 }
 
 /// Packs rows `i0..i0 + rows` (fewer than `out` has room for are
 /// zero-padded), depth `p0..p0 + kc`, of `a` into `MR`-row panels.
-fn pack_rows(out: &mut [f32], a: View<'_, f32>, i0: usize, rows: usize, p0: usize, kc: usize) {
+fn pack_rows<T: Tile>(out: &mut [T], a: View<'_, T>, i0: usize, rows: usize, p0: usize, kc: usize) {
     for (g, panel) in out.chunks_exact_mut(MR * kc).enumerate() {
         let r0 = i0 + g * MR;
         let h = MR.min(rows.saturating_sub(g * MR));
         if h == MR && a.cs == 1 {
-            let src: [&[f32]; MR] = std::array::from_fn(|r| &a.data[(r0 + r) * a.rs + p0..][..kc]);
+            let src: [&[T]; MR] = std::array::from_fn(|r| &a.data[(r0 + r) * a.rs + p0..][..kc]);
             for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
                 for (v, row) in step.iter_mut().zip(&src) {
                     *v = row[p];
@@ -243,7 +260,7 @@ fn pack_rows(out: &mut [f32], a: View<'_, f32>, i0: usize, rows: usize, p0: usiz
                     *v = if r < h {
                         a.data[(r0 + r) * a.rs + (p0 + p) * a.cs]
                     } else {
-                        0.0
+                        T::default()
                     };
                 }
             }
@@ -253,33 +270,34 @@ fn pack_rows(out: &mut [f32], a: View<'_, f32>, i0: usize, rows: usize, p0: usiz
 
 /// Packs columns `j0..j0 + cols` (zero-padded likewise), depth
 /// `p0..p0 + kc`, of `c` into `NR`-column panels.
-fn pack_cols(out: &mut [f32], c: View<'_, f32>, j0: usize, cols: usize, p0: usize, kc: usize) {
-    for (g, panel) in out.chunks_exact_mut(NR * kc).enumerate() {
-        let t0 = j0 + g * NR;
-        let w = NR.min(cols.saturating_sub(g * NR));
-        if w == NR && c.cs == 1 {
-            for (p, step) in panel.chunks_exact_mut(NR).enumerate() {
-                step.copy_from_slice(&c.data[(p0 + p) * c.rs + t0..][..NR]);
+fn pack_cols<T: Tile>(out: &mut [T], c: View<'_, T>, j0: usize, cols: usize, p0: usize, kc: usize) {
+    let nr = T::NR;
+    for (g, panel) in out.chunks_exact_mut(nr * kc).enumerate() {
+        let t0 = j0 + g * nr;
+        let w = nr.min(cols.saturating_sub(g * nr));
+        if w == nr && c.cs == 1 {
+            for (p, step) in panel.chunks_exact_mut(nr).enumerate() {
+                step.copy_from_slice(&c.data[(p0 + p) * c.rs + t0..][..nr]);
             }
         } else if c.rs == 1 {
             // Columns are contiguous: read each once, scatter by `NR`.
-            for t in 0..NR {
+            for t in 0..nr {
                 if t < w {
                     let column = &c.data[(t0 + t) * c.cs + p0..][..kc];
                     for (p, &v) in column.iter().enumerate() {
-                        panel[p * NR + t] = v;
+                        panel[p * nr + t] = v;
                     }
                 } else {
-                    (0..kc).for_each(|p| panel[p * NR + t] = 0.0);
+                    (0..kc).for_each(|p| panel[p * nr + t] = T::default());
                 }
             }
         } else {
-            for (p, step) in panel.chunks_exact_mut(NR).enumerate() {
+            for (p, step) in panel.chunks_exact_mut(nr).enumerate() {
                 for (t, v) in step.iter_mut().enumerate() {
                     *v = if t < w {
                         c.data[(p0 + p) * c.rs + (t0 + t) * c.cs]
                     } else {
-                        0.0
+                        T::default()
                     };
                 }
             }
@@ -287,11 +305,11 @@ fn pack_cols(out: &mut [f32], c: View<'_, f32>, j0: usize, cols: usize, p0: usiz
     }
 }
 
-/// 64 bytes of panel: the panels' alignment, so `c`'s 16-column steps
-/// are whole cache lines.
+/// 64 bytes of panel: the panels' alignment, so `c`'s depth steps (two
+/// vectors) are whole cache lines.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Line([f32; 16]);
+struct Line([u8; 64]);
 
 /// Packed panels kept from call to call, on the calling thread: fresh
 /// pages on every call cost 10–25% at 1024³ on two cores.
@@ -301,17 +319,20 @@ thread_local! {
     static PANELS: std::cell::Cell<Panels> = const { std::cell::Cell::new([Vec::new(), Vec::new()]) };
 }
 
-/// Panels kept past a call are at most this many lines (64 MiB).
-const KEEP_LINES: usize = 1 << 20;
+/// Panels kept past a call are at most this many lines (24 MiB; a 2048²
+/// f32 product's are 16 MiB, larger ones are allocated afresh). Every
+/// thread that ran a product keeps its panels until it exits.
+const KEEP_LINES: usize = 24 << 14;
 
 /// Runs `f` on panel buffers of at least `a_len` and `c_len` values.
-fn with_panels(a_len: usize, c_len: usize, f: impl FnOnce(&mut [f32], &mut [f32])) {
+fn with_panels<T: Tile>(a_len: usize, c_len: usize, f: impl FnOnce(&mut [T], &mut [T])) {
     // Taken out of the cell, so a nested call (rayon may run another
     // product on this thread while it waits) finds it empty, not borrowed.
     let [mut pa, mut pc] = PANELS.take();
+    let per_line = 64 / std::mem::size_of::<T>();
     for (buf, len) in [(&mut pa, a_len), (&mut pc, c_len)] {
-        if buf.len() * 16 < len {
-            *buf = vec![Line([0.0; 16]); len.div_ceil(16)];
+        if buf.len() * per_line < len {
+            *buf = vec![Line([0; 64]); len.div_ceil(per_line)];
         }
     }
     f(floats(&mut pa), floats(&mut pc));
@@ -321,11 +342,16 @@ fn with_panels(a_len: usize, c_len: usize, f: impl FnOnce(&mut [f32], &mut [f32]
 }
 
 /// The values of `lines`.
-fn floats(lines: &mut [Line]) -> &mut [f32] {
-    // SAFETY: `Line` is `repr(C)` over `[f32; 16]` with no padding (64
-    // bytes, align 64), so `n` lines are `16n` consecutive, initialised
-    // f32s, borrowed mutably for the lifetime of `lines`.
-    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<f32>(), lines.len() * 16) }
+fn floats<T: Tile>(lines: &mut [Line]) -> &mut [T] {
+    let per_line = 64 / std::mem::size_of::<T>();
+    // SAFETY: `Line` is 64 initialised bytes aligned to 64, no padding;
+    // `T` is f32 or f64 (the `Tile` types), whose alignment divides 64,
+    // whose size divides 64 and for which every bit pattern is a value;
+    // so `n` lines are `n · per_line` consecutive `T`s, borrowed mutably
+    // for the lifetime of `lines`.
+    unsafe {
+        std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<T>(), lines.len() * per_line)
+    }
 }
 
 #[cfg(test)]
@@ -333,67 +359,56 @@ mod tests {
     use super::*;
 
     /// Deterministic values in `[-1, 1)` that are not round numbers.
-    fn values(len: usize, seed: u64) -> Vec<f32> {
+    fn values(len: usize, seed: u64) -> Vec<f64> {
         let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         (0..len)
             .map(|_| {
                 s ^= s << 13;
                 s ^= s >> 7;
                 s ^= s << 17;
-                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+                (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
             })
             .collect()
     }
 
     /// `(m, k, n)`, `a` transposed, `c` transposed, extra row stride of
-    /// `dst`, accumulate: each case against an f64 triple loop.
-    #[test]
-    fn packed_products_match_f64() {
-        if !microkernel::available() {
-            eprintln!("skipped: this CPU lacks AVX2 or FMA");
-            return;
-        }
-        let cases = [
-            (256, 256, 256, false, false, 0, false),
-            (97, 301, 613, false, false, 0, false),
-            (61, 1500, 200, false, false, 0, true),
-            (200, 700, 130, true, false, 3, false),
-            (130, 520, 300, false, true, 0, true),
-            (37, 2100, 250, true, true, 5, true),
-            (16, 40, 4150, false, false, 0, false),
-            (4100, 20, 17, false, true, 0, false),
-            (50, 1100, 40, false, true, 2, false),
-        ];
-        for (m, k, n, ta, tc, pad, acc) in cases {
-            let (av, cv) = (values(m * k, 1), values(k * n, 2));
-            let a = if ta {
-                View {
-                    data: &av,
-                    rs: 1,
-                    cs: m,
-                }
-            } else {
-                View {
-                    data: &av,
-                    rs: k,
-                    cs: 1,
-                }
+    /// `dst`, accumulate.
+    type Case = (usize, usize, usize, bool, bool, usize, bool);
+
+    const CASES: [Case; 9] = [
+        (256, 256, 256, false, false, 0, false),
+        (97, 301, 613, false, false, 0, false),
+        (61, 1500, 200, false, false, 0, true),
+        (200, 700, 130, true, false, 3, false),
+        (130, 520, 300, false, true, 0, true),
+        (37, 2100, 250, true, true, 5, true),
+        (16, 40, 4150, false, false, 0, false),
+        (4100, 20, 17, false, true, 0, false),
+        (50, 1100, 40, false, true, 2, false),
+    ];
+
+    /// Every case on one and two threads against an f64 triple loop, with
+    /// an error bound of `eps` per multiply-add.
+    fn check<T: Tile + Into<f64>>(from: fn(f64) -> T, eps: f64) {
+        for (m, k, n, ta, tc, pad, acc) in CASES {
+            let (av, cv): (Vec<T>, Vec<T>) = (
+                values(m * k, 1).into_iter().map(from).collect(),
+                values(k * n, 2).into_iter().map(from).collect(),
+            );
+            let (ars, acs) = if ta { (1, m) } else { (k, 1) };
+            let (crs, ccs) = if tc { (1, k) } else { (n, 1) };
+            let a = View {
+                data: &av,
+                rs: ars,
+                cs: acs,
             };
-            let c = if tc {
-                View {
-                    data: &cv,
-                    rs: 1,
-                    cs: k,
-                }
-            } else {
-                View {
-                    data: &cv,
-                    rs: n,
-                    cs: 1,
-                }
+            let c = View {
+                data: &cv,
+                rs: crs,
+                cs: ccs,
             };
             let drs = n + pad;
-            let start = values(m * drs, 3);
+            let start: Vec<T> = values(m * drs, 3).into_iter().map(from).collect();
             for threads in [1, 2] {
                 let mut dst = start.clone();
                 let p = Product {
@@ -405,20 +420,22 @@ mod tests {
                     drs,
                     acc,
                 };
-                sgemm(p, &mut dst, threads);
+                gemm(p, &mut dst, threads);
                 for i in 0..m {
                     for j in 0..drs {
-                        let got = dst[i * drs + j] as f64;
+                        let got: f64 = dst[i * drs + j].into();
+                        let before: f64 = start[i * drs + j].into();
                         if j >= n {
-                            assert_eq!(got, start[i * drs + j] as f64, "padding ({i},{j}) written");
+                            assert_eq!(got, before, "padding ({i},{j}) written");
                             continue;
                         }
-                        let mut want = if acc { start[i * drs + j] as f64 } else { 0.0 };
+                        let mut want = if acc { before } else { 0.0 };
                         for p in 0..k {
-                            want += a.data[i * a.rs + p * a.cs] as f64
-                                * c.data[p * c.rs + j * c.cs] as f64;
+                            let x: f64 = a.data[i * a.rs + p * a.cs].into();
+                            let y: f64 = c.data[p * c.rs + j * c.cs].into();
+                            want += x * y;
                         }
-                        let tol = 2e-7 * k as f64 + 1e-6;
+                        let tol = eps * k as f64 + eps;
                         assert!(
                             (got - want).abs() <= tol,
                             "({m},{k},{n}) ta={ta} tc={tc} acc={acc} threads={threads}: ({i},{j}) = {got}, want {want}"
@@ -427,5 +444,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn packed_products_match_f64_loops() {
+        if !microkernel::available() {
+            eprintln!("skipped: this CPU lacks AVX2 or FMA");
+            return;
+        }
+        check::<f32>(|x| x as f32, 2e-7);
+        check::<f64>(|x| x, 4e-16);
     }
 }

@@ -1,7 +1,8 @@
 //! GEMMs on several threads as blocks of rows or of columns, each one
-//! single-threaded `gemm` call that rayon hands to a free thread: f64
-//! products, and f32 ones where `packed` does not run (no AVX2 and FMA,
-//! or `JAXON_CPU_PACKED_GEMM=0`). The numbers below are f32 `gemm` ones.
+//! single-threaded `gemm` call that rayon hands to a free thread, for the
+//! large products `packed` does not run: off x86-64, without AVX2 and
+//! FMA, thinner than its register tile, or with
+//! `JAXON_CPU_PACKED_GEMM=0`. The numbers below are f32 `gemm` ones.
 //!
 //! `gemm`'s own threading shares packed panels between its threads and
 //! scales less well on two cores for the largest products (2048³: 118–143
@@ -105,7 +106,9 @@ pub(super) fn gemm_split<T: GemmScalar>(
                 rs: drs,
                 cs: 1,
             };
-            assert!(a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
+            // Rows at least `n` apart: blocks then write disjoint elements.
+            let rows_apart = m <= 1 || drs >= n;
+            assert!(rows_apart && a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
             let base = SharedDst(dst.as_mut_ptr());
             (0..n.div_ceil(cols))
                 .into_par_iter()
@@ -146,6 +149,52 @@ unsafe impl<T: Send> Sync for SharedDst<T> {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Row and column blocks (with a short last block) against a triple
+    /// loop in f64, overwriting and accumulating, into a destination with
+    /// padded rows: `packed` runs the large products the differential
+    /// tests make on AVX2 machines, so the blocks are checked here.
+    #[test]
+    fn blocks_match_a_triple_loop() {
+        let (m, k, n, drs) = (150, 37, 130, 133);
+        let value =
+            |i: usize, salt: usize| ((i * 7919 + salt * 104_729) % 1000) as f64 / 500.0 - 1.0;
+        let av: Vec<f64> = (0..m * k).map(|i| value(i, 1)).collect();
+        let cv: Vec<f64> = (0..k * n).map(|i| value(i, 2)).collect();
+        let start: Vec<f64> = (0..m * drs).map(|i| value(i, 3)).collect();
+        let a = View {
+            data: &av,
+            rs: k,
+            cs: 1,
+        };
+        let c = View {
+            data: &cv,
+            rs: 1,
+            cs: k,
+        };
+        for cut in [Cut::Rows(64), Cut::Cols(48)] {
+            for acc in [false, true] {
+                let mut dst = start.clone();
+                gemm_split(cut, m, k, n, a, c, &mut dst, drs, acc);
+                for i in 0..m {
+                    for j in 0..drs {
+                        let before = start[i * drs + j];
+                        let want = if j >= n {
+                            before
+                        } else {
+                            let dot: f64 = (0..k).map(|p| av[i * k + p] * cv[j * k + p]).sum();
+                            dot + if acc { before } else { 0.0 }
+                        };
+                        let got = dst[i * drs + j];
+                        assert!(
+                            (got - want).abs() <= 1e-12,
+                            "{cut:?} acc={acc}: ({i},{j}) = {got}, want {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn cuts_follow_the_longer_side() {
