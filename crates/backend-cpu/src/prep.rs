@@ -185,6 +185,25 @@ pub(crate) enum GPrep {
     },
 }
 
+impl GPrep {
+    /// Whether the emitted group reads `v` (after every peephole).
+    pub(crate) fn reads(&self, v: Var) -> bool {
+        let atom = |a: &Atom| *a == Atom::Var(v);
+        match self {
+            GPrep::Kernel(k) => k.inputs.contains(&v),
+            GPrep::Dot { lhs, rhs, acc, .. } => {
+                *lhs == v || *rhs == v || acc.is_some_and(|(x, _)| x == v)
+            }
+            GPrep::Nop => false,
+            GPrep::Step { ins, .. } => ins.contains(&v),
+            GPrep::Loop(l) => l.operands.iter().any(atom),
+            GPrep::Cond {
+                index, operands, ..
+            } => atom(index) || operands.iter().any(atom),
+        }
+    }
+}
+
 fn round(x: usize) -> usize {
     x.div_ceil(ALIGN) * ALIGN
 }

@@ -238,8 +238,10 @@ pub(crate) fn share_run_buffers(
             let Some(v) = kernel(groups, p).map(|k| k.out) else {
                 continue;
             };
+            // Readers in the plan and in the groups as emitted (peepholes
+            // may have moved a read).
             let readers: Vec<usize> = (0..plan.groups.len())
-                .filter(|&g| plan.groups[g].inputs.contains(&v))
+                .filter(|&g| plan.groups[g].inputs.contains(&v) || groups[g].reads(v))
                 .collect();
             let Some(&c) = readers.last() else { continue };
             let inside = readers.iter().all(|r| members[i + 1..].contains(r));

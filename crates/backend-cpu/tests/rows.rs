@@ -24,6 +24,27 @@ fn softmax(t: &str, r: usize, c: usize) -> String {
     )
 }
 
+/// A softmax whose rows are then scaled to unit length: `exp` moves into
+/// the softmax, which moves into the result (a chain of two).
+fn normalised_softmax(r: usize, c: usize) -> String {
+    format!(
+        "{{ lambda ; a:f32[{r},{c}]. let
+    b:f32[{r}] = reduce_max[axes=(1,) out_sharding=None] a
+    bb:f32[{r},{c}] = broadcast_in_dim[broadcast_dimensions=(0,) shape=({r}, {c}) sharding=None] b
+    d:f32[{r},{c}] = sub a bb
+    e:f32[{r},{c}] = exp d
+    f:f32[{r}] = reduce_sum[axes=(1,) out_sharding=None] e
+    fb:f32[{r},{c}] = broadcast_in_dim[broadcast_dimensions=(0,) shape=({r}, {c}) sharding=None] f
+    p:f32[{r},{c}] = div e fb
+    p2:f32[{r},{c}] = mul p p
+    t:f32[{r}] = reduce_sum[axes=(1,) out_sharding=None] p2
+    n:f32[{r}] = rsqrt t
+    nb:f32[{r},{c}] = broadcast_in_dim[broadcast_dimensions=(0,) shape=({r}, {c}) sharding=None] n
+    q:f32[{r},{c}] = mul p nb
+  in (q,) }}"
+    )
+}
+
 /// A softmax whose division reads each row of `exp` reversed.
 fn reversed_softmax(r: usize, c: usize) -> String {
     softmax("f32", r, c).replace("div e g", "div er g").replace(
@@ -142,6 +163,11 @@ fn row_runs_match_the_interpreter() {
         check(&softmax("f64", r, c), Dist::Uniform(8.0), Tol::Rel(1e-14));
         check(&layer_norm(r, c), Dist::Uniform(3.0), Tol::Rel(1e-5));
     }
+    check(
+        &normalised_softmax(1000, 300),
+        Dist::Uniform(8.0),
+        Tol::Rel(4e-6),
+    );
     check(
         &reversed_softmax(301, 257),
         Dist::Uniform(8.0),
