@@ -364,7 +364,12 @@ impl DotPlan {
     }
 
     /// Products of at least this many multiply-adds use `threads` threads.
-    const PARALLEL_MIN_WORK: usize = 1 << 18;
+    /// Smaller ones (a 32×256·256×256 RNN step is 2^21) take 30–60 µs on
+    /// one core, and waking a second vCPU of these shared machines costs a
+    /// good part of that, many times per loop: with the threshold at 2^18,
+    /// `scan_rnn_grad` ran 1.05–1.29× JAX's speed, at 2^22 1.58–1.80×
+    /// (`scan_rnn_fwd` 0.88–1.17× and 1.18–1.39×), in alternating runs.
+    const PARALLEL_MIN_WORK: usize = 1 << 22;
 
     /// Computes the product, on up to `threads` threads when it is large.
     pub fn run(
