@@ -528,6 +528,21 @@ fn own_gemm<T: GemmScalar>(p: Product<'_, T>, dst: &mut [T], threads: usize) -> 
     false
 }
 
+/// Deterministic values in `[-1, 1)` that are not round numbers (xorshift),
+/// for the GEMM tests.
+#[cfg(test)]
+fn test_values(len: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
 /// A strided product `dst = a · c` (`dst += a · c` when `acc`) of
 /// `a: m×k` and `c: k×n` into a destination whose rows are `drs` apart.
 #[derive(Clone, Copy)]

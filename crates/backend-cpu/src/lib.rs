@@ -129,8 +129,9 @@
 //! available cores (`JAXON_CPU_THREADS` overrides the count), in chunks
 //! that threads take from a shared counter, so a thread on a slowed core
 //! takes fewer. The packed GEMM packs both operands in one parallel pass
-//! and hands out tiles of the result the same way. Other large products
-//! use gemm's rayon parallelism; those of at least 2^31 multiply-adds run
+//! and hands out tiles of the result the same way. Other products of at
+//! least 2^22 multiply-adds use gemm's rayon parallelism (smaller ones stay
+//! on one thread: waking a second core per loop step costs more); those of at least 2^31 multiply-adds run
 //! as balanced blocks of rows or columns, one single-threaded gemm each
 //! (`dot/split.rs`; `JAXON_CPU_GEMM_SPLIT=0` turns that off).
 //!

@@ -58,6 +58,7 @@ macro_rules! register_tile {
         impl Tile for $t {
             const NR: usize = 2 * $lanes;
 
+            #[target_feature(enable = "avx2,fma")]
             unsafe fn tile(
                 depth: usize,
                 a: &[$t],
@@ -68,96 +69,75 @@ macro_rules! register_tile {
                 rows: usize,
                 cols: usize,
             ) {
-                /// The tile's body, compiled for AVX2 and FMA.
+                const NR: usize = <$t as Tile>::NR;
+                assert!(a.len() >= depth * MR && c.len() >= depth * NR && rows <= MR && cols <= NR);
+                // The destination rows are far apart (whole result
+                // rows); start fetching them now so the final
+                // read-modify-write does not stall.
+                for r in 0..rows {
+                    let row = dst.wrapping_add(r * drs).cast::<i8>();
+                    _mm_prefetch::<_MM_HINT_T0>(row);
+                    let last = row.wrapping_add(std::mem::size_of::<$t>() * (cols - 1));
+                    _mm_prefetch::<_MM_HINT_T0>(last);
+                }
+                let mut acc = [[$zero(); 2]; MR];
+                let (ap, cp) = (a.as_ptr(), c.as_ptr());
+                for p in 0..depth {
+                    // SAFETY: `p < depth`, and the panels hold `depth`
+                    // steps (asserted).
+                    let (c0, c1, ar) = unsafe {
+                        let cv = cp.add(p * NR);
+                        ($load(cv), $load(cv.add($lanes)), ap.add(p * MR))
+                    };
+                    for (r, row) in acc.iter_mut().enumerate() {
+                        // SAFETY: `r < MR`, inside this step's `MR`
+                        // values of `a`.
+                        let x = $bcast(unsafe { &*ar.add(r) });
+                        row[0] = $fma(x, c0, row[0]);
+                        row[1] = $fma(x, c1, row[1]);
+                    }
+                }
+                /// Writes (or adds) one accumulator row to `NR` values.
                 ///
                 /// # Safety
-                /// As [`Tile::tile`].
+                /// AVX2 is available; `at..at + NR` is valid for reads
+                /// and writes.
                 #[target_feature(enable = "avx2,fma")]
-                #[allow(clippy::too_many_arguments)]
-                unsafe fn run(
-                    depth: usize,
-                    a: &[$t],
-                    c: &[$t],
-                    dst: *mut $t,
-                    drs: usize,
-                    overwrite: bool,
-                    rows: usize,
-                    cols: usize,
-                ) {
-                    const NR: usize = 2 * $lanes;
-                    assert!(
-                        a.len() >= depth * MR && c.len() >= depth * NR && rows <= MR && cols <= NR
-                    );
-                    // The destination rows are far apart (whole result
-                    // rows); start fetching them now so the final
-                    // read-modify-write does not stall.
-                    for r in 0..rows {
-                        let row = dst.wrapping_add(r * drs).cast::<i8>();
-                        _mm_prefetch::<_MM_HINT_T0>(row);
-                        let last = row.wrapping_add(std::mem::size_of::<$t>() * (cols - 1));
-                        _mm_prefetch::<_MM_HINT_T0>(last);
-                    }
-                    let mut acc = [[$zero(); 2]; MR];
-                    let (ap, cp) = (a.as_ptr(), c.as_ptr());
-                    for p in 0..depth {
-                        // SAFETY: `p < depth`, and the panels hold `depth`
-                        // steps (asserted).
-                        let (c0, c1, ar) = unsafe {
-                            let cv = cp.add(p * NR);
-                            ($load(cv), $load(cv.add($lanes)), ap.add(p * MR))
-                        };
-                        for (r, row) in acc.iter_mut().enumerate() {
-                            // SAFETY: `r < MR`, inside this step's `MR`
-                            // values of `a`.
-                            let x = $bcast(unsafe { &*ar.add(r) });
-                            row[0] = $fma(x, c0, row[0]);
-                            row[1] = $fma(x, c1, row[1]);
-                        }
-                    }
-                    /// Writes (or adds) one accumulator row to `NR` values.
-                    ///
-                    /// # Safety
-                    /// AVX2 is available; `at..at + NR` is valid for reads
-                    /// and writes.
-                    #[target_feature(enable = "avx2,fma")]
-                    unsafe fn store(at: *mut $t, row: &[$v; 2], overwrite: bool) {
-                        // SAFETY: the caller's contract.
-                        unsafe {
-                            let hi = at.add($lanes);
-                            if overwrite {
-                                $store(at, row[0]);
-                                $store(hi, row[1]);
-                            } else {
-                                $store(at, $add($load(at), row[0]));
-                                $store(hi, $add($load(hi), row[1]));
-                            }
-                        }
-                    }
-                    if rows == MR && cols == NR {
-                        for (r, row) in acc.iter().enumerate() {
-                            // SAFETY: the caller's contract, for all
-                            // `MR × NR` entries.
-                            unsafe { store(dst.add(r * drs), row, overwrite) }
-                        }
-                    } else {
-                        let mut full = [<$t>::default(); MR * NR];
-                        for (r, row) in acc.iter().enumerate() {
-                            // SAFETY: `full` has `MR × NR` entries.
-                            unsafe { store(full.as_mut_ptr().add(r * NR), row, true) }
-                        }
-                        for r in 0..rows {
-                            for t in 0..cols {
-                                // SAFETY: the caller's contract, `r < rows`,
-                                // `t < cols`.
-                                let d = unsafe { &mut *dst.add(r * drs + t) };
-                                let v = full[r * NR + t];
-                                *d = if overwrite { v } else { *d + v };
-                            }
+                unsafe fn store(at: *mut $t, row: &[$v; 2], overwrite: bool) {
+                    // SAFETY: the caller's contract.
+                    unsafe {
+                        let hi = at.add($lanes);
+                        if overwrite {
+                            $store(at, row[0]);
+                            $store(hi, row[1]);
+                        } else {
+                            $store(at, $add($load(at), row[0]));
+                            $store(hi, $add($load(hi), row[1]));
                         }
                     }
                 }
-                // SAFETY: the caller's contract (AVX2 and FMA available).
-                unsafe { run(depth, a, c, dst, drs, overwrite, rows, cols) }
+                if rows == MR && cols == NR {
+                    for (r, row) in acc.iter().enumerate() {
+                        // SAFETY: the caller's contract, for all
+                        // `MR × NR` entries.
+                        unsafe { store(dst.add(r * drs), row, overwrite) }
+                    }
+                } else {
+                    let mut full = [<$t>::default(); MR * NR];
+                    for (r, row) in acc.iter().enumerate() {
+                        // SAFETY: `full` has `MR × NR` entries.
+                        unsafe { store(full.as_mut_ptr().add(r * NR), row, true) }
+                    }
+                    for r in 0..rows {
+                        for t in 0..cols {
+                            // SAFETY: the caller's contract, `r < rows`,
+                            // `t < cols`.
+                            let d = unsafe { &mut *dst.add(r * drs + t) };
+                            let v = full[r * NR + t];
+                            *d = if overwrite { v } else { *d + v };
+                        }
+                    }
+                }
             }
         }
     };

@@ -356,20 +356,8 @@ fn floats<T: Tile>(lines: &mut [Line]) -> &mut [T] {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_values as values;
     use super::*;
-
-    /// Deterministic values in `[-1, 1)` that are not round numbers.
-    fn values(len: usize, seed: u64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect()
-    }
 
     /// `(m, k, n)`, `a` transposed, `c` transposed, extra row stride of
     /// `dst`, accumulate.

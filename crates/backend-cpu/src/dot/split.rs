@@ -148,6 +148,7 @@ unsafe impl<T: Send> Sync for SharedDst<T> {}
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_values;
     use super::*;
 
     /// Row and column blocks (with a short last block) against a triple
@@ -157,11 +158,8 @@ mod tests {
     #[test]
     fn blocks_match_a_triple_loop() {
         let (m, k, n, drs) = (150, 37, 130, 133);
-        let value =
-            |i: usize, salt: usize| ((i * 7919 + salt * 104_729) % 1000) as f64 / 500.0 - 1.0;
-        let av: Vec<f64> = (0..m * k).map(|i| value(i, 1)).collect();
-        let cv: Vec<f64> = (0..k * n).map(|i| value(i, 2)).collect();
-        let start: Vec<f64> = (0..m * drs).map(|i| value(i, 3)).collect();
+        let (av, cv) = (test_values(m * k, 1), test_values(k * n, 2));
+        let start = test_values(m * drs, 3);
         let a = View {
             data: &av,
             rs: k,
