@@ -209,8 +209,20 @@ impl Chunk {
             for (q, kc) in self.blocks() {
                 let (block_a, block_c) = (&pa[q * mp..], &pc[q * np..]);
                 let overwrite = q == 0 && !self.acc;
+                // The next column panel comes from L3 or memory: fetch it,
+                // a slice per row panel, while this one is in L1 (+15% at
+                // 1024³ and 2048³ on two threads, 14 of 16 paired runs).
+                let panels = (r1 - r0).div_ceil(MR);
                 for col in (t0..t1).step_by(T::NR) {
-                    for row in (r0..r1).step_by(MR) {
+                    let next = if col + T::NR < t1 {
+                        &block_c[(col + T::NR) * kc..][..T::NR * kc]
+                    } else {
+                        &[]
+                    };
+                    let slice = next.len().div_ceil(panels);
+                    for (j, row) in (r0..r1).step_by(MR).enumerate() {
+                        let part = next.get(j * slice..).unwrap_or(&[]);
+                        microkernel::prefetch(&part[..slice.min(part.len())]);
                         let at = (self.i0 + row) * drs + self.j0 + col;
                         // SAFETY: the module invariant: the entries
                         // `(i0 + row + r, j0 + col + t)` of `dst`, for `r`
@@ -240,7 +252,12 @@ impl Chunk {
 /// Packs rows `i0..i0 + rows` (fewer than `out` has room for are
 /// zero-padded), depth `p0..p0 + kc`, of `a` into `MR`-row panels.
 fn pack_rows<T: Tile>(out: &mut [T], a: View<'_, T>, i0: usize, rows: usize, p0: usize, kc: usize) {
-    for (g, panel) in out.chunks_exact_mut(MR * kc).enumerate() {
+    let done = if a.rs == 1 {
+        pack_contiguous(out, a.data, i0 + p0 * a.cs, a.cs, rows / MR, MR, kc)
+    } else {
+        0
+    };
+    for (g, panel) in out.chunks_exact_mut(MR * kc).enumerate().skip(done) {
         let r0 = i0 + g * MR;
         let h = MR.min(rows.saturating_sub(g * MR));
         if h == MR && a.cs == 1 {
@@ -249,10 +266,6 @@ fn pack_rows<T: Tile>(out: &mut [T], a: View<'_, T>, i0: usize, rows: usize, p0:
                 for (v, row) in step.iter_mut().zip(&src) {
                     *v = row[p];
                 }
-            }
-        } else if h == MR && a.rs == 1 {
-            for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
-                step.copy_from_slice(&a.data[r0 + (p0 + p) * a.cs..][..MR]);
             }
         } else {
             for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
@@ -272,17 +285,23 @@ fn pack_rows<T: Tile>(out: &mut [T], a: View<'_, T>, i0: usize, rows: usize, p0:
 /// `p0..p0 + kc`, of `c` into `NR`-column panels.
 fn pack_cols<T: Tile>(out: &mut [T], c: View<'_, T>, j0: usize, cols: usize, p0: usize, kc: usize) {
     let nr = T::NR;
-    for (g, panel) in out.chunks_exact_mut(nr * kc).enumerate() {
+    let done = if c.cs == 1 {
+        pack_contiguous(out, c.data, j0 + p0 * c.rs, c.rs, cols / nr, nr, kc)
+    } else {
+        0
+    };
+    for (g, panel) in out.chunks_exact_mut(nr * kc).enumerate().skip(done) {
         let t0 = j0 + g * nr;
         let w = nr.min(cols.saturating_sub(g * nr));
-        if w == nr && c.cs == 1 {
-            for (p, step) in panel.chunks_exact_mut(nr).enumerate() {
-                step.copy_from_slice(&c.data[(p0 + p) * c.rs + t0..][..nr]);
-            }
-        } else if c.rs == 1 {
+        if c.rs == 1 {
             // Columns are contiguous: read each once, scatter by `NR`.
             for t in 0..nr {
                 if t < w {
+                    // Columns far apart: fetch the next while this one is
+                    // scattered.
+                    if t + 1 < w {
+                        microkernel::prefetch(&c.data[(t0 + t + 1) * c.cs + p0..][..kc]);
+                    }
                     let column = &c.data[(t0 + t) * c.cs + p0..][..kc];
                     for (p, &v) in column.iter().enumerate() {
                         panel[p * nr + t] = v;
@@ -303,6 +322,39 @@ fn pack_cols<T: Tile>(out: &mut [T], c: View<'_, T>, j0: usize, cols: usize, p0:
             }
         }
     }
+}
+
+/// Depth steps ahead whose values [`pack_contiguous`] fetches early.
+const AHEAD: usize = 8;
+
+/// Packs the first `whole` (at most as many as `out` holds) full panels of
+/// width `w` whose values at one depth step are contiguous in `data`:
+/// lane `t` of panel `g` at depth `p` is `data[base + p·step + g·w + t]`.
+/// Returns how many it packed. Depth step by depth step, so each step is
+/// one contiguous read, and the read `AHEAD` steps on (its rows are far
+/// apart, past what the hardware prefetcher follows) is fetched early:
+/// 4% on the MLP training step, 7 of 8 paired runs.
+fn pack_contiguous<T: Copy>(
+    out: &mut [T],
+    data: &[T],
+    base: usize,
+    step: usize,
+    whole: usize,
+    w: usize,
+    kc: usize,
+) -> usize {
+    let whole = whole.min(out.len() / (w * kc));
+    let run = whole * w;
+    for p in 0..kc {
+        if p + AHEAD < kc {
+            microkernel::prefetch(&data[base + (p + AHEAD) * step..][..run]);
+        }
+        let src = &data[base + p * step..][..run];
+        for (g, lanes) in src.chunks_exact(w).enumerate() {
+            out[g * w * kc + p * w..][..w].copy_from_slice(lanes);
+        }
+    }
+    whole
 }
 
 /// 64 bytes of panel: the panels' alignment, so `c`'s depth steps (two
