@@ -129,18 +129,23 @@
 //! available cores (`JAXON_CPU_THREADS` overrides the count), in chunks
 //! that threads take from a shared counter, so a thread on a slowed core
 //! takes fewer. The packed GEMM packs both operands in one parallel pass
-//! and hands out tiles of the result the same way. Other products of at
-//! least 2^22 multiply-adds use gemm's rayon parallelism (smaller ones stay
-//! on one thread: waking a second core per loop step costs more); those of at least 2^31 multiply-adds run
+//! and hands out tiles of the result the same way. Those threads are the
+//! caller and the helpers of `team`, which spin for 300 µs after a job
+//! before they sleep: waking a sleeping thread on these virtual CPUs
+//! takes 50–600 µs, and programs open parallel regions back to back.
+//! Other products of at least 2^22 multiply-adds use gemm's rayon
+//! parallelism (smaller ones stay on one thread: waking a second core per
+//! loop step costs more); those of at least 2^31 multiply-adds run
 //! as balanced blocks of rows or columns, one single-threaded gemm each
 //! (`dot/split.rs`; `JAXON_CPU_GEMM_SPLIT=0` turns that off).
 //!
-//! `unsafe` lives in three small modules, each stating its invariants:
+//! `unsafe` lives in four small modules, each stating its invariants:
 //! `jit` (holding JIT'ed code and turning it into callable pointers),
 //! `runtime` (calling a program function and the trampolines it calls
-//! back) and `dot` (the `gemm` call, its column blocks, viewing raw
-//! operand buffers, and the packed GEMM's register tiles, panel cast and
-//! tile writes). The
+//! back), `team` (handing a borrowed closure to helper threads while its
+//! caller waits) and `dot` (the `gemm` call, its column blocks, viewing
+//! raw operand buffers, and the packed GEMM's register tiles, panel
+//! cast, prefetches and tile writes). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!
@@ -232,6 +237,7 @@ mod program;
 mod rewrite;
 mod rows;
 mod runtime;
+mod team;
 
 use exec::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;

@@ -115,8 +115,10 @@ pub(crate) unsafe fn run_split(
 /// Calls `f(lo, hi)` on ranges of `chunk` indices covering `0..count`, on
 /// up to `threads` threads that take ranges from a shared counter, so a
 /// thread on a slowed core takes fewer. The calling thread takes ranges
-/// too, with rayon's pool: its threads live on, so a call spawns none.
-/// On one thread, `f(0, count)` once.
+/// too, with the helpers of [`team`](crate::team), which stay awake
+/// between calls; when the team is busy (another thread's call, or a
+/// call from inside one), with rayon's pool. On one thread, `f(0, count)`
+/// once.
 pub(crate) fn share_ranges(
     count: usize,
     chunk: usize,
@@ -137,6 +139,9 @@ pub(crate) fn share_ranges(
         }
         f(lo, (lo + chunk).min(count));
     };
+    if crate::team::run(threads, &work) {
+        return;
+    }
     rayon::in_place_scope(|s| {
         let work = &work;
         for _ in 1..threads {

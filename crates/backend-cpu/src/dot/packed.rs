@@ -350,6 +350,9 @@ fn pack_contiguous<T: Copy>(
     kc: usize,
 ) -> usize {
     let whole = whole.min(out.len() / (w * kc));
+    if whole == 0 {
+        return 0;
+    }
     let run = whole * w;
     for p in 0..kc {
         if p + AHEAD < kc {
