@@ -15,9 +15,10 @@
 //! runs at a time (`busy`); a call that finds the team busy, or comes
 //! from inside a job, is refused and runs elsewhere.
 
+use std::any::Any;
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -26,8 +27,8 @@ use std::time::{Duration, Instant};
 /// program stops using the CPU at once.
 const SPIN: Duration = Duration::from_micros(300);
 
-/// For how much of [`SPIN`] a helper only pauses; after that it also
-/// yields its CPU on every check.
+/// For how much of [`SPIN`] a helper pauses between checks; after that
+/// it yields its CPU instead.
 const PAUSE: Duration = Duration::from_micros(20);
 
 /// A job: the caller's closure, its lifetime erased (module invariant).
@@ -59,12 +60,17 @@ struct Team {
     generation: AtomicU64,
     /// Helpers still running the current job.
     remaining: AtomicUsize,
-    panicked: AtomicBool,
+    /// The first panic of a helper in the current job, for the caller to
+    /// raise again (dropping it on the helper could panic there).
+    panicked: Mutex<Option<Box<dyn Any + Send>>>,
+    /// The process that started the helpers: a child forked from it has
+    /// none, so its calls are refused.
+    process: u32,
 }
 
 thread_local! {
     /// Set on helpers, and on a caller while it runs its own share of a
-    /// job: a nested call is refused rather than deadlock.
+    /// job: a nested call is refused at once (`busy` would refuse it too).
     static IN_JOB: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -86,13 +92,14 @@ fn team() -> &'static Team {
             wake: Condvar::new(),
             generation: AtomicU64::new(0),
             remaining: AtomicUsize::new(0),
-            panicked: AtomicBool::new(false),
+            panicked: Mutex::new(None),
+            process: std::process::id(),
         }));
-        let started = (1..cpus)
+        let started = (0..cpus - 1)
             .take_while(|&index| {
                 std::thread::Builder::new()
                     .name(format!("jaxon-team-{index}"))
-                    .spawn(move || helper(team, index - 1))
+                    .spawn(move || helper(team, index))
                     .is_ok()
             })
             .count();
@@ -103,31 +110,39 @@ fn team() -> &'static Team {
 
 /// Runs `f` on the calling thread and on up to `threads - 1` helpers at
 /// once, returning when every one has finished. Returns `false`, having
-/// run nothing, when the team is busy with another caller's job or the
-/// call comes from inside a job; the caller then runs `f` its own way.
+/// run nothing, when the team is busy with another caller's job, the
+/// call comes from inside a job, or the process was forked from the one
+/// that started the helpers; the caller then runs `f` its own way.
 ///
 /// # Panics
-/// Re-raises a panic of `f` on any thread, after all have finished.
+/// Re-raises the panic of `f` on the calling thread if it had one, else
+/// the first on a helper, after every thread has finished.
 pub(crate) fn run(threads: usize, f: &(dyn Fn() + Sync)) -> bool {
     if IN_JOB.get() {
         return false;
     }
     let team = team();
+    if team.process != std::process::id() {
+        return false;
+    }
+    let wanted = threads
+        .saturating_sub(1)
+        .min(team.helpers.load(Ordering::Relaxed));
+    if wanted == 0 {
+        f();
+        return true;
+    }
     let _busy = match team.busy.try_lock() {
         Ok(guard) => guard,
         Err(TryLockError::Poisoned(e)) => e.into_inner(),
         Err(TryLockError::WouldBlock) => return false,
     };
-    let wanted = threads
-        .saturating_sub(1)
-        .min(team.helpers.load(Ordering::Relaxed));
     // SAFETY: only the lifetime is erased; this function waits for every
     // helper below and clears the slot before `f`'s borrow ends.
     let job = Job(unsafe {
         std::mem::transmute::<*const (dyn Fn() + Sync + '_), *const (dyn Fn() + Sync + 'static)>(f)
     });
     team.remaining.store(wanted, Ordering::Relaxed);
-    team.panicked.store(false, Ordering::Relaxed);
     {
         let mut slot = lock(&team.slot);
         slot.generation += 1;
@@ -150,11 +165,9 @@ pub(crate) fn run(threads: usize, f: &(dyn Fn() + Sync)) -> bool {
         }
     }
     lock(&team.slot).job = None;
-    if let Err(payload) = mine {
+    let theirs = lock(&team.panicked).take();
+    if let Some(payload) = mine.err().or(theirs) {
         panic::resume_unwind(payload);
-    }
-    if team.panicked.load(Ordering::Relaxed) {
-        panic!("a jaxon team thread panicked");
     }
     true
 }
@@ -194,8 +207,13 @@ fn helper(team: &'static Team, index: usize) {
         // SAFETY: the job's caller waits until `remaining` is zero, so the
         // closure is alive (module invariant).
         let ran = panic::catch_unwind(AssertUnwindSafe(|| unsafe { (*job.0)() }));
-        if ran.is_err() {
-            team.panicked.store(true, Ordering::Relaxed);
+        if let Err(payload) = ran {
+            let mut first = lock(&team.panicked);
+            match *first {
+                None => *first = Some(payload),
+                // Dropping a payload runs user code that may panic too.
+                Some(_) => std::mem::forget(payload),
+            }
         }
         team.remaining.fetch_sub(1, Ordering::Release);
     }
@@ -209,54 +227,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
-    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::{AtomicBool, AtomicU32};
 
     fn helpers() -> usize {
         team().helpers.load(Ordering::Relaxed)
-    }
-
-    #[test]
-    fn every_wanted_thread_runs_the_job_once() {
-        for round in 0..200 {
-            let threads = 1 + round % 3;
-            let ids = Mutex::new(Vec::new());
-            let ran = run(threads, &|| lock(&ids).push(std::thread::current().id()));
-            if !ran {
-                continue; // another test's job held the team
-            }
-            let ids = ids.into_inner().unwrap();
-            let distinct: HashSet<_> = ids.iter().collect();
-            let expect = threads.min(1 + helpers());
-            assert_eq!(
-                (ids.len(), distinct.len()),
-                (expect, expect),
-                "round {round}"
-            );
-        }
-    }
-
-    #[test]
-    fn work_shared_through_a_counter_is_done_exactly_once() {
-        let counts: Vec<AtomicU32> = (0..10_007).map(|_| AtomicU32::new(0)).collect();
-        let next = AtomicUsize::new(0);
-        let work = || loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(c) = counts.get(i) else { break };
-            c.fetch_add(1, Ordering::Relaxed);
-        };
-        if !run(4, &work) {
-            work();
-        }
-        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
-    }
-
-    #[test]
-    fn a_call_from_inside_a_job_is_refused() {
-        let inner = Mutex::new(Vec::new());
-        let outer = run(2, &|| lock(&inner).push(run(2, &|| ())));
-        if outer {
-            assert!(inner.into_inner().unwrap().iter().all(|&ran| !ran));
-        }
     }
 
     /// `run`, retried while other tests' jobs hold the team.
@@ -271,6 +245,58 @@ mod tests {
         false
     }
 
+    /// The distinct threads that ran one job of `threads`, each once.
+    fn threads_that_ran(threads: usize) -> usize {
+        let ids = Mutex::new(Vec::new());
+        assert!(run_when_free(threads, &|| lock(&ids).push(std::thread::current().id())));
+        let ids = ids.into_inner().unwrap();
+        let distinct: HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "a thread ran the job twice");
+        ids.len()
+    }
+
+    #[test]
+    fn every_wanted_thread_runs_the_job_once() {
+        for threads in [0, 1, 2, 3, 8].into_iter().cycle().take(100) {
+            let expect = threads.clamp(1, 1 + helpers());
+            assert_eq!(threads_that_ran(threads), expect, "threads {threads}");
+        }
+    }
+
+    #[test]
+    fn sleeping_helpers_wake_for_the_next_job() {
+        for _ in 0..20 {
+            std::thread::sleep(SPIN * 4);
+            assert_eq!(threads_that_ran(2), 2.min(1 + helpers()));
+        }
+    }
+
+    #[test]
+    fn the_caller_waits_for_helpers_even_when_its_own_share_panics() {
+        if helpers() == 0 {
+            return;
+        }
+        let caller = std::thread::current().id();
+        let helper_done = AtomicBool::new(false);
+        let job = || {
+            if std::thread::current().id() == caller {
+                panic!("caller fails");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            helper_done.store(true, Ordering::Relaxed);
+        };
+        let start = Instant::now();
+        loop {
+            match panic::catch_unwind(|| run(2, &job)) {
+                Err(_) => break,
+                Ok(true) => panic!("the caller's panic was lost"),
+                Ok(false) => assert!(start.elapsed() < Duration::from_secs(20), "team busy"),
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(helper_done.load(Ordering::Relaxed));
+    }
+
     #[test]
     fn a_panic_on_a_helper_reaches_the_caller_and_the_team_goes_on() {
         if helpers() == 0 {
@@ -283,28 +309,43 @@ mod tests {
             }
         };
         let start = Instant::now();
-        let reraised = loop {
+        let payload = loop {
             match panic::catch_unwind(|| run(2, &failing)) {
-                Err(_) => break true,
-                Ok(true) => break false, // ran, yet the helper's panic was lost
-                Ok(false) if start.elapsed() < Duration::from_secs(20) => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                Ok(false) => panic!("the team stayed busy"),
+                Err(payload) => break payload,
+                Ok(true) => panic!("ran, yet the helper's panic was lost"),
+                Ok(false) => assert!(start.elapsed() < Duration::from_secs(20), "team busy"),
             }
+            std::thread::sleep(Duration::from_millis(1));
         };
-        assert!(reraised);
-        let hits = AtomicU32::new(0);
-        let ran = run_when_free(2, &|| {
-            hits.fetch_add(1, Ordering::Relaxed);
-        });
-        assert!(ran);
-        assert_eq!(hits.load(Ordering::Relaxed), 2);
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"helper fails"));
+        assert_eq!(threads_that_ran(2), 2);
     }
 
     #[test]
-    fn concurrent_callers_all_finish() {
-        let total = AtomicU32::new(0);
+    fn work_shared_through_a_counter_is_done_exactly_once() {
+        let counts: Vec<AtomicU32> = (0..10_007).map(|_| AtomicU32::new(0)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(c) = counts.get(i) else { break };
+            c.fetch_add(1, Ordering::Relaxed);
+        };
+        assert!(run_when_free(4, &work));
+        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+    }
+
+    #[test]
+    fn a_call_from_inside_a_job_is_refused() {
+        let inner = Mutex::new(Vec::new());
+        assert!(run_when_free(2, &|| lock(&inner).push(run(2, &|| ()))));
+        let inner = inner.into_inner().unwrap();
+        assert_eq!(inner.len(), 2.min(1 + helpers()));
+        assert!(inner.iter().all(|&ran| !ran));
+    }
+
+    #[test]
+    fn concurrent_callers_each_run_on_the_team_or_alone() {
+        let (total, on_team) = (AtomicUsize::new(0), AtomicUsize::new(0));
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
@@ -312,13 +353,17 @@ mod tests {
                         let job = || {
                             total.fetch_add(1, Ordering::Relaxed);
                         };
-                        if !run(2, &job) {
+                        if run(2, &job) {
+                            on_team.fetch_add(1, Ordering::Relaxed);
+                        } else {
                             job();
                         }
                     }
                 });
             }
         });
-        assert!(total.load(Ordering::Relaxed) >= 400);
+        let on_team = on_team.load(Ordering::Relaxed);
+        let expect = 400 + on_team * 1.min(helpers());
+        assert_eq!(total.load(Ordering::Relaxed), expect);
     }
 }
