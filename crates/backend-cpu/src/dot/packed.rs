@@ -256,69 +256,63 @@ impl Chunk {
 /// Packs rows `i0..i0 + rows` (fewer than `out` has room for are
 /// zero-padded), depth `p0..p0 + kc`, of `a` into `MR`-row panels.
 fn pack_rows<T: Tile>(out: &mut [T], a: View<'_, T>, i0: usize, rows: usize, p0: usize, kc: usize) {
-    let done = if a.rs == 1 {
-        pack_contiguous(out, a.data, i0 + p0 * a.cs, a.cs, rows / MR, MR, kc)
-    } else {
-        0
-    };
-    for (g, panel) in out.chunks_exact_mut(MR * kc).enumerate().skip(done) {
-        let r0 = i0 + g * MR;
-        let h = MR.min(rows.saturating_sub(g * MR));
-        if h == MR && a.cs == 1 {
-            let src: [&[T]; MR] = std::array::from_fn(|r| &a.data[(r0 + r) * a.rs + p0..][..kc]);
-            for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
-                for (v, row) in step.iter_mut().zip(&src) {
-                    *v = row[p];
-                }
-            }
-        } else {
-            for (p, step) in panel.chunks_exact_mut(MR).enumerate() {
-                for (r, v) in step.iter_mut().enumerate() {
-                    *v = if r < h {
-                        a.data[(r0 + r) * a.rs + (p0 + p) * a.cs]
-                    } else {
-                        T::default()
-                    };
-                }
-            }
-        }
-    }
+    pack_panels(out, a, i0, rows, p0, kc, MR);
 }
 
 /// Packs columns `j0..j0 + cols` (zero-padded likewise), depth
-/// `p0..p0 + kc`, of `c` into `NR`-column panels.
+/// `p0..p0 + kc`, of `c` into `NR`-column panels: the rows of `cᵀ`.
 fn pack_cols<T: Tile>(out: &mut [T], c: View<'_, T>, j0: usize, cols: usize, p0: usize, kc: usize) {
-    let nr = T::NR;
-    let done = if c.cs == 1 {
-        pack_contiguous(out, c.data, j0 + p0 * c.rs, c.rs, cols / nr, nr, kc)
+    let ct = View {
+        data: c.data,
+        rs: c.cs,
+        cs: c.rs,
+    };
+    pack_panels(out, ct, j0, cols, p0, kc, T::NR);
+}
+
+/// Packs rows `first..first + count` of `v` (its columns are the depth),
+/// depth `p0..p0 + kc`, into depth-major panels of `w` rows, zero-padding
+/// the rows past `count` that `out` has room for. Inlined, so `w` is a
+/// constant in each caller.
+#[inline(always)]
+fn pack_panels<T: Copy + Default>(
+    out: &mut [T],
+    v: View<'_, T>,
+    first: usize,
+    count: usize,
+    p0: usize,
+    kc: usize,
+    w: usize,
+) {
+    let done = if v.rs == 1 {
+        pack_contiguous(out, v.data, first + p0 * v.cs, v.cs, count / w, w, kc)
     } else {
         0
     };
-    for (g, panel) in out.chunks_exact_mut(nr * kc).enumerate().skip(done) {
-        let t0 = j0 + g * nr;
-        let w = nr.min(cols.saturating_sub(g * nr));
-        if c.rs == 1 {
-            // Columns are contiguous: read each once, scatter by `NR`.
-            for t in 0..nr {
-                if t < w {
-                    // Columns far apart: fetch the next while this one is
-                    // scattered.
-                    if t + 1 < w {
-                        microkernel::prefetch(&c.data[(t0 + t + 1) * c.cs + p0..][..kc]);
-                    }
-                    let column = &c.data[(t0 + t) * c.cs + p0..][..kc];
-                    for (p, &v) in column.iter().enumerate() {
-                        panel[p * nr + t] = v;
+    for (g, panel) in out.chunks_exact_mut(w * kc).enumerate().skip(done) {
+        let r0 = first + g * w;
+        let h = w.min(count.saturating_sub(g * w));
+        if v.cs == 1 {
+            // Each row is contiguous: read it once, scatter it by `w`,
+            // fetching the next row (far away) meanwhile.
+            for r in 0..w {
+                if r + 1 < h {
+                    microkernel::prefetch(&v.data[(r0 + r + 1) * v.rs + p0..][..kc]);
+                }
+                if r < h {
+                    let row = &v.data[(r0 + r) * v.rs + p0..][..kc];
+                    for (p, &x) in row.iter().enumerate() {
+                        panel[p * w + r] = x;
                     }
                 } else {
-                    (0..kc).for_each(|p| panel[p * nr + t] = T::default());
+                    (0..kc).for_each(|p| panel[p * w + r] = T::default());
                 }
             }
         } else {
-            for (p, step) in panel.chunks_exact_mut(nr).enumerate() {
-                for (t, v) in step.iter_mut().enumerate() {
-                    *v = if t < w {
-                        c.data[(p0 + p) * c.rs + (t0 + t) * c.cs]
+            for (p, step) in panel.chunks_exact_mut(w).enumerate() {
+                for (r, x) in step.iter_mut().enumerate() {
+                    *x = if r < h {
+                        v.data[(r0 + r) * v.rs + (p0 + p) * v.cs]
                     } else {
                         T::default()
                     };
