@@ -1,0 +1,19 @@
+//! jaxon's CUDA backend.
+//!
+//! Kernels are written in **KIR** ([`kir`]), a small typed SIMT language.
+//! KIR has two consumers: a CUDA C printer whose output NVRTC compiles to
+//! a CUBIN for the device, and a simulator in Rust that runs a launch on the
+//! host, thread by thread in lockstep, and reports out-of-bounds accesses and
+//! shared-memory races. Every kernel is tested for values on the simulator
+//! on machines with no GPU, and on a GPU whenever one is present.
+//!
+//! Invariants:
+//! - Nothing here panics when CUDA, NVRTC or a GPU is missing: every driver
+//!   and NVRTC entry point is guarded and reports a [`CudaError`].
+//! - A kernel is verified ([`kir::verify`]) before it is printed or
+//!   simulated; the printer and the simulator may assume a well-typed kernel.
+
+pub mod error;
+pub mod kir;
+
+pub use error::{CudaError, Result};
