@@ -346,14 +346,6 @@ impl Expr {
     pub fn or(self, o: Expr) -> Expr {
         Expr::bin(BinOp::Or, self, o)
     }
-    /// `self << o`.
-    pub fn shl(self, o: Expr) -> Expr {
-        Expr::bin(BinOp::Shl, self, o)
-    }
-    /// `self >> o`.
-    pub fn shr(self, o: Expr) -> Expr {
-        Expr::bin(BinOp::Shr, self, o)
-    }
     /// A value conversion to `dtype`.
     pub fn cast(self, dtype: DType) -> Expr {
         Expr::Cast(dtype, Box::new(self))
@@ -394,6 +386,8 @@ expr_operator!(Rem, rem, BinOp::Rem);
 expr_operator!(BitAnd, bitand, BinOp::And);
 expr_operator!(BitOr, bitor, BinOp::Or);
 expr_operator!(BitXor, bitxor, BinOp::Xor);
+expr_operator!(Shl, shl, BinOp::Shl);
+expr_operator!(Shr, shr, BinOp::Shr);
 
 impl std::ops::Neg for Expr {
     type Output = Expr;
