@@ -10,7 +10,13 @@
 //!   `cargo xtask bench --json [--only A,B] [--quick]` runs the WORKLOADS.md
 //!   harness and prints JSON lines for `../shared/bench/compare.py`.
 //!
+//! - `cargo xtask gpu-check`: builds the CUDA backend's test binaries into
+//!   `target/gpu-check/` with a script that runs them on a GPU machine, and
+//!   prints the device command (see `gpu_check.rs`).
+//!
 //! Only the standard library is used, so that it builds on a fresh clone.
+
+mod gpu_check;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -40,7 +46,8 @@ fn usage() -> ExitCode {
          commands:\n\
          \x20 test-all [--fail-fast]      fmt, clippy, tests, conformance; summary at the end\n\
          \x20 conformance [FILE] [ARGS]   run the JAX conformance corpus (default {DEFAULT_CORPUS})\n\
-         \x20 bench [ARGS]                run the criterion benchmarks"
+         \x20 bench [ARGS]                run the criterion benchmarks\n\
+         \x20 gpu-check                   build the GPU checks into target/gpu-check and print how to run them"
     );
     ExitCode::from(2)
 }
@@ -51,6 +58,7 @@ fn main() -> ExitCode {
         Some("test-all") => test_all(&args[1..]),
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("gpu-check") => gpu_check::gpu_check(&repo_root(), cargo()),
         _ => usage(),
     }
 }

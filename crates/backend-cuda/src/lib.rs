@@ -15,6 +15,7 @@
 
 pub mod catalog;
 pub mod error;
+pub mod host;
 pub mod kir;
 pub mod runtime;
 

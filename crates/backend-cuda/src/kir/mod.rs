@@ -12,9 +12,12 @@
 //! - **Expressions are pure**; every effect (memory, barriers, shuffles,
 //!   atomics, warp matrix ops) is a [`Stmt`].
 //! - **Types are explicit.** No implicit conversions: operands of a binary
-//!   op share one dtype; conversions are [`Expr::Cast`] (value-preserving,
-//!   rounding to nearest even, saturating float→int as CUDA's `cvt.rzi.sat`)
-//!   or [`Expr::Bitcast`].
+//!   op share one dtype; conversions are [`Expr::Cast`] or
+//!   [`Expr::Bitcast`]. A cast rounds to nearest even into a float;
+//!   truncates toward zero and saturates from a float into an integer, NaN
+//!   giving 0 (CUDA's `cvt.rzi.sat`); wraps between integers (keeps the low
+//!   bits, then sign- or zero-extends); and gives `x != 0` into `bool` (NaN
+//!   gives true). These are Rust's `as` semantics.
 //! - **Storage-only dtypes.** `f16` and `bf16` may be loaded, stored, cast,
 //!   bitcast, selected, and moved through shuffles and `mma`; arithmetic,
 //!   comparisons and math functions on them are rejected by the verifier.
@@ -39,6 +42,9 @@
 pub mod build;
 pub mod display;
 pub mod verify;
+
+#[cfg(test)]
+mod tests;
 
 use jaxon_ir::DType;
 

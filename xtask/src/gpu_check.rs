@@ -1,0 +1,156 @@
+//! `cargo xtask gpu-check`: builds the CUDA backend's test binaries here,
+//! stripped, into `target/gpu-check/` (ignored by git) beside a script that
+//! runs them all on a machine with an NVIDIA GPU and writes a report, then
+//! prints the device command that carries the folder and runs the script.
+//!
+//! The GPU machines have no Rust toolchain and short leases: everything is
+//! built here, the script needs only bash and the driver (NVRTC comes from
+//! the machine's CUDA install), and it stops itself well inside 8 minutes.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+/// The folder the binaries and the script go to, relative to the root.
+pub const DIR: &str = "target/gpu-check";
+
+/// The runner script; `@BINS@` is replaced by the binaries' names.
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# jaxon GPU checks, written by `cargo xtask gpu-check`. Runs every CUDA
+# backend test binary beside this script on the GPU, then the GPU test under
+# compute-sanitizer's memcheck; writes logs and summary.txt to $OUT (or
+# ./report). Exit status: 0 when every step passed.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="${OUT:-$here/report}"
+mkdir -p "$out"
+export JAXON_REQUIRE_GPU=1 JAXON_REQUIRE_NVRTC=1 RUST_BACKTRACE=1
+export JAXON_CACHE_DIR="$out/kernel-cache" JAXON_DUMP="$out/dump"
+summary="$out/summary.txt"
+: > "$summary"
+status=0
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } \
+  > "$out/device.txt" 2>&1
+step() { # name, timeout, command...
+  local name="$1" limit="$2"; shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - start))" | tee -a "$summary"
+  [ "$rc" -eq 0 ] || status=1
+}
+for b in @BINS@; do
+  step "$b" 150 "$here/bin/$b" --test-threads=1 --nocapture
+done
+if command -v compute-sanitizer > /dev/null; then
+  step "memcheck-gpu" 180 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$here/bin/gpu" --test-threads=1 --nocapture
+else
+  echo "memcheck-gpu skipped: no compute-sanitizer" | tee -a "$summary"
+fi
+grep -h '^gpu-check:' "$out"/*.log | tee -a "$summary"
+echo "gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED); logs in $out"
+exit $status
+"#;
+
+/// Builds the test binaries and the script; prints the device command.
+pub fn gpu_check(root: &Path, mut cargo: Command) -> ExitCode {
+    println!("==> building the CUDA backend's test binaries (release)");
+    let output = cargo
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "jaxon-backend-cuda",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output();
+    let output = match output {
+        Ok(o) if o.status.success() => o,
+        Ok(_) => {
+            eprintln!("gpu-check: the build failed");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("gpu-check: could not run cargo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let dir = root.join(DIR);
+    let bin = dir.join("bin");
+    let _ = fs::remove_dir_all(&dir);
+    if let Err(e) = fs::create_dir_all(&bin) {
+        eprintln!("gpu-check: cannot create {}: {e}", bin.display());
+        return ExitCode::FAILURE;
+    }
+    let mut names = Vec::new();
+    for exe in executables(&stdout) {
+        let name = test_name(&exe);
+        let dest = bin.join(&name);
+        if let Err(e) = fs::copy(&exe, &dest) {
+            eprintln!("gpu-check: copying {}: {e}", exe.display());
+            return ExitCode::FAILURE;
+        }
+        let stripped = Command::new("strip").arg(&dest).status();
+        if !matches!(stripped, Ok(s) if s.success()) {
+            println!("gpu-check: could not strip {name}; carrying it unstripped");
+        }
+        names.push(name);
+    }
+    if !names.iter().any(|n| n == "gpu") {
+        eprintln!("gpu-check: the `gpu` test binary was not built");
+        return ExitCode::FAILURE;
+    }
+    let script = RUN_SH.replace("@BINS@", &names.join(" "));
+    if let Err(e) = fs::write(dir.join("run.sh"), script) {
+        eprintln!("gpu-check: writing run.sh: {e}");
+        return ExitCode::FAILURE;
+    }
+    let size: u64 = fs::read_dir(&bin)
+        .map(|it| {
+            it.filter_map(|e| e.ok()?.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    println!(
+        "gpu-check: {} binaries ({}) in {DIR}, {:.1} MiB",
+        names.len(),
+        names.join(", "),
+        size as f64 / (1 << 20) as f64
+    );
+    println!("gpu-check: on the GPU machine, from the repository root, run");
+    println!("    bash {DIR}/run.sh");
+    println!("  (device tool: command `bash {DIR}/run.sh`, carry [\"{DIR}\"], timeout_s 540)");
+    ExitCode::SUCCESS
+}
+
+/// The `"executable"` paths of cargo's JSON messages (test targets only).
+fn executables(json: &str) -> Vec<PathBuf> {
+    json.lines()
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"test\":true"))
+        .filter_map(|l| {
+            let start = l.find("\"executable\":\"")? + "\"executable\":\"".len();
+            let end = start + l[start..].find('"')?;
+            Some(PathBuf::from(&l[start..end]))
+        })
+        .collect()
+}
+
+/// `target/release/deps/gpu-0123abcd` → `gpu`; the library's own tests are
+/// `unit`.
+fn test_name(exe: &Path) -> String {
+    let file = exe
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = file.rsplit_once('-').map_or(file.as_str(), |(s, _)| s);
+    if stem == "jaxon_backend_cuda" {
+        "unit".to_string()
+    } else {
+        stem.to_string()
+    }
+}
