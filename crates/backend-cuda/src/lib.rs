@@ -13,6 +13,7 @@
 //! - A kernel is verified ([`kir::verify`]) before it is printed or
 //!   simulated; the printer and the simulator may assume a well-typed kernel.
 
+pub mod blas;
 pub mod catalog;
 pub mod error;
 pub mod host;

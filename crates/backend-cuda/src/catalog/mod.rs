@@ -142,6 +142,11 @@ pub fn cases(size: Size, seed: u64) -> Result<Vec<Case>> {
     ])
 }
 
+/// The `eltwise_fused` case at any size (the GPU bandwidth check's kernel).
+pub fn eltwise_fused_case(rng: &mut Rng, n: usize) -> Result<Case> {
+    kernels::eltwise_fused(rng, n)
+}
+
 /// A small deterministic generator of test inputs (xorshift64*).
 pub struct Rng(u64);
 
