@@ -1,4 +1,4 @@
-//! The measuring protocol of `../shared/bench/bench_jax.py`, so jaxon's
+//! The measuring protocol of `benches/jax/bench_jax.py`, so jaxon's
 //! numbers compare with JAX's: warm up, calibrate an inner count so one
 //! repetition lasts at least `min_time`, time `reps` repetitions, report the
 //! median per unit with CPU time and minor page faults per unit.

@@ -1,5 +1,5 @@
 //! Decoding the conformance corpus: JSON arrays into `HostArray`s and JSON
-//! lines into [`Case`]s (schema: /work/shared/conformance/README.md).
+//! lines into [`Case`]s (schema: `tests/data/README.md`).
 
 use half::{bf16, f16};
 use jaxon_ir::{DType, HostArray, Storage};

@@ -8,7 +8,7 @@
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
 //! - `cargo xtask bench [ARGS...]`: `cargo bench -p jaxon-benches`;
 //!   `cargo xtask bench --json [--only A,B] [--quick]` runs the WORKLOADS.md
-//!   harness and prints JSON lines for `../shared/bench/compare.py`.
+//!   harness and prints JSON lines for `benches/jax/compare.py`.
 //!
 //! - `cargo xtask gpu-check`: builds the CUDA backend's test binaries into
 //!   `target/gpu-check/` with a script that runs them on a GPU machine, and
@@ -352,7 +352,7 @@ fn conformance(args: &[String]) -> ExitCode {
 fn bench(args: &[String]) -> ExitCode {
     let mut cmd = cargo();
     if args.iter().any(|a| a == "--json" || a == "--list") {
-        // The WORKLOADS.md harness: JSON lines for ../shared/bench/compare.py.
+        // The WORKLOADS.md harness: JSON lines for benches/jax/compare.py.
         let rest: Vec<&String> = args.iter().filter(|a| *a != "--json").collect();
         cmd.args([
             "run",

@@ -1,6 +1,6 @@
 //! `cargo xtask bench --json [--only A,B] [--quick] [--list]`: runs the
-//! workloads of WORKLOADS.md and prints one JSON record per metric, in the
-//! schema of `../shared/bench/bench_jax.py`.
+//! workloads of `benches/WORKLOADS.md` and prints one JSON record per
+//! metric, in the schema of `benches/jax/bench_jax.py`.
 
 use jaxon_benches::workloads::{backend_name, Settings, WORKLOADS};
 use std::process::ExitCode;

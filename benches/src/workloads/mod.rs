@@ -1,4 +1,4 @@
-//! The workloads of `../shared/bench/WORKLOADS.md`, each a function printing its JSON records in the schema of
+//! The workloads of `benches/WORKLOADS.md`, each a function printing its JSON records in the schema of
 //! `bench_jax.py`. Inputs come from jaxon's own `random` with the seeds
 //! `bench_jax.py` uses: the values differ from NumPy's, the distributions
 //! do not.

@@ -903,9 +903,12 @@ fn corpus_jaxprs(path: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-#[ignore = "reads the shared conformance corpus"]
+#[ignore = "reads the conformance corpus in tests/data"]
 fn corpus_round_trip_parse_then_print() {
-    let cases = corpus_jaxprs("/work/shared/conformance/jax-0.10.2-public.jsonl");
+    let cases = corpus_jaxprs(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/jax-0.10.2-public.jsonl"
+    ));
     let mut ok = 0;
     let mut failures = Vec::new();
     for (name, text) in &cases {
