@@ -13,7 +13,9 @@
 //! - A kernel is verified ([`kir::verify`]) before it is printed or
 //!   simulated; the printer and the simulator may assume a well-typed kernel.
 
+pub mod cuda_c;
 pub mod error;
 pub mod kir;
+pub mod nvrtc;
 
 pub use error::{CudaError, Result};
