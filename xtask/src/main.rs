@@ -10,7 +10,13 @@
 //!   `cargo xtask bench --json [--only A,B] [--quick]` runs the WORKLOADS.md
 //!   harness and prints JSON lines for `../shared/bench/compare.py`.
 //!
+//! - `cargo xtask nvrtc-path`: installs NVRTC for CUDA 13.0 from PyPI into
+//!   `target/nvrtc-wheel` if needed and prints its lib folder (see
+//!   [`nvrtc`]); `test-all` puts it on `LD_LIBRARY_PATH` for the tests.
+//!
 //! Only the standard library is used, so that it builds on a fresh clone.
+
+mod nvrtc;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -40,7 +46,8 @@ fn usage() -> ExitCode {
          commands:\n\
          \x20 test-all [--fail-fast]      fmt, clippy, tests, conformance; summary at the end\n\
          \x20 conformance [FILE] [ARGS]   run the JAX conformance corpus (default {DEFAULT_CORPUS})\n\
-         \x20 bench [ARGS]                run the criterion benchmarks"
+         \x20 bench [ARGS]                run the criterion benchmarks\n\
+         \x20 nvrtc-path                  install NVRTC (CUDA 13.0 wheel) if needed; print its lib folder"
     );
     ExitCode::from(2)
 }
@@ -51,6 +58,7 @@ fn main() -> ExitCode {
         Some("test-all") => test_all(&args[1..]),
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("nvrtc-path") => nvrtc::nvrtc_path_command(),
         _ => usage(),
     }
 }
@@ -196,6 +204,20 @@ fn test_all(args: &[String]) -> ExitCode {
         note: components.err().unwrap_or_default(),
     });
 
+    // NVRTC for the CUDA backend's compile tests (no GPU needed): with it
+    // found, those tests must run (JAXON_REQUIRE_NVRTC=1).
+    let nvrtc_setup = Instant::now();
+    let nvrtc_dir = nvrtc::nvrtc_lib_dir();
+    results.push(StepResult {
+        name: "NVRTC 13.0 for the CUDA compile tests (cargo xtask nvrtc-path)".into(),
+        ok: true,
+        time: nvrtc_setup.elapsed(),
+        note: match &nvrtc_dir {
+            Ok(d) => d.display().to_string(),
+            Err(e) => format!("skipped, CUDA compile tests will skip: {e}"),
+        },
+    });
+
     let corpus = root.join(DEFAULT_CORPUS);
     let steps: Vec<(&str, Vec<String>)> = vec![
         ("cargo fmt --all --check", vec!["fmt", "--all", "--check"]),
@@ -257,6 +279,10 @@ fn test_all(args: &[String]) -> ExitCode {
         println!("\n==> {name}");
         let mut cmd = cargo();
         cmd.args(&cargo_args);
+        if let (Ok(dir), "test") = (&nvrtc_dir, cargo_args[0].as_str()) {
+            cmd.env("LD_LIBRARY_PATH", nvrtc::ld_library_path_with(dir));
+            cmd.env("JAXON_REQUIRE_NVRTC", "1");
+        }
         let (ok, time, note) = if cargo_args[0] == "run" {
             let (ok, time, summary) = run_capturing(&mut cmd, "conformance:");
             (ok, time, summary.unwrap_or_default())
@@ -283,7 +309,7 @@ fn test_all(args: &[String]) -> ExitCode {
         println!("{status} {:>7}  {}{note}", fmt_duration(r.time), r.name);
     }
     let ran: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
-    if fail_fast && results.len() < 5 {
+    if fail_fast && results.len() < 7 {
         println!(
             "skipped: the remaining steps after {} (--fail-fast)",
             ran.last().unwrap_or(&"")

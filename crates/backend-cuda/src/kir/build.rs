@@ -347,10 +347,12 @@ impl Expr {
         Expr::bin(BinOp::Or, self, o)
     }
     /// `self << o`.
+    #[allow(clippy::should_implement_trait)]
     pub fn shl(self, o: Expr) -> Expr {
         Expr::bin(BinOp::Shl, self, o)
     }
     /// `self >> o`.
+    #[allow(clippy::should_implement_trait)]
     pub fn shr(self, o: Expr) -> Expr {
         Expr::bin(BinOp::Shr, self, o)
     }
