@@ -355,7 +355,8 @@ impl Compiler {
     }
 
     /// Verifies and prints KIR kernels as one module and compiles it; the
-    /// module is named after its kernels (`a+b`) in errors and dumps.
+    /// module is named after its kernels ([`module_name`]) in errors and
+    /// dumps.
     pub fn compile_kernels(&self, kernels: &[&Kernel], arch: Arch) -> Result<Compiled> {
         let name = module_name(kernels);
         for k in kernels {
@@ -367,16 +368,23 @@ impl Compiler {
     }
 }
 
-/// The name of a module of `kernels`: their names joined by `+`.
+/// The name of a module of `kernels`: their names joined by `+`, or
+/// `<first>+<N>_more` when that would be over 100 characters.
 pub fn module_name(kernels: &[&Kernel]) -> String {
     if kernels.is_empty() {
         return "empty_module".to_string();
     }
-    kernels
+    let all = kernels
         .iter()
         .map(|k| k.name.as_str())
         .collect::<Vec<_>>()
-        .join("+")
+        .join("+");
+    // Dump file names must stay short.
+    if all.len() <= 100 {
+        all
+    } else {
+        format!("{}+{}_more", kernels[0].name, kernels.len() - 1)
+    }
 }
 
 /// [`Compiler::compile`] on the global compiler.
