@@ -14,9 +14,14 @@
 //!   `target/gpu-check/` with a script that runs them on a GPU machine, and
 //!   prints the device command (see `gpu_check.rs`).
 //!
+//! - `cargo xtask nvrtc-path`: installs NVRTC for CUDA 13.0 from PyPI into
+//!   `target/nvrtc-wheel` if needed and prints its lib folder (see
+//!   [`nvrtc`]); `test-all` puts it on `LD_LIBRARY_PATH` for the tests.
+//!
 //! Only the standard library is used, so that it builds on a fresh clone.
 
 mod gpu_check;
+mod nvrtc;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -47,7 +52,8 @@ fn usage() -> ExitCode {
          \x20 test-all [--fail-fast]      fmt, clippy, tests, conformance; summary at the end\n\
          \x20 conformance [FILE] [ARGS]   run the JAX conformance corpus (default {DEFAULT_CORPUS})\n\
          \x20 bench [ARGS]                run the criterion benchmarks\n\
-         \x20 gpu-check                   build the GPU checks into target/gpu-check and print how to run them"
+         \x20 gpu-check                   build the GPU checks into target/gpu-check and print how to run them\n\
+         \x20 nvrtc-path                  install NVRTC (CUDA 13.0 wheel) if needed; print its lib folder"
     );
     ExitCode::from(2)
 }
@@ -59,6 +65,7 @@ fn main() -> ExitCode {
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("gpu-check") => gpu_check::gpu_check(&repo_root(), cargo()),
+        Some("nvrtc-path") => nvrtc::nvrtc_path_command(),
         _ => usage(),
     }
 }
@@ -204,6 +211,20 @@ fn test_all(args: &[String]) -> ExitCode {
         note: components.err().unwrap_or_default(),
     });
 
+    // NVRTC for the CUDA backend's compile tests (no GPU needed): with it
+    // found, those tests must run (JAXON_REQUIRE_NVRTC=1).
+    let nvrtc_setup = Instant::now();
+    let nvrtc_dir = nvrtc::nvrtc_lib_dir();
+    results.push(StepResult {
+        name: "NVRTC 13.0 for the CUDA compile tests (cargo xtask nvrtc-path)".into(),
+        ok: true,
+        time: nvrtc_setup.elapsed(),
+        note: match &nvrtc_dir {
+            Ok(d) => d.display().to_string(),
+            Err(e) => format!("skipped, CUDA compile tests will skip: {e}"),
+        },
+    });
+
     let corpus = root.join(DEFAULT_CORPUS);
     let steps: Vec<(&str, Vec<String>)> = vec![
         ("cargo fmt --all --check", vec!["fmt", "--all", "--check"]),
@@ -265,6 +286,10 @@ fn test_all(args: &[String]) -> ExitCode {
         println!("\n==> {name}");
         let mut cmd = cargo();
         cmd.args(&cargo_args);
+        if let (Ok(dir), "test") = (&nvrtc_dir, cargo_args[0].as_str()) {
+            cmd.env("LD_LIBRARY_PATH", nvrtc::ld_library_path_with(dir));
+            cmd.env("JAXON_REQUIRE_NVRTC", "1");
+        }
         let (ok, time, note) = if cargo_args[0] == "run" {
             let (ok, time, summary) = run_capturing(&mut cmd, "conformance:");
             (ok, time, summary.unwrap_or_default())
@@ -291,7 +316,7 @@ fn test_all(args: &[String]) -> ExitCode {
         println!("{status} {:>7}  {}{note}", fmt_duration(r.time), r.name);
     }
     let ran: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
-    if fail_fast && results.len() < 5 {
+    if fail_fast && results.len() < 7 {
         println!(
             "skipped: the remaining steps after {} (--fail-fast)",
             ran.last().unwrap_or(&"")

@@ -15,9 +15,11 @@
 
 pub mod blas;
 pub mod catalog;
+pub mod cuda_c;
 pub mod error;
 pub mod host;
 pub mod kir;
+pub mod nvrtc;
 pub mod runtime;
 
 pub use error::{CudaError, Result};

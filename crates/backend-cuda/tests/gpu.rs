@@ -11,7 +11,7 @@
 use jaxon_backend_cuda::catalog::{self, Case, CaseArg, Size};
 use jaxon_backend_cuda::kir::{Const, LaunchDims};
 use jaxon_backend_cuda::runtime::{Device, DeviceArg, DeviceBuffer};
-use jaxon_backend_cuda::{host, CudaError};
+use jaxon_backend_cuda::{host, nvrtc, CudaError};
 use jaxon_ir::DType;
 use std::sync::Arc;
 use std::time::Instant;
@@ -130,9 +130,11 @@ fn bad_launches_are_errors() {
 
 /// Prints, compiles and loads a case's kernel for the device.
 fn load(dev: &Arc<Device>, case: &Case) -> jaxon_backend_cuda::runtime::Function {
-    let compiled = jaxon_backend_cuda::compile_for(&case.kernel, &dev.info().arch())
+    let (major, minor) = dev.info().compute_capability;
+    let arch = nvrtc::Arch::from_compute_capability(major as u32, minor as u32);
+    let compiled = nvrtc::compile_kernels(&[&case.kernel], arch)
         .unwrap_or_else(|e| panic!("{}: {e}", case.kernel.name));
-    let module = dev.load_module(&compiled).expect("load the CUBIN");
+    let module = dev.load_module(&compiled.cubin).expect("load the CUBIN");
     module.function(&case.kernel).expect("find the kernel")
 }
 
