@@ -15,5 +15,6 @@
 
 pub mod error;
 pub mod kir;
+pub mod sim;
 
 pub use error::{CudaError, Result};
