@@ -347,10 +347,14 @@ impl Expr {
         Expr::bin(BinOp::Or, self, o)
     }
     /// `self << o`.
+    // A builder method like `lt` and `and`; clippy would have `std::ops`.
+    #[allow(clippy::should_implement_trait)]
     pub fn shl(self, o: Expr) -> Expr {
         Expr::bin(BinOp::Shl, self, o)
     }
     /// `self >> o`.
+    // A builder method like `lt` and `and`; clippy would have `std::ops`.
+    #[allow(clippy::should_implement_trait)]
     pub fn shr(self, o: Expr) -> Expr {
         Expr::bin(BinOp::Shr, self, o)
     }

@@ -59,10 +59,14 @@ impl Machine<'_> {
                 (d, lanes.iter().map(|&t| col[t as usize]).collect())
             }
             Expr::Param(p) => {
-                let kind = self.k.params.get(p.0 as usize).map(|p| p.kind);
-                match (self.params.get(p.0 as usize), kind) {
-                    (Some(ParamVal::Scalar(bits)), Some(ParamKind::Scalar(d))) => (d, vec![*bits; n]),
-                    _ => return Err(self.invalid(format!("parameter {} is not a scalar", p.0))),
+                let not_scalar = || self.invalid(format!("parameter {} is not a scalar", p.0));
+                let d = match self.k.params.get(p.0 as usize).map(|p| p.kind) {
+                    Some(ParamKind::Scalar(d)) => d,
+                    Some(ParamKind::Global { .. }) | None => return Err(not_scalar()),
+                };
+                match self.params.get(p.0 as usize) {
+                    Some(ParamVal::Scalar(bits)) => (d, vec![*bits; n]),
+                    Some(ParamVal::Buffer(_)) | None => return Err(not_scalar()),
                 }
             }
             Expr::Const(c) => (c.dtype, vec![value::canon(c.dtype, c.bits); n]),
@@ -126,7 +130,10 @@ impl Machine<'_> {
             }
             Expr::Bitcast(to, a) => {
                 let (d, v) = self.eval(a, lanes)?;
-                (*to, v.into_iter().map(|x| value::bitcast(d, *to, x)).collect())
+                (
+                    *to,
+                    v.into_iter().map(|x| value::bitcast(d, *to, x)).collect(),
+                )
             }
             Expr::Math(f, args) => {
                 let mut d = DType::F32;

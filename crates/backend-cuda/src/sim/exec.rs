@@ -295,7 +295,9 @@ impl Machine<'_> {
         if w > 1 && i % w as i128 != 0 {
             return Err(self.fault(
                 t,
-                format!("misaligned {w}-wide {what} of `{name}` at index {i} (not a multiple of {w})"),
+                format!(
+                    "misaligned {w}-wide {what} of `{name}` at index {i} (not a multiple of {w})"
+                ),
             ));
         }
         if i < 0 || i + w as i128 > len as i128 {

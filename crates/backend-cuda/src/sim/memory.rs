@@ -64,7 +64,9 @@ impl SimBuffer {
     /// Element `i` in [`Const`]'s encoding, if in bounds.
     pub fn get(&self, i: usize) -> Option<u64> {
         let n = self.dtype.size_bytes();
-        let bytes = self.bytes.get(i.checked_mul(n)?..i.checked_mul(n)?.checked_add(n)?)?;
+        let bytes = self
+            .bytes
+            .get(i.checked_mul(n)?..i.checked_mul(n)?.checked_add(n)?)?;
         let mut buf = [0u8; 8];
         buf[..n].copy_from_slice(bytes);
         Some(canon(self.dtype, u64::from_le_bytes(buf)))
@@ -205,14 +207,11 @@ impl SharedMem {
             };
         }
         let other = |slots: &[u32], what: &'static str| {
-            slots
-                .iter()
-                .find(|&&o| o != NONE && o != t)
-                .map(|&o| Race {
-                    other: o,
-                    other_did: what,
-                    this_does: how.verb(),
-                })
+            slots.iter().find(|&&o| o != NONE && o != t).map(|&o| Race {
+                other: o,
+                other_did: what,
+                this_does: how.verb(),
+            })
         };
         let writer = [tr.writer];
         let conflict = match how {
