@@ -320,6 +320,35 @@ fn shared_memory_races() {
         [1, 0, 0],
         "`slot`[3]: thread [1, 0, 0] writes it and thread [0, 0, 0] wrote it",
     );
+
+    // Atomics do not race with each other, but a plain read after another
+    // thread's atomic does.
+    let mut k = KernelBuilder::new("atomic_then_read", 32);
+    let sh = k.shared("count", DType::U32, 1);
+    let v = k.var("v", DType::U32);
+    k.store(
+        sh.into(),
+        Expr::u32(0),
+        vec![Expr::u32(0)],
+        Some(Expr::thread_x().eq(Expr::u32(0))),
+    );
+    k.barrier();
+    k.atomic(
+        crate::kir::AtomicOp::Add,
+        sh.into(),
+        Expr::u32(0),
+        Expr::u32(1),
+    );
+    k.load(&[v], sh.into(), Expr::u32(0), None);
+    let kernel = k.finish().unwrap();
+    let r = run(&kernel, LaunchDims::linear(1, 32), &mut [], &[]);
+    expect_fault(
+        r,
+        "atomic_then_read",
+        [0, 0, 0],
+        [0, 0, 0],
+        "thread [0, 0, 0] reads it and thread [1, 0, 0] updated it",
+    );
 }
 
 #[test]
