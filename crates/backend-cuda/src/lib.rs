@@ -21,5 +21,6 @@ pub mod host;
 pub mod kir;
 pub mod nvrtc;
 pub mod runtime;
+pub mod sim;
 
 pub use error::{CudaError, Result};

@@ -13,6 +13,8 @@
 //! storage dtypes.
 
 mod kernels;
+#[cfg(test)]
+mod tests;
 
 use crate::error::Result;
 use crate::kir::{Const, Kernel, LaunchDims};
@@ -140,6 +142,37 @@ pub fn cases(size: Size, seed: u64) -> Result<Vec<Case>> {
         kernels::casts(&mut rng, if big { 1 << 16 } else { 513 })?,
         kernels::collatz_while(&mut rng, if big { 1 << 16 } else { 300 })?,
     ])
+}
+
+/// Runs a case on the simulator; returns its outputs in the order of
+/// `case.expected`.
+pub fn run_simulated(case: &Case) -> Result<Vec<Vec<f64>>> {
+    use crate::sim::{self, Arg, DeviceLimits, SimBuffer};
+    let mut bufs: Vec<SimBuffer> = case
+        .buffers
+        .iter()
+        .map(|b| SimBuffer::from_f64(b.dtype, &b.values))
+        .collect();
+    let args: Vec<Arg> = case
+        .args
+        .iter()
+        .map(|a| match *a {
+            CaseArg::Buffer(i) => Arg::Buffer(i),
+            CaseArg::Scalar(c) => Arg::Scalar(c),
+        })
+        .collect();
+    sim::launch(
+        &case.kernel,
+        case.dims,
+        &mut bufs,
+        &args,
+        &DeviceLimits::default(),
+    )?;
+    Ok(case
+        .expected
+        .iter()
+        .map(|e| bufs[e.buffer].to_f64())
+        .collect())
 }
 
 /// The `eltwise_fused` case at any size (the GPU bandwidth check's kernel).

@@ -607,8 +607,10 @@ impl Const {
             DType::U16 => u64::from(v as i64 as u16),
             DType::U32 => u64::from(v as i64 as u32),
             DType::U64 => v as u64,
-            DType::F16 => u64::from(half::f16::from_f64(v).to_bits()),
-            DType::BF16 => u64::from(half::bf16::from_f64(v).to_bits()),
+            // Through f32 with round-to-odd: one correct rounding (`half`'s
+            // own `from_f64` rounds some values wrongly).
+            DType::F16 => u64::from(half::f16::from_f32(f32_round_odd(v)).to_bits()),
+            DType::BF16 => u64::from(half::bf16::from_f32(f32_round_odd(v)).to_bits()),
             DType::F32 => u64::from((v as f32).to_bits()),
             DType::F64 => v.to_bits(),
         };
@@ -647,4 +649,21 @@ impl Const {
             DType::F64 => f64::from_bits(self.bits),
         }
     }
+}
+
+/// `x` rounded to `f32` with round-to-odd: truncated toward zero, with the
+/// last mantissa bit set when inexact. Rounding this again to a format of
+/// at most 11 significant bits (f16, bf16) is correctly rounded, with no
+/// double-rounding error.
+pub(crate) fn f32_round_odd(x: f64) -> f32 {
+    let y = x as f32;
+    if y.is_nan() || (y as f64) == x {
+        return y;
+    }
+    let t = if (y as f64).abs() > x.abs() {
+        f32::from_bits(y.to_bits() - 1)
+    } else {
+        y
+    };
+    f32::from_bits(t.to_bits() | 1)
 }
