@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         Some("test-all") => test_all(&args[1..]),
         Some("conformance") => conformance(&args[1..]),
         Some("bench") => bench(&args[1..]),
-        Some("gpu-check") => gpu_check::gpu_check(&repo_root(), cargo()),
+        Some("gpu-check") => gpu_check::gpu_check(&repo_root(), cargo),
         Some("nvrtc-path") => nvrtc::nvrtc_path_command(),
         _ => usage(),
     }

@@ -9,7 +9,7 @@ mod suite;
 
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use jaxon_backend_cuda::kir::{Expr, KernelBuilder};
+use jaxon_backend_cuda::kir::{Const, Expr, KernelBuilder};
 use jaxon_backend_cuda::nvrtc::{Arch, Compiler};
 use jaxon_ir::DType;
 
@@ -138,11 +138,11 @@ fn suite_loads_and_casts_are_exact_on_the_gpu() {
         .collect();
     let want_bf16: Vec<u16> = hd
         .iter()
-        .map(|&v| half::bf16::from_f64(v).to_bits())
+        .map(|&v| Const::from_f64(DType::BF16, v).bits as u16)
         .collect();
     let want_f16d: Vec<u16> = hd
         .iter()
-        .map(|&v| half::f16::from_f64(v).to_bits())
+        .map(|&v| Const::from_f64(DType::F16, v).bits as u16)
         .collect();
     assert_eq!(s.clone_dtoh(&o0).expect("dtoh"), want_i32);
     assert_eq!(s.clone_dtoh(&o1).expect("dtoh"), want_u8);

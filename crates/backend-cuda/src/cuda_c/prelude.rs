@@ -66,15 +66,16 @@ KIR_DEV kir_f32 kir_i32_to_f32_odd(kir_i32 x) { kir_f32 r = __int2float_rz(x); r
 KIR_DEV kir_f32 kir_u32_to_f32_odd(kir_u32 x) { kir_f32 r = __uint2float_rz(x); return kir_odd(r, __float2uint_rz(r) != x); }
 KIR_DEV kir_f32 kir_i64_to_f32_odd(kir_i64 x) { kir_f32 r = __ll2float_rz(x); return kir_odd(r, __float2ll_rz(r) != x); }
 KIR_DEV kir_f32 kir_u64_to_f32_odd(kir_u64 x) { kir_f32 r = __ull2float_rz(x); return kir_odd(r, __float2ull_rz(r) != x); }
-// Float -> int: truncate, saturate, NaN -> 0 (PTX cvt.rzi saturates by definition).
-KIR_DEV kir_i32 kir_f32_to_i32(kir_f32 x) { kir_i32 r; asm("cvt.rzi.sat.s32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }
-KIR_DEV kir_u32 kir_f32_to_u32(kir_f32 x) { kir_u32 r; asm("cvt.rzi.sat.u32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }
-KIR_DEV kir_i64 kir_f32_to_i64(kir_f32 x) { kir_i64 r; asm("cvt.rzi.sat.s64.f32 %0, %1;" : "=l"(r) : "f"(x)); return r; }
-KIR_DEV kir_u64 kir_f32_to_u64(kir_f32 x) { kir_u64 r; asm("cvt.rzi.sat.u64.f32 %0, %1;" : "=l"(r) : "f"(x)); return r; }
-KIR_DEV kir_i32 kir_f64_to_i32(kir_f64 x) { kir_i32 r; asm("cvt.rzi.sat.s32.f64 %0, %1;" : "=r"(r) : "d"(x)); return r; }
-KIR_DEV kir_u32 kir_f64_to_u32(kir_f64 x) { kir_u32 r; asm("cvt.rzi.sat.u32.f64 %0, %1;" : "=r"(r) : "d"(x)); return r; }
-KIR_DEV kir_i64 kir_f64_to_i64(kir_f64 x) { kir_i64 r; asm("cvt.rzi.sat.s64.f64 %0, %1;" : "=l"(r) : "d"(x)); return r; }
-KIR_DEV kir_u64 kir_f64_to_u64(kir_f64 x) { kir_u64 r; asm("cvt.rzi.sat.u64.f64 %0, %1;" : "=l"(r) : "d"(x)); return r; }
+// Float -> int: truncate, saturate, NaN -> 0. cvt.rzi.sat saturates, but an H100 gives
+// 2^63 for NaN into u64 (seen 2026-11-26), so NaN is tested first everywhere.
+KIR_DEV kir_i32 kir_f32_to_i32(kir_f32 x) { kir_i32 r; asm("cvt.rzi.sat.s32.f32 %0, %1;" : "=r"(r) : "f"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_u32 kir_f32_to_u32(kir_f32 x) { kir_u32 r; asm("cvt.rzi.sat.u32.f32 %0, %1;" : "=r"(r) : "f"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_i64 kir_f32_to_i64(kir_f32 x) { kir_i64 r; asm("cvt.rzi.sat.s64.f32 %0, %1;" : "=l"(r) : "f"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_u64 kir_f32_to_u64(kir_f32 x) { kir_u64 r; asm("cvt.rzi.sat.u64.f32 %0, %1;" : "=l"(r) : "f"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_i32 kir_f64_to_i32(kir_f64 x) { kir_i32 r; asm("cvt.rzi.sat.s32.f64 %0, %1;" : "=r"(r) : "d"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_u32 kir_f64_to_u32(kir_f64 x) { kir_u32 r; asm("cvt.rzi.sat.u32.f64 %0, %1;" : "=r"(r) : "d"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_i64 kir_f64_to_i64(kir_f64 x) { kir_i64 r; asm("cvt.rzi.sat.s64.f64 %0, %1;" : "=l"(r) : "d"(x)); return x != x ? 0 : r; }
+KIR_DEV kir_u64 kir_f64_to_u64(kir_f64 x) { kir_u64 r; asm("cvt.rzi.sat.u64.f64 %0, %1;" : "=l"(r) : "d"(x)); return x != x ? 0 : r; }
 KIR_DEV kir_i32 kir_clamp_i32(kir_i32 x, kir_i32 lo, kir_i32 hi) { return x < lo ? lo : (x > hi ? hi : x); }
 KIR_DEV kir_u32 kir_clamp_u32(kir_u32 x, kir_u32 hi) { return x > hi ? hi : x; }
 // Float min/max: NaN if either operand is NaN; -0 < +0.

@@ -61,11 +61,13 @@ impl DeviceInfo {
 
 /// One GPU: context, stream, memory pool, pinned staging.
 pub struct Device {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    info: DeviceInfo,
+    // Fields drop in order: the staging memory and its event, then the
+    // stream, then the context they live in.
     /// Pinned host memory that transfers go through (grown on demand).
     staging: Mutex<buffer::Staging>,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    info: DeviceInfo,
 }
 
 impl std::fmt::Debug for Device {
