@@ -169,7 +169,12 @@ fn skipped_work(root: &Path) -> Vec<String> {
         out.push("CUDA backend tests: no backend-cuda crate yet".to_string());
     } else {
         out.push(
-            "CUDA backend tests: crates/backend-cuda exists but test-all has no GPU step yet"
+            "GPU runs of the CUDA backend's tests: this machine is not where they run; \
+             `cargo xtask gpu-check` builds them for a GPU machine"
+                .to_string(),
+        );
+        out.push(
+            "conformance --backend cuda-sim: jaxprs are not lowered to the CUDA backend yet"
                 .to_string(),
         );
     }
