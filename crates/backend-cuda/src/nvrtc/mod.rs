@@ -78,7 +78,11 @@ pub struct Compiled {
     pub ptx: String,
     /// NVRTC's log, with ptxas's resource report.
     pub log: String,
-    /// Each entry function's resources, in the log's order.
+    /// Each entry function's resources, in the log's order. Empty when
+    /// ptxas did not run: with a CUDA driver present, NVRTC 13 serves a
+    /// CUBIN it built before (in any process) from the driver's compute
+    /// cache without a report (`CUDA_CACHE_DISABLE=1` turns that cache
+    /// off). Our own disk cache keeps the first compile's report.
     pub resources: Vec<(String, KernelResources)>,
     /// The architecture compiled for.
     pub arch: Arch,
