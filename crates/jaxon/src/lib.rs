@@ -1,6 +1,6 @@
 //! `jaxon`: JAX for Rust. Write array programs as Rust closures over
 //! [`Array`]s; trace them to jaxprs with [`make_jaxpr`], stage and compile
-//! them with [`jit`].
+//! them with [`jit`](fn@jit).
 //!
 //! ```
 //! use jaxon::prelude::*;

@@ -4,7 +4,7 @@
 //!
 //! The design follows the omnistaging seed and JAX's autodidax: see
 //! [`core`] for the stack and `bind`, [`staging`] for the jaxpr builder,
-//! [`jit`] for the compile cache.
+//! [`jit`](mod@jit) for the compile cache.
 
 #![warn(missing_docs)]
 
