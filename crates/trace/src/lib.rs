@@ -6,6 +6,7 @@
 //! [`core`] for the stack and `bind`, [`staging`] for the jaxpr builder,
 //! [`jit`](mod@jit) for the compile cache.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod array;
