@@ -29,6 +29,9 @@
 
 #![warn(missing_docs)]
 
+// `#[derive(Pytree)]` names this crate as `::jaxon` (see `jaxon-macros`).
+extern crate self as jaxon;
+
 pub use jaxon_ir as ir;
 pub use jaxon_ir::DType;
 pub use jaxon_macros::Pytree;

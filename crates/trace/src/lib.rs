@@ -9,6 +9,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// `#[derive(Pytree)]` names this crate as `::jaxon_trace` (see `jaxon-macros`).
+extern crate self as jaxon_trace;
+
 pub mod array;
 pub mod control;
 pub mod core;
