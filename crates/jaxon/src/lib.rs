@@ -78,6 +78,12 @@ pub fn clear_caches() -> Result<()> {
     Ok(())
 }
 
+/// Coming from JAX: how `jit`, `grad`, `vmap`, pytrees, static arguments,
+/// errors, `random`, `lax` control flow and Pallas are spelled in jaxon
+/// (`docs/jax-to-jaxon.md`; its examples run as this crate's doc-tests).
+#[doc = include_str!("../../../docs/jax-to-jaxon.md")]
+pub mod jax_to_jaxon {}
+
 /// Everything a program usually needs: `use jaxon::prelude::*;`.
 pub mod prelude {
     pub use crate::numpy as jnp;
