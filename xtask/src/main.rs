@@ -1,9 +1,9 @@
 //! `cargo xtask`: the project's task runner (test-all, conformance, bench).
 //!
-//! - `cargo xtask test-all [--fail-fast]`: fmt check, clippy, tests, then the
-//!   JAX conformance corpus with `--require parse,print,eval,transform`; prints a
-//!   summary with timings and what was skipped and why; exits 1 if any step
-//!   failed.
+//! - `cargo xtask test-all [--fail-fast]`: fmt check, clippy, `cargo doc`
+//!   with `RUSTDOCFLAGS="-D warnings"`, tests, then the JAX conformance
+//!   corpus with `--require parse,print,eval,transform`; prints a summary with
+//!   timings and what was skipped and why; exits 1 if any step failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
 //! - `cargo xtask bench [ARGS...]`: `cargo bench -p jaxon-benches`;
@@ -49,7 +49,7 @@ fn usage() -> ExitCode {
         "usage: cargo xtask <command>\n\
          \n\
          commands:\n\
-         \x20 test-all [--fail-fast]      fmt, clippy, tests, conformance; summary at the end\n\
+         \x20 test-all [--fail-fast]      fmt, clippy, doc, tests, conformance; summary at the end\n\
          \x20 conformance [FILE] [ARGS]   run the JAX conformance corpus (default {DEFAULT_CORPUS})\n\
          \x20 bench [ARGS]                run the criterion benchmarks\n\
          \x20 gpu-check                   build the GPU checks into target/gpu-check and print how to run them\n\
@@ -76,6 +76,30 @@ struct StepResult {
     ok: bool,
     time: Duration,
     note: String,
+}
+
+/// One cargo invocation of `test-all`: a display name, the arguments, and
+/// environment variables set on that command only.
+struct Step {
+    name: String,
+    args: Vec<String>,
+    env: Vec<(&'static str, &'static str)>,
+}
+
+impl Step {
+    fn new(name: &str, args: &[&str]) -> Step {
+        Step {
+            name: name.to_string(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Sets `key=value` for this step's command.
+    fn env(mut self, key: &'static str, value: &'static str) -> Step {
+        self.env.push((key, value));
+        self
+    }
 }
 
 /// Runs a command with inherited output; returns success and the elapsed
@@ -231,11 +255,12 @@ fn test_all(args: &[String]) -> ExitCode {
     });
 
     let corpus = root.join(DEFAULT_CORPUS);
-    let steps: Vec<(&str, Vec<String>)> = vec![
-        ("cargo fmt --all --check", vec!["fmt", "--all", "--check"]),
-        (
+    let corpus = corpus.to_str().unwrap_or(DEFAULT_CORPUS);
+    let steps = [
+        Step::new("cargo fmt --all --check", &["fmt", "--all", "--check"]),
+        Step::new(
             "cargo clippy --workspace --all-targets -- -D warnings",
-            vec![
+            &[
                 "clippy",
                 "--workspace",
                 "--all-targets",
@@ -244,10 +269,15 @@ fn test_all(args: &[String]) -> ExitCode {
                 "warnings",
             ],
         ),
-        ("cargo test --workspace", vec!["test", "--workspace"]),
-        (
+        Step::new(
+            "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps",
+            &["doc", "--workspace", "--no-deps"],
+        )
+        .env("RUSTDOCFLAGS", "-D warnings"),
+        Step::new("cargo test --workspace", &["test", "--workspace"]),
+        Step::new(
             "conformance --require parse,print,eval,transform (release)",
-            vec![
+            &[
                 "run",
                 "--release",
                 "-p",
@@ -255,16 +285,16 @@ fn test_all(args: &[String]) -> ExitCode {
                 "--bin",
                 "conformance",
                 "--",
-                corpus.to_str().unwrap_or(DEFAULT_CORPUS),
+                corpus,
                 "--require",
                 "parse,print,eval,transform",
                 "--known-failures",
                 "tests/data/known-failures.txt",
             ],
         ),
-        (
+        Step::new(
             "conformance --backend cpu --require parse,print,eval (release)",
-            vec![
+            &[
                 "run",
                 "--release",
                 "-p",
@@ -272,30 +302,31 @@ fn test_all(args: &[String]) -> ExitCode {
                 "--bin",
                 "conformance",
                 "--",
-                corpus.to_str().unwrap_or(DEFAULT_CORPUS),
+                corpus,
                 "--backend",
                 "cpu",
                 "--require",
                 "parse,print,eval",
             ],
         ),
-    ]
-    .into_iter()
-    .map(|(n, a)| (n, a.into_iter().map(String::from).collect()))
-    .collect();
+    ];
+    let planned = results.len() + steps.len();
 
-    for (name, cargo_args) in steps {
+    for step in steps {
         if fail_fast && results.iter().any(|r| !r.ok) {
             break;
         }
-        println!("\n==> {name}");
+        println!("\n==> {}", step.name);
         let mut cmd = cargo();
-        cmd.args(&cargo_args);
-        if let (Ok(dir), "test") = (&nvrtc_dir, cargo_args[0].as_str()) {
+        cmd.args(&step.args);
+        for (key, value) in &step.env {
+            cmd.env(key, value);
+        }
+        if let (Ok(dir), "test") = (&nvrtc_dir, step.args[0].as_str()) {
             cmd.env("LD_LIBRARY_PATH", nvrtc::ld_library_path_with(dir));
             cmd.env("JAXON_REQUIRE_NVRTC", "1");
         }
-        let (ok, time, note) = if cargo_args[0] == "run" {
+        let (ok, time, note) = if step.args[0] == "run" {
             let (ok, time, summary) = run_capturing(&mut cmd, "conformance:");
             (ok, time, summary.unwrap_or_default())
         } else {
@@ -303,7 +334,7 @@ fn test_all(args: &[String]) -> ExitCode {
             (ok, time, String::new())
         };
         results.push(StepResult {
-            name: name.to_string(),
+            name: step.name,
             ok,
             time,
             note,
@@ -321,7 +352,7 @@ fn test_all(args: &[String]) -> ExitCode {
         println!("{status} {:>7}  {}{note}", fmt_duration(r.time), r.name);
     }
     let ran: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
-    if fail_fast && results.len() < 7 {
+    if fail_fast && results.len() < planned {
         println!(
             "skipped: the remaining steps after {} (--fail-fast)",
             ran.last().unwrap_or(&"")

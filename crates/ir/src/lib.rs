@@ -6,6 +6,7 @@
 //! as defined here. The text format round-trips: `parse(print(j)) == j` and
 //! `print(parse(t)) == t` for every text JAX 0.10 prints.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod array;

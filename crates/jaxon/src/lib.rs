@@ -1,6 +1,6 @@
 //! `jaxon`: JAX for Rust. Write array programs as Rust closures over
 //! [`Array`]s; trace them to jaxprs with [`make_jaxpr`], stage and compile
-//! them with [`jit`].
+//! them with [`jit`](fn@jit).
 //!
 //! ```
 //! use jaxon::prelude::*;
@@ -28,6 +28,9 @@
 //! the environment with `JAXON_BACKEND=interpreter`.
 
 #![warn(missing_docs)]
+
+// `#[derive(Pytree)]` names this crate as `::jaxon` (see `jaxon-macros`).
+extern crate self as jaxon;
 
 pub use jaxon_ir as ir;
 pub use jaxon_ir::DType;
@@ -74,6 +77,12 @@ pub fn clear_caches() -> Result<()> {
     eval_backend()?.clear_cache();
     Ok(())
 }
+
+/// Coming from JAX: how `jit`, `grad`, `vmap`, pytrees, static arguments,
+/// errors, `random`, `lax` control flow and Pallas are spelled in jaxon
+/// (`docs/jax-to-jaxon.md`; its examples run as this crate's doc-tests).
+#[doc = include_str!("../../../docs/jax-to-jaxon.md")]
+pub mod jax_to_jaxon {}
 
 /// Everything a program usually needs: `use jaxon::prelude::*;`.
 pub mod prelude {

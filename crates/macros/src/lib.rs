@@ -23,10 +23,18 @@ pub fn derive_pytree(input: TokenStream) -> TokenStream {
 }
 
 /// The path of the crate that defines `Pytree`, as the user's crate names it.
+///
+/// `FoundCrate::Itself` means "this package", which is also what cargo
+/// reports for the package's examples and doc-tests: separate crates, where
+/// `crate::` is wrong. So it names the crate absolutely, and `jaxon` and
+/// `jaxon-trace` declare `extern crate self as ...;` for their own code.
 fn pytree_path() -> TokenStream2 {
     for (krate, sub) in [("jaxon", quote!(pytree)), ("jaxon-trace", quote!(pytree))] {
         match crate_name(krate) {
-            Ok(FoundCrate::Itself) => return quote!(crate::#sub),
+            Ok(FoundCrate::Itself) => {
+                let ident = syn::Ident::new(&krate.replace('-', "_"), Span::call_site());
+                return quote!(::#ident::#sub);
+            }
             Ok(FoundCrate::Name(name)) => {
                 let ident = syn::Ident::new(&name, Span::call_site());
                 return quote!(::#ident::#sub);

@@ -26,6 +26,7 @@
 //! interpreter runs them (interpret mode), and `vmap`/`jvp` transform them
 //! (rules in `jaxon-transforms`). Reverse mode goes through `custom_vjp`.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod call;

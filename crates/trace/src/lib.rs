@@ -4,9 +4,13 @@
 //!
 //! The design follows the omnistaging seed and JAX's autodidax: see
 //! [`core`] for the stack and `bind`, [`staging`] for the jaxpr builder,
-//! [`jit`] for the compile cache.
+//! [`jit`](mod@jit) for the compile cache.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+// `#[derive(Pytree)]` names this crate as `::jaxon_trace` (see `jaxon-macros`).
+extern crate self as jaxon_trace;
 
 pub mod array;
 pub mod control;

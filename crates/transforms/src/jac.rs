@@ -2,7 +2,7 @@
 //! `jacrev` (one linearization, one vjp per output basis vector) and
 //! `hessian` (`jacfwd(jacrev(f))`).
 //!
-//! The basis loop lives in [`map_basis`]; when a `vmap` helper is
+//! The basis loop lives in `map_basis`; when a `vmap` helper is
 //! available it can push the whole basis at once without changing the
 //! callers.
 

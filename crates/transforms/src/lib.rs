@@ -8,6 +8,7 @@
 //! linear jaxpr whose constants are the residuals. `transpose` runs that
 //! jaxpr backwards.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod api;

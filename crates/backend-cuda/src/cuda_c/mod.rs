@@ -2,7 +2,7 @@
 //! unit for NVRTC.
 //!
 //! A module is the prelude (typedefs, vector structs and `kir_*` helpers,
-//! see [`prelude`]) followed by one `extern "C" __global__` function per
+//! see `prelude`) followed by one `extern "C" __global__` function per
 //! kernel, with `__launch_bounds__(max_threads)`. Parameters print as
 //! `p<N>_<name>`, shared arrays as `s<N>_<name>`, variables as
 //! `v<N>_<hint>` (`N` the KIR index, so every name is unique and none

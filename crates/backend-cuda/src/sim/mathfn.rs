@@ -2,7 +2,7 @@
 //! host's correctly or nearly correctly rounded functions (Rust's `f32`/`f64`
 //! methods and `libm`), and an inverse error function of our own.
 //!
-//! Invariant: [`math`] never panics; operands and the result are values of
+//! Invariant: `math` never panics; operands and the result are values of
 //! one float dtype in `Const`'s encoding. Accuracy is at least CUDA's
 //! (a few ulp); `erfinv` is refined by Newton steps on `libm`'s `erf`/`erfc`
 //! to a few ulp in both widths.

@@ -18,7 +18,7 @@
 //! result is rounded once to `f32`. Tensor cores round differently (within a
 //! few `f32` ulp of this); tests compare with a tolerance.
 //!
-//! Invariant: [`mma_warp`] is given the fragments of all 32 lanes of one
+//! Invariant: `mma_warp` is given the fragments of all 32 lanes of one
 //! warp; it never panics on any values.
 
 use super::value::to_f64;

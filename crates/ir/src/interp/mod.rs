@@ -2,10 +2,10 @@
 //! obviously correctly. It is the oracle every backend is tested against.
 //!
 //! Structure: `eval_jaxpr` binds an environment indexed by `Var`, then runs
-//! each equation through [`eval_eqn`], one exhaustive `match` over
+//! each equation through `eval_eqn`, one exhaustive `match` over
 //! `Primitive`. First-order primitives go to [`ops::eval_op`]; control flow
 //! and calls live in `control`, mutable state in `state`, Pallas in `pallas`.
-//! A [`Ctx`] carries the Pallas grid position through nested evaluation.
+//! A `Ctx` carries the Pallas grid position through nested evaluation.
 
 mod backend;
 mod control;

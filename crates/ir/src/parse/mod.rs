@@ -1,10 +1,10 @@
 //! The jaxpr parser: reads the text the printer (and JAX) writes.
 //!
-//! Two phases: [`syntax`] reads tokens into raw jaxprs (one closed scope per
-//! `{ lambda ... }`, params as syntax trees), then [`build`] resolves `let`
+//! Two phases: `syntax` reads tokens into raw jaxprs (one closed scope per
+//! `{ lambda ... }`, params as syntax trees), then `build` resolves `let`
 //! references, drops unread `_` binders, renumbers variables in binding
 //! order, puts copies of a jaxpr that reuse its names into one `VarSpace`
-//! and types the params ([`convert`], [`state`]); [`resolve`] answers the
+//! and types the params (`convert`, `state`); `resolve` answers the
 //! name questions that need more than one scope. Both phases are linear in
 //! the input (a copy is compared only with the jaxprs binding its first
 //! reused name); neither panics on malformed text.

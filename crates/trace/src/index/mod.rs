@@ -43,9 +43,9 @@ pub enum Idx {
     Mask(Array),
 }
 
-/// `np.newaxis`, for [`idx!`].
+/// `np.newaxis`, for [`idx!`](crate::idx!).
 pub const NEWAXIS: Idx = Idx::NewAxis;
-/// `...`, for [`idx!`].
+/// `...`, for [`idx!`](crate::idx!).
 pub const ELLIPSIS: Idx = Idx::Ellipsis;
 
 impl Idx {
