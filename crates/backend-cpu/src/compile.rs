@@ -70,12 +70,12 @@ pub(crate) fn describe_eqn(jaxpr: &Jaxpr, i: usize) -> String {
     )
 }
 
+/// The cpu backend cannot compile equation `i` of `jaxpr`: an
+/// [`IrError::Unsupported`] naming its primitive, the reason and the
+/// equation.
 pub(crate) fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
     let name = jaxpr.eqns.get(i).map_or("?", |e| e.primitive.name());
-    IrError::Eval(format!(
-        "cpu backend: cannot compile `{name}` ({}): {why}",
-        describe_eqn(jaxpr, i)
-    ))
+    IrError::unsupported("cpu", name, format!("{why} ({})", describe_eqn(jaxpr, i)))
 }
 
 pub(crate) fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {

@@ -12,8 +12,10 @@ use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, IrError, Jaxpr, Primitive, Var};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-fn unsupported(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+/// The cpu backend cannot compile `primitive` with its `Ref` operands used
+/// as `what` says.
+fn unsupported(primitive: &str, what: &str) -> IrError {
+    IrError::unsupported("cpu", primitive, format!("{what} is not supported"))
 }
 
 /// Discharges the `Ref` arguments of a top-level jaxpr: each becomes an
@@ -257,7 +259,10 @@ fn nested(
             ..
         } => {
             if pos.iter().any(|&k| k >= *num_consts) {
-                return Err(unsupported("a `Ref` carried or scanned over by `scan`"));
+                return Err(unsupported(
+                    name,
+                    "a `Ref` carried or scanned over by `scan`",
+                ));
             }
             let (mut body, finals) = discharge(&jaxpr.jaxpr, &pos)?;
             let written: Vec<usize> = pos
@@ -301,7 +306,7 @@ fn nested(
         } => {
             let (cn, bn) = (*cond_nconsts, *body_nconsts);
             if pos.iter().any(|&k| k >= cn + bn) {
-                return Err(unsupported("a `Ref` carried by `while`"));
+                return Err(unsupported(name, "a `Ref` carried by `while`"));
             }
             let cpos: Vec<usize> = pos.iter().copied().filter(|&k| k < cn).collect();
             let bpos: Vec<usize> = pos.iter().filter(|&&k| k >= cn).map(|k| k - cn).collect();
@@ -321,6 +326,7 @@ fn nested(
                 .any(|k| ref_ops.iter().any(|(p, r)| p == k && w_refs.contains(r)))
             {
                 return Err(unsupported(
+                    name,
                     "a `Ref` read by a `while` condition and written by its body",
                 ));
             }
@@ -330,7 +336,7 @@ fn nested(
                 .zip(&cfinals)
                 .any(|(k, f)| *f != Atom::Var(cond.invars[*k]))
             {
-                return Err(unsupported("a `while` condition that writes a `Ref`"));
+                return Err(unsupported(name, "a `while` condition that writes a `Ref`"));
             }
             let w_finals: Vec<Atom> = bpos
                 .iter()
@@ -346,7 +352,10 @@ fn nested(
             let extra: Vec<Var> = written
                 .iter()
                 .map(|k| {
-                    let a = body.vars[body.invars[bn - written.len() + written.iter().position(|w| w == k).unwrap_or(0)].index()].clone();
+                    let a = body.vars[body.invars
+                        [bn - written.len() + written.iter().position(|w| w == k).unwrap_or(0)]
+                    .index()]
+                    .clone();
                     cond.new_var(a)
                 })
                 .collect();
@@ -372,7 +381,7 @@ fn nested(
         }
         Primitive::Cond { branches } => {
             if pos.contains(&0) {
-                return Err(unsupported("a `Ref` as the index of `cond`"));
+                return Err(unsupported(name, "a `Ref` as the index of `cond`"));
             }
             let bpos: Vec<usize> = pos.iter().map(|k| k - 1).collect();
             let mut done = Vec::with_capacity(branches.len());
@@ -406,8 +415,9 @@ fn nested(
         }
         // Reads of a ref by a state primitive need no rewrite.
         Primitive::Get { .. } | Primitive::Load { .. } => Ok(Vec::new()),
-        _ => Err(unsupported(format!(
-            "a `Ref` operand of `{name}` (only state primitives, `scan`, `while` and `cond` take refs)"
-        ))),
+        _ => Err(unsupported(
+            name,
+            "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
+        )),
     }
 }

@@ -56,6 +56,36 @@ fn unsupported_primitives_are_errors_naming_the_equation() {
 }
 
 #[test]
+fn unsupported_primitives_are_the_unsupported_variant() {
+    use jaxon_ir::IrError;
+    let text = "{ lambda ; a:i32[3]. let
+    b:i32[3] = cumlogsumexp[axis=0 reverse=False] a
+  in (b,) }";
+    let e = match CpuBackend::new().compile(&parse(text)) {
+        Ok(_) => panic!("compiled:\n{text}"),
+        Err(e) => e,
+    };
+    match &e {
+        IrError::Unsupported {
+            backend,
+            primitive,
+            why,
+        } => {
+            assert_eq!(backend, "cpu");
+            assert_eq!(primitive, "cumlogsumexp");
+            assert!(why.contains("i32") && why.contains("eqn 0"), "{why}");
+        }
+        other => panic!("expected IrError::Unsupported, got {other:?}"),
+    }
+    let m = e.to_string();
+    assert!(
+        m.starts_with("the cpu backend cannot compile `cumlogsumexp`: "),
+        "{m}"
+    );
+    assert!(!m.contains("evaluation failed"), "{m}");
+}
+
+#[test]
 fn cache_reuses_programs_and_keeps_constants_apart() {
     let cpu = CpuBackend::new();
     let text = "{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = add a b in (c,) }";

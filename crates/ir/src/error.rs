@@ -36,6 +36,17 @@ pub enum IrError {
     /// A runtime failure while evaluating.
     #[error("evaluation failed: {0}")]
     Eval(String),
+    /// A backend cannot compile a primitive (or an equation of it) that is
+    /// valid in the IR: the program is fine, the backend lacks support.
+    #[error("the {backend} backend cannot compile `{primitive}`: {why}")]
+    Unsupported {
+        /// The backend's name (`"cpu"`, ...).
+        backend: String,
+        /// The primitive's name.
+        primitive: String,
+        /// Why, and where (the equation), in words.
+        why: String,
+    },
 }
 
 impl IrError {
@@ -45,5 +56,37 @@ impl IrError {
             primitive: primitive.into(),
             message: message.into(),
         }
+    }
+
+    /// `backend` cannot compile `primitive`, because of `why`.
+    pub fn unsupported(
+        backend: impl Into<String>,
+        primitive: impl Into<String>,
+        why: impl Into<String>,
+    ) -> IrError {
+        IrError::Unsupported {
+            backend: backend.into(),
+            primitive: primitive.into(),
+            why: why.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IrError;
+
+    #[test]
+    fn unsupported_names_backend_primitive_and_reason() {
+        let e = IrError::unsupported("cpu", "foo", "not supported yet");
+        assert_eq!(
+            e.to_string(),
+            "the cpu backend cannot compile `foo`: not supported yet"
+        );
+        assert!(matches!(
+            e,
+            IrError::Unsupported { ref backend, ref primitive, .. }
+                if backend == "cpu" && primitive == "foo"
+        ));
     }
 }

@@ -5,10 +5,10 @@
 //! `cargo run --release --example mlp`
 
 use indicatif::{ProgressBar, ProgressStyle};
+use jaxon::nn;
+use jaxon::ok_or_raise as ok;
 use jaxon::prelude::*;
 use jaxon::value_and_grad_with;
-use jaxon_trace::error::ok_or_raise as ok;
-use jaxon_trace::nn;
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -15,9 +15,19 @@
 //!
 //! This crate re-exports the user API of the layers below it: `jaxon-ir`
 //! (the jaxpr language, as [`ir`]) and `jaxon-trace` (arrays, tracing,
-//! `jit`, the `lax` and `numpy` APIs, control flow, `random`, pytrees) and
-//! `jaxon-transforms` (`jvp`, `vmap`, `grad`, `vjp`, `linearize`, Jacobians,
-//! custom rules, `checkpoint`).
+//! `jit`, the `lax` and `numpy` APIs, control flow including `for_loop`,
+//! dynamic shapes as [`dynshape`], `random`, pytrees) and
+//! `jaxon-transforms` (`jvp`, `vmap`, `grad`, `vjp`, `linearize`,
+//! `linear_transpose`, Jacobians, custom rules, `checkpoint`, named-axis
+//! [`collectives`]), and `jaxon-pallas` as [`pallas`]. User programs need no
+//! other jaxon crate.
+//!
+//! # Errors
+//!
+//! Entry points (`jit(..).call`, `grad`, `make_jaxpr`, [`catch`], ...)
+//! return `Result<_, Error>`. Operators such as `&a + &b` cannot: inside an
+//! entry point their errors come back as that entry point's `Err`; outside
+//! any (eager code in `main`) they panic with the error's message.
 //!
 //! # Backends
 //!
@@ -37,20 +47,30 @@ pub use jaxon_ir::DType;
 pub use jaxon_macros::Pytree;
 /// Pallas kernels: `Ref`s, `BlockSpec`s and `pallas_call` (`jaxon-pallas`).
 pub use jaxon_pallas as pallas;
-pub use jaxon_trace::control::{cond, fori_loop, scan, switch, while_loop};
+pub use jaxon_trace::control::{
+    cond, for_loop, for_loop_with, fori_loop, scan, switch, while_loop, while_loop_with, ForBound,
+    ForLoopOptions, LoopBound,
+};
+/// Dynamic shapes: sizes that are traced integers (`Size`, `sizes`,
+/// `size_of`), and creation and structural operations that accept them.
+pub use jaxon_trace::dynshape;
 pub use jaxon_trace::error::ok_or_raise;
+pub use jaxon_trace::pytree::{tree_map, Pytree, TreeDef};
 pub use jaxon_trace::{
-    catch, eval_shape, jit, lax, make_jaxpr, numpy, pytree, random, register_backend,
-    set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static,
+    catch, catch_flat, eval_shape, jit, lax, make_jaxpr, numpy, pytree, raise, random,
+    register_backend, set_default_backend, with_backend, Array, Element, Error, Jit, Result,
+    Static, WeakScalar,
 };
 pub use jaxon_trace::{index, nn};
+pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
-    jvp, linearize, value_and_grad, value_and_grad_with, vjp, vmap, Argnums, Axes,
+    jvp, linear_transpose, linear_transpose_tree, linearize, value_and_grad, value_and_grad_with,
+    vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
 /// Named-axis collectives for use inside `vmap(..).axis_name(..)`.
 pub mod collectives {
-    pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, psum};
+    pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, pmin, psum};
 }
 
 /// The CPU backend, registered under `"cpu"` with the highest priority, so
@@ -90,6 +110,9 @@ pub mod prelude {
     pub use crate::numpy::All;
     pub use crate::{
         cond, fori_loop, grad, hessian, jacfwd, jacrev, jit, jvp, lax, make_jaxpr, random, scan,
-        switch, value_and_grad, vjp, vmap, while_loop, Array, DType, Error, Pytree, Result, Static,
+        switch, value_and_grad, vjp, vmap, while_loop, Array, DType, Error, Result, Static,
     };
+    /// The derive only: the `Pytree` trait stays out of the prelude, so its
+    /// `flatten` never competes with other traits' methods.
+    pub use jaxon_macros::Pytree;
 }

@@ -134,6 +134,7 @@ impl Array {
 
     /// A concrete array from elements and a shape; raises on a length
     /// mismatch.
+    #[track_caller]
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Array {
         crate::error::ok_or_raise(Array::try_from_vec(data, shape))
     }
@@ -257,6 +258,7 @@ impl Array {
     }
 
     /// The static shape; raises a concretization error for a dynamic one.
+    #[track_caller]
     pub fn shape(&self) -> Vec<usize> {
         crate::error::ok_or_raise(self.try_shape())
     }
@@ -305,6 +307,7 @@ impl Array {
     }
 
     /// The elements in row-major order; raises for a tracer or wrong `T`.
+    #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
         crate::error::ok_or_raise(self.try_to_vec())
     }
@@ -322,6 +325,7 @@ impl Array {
     }
 
     /// The single element of a size-1 array; raises otherwise.
+    #[track_caller]
     pub fn item<T: Element>(&self) -> T {
         crate::error::ok_or_raise(self.try_item())
     }
@@ -443,6 +447,7 @@ impl From<HostArray> for Array {
 
 /// Raises the concretization error of `x` for `op` (used by operators that
 /// must return a Rust value).
+#[track_caller]
 pub(crate) fn raise_concretization(x: &Array, op: &str) -> ! {
     raise(x.concretization_error(op))
 }

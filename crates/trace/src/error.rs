@@ -1,12 +1,15 @@
 //! `Error`, the user-facing error of tracing and execution, and the
 //! raise/catch pair that lets infallible operators report user errors.
 //!
-//! Invariant: an `Error` raised with [`raise`] unwinds without printing
-//! (`resume_unwind` skips the panic hook) and is turned back into a value by
-//! [`catch`] at every entry point. Any other panic is a bug and keeps
-//! unwinding untouched.
+//! Invariant: an `Error` raised with [`raise`] inside an entry point (a
+//! [`catch`] on this thread) unwinds without printing (`resume_unwind` skips
+//! the panic hook) and is turned back into a value by that [`catch`].
+//! Raised outside any entry point (eager code in `main`), it is an ordinary
+//! panic whose message is the error, printed by the panic hook. Any other
+//! panic is a bug and keeps unwinding untouched.
 
 use jaxon_ir::IrError;
+use std::cell::Cell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// The result type of jaxon's fallible operations.
@@ -62,13 +65,48 @@ pub enum Error {
     Ir(#[from] IrError),
 }
 
-/// Raises `e` as an unwinding payload; an enclosing [`catch`] (every entry
-/// point has one) turns it back into `Err(e)`. Nothing is printed.
+thread_local! {
+    /// How many [`catch`]es are running on this thread.
+    static CATCH_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether a [`catch`] on this thread would receive a raised error.
+pub fn inside_catch() -> bool {
+    CATCH_DEPTH.with(|d| d.get() > 0)
+}
+
+/// Counts one running [`catch`]; the count drops when `f` returns or
+/// unwinds.
+struct CatchScope;
+
+impl CatchScope {
+    fn enter() -> CatchScope {
+        CATCH_DEPTH.with(|d| d.set(d.get() + 1));
+        CatchScope
+    }
+}
+
+impl Drop for CatchScope {
+    fn drop(&mut self) {
+        CATCH_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Raises `e`. Inside an entry point (every one runs a [`catch`]) it unwinds
+/// silently as a payload that the [`catch`] turns back into `Err(e)`.
+/// Outside any entry point nothing would catch it, so it panics with the
+/// error's message, which the panic hook prints (at the caller's location
+/// where the callers are `#[track_caller]`, as Rust's operators are).
+#[track_caller]
 pub fn raise(e: Error) -> ! {
-    resume_unwind(Box::new(e))
+    if inside_catch() {
+        resume_unwind(Box::new(e))
+    }
+    panic!("{e}")
 }
 
 /// Unwraps a result inside infallible user-facing code, raising the error.
+#[track_caller]
 pub fn ok_or_raise<T>(r: Result<T>) -> T {
     match r {
         Ok(v) => v,
@@ -79,7 +117,10 @@ pub fn ok_or_raise<T>(r: Result<T>) -> T {
 /// Runs `f`, turning a raised [`Error`] into `Err`. Other panics keep
 /// unwinding: they are bugs, not user errors.
 pub fn catch<R>(f: impl FnOnce() -> R) -> Result<R> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    let scope = CatchScope::enter();
+    let caught = catch_unwind(AssertUnwindSafe(f));
+    drop(scope);
+    match caught {
         Ok(r) => Ok(r),
         Err(payload) => match payload.downcast::<Error>() {
             Ok(e) => Err(*e),

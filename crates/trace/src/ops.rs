@@ -51,24 +51,28 @@ macro_rules! binop {
     ($tr:ident, $m:ident, $f:path) => {
         impl ops::$tr<Array> for Array {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: Array) -> Array {
                 ok_or_raise($f(&self, &rhs))
             }
         }
         impl ops::$tr<&Array> for Array {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: &Array) -> Array {
                 ok_or_raise($f(&self, rhs))
             }
         }
         impl ops::$tr<Array> for &Array {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: Array) -> Array {
                 ok_or_raise($f(self, &rhs))
             }
         }
         impl ops::$tr<&Array> for &Array {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: &Array) -> Array {
                 ok_or_raise($f(self, rhs))
             }
@@ -78,24 +82,28 @@ macro_rules! binop {
     (@scalars $tr:ident, $m:ident, $f:path; $($t:ty),*) => {$(
         impl ops::$tr<$t> for Array {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: $t) -> Array {
                 ok_or_raise($f(&self, &Array::weak(rhs)))
             }
         }
         impl ops::$tr<$t> for &Array {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: $t) -> Array {
                 ok_or_raise($f(self, &Array::weak(rhs)))
             }
         }
         impl ops::$tr<Array> for $t {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: Array) -> Array {
                 ok_or_raise($f(&Array::weak(self), &rhs))
             }
         }
         impl ops::$tr<&Array> for $t {
             type Output = Array;
+            #[track_caller]
             fn $m(self, rhs: &Array) -> Array {
                 ok_or_raise($f(&Array::weak(self), rhs))
             }
@@ -114,6 +122,7 @@ binop!(BitXor, bitxor, jnp::bitwise_xor);
 
 impl ops::Neg for Array {
     type Output = Array;
+    #[track_caller]
     fn neg(self) -> Array {
         ok_or_raise(lax::neg(&self))
     }
@@ -121,6 +130,7 @@ impl ops::Neg for Array {
 
 impl ops::Neg for &Array {
     type Output = Array;
+    #[track_caller]
     fn neg(self) -> Array {
         ok_or_raise(lax::neg(self))
     }
@@ -128,6 +138,7 @@ impl ops::Neg for &Array {
 
 impl ops::Not for Array {
     type Output = Array;
+    #[track_caller]
     fn not(self) -> Array {
         ok_or_raise(lax::not(&self))
     }
@@ -135,6 +146,7 @@ impl ops::Not for Array {
 
 impl ops::Not for &Array {
     type Output = Array;
+    #[track_caller]
     fn not(self) -> Array {
         ok_or_raise(lax::not(self))
     }
@@ -143,6 +155,7 @@ impl ops::Not for &Array {
 macro_rules! unary_methods {
     ($($name:ident => $f:path),* $(,)?) => {$(
         #[doc = concat!("Elementwise `", stringify!($name), "`.")]
+        #[track_caller]
         pub fn $name(&self) -> Array {
             ok_or_raise($f(self))
         }
@@ -152,6 +165,7 @@ macro_rules! unary_methods {
 macro_rules! binary_methods {
     ($($name:ident => $f:path),* $(,)?) => {$(
         #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting and promotion.")]
+        #[track_caller]
         pub fn $name(&self, other: impl IntoArray) -> Array {
             ok_or_raise($f(self, &other.into_array()))
         }
@@ -180,102 +194,122 @@ impl Array {
     }
 
     /// `x ** n` for a static integer exponent (`integer_pow`).
+    #[track_caller]
     pub fn powi(&self, n: i64) -> Array {
         ok_or_raise(jnp::power_int(self, n))
     }
 
     /// Casts to `dtype` (`x.astype(dtype)`).
+    #[track_caller]
     pub fn astype(&self, dtype: DType) -> Array {
         ok_or_raise(lax::convert_element_type(self, dtype, false))
     }
 
     /// Sum over `axes` (`All` for every axis).
+    #[track_caller]
     pub fn sum(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::sum(self, axes, false))
     }
 
     /// Product over `axes`.
+    #[track_caller]
     pub fn prod(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::prod(self, axes, false))
     }
 
     /// Maximum over `axes`.
+    #[track_caller]
     pub fn max(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::max(self, axes, false))
     }
 
     /// Minimum over `axes`.
+    #[track_caller]
     pub fn min(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::min(self, axes, false))
     }
 
     /// Mean over `axes`.
+    #[track_caller]
     pub fn mean(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::mean(self, axes, false))
     }
 
     /// Variance over `axes` (`ddof = 0`).
+    #[track_caller]
     pub fn var(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::var(self, axes, 0, false))
     }
 
     /// Standard deviation over `axes` (`ddof = 0`).
+    #[track_caller]
     pub fn std(&self, axes: impl IntoAxes) -> Array {
         ok_or_raise(jnp::std(self, axes, 0, false))
     }
 
     /// Running sum along `axis` (`None`: over the flattened array).
+    #[track_caller]
     pub fn cumsum(&self, axis: Option<isize>) -> Array {
         ok_or_raise(jnp::cumsum(self, axis))
     }
 
     /// Sorted along `axis` (`None`: the flattened array).
+    #[track_caller]
     pub fn sort(&self, axis: Option<isize>) -> Array {
         ok_or_raise(jnp::sort(self, axis))
     }
 
     /// Indices that sort along `axis`.
+    #[track_caller]
     pub fn argsort(&self, axis: Option<isize>) -> Array {
         ok_or_raise(jnp::argsort(self, axis))
     }
 
     /// Index of the maximum along `axis` (`None`: flattened).
+    #[track_caller]
     pub fn argmax(&self, axis: Option<isize>) -> Array {
         ok_or_raise(jnp::argmax(self, axis, false))
     }
 
     /// Index of the minimum along `axis` (`None`: flattened).
+    #[track_caller]
     pub fn argmin(&self, axis: Option<isize>) -> Array {
         ok_or_raise(jnp::argmin(self, axis, false))
     }
 
     /// Clamped to `[lo, hi]` (`jnp.clip`).
+    #[track_caller]
     pub fn clip(&self, lo: impl IntoArray, hi: impl IntoArray) -> Array {
         let (lo, hi) = (lo.into_array(), hi.into_array());
         ok_or_raise(jnp::clip(self, Some(&lo), Some(&hi)))
     }
 
     /// Elements at `indices` along `axis` (`jnp.take`).
+    #[track_caller]
     pub fn take(&self, indices: &Array, axis: Option<isize>) -> Array {
         ok_or_raise(jnp::take(self, indices, axis))
     }
 
     /// Reshapes; one `-1` entry is inferred.
+    #[track_caller]
     pub fn reshape(&self, shape: &[isize]) -> Array {
         ok_or_raise(jnp::reshape(self, shape))
     }
 
     /// Permutes axes.
+    #[track_caller]
     pub fn transpose(&self, axes: &[usize]) -> Array {
         ok_or_raise(jnp::transpose(self, Some(axes)))
     }
 
     /// Reverses the axes (`x.T`).
+    #[track_caller]
     pub fn t(&self) -> Array {
         ok_or_raise(jnp::transpose(self, None))
     }
 
     /// Broadcasts to `shape`.
+    #[track_caller]
     pub fn broadcast_to(&self, shape: &[usize]) -> Array {
         ok_or_raise(promote::broadcast_to(self, shape))
     }
@@ -286,6 +320,7 @@ impl Array {
         Ok(self.try_scalar_f64(op)? != 0.0)
     }
 
+    #[track_caller]
     fn compare(&self, other: Array, op: &str) -> Option<Ordering> {
         for x in [self, &other] {
             if x.is_tracer() {
@@ -301,23 +336,29 @@ impl Array {
 macro_rules! rust_comparisons {
     ($($t:ty),*) => {$(
         impl PartialEq<$t> for Array {
+            #[track_caller]
             fn eq(&self, other: &$t) -> bool {
                 self.compare(other.clone().into_array(), "==") == Some(Ordering::Equal)
             }
         }
         impl PartialOrd<$t> for Array {
+            #[track_caller]
             fn partial_cmp(&self, other: &$t) -> Option<Ordering> {
                 self.compare(other.clone().into_array(), "partial_cmp")
             }
+            #[track_caller]
             fn lt(&self, other: &$t) -> bool {
                 self.compare(other.clone().into_array(), "<") == Some(Ordering::Less)
             }
+            #[track_caller]
             fn le(&self, other: &$t) -> bool {
                 matches!(self.compare(other.clone().into_array(), "<="), Some(Ordering::Less | Ordering::Equal))
             }
+            #[track_caller]
             fn gt(&self, other: &$t) -> bool {
                 self.compare(other.clone().into_array(), ">") == Some(Ordering::Greater)
             }
+            #[track_caller]
             fn ge(&self, other: &$t) -> bool {
                 matches!(self.compare(other.clone().into_array(), ">="), Some(Ordering::Greater | Ordering::Equal))
             }

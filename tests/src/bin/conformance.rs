@@ -212,7 +212,7 @@ fn evaluate(
         EvalBackend::Cpu => {
             let cpu = CpuBackend::new();
             let exe = cpu.compile(closed).map_err(|e| match &e {
-                IrError::Eval(m) if m.contains("cannot compile") => format!("{UNSUPPORTED}{m}"),
+                IrError::Unsupported { .. } => format!("{UNSUPPORTED}{e}"),
                 _ => e.to_string(),
             })?;
             let bufs = inputs
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn unsupported_messages_name_the_primitive() {
-        let m = format!("{UNSUPPORTED}cpu backend: cannot compile `cumsum` (eqn 0: ...)");
+        let m = format!("{UNSUPPORTED}the cpu backend cannot compile `cumsum`: ... (eqn 0: ...)");
         assert_eq!(unsupported_primitive(&m).as_deref(), Some("cumsum"));
         assert_eq!(unsupported_primitive("eval error: `x`"), None);
     }

@@ -59,7 +59,9 @@ pub struct ForLoopOptions {
     /// results must keep the arguments' sharing. `false`: one per use, so
     /// arguments may change sizes independently.
     pub preserve_dimensions: bool,
-    /// Count down from `upper` (Catalyst's reverse transform).
+    /// Allow any nonzero step, a negative one counting down from `lower`
+    /// while above `upper` (Catalyst's reverse transform). Without it the
+    /// step must be positive.
     pub apply_reverse_transform: bool,
 }
 

@@ -1,15 +1,14 @@
 //! The Pallas design's fused matmul: `x (512, 256) · y (256, 1024)` in
 //! `(128, K)` / `(K, 256)` blocks over a `(4, 4)` grid, a `block_k` loop
-//! accumulating in f32 and a GELU fused in; run in interpret mode and checked
-//! against `gelu(jnp.matmul(x, y))`.
+//! accumulating in f32 and a GELU fused in; run in interpret mode (on the
+//! reference interpreter) and checked against `gelu(jnp.matmul(x, y))`.
 //!
-//! `cargo run --release -p jaxon-pallas --example pallas_matmul`
+//! `cargo run --release -p jaxon --example pallas_matmul`
 
-use jaxon_ir::DType::F32;
-use jaxon_pallas::{dot, ds, fori_loop, ix, pallas_call, shape_dtype, BlockSpec, Ref};
-use jaxon_trace::error::ok_or_raise;
-use jaxon_trace::numpy as jnp;
-use jaxon_trace::{jit, make_jaxpr, nn, Array};
+use jaxon::pallas::{dot, ds, fori_loop, ix, pallas_call, shape_dtype, BlockSpec, Ref};
+use jaxon::prelude::*;
+use jaxon::DType::F32;
+use jaxon::{nn, ok_or_raise};
 use std::time::Instant;
 
 /// A matmul kernel template: `activation` is fused into the epilogue.
@@ -51,7 +50,13 @@ fn matmul(x: &Array, y: &Array, (bm, bn, bk): (usize, usize, usize)) -> Array {
     ok_or_raise(call.call1(&[x.clone(), y.clone()]))
 }
 
-fn main() -> jaxon_trace::Result<()> {
+fn main() -> Result<()> {
+    // Interpret mode as in JAX: the whole program on the reference
+    // interpreter (the facade's default backend is the native CPU one).
+    jaxon::with_backend("interpreter", run)?
+}
+
+fn run() -> Result<()> {
     let block = (128, 256, 128);
     let small_x = Array::from_vec(vec![0.5f32; 512 * 256], &[512, 256]);
     let small_y = Array::from_vec(vec![0.25f32; 256 * 1024], &[256, 1024]);
