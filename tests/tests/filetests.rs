@@ -188,14 +188,17 @@ fn run_stage(t: &FileTest, stage: &str) -> Result<String, String> {
         "simplify" => simple()?.to_string(),
         "fusion" => {
             let s = simple()?;
-            plan_fusion(&s.jaxpr).map_err(|e| e.to_string())?.to_string()
+            plan_fusion(&s.jaxpr)
+                .map_err(|e| e.to_string())?
+                .to_string()
         }
         "memory" => {
             let s = simple()?;
             let plan = plan_fusion(&s.jaxpr).map_err(|e| e.to_string())?;
             let mem = plan_memory(&s.jaxpr, &plan, &MemoryOptions::default())
                 .map_err(|e| e.to_string())?;
-            mem.check().map_err(|e| format!("memory plan invalid: {e}"))?;
+            mem.check()
+                .map_err(|e| format!("memory plan invalid: {e}"))?;
             mem.to_string()
         }
         "eval" => {
@@ -248,12 +251,12 @@ fn diff(expected: &str, actual: &str) -> String {
             let _ = writeln!(out, "  {}", a[i]);
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            let _ = writeln!(out, "+ {}", b[j]);
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1]) {
             let _ = writeln!(out, "- {}", a[i]);
             i += 1;
+        } else {
+            let _ = writeln!(out, "+ {}", b[j]);
+            j += 1;
         }
     }
     out
@@ -388,6 +391,18 @@ fn sample_passes_and_a_wrong_expectation_fails() {
     assert!(report.contains("sample: stage `eval` differs"), "{report}");
     assert!(report.contains("- out0: f32[2] = [2, 5]"), "{report}");
     assert!(report.contains("+ out0: f32[2] = [2, 4]"), "{report}");
+    let minus = report.find("- out0").expect("removed line");
+    assert!(
+        minus < report.find("+ out0").expect("added line"),
+        "{report}"
+    );
+}
+
+#[test]
+fn diff_keeps_common_lines() {
+    assert_eq!(diff("a\nb\nc\n", "a\nx\nc\n"), "  a\n- b\n+ x\n  c\n");
+    assert_eq!(diff("a\n", "a\n"), "  a\n");
+    assert_eq!(diff("", "a\n"), "+ a\n");
 }
 
 #[test]
@@ -410,5 +425,8 @@ fn arrays_parse_and_print() {
     let b = parse_array("bool[2] = [true, false]").expect("parses");
     assert_eq!(format_array(&b), "bool[2] = [true, false]");
     assert!(parse_array("f32[3] = [1, 2]").is_err());
-    assert!(parse_file("{ lambda ; . let in () }").is_err(), "no run line");
+    assert!(
+        parse_file("{ lambda ; . let in () }").is_err(),
+        "no run line"
+    );
 }
