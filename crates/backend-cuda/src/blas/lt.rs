@@ -32,6 +32,9 @@ pub struct Blas {
 
 /// Descriptors and algorithm of one plan.
 struct Prepared {
+    /// Held from setting the bias pointer until the call has read the
+    /// descriptor, so concurrent callers of one plan do not swap biases.
+    in_use: Mutex<()>,
     desc: sys::cublasLtMatmulDesc_t,
     layouts: [sys::cublasLtMatrixLayout_t; 3],
     algo: sys::cublasLtMatmulAlgo_t,
@@ -147,6 +150,7 @@ impl Blas {
                 }
             }
         };
+        let _in_use = prepared.in_use.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(bb) = bias.filter(|_| plan.epilogue.has_bias()) {
             let ptr = bb.ptr();
             // SAFETY: the descriptor is ours; the attribute is a device pointer.
@@ -219,6 +223,7 @@ impl Blas {
         let desc =
             lt::create_matmul_desc(compute, scale).map_err(blas_err("creating a descriptor"))?;
         let mut prepared = Prepared {
+            in_use: Mutex::new(()),
             desc,
             layouts: [std::ptr::null_mut(); 3],
             algo: sys::cublasLtMatmulAlgo_t { data: [0; 8] },
