@@ -9,6 +9,18 @@ use crate::exec::{Operand, Program, ResultSrc, Step};
 use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
 use crate::prep::{prep, Tables};
 use crate::program::{Emitter, TopIo};
+use jaxon_ir::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive, Var};
 use std::collections::{HashMap, HashSet};
@@ -254,11 +266,11 @@ pub(crate) fn compile_program_strided(
 /// the program emitter handles).
 pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
     match &eqn.primitive {
-        Primitive::DotGeneral {
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,
             ..
-        } => {
+        })) => {
             let [l, r] = eqn.inputs.as_slice() else {
                 return Err(cannot(jaxpr, e, "dot_general takes two operands"));
             };
@@ -291,11 +303,11 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 plan,
             })
         }
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype,
             shape,
             dimension,
-        } => {
+        })) => {
             let [Binder::Var(out)] = eqn.outputs.as_slice() else {
                 return Err(cannot(jaxpr, e, "iota has one output"));
             };
@@ -312,27 +324,29 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 _ => Err(cannot(jaxpr, e, "dynamic shapes are not supported yet")),
             }
         }
-        Primitive::Reshape {
+        Primitive::Structural(Structural::Reshape(ReshapeParams {
             dimensions: Some(_),
             ..
-        } => crate::native::native_step(jaxpr, e, eqn),
+        })) => crate::native::native_step(jaxpr, e, eqn),
         // Elementwise and shape ops reach here only when the planner could
         // not fuse them (dynamic shapes, `Ref` operands).
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::Round { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::BroadcastInDim { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Slice { .. }
-        | Primitive::Rev { .. }
-        | Primitive::Squeeze { .. }
-        | Primitive::Reduce { .. } => Err(cannot(jaxpr, e, "only static shapes are supported yet")),
-        Primitive::Pad { padding_config } => {
+        Primitive::Elementwise(Elementwise::Unary(_))
+        | Primitive::Elementwise(Elementwise::Binary(_))
+        | Primitive::Elementwise(Elementwise::IntegerPow(_))
+        | Primitive::Elementwise(Elementwise::Round(_))
+        | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+        | Primitive::Elementwise(Elementwise::SelectN)
+        | Primitive::Elementwise(Elementwise::Clamp)
+        | Primitive::Structural(Structural::BroadcastInDim(_))
+        | Primitive::Structural(Structural::Reshape(_))
+        | Primitive::Structural(Structural::Transpose(_))
+        | Primitive::Indexing(Indexing::Slice(_))
+        | Primitive::Structural(Structural::Rev(_))
+        | Primitive::Structural(Structural::Squeeze(_))
+        | Primitive::Reduction(Reduction::Reduce(_)) => {
+            Err(cannot(jaxpr, e, "only static shapes are supported yet"))
+        }
+        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
             let ([x, value], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice())
             else {
                 return Err(cannot(jaxpr, e, "pad takes an operand and a value"));
@@ -353,7 +367,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 out_shape: static_out(jaxpr, e, *out)?,
             })
         }
-        Primitive::Concatenate { dimension } => {
+        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
             let [Binder::Var(out)] = eqn.outputs.as_slice() else {
                 return Err(cannot(jaxpr, e, "concatenate has one output"));
             };
@@ -364,7 +378,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 out_shape: static_out(jaxpr, e, *out)?,
             })
         }
-        Primitive::Cumulative { op, axis, reverse } => {
+        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => {
             let ([x], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice()) else {
                 return Err(cannot(jaxpr, e, "takes one operand and has one output"));
             };
@@ -383,14 +397,16 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 reverse: *reverse,
             })
         }
-        Primitive::Empty2 { dtype } => match eqn.outputs.as_slice() {
-            [Binder::Var(out)] => Ok(Step::Zeros {
-                out: *out,
-                dtype: *dtype,
-            }),
-            _ => Err(cannot(jaxpr, e, "empty2 has one output")),
-        },
-        Primitive::Split { sizes, axis } => {
+        Primitive::Structural(Structural::Empty2(Empty2Params { dtype })) => {
+            match eqn.outputs.as_slice() {
+                [Binder::Var(out)] => Ok(Step::Zeros {
+                    out: *out,
+                    dtype: *dtype,
+                }),
+                _ => Err(cannot(jaxpr, e, "empty2 has one output")),
+            }
+        }
+        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
             let [x] = eqn.inputs.as_slice() else {
                 return Err(cannot(jaxpr, e, "split takes one operand"));
             };
@@ -401,11 +417,11 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 outs: out_vars(eqn),
             })
         }
-        Primitive::ArgReduce {
+        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
             op,
             axes,
             index_dtype,
-        } => {
+        })) => {
             let ([x], [Binder::Var(out)], [axis]) = (
                 eqn.inputs.as_slice(),
                 eqn.outputs.as_slice(),
@@ -421,42 +437,42 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
                 index_dtype: *index_dtype,
             })
         }
-        Primitive::ReducePrecision { .. }
-        | Primitive::BitcastConvertType { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::Gather { .. }
-        | Primitive::Scatter { .. }
-        | Primitive::Tile { .. }
-        | Primitive::Stack { .. }
-        | Primitive::ConvGeneralDilated { .. }
-        | Primitive::Sort { .. }
-        | Primitive::TopK { .. }
-        | Primitive::Get { .. }
-        | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
-        | Primitive::ProgramId { .. }
-        | Primitive::NumPrograms { .. }
-        | Primitive::Load { .. }
-        | Primitive::Store { .. }
-        | Primitive::AtomicRmw { .. }
-        | Primitive::AtomicCas { .. }
-        | Primitive::PallasCall { .. } => crate::native::native_step(jaxpr, e, eqn),
-        Primitive::Cond { .. }
-        | Primitive::While { .. }
-        | Primitive::Scan { .. }
-        | Primitive::ForLoop { .. } => Err(cannot(
+        Primitive::Elementwise(Elementwise::ReducePrecision(_))
+        | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
+        | Primitive::Indexing(Indexing::DynamicSlice(_))
+        | Primitive::Indexing(Indexing::DynamicUpdateSlice)
+        | Primitive::Indexing(Indexing::Gather(_))
+        | Primitive::Indexing(Indexing::Scatter(_))
+        | Primitive::Structural(Structural::Tile(_))
+        | Primitive::Structural(Structural::Stack(_))
+        | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+        | Primitive::Reduction(Reduction::Sort(_))
+        | Primitive::Reduction(Reduction::TopK(_))
+        | Primitive::State(State::Get(_))
+        | Primitive::State(State::Swap(_))
+        | Primitive::State(State::AddUpdate(_))
+        | Primitive::Pallas(Pallas::ProgramId(_))
+        | Primitive::Pallas(Pallas::NumPrograms(_))
+        | Primitive::Pallas(Pallas::Load(_))
+        | Primitive::Pallas(Pallas::Store(_))
+        | Primitive::Pallas(Pallas::AtomicRmw(_))
+        | Primitive::Pallas(Pallas::AtomicCas(_))
+        | Primitive::Pallas(Pallas::PallasCall(_)) => crate::native::native_step(jaxpr, e, eqn),
+        Primitive::Control(Control::Cond(_))
+        | Primitive::Control(Control::While(_))
+        | Primitive::Control(Control::Scan(_))
+        | Primitive::Control(Control::ForLoop(_)) => Err(cannot(
             jaxpr,
             e,
             "internal error: control flow is handled by the program emitter",
         )),
-        Primitive::Jit { .. }
-        | Primitive::CustomJvpCall { .. }
-        | Primitive::CustomVjpCall { .. }
-        | Primitive::Remat { .. }
-        | Primitive::AllReduce { .. }
-        | Primitive::AllGather { .. }
-        | Primitive::AxisIndex { .. } => {
+        Primitive::Control(Control::Jit(_))
+        | Primitive::Control(Control::CustomJvpCall(_))
+        | Primitive::Control(Control::CustomVjpCall(_))
+        | Primitive::Control(Control::Remat(_))
+        | Primitive::Collective(Collective::AllReduce(_))
+        | Primitive::Collective(Collective::AllGather(_))
+        | Primitive::Collective(Collective::AxisIndex(_)) => {
             Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
         }
     }

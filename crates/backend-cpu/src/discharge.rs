@@ -7,6 +7,10 @@
 //! the body too: refs the body writes become loop carries (or extra branch
 //! results) so that the update flows out; refs only read stay constants.
 
+use jaxon_ir::primitive::{
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, CondParams, Control, GetParams, LoadParams,
+    Pallas, ScanParams, State, StoreParams, SwapParams, WhileParams,
+};
 use jaxon_ir::primitive::{IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, IrError, Jaxpr, Primitive, Var};
 use std::collections::HashMap;
@@ -74,11 +78,11 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
     for mut eqn in eqns {
         let written = match (&eqn.primitive, eqn.inputs.first()) {
             (
-                Primitive::Swap { .. }
-                | Primitive::AddUpdate { .. }
-                | Primitive::Store { .. }
-                | Primitive::AtomicRmw { .. }
-                | Primitive::AtomicCas { .. },
+                Primitive::State(State::Swap(_))
+                | Primitive::State(State::AddUpdate(_))
+                | Primitive::Pallas(Pallas::Store(_))
+                | Primitive::Pallas(Pallas::AtomicRmw(_))
+                | Primitive::Pallas(Pallas::AtomicCas(_)),
                 Some(Atom::Var(r)),
             ) => cur.contains_key(r).then_some(*r),
             _ => None,
@@ -109,18 +113,20 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
             }
         }
         if let Some(r) = written {
-            if let Primitive::Store { indexers, has_mask } = &eqn.primitive {
+            if let Primitive::Pallas(Pallas::Store(StoreParams { indexers, has_mask })) =
+                &eqn.primitive
+            {
                 // The old values (JAX's `masked_swap` result) are an
                 // unmasked Pallas `load` before the write: in-bounds lanes
                 // read, masked or not, as the interpreter does.
                 if let Some(Binder::Var(old)) = eqn.outputs.first() {
                     let n_idx = eqn.inputs.len() - 1 - usize::from(*has_mask);
                     out.push(jaxon_ir::Eqn {
-                        primitive: Primitive::Load {
+                        primitive: Primitive::Pallas(Pallas::Load(LoadParams {
                             indexers: indexers.clone(),
                             has_mask: false,
                             has_other: false,
-                        },
+                        })),
                         inputs: eqn.inputs[..n_idx].to_vec(),
                         outputs: vec![Binder::Var(*old)],
                     });
@@ -183,22 +189,22 @@ fn whole_ref_access(
     };
     let now = cur[&r];
     match &eqn.primitive {
-        Primitive::Get { indexers }
-        | Primitive::Load {
+        Primitive::State(State::Get(GetParams { indexers }))
+        | Primitive::Pallas(Pallas::Load(LoadParams {
             indexers,
             has_mask: false,
             has_other: false,
-        } if whole(indexers, &ra.shape) => {
+        })) if whole(indexers, &ra.shape) => {
             if let Some(Binder::Var(o)) = eqn.outputs.first() {
                 alias.insert(*o, now);
             }
             true
         }
-        Primitive::Swap { indexers }
-        | Primitive::Store {
+        Primitive::State(State::Swap(SwapParams { indexers }))
+        | Primitive::Pallas(Pallas::Store(StoreParams {
             indexers,
             has_mask: false,
-        } if whole(indexers, &ra.shape) => {
+        })) if whole(indexers, &ra.shape) => {
             let Some(Atom::Var(v)) = eqn.inputs.get(1) else {
                 return false;
             };
@@ -251,13 +257,13 @@ fn nested(
             .collect()
     };
     match &mut eqn.primitive {
-        Primitive::Scan {
+        Primitive::Control(Control::Scan(ScanParams {
             jaxpr,
             num_consts,
             num_carry,
             linear,
             ..
-        } => {
+        })) => {
             if pos.iter().any(|&k| k >= *num_consts) {
                 return Err(unsupported(
                     name,
@@ -298,12 +304,12 @@ fn nested(
             eqn.outputs = outputs;
             Ok(news)
         }
-        Primitive::While {
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr,
             body_jaxpr,
             cond_nconsts,
             body_nconsts,
-        } => {
+        })) => {
             let (cn, bn) = (*cond_nconsts, *body_nconsts);
             if pos.iter().any(|&k| k >= cn + bn) {
                 return Err(unsupported(name, "a `Ref` carried by `while`"));
@@ -379,7 +385,7 @@ fn nested(
             eqn.outputs = outputs;
             Ok(news)
         }
-        Primitive::Cond { branches } => {
+        Primitive::Control(Control::Cond(CondParams { branches })) => {
             if pos.contains(&0) {
                 return Err(unsupported(name, "a `Ref` as the index of `cond`"));
             }
@@ -414,7 +420,7 @@ fn nested(
             Ok(news)
         }
         // Reads of a ref by a state primitive need no rewrite.
-        Primitive::Get { .. } | Primitive::Load { .. } => Ok(Vec::new()),
+        Primitive::State(State::Get(_)) | Primitive::Pallas(Pallas::Load(_)) => Ok(Vec::new()),
         _ => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",

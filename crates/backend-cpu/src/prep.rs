@@ -14,6 +14,7 @@ use crate::runtime::PARALLEL_MIN_WORK;
 use jaxon_ir::passes::{
     plan_fusion, plan_memory, value_bytes, GroupKind, MemoryOptions, MemoryPlan,
 };
+use jaxon_ir::primitive::{CondParams, Control, ForLoopParams, ScanParams, WhileParams};
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, Primitive, Var};
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -364,12 +365,12 @@ pub(crate) fn prep(
                 })
             }
             GroupKind::Opaque => match &eqn.primitive {
-                Primitive::While {
+                Primitive::Control(Control::While(WhileParams {
                     cond_jaxpr,
                     body_jaxpr,
                     cond_nconsts,
                     body_nconsts,
-                } => {
+                })) => {
                     let cond = prep_sub(t, cond_jaxpr, &[], &sub_label("cond"))
                         .map_err(|m| cannot(jaxpr, e, &m))?;
                     let all = vec![true; body_jaxpr.jaxpr.outvars.len()];
@@ -394,14 +395,14 @@ pub(crate) fn prep(
                     scratch.push((gi, lp.1));
                     GPrep::Loop(Box::new(lp.0))
                 }
-                Primitive::Scan {
+                Primitive::Control(Control::Scan(ScanParams {
                     jaxpr: body,
                     length,
                     reverse,
                     num_consts,
                     num_carry,
                     ..
-                } => {
+                })) => {
                     // Carries go to the next carry set, ys to their rows
                     // (unless the ys output is dropped).
                     let eligible: Vec<bool> = out_vars(eqn)
@@ -453,13 +454,13 @@ pub(crate) fn prep(
                     scratch.push((gi, lp.1));
                     GPrep::Loop(Box::new(lp.0))
                 }
-                Primitive::ForLoop {
+                Primitive::Control(Control::ForLoop(ForLoopParams {
                     body_jaxpr,
                     body_nconsts,
                     nimplicit,
                     apply_reverse_transform,
                     ..
-                } => {
+                })) => {
                     let head = body_nconsts + nimplicit;
                     if eqn.inputs.len() < head + 4 {
                         return Err(cannot(jaxpr, e, "for_loop has too few operands"));
@@ -498,7 +499,7 @@ pub(crate) fn prep(
                     scratch.push((gi, lp.1));
                     GPrep::Loop(Box::new(lp.0))
                 }
-                Primitive::Cond { branches } => {
+                Primitive::Control(Control::Cond(CondParams { branches })) => {
                     let (index, operands) = eqn
                         .inputs
                         .split_first()

@@ -3,6 +3,7 @@
 //! discharging `Ref` arguments (each state write binds a new variable) and
 //! widening half-precision reductions to f32 ones between two casts.
 
+use jaxon_ir::primitive::{ConvertElementTypeParams, Elementwise, ReduceParams, Reduction};
 use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, DType, Eqn, Jaxpr, Primitive, ShapedArray};
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use std::sync::Arc;
 pub(crate) fn widen_half_reductions(closed: &ClosedJaxpr) -> Option<ClosedJaxpr> {
     let src = &*closed.jaxpr;
     let is_half_reduce = |e: &Eqn| {
-        matches!(e.primitive, Primitive::Reduce { .. })
+        matches!(e.primitive, Primitive::Reduction(Reduction::Reduce(_)))
             && matches!(e.outputs.as_slice(), [b] if src.binder_aval(b)
                 .is_some_and(|a| matches!(a.dtype(), DType::F16 | DType::BF16)))
     };
@@ -52,10 +53,12 @@ pub(crate) fn widen_half_reductions(closed: &ClosedJaxpr) -> Option<ClosedJaxpr>
         let xw = j.new_var(Aval::Array(wide_in));
         let acc = j.new_var(Aval::Array(wide_out));
         out.push(Eqn {
-            primitive: Primitive::ConvertElementType {
-                new_dtype: DType::F32,
-                weak_type: false,
-            },
+            primitive: Primitive::Elementwise(Elementwise::ConvertElementType(
+                ConvertElementTypeParams {
+                    new_dtype: DType::F32,
+                    weak_type: false,
+                },
+            )),
             inputs: vec![*x],
             outputs: vec![Binder::Var(xw)],
         });
@@ -65,10 +68,12 @@ pub(crate) fn widen_half_reductions(closed: &ClosedJaxpr) -> Option<ClosedJaxpr>
             outputs: vec![Binder::Var(acc)],
         });
         out.push(Eqn {
-            primitive: Primitive::ConvertElementType {
-                new_dtype: declared,
-                weak_type: oa.weak_type,
-            },
+            primitive: Primitive::Elementwise(Elementwise::ConvertElementType(
+                ConvertElementTypeParams {
+                    new_dtype: declared,
+                    weak_type: oa.weak_type,
+                },
+            )),
             inputs: vec![Atom::Var(acc)],
             outputs: vec![Binder::Var(*y)],
         });

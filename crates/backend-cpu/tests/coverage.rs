@@ -6,6 +6,18 @@
 //! odd sizes that leave vector tails). Results must match bit for bit
 //! where the arithmetic is exact, else within the stated tolerance.
 
+use jaxon_ir::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 mod common;
 use common::{check, parse, Dist, Tol};
 
@@ -37,62 +49,62 @@ fn row(p: &Primitive) -> (usize, Row) {
     const NAMED: &str = "named-axis collectives have a value only under vmap, whose batching \
         rule rewrites them (tests/collectives.rs)";
     match p {
-        Primitive::Unary(_) => (0, Tested),
-        Primitive::Binary(_) => (1, Tested),
-        Primitive::IntegerPow { .. } => (2, Tested),
-        Primitive::Round { .. } => (3, Tested),
-        Primitive::ReducePrecision { .. } => (4, Tested),
-        Primitive::ConvertElementType { .. } => (5, Tested),
-        Primitive::BitcastConvertType { .. } => (6, Tested),
-        Primitive::SelectN => (7, Tested),
-        Primitive::Clamp => (8, Tested),
-        Primitive::BroadcastInDim { .. } => (9, Tested),
-        Primitive::Reshape { .. } => (10, Tested),
-        Primitive::Transpose { .. } => (11, Tested),
-        Primitive::Squeeze { .. } => (12, Tested),
-        Primitive::Rev { .. } => (13, Tested),
-        Primitive::Pad { .. } => (14, Tested),
-        Primitive::Concatenate { .. } => (15, Tested),
-        Primitive::Slice { .. } => (16, Tested),
-        Primitive::DynamicSlice { .. } => (17, Tested),
-        Primitive::DynamicUpdateSlice => (18, Tested),
-        Primitive::Gather { .. } => (19, Tested),
-        Primitive::Scatter { .. } => (20, Tested),
-        Primitive::Iota { .. } => (21, Tested),
-        Primitive::Split { .. } => (22, Tested),
-        Primitive::Tile { .. } => (23, Tested),
-        Primitive::Stack { .. } => (24, Tested),
-        Primitive::Reduce { .. } => (25, Tested),
-        Primitive::ArgReduce { .. } => (26, Tested),
-        Primitive::Cumulative { .. } => (27, Tested),
-        Primitive::DotGeneral { .. } => (28, Tested),
-        Primitive::ConvGeneralDilated { .. } => (29, Tested),
-        Primitive::Sort { .. } => (30, Tested),
-        Primitive::TopK { .. } => (31, Tested),
-        Primitive::Empty2 { .. } => (32, Tested),
-        Primitive::Cond { .. } => (33, Tested),
-        Primitive::While { .. } => (34, Tested),
-        Primitive::Scan { .. } => (35, Tested),
-        Primitive::ForLoop { .. } => (36, Tested),
-        Primitive::Jit { .. } => (37, Tested),
-        Primitive::CustomJvpCall { .. } => (38, Tested),
-        Primitive::CustomVjpCall { .. } => (39, Tested),
-        Primitive::Remat { .. } => (40, Tested),
-        Primitive::Get { .. } => (41, Tested),
-        Primitive::Swap { .. } => (42, Tested),
-        Primitive::AddUpdate { .. } => (43, Tested),
-        Primitive::ProgramId { .. } => (44, Tested),
-        Primitive::NumPrograms { .. } => (45, Tested),
-        Primitive::Load { .. } => (46, Tested),
-        Primitive::Store { .. } => (47, Excluded(STORE)),
-        Primitive::AtomicRmw { .. } => (48, Excluded(PALLAS)),
-        Primitive::AtomicCas { .. } => (49, Excluded(PALLAS)),
-        Primitive::PallasCall { .. } => (50, Tested),
+        Primitive::Elementwise(Elementwise::Unary(_)) => (0, Tested),
+        Primitive::Elementwise(Elementwise::Binary(_)) => (1, Tested),
+        Primitive::Elementwise(Elementwise::IntegerPow(_)) => (2, Tested),
+        Primitive::Elementwise(Elementwise::Round(_)) => (3, Tested),
+        Primitive::Elementwise(Elementwise::ReducePrecision(_)) => (4, Tested),
+        Primitive::Elementwise(Elementwise::ConvertElementType(_)) => (5, Tested),
+        Primitive::Elementwise(Elementwise::BitcastConvertType(_)) => (6, Tested),
+        Primitive::Elementwise(Elementwise::SelectN) => (7, Tested),
+        Primitive::Elementwise(Elementwise::Clamp) => (8, Tested),
+        Primitive::Structural(Structural::BroadcastInDim(_)) => (9, Tested),
+        Primitive::Structural(Structural::Reshape(_)) => (10, Tested),
+        Primitive::Structural(Structural::Transpose(_)) => (11, Tested),
+        Primitive::Structural(Structural::Squeeze(_)) => (12, Tested),
+        Primitive::Structural(Structural::Rev(_)) => (13, Tested),
+        Primitive::Structural(Structural::Pad(_)) => (14, Tested),
+        Primitive::Structural(Structural::Concatenate(_)) => (15, Tested),
+        Primitive::Indexing(Indexing::Slice(_)) => (16, Tested),
+        Primitive::Indexing(Indexing::DynamicSlice(_)) => (17, Tested),
+        Primitive::Indexing(Indexing::DynamicUpdateSlice) => (18, Tested),
+        Primitive::Indexing(Indexing::Gather(_)) => (19, Tested),
+        Primitive::Indexing(Indexing::Scatter(_)) => (20, Tested),
+        Primitive::Structural(Structural::Iota(_)) => (21, Tested),
+        Primitive::Structural(Structural::Split(_)) => (22, Tested),
+        Primitive::Structural(Structural::Tile(_)) => (23, Tested),
+        Primitive::Structural(Structural::Stack(_)) => (24, Tested),
+        Primitive::Reduction(Reduction::Reduce(_)) => (25, Tested),
+        Primitive::Reduction(Reduction::ArgReduce(_)) => (26, Tested),
+        Primitive::Reduction(Reduction::Cumulative(_)) => (27, Tested),
+        Primitive::Linalg(Linalg::DotGeneral(_)) => (28, Tested),
+        Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => (29, Tested),
+        Primitive::Reduction(Reduction::Sort(_)) => (30, Tested),
+        Primitive::Reduction(Reduction::TopK(_)) => (31, Tested),
+        Primitive::Structural(Structural::Empty2(_)) => (32, Tested),
+        Primitive::Control(Control::Cond(_)) => (33, Tested),
+        Primitive::Control(Control::While(_)) => (34, Tested),
+        Primitive::Control(Control::Scan(_)) => (35, Tested),
+        Primitive::Control(Control::ForLoop(_)) => (36, Tested),
+        Primitive::Control(Control::Jit(_)) => (37, Tested),
+        Primitive::Control(Control::CustomJvpCall(_)) => (38, Tested),
+        Primitive::Control(Control::CustomVjpCall(_)) => (39, Tested),
+        Primitive::Control(Control::Remat(_)) => (40, Tested),
+        Primitive::State(State::Get(_)) => (41, Tested),
+        Primitive::State(State::Swap(_)) => (42, Tested),
+        Primitive::State(State::AddUpdate(_)) => (43, Tested),
+        Primitive::Pallas(Pallas::ProgramId(_)) => (44, Tested),
+        Primitive::Pallas(Pallas::NumPrograms(_)) => (45, Tested),
+        Primitive::Pallas(Pallas::Load(_)) => (46, Tested),
+        Primitive::Pallas(Pallas::Store(_)) => (47, Excluded(STORE)),
+        Primitive::Pallas(Pallas::AtomicRmw(_)) => (48, Excluded(PALLAS)),
+        Primitive::Pallas(Pallas::AtomicCas(_)) => (49, Excluded(PALLAS)),
+        Primitive::Pallas(Pallas::PallasCall(_)) => (50, Tested),
         // Positional all-reduces (vmap's batched form) are lowered to
         // reductions by `simplify`.
-        Primitive::AllReduce { .. } => (51, Tested),
-        Primitive::AllGather { .. } => (52, Excluded(NAMED)),
-        Primitive::AxisIndex { .. } => (53, Excluded(NAMED)),
+        Primitive::Collective(Collective::AllReduce(_)) => (51, Tested),
+        Primitive::Collective(Collective::AllGather(_)) => (52, Excluded(NAMED)),
+        Primitive::Collective(Collective::AxisIndex(_)) => (53, Excluded(NAMED)),
     }
 }
 
@@ -989,9 +1001,9 @@ fn with_array_indices(mut c: jaxon_ir::ClosedJaxpr) -> jaxon_ir::ClosedJaxpr {
                 jaxon_ir::Atom::Lit(_) => 0,
             })
             .collect();
-        if let Primitive::Get { indexers }
-        | Primitive::Swap { indexers }
-        | Primitive::AddUpdate { indexers } = &mut e.primitive
+        if let Primitive::State(State::Get(GetParams { indexers }))
+        | Primitive::State(State::Swap(SwapParams { indexers }))
+        | Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) = &mut e.primitive
         {
             for ix in indexers {
                 for en in &mut ix.entries {

@@ -4,6 +4,10 @@
 use jaxon_ir::aval::ShapedArray;
 use jaxon_ir::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 use jaxon_ir::primitive::{BinaryOp, Primitive, ReduceOp, UnaryOp};
+use jaxon_ir::primitive::{
+    BroadcastInDimParams, CondParams, Control, ConvertElementTypeParams, Elementwise, JitParams,
+    ReduceParams, Reduction, Structural, TransposeParams,
+};
 use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{parse_jaxpr, Aval, DType, Literal};
 use proptest::prelude::*;
@@ -122,7 +126,7 @@ impl Gen<'_> {
                 0 | 1 => {
                     let op = UNARY[self.rng.below(UNARY.len())];
                     Eqn {
-                        primitive: Primitive::Unary(op),
+                        primitive: Primitive::Elementwise(Elementwise::Unary(op)),
                         inputs: vec![Atom::Var(x)],
                         outputs: self.outputs(&mut j, vec![f32_aval(&xs)], &mut new_live, drop_pct),
                     }
@@ -145,7 +149,7 @@ impl Gen<'_> {
                         vec![y, Atom::Var(x)]
                     };
                     Eqn {
-                        primitive: Primitive::Binary(op),
+                        primitive: Primitive::Elementwise(Elementwise::Binary(op)),
                         inputs,
                         outputs: self.outputs(&mut j, vec![f32_aval(&xs)], &mut new_live, drop_pct),
                     }
@@ -164,10 +168,12 @@ impl Gen<'_> {
                         (lit(self.rng), vec![])
                     };
                     Eqn {
-                        primitive: Primitive::BroadcastInDim {
-                            shape: vec![Some(2), Some(3)],
-                            broadcast_dimensions: dims.into(),
-                        },
+                        primitive: Primitive::Structural(Structural::BroadcastInDim(
+                            BroadcastInDimParams {
+                                shape: vec![Some(2), Some(3)],
+                                broadcast_dimensions: dims.into(),
+                            },
+                        )),
                         inputs: vec![input],
                         outputs: self.outputs(
                             &mut j,
@@ -186,10 +192,10 @@ impl Gen<'_> {
                         .map(|a| xs[a])
                         .collect();
                     Eqn {
-                        primitive: Primitive::Reduce {
+                        primitive: Primitive::Reduction(Reduction::Reduce(ReduceParams {
                             op: ReduceOp::Sum,
                             axes,
-                        },
+                        })),
                         inputs: vec![Atom::Var(x)],
                         outputs: self.outputs(
                             &mut j,
@@ -203,7 +209,9 @@ impl Gen<'_> {
                     let perm: Vec<usize> = (0..xs.len()).rev().collect();
                     let out: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
                     Eqn {
-                        primitive: Primitive::Transpose { permutation: perm },
+                        primitive: Primitive::Structural(Structural::Transpose(TransposeParams {
+                            permutation: perm,
+                        })),
                         inputs: vec![Atom::Var(x)],
                         outputs: self.outputs(
                             &mut j,
@@ -217,13 +225,13 @@ impl Gen<'_> {
                     // A comparison then a select: bool intermediates.
                     let b = j.new_var(Aval::Array(ShapedArray::of(DType::Bool, &xs)));
                     j.eqns.push(Eqn {
-                        primitive: Primitive::Binary(BinaryOp::Lt),
+                        primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Lt)),
                         inputs: vec![Atom::Var(x), lit(self.rng)],
                         outputs: vec![Binder::Var(b)],
                     });
                     live.push(b);
                     Eqn {
-                        primitive: Primitive::SelectN,
+                        primitive: Primitive::Elementwise(Elementwise::SelectN),
                         inputs: vec![Atom::Var(b), Atom::Var(x), Atom::Var(x)],
                         outputs: self.outputs(&mut j, vec![f32_aval(&xs)], &mut new_live, drop_pct),
                     }
@@ -239,10 +247,10 @@ impl Gen<'_> {
                     let inner = self.jit_body(&shapes, n, depth - 1);
                     let outs: Vec<Aval> = inner.out_avals();
                     Eqn {
-                        primitive: Primitive::Jit {
+                        primitive: Primitive::Control(Control::Jit(JitParams {
                             name: ["f", "<lambda>", "_where"][self.rng.below(3)].to_string(),
                             jaxpr: ClosedJaxpr::without_consts(inner),
-                        },
+                        })),
                         inputs: args.into_iter().map(Atom::Var).collect(),
                         outputs: self.outputs(&mut j, outs, &mut new_live, drop_pct * 2),
                     }
@@ -258,15 +266,17 @@ impl Gen<'_> {
                         lit(self.rng)
                     };
                     j.eqns.push(Eqn {
-                        primitive: Primitive::Binary(BinaryOp::Gt),
+                        primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Gt)),
                         inputs: vec![scalar_src, lit(self.rng)],
                         outputs: vec![Binder::Var(b)],
                     });
                     j.eqns.push(Eqn {
-                        primitive: Primitive::ConvertElementType {
-                            new_dtype: DType::I32,
-                            weak_type: false,
-                        },
+                        primitive: Primitive::Elementwise(Elementwise::ConvertElementType(
+                            ConvertElementTypeParams {
+                                new_dtype: DType::I32,
+                                weak_type: false,
+                            },
+                        )),
                         inputs: vec![Atom::Var(b)],
                         outputs: vec![Binder::Var(i)],
                     });
@@ -277,7 +287,7 @@ impl Gen<'_> {
                         .map(|_| ClosedJaxpr::without_consts(self.branch(&shapes)))
                         .collect();
                     Eqn {
-                        primitive: Primitive::Cond { branches },
+                        primitive: Primitive::Control(Control::Cond(CondParams { branches })),
                         inputs: vec![Atom::Var(i), Atom::Var(x)],
                         outputs: self.outputs(&mut j, vec![f32_aval(&xs)], &mut new_live, drop_pct),
                     }
@@ -321,7 +331,7 @@ impl Gen<'_> {
         let x = last.unwrap_or(j.invars[0]);
         let y = j.new_var(j.aval(x).clone());
         j.eqns.push(Eqn {
-            primitive: Primitive::Unary(UnaryOp::Neg),
+            primitive: Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg)),
             inputs: vec![Atom::Var(x)],
             outputs: vec![Binder::Var(y)],
         });
@@ -356,7 +366,9 @@ impl Gen<'_> {
             for _ in 0..self.rng.below(3) {
                 let w = j.new_var(f32_aval(s));
                 j.eqns.push(Eqn {
-                    primitive: Primitive::Unary(UNARY[self.rng.below(UNARY.len())]),
+                    primitive: Primitive::Elementwise(Elementwise::Unary(
+                        UNARY[self.rng.below(UNARY.len())],
+                    )),
                     inputs: vec![Atom::Var(v)],
                     outputs: vec![Binder::Var(w)],
                 });

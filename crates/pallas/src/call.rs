@@ -10,6 +10,7 @@
 use crate::refs::Ref;
 use crate::spec::{block_mapping, fmt_block_shape, kernel_shape, BlockSpec};
 use jaxon_ir::primitive::BlockMapping;
+use jaxon_ir::primitive::{Pallas, PallasCallParams};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{AbstractRef, Aval, Jaxpr, MemorySpace, Primitive, ShapedArray};
 use jaxon_trace::error::{catch_flat, Error, Result};
@@ -259,7 +260,7 @@ impl PallasCall {
         if self.debug {
             println!("{}", self.debug_text(&kernel, &mappings));
         }
-        Ok(Primitive::PallasCall {
+        Ok(Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel: Arc::new(kernel),
             grid: self.grid.clone(),
             block_mappings: mappings,
@@ -268,7 +269,7 @@ impl PallasCall {
             interpret: self.interpret,
             debug: self.debug,
             input_output_aliases: self.aliases.clone(),
-        })
+        })))
     }
 
     fn check_aliases(&self, in_avals: &[ShapedArray]) -> Result<()> {
@@ -340,11 +341,11 @@ impl PallasCall {
     /// What `debug(true)` prints for inputs of types `in_avals`: the kernel
     /// jaxpr and the grid mapping.
     pub fn debug_info(&self, in_avals: &[ShapedArray]) -> Result<String> {
-        let Primitive::PallasCall {
+        let Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel,
             block_mappings,
             ..
-        } = self.clone().debug(false).primitive(in_avals)?
+        })) = self.clone().debug(false).primitive(in_avals)?
         else {
             return Err(Error::InvalidArgument("not a pallas_call".into()));
         };

@@ -9,6 +9,10 @@
 //! scalar) takes the ref's dtype, as a Python scalar does in JAX.
 
 use crate::index::{lower, IntoValue, RefIndex};
+use jaxon_ir::primitive::{
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, LoadParams, Pallas, State,
+    StoreParams, SwapParams,
+};
 use jaxon_ir::primitive::{AtomicOp, Indexer};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{abstract_eval, Atom, Aval, DType, Primitive, ShapedArray, Var};
@@ -70,9 +74,9 @@ impl Ref {
         let mut avals = vec![self.r.aval().clone()];
         avals.extend(ops.iter().map(|o| o.aval().clone()));
         let atoms: Vec<Atom> = (0..avals.len()).map(|i| Atom::Var(Var(i as u32))).collect();
-        let p = Primitive::Get {
+        let p = Primitive::State(State::Get(GetParams {
             indexers: indexers.to_vec(),
-        };
+        }));
         let out = abstract_eval(&p, &avals, &atoms)?;
         Ok(out[0].array().clone())
     }
@@ -87,7 +91,10 @@ impl Ref {
     /// `x_ref[idx]`: reads the indexed elements.
     pub fn try_get(&self, idx: impl Into<RefIndex>) -> Result<Array> {
         let (indexers, ops) = self.lowered(idx.into(), "get")?;
-        let out = bind(&Primitive::Get { indexers }, &self.operands(ops, []))?;
+        let out = bind(
+            &Primitive::State(State::Get(GetParams { indexers })),
+            &self.operands(ops, []),
+        )?;
         Ok(out.into_iter().next().expect("get has one result"))
     }
 
@@ -106,7 +113,10 @@ impl Ref {
         let (indexers, ops) = self.lowered(idx.into(), "swap")?;
         let t = self.indexed_type(&indexers, &ops)?;
         let v = fit(v.into_value(), &t, "the value written")?;
-        let out = bind(&Primitive::Swap { indexers }, &self.operands(ops, [v]))?;
+        let out = bind(
+            &Primitive::State(State::Swap(SwapParams { indexers })),
+            &self.operands(ops, [v]),
+        )?;
         Ok(out.into_iter().next().expect("swap has one result"))
     }
 
@@ -130,7 +140,10 @@ impl Ref {
         let (indexers, ops) = self.lowered(idx.into(), "addupdate")?;
         let t = self.indexed_type(&indexers, &ops)?;
         let v = fit(v.into_value(), &t, "the value added")?;
-        bind(&Primitive::AddUpdate { indexers }, &self.operands(ops, [v]))?;
+        bind(
+            &Primitive::State(State::AddUpdate(AddUpdateParams { indexers })),
+            &self.operands(ops, [v]),
+        )?;
         Ok(())
     }
 
@@ -226,11 +239,11 @@ impl Load {
             .other
             .map(|o| fit(o, &t, "load's `other`"))
             .transpose()?;
-        let p = Primitive::Load {
+        let p = Primitive::Pallas(Pallas::Load(LoadParams {
             indexers,
             has_mask: mask.is_some(),
             has_other: other.is_some(),
-        };
+        }));
         let out = bind(&p, &self.r.operands(ops, mask.into_iter().chain(other)))?;
         Ok(out.into_iter().next().expect("load has one result"))
     }
@@ -295,10 +308,10 @@ impl Store {
         let t = self.r.indexed_type(&indexers, &ops)?;
         let v = fit(v, &t, "the stored value")?;
         let mask = self.mask.take().map(|m| fit_mask(m, &t)).transpose()?;
-        let p = Primitive::Store {
+        let p = Primitive::Pallas(Pallas::Store(StoreParams {
             indexers,
             has_mask: mask.is_some(),
-        };
+        }));
         let mut tail = vec![v];
         tail.extend(mask);
         bind(&p, &self.r.operands(ops, tail))?;
@@ -319,7 +332,7 @@ fn atomic(r: &Ref, idx: RefIndex, op: AtomicOp, v: Array) -> Result<Array> {
     let t = r.indexed_type(&indexers, &ops)?;
     let v = fit(v, &t, "the atomic operand")?;
     let out = bind(
-        &Primitive::AtomicRmw { indexers, op },
+        &Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })),
         &r.operands(ops, [v]),
     )?;
     Ok(out.into_iter().next().expect("atomic_rmw has one result"))
@@ -357,7 +370,10 @@ pub fn atomic_cas(
         let t = r.indexed_type(&indexers, &ops)?;
         let c = fit(cmp.into_value(), &t, "the compared value")?;
         let n = fit(new.into_value(), &t, "the new value")?;
-        let out = bind(&Primitive::AtomicCas { indexers }, &r.operands(ops, [c, n]))?;
+        let out = bind(
+            &Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })),
+            &r.operands(ops, [c, n]),
+        )?;
         Ok(out.into_iter().next().expect("atomic_cas has one result"))
     })())
 }

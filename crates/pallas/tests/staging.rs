@@ -3,6 +3,7 @@
 //! evaluates to the same values; `jit` runs it; and every user error is
 //! reported with JAX's wording.
 
+use jaxon_ir::primitive::{Pallas, PallasCallParams};
 mod common;
 
 use common::Rng;
@@ -208,7 +209,8 @@ fn debug_and_default_name() {
         .debug(true)
         .primitive(&[x.ty().clone()])
         .unwrap();
-    let jaxon_ir::Primitive::PallasCall { name, kernel, .. } = p else {
+    let jaxon_ir::Primitive::Pallas(Pallas::PallasCall(PallasCallParams { name, kernel, .. })) = p
+    else {
         panic!("not a pallas_call")
     };
     assert_eq!(name.as_deref(), Some("my_copy_kernel"));

@@ -12,6 +12,7 @@
 use crate::custom::open;
 use crate::jvp::jvp_flat;
 use crate::transpose::{transpose_jaxpr, LinArg};
+use jaxon_ir::primitive::{Control, RematParams};
 use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::core::find_top_trace;
 use jaxon_trace::error::{catch, Error, Result};
@@ -60,12 +61,12 @@ impl Checkpoint {
         let (jaxpr, mut operands) = open(staged.jaxpr, staged.consts);
         operands.extend_from_slice(args);
         bind(
-            &Primitive::Remat {
+            &Primitive::Control(Control::Remat(RematParams {
                 jaxpr: Arc::new(jaxpr),
                 prevent_cse: self.prevent_cse,
                 differentiated: false,
                 policy: None,
-            },
+            })),
             &operands,
         )
     }
@@ -75,9 +76,9 @@ type Outs = (Vec<Array>, Vec<Option<Array>>);
 
 /// The jvp of `remat2` (see the module doc).
 pub(crate) fn jvp_remat(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::Remat {
+    let Primitive::Control(Control::Remat(RematParams {
         jaxpr, prevent_cse, ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument("expected remat2".into()));
     };
@@ -102,12 +103,12 @@ pub(crate) fn jvp_remat(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
     operands.extend_from_slice(x);
     operands.extend(t.iter().flatten().cloned());
     let touts = bind(
-        &Primitive::Remat {
+        &Primitive::Control(Control::Remat(RematParams {
             jaxpr: Arc::new(body),
             prevent_cse: *prevent_cse,
             differentiated: true,
             policy: None,
-        },
+        })),
         &operands,
     )?;
     let mut it = touts.into_iter();
@@ -125,9 +126,9 @@ pub(crate) fn transpose_remat(
     args: &[LinArg],
     cts: &[Option<Array>],
 ) -> Result<Vec<Option<Array>>> {
-    let Primitive::Remat {
+    let Primitive::Control(Control::Remat(RematParams {
         jaxpr, prevent_cse, ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument("expected remat2".into()));
     };
@@ -157,12 +158,12 @@ pub(crate) fn transpose_remat(
         });
     }
     let outs = bind(
-        &Primitive::Remat {
+        &Primitive::Control(Control::Remat(RematParams {
             jaxpr: Arc::new(body),
             prevent_cse: *prevent_cse,
             differentiated: true,
             policy: None,
-        },
+        })),
         &operands,
     )?;
     let mut it = outs.into_iter();

@@ -18,6 +18,7 @@
 use crate::jvp::jvp_flat;
 use crate::transpose::LinArg;
 use crate::util::{has_tangent, zeros_like};
+use jaxon_ir::primitive::{Control, CustomJvpCallParams, CustomVjpCallParams};
 use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::core::find_top_trace;
 use jaxon_trace::error::{catch, Error, Result};
@@ -210,13 +211,13 @@ impl CustomJvp {
             return catch(|| (self.f)(args));
         }
         let (call_jaxpr, consts) = trace_call(&*self.f, args)?;
-        let p = Primitive::CustomJvpCall {
+        let p = Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
             name: self.name.clone(),
             call_jaxpr,
             jvp: key,
             num_consts: consts.len(),
             symbolic_zeros: false,
-        };
+        }));
         let mut operands = consts;
         operands.extend_from_slice(args);
         bind(&p, &operands)
@@ -286,14 +287,14 @@ impl CustomVjp {
             return catch(|| (self.f)(args));
         }
         let (call_jaxpr, consts) = trace_call(&*self.f, args)?;
-        let p = Primitive::CustomVjpCall {
+        let p = Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
             name: self.name.clone(),
             call_jaxpr,
             fwd,
             bwd,
             num_consts: consts.len(),
             symbolic_zeros: false,
-        };
+        }));
         let mut operands = consts;
         operands.extend_from_slice(args);
         bind(&p, &operands)
@@ -331,12 +332,12 @@ fn check_outs(what: &str, call_jaxpr: &ClosedJaxpr, outs: &[Array]) -> Result<()
 /// The jvp of a `custom_jvp_call` equation: the registered rule, or the
 /// derivative of `call_jaxpr` when none is registered.
 pub(crate) fn jvp_custom_jvp_call(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::CustomJvpCall {
+    let Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
         call_jaxpr,
         jvp,
         num_consts,
         ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument("expected custom_jvp_call".into()));
     };
@@ -362,14 +363,14 @@ pub(crate) fn jvp_custom_jvp_call(p: &Primitive, x: &[Array], t: &[Option<Array>
 /// The jvp of a `custom_vjp_call`: `fwd` on the primals and a linear
 /// `custom_lin` equation for the tangents (see the module doc).
 pub(crate) fn jvp_custom_vjp_call(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::CustomVjpCall {
+    let Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
         name,
         call_jaxpr,
         fwd,
         bwd,
         num_consts,
         ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument("expected custom_vjp_call".into()));
     };
@@ -410,7 +411,7 @@ pub(crate) fn jvp_custom_vjp_call(p: &Primitive, x: &[Array], t: &[Option<Array>
             .collect()
     })?;
     let (jaxpr, body_consts) = open(body.jaxpr, body.consts);
-    let lin = Primitive::CustomVjpCall {
+    let lin = Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
         name: format!("{LIN_PREFIX}[{nres},{nargs}]({name})"),
         call_jaxpr: ClosedJaxpr {
             jaxpr: Arc::new(jaxpr),
@@ -420,7 +421,7 @@ pub(crate) fn jvp_custom_vjp_call(p: &Primitive, x: &[Array], t: &[Option<Array>
         bwd: bwd.clone(),
         num_consts: body_consts.len(),
         symbolic_zeros: false,
-    };
+    }));
     let mut operands = body_consts;
     operands.extend(res);
     operands.extend_from_slice(primals);
@@ -450,13 +451,13 @@ pub(crate) fn transpose_custom_vjp_call(
     args: &[LinArg],
     cts: &[Option<Array>],
 ) -> Result<Vec<Option<Array>>> {
-    let Primitive::CustomVjpCall {
+    let Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
         name,
         call_jaxpr,
         fwd,
         num_consts,
         ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument("expected custom_vjp_call".into()));
     };

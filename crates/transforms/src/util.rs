@@ -5,6 +5,7 @@
 use jaxon_ir::primitive::{
     FillValue, GatherDimensionNumbers, GatherScatterMode, Ints, ScatterDimensionNumbers,
 };
+use jaxon_ir::primitive::{GatherParams, Indexing};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::Result;
 use jaxon_trace::{bind1, lax, Array};
@@ -102,7 +103,7 @@ pub(crate) fn scatter_inverse_gather(
             pos += 1;
         }
     }
-    let gather = Primitive::Gather {
+    let gather = Primitive::Indexing(Indexing::Gather(GatherParams {
         dimension_numbers: GatherDimensionNumbers {
             offset_dims: d.update_window_dims.clone(),
             collapsed_slice_dims: d.inserted_window_dims.clone(),
@@ -119,7 +120,7 @@ pub(crate) fn scatter_inverse_gather(
         mode,
         slice_sizes: Ints::new(slice_sizes),
         unique_indices,
-    };
+    }));
     bind1(&gather, &[v.clone(), idx.clone()])
 }
 

@@ -3,6 +3,7 @@
 //! a staged equation is differentiated later), and remat recomputation.
 
 use jaxon_ir::parse::parse_closed_jaxpr;
+use jaxon_ir::primitive::{Control, Elementwise, RematParams};
 use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{Eqn, Jaxpr, Primitive};
 use jaxon_trace::error::ok_or_raise;
@@ -318,10 +319,10 @@ fn checkpoint_recomputes_the_forward_pass_in_the_backward_pass() {
     let is_sin = |e: &Eqn| {
         matches!(
             e.primitive,
-            Primitive::Unary(jaxon_ir::primitive::UnaryOp::Sin)
+            Primitive::Elementwise(Elementwise::Unary(jaxon_ir::primitive::UnaryOp::Sin))
         )
     };
-    let is_remat = |e: &Eqn| matches!(e.primitive, Primitive::Remat { .. });
+    let is_remat = |e: &Eqn| matches!(e.primitive, Primitive::Control(Control::Remat(_)));
     let body = |x: &Array| x.sin().sin().sin();
     let plain = move |x: Array| {
         let y = body(&x);

@@ -7,6 +7,7 @@ use jaxon_ir::primitive::{
     ConvDimensionNumbers, CumulativeOp, GatherScatterMode, Ints, ScatterDimensionNumbers,
     ScatterKind,
 };
+use jaxon_ir::primitive::{ConvGeneralDilatedParams, Indexing, Linalg, ScatterParams};
 use jaxon_ir::Primitive;
 use jaxon_trace::numpy::All;
 use jaxon_trace::{bind1, catch, jit, lax, Array};
@@ -98,7 +99,7 @@ struct Cfg {
 
 impl Cfg {
     fn prim(&self) -> Primitive {
-        Primitive::ConvGeneralDilated {
+        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides: self.strides.clone(),
             padding: self.padding.clone(),
             lhs_dilation: self.lhs_dil.clone(),
@@ -112,7 +113,7 @@ impl Cfg {
             batch_group_count: self.bg,
             precision: None,
             preferred_element_type: None,
-        }
+        }))
     }
 }
 
@@ -278,7 +279,7 @@ fn conv_grad_under_jit_matches_eager() {
 }
 
 fn scatter_rows(mode: GatherScatterMode) -> Primitive {
-    Primitive::Scatter {
+    Primitive::Indexing(Indexing::Scatter(ScatterParams {
         kind: ScatterKind::Set,
         dimension_numbers: ScatterDimensionNumbers {
             update_window_dims: Ints::new(vec![1]),
@@ -291,7 +292,7 @@ fn scatter_rows(mode: GatherScatterMode) -> Primitive {
         mode,
         unique_indices: false,
         update_jaxpr: None,
-    }
+    }))
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! (`<ct, J t> == <Jᵀ ct, t>`), on random inputs of several shapes.
 
 use jaxon_ir::primitive::CumulativeOp;
+use jaxon_ir::primitive::{Indexing, ScatterParams, StackParams, Structural, TileParams};
 use jaxon_trace::{catch, lax, numpy as jnp, Array};
 use jaxon_transforms::{jvp, vjp};
 
@@ -115,15 +116,15 @@ fn sort_and_top_k_jvp_and_vjp() {
 #[test]
 fn tile_and_stack_transpose() {
     let f = |x: Array| {
-        let p = jaxon_ir::Primitive::Tile {
+        let p = jaxon_ir::Primitive::Structural(Structural::Tile(TileParams {
             reps: jaxon_ir::primitive::Ints::new(vec![2, 3]),
-        };
+        }));
         jaxon_trace::bind1(&p, &[x.sin()]).unwrap()
     };
     check("tile", f, &[2, 3], 50, -1.0, 1.0);
     check("tile1", f, &[1, 4], 51, -1.0, 1.0);
     let g = |x: Array| {
-        let p = jaxon_ir::Primitive::Stack { axis: 1 };
+        let p = jaxon_ir::Primitive::Structural(Structural::Stack(StackParams { axis: 1 }));
         jaxon_trace::bind1(&p, &[x.clone(), x.cos(), x * 2.0]).unwrap()
     };
     check("stack", g, &[3, 2], 52, -1.0, 1.0);
@@ -140,18 +141,20 @@ fn tile_and_stack_transpose() {
 #[test]
 fn scatter_set_transpose_with_unique_indices() {
     use jaxon_ir::primitive::{GatherScatterMode, Ints, ScatterDimensionNumbers, ScatterKind};
-    let scatter = |unique: bool| jaxon_ir::Primitive::Scatter {
-        kind: ScatterKind::Set,
-        dimension_numbers: ScatterDimensionNumbers {
-            update_window_dims: Ints::new(vec![1]),
-            inserted_window_dims: Ints::new(vec![0]),
-            scatter_dims_to_operand_dims: Ints::new(vec![0]),
-            ..Default::default()
-        },
-        indices_are_sorted: false,
-        mode: GatherScatterMode::FillOrDrop,
-        unique_indices: unique,
-        update_jaxpr: None,
+    let scatter = |unique: bool| {
+        jaxon_ir::Primitive::Indexing(Indexing::Scatter(ScatterParams {
+            kind: ScatterKind::Set,
+            dimension_numbers: ScatterDimensionNumbers {
+                update_window_dims: Ints::new(vec![1]),
+                inserted_window_dims: Ints::new(vec![0]),
+                scatter_dims_to_operand_dims: Ints::new(vec![0]),
+                ..Default::default()
+            },
+            indices_are_sorted: false,
+            mode: GatherScatterMode::FillOrDrop,
+            unique_indices: unique,
+            update_jaxpr: None,
+        }))
     };
     let idx = Array::from_vec(vec![3i32, 0], &[2, 1]);
     // x: [5, 2]; rows 3 and 0 are overwritten by a function of x itself.

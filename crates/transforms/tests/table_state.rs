@@ -1,6 +1,7 @@
 //! jvp and vmap of the state primitives `get`, `swap` and `addupdate` on
 //! parsed jaxprs with `Ref` inputs (see `table_kit` for the checks).
 
+use jaxon_ir::primitive::{GetParams, State};
 mod table_kit;
 
 use jaxon_ir::primitive::IndexEntry;
@@ -56,7 +57,7 @@ fn strided_get_vmap() {
         "{ lambda ; a:Ref<default>{f64[3,7]} c:i32[]. let b:f64[3,3] <- a[:,c:c+3] in (b,) }",
     );
     let eqn = &mut j.eqns[0];
-    if let Primitive::Get { indexers } = &mut eqn.primitive {
+    if let Primitive::State(State::Get(GetParams { indexers })) = &mut eqn.primitive {
         if let IndexEntry::Slice { stride, .. } = &mut indexers[0].entries[1] {
             *stride = 2;
         }

@@ -2,6 +2,7 @@
 //! in/out axes, collectives over named axes, `batch_jaxpr`, and the error
 //! messages; every value is checked against a loop of unbatched calls.
 
+use jaxon_ir::primitive::{Control, CustomJvpCallParams, ForLoopParams, RematParams};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::ok_or_raise as ok;
 use jaxon_trace::numpy::{self as jnp, All};
@@ -456,19 +457,19 @@ fn batch_jaxpr_of_calls_and_remat() {
     assert_close("batch_jaxpr", &outs[0], &stack(&want, 0), 1e-12);
     assert_close("batch_jaxpr unbatched", &outs[1], &y.sum(All), 1e-12);
     // remat2 and custom_jvp_call equations batch their bodies.
-    let remat = Primitive::Remat {
+    let remat = Primitive::Control(Control::Remat(RematParams {
         jaxpr: closed.jaxpr.clone(),
         prevent_cse: true,
         differentiated: false,
         policy: None,
-    };
-    let custom = Primitive::CustomJvpCall {
+    }));
+    let custom = Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
         name: "f".into(),
         call_jaxpr: closed.clone(),
         jvp: "f_jvp".into(),
         num_consts: 0,
         symbolic_zeros: false,
-    };
+    }));
     for p in [remat, custom] {
         let g = move |(x, y): (Array, Array)| ok(jaxon_trace::bind(&p, &[x, y])).remove(0);
         let got = vmap(g)
@@ -634,13 +635,13 @@ fn catalyst_for_loop_with_batched_consts_and_carries() {
         arr(&[3], 2),
     ))
     .unwrap();
-    let prim = Primitive::ForLoop {
+    let prim = Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: body,
         body_nconsts: 1,
         nimplicit: 0,
         preserve_dimensions: true,
         apply_reverse_transform: false,
-    };
+    }));
     let f = move |(c, x): (Array, Array)| {
         let b = |v: i64| Array::scalar(v);
         ok(jaxon_trace::bind1(&prim, &[c, b(1), b(6), b(2), b(1), x]))

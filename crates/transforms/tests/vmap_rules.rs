@@ -6,6 +6,10 @@ use jaxon_ir::primitive::{
     ConvDimensionNumbers, CumulativeOp, DotDimensionNumbers, GatherDimensionNumbers,
     GatherScatterMode, Ints, ReduceOp, ScatterDimensionNumbers, ScatterKind,
 };
+use jaxon_ir::primitive::{
+    ConvGeneralDilatedParams, Elementwise, GatherParams, Indexing, Linalg, RoundParams,
+    ScatterParams, StackParams, Structural, TileParams,
+};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::ok_or_raise as ok;
 use jaxon_trace::numpy as jnp;
@@ -127,9 +131,9 @@ fn elementwise_with_batch_dims_anywhere_or_absent() {
             (&a[0] - &a[1]).abs().sqrt().powi(3),
             a[0].lt(&a[1]),
             bind1(
-                &Primitive::Round {
+                &Primitive::Elementwise(Elementwise::Round(RoundParams {
                     rounding_method: jaxon_ir::primitive::RoundingMethod::ToNearestEven,
-                },
+                })),
                 &[&a[0] * 3.0],
             )
             .unwrap(),
@@ -198,13 +202,17 @@ fn shape_ops() {
             lax::concatenate(&[x.clone(), lax::neg(x).unwrap(), y.clone()], 0).unwrap(),
             lax::slice(x, &[0, 1], &[3, 4], Some(&[2, 2])).unwrap(),
             bind1(
-                &Primitive::Tile {
+                &Primitive::Structural(Structural::Tile(TileParams {
                     reps: Ints::new(vec![2, 1]),
-                },
+                })),
                 std::slice::from_ref(x),
             )
             .unwrap(),
-            bind1(&Primitive::Stack { axis: 1 }, &[x.clone(), y.clone()]).unwrap(),
+            bind1(
+                &Primitive::Structural(Structural::Stack(StackParams { axis: 1 })),
+                &[x.clone(), y.clone()],
+            )
+            .unwrap(),
             lax::expand_dims(x, &[2]).unwrap(),
         ]
         .into_iter()
@@ -301,7 +309,7 @@ fn conv(lhs: &Array, rhs: &Array, spec: &ConvDimensionNumbers) -> Array {
 }
 
 fn conv_groups(lhs: &Array, rhs: &Array, spec: &ConvDimensionNumbers, groups: usize) -> Array {
-    let p = Primitive::ConvGeneralDilated {
+    let p = Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
         window_strides: vec![2, 1],
         padding: vec![(1, 0), (0, 1)],
         lhs_dilation: vec![1, 1],
@@ -311,7 +319,7 @@ fn conv_groups(lhs: &Array, rhs: &Array, spec: &ConvDimensionNumbers, groups: us
         batch_group_count: 1,
         precision: None,
         preferred_element_type: None,
-    };
+    }));
     ok(bind1(&p, &[lhs.clone(), rhs.clone()]))
 }
 
@@ -403,7 +411,7 @@ fn dynamic_slice_and_update_with_batched_or_shared_starts() {
 }
 
 fn row_gather(x: &Array, idx: &Array, mode: GatherScatterMode) -> Array {
-    let p = Primitive::Gather {
+    let p = Primitive::Indexing(Indexing::Gather(GatherParams {
         dimension_numbers: GatherDimensionNumbers {
             offset_dims: Ints::new(vec![1]),
             collapsed_slice_dims: Ints::new(vec![0]),
@@ -416,12 +424,12 @@ fn row_gather(x: &Array, idx: &Array, mode: GatherScatterMode) -> Array {
         mode,
         slice_sizes: Ints::new(vec![1, 3]),
         unique_indices: false,
-    };
+    }));
     bind1(&p, &[x.clone(), idx.clone()]).unwrap()
 }
 
 fn row_scatter(kind: ScatterKind, x: &Array, idx: &Array, upd: &Array) -> Array {
-    let p = Primitive::Scatter {
+    let p = Primitive::Indexing(Indexing::Scatter(ScatterParams {
         kind,
         dimension_numbers: ScatterDimensionNumbers {
             update_window_dims: Ints::new(vec![1]),
@@ -434,7 +442,7 @@ fn row_scatter(kind: ScatterKind, x: &Array, idx: &Array, upd: &Array) -> Array 
         mode: GatherScatterMode::FillOrDrop,
         unique_indices: false,
         update_jaxpr: None,
-    };
+    }));
     bind1(&p, &[x.clone(), idx.clone(), upd.clone()]).unwrap()
 }
 
@@ -478,7 +486,7 @@ fn unbatched_iota_and_convert_inside_vmap() {
             lax::add(&a[0], &fi).unwrap(),
             lax::bitcast_convert_type(&a[0], DType::I64).unwrap(),
             bind(
-                &Primitive::Unary(jaxon_ir::primitive::UnaryOp::Exp),
+                &Primitive::Elementwise(Elementwise::Unary(jaxon_ir::primitive::UnaryOp::Exp)),
                 &[a[0].clone()],
             )
             .unwrap()

@@ -3,6 +3,7 @@
 //! one accumulating GEMM (`fuse_accumulate`).
 
 use super::DotPlan;
+use jaxon_ir::primitive::{Elementwise, GetParams, Indexing, SliceParams, State};
 
 /// What [`fuse_accumulate`] changed: group spans the memory plan must keep
 /// live together, and the product temporaries no longer materialised.
@@ -44,11 +45,16 @@ pub(crate) fn fuse_accumulate(
             continue;
         };
         let eqn = &jaxpr.eqns[*e];
-        let (Primitive::Binary(BinaryOp::Add), [Atom::Var(a), Atom::Var(b)], [Binder::Var(out)]) = (
+        let (
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
+            [Atom::Var(a), Atom::Var(b)],
+            [Binder::Var(out)],
+        ) = (
             &eqn.primitive,
             eqn.inputs.as_slice(),
             eqn.outputs.as_slice(),
-        ) else {
+        )
+        else {
             continue;
         };
         if !matches!(&groups[gi], crate::prep::GPrep::Kernel(k) if k.row_run.is_none()) {
@@ -133,11 +139,11 @@ pub(crate) fn fuse_slices(
         };
         let eqn = &jaxpr.eqns[*e];
         let (
-            Primitive::Slice {
+            Primitive::Indexing(Indexing::Slice(SliceParams {
                 start_indices,
                 strides,
                 ..
-            },
+            })),
             [Atom::Var(w)],
             [Binder::Var(out)],
         ) = (
@@ -265,7 +271,7 @@ pub(crate) fn fuse_box_reads(
             };
             let same_rank =
                 matches!((ty(*r), ty(*s)), (Some(a), Some(b)) if a.2.len() == b.2.len());
-            if matches!(eqn.primitive, Primitive::Get { .. })
+            if matches!(eqn.primitive, Primitive::State(State::Get(_)))
                 && uses.get(s.index()) == Some(&1)
                 && same_rank
                 && acc.is_none_or(|(x, _)| x != *s)

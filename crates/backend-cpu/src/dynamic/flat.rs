@@ -20,6 +20,7 @@ use crate::kernel::{compile_group, GenError};
 use cranelift_module::Module;
 use jaxon_ir::passes::{is_elementwise, plan_fusion, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
+use jaxon_ir::primitive::{BroadcastInDimParams, ReduceParams, Reduction, Structural};
 use jaxon_ir::{Atom, Aval, Binder, DType, Dim, Eqn, Jaxpr, Primitive, ShapedArray, Var};
 use std::collections::HashMap;
 
@@ -117,10 +118,10 @@ fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
         return (out.shape == shape && operands_ok(&eqn.inputs)).then_some(Member::Elementwise);
     }
     match &eqn.primitive {
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             broadcast_dimensions,
             ..
-        } => {
+        })) => {
             let x = eqn.inputs.first()?;
             let scalar = array_shape(jaxpr, x)?.is_empty();
             let x_ok = jaxpr.atom_aval(x).is_some_and(|a| dt_ok(a.dtype()));
@@ -132,7 +133,7 @@ fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
                 && x_ok)
                 .then_some(Member::Splat)
         }
-        Primitive::Reduce { axes, .. } => {
+        Primitive::Reduction(Reduction::Reduce(ReduceParams { axes, .. })) => {
             let x = eqn.inputs.first()?;
             let all: Vec<usize> = (0..shape.len()).collect();
             let half = matches!(out.dtype, DType::F16 | DType::BF16);
@@ -154,7 +155,9 @@ pub(crate) fn find_run(jaxpr: &Jaxpr, start: usize) -> Option<(usize, Vec<Dim>)>
     let first = jaxpr.eqns.get(start)?;
     // A full reduction of an array starts (and ends) a run over the
     // array's shape.
-    if let (Primitive::Reduce { .. }, Some(x)) = (&first.primitive, first.inputs.first()) {
+    if let (Primitive::Reduction(Reduction::Reduce(_)), Some(x)) =
+        (&first.primitive, first.inputs.first())
+    {
         let xs = array_shape(jaxpr, x)?;
         if !xs.is_empty() && member(jaxpr, first, &xs) == Some(Member::Reduce) {
             return Some((start + 1, xs));
@@ -274,10 +277,12 @@ pub(crate) fn compile_run(
                                 ..a
                             }));
                             sur.eqns.push(Eqn {
-                                primitive: Primitive::BroadcastInDim {
-                                    shape: vec![Some(FLAT_EXTENT)],
-                                    broadcast_dimensions: Vec::<i64>::new().into(),
-                                },
+                                primitive: Primitive::Structural(Structural::BroadcastInDim(
+                                    BroadcastInDimParams {
+                                        shape: vec![Some(FLAT_EXTENT)],
+                                        broadcast_dimensions: Vec::<i64>::new().into(),
+                                    },
+                                )),
                                 inputs: vec![Atom::Var(lv)],
                                 outputs: vec![Binder::Var(wide)],
                             });
@@ -298,19 +303,21 @@ pub(crate) fn compile_run(
         local.insert(v, lv);
         let primitive = match (&eqn.primitive, m) {
             (
-                Primitive::BroadcastInDim {
+                Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
                     broadcast_dimensions,
                     ..
-                },
+                })),
                 Member::Splat,
-            ) => Primitive::BroadcastInDim {
+            ) => Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
                 shape: vec![Some(FLAT_EXTENT)],
                 broadcast_dimensions: broadcast_dimensions.clone(),
-            },
-            (Primitive::Reduce { op, .. }, Member::Reduce) => Primitive::Reduce {
-                op: *op,
-                axes: vec![0],
-            },
+            })),
+            (Primitive::Reduction(Reduction::Reduce(ReduceParams { op, .. })), Member::Reduce) => {
+                Primitive::Reduction(Reduction::Reduce(ReduceParams {
+                    op: *op,
+                    axes: vec![0],
+                }))
+            }
             (p, _) => p.clone(),
         };
         sur.eqns.push(Eqn {

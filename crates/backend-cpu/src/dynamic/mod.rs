@@ -30,6 +30,10 @@
 //! declared type with the dimension variables resolved (dtype, rank and
 //! each size), so kernels only ever see the sizes they are called with.
 
+use jaxon_ir::primitive::{
+    CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, ForLoopParams,
+    JitParams, Linalg, RematParams, ScanParams, WhileParams,
+};
 mod flat;
 mod movement;
 mod native;
@@ -206,10 +210,10 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                 .map_err(|m| crate::compile::cannot(jaxpr, e, &m))
         };
         let step = match &eqn.primitive {
-            Primitive::DotGeneral {
+            Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
                 preferred_element_type,
                 ..
-            } => {
+            })) => {
                 let dts: Vec<_> = eqn
                     .inputs
                     .iter()
@@ -224,14 +228,14 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     native()?
                 }
             }
-            Primitive::Cond { .. }
-            | Primitive::While { .. }
-            | Primitive::Scan { .. }
-            | Primitive::ForLoop { .. }
-            | Primitive::Jit { .. }
-            | Primitive::CustomJvpCall { .. }
-            | Primitive::CustomVjpCall { .. }
-            | Primitive::Remat { .. } => {
+            Primitive::Control(Control::Cond(_))
+            | Primitive::Control(Control::While(_))
+            | Primitive::Control(Control::Scan(_))
+            | Primitive::Control(Control::ForLoop(_))
+            | Primitive::Control(Control::Jit(_))
+            | Primitive::Control(Control::CustomJvpCall(_))
+            | Primitive::Control(Control::CustomVjpCall(_))
+            | Primitive::Control(Control::Remat(_)) => {
                 let bodies = eqn
                     .primitive
                     .param_jaxprs()

@@ -13,6 +13,18 @@
 
 use super::{movement, reduce};
 use crate::native::{build_op, NativeOp};
+use jaxon_ir::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 use jaxon_ir::primitive::{CumulativeOp, ReduceOp};
 use jaxon_ir::{DType, Eqn, HostArray, IrError, Primitive};
 use std::sync::Mutex;
@@ -87,53 +99,57 @@ impl DynOp {
     pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, String> {
         let none = |why: &str| Err(format!("`{}` {why}", eqn.primitive.name()));
         Ok(match &eqn.primitive {
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp => {
+            Primitive::Elementwise(Elementwise::Unary(_))
+            | Primitive::Elementwise(Elementwise::Binary(_))
+            | Primitive::Elementwise(Elementwise::IntegerPow(_))
+            | Primitive::Elementwise(Elementwise::Round(_))
+            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+            | Primitive::Elementwise(Elementwise::SelectN)
+            | Primitive::Elementwise(Elementwise::Clamp) => {
                 return none(&format!(
                     "has no native step in a dynamic-shape program outside a fused kernel ({})",
                     unfused.unwrap_or("no kernel for its operand shapes")
                 ))
             }
-            Primitive::Iota { dimension, .. } => DynOp::Iota {
+            Primitive::Structural(Structural::Iota(IotaParams { dimension, .. })) => DynOp::Iota {
                 dimension: *dimension,
             },
-            Primitive::BroadcastInDim {
+            Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
                 broadcast_dimensions,
                 ..
-            } => DynOp::Broadcast {
+            })) => DynOp::Broadcast {
                 dims: broadcast_dimensions.to_usizes(),
             },
-            Primitive::Reshape {
+            Primitive::Structural(Structural::Reshape(ReshapeParams {
                 dimensions: None, ..
-            }
-            | Primitive::Squeeze { .. } => DynOp::Reshape,
-            Primitive::Reshape {
+            }))
+            | Primitive::Structural(Structural::Squeeze(_)) => DynOp::Reshape,
+            Primitive::Structural(Structural::Reshape(ReshapeParams {
                 dimensions: Some(perm),
                 ..
-            } => DynOp::TransposeReshape { perm: perm.clone() },
-            Primitive::Transpose { permutation } => DynOp::Transpose {
-                perm: permutation.clone(),
-            },
-            Primitive::Slice {
+            })) => DynOp::TransposeReshape { perm: perm.clone() },
+            Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
+                DynOp::Transpose {
+                    perm: permutation.clone(),
+                }
+            }
+            Primitive::Indexing(Indexing::Slice(SliceParams {
                 start_indices,
                 strides,
                 ..
-            } => DynOp::Slice {
+            })) => DynOp::Slice {
                 starts: start_indices.to_usizes(),
                 steps: strides
                     .as_ref()
                     .map_or_else(|| vec![1; start_indices.len()], |s| s.to_usizes()),
             },
-            Primitive::Rev { dimensions } => DynOp::Rev {
+            Primitive::Structural(Structural::Rev(RevParams { dimensions })) => DynOp::Rev {
                 dims: dimensions.clone(),
             },
-            Primitive::Concatenate { dimension } => DynOp::Concat { dim: *dimension },
-            Primitive::Pad { padding_config } => {
+            Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
+                DynOp::Concat { dim: *dimension }
+            }
+            Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
                 let config: Option<Vec<(i64, i64, i64)>> = padding_config
                     .iter()
                     .map(|t| match t.values.as_slice() {
@@ -146,16 +162,16 @@ impl DynOp {
                     None => return none("has a bad padding_config"),
                 }
             }
-            Primitive::DynamicUpdateSlice => DynOp::UpdateSlice,
-            Primitive::Reduce { op, axes } => DynOp::Reduce {
+            Primitive::Indexing(Indexing::DynamicUpdateSlice) => DynOp::UpdateSlice,
+            Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => DynOp::Reduce {
                 op: *op,
                 axes: axes.clone(),
             },
-            Primitive::ArgReduce {
+            Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
                 op,
                 axes,
                 index_dtype,
-            } => match axes.as_slice() {
+            })) => match axes.as_slice() {
                 [axis] => DynOp::ArgReduce {
                     max: *op == jaxon_ir::primitive::ArgOp::Argmax,
                     axis: *axis,
@@ -163,49 +179,55 @@ impl DynOp {
                 },
                 _ => return none("takes exactly one axis"),
             },
-            Primitive::Cumulative { op, axis, reverse } => DynOp::Cumulative {
-                op: *op,
-                axis: *axis,
-                reverse: *reverse,
-            },
-            Primitive::Split { axis, .. } => DynOp::Split { axis: *axis },
-            Primitive::Empty2 { .. } => DynOp::Zeros,
-            Primitive::DynamicSlice { .. }
-            | Primitive::Gather { .. }
-            | Primitive::Scatter { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::ConvGeneralDilated { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::Tile { .. }
-            | Primitive::Stack { .. }
-            | Primitive::DotGeneral { .. } => DynOp::Built(Mutex::new(None)),
-            Primitive::AllReduce { .. }
-            | Primitive::AllGather { .. }
-            | Primitive::AxisIndex { .. } => {
+            Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => {
+                DynOp::Cumulative {
+                    op: *op,
+                    axis: *axis,
+                    reverse: *reverse,
+                }
+            }
+            Primitive::Structural(Structural::Split(SplitParams { axis, .. })) => {
+                DynOp::Split { axis: *axis }
+            }
+            Primitive::Structural(Structural::Empty2(_)) => DynOp::Zeros,
+            Primitive::Indexing(Indexing::DynamicSlice(_))
+            | Primitive::Indexing(Indexing::Gather(_))
+            | Primitive::Indexing(Indexing::Scatter(_))
+            | Primitive::Reduction(Reduction::Sort(_))
+            | Primitive::Reduction(Reduction::TopK(_))
+            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
+            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
+            | Primitive::Structural(Structural::Tile(_))
+            | Primitive::Structural(Structural::Stack(_))
+            | Primitive::Linalg(Linalg::DotGeneral(_)) => DynOp::Built(Mutex::new(None)),
+            Primitive::Collective(Collective::AllReduce(_))
+            | Primitive::Collective(Collective::AllGather(_))
+            | Primitive::Collective(Collective::AxisIndex(_)) => {
                 return none("(a named-axis collective) is unbound in a compiled program")
             }
-            Primitive::Get { .. }
-            | Primitive::Swap { .. }
-            | Primitive::AddUpdate { .. }
-            | Primitive::Load { .. }
-            | Primitive::Store { .. }
-            | Primitive::AtomicRmw { .. }
-            | Primitive::AtomicCas { .. }
-            | Primitive::ProgramId { .. }
-            | Primitive::NumPrograms { .. }
-            | Primitive::PallasCall { .. } => {
+            Primitive::State(State::Get(_))
+            | Primitive::State(State::Swap(_))
+            | Primitive::State(State::AddUpdate(_))
+            | Primitive::Pallas(Pallas::Load(_))
+            | Primitive::Pallas(Pallas::Store(_))
+            | Primitive::Pallas(Pallas::AtomicRmw(_))
+            | Primitive::Pallas(Pallas::AtomicCas(_))
+            | Primitive::Pallas(Pallas::ProgramId(_))
+            | Primitive::Pallas(Pallas::NumPrograms(_))
+            | Primitive::Pallas(Pallas::PallasCall(_)) => {
                 return none("is not supported in dynamic-shape programs yet")
             }
-            Primitive::Cond { .. }
-            | Primitive::While { .. }
-            | Primitive::Scan { .. }
-            | Primitive::ForLoop { .. }
-            | Primitive::Jit { .. }
-            | Primitive::CustomJvpCall { .. }
-            | Primitive::CustomVjpCall { .. }
-            | Primitive::Remat { .. } => return none("runs its nested bodies, not a native op"),
+            Primitive::Control(Control::Cond(_))
+            | Primitive::Control(Control::While(_))
+            | Primitive::Control(Control::Scan(_))
+            | Primitive::Control(Control::ForLoop(_))
+            | Primitive::Control(Control::Jit(_))
+            | Primitive::Control(Control::CustomJvpCall(_))
+            | Primitive::Control(Control::CustomVjpCall(_))
+            | Primitive::Control(Control::Remat(_)) => {
+                return none("runs its nested bodies, not a native op")
+            }
         })
     }
 

@@ -25,6 +25,10 @@ use jaxon_ir::interp::support::{
     for_loop_trips, index_axis0, index_scalar, literal_array, scalar_i64, stack,
 };
 use jaxon_ir::interp::HostBuffer;
+use jaxon_ir::primitive::{
+    CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, ForLoopParams,
+    JitParams, Linalg, RematParams, ScanParams, WhileParams,
+};
 use jaxon_ir::{
     Atom, Aval, Binder, Buffer, DType, Dim, Eqn, Executable, HostArray, IrError, Jaxpr, Primitive,
 };
@@ -508,9 +512,9 @@ fn run_scalar(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &ScalarRun) -> Result<()
 
 fn dot(ctx: &Ctx, j: &Jaxpr, env: &Env, eqn: &Eqn) -> Result<HostArray, IrError> {
     let (
-        Primitive::DotGeneral {
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers, ..
-        },
+        })),
         [l, r],
     ) = (&eqn.primitive, eqn.inputs.as_slice())
     else {
@@ -602,7 +606,7 @@ fn nested(
     };
     let body_at = |k: usize| bodies.get(k).ok_or_else(|| fail("missing nested body"));
     match &eqn.primitive {
-        Primitive::Cond { branches } => {
+        Primitive::Control(Control::Cond(CondParams { branches })) => {
             let (index, ops) = args
                 .split_first()
                 .ok_or_else(|| fail("cond without an index"))?;
@@ -610,11 +614,11 @@ fn nested(
             let i = i.clamp(0, branches.len() as i64 - 1) as usize;
             run_body(ctx, body_at(i)?, borrow(ops))
         }
-        Primitive::While {
+        Primitive::Control(Control::While(WhileParams {
             cond_nconsts,
             body_nconsts,
             ..
-        } => {
+        })) => {
             let (body, cond) = (body_at(0)?, body_at(1)?);
             let n = cond_nconsts + body_nconsts;
             if args.len() < n {
@@ -639,12 +643,12 @@ fn nested(
                 ctx.free_all(std::mem::replace(&mut carry, next));
             }
         }
-        Primitive::ForLoop {
+        Primitive::Control(Control::ForLoop(ForLoopParams {
             body_nconsts,
             nimplicit,
             apply_reverse_transform,
             ..
-        } => {
+        })) => {
             let body = body_at(0)?;
             let head = body_nconsts + nimplicit;
             if args.len() < head + 4 {
@@ -675,13 +679,13 @@ fn nested(
             }
             Ok(carry)
         }
-        Primitive::Scan {
+        Primitive::Control(Control::Scan(ScanParams {
             length,
             reverse,
             num_consts,
             num_carry,
             ..
-        } => {
+        })) => {
             let body = body_at(0)?;
             let (nc, nk) = (*num_consts, *num_carry);
             if args.len() < nc + nk {
@@ -734,11 +738,11 @@ fn nested(
             }
             Ok(results)
         }
-        Primitive::Jit { .. } | Primitive::Remat { .. } => {
+        Primitive::Control(Control::Jit(_)) | Primitive::Control(Control::Remat(_)) => {
             run_body(ctx, body_at(0)?, borrow(&args))
         }
-        Primitive::CustomJvpCall { num_consts, .. }
-        | Primitive::CustomVjpCall { num_consts, .. } => {
+        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams { num_consts, .. }))
+        | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams { num_consts, .. })) => {
             let body = body_at(0)?;
             let n = body.jaxpr.invars.len();
             if n == args.len() {

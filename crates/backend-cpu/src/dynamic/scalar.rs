@@ -12,6 +12,7 @@
 
 use jaxon_ir::literal::Scalar;
 use jaxon_ir::primitive::{BinaryOp, UnaryOp};
+use jaxon_ir::primitive::{ConvertElementTypeParams, Elementwise};
 use jaxon_ir::{Atom, Binder, DType, Jaxpr, Primitive, Var};
 
 /// An operand: a register or an immediate (a literal, normalised).
@@ -152,7 +153,7 @@ pub(crate) fn compile(jaxpr: &Jaxpr, start: usize, end: usize) -> Option<ScalarR
             };
         }
         let op = match &eqn.primitive {
-            Primitive::Binary(b) => Op::Bin(match b {
+            Primitive::Elementwise(Elementwise::Binary(b)) => Op::Bin(match b {
                 BinaryOp::Add | BinaryOp::AddAny => Bin::Add,
                 BinaryOp::Sub => Bin::Sub,
                 BinaryOp::Mul => Bin::Mul,
@@ -178,11 +179,13 @@ pub(crate) fn compile(jaxpr: &Jaxpr, start: usize, end: usize) -> Option<ScalarR
                 | BinaryOp::ShiftRightArithmetic
                 | BinaryOp::ShiftRightLogical => return None,
             }),
-            Primitive::Unary(UnaryOp::Neg) => Op::Neg,
-            Primitive::Unary(UnaryOp::Not) => Op::Not,
-            Primitive::Unary(UnaryOp::Copy | UnaryOp::StopGradient) => Op::Copy,
-            Primitive::ConvertElementType { .. } => Op::Convert,
-            Primitive::SelectN if eqn.inputs.len() == 3 => {
+            Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg)) => Op::Neg,
+            Primitive::Elementwise(Elementwise::Unary(UnaryOp::Not)) => Op::Not,
+            Primitive::Elementwise(Elementwise::Unary(UnaryOp::Copy | UnaryOp::StopGradient)) => {
+                Op::Copy
+            }
+            Primitive::Elementwise(Elementwise::ConvertElementType(_)) => Op::Convert,
+            Primitive::Elementwise(Elementwise::SelectN) if eqn.inputs.len() == 3 => {
                 let p = jaxpr.atom_aval(&eqn.inputs[0])?.dtype();
                 if p != DType::Bool {
                     return None;

@@ -8,6 +8,7 @@ use super::ops::vector_ok;
 use super::{err, row_major, static_shape, Gen, GenError, Leaf, Node, Src};
 use jaxon_ir::passes::{operand_map, Group, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
+use jaxon_ir::primitive::{Elementwise, ReduceParams, Reduction};
 use jaxon_ir::{Atom, Binder, DType, Jaxpr, Primitive};
 
 pub(super) fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
@@ -91,12 +92,12 @@ pub(super) fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
         }
         let is_root = p + 1 == group.eqns.len();
         if is_root && reduce.is_some() {
-            if !matches!(eqn.primitive, Primitive::Reduce { .. }) {
+            if !matches!(eqn.primitive, Primitive::Reduction(Reduction::Reduce(_))) {
                 return Err(err(Some(e), "reduce group without a reduction root"));
             }
             result = Some(srcs[0].clone());
         } else {
-            if let Primitive::Reduce { .. } = eqn.primitive {
+            if let Primitive::Reduction(Reduction::Reduce(_)) = eqn.primitive {
                 return Err(err(Some(e), "reduction inside a loop group"));
             }
             if is_root {
@@ -213,7 +214,9 @@ impl Gen {
             let n = &self.nodes[p];
             let add_like = matches!(
                 n.prim,
-                Primitive::Binary(BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub)
+                Primitive::Elementwise(Elementwise::Binary(
+                    BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub
+                ))
             );
             if !add_like || !matches!(n.out_dt, DType::F32 | DType::F64) || n.srcs.len() != 2 {
                 continue;
@@ -222,7 +225,8 @@ impl Gen {
                 Src::Val(q)
                     if uses[q] == 1
                         && !self.nodes[q].skip
-                        && self.nodes[q].prim == Primitive::Binary(BinaryOp::Mul)
+                        && self.nodes[q].prim
+                            == Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul))
                         && self.nodes[q].out_dt == n.out_dt =>
                 {
                     Some((q, slot))

@@ -13,6 +13,7 @@ use cranelift_codegen::ir::types::I16;
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
 use jaxon_ir::primitive::{BinaryOp, UnaryOp};
+use jaxon_ir::primitive::{ConvertElementTypeParams, Elementwise};
 use jaxon_ir::{DType, Primitive};
 
 /// f16 or bf16.
@@ -59,9 +60,9 @@ fn rounds(p: &Primitive) -> bool {
     !jaxon_ir::passes::moves_data(p)
         && !matches!(
             p,
-            Primitive::SelectN
-                | Primitive::Clamp
-                | Primitive::Unary(
+            Primitive::Elementwise(Elementwise::SelectN)
+                | Primitive::Elementwise(Elementwise::Clamp)
+                | Primitive::Elementwise(Elementwise::Unary(
                     UnaryOp::Neg
                         | UnaryOp::Abs
                         | UnaryOp::Copy
@@ -69,8 +70,8 @@ fn rounds(p: &Primitive) -> bool {
                         | UnaryOp::Floor
                         | UnaryOp::Ceil
                         | UnaryOp::Sign
-                )
-                | Primitive::Binary(BinaryOp::Max | BinaryOp::Min)
+                ))
+                | Primitive::Elementwise(Elementwise::Binary(BinaryOp::Max | BinaryOp::Min))
         )
 }
 
@@ -91,13 +92,16 @@ pub(super) fn emit_op(
         .collect();
     let from = args.first().map(|a| a.dt);
     match prim {
-        Primitive::Binary(BinaryOp::Nextafter) if is_half(out) => {
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Nextafter)) if is_half(out) => {
             let [x, y] = cargs.as_slice() else {
                 return Err("nextafter takes two operands".into());
             };
             return Ok(libm::nextafter_half(em, out, x.v, y.v));
         }
-        Primitive::ConvertElementType { new_dtype, .. } if is_half(*new_dtype) => {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+            new_dtype,
+            ..
+        })) if is_half(*new_dtype) => {
             let x = cargs.first().copied().ok_or("convert takes one operand")?;
             let from = from.unwrap_or(DType::F32);
             if from.is_float() && from != DType::F64 {
@@ -108,10 +112,12 @@ pub(super) fn emit_op(
             let wide = emit_plain(
                 em,
                 gdt,
-                &Primitive::ConvertElementType {
-                    new_dtype: DType::F64,
-                    weak_type: false,
-                },
+                &Primitive::Elementwise(Elementwise::ConvertElementType(
+                    ConvertElementTypeParams {
+                        new_dtype: DType::F64,
+                        weak_type: false,
+                    },
+                )),
                 &[x],
                 DType::F64,
             )?;

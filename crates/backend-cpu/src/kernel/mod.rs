@@ -20,6 +20,7 @@
 //!   the inner dimension is kept, accumulates into the output, which the
 //!   caller pre-fills with the reduction's identity.
 
+use jaxon_ir::primitive::Elementwise;
 mod analyse;
 pub(crate) mod emit;
 mod half;
@@ -625,7 +626,10 @@ impl Gen {
                 let a0 = src_val(b, &m.srcs[0], &vals)?;
                 let a1 = src_val(b, &m.srcs[1], &vals)?;
                 let c = src_val(b, &node.srcs[1 - slot], &vals)?;
-                let sub = node.prim == Primitive::Binary(jaxon_ir::primitive::BinaryOp::Sub);
+                let sub = node.prim
+                    == Primitive::Elementwise(Elementwise::Binary(
+                        jaxon_ir::primitive::BinaryOp::Sub,
+                    ));
                 let v = match (sub, slot) {
                     (false, _) => b.ins().fma(a0, a1, c),
                     (true, 0) => {

@@ -13,6 +13,10 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F64, I32, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use jaxon_ir::primitive::{BinaryOp, RoundingMethod, UnaryOp};
+use jaxon_ir::primitive::{
+    BroadcastInDimParams, ConvertElementTypeParams, Elementwise, Indexing, IntegerPowParams,
+    ReshapeParams, RevParams, RoundParams, SliceParams, SqueezeParams, Structural, TransposeParams,
+};
 use jaxon_ir::{DType, Primitive};
 
 /// An operand value with its dtype.
@@ -58,8 +62,10 @@ fn is_approximated(op: UnaryOp) -> bool {
 /// iterations and unrolling only spills registers.
 pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
     match prim {
-        Primitive::Unary(op) => is_approximated(*op),
-        Primitive::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Atan2),
+        Primitive::Elementwise(Elementwise::Unary(op)) => is_approximated(*op),
+        Primitive::Elementwise(Elementwise::Binary(op)) => {
+            matches!(op, BinaryOp::Pow | BinaryOp::Atan2)
+        }
         _ => false,
     }
 }
@@ -70,7 +76,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
     let is_g = |d: &DType| *d == gdt;
     let floats_in = ins.iter().all(is_g);
     match prim {
-        Primitive::Unary(op) => {
+        Primitive::Elementwise(Elementwise::Unary(op)) => {
             let f32_only = matches!(op, UnaryOp::Erf | UnaryOp::ErfInv);
             floats_in
                 && is_g(&out)
@@ -86,7 +92,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Sign
                 ) || (is_approximated(*op) && (!f32_only || gdt == DType::F32)))
         }
-        Primitive::Binary(op) => {
+        Primitive::Elementwise(Elementwise::Binary(op)) => {
             floats_in
                 && if op.is_comparison() {
                     out == DType::Bool
@@ -105,18 +111,21 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         ) || (*op == BinaryOp::Pow && gdt == DType::F32))
                 }
         }
-        Primitive::IntegerPow { .. } => floats_in && is_g(&out),
-        Primitive::SelectN => {
+        Primitive::Elementwise(Elementwise::IntegerPow(_)) => floats_in && is_g(&out),
+        Primitive::Elementwise(Elementwise::SelectN) => {
             ins.len() == 3 && ins[0] == DType::Bool && ins[1..].iter().all(is_g) && is_g(&out)
         }
-        Primitive::Clamp => floats_in && is_g(&out),
-        Primitive::ConvertElementType { new_dtype, .. } => floats_in && *new_dtype == gdt,
-        Primitive::BroadcastInDim { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Slice { .. }
-        | Primitive::Rev { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Squeeze { .. } => ins.iter().all(is_g) && is_g(&out),
+        Primitive::Elementwise(Elementwise::Clamp) => floats_in && is_g(&out),
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+            new_dtype,
+            ..
+        })) => floats_in && *new_dtype == gdt,
+        Primitive::Structural(Structural::BroadcastInDim(_))
+        | Primitive::Structural(Structural::Transpose(_))
+        | Primitive::Indexing(Indexing::Slice(_))
+        | Primitive::Structural(Structural::Rev(_))
+        | Primitive::Structural(Structural::Reshape(_))
+        | Primitive::Structural(Structural::Squeeze(_)) => ins.iter().all(is_g) && is_g(&out),
         _ => false,
     }
 }
@@ -140,23 +149,30 @@ pub(crate) fn emit_op(
             .ok_or_else(|| format!("missing operand {i}"))
     };
     match prim {
-        Primitive::Unary(op) => unary(em, *op, arg(0)?),
-        Primitive::Binary(op) => binary(em, gdt, *op, arg(0)?, arg(1)?),
-        Primitive::IntegerPow { y } => integer_pow(em, arg(0)?, *y),
-        Primitive::Round { rounding_method } => round(em, arg(0)?, *rounding_method),
-        Primitive::SelectN => select_n(em, args),
-        Primitive::Clamp => {
+        Primitive::Elementwise(Elementwise::Unary(op)) => unary(em, *op, arg(0)?),
+        Primitive::Elementwise(Elementwise::Binary(op)) => binary(em, gdt, *op, arg(0)?, arg(1)?),
+        Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
+            integer_pow(em, arg(0)?, *y)
+        }
+        Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method })) => {
+            round(em, arg(0)?, *rounding_method)
+        }
+        Primitive::Elementwise(Elementwise::SelectN) => select_n(em, args),
+        Primitive::Elementwise(Elementwise::Clamp) => {
             let (lo, x, hi) = (arg(0)?, arg(1)?, arg(2)?);
             let m = minmax(em, BinaryOp::Max, x, lo)?;
             minmax(em, BinaryOp::Min, Operand { v: m, dt: x.dt }, hi)
         }
-        Primitive::ConvertElementType { new_dtype, .. } => convert(em, arg(0)?, *new_dtype),
-        Primitive::BroadcastInDim { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Slice { .. }
-        | Primitive::Rev { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Squeeze { .. } => {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+            new_dtype,
+            ..
+        })) => convert(em, arg(0)?, *new_dtype),
+        Primitive::Structural(Structural::BroadcastInDim(_))
+        | Primitive::Structural(Structural::Transpose(_))
+        | Primitive::Indexing(Indexing::Slice(_))
+        | Primitive::Structural(Structural::Rev(_))
+        | Primitive::Structural(Structural::Reshape(_))
+        | Primitive::Structural(Structural::Squeeze(_)) => {
             // The index map already moved the read; the value passes through.
             let a = arg(0)?;
             if a.dt != out {

@@ -25,6 +25,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Variable};
 use jaxon_ir::passes::moves_data;
 use jaxon_ir::primitive::BinaryOp;
+use jaxon_ir::primitive::Elementwise;
 use jaxon_ir::{DType, Primitive};
 
 /// Inner indices per tile.
@@ -117,12 +118,14 @@ impl Gen {
                 continue;
             }
             let found = match (&n.prim, n.srcs.as_slice()) {
-                (Primitive::Unary(op), [_]) if n.in_dts == [self.gdt] => {
+                (Primitive::Elementwise(Elementwise::Unary(op)), [_]) if n.in_dts == [self.gdt] => {
                     wide::routine(*op, self.gdt).map(|a| (a, None))
                 }
                 // Division by a scalar (softmax's and norms' `x / sum`):
                 // the divide is the costly part, 8 lanes halve it.
-                (Primitive::Binary(BinaryOp::Div), [_, d]) if n.in_dts == [self.gdt; 2] => {
+                (Primitive::Elementwise(Elementwise::Binary(BinaryOp::Div)), [_, d])
+                    if n.in_dts == [self.gdt; 2] =>
+                {
                     match (wide::divide(self.gdt), self.scalar_of(d)) {
                         (Some(a), Some(c)) => Some((a, Some(c))),
                         _ => None,
@@ -241,14 +244,16 @@ impl Gen {
             }
             let n = member(s)?;
             match (&n.prim, n.srcs.as_slice()) {
-                (Primitive::Unary(UnaryOp::Neg), [x]) => {
+                (Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg)), [x]) => {
                     Some((leaf(x)?, Some(Scalar::Const(-1.0))))
                 }
-                (Primitive::Binary(BinaryOp::Mul), [a, b]) => match (leaf(a), leaf(b)) {
-                    (Some(i), _) => Some((i, Some(scalar(b)?))),
-                    (None, Some(i)) => Some((i, Some(scalar(a)?))),
-                    (None, None) => None,
-                },
+                (Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)), [a, b]) => {
+                    match (leaf(a), leaf(b)) {
+                        (Some(i), _) => Some((i, Some(scalar(b)?))),
+                        (None, Some(i)) => Some((i, Some(scalar(a)?))),
+                        (None, None) => None,
+                    }
+                }
                 _ => None,
             }
         };
@@ -261,11 +266,14 @@ impl Gen {
         }
         let n = member(src)?;
         let (x, c, negated) = match (&n.prim, n.srcs.as_slice()) {
-            (Primitive::Binary(BinaryOp::Add), [a, b]) => match scalar(b) {
+            (Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)), [a, b]) => match scalar(b)
+            {
                 Some(c) => (a, c, false),
                 None => (b, scalar(a)?, false),
             },
-            (Primitive::Binary(BinaryOp::Sub), [a, b]) => (a, scalar(b)?, true),
+            (Primitive::Elementwise(Elementwise::Binary(BinaryOp::Sub)), [a, b]) => {
+                (a, scalar(b)?, true)
+            }
             _ => return None,
         };
         let (leaf, scale) = scaled(x)?;

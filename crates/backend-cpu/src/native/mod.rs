@@ -7,6 +7,13 @@
 //! builders here check static shapes at compile time so that `run` only
 //! meets the shapes it was compiled for.
 
+use jaxon_ir::primitive::{
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, BitcastConvertTypeParams,
+    ConvGeneralDilatedParams, DotGeneralParams, DynamicSliceParams, Elementwise, GatherParams,
+    GetParams, Indexing, Linalg, LoadParams, NumProgramsParams, Pallas, PallasCallParams,
+    ProgramIdParams, ReducePrecisionParams, Reduction, ReshapeParams, ScatterParams, SortParams,
+    StackParams, State, StoreParams, Structural, SwapParams, TileParams, TopKParams,
+};
 mod conv;
 mod elem;
 mod gather;
@@ -230,30 +237,32 @@ fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
 /// Builds the native step of equation `e`, or an error naming it. Only the
 /// primitives listed here reach this function.
 pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
-    if let Primitive::Get { indexers }
-    | Primitive::Swap { indexers }
-    | Primitive::AddUpdate { indexers }
-    | Primitive::Load { indexers, .. }
-    | Primitive::Store { indexers, .. }
-    | Primitive::AtomicRmw { indexers, .. }
-    | Primitive::AtomicCas { indexers } = &eqn.primitive
+    if let Primitive::State(State::Get(GetParams { indexers }))
+    | Primitive::State(State::Swap(SwapParams { indexers }))
+    | Primitive::State(State::AddUpdate(AddUpdateParams { indexers }))
+    | Primitive::Pallas(Pallas::Load(LoadParams { indexers, .. }))
+    | Primitive::Pallas(Pallas::Store(StoreParams { indexers, .. }))
+    | Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, .. }))
+    | Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })) = &eqn.primitive
     {
         let kind = match &eqn.primitive {
-            Primitive::Get { .. } => state::Kind::Get,
-            Primitive::Swap { .. } => state::Kind::Swap,
-            Primitive::Load {
+            Primitive::State(State::Get(_)) => state::Kind::Get,
+            Primitive::State(State::Swap(_)) => state::Kind::Swap,
+            Primitive::Pallas(Pallas::Load(LoadParams {
                 has_mask,
                 has_other,
                 ..
-            } => state::Kind::Load {
+            })) => state::Kind::Load {
                 has_mask: *has_mask,
                 has_other: *has_other,
             },
-            Primitive::Store { has_mask, .. } => state::Kind::Store {
+            Primitive::Pallas(Pallas::Store(StoreParams { has_mask, .. })) => state::Kind::Store {
                 has_mask: *has_mask,
             },
-            Primitive::AtomicRmw { op, .. } => state::Kind::Atomic(*op),
-            Primitive::AtomicCas { .. } => state::Kind::Cas,
+            Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { op, .. })) => {
+                state::Kind::Atomic(*op)
+            }
+            Primitive::Pallas(Pallas::AtomicCas(_)) => state::Kind::Cas,
             _ => state::Kind::AddUpdate,
         };
         if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
@@ -285,18 +294,19 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         });
     }
     match &eqn.primitive {
-        Primitive::ProgramId { axis } | Primitive::NumPrograms { axis } => {
-            let count = matches!(eqn.primitive, Primitive::NumPrograms { .. });
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis }))
+        | Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
+            let count = matches!(eqn.primitive, Primitive::Pallas(Pallas::NumPrograms(_)));
             return step(eqn, Box::new(pallas::ProgramId { axis: *axis, count }));
         }
-        Primitive::PallasCall {
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel,
             grid,
             block_mappings,
             out_avals,
             input_output_aliases,
             ..
-        } => {
+        })) => {
             let op = pallas::PallasOp::new(
                 kernel,
                 grid,
@@ -332,17 +342,19 @@ pub(crate) fn build_op(
     outs: &[(jaxon_ir::DType, Vec<usize>)],
 ) -> Result<Box<dyn NativeOp>, String> {
     Ok(match primitive {
-        Primitive::DynamicSlice { slice_sizes } => {
+        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
             Box::new(gather::DynamicSlice::new(ins, &slice_sizes.to_usizes())?)
         }
-        Primitive::DynamicUpdateSlice => Box::new(gather::DynamicUpdateSlice::new(ins)?),
-        Primitive::Gather {
+        Primitive::Indexing(Indexing::DynamicUpdateSlice) => {
+            Box::new(gather::DynamicUpdateSlice::new(ins)?)
+        }
+        Primitive::Indexing(Indexing::Gather(GatherParams {
             dimension_numbers,
             fill_value,
             mode,
             slice_sizes,
             ..
-        } => Box::new(gather::Gather::new(
+        })) => Box::new(gather::Gather::new(
             ins,
             dimension_numbers,
             *fill_value,
@@ -350,19 +362,21 @@ pub(crate) fn build_op(
             &slice_sizes.to_usizes(),
             outs,
         )?),
-        Primitive::Scatter {
+        Primitive::Indexing(Indexing::Scatter(ScatterParams {
             kind,
             dimension_numbers,
             mode,
             ..
-        } => Box::new(gather::Scatter::new(ins, *kind, dimension_numbers, *mode)?),
-        Primitive::Sort {
+        })) => Box::new(gather::Scatter::new(ins, *kind, dimension_numbers, *mode)?),
+        Primitive::Reduction(Reduction::Sort(SortParams {
             dimension,
             num_keys,
             ..
-        } => Box::new(sort::Sort::new(ins, *dimension, *num_keys)?),
-        Primitive::TopK { k, axis } => Box::new(sort::TopK::new(ins, *k, *axis)?),
-        Primitive::ConvGeneralDilated {
+        })) => Box::new(sort::Sort::new(ins, *dimension, *num_keys)?),
+        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
+            Box::new(sort::TopK::new(ins, *k, *axis)?)
+        }
+        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides,
             padding,
             lhs_dilation,
@@ -371,7 +385,7 @@ pub(crate) fn build_op(
             feature_group_count,
             batch_group_count,
             ..
-        } => Box::new(conv::Conv::new(
+        })) => Box::new(conv::Conv::new(
             ins,
             outs,
             conv::ConvParams {
@@ -384,24 +398,26 @@ pub(crate) fn build_op(
                 batch_group_count: *batch_group_count,
             },
         )?),
-        Primitive::BitcastConvertType { new_dtype } => {
-            Box::new(misc::Bitcast::new(*new_dtype, outs)?)
-        }
-        Primitive::ReducePrecision {
+        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+            new_dtype,
+        })) => Box::new(misc::Bitcast::new(*new_dtype, outs)?),
+        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
             exponent_bits,
             mantissa_bits,
-        } => Box::new(misc::ReducePrecision::new(*exponent_bits, *mantissa_bits)),
-        Primitive::Tile { .. } => Box::new(misc::Take::tile(ins, outs)?),
-        Primitive::Reshape {
+        })) => Box::new(misc::ReducePrecision::new(*exponent_bits, *mantissa_bits)),
+        Primitive::Structural(Structural::Tile(_)) => Box::new(misc::Take::tile(ins, outs)?),
+        Primitive::Structural(Structural::Reshape(ReshapeParams {
             dimensions: Some(perm),
             ..
-        } => Box::new(misc::Take::transpose_reshape(ins, perm, outs)?),
-        Primitive::Stack { axis } => Box::new(misc::Stack::new(*axis, ins, outs)?),
-        Primitive::DotGeneral {
+        })) => Box::new(misc::Take::transpose_reshape(ins, perm, outs)?),
+        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
+            Box::new(misc::Stack::new(*axis, ins, outs)?)
+        }
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,
             ..
-        } => {
+        })) => {
             let dt = match (preferred_element_type, outs.first()) {
                 (Some(d), _) => *d,
                 (None, Some((d, _))) => *d,

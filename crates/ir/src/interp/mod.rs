@@ -7,6 +7,18 @@
 //! and calls live in `control`, mutable state in `state`, Pallas in `pallas`.
 //! A `Ctx` carries the Pallas grid position through nested evaluation.
 
+use crate::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 mod backend;
 mod control;
 pub mod ops;
@@ -253,55 +265,57 @@ fn arrays(prim: &Primitive, args: Vec<Value>) -> Result<Vec<HostArray>, IrError>
 /// Applies one primitive to its operands.
 fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>, IrError> {
     match prim {
-        Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::IntegerPow { .. }
-        | Primitive::Round { .. }
-        | Primitive::ReducePrecision { .. }
-        | Primitive::ConvertElementType { .. }
-        | Primitive::BitcastConvertType { .. }
-        | Primitive::SelectN
-        | Primitive::Clamp
-        | Primitive::BroadcastInDim { .. }
-        | Primitive::Reshape { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Squeeze { .. }
-        | Primitive::Rev { .. }
-        | Primitive::Pad { .. }
-        | Primitive::Concatenate { .. }
-        | Primitive::Slice { .. }
-        | Primitive::DynamicSlice { .. }
-        | Primitive::DynamicUpdateSlice
-        | Primitive::Gather { .. }
-        | Primitive::Scatter { .. }
-        | Primitive::Iota { .. }
-        | Primitive::Split { .. }
-        | Primitive::Tile { .. }
-        | Primitive::Stack { .. }
-        | Primitive::Reduce { .. }
-        | Primitive::ArgReduce { .. }
-        | Primitive::Cumulative { .. }
-        | Primitive::DotGeneral { .. }
-        | Primitive::ConvGeneralDilated { .. }
-        | Primitive::Sort { .. }
-        | Primitive::TopK { .. }
-        | Primitive::Empty2 { .. }
-        | Primitive::AllReduce { .. }
-        | Primitive::AllGather { .. }
-        | Primitive::AxisIndex { .. } => {
+        Primitive::Elementwise(Elementwise::Unary(_))
+        | Primitive::Elementwise(Elementwise::Binary(_))
+        | Primitive::Elementwise(Elementwise::IntegerPow(_))
+        | Primitive::Elementwise(Elementwise::Round(_))
+        | Primitive::Elementwise(Elementwise::ReducePrecision(_))
+        | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+        | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
+        | Primitive::Elementwise(Elementwise::SelectN)
+        | Primitive::Elementwise(Elementwise::Clamp)
+        | Primitive::Structural(Structural::BroadcastInDim(_))
+        | Primitive::Structural(Structural::Reshape(_))
+        | Primitive::Structural(Structural::Transpose(_))
+        | Primitive::Structural(Structural::Squeeze(_))
+        | Primitive::Structural(Structural::Rev(_))
+        | Primitive::Structural(Structural::Pad(_))
+        | Primitive::Structural(Structural::Concatenate(_))
+        | Primitive::Indexing(Indexing::Slice(_))
+        | Primitive::Indexing(Indexing::DynamicSlice(_))
+        | Primitive::Indexing(Indexing::DynamicUpdateSlice)
+        | Primitive::Indexing(Indexing::Gather(_))
+        | Primitive::Indexing(Indexing::Scatter(_))
+        | Primitive::Structural(Structural::Iota(_))
+        | Primitive::Structural(Structural::Split(_))
+        | Primitive::Structural(Structural::Tile(_))
+        | Primitive::Structural(Structural::Stack(_))
+        | Primitive::Reduction(Reduction::Reduce(_))
+        | Primitive::Reduction(Reduction::ArgReduce(_))
+        | Primitive::Reduction(Reduction::Cumulative(_))
+        | Primitive::Linalg(Linalg::DotGeneral(_))
+        | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+        | Primitive::Reduction(Reduction::Sort(_))
+        | Primitive::Reduction(Reduction::TopK(_))
+        | Primitive::Structural(Structural::Empty2(_))
+        | Primitive::Collective(Collective::AllReduce(_))
+        | Primitive::Collective(Collective::AllGather(_))
+        | Primitive::Collective(Collective::AxisIndex(_)) => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()
                 .map(Value::Array)
                 .collect())
         }
-        Primitive::Cond { branches } => control::cond(ctx, branches, &args),
-        Primitive::While {
+        Primitive::Control(Control::Cond(CondParams { branches })) => {
+            control::cond(ctx, branches, &args)
+        }
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr,
             body_jaxpr,
             cond_nconsts,
             body_nconsts,
-        } => control::while_loop(
+        })) => control::while_loop(
             ctx,
             cond_jaxpr,
             body_jaxpr,
@@ -309,7 +323,7 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
             *body_nconsts,
             &args,
         ),
-        Primitive::Scan {
+        Primitive::Control(Control::Scan(ScanParams {
             jaxpr,
             length,
             reverse,
@@ -318,7 +332,7 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
             unroll: _,
             linear: _,
             split_transpose: _,
-        } => control::scan(
+        })) => control::scan(
             ctx,
             jaxpr,
             *length,
@@ -327,13 +341,13 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
             *num_carry,
             &args,
         ),
-        Primitive::ForLoop {
+        Primitive::Control(Control::ForLoop(ForLoopParams {
             body_jaxpr,
             body_nconsts,
             nimplicit,
             preserve_dimensions: _,
             apply_reverse_transform,
-        } => control::for_loop(
+        })) => control::for_loop(
             ctx,
             body_jaxpr,
             *body_nconsts,
@@ -341,32 +355,48 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
             *apply_reverse_transform,
             &args,
         ),
-        Primitive::Jit { name: _, jaxpr } => call_closed(ctx, jaxpr, &args),
-        Primitive::CustomJvpCall {
-            call_jaxpr,
-            num_consts,
-            ..
+        Primitive::Control(Control::Jit(JitParams { name: _, jaxpr })) => {
+            call_closed(ctx, jaxpr, &args)
         }
-        | Primitive::CustomVjpCall {
+        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
             call_jaxpr,
             num_consts,
             ..
-        } => control::custom_call(ctx, prim.name(), call_jaxpr, *num_consts, &args),
-        Primitive::Remat { jaxpr, .. } => eval_with(ctx, jaxpr, &[], &args),
-        Primitive::Get { indexers } => state::get(indexers, &args),
-        Primitive::Swap { indexers } => state::swap(indexers, &args),
-        Primitive::AddUpdate { indexers } => state::addupdate(indexers, &args),
-        Primitive::ProgramId { axis } => pallas::program_id(ctx, *axis, false, &args),
-        Primitive::NumPrograms { axis } => pallas::program_id(ctx, *axis, true, &args),
-        Primitive::Load {
+        }))
+        | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
+            call_jaxpr,
+            num_consts,
+            ..
+        })) => control::custom_call(ctx, prim.name(), call_jaxpr, *num_consts, &args),
+        Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => {
+            eval_with(ctx, jaxpr, &[], &args)
+        }
+        Primitive::State(State::Get(GetParams { indexers })) => state::get(indexers, &args),
+        Primitive::State(State::Swap(SwapParams { indexers })) => state::swap(indexers, &args),
+        Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) => {
+            state::addupdate(indexers, &args)
+        }
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis })) => {
+            pallas::program_id(ctx, *axis, false, &args)
+        }
+        Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
+            pallas::program_id(ctx, *axis, true, &args)
+        }
+        Primitive::Pallas(Pallas::Load(LoadParams {
             indexers,
             has_mask,
             has_other,
-        } => state::load(indexers, *has_mask, *has_other, &args),
-        Primitive::Store { indexers, has_mask } => state::store(indexers, *has_mask, &args),
-        Primitive::AtomicRmw { indexers, op } => state::atomic_rmw(indexers, *op, &args),
-        Primitive::AtomicCas { indexers } => state::atomic_cas(indexers, &args),
-        Primitive::PallasCall {
+        })) => state::load(indexers, *has_mask, *has_other, &args),
+        Primitive::Pallas(Pallas::Store(StoreParams { indexers, has_mask })) => {
+            state::store(indexers, *has_mask, &args)
+        }
+        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })) => {
+            state::atomic_rmw(indexers, *op, &args)
+        }
+        Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })) => {
+            state::atomic_cas(indexers, &args)
+        }
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel,
             grid,
             block_mappings,
@@ -375,7 +405,7 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
             interpret: _,
             debug: _,
             input_output_aliases,
-        } => pallas::pallas_call(
+        })) => pallas::pallas_call(
             kernel,
             grid,
             block_mappings,

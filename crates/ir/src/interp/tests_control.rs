@@ -8,6 +8,11 @@ use crate::dtype::DType::{self, F32, F64, I32, I64};
 use crate::error::IrError;
 use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, Var};
 use crate::primitive::{BinaryOp, Primitive, UnaryOp};
+use crate::primitive::{
+    BroadcastInDimParams, CondParams, Control, ConvertElementTypeParams, CustomJvpCallParams,
+    CustomVjpCallParams, Elementwise, ForLoopParams, JitParams, RematParams, ScanParams,
+    Structural, WhileParams,
+};
 
 fn scan_prim(
     body: Jaxpr,
@@ -16,7 +21,7 @@ fn scan_prim(
     num_consts: usize,
     num_carry: usize,
 ) -> Primitive {
-    Primitive::Scan {
+    Primitive::Control(Control::Scan(ScanParams {
         jaxpr: closed(body),
         length,
         reverse,
@@ -25,7 +30,7 @@ fn scan_prim(
         unroll: 1,
         linear: Vec::new(),
         split_transpose: false,
-    }
+    }))
 }
 
 /// A scan whose body shifts: `(k; c; x) -> (x; c, k)`.
@@ -89,12 +94,12 @@ fn cumsum_scan(reverse: bool) -> Jaxpr {
     let c = body.arg(sa(F32, &[3]));
     let x = body.arg(sa(F32, &[3]));
     let t = body.eqn(
-        Primitive::Binary(BinaryOp::Mul),
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)),
         vec![s.into(), x.into()],
         vec![sa(F32, &[3])],
     )[0];
     let c2 = body.eqn(
-        Primitive::Binary(BinaryOp::Add),
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
         vec![c.into(), t.into()],
         vec![sa(F32, &[3])],
     )[0];
@@ -165,7 +170,11 @@ fn scan_length_zero_gives_empty_ys() {
 }
 
 fn bin(b: &mut Builder, op: BinaryOp, x: Atom, y: Atom, out: crate::aval::Aval) -> Var {
-    b.eqn(Primitive::Binary(op), vec![x, y], vec![out])[0]
+    b.eqn(
+        Primitive::Elementwise(Elementwise::Binary(op)),
+        vec![x, y],
+        vec![out],
+    )[0]
 }
 
 /// The corpus case `while_newton_sqrt`, built by hand.
@@ -199,7 +208,11 @@ fn newton_sqrt() -> Jaxpr {
     );
     let o = bin(&mut cond, BinaryOp::Mul, l.into(), l.into(), f());
     let p = bin(&mut cond, BinaryOp::Sub, o.into(), k.into(), f());
-    let q = cond.eqn(Primitive::Unary(UnaryOp::Abs), vec![p.into()], vec![f()])[0];
+    let q = cond.eqn(
+        Primitive::Elementwise(Elementwise::Unary(UnaryOp::Abs)),
+        vec![p.into()],
+        vec![f()],
+    )[0];
     let r = bin(
         &mut cond,
         BinaryOp::Gt,
@@ -208,10 +221,10 @@ fn newton_sqrt() -> Jaxpr {
         sa(DType::Bool, &[]),
     );
     let s = cond.eqn(
-        Primitive::ConvertElementType {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
             new_dtype: DType::Bool,
             weak_type: false,
-        },
+        })),
         vec![n.into()],
         vec![sa(DType::Bool, &[])],
     )[0];
@@ -226,12 +239,12 @@ fn newton_sqrt() -> Jaxpr {
     let mut b = Builder::new();
     let a = b.arg(f());
     let outs = b.eqn(
-        Primitive::While {
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr: closed(cond),
             body_jaxpr: closed(body),
             cond_nconsts: 1,
             body_nconsts: 1,
-        },
+        })),
         vec![a.into(), a.into(), a.into(), lit(0.0, I32)],
         vec![f(), sa(I32, &[])],
     );
@@ -268,7 +281,7 @@ fn cond_clamps_the_index() {
     let i = b.arg(sa(I32, &[]));
     let x = b.arg(sa(F32, &[2]));
     let outs = b.eqn(
-        Primitive::Cond { branches },
+        Primitive::Control(Control::Cond(CondParams { branches })),
         vec![i.into(), x.into()],
         vec![sa(F32, &[]), sa(F32, &[2])],
     );
@@ -293,7 +306,7 @@ fn nested_jit_binds_consts_and_args() {
     let mut inner = Builder::new();
     let y = inner.arg(sa(F32, &[4]));
     let s = inner.eqn(
-        Primitive::Unary(UnaryOp::Sin),
+        Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin)),
         vec![y.into()],
         vec![sa(F32, &[4])],
     )[0];
@@ -302,10 +315,10 @@ fn nested_jit_binds_consts_and_args() {
     let k = mid.constvar(sa(F32, &[4]));
     let y = mid.arg(sa(F32, &[4]));
     let z = mid.eqn(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "inner".into(),
             jaxpr: inner,
-        },
+        })),
         vec![y.into()],
         vec![sa(F32, &[4])],
     )[0];
@@ -319,10 +332,10 @@ fn nested_jit_binds_consts_and_args() {
     let mut b = Builder::new();
     let x = b.arg(sa(F32, &[4]));
     let outs = b.eqn(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "mid".into(),
             jaxpr: mid,
-        },
+        })),
         vec![x.into()],
         vec![sa(F32, &[4]), sa(F32, &[4])],
     );
@@ -341,13 +354,13 @@ fn nested_jit_binds_consts_and_args() {
 }
 
 fn for_prim(body: Jaxpr, body_nconsts: usize, nimplicit: usize, reverse: bool) -> Primitive {
-    Primitive::ForLoop {
+    Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: closed(body),
         body_nconsts,
         nimplicit,
         preserve_dimensions: true,
         apply_reverse_transform: reverse,
-    }
+    }))
 }
 
 /// The first example of the Catalyst seed: `a * sz` ten times, plus `b`.
@@ -360,18 +373,18 @@ fn for_loop_seed_example() {
     let ge = || crate::aval::Aval::Array(ShapedArray::new(F64, vec![Dim::Var(e)]));
     let g = body.arg(ge());
     let h = body.eqn(
-        Primitive::ConvertElementType {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
             new_dtype: F64,
             weak_type: false,
-        },
+        })),
         vec![d.into()],
         vec![sa(F64, &[])],
     )[0];
     let i = body.eqn(
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![None],
             broadcast_dimensions: vec![].into(),
-        },
+        })),
         vec![h.into(), e.into()],
         vec![ge()],
     )[0];
@@ -503,27 +516,27 @@ fn custom_calls_and_remat_run_their_jaxprs() {
     let x = body.arg(sa(F32, &[3]));
     let body = body.finish(vec![x.into(), k.into()]);
     let prims = vec![
-        Primitive::CustomJvpCall {
+        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
             name: "f".into(),
             call_jaxpr: closed(body.clone()),
             jvp: "f_jvp".into(),
             num_consts: 1,
             symbolic_zeros: false,
-        },
-        Primitive::CustomVjpCall {
+        })),
+        Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
             name: "f".into(),
             call_jaxpr: closed(body.clone()),
             fwd: "fwd".into(),
             bwd: "bwd".into(),
             num_consts: 0,
             symbolic_zeros: false,
-        },
-        Primitive::Remat {
+        })),
+        Primitive::Control(Control::Remat(RematParams {
             jaxpr: body.into(),
             prevent_cse: true,
             differentiated: false,
             policy: None,
-        },
+        })),
     ];
     for p in prims {
         let mut b = Builder::new();
@@ -569,7 +582,7 @@ fn malformed_jaxprs_give_errors() {
     let mut b = Builder::new();
     let x = b.arg(sa(F32, &[3]));
     let outs = b.eqn(
-        Primitive::Cond { branches: vec![] },
+        Primitive::Control(Control::Cond(CondParams { branches: vec![] })),
         vec![lit(0.0, I32), x.into()],
         vec![sa(F32, &[3])],
     );

@@ -12,6 +12,10 @@ use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, Var};
 use crate::primitive::{
     AtomicOp, BinaryOp, BlockDim, BlockMapping, IndexEntry, IndexValue, Indexer, Primitive,
 };
+use crate::primitive::{
+    AtomicRmwParams, Control, Elementwise, GetParams, JitParams, LoadParams, NumProgramsParams,
+    Pallas, PallasCallParams, ProgramIdParams, State, StoreParams, SwapParams,
+};
 
 /// An index map from a grid of rank `g` to block indices built by `f`.
 fn imap(g: usize, f: impl Fn(&[Var]) -> Vec<Atom>) -> ClosedJaxpr {
@@ -63,7 +67,7 @@ fn call(
         .map(|m| b.arg(Aval::Array(m.array_aval.clone())).into())
         .collect();
     let outs = b.eqn(
-        Primitive::PallasCall {
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel: kernel.into(),
             grid: grid.to_vec(),
             block_mappings,
@@ -72,7 +76,7 @@ fn call(
             interpret: true,
             debug: false,
             input_output_aliases: aliases,
-        },
+        })),
         ins,
         out_avals.into_iter().map(Aval::Array).collect(),
     );
@@ -91,13 +95,13 @@ fn load(
     let mut inputs = vec![r.into()];
     inputs.extend(extra);
     b.eqn(
-        Primitive::Load {
+        Primitive::Pallas(Pallas::Load(LoadParams {
             indexers: entries
                 .map(|entries| vec![Indexer { entries }])
                 .unwrap_or_default(),
             has_mask: mask,
             has_other: other,
-        },
+        })),
         inputs,
         vec![out],
     )[0]
@@ -112,12 +116,12 @@ fn store(b: &mut Builder, r: Var, entries: Option<Vec<IndexEntry>>, extra: Vec<A
     let mut inputs = vec![r.into()];
     inputs.extend(extra);
     b.eqn_drop(
-        Primitive::Store {
+        Primitive::Pallas(Pallas::Store(StoreParams {
             indexers: entries
                 .map(|entries| vec![Indexer { entries }])
                 .unwrap_or_default(),
             has_mask: mask,
-        },
+        })),
         inputs,
         vec![old],
     );
@@ -139,22 +143,22 @@ fn blocked_add_with_partial_edge_block() {
     let yr = k.arg(rf(F32, &[4]));
     let or = k.arg(rf(F32, &[4]));
     let a = k.eqn(
-        Primitive::Get { indexers: vec![] },
+        Primitive::State(State::Get(GetParams { indexers: vec![] })),
         vec![xr.into()],
         vec![sa(F32, &[4])],
     )[0];
     let bv = k.eqn(
-        Primitive::Get { indexers: vec![] },
+        Primitive::State(State::Get(GetParams { indexers: vec![] })),
         vec![yr.into()],
         vec![sa(F32, &[4])],
     )[0];
     let c = k.eqn(
-        Primitive::Binary(BinaryOp::Add),
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
         vec![a.into(), bv.into()],
         vec![sa(F32, &[4])],
     )[0];
     k.eqn_drop(
-        Primitive::Swap { indexers: vec![] },
+        Primitive::State(State::Swap(SwapParams { indexers: vec![] })),
         vec![or.into(), c.into()],
         vec![sa(F32, &[4])],
     );
@@ -217,10 +221,18 @@ fn squeezed_blocks_and_program_ids() {
     let o1 = k.arg(rf(I32, &[]));
     let o2 = k.arg(rf(I32, &[]));
     let oc = k.arg(rf(F32, &[5]));
-    let p0 = k.eqn(Primitive::ProgramId { axis: 0 }, vec![], vec![sa(I32, &[])])[0];
-    let p1 = k.eqn(Primitive::ProgramId { axis: 1 }, vec![], vec![sa(I32, &[])])[0];
+    let p0 = k.eqn(
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
+        vec![],
+        vec![sa(I32, &[])],
+    )[0];
+    let p1 = k.eqn(
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 1 })),
+        vec![],
+        vec![sa(I32, &[])],
+    )[0];
     let n1 = k.eqn(
-        Primitive::NumPrograms { axis: 1 },
+        Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis: 1 })),
         vec![],
         vec![sa(I32, &[])],
     )[0];
@@ -252,14 +264,18 @@ fn program_id_indexed_store_into_one_block() {
     // Every program writes o[pid] = 6 - pid into the same whole-array block.
     let mut k = Builder::new();
     let or = k.arg(rf(I32, &[6]));
-    let p = k.eqn(Primitive::ProgramId { axis: 0 }, vec![], vec![sa(I32, &[])])[0];
+    let p = k.eqn(
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
+        vec![],
+        vec![sa(I32, &[])],
+    )[0];
     let n = k.eqn(
-        Primitive::NumPrograms { axis: 0 },
+        Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis: 0 })),
         vec![],
         vec![sa(I32, &[])],
     )[0];
     let v = k.eqn(
-        Primitive::Binary(BinaryOp::Sub),
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Sub)),
         vec![n.into(), p.into()],
         vec![sa(I32, &[])],
     )[0];
@@ -368,12 +384,12 @@ fn atomic_add_accumulates_across_the_grid() {
     let a1 = load(&mut k, xr, at(1), vec![], sa(F32, &[]), false, false);
     let rmw = |k: &mut Builder, v: Var| {
         k.eqn(
-            Primitive::AtomicRmw {
+            Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
                 indexers: vec![Indexer {
                     entries: vec![IndexEntry::Int(IndexValue::Static(0))],
                 }],
                 op: AtomicOp::Add,
-            },
+            })),
             vec![acc.into(), v.into()],
             vec![sa(F32, &[])],
         )[0]
@@ -420,13 +436,21 @@ fn input_output_alias_keeps_unvisited_blocks() {
 #[test]
 fn pallas_errors() {
     let mut b = Builder::new();
-    let p = b.eqn(Primitive::ProgramId { axis: 0 }, vec![], vec![sa(I32, &[])])[0];
+    let p = b.eqn(
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
+        vec![],
+        vec![sa(I32, &[])],
+    )[0];
     let j = b.finish(vec![p.into()]);
     assert!(eval_jaxpr(&j, &[], &[]).is_err());
     // A program id past the grid's rank.
     let mut k = Builder::new();
     let or = k.arg(rf(I32, &[]));
-    let p = k.eqn(Primitive::ProgramId { axis: 1 }, vec![], vec![sa(I32, &[])])[0];
+    let p = k.eqn(
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 1 })),
+        vec![],
+        vec![sa(I32, &[])],
+    )[0];
     store(&mut k, or, None, vec![p.into()], false);
     let j = call(
         k.finish(vec![]),
@@ -440,7 +464,9 @@ fn pallas_errors() {
     let k = Builder::new().finish(vec![]);
     let mut j = call(k, &[2], vec![bm(&[2], ident(1), F32, &[4])], 1, vec![]);
     let mut jj = (*j.jaxpr).clone();
-    if let Primitive::PallasCall { out_avals, .. } = &mut jj.eqns[0].primitive {
+    if let Primitive::Pallas(Pallas::PallasCall(PallasCallParams { out_avals, .. })) =
+        &mut jj.eqns[0].primitive
+    {
         out_avals.push(ShapedArray::of(F32, &[4]));
     }
     j.jaxpr = jj.into();
@@ -456,7 +482,7 @@ fn backend_round_trip() {
     let x = inner.arg(sa(F32, &[3]));
     let y = inner.arg(sa(F32, &[3]));
     let s = inner.eqn(
-        Primitive::Binary(BinaryOp::Add),
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
         vec![x.into(), y.into()],
         vec![sa(F32, &[3])],
     )[0];
@@ -465,10 +491,10 @@ fn backend_round_trip() {
     let x = b.arg(sa(F32, &[3]));
     let y = b.arg(sa(F32, &[3]));
     let outs = b.eqn(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "f".into(),
             jaxpr: inner,
-        },
+        })),
         vec![x.into(), y.into()],
         vec![sa(F32, &[3]), sa(F32, &[3])],
     );

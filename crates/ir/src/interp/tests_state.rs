@@ -6,6 +6,9 @@ use super::{eval_jaxpr, Value};
 use crate::aval::Aval;
 use crate::dtype::DType::{F32, I32};
 use crate::jaxpr::{Atom, Jaxpr};
+use crate::primitive::{
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, Pallas, State, SwapParams,
+};
 use crate::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer, Primitive};
 
 fn sl(start: i64, size: usize, stride: usize) -> IndexEntry {
@@ -76,9 +79,9 @@ fn get_static_slices_and_ints() {
     ];
     for (entries, shape, want) in cases {
         let j = one_eqn(
-            Primitive::Get {
+            Primitive::State(State::Get(GetParams {
                 indexers: ix(entries),
-            },
+            })),
             &[3, 4],
             &[],
             &[],
@@ -94,9 +97,9 @@ fn get_dynamic_indices_clamp() {
     let (x, r) = buffer(11);
     // x[i, j:j+3] with i, j dynamic; starts clamp into bounds.
     let j = one_eqn(
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: ix(vec![IndexEntry::Int(IndexValue::Dynamic(1)), dsl(2, 3)]),
-        },
+        })),
         &[3, 4],
         &[sa(I32, &[]), sa(I32, &[])],
         &[],
@@ -124,9 +127,9 @@ fn get_integer_arrays_broadcast() {
     let (x, r) = buffer(12);
     // Adjacent arrays: x[a, b] with a:[2,1], b:[3] gives shape [2,3].
     let j = one_eqn(
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: ix(vec![IndexEntry::Array(1), IndexEntry::Array(2)]),
-        },
+        })),
         &[3, 4],
         &[sa(I32, &[2, 1]), sa(I32, &[3])],
         &[],
@@ -159,13 +162,13 @@ fn get_integer_arrays_broadcast() {
     let i0 = b.arg(sa(I32, &[2]));
     let i2 = b.arg(sa(I32, &[2]));
     let out = b.eqn(
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: ix(vec![
                 IndexEntry::Array(1),
                 sl(1, 2, 1),
                 IndexEntry::Array(2),
             ]),
-        },
+        })),
         vec![rv.into(), i0.into(), i2.into()],
         vec![sa(F32, &[2, 2])],
     );
@@ -186,9 +189,9 @@ fn swap_writes_and_returns_old() {
     let (x, r) = buffer(14);
     // old = x[1:3, 2]; x[1:3, 2] = v (with a dynamic row start).
     let j = one_eqn(
-        Primitive::Swap {
+        Primitive::State(State::Swap(SwapParams {
             indexers: ix(vec![dsl(1, 2), IndexEntry::Int(IndexValue::Static(2))]),
-        },
+        })),
         &[3, 4],
         &[sa(I32, &[])],
         &[sa(F32, &[2])],
@@ -217,12 +220,12 @@ fn addupdate_accumulates_duplicates_and_composes_indexers() {
     let rows = b.arg(sa(I32, &[4]));
     let v = b.arg(sa(F32, &[4]));
     b.eqn_drop(
-        Primitive::AddUpdate {
+        Primitive::State(State::AddUpdate(AddUpdateParams {
             indexers: ix(vec![
                 IndexEntry::Array(1),
                 IndexEntry::Int(IndexValue::Static(1)),
             ]),
-        },
+        })),
         vec![rv.into(), rows.into(), v.into()],
         vec![],
     );
@@ -245,7 +248,7 @@ fn addupdate_accumulates_duplicates_and_composes_indexers() {
     // Two indexers: ref.at[1:3][:, 0:4:3] gives rows 1..3, columns 0 and 3.
     let (x, r) = buffer(17);
     let j = one_eqn(
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: vec![
                 Indexer {
                     entries: vec![sl(1, 2, 1)],
@@ -254,7 +257,7 @@ fn addupdate_accumulates_duplicates_and_composes_indexers() {
                     entries: vec![sl(0, 2, 1), sl(0, 2, 3)],
                 },
             ],
-        },
+        })),
         &[3, 4],
         &[],
         &[],
@@ -282,10 +285,10 @@ fn atomics_on_ints() {
         let rv = b.arg(rf(I32, &[4]));
         let v = b.arg(sa(I32, &[2]));
         let old = b.eqn(
-            Primitive::AtomicRmw {
+            Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
                 indexers: ix(vec![sl(0, 2, 2)]),
                 op,
-            },
+            })),
             vec![rv.into(), v.into()],
             vec![sa(I32, &[2])],
         );
@@ -301,9 +304,9 @@ fn atomics_on_ints() {
     let c = b.arg(sa(I32, &[2]));
     let v = b.arg(sa(I32, &[2]));
     let old = b.eqn(
-        Primitive::AtomicCas {
+        Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams {
             indexers: ix(vec![sl(1, 2, 1)]),
-        },
+        })),
         vec![rv.into(), c.into(), v.into()],
         vec![sa(I32, &[2])],
     );
@@ -327,7 +330,7 @@ fn state_errors() {
     let (_, r) = buffer(18);
     // get on an array, a missing index operand, a bad value shape.
     let j = one_eqn(
-        Primitive::Get { indexers: vec![] },
+        Primitive::State(State::Get(GetParams { indexers: vec![] })),
         &[3, 4],
         &[],
         &[],
@@ -340,9 +343,9 @@ fn state_errors() {
     bad.eqns[0].inputs[0] = v.into();
     assert!(eval_jaxpr(&bad, &[], &[val(F32, &[3, 4], &[0.0; 12])]).is_err());
     let j = one_eqn(
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: ix(vec![IndexEntry::Int(IndexValue::Dynamic(3))]),
-        },
+        })),
         &[3, 4],
         &[],
         &[],
@@ -350,9 +353,9 @@ fn state_errors() {
     );
     assert!(eval_jaxpr(&j, &[], std::slice::from_ref(&r)).is_err());
     let j = one_eqn(
-        Primitive::Swap {
+        Primitive::State(State::Swap(SwapParams {
             indexers: ix(vec![IndexEntry::Int(IndexValue::Static(0))]),
-        },
+        })),
         &[3, 4],
         &[],
         &[sa(F32, &[3])],

@@ -4,6 +4,7 @@
 
 use super::params::{PValue, Params, PV};
 use super::syntax::PResult;
+use crate::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
 use crate::primitive::{AxisRef, CollectiveOp, Primitive};
 
 /// A quoted axis name (`'i'`) without its quotes.
@@ -40,7 +41,9 @@ pub(crate) fn all_reduce(p: &Params, op: CollectiveOp) -> PResult<Primitive> {
             _ => p.usize_of(a).map(AxisRef::Pos),
         })
         .collect::<PResult<Vec<_>>>()?;
-    Ok(Primitive::AllReduce { op, axes })
+    Ok(Primitive::Collective(Collective::AllReduce(
+        AllReduceParams { op, axes },
+    )))
 }
 
 /// `all_gather`; a bare `axis_name='i'` is read as the tuple `('i',)`.
@@ -55,12 +58,14 @@ pub(crate) fn all_gather(p: &Params) -> PResult<Primitive> {
             .map(|a| name_of(p, a))
             .collect::<PResult<Vec<_>>>()?,
     };
-    Ok(Primitive::AllGather {
-        axis_name,
-        all_gather_dimension: p.usize("all_gather_dimension")?,
-        axis_size: p.usize("axis_size")?,
-        tiled: p.bool_or("tiled", false)?,
-    })
+    Ok(Primitive::Collective(Collective::AllGather(
+        AllGatherParams {
+            axis_name,
+            all_gather_dimension: p.usize("all_gather_dimension")?,
+            axis_size: p.usize("axis_size")?,
+            tiled: p.bool_or("tiled", false)?,
+        },
+    )))
 }
 
 /// `axis_index[axis_name=i]` (the name printed with `str`, unquoted).
@@ -76,5 +81,7 @@ pub(crate) fn axis_index(p: &Params) -> PResult<Primitive> {
             ))
         }
     };
-    Ok(Primitive::AxisIndex { axis_name })
+    Ok(Primitive::Collective(Collective::AxisIndex(
+        AxisIndexParams { axis_name },
+    )))
 }

@@ -10,6 +10,16 @@ use crate::primitive::{
     DotDimensionNumbers, FillValue, GatherDimensionNumbers, GatherScatterMode, Ints, Precision,
     Primitive, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterKind, UnaryOp,
 };
+use crate::primitive::{
+    ArgReduceParams, BitcastConvertTypeParams, BroadcastInDimParams, ConcatenateParams, CondParams,
+    Control, ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams,
+    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, ForLoopParams, GatherParams, Indexing, IntegerPowParams, IotaParams, JitParams,
+    Linalg, NumProgramsParams, PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams,
+    ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, RoundParams,
+    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams,
+    Structural, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 
 const REDUCE_OPS: [ReduceOp; 7] = [
     ReduceOp::Sum,
@@ -59,30 +69,34 @@ pub(crate) fn to_primitive(
     }
     let name = e.name.as_str();
     if let Some(op) = UnaryOp::ALL.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Unary(*op));
+        return Ok(Primitive::Elementwise(Elementwise::Unary(*op)));
     }
     if let Some(op) = BinaryOp::ALL.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Binary(*op));
+        return Ok(Primitive::Elementwise(Elementwise::Binary(*op)));
     }
     if let Some(op) = REDUCE_OPS.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Reduce {
+        return Ok(Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: *op,
             axes: p.usizes("axes")?,
-        });
+        })));
     }
     if let Some(op) = ARG_OPS.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::ArgReduce {
-            op: *op,
-            axes: p.usizes("axes")?,
-            index_dtype: p.dtype("index_dtype")?,
-        });
+        return Ok(Primitive::Reduction(Reduction::ArgReduce(
+            ArgReduceParams {
+                op: *op,
+                axes: p.usizes("axes")?,
+                index_dtype: p.dtype("index_dtype")?,
+            },
+        )));
     }
     if let Some(op) = CUM_OPS.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Cumulative {
-            op: *op,
-            axis: p.usize("axis")?,
-            reverse: p.bool_or("reverse", false)?,
-        });
+        return Ok(Primitive::Reduction(Reduction::Cumulative(
+            CumulativeParams {
+                op: *op,
+                axis: p.usize("axis")?,
+                reverse: p.bool_or("reverse", false)?,
+            },
+        )));
     }
     if let Some(kind) = SCATTER_KINDS.iter().find(|o| o.name() == name) {
         let dn = p.req("dimension_numbers")?;
@@ -93,7 +107,7 @@ pub(crate) fn to_primitive(
             Some(v) if Params::is_none(v) => None,
             Some(v) => Some(bare(b.jaxpr_param(&p, v)?)),
         };
-        return Ok(Primitive::Scatter {
+        return Ok(Primitive::Indexing(Indexing::Scatter(ScatterParams {
             kind: *kind,
             dimension_numbers: ScatterDimensionNumbers {
                 update_window_dims: f("update_window_dims")?,
@@ -106,11 +120,13 @@ pub(crate) fn to_primitive(
             mode: mode_of(&p, p.req("mode")?)?,
             unique_indices: p.bool_or("unique_indices", false)?,
             update_jaxpr,
-        });
+        })));
     }
     let out0 = out_avals.first();
     let prim = match name {
-        "integer_pow" => Primitive::IntegerPow { y: p.int("y")? },
+        "integer_pow" => {
+            Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: p.int("y")? }))
+        }
         "round" => {
             let v = p.req("rounding_method")?;
             let m = match &v.v {
@@ -118,7 +134,7 @@ pub(crate) fn to_primitive(
                 PValue::Word(w) if w.ends_with("TO_NEAREST_EVEN") => 1,
                 _ => p.int_of(v)?,
             };
-            Primitive::Round {
+            Primitive::Elementwise(Elementwise::Round(RoundParams {
                 rounding_method: match m {
                     0 => RoundingMethod::AwayFromZero,
                     1 => RoundingMethod::ToNearestEven,
@@ -129,37 +145,45 @@ pub(crate) fn to_primitive(
                         ))
                     }
                 },
-            }
+            }))
         }
-        "reduce_precision" => Primitive::ReducePrecision {
-            exponent_bits: p.usize("exponent_bits")? as u32,
-            mantissa_bits: p.usize("mantissa_bits")? as u32,
-        },
-        "convert_element_type" => Primitive::ConvertElementType {
-            new_dtype: p.dtype("new_dtype")?,
-            weak_type: p.bool_or("weak_type", false)?,
-        },
-        "bitcast_convert_type" => Primitive::BitcastConvertType {
-            new_dtype: p.dtype("new_dtype")?,
-        },
-        "select_n" => Primitive::SelectN,
-        "clamp" => Primitive::Clamp,
-        "broadcast_in_dim" => Primitive::BroadcastInDim {
-            shape: match p.get("shape") {
-                Some(v) => p.opt_sizes_of(v)?,
-                None => out0.map(opt_sizes).ok_or_else(|| {
-                    p.err(
-                        e.pos,
-                        "expected an output for `broadcast_in_dim`, found none",
-                    )
-                })?,
-            },
-            broadcast_dimensions: match p.get("broadcast_dimensions") {
-                Some(v) => p.ints_of(v)?,
-                None => Ints::default(),
-            },
-        },
-        "reshape" => Primitive::Reshape {
+        "reduce_precision" => {
+            Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
+                exponent_bits: p.usize("exponent_bits")? as u32,
+                mantissa_bits: p.usize("mantissa_bits")? as u32,
+            }))
+        }
+        "convert_element_type" => {
+            Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+                new_dtype: p.dtype("new_dtype")?,
+                weak_type: p.bool_or("weak_type", false)?,
+            }))
+        }
+        "bitcast_convert_type" => {
+            Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+                new_dtype: p.dtype("new_dtype")?,
+            }))
+        }
+        "select_n" => Primitive::Elementwise(Elementwise::SelectN),
+        "clamp" => Primitive::Elementwise(Elementwise::Clamp),
+        "broadcast_in_dim" => {
+            Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+                shape: match p.get("shape") {
+                    Some(v) => p.opt_sizes_of(v)?,
+                    None => out0.map(opt_sizes).ok_or_else(|| {
+                        p.err(
+                            e.pos,
+                            "expected an output for `broadcast_in_dim`, found none",
+                        )
+                    })?,
+                },
+                broadcast_dimensions: match p.get("broadcast_dimensions") {
+                    Some(v) => p.ints_of(v)?,
+                    None => Ints::default(),
+                },
+            }))
+        }
+        "reshape" => Primitive::Structural(Structural::Reshape(ReshapeParams {
             new_sizes: match p.get("new_sizes") {
                 Some(v) => p.opt_sizes_of(v)?,
                 None => out0.map(opt_sizes).unwrap_or_default(),
@@ -169,30 +193,30 @@ pub(crate) fn to_primitive(
                 Some(v) if Params::is_none(v) => None,
                 Some(v) => Some(p.usizes_of(v)?),
             },
-        },
-        "transpose" => Primitive::Transpose {
+        })),
+        "transpose" => Primitive::Structural(Structural::Transpose(TransposeParams {
             permutation: p.usizes("permutation")?,
-        },
-        "squeeze" => Primitive::Squeeze {
+        })),
+        "squeeze" => Primitive::Structural(Structural::Squeeze(SqueezeParams {
             dimensions: p.usizes("dimensions")?,
-        },
-        "rev" => Primitive::Rev {
+        })),
+        "rev" => Primitive::Structural(Structural::Rev(RevParams {
             dimensions: p.usizes("dimensions")?,
-        },
+        })),
         "pad" => {
             let v = p.req("padding_config")?;
-            Primitive::Pad {
+            Primitive::Structural(Structural::Pad(PadParams {
                 padding_config: p
                     .items_of(v)?
                     .iter()
                     .map(|t| p.ints_of(t))
                     .collect::<PResult<_>>()?,
-            }
+            }))
         }
-        "concatenate" => Primitive::Concatenate {
+        "concatenate" => Primitive::Structural(Structural::Concatenate(ConcatenateParams {
             dimension: p.usize("dimension")?,
-        },
-        "slice" => Primitive::Slice {
+        })),
+        "slice" => Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices: p.ints("start_indices")?,
             limit_indices: p.ints("limit_indices")?,
             strides: match p.get("strides") {
@@ -200,11 +224,11 @@ pub(crate) fn to_primitive(
                 Some(v) if Params::is_none(v) => None,
                 Some(v) => Some(p.ints_of(v)?),
             },
-        },
-        "dynamic_slice" => Primitive::DynamicSlice {
+        })),
+        "dynamic_slice" => Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
             slice_sizes: p.ints("slice_sizes")?,
-        },
-        "dynamic_update_slice" => Primitive::DynamicUpdateSlice,
+        })),
+        "dynamic_update_slice" => Primitive::Indexing(Indexing::DynamicUpdateSlice),
         "gather" => {
             let dn = p.req("dimension_numbers")?;
             let args = p.kwargs_of(dn, "GatherDimensionNumbers")?;
@@ -221,7 +245,7 @@ pub(crate) fn to_primitive(
                     }
                 }
             };
-            Primitive::Gather {
+            Primitive::Indexing(Indexing::Gather(GatherParams {
                 dimension_numbers: GatherDimensionNumbers {
                     offset_dims: f("offset_dims")?,
                     collapsed_slice_dims: f("collapsed_slice_dims")?,
@@ -234,26 +258,26 @@ pub(crate) fn to_primitive(
                 mode: mode_of(&p, p.req("mode")?)?,
                 slice_sizes: p.ints("slice_sizes")?,
                 unique_indices: p.bool_or("unique_indices", false)?,
-            }
+            }))
         }
-        "iota" => Primitive::Iota {
+        "iota" => Primitive::Structural(Structural::Iota(IotaParams {
             dtype: p.dtype("dtype")?,
             shape: match p.get("shape") {
                 Some(v) => p.opt_sizes_of(v)?,
                 None => out0.map(opt_sizes).unwrap_or_default(),
             },
             dimension: p.usize("dimension")?,
-        },
-        "split" => Primitive::Split {
+        })),
+        "split" => Primitive::Structural(Structural::Split(SplitParams {
             sizes: p.ints("sizes")?,
             axis: p.usize("axis")?,
-        },
-        "tile" => Primitive::Tile {
+        })),
+        "tile" => Primitive::Structural(Structural::Tile(TileParams {
             reps: p.ints("reps")?,
-        },
-        "stack" => Primitive::Stack {
+        })),
+        "stack" => Primitive::Structural(Structural::Stack(StackParams {
             axis: p.usize("axis")?,
-        },
+        })),
         "dot_general" => {
             let v = p.req("dimension_numbers")?;
             let parts = p.items_of(v)?;
@@ -269,7 +293,7 @@ pub(crate) fn to_primitive(
             };
             let (lc, rc) = pair(c)?;
             let (lb, rb) = pair(bt)?;
-            Primitive::DotGeneral {
+            Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
                 dimension_numbers: DotDimensionNumbers {
                     lhs_contracting: lc,
                     rhs_contracting: rc,
@@ -278,7 +302,7 @@ pub(crate) fn to_primitive(
                 },
                 precision: precision_of(&p)?,
                 preferred_element_type: p.opt_dtype("preferred_element_type")?,
-            }
+            }))
         }
         "conv_general_dilated" => {
             let dn = p.req("dimension_numbers")?;
@@ -299,7 +323,7 @@ pub(crate) fn to_primitive(
                     }
                 })
                 .collect::<PResult<_>>()?;
-            Primitive::ConvGeneralDilated {
+            Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
                 window_strides: p.usizes("window_strides")?,
                 padding,
                 lhs_dilation: p.usizes("lhs_dilation")?,
@@ -313,14 +337,14 @@ pub(crate) fn to_primitive(
                 batch_group_count: p.usize("batch_group_count")?,
                 precision: precision_of(&p)?,
                 preferred_element_type: p.opt_dtype("preferred_element_type")?,
-            }
+            }))
         }
-        "sort" => Primitive::Sort {
+        "sort" => Primitive::Reduction(Reduction::Sort(SortParams {
             dimension: p.usize("dimension")?,
             is_stable: p.bool_or("is_stable", false)?,
             num_keys: p.usize("num_keys")?,
-        },
-        "top_k" => Primitive::TopK {
+        })),
+        "top_k" => Primitive::Reduction(Reduction::TopK(TopKParams {
             k: p.usize("k")?,
             axis: match p.get("axis") {
                 Some(v) => p.usize_of(v)?,
@@ -329,25 +353,25 @@ pub(crate) fn to_primitive(
                     .and_then(|a| a.as_ref())
                     .map_or(0, |a| a.shape().len().saturating_sub(1)),
             },
-        },
-        "empty2" => Primitive::Empty2 {
+        })),
+        "empty2" => Primitive::Structural(Structural::Empty2(Empty2Params {
             dtype: p.dtype("dtype")?,
-        },
+        })),
         "cond" => {
             let v = p.req("branches")?;
             let mut branches = Vec::new();
             for br in p.items_of(v)? {
                 branches.push(b.jaxpr_param(&p, br)?);
             }
-            Primitive::Cond { branches }
+            Primitive::Control(Control::Cond(CondParams { branches }))
         }
-        "while" => Primitive::While {
+        "while" => Primitive::Control(Control::While(WhileParams {
             cond_jaxpr: b.jaxpr_param(&p, p.req("cond_jaxpr")?)?,
             body_jaxpr: b.jaxpr_param(&p, p.req("body_jaxpr")?)?,
             cond_nconsts: p.usize("cond_nconsts")?,
             body_nconsts: p.usize("body_nconsts")?,
-        },
-        "scan" => Primitive::Scan {
+        })),
+        "scan" => Primitive::Control(Control::Scan(ScanParams {
             jaxpr: b.jaxpr_param(&p, p.req("jaxpr")?)?,
             length: p.usize("length")?,
             reverse: p.bool_or("reverse", false)?,
@@ -370,8 +394,8 @@ pub(crate) fn to_primitive(
                     .collect::<PResult<_>>()?,
             },
             split_transpose: p.bool_or("_split_transpose", false)?,
-        },
-        "for_loop" => Primitive::ForLoop {
+        })),
+        "for_loop" => Primitive::Control(Control::ForLoop(ForLoopParams {
             body_jaxpr: b.jaxpr_param(&p, p.req("body_jaxpr")?)?,
             body_nconsts: p.usize("body_nconsts")?,
             nimplicit: match p.get("nimplicit") {
@@ -380,27 +404,27 @@ pub(crate) fn to_primitive(
             },
             preserve_dimensions: p.bool_or("preserve_dimensions", false)?,
             apply_reverse_transform: p.bool_or("apply_reverse_transform", false)?,
-        },
-        "jit" | "pjit" => Primitive::Jit {
+        })),
+        "jit" | "pjit" => Primitive::Control(Control::Jit(JitParams {
             name: p.text_of("name")?,
             jaxpr: b.jaxpr_param(&p, p.req("jaxpr")?)?,
-        },
-        "custom_jvp_call" => Primitive::CustomJvpCall {
+        })),
+        "custom_jvp_call" => Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
             name: p.text_of("name")?,
             call_jaxpr: b.jaxpr_param(&p, p.req("call_jaxpr")?)?,
             jvp: p.text_of("jvp")?,
             num_consts: opt_usize(&p, "num_consts")?,
             symbolic_zeros: p.bool_or("symbolic_zeros", false)?,
-        },
-        "custom_vjp_call" => Primitive::CustomVjpCall {
+        })),
+        "custom_vjp_call" => Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
             name: p.text_of("name")?,
             call_jaxpr: b.jaxpr_param(&p, p.req("call_jaxpr")?)?,
             fwd: p.text_of("fwd")?,
             bwd: p.text_of("bwd")?,
             num_consts: opt_usize(&p, "num_consts")?,
             symbolic_zeros: p.bool_or("symbolic_zeros", false)?,
-        },
-        "remat2" | "checkpoint" => Primitive::Remat {
+        })),
+        "remat2" | "checkpoint" => Primitive::Control(Control::Remat(RematParams {
             jaxpr: bare(b.jaxpr_param(&p, p.req("jaxpr")?)?),
             prevent_cse: p.bool_or("prevent_cse", true)?,
             differentiated: p.bool_or("differentiated", false)?,
@@ -409,13 +433,13 @@ pub(crate) fn to_primitive(
                 Some(v) if Params::is_none(v) => None,
                 Some(v) => Some(p.src(v)),
             },
-        },
-        "program_id" => Primitive::ProgramId {
+        })),
+        "program_id" => Primitive::Pallas(Pallas::ProgramId(ProgramIdParams {
             axis: p.usize("axis")?,
-        },
-        "num_programs" => Primitive::NumPrograms {
+        })),
+        "num_programs" => Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams {
             axis: p.usize("axis")?,
-        },
+        })),
         "pallas_call" => pallas_call(b, &p, in_avals)?,
         "psum" => super::collective::all_reduce(&p, CollectiveOp::Sum)?,
         "pmax" => super::collective::all_reduce(&p, CollectiveOp::Max)?,
@@ -616,7 +640,7 @@ fn pallas_call(b: &mut Builder, p: &Params, in_avals: &[Option<Aval>]) -> PResul
             })
             .collect::<PResult<_>>()?,
     };
-    Ok(Primitive::PallasCall {
+    Ok(Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel,
         grid,
         block_mappings,
@@ -629,5 +653,5 @@ fn pallas_call(b: &mut Builder, p: &Params, in_avals: &[Option<Aval>]) -> PResul
         interpret: p.bool_or("interpret", false)?,
         debug: p.bool_or("debug", false)?,
         input_output_aliases,
-    })
+    })))
 }

@@ -9,6 +9,10 @@ use super::params::{PValue, Params, PV};
 use super::syntax::{PResult, RawEqn, RawJaxpr, Reader, Scope};
 use crate::aval::{Aval, Dim};
 use crate::jaxpr::Atom;
+use crate::primitive::{
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, LoadParams, Pallas, State,
+    StoreParams, SwapParams,
+};
 use crate::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer, Primitive};
 
 /// Which arrow form an equation used.
@@ -295,18 +299,20 @@ pub(crate) fn state_primitive(
 ) -> PResult<Primitive> {
     let indexers = form.indexers.clone();
     Ok(match form.kind {
-        StateKind::Get if form.has_mask || form.has_other => Primitive::Load {
-            indexers,
-            has_mask: form.has_mask,
-            has_other: form.has_other,
-        },
-        StateKind::Get => Primitive::Get { indexers },
-        StateKind::Swap if form.has_mask => Primitive::Store {
+        StateKind::Get if form.has_mask || form.has_other => {
+            Primitive::Pallas(Pallas::Load(LoadParams {
+                indexers,
+                has_mask: form.has_mask,
+                has_other: form.has_other,
+            }))
+        }
+        StateKind::Get => Primitive::State(State::Get(GetParams { indexers })),
+        StateKind::Swap if form.has_mask => Primitive::Pallas(Pallas::Store(StoreParams {
             indexers,
             has_mask: true,
-        },
-        StateKind::Swap => Primitive::Swap { indexers },
-        StateKind::AddUpdate => Primitive::AddUpdate { indexers },
+        })),
+        StateKind::Swap => Primitive::State(State::Swap(SwapParams { indexers })),
+        StateKind::AddUpdate => Primitive::State(State::AddUpdate(AddUpdateParams { indexers })),
     })
 }
 
@@ -318,9 +324,9 @@ pub(crate) fn state_primitive_plain(
     _in_avals: &[Option<Aval>],
 ) -> PResult<Primitive> {
     match e.name.as_str() {
-        "atomic_cas" => Ok(Primitive::AtomicCas {
+        "atomic_cas" => Ok(Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams {
             indexers: Vec::new(),
-        }),
+        }))),
         "atomic_rmw" => {
             let t = p.req("atomic_type")?;
             let op = match &t.v {
@@ -346,7 +352,10 @@ pub(crate) fn state_primitive_plain(
                 Some(tree) => args_tree_indexers(p, tree)?,
                 None => Vec::new(),
             };
-            Ok(Primitive::AtomicRmw { indexers, op })
+            Ok(Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
+                indexers,
+                op,
+            })))
         }
         _ => Err(p.err(
             e.pos,

@@ -6,6 +6,13 @@ use crate::aval::{Aval, Dim, ShapedArray};
 use crate::dtype::DType;
 use crate::jaxpr::{Atom, Binder, Var};
 use crate::literal::Scalar;
+use crate::primitive::{
+    AddUpdateParams, AtomicRmwParams, BroadcastInDimParams, Control, CumulativeParams,
+    DotGeneralParams, Elementwise, ForLoopParams, GetParams, Indexing, JitParams, Linalg,
+    LoadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, ScatterParams, SplitParams, StackParams, State, StoreParams, Structural, SwapParams,
+    TileParams, TopKParams,
+};
 use crate::primitive::{AtomicOp, BinaryOp, IndexEntry, IndexValue, Indexer, Primitive, UnaryOp};
 use crate::print::print_jaxpr;
 use std::sync::Arc;
@@ -69,14 +76,19 @@ fn let_shared_jaxprs_with_forward_reference_are_one_arc() {
              { lambda ; a:f32[]. let\n    b:f32[] = jit[name=f jaxpr=f] a\n    c:f32[] = jit[name=f jaxpr=f] b\n  in (c,) }";
     let j = parse_jaxpr(t).unwrap();
     let inner = |k: usize| match &j.eqns[k].primitive {
-        Primitive::Jit { jaxpr, .. } => jaxpr.clone(),
+        Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => jaxpr.clone(),
         other => panic!("jit expected, got {other:?}"),
     };
     assert!(Arc::ptr_eq(&inner(0).jaxpr, &inner(1).jaxpr));
-    let Primitive::Jit { jaxpr: g, .. } = &inner(0).jaxpr.eqns[0].primitive else {
+    let Primitive::Control(Control::Jit(JitParams { jaxpr: g, .. })) =
+        &inner(0).jaxpr.eqns[0].primitive
+    else {
         panic!("nested jit expected");
     };
-    assert_eq!(g.jaxpr.eqns[0].primitive, Primitive::Unary(UnaryOp::Sin));
+    assert_eq!(
+        g.jaxpr.eqns[0].primitive,
+        Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin))
+    );
 }
 
 #[test]
@@ -84,7 +96,7 @@ fn underscore_names_inside_jit_resolve_to_real_vars() {
     let t = "{ lambda ; a:f32[]. let\n    _:f32[] b:f32[] = jit[\n      name=f\n      jaxpr={ lambda ; a:f32[]. let\n          \
              _:f32[] = sin a\n          _:f32[] = exp a\n          b:f32[] = cos a\n        in (_, b) }\n    ] a\n  in (b,) }";
     let j = parse_jaxpr(t).unwrap();
-    let Primitive::Jit { jaxpr, .. } = &j.eqns[0].primitive else {
+    let Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) = &j.eqns[0].primitive else {
         panic!("jit expected");
     };
     let inner = &jaxpr.jaxpr;
@@ -109,13 +121,13 @@ fn dynamic_dims_and_catalyst_for_loop() {
              preserve_dimensions=True\n    ] a a 0 10 1 0 b\n    k:f64[a] = add b c\n  in (k,) }";
     let j = parse_jaxpr(t).unwrap();
     assert_eq!(j.aval(Var(1)).shape(), &[Dim::Var(Var(0))]);
-    let Primitive::ForLoop {
+    let Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr,
         body_nconsts,
         nimplicit,
         preserve_dimensions,
         apply_reverse_transform,
-    } = &j.eqns[1].primitive
+    })) = &j.eqns[1].primitive
     else {
         panic!("for_loop expected");
     };
@@ -134,10 +146,10 @@ fn dynamic_dims_and_catalyst_for_loop() {
     assert!(matches!(j.eqns[1].outputs[0], Binder::Drop(_)));
     assert_eq!(
         j.eqns[0].primitive,
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![None],
             broadcast_dimensions: vec![].into()
-        }
+        }))
     );
 }
 
@@ -178,24 +190,33 @@ fn pallas_kernel_state_forms_as_jax_prints_them() {
             stride: 1,
         }],
     };
-    assert_eq!(prims[0], &Primitive::ProgramId { axis: 0 });
+    assert_eq!(
+        prims[0],
+        &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 }))
+    );
     assert_eq!(
         prims[3],
-        &Primitive::Load {
+        &Primitive::Pallas(Pallas::Load(LoadParams {
             indexers: vec![full(2)],
             has_mask: true,
             has_other: true
-        }
+        }))
     );
     assert_eq!(j.eqns[3].inputs.len(), 3);
-    assert_eq!(prims[4], &Primitive::Get { indexers: vec![] });
-    assert_eq!(prims[5], &Primitive::Swap { indexers: vec![] });
+    assert_eq!(
+        prims[4],
+        &Primitive::State(State::Get(GetParams { indexers: vec![] }))
+    );
+    assert_eq!(
+        prims[5],
+        &Primitive::State(State::Swap(SwapParams { indexers: vec![] }))
+    );
     assert_eq!(
         prims[6],
-        &Primitive::Store {
+        &Primitive::Pallas(Pallas::Store(StoreParams {
             indexers: vec![dyn2.clone()],
             has_mask: true
-        }
+        }))
     );
     // ref, dynamic start, value, mask
     assert_eq!(
@@ -209,25 +230,28 @@ fn pallas_kernel_state_forms_as_jax_prints_them() {
     );
     assert_eq!(
         prims[7],
-        &Primitive::AtomicRmw {
+        &Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
             indexers: vec![full(2)],
             op: AtomicOp::Add
-        }
+        }))
     );
     assert_eq!(
         prims[8],
-        &Primitive::Swap {
+        &Primitive::State(State::Swap(SwapParams {
             indexers: vec![Indexer {
                 entries: vec![IndexEntry::Int(IndexValue::Static(0))]
             }]
-        }
+        }))
     );
-    assert_eq!(prims[11], &Primitive::Binary(BinaryOp::Add));
+    assert_eq!(
+        prims[11],
+        &Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add))
+    );
     assert_eq!(
         prims[12],
-        &Primitive::Swap {
+        &Primitive::State(State::Swap(SwapParams {
             indexers: vec![dyn2]
-        }
+        }))
     );
 }
 
@@ -237,12 +261,18 @@ fn state_forms_print_back() {
     let t = "{ lambda ; a:Ref<default>{f32[4]} b:f32[2] c:i32[]. let\n    a[1:3] += b\n    a[c:c+2] <- b\n    \
              d:f32[2] <- a[2:]\n  in (d,) }";
     let j = parse_jaxpr(t).unwrap();
-    assert!(matches!(j.eqns[0].primitive, Primitive::AddUpdate { .. }));
-    assert!(matches!(j.eqns[1].primitive, Primitive::Swap { .. }));
+    assert!(matches!(
+        j.eqns[0].primitive,
+        Primitive::State(State::AddUpdate(_))
+    ));
+    assert!(matches!(
+        j.eqns[1].primitive,
+        Primitive::State(State::Swap(_))
+    ));
     assert!(matches!(j.eqns[1].outputs[0], Binder::Drop(_)));
     assert_eq!(
         j.eqns[2].primitive,
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: vec![Indexer {
                 entries: vec![IndexEntry::Slice {
                     start: IndexValue::Static(2),
@@ -250,7 +280,7 @@ fn state_forms_print_back() {
                     stride: 1
                 }]
             }]
-        }
+        }))
     );
     assert_eq!(print_jaxpr(&j), t);
 }
@@ -274,7 +304,8 @@ fn consts_bind_in_text_order_including_nested() {
     .unwrap();
     assert_eq!(c.consts.len(), 2);
     assert_eq!(c.consts[1].to_f64_vec(), vec![4., 5.]);
-    let Primitive::Jit { jaxpr, .. } = &c.jaxpr.eqns[1].primitive else {
+    let Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) = &c.jaxpr.eqns[1].primitive
+    else {
         panic!("jit expected");
     };
     assert_eq!(jaxpr.consts.len(), 1);
@@ -430,7 +461,7 @@ fn params_of_primitives_outside_the_corpus() {
     use crate::primitive::{CumulativeOp, Ints, Precision, ReduceOp, ScatterKind};
     assert_eq!(
         find("dot_general"),
-        Primitive::DotGeneral {
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: crate::primitive::DotDimensionNumbers {
                 lhs_contracting: vec![1],
                 rhs_contracting: vec![0],
@@ -439,51 +470,54 @@ fn params_of_primitives_outside_the_corpus() {
             },
             precision: Some((Precision::Highest, Precision::Highest)),
             preferred_element_type: None
-        }
+        }))
     );
     assert_eq!(
         find("cummin"),
-        Primitive::Cumulative {
+        Primitive::Reduction(Reduction::Cumulative(CumulativeParams {
             op: CumulativeOp::Cummin,
             axis: 0,
             reverse: true
-        }
+        }))
     );
     assert_eq!(
         find("tile"),
-        Primitive::Tile {
+        Primitive::Structural(Structural::Tile(TileParams {
             reps: Ints::new(vec![2, 1])
-        }
+        }))
     );
-    assert_eq!(find("stack"), Primitive::Stack { axis: 0 });
+    assert_eq!(
+        find("stack"),
+        Primitive::Structural(Structural::Stack(StackParams { axis: 0 }))
+    );
     assert_eq!(
         find("split"),
-        Primitive::Split {
+        Primitive::Structural(Structural::Split(SplitParams {
             sizes: Ints {
                 values: vec![1, 1],
                 np_int64: vec![true, true]
             },
             axis: 0
-        }
+        }))
     );
     assert_eq!(
         find("reduce_xor"),
-        Primitive::Reduce {
+        Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Xor,
             axes: vec![0]
-        }
+        }))
     );
     for (name, kind) in [
         ("scatter-mul", ScatterKind::Mul),
         ("scatter-min", ScatterKind::Min),
         ("scatter-max", ScatterKind::Max),
     ] {
-        let Primitive::Scatter {
+        let Primitive::Indexing(Indexing::Scatter(ScatterParams {
             kind: k,
             update_jaxpr,
             unique_indices,
             ..
-        } = find(name)
+        })) = find(name)
         else {
             panic!("{name}");
         };
@@ -491,13 +525,16 @@ fn params_of_primitives_outside_the_corpus() {
         assert!(unique_indices);
         assert_eq!(update_jaxpr.map(|u| u.eqns.len()), Some(1));
     }
-    assert_eq!(find("top_k"), Primitive::TopK { k: 1, axis: 1 });
+    assert_eq!(
+        find("top_k"),
+        Primitive::Reduction(Reduction::TopK(TopKParams { k: 1, axis: 1 }))
+    );
     assert_eq!(
         find("reduce_precision"),
-        Primitive::ReducePrecision {
+        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
             exponent_bits: 5,
             mantissa_bits: 10
-        }
+        }))
     );
 }
 
@@ -523,7 +560,7 @@ fn pallas_call_with_index_maps() {
     ] a
   in (b,) }";
     let j = parse_jaxpr(t).unwrap();
-    let Primitive::PallasCall {
+    let Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel,
         grid,
         block_mappings,
@@ -532,7 +569,7 @@ fn pallas_call_with_index_maps() {
         interpret,
         debug,
         input_output_aliases,
-    } = &j.eqns[0].primitive
+    })) = &j.eqns[0].primitive
     else {
         panic!("pallas_call expected");
     };
@@ -585,10 +622,13 @@ fn underscore_operand_of_a_call_takes_its_callee_invar_type() {
     let j = parse_jaxpr(t).unwrap();
     crate::check::check_jaxpr(&j).unwrap();
     assert_eq!(print_jaxpr(&j), t);
-    let Primitive::Jit { jaxpr: outer, .. } = &j.eqns[0].primitive else {
+    let Primitive::Control(Control::Jit(JitParams { jaxpr: outer, .. })) = &j.eqns[0].primitive
+    else {
         panic!("jit expected");
     };
-    let Primitive::Jit { jaxpr: body, .. } = &outer.jaxpr.eqns[0].primitive else {
+    let Primitive::Control(Control::Jit(JitParams { jaxpr: body, .. })) =
+        &outer.jaxpr.eqns[0].primitive
+    else {
         panic!("nested jit expected");
     };
     let body = &body.jaxpr;
@@ -616,7 +656,7 @@ fn copies_sharing_a_var_space_print_alike_and_parse_back() {
         let z = b.new_var(f32s());
         b.invars = vec![x, y];
         b.eqns.push(Eqn {
-            primitive: Primitive::Binary(BinaryOp::Mul),
+            primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)),
             inputs: vec![Atom::Var(x), Atom::Var(y)],
             outputs: vec![Binder::Var(z)],
         });
@@ -633,10 +673,10 @@ fn copies_sharing_a_var_space_print_alike_and_parse_back() {
         let r = f.new_var(f32s());
         f.invars = vec![p, q];
         f.eqns.push(Eqn {
-            primitive: Primitive::Jit {
+            primitive: Primitive::Control(Control::Jit(JitParams {
                 name: "g".into(),
                 jaxpr: ClosedJaxpr::without_consts(body),
-            },
+            })),
             inputs: vec![Atom::Var(q), Atom::Var(p)],
             outputs: vec![Binder::Var(r)],
         });
@@ -651,10 +691,10 @@ fn copies_sharing_a_var_space_print_alike_and_parse_back() {
         for f in &fs {
             let y = m.new_var(f32s());
             m.eqns.push(Eqn {
-                primitive: Primitive::Jit {
+                primitive: Primitive::Control(Control::Jit(JitParams {
                     name: "f".into(),
                     jaxpr: ClosedJaxpr::without_consts(f.clone()),
-                },
+                })),
                 inputs: vec![Atom::Var(x), Atom::Var(x)],
                 outputs: vec![Binder::Var(y)],
             });
@@ -667,10 +707,14 @@ fn copies_sharing_a_var_space_print_alike_and_parse_back() {
         [0, 1]
             .iter()
             .map(|&k| {
-                let Primitive::Jit { jaxpr: f, .. } = &j.eqns[k].primitive else {
+                let Primitive::Control(Control::Jit(JitParams { jaxpr: f, .. })) =
+                    &j.eqns[k].primitive
+                else {
                     panic!("jit expected");
                 };
-                let Primitive::Jit { jaxpr: b, .. } = &f.jaxpr.eqns[0].primitive else {
+                let Primitive::Control(Control::Jit(JitParams { jaxpr: b, .. })) =
+                    &f.jaxpr.eqns[0].primitive
+                else {
                     panic!("nested jit expected");
                 };
                 b.jaxpr.clone()
@@ -700,7 +744,8 @@ fn copies_sharing_a_var_space_print_alike_and_parse_back() {
     assert!(bs[0].var_space.key().is_some());
     assert_eq!(bs[0].var_space.key(), bs[1].var_space.key());
     // The callers have variables of their own.
-    let Primitive::Jit { jaxpr: f0, .. } = &back.eqns[0].primitive else {
+    let Primitive::Control(Control::Jit(JitParams { jaxpr: f0, .. })) = &back.eqns[0].primitive
+    else {
         panic!("jit expected");
     };
     assert_eq!(f0.jaxpr.var_space.key(), None);

@@ -19,6 +19,9 @@ use crate::dtype::DType;
 use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, Eqn, Jaxpr, Var};
 use crate::primitive::{BinaryOp, DotDimensionNumbers, Ints, Primitive};
+use crate::primitive::{
+    BroadcastInDimParams, DotGeneralParams, Elementwise, Linalg, Structural, TransposeParams,
+};
 
 /// Rewrites every uncontracted `dot_general` of static shapes and one
 /// dtype into broadcasts and a `mul`.
@@ -41,11 +44,11 @@ fn rewrite_outer(
     map: &mut VarMap,
     eqn: &Eqn,
 ) -> Result<bool, IrError> {
-    let Primitive::DotGeneral {
+    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
         dimension_numbers: dn,
         preferred_element_type,
         ..
-    } = &eqn.primitive
+    })) = &eqn.primitive
     else {
         return Ok(false);
     };
@@ -95,7 +98,7 @@ fn rewrite_outer(
     );
     let nv = rw.fresh(jaxpr, map, *out)?;
     rw.out.eqns.push(Eqn {
-        primitive: Primitive::Binary(BinaryOp::Mul),
+        primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)),
         inputs: vec![lb, rb],
         outputs: vec![Binder::Var(nv)],
     });
@@ -118,9 +121,9 @@ fn broadcast(
         let permuted: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
         let v = new_array(rw, dt, &permuted);
         rw.out.eqns.push(Eqn {
-            primitive: Primitive::Transpose {
+            primitive: Primitive::Structural(Structural::Transpose(TransposeParams {
                 permutation: perm.to_vec(),
-            },
+            })),
             inputs: vec![x],
             outputs: vec![Binder::Var(v)],
         });
@@ -128,10 +131,10 @@ fn broadcast(
     }
     let v = new_array(rw, dt, out);
     rw.out.eqns.push(Eqn {
-        primitive: Primitive::BroadcastInDim {
+        primitive: Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: out.iter().map(|&n| Some(n)).collect(),
             broadcast_dimensions: Ints::new(dims.iter().map(|&d| d as i64).collect()),
-        },
+        })),
         inputs: vec![x],
         outputs: vec![Binder::Var(v)],
     });
@@ -177,13 +180,13 @@ pub fn transposed_products(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
             eqn.inputs.as_slice(),
             eqn.outputs.as_slice(),
         ) {
-            (Primitive::Transpose { permutation }, [Atom::Var(x)], [Binder::Var(out)])
-                if uses[x.index()] == 1 =>
-            {
-                producer[x.index()]
-                    .and_then(|p| swap_product(jaxpr, &jaxpr.eqns[p], permutation))
-                    .map(|dot| (dot, *out))
-            }
+            (
+                Primitive::Structural(Structural::Transpose(TransposeParams { permutation })),
+                [Atom::Var(x)],
+                [Binder::Var(out)],
+            ) if uses[x.index()] == 1 => producer[x.index()]
+                .and_then(|p| swap_product(jaxpr, &jaxpr.eqns[p], permutation))
+                .map(|dot| (dot, *out)),
             _ => None,
         };
         let Some((dot, out)) = swapped else {
@@ -207,11 +210,11 @@ pub fn transposed_products(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
 /// The product `dot(b, a)` equal to `transpose(dot(a, b), perm)`, when
 /// `perm` keeps the batch dimensions and swaps the free blocks.
 fn swap_product(jaxpr: &Jaxpr, dot: &Eqn, perm: &[usize]) -> Option<Eqn> {
-    let Primitive::DotGeneral {
+    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
         dimension_numbers: dn,
         precision,
         preferred_element_type,
-    } = &dot.primitive
+    })) = &dot.primitive
     else {
         return None;
     };
@@ -235,7 +238,7 @@ fn swap_product(jaxpr: &Jaxpr, dot: &Eqn, perm: &[usize]) -> Option<Eqn> {
         return None;
     }
     Some(Eqn {
-        primitive: Primitive::DotGeneral {
+        primitive: Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: DotDimensionNumbers {
                 lhs_contracting: dn.rhs_contracting.clone(),
                 rhs_contracting: dn.lhs_contracting.clone(),
@@ -244,7 +247,7 @@ fn swap_product(jaxpr: &Jaxpr, dot: &Eqn, perm: &[usize]) -> Option<Eqn> {
             },
             precision: precision.map(|(p, q)| (q, p)),
             preferred_element_type: *preferred_element_type,
-        },
+        })),
         inputs: vec![*b, *a],
         outputs: Vec::new(),
     })

@@ -5,6 +5,7 @@
 //! wherever they are evaluated.
 
 use crate::jaxpr::Jaxpr;
+use crate::primitive::{AllReduceParams, Collective, ReduceParams, Reduction};
 use crate::primitive::{AxisRef, CollectiveOp, Primitive, ReduceOp};
 
 /// `jaxpr` with every positional-only `psum`/`pmax`/`pmin` (here and in
@@ -24,7 +25,7 @@ pub fn lower_positional_collectives(jaxpr: &Jaxpr) -> Jaxpr {
 }
 
 fn positional_reduce(p: &Primitive) -> Option<Primitive> {
-    let Primitive::AllReduce { op, axes } = p else {
+    let Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) = p else {
         return None;
     };
     let axes = axes
@@ -39,7 +40,10 @@ fn positional_reduce(p: &Primitive) -> Option<Primitive> {
         CollectiveOp::Max => ReduceOp::Max,
         CollectiveOp::Min => ReduceOp::Min,
     };
-    Some(Primitive::Reduce { op, axes })
+    Some(Primitive::Reduction(Reduction::Reduce(ReduceParams {
+        op,
+        axes,
+    })))
 }
 
 #[cfg(test)]

@@ -24,6 +24,11 @@
 use crate::aval::{static_sizes, Aval};
 use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, Eqn, Jaxpr, Var};
+use crate::primitive::{
+    BroadcastInDimParams, ConvertElementTypeParams, Elementwise, Indexing, IntegerPowParams,
+    ReduceParams, Reduction, ReshapeParams, RevParams, RoundParams, SliceParams, SqueezeParams,
+    Structural, TransposeParams,
+};
 use crate::primitive::{Primitive, ReduceOp};
 use std::fmt;
 
@@ -258,13 +263,13 @@ fn single_out(jaxpr: &Jaxpr, eqn: &Eqn) -> Option<(Var, Vec<usize>)> {
 pub fn is_elementwise(p: &Primitive) -> bool {
     matches!(
         p,
-        Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
+        Primitive::Elementwise(Elementwise::Unary(_))
+            | Primitive::Elementwise(Elementwise::Binary(_))
+            | Primitive::Elementwise(Elementwise::IntegerPow(_))
+            | Primitive::Elementwise(Elementwise::Round(_))
+            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+            | Primitive::Elementwise(Elementwise::SelectN)
+            | Primitive::Elementwise(Elementwise::Clamp)
     )
 }
 
@@ -284,12 +289,14 @@ fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
         return true;
     }
     match &eqn.primitive {
-        Primitive::Squeeze { .. } => true,
-        Primitive::BroadcastInDim { .. }
-        | Primitive::Transpose { .. }
-        | Primitive::Slice { .. }
-        | Primitive::Rev { .. } => eqn.inputs.len() == 1,
-        Primitive::Reshape { dimensions, .. } => dimensions.is_none() && eqn.inputs.len() == 1,
+        Primitive::Structural(Structural::Squeeze(_)) => true,
+        Primitive::Structural(Structural::BroadcastInDim(_))
+        | Primitive::Structural(Structural::Transpose(_))
+        | Primitive::Indexing(Indexing::Slice(_))
+        | Primitive::Structural(Structural::Rev(_)) => eqn.inputs.len() == 1,
+        Primitive::Structural(Structural::Reshape(ReshapeParams { dimensions, .. })) => {
+            dimensions.is_none() && eqn.inputs.len() == 1
+        }
         _ => false,
     }
 }
@@ -299,18 +306,22 @@ fn fusible(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
 pub fn moves_data(p: &Primitive) -> bool {
     matches!(
         p,
-        Primitive::BroadcastInDim { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Slice { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Squeeze { .. }
+        Primitive::Structural(Structural::BroadcastInDim(_))
+            | Primitive::Structural(Structural::Transpose(_))
+            | Primitive::Indexing(Indexing::Slice(_))
+            | Primitive::Structural(Structural::Rev(_))
+            | Primitive::Structural(Structural::Reshape(_))
+            | Primitive::Structural(Structural::Squeeze(_))
     )
 }
 
 /// Data movement that is free to recompute under a broadcast.
 fn cheap(p: &Primitive) -> bool {
-    moves_data(p) || matches!(p, Primitive::ConvertElementType { .. })
+    moves_data(p)
+        || matches!(
+            p,
+            Primitive::Elementwise(Elementwise::ConvertElementType(_))
+        )
 }
 
 /// The map at which a fused equation reads its operand `slot`, given the
@@ -322,7 +333,7 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
         return None;
     };
     let in_shape = static_array(jaxpr.try_aval(*v)?)?;
-    if let Primitive::Reduce { .. } = eqn.primitive {
+    if let Primitive::Reduction(Reduction::Reduce(_)) = eqn.primitive {
         return Some(out_map.clone());
     }
     let (_, out_shape) = single_out(jaxpr, eqn)?;
@@ -337,7 +348,8 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
         IndexMap::Multi { rows, offset, .. } => (rows, offset),
         IndexMap::Flat { .. } => {
             return match &eqn.primitive {
-                Primitive::Reshape { .. } | Primitive::Squeeze { .. } => Some(out_map.clone()),
+                Primitive::Structural(Structural::Reshape(_))
+                | Primitive::Structural(Structural::Squeeze(_)) => Some(out_map.clone()),
                 _ if in_shape == out_shape => Some(out_map.clone()),
                 _ if in_shape.is_empty() => Some(IndexMap::scalar(width)),
                 _ => None,
@@ -348,10 +360,10 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
         return None;
     }
     match &eqn.primitive {
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             broadcast_dimensions,
             ..
-        } => {
+        })) => {
             let (mut op_rows, mut op_off) = (Vec::new(), Vec::new());
             for (k, &n) in in_shape.iter().enumerate() {
                 let d = usize::try_from(*broadcast_dimensions.get(k)?).ok()?;
@@ -367,7 +379,7 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
             }
             Some(multi(op_rows, op_off))
         }
-        Primitive::Transpose { permutation } => {
+        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
             // Result dim i is operand dim permutation[i].
             if permutation.len() != in_shape.len() {
                 return None;
@@ -380,11 +392,11 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
             }
             Some(multi(op_rows, op_off))
         }
-        Primitive::Slice {
+        Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices,
             strides,
             ..
-        } => {
+        })) => {
             // Operand index k = start_k + step_k * result index k.
             if start_indices.len() != in_shape.len() {
                 return None;
@@ -399,7 +411,7 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
             }
             Some(multi(op_rows, op_off))
         }
-        Primitive::Rev { dimensions } => {
+        Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
             let mut op_rows = rows.clone();
             let mut op_off = offset.clone();
             for &d in dimensions {
@@ -409,7 +421,8 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
             }
             Some(multi(op_rows, op_off))
         }
-        Primitive::Reshape { .. } | Primitive::Squeeze { .. } => Some(IndexMap::Flat {
+        Primitive::Structural(Structural::Reshape(_))
+        | Primitive::Structural(Structural::Squeeze(_)) => Some(IndexMap::Flat {
             strides: out_map.strides(&out_shape),
             offset: out_map.base(&out_shape),
         }),
@@ -495,7 +508,11 @@ pub fn plan_fusion(jaxpr: &Jaxpr) -> Result<FusionPlan, IrError> {
             map_of[e] = Some(m);
             continue;
         }
-        if let (Primitive::Reduce { op, axes }, Some(_), [Atom::Var(x)]) = (
+        if let (
+            Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })),
+            Some(_),
+            [Atom::Var(x)],
+        ) = (
             &eqn.primitive,
             single_out(jaxpr, eqn),
             eqn.inputs.as_slice(),

@@ -23,6 +23,9 @@ use crate::aval::{Aval, Dim, ShapedArray};
 use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::primitive::{BinaryOp, DotDimensionNumbers, Primitive};
+use crate::primitive::{
+    Control, DotGeneralParams, Elementwise, Linalg, ScanParams, Structural, TransposeParams,
+};
 
 /// Moves every summed product, and every product of an `xs` slice with a
 /// loop invariant, out of the top-level scans of `jaxpr`.
@@ -109,7 +112,7 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
         let e = &body.eqns[add];
         if !matches!(
             e.primitive,
-            Primitive::Binary(BinaryOp::Add | BinaryOp::AddAny)
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add | BinaryOp::AddAny))
         ) {
             return None;
         }
@@ -123,7 +126,9 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
         }
         let mut at = def(body, z)?;
         let mut perm = None;
-        if let Primitive::Transpose { permutation } = &body.eqns[at].primitive {
+        if let Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) =
+            &body.eqns[at].primitive
+        {
             let [Atom::Var(p)] = body.eqns[at].inputs.as_slice() else {
                 return None;
             };
@@ -134,9 +139,9 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
             at = def(body, *p)?;
         }
         let pe = &body.eqns[at];
-        let Primitive::DotGeneral {
+        let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers, ..
-        } = &pe.primitive
+        })) = &pe.primitive
         else {
             return None;
         };
@@ -187,7 +192,7 @@ struct ScanEqn<'e> {
 
 impl<'e> ScanEqn<'e> {
     fn of(eqn: &'e Eqn) -> Option<ScanEqn<'e>> {
-        let Primitive::Scan {
+        let Primitive::Control(Control::Scan(ScanParams {
             jaxpr,
             length,
             reverse,
@@ -196,7 +201,7 @@ impl<'e> ScanEqn<'e> {
             unroll,
             linear,
             split_transpose,
-        } = &eqn.primitive
+        })) = &eqn.primitive
         else {
             return None;
         };
@@ -226,7 +231,7 @@ impl<'e> ScanEqn<'e> {
         outputs: Vec<Binder>,
     ) {
         rw.out.eqns.push(Eqn {
-            primitive: Primitive::Scan {
+            primitive: Primitive::Control(Control::Scan(ScanParams {
                 jaxpr: ClosedJaxpr {
                     jaxpr: body.into(),
                     consts: self.closed.consts.clone(),
@@ -238,7 +243,7 @@ impl<'e> ScanEqn<'e> {
                 unroll: self.unroll,
                 linear,
                 split_transpose: self.split_transpose,
-            },
+            })),
             inputs,
             outputs,
         });
@@ -361,11 +366,11 @@ fn hoist_one(
         lhs_batch: shift(&up.dn.lhs_batch),
         rhs_batch: shift(&up.dn.rhs_batch),
     };
-    let Primitive::DotGeneral {
+    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
         precision,
         preferred_element_type,
         ..
-    } = up.prim
+    })) = up.prim
     else {
         return Err(IrError::Invalid("scan_sums: not a product".into()));
     };
@@ -391,11 +396,11 @@ fn hoist_one(
     };
     let prod = rw.out.new_var(prod_aval);
     rw.out.eqns.push(Eqn {
-        primitive: Primitive::DotGeneral {
+        primitive: Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: dn,
             precision,
             preferred_element_type,
-        },
+        })),
         inputs: vec![us, ws],
         outputs: vec![Binder::Var(prod)],
     });
@@ -404,7 +409,9 @@ fn hoist_one(
         Some(perm) => {
             let t = rw.out.new_var(final_aval.clone());
             rw.out.eqns.push(Eqn {
-                primitive: Primitive::Transpose { permutation: perm },
+                primitive: Primitive::Structural(Structural::Transpose(TransposeParams {
+                    permutation: perm,
+                })),
                 inputs: vec![Atom::Var(prod)],
                 outputs: vec![Binder::Var(t)],
             });
@@ -413,7 +420,7 @@ fn hoist_one(
     };
     let result = rw.fresh(jaxpr, map, *c_final)?;
     rw.out.eqns.push(Eqn {
-        primitive: Primitive::Binary(BinaryOp::AddAny),
+        primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::AddAny)),
         inputs: vec![c_init, Atom::Var(summed)],
         outputs: vec![Binder::Var(result)],
     });
@@ -438,10 +445,10 @@ fn hoist_projection(
     let consts = &body.invars[..nc];
     // (equation, xs position, const position)
     let found = body.eqns.iter().enumerate().find_map(|(at, e)| {
-        let Primitive::DotGeneral {
+        let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: dn,
             ..
-        } = &e.primitive
+        })) = &e.primitive
         else {
             return None;
         };
@@ -460,11 +467,11 @@ fn hoist_projection(
     };
     let pe = &body.eqns[at];
     let (
-        Primitive::DotGeneral {
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: dn,
             precision,
             preferred_element_type,
-        },
+        })),
         [Binder::Var(z)],
     ) = (&pe.primitive, pe.outputs.as_slice())
     else {
@@ -479,7 +486,7 @@ fn hoist_projection(
     let w = map.atom(&eqn.inputs[ci])?;
     let z_all = rw.out.new_var(map.aval(&z_aval));
     rw.out.eqns.push(Eqn {
-        primitive: Primitive::DotGeneral {
+        primitive: Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: DotDimensionNumbers {
                 lhs_contracting: dn.lhs_contracting.iter().map(|d| d + 1).collect(),
                 rhs_contracting: dn.rhs_contracting.clone(),
@@ -488,7 +495,7 @@ fn hoist_projection(
             },
             precision: *precision,
             preferred_element_type: *preferred_element_type,
-        },
+        })),
         inputs: vec![x_all, w],
         outputs: vec![Binder::Var(z_all)],
     });

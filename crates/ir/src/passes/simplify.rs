@@ -12,6 +12,10 @@ use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::literal::{Literal, Scalar};
 use crate::primitive::Primitive;
+use crate::primitive::{
+    Control, ConvertElementTypeParams, CustomJvpCallParams, CustomVjpCallParams, Elementwise,
+    Empty2Params, IntegerPowParams, JitParams, RematParams, RoundParams, Structural,
+};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -70,17 +74,19 @@ fn inline_eqns(
         // (body, its consts, the operands it takes)
         let empty: &[HostArray] = &[];
         let (inner, body_consts, operands): (&Jaxpr, &[HostArray], &[Atom]) = match &eqn.primitive {
-            Primitive::Jit { jaxpr: body, .. } => (&body.jaxpr, &body.consts, &eqn.inputs),
-            Primitive::CustomJvpCall {
-                call_jaxpr,
-                num_consts,
-                ..
+            Primitive::Control(Control::Jit(JitParams { jaxpr: body, .. })) => {
+                (&body.jaxpr, &body.consts, &eqn.inputs)
             }
-            | Primitive::CustomVjpCall {
+            Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
                 call_jaxpr,
                 num_consts,
                 ..
-            } if all_calls => {
+            }))
+            | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
+                call_jaxpr,
+                num_consts,
+                ..
+            })) if all_calls => {
                 // The primal takes every operand, or those after the consts.
                 let n = call_jaxpr.jaxpr.invars.len();
                 let ops = if n == eqn.inputs.len() {
@@ -90,7 +96,9 @@ fn inline_eqns(
                 };
                 (&call_jaxpr.jaxpr, &call_jaxpr.consts, ops)
             }
-            Primitive::Remat { jaxpr, .. } if all_calls => (jaxpr, empty, &eqn.inputs),
+            Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) if all_calls => {
+                (jaxpr, empty, &eqn.inputs)
+            }
             _ => {
                 rw.copy_eqn(old, map, eqn)?;
                 continue;
@@ -237,7 +245,7 @@ fn atom_key(a: &Atom) -> (u8, u64, u8) {
 /// Whether CSE may merge two equal applications of this primitive: pure,
 /// first-order, and not an uninitialised value.
 fn cse_candidate(p: &Primitive) -> bool {
-    p.sub_jaxprs().is_empty() && !matches!(p, Primitive::Empty2 { .. })
+    p.sub_jaxprs().is_empty() && !matches!(p, Primitive::Structural(Structural::Empty2(_)))
 }
 
 /// Merges equations that apply the same primitive (equal params) to the same
@@ -302,13 +310,13 @@ pub fn cse(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
 fn foldable(p: &Primitive) -> bool {
     matches!(
         p,
-        Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
+        Primitive::Elementwise(Elementwise::Unary(_))
+            | Primitive::Elementwise(Elementwise::Binary(_))
+            | Primitive::Elementwise(Elementwise::IntegerPow(_))
+            | Primitive::Elementwise(Elementwise::Round(_))
+            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+            | Primitive::Elementwise(Elementwise::SelectN)
+            | Primitive::Elementwise(Elementwise::Clamp)
     )
 }
 

@@ -7,6 +7,7 @@ use super::*;
 use crate::interp::eval_closed_jaxpr;
 use crate::jaxpr::ClosedJaxpr;
 use crate::primitive::Primitive;
+use crate::primitive::{DotGeneralParams, Linalg};
 
 fn rewritten(c: &ClosedJaxpr) -> ClosedJaxpr {
     ClosedJaxpr {
@@ -19,7 +20,7 @@ fn has_dot(c: &ClosedJaxpr) -> bool {
     c.jaxpr
         .eqns
         .iter()
-        .any(|e| matches!(e.primitive, Primitive::DotGeneral { .. }))
+        .any(|e| matches!(e.primitive, Primitive::Linalg(Linalg::DotGeneral(_))))
 }
 
 #[test]

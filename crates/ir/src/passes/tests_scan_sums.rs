@@ -7,6 +7,7 @@ use super::*;
 use crate::interp::eval_closed_jaxpr;
 use crate::jaxpr::ClosedJaxpr;
 use crate::primitive::Primitive;
+use crate::primitive::{Control, DotGeneralParams, Linalg, ScanParams};
 
 /// The backward scan of an RNN, as reverse mode stages it: weight
 /// gradients accumulated from transposed products of the step's delta `k`
@@ -51,9 +52,9 @@ fn scan_of(c: &ClosedJaxpr) -> (usize, usize) {
         .eqns
         .iter()
         .find_map(|e| match &e.primitive {
-            Primitive::Scan {
+            Primitive::Control(Control::Scan(ScanParams {
                 num_carry, jaxpr, ..
-            } => Some((*num_carry, jaxpr.jaxpr.outvars.len())),
+            })) => Some((*num_carry, jaxpr.jaxpr.outvars.len())),
             _ => None,
         })
         .expect("a scan")
@@ -96,7 +97,7 @@ fn summed_products_leave_the_scan() {
         .jaxpr
         .eqns
         .iter()
-        .filter(|e| matches!(e.primitive, Primitive::DotGeneral { .. }))
+        .filter(|e| matches!(e.primitive, Primitive::Linalg(Linalg::DotGeneral(_))))
         .count();
     assert_eq!(dots_outside, 2);
     for seed in 0..4 {

@@ -57,3 +57,58 @@ impl AxisRef {
         }
     }
 }
+
+/// Collectives over named axes: all-reduces, all-gathers and the axis index.
+///
+/// Family invariant: no member holds a jaxpr or touches a `Ref`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Collective {
+    /// `psum`/`pmax`/`pmin[axes=(..) axis_index_groups=None] x`: the
+    /// reduction over named `vmap` axes and positional dims of `x`.
+    AllReduce(AllReduceParams),
+    /// `all_gather[all_gather_dimension axis_index_groups=None axis_name
+    /// axis_size tiled] x`: every member's `x` along a new dimension.
+    AllGather(AllGatherParams),
+    /// `axis_index[axis_name=i]`: this member's index along a named axis.
+    AxisIndex(AxisIndexParams),
+}
+
+impl Collective {
+    /// The name JAX prints.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Collective::AllReduce(p) => p.op.name(),
+            Collective::AllGather(_) => "all_gather",
+            Collective::AxisIndex(_) => "axis_index",
+        }
+    }
+}
+
+/// The params of the `AllReduce` primitives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllReduceParams {
+    /// Which reduction.
+    pub op: CollectiveOp,
+    /// The axes reduced over.
+    pub axes: Vec<AxisRef>,
+}
+
+/// The params of `all_gather`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllGatherParams {
+    /// The named axes gathered over (one, as JAX's vmap supports).
+    pub axis_name: Vec<String>,
+    /// Where the gathered dimension goes.
+    pub all_gather_dimension: usize,
+    /// The size of the named axis.
+    pub axis_size: usize,
+    /// Concatenate along `all_gather_dimension` instead of stacking.
+    pub tiled: bool,
+}
+
+/// The params of `axis_index`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AxisIndexParams {
+    /// The named axis.
+    pub axis_name: String,
+}

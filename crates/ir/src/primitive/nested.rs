@@ -1,6 +1,18 @@
 //! Which primitives hold jaxprs in their params, and where.
 
 use super::Primitive;
+use super::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 use crate::jaxpr::{ClosedJaxpr, Jaxpr};
 use std::sync::Arc;
 
@@ -42,35 +54,46 @@ impl Primitive {
             ParamJaxpr { param, jaxpr }
         }
         match self {
-            Primitive::Cond { branches } => {
+            Primitive::Control(Control::Cond(CondParams { branches })) => {
                 branches.iter().map(|b| at("branches", Closed(b))).collect()
             }
-            Primitive::While {
+            Primitive::Control(Control::While(WhileParams {
                 cond_jaxpr,
                 body_jaxpr,
                 ..
-            } => vec![
+            })) => vec![
                 at("body_jaxpr", Closed(body_jaxpr)),
                 at("cond_jaxpr", Closed(cond_jaxpr)),
             ],
-            Primitive::Scan { jaxpr, .. } | Primitive::Jit { jaxpr, .. } => {
+            Primitive::Control(Control::Scan(ScanParams { jaxpr, .. }))
+            | Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => {
                 vec![at("jaxpr", Closed(jaxpr))]
             }
-            Primitive::ForLoop { body_jaxpr, .. } => vec![at("body_jaxpr", Closed(body_jaxpr))],
-            Primitive::CustomJvpCall { call_jaxpr, .. }
-            | Primitive::CustomVjpCall { call_jaxpr, .. } => {
+            Primitive::Control(Control::ForLoop(ForLoopParams { body_jaxpr, .. })) => {
+                vec![at("body_jaxpr", Closed(body_jaxpr))]
+            }
+            Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
+                call_jaxpr, ..
+            }))
+            | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
+                call_jaxpr, ..
+            })) => {
                 vec![at("call_jaxpr", Closed(call_jaxpr))]
             }
-            Primitive::Remat { jaxpr, .. } => vec![at("jaxpr", Open(jaxpr))],
-            Primitive::Scatter { update_jaxpr, .. } => update_jaxpr
-                .iter()
-                .map(|j| at("update_jaxpr", Open(j)))
-                .collect(),
-            Primitive::PallasCall {
+            Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => {
+                vec![at("jaxpr", Open(jaxpr))]
+            }
+            Primitive::Indexing(Indexing::Scatter(ScatterParams { update_jaxpr, .. })) => {
+                update_jaxpr
+                    .iter()
+                    .map(|j| at("update_jaxpr", Open(j)))
+                    .collect()
+            }
+            Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
                 kernel,
                 block_mappings,
                 ..
-            } => {
+            })) => {
                 let mut v = vec![at("kernel", Open(kernel))];
                 v.extend(
                     block_mappings
@@ -79,50 +102,50 @@ impl Primitive {
                 );
                 v
             }
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::BroadcastInDim { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Pad { .. }
-            | Primitive::Concatenate { .. }
-            | Primitive::Slice { .. }
-            | Primitive::DynamicSlice { .. }
-            | Primitive::DynamicUpdateSlice
-            | Primitive::Gather { .. }
-            | Primitive::Iota { .. }
-            | Primitive::Split { .. }
-            | Primitive::Tile { .. }
-            | Primitive::Stack { .. }
-            | Primitive::Reduce { .. }
-            | Primitive::ArgReduce { .. }
-            | Primitive::Cumulative { .. }
-            | Primitive::DotGeneral { .. }
-            | Primitive::ConvGeneralDilated { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::Empty2 { .. }
-            | Primitive::AllReduce { .. }
-            | Primitive::AllGather { .. }
-            | Primitive::AxisIndex { .. }
-            | Primitive::Get { .. }
-            | Primitive::Swap { .. }
-            | Primitive::AddUpdate { .. }
-            | Primitive::ProgramId { .. }
-            | Primitive::NumPrograms { .. }
-            | Primitive::Load { .. }
-            | Primitive::Store { .. }
-            | Primitive::AtomicRmw { .. }
-            | Primitive::AtomicCas { .. } => Vec::new(),
+            Primitive::Elementwise(Elementwise::Unary(_))
+            | Primitive::Elementwise(Elementwise::Binary(_))
+            | Primitive::Elementwise(Elementwise::IntegerPow(_))
+            | Primitive::Elementwise(Elementwise::Round(_))
+            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
+            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
+            | Primitive::Elementwise(Elementwise::SelectN)
+            | Primitive::Elementwise(Elementwise::Clamp)
+            | Primitive::Structural(Structural::BroadcastInDim(_))
+            | Primitive::Structural(Structural::Reshape(_))
+            | Primitive::Structural(Structural::Transpose(_))
+            | Primitive::Structural(Structural::Squeeze(_))
+            | Primitive::Structural(Structural::Rev(_))
+            | Primitive::Structural(Structural::Pad(_))
+            | Primitive::Structural(Structural::Concatenate(_))
+            | Primitive::Indexing(Indexing::Slice(_))
+            | Primitive::Indexing(Indexing::DynamicSlice(_))
+            | Primitive::Indexing(Indexing::DynamicUpdateSlice)
+            | Primitive::Indexing(Indexing::Gather(_))
+            | Primitive::Structural(Structural::Iota(_))
+            | Primitive::Structural(Structural::Split(_))
+            | Primitive::Structural(Structural::Tile(_))
+            | Primitive::Structural(Structural::Stack(_))
+            | Primitive::Reduction(Reduction::Reduce(_))
+            | Primitive::Reduction(Reduction::ArgReduce(_))
+            | Primitive::Reduction(Reduction::Cumulative(_))
+            | Primitive::Linalg(Linalg::DotGeneral(_))
+            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            | Primitive::Reduction(Reduction::Sort(_))
+            | Primitive::Reduction(Reduction::TopK(_))
+            | Primitive::Structural(Structural::Empty2(_))
+            | Primitive::Collective(Collective::AllReduce(_))
+            | Primitive::Collective(Collective::AllGather(_))
+            | Primitive::Collective(Collective::AxisIndex(_))
+            | Primitive::State(State::Get(_))
+            | Primitive::State(State::Swap(_))
+            | Primitive::State(State::AddUpdate(_))
+            | Primitive::Pallas(Pallas::ProgramId(_))
+            | Primitive::Pallas(Pallas::NumPrograms(_))
+            | Primitive::Pallas(Pallas::Load(_))
+            | Primitive::Pallas(Pallas::Store(_))
+            | Primitive::Pallas(Pallas::AtomicRmw(_))
+            | Primitive::Pallas(Pallas::AtomicCas(_)) => Vec::new(),
         }
     }
 
@@ -135,79 +158,90 @@ impl Primitive {
         }
         let mut p = self.clone();
         match &mut p {
-            Primitive::Cond { branches } => branches.iter_mut().for_each(|b| closed(b, f)),
-            Primitive::While {
+            Primitive::Control(Control::Cond(CondParams { branches })) => {
+                branches.iter_mut().for_each(|b| closed(b, f))
+            }
+            Primitive::Control(Control::While(WhileParams {
                 cond_jaxpr,
                 body_jaxpr,
                 ..
-            } => {
+            })) => {
                 closed(body_jaxpr, f);
                 closed(cond_jaxpr, f);
             }
-            Primitive::Scan { jaxpr, .. } | Primitive::Jit { jaxpr, .. } => closed(jaxpr, f),
-            Primitive::ForLoop { body_jaxpr, .. } => closed(body_jaxpr, f),
-            Primitive::CustomJvpCall { call_jaxpr, .. }
-            | Primitive::CustomVjpCall { call_jaxpr, .. } => closed(call_jaxpr, f),
-            Primitive::Remat { jaxpr, .. } => *jaxpr = Arc::new(f(jaxpr)),
-            Primitive::Scatter { update_jaxpr, .. } => {
+            Primitive::Control(Control::Scan(ScanParams { jaxpr, .. }))
+            | Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => closed(jaxpr, f),
+            Primitive::Control(Control::ForLoop(ForLoopParams { body_jaxpr, .. })) => {
+                closed(body_jaxpr, f)
+            }
+            Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
+                call_jaxpr, ..
+            }))
+            | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
+                call_jaxpr, ..
+            })) => closed(call_jaxpr, f),
+            Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => {
+                *jaxpr = Arc::new(f(jaxpr))
+            }
+            Primitive::Indexing(Indexing::Scatter(ScatterParams { update_jaxpr, .. })) => {
                 if let Some(j) = update_jaxpr {
                     *j = Arc::new(f(j));
                 }
             }
-            Primitive::PallasCall {
+            Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
                 kernel,
                 block_mappings,
                 ..
-            } => {
+            })) => {
                 *kernel = Arc::new(f(kernel));
                 block_mappings
                     .iter_mut()
                     .for_each(|b| closed(&mut b.index_map, f));
             }
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::BroadcastInDim { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Pad { .. }
-            | Primitive::Concatenate { .. }
-            | Primitive::Slice { .. }
-            | Primitive::DynamicSlice { .. }
-            | Primitive::DynamicUpdateSlice
-            | Primitive::Gather { .. }
-            | Primitive::Iota { .. }
-            | Primitive::Split { .. }
-            | Primitive::Tile { .. }
-            | Primitive::Stack { .. }
-            | Primitive::Reduce { .. }
-            | Primitive::ArgReduce { .. }
-            | Primitive::Cumulative { .. }
-            | Primitive::DotGeneral { .. }
-            | Primitive::ConvGeneralDilated { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::Empty2 { .. }
-            | Primitive::AllReduce { .. }
-            | Primitive::AllGather { .. }
-            | Primitive::AxisIndex { .. }
-            | Primitive::Get { .. }
-            | Primitive::Swap { .. }
-            | Primitive::AddUpdate { .. }
-            | Primitive::ProgramId { .. }
-            | Primitive::NumPrograms { .. }
-            | Primitive::Load { .. }
-            | Primitive::Store { .. }
-            | Primitive::AtomicRmw { .. }
-            | Primitive::AtomicCas { .. } => {}
+            Primitive::Elementwise(Elementwise::Unary(_))
+            | Primitive::Elementwise(Elementwise::Binary(_))
+            | Primitive::Elementwise(Elementwise::IntegerPow(_))
+            | Primitive::Elementwise(Elementwise::Round(_))
+            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
+            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
+            | Primitive::Elementwise(Elementwise::SelectN)
+            | Primitive::Elementwise(Elementwise::Clamp)
+            | Primitive::Structural(Structural::BroadcastInDim(_))
+            | Primitive::Structural(Structural::Reshape(_))
+            | Primitive::Structural(Structural::Transpose(_))
+            | Primitive::Structural(Structural::Squeeze(_))
+            | Primitive::Structural(Structural::Rev(_))
+            | Primitive::Structural(Structural::Pad(_))
+            | Primitive::Structural(Structural::Concatenate(_))
+            | Primitive::Indexing(Indexing::Slice(_))
+            | Primitive::Indexing(Indexing::DynamicSlice(_))
+            | Primitive::Indexing(Indexing::DynamicUpdateSlice)
+            | Primitive::Indexing(Indexing::Gather(_))
+            | Primitive::Structural(Structural::Iota(_))
+            | Primitive::Structural(Structural::Split(_))
+            | Primitive::Structural(Structural::Tile(_))
+            | Primitive::Structural(Structural::Stack(_))
+            | Primitive::Reduction(Reduction::Reduce(_))
+            | Primitive::Reduction(Reduction::ArgReduce(_))
+            | Primitive::Reduction(Reduction::Cumulative(_))
+            | Primitive::Linalg(Linalg::DotGeneral(_))
+            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            | Primitive::Reduction(Reduction::Sort(_))
+            | Primitive::Reduction(Reduction::TopK(_))
+            | Primitive::Structural(Structural::Empty2(_))
+            | Primitive::Collective(Collective::AllReduce(_))
+            | Primitive::Collective(Collective::AllGather(_))
+            | Primitive::Collective(Collective::AxisIndex(_))
+            | Primitive::State(State::Get(_))
+            | Primitive::State(State::Swap(_))
+            | Primitive::State(State::AddUpdate(_))
+            | Primitive::Pallas(Pallas::ProgramId(_))
+            | Primitive::Pallas(Pallas::NumPrograms(_))
+            | Primitive::Pallas(Pallas::Load(_))
+            | Primitive::Pallas(Pallas::Store(_))
+            | Primitive::Pallas(Pallas::AtomicRmw(_))
+            | Primitive::Pallas(Pallas::AtomicCas(_)) => {}
         }
         p
     }
@@ -227,60 +261,60 @@ impl Primitive {
     /// nobody reads its results.
     pub fn writes_refs(&self) -> bool {
         match self {
-            Primitive::Swap { .. }
-            | Primitive::AddUpdate { .. }
-            | Primitive::Store { .. }
-            | Primitive::AtomicRmw { .. }
-            | Primitive::AtomicCas { .. } => true,
-            Primitive::Unary(_)
-            | Primitive::Binary(_)
-            | Primitive::IntegerPow { .. }
-            | Primitive::Round { .. }
-            | Primitive::ReducePrecision { .. }
-            | Primitive::ConvertElementType { .. }
-            | Primitive::BitcastConvertType { .. }
-            | Primitive::SelectN
-            | Primitive::Clamp
-            | Primitive::BroadcastInDim { .. }
-            | Primitive::Reshape { .. }
-            | Primitive::Transpose { .. }
-            | Primitive::Squeeze { .. }
-            | Primitive::Rev { .. }
-            | Primitive::Pad { .. }
-            | Primitive::Concatenate { .. }
-            | Primitive::Slice { .. }
-            | Primitive::DynamicSlice { .. }
-            | Primitive::DynamicUpdateSlice
-            | Primitive::Gather { .. }
-            | Primitive::Scatter { .. }
-            | Primitive::Iota { .. }
-            | Primitive::Split { .. }
-            | Primitive::Tile { .. }
-            | Primitive::Stack { .. }
-            | Primitive::Reduce { .. }
-            | Primitive::ArgReduce { .. }
-            | Primitive::Cumulative { .. }
-            | Primitive::DotGeneral { .. }
-            | Primitive::ConvGeneralDilated { .. }
-            | Primitive::Sort { .. }
-            | Primitive::TopK { .. }
-            | Primitive::Empty2 { .. }
-            | Primitive::AllReduce { .. }
-            | Primitive::AllGather { .. }
-            | Primitive::AxisIndex { .. }
-            | Primitive::Cond { .. }
-            | Primitive::While { .. }
-            | Primitive::Scan { .. }
-            | Primitive::ForLoop { .. }
-            | Primitive::Jit { .. }
-            | Primitive::CustomJvpCall { .. }
-            | Primitive::CustomVjpCall { .. }
-            | Primitive::Remat { .. }
-            | Primitive::Get { .. }
-            | Primitive::ProgramId { .. }
-            | Primitive::NumPrograms { .. }
-            | Primitive::Load { .. }
-            | Primitive::PallasCall { .. } => false,
+            Primitive::State(State::Swap(_))
+            | Primitive::State(State::AddUpdate(_))
+            | Primitive::Pallas(Pallas::Store(_))
+            | Primitive::Pallas(Pallas::AtomicRmw(_))
+            | Primitive::Pallas(Pallas::AtomicCas(_)) => true,
+            Primitive::Elementwise(Elementwise::Unary(_))
+            | Primitive::Elementwise(Elementwise::Binary(_))
+            | Primitive::Elementwise(Elementwise::IntegerPow(_))
+            | Primitive::Elementwise(Elementwise::Round(_))
+            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
+            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
+            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
+            | Primitive::Elementwise(Elementwise::SelectN)
+            | Primitive::Elementwise(Elementwise::Clamp)
+            | Primitive::Structural(Structural::BroadcastInDim(_))
+            | Primitive::Structural(Structural::Reshape(_))
+            | Primitive::Structural(Structural::Transpose(_))
+            | Primitive::Structural(Structural::Squeeze(_))
+            | Primitive::Structural(Structural::Rev(_))
+            | Primitive::Structural(Structural::Pad(_))
+            | Primitive::Structural(Structural::Concatenate(_))
+            | Primitive::Indexing(Indexing::Slice(_))
+            | Primitive::Indexing(Indexing::DynamicSlice(_))
+            | Primitive::Indexing(Indexing::DynamicUpdateSlice)
+            | Primitive::Indexing(Indexing::Gather(_))
+            | Primitive::Indexing(Indexing::Scatter(_))
+            | Primitive::Structural(Structural::Iota(_))
+            | Primitive::Structural(Structural::Split(_))
+            | Primitive::Structural(Structural::Tile(_))
+            | Primitive::Structural(Structural::Stack(_))
+            | Primitive::Reduction(Reduction::Reduce(_))
+            | Primitive::Reduction(Reduction::ArgReduce(_))
+            | Primitive::Reduction(Reduction::Cumulative(_))
+            | Primitive::Linalg(Linalg::DotGeneral(_))
+            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            | Primitive::Reduction(Reduction::Sort(_))
+            | Primitive::Reduction(Reduction::TopK(_))
+            | Primitive::Structural(Structural::Empty2(_))
+            | Primitive::Collective(Collective::AllReduce(_))
+            | Primitive::Collective(Collective::AllGather(_))
+            | Primitive::Collective(Collective::AxisIndex(_))
+            | Primitive::Control(Control::Cond(_))
+            | Primitive::Control(Control::While(_))
+            | Primitive::Control(Control::Scan(_))
+            | Primitive::Control(Control::ForLoop(_))
+            | Primitive::Control(Control::Jit(_))
+            | Primitive::Control(Control::CustomJvpCall(_))
+            | Primitive::Control(Control::CustomVjpCall(_))
+            | Primitive::Control(Control::Remat(_))
+            | Primitive::State(State::Get(_))
+            | Primitive::Pallas(Pallas::ProgramId(_))
+            | Primitive::Pallas(Pallas::NumPrograms(_))
+            | Primitive::Pallas(Pallas::Load(_))
+            | Primitive::Pallas(Pallas::PallasCall(_)) => false,
         }
     }
 }

@@ -6,6 +6,9 @@
 //! encounter in print order (`names`), params are Python reprs (`params`),
 //! and state/Pallas equations use JAX's arrow forms (`state`).
 
+use crate::primitive::{
+    AtomicRmwParams, Control, JitParams, Pallas, PallasCallParams, WhileParams,
+};
 pub mod doc;
 pub mod names;
 mod params;
@@ -49,14 +52,18 @@ impl fmt::Display for ClosedJaxpr {
 /// the shared-jaxpr naming heuristic sees it.
 fn params_jaxprs(p: &Primitive) -> (Vec<&Arc<Jaxpr>>, Option<&str>) {
     match p {
-        Primitive::While {
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr,
             body_jaxpr,
             ..
-        } => (vec![&cond_jaxpr.jaxpr, &body_jaxpr.jaxpr], None),
-        Primitive::Jit { name, jaxpr } => (vec![&jaxpr.jaxpr], Some(name.as_str())),
+        })) => (vec![&cond_jaxpr.jaxpr, &body_jaxpr.jaxpr], None),
+        Primitive::Control(Control::Jit(JitParams { name, jaxpr })) => {
+            (vec![&jaxpr.jaxpr], Some(name.as_str()))
+        }
         // Index maps live inside `grid_mapping`, which JAX does not walk.
-        Primitive::PallasCall { kernel, name, .. } => (vec![kernel], name.as_deref()),
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams { kernel, name, .. })) => {
+            (vec![kernel], name.as_deref())
+        }
         // custom_jvp_call / custom_vjp_call get their `name=` only in their
         // pp rule, so the heuristic does not see it.
         other => (other.sub_jaxprs(), None),
@@ -301,7 +308,7 @@ impl Printer {
         if let Some(d) = self.state_eqn(j, e) {
             return d;
         }
-        if let Primitive::Jit { jaxpr, .. } = &e.primitive {
+        if let Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) = &e.primitive {
             let inner: &Jaxpr = &jaxpr.jaxpr;
             if !self.is_shared(inner) {
                 let ins: Vec<Atom> = inner.invars.iter().map(|v| Atom::Var(*v)).collect();
@@ -328,7 +335,7 @@ impl Printer {
     /// `pp_kv_pairs`.
     fn kv_pairs(&mut self, j: &Jaxpr, e: &Eqn) -> DocId {
         let pairs = match &e.primitive {
-            Primitive::AtomicRmw { indexers, .. } => {
+            Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, .. })) => {
                 let ndyn = state::dynamic_operands(indexers);
                 let has_mask = e.inputs.len() > ndyn + 2;
                 params::params_with_ref(&e.primitive, &Printer::ref_shape(j, e), has_mask)

@@ -6,6 +6,18 @@ use crate::aval::ShapedArray;
 use crate::dtype::DType;
 use crate::literal::python_float_repr;
 use crate::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
+use crate::primitive::{
     AtomicOp, BlockDim, BlockMapping, ConvDimensionNumbers, DotDimensionNumbers, FillValue,
     GatherDimensionNumbers, GatherScatterMode, IndexEntry, IndexValue, Indexer, Ints, Precision,
     Primitive, RoundingMethod, ScatterDimensionNumbers,
@@ -257,35 +269,42 @@ pub(crate) fn params_with_ref<'a>(
     let mut v: Params<'a> = Vec::new();
     let mut name_first = false;
     match p {
-        Primitive::Unary(_) | Primitive::Binary(_) => {}
-        Primitive::IntegerPow { y } => v.push(("y", t(y.to_string()))),
-        Primitive::Round { rounding_method } => v.push((
+        Primitive::Elementwise(Elementwise::Unary(_))
+        | Primitive::Elementwise(Elementwise::Binary(_)) => {}
+        Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
+            v.push(("y", t(y.to_string())))
+        }
+        Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method })) => v.push((
             "rounding_method",
             t(match rounding_method {
                 RoundingMethod::AwayFromZero => "0",
                 RoundingMethod::ToNearestEven => "1",
             }),
         )),
-        Primitive::ReducePrecision {
+        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
             exponent_bits,
             mantissa_bits,
-        } => {
+        })) => {
             v.push(("exponent_bits", t(exponent_bits.to_string())));
             v.push(("mantissa_bits", t(mantissa_bits.to_string())));
         }
-        Primitive::ConvertElementType {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
             new_dtype,
             weak_type,
-        } => {
+        })) => {
             v.push(("new_dtype", t(dtype(*new_dtype))));
             v.push(("weak_type", t(py_bool(*weak_type))));
         }
-        Primitive::BitcastConvertType { new_dtype } => v.push(("new_dtype", t(dtype(*new_dtype)))),
-        Primitive::SelectN | Primitive::Clamp | Primitive::DynamicUpdateSlice => {}
-        Primitive::BroadcastInDim {
+        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+            new_dtype,
+        })) => v.push(("new_dtype", t(dtype(*new_dtype)))),
+        Primitive::Elementwise(Elementwise::SelectN)
+        | Primitive::Elementwise(Elementwise::Clamp)
+        | Primitive::Indexing(Indexing::DynamicUpdateSlice) => {}
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             broadcast_dimensions,
             shape: s,
-        } => {
+        })) => {
             // A dynamic result size (`None`) prints as the seeds print it:
             // `broadcast_dimensions=() shape=(None,)`.
             if s.iter().any(Option::is_none) {
@@ -295,10 +314,10 @@ pub(crate) fn params_with_ref<'a>(
                 v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
             }
         }
-        Primitive::Reshape {
+        Primitive::Structural(Structural::Reshape(ReshapeParams {
             new_sizes,
             dimensions,
-        } => {
+        })) => {
             v.push((
                 "dimensions",
                 t(dimensions
@@ -309,20 +328,25 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("new_sizes", t(shape(new_sizes))));
             v.push(("sharding", t("None")));
         }
-        Primitive::Transpose { permutation } => v.push(("permutation", t(usizes(permutation)))),
-        Primitive::Squeeze { dimensions } | Primitive::Rev { dimensions } => {
+        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
+            v.push(("permutation", t(usizes(permutation))))
+        }
+        Primitive::Structural(Structural::Squeeze(SqueezeParams { dimensions }))
+        | Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
             v.push(("dimensions", t(usizes(dimensions))))
         }
-        Primitive::Pad { padding_config } => v.push((
+        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => v.push((
             "padding_config",
             t(tuple(padding_config.iter().map(ints).collect())),
         )),
-        Primitive::Concatenate { dimension } => v.push(("dimension", t(dimension.to_string()))),
-        Primitive::Slice {
+        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
+            v.push(("dimension", t(dimension.to_string())))
+        }
+        Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices,
             limit_indices,
             strides,
-        } => {
+        })) => {
             v.push(("limit_indices", t(ints(limit_indices))));
             v.push(("start_indices", t(ints(start_indices))));
             v.push((
@@ -330,15 +354,17 @@ pub(crate) fn params_with_ref<'a>(
                 t(strides.as_ref().map(ints).unwrap_or_else(|| "None".into())),
             ));
         }
-        Primitive::DynamicSlice { slice_sizes } => v.push(("slice_sizes", t(ints(slice_sizes)))),
-        Primitive::Gather {
+        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
+            v.push(("slice_sizes", t(ints(slice_sizes))))
+        }
+        Primitive::Indexing(Indexing::Gather(GatherParams {
             dimension_numbers,
             fill_value: fv,
             indices_are_sorted,
             mode: m,
             slice_sizes,
             unique_indices,
-        } => {
+        })) => {
             v.push(("dimension_numbers", t(gather_dims(dimension_numbers))));
             v.push(("fill_value", t(fill_value(*fv))));
             v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
@@ -346,14 +372,14 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("slice_sizes", t(ints(slice_sizes))));
             v.push(("unique_indices", t(py_bool(*unique_indices))));
         }
-        Primitive::Scatter {
+        Primitive::Indexing(Indexing::Scatter(ScatterParams {
             dimension_numbers,
             indices_are_sorted,
             mode: m,
             unique_indices,
             update_jaxpr,
             ..
-        } => {
+        })) => {
             v.push(("dimension_numbers", t(scatter_dims(dimension_numbers))));
             v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
             v.push(("mode", t(mode(*m))));
@@ -367,43 +393,47 @@ pub(crate) fn params_with_ref<'a>(
                 },
             ));
         }
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype: d,
             shape: s,
             dimension,
-        } => {
+        })) => {
             v.push(("dimension", t(dimension.to_string())));
             v.push(("dtype", t(dtype(*d))));
             v.push(("shape", t(shape(s))));
             v.push(("sharding", t("None")));
         }
-        Primitive::Split { sizes, axis } => {
+        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
             v.push(("axis", t(axis.to_string())));
             v.push(("sizes", t(ints(sizes))));
         }
-        Primitive::Tile { reps } => v.push(("reps", t(ints(reps)))),
-        Primitive::Stack { axis } => v.push(("axis", t(axis.to_string()))),
-        Primitive::Reduce { op, axes } => {
+        Primitive::Structural(Structural::Tile(TileParams { reps })) => {
+            v.push(("reps", t(ints(reps))))
+        }
+        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
+            v.push(("axis", t(axis.to_string())))
+        }
+        Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
             v.push(("axes", t(usizes(axes))));
             if *op == crate::primitive::ReduceOp::Sum {
                 v.push(("out_sharding", t("None")));
             }
         }
-        Primitive::ArgReduce {
+        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
             axes, index_dtype, ..
-        } => {
+        })) => {
             v.push(("axes", t(usizes(axes))));
             v.push(("index_dtype", t(dtype(*index_dtype))));
         }
-        Primitive::Cumulative { axis, reverse, .. } => {
+        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { axis, reverse, .. })) => {
             v.push(("axis", t(axis.to_string())));
             v.push(("reverse", t(py_bool(*reverse))));
         }
-        Primitive::DotGeneral {
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             precision: pr,
             preferred_element_type,
-        } => {
+        })) => {
             v.push(("dimension_numbers", t(dot_dims(dimension_numbers))));
             if pr.is_some() {
                 v.push(("precision", t(precision(*pr))));
@@ -412,7 +442,7 @@ pub(crate) fn params_with_ref<'a>(
                 v.push(("preferred_element_type", t(dtype(*d))));
             }
         }
-        Primitive::ConvGeneralDilated {
+        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides,
             padding,
             lhs_dilation,
@@ -422,7 +452,7 @@ pub(crate) fn params_with_ref<'a>(
             batch_group_count,
             precision: pr,
             preferred_element_type,
-        } => {
+        })) => {
             v.push(("batch_group_count", t(batch_group_count.to_string())));
             v.push(("dimension_numbers", t(conv_dims(dimension_numbers))));
             v.push(("feature_group_count", t(feature_group_count.to_string())));
@@ -442,33 +472,33 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("rhs_dilation", t(usizes(rhs_dilation))));
             v.push(("window_strides", t(usizes(window_strides))));
         }
-        Primitive::Sort {
+        Primitive::Reduction(Reduction::Sort(SortParams {
             dimension,
             is_stable,
             num_keys,
-        } => {
+        })) => {
             v.push(("dimension", t(dimension.to_string())));
             v.push(("is_stable", t(py_bool(*is_stable))));
             v.push(("num_keys", t(num_keys.to_string())));
         }
-        Primitive::TopK { k, axis } => {
+        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
             v.push(("axis", t(axis.to_string())));
             v.push(("k", t(k.to_string())));
         }
-        Primitive::Empty2 { dtype: d } => {
+        Primitive::Structural(Structural::Empty2(Empty2Params { dtype: d })) => {
             v.push(("dtype", t(dtype(*d))));
             v.push(("memory_space", t("MemorySpace.Device")));
         }
-        Primitive::AllReduce { axes, .. } => {
+        Primitive::Collective(Collective::AllReduce(AllReduceParams { axes, .. })) => {
             v.push(("axes", t(tuple(axes.iter().map(|a| a.repr()).collect()))));
             v.push(("axis_index_groups", t("None")));
         }
-        Primitive::AllGather {
+        Primitive::Collective(Collective::AllGather(AllGatherParams {
             axis_name,
             all_gather_dimension,
             axis_size,
             tiled,
-        } => {
+        })) => {
             v.push(("all_gather_dimension", t(all_gather_dimension.to_string())));
             v.push(("axis_index_groups", t("None")));
             let names = axis_name.iter().map(|n| format!("'{n}'")).collect();
@@ -476,23 +506,25 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("axis_size", t(axis_size.to_string())));
             v.push(("tiled", t(py_bool(*tiled))));
         }
-        Primitive::AxisIndex { axis_name } => v.push(("axis_name", t(axis_name.clone()))),
-        Primitive::Cond { branches } => v.push((
+        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
+            v.push(("axis_name", t(axis_name.clone())))
+        }
+        Primitive::Control(Control::Cond(CondParams { branches })) => v.push((
             "branches",
             PV::Jaxprs(branches.iter().map(|b| &*b.jaxpr).collect()),
         )),
-        Primitive::While {
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr,
             body_jaxpr,
             cond_nconsts,
             body_nconsts,
-        } => {
+        })) => {
             v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
             v.push(("body_nconsts", t(body_nconsts.to_string())));
             v.push(("cond_jaxpr", PV::Jaxpr(&cond_jaxpr.jaxpr)));
             v.push(("cond_nconsts", t(cond_nconsts.to_string())));
         }
-        Primitive::Scan {
+        Primitive::Control(Control::Scan(ScanParams {
             jaxpr,
             length,
             reverse,
@@ -501,7 +533,7 @@ pub(crate) fn params_with_ref<'a>(
             unroll,
             linear,
             split_transpose,
-        } => {
+        })) => {
             // JAX 0.10.2's scan has neither `linear` nor `_split_transpose`;
             // they are printed only when set, so that such jaxprs round-trip.
             if *split_transpose {
@@ -522,13 +554,13 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("reverse", t(py_bool(*reverse))));
             v.push(("unroll", t(unroll.to_string())));
         }
-        Primitive::ForLoop {
+        Primitive::Control(Control::ForLoop(ForLoopParams {
             body_jaxpr,
             body_nconsts,
             nimplicit,
             preserve_dimensions,
             apply_reverse_transform,
-        } => {
+        })) => {
             v.push((
                 "apply_reverse_transform",
                 t(py_bool(*apply_reverse_transform)),
@@ -538,18 +570,18 @@ pub(crate) fn params_with_ref<'a>(
             v.push(("nimplicit", t(nimplicit.to_string())));
             v.push(("preserve_dimensions", t(py_bool(*preserve_dimensions))));
         }
-        Primitive::Jit { name, jaxpr } => {
+        Primitive::Control(Control::Jit(JitParams { name, jaxpr })) => {
             name_first = true;
             v.push(("name", t(name.clone())));
             v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
         }
-        Primitive::CustomJvpCall {
+        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
             name,
             call_jaxpr,
             jvp,
             num_consts,
             symbolic_zeros,
-        } => {
+        })) => {
             name_first = true;
             v.push(("name", t(name.clone())));
             v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
@@ -559,14 +591,14 @@ pub(crate) fn params_with_ref<'a>(
             }
             v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
         }
-        Primitive::CustomVjpCall {
+        Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
             name,
             call_jaxpr,
             fwd,
             bwd,
             num_consts,
             symbolic_zeros,
-        } => {
+        })) => {
             name_first = true;
             v.push(("name", t(name.clone())));
             v.push(("bwd", t(bwd.clone())));
@@ -577,35 +609,36 @@ pub(crate) fn params_with_ref<'a>(
             }
             v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
         }
-        Primitive::Remat {
+        Primitive::Control(Control::Remat(RematParams {
             jaxpr,
             prevent_cse,
             differentiated,
             policy,
-        } => {
+        })) => {
             v.push(("differentiated", t(py_bool(*differentiated))));
             v.push(("jaxpr", PV::Jaxpr(jaxpr)));
             v.push(("policy", t(policy.clone().unwrap_or_else(|| "None".into()))));
             v.push(("prevent_cse", t(py_bool(*prevent_cse))));
         }
         // Printed with arrow forms by `state`; no params.
-        Primitive::Get { .. }
-        | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
-        | Primitive::Load { .. }
-        | Primitive::Store { .. }
-        | Primitive::AtomicCas { .. } => {}
-        Primitive::ProgramId { axis } | Primitive::NumPrograms { axis } => {
+        Primitive::State(State::Get(_))
+        | Primitive::State(State::Swap(_))
+        | Primitive::State(State::AddUpdate(_))
+        | Primitive::Pallas(Pallas::Load(_))
+        | Primitive::Pallas(Pallas::Store(_))
+        | Primitive::Pallas(Pallas::AtomicCas(_)) => {}
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis }))
+        | Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
             v.push(("axis", t(axis.to_string())))
         }
-        Primitive::AtomicRmw { indexers, op } => {
+        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })) => {
             v.push((
                 "args_tree",
                 t(atomic_args_tree(indexers, ref_shape, has_mask)),
             ));
             v.push(("atomic_type", t(atomic_type(*op))));
         }
-        Primitive::PallasCall {
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel,
             grid,
             block_mappings,
@@ -614,7 +647,7 @@ pub(crate) fn params_with_ref<'a>(
             interpret,
             debug,
             input_output_aliases,
-        } => {
+        })) => {
             // JAX prints `grid_mapping` without the index maps; ours adds
             // `array_aval=` and `index_map={ lambda ... }` to each
             // `BlockMapping(...)` so that the text parses back:

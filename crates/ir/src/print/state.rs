@@ -12,6 +12,9 @@ use super::doc::DocId;
 use super::Printer;
 use crate::aval::Dim;
 use crate::jaxpr::{Atom, Binder, Eqn, Jaxpr};
+use crate::primitive::{
+    AddUpdateParams, GetParams, LoadParams, Pallas, State, StoreParams, SwapParams,
+};
 use crate::primitive::{IndexEntry, IndexValue, Indexer, Primitive};
 
 /// The number of dynamic index operands of `indexers`.
@@ -118,7 +121,7 @@ impl Printer {
     pub(crate) fn state_eqn(&mut self, j: &Jaxpr, e: &Eqn) -> Option<DocId> {
         let last = e.inputs.len().checked_sub(1)?;
         let text = match &e.primitive {
-            Primitive::Get { indexers } => {
+            Primitive::State(State::Get(GetParams { indexers })) => {
                 let [y] = e.outputs.as_slice() else {
                     return None;
                 };
@@ -126,7 +129,7 @@ impl Printer {
                 let x = self.ref_transforms(j, e, indexers);
                 format!("{lhs} <- {x}")
             }
-            Primitive::Swap { indexers } => {
+            Primitive::State(State::Swap(SwapParams { indexers })) => {
                 let [y] = e.outputs.as_slice() else {
                     return None;
                 };
@@ -139,7 +142,7 @@ impl Printer {
                     format!("{lhs}, {x} <- {x}, {val}")
                 }
             }
-            Primitive::AddUpdate { indexers } => {
+            Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) => {
                 if !e.outputs.is_empty() {
                     return None;
                 }
@@ -147,11 +150,11 @@ impl Printer {
                 let val = self.operand(j, e, last, true);
                 format!("{x} += {val}")
             }
-            Primitive::Load {
+            Primitive::Pallas(Pallas::Load(LoadParams {
                 indexers,
                 has_mask,
                 has_other,
-            } => {
+            })) => {
                 let [y] = e.outputs.as_slice() else {
                     return None;
                 };
@@ -167,7 +170,7 @@ impl Printer {
                 }
                 s
             }
-            Primitive::Store { indexers, has_mask } => {
+            Primitive::Pallas(Pallas::Store(StoreParams { indexers, has_mask })) => {
                 let x = self.ref_transforms(j, e, indexers);
                 let val = self.operand(j, e, last - usize::from(*has_mask), true);
                 let mask = if *has_mask {

@@ -7,6 +7,13 @@ use crate::dtype::DType;
 use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::literal::Literal;
 use crate::primitive::*;
+use crate::primitive::{
+    AddUpdateParams, AtomicRmwParams, BroadcastInDimParams, CondParams, Control,
+    ConvGeneralDilatedParams, ConvertElementTypeParams, DotGeneralParams, Elementwise,
+    GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg, LoadParams, Pallas,
+    PallasCallParams, ProgramIdParams, ReduceParams, Reduction, ScanParams, ScatterParams,
+    SortParams, SplitParams, State, StoreParams, Structural, SwapParams, WhileParams,
+};
 use std::sync::Arc;
 
 fn ty(dt: DType, dims: &[usize]) -> Aval {
@@ -72,11 +79,11 @@ fn closed(j: Jaxpr) -> ClosedJaxpr {
 }
 
 fn un(op: UnaryOp) -> Primitive {
-    Primitive::Unary(op)
+    Primitive::Elementwise(Elementwise::Unary(op))
 }
 
 fn bin(op: BinaryOp) -> Primitive {
-    Primitive::Binary(op)
+    Primitive::Elementwise(Elementwise::Binary(op))
 }
 
 #[test]
@@ -109,18 +116,18 @@ fn grad_multiline_with_unused_var_named_underscore() {
     let a = b.inv(f32s(&[3, 4]));
     let x = b.eqn1(un(UnaryOp::Neg), vec![v(a)], f32s(&[3, 4]));
     b.eqn1(
-        Primitive::Reduce {
+        Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 1],
-        },
+        })),
         vec![x],
         f32s(&[]),
     );
     let c = b.eqn1(
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![Some(3), Some(4)],
             broadcast_dimensions: vec![].into(),
-        },
+        })),
         vec![lit(1.0, DType::F32)],
         f32s(&[3, 4]),
     );
@@ -146,11 +153,11 @@ fn iota_trailing_space() {
     let mut b = B::default();
     b.inv(f32s(&[2, 3]));
     let o = b.eqn1(
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype: DType::I32,
             shape: vec![Some(4)],
             dimension: 0,
-        },
+        })),
         vec![],
         ty(DType::I32, &[4]),
     );
@@ -219,10 +226,10 @@ fn cond_branches() {
     let mut b = B::default();
     let a = b.inv(f32s(&[2, 3]));
     let s = b.eqn1(
-        Primitive::Reduce {
+        Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 1],
-        },
+        })),
         vec![v(a)],
         f32s(&[]),
     );
@@ -232,17 +239,17 @@ fn cond_branches() {
         ty(DType::Bool, &[]),
     );
     let d = b.eqn1(
-        Primitive::ConvertElementType {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
             new_dtype: DType::I32,
             weak_type: false,
-        },
+        })),
         vec![c],
         ty(DType::I32, &[]),
     );
     let e = b.eqn1(
-        Primitive::Cond {
+        Primitive::Control(Control::Cond(CondParams {
             branches: vec![closed(br0), closed(br1)],
-        },
+        })),
         vec![d, v(a)],
         f32s(&[2, 3]),
     );
@@ -285,12 +292,12 @@ fn while_loop() {
     let mut b = B::default();
     let a = b.inv(f32s(&[3]));
     let outs = b.eqn(
-        Primitive::While {
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr: closed(cond),
             body_jaxpr: closed(body),
             cond_nconsts: 0,
             body_nconsts: 0,
-        },
+        })),
         vec![lit(0.0, DType::I32), v(a)],
         vec![ty(DType::I32, &[]), f32s(&[3])],
     );
@@ -317,7 +324,7 @@ fn scan_params() {
     let a = b.inv(f32s(&[2]));
     let xs = b.inv(f32s(&[5, 2]));
     let outs = b.eqn(
-        Primitive::Scan {
+        Primitive::Control(Control::Scan(ScanParams {
             jaxpr: closed(body),
             length: 5,
             reverse: false,
@@ -326,7 +333,7 @@ fn scan_params() {
             unroll: 1,
             linear: vec![false, false],
             split_transpose: false,
-        },
+        })),
         vec![v(a), v(xs)],
         vec![f32s(&[2]), f32s(&[5, 2])],
     );
@@ -340,20 +347,20 @@ fn argsort_inner() -> Jaxpr {
     let mut inner = B::default();
     let a = inner.inv(f32s(&[2, 3]));
     let c = inner.eqn1(
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype: DType::I32,
             shape: vec![Some(2), Some(3)],
             dimension: 1,
-        },
+        })),
         vec![],
         ty(DType::I32, &[2, 3]),
     );
     let outs = inner.eqn(
-        Primitive::Sort {
+        Primitive::Reduction(Reduction::Sort(SortParams {
             dimension: 1,
             is_stable: true,
             num_keys: 1,
-        },
+        })),
         vec![v(a), c],
         vec![f32s(&[2, 3]), ty(DType::I32, &[2, 3])],
     );
@@ -366,10 +373,10 @@ fn jit_reuses_caller_names() {
     let mut b = B::default();
     let a = b.inv(f32s(&[2, 3]));
     let o = b.eqn1(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "argsort".into(),
             jaxpr: closed(argsort_inner()),
-        },
+        })),
         vec![v(a)],
         ty(DType::I32, &[2, 3]),
     );
@@ -385,10 +392,10 @@ fn jit_with_dropped_result_names_inner_underscore() {
     let mut b = B::default();
     let a = b.inv(f32s(&[2, 3]));
     b.eqn_binders(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "argsort".into(),
             jaxpr: closed(argsort_inner()),
-        },
+        })),
         vec![v(a)],
         vec![Binder::Drop(ty(DType::I32, &[2, 3]))],
     );
@@ -419,10 +426,10 @@ fn shared_let_for_big_jit() {
     let mut b = B::default();
     let t = b.inv(f32s(&[3]));
     let u = b.eqn1(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "_big_fn".into(),
             jaxpr: closed(inner),
-        },
+        })),
         vec![v(t)],
         f32s(&[3]),
     );
@@ -455,12 +462,14 @@ fn shared_jaxpr_used_twice_gets_suffixed_names() {
     };
     let j1 = mk(UnaryOp::Sin);
     let j2 = mk(UnaryOp::Cos);
-    let call = |j: &Arc<Jaxpr>| Primitive::Jit {
-        name: "<_pad>".into(),
-        jaxpr: ClosedJaxpr {
-            jaxpr: j.clone(),
-            consts: Arc::from(Vec::new()),
-        },
+    let call = |j: &Arc<Jaxpr>| {
+        Primitive::Control(Control::Jit(JitParams {
+            name: "<_pad>".into(),
+            jaxpr: ClosedJaxpr {
+                jaxpr: j.clone(),
+                consts: Arc::from(Vec::new()),
+            },
+        }))
     };
     let mut b = B::default();
     let a = b.inv(f32s(&[2]));
@@ -479,7 +488,7 @@ fn dot_general_wrapped_params() {
     let mut b = B::default();
     let a = b.inv(f32s(&[2, 3]));
     let o = b.eqn1(
-        Primitive::DotGeneral {
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers: DotDimensionNumbers {
                 lhs_contracting: vec![1],
                 rhs_contracting: vec![1],
@@ -488,7 +497,7 @@ fn dot_general_wrapped_params() {
             },
             precision: Some((Precision::High, Precision::Default)),
             preferred_element_type: None,
-        },
+        })),
         vec![v(a), v(a)],
         f32s(&[2, 2]),
     );
@@ -514,20 +523,20 @@ fn gather_params() {
         ty(DType::I32, &[2, 2]),
     );
     let e = b.eqn1(
-        Primitive::SelectN,
+        Primitive::Elementwise(Elementwise::SelectN),
         vec![c, v(i), d],
         ty(DType::I32, &[2, 2]),
     );
     let f = b.eqn1(
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![Some(2), Some(2), Some(1)],
             broadcast_dimensions: vec![0, 1].into(),
-        },
+        })),
         vec![e],
         ty(DType::I32, &[2, 2, 1]),
     );
     let g = b.eqn1(
-        Primitive::Gather {
+        Primitive::Indexing(Indexing::Gather(GatherParams {
             dimension_numbers: GatherDimensionNumbers {
                 offset_dims: vec![0].into(),
                 collapsed_slice_dims: vec![1].into(),
@@ -540,7 +549,7 @@ fn gather_params() {
             mode: GatherScatterMode::PromiseInBounds,
             slice_sizes: vec![3, 1].into(),
             unique_indices: false,
-        },
+        })),
         vec![v(a), f],
         f32s(&[3, 2, 2]),
     );
@@ -570,25 +579,29 @@ fn scatter_mul_with_constvar_and_update_jaxpr() {
         vec![v(a), lit(2.0, DType::I32)],
         ty(DType::I32, &[1]),
     );
-    let e = b.eqn1(Primitive::SelectN, vec![c, v(a), d], ty(DType::I32, &[1]));
+    let e = b.eqn1(
+        Primitive::Elementwise(Elementwise::SelectN),
+        vec![c, v(a), d],
+        ty(DType::I32, &[1]),
+    );
     let f = b.eqn1(
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![Some(1), Some(1)],
             broadcast_dimensions: vec![0].into(),
-        },
+        })),
         vec![e],
         ty(DType::I32, &[1, 1]),
     );
     let g = b.eqn1(
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![Some(1), Some(3)],
             broadcast_dimensions: vec![].into(),
-        },
+        })),
         vec![lit(2.0, DType::F32)],
         f32s(&[1, 3]),
     );
     let h = b.eqn1(
-        Primitive::Scatter {
+        Primitive::Indexing(Indexing::Scatter(ScatterParams {
             kind: ScatterKind::Mul,
             dimension_numbers: ScatterDimensionNumbers {
                 update_window_dims: vec![1].into(),
@@ -601,7 +614,7 @@ fn scatter_mul_with_constvar_and_update_jaxpr() {
             mode: GatherScatterMode::FillOrDrop,
             unique_indices: false,
             update_jaxpr: Some(upd),
-        },
+        })),
         vec![v(x), f, g],
         f32s(&[2, 3]),
     );
@@ -617,7 +630,7 @@ fn conv_params() {
     let a = b.inv(f32s(&[2, 1, 7, 6]));
     let w = b.inv(f32s(&[2, 1, 2, 3]));
     let o = b.eqn1(
-        Primitive::ConvGeneralDilated {
+        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides: vec![2, 1],
             padding: vec![(1, 1), (2, 0)],
             lhs_dilation: vec![1, 1],
@@ -631,7 +644,7 @@ fn conv_params() {
             batch_group_count: 1,
             precision: None,
             preferred_element_type: None,
-        },
+        })),
         vec![v(a), v(w)],
         f32s(&[2, 2, 4, 6]),
     );
@@ -646,13 +659,13 @@ fn numpy_int_params_and_split() {
     let mut b = B::default();
     let a = b.inv(f32s(&[2, 3]));
     let outs = b.eqn(
-        Primitive::Split {
+        Primitive::Structural(Structural::Split(SplitParams {
             sizes: Ints {
                 values: vec![1, 2],
                 np_int64: vec![true, true],
             },
             axis: 1,
-        },
+        })),
         vec![v(a)],
         vec![f32s(&[2, 1]), f32s(&[2, 2])],
     );
@@ -677,13 +690,17 @@ fn pallas_kernel_state_forms() {
     let mut k = B::default();
     let a = k.inv(iref(2));
     let bref = k.inv(iref(2));
-    let c = k.eqn1(Primitive::ProgramId { axis: 0 }, vec![], i32s(&[]));
+    let c = k.eqn1(
+        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
+        vec![],
+        i32s(&[]),
+    );
     let d = k.eqn1(
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype: DType::I32,
             shape: vec![Some(2)],
             dimension: 0,
-        },
+        })),
         vec![],
         i32s(&[2]),
     );
@@ -700,74 +717,78 @@ fn pallas_kernel_state_forms() {
         }],
     };
     let f = k.eqn1(
-        Primitive::Load {
+        Primitive::Pallas(Pallas::Load(LoadParams {
             indexers: vec![slice(IndexValue::Static(0), 2)],
             has_mask: true,
             has_other: true,
-        },
+        })),
         vec![v(a), e, lit(0.0, DType::I32)],
         i32s(&[2]),
     );
-    let g = k.eqn1(Primitive::Get { indexers: vec![] }, vec![v(a)], i32s(&[2]));
+    let g = k.eqn1(
+        Primitive::State(State::Get(GetParams { indexers: vec![] })),
+        vec![v(a)],
+        i32s(&[2]),
+    );
     let h = k.eqn1(bin(BinaryOp::Add), vec![g, f], i32s(&[2]));
     k.eqn1(
-        Primitive::Swap { indexers: vec![] },
+        Primitive::State(State::Swap(SwapParams { indexers: vec![] })),
         vec![v(bref), h],
         i32s(&[2]),
     );
     k.eqn1(
-        Primitive::Store {
+        Primitive::Pallas(Pallas::Store(StoreParams {
             indexers: vec![slice(IndexValue::Dynamic(1), 2)],
             has_mask: true,
-        },
+        })),
         vec![v(bref), c, f, e],
         i32s(&[2]),
     );
     k.eqn1(
-        Primitive::Swap {
+        Primitive::State(State::Swap(SwapParams {
             indexers: vec![Indexer {
                 entries: vec![IndexEntry::Int(IndexValue::Static(0))],
             }],
-        },
+        })),
         vec![v(bref), lit(3.0, DType::I32)],
         i32s(&[]),
     );
     let l = k.eqn1(
-        Primitive::Get {
+        Primitive::State(State::Get(GetParams {
             indexers: vec![slice(IndexValue::Static(1), 1)],
-        },
+        })),
         vec![v(bref)],
         i32s(&[1]),
     );
     let m = k.eqn1(
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![Some(1)],
             broadcast_dimensions: vec![].into(),
-        },
+        })),
         vec![lit(1.0, DType::I32)],
         i32s(&[1]),
     );
     let n = k.eqn1(bin(BinaryOp::Add), vec![l, m], i32s(&[1]));
     k.eqn1(
-        Primitive::Swap {
+        Primitive::State(State::Swap(SwapParams {
             indexers: vec![slice(IndexValue::Static(1), 1)],
-        },
+        })),
         vec![v(bref), n],
         i32s(&[1]),
     );
     k.eqn1(
-        Primitive::AtomicRmw {
+        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
             indexers: vec![slice(IndexValue::Static(0), 2)],
             op: AtomicOp::Add,
-        },
+        })),
         vec![v(bref), f],
         i32s(&[2]),
     );
     k.eqn1(
-        Primitive::AtomicRmw {
+        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
             indexers: vec![slice(IndexValue::Static(0), 2)],
             op: AtomicOp::Max,
-        },
+        })),
         vec![v(bref), f, e],
         i32s(&[2]),
     );
@@ -785,7 +806,7 @@ fn pallas_kernel_state_forms() {
     let mut b = B::default();
     let r = b.inv(i32s(&[2]));
     let s = b.eqn1(
-        Primitive::PallasCall {
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             kernel,
             grid: vec![1],
             block_mappings: vec![bm.clone(), bm],
@@ -794,7 +815,7 @@ fn pallas_kernel_state_forms() {
             interpret: true,
             debug: false,
             input_output_aliases: vec![],
-        },
+        })),
         vec![v(r)],
         i32s(&[2]),
     );
@@ -837,12 +858,12 @@ fn top_level_swap_with_dropped_result_prints_set_form() {
     let r = b.inv(iref(2));
     let x = b.inv(ty(DType::I32, &[2]));
     b.eqn_binders(
-        Primitive::Swap { indexers: vec![] },
+        Primitive::State(State::Swap(SwapParams { indexers: vec![] })),
         vec![v(r), v(x)],
         vec![Binder::Drop(ty(DType::I32, &[2]))],
     );
     b.eqn_binders(
-        Primitive::AddUpdate { indexers: vec![] },
+        Primitive::State(State::AddUpdate(AddUpdateParams { indexers: vec![] })),
         vec![v(r), v(x)],
         vec![],
     );

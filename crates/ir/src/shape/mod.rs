@@ -5,6 +5,18 @@
 //! symbolically: two dims are equal iff they are the same constant or the
 //! same variable.
 
+use crate::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 mod collective;
 mod control;
 mod elementwise;
@@ -44,91 +56,117 @@ pub fn abstract_eval(
     let arrays = |v: Vec<ShapedArray>| v.into_iter().map(Aval::Array).collect();
     let one = |a: ShapedArray| vec![Aval::Array(a)];
     Ok(match primitive {
-        Primitive::Unary(op) => one(elementwise::unary(&cx, *op)?),
-        Primitive::Binary(op) => one(elementwise::binary(&cx, *op)?),
-        Primitive::IntegerPow { .. } => one(elementwise::integer_pow(&cx)?),
-        Primitive::Round { .. } => one(elementwise::float_unary(&cx)?),
-        Primitive::ReducePrecision {
+        Primitive::Elementwise(Elementwise::Unary(op)) => one(elementwise::unary(&cx, *op)?),
+        Primitive::Elementwise(Elementwise::Binary(op)) => one(elementwise::binary(&cx, *op)?),
+        Primitive::Elementwise(Elementwise::IntegerPow(_)) => one(elementwise::integer_pow(&cx)?),
+        Primitive::Elementwise(Elementwise::Round(_)) => one(elementwise::float_unary(&cx)?),
+        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
             exponent_bits,
             mantissa_bits,
-        } => one(elementwise::reduce_precision(
+        })) => one(elementwise::reduce_precision(
             &cx,
             *exponent_bits,
             *mantissa_bits,
         )?),
-        Primitive::ConvertElementType {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
             new_dtype,
             weak_type,
-        } => one(elementwise::convert(&cx, *new_dtype, *weak_type)?),
-        Primitive::BitcastConvertType { new_dtype } => one(elementwise::bitcast(&cx, *new_dtype)?),
-        Primitive::SelectN => one(elementwise::select_n(&cx)?),
-        Primitive::Clamp => one(elementwise::clamp(&cx)?),
-        Primitive::BroadcastInDim {
+        })) => one(elementwise::convert(&cx, *new_dtype, *weak_type)?),
+        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+            new_dtype,
+        })) => one(elementwise::bitcast(&cx, *new_dtype)?),
+        Primitive::Elementwise(Elementwise::SelectN) => one(elementwise::select_n(&cx)?),
+        Primitive::Elementwise(Elementwise::Clamp) => one(elementwise::clamp(&cx)?),
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape,
             broadcast_dimensions,
-        } => one(structural::broadcast_in_dim(
+        })) => one(structural::broadcast_in_dim(
             &cx,
             shape,
             &broadcast_dimensions.to_usizes(),
         )?),
-        Primitive::Reshape {
+        Primitive::Structural(Structural::Reshape(ReshapeParams {
             new_sizes,
             dimensions,
-        } => one(structural::reshape(&cx, new_sizes, dimensions.as_deref())?),
-        Primitive::Transpose { permutation } => one(structural::transpose(&cx, permutation)?),
-        Primitive::Squeeze { dimensions } => one(structural::squeeze(&cx, dimensions)?),
-        Primitive::Rev { dimensions } => one(structural::rev(&cx, dimensions)?),
-        Primitive::Pad { padding_config } => one(structural::pad(&cx, padding_config)?),
-        Primitive::Concatenate { dimension } => one(structural::concatenate(&cx, *dimension)?),
-        Primitive::Slice {
+        })) => one(structural::reshape(&cx, new_sizes, dimensions.as_deref())?),
+        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
+            one(structural::transpose(&cx, permutation)?)
+        }
+        Primitive::Structural(Structural::Squeeze(SqueezeParams { dimensions })) => {
+            one(structural::squeeze(&cx, dimensions)?)
+        }
+        Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
+            one(structural::rev(&cx, dimensions)?)
+        }
+        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
+            one(structural::pad(&cx, padding_config)?)
+        }
+        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
+            one(structural::concatenate(&cx, *dimension)?)
+        }
+        Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices,
             limit_indices,
             strides,
-        } => one(structural::slice(
+        })) => one(structural::slice(
             &cx,
             start_indices,
             limit_indices,
             strides.as_deref(),
         )?),
-        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(&cx, slice_sizes)?),
-        Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(&cx)?),
-        Primitive::Gather {
+        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
+            one(indexing::dynamic_slice(&cx, slice_sizes)?)
+        }
+        Primitive::Indexing(Indexing::DynamicUpdateSlice) => {
+            one(indexing::dynamic_update_slice(&cx)?)
+        }
+        Primitive::Indexing(Indexing::Gather(GatherParams {
             dimension_numbers,
             slice_sizes,
             ..
-        } => one(indexing::gather(&cx, dimension_numbers, slice_sizes)?),
-        Primitive::Scatter {
+        })) => one(indexing::gather(&cx, dimension_numbers, slice_sizes)?),
+        Primitive::Indexing(Indexing::Scatter(ScatterParams {
             dimension_numbers,
             update_jaxpr,
             ..
-        } => one(indexing::scatter(
+        })) => one(indexing::scatter(
             &cx,
             dimension_numbers,
             update_jaxpr.as_deref(),
         )?),
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype,
             shape,
             dimension,
-        } => one(structural::iota(&cx, *dtype, shape, *dimension)?),
-        Primitive::Split { sizes, axis } => arrays(structural::split(&cx, sizes, *axis)?),
-        Primitive::Tile { reps } => one(structural::tile(&cx, reps)?),
-        Primitive::Stack { axis } => one(structural::stack(&cx, *axis)?),
-        Primitive::Reduce { op, axes } => one(reduce::reduce(&cx, *op, axes)?),
-        Primitive::ArgReduce {
+        })) => one(structural::iota(&cx, *dtype, shape, *dimension)?),
+        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
+            arrays(structural::split(&cx, sizes, *axis)?)
+        }
+        Primitive::Structural(Structural::Tile(TileParams { reps })) => {
+            one(structural::tile(&cx, reps)?)
+        }
+        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
+            one(structural::stack(&cx, *axis)?)
+        }
+        Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
+            one(reduce::reduce(&cx, *op, axes)?)
+        }
+        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
             axes, index_dtype, ..
-        } => one(reduce::arg_reduce(&cx, axes, *index_dtype)?),
-        Primitive::Cumulative { op, axis, .. } => one(reduce::cumulative(&cx, *op, *axis)?),
-        Primitive::DotGeneral {
+        })) => one(reduce::arg_reduce(&cx, axes, *index_dtype)?),
+        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, .. })) => {
+            one(reduce::cumulative(&cx, *op, *axis)?)
+        }
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,
             ..
-        } => one(linalg::dot_general(
+        })) => one(linalg::dot_general(
             &cx,
             dimension_numbers,
             *preferred_element_type,
         )?),
-        Primitive::ConvGeneralDilated {
+        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides,
             padding,
             lhs_dilation,
@@ -138,7 +176,7 @@ pub fn abstract_eval(
             batch_group_count,
             preferred_element_type,
             ..
-        } => one(linalg::conv(
+        })) => one(linalg::conv(
             &cx,
             &linalg::ConvParams {
                 window_strides,
@@ -151,81 +189,97 @@ pub fn abstract_eval(
                 preferred_element_type: *preferred_element_type,
             },
         )?),
-        Primitive::Sort {
+        Primitive::Reduction(Reduction::Sort(SortParams {
             dimension,
             num_keys,
             ..
-        } => arrays(reduce::sort(&cx, *dimension, *num_keys)?),
-        Primitive::TopK { k, axis } => arrays(reduce::top_k(&cx, *k, *axis)?),
-        Primitive::Empty2 { dtype } => {
+        })) => arrays(reduce::sort(&cx, *dimension, *num_keys)?),
+        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
+            arrays(reduce::top_k(&cx, *k, *axis)?)
+        }
+        Primitive::Structural(Structural::Empty2(Empty2Params { dtype })) => {
             cx.arity(0)?;
             one(ShapedArray::scalar(*dtype))
         }
-        Primitive::AllReduce { op, axes } => one(collective::all_reduce(&cx, *op, axes)?),
-        Primitive::AllGather {
+        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
+            one(collective::all_reduce(&cx, *op, axes)?)
+        }
+        Primitive::Collective(Collective::AllGather(AllGatherParams {
             axis_name,
             all_gather_dimension,
             axis_size,
             tiled,
-        } => one(collective::all_gather(
+        })) => one(collective::all_gather(
             &cx,
             axis_name,
             *all_gather_dimension,
             *axis_size,
             *tiled,
         )?),
-        Primitive::AxisIndex { .. } => {
+        Primitive::Collective(Collective::AxisIndex(_)) => {
             cx.arity(0)?;
             one(ShapedArray::scalar(DType::I32))
         }
-        Primitive::Cond { branches } => control::cond(&cx, branches)?,
-        Primitive::While {
+        Primitive::Control(Control::Cond(CondParams { branches })) => control::cond(&cx, branches)?,
+        Primitive::Control(Control::While(WhileParams {
             cond_jaxpr,
             body_jaxpr,
             cond_nconsts,
             body_nconsts,
-        } => control::while_loop(&cx, cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)?,
-        Primitive::Scan {
+        })) => control::while_loop(&cx, cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)?,
+        Primitive::Control(Control::Scan(ScanParams {
             jaxpr,
             length,
             num_consts,
             num_carry,
             linear,
             ..
-        } => control::scan(&cx, jaxpr, *length, *num_consts, *num_carry, linear)?,
-        Primitive::ForLoop {
+        })) => control::scan(&cx, jaxpr, *length, *num_consts, *num_carry, linear)?,
+        Primitive::Control(Control::ForLoop(ForLoopParams {
             body_jaxpr,
             body_nconsts,
             nimplicit,
             ..
-        } => control::for_loop(&cx, body_jaxpr, *body_nconsts, *nimplicit)?,
-        Primitive::Jit { jaxpr, .. } => control::call(&cx, &jaxpr.jaxpr)?,
-        Primitive::CustomJvpCall { call_jaxpr, .. } => control::call(&cx, &call_jaxpr.jaxpr)?,
-        Primitive::CustomVjpCall { call_jaxpr, .. } => control::call(&cx, &call_jaxpr.jaxpr)?,
-        Primitive::Remat { jaxpr, .. } => control::call(&cx, jaxpr)?,
-        Primitive::Get { indexers } => one(state::get(&cx, indexers)?),
-        Primitive::Swap { indexers } => one(state::swap(&cx, indexers)?),
-        Primitive::AddUpdate { indexers } => {
+        })) => control::for_loop(&cx, body_jaxpr, *body_nconsts, *nimplicit)?,
+        Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => {
+            control::call(&cx, &jaxpr.jaxpr)?
+        }
+        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams { call_jaxpr, .. })) => {
+            control::call(&cx, &call_jaxpr.jaxpr)?
+        }
+        Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams { call_jaxpr, .. })) => {
+            control::call(&cx, &call_jaxpr.jaxpr)?
+        }
+        Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => control::call(&cx, jaxpr)?,
+        Primitive::State(State::Get(GetParams { indexers })) => one(state::get(&cx, indexers)?),
+        Primitive::State(State::Swap(SwapParams { indexers })) => one(state::swap(&cx, indexers)?),
+        Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) => {
             state::addupdate(&cx, indexers)?;
             Vec::new()
         }
-        Primitive::ProgramId { .. } | Primitive::NumPrograms { .. } => {
+        Primitive::Pallas(Pallas::ProgramId(_)) | Primitive::Pallas(Pallas::NumPrograms(_)) => {
             cx.arity(0)?;
             one(ShapedArray::scalar(DType::I32))
         }
-        Primitive::Load {
+        Primitive::Pallas(Pallas::Load(LoadParams {
             indexers,
             has_mask,
             has_other,
-        } => one(state::load(&cx, indexers, *has_mask, *has_other)?),
-        Primitive::Store { indexers, has_mask } => one(state::store(&cx, indexers, *has_mask)?),
-        Primitive::AtomicRmw { indexers, op } => one(state::atomic_rmw(&cx, indexers, *op)?),
-        Primitive::AtomicCas { indexers } => one(state::atomic_cas(&cx, indexers)?),
-        Primitive::PallasCall {
+        })) => one(state::load(&cx, indexers, *has_mask, *has_other)?),
+        Primitive::Pallas(Pallas::Store(StoreParams { indexers, has_mask })) => {
+            one(state::store(&cx, indexers, *has_mask)?)
+        }
+        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })) => {
+            one(state::atomic_rmw(&cx, indexers, *op)?)
+        }
+        Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })) => {
+            one(state::atomic_cas(&cx, indexers)?)
+        }
+        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
             block_mappings,
             out_avals,
             ..
-        } => arrays(state::pallas_call(&cx, block_mappings, out_avals)?),
+        })) => arrays(state::pallas_call(&cx, block_mappings, out_avals)?),
     })
 }
 

@@ -8,6 +8,12 @@ use crate::check::{check_closed_jaxpr, check_jaxpr};
 use crate::jaxpr::{Binder, ClosedJaxpr, Eqn, Jaxpr};
 use crate::literal::Literal;
 use crate::primitive::*;
+use crate::primitive::{
+    AddUpdateParams, BroadcastInDimParams, CondParams, Control, ConvertElementTypeParams,
+    Elementwise, ForLoopParams, GetParams, JitParams, LoadParams, Pallas, PallasCallParams,
+    ProgramIdParams, ReduceParams, Reduction, ScanParams, State, StoreParams, Structural,
+    SwapParams, TransposeParams, WhileParams,
+};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -29,7 +35,11 @@ fn unary_fn(op: UnaryOp, ty: Aval) -> ClosedJaxpr {
     let x = j.new_var(ty.clone());
     let y = j.new_var(ty);
     j.invars = vec![x];
-    j.eqns = vec![eqn(Primitive::Unary(op), vec![x.into()], vec![y])];
+    j.eqns = vec![eqn(
+        Primitive::Elementwise(Elementwise::Unary(op)),
+        vec![x.into()],
+        vec![y],
+    )];
     j.outvars = vec![y.into()];
     ClosedJaxpr::without_consts(j)
 }
@@ -38,18 +48,18 @@ fn unary_fn(op: UnaryOp, ty: Aval) -> ClosedJaxpr {
 fn cond_branches_agree() {
     let b0 = unary_fn(UnaryOp::Sin, t(F32, &[3]));
     let b1 = unary_fn(UnaryOp::Cos, t(F32, &[3]));
-    let c = Primitive::Cond {
+    let c = Primitive::Control(Control::Cond(CondParams {
         branches: vec![b0.clone(), b1],
-    };
+    }));
     assert_eq!(ev1(&c, &[t(I32, &[]), t(F32, &[3])]), t(F32, &[3]));
     assert!(ev(&c, &[t(DType::Bool, &[]), t(F32, &[3])]).is_err());
     let e = ev(&c, &[t(I32, &[]), t(F32, &[4])])
         .unwrap_err()
         .to_string();
     assert!(e.contains("f32[3]") && e.contains("f32[4]"), "{e}");
-    let bad = Primitive::Cond {
+    let bad = Primitive::Control(Control::Cond(CondParams {
         branches: vec![b0, unary_fn(UnaryOp::Cos, t(F32, &[3])).clone()],
-    };
+    }));
     assert!(ev(&bad, &[t(I32, &[])]).is_err());
 }
 
@@ -61,18 +71,18 @@ fn while_and_scan() {
     let p = cj.new_var(t(DType::Bool, &[]));
     cj.invars = vec![i];
     cj.eqns = vec![eqn(
-        Primitive::Binary(BinaryOp::Lt),
+        Primitive::Elementwise(Elementwise::Binary(BinaryOp::Lt)),
         vec![i.into(), Literal::new(10.0, I32).into()],
         vec![p],
     )];
     cj.outvars = vec![p.into()];
     let body = unary_fn(UnaryOp::Neg, t(I32, &[]));
-    let w = Primitive::While {
+    let w = Primitive::Control(Control::While(WhileParams {
         cond_jaxpr: ClosedJaxpr::without_consts(cj),
         body_jaxpr: body.clone(),
         cond_nconsts: 0,
         body_nconsts: 0,
-    };
+    }));
     assert_eq!(ev1(&w, &[t(I32, &[])]), t(I32, &[]));
     assert!(ev(&w, &[t(F32, &[])]).is_err());
     // scan body (c:f32[], x:f32[2]) -> (c, y:f32[2])
@@ -81,9 +91,13 @@ fn while_and_scan() {
     let x = sj.new_var(t(F32, &[2]));
     let y = sj.new_var(t(F32, &[2]));
     sj.invars = vec![c, x];
-    sj.eqns = vec![eqn(Primitive::Unary(UnaryOp::Sin), vec![x.into()], vec![y])];
+    sj.eqns = vec![eqn(
+        Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin)),
+        vec![x.into()],
+        vec![y],
+    )];
     sj.outvars = vec![c.into(), y.into()];
-    let s = Primitive::Scan {
+    let s = Primitive::Control(Control::Scan(ScanParams {
         jaxpr: ClosedJaxpr::without_consts(sj),
         length: 5,
         reverse: false,
@@ -92,7 +106,7 @@ fn while_and_scan() {
         unroll: 1,
         linear: vec![],
         split_transpose: false,
-    };
+    }));
     assert_eq!(
         ev(&s, &[t(F32, &[]), t(F32, &[5, 2])]).unwrap(),
         vec![t(F32, &[]), t(F32, &[5, 2])]
@@ -118,23 +132,23 @@ fn seed_for_loop() -> Jaxpr {
     body.invars = vec![d, e, f, g];
     body.eqns = vec![
         eqn(
-            Primitive::ConvertElementType {
+            Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
                 new_dtype: DType::F64,
                 weak_type: false,
-            },
+            })),
             vec![d.into()],
             vec![h],
         ),
         eqn(
-            Primitive::BroadcastInDim {
+            Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
                 shape: vec![None],
                 broadcast_dimensions: vec![].into(),
-            },
+            })),
             vec![h.into(), e.into()],
             vec![i],
         ),
         eqn(
-            Primitive::Binary(BinaryOp::Mul),
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)),
             vec![g.into(), i.into()],
             vec![jv],
         ),
@@ -149,21 +163,21 @@ fn seed_for_loop() -> Jaxpr {
     let lit = |x: f64| Atom::Lit(Literal::new(x, I64));
     m.eqns = vec![
         eqn(
-            Primitive::BroadcastInDim {
+            Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
                 shape: vec![None],
                 broadcast_dimensions: vec![].into(),
-            },
+            })),
             vec![Literal::new(1.0, DType::F64).into(), a.into()],
             vec![b],
         ),
         Eqn {
-            primitive: Primitive::ForLoop {
+            primitive: Primitive::Control(Control::ForLoop(ForLoopParams {
                 body_jaxpr: ClosedJaxpr::without_consts(body),
                 body_nconsts: 1,
                 nimplicit: 1,
                 preserve_dimensions: true,
                 apply_reverse_transform: false,
-            },
+            })),
             inputs: vec![
                 a.into(),
                 a.into(),
@@ -176,7 +190,7 @@ fn seed_for_loop() -> Jaxpr {
             outputs: vec![Binder::Drop(t(I64, &[])), Binder::Var(c)],
         },
         eqn(
-            Primitive::Binary(BinaryOp::Add),
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
             vec![b.into(), c.into()],
             vec![k],
         ),
@@ -220,8 +234,10 @@ fn checker_names_the_param_of_a_bad_nested_jaxpr() {
         j.outvars = vec![y.into()];
         j
     };
-    let cond = |b1: &ClosedJaxpr| Primitive::Cond {
-        branches: vec![good.clone(), b1.clone()],
+    let cond = |b1: &ClosedJaxpr| {
+        Primitive::Control(Control::Cond(CondParams {
+            branches: vec![good.clone(), b1.clone()],
+        }))
     };
     let ins = vec![t(I32, &[]), t(F32, &[3])];
     check_jaxpr(&caller(cond(&good), ins.clone())).unwrap();
@@ -230,10 +246,10 @@ fn checker_names_the_param_of_a_bad_nested_jaxpr() {
         .to_string();
     assert!(e.contains("equation 0 (cond): branches: "), "{e}");
     assert!(e.contains("f32[4]"), "{e}");
-    let jit = Primitive::Jit {
+    let jit = Primitive::Control(Control::Jit(JitParams {
         name: "f".into(),
         jaxpr: bad,
-    };
+    }));
     let e = check_jaxpr(&caller(jit, vec![t(F32, &[3])]))
         .unwrap_err()
         .to_string();
@@ -245,10 +261,10 @@ fn checker_names_the_param_of_a_bad_nested_jaxpr() {
 #[test]
 fn jit_call_types() {
     let callee = unary_fn(UnaryOp::Exp, t(F32, &[2]));
-    let p = Primitive::Jit {
+    let p = Primitive::Control(Control::Jit(JitParams {
         name: "f".into(),
         jaxpr: callee,
-    };
+    }));
     assert_eq!(ev1(&p, &[t(F32, &[2])]), t(F32, &[2]));
     let e = ev(&p, &[t(F32, &[3])]).unwrap_err().to_string();
     assert!(e.contains("f32[2]") && e.contains("f32[3]"), "{e}");
@@ -273,14 +289,14 @@ fn state_and_pallas() {
     let ix = vec![Indexer {
         entries: vec![IndexEntry::Int(IndexValue::Dynamic(1)), full(4)],
     }];
-    let g = Primitive::Get {
+    let g = Primitive::State(State::Get(GetParams {
         indexers: ix.clone(),
-    };
+    }));
     assert_eq!(ev1(&g, &[rf(&[3, 4]), t(I32, &[])]), t(F32, &[4]));
     assert!(ev(&g, &[t(F32, &[3, 4]), t(I32, &[])]).is_err());
-    let s = Primitive::Swap {
+    let s = Primitive::State(State::Swap(SwapParams {
         indexers: ix.clone(),
-    };
+    }));
     assert_eq!(
         ev1(&s, &[rf(&[3, 4]), t(I32, &[]), t(F32, &[4])]),
         t(F32, &[4])
@@ -289,36 +305,42 @@ fn state_and_pallas() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("f32[4]") && e.contains("f32[3]"), "{e}");
-    let a = Primitive::AddUpdate { indexers: vec![] };
+    let a = Primitive::State(State::AddUpdate(AddUpdateParams { indexers: vec![] }));
     assert_eq!(ev(&a, &[rf(&[3]), t(F32, &[3])]).unwrap(), vec![]);
     // array index: ref[idx] with idx:i32[5] over f32[3,4] -> f32[5,4]
-    let g2 = Primitive::Get {
+    let g2 = Primitive::State(State::Get(GetParams {
         indexers: vec![Indexer {
             entries: vec![IndexEntry::Array(1), full(4)],
         }],
-    };
+    }));
     assert_eq!(ev1(&g2, &[rf(&[3, 4]), t(I32, &[5])]), t(F32, &[5, 4]));
-    let ld = Primitive::Load {
+    let ld = Primitive::Pallas(Pallas::Load(LoadParams {
         indexers: vec![],
         has_mask: true,
         has_other: true,
-    };
+    }));
     assert_eq!(
         ev1(&ld, &[rf(&[8]), t(DType::Bool, &[8]), t(F32, &[])]),
         t(F32, &[8])
     );
-    let st = Primitive::Store {
+    let st = Primitive::Pallas(Pallas::Store(StoreParams {
         indexers: vec![],
         has_mask: true,
-    };
+    }));
     assert!(ev(&st, &[rf(&[8]), t(F32, &[8]), t(F32, &[8])]).is_err());
     // The old values, as JAX's `masked_swap`.
     assert_eq!(
         ev1(&st, &[rf(&[8]), t(F32, &[8]), t(DType::Bool, &[8])]),
         t(F32, &[8])
     );
-    assert_eq!(ev1(&Primitive::ProgramId { axis: 0 }, &[]), t(I32, &[]));
-    let pc = Primitive::PallasCall {
+    assert_eq!(
+        ev1(
+            &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
+            &[]
+        ),
+        t(I32, &[])
+    );
+    let pc = Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel: Arc::new(Jaxpr::new()),
         grid: vec![],
         block_mappings: vec![],
@@ -327,7 +349,7 @@ fn state_and_pallas() {
         interpret: true,
         debug: false,
         input_output_aliases: vec![],
-    };
+    }));
     assert_eq!(ev1(&pc, &[t(F32, &[8])]), t(F32, &[8]));
 }
 
@@ -341,11 +363,15 @@ fn small() -> Jaxpr {
     j.invars = vec![a, b];
     j.eqns = vec![
         eqn(
-            Primitive::Binary(BinaryOp::Add),
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
             vec![a.into(), b.into()],
             vec![c],
         ),
-        eqn(Primitive::Unary(UnaryOp::Sin), vec![c.into()], vec![d]),
+        eqn(
+            Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin)),
+            vec![c.into()],
+            vec![d],
+        ),
     ];
     j.outvars = vec![d.into()];
     j
@@ -401,10 +427,10 @@ fn checker_nested_and_consts() {
     m.invars = vec![x];
     let callee = unary_fn(UnaryOp::Exp, t(F32, &[2]));
     m.eqns = vec![eqn(
-        Primitive::Jit {
+        Primitive::Control(Control::Jit(JitParams {
             name: "f".into(),
             jaxpr: callee.clone(),
-        },
+        })),
         vec![x.into()],
         vec![y],
     )];
@@ -414,10 +440,10 @@ fn checker_nested_and_consts() {
     let mut inner = (*callee.jaxpr).clone();
     inner.eqns[0].inputs[0] = Atom::Var(Var(1));
     let mut bad = m.clone();
-    bad.eqns[0].primitive = Primitive::Jit {
+    bad.eqns[0].primitive = Primitive::Control(Control::Jit(JitParams {
         name: "f".into(),
         jaxpr: ClosedJaxpr::without_consts(inner),
-    };
+    }));
     let e = check_jaxpr(&bad).unwrap_err().to_string();
     assert!(e.contains("equation 0 (jit)") && e.contains("jaxpr"), "{e}");
     // consts must match the constvars
@@ -455,7 +481,11 @@ fn build(shapes: &[Vec<usize>], steps: &[Step]) -> Jaxpr {
         let (p, ins, out_ty) = match st {
             Step::Unary(i) => {
                 let x = pick(*i);
-                (Primitive::Unary(UnaryOp::Tanh), vec![x], j.aval(x).clone())
+                (
+                    Primitive::Elementwise(Elementwise::Unary(UnaryOp::Tanh)),
+                    vec![x],
+                    j.aval(x).clone(),
+                )
             }
             Step::Binary(i, k) => {
                 let x = pick(*i);
@@ -469,7 +499,7 @@ fn build(shapes: &[Vec<usize>], steps: &[Step]) -> Jaxpr {
                     .copied()
                     .unwrap_or(x);
                 (
-                    Primitive::Binary(BinaryOp::Mul),
+                    Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)),
                     vec![x, y],
                     j.aval(x).clone(),
                 )
@@ -478,14 +508,18 @@ fn build(shapes: &[Vec<usize>], steps: &[Step]) -> Jaxpr {
                 let x = pick(*i);
                 let s = j.aval(x).shape().to_vec();
                 if s.is_empty() {
-                    (Primitive::Unary(UnaryOp::Neg), vec![x], j.aval(x).clone())
+                    (
+                        Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg)),
+                        vec![x],
+                        j.aval(x).clone(),
+                    )
                 } else {
                     let out = Aval::Array(ShapedArray::new(F32, s[1..].to_vec()));
                     (
-                        Primitive::Reduce {
+                        Primitive::Reduction(Reduction::Reduce(ReduceParams {
                             op: ReduceOp::Sum,
                             axes: vec![0],
-                        },
+                        })),
                         vec![x],
                         out,
                     )
@@ -496,10 +530,10 @@ fn build(shapes: &[Vec<usize>], steps: &[Step]) -> Jaxpr {
                 let ty = j.aval(x).clone();
                 let callee = unary_fn(UnaryOp::Exp, ty.clone());
                 (
-                    Primitive::Jit {
+                    Primitive::Control(Control::Jit(JitParams {
                         name: "g".into(),
                         jaxpr: callee,
-                    },
+                    })),
                     vec![x],
                     ty,
                 )
@@ -575,7 +609,7 @@ fn corrupt(j: &mut Jaxpr, c: &Corruption) -> bool {
         }
         Corruption::CalleeArity(i) => {
             let e = &mut j.eqns[i % n];
-            let Primitive::Jit { jaxpr, .. } = &mut e.primitive else {
+            let Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) = &mut e.primitive else {
                 return false;
             };
             let mut inner = (*jaxpr.jaxpr).clone();
@@ -630,11 +664,11 @@ proptest! {
         }
         j.invars = invars.into_iter().map(Var).collect();
         let p = match which {
-            0 => Primitive::Binary(BinaryOp::Add),
-            1 => Primitive::Unary(UnaryOp::Sin),
-            2 => Primitive::Reduce { op: ReduceOp::Max, axes: vec![1] },
-            3 => Primitive::Transpose { permutation: vec![1, 0] },
-            _ => Primitive::Jit { name: "h".into(), jaxpr: unary_fn(UnaryOp::Exp, t(F32, &[2])) },
+            0 => Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
+            1 => Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin)),
+            2 => Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![1] })),
+            3 => Primitive::Structural(Structural::Transpose(TransposeParams { permutation: vec![1, 0] })),
+            _ => Primitive::Control(Control::Jit(JitParams { name: "h".into(), jaxpr: unary_fn(UnaryOp::Exp, t(F32, &[2])) })),
         };
         j.eqns.push(Eqn {
             primitive: p,

@@ -11,6 +11,7 @@ use crate::array::Array;
 use crate::core::bind1;
 use crate::error::{Error, Result};
 use crate::lax;
+use jaxon_ir::primitive::{BroadcastInDimParams, IotaParams, ReshapeParams, Structural};
 use jaxon_ir::primitive::{GatherDimensionNumbers, GatherScatterMode, Ints};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{DType, HostArray, Primitive};
@@ -30,10 +31,10 @@ pub fn broadcast_in_dim(
     let mut args = vec![x.clone()];
     args.extend(dyn_ops);
     bind1(
-        &Primitive::BroadcastInDim {
+        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: param,
             broadcast_dimensions: broadcast_dimensions.into(),
-        },
+        })),
         &args,
     )
 }
@@ -85,11 +86,11 @@ pub fn broadcasted_iota(dtype: DType, shape: &[Size], dimension: usize) -> Resul
     }
     let (param, dyn_ops) = shape_param(shape.to_vec())?;
     bind1(
-        &Primitive::Iota {
+        &Primitive::Structural(Structural::Iota(IotaParams {
             dtype,
             shape: param,
             dimension,
-        },
+        })),
         &dyn_ops,
     )
 }
@@ -116,10 +117,10 @@ pub fn reshape(x: &Array, new_sizes: &[Size]) -> Result<Array> {
     let mut args = vec![x.clone()];
     args.extend(dyn_ops);
     bind1(
-        &Primitive::Reshape {
+        &Primitive::Structural(Structural::Reshape(ReshapeParams {
             new_sizes: param,
             dimensions: None,
-        },
+        })),
         &args,
     )
 }

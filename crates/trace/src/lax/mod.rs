@@ -11,6 +11,13 @@ use crate::error::{Error, Result};
 use crate::eval::apply_eagerly;
 use jaxon_ir::interp::InterpreterBackend;
 use jaxon_ir::primitive::{ArgOp, BinaryOp, CumulativeOp, ReduceOp, UnaryOp};
+use jaxon_ir::primitive::{
+    ArgReduceParams, BitcastConvertTypeParams, BroadcastInDimParams, ConcatenateParams,
+    ConvertElementTypeParams, CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams, Reduction,
+    ReshapeParams, RevParams, SliceParams, SortParams, SplitParams, SqueezeParams, Structural,
+    TopKParams, TransposeParams,
+};
 use jaxon_ir::primitive::{DotDimensionNumbers, Ints};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Backend, DType, Primitive};
@@ -18,13 +25,19 @@ use std::sync::{Arc, OnceLock};
 
 /// Applies an elementwise unary primitive.
 pub fn unary(op: UnaryOp, x: &Array) -> Result<Array> {
-    bind1(&Primitive::Unary(op), std::slice::from_ref(x))
+    bind1(
+        &Primitive::Elementwise(Elementwise::Unary(op)),
+        std::slice::from_ref(x),
+    )
 }
 
 /// Applies an elementwise binary primitive (operands of one dtype; rank-0
 /// and size-1 dimensions broadcast).
 pub fn binary(op: BinaryOp, x: &Array, y: &Array) -> Result<Array> {
-    bind1(&Primitive::Binary(op), &[x.clone(), y.clone()])
+    bind1(
+        &Primitive::Elementwise(Elementwise::Binary(op)),
+        &[x.clone(), y.clone()],
+    )
 }
 
 macro_rules! unary_fns {
@@ -66,7 +79,10 @@ binary_fns! {
 
 /// `lax.integer_pow`: `x ** y` for a static integer `y`.
 pub fn integer_pow(x: &Array, y: i64) -> Result<Array> {
-    bind1(&Primitive::IntegerPow { y }, std::slice::from_ref(x))
+    bind1(
+        &Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })),
+        std::slice::from_ref(x),
+    )
 }
 
 fn interpreter() -> &'static Arc<dyn Backend> {
@@ -81,10 +97,10 @@ pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Res
     if x.dtype() == new_dtype && x.weak_type() == weak_type {
         return Ok(x.clone());
     }
-    let p = Primitive::ConvertElementType {
+    let p = Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
         new_dtype,
         weak_type,
-    };
+    }));
     // Only scalars (Rust literals) are converted on the host, as JAX does
     // for Python scalars; a captured constant array's conversion is staged.
     if x.is_tracer() || x.ndim() > 0 {
@@ -102,7 +118,9 @@ pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Res
 /// `lax.bitcast_convert_type`.
 pub fn bitcast_convert_type(x: &Array, new_dtype: DType) -> Result<Array> {
     bind1(
-        &Primitive::BitcastConvertType { new_dtype },
+        &Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+            new_dtype,
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -111,12 +129,15 @@ pub fn bitcast_convert_type(x: &Array, new_dtype: DType) -> Result<Array> {
 pub fn select_n(which: &Array, cases: &[Array]) -> Result<Array> {
     let mut args = vec![which.clone()];
     args.extend(cases.iter().cloned());
-    bind1(&Primitive::SelectN, &args)
+    bind1(&Primitive::Elementwise(Elementwise::SelectN), &args)
 }
 
 /// `lax.clamp(lo, x, hi)`.
 pub fn clamp(lo: &Array, x: &Array, hi: &Array) -> Result<Array> {
-    bind1(&Primitive::Clamp, &[lo.clone(), x.clone(), hi.clone()])
+    bind1(
+        &Primitive::Elementwise(Elementwise::Clamp),
+        &[lo.clone(), x.clone(), hi.clone()],
+    )
 }
 
 /// `lax.broadcast_in_dim(x, shape, broadcast_dimensions)`.
@@ -131,10 +152,10 @@ pub fn broadcast_in_dim(
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::BroadcastInDim {
+        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: shape.iter().map(|&n| Some(n)).collect(),
             broadcast_dimensions: Ints::from(broadcast_dimensions),
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -153,10 +174,10 @@ pub fn reshape(x: &Array, new_sizes: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Reshape {
+        &Primitive::Structural(Structural::Reshape(ReshapeParams {
             new_sizes: new_sizes.iter().map(|&n| Some(n)).collect(),
             dimensions: None,
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -167,9 +188,9 @@ pub fn transpose(x: &Array, permutation: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Transpose {
+        &Primitive::Structural(Structural::Transpose(TransposeParams {
             permutation: permutation.to_vec(),
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -180,9 +201,9 @@ pub fn squeeze(x: &Array, dimensions: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Squeeze {
+        &Primitive::Structural(Structural::Squeeze(SqueezeParams {
             dimensions: dimensions.to_vec(),
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -210,9 +231,9 @@ pub fn expand_dims(x: &Array, dimensions: &[usize]) -> Result<Array> {
 /// `lax.rev(x, dimensions)`.
 pub fn rev(x: &Array, dimensions: &[usize]) -> Result<Array> {
     bind1(
-        &Primitive::Rev {
+        &Primitive::Structural(Structural::Rev(RevParams {
             dimensions: dimensions.to_vec(),
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -220,12 +241,12 @@ pub fn rev(x: &Array, dimensions: &[usize]) -> Result<Array> {
 /// `lax.pad(x, padding_value, [(lo, hi, interior)])`.
 pub fn pad(x: &Array, padding_value: &Array, config: &[(i64, i64, i64)]) -> Result<Array> {
     bind1(
-        &Primitive::Pad {
+        &Primitive::Structural(Structural::Pad(PadParams {
             padding_config: config
                 .iter()
                 .map(|&(l, h, i)| Ints::new(vec![l, h, i]))
                 .collect(),
-        },
+        })),
         &[x.clone(), padding_value.clone()],
     )
 }
@@ -235,7 +256,10 @@ pub fn concatenate(operands: &[Array], dimension: usize) -> Result<Array> {
     if operands.len() == 1 {
         return Ok(operands[0].clone());
     }
-    bind1(&Primitive::Concatenate { dimension }, operands)
+    bind1(
+        &Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })),
+        operands,
+    )
 }
 
 /// `lax.slice(x, start, limit, strides)`.
@@ -246,11 +270,11 @@ pub fn slice(
     strides: Option<&[usize]>,
 ) -> Result<Array> {
     bind1(
-        &Primitive::Slice {
+        &Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices: Ints::from(start),
             limit_indices: Ints::from(limit),
             strides: strides.map(Ints::from),
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -260,9 +284,9 @@ pub fn dynamic_slice(x: &Array, starts: &[Array], sizes: &[usize]) -> Result<Arr
     let mut args = vec![x.clone()];
     args.extend(starts.iter().cloned());
     bind1(
-        &Primitive::DynamicSlice {
+        &Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
             slice_sizes: Ints::from(sizes),
-        },
+        })),
         &args,
     )
 }
@@ -271,7 +295,7 @@ pub fn dynamic_slice(x: &Array, starts: &[Array], sizes: &[usize]) -> Result<Arr
 pub fn dynamic_update_slice(x: &Array, update: &Array, starts: &[Array]) -> Result<Array> {
     let mut args = vec![x.clone(), update.clone()];
     args.extend(starts.iter().cloned());
-    bind1(&Primitive::DynamicUpdateSlice, &args)
+    bind1(&Primitive::Indexing(Indexing::DynamicUpdateSlice), &args)
 }
 
 /// `lax.iota(dtype, size)`.
@@ -282,11 +306,11 @@ pub fn iota(dtype: DType, size: usize) -> Result<Array> {
 /// `lax.broadcasted_iota(dtype, shape, dimension)`.
 pub fn broadcasted_iota(dtype: DType, shape: &[usize], dimension: usize) -> Result<Array> {
     bind1(
-        &Primitive::Iota {
+        &Primitive::Structural(Structural::Iota(IotaParams {
             dtype,
             shape: shape.iter().map(|&n| Some(n)).collect(),
             dimension,
-        },
+        })),
         &[],
     )
 }
@@ -294,10 +318,10 @@ pub fn broadcasted_iota(dtype: DType, shape: &[usize], dimension: usize) -> Resu
 /// `lax.reduce_*` over `axes`.
 pub fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Result<Array> {
     bind1(
-        &Primitive::Reduce {
+        &Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op,
             axes: axes.to_vec(),
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -305,11 +329,11 @@ pub fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Result<Array> {
 /// `lax.argmax` / `lax.argmin` along one axis.
 pub fn arg_reduce(op: ArgOp, x: &Array, axis: usize, index_dtype: DType) -> Result<Array> {
     bind1(
-        &Primitive::ArgReduce {
+        &Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
             op,
             axes: vec![axis],
             index_dtype,
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -317,7 +341,11 @@ pub fn arg_reduce(op: ArgOp, x: &Array, axis: usize, index_dtype: DType) -> Resu
 /// `lax.cumsum` and friends.
 pub fn cumulative(op: CumulativeOp, x: &Array, axis: usize, reverse: bool) -> Result<Array> {
     bind1(
-        &Primitive::Cumulative { op, axis, reverse },
+        &Primitive::Reduction(Reduction::Cumulative(CumulativeParams {
+            op,
+            axis,
+            reverse,
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -330,11 +358,11 @@ pub fn dot_general(
     preferred_element_type: Option<DType>,
 ) -> Result<Array> {
     bind1(
-        &Primitive::DotGeneral {
+        &Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             precision: None,
             preferred_element_type,
-        },
+        })),
         &[lhs.clone(), rhs.clone()],
     )
 }
@@ -348,11 +376,11 @@ pub fn sort(
     num_keys: usize,
 ) -> Result<Vec<Array>> {
     bind(
-        &Primitive::Sort {
+        &Primitive::Reduction(Reduction::Sort(SortParams {
             dimension,
             is_stable,
             num_keys,
-        },
+        })),
         operands,
     )
 }
@@ -362,7 +390,10 @@ pub fn top_k(x: &Array, k: usize) -> Result<(Array, Array)> {
     let axis = x.ndim().checked_sub(1).ok_or_else(|| {
         Error::InvalidArgument(format!("top_k needs an array, got {}", fmt_aval(x.aval())))
     })?;
-    let mut outs = bind(&Primitive::TopK { k, axis }, std::slice::from_ref(x))?;
+    let mut outs = bind(
+        &Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })),
+        std::slice::from_ref(x),
+    )?;
     let idx = outs.pop().expect("two results");
     let vals = outs.pop().expect("two results");
     Ok((vals, idx))
@@ -371,10 +402,10 @@ pub fn top_k(x: &Array, k: usize) -> Result<(Array, Array)> {
 /// `lax.split(x, sizes, axis)`.
 pub fn split(x: &Array, sizes: &[usize], axis: usize) -> Result<Vec<Array>> {
     bind(
-        &Primitive::Split {
+        &Primitive::Structural(Structural::Split(SplitParams {
             sizes: Ints::from(sizes),
             axis,
-        },
+        })),
         std::slice::from_ref(x),
     )
 }

@@ -17,6 +17,7 @@
 use super::rules::Outs;
 use super::{batch_trace, batched, moveaxis, new_batched};
 use crate::jvp::{dual, new_dual, JvpTrace};
+use jaxon_ir::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
 use jaxon_ir::primitive::{AxisRef, CollectiveOp, ReduceOp};
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Primitive};
 use jaxon_trace::core::{current_mains, dynamic_main, full_raise, MainTrace};
@@ -153,9 +154,9 @@ pub fn axis_index(axis_name: &str) -> Result<Array> {
     match locate(axis_name, "axis_index")? {
         Where::Direct(main, n) => Ok(new_batched(&main, lax::iota(DType::I32, n)?, Some(0))),
         Where::Staged(_) => bind1(
-            &Primitive::AxisIndex {
+            &Primitive::Collective(Collective::AxisIndex(AxisIndexParams {
                 axis_name: axis_name.to_string(),
-            },
+            })),
             &[],
         ),
     }
@@ -171,7 +172,12 @@ fn collective(x: &Array, name: &str, op: Op) -> Result<Array> {
 /// Binds the collective primitive of `op` (pmean is psum then a division).
 fn bind_collective(x: &Array, name: &str, n: usize, op: Op) -> Result<Array> {
     let axes = vec![AxisRef::Name(name.to_string())];
-    let reduce = |op| bind1(&Primitive::AllReduce { op, axes }, std::slice::from_ref(x));
+    let reduce = |op| {
+        bind1(
+            &Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })),
+            std::slice::from_ref(x),
+        )
+    };
     match op {
         Op::Sum => reduce(CollectiveOp::Sum),
         Op::Mean => {
@@ -181,12 +187,12 @@ fn bind_collective(x: &Array, name: &str, n: usize, op: Op) -> Result<Array> {
         Op::Max => reduce(CollectiveOp::Max),
         Op::Min => reduce(CollectiveOp::Min),
         Op::Gather => bind1(
-            &Primitive::AllGather {
+            &Primitive::Collective(Collective::AllGather(AllGatherParams {
                 axis_name: vec![name.to_string()],
                 all_gather_dimension: 0,
                 axis_size: n,
                 tiled: false,
-            },
+            })),
             std::slice::from_ref(x),
         ),
     }
@@ -262,7 +268,9 @@ fn reduce(v: &Array, d: usize, n: usize, op: Op) -> Result<Array> {
 pub(crate) fn is_collective(p: &Primitive) -> bool {
     matches!(
         p,
-        Primitive::AllReduce { .. } | Primitive::AllGather { .. } | Primitive::AxisIndex { .. }
+        Primitive::Collective(Collective::AllReduce(_))
+            | Primitive::Collective(Collective::AllGather(_))
+            | Primitive::Collective(Collective::AxisIndex(_))
     )
 }
 
@@ -270,9 +278,15 @@ pub(crate) fn is_collective(p: &Primitive) -> bool {
 /// must be batched even when none of its operands is.
 pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
     match p {
-        Primitive::AllReduce { axes, .. } => axes.iter().any(|a| a.name() == Some(name)),
-        Primitive::AllGather { axis_name, .. } => axis_name.iter().any(|a| a == name),
-        Primitive::AxisIndex { axis_name } => axis_name == name,
+        Primitive::Collective(Collective::AllReduce(AllReduceParams { axes, .. })) => {
+            axes.iter().any(|a| a.name() == Some(name))
+        }
+        Primitive::Collective(Collective::AllGather(AllGatherParams { axis_name, .. })) => {
+            axis_name.iter().any(|a| a == name)
+        }
+        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
+            axis_name == name
+        }
         _ => p
             .sub_jaxprs()
             .iter()
@@ -293,7 +307,7 @@ pub(crate) fn batch_collective(
 ) -> Result<Outs> {
     let here = |a: &str| name == Some(a);
     match p {
-        Primitive::AllReduce { op, axes } => {
+        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
             let (v, d) = one(p, x, d)?;
             let mine = axes.iter().any(|a| a.name().is_some_and(here));
             let rest: Vec<AxisRef> = axes
@@ -311,7 +325,10 @@ pub(crate) fn batch_collective(
             };
             let bind = |axes: Vec<AxisRef>, v: &Array| {
                 bind1(
-                    &Primitive::AllReduce { op: *op, axes },
+                    &Primitive::Collective(Collective::AllReduce(AllReduceParams {
+                        op: *op,
+                        axes,
+                    })),
                     std::slice::from_ref(v),
                 )
             };
@@ -348,12 +365,12 @@ pub(crate) fn batch_collective(
                 }
             }
         }
-        Primitive::AllGather {
+        Primitive::Collective(Collective::AllGather(AllGatherParams {
             axis_name,
             all_gather_dimension,
             axis_size,
             tiled,
-        } => {
+        })) => {
             let (v, d) = one(p, x, d)?;
             let dim = *all_gather_dimension;
             if !axis_name.iter().any(|a| here(a)) {
@@ -365,12 +382,12 @@ pub(crate) fn batch_collective(
                         od = Some(bd + 1);
                     }
                 }
-                let q = Primitive::AllGather {
+                let q = Primitive::Collective(Collective::AllGather(AllGatherParams {
                     axis_name: axis_name.clone(),
                     all_gather_dimension: gd,
                     axis_size: *axis_size,
                     tiled: *tiled,
-                };
+                }));
                 return Ok((vec![bind1(&q, &[v])?], vec![od]));
             }
             if axis_name.len() > 1 || *axis_size != n {
@@ -399,7 +416,7 @@ pub(crate) fn batch_collective(
             };
             Ok((vec![y], vec![None]))
         }
-        Primitive::AxisIndex { axis_name } => {
+        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
             if here(axis_name) {
                 Ok((vec![lax::iota(DType::I32, n)?], vec![Some(0)]))
             } else {
@@ -517,12 +534,12 @@ pub(crate) fn reduce_axes(x: &Array, op: CollectiveOp, axes: &[AxisRef]) -> Resu
 /// where it has the default layout.
 pub(crate) fn gather_like(p: &Primitive, x: &Array) -> Result<Array> {
     match p {
-        Primitive::AllGather {
+        Primitive::Collective(Collective::AllGather(AllGatherParams {
             axis_name,
             all_gather_dimension: 0,
             tiled: false,
             ..
-        } if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
+        })) if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
         _ => bind1(p, std::slice::from_ref(x)),
     }
 }

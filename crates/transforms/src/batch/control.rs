@@ -9,6 +9,10 @@ use super::rules::Outs;
 use super::{batch_jaxpr_named, move_bdim, to_front};
 use crate::util::scalar_like;
 use jaxon_ir::primitive::ReduceOp;
+use jaxon_ir::primitive::{
+    CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, ForLoopParams, JitParams,
+    RematParams, ScanParams, WhileParams,
+};
 use jaxon_ir::{ClosedJaxpr, DType, Primitive};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::eval_closed_jaxpr;
@@ -47,56 +51,56 @@ pub(super) fn call(
     let args = fronted(x, d, n)?;
     let m = mask(d);
     let (q, args, out_b) = match p {
-        Primitive::Jit { name, jaxpr } => {
+        Primitive::Control(Control::Jit(JitParams { name, jaxpr })) => {
             let (bj, ob) = batch_jaxpr_named(jaxpr, &m, n, axis, &[])?;
-            let q = Primitive::Jit {
+            let q = Primitive::Control(Control::Jit(JitParams {
                 name: name.clone(),
                 jaxpr: bj,
-            };
+            }));
             (q, args, ob)
         }
-        Primitive::CustomJvpCall {
+        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
             name,
             call_jaxpr,
             jvp,
             num_consts,
             symbolic_zeros,
-        } => {
+        })) => {
             let (bj, ob) = batch_jaxpr_named(call_jaxpr, &m, n, axis, &[])?;
-            let q = Primitive::CustomJvpCall {
+            let q = Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
                 name: name.clone(),
                 call_jaxpr: bj,
                 jvp: jvp.clone(),
                 num_consts: *num_consts,
                 symbolic_zeros: *symbolic_zeros,
-            };
+            }));
             (q, args, ob)
         }
-        Primitive::CustomVjpCall {
+        Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
             name,
             call_jaxpr,
             fwd,
             bwd,
             num_consts,
             symbolic_zeros,
-        } => {
+        })) => {
             let (bj, ob) = batch_jaxpr_named(call_jaxpr, &m, n, axis, &[])?;
-            let q = Primitive::CustomVjpCall {
+            let q = Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
                 name: name.clone(),
                 call_jaxpr: bj,
                 fwd: fwd.clone(),
                 bwd: bwd.clone(),
                 num_consts: *num_consts,
                 symbolic_zeros: *symbolic_zeros,
-            };
+            }));
             (q, args, ob)
         }
-        Primitive::Remat {
+        Primitive::Control(Control::Remat(RematParams {
             jaxpr,
             prevent_cse,
             differentiated,
             policy,
-        } => {
+        })) => {
             let closed = ClosedJaxpr {
                 jaxpr: jaxpr.clone(),
                 consts: Arc::from(Vec::new()),
@@ -109,12 +113,12 @@ pub(super) fn call(
             body.invars.splice(0..0, hoisted);
             let mut all = consts;
             all.extend(args);
-            let q = Primitive::Remat {
+            let q = Primitive::Control(Control::Remat(RematParams {
                 jaxpr: Arc::new(body),
                 prevent_cse: *prevent_cse,
                 differentiated: *differentiated,
                 policy: policy.clone(),
-            };
+            }));
             (q, all, ob)
         }
         _ => {
@@ -153,7 +157,10 @@ pub(super) fn cond(
             .collect::<Result<Vec<_>>>()?;
         let mut args = vec![x[0].clone()];
         args.extend(ops);
-        let outs = bind(&Primitive::Cond { branches: new }, &args)?;
+        let outs = bind(
+            &Primitive::Control(Control::Cond(CondParams { branches: new })),
+            &args,
+        )?;
         return Ok((outs, dims_of(&union)));
     }
     // A batched index: run every branch and select per member (cond clamps
@@ -233,12 +240,12 @@ pub(super) fn while_loop(
         let mut args = cconsts;
         args.extend(bconsts);
         args.extend(carries);
-        let q = Primitive::While {
+        let q = Primitive::Control(Control::While(WhileParams {
             cond_jaxpr: cj,
             body_jaxpr: bj,
             cond_nconsts: cn,
             body_nconsts: bn,
-        };
+        }));
         return Ok((bind(&q, &args)?, dims_of(&carry_b)));
     }
     // A batched predicate: every carry is batched; the loop runs while any
@@ -292,12 +299,12 @@ pub(super) fn while_loop(
     args.extend(cconsts);
     args.extend(bconsts);
     args.extend(carries);
-    let q = Primitive::While {
+    let q = Primitive::Control(Control::While(WhileParams {
         cond_jaxpr: any_cond,
         body_jaxpr: masked_body,
         cond_nconsts: cn,
         body_nconsts: cn + bn,
-    };
+    }));
     Ok((bind(&q, &args)?, vec![Some(0); nk]))
 }
 
@@ -308,7 +315,7 @@ pub(super) fn scan(
     n: usize,
     name: Option<&str>,
 ) -> Result<Outs> {
-    let Primitive::Scan {
+    let Primitive::Control(Control::Scan(ScanParams {
         jaxpr,
         length,
         reverse,
@@ -317,7 +324,7 @@ pub(super) fn scan(
         unroll,
         linear,
         split_transpose,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(
             "scan rule on another primitive".into(),
@@ -356,7 +363,7 @@ pub(super) fn scan(
             None => a.clone(),
         });
     }
-    let q = Primitive::Scan {
+    let q = Primitive::Control(Control::Scan(ScanParams {
         jaxpr: bj,
         length: *length,
         reverse: *reverse,
@@ -365,7 +372,7 @@ pub(super) fn scan(
         unroll: *unroll,
         linear: linear.clone(),
         split_transpose: *split_transpose,
-    };
+    }));
     let outs = bind(&q, &args)?;
     let mut dims = dims_of(&carry_b);
     dims.extend(ob[nk..].iter().map(|b| b.then_some(1)));
@@ -383,13 +390,13 @@ pub(super) fn for_loop(
     n: usize,
     name: Option<&str>,
 ) -> Result<Outs> {
-    let Primitive::ForLoop {
+    let Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr,
         body_nconsts,
         nimplicit,
         preserve_dimensions,
         apply_reverse_transform,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(
             "for_loop rule on another primitive".into(),
@@ -439,13 +446,13 @@ pub(super) fn for_loop(
     for ((a, b), cb) in x[head + 4..].iter().zip(&d[head + 4..]).zip(&carry_b) {
         args.push(if *cb { to_front(a, *b, n)? } else { a.clone() });
     }
-    let q = Primitive::ForLoop {
+    let q = Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: bj,
         body_nconsts: nc,
         nimplicit: *nimplicit,
         preserve_dimensions: *preserve_dimensions,
         apply_reverse_transform: *apply_reverse_transform,
-    };
+    }));
     let outs = bind(&q, &args)?;
     let mut dims = vec![None; *nimplicit];
     dims.extend(dims_of(&carry_b));

@@ -8,6 +8,7 @@
 
 use super::rules::{prepend, shift_ints, Outs};
 use super::to_front;
+use jaxon_ir::primitive::{DynamicSliceParams, GatherParams, Indexing, ScatterParams};
 use jaxon_ir::primitive::{
     GatherDimensionNumbers, GatherScatterMode, Ints, ScatterDimensionNumbers, ScatterKind,
 };
@@ -56,14 +57,14 @@ pub(super) fn dynamic_slice(
     if d[1..].iter().all(Option::is_none) {
         let mut args = vec![operand, zero_start(starts)?];
         args.extend(starts.iter().cloned());
-        let q = Primitive::DynamicSlice {
+        let q = Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
             slice_sizes: prepend(sizes, n as i64),
-        };
+        }));
         return Ok((vec![bind1(&q, &args)?], vec![Some(0)]));
     }
     // dynamic_slice clamps its starts into bounds, as a CLIP gather does.
     let indices = stacked_starts(starts, &d[1..], n)?;
-    let q = Primitive::Gather {
+    let q = Primitive::Indexing(Indexing::Gather(GatherParams {
         dimension_numbers: GatherDimensionNumbers {
             offset_dims: range_ints(1, rank + 1),
             collapsed_slice_dims: Ints::default(),
@@ -76,7 +77,7 @@ pub(super) fn dynamic_slice(
         mode: GatherScatterMode::Clip,
         slice_sizes: prepend(sizes, 1),
         unique_indices: false,
-    };
+    }));
     Ok((vec![bind1(&q, &[operand, indices])?], vec![Some(0)]))
 }
 
@@ -89,12 +90,15 @@ pub(super) fn dynamic_update_slice(x: &[Array], d: &[Option<usize>], n: usize) -
         let mut args = vec![operand, update, zero_start(starts)?];
         args.extend(starts.iter().cloned());
         return Ok((
-            vec![bind1(&Primitive::DynamicUpdateSlice, &args)?],
+            vec![bind1(
+                &Primitive::Indexing(Indexing::DynamicUpdateSlice),
+                &args,
+            )?],
             vec![Some(0)],
         ));
     }
     let indices = stacked_starts(starts, &d[2..], n)?;
-    let q = Primitive::Scatter {
+    let q = Primitive::Indexing(Indexing::Scatter(ScatterParams {
         kind: ScatterKind::Set,
         dimension_numbers: ScatterDimensionNumbers {
             update_window_dims: range_ints(1, rank + 1),
@@ -107,19 +111,19 @@ pub(super) fn dynamic_update_slice(x: &[Array], d: &[Option<usize>], n: usize) -
         mode: GatherScatterMode::Clip,
         unique_indices: true,
         update_jaxpr: None,
-    };
+    }));
     Ok((vec![bind1(&q, &[operand, indices, update])?], vec![Some(0)]))
 }
 
 pub(super) fn gather(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
-    let Primitive::Gather {
+    let Primitive::Indexing(Indexing::Gather(GatherParams {
         dimension_numbers: dn,
         fill_value,
         indices_are_sorted,
         mode,
         slice_sizes,
         unique_indices,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(
             "gather rule on another primitive".into(),
@@ -175,26 +179,26 @@ pub(super) fn gather(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) 
             )
         }
     };
-    let q = Primitive::Gather {
+    let q = Primitive::Indexing(Indexing::Gather(GatherParams {
         dimension_numbers: new_dn,
         fill_value: *fill_value,
         indices_are_sorted: *indices_are_sorted,
         mode: *mode,
         slice_sizes: sizes,
         unique_indices: *unique_indices,
-    };
+    }));
     Ok((vec![bind1(&q, &[operand, indices])?], vec![Some(0)]))
 }
 
 pub(super) fn scatter(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
-    let Primitive::Scatter {
+    let Primitive::Indexing(Indexing::Scatter(ScatterParams {
         kind,
         dimension_numbers: dn,
         indices_are_sorted,
         mode,
         unique_indices,
         update_jaxpr,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(
             "scatter rule on another primitive".into(),
@@ -208,7 +212,7 @@ pub(super) fn scatter(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize)
         .zip(d)
         .map(|(a, b)| to_front(a, *b, n))
         .collect::<Result<Vec<_>>>()?;
-    let q = Primitive::Scatter {
+    let q = Primitive::Indexing(Indexing::Scatter(ScatterParams {
         kind: *kind,
         dimension_numbers: ScatterDimensionNumbers {
             update_window_dims: shift_ints(&dn.update_window_dims),
@@ -224,6 +228,6 @@ pub(super) fn scatter(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize)
         mode: *mode,
         unique_indices: *unique_indices,
         update_jaxpr: update_jaxpr.clone(),
-    };
+    }));
     Ok((vec![bind1(&q, &args)?], vec![Some(0)]))
 }

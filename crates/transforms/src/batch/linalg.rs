@@ -5,6 +5,7 @@
 use super::rules::Outs;
 use super::{moveaxis, to_front};
 use jaxon_ir::primitive::DotDimensionNumbers;
+use jaxon_ir::primitive::{ConvGeneralDilatedParams, DotGeneralParams, Linalg};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind1, lax, Array};
@@ -31,11 +32,11 @@ fn free_before(bd: usize, contracting: &[usize], batch: &[usize]) -> usize {
 /// becomes a leading dot batch dim; on one side it is a free dim, found
 /// in the output after the batch dims (and the lhs free dims for rhs).
 pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Result<Outs> {
-    let Primitive::DotGeneral {
+    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
         dimension_numbers: dn,
         precision,
         preferred_element_type,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(
             "dot_general rule on another primitive".into(),
@@ -65,11 +66,11 @@ pub(super) fn dot_general(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Re
             ))
         }
     };
-    let q = Primitive::DotGeneral {
+    let q = Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
         dimension_numbers: new_dn,
         precision: *precision,
         preferred_element_type: *preferred_element_type,
-    };
+    }));
     Ok((vec![bind1(&q, x)?], vec![Some(out_dim)]))
 }
 
@@ -102,12 +103,12 @@ fn split_out(y: &Array, pos: usize, n: usize) -> Result<Array> {
 ///
 /// `batch_group_count` other than 1 is not supported.
 pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
-    let Primitive::ConvGeneralDilated {
+    let Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
         dimension_numbers: dn,
         feature_group_count,
         batch_group_count,
         ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(
             "conv rule on another primitive".into(),
@@ -152,10 +153,10 @@ pub(super) fn conv(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) ->
             let lhs = merge_into(&to_front(&x[0], d[0], n)?, lf)?;
             let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
             let mut q = p.clone();
-            if let Primitive::ConvGeneralDilated {
+            if let Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
                 feature_group_count,
                 ..
-            } = &mut q
+            })) = &mut q
             {
                 *feature_group_count = n * g;
             }

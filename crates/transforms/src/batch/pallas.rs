@@ -8,6 +8,7 @@
 use super::rules::Outs;
 use super::to_front;
 use jaxon_ir::primitive::{BlockDim, BlockMapping};
+use jaxon_ir::primitive::{NumProgramsParams, Pallas, PallasCallParams, ProgramIdParams};
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, DType, Dim, Jaxpr, Primitive, ShapedArray};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, Array};
@@ -19,8 +20,12 @@ pub(crate) fn shift_program_axes(j: &Jaxpr, by: usize) -> Jaxpr {
     let mut out = j.clone();
     for e in &mut out.eqns {
         e.primitive = match &e.primitive {
-            Primitive::ProgramId { axis } => Primitive::ProgramId { axis: axis + by },
-            Primitive::NumPrograms { axis } => Primitive::NumPrograms { axis: axis + by },
+            Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis })) => {
+                Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: axis + by }))
+            }
+            Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
+                Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis: axis + by }))
+            }
             p => p.map_sub_jaxprs(&mut |sub| shift_program_axes(sub, by)),
         };
     }
@@ -62,7 +67,7 @@ pub(crate) fn pallas_call(
     d: &[Option<usize>],
     n: usize,
 ) -> Result<Outs> {
-    let Primitive::PallasCall {
+    let Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel,
         grid,
         block_mappings,
@@ -71,7 +76,7 @@ pub(crate) fn pallas_call(
         interpret,
         debug,
         input_output_aliases,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(format!(
             "pallas_call batching rule applied to `{}`",
@@ -116,7 +121,7 @@ pub(crate) fn pallas_call(
         .collect();
     let mut new_grid = vec![n];
     new_grid.extend_from_slice(grid);
-    let q = Primitive::PallasCall {
+    let q = Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel: Arc::new(shift_program_axes(kernel, 1)),
         grid: new_grid,
         block_mappings: mappings,
@@ -125,7 +130,7 @@ pub(crate) fn pallas_call(
         interpret: *interpret,
         debug: *debug,
         input_output_aliases: input_output_aliases.clone(),
-    };
+    }));
     let outs = bind(&q, &args)?;
     let out_dims = vec![Some(0); outs.len()];
     Ok((outs, out_dims))

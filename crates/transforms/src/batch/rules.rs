@@ -9,6 +9,18 @@
 use super::state::{self, StateOp};
 use super::{control, index, linalg, to_front};
 use jaxon_ir::primitive::Ints;
+use jaxon_ir::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, lax, Array};
@@ -27,173 +39,191 @@ pub(crate) fn batch_rule(
 ) -> Result<Outs> {
     use Primitive as P;
     match p {
-        P::Unary(_)
-        | P::IntegerPow { .. }
-        | P::Round { .. }
-        | P::ReducePrecision { .. }
-        | P::ConvertElementType { .. } => {
+        P::Elementwise(Elementwise::Unary(_))
+        | P::Elementwise(Elementwise::IntegerPow(_))
+        | P::Elementwise(Elementwise::Round(_))
+        | P::Elementwise(Elementwise::ReducePrecision(_))
+        | P::Elementwise(Elementwise::ConvertElementType(_)) => {
             let out = jaxon_trace::bind1(p, &x[..1])?;
             Ok((vec![out], vec![d[0]]))
         }
-        P::BitcastConvertType { .. } => front1(p, x, d, n, p.clone()),
-        P::Binary(_) | P::SelectN | P::Clamp => elementwise(p, x, d, n),
-        P::BroadcastInDim {
+        P::Elementwise(Elementwise::BitcastConvertType(_)) => front1(p, x, d, n, p.clone()),
+        P::Elementwise(Elementwise::Binary(_))
+        | P::Elementwise(Elementwise::SelectN)
+        | P::Elementwise(Elementwise::Clamp) => elementwise(p, x, d, n),
+        P::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape,
             broadcast_dimensions,
-        } => {
+        })) => {
             let mut s = vec![Some(n)];
             s.extend(shape.iter().copied());
-            let q = P::BroadcastInDim {
+            let q = P::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
                 shape: s,
                 broadcast_dimensions: prepend0(&shift_ints(broadcast_dimensions)),
-            };
+            }));
             front1(p, x, d, n, q)
         }
-        P::Reshape {
+        P::Structural(Structural::Reshape(ReshapeParams {
             new_sizes,
             dimensions,
-        } => {
+        })) => {
             let mut s = vec![Some(n)];
             s.extend(new_sizes.iter().copied());
-            let q = P::Reshape {
+            let q = P::Structural(Structural::Reshape(ReshapeParams {
                 new_sizes: s,
                 dimensions: dimensions.as_ref().map(|perm| prepend0u(&shift(perm))),
-            };
+            }));
             front1(p, x, d, n, q)
         }
-        P::Transpose { permutation } => front1(
+        P::Structural(Structural::Transpose(TransposeParams { permutation })) => front1(
             p,
             x,
             d,
             n,
-            P::Transpose {
+            P::Structural(Structural::Transpose(TransposeParams {
                 permutation: prepend0u(&shift(permutation)),
-            },
+            })),
         ),
-        P::Squeeze { dimensions } => front1(
+        P::Structural(Structural::Squeeze(SqueezeParams { dimensions })) => front1(
             p,
             x,
             d,
             n,
-            P::Squeeze {
+            P::Structural(Structural::Squeeze(SqueezeParams {
                 dimensions: shift(dimensions),
-            },
+            })),
         ),
-        P::Rev { dimensions } => {
+        P::Structural(Structural::Rev(RevParams { dimensions })) => {
             let bd = d[0].unwrap_or(0);
             let out = jaxon_trace::bind1(
-                &P::Rev {
+                &P::Structural(Structural::Rev(RevParams {
                     dimensions: around(dimensions, bd),
-                },
+                })),
                 &x[..1],
             )?;
             Ok((vec![out], vec![Some(bd)]))
         }
-        P::Pad { padding_config } => pad(p, padding_config, x, d, n),
-        P::Concatenate { dimension } => all_front(
+        P::Structural(Structural::Pad(PadParams { padding_config })) => {
+            pad(p, padding_config, x, d, n)
+        }
+        P::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => all_front(
             x,
             d,
             n,
-            P::Concatenate {
+            P::Structural(Structural::Concatenate(ConcatenateParams {
                 dimension: dimension + 1,
-            },
+            })),
         ),
-        P::Stack { axis } => all_front(x, d, n, P::Stack { axis: axis + 1 }),
-        P::Slice {
+        P::Structural(Structural::Stack(StackParams { axis })) => all_front(
+            x,
+            d,
+            n,
+            P::Structural(Structural::Stack(StackParams { axis: axis + 1 })),
+        ),
+        P::Indexing(Indexing::Slice(SliceParams {
             start_indices,
             limit_indices,
             strides,
-        } => {
-            let q = P::Slice {
+        })) => {
+            let q = P::Indexing(Indexing::Slice(SliceParams {
                 start_indices: prepend(start_indices, 0),
                 limit_indices: prepend(limit_indices, n as i64),
                 strides: strides.as_ref().map(|s| prepend(s, 1)),
-            };
+            }));
             front1(p, x, d, n, q)
         }
-        P::DynamicSlice { slice_sizes } => index::dynamic_slice(slice_sizes, x, d, n),
-        P::DynamicUpdateSlice => index::dynamic_update_slice(x, d, n),
-        P::Gather { .. } => index::gather(p, x, d, n),
-        P::Scatter { .. } => index::scatter(p, x, d, n),
-        P::Iota { .. } | P::Empty2 { .. } | P::ProgramId { .. } | P::NumPrograms { .. } => {
-            Err(Error::Unsupported(format!(
-                "vmap of `{}` with a batched dynamic size is not supported",
-                p.name()
-            )))
+        P::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
+            index::dynamic_slice(slice_sizes, x, d, n)
         }
-        P::Split { sizes, axis } => front1(
+        P::Indexing(Indexing::DynamicUpdateSlice) => index::dynamic_update_slice(x, d, n),
+        P::Indexing(Indexing::Gather(_)) => index::gather(p, x, d, n),
+        P::Indexing(Indexing::Scatter(_)) => index::scatter(p, x, d, n),
+        P::Structural(Structural::Iota(_))
+        | P::Structural(Structural::Empty2(_))
+        | P::Pallas(Pallas::ProgramId(_))
+        | P::Pallas(Pallas::NumPrograms(_)) => Err(Error::Unsupported(format!(
+            "vmap of `{}` with a batched dynamic size is not supported",
+            p.name()
+        ))),
+        P::Structural(Structural::Split(SplitParams { sizes, axis })) => front1(
             p,
             x,
             d,
             n,
-            P::Split {
+            P::Structural(Structural::Split(SplitParams {
                 sizes: sizes.clone(),
                 axis: axis + 1,
-            },
+            })),
         ),
-        P::Tile { reps } => front1(
+        P::Structural(Structural::Tile(TileParams { reps })) => front1(
             p,
             x,
             d,
             n,
-            P::Tile {
+            P::Structural(Structural::Tile(TileParams {
                 reps: prepend(reps, 1),
-            },
+            })),
         ),
-        P::Reduce { op, axes } => {
-            reduce_in_place(p, x, d, axes, |axes| P::Reduce { op: *op, axes })
+        P::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
+            reduce_in_place(p, x, d, axes, |axes| {
+                P::Reduction(Reduction::Reduce(ReduceParams { op: *op, axes }))
+            })
         }
-        P::ArgReduce {
+        P::Reduction(Reduction::ArgReduce(ArgReduceParams {
             op,
             axes,
             index_dtype,
-        } => reduce_in_place(p, x, d, axes, |axes| P::ArgReduce {
-            op: *op,
-            axes,
-            index_dtype: *index_dtype,
+        })) => reduce_in_place(p, x, d, axes, |axes| {
+            P::Reduction(Reduction::ArgReduce(ArgReduceParams {
+                op: *op,
+                axes,
+                index_dtype: *index_dtype,
+            }))
         }),
-        P::Cumulative { op, axis, reverse } => {
+        P::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => {
             let bd = d[0].unwrap_or(0);
-            let q = P::Cumulative {
+            let q = P::Reduction(Reduction::Cumulative(CumulativeParams {
                 op: *op,
                 axis: around(&[*axis], bd)[0],
                 reverse: *reverse,
-            };
+            }));
             Ok((vec![jaxon_trace::bind1(&q, &x[..1])?], vec![Some(bd)]))
         }
-        P::DotGeneral { .. } => linalg::dot_general(p, x, d),
-        P::ConvGeneralDilated { .. } => linalg::conv(p, x, d, n),
-        P::Sort {
+        P::Linalg(Linalg::DotGeneral(_)) => linalg::dot_general(p, x, d),
+        P::Linalg(Linalg::ConvGeneralDilated(_)) => linalg::conv(p, x, d, n),
+        P::Reduction(Reduction::Sort(SortParams {
             dimension,
             is_stable,
             num_keys,
-        } => all_front(
+        })) => all_front(
             x,
             d,
             n,
-            P::Sort {
+            P::Reduction(Reduction::Sort(SortParams {
                 dimension: dimension + 1,
                 is_stable: *is_stable,
                 num_keys: *num_keys,
-            },
+            })),
         ),
-        P::TopK { k, axis } => front1(
+        P::Reduction(Reduction::TopK(TopKParams { k, axis })) => front1(
             p,
             x,
             d,
             n,
-            P::TopK {
+            P::Reduction(Reduction::TopK(TopKParams {
                 k: *k,
                 axis: axis + 1,
-            },
+            })),
         ),
-        P::Cond { branches } => control::cond(branches, x, d, n, name),
-        P::While {
+        P::Control(Control::Cond(CondParams { branches })) => {
+            control::cond(branches, x, d, n, name)
+        }
+        P::Control(Control::While(WhileParams {
             cond_jaxpr,
             body_jaxpr,
             cond_nconsts,
             body_nconsts,
-        } => control::while_loop(
+        })) => control::while_loop(
             cond_jaxpr,
             body_jaxpr,
             *cond_nconsts,
@@ -202,24 +232,34 @@ pub(crate) fn batch_rule(
             d,
             (n, name),
         ),
-        P::Scan { .. } => control::scan(p, x, d, n, name),
-        P::Jit { .. } | P::CustomJvpCall { .. } | P::CustomVjpCall { .. } | P::Remat { .. } => {
-            control::call(p, x, d, n, name)
+        P::Control(Control::Scan(_)) => control::scan(p, x, d, n, name),
+        P::Control(Control::Jit(_))
+        | P::Control(Control::CustomJvpCall(_))
+        | P::Control(Control::CustomVjpCall(_))
+        | P::Control(Control::Remat(_)) => control::call(p, x, d, n, name),
+        P::Control(Control::ForLoop(_)) => control::for_loop(p, x, d, n, name),
+        P::State(State::Get(GetParams { indexers })) => {
+            state::batch_state(StateOp::Get, indexers, p, x, d, n)
         }
-        P::ForLoop { .. } => control::for_loop(p, x, d, n, name),
-        P::Get { indexers } => state::batch_state(StateOp::Get, indexers, p, x, d, n),
-        P::Swap { indexers } => state::batch_state(StateOp::Swap, indexers, p, x, d, n),
-        P::AddUpdate { indexers } => state::batch_state(StateOp::AddUpdate, indexers, p, x, d, n),
-        P::PallasCall { .. } => super::pallas::pallas_call(p, x, d, n),
-        P::AllReduce { .. } | P::AllGather { .. } | P::AxisIndex { .. } => {
+        P::State(State::Swap(SwapParams { indexers })) => {
+            state::batch_state(StateOp::Swap, indexers, p, x, d, n)
+        }
+        P::State(State::AddUpdate(AddUpdateParams { indexers })) => {
+            state::batch_state(StateOp::AddUpdate, indexers, p, x, d, n)
+        }
+        P::Pallas(Pallas::PallasCall(_)) => super::pallas::pallas_call(p, x, d, n),
+        P::Collective(Collective::AllReduce(_))
+        | P::Collective(Collective::AllGather(_))
+        | P::Collective(Collective::AxisIndex(_)) => {
             super::collectives::batch_collective(p, x, d, n, name)
         }
-        P::Load { .. } | P::Store { .. } | P::AtomicRmw { .. } | P::AtomicCas { .. } => {
-            Err(Error::Unsupported(format!(
-                "vmap of the state/Pallas primitive `{}` is not implemented yet",
-                p.name()
-            )))
-        }
+        P::Pallas(Pallas::Load(_))
+        | P::Pallas(Pallas::Store(_))
+        | P::Pallas(Pallas::AtomicRmw(_))
+        | P::Pallas(Pallas::AtomicCas(_)) => Err(Error::Unsupported(format!(
+            "vmap of the state/Pallas primitive `{}` is not implemented yet",
+            p.name()
+        ))),
     }
 }
 
@@ -312,7 +352,8 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
     // binary op, `select_n`'s predicate, `clamp`'s bounds. The cases of
     // `select_n` and `clamp`'s operand must have the result's shape.
     let may_be_scalar = |i: usize| {
-        !(matches!(p, Primitive::SelectN) && i != 0 || matches!(p, Primitive::Clamp) && i == 1)
+        !(matches!(p, Primitive::Elementwise(Elementwise::SelectN)) && i != 0
+            || matches!(p, Primitive::Elementwise(Elementwise::Clamp)) && i == 1)
     };
     if d.iter().zip(&ranks).enumerate().all(|(i, (b, r))| match b {
         Some(_) => *b == first && *r == rank,
@@ -329,7 +370,7 @@ fn elementwise(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Res
         .zip(d)
         .map(|(a, b)| logical_shape(a, *b))
         .collect::<Result<Vec<_>>>()?;
-    let size_one = matches!(p, Primitive::Binary(_));
+    let size_one = matches!(p, Primitive::Elementwise(Elementwise::Binary(_)));
     let mut out_shape = vec![1; rank];
     for s in shapes.iter().filter(|s| s.len() == rank) {
         for (o, v) in out_shape.iter_mut().zip(s) {
@@ -445,10 +486,10 @@ fn broadcast_np(x: &Array, shape: &[usize], dims: &[usize]) -> Result<Array> {
         np_int64: vec![true; dims.len()],
     };
     jaxon_trace::bind1(
-        &Primitive::BroadcastInDim {
+        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: shape.iter().map(|&v| Some(v)).collect(),
             broadcast_dimensions: dims,
-        },
+        })),
         std::slice::from_ref(x),
     )
 }
@@ -482,9 +523,9 @@ fn reduce_in_place(
 fn pad(p: &Primitive, config: &[Ints], x: &[Array], d: &[Option<usize>], n: usize) -> Result<Outs> {
     let mut cfg = vec![Ints::new(vec![0, 0, 0])];
     cfg.extend(config.iter().cloned());
-    let q = Primitive::Pad {
+    let q = Primitive::Structural(Structural::Pad(PadParams {
         padding_config: cfg,
-    };
+    }));
     let operand = to_front(&x[0], d[0], n)?;
     if d[1].is_none() {
         let out = jaxon_trace::bind1(&q, &[operand, x[1].clone()])?;

@@ -15,6 +15,7 @@
 
 use super::rules::Outs;
 use super::to_front;
+use jaxon_ir::primitive::{AddUpdateParams, GetParams, State, SwapParams};
 use jaxon_ir::primitive::{BinaryOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::{Error, Result};
@@ -136,9 +137,9 @@ fn batched_ref_only(
     }
     let mut ops = x[..k_val].to_vec();
     let q_prim = match op {
-        StateOp::Get => Primitive::Get { indexers: new },
-        StateOp::Swap => Primitive::Swap { indexers: new },
-        StateOp::AddUpdate => Primitive::AddUpdate { indexers: new },
+        StateOp::Get => Primitive::State(State::Get(GetParams { indexers: new })),
+        StateOp::Swap => Primitive::State(State::Swap(SwapParams { indexers: new })),
+        StateOp::AddUpdate => Primitive::State(State::AddUpdate(AddUpdateParams { indexers: new })),
     };
     if op != StateOp::Get {
         let v = x
@@ -311,9 +312,9 @@ pub(crate) fn batch_state(
     let mut ops = vec![x[0].clone()];
     ops.extend(arrays);
     let q = match op {
-        StateOp::Get => Primitive::Get { indexers },
-        StateOp::Swap => Primitive::Swap { indexers },
-        StateOp::AddUpdate => Primitive::AddUpdate { indexers },
+        StateOp::Get => Primitive::State(State::Get(GetParams { indexers })),
+        StateOp::Swap => Primitive::State(State::Swap(SwapParams { indexers })),
+        StateOp::AddUpdate => Primitive::State(State::AddUpdate(AddUpdateParams { indexers })),
     };
     if op != StateOp::Get {
         let v = x

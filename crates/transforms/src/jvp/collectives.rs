@@ -4,6 +4,7 @@
 
 use super::rules::Outs;
 use crate::batch::collectives::{gather_like, reduce_axes};
+use jaxon_ir::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
 use jaxon_ir::primitive::{AxisRef, CollectiveOp};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
@@ -11,7 +12,7 @@ use jaxon_trace::{bind, lax, Array};
 
 pub(super) fn jvp_collective(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
     match p {
-        Primitive::AllReduce { op, axes } => {
+        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
             let y = reduce_axes(&x[0], *op, axes)?;
             let Some(t) = &t[0] else {
                 return Ok((vec![y], vec![None]));
@@ -38,12 +39,12 @@ pub(super) fn jvp_collective(p: &Primitive, x: &[Array], t: &[Option<Array>]) ->
             };
             Ok((vec![y], vec![Some(dt)]))
         }
-        Primitive::AllGather { .. } => {
+        Primitive::Collective(Collective::AllGather(_)) => {
             let y = gather_like(p, &x[0])?;
             let dt = t[0].as_ref().map(|t| gather_like(p, t)).transpose()?;
             Ok((vec![y], vec![dt]))
         }
-        Primitive::AxisIndex { axis_name } => Ok((
+        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => Ok((
             vec![crate::batch::axis_index(axis_name).or_else(|_| {
                 bind(p, &[])?
                     .pop()

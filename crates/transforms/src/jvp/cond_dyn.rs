@@ -13,6 +13,7 @@
 use crate::linearize::linearized_tangents;
 use crate::util::pin;
 use jaxon_ir::dyntype::{in_type, DynAval, InType};
+use jaxon_ir::primitive::{CondParams, Control};
 use jaxon_ir::{ClosedJaxpr, DType, Primitive};
 use jaxon_trace::dynshape::{self as dyn_, same_value, Size};
 use jaxon_trace::error::{Error, Result};
@@ -41,9 +42,9 @@ pub(super) fn cond_split_dyn(
     union: &[bool],
 ) -> Result<Outs> {
     let primals = bind(
-        &Primitive::Cond {
+        &Primitive::Control(Control::Cond(CondParams {
             branches: branches.to_vec(),
-        },
+        })),
         x,
     )?;
     let n_out = primals.len();
@@ -138,9 +139,9 @@ pub(super) fn cond_split_dyn(
     largs.extend(extra);
     largs.extend(t[1..].iter().flatten().cloned());
     let touts = bind(
-        &Primitive::Cond {
+        &Primitive::Control(Control::Cond(CondParams {
             branches: lin_branches,
-        },
+        })),
         &largs,
     )?;
     let mut it = touts.into_iter();

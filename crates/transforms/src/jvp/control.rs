@@ -29,6 +29,7 @@
 use super::jvp_jaxpr;
 use crate::partial_eval::{dce_jaxpr, linearize_jaxpr, partial_eval_jaxpr};
 use crate::util::zeros_like;
+use jaxon_ir::primitive::{CondParams, Control, JitParams, ScanParams, WhileParams};
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::core::find_top_trace;
 use jaxon_trace::error::{Error, Result};
@@ -112,13 +113,13 @@ pub(super) fn jit(
             .map(|(a, _)| *a)
             .collect();
         let mut known = bind(
-            &Primitive::Jit {
+            &Primitive::Control(Control::Jit(JitParams {
                 name: name.to_string(),
                 jaxpr: ClosedJaxpr {
                     jaxpr: Arc::new(kj),
                     consts: lj.known.consts,
                 },
-            },
+            })),
             x,
         )?;
         let mut computed = known.split_off(n).into_iter();
@@ -134,10 +135,10 @@ pub(super) fn jit(
         largs.extend(t.iter().flatten().cloned());
         let tangents = if lj.out_nonzero.iter().any(|m| *m) {
             bind(
-                &Primitive::Jit {
+                &Primitive::Control(Control::Jit(JitParams {
                     name: jvp_name,
                     jaxpr: lj.linear,
-                },
+                })),
                 &largs,
             )?
         } else {
@@ -148,10 +149,10 @@ pub(super) fn jit(
     let (jj, out_nz) = jvp_jaxpr(jaxpr, &nonzero, &[])?;
     let n = jaxpr.jaxpr.outvars.len();
     let outs = bind(
-        &Primitive::Jit {
+        &Primitive::Control(Control::Jit(JitParams {
             name: jvp_name,
             jaxpr: jj,
-        },
+        })),
         &args,
     )?;
     Ok(split_outs(outs, n, &out_nz))
@@ -188,9 +189,9 @@ pub(super) fn cond(branches: &[ClosedJaxpr], x: &[Array], t: &[Option<Array>]) -
     args.extend(t[1..].iter().flatten().cloned());
     let n = union.len();
     let outs = bind(
-        &Primitive::Cond {
+        &Primitive::Control(Control::Cond(CondParams {
             branches: new_branches,
-        },
+        })),
         &args,
     )?;
     Ok(split_outs(outs, n, &union))
@@ -263,9 +264,9 @@ fn cond_split(
         lin_branches.push(close(staged)?);
     }
     let mut known = bind(
-        &Primitive::Cond {
+        &Primitive::Control(Control::Cond(CondParams {
             branches: known_branches,
-        },
+        })),
         x,
     )?;
     let res = known.split_off(n_out);
@@ -276,9 +277,9 @@ fn cond_split(
     largs.extend(res);
     largs.extend(t[1..].iter().flatten().cloned());
     let touts = bind(
-        &Primitive::Cond {
+        &Primitive::Control(Control::Cond(CondParams {
             branches: lin_branches,
-        },
+        })),
         &largs,
     )?;
     Ok((known, spread(touts, union)))
@@ -352,12 +353,12 @@ pub(super) fn count(m: &[bool]) -> usize {
 /// `while`: carries' tangents by a fixpoint over which carries are
 /// non-zero; the predicate ignores the tangent carries.
 pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::While {
+    let Primitive::Control(Control::While(WhileParams {
         cond_jaxpr,
         body_jaxpr,
         cond_nconsts: cn,
         body_nconsts: bn,
-    } = p
+    })) = p
     else {
         unreachable!("called on while")
     };
@@ -399,7 +400,7 @@ pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Res
             cj.invars.push(v);
         }
     }
-    let new_while = Primitive::While {
+    let new_while = Primitive::Control(Control::While(WhileParams {
         cond_jaxpr: ClosedJaxpr {
             jaxpr: Arc::new(cj),
             consts: cond_jaxpr.consts.clone(),
@@ -407,7 +408,7 @@ pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Res
         body_jaxpr: ClosedJaxpr::without_consts(bj),
         cond_nconsts: cn,
         body_nconsts: nh + bn + nbt,
-    };
+    }));
     let mut args = x[..cn].to_vec();
     args.extend(hoisted);
     args.extend(x[cn..cn + bn].iter().cloned());
@@ -419,7 +420,7 @@ pub(super) fn while_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Res
 }
 
 /// The pieces of a `scan` equation.
-struct ScanParams<'a> {
+struct ScanPieces<'a> {
     jaxpr: &'a ClosedJaxpr,
     length: usize,
     reverse: bool,
@@ -429,12 +430,12 @@ struct ScanParams<'a> {
     split_transpose: bool,
 }
 
-impl ScanParams<'_> {
+impl ScanPieces<'_> {
     /// A scan with this equation's static parameters. JAX 0.10.2 leaves
     /// `linear` all false on the scans its jvp, partial evaluation and
     /// transpose build (its printed jaxprs show no `linear`), so do we.
     fn primitive(&self, jaxpr: Jaxpr, num_consts: usize, num_carry: usize, n: usize) -> Primitive {
-        Primitive::Scan {
+        Primitive::Control(Control::Scan(ScanParams {
             jaxpr: ClosedJaxpr::without_consts(jaxpr),
             length: self.length,
             reverse: self.reverse,
@@ -443,7 +444,7 @@ impl ScanParams<'_> {
             unroll: self.unroll,
             linear: vec![false; n],
             split_transpose: self.split_transpose,
-        }
+        }))
     }
 }
 
@@ -451,7 +452,7 @@ impl ScanParams<'_> {
 /// then either one scan over primals and tangents, or (split) a known
 /// scan emitting residuals and a linear scan consuming them.
 pub(super) fn scan(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::Scan {
+    let Primitive::Control(Control::Scan(ScanParams {
         jaxpr,
         length,
         reverse,
@@ -460,11 +461,11 @@ pub(super) fn scan(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Ou
         unroll,
         linear: _,
         split_transpose,
-    } = p
+    })) = p
     else {
         unreachable!("called on scan")
     };
-    let sp = ScanParams {
+    let sp = ScanPieces {
         jaxpr,
         length: *length,
         reverse: *reverse,
@@ -490,7 +491,7 @@ pub(super) fn scan(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Ou
 }
 
 fn scan_combined(
-    sp: &ScanParams,
+    sp: &ScanPieces,
     x: &[Array],
     nz: &[bool],
     inst: &[bool],
@@ -616,7 +617,7 @@ fn hoist_const_residuals(
 }
 
 fn scan_split(
-    sp: &ScanParams,
+    sp: &ScanPieces,
     x: &[Array],
     nz: &[bool],
     inst: &[bool],

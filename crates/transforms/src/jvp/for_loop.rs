@@ -11,6 +11,7 @@ use super::control::needs_split;
 use super::jvp_flat;
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::dyntype::{in_type, DynAval, InDim, InType};
+use jaxon_ir::primitive::{Control, ForLoopParams};
 use jaxon_ir::{ClosedJaxpr, Primitive};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::eval_jaxpr;
@@ -21,13 +22,13 @@ type Outs = (Vec<Array>, Vec<Option<Array>>);
 
 /// The jvp rule of `for_loop`.
 pub(super) fn for_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::ForLoop {
+    let Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr,
         body_nconsts: nc,
         nimplicit: ni,
         preserve_dimensions,
         apply_reverse_transform,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(format!(
             "the for_loop rule applied to `{}`",
@@ -124,13 +125,13 @@ pub(super) fn for_loop(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
     let mut invars = std::mem::take(&mut j.constvars);
     invars.append(&mut j.invars);
     j.invars = invars;
-    let q = Primitive::ForLoop {
+    let q = Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: ClosedJaxpr::without_consts(j),
         body_nconsts: hoisted.len() + nc + nct,
         nimplicit: ni,
         preserve_dimensions: *preserve_dimensions,
         apply_reverse_transform: *apply_reverse_transform,
-    };
+    }));
     let mut ops = hoisted;
     ops.extend(consts.iter().cloned());
     for k in 0..nc {

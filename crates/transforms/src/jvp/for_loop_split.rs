@@ -20,6 +20,7 @@
 use crate::linearize::linearized_tangents;
 use crate::util::{for_trip_count, has_tangent, zeros_like};
 use jaxon_ir::dyntype::{in_type, DynAval, InDim, InType};
+use jaxon_ir::primitive::{Control, ForLoopParams};
 use jaxon_ir::{Atom, ClosedJaxpr, DType, Jaxpr, Primitive};
 use jaxon_trace::dynshape::{self as dyn_, Size};
 use jaxon_trace::error::{Error, Result};
@@ -197,13 +198,13 @@ pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<
         Ok(outs)
     })?;
     let (kj, hoisted) = as_body(staged);
-    let known = Primitive::ForLoop {
+    let known = Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: ClosedJaxpr::without_consts(kj),
         body_nconsts: hoisted.len() + nc + 3,
         nimplicit: ni,
         preserve_dimensions: fp.preserve_dimensions,
         apply_reverse_transform: fp.apply_reverse_transform,
-    };
+    }));
     let mut ops = hoisted;
     ops.extend(consts.iter().cloned());
     ops.extend([trips.clone(), lower.clone(), step.clone()]);
@@ -292,13 +293,13 @@ pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<
     })?;
     let (lj, hoisted) = as_body(staged);
     let nh = hoisted.len();
-    let linear = Primitive::ForLoop {
+    let linear = Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: ClosedJaxpr::without_consts(lj),
         body_nconsts: nh + ni + nc + nct + 3 + na,
         nimplicit: 0,
         preserve_dimensions: fp.preserve_dimensions,
         apply_reverse_transform: fp.apply_reverse_transform,
-    };
+    }));
     let mut ops = hoisted;
     ops.extend(dims.iter().cloned());
     ops.extend(consts.iter().cloned());

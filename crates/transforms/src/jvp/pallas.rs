@@ -19,6 +19,7 @@ use super::rules::Outs;
 use super::state::value_pos;
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::primitive::BlockMapping;
+use jaxon_ir::primitive::{Pallas, PallasCallParams};
 use jaxon_ir::{ClosedJaxpr, Primitive, ShapedArray};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, Array};
@@ -32,7 +33,7 @@ pub(crate) const NO_REVERSE: &str = "reverse-mode differentiation (grad, vjp, li
 
 /// The jvp of `pallas_call`.
 pub(crate) fn pallas_call(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::PallasCall {
+    let Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel,
         grid,
         block_mappings,
@@ -41,7 +42,7 @@ pub(crate) fn pallas_call(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         interpret,
         debug,
         input_output_aliases,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(format!(
             "pallas_call jvp rule applied to `{}`",
@@ -116,7 +117,7 @@ pub(crate) fn pallas_call(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
             .filter(|(_, z)| **z)
             .map(|(a, _)| a.clone()),
     );
-    let q = Primitive::PallasCall {
+    let q = Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
         kernel: Arc::new(k),
         grid: grid.clone(),
         block_mappings: bms,
@@ -125,7 +126,7 @@ pub(crate) fn pallas_call(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         interpret: *interpret,
         debug: *debug,
         input_output_aliases: Vec::new(),
-    };
+    }));
     let mut args = x.to_vec();
     for (ti, z) in t.iter().zip(&nz_in) {
         if let (Some(ti), true) = (ti, z) {

@@ -7,6 +7,18 @@
 
 use super::state::StateOp;
 use crate::util::{broadcast_operand, has_tangent, scalar_like, zeros_like};
+use jaxon_ir::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 use jaxon_ir::primitive::{BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
@@ -18,9 +30,9 @@ pub(super) type Outs = (Vec<Array>, Vec<Option<Array>>);
 pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
     use Primitive as P;
     match p {
-        P::Unary(op) => unary(*op, p, &x[0], t[0].as_ref()),
-        P::Binary(op) => binary(*op, p, x, t),
-        P::IntegerPow { y } => {
+        P::Elementwise(Elementwise::Unary(op)) => unary(*op, p, &x[0], t[0].as_ref()),
+        P::Elementwise(Elementwise::Binary(op)) => binary(*op, p, x, t),
+        P::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
             let out = lax::integer_pow(&x[0], *y)?;
             let d = match *y {
                 0 => None,
@@ -35,24 +47,30 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             };
             Ok((vec![out], vec![d]))
         }
-        P::ConvertElementType { new_dtype, .. } => {
+        P::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+            new_dtype,
+            ..
+        })) => {
             let linear = has_tangent(x[0].dtype()) && has_tangent(*new_dtype);
             linear_in(p, x, t, &[linear])
         }
-        P::ReducePrecision { .. } => linear_in(p, x, t, &[true]),
-        P::Round { .. } | P::BitcastConvertType { .. } | P::Iota { .. } | P::ArgReduce { .. } => {
-            no_tangent(p, x)
-        }
-        P::Empty2 { .. } | P::ProgramId { .. } | P::NumPrograms { .. } => no_tangent(p, x),
-        P::AllReduce { .. } | P::AllGather { .. } | P::AxisIndex { .. } => {
-            super::collectives::jvp_collective(p, x, t)
-        }
-        P::SelectN => {
+        P::Elementwise(Elementwise::ReducePrecision(_)) => linear_in(p, x, t, &[true]),
+        P::Elementwise(Elementwise::Round(_))
+        | P::Elementwise(Elementwise::BitcastConvertType(_))
+        | P::Structural(Structural::Iota(_))
+        | P::Reduction(Reduction::ArgReduce(_)) => no_tangent(p, x),
+        P::Structural(Structural::Empty2(_))
+        | P::Pallas(Pallas::ProgramId(_))
+        | P::Pallas(Pallas::NumPrograms(_)) => no_tangent(p, x),
+        P::Collective(Collective::AllReduce(_))
+        | P::Collective(Collective::AllGather(_))
+        | P::Collective(Collective::AxisIndex(_)) => super::collectives::jvp_collective(p, x, t),
+        P::Elementwise(Elementwise::SelectN) => {
             let mut lin = vec![false];
             lin.extend(std::iter::repeat_n(true, x.len() - 1));
             linear_in(p, x, t, &lin)
         }
-        P::Clamp => {
+        P::Elementwise(Elementwise::Clamp) => {
             // clamp(lo, x, hi): the tangent flows from whichever operand
             // the result equals.
             let out = bind1(p, x)?;
@@ -72,38 +90,42 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
             ];
             Ok((vec![out], vec![sum_tangents(parts.into_iter().flatten())?]))
         }
-        P::BroadcastInDim { .. } | P::Reshape { .. } => {
+        P::Structural(Structural::BroadcastInDim(_)) | P::Structural(Structural::Reshape(_)) => {
             // Trailing operands are dynamic sizes.
             let mut lin = vec![true];
             lin.resize(x.len(), false);
             linear_in(p, x, t, &lin)
         }
-        P::Transpose { .. }
-        | P::Squeeze { .. }
-        | P::Rev { .. }
-        | P::Slice { .. }
-        | P::Tile { .. }
-        | P::Split { .. } => linear_in(p, x, t, &[true]),
-        P::Concatenate { .. } | P::Stack { .. } => linear_in(p, x, t, &vec![true; x.len()]),
-        P::Pad { .. } => linear_in(p, x, t, &[true, true]),
-        P::DynamicSlice { .. } => {
+        P::Structural(Structural::Transpose(_))
+        | P::Structural(Structural::Squeeze(_))
+        | P::Structural(Structural::Rev(_))
+        | P::Indexing(Indexing::Slice(_))
+        | P::Structural(Structural::Tile(_))
+        | P::Structural(Structural::Split(_)) => linear_in(p, x, t, &[true]),
+        P::Structural(Structural::Concatenate(_)) | P::Structural(Structural::Stack(_)) => {
+            linear_in(p, x, t, &vec![true; x.len()])
+        }
+        P::Structural(Structural::Pad(_)) => linear_in(p, x, t, &[true, true]),
+        P::Indexing(Indexing::DynamicSlice(_)) => {
             let mut lin = vec![true];
             lin.resize(x.len(), false);
             linear_in(p, x, t, &lin)
         }
-        P::DynamicUpdateSlice => {
+        P::Indexing(Indexing::DynamicUpdateSlice) => {
             let mut lin = vec![true, true];
             lin.resize(x.len(), false);
             linear_in(p, x, t, &lin)
         }
-        P::Gather { .. } => linear_in(p, x, t, &[true, false]),
-        P::Scatter { kind, .. } => match kind {
+        P::Indexing(Indexing::Gather(_)) => linear_in(p, x, t, &[true, false]),
+        P::Indexing(Indexing::Scatter(ScatterParams { kind, .. })) => match kind {
             ScatterKind::Add | ScatterKind::Set => linear_in(p, x, t, &[true, false, true]),
             ScatterKind::Mul => super::scatter::mul(p, x, t),
             ScatterKind::Min | ScatterKind::Max => super::scatter::extremal(p, x, t),
         },
-        P::Reduce { op, axes } => reduce(*op, axes, p, &x[0], t[0].as_ref()),
-        P::Cumulative { op, axis, reverse } => match op {
+        P::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
+            reduce(*op, axes, p, &x[0], t[0].as_ref())
+        }
+        P::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => match op {
             CumulativeOp::Cumsum => linear_in(p, x, t, &[true]),
             CumulativeOp::Cumprod
             | CumulativeOp::Cummax
@@ -112,13 +134,15 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
                 cumulative(*op, *axis, *reverse, p, &x[0], t[0].as_ref())
             }
         },
-        P::DotGeneral { .. } | P::ConvGeneralDilated { .. } => bilinear(p, x, t),
-        P::Sort {
+        P::Linalg(Linalg::DotGeneral(_)) | P::Linalg(Linalg::ConvGeneralDilated(_)) => {
+            bilinear(p, x, t)
+        }
+        P::Reduction(Reduction::Sort(SortParams {
             dimension,
             is_stable,
             num_keys,
-        } => sort(*dimension, *is_stable, *num_keys, x, t),
-        P::TopK { axis, .. } => {
+        })) => sort(*dimension, *is_stable, *num_keys, x, t),
+        P::Reduction(Reduction::TopK(TopKParams { axis, .. })) => {
             let outs = bind(p, x)?;
             let dt = t[0]
                 .as_ref()
@@ -126,21 +150,33 @@ pub(super) fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
                 .transpose()?;
             Ok((outs, vec![dt, None]))
         }
-        P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, x, t),
-        P::CustomJvpCall { .. } => crate::custom::jvp_custom_jvp_call(p, x, t),
-        P::CustomVjpCall { .. } => crate::custom::jvp_custom_vjp_call(p, x, t),
-        P::Remat { .. } => crate::checkpoint::jvp_remat(p, x, t),
-        P::Cond { branches } => super::control::cond(branches, x, t),
-        P::While { .. } => super::control::while_loop(p, x, t),
-        P::Scan { .. } => super::control::scan(p, x, t),
-        P::ForLoop { .. } => super::for_loop::for_loop(p, x, t),
-        P::Get { indexers } => super::state::jvp_state(StateOp::Get, indexers, p, x, t),
-        P::Swap { indexers } => super::state::jvp_state(StateOp::Swap, indexers, p, x, t),
-        P::AddUpdate { indexers } => super::state::jvp_state(StateOp::AddUpdate, indexers, p, x, t),
-        P::Load { has_other, .. } => super::pallas::load(p, *has_other, x, t),
-        P::Store { indexers, .. } => super::pallas::store(p, indexers, x, t),
-        P::PallasCall { .. } => super::pallas::pallas_call(p, x, t),
-        P::AtomicRmw { .. } | P::AtomicCas { .. } => unsupported(p),
+        P::Control(Control::Jit(JitParams { name, jaxpr })) => {
+            super::control::jit(name, jaxpr, x, t)
+        }
+        P::Control(Control::CustomJvpCall(_)) => crate::custom::jvp_custom_jvp_call(p, x, t),
+        P::Control(Control::CustomVjpCall(_)) => crate::custom::jvp_custom_vjp_call(p, x, t),
+        P::Control(Control::Remat(_)) => crate::checkpoint::jvp_remat(p, x, t),
+        P::Control(Control::Cond(CondParams { branches })) => super::control::cond(branches, x, t),
+        P::Control(Control::While(_)) => super::control::while_loop(p, x, t),
+        P::Control(Control::Scan(_)) => super::control::scan(p, x, t),
+        P::Control(Control::ForLoop(_)) => super::for_loop::for_loop(p, x, t),
+        P::State(State::Get(GetParams { indexers })) => {
+            super::state::jvp_state(StateOp::Get, indexers, p, x, t)
+        }
+        P::State(State::Swap(SwapParams { indexers })) => {
+            super::state::jvp_state(StateOp::Swap, indexers, p, x, t)
+        }
+        P::State(State::AddUpdate(AddUpdateParams { indexers })) => {
+            super::state::jvp_state(StateOp::AddUpdate, indexers, p, x, t)
+        }
+        P::Pallas(Pallas::Load(LoadParams { has_other, .. })) => {
+            super::pallas::load(p, *has_other, x, t)
+        }
+        P::Pallas(Pallas::Store(StoreParams { indexers, .. })) => {
+            super::pallas::store(p, indexers, x, t)
+        }
+        P::Pallas(Pallas::PallasCall(_)) => super::pallas::pallas_call(p, x, t),
+        P::Pallas(Pallas::AtomicRmw(_)) | P::Pallas(Pallas::AtomicCas(_)) => unsupported(p),
     }
 }
 

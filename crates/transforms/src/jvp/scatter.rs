@@ -12,6 +12,7 @@
 use super::rules::Outs;
 use crate::util::{scatter_inverse_gather, zeros_like};
 use jaxon_ir::primitive::ScatterKind;
+use jaxon_ir::primitive::{Indexing, ScatterParams};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind1, lax, Array};
@@ -19,9 +20,9 @@ use jaxon_trace::{bind1, lax, Array};
 /// The scatter-add placing updates exactly where `p` places them.
 fn scatter_add_like(p: &Primitive) -> Primitive {
     let mut add = p.clone();
-    if let Primitive::Scatter {
+    if let Primitive::Indexing(Indexing::Scatter(ScatterParams {
         kind, update_jaxpr, ..
-    } = &mut add
+    })) = &mut add
     {
         *kind = ScatterKind::Add;
         *update_jaxpr = None;
@@ -35,13 +36,13 @@ pub(super) fn extremal(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resul
     if t[0].is_none() && t[2].is_none() {
         return Ok((vec![out], vec![None]));
     }
-    let Primitive::Scatter {
+    let Primitive::Indexing(Indexing::Scatter(ScatterParams {
         dimension_numbers,
         indices_are_sorted,
         mode,
         unique_indices,
         ..
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(format!(
             "the scatter jvp rule was given `{}`",
@@ -85,10 +86,10 @@ pub(super) fn mul(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Out
     if let Some(t_updates) = &t[2] {
         let unique = matches!(
             p,
-            Primitive::Scatter {
+            Primitive::Indexing(Indexing::Scatter(ScatterParams {
                 unique_indices: true,
                 ..
-            }
+            }))
         );
         if !unique {
             return Err(Error::Unsupported(format!(

@@ -10,6 +10,7 @@
 use super::for_loop_split::{split, ForParams};
 use jaxon_ir::dyntype::{in_type, InDim};
 use jaxon_ir::primitive::BinaryOp;
+use jaxon_ir::primitive::{Control, Elementwise, WhileParams};
 use jaxon_ir::{
     Atom, Binder, ClosedJaxpr, DType, Eqn, HostArray, Literal, Primitive, Scalar, ShapedArray,
     VarSpace,
@@ -27,12 +28,12 @@ fn i64(v: f64) -> Array {
 /// The rule: the trip count from a counting loop, then the `for_loop`
 /// split.
 pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::While {
+    let Primitive::Control(Control::While(WhileParams {
         cond_jaxpr,
         body_jaxpr,
         cond_nconsts: cn,
         body_nconsts: bn,
-    } = p
+    })) = p
     else {
         unreachable!("called on while")
     };
@@ -65,7 +66,7 @@ pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
     let c1 = bj.new_var(scalar());
     bj.invars.insert(bn, c);
     bj.eqns.push(Eqn {
-        primitive: Primitive::Binary(BinaryOp::Add),
+        primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
         inputs: vec![
             Atom::Var(c),
             Atom::Lit(Literal {
@@ -76,7 +77,7 @@ pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         outputs: vec![Binder::Var(c1)],
     });
     bj.outvars.insert(0, Atom::Var(c1));
-    let counting = Primitive::While {
+    let counting = Primitive::Control(Control::While(WhileParams {
         cond_jaxpr: ClosedJaxpr {
             jaxpr: Arc::new(cj),
             consts: cond_jaxpr.consts.clone(),
@@ -87,7 +88,7 @@ pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         },
         cond_nconsts: cn,
         body_nconsts: bn,
-    };
+    }));
     let mut ops = x[..cn + bn].to_vec();
     ops.push(i64(0.0));
     ops.extend(x[cn + bn..].iter().cloned());

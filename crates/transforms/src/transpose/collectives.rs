@@ -4,6 +4,7 @@
 //! (JAX's `psum_scatter`) is this member's slice of the summed cotangent.
 
 use crate::batch::collectives::reduce_axes;
+use jaxon_ir::primitive::{AllGatherParams, AllReduceParams, Collective};
 use jaxon_ir::primitive::{AxisRef, CollectiveOp};
 use jaxon_ir::{Primitive, ShapedArray};
 use jaxon_trace::error::{Error, Result};
@@ -13,10 +14,10 @@ use jaxon_trace::{lax, Array};
 pub(super) fn transpose_collective(p: &Primitive, ty: &ShapedArray, ct: &Array) -> Result<Array> {
     let shape = ty.static_sizes().unwrap_or_default();
     match p {
-        Primitive::AllReduce {
+        Primitive::Collective(Collective::AllReduce(AllReduceParams {
             op: CollectiveOp::Sum,
             axes,
-        } => {
+        })) => {
             let pos: Vec<usize> = axes
                 .iter()
                 .filter_map(|a| match a {
@@ -37,12 +38,12 @@ pub(super) fn transpose_collective(p: &Primitive, ty: &ShapedArray, ct: &Array) 
                 .collect();
             reduce_axes(&ct, CollectiveOp::Sum, &named)
         }
-        Primitive::AllGather {
+        Primitive::Collective(Collective::AllGather(AllGatherParams {
             axis_name,
             all_gather_dimension,
             tiled: false,
             ..
-        } if axis_name.len() == 1 => {
+        })) if axis_name.len() == 1 => {
             let name = &axis_name[0];
             let dim = *all_gather_dimension;
             let s = reduce_axes(ct, CollectiveOp::Sum, &[AxisRef::Name(name.clone())])?;

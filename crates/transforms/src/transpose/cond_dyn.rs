@@ -7,6 +7,7 @@
 use super::{backward_pass, LinArg};
 use crate::util::pin;
 use jaxon_ir::dyntype::{in_type, out_type, DynAval, InDim, InType, OutDim};
+use jaxon_ir::primitive::{CondParams, Control};
 use jaxon_ir::{ClosedJaxpr, Primitive};
 use jaxon_trace::dynshape::{self as dyn_, Size};
 use jaxon_trace::error::{Error, Result};
@@ -137,9 +138,9 @@ pub(crate) fn cond(
         });
     }
     let outs = bind(
-        &Primitive::Cond {
+        &Primitive::Control(Control::Cond(CondParams {
             branches: new_branches,
-        },
+        })),
         &operands,
     )?;
     let mut it = outs.into_iter();

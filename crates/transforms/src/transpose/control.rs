@@ -4,6 +4,7 @@
 
 use super::{backward_pass, transpose_jaxpr, LinArg};
 use jaxon_ir::primitive::BinaryOp;
+use jaxon_ir::primitive::{Control, JitParams, ScanParams};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive, ShapedArray};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::stage::{close, trace_flat, StageMode};
@@ -56,10 +57,10 @@ pub(crate) fn jit(
         });
     }
     let outs = bind(
-        &Primitive::Jit {
+        &Primitive::Control(Control::Jit(JitParams {
             name: name.to_string(),
             jaxpr: tj,
-        },
+        })),
         &operands,
     )?;
     let mut it = outs.into_iter();
@@ -86,7 +87,7 @@ fn stacked(t: &ShapedArray, length: usize) -> ShapedArray {
 /// `xs` (residuals) are scanned over; the linear `xs`' cotangents are the
 /// stacked outputs.
 pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
-    let Primitive::Scan {
+    let Primitive::Control(Control::Scan(ScanParams {
         jaxpr,
         length,
         reverse,
@@ -95,7 +96,7 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
         unroll,
         linear: _,
         split_transpose,
-    } = p
+    })) = p
     else {
         unreachable!("called on scan")
     };
@@ -218,7 +219,7 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
     let nlx = xs_lin.iter().filter(|l| **l).count();
     // All false, as JAX 0.10.2 prints its transposed scans.
     let lin_flags = vec![false; operands.len()];
-    let transposed = Primitive::Scan {
+    let transposed = Primitive::Control(Control::Scan(ScanParams {
         jaxpr: ClosedJaxpr::without_consts(tj),
         length,
         reverse: !*reverse,
@@ -227,7 +228,7 @@ pub(crate) fn scan(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Res
         unroll: *unroll,
         linear: lin_flags,
         split_transpose: *split_transpose,
-    };
+    }));
     let outs = bind(&transposed, &operands)?;
     debug_assert_eq!(outs.len(), nlc + nk + nlx);
     let mut it = outs.into_iter();

@@ -11,6 +11,7 @@
 
 use super::LinArg;
 use jaxon_ir::primitive::{ConvDimensionNumbers, Precision};
+use jaxon_ir::primitive::{ConvGeneralDilatedParams, Linalg};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind1, lax, numpy as jnp, Array};
@@ -81,7 +82,7 @@ impl Conv<'_> {
         dn: ConvDimensionNumbers,
         groups: (usize, usize),
     ) -> Result<Array> {
-        let p = Primitive::ConvGeneralDilated {
+        let p = Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides: strides.to_vec(),
             padding,
             lhs_dilation: lhs_dilation.to_vec(),
@@ -91,7 +92,7 @@ impl Conv<'_> {
             batch_group_count: groups.1,
             precision: self.precision,
             preferred_element_type: self.preferred_element_type,
-        };
+        }));
         bind1(&p, &[lhs.clone(), rhs.clone()])
     }
 
@@ -212,7 +213,7 @@ pub(super) fn transpose_conv(
     args: &[LinArg],
     g: &Array,
 ) -> Result<Vec<Option<Array>>> {
-    let Primitive::ConvGeneralDilated {
+    let Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
         window_strides,
         padding,
         lhs_dilation,
@@ -222,7 +223,7 @@ pub(super) fn transpose_conv(
         batch_group_count,
         precision,
         preferred_element_type,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(format!(
             "transpose_conv: expected conv_general_dilated, got `{}`",

@@ -13,6 +13,7 @@ use super::{backward_pass, LinArg};
 use crate::util::{for_trip_count, zeros_like};
 use jaxon_ir::dyntype::{in_type, DynAval, InDim, InType};
 use jaxon_ir::primitive::BinaryOp;
+use jaxon_ir::primitive::{Control, ForLoopParams};
 use jaxon_ir::{Aval, ClosedJaxpr, DType, HostArray, Primitive};
 use jaxon_trace::dynshape as dyn_;
 use jaxon_trace::error::{Error, Result};
@@ -42,13 +43,13 @@ fn zeros_of(a: &LinArg) -> Result<Array> {
 
 /// The transpose rule of `for_loop`.
 pub(crate) fn for_loop(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
-    let Primitive::ForLoop {
+    let Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr,
         body_nconsts: nc,
         nimplicit: ni,
         preserve_dimensions,
         apply_reverse_transform,
-    } = p
+    })) = p
     else {
         return Err(Error::InvalidArgument(format!(
             "the for_loop rule applied to `{}`",
@@ -171,13 +172,13 @@ pub(crate) fn for_loop(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) ->
     invars.append(&mut tj.invars);
     tj.invars = invars;
     let trips = for_trip_count(lower, upper, step, *apply_reverse_transform)?;
-    let transposed = Primitive::ForLoop {
+    let transposed = Primitive::Control(Control::ForLoop(ForLoopParams {
         body_jaxpr: ClosedJaxpr::without_consts(tj),
         body_nconsts: hoisted.len() + n_nl + 3,
         nimplicit: 0,
         preserve_dimensions: *preserve_dimensions,
         apply_reverse_transform: false,
-    };
+    }));
     let mut ops = hoisted;
     for a in &args[..nc] {
         if let LinArg::Value(v) = a {

@@ -5,6 +5,18 @@
 use super::LinArg;
 use crate::util::{jaxpr_is_dynamic, scatter_inverse_gather, unbroadcast_to};
 use jaxon_ir::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
+use jaxon_ir::primitive::{
     BinaryOp, CumulativeOp, DotDimensionNumbers, ReduceOp, ScatterDimensionNumbers, ScatterKind,
     UnaryOp,
 };
@@ -54,7 +66,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             .ok_or_else(|| Error::InvalidArgument("transpose: missing cotangent".into()))
     };
     match p {
-        P::Unary(op) => match op {
+        P::Elementwise(Elementwise::Unary(op)) => match op {
             UnaryOp::Neg => Ok(only(0, lax::neg(&ct()?)?)),
             UnaryOp::Copy => Ok(only(0, ct()?)),
             UnaryOp::Sign
@@ -90,7 +102,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             | UnaryOp::Square
             | UnaryOp::StopGradient => not_linear(p),
         },
-        P::Binary(op) => match op {
+        P::Elementwise(Elementwise::Binary(op)) => match op {
             BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub => {
                 let c = ct()?;
                 let mut out = vec![None, None];
@@ -147,27 +159,29 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             | BinaryOp::Gt
             | BinaryOp::Ge => not_linear(p),
         },
-        P::ConvertElementType { .. } => {
+        P::Elementwise(Elementwise::ConvertElementType(_)) => {
             let t = args[0].ty();
             Ok(only(
                 0,
                 lax::convert_element_type(&ct()?, t.dtype, t.weak_type)?,
             ))
         }
-        P::ReducePrecision { .. } => Ok(only(0, bind1(p, &[ct()?])?)),
-        P::AllReduce {
+        P::Elementwise(Elementwise::ReducePrecision(_)) => Ok(only(0, bind1(p, &[ct()?])?)),
+        P::Collective(Collective::AllReduce(AllReduceParams {
             op: jaxon_ir::primitive::CollectiveOp::Sum,
             ..
-        }
-        | P::AllGather { .. } => Ok(only(
+        }))
+        | P::Collective(Collective::AllGather(_)) => Ok(only(
             0,
             super::collectives::transpose_collective(p, args[0].ty(), &ct()?)?,
         )),
-        P::AllReduce { .. } | P::AxisIndex { .. } => not_linear(p),
-        P::Reduce {
+        P::Collective(Collective::AllReduce(_)) | P::Collective(Collective::AxisIndex(_)) => {
+            not_linear(p)
+        }
+        P::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes,
-        } => {
+        })) => {
             let shape = args[0].sizes()?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
             Ok(only(
@@ -175,10 +189,10 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 jaxon_trace::dynshape::broadcast_in_dim(&ct()?, &shape, &keep)?,
             ))
         }
-        P::BroadcastInDim {
+        P::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             broadcast_dimensions,
             ..
-        } => {
+        })) => {
             // Sum over the new dimensions and the size-1 ones that grew
             // (by type, so dynamic sizes work: they are never a static 1).
             let c = ct()?;
@@ -204,7 +218,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             });
             Ok(out)
         }
-        P::Reshape { .. } | P::Squeeze { .. } => {
+        P::Structural(Structural::Reshape(_)) | P::Structural(Structural::Squeeze(_)) => {
             let mut out = vec![None; args.len()];
             let c = ct()?;
             out[0] = Some(
@@ -217,19 +231,21 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             );
             Ok(out)
         }
-        P::Transpose { permutation } => {
+        P::Structural(Structural::Transpose(TransposeParams { permutation })) => {
             let mut inv = vec![0; permutation.len()];
             for (i, &p) in permutation.iter().enumerate() {
                 inv[p] = i;
             }
             Ok(only(0, lax::transpose(&ct()?, &inv)?))
         }
-        P::Rev { dimensions } => Ok(only(0, lax::rev(&ct()?, dimensions)?)),
-        P::Slice {
+        P::Structural(Structural::Rev(RevParams { dimensions })) => {
+            Ok(only(0, lax::rev(&ct()?, dimensions)?))
+        }
+        P::Indexing(Indexing::Slice(SliceParams {
             start_indices,
             limit_indices,
             strides,
-        } => {
+        })) => {
             let c = ct()?;
             let in_shape = sizes(args[0].ty());
             let out_shape = c.try_shape()?;
@@ -250,7 +266,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             let zero = lax::convert_element_type(&Array::weak(0.0), c.dtype(), false)?;
             Ok(only(0, lax::pad(&c, &zero, &config)?))
         }
-        P::Pad { padding_config } => {
+        P::Structural(Structural::Pad(PadParams { padding_config })) => {
             let c = ct()?;
             let shape = c.try_shape()?;
             let zero = lax::convert_element_type(&Array::weak(0.0), c.dtype(), false)?;
@@ -284,7 +300,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             Ok(out)
         }
-        P::Concatenate { dimension } => {
+        P::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
             let c = ct()?;
             let shape = c.try_shape()?;
             let mut out = Vec::with_capacity(args.len());
@@ -304,7 +320,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             Ok(out)
         }
-        P::DynamicSlice { .. } => {
+        P::Indexing(Indexing::DynamicSlice(_)) => {
             let starts: Vec<Array> = args[1..]
                 .iter()
                 .map(|a| a.value(name).cloned())
@@ -314,7 +330,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             out[0] = Some(lax::dynamic_update_slice(&z, &ct()?, &starts)?);
             Ok(out)
         }
-        P::DynamicUpdateSlice => {
+        P::Indexing(Indexing::DynamicUpdateSlice) => {
             let c = ct()?;
             let starts: Vec<Array> = args[2..]
                 .iter()
@@ -342,14 +358,14 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             Ok(out)
         }
-        P::Gather {
+        P::Indexing(Indexing::Gather(GatherParams {
             dimension_numbers: d,
             indices_are_sorted,
             mode,
             unique_indices,
             ..
-        } => {
-            let scatter = P::Scatter {
+        })) => {
+            let scatter = P::Indexing(Indexing::Scatter(ScatterParams {
                 kind: ScatterKind::Add,
                 dimension_numbers: ScatterDimensionNumbers {
                     update_window_dims: d.offset_dims.clone(),
@@ -362,19 +378,19 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 mode: *mode,
                 unique_indices: *unique_indices,
                 update_jaxpr: None,
-            };
+            }));
             let z = zeros(args[0].ty())?;
             let idx = args[1].value(name)?.clone();
             Ok(only(0, bind1(&scatter, &[z, idx, ct()?])?))
         }
-        P::Scatter {
+        P::Indexing(Indexing::Scatter(ScatterParams {
             kind: kind @ (ScatterKind::Add | ScatterKind::Set),
             dimension_numbers: d,
             indices_are_sorted,
             mode,
             unique_indices,
             ..
-        } => {
+        })) => {
             let c = ct()?;
             let idx = args[1].value(name)?.clone();
             let upd_shape = sizes(args[2].ty());
@@ -421,7 +437,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             Ok(out)
         }
-        P::SelectN => {
+        P::Elementwise(Elementwise::SelectN) => {
             let c = ct()?;
             let which = args[0].value(name)?;
             let z = jnp::zeros_like(&c)?;
@@ -438,19 +454,19 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             Ok(out)
         }
-        P::Cumulative {
+        P::Reduction(Reduction::Cumulative(CumulativeParams {
             op: CumulativeOp::Cumsum,
             axis,
             reverse,
-        } => Ok(only(
+        })) => Ok(only(
             0,
             lax::cumulative(CumulativeOp::Cumsum, &ct()?, *axis, !reverse)?,
         )),
-        P::DotGeneral {
+        P::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,
             ..
-        } => {
+        })) => {
             let c = ct()?;
             match (lin(0), lin(1)) {
                 (true, false) => {
@@ -493,7 +509,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 _ => not_linear(p),
             }
         }
-        P::Split { axis, .. } => {
+        P::Structural(Structural::Split(SplitParams { axis, .. })) => {
             let pieces = cts
                 .iter()
                 .zip(bind_shapes_of_split(args[0].ty(), p)?)
@@ -504,14 +520,18 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 .collect::<Result<Vec<_>>>()?;
             Ok(only(0, lax::concatenate(&pieces, *axis)?))
         }
-        P::Jit { name, jaxpr } => super::control::jit(name, jaxpr, args, cts),
-        P::While { .. } => super::control::while_loop(),
-        P::ForLoop { .. } => super::for_loop::for_loop(p, args, cts),
-        P::Scan { .. } => super::control::scan(p, args, cts),
-        P::Cond { branches } if branches.iter().any(|b| jaxpr_is_dynamic(&b.jaxpr)) => {
+        P::Control(Control::Jit(JitParams { name, jaxpr })) => {
+            super::control::jit(name, jaxpr, args, cts)
+        }
+        P::Control(Control::While(_)) => super::control::while_loop(),
+        P::Control(Control::ForLoop(_)) => super::for_loop::for_loop(p, args, cts),
+        P::Control(Control::Scan(_)) => super::control::scan(p, args, cts),
+        P::Control(Control::Cond(CondParams { branches }))
+            if branches.iter().any(|b| jaxpr_is_dynamic(&b.jaxpr)) =>
+        {
             super::cond_dyn::cond(branches, args, cts)
         }
-        P::Cond { branches } => {
+        P::Control(Control::Cond(CondParams { branches })) => {
             let linear: Vec<bool> = args[1..].iter().map(LinArg::is_linear).collect();
             let mut new_branches = Vec::with_capacity(branches.len());
             for b in branches {
@@ -534,9 +554,9 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 });
             }
             let outs = bind(
-                &P::Cond {
+                &P::Control(Control::Cond(CondParams {
                     branches: new_branches,
-                },
+                })),
                 &operands,
             )?;
             let mut it = outs.into_iter();
@@ -544,12 +564,14 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             result.extend(linear.iter().map(|l| if *l { it.next() } else { None }));
             Ok(result)
         }
-        P::CustomVjpCall { .. } => crate::custom::transpose_custom_vjp_call(p, args, cts),
-        P::CustomJvpCall {
+        P::Control(Control::CustomVjpCall(_)) => {
+            crate::custom::transpose_custom_vjp_call(p, args, cts)
+        }
+        P::Control(Control::CustomJvpCall(CustomJvpCallParams {
             call_jaxpr,
             num_consts,
             ..
-        } => {
+        })) => {
             let _ = num_consts;
             let consts: Vec<Array> = call_jaxpr
                 .consts
@@ -563,8 +585,8 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 unsupported(p)
             }
         }
-        P::Remat { .. } => crate::checkpoint::transpose_remat(p, args, cts),
-        P::Tile { reps } => {
+        P::Control(Control::Remat(_)) => crate::checkpoint::transpose_remat(p, args, cts),
+        P::Structural(Structural::Tile(TileParams { reps })) => {
             // out = x repeated: view each dim as (rep, size) and sum the reps.
             let shape = sizes(args[0].ty());
             let mut split = Vec::with_capacity(2 * shape.len());
@@ -579,7 +601,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
                 lax::reshape(&lax::reduce(ReduceOp::Sum, &r, &axes)?, &shape)?,
             ))
         }
-        P::Stack { axis } => {
+        P::Structural(Structural::Stack(StackParams { axis })) => {
             let c = ct()?;
             let shape = c.try_shape()?;
             let mut out = Vec::with_capacity(args.len());
@@ -597,21 +619,21 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             }
             Ok(out)
         }
-        P::Reduce { .. }
-        | P::IntegerPow { .. }
-        | P::Round { .. }
-        | P::BitcastConvertType { .. }
-        | P::Clamp
-        | P::Iota { .. }
-        | P::ArgReduce { .. }
-        | P::Sort { .. }
-        | P::TopK { .. }
-        | P::Empty2 { .. } => not_linear(p),
-        P::ConvGeneralDilated { .. } => super::conv::transpose_conv(p, args, &ct()?),
-        P::Scatter {
+        P::Reduction(Reduction::Reduce(_))
+        | P::Elementwise(Elementwise::IntegerPow(_))
+        | P::Elementwise(Elementwise::Round(_))
+        | P::Elementwise(Elementwise::BitcastConvertType(_))
+        | P::Elementwise(Elementwise::Clamp)
+        | P::Structural(Structural::Iota(_))
+        | P::Reduction(Reduction::ArgReduce(_))
+        | P::Reduction(Reduction::Sort(_))
+        | P::Reduction(Reduction::TopK(_))
+        | P::Structural(Structural::Empty2(_)) => not_linear(p),
+        P::Linalg(Linalg::ConvGeneralDilated(_)) => super::conv::transpose_conv(p, args, &ct()?),
+        P::Indexing(Indexing::Scatter(ScatterParams {
             kind: ScatterKind::Mul,
             ..
-        } => {
+        })) => {
             // Linear in the operand alone: `x ↦ x ⊙ Πu` scales each element,
             // so it is its own transpose.
             if lin(1) || lin(2) {
@@ -621,21 +643,23 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
             let upd = args[2].value(name)?.clone();
             Ok(only(0, bind1(p, &[ct()?, idx, upd])?))
         }
-        P::Scatter {
+        P::Indexing(Indexing::Scatter(ScatterParams {
             kind: ScatterKind::Min | ScatterKind::Max,
             ..
-        } => not_linear(p),
-        P::Cumulative { .. }
-        | P::Get { .. }
-        | P::Swap { .. }
-        | P::AddUpdate { .. }
-        | P::ProgramId { .. }
-        | P::NumPrograms { .. }
-        | P::Load { .. }
-        | P::Store { .. }
-        | P::AtomicRmw { .. }
-        | P::AtomicCas { .. } => unsupported(p),
-        P::PallasCall { .. } => Err(Error::Unsupported(crate::jvp::pallas::NO_REVERSE.into())),
+        })) => not_linear(p),
+        P::Reduction(Reduction::Cumulative(_))
+        | P::State(State::Get(_))
+        | P::State(State::Swap(_))
+        | P::State(State::AddUpdate(_))
+        | P::Pallas(Pallas::ProgramId(_))
+        | P::Pallas(Pallas::NumPrograms(_))
+        | P::Pallas(Pallas::Load(_))
+        | P::Pallas(Pallas::Store(_))
+        | P::Pallas(Pallas::AtomicRmw(_))
+        | P::Pallas(Pallas::AtomicCas(_)) => unsupported(p),
+        P::Pallas(Pallas::PallasCall(_)) => {
+            Err(Error::Unsupported(crate::jvp::pallas::NO_REVERSE.into()))
+        }
     }
 }
 
@@ -730,7 +754,7 @@ fn scatter_winners(
     let ids = lax::broadcast_in_dim(&ids, upd_shape, &all)?;
     // Same placement as `p`, but no combiner: the ids are integers.
     let mut set = p.clone();
-    if let Primitive::Scatter { update_jaxpr, .. } = &mut set {
+    if let Primitive::Indexing(Indexing::Scatter(ScatterParams { update_jaxpr, .. })) = &mut set {
         *update_jaxpr = None;
     }
     let won = bind1(

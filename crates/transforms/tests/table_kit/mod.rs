@@ -6,6 +6,8 @@
 // Each test crate that includes this kit uses only part of it.
 #![allow(dead_code)]
 
+use jaxon_ir::primitive::{AddUpdateParams, GetParams, State, SwapParams};
+
 pub mod eager;
 
 use jaxon_ir::interp::{eval_jaxpr, Value};
@@ -267,9 +269,9 @@ pub fn parse(text: &str) -> Jaxpr {
     let vars = j.vars.clone();
     for eqn in &mut j.eqns {
         let inputs = eqn.inputs.clone();
-        if let Primitive::Get { indexers }
-        | Primitive::Swap { indexers }
-        | Primitive::AddUpdate { indexers } = &mut eqn.primitive
+        if let Primitive::State(State::Get(GetParams { indexers }))
+        | Primitive::State(State::Swap(SwapParams { indexers }))
+        | Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) = &mut eqn.primitive
         {
             for e in indexers.iter_mut().flat_map(|ix| ix.entries.iter_mut()) {
                 if let IndexEntry::Int(IndexValue::Dynamic(k)) = *e {

@@ -6,6 +6,10 @@
 use super::{err, At, Geom, Layout};
 use crate::native::{next_index, strides};
 use jaxon_ir::primitive::{BlockDim, BlockMapping, IndexEntry, IndexValue, Indexer, Ints};
+use jaxon_ir::primitive::{
+    CondParams, Control, GetParams, Indexing, ReshapeParams, ScanParams, SliceParams, State,
+    Structural, WhileParams,
+};
 use jaxon_ir::{
     Atom, Aval, Binder, ClosedJaxpr, DType, Eqn, HostArray, IrError, Jaxpr, Primitive, ShapedArray,
     Storage, Var,
@@ -161,11 +165,11 @@ pub(super) fn windowed(j: &mut Jaxpr, k: usize, g: &Geom, read: bool) {
             j.new_var(Aval::Array(ShapedArray::of(g.dtype, &g.block)))
         };
         pre.push(Eqn {
-            primitive: Primitive::Slice {
+            primitive: Primitive::Indexing(Indexing::Slice(SliceParams {
                 start_indices: Ints::from(vec![0i64; w.len()]),
                 limit_indices: Ints::from(g.block.iter().map(|&b| b as i64).collect::<Vec<_>>()),
                 strides: None,
-            },
+            })),
             inputs: vec![Atom::Var(win)],
             outputs: vec![Binder::Var(out)],
         });
@@ -173,10 +177,10 @@ pub(super) fn windowed(j: &mut Jaxpr, k: usize, g: &Geom, read: bool) {
     }
     if g.block != g.kernel_shape {
         pre.push(Eqn {
-            primitive: Primitive::Reshape {
+            primitive: Primitive::Structural(Structural::Reshape(ReshapeParams {
                 new_sizes: g.kernel_shape.iter().map(|&n| Some(n)).collect(),
                 dimensions: None,
-            },
+            })),
             inputs: vec![Atom::Var(cur)],
             outputs: vec![Binder::Var(old)],
         });
@@ -292,7 +296,7 @@ fn compose(j: &Jaxpr, v: Var, aval: &Aval, view: &Indexer) -> Option<Jaxpr> {
             continue;
         }
         match &mut eqn.primitive {
-            Primitive::Get { indexers } if pos == [0] => {
+            Primitive::State(State::Get(GetParams { indexers })) if pos == [0] => {
                 let boxy = indexers
                     .iter()
                     .flat_map(|ix| &ix.entries)
@@ -302,9 +306,9 @@ fn compose(j: &Jaxpr, v: Var, aval: &Aval, view: &Indexer) -> Option<Jaxpr> {
                 }
                 indexers.insert(0, view.clone());
             }
-            Primitive::Scan {
+            Primitive::Control(Control::Scan(ScanParams {
                 jaxpr, num_consts, ..
-            } => {
+            })) => {
                 for &k in &pos {
                     if k >= *num_consts {
                         return None;
@@ -312,12 +316,12 @@ fn compose(j: &Jaxpr, v: Var, aval: &Aval, view: &Indexer) -> Option<Jaxpr> {
                     *jaxpr = sub(jaxpr, k)?;
                 }
             }
-            Primitive::While {
+            Primitive::Control(Control::While(WhileParams {
                 cond_jaxpr,
                 body_jaxpr,
                 cond_nconsts,
                 body_nconsts,
-            } => {
+            })) => {
                 for &k in &pos {
                     if k < *cond_nconsts {
                         *cond_jaxpr = sub(cond_jaxpr, k)?;
@@ -328,7 +332,7 @@ fn compose(j: &Jaxpr, v: Var, aval: &Aval, view: &Indexer) -> Option<Jaxpr> {
                     }
                 }
             }
-            Primitive::Cond { branches } => {
+            Primitive::Control(Control::Cond(CondParams { branches })) => {
                 for &k in &pos {
                     if k == 0 {
                         return None;

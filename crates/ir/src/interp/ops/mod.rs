@@ -10,6 +10,18 @@
 //! erfc and erf_inv are computed in f64), float reductions and cumulative
 //! ops accumulate sequentially (XLA may reassociate).
 
+use crate::primitive::{
+    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
+    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
+    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
+    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
+    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
+    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
+    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
+    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+};
 mod convert;
 
 /// Whole-array bit-level conversions, shared with backends that run them
@@ -67,84 +79,101 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
     let name = primitive.name();
     let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
     match primitive {
-        Primitive::Unary(op) => one(elementwise::unary(*op, arg(name, args, 1, 0)?)),
-        Primitive::Binary(op) => one(elementwise::binary(
+        Primitive::Elementwise(Elementwise::Unary(op)) => {
+            one(elementwise::unary(*op, arg(name, args, 1, 0)?))
+        }
+        Primitive::Elementwise(Elementwise::Binary(op)) => one(elementwise::binary(
             *op,
             arg(name, args, 2, 0)?,
             arg(name, args, 2, 1)?,
         )),
-        Primitive::IntegerPow { y } => one(elementwise::integer_pow(arg(name, args, 1, 0)?, *y)),
-        Primitive::Round { rounding_method } => {
+        Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
+            one(elementwise::integer_pow(arg(name, args, 1, 0)?, *y))
+        }
+        Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method })) => {
             one(elementwise::round(arg(name, args, 1, 0)?, *rounding_method))
         }
-        Primitive::ReducePrecision {
+        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
             exponent_bits,
             mantissa_bits,
-        } => one(convert::reduce_precision(
+        })) => one(convert::reduce_precision(
             arg(name, args, 1, 0)?,
             *exponent_bits,
             *mantissa_bits,
         )),
-        Primitive::ConvertElementType { new_dtype, .. } => {
+        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+            new_dtype,
+            ..
+        })) => {
             let x = arg(name, args, 1, 0)?;
             one(HostArray::new(
                 x.shape().to_vec(),
                 convert::convert_storage(x.data(), *new_dtype),
             ))
         }
-        Primitive::BitcastConvertType { new_dtype } => {
-            one(convert::bitcast(arg(name, args, 1, 0)?, *new_dtype))
-        }
-        Primitive::SelectN => one(elementwise::select_n(args)),
-        Primitive::Clamp => one(elementwise::clamp(
+        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+            new_dtype,
+        })) => one(convert::bitcast(arg(name, args, 1, 0)?, *new_dtype)),
+        Primitive::Elementwise(Elementwise::SelectN) => one(elementwise::select_n(args)),
+        Primitive::Elementwise(Elementwise::Clamp) => one(elementwise::clamp(
             arg(name, args, 3, 0)?,
             arg(name, args, 3, 1)?,
             arg(name, args, 3, 2)?,
         )),
-        Primitive::BroadcastInDim {
+        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape,
             broadcast_dimensions,
-        } => one(structural::broadcast_in_dim(
+        })) => one(structural::broadcast_in_dim(
             args,
             shape,
             &broadcast_dimensions.to_usizes(),
         )),
-        Primitive::Reshape {
+        Primitive::Structural(Structural::Reshape(ReshapeParams {
             new_sizes,
             dimensions,
-        } => one(structural::reshape(args, new_sizes, dimensions.as_deref())),
-        Primitive::Transpose { permutation } => {
+        })) => one(structural::reshape(args, new_sizes, dimensions.as_deref())),
+        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
             one(structural::transpose(arg(name, args, 1, 0)?, permutation))
         }
-        Primitive::Squeeze { dimensions } => {
+        Primitive::Structural(Structural::Squeeze(SqueezeParams { dimensions })) => {
             one(structural::squeeze(arg(name, args, 1, 0)?, dimensions))
         }
-        Primitive::Rev { dimensions } => one(structural::rev(arg(name, args, 1, 0)?, dimensions)),
-        Primitive::Pad { padding_config } => one(structural::pad(
-            arg(name, args, 2, 0)?,
-            arg(name, args, 2, 1)?,
-            padding_config,
-        )),
-        Primitive::Concatenate { dimension } => one(structural::concatenate(args, *dimension)),
-        Primitive::Slice {
+        Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
+            one(structural::rev(arg(name, args, 1, 0)?, dimensions))
+        }
+        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
+            one(structural::pad(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                padding_config,
+            ))
+        }
+        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
+            one(structural::concatenate(args, *dimension))
+        }
+        Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices,
             limit_indices,
             strides,
-        } => one(indexing::slice(
+        })) => one(indexing::slice(
             arg(name, args, 1, 0)?,
             start_indices,
             limit_indices,
             strides.as_deref(),
         )),
-        Primitive::DynamicSlice { slice_sizes } => one(indexing::dynamic_slice(args, slice_sizes)),
-        Primitive::DynamicUpdateSlice => one(indexing::dynamic_update_slice(args)),
-        Primitive::Gather {
+        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
+            one(indexing::dynamic_slice(args, slice_sizes))
+        }
+        Primitive::Indexing(Indexing::DynamicUpdateSlice) => {
+            one(indexing::dynamic_update_slice(args))
+        }
+        Primitive::Indexing(Indexing::Gather(GatherParams {
             dimension_numbers,
             fill_value,
             mode,
             slice_sizes,
             ..
-        } => one(indexing::gather(
+        })) => one(indexing::gather(
             arg(name, args, 2, 0)?,
             arg(name, args, 2, 1)?,
             dimension_numbers,
@@ -152,12 +181,12 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             *mode,
             slice_sizes,
         )),
-        Primitive::Scatter {
+        Primitive::Indexing(Indexing::Scatter(ScatterParams {
             kind,
             dimension_numbers,
             mode,
             ..
-        } => one(indexing::scatter(
+        })) => one(indexing::scatter(
             arg(name, args, 3, 0)?,
             arg(name, args, 3, 1)?,
             arg(name, args, 3, 2)?,
@@ -165,42 +194,47 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             dimension_numbers,
             *mode,
         )),
-        Primitive::Iota {
+        Primitive::Structural(Structural::Iota(IotaParams {
             dtype,
             shape,
             dimension,
-        } => one(structural::iota(args, *dtype, shape, *dimension)),
-        Primitive::Split { sizes, axis } => structural::split(arg(name, args, 1, 0)?, sizes, *axis),
-        Primitive::Tile { reps } => one(structural::tile(arg(name, args, 1, 0)?, reps)),
-        Primitive::Stack { axis } => one(structural::stack(args, *axis)),
-        Primitive::Reduce { op, axes } => one(reduce::reduce(*op, arg(name, args, 1, 0)?, axes)),
-        Primitive::ArgReduce {
+        })) => one(structural::iota(args, *dtype, shape, *dimension)),
+        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
+            structural::split(arg(name, args, 1, 0)?, sizes, *axis)
+        }
+        Primitive::Structural(Structural::Tile(TileParams { reps })) => {
+            one(structural::tile(arg(name, args, 1, 0)?, reps))
+        }
+        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
+            one(structural::stack(args, *axis))
+        }
+        Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
+            one(reduce::reduce(*op, arg(name, args, 1, 0)?, axes))
+        }
+        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
             op,
             axes,
             index_dtype,
-        } => one(reduce::arg_reduce(
+        })) => one(reduce::arg_reduce(
             *op,
             arg(name, args, 1, 0)?,
             axes,
             *index_dtype,
         )),
-        Primitive::Cumulative { op, axis, reverse } => one(reduce::cumulative(
-            *op,
-            arg(name, args, 1, 0)?,
-            *axis,
-            *reverse,
-        )),
-        Primitive::DotGeneral {
+        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => one(
+            reduce::cumulative(*op, arg(name, args, 1, 0)?, *axis, *reverse),
+        ),
+        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,
             ..
-        } => one(linalg::dot_general(
+        })) => one(linalg::dot_general(
             arg(name, args, 2, 0)?,
             arg(name, args, 2, 1)?,
             dimension_numbers,
             *preferred_element_type,
         )),
-        Primitive::ConvGeneralDilated {
+        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides,
             padding,
             lhs_dilation,
@@ -210,7 +244,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             batch_group_count,
             preferred_element_type,
             ..
-        } => one(linalg::conv(
+        })) => one(linalg::conv(
             arg(name, args, 2, 0)?,
             arg(name, args, 2, 1)?,
             &linalg::ConvParams {
@@ -224,37 +258,45 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 preferred_element_type: *preferred_element_type,
             },
         )),
-        Primitive::Sort {
+        Primitive::Reduction(Reduction::Sort(SortParams {
             dimension,
             num_keys,
             ..
-        } => sort::sort(args, *dimension, *num_keys),
-        Primitive::TopK { k, axis } => sort::top_k(arg(name, args, 1, 0)?, *k, *axis),
-        Primitive::Empty2 { dtype } => Ok(vec![HostArray::zeros(*dtype, &[])]),
-        Primitive::AllReduce { op, axes } => {
+        })) => sort::sort(args, *dimension, *num_keys),
+        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
+            sort::top_k(arg(name, args, 1, 0)?, *k, *axis)
+        }
+        Primitive::Structural(Structural::Empty2(Empty2Params { dtype })) => {
+            Ok(vec![HostArray::zeros(*dtype, &[])])
+        }
+        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
             let (rop, pos) = positional_reduce(name, *op, axes)?;
             one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
         }
-        Primitive::AllGather { axis_name, .. } => Err(unbound(name, &axis_name.join(", "))),
-        Primitive::AxisIndex { axis_name } => Err(unbound(name, axis_name)),
-        Primitive::Cond { .. }
-        | Primitive::While { .. }
-        | Primitive::Scan { .. }
-        | Primitive::ForLoop { .. }
-        | Primitive::Jit { .. }
-        | Primitive::CustomJvpCall { .. }
-        | Primitive::CustomVjpCall { .. }
-        | Primitive::Remat { .. }
-        | Primitive::Get { .. }
-        | Primitive::Swap { .. }
-        | Primitive::AddUpdate { .. }
-        | Primitive::ProgramId { .. }
-        | Primitive::NumPrograms { .. }
-        | Primitive::Load { .. }
-        | Primitive::Store { .. }
-        | Primitive::AtomicRmw { .. }
-        | Primitive::AtomicCas { .. }
-        | Primitive::PallasCall { .. } => Err(IrError::Eval(format!(
+        Primitive::Collective(Collective::AllGather(AllGatherParams { axis_name, .. })) => {
+            Err(unbound(name, &axis_name.join(", ")))
+        }
+        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
+            Err(unbound(name, axis_name))
+        }
+        Primitive::Control(Control::Cond(_))
+        | Primitive::Control(Control::While(_))
+        | Primitive::Control(Control::Scan(_))
+        | Primitive::Control(Control::ForLoop(_))
+        | Primitive::Control(Control::Jit(_))
+        | Primitive::Control(Control::CustomJvpCall(_))
+        | Primitive::Control(Control::CustomVjpCall(_))
+        | Primitive::Control(Control::Remat(_))
+        | Primitive::State(State::Get(_))
+        | Primitive::State(State::Swap(_))
+        | Primitive::State(State::AddUpdate(_))
+        | Primitive::Pallas(Pallas::ProgramId(_))
+        | Primitive::Pallas(Pallas::NumPrograms(_))
+        | Primitive::Pallas(Pallas::Load(_))
+        | Primitive::Pallas(Pallas::Store(_))
+        | Primitive::Pallas(Pallas::AtomicRmw(_))
+        | Primitive::Pallas(Pallas::AtomicCas(_))
+        | Primitive::Pallas(Pallas::PallasCall(_)) => Err(IrError::Eval(format!(
             "{name} is handled by the interpreter core, not by eval_op"
         ))),
     }

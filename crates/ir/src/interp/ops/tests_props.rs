@@ -8,6 +8,11 @@ use crate::array::{HostArray, Storage};
 use crate::dtype::DType;
 use crate::error::IrError;
 use crate::primitive::*;
+use crate::primitive::{
+    BroadcastInDimParams, ConcatenateParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, Indexing, IotaParams, Linalg, PadParams, Pallas, ProgramIdParams, ReduceParams,
+    Reduction, SliceParams, SortParams, SplitParams, Structural, TopKParams, TransposeParams,
+};
 
 fn rand_vec(rng: &mut Rng, n: usize, lo: f64, hi: f64) -> Vec<f64> {
     (0..n).map(|_| rng.uniform(lo, hi)).collect()
@@ -43,7 +48,7 @@ fn dot_general_matches_f64_oracle() {
     let (b, m, k, n) = (2, 3, 5, 4);
     let l = rand_vec(&mut rng, b * m * k, -2.0, 2.0);
     let r = rand_vec(&mut rng, b * k * n, -2.0, 2.0);
-    let prim = Primitive::DotGeneral {
+    let prim = Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
         dimension_numbers: DotDimensionNumbers {
             lhs_contracting: vec![2],
             rhs_contracting: vec![1],
@@ -52,7 +57,7 @@ fn dot_general_matches_f64_oracle() {
         },
         precision: None,
         preferred_element_type: None,
-    };
+    }));
     let out = eval_op(
         &prim,
         &[
@@ -84,10 +89,10 @@ fn reduce_sum_ints_exact_and_transpose_roundtrip() {
         .collect();
     let x = arr(DType::I32, &[3, 4, 5], &v);
     let s = eval_op(
-        &Primitive::Reduce {
+        &Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 2],
-        },
+        })),
         std::slice::from_ref(&x),
     )
     .unwrap();
@@ -102,7 +107,7 @@ fn reduce_sum_ints_exact_and_transpose_roundtrip() {
     assert_close(&s[0], DType::I32, &[4], &want, 0.0);
     let t = |p: Vec<usize>, a: &HostArray| {
         eval_op(
-            &Primitive::Transpose { permutation: p },
+            &Primitive::Structural(Structural::Transpose(TransposeParams { permutation: p })),
             std::slice::from_ref(a),
         )
         .unwrap()
@@ -119,20 +124,20 @@ fn pad_then_slice_is_identity() {
     let v = rand_vec(&mut rng, 12, -1.0, 1.0);
     let x = arr(DType::F32, &[3, 4], &v);
     let padded = eval_op(
-        &Primitive::Pad {
+        &Primitive::Structural(Structural::Pad(PadParams {
             padding_config: vec![Ints::new(vec![2, 1, 1]), Ints::new(vec![1, 3, 0])],
-        },
+        })),
         &[x.clone(), arr(DType::F32, &[], &[0.0])],
     )
     .unwrap()
     .remove(0);
     assert_eq!(padded.shape(), &[8, 8]);
     let back = eval_op(
-        &Primitive::Slice {
+        &Primitive::Indexing(Indexing::Slice(SliceParams {
             start_indices: Ints::new(vec![2, 1]),
             limit_indices: Ints::new(vec![7, 5]),
             strides: Some(Ints::new(vec![2, 1])),
-        },
+        })),
         &[padded],
     )
     .unwrap()
@@ -146,7 +151,7 @@ fn nextafter_steps_one_ulp_f32() {
     for _ in 0..500 {
         let a = rng.uniform(-1e3, 1e3) as f32;
         let out = eval_op(
-            &Primitive::Binary(BinaryOp::Nextafter),
+            &Primitive::Elementwise(Elementwise::Binary(BinaryOp::Nextafter)),
             &[
                 HostArray::new(vec![2], Storage::F32(vec![a, a])).unwrap(),
                 HostArray::new(
@@ -167,7 +172,11 @@ fn nextafter_steps_one_ulp_f32() {
 
 #[test]
 fn higher_order_primitives_are_rejected() {
-    let err = eval_op(&Primitive::ProgramId { axis: 0 }, &[]).unwrap_err();
+    let err = eval_op(
+        &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
+        &[],
+    )
+    .unwrap_err();
     assert!(matches!(err, IrError::Eval(m) if m.contains("program_id")));
 }
 
@@ -177,30 +186,45 @@ fn bad_operands_give_errors() {
     let y = arr(DType::F32, &[3, 2], &[1.0; 6]);
     let i = arr(DType::I32, &[2], &[1.0, 2.0]);
     let cases: Vec<(Primitive, Vec<HostArray>)> = vec![
-        (Primitive::Binary(BinaryOp::Add), vec![x.clone(), y.clone()]),
-        (Primitive::Binary(BinaryOp::Add), vec![x.clone(), i.clone()]),
-        (Primitive::Binary(BinaryOp::And), vec![x.clone(), x.clone()]),
-        (Primitive::Unary(UnaryOp::Sin), vec![i.clone()]),
-        (Primitive::Unary(UnaryOp::Neg), vec![]),
         (
-            Primitive::Transpose {
-                permutation: vec![0, 0],
-            },
-            vec![x.clone()],
-        ),
-        (
-            Primitive::Reduce {
-                op: ReduceOp::Sum,
-                axes: vec![5],
-            },
-            vec![x.clone()],
-        ),
-        (
-            Primitive::Concatenate { dimension: 1 },
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
             vec![x.clone(), y.clone()],
         ),
         (
-            Primitive::DotGeneral {
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
+            vec![x.clone(), i.clone()],
+        ),
+        (
+            Primitive::Elementwise(Elementwise::Binary(BinaryOp::And)),
+            vec![x.clone(), x.clone()],
+        ),
+        (
+            Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin)),
+            vec![i.clone()],
+        ),
+        (
+            Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg)),
+            vec![],
+        ),
+        (
+            Primitive::Structural(Structural::Transpose(TransposeParams {
+                permutation: vec![0, 0],
+            })),
+            vec![x.clone()],
+        ),
+        (
+            Primitive::Reduction(Reduction::Reduce(ReduceParams {
+                op: ReduceOp::Sum,
+                axes: vec![5],
+            })),
+            vec![x.clone()],
+        ),
+        (
+            Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension: 1 })),
+            vec![x.clone(), y.clone()],
+        ),
+        (
+            Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
                 dimension_numbers: DotDimensionNumbers {
                     lhs_contracting: vec![1],
                     rhs_contracting: vec![1],
@@ -208,24 +232,27 @@ fn bad_operands_give_errors() {
                 },
                 precision: None,
                 preferred_element_type: None,
-            },
+            })),
             vec![x.clone(), y.clone()],
         ),
         (
-            Primitive::DynamicSlice {
+            Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
                 slice_sizes: Ints::new(vec![3, 1]),
-            },
+            })),
             vec![x.clone(), i.clone(), i.clone()],
         ),
         (
-            Primitive::Sort {
+            Primitive::Reduction(Reduction::Sort(SortParams {
                 dimension: 0,
                 is_stable: true,
                 num_keys: 2,
-            },
+            })),
             vec![x.clone()],
         ),
-        (Primitive::TopK { k: 4, axis: 1 }, vec![x.clone()]),
+        (
+            Primitive::Reduction(Reduction::TopK(TopKParams { k: 4, axis: 1 })),
+            vec![x.clone()],
+        ),
     ];
     for (p, a) in cases {
         assert!(eval_op(&p, &a).is_err(), "{} should fail", p.name());
@@ -234,14 +261,18 @@ fn bad_operands_give_errors() {
 
 #[test]
 fn empty2_split_zero_and_dynamic_shapes() {
-    let e = eval_op(&Primitive::Empty2 { dtype: DType::BF16 }, &[]).unwrap();
+    let e = eval_op(
+        &Primitive::Structural(Structural::Empty2(Empty2Params { dtype: DType::BF16 })),
+        &[],
+    )
+    .unwrap();
     assert_eq!(e, vec![HostArray::zeros(DType::BF16, &[])]);
     let x = arr(DType::F32, &[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let parts = eval_op(
-        &Primitive::Split {
+        &Primitive::Structural(Structural::Split(SplitParams {
             sizes: Ints::new(vec![1, 0, 2]),
             axis: 0,
-        },
+        })),
         std::slice::from_ref(&x),
     )
     .unwrap();
@@ -251,10 +282,10 @@ fn empty2_split_zero_and_dynamic_shapes() {
     assert_close(&parts[2], DType::F32, &[2, 2], &[3.0, 4.0, 5.0, 6.0], 0.0);
     // A `None` size comes from a trailing scalar operand.
     let b = eval_op(
-        &Primitive::BroadcastInDim {
+        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
             shape: vec![None, Some(2)],
             broadcast_dimensions: vec![1].into(),
-        },
+        })),
         &[
             arr(DType::I32, &[2], &[7.0, 8.0]),
             arr(DType::I32, &[], &[3.0]),
@@ -269,11 +300,11 @@ fn empty2_split_zero_and_dynamic_shapes() {
         0.0,
     );
     let io = eval_op(
-        &Primitive::Iota {
+        &Primitive::Structural(Structural::Iota(IotaParams {
             dtype: DType::U8,
             shape: vec![Some(2), None],
             dimension: 1,
-        },
+        })),
         &[arr(DType::I32, &[], &[3.0])],
     )
     .unwrap();
@@ -292,7 +323,11 @@ fn binary_broadcasts_rank0_operand() {
     let v = rand_vec(&mut rng, 6, -5.0, 5.0);
     let x = arr(DType::F64, &[2, 3], &v);
     let two = arr(DType::F64, &[], &[2.0]);
-    let out = eval_op(&Primitive::Binary(BinaryOp::Sub), &[two, x]).unwrap();
+    let out = eval_op(
+        &Primitive::Elementwise(Elementwise::Binary(BinaryOp::Sub)),
+        &[two, x],
+    )
+    .unwrap();
     let want: Vec<f64> = v.iter().map(|a| 2.0 - a).collect();
     assert_close(&out[0], DType::F64, &[2, 3], &want, 0.0);
 }

@@ -1,0 +1,150 @@
+//! The control family of primitives and their params.
+
+use super::*;
+
+/// Control flow and calls: every member holds at least one jaxpr and runs it (`cond`, `while`, `scan`, `for_loop`, `jit`, custom-derivative calls, `remat2`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Control {
+    /// `cond[branches] index *operands`: runs `branches[clamp(index)]`.
+    Cond(CondParams),
+    /// `while[cond_jaxpr body_jaxpr cond_nconsts body_nconsts] *cconsts *bconsts *init`.
+    While(WhileParams),
+    /// `scan[...] *consts *carry *xs` giving `*carry *ys`.
+    Scan(ScanParams),
+    /// Catalyst's `for_loop[...] *implicit *consts lo hi step *carry`.
+    ForLoop(ForLoopParams),
+    /// `jit[name jaxpr]`: a call of a staged function.
+    Jit(JitParams),
+    /// `custom_jvp_call[name call_jaxpr jvp num_consts symbolic_zeros]`.
+    CustomJvpCall(CustomJvpCallParams),
+    /// `custom_vjp_call[name call_jaxpr fwd bwd num_consts symbolic_zeros]`.
+    CustomVjpCall(CustomVjpCallParams),
+    /// `remat2[jaxpr prevent_cse differentiated policy]` (checkpoint).
+    Remat(RematParams),
+}
+
+impl Control {
+    /// The name JAX prints.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Control::Cond(_) => "cond",
+            Control::While(_) => "while",
+            Control::Scan(_) => "scan",
+            Control::ForLoop(_) => "for_loop",
+            Control::Jit(_) => "jit",
+            Control::CustomJvpCall(_) => "custom_jvp_call",
+            Control::CustomVjpCall(_) => "custom_vjp_call",
+            Control::Remat(_) => "remat2",
+        }
+    }
+}
+
+/// The params of `cond`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CondParams {
+    /// The branches; branch 0 is the false branch of a bool predicate.
+    pub branches: Vec<ClosedJaxpr>,
+}
+
+/// The params of `while`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WhileParams {
+    /// The predicate.
+    pub cond_jaxpr: ClosedJaxpr,
+    /// The body.
+    pub body_jaxpr: ClosedJaxpr,
+    /// Leading operands that are the predicate's consts.
+    pub cond_nconsts: usize,
+    /// Following operands that are the body's consts.
+    pub body_nconsts: usize,
+}
+
+/// The params of `scan`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanParams {
+    /// The body: `(consts, carry, x) -> (carry, y)`.
+    pub jaxpr: ClosedJaxpr,
+    /// Number of iterations.
+    pub length: usize,
+    /// Iterate from the end.
+    pub reverse: bool,
+    /// Leading const operands.
+    pub num_consts: usize,
+    /// Carry operands.
+    pub num_carry: usize,
+    /// Unroll factor (`unroll=1`).
+    pub unroll: i64,
+    /// Which operands are linear (JAX elides an all-false list).
+    pub linear: Vec<bool>,
+    /// JAX's `_split_transpose` flag.
+    pub split_transpose: bool,
+}
+
+/// The params of `for_loop`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForLoopParams {
+    /// The body: `(consts, i, carry) -> carry`.
+    pub body_jaxpr: ClosedJaxpr,
+    /// Leading const operands after the implicit ones.
+    pub body_nconsts: usize,
+    /// Leading implicit (dimension) operands.
+    pub nimplicit: usize,
+    /// Share dimensions between arguments when deducing types.
+    pub preserve_dimensions: bool,
+    /// Run the iterations in reverse.
+    pub apply_reverse_transform: bool,
+}
+
+/// The params of `jit`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JitParams {
+    /// The function's name.
+    pub name: String,
+    /// The callee.
+    pub jaxpr: ClosedJaxpr,
+}
+
+/// The params of `custom_jvp_call`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomJvpCallParams {
+    /// The function's name.
+    pub name: String,
+    /// The primal function.
+    pub call_jaxpr: ClosedJaxpr,
+    /// The printed name of the JVP rule (its body is not in the text).
+    pub jvp: String,
+    /// Leading const operands.
+    pub num_consts: usize,
+    /// Whether the rule sees symbolic zeros.
+    pub symbolic_zeros: bool,
+}
+
+/// The params of `custom_vjp_call`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomVjpCallParams {
+    /// The function's name.
+    pub name: String,
+    /// The primal function.
+    pub call_jaxpr: ClosedJaxpr,
+    /// Printed name of the forward rule.
+    pub fwd: String,
+    /// Printed name of the backward rule.
+    pub bwd: String,
+    /// Leading const operands.
+    pub num_consts: usize,
+    /// Whether the rules see symbolic zeros.
+    pub symbolic_zeros: bool,
+}
+
+/// The params of `remat2`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RematParams {
+    /// The body.
+    pub jaxpr: Arc<Jaxpr>,
+    /// Prevent CSE across the boundary.
+    pub prevent_cse: bool,
+    /// Whether this is the differentiated form.
+    pub differentiated: bool,
+    /// The printed policy (`None` or e.g. `DotsSaveable(...)`).
+    pub policy: Option<String>,
+}

@@ -1,0 +1,84 @@
+//! The elementwise family of primitives and their params.
+
+use super::*;
+
+/// Elementwise primitives: each output element depends only on the operand elements at the same index (after JAX's implicit scalar broadcasting of `select_n`/`clamp` operands).
+///
+/// Family invariant: no member holds a jaxpr or touches a `Ref`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Elementwise {
+    /// `neg`, `sin`, `exp`, ...: one operand, same type out.
+    Unary(UnaryOp),
+    /// `add`, `lt`, ...: two operands of one type (comparisons give bool).
+    Binary(BinaryOp),
+    /// `integer_pow[y]`: `x ** y` by repeated multiplication.
+    IntegerPow(IntegerPowParams),
+    /// `round[rounding_method]`.
+    Round(RoundParams),
+    /// `reduce_precision[exponent_bits mantissa_bits]`.
+    ReducePrecision(ReducePrecisionParams),
+    /// `convert_element_type[new_dtype weak_type]` (`sharding` elided).
+    ConvertElementType(ConvertElementTypeParams),
+    /// `bitcast_convert_type[new_dtype]`.
+    BitcastConvertType(BitcastConvertTypeParams),
+    /// `select_n which *cases`: picks `cases[which]` elementwise.
+    SelectN,
+    /// `clamp lo x hi`.
+    Clamp,
+}
+
+impl Elementwise {
+    /// The name JAX prints.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Elementwise::Unary(op) => op.name(),
+            Elementwise::Binary(op) => op.name(),
+            Elementwise::IntegerPow(_) => "integer_pow",
+            Elementwise::Round(_) => "round",
+            Elementwise::ReducePrecision(_) => "reduce_precision",
+            Elementwise::ConvertElementType(_) => "convert_element_type",
+            Elementwise::BitcastConvertType(_) => "bitcast_convert_type",
+            Elementwise::SelectN => "select_n",
+            Elementwise::Clamp => "clamp",
+        }
+    }
+}
+
+/// The params of `integer_pow`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntegerPowParams {
+    /// The exponent.
+    pub y: i64,
+}
+
+/// The params of `round`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundParams {
+    /// How halves round.
+    pub rounding_method: RoundingMethod,
+}
+
+/// The params of `reduce_precision`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReducePrecisionParams {
+    /// Exponent bits kept.
+    pub exponent_bits: u32,
+    /// Mantissa bits kept.
+    pub mantissa_bits: u32,
+}
+
+/// The params of `convert_element_type`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvertElementTypeParams {
+    /// Target dtype.
+    pub new_dtype: DType,
+    /// Whether the result is weakly typed.
+    pub weak_type: bool,
+}
+
+/// The params of `bitcast_convert_type`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BitcastConvertTypeParams {
+    /// Target dtype.
+    pub new_dtype: DType,
+}
