@@ -10,16 +10,9 @@ use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
 use crate::prep::{prep, Tables};
 use crate::program::{Emitter, TopIo};
 use jaxon_ir::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    ArgReduceParams, Collective, ConcatenateParams, Control, CumulativeParams, DotGeneralParams,
+    Elementwise, Empty2Params, Indexing, IotaParams, Linalg, PadParams, Pallas, Reduction,
+    ReshapeParams, SplitParams, State, Structural,
 };
 use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive, Var};

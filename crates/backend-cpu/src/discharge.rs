@@ -8,8 +8,8 @@
 //! results) so that the update flows out; refs only read stay constants.
 
 use jaxon_ir::primitive::{
-    AddUpdateParams, AtomicCasParams, AtomicRmwParams, CondParams, Control, GetParams, LoadParams,
-    Pallas, ScanParams, State, StoreParams, SwapParams, WhileParams,
+    CondParams, Control, GetParams, LoadParams, Pallas, ScanParams, State, StoreParams, SwapParams,
+    WhileParams,
 };
 use jaxon_ir::primitive::{IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, IrError, Jaxpr, Primitive, Var};

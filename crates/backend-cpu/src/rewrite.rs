@@ -3,7 +3,7 @@
 //! discharging `Ref` arguments (each state write binds a new variable) and
 //! widening half-precision reductions to f32 ones between two casts.
 
-use jaxon_ir::primitive::{ConvertElementTypeParams, Elementwise, ReduceParams, Reduction};
+use jaxon_ir::primitive::{ConvertElementTypeParams, Elementwise, Reduction};
 use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, DType, Eqn, Jaxpr, Primitive, ShapedArray};
 use std::sync::Arc;
 

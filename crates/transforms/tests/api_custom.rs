@@ -3,7 +3,7 @@
 //! a staged equation is differentiated later), and remat recomputation.
 
 use jaxon_ir::parse::parse_closed_jaxpr;
-use jaxon_ir::primitive::{Control, Elementwise, RematParams};
+use jaxon_ir::primitive::{Control, Elementwise};
 use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{Eqn, Jaxpr, Primitive};
 use jaxon_trace::error::ok_or_raise;

@@ -342,15 +342,36 @@ fn table() -> Vec<Row> {
     r
 }
 
-/// Primitive names from `Primitive::name` and the op enums' `name`s: the
-/// string arms of their exhaustive matches.
+/// Primitive names from the families' `name`s and the op enums' `name`s:
+/// the string arms of their exhaustive matches.
 fn all_names() -> BTreeSet<String> {
-    let src = include_str!("../../ir/src/primitive/mod.rs");
-    let start = src.find("impl UnaryOp").expect("UnaryOp::name");
+    let sources = [
+        include_str!("../../ir/src/primitive/ops.rs"),
+        include_str!("../../ir/src/primitive/elementwise.rs"),
+        include_str!("../../ir/src/primitive/structural.rs"),
+        include_str!("../../ir/src/primitive/indexing.rs"),
+        include_str!("../../ir/src/primitive/reduction.rs"),
+        include_str!("../../ir/src/primitive/linalg.rs"),
+        include_str!("../../ir/src/primitive/control.rs"),
+        include_str!("../../ir/src/primitive/state.rs"),
+        include_str!("../../ir/src/primitive/pallas.rs"),
+        // The family's names, not `CollectiveOp`'s (psum and friends are
+        // checked by the collectives' own tests).
+        include_str!("../../ir/src/primitive/collective.rs"),
+    ];
     let mut names = BTreeSet::new();
-    for part in src[start..].split("=> \"").skip(1) {
-        let name = &part[..part.find('"').expect("closing quote")];
-        names.insert(name.to_string());
+    for src in sources {
+        let start = src
+            .find("impl UnaryOp")
+            .or_else(|| src.find("impl Collective {"))
+            .or_else(|| src.find("pub fn name(&self)"))
+            .expect("a name fn");
+        let end = src[start..].find("\n}\n").map_or(src.len(), |e| start + e);
+        let end = if src.contains("impl UnaryOp") { src.len() } else { end };
+        for part in src[start..end].split("=> \"").skip(1) {
+            let name = &part[..part.find('"').expect("closing quote")];
+            names.insert(name.to_string());
+        }
     }
     names
 }

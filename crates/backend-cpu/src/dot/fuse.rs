@@ -3,7 +3,7 @@
 //! one accumulating GEMM (`fuse_accumulate`).
 
 use super::DotPlan;
-use jaxon_ir::primitive::{Elementwise, GetParams, Indexing, SliceParams, State};
+use jaxon_ir::primitive::{Elementwise, Indexing, SliceParams, State};
 
 /// What [`fuse_accumulate`] changed: group spans the memory plan must keep
 /// live together, and the product temporaries no longer materialised.

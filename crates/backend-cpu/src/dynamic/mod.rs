@@ -30,10 +30,7 @@
 //! declared type with the dimension variables resolved (dtype, rank and
 //! each size), so kernels only ever see the sizes they are called with.
 
-use jaxon_ir::primitive::{
-    CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, ForLoopParams,
-    JitParams, Linalg, RematParams, ScanParams, WhileParams,
-};
+use jaxon_ir::primitive::{Control, DotGeneralParams, Linalg};
 mod flat;
 mod movement;
 mod native;

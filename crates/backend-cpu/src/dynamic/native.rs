@@ -14,16 +14,10 @@
 use super::{movement, reduce};
 use crate::native::{build_op, NativeOp};
 use jaxon_ir::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    ArgReduceParams, BroadcastInDimParams, Collective, ConcatenateParams, Control,
+    CumulativeParams, Elementwise, Indexing, IotaParams, Linalg, PadParams, Pallas, ReduceParams,
+    Reduction, ReshapeParams, RevParams, SliceParams, SplitParams, State, Structural,
+    TransposeParams,
 };
 use jaxon_ir::primitive::{CumulativeOp, ReduceOp};
 use jaxon_ir::{DType, Eqn, HostArray, IrError, Primitive};

@@ -27,7 +27,7 @@ use jaxon_ir::interp::support::{
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::primitive::{
     CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, ForLoopParams,
-    JitParams, Linalg, RematParams, ScanParams, WhileParams,
+    Linalg, ScanParams, WhileParams,
 };
 use jaxon_ir::{
     Atom, Aval, Binder, Buffer, DType, Dim, Eqn, Executable, HostArray, IrError, Jaxpr, Primitive,

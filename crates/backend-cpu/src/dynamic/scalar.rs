@@ -11,8 +11,8 @@
 //! kernel: `compile` returns `None`.
 
 use jaxon_ir::literal::Scalar;
+use jaxon_ir::primitive::Elementwise;
 use jaxon_ir::primitive::{BinaryOp, UnaryOp};
-use jaxon_ir::primitive::{ConvertElementTypeParams, Elementwise};
 use jaxon_ir::{Atom, Binder, DType, Jaxpr, Primitive, Var};
 
 /// An operand: a register or an immediate (a literal, normalised).

@@ -8,7 +8,7 @@ use super::ops::vector_ok;
 use super::{err, row_major, static_shape, Gen, GenError, Leaf, Node, Src};
 use jaxon_ir::passes::{operand_map, Group, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
-use jaxon_ir::primitive::{Elementwise, ReduceParams, Reduction};
+use jaxon_ir::primitive::{Elementwise, Reduction};
 use jaxon_ir::{Atom, Binder, DType, Jaxpr, Primitive};
 
 pub(super) fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {

@@ -14,8 +14,7 @@ use cranelift_codegen::ir::types::{F32, F64, I32, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
 use jaxon_ir::primitive::{BinaryOp, RoundingMethod, UnaryOp};
 use jaxon_ir::primitive::{
-    BroadcastInDimParams, ConvertElementTypeParams, Elementwise, Indexing, IntegerPowParams,
-    ReshapeParams, RevParams, RoundParams, SliceParams, SqueezeParams, Structural, TransposeParams,
+    ConvertElementTypeParams, Elementwise, Indexing, IntegerPowParams, RoundParams, Structural,
 };
 use jaxon_ir::{DType, Primitive};
 

@@ -12,7 +12,7 @@ use jaxon_ir::primitive::{
     ConvGeneralDilatedParams, DotGeneralParams, DynamicSliceParams, Elementwise, GatherParams,
     GetParams, Indexing, Linalg, LoadParams, NumProgramsParams, Pallas, PallasCallParams,
     ProgramIdParams, ReducePrecisionParams, Reduction, ReshapeParams, ScatterParams, SortParams,
-    StackParams, State, StoreParams, Structural, SwapParams, TileParams, TopKParams,
+    StackParams, State, StoreParams, Structural, SwapParams, TopKParams,
 };
 mod conv;
 mod elem;

@@ -8,16 +8,10 @@
 //! A `Ctx` carries the Pallas grid position through nested evaluation.
 
 use crate::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, Collective, CondParams, Control,
+    CustomJvpCallParams, CustomVjpCallParams, Elementwise, ForLoopParams, GetParams, Indexing,
+    JitParams, Linalg, LoadParams, NumProgramsParams, Pallas, PallasCallParams, ProgramIdParams,
+    Reduction, RematParams, ScanParams, State, StoreParams, Structural, SwapParams, WhileParams,
 };
 mod backend;
 mod control;

@@ -6,14 +6,14 @@ use crate::aval::{Aval, Dim, ShapedArray};
 use crate::dtype::DType;
 use crate::jaxpr::{Atom, Binder, Var};
 use crate::literal::Scalar;
+use crate::primitive::{AtomicOp, BinaryOp, IndexEntry, IndexValue, Indexer, Primitive, UnaryOp};
 use crate::primitive::{
-    AddUpdateParams, AtomicRmwParams, BroadcastInDimParams, Control, CumulativeParams,
-    DotGeneralParams, Elementwise, ForLoopParams, GetParams, Indexing, JitParams, Linalg,
-    LoadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, ScatterParams, SplitParams, StackParams, State, StoreParams, Structural, SwapParams,
+    AtomicRmwParams, BroadcastInDimParams, Control, CumulativeParams, DotGeneralParams,
+    Elementwise, ForLoopParams, GetParams, Indexing, JitParams, Linalg, LoadParams, Pallas,
+    PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams, Reduction,
+    ScatterParams, SplitParams, StackParams, State, StoreParams, Structural, SwapParams,
     TileParams, TopKParams,
 };
-use crate::primitive::{AtomicOp, BinaryOp, IndexEntry, IndexValue, Indexer, Primitive, UnaryOp};
 use crate::print::print_jaxpr;
 use std::sync::Arc;
 

@@ -25,9 +25,8 @@ use crate::aval::{static_sizes, Aval};
 use crate::error::IrError;
 use crate::jaxpr::{Atom, Binder, Eqn, Jaxpr, Var};
 use crate::primitive::{
-    BroadcastInDimParams, ConvertElementTypeParams, Elementwise, Indexing, IntegerPowParams,
-    ReduceParams, Reduction, ReshapeParams, RevParams, RoundParams, SliceParams, SqueezeParams,
-    Structural, TransposeParams,
+    BroadcastInDimParams, Elementwise, Indexing, ReduceParams, Reduction, ReshapeParams, RevParams,
+    SliceParams, Structural, TransposeParams,
 };
 use crate::primitive::{Primitive, ReduceOp};
 use std::fmt;

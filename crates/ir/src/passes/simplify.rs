@@ -13,8 +13,8 @@ use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var};
 use crate::literal::{Literal, Scalar};
 use crate::primitive::Primitive;
 use crate::primitive::{
-    Control, ConvertElementTypeParams, CustomJvpCallParams, CustomVjpCallParams, Elementwise,
-    Empty2Params, IntegerPowParams, JitParams, RematParams, RoundParams, Structural,
+    Control, CustomJvpCallParams, CustomVjpCallParams, Elementwise, JitParams, RematParams,
+    Structural,
 };
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -6,8 +6,8 @@ use super::tests::{parse, random_args};
 use super::*;
 use crate::interp::eval_closed_jaxpr;
 use crate::jaxpr::ClosedJaxpr;
+use crate::primitive::Linalg;
 use crate::primitive::Primitive;
-use crate::primitive::{DotGeneralParams, Linalg};
 
 fn rewritten(c: &ClosedJaxpr) -> ClosedJaxpr {
     ClosedJaxpr {

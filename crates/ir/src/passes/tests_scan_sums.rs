@@ -7,7 +7,7 @@ use super::*;
 use crate::interp::eval_closed_jaxpr;
 use crate::jaxpr::ClosedJaxpr;
 use crate::primitive::Primitive;
-use crate::primitive::{Control, DotGeneralParams, Linalg, ScanParams};
+use crate::primitive::{Control, Linalg, ScanParams};
 
 /// The backward scan of an RNN, as reverse mode stages it: weight
 /// gradients accumulated from transposed products of the step's delta `k`

@@ -2,16 +2,9 @@
 
 use super::Primitive;
 use super::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    Collective, CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, Elementwise,
+    ForLoopParams, Indexing, JitParams, Linalg, Pallas, PallasCallParams, Reduction, RematParams,
+    ScanParams, ScatterParams, State, Structural, WhileParams,
 };
 use crate::jaxpr::{ClosedJaxpr, Jaxpr};
 use std::sync::Arc;

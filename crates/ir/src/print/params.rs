@@ -6,16 +6,15 @@ use crate::aval::ShapedArray;
 use crate::dtype::DType;
 use crate::literal::python_float_repr;
 use crate::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AllGatherParams, AllReduceParams, ArgReduceParams, AtomicRmwParams, AxisIndexParams,
+    BitcastConvertTypeParams, BroadcastInDimParams, Collective, ConcatenateParams, CondParams,
+    Control, ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams,
+    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, ForLoopParams, GatherParams, Indexing, IntegerPowParams, IotaParams, JitParams,
+    Linalg, NumProgramsParams, PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams,
+    ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, RoundParams,
+    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams,
+    State, Structural, TileParams, TopKParams, TransposeParams, WhileParams,
 };
 use crate::primitive::{
     AtomicOp, BlockDim, BlockMapping, ConvDimensionNumbers, DotDimensionNumbers, FillValue,

@@ -7,15 +7,14 @@
 
 use crate::primitive::{
     AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AtomicRmwParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective, ConcatenateParams,
+    CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams,
+    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg,
+    LoadParams, PadParams, Pallas, PallasCallParams, ReduceParams, ReducePrecisionParams,
+    Reduction, RematParams, ReshapeParams, RevParams, ScanParams, ScatterParams, SliceParams,
+    SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams, Structural,
+    SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
 };
 mod collective;
 mod control;

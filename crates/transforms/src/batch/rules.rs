@@ -10,16 +10,11 @@ use super::state::{self, StateOp};
 use super::{control, index, linalg, to_front};
 use jaxon_ir::primitive::Ints;
 use jaxon_ir::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AddUpdateParams, ArgReduceParams, BroadcastInDimParams, Collective, ConcatenateParams,
+    CondParams, Control, CumulativeParams, DynamicSliceParams, Elementwise, GetParams, Indexing,
+    Linalg, PadParams, Pallas, ReduceParams, Reduction, ReshapeParams, RevParams, SliceParams,
+    SortParams, SplitParams, SqueezeParams, StackParams, State, Structural, SwapParams, TileParams,
+    TopKParams, TransposeParams, WhileParams,
 };
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};

@@ -4,7 +4,7 @@
 
 use super::rules::Outs;
 use crate::batch::collectives::{gather_like, reduce_axes};
-use jaxon_ir::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
+use jaxon_ir::primitive::{AllReduceParams, AxisIndexParams, Collective};
 use jaxon_ir::primitive::{AxisRef, CollectiveOp};
 use jaxon_ir::Primitive;
 use jaxon_trace::error::{Error, Result};

@@ -8,16 +8,10 @@
 use super::state::StateOp;
 use crate::util::{broadcast_operand, has_tangent, scalar_like, zeros_like};
 use jaxon_ir::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AddUpdateParams, Collective, CondParams, Control, ConvertElementTypeParams, CumulativeParams,
+    Elementwise, GetParams, Indexing, IntegerPowParams, JitParams, Linalg, LoadParams, Pallas,
+    ReduceParams, Reduction, ScatterParams, SortParams, State, StoreParams, Structural, SwapParams,
+    TopKParams,
 };
 use jaxon_ir::primitive::{BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
 use jaxon_ir::Primitive;

@@ -5,16 +5,10 @@
 use super::LinArg;
 use crate::util::{jaxpr_is_dynamic, scatter_inverse_gather, unbroadcast_to};
 use jaxon_ir::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AllReduceParams, BroadcastInDimParams, Collective, ConcatenateParams, CondParams, Control,
+    CumulativeParams, CustomJvpCallParams, DotGeneralParams, Elementwise, GatherParams, Indexing,
+    JitParams, Linalg, PadParams, Pallas, ReduceParams, Reduction, RevParams, ScatterParams,
+    SliceParams, SplitParams, StackParams, State, Structural, TileParams, TransposeParams,
 };
 use jaxon_ir::primitive::{
     BinaryOp, CumulativeOp, DotDimensionNumbers, ReduceOp, ScatterDimensionNumbers, ScatterKind,

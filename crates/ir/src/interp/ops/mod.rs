@@ -11,16 +11,13 @@
 //! ops accumulate sequentially (XLA may reassociate).
 
 use crate::primitive::{
-    AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, AxisIndexParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective,
-    ConcatenateParams, CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams,
-    CumulativeParams, CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams,
-    DynamicSliceParams, Elementwise, Empty2Params, ForLoopParams, GatherParams, GetParams,
-    Indexing, IntegerPowParams, IotaParams, JitParams, Linalg, LoadParams, NumProgramsParams,
-    PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, RoundParams, ScanParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams,
-    Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    AllGatherParams, AllReduceParams, ArgReduceParams, AxisIndexParams, BitcastConvertTypeParams,
+    BroadcastInDimParams, Collective, ConcatenateParams, Control, ConvGeneralDilatedParams,
+    ConvertElementTypeParams, CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, Pallas,
+    ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams,
+    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
+    Structural, TileParams, TopKParams, TransposeParams,
 };
 mod convert;
 
