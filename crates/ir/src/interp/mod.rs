@@ -8,10 +8,10 @@
 //! A `Ctx` carries the Pallas grid position through nested evaluation.
 
 use crate::primitive::{
-    AddUpdateParams, AtomicCasParams, AtomicRmwParams, Collective, CondParams, Control,
-    CustomJvpCallParams, CustomVjpCallParams, Elementwise, ForLoopParams, GetParams, Indexing,
-    JitParams, Linalg, LoadParams, NumProgramsParams, Pallas, PallasCallParams, ProgramIdParams,
-    Reduction, RematParams, ScanParams, State, StoreParams, Structural, SwapParams, WhileParams,
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, CondParams, Control, CustomJvpCallParams,
+    CustomVjpCallParams, ForLoopParams, GetParams, JitParams, LoadParams, NumProgramsParams,
+    Pallas, PallasCallParams, ProgramIdParams, RematParams, ScanParams, State, StoreParams,
+    SwapParams, WhileParams,
 };
 mod backend;
 mod control;
@@ -259,153 +259,119 @@ fn arrays(prim: &Primitive, args: Vec<Value>) -> Result<Vec<HostArray>, IrError>
 /// Applies one primitive to its operands.
 fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>, IrError> {
     match prim {
-        Primitive::Elementwise(Elementwise::Unary(_))
-        | Primitive::Elementwise(Elementwise::Binary(_))
-        | Primitive::Elementwise(Elementwise::IntegerPow(_))
-        | Primitive::Elementwise(Elementwise::Round(_))
-        | Primitive::Elementwise(Elementwise::ReducePrecision(_))
-        | Primitive::Elementwise(Elementwise::ConvertElementType(_))
-        | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
-        | Primitive::Elementwise(Elementwise::SelectN)
-        | Primitive::Elementwise(Elementwise::Clamp)
-        | Primitive::Structural(Structural::BroadcastInDim(_))
-        | Primitive::Structural(Structural::Reshape(_))
-        | Primitive::Structural(Structural::Transpose(_))
-        | Primitive::Structural(Structural::Squeeze(_))
-        | Primitive::Structural(Structural::Rev(_))
-        | Primitive::Structural(Structural::Pad(_))
-        | Primitive::Structural(Structural::Concatenate(_))
-        | Primitive::Indexing(Indexing::Slice(_))
-        | Primitive::Indexing(Indexing::DynamicSlice(_))
-        | Primitive::Indexing(Indexing::DynamicUpdateSlice)
-        | Primitive::Indexing(Indexing::Gather(_))
-        | Primitive::Indexing(Indexing::Scatter(_))
-        | Primitive::Structural(Structural::Iota(_))
-        | Primitive::Structural(Structural::Split(_))
-        | Primitive::Structural(Structural::Tile(_))
-        | Primitive::Structural(Structural::Stack(_))
-        | Primitive::Reduction(Reduction::Reduce(_))
-        | Primitive::Reduction(Reduction::ArgReduce(_))
-        | Primitive::Reduction(Reduction::Cumulative(_))
-        | Primitive::Linalg(Linalg::DotGeneral(_))
-        | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
-        | Primitive::Reduction(Reduction::Sort(_))
-        | Primitive::Reduction(Reduction::TopK(_))
-        | Primitive::Structural(Structural::Empty2(_))
-        | Primitive::Collective(Collective::AllReduce(_))
-        | Primitive::Collective(Collective::AllGather(_))
-        | Primitive::Collective(Collective::AxisIndex(_)) => {
+        Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Collective(_) => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()
                 .map(Value::Array)
                 .collect())
         }
-        Primitive::Control(Control::Cond(CondParams { branches })) => {
-            control::cond(ctx, branches, &args)
-        }
-        Primitive::Control(Control::While(WhileParams {
-            cond_jaxpr,
-            body_jaxpr,
-            cond_nconsts,
-            body_nconsts,
-        })) => control::while_loop(
-            ctx,
-            cond_jaxpr,
-            body_jaxpr,
-            *cond_nconsts,
-            *body_nconsts,
-            &args,
-        ),
-        Primitive::Control(Control::Scan(ScanParams {
-            jaxpr,
-            length,
-            reverse,
-            num_consts,
-            num_carry,
-            unroll: _,
-            linear: _,
-            split_transpose: _,
-        })) => control::scan(
-            ctx,
-            jaxpr,
-            *length,
-            *reverse,
-            *num_consts,
-            *num_carry,
-            &args,
-        ),
-        Primitive::Control(Control::ForLoop(ForLoopParams {
-            body_jaxpr,
-            body_nconsts,
-            nimplicit,
-            preserve_dimensions: _,
-            apply_reverse_transform,
-        })) => control::for_loop(
-            ctx,
-            body_jaxpr,
-            *body_nconsts,
-            *nimplicit,
-            *apply_reverse_transform,
-            &args,
-        ),
-        Primitive::Control(Control::Jit(JitParams { name: _, jaxpr })) => {
-            call_closed(ctx, jaxpr, &args)
-        }
-        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
-            call_jaxpr,
-            num_consts,
-            ..
-        }))
-        | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
-            call_jaxpr,
-            num_consts,
-            ..
-        })) => control::custom_call(ctx, prim.name(), call_jaxpr, *num_consts, &args),
-        Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => {
-            eval_with(ctx, jaxpr, &[], &args)
-        }
-        Primitive::State(State::Get(GetParams { indexers })) => state::get(indexers, &args),
-        Primitive::State(State::Swap(SwapParams { indexers })) => state::swap(indexers, &args),
-        Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) => {
-            state::addupdate(indexers, &args)
-        }
-        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis })) => {
-            pallas::program_id(ctx, *axis, false, &args)
-        }
-        Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
-            pallas::program_id(ctx, *axis, true, &args)
-        }
-        Primitive::Pallas(Pallas::Load(LoadParams {
-            indexers,
-            has_mask,
-            has_other,
-        })) => state::load(indexers, *has_mask, *has_other, &args),
-        Primitive::Pallas(Pallas::Store(StoreParams { indexers, has_mask })) => {
-            state::store(indexers, *has_mask, &args)
-        }
-        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })) => {
-            state::atomic_rmw(indexers, *op, &args)
-        }
-        Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })) => {
-            state::atomic_cas(indexers, &args)
-        }
-        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
-            kernel,
-            grid,
-            block_mappings,
-            out_avals,
-            name: _,
-            interpret: _,
-            debug: _,
-            input_output_aliases,
-        })) => pallas::pallas_call(
-            kernel,
-            grid,
-            block_mappings,
-            out_avals,
-            input_output_aliases,
-            &args,
-        ),
+        Primitive::Control(f) => match f {
+            Control::Cond(CondParams { branches }) => control::cond(ctx, branches, &args),
+            Control::While(WhileParams {
+                cond_jaxpr,
+                body_jaxpr,
+                cond_nconsts,
+                body_nconsts,
+            }) => control::while_loop(
+                ctx,
+                cond_jaxpr,
+                body_jaxpr,
+                *cond_nconsts,
+                *body_nconsts,
+                &args,
+            ),
+            Control::Scan(ScanParams {
+                jaxpr,
+                length,
+                reverse,
+                num_consts,
+                num_carry,
+                unroll: _,
+                linear: _,
+                split_transpose: _,
+            }) => control::scan(
+                ctx,
+                jaxpr,
+                *length,
+                *reverse,
+                *num_consts,
+                *num_carry,
+                &args,
+            ),
+            Control::ForLoop(ForLoopParams {
+                body_jaxpr,
+                body_nconsts,
+                nimplicit,
+                preserve_dimensions: _,
+                apply_reverse_transform,
+            }) => control::for_loop(
+                ctx,
+                body_jaxpr,
+                *body_nconsts,
+                *nimplicit,
+                *apply_reverse_transform,
+                &args,
+            ),
+            Control::Jit(JitParams { name: _, jaxpr }) => call_closed(ctx, jaxpr, &args),
+            Control::CustomJvpCall(CustomJvpCallParams {
+                call_jaxpr,
+                num_consts,
+                ..
+            })
+            | Control::CustomVjpCall(CustomVjpCallParams {
+                call_jaxpr,
+                num_consts,
+                ..
+            }) => control::custom_call(ctx, prim.name(), call_jaxpr, *num_consts, &args),
+            Control::Remat(RematParams { jaxpr, .. }) => eval_with(ctx, jaxpr, &[], &args),
+        },
+        Primitive::State(f) => match f {
+            State::Get(GetParams { indexers }) => state::get(indexers, &args),
+            State::Swap(SwapParams { indexers }) => state::swap(indexers, &args),
+            State::AddUpdate(AddUpdateParams { indexers }) => state::addupdate(indexers, &args),
+        },
+        Primitive::Pallas(f) => match f {
+            Pallas::ProgramId(ProgramIdParams { axis }) => {
+                pallas::program_id(ctx, *axis, false, &args)
+            }
+            Pallas::NumPrograms(NumProgramsParams { axis }) => {
+                pallas::program_id(ctx, *axis, true, &args)
+            }
+            Pallas::Load(LoadParams {
+                indexers,
+                has_mask,
+                has_other,
+            }) => state::load(indexers, *has_mask, *has_other, &args),
+            Pallas::Store(StoreParams { indexers, has_mask }) => {
+                state::store(indexers, *has_mask, &args)
+            }
+            Pallas::AtomicRmw(AtomicRmwParams { indexers, op }) => {
+                state::atomic_rmw(indexers, *op, &args)
+            }
+            Pallas::AtomicCas(AtomicCasParams { indexers }) => state::atomic_cas(indexers, &args),
+            Pallas::PallasCall(PallasCallParams {
+                kernel,
+                grid,
+                block_mappings,
+                out_avals,
+                name: _,
+                interpret: _,
+                debug: _,
+                input_output_aliases,
+            }) => pallas::pallas_call(
+                kernel,
+                grid,
+                block_mappings,
+                out_avals,
+                input_output_aliases,
+                &args,
+            ),
+        },
     }
 }

@@ -148,3 +148,43 @@ pub struct RematParams {
     /// The printed policy (`None` or e.g. `DotsSaveable(...)`).
     pub policy: Option<String>,
 }
+
+impl Control {
+    /// The jaxprs in this primitive's params, in param order (every member
+    /// holds at least one).
+    pub fn param_jaxprs(&self) -> Vec<ParamJaxpr<'_>> {
+        use NestedJaxpr::{Closed, Open};
+        match self {
+            Control::Cond(p) => p
+                .branches
+                .iter()
+                .map(|b| at("branches", Closed(b)))
+                .collect(),
+            Control::While(p) => vec![
+                at("body_jaxpr", Closed(&p.body_jaxpr)),
+                at("cond_jaxpr", Closed(&p.cond_jaxpr)),
+            ],
+            Control::Scan(p) => vec![at("jaxpr", Closed(&p.jaxpr))],
+            Control::ForLoop(p) => vec![at("body_jaxpr", Closed(&p.body_jaxpr))],
+            Control::Jit(p) => vec![at("jaxpr", Closed(&p.jaxpr))],
+            Control::CustomJvpCall(p) => vec![at("call_jaxpr", Closed(&p.call_jaxpr))],
+            Control::CustomVjpCall(p) => vec![at("call_jaxpr", Closed(&p.call_jaxpr))],
+            Control::Remat(p) => vec![at("jaxpr", Open(&p.jaxpr))],
+        }
+    }
+
+    /// The slots of [`Control::param_jaxprs`], mutably, in the same order.
+    pub fn param_jaxprs_mut(&mut self) -> Vec<NestedJaxprMut<'_>> {
+        use NestedJaxprMut::{Closed, Open};
+        match self {
+            Control::Cond(p) => p.branches.iter_mut().map(Closed).collect(),
+            Control::While(p) => vec![Closed(&mut p.body_jaxpr), Closed(&mut p.cond_jaxpr)],
+            Control::Scan(p) => vec![Closed(&mut p.jaxpr)],
+            Control::ForLoop(p) => vec![Closed(&mut p.body_jaxpr)],
+            Control::Jit(p) => vec![Closed(&mut p.jaxpr)],
+            Control::CustomJvpCall(p) => vec![Closed(&mut p.call_jaxpr)],
+            Control::CustomVjpCall(p) => vec![Closed(&mut p.call_jaxpr)],
+            Control::Remat(p) => vec![Open(&mut p.jaxpr)],
+        }
+    }
+}

@@ -83,3 +83,36 @@ pub struct ScatterParams {
     /// The scalar combiner jaxpr (`None` for plain `scatter`).
     pub update_jaxpr: Option<Arc<Jaxpr>>,
 }
+
+impl Indexing {
+    /// The jaxprs in this primitive's params: only a combining scatter's
+    /// `update_jaxpr`.
+    pub fn param_jaxprs(&self) -> Vec<ParamJaxpr<'_>> {
+        match self {
+            Indexing::Scatter(p) => p
+                .update_jaxpr
+                .iter()
+                .map(|j| at("update_jaxpr", NestedJaxpr::Open(j)))
+                .collect(),
+            Indexing::Slice(_)
+            | Indexing::DynamicSlice(_)
+            | Indexing::DynamicUpdateSlice
+            | Indexing::Gather(_) => Vec::new(),
+        }
+    }
+
+    /// The slots of [`Indexing::param_jaxprs`], mutably.
+    pub fn param_jaxprs_mut(&mut self) -> Vec<NestedJaxprMut<'_>> {
+        match self {
+            Indexing::Scatter(p) => p
+                .update_jaxpr
+                .iter_mut()
+                .map(NestedJaxprMut::Open)
+                .collect(),
+            Indexing::Slice(_)
+            | Indexing::DynamicSlice(_)
+            | Indexing::DynamicUpdateSlice
+            | Indexing::Gather(_) => Vec::new(),
+        }
+    }
+}

@@ -32,7 +32,8 @@ pub use control::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use linalg::*;
-pub use nested::{NestedJaxpr, ParamJaxpr};
+use nested::at;
+pub use nested::{NestedJaxpr, NestedJaxprMut, ParamJaxpr};
 pub use ops::*;
 pub use pallas::*;
 pub use params::*;
@@ -85,8 +86,31 @@ impl Primitive {
     }
 }
 
-/// `From` each family, and from each family member's params, so that a
-/// primitive is built as `ScanParams { .. }.into()`.
+/// The payload of one family member (its params struct, or its op enum for
+/// the op-keyed members): a primitive is built from it with `.into()` and
+/// queried for it with [`Primitive::params`].
+pub trait PrimitiveParams: Sized + Into<Primitive> {
+    /// These params, if `p` is their primitive.
+    fn of(p: &Primitive) -> Option<&Self>;
+    /// These params, mutably, if `p` is their primitive.
+    fn of_mut(p: &mut Primitive) -> Option<&mut Self>;
+}
+
+impl Primitive {
+    /// The params of `T`'s primitive, if this is it:
+    /// `eqn.primitive.params::<DotGeneralParams>()`.
+    pub fn params<T: PrimitiveParams>(&self) -> Option<&T> {
+        T::of(self)
+    }
+
+    /// [`Primitive::params`], mutably.
+    pub fn params_mut<T: PrimitiveParams>(&mut self) -> Option<&mut T> {
+        T::of_mut(self)
+    }
+}
+
+/// `From` each family and each member's payload, and `PrimitiveParams` for
+/// each payload, so that a primitive is built as `ScanParams { .. }.into()`.
 macro_rules! into_primitive {
     ($($family:ident { $($variant:ident($payload:ty)),* $(,)? })*) => {
         $(
@@ -99,6 +123,20 @@ macro_rules! into_primitive {
                 impl From<$payload> for Primitive {
                     fn from(p: $payload) -> Primitive {
                         Primitive::$family($family::$variant(p))
+                    }
+                }
+                impl PrimitiveParams for $payload {
+                    fn of(p: &Primitive) -> Option<&Self> {
+                        match p {
+                            Primitive::$family($family::$variant(x)) => Some(x),
+                            _ => None,
+                        }
+                    }
+                    fn of_mut(p: &mut Primitive) -> Option<&mut Self> {
+                        match p {
+                            Primitive::$family($family::$variant(x)) => Some(x),
+                            _ => None,
+                        }
                     }
                 }
             )*

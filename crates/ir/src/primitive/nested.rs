@@ -1,11 +1,12 @@
-//! Which primitives hold jaxprs in their params, and where.
+//! Which primitives hold jaxprs in their params, and where, and which write
+//! through `Ref`s.
+//!
+//! Each family that can hold jaxprs (`Control`, `Indexing`'s scatter
+//! combiner, `Pallas`'s `pallas_call`) lists its slots once, in its own file,
+//! by `param_jaxprs`/`param_jaxprs_mut`; the other families hold none, as
+//! their documented invariants say.
 
 use super::Primitive;
-use super::{
-    Collective, CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, Elementwise,
-    ForLoopParams, Indexing, JitParams, Linalg, Pallas, PallasCallParams, Reduction, RematParams,
-    ScanParams, ScatterParams, State, Structural, WhileParams,
-};
 use crate::jaxpr::{ClosedJaxpr, Jaxpr};
 use std::sync::Arc;
 
@@ -38,203 +39,57 @@ pub struct ParamJaxpr<'a> {
     pub jaxpr: NestedJaxpr<'a>,
 }
 
+/// A mutable view of a jaxpr held in a primitive's params.
+#[derive(Debug)]
+pub enum NestedJaxprMut<'a> {
+    /// A closed jaxpr (its constants are kept when the jaxpr is replaced).
+    Closed(&'a mut ClosedJaxpr),
+    /// A bare jaxpr.
+    Open(&'a mut Arc<Jaxpr>),
+}
+
 impl Primitive {
     /// The jaxprs held in this primitive's params, in param order, with
-    /// the param each is in. (The one list of which primitives hold jaxprs.)
+    /// the param each is in.
     pub fn param_jaxprs(&self) -> Vec<ParamJaxpr<'_>> {
-        use NestedJaxpr::{Closed, Open};
-        fn at<'a>(param: &'static str, jaxpr: NestedJaxpr<'a>) -> ParamJaxpr<'a> {
-            ParamJaxpr { param, jaxpr }
-        }
         match self {
-            Primitive::Control(Control::Cond(CondParams { branches })) => {
-                branches.iter().map(|b| at("branches", Closed(b))).collect()
-            }
-            Primitive::Control(Control::While(WhileParams {
-                cond_jaxpr,
-                body_jaxpr,
-                ..
-            })) => vec![
-                at("body_jaxpr", Closed(body_jaxpr)),
-                at("cond_jaxpr", Closed(cond_jaxpr)),
-            ],
-            Primitive::Control(Control::Scan(ScanParams { jaxpr, .. }))
-            | Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => {
-                vec![at("jaxpr", Closed(jaxpr))]
-            }
-            Primitive::Control(Control::ForLoop(ForLoopParams { body_jaxpr, .. })) => {
-                vec![at("body_jaxpr", Closed(body_jaxpr))]
-            }
-            Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
-                call_jaxpr, ..
-            }))
-            | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
-                call_jaxpr, ..
-            })) => {
-                vec![at("call_jaxpr", Closed(call_jaxpr))]
-            }
-            Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => {
-                vec![at("jaxpr", Open(jaxpr))]
-            }
-            Primitive::Indexing(Indexing::Scatter(ScatterParams { update_jaxpr, .. })) => {
-                update_jaxpr
-                    .iter()
-                    .map(|j| at("update_jaxpr", Open(j)))
-                    .collect()
-            }
-            Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
-                kernel,
-                block_mappings,
-                ..
-            })) => {
-                let mut v = vec![at("kernel", Open(kernel))];
-                v.extend(
-                    block_mappings
-                        .iter()
-                        .map(|b| at("index_map", Closed(&b.index_map))),
-                );
-                v
-            }
-            Primitive::Elementwise(Elementwise::Unary(_))
-            | Primitive::Elementwise(Elementwise::Binary(_))
-            | Primitive::Elementwise(Elementwise::IntegerPow(_))
-            | Primitive::Elementwise(Elementwise::Round(_))
-            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
-            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
-            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
-            | Primitive::Elementwise(Elementwise::SelectN)
-            | Primitive::Elementwise(Elementwise::Clamp)
-            | Primitive::Structural(Structural::BroadcastInDim(_))
-            | Primitive::Structural(Structural::Reshape(_))
-            | Primitive::Structural(Structural::Transpose(_))
-            | Primitive::Structural(Structural::Squeeze(_))
-            | Primitive::Structural(Structural::Rev(_))
-            | Primitive::Structural(Structural::Pad(_))
-            | Primitive::Structural(Structural::Concatenate(_))
-            | Primitive::Indexing(Indexing::Slice(_))
-            | Primitive::Indexing(Indexing::DynamicSlice(_))
-            | Primitive::Indexing(Indexing::DynamicUpdateSlice)
-            | Primitive::Indexing(Indexing::Gather(_))
-            | Primitive::Structural(Structural::Iota(_))
-            | Primitive::Structural(Structural::Split(_))
-            | Primitive::Structural(Structural::Tile(_))
-            | Primitive::Structural(Structural::Stack(_))
-            | Primitive::Reduction(Reduction::Reduce(_))
-            | Primitive::Reduction(Reduction::ArgReduce(_))
-            | Primitive::Reduction(Reduction::Cumulative(_))
-            | Primitive::Linalg(Linalg::DotGeneral(_))
-            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
-            | Primitive::Reduction(Reduction::Sort(_))
-            | Primitive::Reduction(Reduction::TopK(_))
-            | Primitive::Structural(Structural::Empty2(_))
-            | Primitive::Collective(Collective::AllReduce(_))
-            | Primitive::Collective(Collective::AllGather(_))
-            | Primitive::Collective(Collective::AxisIndex(_))
-            | Primitive::State(State::Get(_))
-            | Primitive::State(State::Swap(_))
-            | Primitive::State(State::AddUpdate(_))
-            | Primitive::Pallas(Pallas::ProgramId(_))
-            | Primitive::Pallas(Pallas::NumPrograms(_))
-            | Primitive::Pallas(Pallas::Load(_))
-            | Primitive::Pallas(Pallas::Store(_))
-            | Primitive::Pallas(Pallas::AtomicRmw(_))
-            | Primitive::Pallas(Pallas::AtomicCas(_)) => Vec::new(),
+            Primitive::Control(c) => c.param_jaxprs(),
+            Primitive::Indexing(i) => i.param_jaxprs(),
+            Primitive::Pallas(p) => p.param_jaxprs(),
+            // Family invariants: these hold no jaxprs.
+            Primitive::Elementwise(_)
+            | Primitive::Structural(_)
+            | Primitive::Reduction(_)
+            | Primitive::Linalg(_)
+            | Primitive::State(_)
+            | Primitive::Collective(_) => Vec::new(),
+        }
+    }
+
+    /// The same slots as [`Primitive::param_jaxprs`], mutably.
+    pub fn param_jaxprs_mut(&mut self) -> Vec<NestedJaxprMut<'_>> {
+        match self {
+            Primitive::Control(c) => c.param_jaxprs_mut(),
+            Primitive::Indexing(i) => i.param_jaxprs_mut(),
+            Primitive::Pallas(p) => p.param_jaxprs_mut(),
+            Primitive::Elementwise(_)
+            | Primitive::Structural(_)
+            | Primitive::Reduction(_)
+            | Primitive::Linalg(_)
+            | Primitive::State(_)
+            | Primitive::Collective(_) => Vec::new(),
         }
     }
 
     /// This primitive with every jaxpr in its params replaced by `f` of it
-    /// (closed jaxprs keep their constants). The same list as
-    /// [`Primitive::param_jaxprs`].
+    /// (closed jaxprs keep their constants).
     pub fn map_sub_jaxprs(&self, f: &mut dyn FnMut(&Jaxpr) -> Jaxpr) -> Primitive {
-        fn closed(c: &mut ClosedJaxpr, f: &mut dyn FnMut(&Jaxpr) -> Jaxpr) {
-            c.jaxpr = Arc::new(f(&c.jaxpr));
-        }
         let mut p = self.clone();
-        match &mut p {
-            Primitive::Control(Control::Cond(CondParams { branches })) => {
-                branches.iter_mut().for_each(|b| closed(b, f))
+        for slot in p.param_jaxprs_mut() {
+            match slot {
+                NestedJaxprMut::Closed(c) => c.jaxpr = Arc::new(f(&c.jaxpr)),
+                NestedJaxprMut::Open(j) => *j = Arc::new(f(j)),
             }
-            Primitive::Control(Control::While(WhileParams {
-                cond_jaxpr,
-                body_jaxpr,
-                ..
-            })) => {
-                closed(body_jaxpr, f);
-                closed(cond_jaxpr, f);
-            }
-            Primitive::Control(Control::Scan(ScanParams { jaxpr, .. }))
-            | Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => closed(jaxpr, f),
-            Primitive::Control(Control::ForLoop(ForLoopParams { body_jaxpr, .. })) => {
-                closed(body_jaxpr, f)
-            }
-            Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
-                call_jaxpr, ..
-            }))
-            | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
-                call_jaxpr, ..
-            })) => closed(call_jaxpr, f),
-            Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => {
-                *jaxpr = Arc::new(f(jaxpr))
-            }
-            Primitive::Indexing(Indexing::Scatter(ScatterParams { update_jaxpr, .. })) => {
-                if let Some(j) = update_jaxpr {
-                    *j = Arc::new(f(j));
-                }
-            }
-            Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
-                kernel,
-                block_mappings,
-                ..
-            })) => {
-                *kernel = Arc::new(f(kernel));
-                block_mappings
-                    .iter_mut()
-                    .for_each(|b| closed(&mut b.index_map, f));
-            }
-            Primitive::Elementwise(Elementwise::Unary(_))
-            | Primitive::Elementwise(Elementwise::Binary(_))
-            | Primitive::Elementwise(Elementwise::IntegerPow(_))
-            | Primitive::Elementwise(Elementwise::Round(_))
-            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
-            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
-            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
-            | Primitive::Elementwise(Elementwise::SelectN)
-            | Primitive::Elementwise(Elementwise::Clamp)
-            | Primitive::Structural(Structural::BroadcastInDim(_))
-            | Primitive::Structural(Structural::Reshape(_))
-            | Primitive::Structural(Structural::Transpose(_))
-            | Primitive::Structural(Structural::Squeeze(_))
-            | Primitive::Structural(Structural::Rev(_))
-            | Primitive::Structural(Structural::Pad(_))
-            | Primitive::Structural(Structural::Concatenate(_))
-            | Primitive::Indexing(Indexing::Slice(_))
-            | Primitive::Indexing(Indexing::DynamicSlice(_))
-            | Primitive::Indexing(Indexing::DynamicUpdateSlice)
-            | Primitive::Indexing(Indexing::Gather(_))
-            | Primitive::Structural(Structural::Iota(_))
-            | Primitive::Structural(Structural::Split(_))
-            | Primitive::Structural(Structural::Tile(_))
-            | Primitive::Structural(Structural::Stack(_))
-            | Primitive::Reduction(Reduction::Reduce(_))
-            | Primitive::Reduction(Reduction::ArgReduce(_))
-            | Primitive::Reduction(Reduction::Cumulative(_))
-            | Primitive::Linalg(Linalg::DotGeneral(_))
-            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
-            | Primitive::Reduction(Reduction::Sort(_))
-            | Primitive::Reduction(Reduction::TopK(_))
-            | Primitive::Structural(Structural::Empty2(_))
-            | Primitive::Collective(Collective::AllReduce(_))
-            | Primitive::Collective(Collective::AllGather(_))
-            | Primitive::Collective(Collective::AxisIndex(_))
-            | Primitive::State(State::Get(_))
-            | Primitive::State(State::Swap(_))
-            | Primitive::State(State::AddUpdate(_))
-            | Primitive::Pallas(Pallas::ProgramId(_))
-            | Primitive::Pallas(Pallas::NumPrograms(_))
-            | Primitive::Pallas(Pallas::Load(_))
-            | Primitive::Pallas(Pallas::Store(_))
-            | Primitive::Pallas(Pallas::AtomicRmw(_))
-            | Primitive::Pallas(Pallas::AtomicCas(_)) => {}
         }
         p
     }
@@ -246,68 +101,28 @@ impl Primitive {
             .map(|p| p.jaxpr.jaxpr())
             .collect()
     }
-}
 
-impl Primitive {
     /// Whether the primitive itself writes through a `Ref` (`swap`,
     /// `addupdate`, `store`, atomics): such an equation is kept even when
     /// nobody reads its results.
     pub fn writes_refs(&self) -> bool {
         match self {
-            Primitive::State(State::Swap(_))
-            | Primitive::State(State::AddUpdate(_))
-            | Primitive::Pallas(Pallas::Store(_))
-            | Primitive::Pallas(Pallas::AtomicRmw(_))
-            | Primitive::Pallas(Pallas::AtomicCas(_)) => true,
-            Primitive::Elementwise(Elementwise::Unary(_))
-            | Primitive::Elementwise(Elementwise::Binary(_))
-            | Primitive::Elementwise(Elementwise::IntegerPow(_))
-            | Primitive::Elementwise(Elementwise::Round(_))
-            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
-            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
-            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
-            | Primitive::Elementwise(Elementwise::SelectN)
-            | Primitive::Elementwise(Elementwise::Clamp)
-            | Primitive::Structural(Structural::BroadcastInDim(_))
-            | Primitive::Structural(Structural::Reshape(_))
-            | Primitive::Structural(Structural::Transpose(_))
-            | Primitive::Structural(Structural::Squeeze(_))
-            | Primitive::Structural(Structural::Rev(_))
-            | Primitive::Structural(Structural::Pad(_))
-            | Primitive::Structural(Structural::Concatenate(_))
-            | Primitive::Indexing(Indexing::Slice(_))
-            | Primitive::Indexing(Indexing::DynamicSlice(_))
-            | Primitive::Indexing(Indexing::DynamicUpdateSlice)
-            | Primitive::Indexing(Indexing::Gather(_))
-            | Primitive::Indexing(Indexing::Scatter(_))
-            | Primitive::Structural(Structural::Iota(_))
-            | Primitive::Structural(Structural::Split(_))
-            | Primitive::Structural(Structural::Tile(_))
-            | Primitive::Structural(Structural::Stack(_))
-            | Primitive::Reduction(Reduction::Reduce(_))
-            | Primitive::Reduction(Reduction::ArgReduce(_))
-            | Primitive::Reduction(Reduction::Cumulative(_))
-            | Primitive::Linalg(Linalg::DotGeneral(_))
-            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
-            | Primitive::Reduction(Reduction::Sort(_))
-            | Primitive::Reduction(Reduction::TopK(_))
-            | Primitive::Structural(Structural::Empty2(_))
-            | Primitive::Collective(Collective::AllReduce(_))
-            | Primitive::Collective(Collective::AllGather(_))
-            | Primitive::Collective(Collective::AxisIndex(_))
-            | Primitive::Control(Control::Cond(_))
-            | Primitive::Control(Control::While(_))
-            | Primitive::Control(Control::Scan(_))
-            | Primitive::Control(Control::ForLoop(_))
-            | Primitive::Control(Control::Jit(_))
-            | Primitive::Control(Control::CustomJvpCall(_))
-            | Primitive::Control(Control::CustomVjpCall(_))
-            | Primitive::Control(Control::Remat(_))
-            | Primitive::State(State::Get(_))
-            | Primitive::Pallas(Pallas::ProgramId(_))
-            | Primitive::Pallas(Pallas::NumPrograms(_))
-            | Primitive::Pallas(Pallas::Load(_))
-            | Primitive::Pallas(Pallas::PallasCall(_)) => false,
+            Primitive::State(s) => s.writes_refs(),
+            Primitive::Pallas(p) => p.writes_refs(),
+            // Family invariants: these touch no `Ref`; calls and loops
+            // that write refs do so through the equations they hold.
+            Primitive::Elementwise(_)
+            | Primitive::Structural(_)
+            | Primitive::Indexing(_)
+            | Primitive::Reduction(_)
+            | Primitive::Linalg(_)
+            | Primitive::Control(_)
+            | Primitive::Collective(_) => false,
         }
     }
+}
+
+/// `ParamJaxpr` constructor shorthand for the family files.
+pub(super) fn at<'a>(param: &'static str, jaxpr: NestedJaxpr<'a>) -> ParamJaxpr<'a> {
+    ParamJaxpr { param, jaxpr }
 }

@@ -106,3 +106,57 @@ pub struct PallasCallParams {
     /// `(input, output)` pairs that share a buffer.
     pub input_output_aliases: Vec<(usize, usize)>,
 }
+
+impl Pallas {
+    /// The jaxprs in this primitive's params: `pallas_call`'s kernel, then
+    /// each block mapping's index map.
+    pub fn param_jaxprs(&self) -> Vec<ParamJaxpr<'_>> {
+        match self {
+            Pallas::PallasCall(p) => {
+                let mut v = vec![at("kernel", NestedJaxpr::Open(&p.kernel))];
+                v.extend(
+                    p.block_mappings
+                        .iter()
+                        .map(|b| at("index_map", NestedJaxpr::Closed(&b.index_map))),
+                );
+                v
+            }
+            Pallas::ProgramId(_)
+            | Pallas::NumPrograms(_)
+            | Pallas::Load(_)
+            | Pallas::Store(_)
+            | Pallas::AtomicRmw(_)
+            | Pallas::AtomicCas(_) => Vec::new(),
+        }
+    }
+
+    /// The slots of [`Pallas::param_jaxprs`], mutably, in the same order.
+    pub fn param_jaxprs_mut(&mut self) -> Vec<NestedJaxprMut<'_>> {
+        match self {
+            Pallas::PallasCall(p) => {
+                let mut v = vec![NestedJaxprMut::Open(&mut p.kernel)];
+                v.extend(
+                    p.block_mappings
+                        .iter_mut()
+                        .map(|b| NestedJaxprMut::Closed(&mut b.index_map)),
+                );
+                v
+            }
+            Pallas::ProgramId(_)
+            | Pallas::NumPrograms(_)
+            | Pallas::Load(_)
+            | Pallas::Store(_)
+            | Pallas::AtomicRmw(_)
+            | Pallas::AtomicCas(_) => Vec::new(),
+        }
+    }
+
+    /// Whether the primitive writes through its `Ref` operand.
+    pub fn writes_refs(&self) -> bool {
+        match self {
+            Pallas::Store(_) | Pallas::AtomicRmw(_) | Pallas::AtomicCas(_) => true,
+            Pallas::ProgramId(_) | Pallas::NumPrograms(_) | Pallas::Load(_) => false,
+            Pallas::PallasCall(_) => false,
+        }
+    }
+}

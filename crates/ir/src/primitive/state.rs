@@ -46,3 +46,13 @@ pub struct AddUpdateParams {
     /// Indexers.
     pub indexers: Vec<Indexer>,
 }
+
+impl State {
+    /// Whether the primitive writes through its `Ref` operand.
+    pub fn writes_refs(&self) -> bool {
+        match self {
+            State::Swap(_) | State::AddUpdate(_) => true,
+            State::Get(_) => false,
+        }
+    }
+}

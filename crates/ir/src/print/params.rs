@@ -13,8 +13,7 @@ use crate::primitive::{
     Empty2Params, ForLoopParams, GatherParams, Indexing, IntegerPowParams, IotaParams, JitParams,
     Linalg, NumProgramsParams, PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams,
     ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, RoundParams,
-    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams,
-    State, Structural, TileParams, TopKParams, TransposeParams, WhileParams,
+    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural, TileParams, TopKParams, TransposeParams, WhileParams,
 };
 use crate::primitive::{
     AtomicOp, BlockDim, BlockMapping, ConvDimensionNumbers, DotDimensionNumbers, FillValue,
@@ -268,431 +267,436 @@ pub(crate) fn params_with_ref<'a>(
     let mut v: Params<'a> = Vec::new();
     let mut name_first = false;
     match p {
-        Primitive::Elementwise(Elementwise::Unary(_))
-        | Primitive::Elementwise(Elementwise::Binary(_)) => {}
-        Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
-            v.push(("y", t(y.to_string())))
-        }
-        Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method })) => v.push((
-            "rounding_method",
-            t(match rounding_method {
-                RoundingMethod::AwayFromZero => "0",
-                RoundingMethod::ToNearestEven => "1",
-            }),
-        )),
-        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
-            exponent_bits,
-            mantissa_bits,
-        })) => {
-            v.push(("exponent_bits", t(exponent_bits.to_string())));
-            v.push(("mantissa_bits", t(mantissa_bits.to_string())));
-        }
-        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
-            new_dtype,
-            weak_type,
-        })) => {
-            v.push(("new_dtype", t(dtype(*new_dtype))));
-            v.push(("weak_type", t(py_bool(*weak_type))));
-        }
-        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
-            new_dtype,
-        })) => v.push(("new_dtype", t(dtype(*new_dtype)))),
-        Primitive::Elementwise(Elementwise::SelectN)
-        | Primitive::Elementwise(Elementwise::Clamp)
-        | Primitive::Indexing(Indexing::DynamicUpdateSlice) => {}
-        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
-            broadcast_dimensions,
-            shape: s,
-        })) => {
-            // A dynamic result size (`None`) prints as the seeds print it:
-            // `broadcast_dimensions=() shape=(None,)`.
-            if s.iter().any(Option::is_none) {
-                v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
-                v.push(("shape", t(shape(s))));
-            } else if !broadcast_dimensions.is_empty() {
-                v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
+        Primitive::Elementwise(f) => match f {
+            Elementwise::Unary(_) | Elementwise::Binary(_) => {}
+            Elementwise::IntegerPow(IntegerPowParams { y }) => v.push(("y", t(y.to_string()))),
+            Elementwise::Round(RoundParams { rounding_method }) => v.push((
+                "rounding_method",
+                t(match rounding_method {
+                    RoundingMethod::AwayFromZero => "0",
+                    RoundingMethod::ToNearestEven => "1",
+                }),
+            )),
+            Elementwise::ReducePrecision(ReducePrecisionParams {
+                exponent_bits,
+                mantissa_bits,
+            }) => {
+                v.push(("exponent_bits", t(exponent_bits.to_string())));
+                v.push(("mantissa_bits", t(mantissa_bits.to_string())));
             }
-        }
-        Primitive::Structural(Structural::Reshape(ReshapeParams {
-            new_sizes,
-            dimensions,
-        })) => {
-            v.push((
-                "dimensions",
-                t(dimensions
-                    .as_ref()
-                    .map(|d| usizes(d))
-                    .unwrap_or_else(|| "None".into())),
-            ));
-            v.push(("new_sizes", t(shape(new_sizes))));
-            v.push(("sharding", t("None")));
-        }
-        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
-            v.push(("permutation", t(usizes(permutation))))
-        }
-        Primitive::Structural(Structural::Squeeze(SqueezeParams { dimensions }))
-        | Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
-            v.push(("dimensions", t(usizes(dimensions))))
-        }
-        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => v.push((
-            "padding_config",
-            t(tuple(padding_config.iter().map(ints).collect())),
-        )),
-        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
-            v.push(("dimension", t(dimension.to_string())))
-        }
-        Primitive::Indexing(Indexing::Slice(SliceParams {
-            start_indices,
-            limit_indices,
-            strides,
-        })) => {
-            v.push(("limit_indices", t(ints(limit_indices))));
-            v.push(("start_indices", t(ints(start_indices))));
-            v.push((
-                "strides",
-                t(strides.as_ref().map(ints).unwrap_or_else(|| "None".into())),
-            ));
-        }
-        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
-            v.push(("slice_sizes", t(ints(slice_sizes))))
-        }
-        Primitive::Indexing(Indexing::Gather(GatherParams {
-            dimension_numbers,
-            fill_value: fv,
-            indices_are_sorted,
-            mode: m,
-            slice_sizes,
-            unique_indices,
-        })) => {
-            v.push(("dimension_numbers", t(gather_dims(dimension_numbers))));
-            v.push(("fill_value", t(fill_value(*fv))));
-            v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
-            v.push(("mode", t(mode(*m))));
-            v.push(("slice_sizes", t(ints(slice_sizes))));
-            v.push(("unique_indices", t(py_bool(*unique_indices))));
-        }
-        Primitive::Indexing(Indexing::Scatter(ScatterParams {
-            dimension_numbers,
-            indices_are_sorted,
-            mode: m,
-            unique_indices,
-            update_jaxpr,
-            ..
-        })) => {
-            v.push(("dimension_numbers", t(scatter_dims(dimension_numbers))));
-            v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
-            v.push(("mode", t(mode(*m))));
-            v.push(("unique_indices", t(py_bool(*unique_indices))));
-            v.push(("update_consts", t("()")));
-            v.push((
-                "update_jaxpr",
-                match update_jaxpr {
-                    Some(j) => PV::Jaxpr(j),
-                    None => t("None"),
-                },
-            ));
-        }
-        Primitive::Structural(Structural::Iota(IotaParams {
-            dtype: d,
-            shape: s,
-            dimension,
-        })) => {
-            v.push(("dimension", t(dimension.to_string())));
-            v.push(("dtype", t(dtype(*d))));
-            v.push(("shape", t(shape(s))));
-            v.push(("sharding", t("None")));
-        }
-        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
-            v.push(("axis", t(axis.to_string())));
-            v.push(("sizes", t(ints(sizes))));
-        }
-        Primitive::Structural(Structural::Tile(TileParams { reps })) => {
-            v.push(("reps", t(ints(reps))))
-        }
-        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
-            v.push(("axis", t(axis.to_string())))
-        }
-        Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
-            v.push(("axes", t(usizes(axes))));
-            if *op == crate::primitive::ReduceOp::Sum {
-                v.push(("out_sharding", t("None")));
+            Elementwise::ConvertElementType(ConvertElementTypeParams {
+                new_dtype,
+                weak_type,
+            }) => {
+                v.push(("new_dtype", t(dtype(*new_dtype))));
+                v.push(("weak_type", t(py_bool(*weak_type))));
             }
-        }
-        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
-            axes, index_dtype, ..
-        })) => {
-            v.push(("axes", t(usizes(axes))));
-            v.push(("index_dtype", t(dtype(*index_dtype))));
-        }
-        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { axis, reverse, .. })) => {
-            v.push(("axis", t(axis.to_string())));
-            v.push(("reverse", t(py_bool(*reverse))));
-        }
-        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
-            dimension_numbers,
-            precision: pr,
-            preferred_element_type,
-        })) => {
-            v.push(("dimension_numbers", t(dot_dims(dimension_numbers))));
-            if pr.is_some() {
-                v.push(("precision", t(precision(*pr))));
+            Elementwise::BitcastConvertType(BitcastConvertTypeParams { new_dtype }) => {
+                v.push(("new_dtype", t(dtype(*new_dtype))))
             }
-            if let Some(d) = preferred_element_type {
-                v.push(("preferred_element_type", t(dtype(*d))));
-            }
-        }
-        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-            window_strides,
-            padding,
-            lhs_dilation,
-            rhs_dilation,
-            dimension_numbers,
-            feature_group_count,
-            batch_group_count,
-            precision: pr,
-            preferred_element_type,
-        })) => {
-            v.push(("batch_group_count", t(batch_group_count.to_string())));
-            v.push(("dimension_numbers", t(conv_dims(dimension_numbers))));
-            v.push(("feature_group_count", t(feature_group_count.to_string())));
-            v.push(("lhs_dilation", t(usizes(lhs_dilation))));
-            v.push(("out_sharding", t("None")));
-            v.push((
-                "padding",
-                t(tuple(
-                    padding.iter().map(|(a, b)| format!("({a}, {b})")).collect(),
-                )),
-            ));
-            v.push(("precision", t(precision(*pr))));
-            v.push((
-                "preferred_element_type",
-                t(opt_dtype(*preferred_element_type)),
-            ));
-            v.push(("rhs_dilation", t(usizes(rhs_dilation))));
-            v.push(("window_strides", t(usizes(window_strides))));
-        }
-        Primitive::Reduction(Reduction::Sort(SortParams {
-            dimension,
-            is_stable,
-            num_keys,
-        })) => {
-            v.push(("dimension", t(dimension.to_string())));
-            v.push(("is_stable", t(py_bool(*is_stable))));
-            v.push(("num_keys", t(num_keys.to_string())));
-        }
-        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
-            v.push(("axis", t(axis.to_string())));
-            v.push(("k", t(k.to_string())));
-        }
-        Primitive::Structural(Structural::Empty2(Empty2Params { dtype: d })) => {
-            v.push(("dtype", t(dtype(*d))));
-            v.push(("memory_space", t("MemorySpace.Device")));
-        }
-        Primitive::Collective(Collective::AllReduce(AllReduceParams { axes, .. })) => {
-            v.push(("axes", t(tuple(axes.iter().map(|a| a.repr()).collect()))));
-            v.push(("axis_index_groups", t("None")));
-        }
-        Primitive::Collective(Collective::AllGather(AllGatherParams {
-            axis_name,
-            all_gather_dimension,
-            axis_size,
-            tiled,
-        })) => {
-            v.push(("all_gather_dimension", t(all_gather_dimension.to_string())));
-            v.push(("axis_index_groups", t("None")));
-            let names = axis_name.iter().map(|n| format!("'{n}'")).collect();
-            v.push(("axis_name", t(tuple(names))));
-            v.push(("axis_size", t(axis_size.to_string())));
-            v.push(("tiled", t(py_bool(*tiled))));
-        }
-        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
-            v.push(("axis_name", t(axis_name.clone())))
-        }
-        Primitive::Control(Control::Cond(CondParams { branches })) => v.push((
-            "branches",
-            PV::Jaxprs(branches.iter().map(|b| &*b.jaxpr).collect()),
-        )),
-        Primitive::Control(Control::While(WhileParams {
-            cond_jaxpr,
-            body_jaxpr,
-            cond_nconsts,
-            body_nconsts,
-        })) => {
-            v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
-            v.push(("body_nconsts", t(body_nconsts.to_string())));
-            v.push(("cond_jaxpr", PV::Jaxpr(&cond_jaxpr.jaxpr)));
-            v.push(("cond_nconsts", t(cond_nconsts.to_string())));
-        }
-        Primitive::Control(Control::Scan(ScanParams {
-            jaxpr,
-            length,
-            reverse,
-            num_consts,
-            num_carry,
-            unroll,
-            linear,
-            split_transpose,
-        })) => {
-            // JAX 0.10.2's scan has neither `linear` nor `_split_transpose`;
-            // they are printed only when set, so that such jaxprs round-trip.
-            if *split_transpose {
-                v.push(("_split_transpose", t("True")));
-            }
-            v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
-            v.push(("length", t(length.to_string())));
-            if linear.iter().any(|&b| b) {
+            Elementwise::SelectN | Elementwise::Clamp => {}
+        },
+        Primitive::Indexing(f) => match f {
+            Indexing::DynamicUpdateSlice => {}
+            Indexing::Slice(SliceParams {
+                start_indices,
+                limit_indices,
+                strides,
+            }) => {
+                v.push(("limit_indices", t(ints(limit_indices))));
+                v.push(("start_indices", t(ints(start_indices))));
                 v.push((
-                    "linear",
-                    t(tuple(
-                        linear.iter().map(|&b| py_bool(b).to_string()).collect(),
-                    )),
+                    "strides",
+                    t(strides.as_ref().map(ints).unwrap_or_else(|| "None".into())),
                 ));
             }
-            v.push(("num_carry", t(num_carry.to_string())));
-            v.push(("num_consts", t(num_consts.to_string())));
-            v.push(("reverse", t(py_bool(*reverse))));
-            v.push(("unroll", t(unroll.to_string())));
-        }
-        Primitive::Control(Control::ForLoop(ForLoopParams {
-            body_jaxpr,
-            body_nconsts,
-            nimplicit,
-            preserve_dimensions,
-            apply_reverse_transform,
-        })) => {
-            v.push((
-                "apply_reverse_transform",
-                t(py_bool(*apply_reverse_transform)),
-            ));
-            v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
-            v.push(("body_nconsts", t(body_nconsts.to_string())));
-            v.push(("nimplicit", t(nimplicit.to_string())));
-            v.push(("preserve_dimensions", t(py_bool(*preserve_dimensions))));
-        }
-        Primitive::Control(Control::Jit(JitParams { name, jaxpr })) => {
-            name_first = true;
-            v.push(("name", t(name.clone())));
-            v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
-        }
-        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
-            name,
-            call_jaxpr,
-            jvp,
-            num_consts,
-            symbolic_zeros,
-        })) => {
-            name_first = true;
-            v.push(("name", t(name.clone())));
-            v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
-            v.push(("jvp", t(jvp.clone())));
-            if *num_consts != 0 {
-                v.push(("num_consts", t(num_consts.to_string())));
+            Indexing::DynamicSlice(DynamicSliceParams { slice_sizes }) => {
+                v.push(("slice_sizes", t(ints(slice_sizes))))
             }
-            v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
-        }
-        Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
-            name,
-            call_jaxpr,
-            fwd,
-            bwd,
-            num_consts,
-            symbolic_zeros,
-        })) => {
-            name_first = true;
-            v.push(("name", t(name.clone())));
-            v.push(("bwd", t(bwd.clone())));
-            v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
-            v.push(("fwd", t(fwd.clone())));
-            if *num_consts != 0 {
-                v.push(("num_consts", t(num_consts.to_string())));
+            Indexing::Gather(GatherParams {
+                dimension_numbers,
+                fill_value: fv,
+                indices_are_sorted,
+                mode: m,
+                slice_sizes,
+                unique_indices,
+            }) => {
+                v.push(("dimension_numbers", t(gather_dims(dimension_numbers))));
+                v.push(("fill_value", t(fill_value(*fv))));
+                v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
+                v.push(("mode", t(mode(*m))));
+                v.push(("slice_sizes", t(ints(slice_sizes))));
+                v.push(("unique_indices", t(py_bool(*unique_indices))));
             }
-            v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
-        }
-        Primitive::Control(Control::Remat(RematParams {
-            jaxpr,
-            prevent_cse,
-            differentiated,
-            policy,
-        })) => {
-            v.push(("differentiated", t(py_bool(*differentiated))));
-            v.push(("jaxpr", PV::Jaxpr(jaxpr)));
-            v.push(("policy", t(policy.clone().unwrap_or_else(|| "None".into()))));
-            v.push(("prevent_cse", t(py_bool(*prevent_cse))));
-        }
+            Indexing::Scatter(ScatterParams {
+                dimension_numbers,
+                indices_are_sorted,
+                mode: m,
+                unique_indices,
+                update_jaxpr,
+                ..
+            }) => {
+                v.push(("dimension_numbers", t(scatter_dims(dimension_numbers))));
+                v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
+                v.push(("mode", t(mode(*m))));
+                v.push(("unique_indices", t(py_bool(*unique_indices))));
+                v.push(("update_consts", t("()")));
+                v.push((
+                    "update_jaxpr",
+                    match update_jaxpr {
+                        Some(j) => PV::Jaxpr(j),
+                        None => t("None"),
+                    },
+                ));
+            }
+        },
+        Primitive::Structural(f) => match f {
+            Structural::BroadcastInDim(BroadcastInDimParams {
+                broadcast_dimensions,
+                shape: s,
+            }) => {
+                // A dynamic result size (`None`) prints as the seeds print it:
+                // `broadcast_dimensions=() shape=(None,)`.
+                if s.iter().any(Option::is_none) {
+                    v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
+                    v.push(("shape", t(shape(s))));
+                } else if !broadcast_dimensions.is_empty() {
+                    v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
+                }
+            }
+            Structural::Reshape(ReshapeParams {
+                new_sizes,
+                dimensions,
+            }) => {
+                v.push((
+                    "dimensions",
+                    t(dimensions
+                        .as_ref()
+                        .map(|d| usizes(d))
+                        .unwrap_or_else(|| "None".into())),
+                ));
+                v.push(("new_sizes", t(shape(new_sizes))));
+                v.push(("sharding", t("None")));
+            }
+            Structural::Transpose(TransposeParams { permutation }) => {
+                v.push(("permutation", t(usizes(permutation))))
+            }
+            Structural::Squeeze(SqueezeParams { dimensions })
+            | Structural::Rev(RevParams { dimensions }) => {
+                v.push(("dimensions", t(usizes(dimensions))))
+            }
+            Structural::Pad(PadParams { padding_config }) => v.push((
+                "padding_config",
+                t(tuple(padding_config.iter().map(ints).collect())),
+            )),
+            Structural::Concatenate(ConcatenateParams { dimension }) => {
+                v.push(("dimension", t(dimension.to_string())))
+            }
+            Structural::Iota(IotaParams {
+                dtype: d,
+                shape: s,
+                dimension,
+            }) => {
+                v.push(("dimension", t(dimension.to_string())));
+                v.push(("dtype", t(dtype(*d))));
+                v.push(("shape", t(shape(s))));
+                v.push(("sharding", t("None")));
+            }
+            Structural::Split(SplitParams { sizes, axis }) => {
+                v.push(("axis", t(axis.to_string())));
+                v.push(("sizes", t(ints(sizes))));
+            }
+            Structural::Tile(TileParams { reps }) => v.push(("reps", t(ints(reps)))),
+            Structural::Stack(StackParams { axis }) => v.push(("axis", t(axis.to_string()))),
+            Structural::Empty2(Empty2Params { dtype: d }) => {
+                v.push(("dtype", t(dtype(*d))));
+                v.push(("memory_space", t("MemorySpace.Device")));
+            }
+        },
+        Primitive::Reduction(f) => match f {
+            Reduction::Reduce(ReduceParams { op, axes }) => {
+                v.push(("axes", t(usizes(axes))));
+                if *op == crate::primitive::ReduceOp::Sum {
+                    v.push(("out_sharding", t("None")));
+                }
+            }
+            Reduction::ArgReduce(ArgReduceParams {
+                axes, index_dtype, ..
+            }) => {
+                v.push(("axes", t(usizes(axes))));
+                v.push(("index_dtype", t(dtype(*index_dtype))));
+            }
+            Reduction::Cumulative(CumulativeParams { axis, reverse, .. }) => {
+                v.push(("axis", t(axis.to_string())));
+                v.push(("reverse", t(py_bool(*reverse))));
+            }
+            Reduction::Sort(SortParams {
+                dimension,
+                is_stable,
+                num_keys,
+            }) => {
+                v.push(("dimension", t(dimension.to_string())));
+                v.push(("is_stable", t(py_bool(*is_stable))));
+                v.push(("num_keys", t(num_keys.to_string())));
+            }
+            Reduction::TopK(TopKParams { k, axis }) => {
+                v.push(("axis", t(axis.to_string())));
+                v.push(("k", t(k.to_string())));
+            }
+        },
+        Primitive::Linalg(f) => match f {
+            Linalg::DotGeneral(DotGeneralParams {
+                dimension_numbers,
+                precision: pr,
+                preferred_element_type,
+            }) => {
+                v.push(("dimension_numbers", t(dot_dims(dimension_numbers))));
+                if pr.is_some() {
+                    v.push(("precision", t(precision(*pr))));
+                }
+                if let Some(d) = preferred_element_type {
+                    v.push(("preferred_element_type", t(dtype(*d))));
+                }
+            }
+            Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
+                window_strides,
+                padding,
+                lhs_dilation,
+                rhs_dilation,
+                dimension_numbers,
+                feature_group_count,
+                batch_group_count,
+                precision: pr,
+                preferred_element_type,
+            }) => {
+                v.push(("batch_group_count", t(batch_group_count.to_string())));
+                v.push(("dimension_numbers", t(conv_dims(dimension_numbers))));
+                v.push(("feature_group_count", t(feature_group_count.to_string())));
+                v.push(("lhs_dilation", t(usizes(lhs_dilation))));
+                v.push(("out_sharding", t("None")));
+                v.push((
+                    "padding",
+                    t(tuple(
+                        padding.iter().map(|(a, b)| format!("({a}, {b})")).collect(),
+                    )),
+                ));
+                v.push(("precision", t(precision(*pr))));
+                v.push((
+                    "preferred_element_type",
+                    t(opt_dtype(*preferred_element_type)),
+                ));
+                v.push(("rhs_dilation", t(usizes(rhs_dilation))));
+                v.push(("window_strides", t(usizes(window_strides))));
+            }
+        },
+        Primitive::Collective(f) => match f {
+            Collective::AllReduce(AllReduceParams { axes, .. }) => {
+                v.push(("axes", t(tuple(axes.iter().map(|a| a.repr()).collect()))));
+                v.push(("axis_index_groups", t("None")));
+            }
+            Collective::AllGather(AllGatherParams {
+                axis_name,
+                all_gather_dimension,
+                axis_size,
+                tiled,
+            }) => {
+                v.push(("all_gather_dimension", t(all_gather_dimension.to_string())));
+                v.push(("axis_index_groups", t("None")));
+                let names = axis_name.iter().map(|n| format!("'{n}'")).collect();
+                v.push(("axis_name", t(tuple(names))));
+                v.push(("axis_size", t(axis_size.to_string())));
+                v.push(("tiled", t(py_bool(*tiled))));
+            }
+            Collective::AxisIndex(AxisIndexParams { axis_name }) => {
+                v.push(("axis_name", t(axis_name.clone())))
+            }
+        },
+        Primitive::Control(f) => match f {
+            Control::Cond(CondParams { branches }) => v.push((
+                "branches",
+                PV::Jaxprs(branches.iter().map(|b| &*b.jaxpr).collect()),
+            )),
+            Control::While(WhileParams {
+                cond_jaxpr,
+                body_jaxpr,
+                cond_nconsts,
+                body_nconsts,
+            }) => {
+                v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
+                v.push(("body_nconsts", t(body_nconsts.to_string())));
+                v.push(("cond_jaxpr", PV::Jaxpr(&cond_jaxpr.jaxpr)));
+                v.push(("cond_nconsts", t(cond_nconsts.to_string())));
+            }
+            Control::Scan(ScanParams {
+                jaxpr,
+                length,
+                reverse,
+                num_consts,
+                num_carry,
+                unroll,
+                linear,
+                split_transpose,
+            }) => {
+                // JAX 0.10.2's scan has neither `linear` nor `_split_transpose`;
+                // they are printed only when set, so that such jaxprs round-trip.
+                if *split_transpose {
+                    v.push(("_split_transpose", t("True")));
+                }
+                v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
+                v.push(("length", t(length.to_string())));
+                if linear.iter().any(|&b| b) {
+                    v.push((
+                        "linear",
+                        t(tuple(
+                            linear.iter().map(|&b| py_bool(b).to_string()).collect(),
+                        )),
+                    ));
+                }
+                v.push(("num_carry", t(num_carry.to_string())));
+                v.push(("num_consts", t(num_consts.to_string())));
+                v.push(("reverse", t(py_bool(*reverse))));
+                v.push(("unroll", t(unroll.to_string())));
+            }
+            Control::ForLoop(ForLoopParams {
+                body_jaxpr,
+                body_nconsts,
+                nimplicit,
+                preserve_dimensions,
+                apply_reverse_transform,
+            }) => {
+                v.push((
+                    "apply_reverse_transform",
+                    t(py_bool(*apply_reverse_transform)),
+                ));
+                v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
+                v.push(("body_nconsts", t(body_nconsts.to_string())));
+                v.push(("nimplicit", t(nimplicit.to_string())));
+                v.push(("preserve_dimensions", t(py_bool(*preserve_dimensions))));
+            }
+            Control::Jit(JitParams { name, jaxpr }) => {
+                name_first = true;
+                v.push(("name", t(name.clone())));
+                v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
+            }
+            Control::CustomJvpCall(CustomJvpCallParams {
+                name,
+                call_jaxpr,
+                jvp,
+                num_consts,
+                symbolic_zeros,
+            }) => {
+                name_first = true;
+                v.push(("name", t(name.clone())));
+                v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
+                v.push(("jvp", t(jvp.clone())));
+                if *num_consts != 0 {
+                    v.push(("num_consts", t(num_consts.to_string())));
+                }
+                v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
+            }
+            Control::CustomVjpCall(CustomVjpCallParams {
+                name,
+                call_jaxpr,
+                fwd,
+                bwd,
+                num_consts,
+                symbolic_zeros,
+            }) => {
+                name_first = true;
+                v.push(("name", t(name.clone())));
+                v.push(("bwd", t(bwd.clone())));
+                v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
+                v.push(("fwd", t(fwd.clone())));
+                if *num_consts != 0 {
+                    v.push(("num_consts", t(num_consts.to_string())));
+                }
+                v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
+            }
+            Control::Remat(RematParams {
+                jaxpr,
+                prevent_cse,
+                differentiated,
+                policy,
+            }) => {
+                v.push(("differentiated", t(py_bool(*differentiated))));
+                v.push(("jaxpr", PV::Jaxpr(jaxpr)));
+                v.push(("policy", t(policy.clone().unwrap_or_else(|| "None".into()))));
+                v.push(("prevent_cse", t(py_bool(*prevent_cse))));
+            }
+        },
         // Printed with arrow forms by `state`; no params.
-        Primitive::State(State::Get(_))
-        | Primitive::State(State::Swap(_))
-        | Primitive::State(State::AddUpdate(_))
-        | Primitive::Pallas(Pallas::Load(_))
-        | Primitive::Pallas(Pallas::Store(_))
-        | Primitive::Pallas(Pallas::AtomicCas(_)) => {}
-        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis }))
-        | Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
-            v.push(("axis", t(axis.to_string())))
-        }
-        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })) => {
-            v.push((
-                "args_tree",
-                t(atomic_args_tree(indexers, ref_shape, has_mask)),
-            ));
-            v.push(("atomic_type", t(atomic_type(*op))));
-        }
-        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
-            kernel,
-            grid,
-            block_mappings,
-            out_avals,
-            name,
-            interpret,
-            debug,
-            input_output_aliases,
-        })) => {
-            // JAX prints `grid_mapping` without the index maps; ours adds
-            // `array_aval=` and `index_map={ lambda ... }` to each
-            // `BlockMapping(...)` so that the text parses back:
-            // `BlockMapping(block_shape=(Blocked(block_size=2),),
-            //  array_aval=ShapedArray(float32[4]), index_map={ lambda ; a:i32[]. let  in (a,) })`.
-            v.push(("compiler_params", t("None")));
-            v.push(("cost_estimate", t("None")));
-            v.push(("debug", t(py_bool(*debug))));
-            let mut parts = vec![Part::Text(format!(
-                "GridMapping(grid={}, block_mappings=(",
-                usizes(grid)
-            ))];
-            for (i, b) in block_mappings.iter().enumerate() {
-                if i > 0 {
-                    parts.push(Part::Text(", ".into()));
-                }
-                block_mapping(b, &mut parts);
+        Primitive::State(_) => {}
+        Primitive::Pallas(f) => match f {
+            // Printed with arrow forms by `state`; no params.
+            Pallas::Load(_) | Pallas::Store(_) | Pallas::AtomicCas(_) => {}
+            Pallas::ProgramId(ProgramIdParams { axis })
+            | Pallas::NumPrograms(NumProgramsParams { axis }) => {
+                v.push(("axis", t(axis.to_string())))
             }
-            parts.push(Part::Text(
-                if block_mappings.len() == 1 {
-                    ",))"
-                } else {
-                    "))"
+            Pallas::AtomicRmw(AtomicRmwParams { indexers, op }) => {
+                v.push((
+                    "args_tree",
+                    t(atomic_args_tree(indexers, ref_shape, has_mask)),
+                ));
+                v.push(("atomic_type", t(atomic_type(*op))));
+            }
+            Pallas::PallasCall(PallasCallParams {
+                kernel,
+                grid,
+                block_mappings,
+                out_avals,
+                name,
+                interpret,
+                debug,
+                input_output_aliases,
+            }) => {
+                // JAX prints `grid_mapping` without the index maps; ours adds
+                // `array_aval=` and `index_map={ lambda ... }` to each
+                // `BlockMapping(...)` so that the text parses back:
+                // `BlockMapping(block_shape=(Blocked(block_size=2),),
+                //  array_aval=ShapedArray(float32[4]), index_map={ lambda ; a:i32[]. let  in (a,) })`.
+                v.push(("compiler_params", t("None")));
+                v.push(("cost_estimate", t("None")));
+                v.push(("debug", t(py_bool(*debug))));
+                let mut parts = vec![Part::Text(format!(
+                    "GridMapping(grid={}, block_mappings=(",
+                    usizes(grid)
+                ))];
+                for (i, b) in block_mappings.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(Part::Text(", ".into()));
+                    }
+                    block_mapping(b, &mut parts);
                 }
-                .to_string(),
-            ));
-            v.push(("grid_mapping", PV::Parts(parts)));
-            v.push((
-                "input_output_aliases",
-                t(tuple(
-                    input_output_aliases
-                        .iter()
-                        .map(|(a, b)| format!("({a}, {b})"))
-                        .collect(),
-                )),
-            ));
-            v.push(("interpret", t(py_bool(*interpret))));
-            v.push(("jaxpr", PV::Jaxpr(kernel)));
-            v.push(("mesh", t("None")));
-            v.push(("metadata", t("None")));
-            v.push(("name", t(name.clone().unwrap_or_else(|| "None".into()))));
-            v.push((
-                "out_avals",
-                t(tuple(out_avals.iter().map(shaped_array).collect())),
-            ));
-        }
+                parts.push(Part::Text(
+                    if block_mappings.len() == 1 {
+                        ",))"
+                    } else {
+                        "))"
+                    }
+                    .to_string(),
+                ));
+                v.push(("grid_mapping", PV::Parts(parts)));
+                v.push((
+                    "input_output_aliases",
+                    t(tuple(
+                        input_output_aliases
+                            .iter()
+                            .map(|(a, b)| format!("({a}, {b})"))
+                            .collect(),
+                    )),
+                ));
+                v.push(("interpret", t(py_bool(*interpret))));
+                v.push(("jaxpr", PV::Jaxpr(kernel)));
+                v.push(("mesh", t("None")));
+                v.push(("metadata", t("None")));
+                v.push(("name", t(name.clone().unwrap_or_else(|| "None".into()))));
+                v.push((
+                    "out_avals",
+                    t(tuple(out_avals.iter().map(shaped_array).collect())),
+                ));
+            }
+        },
     }
     if name_first {
         v[1..].sort_by(|a, b| a.0.cmp(b.0));

@@ -55,230 +55,234 @@ pub fn abstract_eval(
     let arrays = |v: Vec<ShapedArray>| v.into_iter().map(Aval::Array).collect();
     let one = |a: ShapedArray| vec![Aval::Array(a)];
     Ok(match primitive {
-        Primitive::Elementwise(Elementwise::Unary(op)) => one(elementwise::unary(&cx, *op)?),
-        Primitive::Elementwise(Elementwise::Binary(op)) => one(elementwise::binary(&cx, *op)?),
-        Primitive::Elementwise(Elementwise::IntegerPow(_)) => one(elementwise::integer_pow(&cx)?),
-        Primitive::Elementwise(Elementwise::Round(_)) => one(elementwise::float_unary(&cx)?),
-        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
-            exponent_bits,
-            mantissa_bits,
-        })) => one(elementwise::reduce_precision(
-            &cx,
-            *exponent_bits,
-            *mantissa_bits,
-        )?),
-        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
-            new_dtype,
-            weak_type,
-        })) => one(elementwise::convert(&cx, *new_dtype, *weak_type)?),
-        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
-            new_dtype,
-        })) => one(elementwise::bitcast(&cx, *new_dtype)?),
-        Primitive::Elementwise(Elementwise::SelectN) => one(elementwise::select_n(&cx)?),
-        Primitive::Elementwise(Elementwise::Clamp) => one(elementwise::clamp(&cx)?),
-        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
-            shape,
-            broadcast_dimensions,
-        })) => one(structural::broadcast_in_dim(
-            &cx,
-            shape,
-            &broadcast_dimensions.to_usizes(),
-        )?),
-        Primitive::Structural(Structural::Reshape(ReshapeParams {
-            new_sizes,
-            dimensions,
-        })) => one(structural::reshape(&cx, new_sizes, dimensions.as_deref())?),
-        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
-            one(structural::transpose(&cx, permutation)?)
-        }
-        Primitive::Structural(Structural::Squeeze(SqueezeParams { dimensions })) => {
-            one(structural::squeeze(&cx, dimensions)?)
-        }
-        Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
-            one(structural::rev(&cx, dimensions)?)
-        }
-        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
-            one(structural::pad(&cx, padding_config)?)
-        }
-        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
-            one(structural::concatenate(&cx, *dimension)?)
-        }
-        Primitive::Indexing(Indexing::Slice(SliceParams {
-            start_indices,
-            limit_indices,
-            strides,
-        })) => one(structural::slice(
-            &cx,
-            start_indices,
-            limit_indices,
-            strides.as_deref(),
-        )?),
-        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
-            one(indexing::dynamic_slice(&cx, slice_sizes)?)
-        }
-        Primitive::Indexing(Indexing::DynamicUpdateSlice) => {
-            one(indexing::dynamic_update_slice(&cx)?)
-        }
-        Primitive::Indexing(Indexing::Gather(GatherParams {
-            dimension_numbers,
-            slice_sizes,
-            ..
-        })) => one(indexing::gather(&cx, dimension_numbers, slice_sizes)?),
-        Primitive::Indexing(Indexing::Scatter(ScatterParams {
-            dimension_numbers,
-            update_jaxpr,
-            ..
-        })) => one(indexing::scatter(
-            &cx,
-            dimension_numbers,
-            update_jaxpr.as_deref(),
-        )?),
-        Primitive::Structural(Structural::Iota(IotaParams {
-            dtype,
-            shape,
-            dimension,
-        })) => one(structural::iota(&cx, *dtype, shape, *dimension)?),
-        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
-            arrays(structural::split(&cx, sizes, *axis)?)
-        }
-        Primitive::Structural(Structural::Tile(TileParams { reps })) => {
-            one(structural::tile(&cx, reps)?)
-        }
-        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
-            one(structural::stack(&cx, *axis)?)
-        }
-        Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
-            one(reduce::reduce(&cx, *op, axes)?)
-        }
-        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
-            axes, index_dtype, ..
-        })) => one(reduce::arg_reduce(&cx, axes, *index_dtype)?),
-        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, .. })) => {
-            one(reduce::cumulative(&cx, *op, *axis)?)
-        }
-        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
-            dimension_numbers,
-            preferred_element_type,
-            ..
-        })) => one(linalg::dot_general(
-            &cx,
-            dimension_numbers,
-            *preferred_element_type,
-        )?),
-        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-            window_strides,
-            padding,
-            lhs_dilation,
-            rhs_dilation,
-            dimension_numbers,
-            feature_group_count,
-            batch_group_count,
-            preferred_element_type,
-            ..
-        })) => one(linalg::conv(
-            &cx,
-            &linalg::ConvParams {
+        Primitive::Elementwise(f) => match f {
+            Elementwise::Unary(op) => one(elementwise::unary(&cx, *op)?),
+            Elementwise::Binary(op) => one(elementwise::binary(&cx, *op)?),
+            Elementwise::IntegerPow(_) => one(elementwise::integer_pow(&cx)?),
+            Elementwise::Round(_) => one(elementwise::float_unary(&cx)?),
+            Elementwise::ReducePrecision(ReducePrecisionParams {
+                exponent_bits,
+                mantissa_bits,
+            }) => one(elementwise::reduce_precision(
+                &cx,
+                *exponent_bits,
+                *mantissa_bits,
+            )?),
+            Elementwise::ConvertElementType(ConvertElementTypeParams {
+                new_dtype,
+                weak_type,
+            }) => one(elementwise::convert(&cx, *new_dtype, *weak_type)?),
+            Elementwise::BitcastConvertType(BitcastConvertTypeParams { new_dtype }) => {
+                one(elementwise::bitcast(&cx, *new_dtype)?)
+            }
+            Elementwise::SelectN => one(elementwise::select_n(&cx)?),
+            Elementwise::Clamp => one(elementwise::clamp(&cx)?),
+        },
+        Primitive::Structural(f) => match f {
+            Structural::BroadcastInDim(BroadcastInDimParams {
+                shape,
+                broadcast_dimensions,
+            }) => one(structural::broadcast_in_dim(
+                &cx,
+                shape,
+                &broadcast_dimensions.to_usizes(),
+            )?),
+            Structural::Reshape(ReshapeParams {
+                new_sizes,
+                dimensions,
+            }) => one(structural::reshape(&cx, new_sizes, dimensions.as_deref())?),
+            Structural::Transpose(TransposeParams { permutation }) => {
+                one(structural::transpose(&cx, permutation)?)
+            }
+            Structural::Squeeze(SqueezeParams { dimensions }) => {
+                one(structural::squeeze(&cx, dimensions)?)
+            }
+            Structural::Rev(RevParams { dimensions }) => one(structural::rev(&cx, dimensions)?),
+            Structural::Pad(PadParams { padding_config }) => {
+                one(structural::pad(&cx, padding_config)?)
+            }
+            Structural::Concatenate(ConcatenateParams { dimension }) => {
+                one(structural::concatenate(&cx, *dimension)?)
+            }
+            Structural::Iota(IotaParams {
+                dtype,
+                shape,
+                dimension,
+            }) => one(structural::iota(&cx, *dtype, shape, *dimension)?),
+            Structural::Split(SplitParams { sizes, axis }) => {
+                arrays(structural::split(&cx, sizes, *axis)?)
+            }
+            Structural::Tile(TileParams { reps }) => one(structural::tile(&cx, reps)?),
+            Structural::Stack(StackParams { axis }) => one(structural::stack(&cx, *axis)?),
+            Structural::Empty2(Empty2Params { dtype }) => {
+                cx.arity(0)?;
+                one(ShapedArray::scalar(*dtype))
+            }
+        },
+        Primitive::Indexing(f) => match f {
+            Indexing::Slice(SliceParams {
+                start_indices,
+                limit_indices,
+                strides,
+            }) => one(structural::slice(
+                &cx,
+                start_indices,
+                limit_indices,
+                strides.as_deref(),
+            )?),
+            Indexing::DynamicSlice(DynamicSliceParams { slice_sizes }) => {
+                one(indexing::dynamic_slice(&cx, slice_sizes)?)
+            }
+            Indexing::DynamicUpdateSlice => one(indexing::dynamic_update_slice(&cx)?),
+            Indexing::Gather(GatherParams {
+                dimension_numbers,
+                slice_sizes,
+                ..
+            }) => one(indexing::gather(&cx, dimension_numbers, slice_sizes)?),
+            Indexing::Scatter(ScatterParams {
+                dimension_numbers,
+                update_jaxpr,
+                ..
+            }) => one(indexing::scatter(
+                &cx,
+                dimension_numbers,
+                update_jaxpr.as_deref(),
+            )?),
+        },
+        Primitive::Reduction(f) => match f {
+            Reduction::Reduce(ReduceParams { op, axes }) => one(reduce::reduce(&cx, *op, axes)?),
+            Reduction::ArgReduce(ArgReduceParams {
+                axes, index_dtype, ..
+            }) => one(reduce::arg_reduce(&cx, axes, *index_dtype)?),
+            Reduction::Cumulative(CumulativeParams { op, axis, .. }) => {
+                one(reduce::cumulative(&cx, *op, *axis)?)
+            }
+            Reduction::Sort(SortParams {
+                dimension,
+                num_keys,
+                ..
+            }) => arrays(reduce::sort(&cx, *dimension, *num_keys)?),
+            Reduction::TopK(TopKParams { k, axis }) => arrays(reduce::top_k(&cx, *k, *axis)?),
+        },
+        Primitive::Linalg(f) => match f {
+            Linalg::DotGeneral(DotGeneralParams {
+                dimension_numbers,
+                preferred_element_type,
+                ..
+            }) => one(linalg::dot_general(
+                &cx,
+                dimension_numbers,
+                *preferred_element_type,
+            )?),
+            Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
                 window_strides,
                 padding,
                 lhs_dilation,
                 rhs_dilation,
-                dnums: dimension_numbers,
-                feature_group_count: *feature_group_count,
-                batch_group_count: *batch_group_count,
-                preferred_element_type: *preferred_element_type,
-            },
-        )?),
-        Primitive::Reduction(Reduction::Sort(SortParams {
-            dimension,
-            num_keys,
-            ..
-        })) => arrays(reduce::sort(&cx, *dimension, *num_keys)?),
-        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
-            arrays(reduce::top_k(&cx, *k, *axis)?)
-        }
-        Primitive::Structural(Structural::Empty2(Empty2Params { dtype })) => {
-            cx.arity(0)?;
-            one(ShapedArray::scalar(*dtype))
-        }
-        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
-            one(collective::all_reduce(&cx, *op, axes)?)
-        }
-        Primitive::Collective(Collective::AllGather(AllGatherParams {
-            axis_name,
-            all_gather_dimension,
-            axis_size,
-            tiled,
-        })) => one(collective::all_gather(
-            &cx,
-            axis_name,
-            *all_gather_dimension,
-            *axis_size,
-            *tiled,
-        )?),
-        Primitive::Collective(Collective::AxisIndex(_)) => {
-            cx.arity(0)?;
-            one(ShapedArray::scalar(DType::I32))
-        }
-        Primitive::Control(Control::Cond(CondParams { branches })) => control::cond(&cx, branches)?,
-        Primitive::Control(Control::While(WhileParams {
-            cond_jaxpr,
-            body_jaxpr,
-            cond_nconsts,
-            body_nconsts,
-        })) => control::while_loop(&cx, cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)?,
-        Primitive::Control(Control::Scan(ScanParams {
-            jaxpr,
-            length,
-            num_consts,
-            num_carry,
-            linear,
-            ..
-        })) => control::scan(&cx, jaxpr, *length, *num_consts, *num_carry, linear)?,
-        Primitive::Control(Control::ForLoop(ForLoopParams {
-            body_jaxpr,
-            body_nconsts,
-            nimplicit,
-            ..
-        })) => control::for_loop(&cx, body_jaxpr, *body_nconsts, *nimplicit)?,
-        Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) => {
-            control::call(&cx, &jaxpr.jaxpr)?
-        }
-        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams { call_jaxpr, .. })) => {
-            control::call(&cx, &call_jaxpr.jaxpr)?
-        }
-        Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams { call_jaxpr, .. })) => {
-            control::call(&cx, &call_jaxpr.jaxpr)?
-        }
-        Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) => control::call(&cx, jaxpr)?,
-        Primitive::State(State::Get(GetParams { indexers })) => one(state::get(&cx, indexers)?),
-        Primitive::State(State::Swap(SwapParams { indexers })) => one(state::swap(&cx, indexers)?),
-        Primitive::State(State::AddUpdate(AddUpdateParams { indexers })) => {
-            state::addupdate(&cx, indexers)?;
-            Vec::new()
-        }
-        Primitive::Pallas(Pallas::ProgramId(_)) | Primitive::Pallas(Pallas::NumPrograms(_)) => {
-            cx.arity(0)?;
-            one(ShapedArray::scalar(DType::I32))
-        }
-        Primitive::Pallas(Pallas::Load(LoadParams {
-            indexers,
-            has_mask,
-            has_other,
-        })) => one(state::load(&cx, indexers, *has_mask, *has_other)?),
-        Primitive::Pallas(Pallas::Store(StoreParams { indexers, has_mask })) => {
-            one(state::store(&cx, indexers, *has_mask)?)
-        }
-        Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })) => {
-            one(state::atomic_rmw(&cx, indexers, *op)?)
-        }
-        Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })) => {
-            one(state::atomic_cas(&cx, indexers)?)
-        }
-        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
-            block_mappings,
-            out_avals,
-            ..
-        })) => arrays(state::pallas_call(&cx, block_mappings, out_avals)?),
+                dimension_numbers,
+                feature_group_count,
+                batch_group_count,
+                preferred_element_type,
+                ..
+            }) => one(linalg::conv(
+                &cx,
+                &linalg::ConvParams {
+                    window_strides,
+                    padding,
+                    lhs_dilation,
+                    rhs_dilation,
+                    dnums: dimension_numbers,
+                    feature_group_count: *feature_group_count,
+                    batch_group_count: *batch_group_count,
+                    preferred_element_type: *preferred_element_type,
+                },
+            )?),
+        },
+        Primitive::Collective(f) => match f {
+            Collective::AllReduce(AllReduceParams { op, axes }) => {
+                one(collective::all_reduce(&cx, *op, axes)?)
+            }
+            Collective::AllGather(AllGatherParams {
+                axis_name,
+                all_gather_dimension,
+                axis_size,
+                tiled,
+            }) => one(collective::all_gather(
+                &cx,
+                axis_name,
+                *all_gather_dimension,
+                *axis_size,
+                *tiled,
+            )?),
+            Collective::AxisIndex(_) => {
+                cx.arity(0)?;
+                one(ShapedArray::scalar(DType::I32))
+            }
+        },
+        Primitive::Control(f) => match f {
+            Control::Cond(CondParams { branches }) => control::cond(&cx, branches)?,
+            Control::While(WhileParams {
+                cond_jaxpr,
+                body_jaxpr,
+                cond_nconsts,
+                body_nconsts,
+            }) => control::while_loop(&cx, cond_jaxpr, body_jaxpr, *cond_nconsts, *body_nconsts)?,
+            Control::Scan(ScanParams {
+                jaxpr,
+                length,
+                num_consts,
+                num_carry,
+                linear,
+                ..
+            }) => control::scan(&cx, jaxpr, *length, *num_consts, *num_carry, linear)?,
+            Control::ForLoop(ForLoopParams {
+                body_jaxpr,
+                body_nconsts,
+                nimplicit,
+                ..
+            }) => control::for_loop(&cx, body_jaxpr, *body_nconsts, *nimplicit)?,
+            Control::Jit(JitParams { jaxpr, .. }) => control::call(&cx, &jaxpr.jaxpr)?,
+            Control::CustomJvpCall(CustomJvpCallParams { call_jaxpr, .. }) => {
+                control::call(&cx, &call_jaxpr.jaxpr)?
+            }
+            Control::CustomVjpCall(CustomVjpCallParams { call_jaxpr, .. }) => {
+                control::call(&cx, &call_jaxpr.jaxpr)?
+            }
+            Control::Remat(RematParams { jaxpr, .. }) => control::call(&cx, jaxpr)?,
+        },
+        Primitive::State(f) => match f {
+            State::Get(GetParams { indexers }) => one(state::get(&cx, indexers)?),
+            State::Swap(SwapParams { indexers }) => one(state::swap(&cx, indexers)?),
+            State::AddUpdate(AddUpdateParams { indexers }) => {
+                state::addupdate(&cx, indexers)?;
+                Vec::new()
+            }
+        },
+        Primitive::Pallas(f) => match f {
+            Pallas::ProgramId(_) | Pallas::NumPrograms(_) => {
+                cx.arity(0)?;
+                one(ShapedArray::scalar(DType::I32))
+            }
+            Pallas::Load(LoadParams {
+                indexers,
+                has_mask,
+                has_other,
+            }) => one(state::load(&cx, indexers, *has_mask, *has_other)?),
+            Pallas::Store(StoreParams { indexers, has_mask }) => {
+                one(state::store(&cx, indexers, *has_mask)?)
+            }
+            Pallas::AtomicRmw(AtomicRmwParams { indexers, op }) => {
+                one(state::atomic_rmw(&cx, indexers, *op)?)
+            }
+            Pallas::AtomicCas(AtomicCasParams { indexers }) => {
+                one(state::atomic_cas(&cx, indexers)?)
+            }
+            Pallas::PallasCall(PallasCallParams {
+                block_mappings,
+                out_avals,
+                ..
+            }) => arrays(state::pallas_call(&cx, block_mappings, out_avals)?),
+        },
     })
 }
 

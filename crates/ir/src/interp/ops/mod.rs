@@ -12,12 +12,12 @@
 
 use crate::primitive::{
     AllGatherParams, AllReduceParams, ArgReduceParams, AxisIndexParams, BitcastConvertTypeParams,
-    BroadcastInDimParams, Collective, ConcatenateParams, Control, ConvGeneralDilatedParams,
+    BroadcastInDimParams, Collective, ConcatenateParams, ConvGeneralDilatedParams,
     ConvertElementTypeParams, CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Empty2Params, GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, Pallas,
+    Empty2Params, GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams,
     ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams,
-    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
-    Structural, TileParams, TopKParams, TransposeParams,
+    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural,
+    TileParams, TopKParams, TransposeParams,
 };
 mod convert;
 
@@ -76,226 +76,206 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
     let name = primitive.name();
     let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
     match primitive {
-        Primitive::Elementwise(Elementwise::Unary(op)) => {
-            one(elementwise::unary(*op, arg(name, args, 1, 0)?))
-        }
-        Primitive::Elementwise(Elementwise::Binary(op)) => one(elementwise::binary(
-            *op,
-            arg(name, args, 2, 0)?,
-            arg(name, args, 2, 1)?,
-        )),
-        Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
-            one(elementwise::integer_pow(arg(name, args, 1, 0)?, *y))
-        }
-        Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method })) => {
-            one(elementwise::round(arg(name, args, 1, 0)?, *rounding_method))
-        }
-        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
-            exponent_bits,
-            mantissa_bits,
-        })) => one(convert::reduce_precision(
-            arg(name, args, 1, 0)?,
-            *exponent_bits,
-            *mantissa_bits,
-        )),
-        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
-            new_dtype,
-            ..
-        })) => {
-            let x = arg(name, args, 1, 0)?;
-            one(HostArray::new(
-                x.shape().to_vec(),
-                convert::convert_storage(x.data(), *new_dtype),
-            ))
-        }
-        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
-            new_dtype,
-        })) => one(convert::bitcast(arg(name, args, 1, 0)?, *new_dtype)),
-        Primitive::Elementwise(Elementwise::SelectN) => one(elementwise::select_n(args)),
-        Primitive::Elementwise(Elementwise::Clamp) => one(elementwise::clamp(
-            arg(name, args, 3, 0)?,
-            arg(name, args, 3, 1)?,
-            arg(name, args, 3, 2)?,
-        )),
-        Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
-            shape,
-            broadcast_dimensions,
-        })) => one(structural::broadcast_in_dim(
-            args,
-            shape,
-            &broadcast_dimensions.to_usizes(),
-        )),
-        Primitive::Structural(Structural::Reshape(ReshapeParams {
-            new_sizes,
-            dimensions,
-        })) => one(structural::reshape(args, new_sizes, dimensions.as_deref())),
-        Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
-            one(structural::transpose(arg(name, args, 1, 0)?, permutation))
-        }
-        Primitive::Structural(Structural::Squeeze(SqueezeParams { dimensions })) => {
-            one(structural::squeeze(arg(name, args, 1, 0)?, dimensions))
-        }
-        Primitive::Structural(Structural::Rev(RevParams { dimensions })) => {
-            one(structural::rev(arg(name, args, 1, 0)?, dimensions))
-        }
-        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
-            one(structural::pad(
+        Primitive::Elementwise(f) => match f {
+            Elementwise::Unary(op) => one(elementwise::unary(*op, arg(name, args, 1, 0)?)),
+            Elementwise::Binary(op) => one(elementwise::binary(
+                *op,
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+            )),
+            Elementwise::IntegerPow(IntegerPowParams { y }) => {
+                one(elementwise::integer_pow(arg(name, args, 1, 0)?, *y))
+            }
+            Elementwise::Round(RoundParams { rounding_method }) => {
+                one(elementwise::round(arg(name, args, 1, 0)?, *rounding_method))
+            }
+            Elementwise::ReducePrecision(ReducePrecisionParams {
+                exponent_bits,
+                mantissa_bits,
+            }) => one(convert::reduce_precision(
+                arg(name, args, 1, 0)?,
+                *exponent_bits,
+                *mantissa_bits,
+            )),
+            Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
+                let x = arg(name, args, 1, 0)?;
+                one(HostArray::new(
+                    x.shape().to_vec(),
+                    convert::convert_storage(x.data(), *new_dtype),
+                ))
+            }
+            Elementwise::BitcastConvertType(BitcastConvertTypeParams { new_dtype }) => {
+                one(convert::bitcast(arg(name, args, 1, 0)?, *new_dtype))
+            }
+            Elementwise::SelectN => one(elementwise::select_n(args)),
+            Elementwise::Clamp => one(elementwise::clamp(
+                arg(name, args, 3, 0)?,
+                arg(name, args, 3, 1)?,
+                arg(name, args, 3, 2)?,
+            )),
+        },
+        Primitive::Structural(f) => match f {
+            Structural::BroadcastInDim(BroadcastInDimParams {
+                shape,
+                broadcast_dimensions,
+            }) => one(structural::broadcast_in_dim(
+                args,
+                shape,
+                &broadcast_dimensions.to_usizes(),
+            )),
+            Structural::Reshape(ReshapeParams {
+                new_sizes,
+                dimensions,
+            }) => one(structural::reshape(args, new_sizes, dimensions.as_deref())),
+            Structural::Transpose(TransposeParams { permutation }) => {
+                one(structural::transpose(arg(name, args, 1, 0)?, permutation))
+            }
+            Structural::Squeeze(SqueezeParams { dimensions }) => {
+                one(structural::squeeze(arg(name, args, 1, 0)?, dimensions))
+            }
+            Structural::Rev(RevParams { dimensions }) => {
+                one(structural::rev(arg(name, args, 1, 0)?, dimensions))
+            }
+            Structural::Pad(PadParams { padding_config }) => one(structural::pad(
                 arg(name, args, 2, 0)?,
                 arg(name, args, 2, 1)?,
                 padding_config,
-            ))
-        }
-        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
-            one(structural::concatenate(args, *dimension))
-        }
-        Primitive::Indexing(Indexing::Slice(SliceParams {
-            start_indices,
-            limit_indices,
-            strides,
-        })) => one(indexing::slice(
-            arg(name, args, 1, 0)?,
-            start_indices,
-            limit_indices,
-            strides.as_deref(),
-        )),
-        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
-            one(indexing::dynamic_slice(args, slice_sizes))
-        }
-        Primitive::Indexing(Indexing::DynamicUpdateSlice) => {
-            one(indexing::dynamic_update_slice(args))
-        }
-        Primitive::Indexing(Indexing::Gather(GatherParams {
-            dimension_numbers,
-            fill_value,
-            mode,
-            slice_sizes,
-            ..
-        })) => one(indexing::gather(
-            arg(name, args, 2, 0)?,
-            arg(name, args, 2, 1)?,
-            dimension_numbers,
-            *fill_value,
-            *mode,
-            slice_sizes,
-        )),
-        Primitive::Indexing(Indexing::Scatter(ScatterParams {
-            kind,
-            dimension_numbers,
-            mode,
-            ..
-        })) => one(indexing::scatter(
-            arg(name, args, 3, 0)?,
-            arg(name, args, 3, 1)?,
-            arg(name, args, 3, 2)?,
-            *kind,
-            dimension_numbers,
-            *mode,
-        )),
-        Primitive::Structural(Structural::Iota(IotaParams {
-            dtype,
-            shape,
-            dimension,
-        })) => one(structural::iota(args, *dtype, shape, *dimension)),
-        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
-            structural::split(arg(name, args, 1, 0)?, sizes, *axis)
-        }
-        Primitive::Structural(Structural::Tile(TileParams { reps })) => {
-            one(structural::tile(arg(name, args, 1, 0)?, reps))
-        }
-        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
-            one(structural::stack(args, *axis))
-        }
-        Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => {
-            one(reduce::reduce(*op, arg(name, args, 1, 0)?, axes))
-        }
-        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
-            op,
-            axes,
-            index_dtype,
-        })) => one(reduce::arg_reduce(
-            *op,
-            arg(name, args, 1, 0)?,
-            axes,
-            *index_dtype,
-        )),
-        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => one(
-            reduce::cumulative(*op, arg(name, args, 1, 0)?, *axis, *reverse),
-        ),
-        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
-            dimension_numbers,
-            preferred_element_type,
-            ..
-        })) => one(linalg::dot_general(
-            arg(name, args, 2, 0)?,
-            arg(name, args, 2, 1)?,
-            dimension_numbers,
-            *preferred_element_type,
-        )),
-        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-            window_strides,
-            padding,
-            lhs_dilation,
-            rhs_dilation,
-            dimension_numbers,
-            feature_group_count,
-            batch_group_count,
-            preferred_element_type,
-            ..
-        })) => one(linalg::conv(
-            arg(name, args, 2, 0)?,
-            arg(name, args, 2, 1)?,
-            &linalg::ConvParams {
+            )),
+            Structural::Concatenate(ConcatenateParams { dimension }) => {
+                one(structural::concatenate(args, *dimension))
+            }
+            Structural::Iota(IotaParams {
+                dtype,
+                shape,
+                dimension,
+            }) => one(structural::iota(args, *dtype, shape, *dimension)),
+            Structural::Split(SplitParams { sizes, axis }) => {
+                structural::split(arg(name, args, 1, 0)?, sizes, *axis)
+            }
+            Structural::Tile(TileParams { reps }) => {
+                one(structural::tile(arg(name, args, 1, 0)?, reps))
+            }
+            Structural::Stack(StackParams { axis }) => one(structural::stack(args, *axis)),
+            Structural::Empty2(Empty2Params { dtype }) => Ok(vec![HostArray::zeros(*dtype, &[])]),
+        },
+        Primitive::Indexing(f) => match f {
+            Indexing::Slice(SliceParams {
+                start_indices,
+                limit_indices,
+                strides,
+            }) => one(indexing::slice(
+                arg(name, args, 1, 0)?,
+                start_indices,
+                limit_indices,
+                strides.as_deref(),
+            )),
+            Indexing::DynamicSlice(DynamicSliceParams { slice_sizes }) => {
+                one(indexing::dynamic_slice(args, slice_sizes))
+            }
+            Indexing::DynamicUpdateSlice => one(indexing::dynamic_update_slice(args)),
+            Indexing::Gather(GatherParams {
+                dimension_numbers,
+                fill_value,
+                mode,
+                slice_sizes,
+                ..
+            }) => one(indexing::gather(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                dimension_numbers,
+                *fill_value,
+                *mode,
+                slice_sizes,
+            )),
+            Indexing::Scatter(ScatterParams {
+                kind,
+                dimension_numbers,
+                mode,
+                ..
+            }) => one(indexing::scatter(
+                arg(name, args, 3, 0)?,
+                arg(name, args, 3, 1)?,
+                arg(name, args, 3, 2)?,
+                *kind,
+                dimension_numbers,
+                *mode,
+            )),
+        },
+        Primitive::Reduction(f) => match f {
+            Reduction::Reduce(ReduceParams { op, axes }) => {
+                one(reduce::reduce(*op, arg(name, args, 1, 0)?, axes))
+            }
+            Reduction::ArgReduce(ArgReduceParams {
+                op,
+                axes,
+                index_dtype,
+            }) => one(reduce::arg_reduce(
+                *op,
+                arg(name, args, 1, 0)?,
+                axes,
+                *index_dtype,
+            )),
+            Reduction::Cumulative(CumulativeParams { op, axis, reverse }) => one(
+                reduce::cumulative(*op, arg(name, args, 1, 0)?, *axis, *reverse),
+            ),
+            Reduction::Sort(SortParams {
+                dimension,
+                num_keys,
+                ..
+            }) => sort::sort(args, *dimension, *num_keys),
+            Reduction::TopK(TopKParams { k, axis }) => {
+                sort::top_k(arg(name, args, 1, 0)?, *k, *axis)
+            }
+        },
+        Primitive::Linalg(f) => match f {
+            Linalg::DotGeneral(DotGeneralParams {
+                dimension_numbers,
+                preferred_element_type,
+                ..
+            }) => one(linalg::dot_general(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                dimension_numbers,
+                *preferred_element_type,
+            )),
+            Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
                 window_strides,
                 padding,
                 lhs_dilation,
                 rhs_dilation,
                 dimension_numbers,
-                feature_group_count: *feature_group_count,
-                batch_group_count: *batch_group_count,
-                preferred_element_type: *preferred_element_type,
-            },
+                feature_group_count,
+                batch_group_count,
+                preferred_element_type,
+                ..
+            }) => one(linalg::conv(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                &linalg::ConvParams {
+                    window_strides,
+                    padding,
+                    lhs_dilation,
+                    rhs_dilation,
+                    dimension_numbers,
+                    feature_group_count: *feature_group_count,
+                    batch_group_count: *batch_group_count,
+                    preferred_element_type: *preferred_element_type,
+                },
+            )),
+        },
+        Primitive::Collective(f) => match f {
+            Collective::AllReduce(AllReduceParams { op, axes }) => {
+                let (rop, pos) = positional_reduce(name, *op, axes)?;
+                one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
+            }
+            Collective::AllGather(AllGatherParams { axis_name, .. }) => {
+                Err(unbound(name, &axis_name.join(", ")))
+            }
+            Collective::AxisIndex(AxisIndexParams { axis_name }) => Err(unbound(name, axis_name)),
+        },
+        Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
+            format!("{name} is handled by the interpreter core, not by eval_op"),
         )),
-        Primitive::Reduction(Reduction::Sort(SortParams {
-            dimension,
-            num_keys,
-            ..
-        })) => sort::sort(args, *dimension, *num_keys),
-        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
-            sort::top_k(arg(name, args, 1, 0)?, *k, *axis)
-        }
-        Primitive::Structural(Structural::Empty2(Empty2Params { dtype })) => {
-            Ok(vec![HostArray::zeros(*dtype, &[])])
-        }
-        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
-            let (rop, pos) = positional_reduce(name, *op, axes)?;
-            one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
-        }
-        Primitive::Collective(Collective::AllGather(AllGatherParams { axis_name, .. })) => {
-            Err(unbound(name, &axis_name.join(", ")))
-        }
-        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
-            Err(unbound(name, axis_name))
-        }
-        Primitive::Control(Control::Cond(_))
-        | Primitive::Control(Control::While(_))
-        | Primitive::Control(Control::Scan(_))
-        | Primitive::Control(Control::ForLoop(_))
-        | Primitive::Control(Control::Jit(_))
-        | Primitive::Control(Control::CustomJvpCall(_))
-        | Primitive::Control(Control::CustomVjpCall(_))
-        | Primitive::Control(Control::Remat(_))
-        | Primitive::State(State::Get(_))
-        | Primitive::State(State::Swap(_))
-        | Primitive::State(State::AddUpdate(_))
-        | Primitive::Pallas(Pallas::ProgramId(_))
-        | Primitive::Pallas(Pallas::NumPrograms(_))
-        | Primitive::Pallas(Pallas::Load(_))
-        | Primitive::Pallas(Pallas::Store(_))
-        | Primitive::Pallas(Pallas::AtomicRmw(_))
-        | Primitive::Pallas(Pallas::AtomicCas(_))
-        | Primitive::Pallas(Pallas::PallasCall(_)) => Err(IrError::Eval(format!(
-            "{name} is handled by the interpreter core, not by eval_op"
-        ))),
     }
 }
 
