@@ -10,7 +10,7 @@
 use crate::refs::Ref;
 use crate::spec::{block_mapping, fmt_block_shape, kernel_shape, BlockSpec};
 use jaxon_ir::primitive::BlockMapping;
-use jaxon_ir::primitive::{Pallas, PallasCallParams};
+use jaxon_ir::primitive::PallasCallParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{AbstractRef, Aval, Jaxpr, MemorySpace, Primitive, ShapedArray};
 use jaxon_trace::error::{catch_flat, Error, Result};
@@ -240,6 +240,11 @@ impl PallasCall {
     /// The `pallas_call` primitive for inputs of types `in_avals`: the
     /// traced kernel, grid and block mappings.
     pub fn primitive(&self, in_avals: &[ShapedArray]) -> Result<Primitive> {
+        self.params(in_avals).map(Primitive::from)
+    }
+
+    /// The `pallas_call` params for inputs of types `in_avals`.
+    pub fn params(&self, in_avals: &[ShapedArray]) -> Result<PallasCallParams> {
         let in_specs = self.specs(&self.in_specs, "in_specs", "inputs", in_avals.len())?;
         let out_specs = self.specs(
             &self.out_specs,
@@ -260,7 +265,7 @@ impl PallasCall {
         if self.debug {
             println!("{}", self.debug_text(&kernel, &mappings));
         }
-        Ok(Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
+        Ok(PallasCallParams {
             kernel: Arc::new(kernel),
             grid: self.grid.clone(),
             block_mappings: mappings,
@@ -269,7 +274,7 @@ impl PallasCall {
             interpret: self.interpret,
             debug: self.debug,
             input_output_aliases: self.aliases.clone(),
-        })))
+        })
     }
 
     fn check_aliases(&self, in_avals: &[ShapedArray]) -> Result<()> {
@@ -341,15 +346,8 @@ impl PallasCall {
     /// What `debug(true)` prints for inputs of types `in_avals`: the kernel
     /// jaxpr and the grid mapping.
     pub fn debug_info(&self, in_avals: &[ShapedArray]) -> Result<String> {
-        let Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
-            kernel,
-            block_mappings,
-            ..
-        })) = self.clone().debug(false).primitive(in_avals)?
-        else {
-            return Err(Error::InvalidArgument("not a pallas_call".into()));
-        };
-        Ok(self.debug_text(&kernel, &block_mappings))
+        let p = self.clone().debug(false).params(in_avals)?;
+        Ok(self.debug_text(&p.kernel, &p.block_mappings))
     }
 
     fn debug_text(&self, kernel: &Jaxpr, mappings: &[BlockMapping]) -> String {

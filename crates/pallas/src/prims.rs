@@ -3,7 +3,7 @@
 //! `fori_loop` is `jaxon_trace`'s, re-exported from the crate root.
 
 use jaxon_ir::primitive::DotDimensionNumbers;
-use jaxon_ir::primitive::{NumProgramsParams, Pallas, ProgramIdParams};
+use jaxon_ir::primitive::{NumProgramsParams, ProgramIdParams};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::{ok_or_raise, Error, Result};
 use jaxon_trace::{bind1, cond, lax, Array};
@@ -11,18 +11,12 @@ use jaxon_trace::{bind1, cond, lax, Array};
 /// `pl.program_id(axis)`: this program's index along grid axis `axis`
 /// (an `i32` scalar).
 pub fn program_id(axis: usize) -> Array {
-    ok_or_raise(bind1(
-        &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis })),
-        &[],
-    ))
+    ok_or_raise(bind1(&Primitive::from(ProgramIdParams { axis }), &[]))
 }
 
 /// `pl.num_programs(axis)`: the grid's size along `axis` (an `i32` scalar).
 pub fn num_programs(axis: usize) -> Array {
-    ok_or_raise(bind1(
-        &Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })),
-        &[],
-    ))
+    ok_or_raise(bind1(&Primitive::from(NumProgramsParams { axis }), &[]))
 }
 
 /// `pl.dot(a, b)`: the matrix product of two 2-D blocks, accumulated in

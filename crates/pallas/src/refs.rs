@@ -10,8 +10,8 @@
 
 use crate::index::{lower, IntoValue, RefIndex};
 use jaxon_ir::primitive::{
-    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, LoadParams, Pallas, State,
-    StoreParams, SwapParams,
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, LoadParams, StoreParams,
+    SwapParams,
 };
 use jaxon_ir::primitive::{AtomicOp, Indexer};
 use jaxon_ir::shape::fmt_aval;
@@ -74,9 +74,9 @@ impl Ref {
         let mut avals = vec![self.r.aval().clone()];
         avals.extend(ops.iter().map(|o| o.aval().clone()));
         let atoms: Vec<Atom> = (0..avals.len()).map(|i| Atom::Var(Var(i as u32))).collect();
-        let p = Primitive::State(State::Get(GetParams {
+        let p = Primitive::from(GetParams {
             indexers: indexers.to_vec(),
-        }));
+        });
         let out = abstract_eval(&p, &avals, &atoms)?;
         Ok(out[0].array().clone())
     }
@@ -92,7 +92,7 @@ impl Ref {
     pub fn try_get(&self, idx: impl Into<RefIndex>) -> Result<Array> {
         let (indexers, ops) = self.lowered(idx.into(), "get")?;
         let out = bind(
-            &Primitive::State(State::Get(GetParams { indexers })),
+            &Primitive::from(GetParams { indexers }),
             &self.operands(ops, []),
         )?;
         Ok(out.into_iter().next().expect("get has one result"))
@@ -114,7 +114,7 @@ impl Ref {
         let t = self.indexed_type(&indexers, &ops)?;
         let v = fit(v.into_value(), &t, "the value written")?;
         let out = bind(
-            &Primitive::State(State::Swap(SwapParams { indexers })),
+            &Primitive::from(SwapParams { indexers }),
             &self.operands(ops, [v]),
         )?;
         Ok(out.into_iter().next().expect("swap has one result"))
@@ -141,7 +141,7 @@ impl Ref {
         let t = self.indexed_type(&indexers, &ops)?;
         let v = fit(v.into_value(), &t, "the value added")?;
         bind(
-            &Primitive::State(State::AddUpdate(AddUpdateParams { indexers })),
+            &Primitive::from(AddUpdateParams { indexers }),
             &self.operands(ops, [v]),
         )?;
         Ok(())
@@ -239,11 +239,11 @@ impl Load {
             .other
             .map(|o| fit(o, &t, "load's `other`"))
             .transpose()?;
-        let p = Primitive::Pallas(Pallas::Load(LoadParams {
+        let p = Primitive::from(LoadParams {
             indexers,
             has_mask: mask.is_some(),
             has_other: other.is_some(),
-        }));
+        });
         let out = bind(&p, &self.r.operands(ops, mask.into_iter().chain(other)))?;
         Ok(out.into_iter().next().expect("load has one result"))
     }
@@ -308,10 +308,10 @@ impl Store {
         let t = self.r.indexed_type(&indexers, &ops)?;
         let v = fit(v, &t, "the stored value")?;
         let mask = self.mask.take().map(|m| fit_mask(m, &t)).transpose()?;
-        let p = Primitive::Pallas(Pallas::Store(StoreParams {
+        let p = Primitive::from(StoreParams {
             indexers,
             has_mask: mask.is_some(),
-        }));
+        });
         let mut tail = vec![v];
         tail.extend(mask);
         bind(&p, &self.r.operands(ops, tail))?;
@@ -332,7 +332,7 @@ fn atomic(r: &Ref, idx: RefIndex, op: AtomicOp, v: Array) -> Result<Array> {
     let t = r.indexed_type(&indexers, &ops)?;
     let v = fit(v, &t, "the atomic operand")?;
     let out = bind(
-        &Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, op })),
+        &Primitive::from(AtomicRmwParams { indexers, op }),
         &r.operands(ops, [v]),
     )?;
     Ok(out.into_iter().next().expect("atomic_rmw has one result"))
@@ -371,7 +371,7 @@ pub fn atomic_cas(
         let c = fit(cmp.into_value(), &t, "the compared value")?;
         let n = fit(new.into_value(), &t, "the new value")?;
         let out = bind(
-            &Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })),
+            &Primitive::from(AtomicCasParams { indexers }),
             &r.operands(ops, [c, n]),
         )?;
         Ok(out.into_iter().next().expect("atomic_cas has one result"))

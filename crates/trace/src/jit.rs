@@ -16,7 +16,7 @@ use crate::pytree::{Pytree, TreeDef};
 use crate::stage::{leaf_avals, trace_pytree, trace_pytree_typed, StageMode};
 use hashbrown::HashMap;
 use jaxon_ir::dyntype::{DynAval, InDim, InType};
-use jaxon_ir::primitive::{Control, JitParams};
+use jaxon_ir::primitive::JitParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Aval, Backend, ClosedJaxpr, Executable, HostArray, Jaxpr, Primitive};
 use jaxon_ir::{DType, Dim};
@@ -211,13 +211,13 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
                 jaxpr.invars.splice(0..0, hoisted);
                 operands.splice(0..0, captured);
             }
-            let primitive = Primitive::Control(Control::Jit(JitParams {
+            let primitive = Primitive::from(JitParams {
                 name: self.name.clone(),
                 jaxpr: ClosedJaxpr {
                     jaxpr: Arc::new(jaxpr),
                     consts: entry.jaxpr.consts.clone(),
                 },
-            }));
+            });
             bind(&primitive, &operands)?
         };
         let outs = outs.into_iter().skip(entry.implicit_outs).collect();

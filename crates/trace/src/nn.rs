@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::lax;
 use crate::numpy::{self as jnp, IntoAxes};
 use crate::stage::{close, trace_flat, StageMode};
-use jaxon_ir::primitive::{Control, CustomJvpCallParams};
+use jaxon_ir::primitive::CustomJvpCallParams;
 use jaxon_ir::primitive::{ReduceOp, UnaryOp};
 use jaxon_ir::{DType, Primitive};
 
@@ -47,13 +47,13 @@ pub fn relu(x: &Array) -> Result<Array> {
     })?;
     let call_jaxpr = close(staged)?;
     bind1(
-        &Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
+        &Primitive::from(CustomJvpCallParams {
             name: "relu".into(),
             call_jaxpr,
             jvp: "jvp".into(),
             num_consts: 0,
             symbolic_zeros: false,
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }

@@ -516,13 +516,13 @@ fn custom_calls_and_remat_run_their_jaxprs() {
     let x = body.arg(sa(F32, &[3]));
     let body = body.finish(vec![x.into(), k.into()]);
     let prims = vec![
-        Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
+        Primitive::from(CustomJvpCallParams {
             name: "f".into(),
             call_jaxpr: closed(body.clone()),
             jvp: "f_jvp".into(),
             num_consts: 1,
             symbolic_zeros: false,
-        })),
+        }),
         Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
             name: "f".into(),
             call_jaxpr: closed(body.clone()),

@@ -4,7 +4,7 @@
 
 use super::params::{PValue, Params, PV};
 use super::syntax::PResult;
-use crate::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
+use crate::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams};
 use crate::primitive::{AxisRef, CollectiveOp, Primitive};
 
 /// A quoted axis name (`'i'`) without its quotes.
@@ -41,9 +41,7 @@ pub(crate) fn all_reduce(p: &Params, op: CollectiveOp) -> PResult<Primitive> {
             _ => p.usize_of(a).map(AxisRef::Pos),
         })
         .collect::<PResult<Vec<_>>>()?;
-    Ok(Primitive::Collective(Collective::AllReduce(
-        AllReduceParams { op, axes },
-    )))
+    Ok(Primitive::from(AllReduceParams { op, axes }))
 }
 
 /// `all_gather`; a bare `axis_name='i'` is read as the tuple `('i',)`.
@@ -58,14 +56,12 @@ pub(crate) fn all_gather(p: &Params) -> PResult<Primitive> {
             .map(|a| name_of(p, a))
             .collect::<PResult<Vec<_>>>()?,
     };
-    Ok(Primitive::Collective(Collective::AllGather(
-        AllGatherParams {
-            axis_name,
-            all_gather_dimension: p.usize("all_gather_dimension")?,
-            axis_size: p.usize("axis_size")?,
-            tiled: p.bool_or("tiled", false)?,
-        },
-    )))
+    Ok(Primitive::from(AllGatherParams {
+        axis_name,
+        all_gather_dimension: p.usize("all_gather_dimension")?,
+        axis_size: p.usize("axis_size")?,
+        tiled: p.bool_or("tiled", false)?,
+    }))
 }
 
 /// `axis_index[axis_name=i]` (the name printed with `str`, unquoted).
@@ -81,7 +77,5 @@ pub(crate) fn axis_index(p: &Params) -> PResult<Primitive> {
             ))
         }
     };
-    Ok(Primitive::Collective(Collective::AxisIndex(
-        AxisIndexParams { axis_name },
-    )))
+    Ok(Primitive::from(AxisIndexParams { axis_name }))
 }

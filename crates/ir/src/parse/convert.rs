@@ -69,34 +69,30 @@ pub(crate) fn to_primitive(
     }
     let name = e.name.as_str();
     if let Some(op) = UnaryOp::ALL.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Elementwise(Elementwise::Unary(*op)));
+        return Ok(Primitive::from(*op));
     }
     if let Some(op) = BinaryOp::ALL.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Elementwise(Elementwise::Binary(*op)));
+        return Ok(Primitive::from(*op));
     }
     if let Some(op) = REDUCE_OPS.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Reduction(Reduction::Reduce(ReduceParams {
+        return Ok(Primitive::from(ReduceParams {
             op: *op,
             axes: p.usizes("axes")?,
-        })));
+        }));
     }
     if let Some(op) = ARG_OPS.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Reduction(Reduction::ArgReduce(
-            ArgReduceParams {
-                op: *op,
-                axes: p.usizes("axes")?,
-                index_dtype: p.dtype("index_dtype")?,
-            },
-        )));
+        return Ok(Primitive::from(ArgReduceParams {
+            op: *op,
+            axes: p.usizes("axes")?,
+            index_dtype: p.dtype("index_dtype")?,
+        }));
     }
     if let Some(op) = CUM_OPS.iter().find(|o| o.name() == name) {
-        return Ok(Primitive::Reduction(Reduction::Cumulative(
-            CumulativeParams {
-                op: *op,
-                axis: p.usize("axis")?,
-                reverse: p.bool_or("reverse", false)?,
-            },
-        )));
+        return Ok(Primitive::from(CumulativeParams {
+            op: *op,
+            axis: p.usize("axis")?,
+            reverse: p.bool_or("reverse", false)?,
+        }));
     }
     if let Some(kind) = SCATTER_KINDS.iter().find(|o| o.name() == name) {
         let dn = p.req("dimension_numbers")?;
@@ -107,7 +103,7 @@ pub(crate) fn to_primitive(
             Some(v) if Params::is_none(v) => None,
             Some(v) => Some(bare(b.jaxpr_param(&p, v)?)),
         };
-        return Ok(Primitive::Indexing(Indexing::Scatter(ScatterParams {
+        return Ok(Primitive::from(ScatterParams {
             kind: *kind,
             dimension_numbers: ScatterDimensionNumbers {
                 update_window_dims: f("update_window_dims")?,
@@ -120,7 +116,7 @@ pub(crate) fn to_primitive(
             mode: mode_of(&p, p.req("mode")?)?,
             unique_indices: p.bool_or("unique_indices", false)?,
             update_jaxpr,
-        })));
+        }));
     }
     let out0 = out_avals.first();
     let prim = match name {
@@ -640,7 +636,7 @@ fn pallas_call(b: &mut Builder, p: &Params, in_avals: &[Option<Aval>]) -> PResul
             })
             .collect::<PResult<_>>()?,
     };
-    Ok(Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
+    Ok(Primitive::from(PallasCallParams {
         kernel,
         grid,
         block_mappings,
@@ -653,5 +649,5 @@ fn pallas_call(b: &mut Builder, p: &Params, in_avals: &[Option<Aval>]) -> PResul
         interpret: p.bool_or("interpret", false)?,
         debug: p.bool_or("debug", false)?,
         input_output_aliases,
-    })))
+    }))
 }

@@ -324,9 +324,9 @@ pub(crate) fn state_primitive_plain(
     _in_avals: &[Option<Aval>],
 ) -> PResult<Primitive> {
     match e.name.as_str() {
-        "atomic_cas" => Ok(Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams {
+        "atomic_cas" => Ok(Primitive::from(AtomicCasParams {
             indexers: Vec::new(),
-        }))),
+        })),
         "atomic_rmw" => {
             let t = p.req("atomic_type")?;
             let op = match &t.v {
@@ -352,10 +352,7 @@ pub(crate) fn state_primitive_plain(
                 Some(tree) => args_tree_indexers(p, tree)?,
                 None => Vec::new(),
             };
-            Ok(Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
-                indexers,
-                op,
-            })))
+            Ok(Primitive::from(AtomicRmwParams { indexers, op }))
         }
         _ => Err(p.err(
             e.pos,

@@ -190,33 +190,24 @@ fn pallas_kernel_state_forms_as_jax_prints_them() {
             stride: 1,
         }],
     };
-    assert_eq!(
-        prims[0],
-        &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 }))
-    );
+    assert_eq!(prims[0], &Primitive::from(ProgramIdParams { axis: 0 }));
     assert_eq!(
         prims[3],
-        &Primitive::Pallas(Pallas::Load(LoadParams {
+        &Primitive::from(LoadParams {
             indexers: vec![full(2)],
             has_mask: true,
             has_other: true
-        }))
+        })
     );
     assert_eq!(j.eqns[3].inputs.len(), 3);
-    assert_eq!(
-        prims[4],
-        &Primitive::State(State::Get(GetParams { indexers: vec![] }))
-    );
-    assert_eq!(
-        prims[5],
-        &Primitive::State(State::Swap(SwapParams { indexers: vec![] }))
-    );
+    assert_eq!(prims[4], &Primitive::from(GetParams { indexers: vec![] }));
+    assert_eq!(prims[5], &Primitive::from(SwapParams { indexers: vec![] }));
     assert_eq!(
         prims[6],
-        &Primitive::Pallas(Pallas::Store(StoreParams {
+        &Primitive::from(StoreParams {
             indexers: vec![dyn2.clone()],
             has_mask: true
-        }))
+        })
     );
     // ref, dynamic start, value, mask
     assert_eq!(
@@ -230,28 +221,25 @@ fn pallas_kernel_state_forms_as_jax_prints_them() {
     );
     assert_eq!(
         prims[7],
-        &Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams {
+        &Primitive::from(AtomicRmwParams {
             indexers: vec![full(2)],
             op: AtomicOp::Add
-        }))
+        })
     );
     assert_eq!(
         prims[8],
-        &Primitive::State(State::Swap(SwapParams {
+        &Primitive::from(SwapParams {
             indexers: vec![Indexer {
                 entries: vec![IndexEntry::Int(IndexValue::Static(0))]
             }]
-        }))
+        })
     );
-    assert_eq!(
-        prims[11],
-        &Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add))
-    );
+    assert_eq!(prims[11], &Primitive::from(BinaryOp::Add));
     assert_eq!(
         prims[12],
-        &Primitive::State(State::Swap(SwapParams {
+        &Primitive::from(SwapParams {
             indexers: vec![dyn2]
-        }))
+        })
     );
 }
 

@@ -44,11 +44,11 @@ fn rewrite_outer(
     map: &mut VarMap,
     eqn: &Eqn,
 ) -> Result<bool, IrError> {
-    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+    let Some(DotGeneralParams {
         dimension_numbers: dn,
         preferred_element_type,
         ..
-    })) = &eqn.primitive
+    }) = eqn.primitive.params::<DotGeneralParams>()
     else {
         return Ok(false);
     };
@@ -210,14 +210,11 @@ pub fn transposed_products(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
 /// The product `dot(b, a)` equal to `transpose(dot(a, b), perm)`, when
 /// `perm` keeps the batch dimensions and swaps the free blocks.
 fn swap_product(jaxpr: &Jaxpr, dot: &Eqn, perm: &[usize]) -> Option<Eqn> {
-    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+    let DotGeneralParams {
         dimension_numbers: dn,
         precision,
         preferred_element_type,
-    })) = &dot.primitive
-    else {
-        return None;
-    };
+    } = dot.primitive.params::<DotGeneralParams>()?;
     let [a, b] = dot.inputs.as_slice() else {
         return None;
     };

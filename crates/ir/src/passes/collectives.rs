@@ -5,7 +5,7 @@
 //! wherever they are evaluated.
 
 use crate::jaxpr::Jaxpr;
-use crate::primitive::{AllReduceParams, Collective, ReduceParams, Reduction};
+use crate::primitive::{AllReduceParams, ReduceParams, Reduction};
 use crate::primitive::{AxisRef, CollectiveOp, Primitive, ReduceOp};
 
 /// `jaxpr` with every positional-only `psum`/`pmax`/`pmin` (here and in
@@ -25,9 +25,7 @@ pub fn lower_positional_collectives(jaxpr: &Jaxpr) -> Jaxpr {
 }
 
 fn positional_reduce(p: &Primitive) -> Option<Primitive> {
-    let Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) = p else {
-        return None;
-    };
+    let AllReduceParams { op, axes } = p.params::<AllReduceParams>()?;
     let axes = axes
         .iter()
         .map(|a| match a {

@@ -126,8 +126,8 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
         }
         let mut at = def(body, z)?;
         let mut perm = None;
-        if let Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) =
-            &body.eqns[at].primitive
+        if let Some(TransposeParams { permutation }) =
+            body.eqns[at].primitive.params::<TransposeParams>()
         {
             let [Atom::Var(p)] = body.eqns[at].inputs.as_slice() else {
                 return None;
@@ -139,12 +139,9 @@ fn find_update(body: &Jaxpr, num_consts: usize, num_carry: usize) -> Option<Upda
             at = def(body, *p)?;
         }
         let pe = &body.eqns[at];
-        let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+        let DotGeneralParams {
             dimension_numbers, ..
-        })) = &pe.primitive
-        else {
-            return None;
-        };
+        } = pe.primitive.params::<DotGeneralParams>()?;
         let [u, w] = pe.inputs.as_slice() else {
             return None;
         };
@@ -192,7 +189,7 @@ struct ScanEqn<'e> {
 
 impl<'e> ScanEqn<'e> {
     fn of(eqn: &'e Eqn) -> Option<ScanEqn<'e>> {
-        let Primitive::Control(Control::Scan(ScanParams {
+        let ScanParams {
             jaxpr,
             length,
             reverse,
@@ -201,10 +198,7 @@ impl<'e> ScanEqn<'e> {
             unroll,
             linear,
             split_transpose,
-        })) = &eqn.primitive
-        else {
-            return None;
-        };
+        } = eqn.primitive.params::<ScanParams>()?;
         let body = &jaxpr.jaxpr;
         (body.invars.len() == eqn.inputs.len() && body.outvars.len() == eqn.outputs.len())
             .then_some(ScanEqn {
@@ -366,11 +360,11 @@ fn hoist_one(
         lhs_batch: shift(&up.dn.lhs_batch),
         rhs_batch: shift(&up.dn.rhs_batch),
     };
-    let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+    let Some(&DotGeneralParams {
         precision,
         preferred_element_type,
         ..
-    })) = up.prim
+    }) = up.prim.params::<DotGeneralParams>()
     else {
         return Err(IrError::Invalid("scan_sums: not a product".into()));
     };
@@ -445,13 +439,10 @@ fn hoist_projection(
     let consts = &body.invars[..nc];
     // (equation, xs position, const position)
     let found = body.eqns.iter().enumerate().find_map(|(at, e)| {
-        let Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+        let DotGeneralParams {
             dimension_numbers: dn,
             ..
-        })) = &e.primitive
-        else {
-            return None;
-        };
+        } = e.primitive.params::<DotGeneralParams>()?;
         if !dn.lhs_batch.is_empty() || !matches!(e.outputs.as_slice(), [Binder::Var(_)]) {
             return None;
         }

@@ -308,7 +308,7 @@ impl Printer {
         if let Some(d) = self.state_eqn(j, e) {
             return d;
         }
-        if let Primitive::Control(Control::Jit(JitParams { jaxpr, .. })) = &e.primitive {
+        if let Some(JitParams { jaxpr, .. }) = e.primitive.params::<JitParams>() {
             let inner: &Jaxpr = &jaxpr.jaxpr;
             if !self.is_shared(inner) {
                 let ins: Vec<Atom> = inner.invars.iter().map(|v| Atom::Var(*v)).collect();

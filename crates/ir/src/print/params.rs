@@ -13,7 +13,8 @@ use crate::primitive::{
     Empty2Params, ForLoopParams, GatherParams, Indexing, IntegerPowParams, IotaParams, JitParams,
     Linalg, NumProgramsParams, PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams,
     ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, RoundParams,
-    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural, TileParams, TopKParams, TransposeParams, WhileParams,
+    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams,
+    Structural, TileParams, TopKParams, TransposeParams, WhileParams,
 };
 use crate::primitive::{
     AtomicOp, BlockDim, BlockMapping, ConvDimensionNumbers, DotDimensionNumbers, FillValue,

@@ -7,9 +7,9 @@ use crate::primitive::{
     ArgReduceParams, BitcastConvertTypeParams, BroadcastInDimParams, ConcatenateParams,
     ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams, DotGeneralParams,
     DynamicSliceParams, Elementwise, Empty2Params, GatherParams, Indexing, IntegerPowParams,
-    IotaParams, Linalg, PadParams, ReduceParams, Reduction, ReshapeParams, RevParams,
-    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural,
-    TileParams, TopKParams, TransposeParams,
+    IotaParams, Linalg, PadParams, ReduceParams, ReshapeParams, RevParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, TileParams, TopKParams,
+    TransposeParams,
 };
 
 pub(crate) fn t(d: DType, s: &[usize]) -> Aval {
@@ -40,7 +40,7 @@ const I32: DType = DType::I32;
 
 #[test]
 fn binary_same_types_and_scalar_broadcast() {
-    let add = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add));
+    let add = Primitive::from(BinaryOp::Add);
     assert_eq!(ev1(&add, &[t(F32, &[3]), t(F32, &[3])]), t(F32, &[3]));
     assert_eq!(ev1(&add, &[t(F32, &[2, 3]), t(F32, &[])]), t(F32, &[2, 3]));
     assert_eq!(ev1(&add, &[t(F32, &[]), t(F32, &[2, 3])]), t(F32, &[2, 3]));
@@ -48,7 +48,7 @@ fn binary_same_types_and_scalar_broadcast() {
         ev1(&add, &[t(F32, &[3, 1]), t(F32, &[1, 4])]),
         t(F32, &[3, 4])
     );
-    let lt = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Lt));
+    let lt = Primitive::from(BinaryOp::Lt);
     assert_eq!(
         ev1(&lt, &[t(I32, &[5]), t(I32, &[5])]),
         t(DType::Bool, &[5])
@@ -57,7 +57,7 @@ fn binary_same_types_and_scalar_broadcast() {
 
 #[test]
 fn binary_errors_name_both_types() {
-    let add = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add));
+    let add = Primitive::from(BinaryOp::Add);
     assert_eq!(
         err(&add, &[t(F32, &[3]), t(F32, &[4])]),
         "add: operand types must match, got f32[3] and f32[4]"
@@ -69,14 +69,11 @@ fn binary_errors_name_both_types() {
     let e = err(&add, &[t(F32, &[3]), t(F32, &[3, 4])]);
     assert!(e.contains("f32[3]") && e.contains("f32[3,4]"), "{e}");
     let e = err(
-        &Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftLeft)),
+        &Primitive::from(BinaryOp::ShiftLeft),
         &[t(F32, &[3]), t(F32, &[3])],
     );
     assert!(e.contains("float32") && e.contains("position 0"), "{e}");
-    let e = err(
-        &Primitive::Elementwise(Elementwise::Binary(BinaryOp::And)),
-        &[t(F32, &[]), t(F32, &[])],
-    );
+    let e = err(&Primitive::from(BinaryOp::And), &[t(F32, &[]), t(F32, &[])]);
     assert!(e.starts_with("and:"), "{e}");
     assert!(ev(&add, &[t(DType::Bool, &[2]), t(DType::Bool, &[2])]).is_err());
     assert!(ev(&add, &[t(F32, &[2])]).is_err());
@@ -84,51 +81,44 @@ fn binary_errors_name_both_types() {
 
 #[test]
 fn unary_rules() {
-    let exp = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Exp));
+    let exp = Primitive::from(UnaryOp::Exp);
     assert_eq!(
         ev1(&exp, &[t(DType::BF16, &[2, 2])]),
         t(DType::BF16, &[2, 2])
     );
     assert!(ev(&exp, &[t(I32, &[2])]).is_err());
-    let fin = Primitive::Elementwise(Elementwise::Unary(UnaryOp::IsFinite));
+    let fin = Primitive::from(UnaryOp::IsFinite);
     assert_eq!(ev1(&fin, &[t(F32, &[4])]), t(DType::Bool, &[4]));
-    let not = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Not));
+    let not = Primitive::from(UnaryOp::Not);
     assert_eq!(ev1(&not, &[t(DType::U8, &[3])]), t(DType::U8, &[3]));
     assert!(ev(&not, &[t(F32, &[3])]).is_err());
-    assert!(ev(
-        &Primitive::Elementwise(Elementwise::Unary(UnaryOp::Abs)),
-        &[t(DType::U32, &[])]
-    )
-    .is_err());
+    assert!(ev(&Primitive::from(UnaryOp::Abs), &[t(DType::U32, &[])]).is_err());
     assert_eq!(
-        ev1(
-            &Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: 3 })),
-            &[t(I32, &[2])]
-        ),
+        ev1(&Primitive::from(IntegerPowParams { y: 3 }), &[t(I32, &[2])]),
         t(I32, &[2])
     );
-    let pow = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Pow));
+    let pow = Primitive::from(BinaryOp::Pow);
     assert_eq!(ev1(&pow, &[t(F32, &[2]), t(I32, &[2])]), t(F32, &[2]));
 }
 
 #[test]
 fn conversions() {
-    let c = Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+    let c = Primitive::from(ConvertElementTypeParams {
         new_dtype: DType::F16,
         weak_type: true,
-    }));
+    });
     let r = ev1(&c, &[t(I32, &[2, 3])]);
     assert_eq!(
         r,
         Aval::Array(ShapedArray::of(DType::F16, &[2, 3]).with_weak(true))
     );
-    let b = Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+    let b = Primitive::from(BitcastConvertTypeParams {
         new_dtype: DType::U8,
-    }));
+    });
     assert_eq!(ev1(&b, &[t(F32, &[3])]), t(DType::U8, &[3, 4]));
-    let b = Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+    let b = Primitive::from(BitcastConvertTypeParams {
         new_dtype: DType::F32,
-    }));
+    });
     assert_eq!(ev1(&b, &[t(DType::U8, &[3, 4])]), t(F32, &[3]));
     assert!(ev(&b, &[t(DType::U8, &[3, 2])]).is_err());
 }
@@ -168,28 +158,28 @@ fn select_n_and_clamp() {
 
 #[test]
 fn broadcast_reshape_transpose() {
-    let b = Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+    let b = Primitive::from(BroadcastInDimParams {
         shape: vec![Some(2), Some(3)],
         broadcast_dimensions: vec![1].into(),
-    }));
+    });
     assert_eq!(ev1(&b, &[t(F32, &[3])]), t(F32, &[2, 3]));
     assert_eq!(ev1(&b, &[t(F32, &[1])]), t(F32, &[2, 3]));
     let e = err(&b, &[t(F32, &[2])]);
     assert!(e.contains("f32[2]") && e.contains("[2,3]"), "{e}");
-    let r = Primitive::Structural(Structural::Reshape(ReshapeParams {
+    let r = Primitive::from(ReshapeParams {
         new_sizes: vec![Some(3), Some(2)],
         dimensions: None,
-    }));
+    });
     assert_eq!(ev1(&r, &[t(F32, &[2, 3])]), t(F32, &[3, 2]));
     assert!(ev(&r, &[t(F32, &[7])]).is_err());
-    let tr = Primitive::Structural(Structural::Transpose(TransposeParams {
+    let tr = Primitive::from(TransposeParams {
         permutation: vec![2, 0, 1],
-    }));
+    });
     assert_eq!(ev1(&tr, &[t(F32, &[2, 3, 4])]), t(F32, &[4, 2, 3]));
     assert!(ev(&tr, &[t(F32, &[2, 3])]).is_err());
-    let sq = Primitive::Structural(Structural::Squeeze(SqueezeParams {
+    let sq = Primitive::from(SqueezeParams {
         dimensions: vec![0, 2],
-    }));
+    });
     assert_eq!(ev1(&sq, &[t(F32, &[1, 5, 1])]), t(F32, &[5]));
     assert!(ev(&sq, &[t(F32, &[2, 5, 1])]).is_err());
 }
@@ -197,10 +187,10 @@ fn broadcast_reshape_transpose() {
 #[test]
 fn dynamic_dims_come_from_operands() {
     // b:f64[a] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0 a
-    let b = Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+    let b = Primitive::from(BroadcastInDimParams {
         shape: vec![None],
         broadcast_dimensions: vec![].into(),
-    }));
+    });
     let a = Var(7);
     let avals = [t(DType::F64, &[]), t(DType::I64, &[])];
     let atoms = [
@@ -213,17 +203,17 @@ fn dynamic_dims_come_from_operands() {
         vec![Aval::Array(ShapedArray::new(DType::F64, vec![Dim::Var(a)]))]
     );
     let lit3 = Atom::Lit(crate::literal::Literal::new(3.0, DType::I32));
-    let io = Primitive::Structural(Structural::Iota(IotaParams {
+    let io = Primitive::from(IotaParams {
         dtype: I32,
         shape: vec![None, Some(2)],
         dimension: 1,
-    }));
+    });
     let r = abstract_eval(&io, &[t(I32, &[])], &[lit3]).unwrap();
     assert_eq!(r, vec![t(I32, &[3, 2])]);
     // A float size operand is rejected.
     assert!(abstract_eval(&b, &[t(DType::F64, &[]), t(F32, &[])], &atoms).is_err());
     // dims compare symbolically.
-    let add = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add));
+    let add = Primitive::from(BinaryOp::Add);
     let x = Aval::Array(ShapedArray::new(F32, vec![Dim::Var(Var(1))]));
     let y = Aval::Array(ShapedArray::new(F32, vec![Dim::Var(Var(2))]));
     assert_eq!(ev1(&add, &[x.clone(), x.clone()]), x);
@@ -232,24 +222,24 @@ fn dynamic_dims_come_from_operands() {
 
 #[test]
 fn pad_slice_concat() {
-    let p = Primitive::Structural(Structural::Pad(PadParams {
+    let p = Primitive::from(PadParams {
         padding_config: vec![Ints::new(vec![1, 2, 0]), Ints::new(vec![-1, 0, 1])],
-    }));
+    });
     // dim0: 1+2+3 = 6; dim1: -1 + 4 + 3*1 = 6
     assert_eq!(ev1(&p, &[t(F32, &[3, 4]), t(F32, &[])]), t(F32, &[6, 6]));
-    let p2 = Primitive::Structural(Structural::Pad(PadParams {
+    let p2 = Primitive::from(PadParams {
         padding_config: vec![Ints::new(vec![-3, -1, 0])],
-    }));
+    });
     assert!(ev(&p2, &[t(F32, &[3]), t(F32, &[])]).is_err());
     assert!(ev(&p2, &[t(F32, &[3]), t(I32, &[])]).is_err());
-    let s = Primitive::Indexing(Indexing::Slice(SliceParams {
+    let s = Primitive::from(SliceParams {
         start_indices: Ints::new(vec![1, 0]),
         limit_indices: Ints::new(vec![4, 5]),
         strides: Some(Ints::new(vec![2, 1])),
-    }));
+    });
     assert_eq!(ev1(&s, &[t(F32, &[4, 5])]), t(F32, &[2, 5]));
     assert!(ev(&s, &[t(F32, &[3, 5])]).is_err());
-    let c = Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension: 1 }));
+    let c = Primitive::from(ConcatenateParams { dimension: 1 });
     assert_eq!(
         ev1(&c, &[t(F32, &[2, 3]), t(F32, &[2, 1]), t(F32, &[2, 4])]),
         t(F32, &[2, 8])
@@ -260,50 +250,47 @@ fn pad_slice_concat() {
 
 #[test]
 fn split_tile_stack_rev_iota_empty() {
-    let sp = Primitive::Structural(Structural::Split(SplitParams {
+    let sp = Primitive::from(SplitParams {
         sizes: Ints::new(vec![1, 3]),
         axis: 1,
-    }));
+    });
     assert_eq!(
         ev(&sp, &[t(F32, &[2, 4])]).unwrap(),
         vec![t(F32, &[2, 1]), t(F32, &[2, 3])]
     );
     assert!(ev(&sp, &[t(F32, &[2, 5])]).is_err());
-    let ti = Primitive::Structural(Structural::Tile(TileParams {
+    let ti = Primitive::from(TileParams {
         reps: Ints::new(vec![2, 3]),
-    }));
+    });
     assert_eq!(ev1(&ti, &[t(F32, &[2, 1])]), t(F32, &[4, 3]));
-    let st = Primitive::Structural(Structural::Stack(StackParams { axis: 1 }));
+    let st = Primitive::from(StackParams { axis: 1 });
     assert_eq!(
         ev1(&st, &[t(F32, &[2, 5]), t(F32, &[2, 5])]),
         t(F32, &[2, 2, 5])
     );
     assert!(ev(&st, &[t(F32, &[2, 5]), t(F32, &[5, 2])]).is_err());
-    let rv = Primitive::Structural(Structural::Rev(RevParams {
+    let rv = Primitive::from(RevParams {
         dimensions: vec![0],
-    }));
+    });
     assert_eq!(ev1(&rv, &[t(I32, &[3])]), t(I32, &[3]));
     assert!(ev(&rv, &[t(I32, &[])]).is_err());
-    let io = Primitive::Structural(Structural::Iota(IotaParams {
+    let io = Primitive::from(IotaParams {
         dtype: I32,
         shape: vec![Some(4)],
         dimension: 0,
-    }));
+    });
     assert_eq!(ev1(&io, &[]), t(I32, &[4]));
     assert_eq!(
-        ev1(
-            &Primitive::Structural(Structural::Empty2(Empty2Params { dtype: F32 })),
-            &[]
-        ),
+        ev1(&Primitive::from(Empty2Params { dtype: F32 }), &[]),
         t(F32, &[])
     );
 }
 
 #[test]
 fn dynamic_slices() {
-    let ds = Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
+    let ds = Primitive::from(DynamicSliceParams {
         slice_sizes: Ints::new(vec![2, 2]),
-    }));
+    });
     assert_eq!(
         ev1(&ds, &[t(F32, &[4, 5]), t(I32, &[]), t(I32, &[])]),
         t(F32, &[2, 2])
@@ -321,7 +308,7 @@ fn dynamic_slices() {
 #[test]
 fn gather_scatter_from_corpus() {
     // gather_second_axis: f32[3,6], i32[2,2,1] -> f32[3,2,2]
-    let g = Primitive::Indexing(Indexing::Gather(GatherParams {
+    let g = Primitive::from(GatherParams {
         dimension_numbers: GatherDimensionNumbers {
             offset_dims: Ints::new(vec![0]),
             collapsed_slice_dims: Ints::new(vec![1]),
@@ -334,7 +321,7 @@ fn gather_scatter_from_corpus() {
         mode: GatherScatterMode::PromiseInBounds,
         slice_sizes: Ints::new(vec![3, 1]),
         unique_indices: false,
-    }));
+    });
     assert_eq!(
         ev1(&g, &[t(F32, &[3, 6]), t(I32, &[2, 2, 1])]),
         t(F32, &[3, 2, 2])
@@ -342,7 +329,7 @@ fn gather_scatter_from_corpus() {
     assert!(ev(&g, &[t(F32, &[3, 6]), t(I32, &[2, 2, 2])]).is_err());
     assert!(ev(&g, &[t(F32, &[2, 6]), t(I32, &[2, 2, 1])]).is_err());
     // scatter_add_dupes_oob: f32[5], i32[6,1], f32[6] -> f32[5]
-    let s = Primitive::Indexing(Indexing::Scatter(ScatterParams {
+    let s = Primitive::from(ScatterParams {
         kind: ScatterKind::Add,
         dimension_numbers: ScatterDimensionNumbers {
             update_window_dims: Ints::default(),
@@ -355,7 +342,7 @@ fn gather_scatter_from_corpus() {
         mode: GatherScatterMode::FillOrDrop,
         unique_indices: false,
         update_jaxpr: None,
-    }));
+    });
     assert_eq!(
         ev1(&s, &[t(F32, &[5]), t(I32, &[6, 1]), t(F32, &[6])]),
         t(F32, &[5])
@@ -370,43 +357,43 @@ fn gather_scatter_from_corpus() {
 
 #[test]
 fn reductions() {
-    let r = Primitive::Reduction(Reduction::Reduce(ReduceParams {
+    let r = Primitive::from(ReduceParams {
         op: ReduceOp::Sum,
         axes: vec![0, 2],
-    }));
+    });
     assert_eq!(ev1(&r, &[t(F32, &[2, 3, 4])]), t(F32, &[3]));
     assert!(ev(&r, &[t(F32, &[2, 3])]).is_err());
-    let a = Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
+    let a = Primitive::from(ArgReduceParams {
         op: ArgOp::Argmax,
         axes: vec![1],
         index_dtype: I32,
-    }));
+    });
     assert_eq!(ev1(&a, &[t(F32, &[2, 3])]), t(I32, &[2]));
-    let c = Primitive::Reduction(Reduction::Cumulative(CumulativeParams {
+    let c = Primitive::from(CumulativeParams {
         op: CumulativeOp::Cumsum,
         axis: 1,
         reverse: false,
-    }));
+    });
     assert_eq!(ev1(&c, &[t(F32, &[2, 3])]), t(F32, &[2, 3]));
     assert!(ev(&c, &[t(F32, &[2])]).is_err());
-    let s = Primitive::Reduction(Reduction::Sort(SortParams {
+    let s = Primitive::from(SortParams {
         dimension: 0,
         is_stable: true,
         num_keys: 1,
-    }));
+    });
     assert_eq!(
         ev(&s, &[t(F32, &[5]), t(I32, &[5])]).unwrap(),
         vec![t(F32, &[5]), t(I32, &[5])]
     );
     assert!(ev(&s, &[t(F32, &[5]), t(I32, &[4])]).is_err());
     // top_k[axis=1 k=3] f32[2,5] -> f32[2,3], i32[2,3]
-    let k = Primitive::Reduction(Reduction::TopK(TopKParams { k: 3, axis: 1 }));
+    let k = Primitive::from(TopKParams { k: 3, axis: 1 });
     assert_eq!(
         ev(&k, &[t(F32, &[2, 5])]).unwrap(),
         vec![t(F32, &[2, 3]), t(I32, &[2, 3])]
     );
     assert!(ev(
-        &Primitive::Reduction(Reduction::TopK(TopKParams { k: 6, axis: 1 })),
+        &Primitive::from(TopKParams { k: 6, axis: 1 }),
         &[t(F32, &[2, 5])]
     )
     .is_err());

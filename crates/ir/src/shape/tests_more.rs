@@ -10,9 +10,9 @@ use crate::literal::Literal;
 use crate::primitive::*;
 use crate::primitive::{
     AddUpdateParams, BroadcastInDimParams, CondParams, Control, ConvertElementTypeParams,
-    Elementwise, ForLoopParams, GetParams, JitParams, LoadParams, Pallas, PallasCallParams,
-    ProgramIdParams, ReduceParams, Reduction, ScanParams, State, StoreParams, Structural,
-    SwapParams, TransposeParams, WhileParams,
+    Elementwise, ForLoopParams, GetParams, JitParams, LoadParams, PallasCallParams,
+    ProgramIdParams, ReduceParams, Reduction, ScanParams, StoreParams, Structural, SwapParams,
+    TransposeParams, WhileParams,
 };
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -48,18 +48,18 @@ fn unary_fn(op: UnaryOp, ty: Aval) -> ClosedJaxpr {
 fn cond_branches_agree() {
     let b0 = unary_fn(UnaryOp::Sin, t(F32, &[3]));
     let b1 = unary_fn(UnaryOp::Cos, t(F32, &[3]));
-    let c = Primitive::Control(Control::Cond(CondParams {
+    let c = Primitive::from(CondParams {
         branches: vec![b0.clone(), b1],
-    }));
+    });
     assert_eq!(ev1(&c, &[t(I32, &[]), t(F32, &[3])]), t(F32, &[3]));
     assert!(ev(&c, &[t(DType::Bool, &[]), t(F32, &[3])]).is_err());
     let e = ev(&c, &[t(I32, &[]), t(F32, &[4])])
         .unwrap_err()
         .to_string();
     assert!(e.contains("f32[3]") && e.contains("f32[4]"), "{e}");
-    let bad = Primitive::Control(Control::Cond(CondParams {
+    let bad = Primitive::from(CondParams {
         branches: vec![b0, unary_fn(UnaryOp::Cos, t(F32, &[3])).clone()],
-    }));
+    });
     assert!(ev(&bad, &[t(I32, &[])]).is_err());
 }
 
@@ -77,12 +77,12 @@ fn while_and_scan() {
     )];
     cj.outvars = vec![p.into()];
     let body = unary_fn(UnaryOp::Neg, t(I32, &[]));
-    let w = Primitive::Control(Control::While(WhileParams {
+    let w = Primitive::from(WhileParams {
         cond_jaxpr: ClosedJaxpr::without_consts(cj),
         body_jaxpr: body.clone(),
         cond_nconsts: 0,
         body_nconsts: 0,
-    }));
+    });
     assert_eq!(ev1(&w, &[t(I32, &[])]), t(I32, &[]));
     assert!(ev(&w, &[t(F32, &[])]).is_err());
     // scan body (c:f32[], x:f32[2]) -> (c, y:f32[2])
@@ -97,7 +97,7 @@ fn while_and_scan() {
         vec![y],
     )];
     sj.outvars = vec![c.into(), y.into()];
-    let s = Primitive::Control(Control::Scan(ScanParams {
+    let s = Primitive::from(ScanParams {
         jaxpr: ClosedJaxpr::without_consts(sj),
         length: 5,
         reverse: false,
@@ -106,7 +106,7 @@ fn while_and_scan() {
         unroll: 1,
         linear: vec![],
         split_transpose: false,
-    }));
+    });
     assert_eq!(
         ev(&s, &[t(F32, &[]), t(F32, &[5, 2])]).unwrap(),
         vec![t(F32, &[]), t(F32, &[5, 2])]
@@ -246,10 +246,10 @@ fn checker_names_the_param_of_a_bad_nested_jaxpr() {
         .to_string();
     assert!(e.contains("equation 0 (cond): branches: "), "{e}");
     assert!(e.contains("f32[4]"), "{e}");
-    let jit = Primitive::Control(Control::Jit(JitParams {
+    let jit = Primitive::from(JitParams {
         name: "f".into(),
         jaxpr: bad,
-    }));
+    });
     let e = check_jaxpr(&caller(jit, vec![t(F32, &[3])]))
         .unwrap_err()
         .to_string();
@@ -261,10 +261,10 @@ fn checker_names_the_param_of_a_bad_nested_jaxpr() {
 #[test]
 fn jit_call_types() {
     let callee = unary_fn(UnaryOp::Exp, t(F32, &[2]));
-    let p = Primitive::Control(Control::Jit(JitParams {
+    let p = Primitive::from(JitParams {
         name: "f".into(),
         jaxpr: callee,
-    }));
+    });
     assert_eq!(ev1(&p, &[t(F32, &[2])]), t(F32, &[2]));
     let e = ev(&p, &[t(F32, &[3])]).unwrap_err().to_string();
     assert!(e.contains("f32[2]") && e.contains("f32[3]"), "{e}");
@@ -289,14 +289,14 @@ fn state_and_pallas() {
     let ix = vec![Indexer {
         entries: vec![IndexEntry::Int(IndexValue::Dynamic(1)), full(4)],
     }];
-    let g = Primitive::State(State::Get(GetParams {
+    let g = Primitive::from(GetParams {
         indexers: ix.clone(),
-    }));
+    });
     assert_eq!(ev1(&g, &[rf(&[3, 4]), t(I32, &[])]), t(F32, &[4]));
     assert!(ev(&g, &[t(F32, &[3, 4]), t(I32, &[])]).is_err());
-    let s = Primitive::State(State::Swap(SwapParams {
+    let s = Primitive::from(SwapParams {
         indexers: ix.clone(),
-    }));
+    });
     assert_eq!(
         ev1(&s, &[rf(&[3, 4]), t(I32, &[]), t(F32, &[4])]),
         t(F32, &[4])
@@ -305,28 +305,28 @@ fn state_and_pallas() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("f32[4]") && e.contains("f32[3]"), "{e}");
-    let a = Primitive::State(State::AddUpdate(AddUpdateParams { indexers: vec![] }));
+    let a = Primitive::from(AddUpdateParams { indexers: vec![] });
     assert_eq!(ev(&a, &[rf(&[3]), t(F32, &[3])]).unwrap(), vec![]);
     // array index: ref[idx] with idx:i32[5] over f32[3,4] -> f32[5,4]
-    let g2 = Primitive::State(State::Get(GetParams {
+    let g2 = Primitive::from(GetParams {
         indexers: vec![Indexer {
             entries: vec![IndexEntry::Array(1), full(4)],
         }],
-    }));
+    });
     assert_eq!(ev1(&g2, &[rf(&[3, 4]), t(I32, &[5])]), t(F32, &[5, 4]));
-    let ld = Primitive::Pallas(Pallas::Load(LoadParams {
+    let ld = Primitive::from(LoadParams {
         indexers: vec![],
         has_mask: true,
         has_other: true,
-    }));
+    });
     assert_eq!(
         ev1(&ld, &[rf(&[8]), t(DType::Bool, &[8]), t(F32, &[])]),
         t(F32, &[8])
     );
-    let st = Primitive::Pallas(Pallas::Store(StoreParams {
+    let st = Primitive::from(StoreParams {
         indexers: vec![],
         has_mask: true,
-    }));
+    });
     assert!(ev(&st, &[rf(&[8]), t(F32, &[8]), t(F32, &[8])]).is_err());
     // The old values, as JAX's `masked_swap`.
     assert_eq!(
@@ -334,13 +334,10 @@ fn state_and_pallas() {
         t(F32, &[8])
     );
     assert_eq!(
-        ev1(
-            &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
-            &[]
-        ),
+        ev1(&Primitive::from(ProgramIdParams { axis: 0 }), &[]),
         t(I32, &[])
     );
-    let pc = Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
+    let pc = Primitive::from(PallasCallParams {
         kernel: Arc::new(Jaxpr::new()),
         grid: vec![],
         block_mappings: vec![],
@@ -349,7 +346,7 @@ fn state_and_pallas() {
         interpret: true,
         debug: false,
         input_output_aliases: vec![],
-    }));
+    });
     assert_eq!(ev1(&pc, &[t(F32, &[8])]), t(F32, &[8]));
 }
 
@@ -440,10 +437,10 @@ fn checker_nested_and_consts() {
     let mut inner = (*callee.jaxpr).clone();
     inner.eqns[0].inputs[0] = Atom::Var(Var(1));
     let mut bad = m.clone();
-    bad.eqns[0].primitive = Primitive::Control(Control::Jit(JitParams {
+    bad.eqns[0].primitive = Primitive::from(JitParams {
         name: "f".into(),
         jaxpr: ClosedJaxpr::without_consts(inner),
-    }));
+    });
     let e = check_jaxpr(&bad).unwrap_err().to_string();
     assert!(e.contains("equation 0 (jit)") && e.contains("jaxpr"), "{e}");
     // consts must match the constvars

@@ -18,7 +18,7 @@ use crate::numpy as jnp;
 use crate::pytree::{Pytree, TreeDef};
 use crate::stage::leaf_avals;
 use hashbrown::HashMap;
-use jaxon_ir::primitive::{CondParams, Control};
+use jaxon_ir::primitive::CondParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{DType, Primitive};
 
@@ -194,9 +194,9 @@ fn cond_impl<I: Pytree, O: Pytree>(
     args.push(index.clone());
     args.extend(consts.iter().cloned());
     args.extend(leaves.iter().cloned());
-    let primitive = Primitive::Control(Control::Cond(CondParams {
+    let primitive = Primitive::from(CondParams {
         branches: jaxprs.into_iter().map(closed).collect(),
-    }));
+    });
     let mut outs = bind(&primitive, &args)?.into_iter();
     let all_inputs = &args[1..];
     let results = in_fwd

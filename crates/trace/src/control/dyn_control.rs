@@ -14,7 +14,7 @@ use crate::dynshape::{same_value, sizes, Size};
 use crate::error::{catch, Error, Result};
 use crate::pytree::{Pytree, TreeDef};
 use hashbrown::HashMap;
-use jaxon_ir::primitive::{CondParams, Control, WhileParams};
+use jaxon_ir::primitive::{CondParams, WhileParams};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Atom, Aval, DType, Jaxpr, Literal, Primitive, Scalar, Var};
 
@@ -64,12 +64,12 @@ pub fn while_loop_with<C: Pytree>(
     // Dimensions the body shares with captured values are loop-invariant
     // consts of the cond too.
     promote_like(&mut cond, &body.kept, &expanded);
-    let primitive = Primitive::Control(Control::While(WhileParams {
+    let primitive = Primitive::from(WhileParams {
         cond_jaxpr: closed(cond.jaxpr),
         body_jaxpr: closed(body.jaxpr),
         cond_nconsts: cond.consts.len(),
         body_nconsts: body.consts.len(),
-    }));
+    });
     let mut args = cond.consts;
     args.extend(body.consts);
     args.extend(kept_implicit(&expanded, &body.kept));
@@ -264,9 +264,9 @@ pub(crate) fn cond_dynamic<I: Pytree, O: Pytree>(
     args.extend(consts);
     args.extend(expanded.implicit.iter().cloned());
     args.extend(leaves);
-    let primitive = Primitive::Control(Control::Cond(CondParams {
+    let primitive = Primitive::from(CondParams {
         branches: jaxprs.into_iter().map(closed).collect(),
-    }));
+    });
     let outs = bind(&primitive, &args)?;
     O::unflatten(&out_def, collapse(outs, joint.len()))
 }

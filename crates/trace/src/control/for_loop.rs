@@ -12,7 +12,7 @@ use crate::core::bind;
 use crate::error::{Error, Result};
 use crate::lax;
 use crate::pytree::Pytree;
-use jaxon_ir::primitive::{Control, ForLoopParams};
+use jaxon_ir::primitive::ForLoopParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{ClosedJaxpr, DType, HostArray, Primitive};
 use std::sync::Arc;
@@ -124,7 +124,7 @@ pub fn for_loop_with<C: Pytree>(
         |cx, outs| loop_results("for_loop", &expanded, 1, cx, outs),
     )?;
     let implicit = kept_implicit(&expanded, &traced.kept);
-    let primitive = Primitive::Control(Control::ForLoop(ForLoopParams {
+    let primitive = Primitive::from(ForLoopParams {
         body_jaxpr: ClosedJaxpr {
             jaxpr: Arc::new(traced.jaxpr),
             consts: Arc::from(Vec::new()),
@@ -133,7 +133,7 @@ pub fn for_loop_with<C: Pytree>(
         nimplicit: implicit.len(),
         preserve_dimensions: opts.preserve_dimensions,
         apply_reverse_transform: opts.apply_reverse_transform,
-    }));
+    });
     let mut operands = traced.consts;
     operands.extend(implicit);
     operands.extend([lower.clone(), upper, step]);

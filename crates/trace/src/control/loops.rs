@@ -19,7 +19,7 @@ use crate::lax;
 use crate::pytree::Pytree;
 use crate::stage::leaf_avals;
 use jaxon_ir::primitive::BinaryOp;
-use jaxon_ir::primitive::{Control, WhileParams};
+use jaxon_ir::primitive::WhileParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Aval, DType, Primitive};
 
@@ -111,12 +111,12 @@ pub fn while_loop<C: Pytree>(
         bconsts = consts;
     }
 
-    let primitive = Primitive::Control(Control::While(WhileParams {
+    let primitive = Primitive::from(WhileParams {
         cond_jaxpr: closed(cj),
         body_jaxpr: closed(bj),
         cond_nconsts: nc,
         body_nconsts: bconsts.len(),
-    }));
+    });
     let mut args = cconsts;
     args.extend(bconsts);
     args.extend(init_vals);

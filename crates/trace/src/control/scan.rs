@@ -16,7 +16,7 @@ use crate::core::bind;
 use crate::error::{Error, Result};
 use crate::pytree::{NodeKind, Pytree, TreeDef};
 use crate::stage::leaf_avals;
-use jaxon_ir::primitive::{Control, ScanParams};
+use jaxon_ir::primitive::ScanParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Aval, Dim, Primitive};
 
@@ -118,7 +118,7 @@ pub fn scan<C: Pytree, X: Pytree, Y: Pytree>(
     prune_outvars(&mut j, &keep);
 
     let n_ops = num_consts + num_carry + n_xs;
-    let primitive = Primitive::Control(Control::Scan(ScanParams {
+    let primitive = Primitive::from(ScanParams {
         jaxpr: closed(j),
         length,
         reverse,
@@ -127,7 +127,7 @@ pub fn scan<C: Pytree, X: Pytree, Y: Pytree>(
         unroll: 1,
         linear: vec![false; n_ops],
         split_transpose: false,
-    }));
+    });
     let mut args = consts;
     args.extend(carry_vals);
     args.extend(xs_vals.iter().cloned());

@@ -11,7 +11,7 @@ use crate::array::Array;
 use crate::core::bind1;
 use crate::error::{Error, Result};
 use crate::lax;
-use jaxon_ir::primitive::{BroadcastInDimParams, IotaParams, ReshapeParams, Structural};
+use jaxon_ir::primitive::{BroadcastInDimParams, IotaParams, ReshapeParams};
 use jaxon_ir::primitive::{GatherDimensionNumbers, GatherScatterMode, Ints};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{DType, HostArray, Primitive};
@@ -31,10 +31,10 @@ pub fn broadcast_in_dim(
     let mut args = vec![x.clone()];
     args.extend(dyn_ops);
     bind1(
-        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+        &Primitive::from(BroadcastInDimParams {
             shape: param,
             broadcast_dimensions: broadcast_dimensions.into(),
-        })),
+        }),
         &args,
     )
 }
@@ -86,11 +86,11 @@ pub fn broadcasted_iota(dtype: DType, shape: &[Size], dimension: usize) -> Resul
     }
     let (param, dyn_ops) = shape_param(shape.to_vec())?;
     bind1(
-        &Primitive::Structural(Structural::Iota(IotaParams {
+        &Primitive::from(IotaParams {
             dtype,
             shape: param,
             dimension,
-        })),
+        }),
         &dyn_ops,
     )
 }
@@ -117,10 +117,10 @@ pub fn reshape(x: &Array, new_sizes: &[Size]) -> Result<Array> {
     let mut args = vec![x.clone()];
     args.extend(dyn_ops);
     bind1(
-        &Primitive::Structural(Structural::Reshape(ReshapeParams {
+        &Primitive::from(ReshapeParams {
             new_sizes: param,
             dimensions: None,
-        })),
+        }),
         &args,
     )
 }

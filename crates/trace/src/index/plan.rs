@@ -16,10 +16,10 @@ use crate::error::{Error, Result};
 use crate::lax;
 use crate::numpy::{broadcast_to, promote::broadcast_shape_lists};
 use crate::stage::{trace_flat, StageMode};
+use jaxon_ir::primitive::ScatterParams;
 use jaxon_ir::primitive::{
     GatherDimensionNumbers, GatherScatterMode, Ints, ScatterDimensionNumbers, ScatterKind,
 };
-use jaxon_ir::primitive::{Indexing, ScatterParams};
 use jaxon_ir::{Aval, DType, Primitive, ShapedArray};
 use std::sync::Arc;
 
@@ -315,7 +315,7 @@ pub(crate) fn scatter(x: &Array, entries: &[Entry], kind: ScatterKind, v: &Array
     };
     let d = p.dnums;
     bind1(
-        &Primitive::Indexing(Indexing::Scatter(ScatterParams {
+        &Primitive::from(ScatterParams {
             kind,
             dimension_numbers: ScatterDimensionNumbers {
                 update_window_dims: d.offset_dims,
@@ -327,7 +327,7 @@ pub(crate) fn scatter(x: &Array, entries: &[Entry], kind: ScatterKind, v: &Array
             mode: GatherScatterMode::FillOrDrop,
             unique_indices: p.static_only,
             update_jaxpr: combiner(kind, x.dtype())?,
-        })),
+        }),
         &[x.clone(), indices, updates],
     )
 }

@@ -14,9 +14,8 @@ use jaxon_ir::primitive::{ArgOp, BinaryOp, CumulativeOp, ReduceOp, UnaryOp};
 use jaxon_ir::primitive::{
     ArgReduceParams, BitcastConvertTypeParams, BroadcastInDimParams, ConcatenateParams,
     ConvertElementTypeParams, CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams, Reduction,
-    ReshapeParams, RevParams, SliceParams, SortParams, SplitParams, SqueezeParams, Structural,
-    TopKParams, TransposeParams,
+    Indexing, IntegerPowParams, IotaParams, PadParams, ReduceParams, ReshapeParams, RevParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, TopKParams, TransposeParams,
 };
 use jaxon_ir::primitive::{DotDimensionNumbers, Ints};
 use jaxon_ir::shape::fmt_aval;
@@ -25,19 +24,13 @@ use std::sync::{Arc, OnceLock};
 
 /// Applies an elementwise unary primitive.
 pub fn unary(op: UnaryOp, x: &Array) -> Result<Array> {
-    bind1(
-        &Primitive::Elementwise(Elementwise::Unary(op)),
-        std::slice::from_ref(x),
-    )
+    bind1(&Primitive::from(op), std::slice::from_ref(x))
 }
 
 /// Applies an elementwise binary primitive (operands of one dtype; rank-0
 /// and size-1 dimensions broadcast).
 pub fn binary(op: BinaryOp, x: &Array, y: &Array) -> Result<Array> {
-    bind1(
-        &Primitive::Elementwise(Elementwise::Binary(op)),
-        &[x.clone(), y.clone()],
-    )
+    bind1(&Primitive::from(op), &[x.clone(), y.clone()])
 }
 
 macro_rules! unary_fns {
@@ -80,7 +73,7 @@ binary_fns! {
 /// `lax.integer_pow`: `x ** y` for a static integer `y`.
 pub fn integer_pow(x: &Array, y: i64) -> Result<Array> {
     bind1(
-        &Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })),
+        &Primitive::from(IntegerPowParams { y }),
         std::slice::from_ref(x),
     )
 }
@@ -97,10 +90,10 @@ pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Res
     if x.dtype() == new_dtype && x.weak_type() == weak_type {
         return Ok(x.clone());
     }
-    let p = Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
+    let p = Primitive::from(ConvertElementTypeParams {
         new_dtype,
         weak_type,
-    }));
+    });
     // Only scalars (Rust literals) are converted on the host, as JAX does
     // for Python scalars; a captured constant array's conversion is staged.
     if x.is_tracer() || x.ndim() > 0 {
@@ -118,9 +111,7 @@ pub fn convert_element_type(x: &Array, new_dtype: DType, weak_type: bool) -> Res
 /// `lax.bitcast_convert_type`.
 pub fn bitcast_convert_type(x: &Array, new_dtype: DType) -> Result<Array> {
     bind1(
-        &Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
-            new_dtype,
-        })),
+        &Primitive::from(BitcastConvertTypeParams { new_dtype }),
         std::slice::from_ref(x),
     )
 }
@@ -152,10 +143,10 @@ pub fn broadcast_in_dim(
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+        &Primitive::from(BroadcastInDimParams {
             shape: shape.iter().map(|&n| Some(n)).collect(),
             broadcast_dimensions: Ints::from(broadcast_dimensions),
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -174,10 +165,10 @@ pub fn reshape(x: &Array, new_sizes: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Structural(Structural::Reshape(ReshapeParams {
+        &Primitive::from(ReshapeParams {
             new_sizes: new_sizes.iter().map(|&n| Some(n)).collect(),
             dimensions: None,
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -188,9 +179,9 @@ pub fn transpose(x: &Array, permutation: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Structural(Structural::Transpose(TransposeParams {
+        &Primitive::from(TransposeParams {
             permutation: permutation.to_vec(),
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -201,9 +192,9 @@ pub fn squeeze(x: &Array, dimensions: &[usize]) -> Result<Array> {
         return Ok(x.clone());
     }
     bind1(
-        &Primitive::Structural(Structural::Squeeze(SqueezeParams {
+        &Primitive::from(SqueezeParams {
             dimensions: dimensions.to_vec(),
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -231,9 +222,9 @@ pub fn expand_dims(x: &Array, dimensions: &[usize]) -> Result<Array> {
 /// `lax.rev(x, dimensions)`.
 pub fn rev(x: &Array, dimensions: &[usize]) -> Result<Array> {
     bind1(
-        &Primitive::Structural(Structural::Rev(RevParams {
+        &Primitive::from(RevParams {
             dimensions: dimensions.to_vec(),
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -241,12 +232,12 @@ pub fn rev(x: &Array, dimensions: &[usize]) -> Result<Array> {
 /// `lax.pad(x, padding_value, [(lo, hi, interior)])`.
 pub fn pad(x: &Array, padding_value: &Array, config: &[(i64, i64, i64)]) -> Result<Array> {
     bind1(
-        &Primitive::Structural(Structural::Pad(PadParams {
+        &Primitive::from(PadParams {
             padding_config: config
                 .iter()
                 .map(|&(l, h, i)| Ints::new(vec![l, h, i]))
                 .collect(),
-        })),
+        }),
         &[x.clone(), padding_value.clone()],
     )
 }
@@ -256,10 +247,7 @@ pub fn concatenate(operands: &[Array], dimension: usize) -> Result<Array> {
     if operands.len() == 1 {
         return Ok(operands[0].clone());
     }
-    bind1(
-        &Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })),
-        operands,
-    )
+    bind1(&Primitive::from(ConcatenateParams { dimension }), operands)
 }
 
 /// `lax.slice(x, start, limit, strides)`.
@@ -270,11 +258,11 @@ pub fn slice(
     strides: Option<&[usize]>,
 ) -> Result<Array> {
     bind1(
-        &Primitive::Indexing(Indexing::Slice(SliceParams {
+        &Primitive::from(SliceParams {
             start_indices: Ints::from(start),
             limit_indices: Ints::from(limit),
             strides: strides.map(Ints::from),
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -284,9 +272,9 @@ pub fn dynamic_slice(x: &Array, starts: &[Array], sizes: &[usize]) -> Result<Arr
     let mut args = vec![x.clone()];
     args.extend(starts.iter().cloned());
     bind1(
-        &Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
+        &Primitive::from(DynamicSliceParams {
             slice_sizes: Ints::from(sizes),
-        })),
+        }),
         &args,
     )
 }
@@ -306,11 +294,11 @@ pub fn iota(dtype: DType, size: usize) -> Result<Array> {
 /// `lax.broadcasted_iota(dtype, shape, dimension)`.
 pub fn broadcasted_iota(dtype: DType, shape: &[usize], dimension: usize) -> Result<Array> {
     bind1(
-        &Primitive::Structural(Structural::Iota(IotaParams {
+        &Primitive::from(IotaParams {
             dtype,
             shape: shape.iter().map(|&n| Some(n)).collect(),
             dimension,
-        })),
+        }),
         &[],
     )
 }
@@ -318,10 +306,10 @@ pub fn broadcasted_iota(dtype: DType, shape: &[usize], dimension: usize) -> Resu
 /// `lax.reduce_*` over `axes`.
 pub fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Result<Array> {
     bind1(
-        &Primitive::Reduction(Reduction::Reduce(ReduceParams {
+        &Primitive::from(ReduceParams {
             op,
             axes: axes.to_vec(),
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -329,11 +317,11 @@ pub fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Result<Array> {
 /// `lax.argmax` / `lax.argmin` along one axis.
 pub fn arg_reduce(op: ArgOp, x: &Array, axis: usize, index_dtype: DType) -> Result<Array> {
     bind1(
-        &Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
+        &Primitive::from(ArgReduceParams {
             op,
             axes: vec![axis],
             index_dtype,
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -341,11 +329,7 @@ pub fn arg_reduce(op: ArgOp, x: &Array, axis: usize, index_dtype: DType) -> Resu
 /// `lax.cumsum` and friends.
 pub fn cumulative(op: CumulativeOp, x: &Array, axis: usize, reverse: bool) -> Result<Array> {
     bind1(
-        &Primitive::Reduction(Reduction::Cumulative(CumulativeParams {
-            op,
-            axis,
-            reverse,
-        })),
+        &Primitive::from(CumulativeParams { op, axis, reverse }),
         std::slice::from_ref(x),
     )
 }
@@ -358,11 +342,11 @@ pub fn dot_general(
     preferred_element_type: Option<DType>,
 ) -> Result<Array> {
     bind1(
-        &Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+        &Primitive::from(DotGeneralParams {
             dimension_numbers,
             precision: None,
             preferred_element_type,
-        })),
+        }),
         &[lhs.clone(), rhs.clone()],
     )
 }
@@ -376,11 +360,11 @@ pub fn sort(
     num_keys: usize,
 ) -> Result<Vec<Array>> {
     bind(
-        &Primitive::Reduction(Reduction::Sort(SortParams {
+        &Primitive::from(SortParams {
             dimension,
             is_stable,
             num_keys,
-        })),
+        }),
         operands,
     )
 }
@@ -391,7 +375,7 @@ pub fn top_k(x: &Array, k: usize) -> Result<(Array, Array)> {
         Error::InvalidArgument(format!("top_k needs an array, got {}", fmt_aval(x.aval())))
     })?;
     let mut outs = bind(
-        &Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })),
+        &Primitive::from(TopKParams { k, axis }),
         std::slice::from_ref(x),
     )?;
     let idx = outs.pop().expect("two results");
@@ -402,10 +386,10 @@ pub fn top_k(x: &Array, k: usize) -> Result<(Array, Array)> {
 /// `lax.split(x, sizes, axis)`.
 pub fn split(x: &Array, sizes: &[usize], axis: usize) -> Result<Vec<Array>> {
     bind(
-        &Primitive::Structural(Structural::Split(SplitParams {
+        &Primitive::from(SplitParams {
             sizes: Ints::from(sizes),
             axis,
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }

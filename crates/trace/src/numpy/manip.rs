@@ -11,7 +11,7 @@ use crate::lax;
 use jaxon_ir::primitive::{
     CumulativeOp, FillValue, GatherDimensionNumbers, GatherScatterMode, Ints,
 };
-use jaxon_ir::primitive::{GatherParams, Indexing, PadParams, SplitParams, Structural};
+use jaxon_ir::primitive::{GatherParams, PadParams, SplitParams};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{DType, Primitive};
 
@@ -56,10 +56,10 @@ pub fn split(x: &Array, sections: Sections, axis: isize) -> Result<Vec<Array>> {
         }
     };
     bind(
-        &Primitive::Structural(Structural::Split(SplitParams {
+        &Primitive::from(SplitParams {
             sizes: np_ints(sizes),
             axis,
-        })),
+        }),
         std::slice::from_ref(x),
     )
 }
@@ -84,9 +84,9 @@ pub fn pad(x: &Array, pad_width: &[(usize, usize)], value: &Array) -> Result<Arr
     jitted("_pad", vec![x.clone(), value.clone()], move |a| {
         let v = lax::convert_element_type(&a[1], a[0].dtype(), false)?;
         crate::core::bind1(
-            &Primitive::Structural(Structural::Pad(PadParams {
+            &Primitive::from(PadParams {
                 padding_config: config.clone(),
-            })),
+            }),
             &[a[0].clone(), v],
         )
     })
@@ -185,14 +185,14 @@ pub(crate) fn gather(
     sorted_unique: bool,
 ) -> Result<Array> {
     crate::core::bind1(
-        &Primitive::Indexing(Indexing::Gather(GatherParams {
+        &Primitive::from(GatherParams {
             dimension_numbers,
             fill_value,
             indices_are_sorted: sorted_unique,
             mode,
             slice_sizes: Ints::from(slice_sizes),
             unique_indices: sorted_unique,
-        })),
+        }),
         &[x.clone(), indices.clone()],
     )
 }

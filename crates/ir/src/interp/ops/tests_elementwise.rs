@@ -11,511 +11,511 @@ use crate::primitive::*;
 
 #[test]
 fn f32_sin() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin));
+    let p = Primitive::from(UnaryOp::Sin);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[0.2776952385902405, -0.6585012674331665, 0.5663870573043823, -0.990082859992981, -0.8844983577728271, -0.7513728141784668, -0.9997711777687073, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_cos() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Cos));
+    let p = Primitive::from(UnaryOp::Cos);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[-0.960669219493866, 0.7525796294212341, -0.8241393566131592, 0.14048461616039276, 0.4665433466434479, -0.6598779559135437, 0.02139245718717575, f64::NAN, 1.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_tan() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Tan));
+    let p = Primitive::from(UnaryOp::Tan);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[-0.2890643775463104, -0.8749921917915344, -0.6872466802597046, -7.047624588012695, -1.8958545923233032, 1.1386542320251465, -46.73474884033203, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_exp() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Exp));
+    let p = Primitive::from(UnaryOp::Exp);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[17.46499252319336, 0.48732423782348633, 12.673046112060547, 0.23934590816497803, 0.33776068687438965, 0.10111946612596512, 0.21237488090991974, f64::NAN, 1.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_exp2() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Exp2));
+    let p = Primitive::from(UnaryOp::Exp2);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[7.261152744293213, 0.6075918674468994, 5.813783645629883, 0.37117063999176025, 0.4712558388710022, 0.20426973700523376, 0.3416516184806824, f64::NAN, 1.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_expm1() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Expm1));
+    let p = Primitive::from(UnaryOp::Expm1);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[16.46499252319336, -0.5126757621765137, 11.673046112060547, -0.760654091835022, -0.6622393131256104, -0.8988805413246155, -0.7876251339912415, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_tanh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Tanh));
+    let p = Primitive::from(UnaryOp::Tanh);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[0.9934645295143127, -0.6161813735961914, 0.9876242280006409, -0.891635000705719, -0.7951995730400085, -0.979756772518158, -0.9136868119239807, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_logistic() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Logistic));
+    let p = Primitive::from(UnaryOp::Logistic);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[0.9458434581756592, 0.32765164971351624, 0.926863431930542, 0.1931227743625641, 0.252482146024704, 0.09183333069086075, 0.1751726269721985, -f64::NAN, 0.5][..])], 2e-06);
 }
 
 #[test]
 fn f32_atan() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Atan));
+    let p = Primitive::from(UnaryOp::Atan);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[1.23445463180542, -0.6232491731643677, 1.195662021636963, -0.9604891538619995, -0.8263348340988159, -1.1593059301376343, -0.9976544976234436, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_sinh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sinh));
+    let p = Primitive::from(UnaryOp::Sinh);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[8.70386791229248, -0.7823488116264343, 6.297069072723389, -1.9693536758422852, -1.311457633972168, -4.894086837768555, -2.2481398582458496, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_cosh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Cosh));
+    let p = Primitive::from(UnaryOp::Cosh);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[8.761124610900879, 1.2696729898452759, 6.375977039337158, 2.2086997032165527, 1.6492183208465576, 4.995205879211426, 2.460514545440674, f64::NAN, 1.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_asinh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Asinh));
+    let p = Primitive::from(UnaryOp::Asinh);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[1.7732850313186646, -0.6680208444595337, 1.6617937088012695, -1.155207872390747, -0.9405020475387573, -1.566865086555481, -1.2218579053878784, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_cbrt() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Cbrt));
+    let p = Primitive::from(UnaryOp::Cbrt);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[1.4194891452789307, -0.8957933783531189, 1.364315390586853, -1.1265826225280762, -1.027698278427124, -1.318368911743164, -1.1571457386016846, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_abs() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Abs));
+    let p = Primitive::from(UnaryOp::Abs);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[2.860198497772217, 0.7188255786895752, 2.5394773483276367, 1.4298454523086548, 1.085417628288269, 2.291452646255493, 1.5494022369384766, f64::NAN, 0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_neg() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg));
+    let p = Primitive::from(UnaryOp::Neg);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[-2.860198497772217, 0.7188255786895752, -2.5394773483276367, 1.4298454523086548, 1.085417628288269, 2.291452646255493, 1.5494022369384766, -f64::NAN, 0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_floor() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Floor));
+    let p = Primitive::from(UnaryOp::Floor);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[2.0, -1.0, 2.0, -2.0, -2.0, -3.0, -2.0, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_ceil() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Ceil));
+    let p = Primitive::from(UnaryOp::Ceil);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[3.0, -0.0, 3.0, -1.0, -1.0, -2.0, -1.0, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_square() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Square));
+    let p = Primitive::from(UnaryOp::Square);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[8.18073558807373, 0.5167102217674255, 6.448945045471191, 2.0444579124450684, 1.1781314611434937, 5.250755310058594, 2.4006474018096924, f64::NAN, 0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_sign() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sign));
+    let p = Primitive::from(UnaryOp::Sign);
     check(&p, &[arr(DType::F32, &[9], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, f64::NAN, -0.0])], &[(DType::F32, &[9][..], &[1.0, -1.0, 1.0, -1.0, -1.0, -1.0, -1.0, f64::NAN, -0.0][..])], 2e-06);
 }
 
 #[test]
 fn f32_log() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Log));
+    let p = Primitive::from(UnaryOp::Log);
     check(&p, &[arr(DType::F32, &[7], &[1.3082090616226196, 3.8581130504608154, 1.0914167165756226, 1.7919741868972778, 2.4589896202087402, 3.461304187774658, 3.4618427753448486])], &[(DType::F32, &[7][..], &[0.2686590850353241, 1.3501782417297363, 0.08747658878564835, 0.5833179354667664, 0.8997505307197571, 1.2416454553604126, 1.2418010234832764][..])], 2e-06);
 }
 
 #[test]
 fn f32_log1p() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Log1p));
+    let p = Primitive::from(UnaryOp::Log1p);
     check(&p, &[arr(DType::F32, &[7], &[1.3082090616226196, 3.8581130504608154, 1.0914167165756226, 1.7919741868972778, 2.4589896202087402, 3.461304187774658, 3.4618427753448486])], &[(DType::F32, &[7][..], &[0.8364718556404114, 1.5806500911712646, 0.7378417253494263, 1.0267488956451416, 1.2409765720367432, 1.495441198348999, 1.4955618381500244][..])], 2e-06);
 }
 
 #[test]
 fn f32_sqrt() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sqrt));
+    let p = Primitive::from(UnaryOp::Sqrt);
     check(&p, &[arr(DType::F32, &[7], &[1.3082090616226196, 3.8581130504608154, 1.0914167165756226, 1.7919741868972778, 2.4589896202087402, 3.461304187774658, 3.4618427753448486])], &[(DType::F32, &[7][..], &[1.14376962184906, 1.9642080068588257, 1.0447089672088623, 1.338646411895752, 1.568116545677185, 1.8604580163955688, 1.860602855682373][..])], 2e-06);
 }
 
 #[test]
 fn f32_rsqrt() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Rsqrt));
+    let p = Primitive::from(UnaryOp::Rsqrt);
     check(&p, &[arr(DType::F32, &[7], &[1.3082090616226196, 3.8581130504608154, 1.0914167165756226, 1.7919741868972778, 2.4589896202087402, 3.461304187774658, 3.4618427753448486])], &[(DType::F32, &[7][..], &[0.8743019104003906, 0.5091110467910767, 0.9572044610977173, 0.7470232844352722, 0.6377077102661133, 0.5375019907951355, 0.537460207939148][..])], 2e-06);
 }
 
 #[test]
 fn f32_acosh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Acosh));
+    let p = Primitive::from(UnaryOp::Acosh);
     check(&p, &[arr(DType::F32, &[7], &[2.30820894241333, 4.8581132888793945, 2.091416835784912, 2.7919740676879883, 3.4589896202087402, 4.461304187774658, 4.4618425369262695])], &[(DType::F32, &[7][..], &[1.4789994955062866, 2.2630324363708496, 1.3681987524032593, 1.6861616373062134, 1.9125416278839111, 2.175784111022949, 2.175907850265503][..])], 2e-06);
 }
 
 #[test]
 fn f32_asin() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Asin));
+    let p = Primitive::from(UnaryOp::Asin);
     check(&p, &[arr(DType::F32, &[7], &[0.34941285848617554, 0.319428950548172, 0.4710438847541809, -0.5539382100105286, -0.6552117466926575, 0.7400891184806824, -0.8788429498672485])], &[(DType::F32, &[7][..], &[0.35694441199302673, 0.3251267969608307, 0.49047380685806274, -0.5870871543884277, -0.7144628763198853, 0.8332028985023499, -1.0734317302703857][..])], 2e-06);
 }
 
 #[test]
 fn f32_acos() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Acos));
+    let p = Primitive::from(UnaryOp::Acos);
     check(&p, &[arr(DType::F32, &[7], &[0.34941285848617554, 0.319428950548172, 0.4710438847541809, -0.5539382100105286, -0.6552117466926575, 0.7400891184806824, -0.8788429498672485])], &[(DType::F32, &[7][..], &[1.2138519287109375, 1.2456696033477783, 1.080322504043579, 2.157883405685425, 2.285259246826172, 0.7375934720039368, 2.644227981567383][..])], 2e-06);
 }
 
 #[test]
 fn f32_atanh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Atanh));
+    let p = Primitive::from(UnaryOp::Atanh);
     check(&p, &[arr(DType::F32, &[7], &[0.34941285848617554, 0.319428950548172, 0.4710438847541809, -0.5539382100105286, -0.6552117466926575, 0.7400891184806824, -0.8788429498672485])], &[(DType::F32, &[7][..], &[0.36477479338645935, 0.3310110569000244, 0.5114110112190247, -0.6240451335906982, -0.784376859664917, 0.950676441192627, -1.370661973953247][..])], 2e-06);
 }
 
 #[test]
 fn f32_erf() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Erf));
+    let p = Primitive::from(UnaryOp::Erf);
     check(&p, &[arr(DType::F32, &[10], &[-4.0, -1.5, -0.30000001192092896, 0.0, 0.0010000000474974513, 0.699999988079071, 2.200000047683716, 3.0999999046325684, 5.0, f64::NAN])], &[(DType::F32, &[10][..], &[-1.0, -0.966105043888092, -0.328626811504364, 0.0, 0.001128378789871931, 0.6778011322021484, 0.9981372356414795, 0.9999881982803345, 1.0, f64::NAN][..])], 1e-06);
 }
 
 #[test]
 fn f32_erfc() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Erfc));
+    let p = Primitive::from(UnaryOp::Erfc);
     check(&p, &[arr(DType::F32, &[9], &[-2.0, -0.30000001192092896, 0.0, 0.699999988079071, 1.600000023841858, 2.9000000953674316, 4.5, 9.0, 12.0])], &[(DType::F32, &[9][..], &[1.9953222274780273, 1.3286267518997192, 1.0, 0.32219886779785156, 0.023651612922549248, 4.109783913008869e-05, 1.9661604289122891e-10, 4.137031708073991e-37, 0.0][..])], 1e-05);
 }
 
 #[test]
 fn f32_erf_inv() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::ErfInv));
+    let p = Primitive::from(UnaryOp::ErfInv);
     check(&p, &[arr(DType::F32, &[10], &[-0.9990000128746033, -0.5, -0.0010000000474974513, 0.0, 0.25, 0.8999999761581421, 0.9999899864196777, 1.0, -1.0, 1.5])], &[(DType::F32, &[10][..], &[-2.3267576694488525, -0.4769362807273865, -0.0008862271206453443, 0.0, 0.22531206905841827, 1.163087010383606, 3.1232049465179443, f64::INFINITY, f64::NEG_INFINITY, f64::NAN][..])], 1e-05);
 }
 
 #[test]
 fn f64_erf() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Erf));
+    let p = Primitive::from(UnaryOp::Erf);
     check(&p, &[arr(DType::F64, &[10], &[-4.0, -1.5, -0.3, 0.0, 1e-08, 0.7, 2.2, 2.6, 5.0, 7.0])], &[(DType::F64, &[10][..], &[-0.9999999845827421, -0.9661051464753108, -0.3286267594591274, 0.0, 1.1283791670955126e-08, 0.6778011938374184, 0.9981371537020182, 0.9997639655834707, 0.9999999999984626, 1.0][..])], 1e-14);
 }
 
 #[test]
 fn f64_erfc() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Erfc));
+    let p = Primitive::from(UnaryOp::Erfc);
     check(&p, &[arr(DType::F64, &[11], &[-2.0, -0.3, 0.0, 0.7, 1.4, 1.6, 2.9, 4.5, 9.0, 26.0, 30.0])], &[(DType::F64, &[11][..], &[1.9953222650189528, 1.3286267594591274, 1.0, 0.32219880616258156, 0.04771488023735121, 0.02365161665535599, 4.109787809945884e-05, 1.9661604415428876e-10, 4.137031746513812e-37, 5.663192408856145e-296, 0.0][..])], 1e-13);
 }
 
 #[test]
 fn f64_erf_inv() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::ErfInv));
+    let p = Primitive::from(UnaryOp::ErfInv);
     check(&p, &[arr(DType::F64, &[10], &[-0.999, -0.5, -1e-09, 0.0, 0.25, 0.75, 0.9, 0.999999999, 1.0, -1.0])], &[(DType::F64, &[10][..], &[-2.3267537655135273, -0.47693627620446977, -8.862269254527581e-10, 0.0, 0.22531205501217808, 0.8134198475976187, 1.163087153676674, 4.320005388048932, f64::INFINITY, f64::NEG_INFINITY][..])], 1e-10);
 }
 
 #[test]
 fn f64_exp_log() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Exp));
+    let p = Primitive::from(UnaryOp::Exp);
     check(&p, &[arr(DType::F64, &[6], &[1.1021334545160641, 1.027428114844808, 0.6661078866660617, -2.639176123474625, 2.8666156416458364, -0.3662902395193077])], &[(DType::F64, &[6][..], &[3.010582117305265, 2.793871071078845, 1.9466459902448636, 0.07142008665688175, 17.577429102257465, 0.6933015484972521][..])], 1e-15);
 }
 
 #[test]
 fn f32_logistic_tails() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Logistic));
+    let p = Primitive::from(UnaryOp::Logistic);
     check(&p, &[arr(DType::F32, &[5], &[-100.0, -20.0, 0.0, 20.0, 100.0])], &[(DType::F32, &[5][..], &[0.0, 2.06115369216775e-09, 0.5, 1.0, 1.0][..])], 1e-06);
 }
 
 #[test]
 fn f32_max_nan() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Max));
+    let p = Primitive::from(BinaryOp::Max);
     check(&p, &[arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188]), arr(DType::F32, &[8], &[2.9535553455352783, f64::NAN, -0.0, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094, 2.2145490646362305])], &[(DType::F32, &[8][..], &[f64::NAN, f64::NAN, 0.0, 2.15094256401062, -0.19073571264743805, 1.9739352464675903, 2.532259225845337, 2.2145490646362305][..])], 1e-06);
 }
 
 #[test]
 fn f32_min_nan() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Min));
+    let p = Primitive::from(BinaryOp::Min);
     check(&p, &[arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188]), arr(DType::F32, &[8], &[2.9535553455352783, f64::NAN, -0.0, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094, 2.2145490646362305])], &[(DType::F32, &[8][..], &[f64::NAN, -f64::NAN, -0.0, -2.478701591491699, -0.44820988178253174, 1.4149140119552612, -1.3136863708496094, -2.0791549682617188][..])], 1e-06);
 }
 
 #[test]
 fn f32_atan2() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Atan2));
+    let p = Primitive::from(BinaryOp::Atan2);
     check(&p, &[arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188]), arr(DType::F32, &[8], &[2.9535553455352783, f64::NAN, -0.0, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094, 2.2145490646362305])], &[(DType::F32, &[8][..], &[f64::NAN, f64::NAN, 3.1415927410125732, 2.4268722534179688, -1.9731327295303345, 0.6219114661216736, 2.0493550300598145, -0.7538754343986511][..])], 2e-06);
 }
 
 #[test]
 fn f32_rem() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Rem));
+    let p = Primitive::from(BinaryOp::Rem);
     check(&p, &[arr(DType::F32, &[6], &[5.5, -5.5, 7.25, -7.25, 1.0, 3.0]), arr(DType::F32, &[6], &[2.0, 2.0, -2.5, -2.5, 0.0, f64::INFINITY])], &[(DType::F32, &[6][..], &[1.5, -1.5, 2.25, -2.25, -f64::NAN, 3.0][..])], 1e-06);
 }
 
 #[test]
 fn f32_pow() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Pow));
+    let p = Primitive::from(BinaryOp::Pow);
     check(&p, &[arr(DType::F32, &[7], &[1.3082090616226196, 3.8581130504608154, 1.0914167165756226, 1.7919741868972778, 2.4589896202087402, 3.461304187774658, 3.4618427753448486]), arr(DType::F32, &[7], &[2.858499526977539, 2.0502820014953613, -0.30675840377807617, -0.776949405670166, -0.10398337990045547, -2.4469106197357178, -1.6399013996124268])], &[(DType::F32, &[7][..], &[2.1553688049316406, 15.930668830871582, 0.9735226631164551, 0.635585606098175, 0.9106841683387756, 0.04792128875851631, 0.13049358129501343][..])], 3e-06);
 }
 
 #[test]
 fn f32_pow_int() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Pow));
+    let p = Primitive::from(BinaryOp::Pow);
     check(&p, &[arr(DType::F32, &[5], &[2.0, -2.0, 0.0, 3.0, -1.5]), arr(DType::I32, &[5], &[3.0, -3.0, -1.0, 0.0, 5.0])], &[(DType::F32, &[5][..], &[8.0, -0.125, f64::INFINITY, 1.0, -7.59375][..])], 1e-06);
 }
 
 #[test]
 fn f32_div() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Div));
+    let p = Primitive::from(BinaryOp::Div);
     check(&p, &[arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188]), arr(DType::F32, &[8], &[3.4535553455352783, f64::NAN, 0.5, -1.9787015914916992, 0.30926430225372314, 2.473935127258301, -0.8136863708496094, 2.7145490646362305])], &[(DType::F32, &[8][..], &[f64::NAN, f64::NAN, 0.0, -1.0870474576950073, -1.4492777585983276, 0.5719285011291504, -3.1120827198028564, -0.76593017578125][..])], 1e-06);
 }
 
 #[test]
 fn f32_nextafter() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Nextafter));
+    let p = Primitive::from(BinaryOp::Nextafter);
     check(&p, &[arr(DType::F32, &[7], &[0.0, 1.0, -1.0, 1.0, f64::NAN, 3.0, -0.0]), arr(DType::F32, &[7], &[1.0, 0.0, 0.0, 2.0, 1.0, 3.0, -1.0])], &[(DType::F32, &[7][..], &[1.401298464324817e-45, 0.9999999403953552, -0.9999999403953552, 1.0000001192092896, f64::NAN, 3.0, -1.401298464324817e-45][..])], 0.0);
 }
 
 #[test]
 fn f16_nextafter() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Nextafter));
+    let p = Primitive::from(BinaryOp::Nextafter);
     check(&p, &[arr(DType::F16, &[3], &[0.0, 1.0, -2.0]), arr(DType::F16, &[3], &[1.0, 2.0, -5.0])], &[(DType::F16, &[3][..], &[5.960464477539063e-08, 1.0009765625, -2.001953125][..])], 0.0);
 }
 
 #[test]
 fn bf16_nextafter() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Nextafter));
+    let p = Primitive::from(BinaryOp::Nextafter);
     check(&p, &[arr(DType::BF16, &[3], &[0.0, 1.0, -2.0]), arr(DType::BF16, &[3], &[-1.0, 2.0, -5.0])], &[(DType::BF16, &[3][..], &[-9.183549615799121e-41, 1.0078125, -2.015625][..])], 0.0);
 }
 
 #[test]
 fn f32_round_away() {
-    let p = Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method: RoundingMethod::AwayFromZero }));
+    let p = Primitive::from(RoundParams { rounding_method: RoundingMethod::AwayFromZero });
     check(&p, &[arr(DType::F32, &[7], &[0.5, 1.5, 2.5, -0.5, -2.5, 2.4000000953674316, -2.5999999046325684])], &[(DType::F32, &[7][..], &[1.0, 2.0, 3.0, -1.0, -3.0, 2.0, -3.0][..])], 0.0);
 }
 
 #[test]
 fn f32_round_even() {
-    let p = Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method: RoundingMethod::ToNearestEven }));
+    let p = Primitive::from(RoundParams { rounding_method: RoundingMethod::ToNearestEven });
     check(&p, &[arr(DType::F32, &[7], &[0.5, 1.5, 2.5, -0.5, -2.5, 2.4000000953674316, -2.5999999046325684])], &[(DType::F32, &[7][..], &[0.0, 2.0, 2.0, -0.0, -2.0, 2.0, -3.0][..])], 0.0);
 }
 
 #[test]
 fn f32_integer_pow_neg() {
-    let p = Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: -3 }));
+    let p = Primitive::from(IntegerPowParams { y: -3 });
     check(&p, &[arr(DType::F32, &[7], &[1.3082090616226196, 3.8581130504608154, 1.0914167165756226, 1.7919741868972778, 2.4589896202087402, 3.461304187774658, 3.4618427753448486])], &[(DType::F32, &[7][..], &[0.4466511905193329, 0.01741306111216545, 0.7691803574562073, 0.17378199100494385, 0.06725582480430603, 0.024114634841680527, 0.024103382602334023][..])], 1e-06);
 }
 
 #[test]
 fn f32_integer_pow_7() {
-    let p = Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: 7 }));
+    let p = Primitive::from(IntegerPowParams { y: 7 });
     check(&p, &[arr(DType::F32, &[7], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766])], &[(DType::F32, &[7][..], &[1565.933349609375, -0.09916642308235168, 681.0991821289062, -12.218661308288574, -1.7749172449111938, -331.7234802246094, -21.4362735748291][..])], 1e-06);
 }
 
 #[test]
 fn i32_integer_pow_wrap() {
-    let p = Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: 31 }));
+    let p = Primitive::from(IntegerPowParams { y: 31 });
     check(&p, &[arr(DType::I32, &[5], &[3.0, -2.0, 7.0, 1.0, 0.0])], &[(DType::I32, &[5][..], &[1264544299.0, -2147483648.0, 265001655.0, 1.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn i32_integer_pow_0() {
-    let p = Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: 0 }));
+    let p = Primitive::from(IntegerPowParams { y: 0 });
     check(&p, &[arr(DType::I32, &[3], &[3.0, -2.0, 0.0])], &[(DType::I32, &[3][..], &[1.0, 1.0, 1.0][..])], 0.0);
 }
 
 #[test]
 fn f16_add() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add));
+    let p = Primitive::from(BinaryOp::Add);
     check(&p, &[arr(DType::F16, &[8], &[0.2193603515625, 1.3994140625, -0.306640625, -1.1669921875, 2.68359375, 1.505859375, -0.167724609375, -0.25634765625]), arr(DType::F16, &[8], &[1.4775390625, 2.1328125, -1.2392578125, 1.3994140625, 1.8525390625, 2.322265625, -2.8515625, 0.0753173828125])], &[(DType::F16, &[8][..], &[1.697265625, 3.53125, -1.5458984375, 0.232421875, 4.53515625, 3.828125, -3.01953125, -0.1810302734375][..])], 0.0);
 }
 
 #[test]
 fn f16_mul() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul));
+    let p = Primitive::from(BinaryOp::Mul);
     check(&p, &[arr(DType::F16, &[8], &[0.2193603515625, 1.3994140625, -0.306640625, -1.1669921875, 2.68359375, 1.505859375, -0.167724609375, -0.25634765625]), arr(DType::F16, &[8], &[1.4775390625, 2.1328125, -1.2392578125, 1.3994140625, 1.8525390625, 2.322265625, -2.8515625, 0.0753173828125])], &[(DType::F16, &[8][..], &[0.32421875, 2.984375, 0.380126953125, -1.6328125, 4.97265625, 3.49609375, 0.478271484375, -0.0193023681640625][..])], 0.0);
 }
 
 #[test]
 fn f16_div() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Div));
+    let p = Primitive::from(BinaryOp::Div);
     check(&p, &[arr(DType::F16, &[8], &[0.2193603515625, 1.3994140625, -0.306640625, -1.1669921875, 2.68359375, 1.505859375, -0.167724609375, -0.25634765625]), arr(DType::F16, &[8], &[1.4775390625, 2.1328125, -1.2392578125, 1.3994140625, 1.8525390625, 2.322265625, -2.8515625, 0.0753173828125])], &[(DType::F16, &[8][..], &[0.1484375, 0.65625, 0.2474365234375, -0.833984375, 1.4482421875, 0.6484375, 0.058807373046875, -3.404296875][..])], 0.0);
 }
 
 #[test]
 fn f16_exp() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Exp));
+    let p = Primitive::from(UnaryOp::Exp);
     check(&p, &[arr(DType::F16, &[8], &[0.2193603515625, 1.3994140625, -0.306640625, -1.1669921875, 2.68359375, 1.505859375, -0.167724609375, -0.25634765625])], &[(DType::F16, &[8][..], &[1.2451171875, 4.0546875, 0.73583984375, 0.311279296875, 14.640625, 4.5078125, 0.845703125, 0.77392578125][..])], 0.0);
 }
 
 #[test]
 fn bf16_mul() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul));
+    let p = Primitive::from(BinaryOp::Mul);
     check(&p, &[arr(DType::BF16, &[8], &[0.67578125, -1.3203125, -0.287109375, 0.1875, 2.9375, -2.96875, -1.7890625, -1.4609375]), arr(DType::BF16, &[8], &[-0.95703125, -2.6875, -1.0390625, -1.8125, 1.9765625, 0.82421875, -2.484375, -1.6796875])], &[(DType::BF16, &[8][..], &[-0.6484375, 3.546875, 0.298828125, -0.33984375, 5.8125, -2.453125, 4.4375, 2.453125][..])], 0.0);
 }
 
 #[test]
 fn bf16_sub() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Sub));
+    let p = Primitive::from(BinaryOp::Sub);
     check(&p, &[arr(DType::BF16, &[8], &[0.67578125, -1.3203125, -0.287109375, 0.1875, 2.9375, -2.96875, -1.7890625, -1.4609375]), arr(DType::BF16, &[8], &[-0.95703125, -2.6875, -1.0390625, -1.8125, 1.9765625, 0.82421875, -2.484375, -1.6796875])], &[(DType::BF16, &[8][..], &[1.6328125, 1.3671875, 0.75, 2.0, 0.9609375, -3.796875, 0.6953125, 0.21875][..])], 0.0);
 }
 
 #[test]
 fn bf16_tanh() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Tanh));
+    let p = Primitive::from(UnaryOp::Tanh);
     check(&p, &[arr(DType::BF16, &[8], &[0.67578125, -1.3203125, -0.287109375, 0.1875, 2.9375, -2.96875, -1.7890625, -1.4609375])], &[(DType::BF16, &[8][..], &[0.58984375, -0.8671875, -0.279296875, 0.185546875, 0.99609375, -0.99609375, -0.9453125, -0.8984375][..])], 0.0);
 }
 
 #[test]
 fn i32_div() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Div));
+    let p = Primitive::from(BinaryOp::Div);
     check(&p, &[arr(DType::I32, &[8], &[7.0, -7.0, 7.0, -7.0, 0.0, -2147483648.0, 5.0, -2147483648.0]), arr(DType::I32, &[8], &[2.0, 2.0, -2.0, -2.0, 3.0, -1.0, 0.0, 0.0])], &[(DType::I32, &[8][..], &[3.0, -3.0, -3.0, 3.0, 0.0, -2147483648.0, -1.0, -1.0][..])], 0.0);
 }
 
 #[test]
 fn i32_rem() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Rem));
+    let p = Primitive::from(BinaryOp::Rem);
     check(&p, &[arr(DType::I32, &[8], &[7.0, -7.0, 7.0, -7.0, 0.0, -2147483648.0, 5.0, -2147483648.0]), arr(DType::I32, &[8], &[2.0, 2.0, -2.0, -2.0, 3.0, -1.0, 0.0, 0.0])], &[(DType::I32, &[8][..], &[1.0, -1.0, 1.0, -1.0, 0.0, 0.0, 5.0, -2147483648.0][..])], 0.0);
 }
 
 #[test]
 fn i8_add_wrap() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add));
+    let p = Primitive::from(BinaryOp::Add);
     check(&p, &[arr(DType::I8, &[3], &[100.0, -100.0, 127.0]), arr(DType::I8, &[3], &[100.0, -100.0, 1.0])], &[(DType::I8, &[3][..], &[-56.0, 56.0, -128.0][..])], 0.0);
 }
 
 #[test]
 fn i8_mul_wrap() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul));
+    let p = Primitive::from(BinaryOp::Mul);
     check(&p, &[arr(DType::I8, &[4], &[100.0, -100.0, 127.0, 16.0]), arr(DType::I8, &[4], &[3.0, 3.0, 127.0, 16.0])], &[(DType::I8, &[4][..], &[44.0, -44.0, 1.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn u8_sub_wrap() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Sub));
+    let p = Primitive::from(BinaryOp::Sub);
     check(&p, &[arr(DType::U8, &[3], &[1.0, 200.0, 0.0]), arr(DType::U8, &[3], &[2.0, 100.0, 255.0])], &[(DType::U8, &[3][..], &[255.0, 100.0, 1.0][..])], 0.0);
 }
 
 #[test]
 fn u32_div_rem0() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Div));
+    let p = Primitive::from(BinaryOp::Div);
     check(&p, &[arr(DType::U32, &[3], &[7.0, 0.0, 4000000000.0]), arr(DType::U32, &[3], &[0.0, 0.0, 3.0])], &[(DType::U32, &[3][..], &[4294967295.0, 4294967295.0, 1333333333.0][..])], 0.0);
 }
 
 #[test]
 fn u32_rem() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Rem));
+    let p = Primitive::from(BinaryOp::Rem);
     check(&p, &[arr(DType::U32, &[3], &[7.0, 0.0, 4000000000.0]), arr(DType::U32, &[3], &[0.0, 5.0, 3.0])], &[(DType::U32, &[3][..], &[7.0, 0.0, 1.0][..])], 0.0);
 }
 
 #[test]
 fn u32_shl() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftLeft));
+    let p = Primitive::from(BinaryOp::ShiftLeft);
     check(&p, &[arr(DType::U32, &[7], &[1.0, 2147483649.0, 4294967295.0, 5.0, 5.0, 5.0, 5.0]), arr(DType::U32, &[7], &[0.0, 1.0, 31.0, 32.0, 33.0, 200.0, 4294967295.0])], &[(DType::U32, &[7][..], &[1.0, 2.0, 2147483648.0, 0.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn u32_shr_logical() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftRightLogical));
+    let p = Primitive::from(BinaryOp::ShiftRightLogical);
     check(&p, &[arr(DType::U32, &[7], &[1.0, 2147483649.0, 4294967295.0, 5.0, 5.0, 5.0, 5.0]), arr(DType::U32, &[7], &[0.0, 1.0, 31.0, 32.0, 33.0, 200.0, 4294967295.0])], &[(DType::U32, &[7][..], &[1.0, 1073741824.0, 1.0, 0.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn u32_shr_arith() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftRightArithmetic));
+    let p = Primitive::from(BinaryOp::ShiftRightArithmetic);
     check(&p, &[arr(DType::U32, &[7], &[1.0, 2147483649.0, 4294967295.0, 5.0, 5.0, 5.0, 5.0]), arr(DType::U32, &[7], &[0.0, 1.0, 31.0, 32.0, 33.0, 200.0, 4294967295.0])], &[(DType::U32, &[7][..], &[1.0, 3221225472.0, 4294967295.0, 0.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn i32_shl() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftLeft));
+    let p = Primitive::from(BinaryOp::ShiftLeft);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0]), arr(DType::I32, &[7], &[31.0, 1.0, 40.0, 40.0, 32.0, -1.0, 3.0])], &[(DType::I32, &[7][..], &[-2147483648.0, -16.0, 0.0, 0.0, 0.0, 0.0, -800.0][..])], 0.0);
 }
 
 #[test]
 fn i32_shr_arith() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftRightArithmetic));
+    let p = Primitive::from(BinaryOp::ShiftRightArithmetic);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0]), arr(DType::I32, &[7], &[31.0, 1.0, 40.0, 40.0, 32.0, -1.0, 3.0])], &[(DType::I32, &[7][..], &[0.0, -4.0, -1.0, 0.0, -1.0, 0.0, -13.0][..])], 0.0);
 }
 
 #[test]
 fn i32_shr_logical() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftRightLogical));
+    let p = Primitive::from(BinaryOp::ShiftRightLogical);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0]), arr(DType::I32, &[7], &[31.0, 1.0, 40.0, 40.0, 32.0, -1.0, 3.0])], &[(DType::I32, &[7][..], &[0.0, 2147483644.0, 0.0, 0.0, 0.0, 0.0, 536870899.0][..])], 0.0);
 }
 
 #[test]
 fn i8_shifts() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::ShiftRightLogical));
+    let p = Primitive::from(BinaryOp::ShiftRightLogical);
     check(&p, &[arr(DType::I8, &[3], &[-1.0, -128.0, 64.0]), arr(DType::I8, &[3], &[1.0, 7.0, 8.0])], &[(DType::I8, &[3][..], &[127.0, 1.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn i32_bitwise() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Xor));
+    let p = Primitive::from(BinaryOp::Xor);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0]), arr(DType::I32, &[7], &[31.0, 1.0, 40.0, 40.0, 32.0, -1.0, 3.0])], &[(DType::I32, &[7][..], &[30.0, -7.0, -48.0, 32.0, -33.0, -101.0, -97.0][..])], 0.0);
 }
 
 #[test]
 fn i32_not() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Not));
+    let p = Primitive::from(UnaryOp::Not);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0])], &[(DType::I32, &[7][..], &[-2.0, 7.0, 7.0, -9.0, 0.0, -101.0, 99.0][..])], 0.0);
 }
 
 #[test]
 fn bool_and() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::And));
+    let p = Primitive::from(BinaryOp::And);
     check(&p, &[arr(DType::Bool, &[4], &[1.0, 1.0, 0.0, 0.0]), arr(DType::Bool, &[4], &[1.0, 0.0, 1.0, 0.0])], &[(DType::Bool, &[4][..], &[1.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn bool_not() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Not));
+    let p = Primitive::from(UnaryOp::Not);
     check(&p, &[arr(DType::Bool, &[2], &[1.0, 0.0])], &[(DType::Bool, &[2][..], &[0.0, 1.0][..])], 0.0);
 }
 
 #[test]
 fn i32_max() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Max));
+    let p = Primitive::from(BinaryOp::Max);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0]), arr(DType::I32, &[7], &[31.0, 1.0, 40.0, 40.0, 32.0, -1.0, 3.0])], &[(DType::I32, &[7][..], &[31.0, 1.0, 40.0, 40.0, 32.0, 100.0, 3.0][..])], 0.0);
 }
 
 #[test]
 fn u8_min() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Min));
+    let p = Primitive::from(BinaryOp::Min);
     check(&p, &[arr(DType::U8, &[3], &[1.0, 200.0, 0.0]), arr(DType::U8, &[3], &[2.0, 100.0, 255.0])], &[(DType::U8, &[3][..], &[1.0, 100.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn i32_sign_abs() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sign));
+    let p = Primitive::from(UnaryOp::Sign);
     check(&p, &[arr(DType::I32, &[4], &[-5.0, 0.0, 3.0, -2147483648.0])], &[(DType::I32, &[4][..], &[-1.0, 0.0, 1.0, -1.0][..])], 0.0);
 }
 
 #[test]
 fn i32_abs() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::Abs));
+    let p = Primitive::from(UnaryOp::Abs);
     check(&p, &[arr(DType::I32, &[4], &[-5.0, 0.0, 3.0, -2147483648.0])], &[(DType::I32, &[4][..], &[5.0, 0.0, 3.0, -2147483648.0][..])], 0.0);
 }
 
 #[test]
 fn f32_lt() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Lt));
+    let p = Primitive::from(BinaryOp::Lt);
     check(&p, &[arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188]), arr(DType::F32, &[8], &[2.9535553455352783, f64::NAN, -0.0, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094, 2.2145490646362305])], &[(DType::Bool, &[8][..], &[0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0][..])], 0.0);
 }
 
 #[test]
 fn f32_ne() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Ne));
+    let p = Primitive::from(BinaryOp::Ne);
     check(&p, &[arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188]), arr(DType::F32, &[8], &[f64::NAN, -2.981206178665161, 0.0, 2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188])], &[(DType::Bool, &[8][..], &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn i32_ge() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Ge));
+    let p = Primitive::from(BinaryOp::Ge);
     check(&p, &[arr(DType::I32, &[7], &[1.0, -8.0, -8.0, 8.0, -1.0, 100.0, -100.0]), arr(DType::I32, &[7], &[31.0, 1.0, 40.0, 40.0, 32.0, -1.0, 3.0])], &[(DType::Bool, &[7][..], &[0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn u32_gt() {
-    let p = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Gt));
+    let p = Primitive::from(BinaryOp::Gt);
     check(&p, &[arr(DType::U32, &[7], &[1.0, 2147483649.0, 4294967295.0, 5.0, 5.0, 5.0, 5.0]), arr(DType::U32, &[7], &[0.0, 1.0, 31.0, 32.0, 33.0, 200.0, 4294967295.0])], &[(DType::Bool, &[7][..], &[1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn f32_is_finite() {
-    let p = Primitive::Elementwise(Elementwise::Unary(UnaryOp::IsFinite));
+    let p = Primitive::from(UnaryOp::IsFinite);
     check(&p, &[arr(DType::F32, &[5], &[1.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0])], &[(DType::Bool, &[5][..], &[1.0, 0.0, 0.0, 0.0, 1.0][..])], 0.0);
 }
 

@@ -10,7 +10,7 @@ use crate::error::IrError;
 use crate::primitive::*;
 use crate::primitive::{
     BroadcastInDimParams, ConcatenateParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Empty2Params, Indexing, IotaParams, Linalg, PadParams, Pallas, ProgramIdParams, ReduceParams,
+    Empty2Params, Indexing, IotaParams, Linalg, PadParams, ProgramIdParams, ReduceParams,
     Reduction, SliceParams, SortParams, SplitParams, Structural, TopKParams, TransposeParams,
 };
 
@@ -48,7 +48,7 @@ fn dot_general_matches_f64_oracle() {
     let (b, m, k, n) = (2, 3, 5, 4);
     let l = rand_vec(&mut rng, b * m * k, -2.0, 2.0);
     let r = rand_vec(&mut rng, b * k * n, -2.0, 2.0);
-    let prim = Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+    let prim = Primitive::from(DotGeneralParams {
         dimension_numbers: DotDimensionNumbers {
             lhs_contracting: vec![2],
             rhs_contracting: vec![1],
@@ -57,7 +57,7 @@ fn dot_general_matches_f64_oracle() {
         },
         precision: None,
         preferred_element_type: None,
-    }));
+    });
     let out = eval_op(
         &prim,
         &[
@@ -89,10 +89,10 @@ fn reduce_sum_ints_exact_and_transpose_roundtrip() {
         .collect();
     let x = arr(DType::I32, &[3, 4, 5], &v);
     let s = eval_op(
-        &Primitive::Reduction(Reduction::Reduce(ReduceParams {
+        &Primitive::from(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 2],
-        })),
+        }),
         std::slice::from_ref(&x),
     )
     .unwrap();
@@ -107,7 +107,7 @@ fn reduce_sum_ints_exact_and_transpose_roundtrip() {
     assert_close(&s[0], DType::I32, &[4], &want, 0.0);
     let t = |p: Vec<usize>, a: &HostArray| {
         eval_op(
-            &Primitive::Structural(Structural::Transpose(TransposeParams { permutation: p })),
+            &Primitive::from(TransposeParams { permutation: p }),
             std::slice::from_ref(a),
         )
         .unwrap()
@@ -124,20 +124,20 @@ fn pad_then_slice_is_identity() {
     let v = rand_vec(&mut rng, 12, -1.0, 1.0);
     let x = arr(DType::F32, &[3, 4], &v);
     let padded = eval_op(
-        &Primitive::Structural(Structural::Pad(PadParams {
+        &Primitive::from(PadParams {
             padding_config: vec![Ints::new(vec![2, 1, 1]), Ints::new(vec![1, 3, 0])],
-        })),
+        }),
         &[x.clone(), arr(DType::F32, &[], &[0.0])],
     )
     .unwrap()
     .remove(0);
     assert_eq!(padded.shape(), &[8, 8]);
     let back = eval_op(
-        &Primitive::Indexing(Indexing::Slice(SliceParams {
+        &Primitive::from(SliceParams {
             start_indices: Ints::new(vec![2, 1]),
             limit_indices: Ints::new(vec![7, 5]),
             strides: Some(Ints::new(vec![2, 1])),
-        })),
+        }),
         &[padded],
     )
     .unwrap()
@@ -151,7 +151,7 @@ fn nextafter_steps_one_ulp_f32() {
     for _ in 0..500 {
         let a = rng.uniform(-1e3, 1e3) as f32;
         let out = eval_op(
-            &Primitive::Elementwise(Elementwise::Binary(BinaryOp::Nextafter)),
+            &Primitive::from(BinaryOp::Nextafter),
             &[
                 HostArray::new(vec![2], Storage::F32(vec![a, a])).unwrap(),
                 HostArray::new(
@@ -172,11 +172,7 @@ fn nextafter_steps_one_ulp_f32() {
 
 #[test]
 fn higher_order_primitives_are_rejected() {
-    let err = eval_op(
-        &Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis: 0 })),
-        &[],
-    )
-    .unwrap_err();
+    let err = eval_op(&Primitive::from(ProgramIdParams { axis: 0 }), &[]).unwrap_err();
     assert!(matches!(err, IrError::Eval(m) if m.contains("program_id")));
 }
 
@@ -261,18 +257,14 @@ fn bad_operands_give_errors() {
 
 #[test]
 fn empty2_split_zero_and_dynamic_shapes() {
-    let e = eval_op(
-        &Primitive::Structural(Structural::Empty2(Empty2Params { dtype: DType::BF16 })),
-        &[],
-    )
-    .unwrap();
+    let e = eval_op(&Primitive::from(Empty2Params { dtype: DType::BF16 }), &[]).unwrap();
     assert_eq!(e, vec![HostArray::zeros(DType::BF16, &[])]);
     let x = arr(DType::F32, &[3, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let parts = eval_op(
-        &Primitive::Structural(Structural::Split(SplitParams {
+        &Primitive::from(SplitParams {
             sizes: Ints::new(vec![1, 0, 2]),
             axis: 0,
-        })),
+        }),
         std::slice::from_ref(&x),
     )
     .unwrap();
@@ -282,10 +274,10 @@ fn empty2_split_zero_and_dynamic_shapes() {
     assert_close(&parts[2], DType::F32, &[2, 2], &[3.0, 4.0, 5.0, 6.0], 0.0);
     // A `None` size comes from a trailing scalar operand.
     let b = eval_op(
-        &Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+        &Primitive::from(BroadcastInDimParams {
             shape: vec![None, Some(2)],
             broadcast_dimensions: vec![1].into(),
-        })),
+        }),
         &[
             arr(DType::I32, &[2], &[7.0, 8.0]),
             arr(DType::I32, &[], &[3.0]),
@@ -300,11 +292,11 @@ fn empty2_split_zero_and_dynamic_shapes() {
         0.0,
     );
     let io = eval_op(
-        &Primitive::Structural(Structural::Iota(IotaParams {
+        &Primitive::from(IotaParams {
             dtype: DType::U8,
             shape: vec![Some(2), None],
             dimension: 1,
-        })),
+        }),
         &[arr(DType::I32, &[], &[3.0])],
     )
     .unwrap();
@@ -323,11 +315,7 @@ fn binary_broadcasts_rank0_operand() {
     let v = rand_vec(&mut rng, 6, -5.0, 5.0);
     let x = arr(DType::F64, &[2, 3], &v);
     let two = arr(DType::F64, &[], &[2.0]);
-    let out = eval_op(
-        &Primitive::Elementwise(Elementwise::Binary(BinaryOp::Sub)),
-        &[two, x],
-    )
-    .unwrap();
+    let out = eval_op(&Primitive::from(BinaryOp::Sub), &[two, x]).unwrap();
     let want: Vec<f64> = v.iter().map(|a| 2.0 - a).collect();
     assert_close(&out[0], DType::F64, &[2, 3], &want, 0.0);
 }

@@ -2,7 +2,7 @@
 
 #![allow(clippy::approx_constant, clippy::excessive_precision)]
 
-use crate::primitive::{ArgReduceParams, CumulativeParams, ReduceParams, Reduction};
+use crate::primitive::{ArgReduceParams, CumulativeParams, ReduceParams};
 use super::testutil::{arr, check};
 #[allow(unused_imports)]
 use crate::dtype::DType;
@@ -11,216 +11,216 @@ use crate::primitive::*;
 
 #[test]
 fn reduce_sum_axes() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Sum, axes: vec![0, 2] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Sum, axes: vec![0, 2] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, 2.181727886199951, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[4][..], &[3.258815288543701, 1.6697804927825928, -0.5496306419372559, 1.0638713836669922][..])], 1e-06);
 }
 
 #[test]
 fn reduce_max_axes() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![0, 2] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Max, axes: vec![0, 2] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, 2.181727886199951, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[4][..], &[2.860198497772217, 2.5394773483276367, 2.1825461387634277, 1.0492879152297974][..])], 1e-06);
 }
 
 #[test]
 fn reduce_min_axes() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Min, axes: vec![0, 2] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Min, axes: vec![0, 2] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, 2.181727886199951, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[4][..], &[-1.6634780168533325, -1.9676028490066528, -2.6391680240631104, -1.5494022369384766][..])], 1e-06);
 }
 
 #[test]
 fn reduce_prod_axes() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Prod, axes: vec![0, 2] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Prod, axes: vec![0, 2] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, 2.181727886199951, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[4][..], &[-19.10312843322754, -3.7051212787628174, -34.44871520996094, 1.162068247795105][..])], 1e-06);
 }
 
 #[test]
 fn reduce_max_nan() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Max, axes: vec![1] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, f64::NAN, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[3, 2][..], &[2.860198497772217, -0.7188255786895752, f64::NAN, 2.1825461387634277, 1.4145461320877075, 2.222489833831787][..])], 0.0);
 }
 
 #[test]
 fn reduce_min_nan() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Min, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Min, axes: vec![1] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, f64::NAN, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[3, 2][..], &[-1.5494022369384766, -2.291452646255493, -f64::NAN, -1.418101191520691, -2.6391680240631104, -1.6634780168533325][..])], 0.0);
 }
 
 #[test]
 fn reduce_sum_all() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Sum, axes: vec![0, 1, 2] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Sum, axes: vec![0, 1, 2] });
     check(&p, &[arr(DType::F32, &[3, 4, 2], &[2.860198497772217, -0.7188255786895752, 2.5394773483276367, -1.4298454523086548, -1.085417628288269, -2.291452646255493, -1.5494022369384766, -1.0887963771820068, 2.784475564956665, -1.418101191520691, -0.3539632558822632, 0.6592248678207397, 2.181727886199951, 2.1825461387634277, 1.0492879152297974, 0.9592460989952087, 1.4145461320877075, -1.6634780168533325, -1.9676028490066528, 2.222489833831787, -2.6391680240631104, 1.1021335124969482, 1.027428150177002, 0.6661078929901123])], &[(DType::F32, &[][..], &[5.442836761474609][..])], 1e-06);
 }
 
 #[test]
 fn reduce_sum_i8_wrap() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Sum, axes: vec![0] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Sum, axes: vec![0] });
     check(&p, &[arr(DType::I8, &[4], &[100.0, 100.0, 100.0, -5.0])], &[(DType::I8, &[][..], &[39.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_max_i32() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Max, axes: vec![1] });
     check(&p, &[arr(DType::I32, &[2, 3], &[3.0, -7.0, 9.0, -1.0, -2.0, -3.0])], &[(DType::I32, &[2][..], &[9.0, -1.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_max_empty_i8() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Max, axes: vec![1] });
     check(&p, &[arr(DType::I8, &[2, 0], &[])], &[(DType::I8, &[2][..], &[-128.0, -128.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_min_empty_u16() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Min, axes: vec![0] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Min, axes: vec![0] });
     check(&p, &[arr(DType::U16, &[0, 2], &[])], &[(DType::U16, &[2][..], &[65535.0, 65535.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_max_empty_f32() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![0] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Max, axes: vec![0] });
     check(&p, &[arr(DType::F32, &[0, 2], &[])], &[(DType::F32, &[2][..], &[f64::NEG_INFINITY, f64::NEG_INFINITY][..])], 0.0);
 }
 
 #[test]
 fn reduce_and_bool() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::And, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::And, axes: vec![1] });
     check(&p, &[arr(DType::Bool, &[2, 2], &[1.0, 1.0, 1.0, 0.0])], &[(DType::Bool, &[2][..], &[1.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_or_i32() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Or, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Or, axes: vec![1] });
     check(&p, &[arr(DType::I32, &[2, 2], &[1.0, 2.0, 4.0, 4.0])], &[(DType::I32, &[2][..], &[3.0, 4.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_xor_u8() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Xor, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Xor, axes: vec![1] });
     check(&p, &[arr(DType::U8, &[2, 3], &[1.0, 3.0, 7.0, 255.0, 1.0, 0.0])], &[(DType::U8, &[2][..], &[5.0, 254.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_and_i32() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::And, axes: vec![1] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::And, axes: vec![1] });
     check(&p, &[arr(DType::I32, &[2, 3], &[7.0, 3.0, -1.0, -1.0, -1.0, -1.0])], &[(DType::I32, &[2][..], &[3.0, -1.0][..])], 0.0);
 }
 
 #[test]
 fn reduce_sum_f16() {
-    let p = Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Sum, axes: vec![0] }));
+    let p = Primitive::from(ReduceParams { op: ReduceOp::Sum, axes: vec![0] });
     check(&p, &[arr(DType::F16, &[6], &[-2.638671875, 2.8671875, -0.3662109375, 0.195556640625, -2.98046875, -1.4921875])], &[(DType::F16, &[][..], &[-4.4140625][..])], 0.001);
 }
 
 #[test]
 fn argmax_nan_ties() {
-    let p = Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams { op: ArgOp::Argmax, axes: vec![1], index_dtype: DType::I32 }));
+    let p = Primitive::from(ArgReduceParams { op: ArgOp::Argmax, axes: vec![1], index_dtype: DType::I32 });
     check(&p, &[arr(DType::F32, &[2, 6], &[1.0, 5.0, 5.0, f64::NAN, 2.0, f64::NAN, 3.0, -1.0, 3.0, -1.0, 0.0, 3.0])], &[(DType::I32, &[2][..], &[3.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn argmin_nan_ties() {
-    let p = Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams { op: ArgOp::Argmin, axes: vec![1], index_dtype: DType::I32 }));
+    let p = Primitive::from(ArgReduceParams { op: ArgOp::Argmin, axes: vec![1], index_dtype: DType::I32 });
     check(&p, &[arr(DType::F32, &[2, 6], &[1.0, 5.0, 5.0, f64::NAN, 2.0, f64::NAN, 3.0, -1.0, 3.0, -1.0, 0.0, 3.0])], &[(DType::I32, &[2][..], &[3.0, 1.0][..])], 0.0);
 }
 
 #[test]
 fn argmax_axis0_i64() {
-    let p = Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams { op: ArgOp::Argmax, axes: vec![0], index_dtype: DType::I64 }));
+    let p = Primitive::from(ArgReduceParams { op: ArgOp::Argmax, axes: vec![0], index_dtype: DType::I64 });
     check(&p, &[arr(DType::F32, &[2, 6], &[1.0, 5.0, 5.0, f64::NAN, 2.0, f64::NAN, 3.0, -1.0, 3.0, -1.0, 0.0, 3.0])], &[(DType::I64, &[6][..], &[1.0, 0.0, 0.0, 0.0, 0.0, 0.0][..])], 0.0);
 }
 
 #[test]
 fn argmax_int_ties() {
-    let p = Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams { op: ArgOp::Argmax, axes: vec![0], index_dtype: DType::I32 }));
+    let p = Primitive::from(ArgReduceParams { op: ArgOp::Argmax, axes: vec![0], index_dtype: DType::I32 });
     check(&p, &[arr(DType::I32, &[5], &[2.0, 7.0, 7.0, -1.0, 7.0])], &[(DType::I32, &[][..], &[1.0][..])], 0.0);
 }
 
 #[test]
 fn argmin_bool() {
-    let p = Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams { op: ArgOp::Argmin, axes: vec![0], index_dtype: DType::I32 }));
+    let p = Primitive::from(ArgReduceParams { op: ArgOp::Argmin, axes: vec![0], index_dtype: DType::I32 });
     check(&p, &[arr(DType::Bool, &[3], &[1.0, 0.0, 0.0])], &[(DType::I32, &[][..], &[1.0][..])], 0.0);
 }
 
 #[test]
 fn cumsum_fwd() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumsum, axis: 1, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumsum, axis: 1, reverse: false });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.15094256401062, 1.7027326822280884, 3.1176466941833496, 5.649906158447266, -2.0791549682617188, 0.8744003772735596, -1.0316089391708374, 1.609068512916565, -2.478701591491699, -2.6694374084472656, -0.6955021619796753, -2.009188652038574][..])], 2e-06);
 }
 
 #[test]
 fn cumsum_rev() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumsum, axis: 1, reverse: true }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumsum, axis: 1, reverse: true });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[5.649906158447266, 3.4989633560180664, 3.9471731185913086, 2.532259225845337, 1.609068512916565, 3.688223361968994, 0.7346681356430054, 2.6406774520874023, -2.009188652038574, 0.4695131778717041, 0.660248875617981, -1.3136863708496094][..])], 2e-06);
 }
 
 #[test]
 fn cumprod_fwd() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumprod, axis: 1, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumprod, axis: 1, reverse: false });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.15094256401062, -0.9640737175941467, -1.3640813827514648, -3.4542076587677, -2.0791549682617188, -6.140899181365967, 11.704610824584961, 30.90810203552246, -2.478701591491699, 0.4727769196033478, 0.933230996131897, -1.2259728908538818][..])], 2e-06);
 }
 
 #[test]
 fn cumprod_rev() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumprod, axis: 1, reverse: true }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumprod, axis: 1, reverse: true });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[-3.4542076587677, -1.605904221534729, 3.5829291343688965, 2.532259225845337, 30.90810203552246, -14.865704536437988, -5.033155918121338, 2.6406774520874023, -1.2259728908538818, 0.49460285902023315, -2.5931317806243896, -1.3136863708496094][..])], 2e-06);
 }
 
 #[test]
 fn cummax_fwd() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cummax, axis: 1, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cummax, axis: 1, reverse: false });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.15094256401062, 2.15094256401062, 2.15094256401062, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, 2.9535553455352783, 2.9535553455352783, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, 1.9739352464675903][..])], 2e-06);
 }
 
 #[test]
 fn cummax_rev() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cummax, axis: 1, reverse: true }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cummax, axis: 1, reverse: true });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.532259225845337, 2.532259225845337, 2.532259225845337, 2.532259225845337, 2.9535553455352783, 2.9535553455352783, 2.6406774520874023, 2.6406774520874023, 1.9739352464675903, 1.9739352464675903, 1.9739352464675903, -1.3136863708496094][..])], 2e-06);
 }
 
 #[test]
 fn cummin_fwd() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cummin, axis: 1, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cummin, axis: 1, reverse: false });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.15094256401062, -0.44820988178253174, -0.44820988178253174, -0.44820988178253174, -2.0791549682617188, -2.0791549682617188, -2.0791549682617188, -2.0791549682617188, -2.478701591491699, -2.478701591491699, -2.478701591491699, -2.478701591491699][..])], 2e-06);
 }
 
 #[test]
 fn cummin_rev() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cummin, axis: 1, reverse: true }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cummin, axis: 1, reverse: true });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[-0.44820988178253174, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, -1.906009316444397, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -1.3136863708496094, -1.3136863708496094, -1.3136863708496094][..])], 2e-06);
 }
 
 #[test]
 fn cumlogsumexp_fwd() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumlogsumexp, axis: 1, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumlogsumexp, axis: 1, reverse: false });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.15094256401062, 2.2226457595825195, 2.591355800628662, 3.2553911209106445, -2.0791549682617188, 2.960055351257324, 2.9677295684814453, 3.510662078857422, -2.478701591491699, -0.0940876379609108, 2.0929934978485107, 2.1256070137023926][..])], 2e-06);
 }
 
 #[test]
 fn cumlogsumexp_rev() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumlogsumexp, axis: 1, reverse: true }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumlogsumexp, axis: 1, reverse: true });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, -0.44820988178253174, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, -2.478701591491699, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[3.2553911209106445, 2.8528316020965576, 2.815290927886963, 2.532259225845337, 3.510662078857422, 3.5069191455841064, 2.65122389793396, 2.6406774520874023, 2.1256070137023926, 2.1155478954315186, 2.0105974674224854, -1.3136863708496094][..])], 2e-06);
 }
 
 #[test]
 fn cummax_nan() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cummax, axis: 1, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cummax, axis: 1, reverse: false });
     check(&p, &[arr(DType::F32, &[3, 4], &[2.15094256401062, f64::NAN, 1.4149140119552612, 2.532259225845337, -2.0791549682617188, 2.9535553455352783, -1.906009316444397, 2.6406774520874023, f64::NEG_INFINITY, -0.19073571264743805, 1.9739352464675903, -1.3136863708496094])], &[(DType::F32, &[3, 4][..], &[2.15094256401062, f64::NAN, f64::NAN, f64::NAN, -2.0791549682617188, 2.9535553455352783, 2.9535553455352783, 2.9535553455352783, f64::NEG_INFINITY, -0.19073571264743805, 1.9739352464675903, 1.9739352464675903][..])], 0.0);
 }
 
 #[test]
 fn cumlogsumexp_inf() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumlogsumexp, axis: 0, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumlogsumexp, axis: 0, reverse: false });
     check(&p, &[arr(DType::F32, &[5], &[f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0, f64::INFINITY, 1.0])], &[(DType::F32, &[5][..], &[f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0, f64::INFINITY, f64::INFINITY][..])], 1e-06);
 }
 
 #[test]
 fn cumsum_i32_axis0() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumsum, axis: 0, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumsum, axis: 0, reverse: false });
     check(&p, &[arr(DType::I32, &[3, 2], &[1.0, 2.0, 3.0, 4.0, 2147483647.0, 0.0])], &[(DType::I32, &[3, 2][..], &[1.0, 2.0, 4.0, 6.0, -2147483645.0, 6.0][..])], 0.0);
 }
 
 #[test]
 fn cumsum_f16() {
-    let p = Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op: CumulativeOp::Cumsum, axis: 0, reverse: false }));
+    let p = Primitive::from(CumulativeParams { op: CumulativeOp::Cumsum, axis: 0, reverse: false });
     check(&p, &[arr(DType::F16, &[6], &[2.21484375, 2.859375, 2.05078125, -0.306640625, -0.77685546875, -0.10400390625])], &[(DType::F16, &[6][..], &[2.21484375, 5.07421875, 7.125, 6.8203125, 6.04296875, 5.9375][..])], 0.001);
 }
