@@ -5,20 +5,15 @@ use super::build::{bare, Builder};
 use super::params::{PValue, Params, PV};
 use super::syntax::{PResult, RawEqn};
 use crate::aval::{Aval, Dim, ShapedArray};
+use crate::params_text::{parse_by_name, ParseCx};
 use crate::primitive::{
     ArgOp, BinaryOp, BlockDim, BlockMapping, CollectiveOp, ConvDimensionNumbers, CumulativeOp,
     DotDimensionNumbers, FillValue, GatherDimensionNumbers, GatherScatterMode, Ints, Precision,
-    Primitive, ReduceOp, RoundingMethod, ScatterDimensionNumbers, ScatterKind, UnaryOp,
+    Primitive, ReduceOp, ScatterDimensionNumbers, ScatterKind, UnaryOp,
 };
 use crate::primitive::{
-    ArgReduceParams, BitcastConvertTypeParams, BroadcastInDimParams, ConcatenateParams, CondParams,
-    Control, ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams,
-    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Empty2Params, ForLoopParams, GatherParams, Indexing, IntegerPowParams, IotaParams, JitParams,
-    Linalg, NumProgramsParams, PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams,
-    ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, RoundParams,
-    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams,
-    Structural, TileParams, TopKParams, TransposeParams, WhileParams,
+    ArgReduceParams, ConvGeneralDilatedParams, CumulativeParams, DotGeneralParams, Elementwise,
+    GatherParams, Indexing, Linalg, PallasCallParams, ReduceParams, ScatterParams,
 };
 
 const REDUCE_OPS: [ReduceOp; 7] = [
@@ -45,11 +40,6 @@ const SCATTER_KINDS: [ScatterKind; 5] = [
     ScatterKind::Min,
     ScatterKind::Max,
 ];
-
-/// Sizes of a type's shape: `None` for a dynamic dimension.
-fn opt_sizes(a: &Aval) -> Vec<Option<usize>> {
-    a.shape().iter().map(|d| d.as_const()).collect()
-}
 
 /// Builds the typed primitive of a raw equation.
 pub(crate) fn to_primitive(
@@ -118,112 +108,19 @@ pub(crate) fn to_primitive(
             update_jaxpr,
         }));
     }
-    let out0 = out_avals.first();
+    let mut cx = ParseCx {
+        p: &p,
+        b,
+        n_inputs: e.inputs.len(),
+        in_avals,
+        out_avals,
+    };
+    if let Some(prim) = parse_by_name(name, &mut cx) {
+        return prim;
+    }
     let prim = match name {
-        "integer_pow" => {
-            Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y: p.int("y")? }))
-        }
-        "round" => {
-            let v = p.req("rounding_method")?;
-            let m = match &v.v {
-                PValue::Word(w) if w.ends_with("AWAY_FROM_ZERO") => 0,
-                PValue::Word(w) if w.ends_with("TO_NEAREST_EVEN") => 1,
-                _ => p.int_of(v)?,
-            };
-            Primitive::Elementwise(Elementwise::Round(RoundParams {
-                rounding_method: match m {
-                    0 => RoundingMethod::AwayFromZero,
-                    1 => RoundingMethod::ToNearestEven,
-                    _ => {
-                        return Err(p.err(
-                            v.start,
-                            format!("expected rounding_method 0 or 1, found {m}"),
-                        ))
-                    }
-                },
-            }))
-        }
-        "reduce_precision" => {
-            Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
-                exponent_bits: p.usize("exponent_bits")? as u32,
-                mantissa_bits: p.usize("mantissa_bits")? as u32,
-            }))
-        }
-        "convert_element_type" => {
-            Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
-                new_dtype: p.dtype("new_dtype")?,
-                weak_type: p.bool_or("weak_type", false)?,
-            }))
-        }
-        "bitcast_convert_type" => {
-            Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
-                new_dtype: p.dtype("new_dtype")?,
-            }))
-        }
         "select_n" => Primitive::Elementwise(Elementwise::SelectN),
         "clamp" => Primitive::Elementwise(Elementwise::Clamp),
-        "broadcast_in_dim" => {
-            Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
-                shape: match p.get("shape") {
-                    Some(v) => p.opt_sizes_of(v)?,
-                    None => out0.map(opt_sizes).ok_or_else(|| {
-                        p.err(
-                            e.pos,
-                            "expected an output for `broadcast_in_dim`, found none",
-                        )
-                    })?,
-                },
-                broadcast_dimensions: match p.get("broadcast_dimensions") {
-                    Some(v) => p.ints_of(v)?,
-                    None => Ints::default(),
-                },
-            }))
-        }
-        "reshape" => Primitive::Structural(Structural::Reshape(ReshapeParams {
-            new_sizes: match p.get("new_sizes") {
-                Some(v) => p.opt_sizes_of(v)?,
-                None => out0.map(opt_sizes).unwrap_or_default(),
-            },
-            dimensions: match p.get("dimensions") {
-                None => None,
-                Some(v) if Params::is_none(v) => None,
-                Some(v) => Some(p.usizes_of(v)?),
-            },
-        })),
-        "transpose" => Primitive::Structural(Structural::Transpose(TransposeParams {
-            permutation: p.usizes("permutation")?,
-        })),
-        "squeeze" => Primitive::Structural(Structural::Squeeze(SqueezeParams {
-            dimensions: p.usizes("dimensions")?,
-        })),
-        "rev" => Primitive::Structural(Structural::Rev(RevParams {
-            dimensions: p.usizes("dimensions")?,
-        })),
-        "pad" => {
-            let v = p.req("padding_config")?;
-            Primitive::Structural(Structural::Pad(PadParams {
-                padding_config: p
-                    .items_of(v)?
-                    .iter()
-                    .map(|t| p.ints_of(t))
-                    .collect::<PResult<_>>()?,
-            }))
-        }
-        "concatenate" => Primitive::Structural(Structural::Concatenate(ConcatenateParams {
-            dimension: p.usize("dimension")?,
-        })),
-        "slice" => Primitive::Indexing(Indexing::Slice(SliceParams {
-            start_indices: p.ints("start_indices")?,
-            limit_indices: p.ints("limit_indices")?,
-            strides: match p.get("strides") {
-                None => None,
-                Some(v) if Params::is_none(v) => None,
-                Some(v) => Some(p.ints_of(v)?),
-            },
-        })),
-        "dynamic_slice" => Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams {
-            slice_sizes: p.ints("slice_sizes")?,
-        })),
         "dynamic_update_slice" => Primitive::Indexing(Indexing::DynamicUpdateSlice),
         "gather" => {
             let dn = p.req("dimension_numbers")?;
@@ -256,24 +153,6 @@ pub(crate) fn to_primitive(
                 unique_indices: p.bool_or("unique_indices", false)?,
             }))
         }
-        "iota" => Primitive::Structural(Structural::Iota(IotaParams {
-            dtype: p.dtype("dtype")?,
-            shape: match p.get("shape") {
-                Some(v) => p.opt_sizes_of(v)?,
-                None => out0.map(opt_sizes).unwrap_or_default(),
-            },
-            dimension: p.usize("dimension")?,
-        })),
-        "split" => Primitive::Structural(Structural::Split(SplitParams {
-            sizes: p.ints("sizes")?,
-            axis: p.usize("axis")?,
-        })),
-        "tile" => Primitive::Structural(Structural::Tile(TileParams {
-            reps: p.ints("reps")?,
-        })),
-        "stack" => Primitive::Structural(Structural::Stack(StackParams {
-            axis: p.usize("axis")?,
-        })),
         "dot_general" => {
             let v = p.req("dimension_numbers")?;
             let parts = p.items_of(v)?;
@@ -335,107 +214,6 @@ pub(crate) fn to_primitive(
                 preferred_element_type: p.opt_dtype("preferred_element_type")?,
             }))
         }
-        "sort" => Primitive::Reduction(Reduction::Sort(SortParams {
-            dimension: p.usize("dimension")?,
-            is_stable: p.bool_or("is_stable", false)?,
-            num_keys: p.usize("num_keys")?,
-        })),
-        "top_k" => Primitive::Reduction(Reduction::TopK(TopKParams {
-            k: p.usize("k")?,
-            axis: match p.get("axis") {
-                Some(v) => p.usize_of(v)?,
-                None => in_avals
-                    .first()
-                    .and_then(|a| a.as_ref())
-                    .map_or(0, |a| a.shape().len().saturating_sub(1)),
-            },
-        })),
-        "empty2" => Primitive::Structural(Structural::Empty2(Empty2Params {
-            dtype: p.dtype("dtype")?,
-        })),
-        "cond" => {
-            let v = p.req("branches")?;
-            let mut branches = Vec::new();
-            for br in p.items_of(v)? {
-                branches.push(b.jaxpr_param(&p, br)?);
-            }
-            Primitive::Control(Control::Cond(CondParams { branches }))
-        }
-        "while" => Primitive::Control(Control::While(WhileParams {
-            cond_jaxpr: b.jaxpr_param(&p, p.req("cond_jaxpr")?)?,
-            body_jaxpr: b.jaxpr_param(&p, p.req("body_jaxpr")?)?,
-            cond_nconsts: p.usize("cond_nconsts")?,
-            body_nconsts: p.usize("body_nconsts")?,
-        })),
-        "scan" => Primitive::Control(Control::Scan(ScanParams {
-            jaxpr: b.jaxpr_param(&p, p.req("jaxpr")?)?,
-            length: p.usize("length")?,
-            reverse: p.bool_or("reverse", false)?,
-            num_consts: p.usize("num_consts")?,
-            num_carry: p.usize("num_carry")?,
-            unroll: match p.get("unroll") {
-                None => 1,
-                Some(v) => match &v.v {
-                    PValue::Word(w) if w == "True" => 1,
-                    PValue::Word(w) if w == "False" => 0,
-                    _ => p.int_of(v)?,
-                },
-            },
-            linear: match p.get("linear") {
-                None => vec![false; e.inputs.len()],
-                Some(v) => p
-                    .items_of(v)?
-                    .iter()
-                    .map(|x| p.bool_of(x))
-                    .collect::<PResult<_>>()?,
-            },
-            split_transpose: p.bool_or("_split_transpose", false)?,
-        })),
-        "for_loop" => Primitive::Control(Control::ForLoop(ForLoopParams {
-            body_jaxpr: b.jaxpr_param(&p, p.req("body_jaxpr")?)?,
-            body_nconsts: p.usize("body_nconsts")?,
-            nimplicit: match p.get("nimplicit") {
-                Some(v) => p.usize_of(v)?,
-                None => 0,
-            },
-            preserve_dimensions: p.bool_or("preserve_dimensions", false)?,
-            apply_reverse_transform: p.bool_or("apply_reverse_transform", false)?,
-        })),
-        "jit" | "pjit" => Primitive::Control(Control::Jit(JitParams {
-            name: p.text_of("name")?,
-            jaxpr: b.jaxpr_param(&p, p.req("jaxpr")?)?,
-        })),
-        "custom_jvp_call" => Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
-            name: p.text_of("name")?,
-            call_jaxpr: b.jaxpr_param(&p, p.req("call_jaxpr")?)?,
-            jvp: p.text_of("jvp")?,
-            num_consts: opt_usize(&p, "num_consts")?,
-            symbolic_zeros: p.bool_or("symbolic_zeros", false)?,
-        })),
-        "custom_vjp_call" => Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
-            name: p.text_of("name")?,
-            call_jaxpr: b.jaxpr_param(&p, p.req("call_jaxpr")?)?,
-            fwd: p.text_of("fwd")?,
-            bwd: p.text_of("bwd")?,
-            num_consts: opt_usize(&p, "num_consts")?,
-            symbolic_zeros: p.bool_or("symbolic_zeros", false)?,
-        })),
-        "remat2" | "checkpoint" => Primitive::Control(Control::Remat(RematParams {
-            jaxpr: bare(b.jaxpr_param(&p, p.req("jaxpr")?)?),
-            prevent_cse: p.bool_or("prevent_cse", true)?,
-            differentiated: p.bool_or("differentiated", false)?,
-            policy: match p.get("policy") {
-                None => None,
-                Some(v) if Params::is_none(v) => None,
-                Some(v) => Some(p.src(v)),
-            },
-        })),
-        "program_id" => Primitive::Pallas(Pallas::ProgramId(ProgramIdParams {
-            axis: p.usize("axis")?,
-        })),
-        "num_programs" => Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams {
-            axis: p.usize("axis")?,
-        })),
         "pallas_call" => pallas_call(b, &p, in_avals)?,
         "psum" => super::collective::all_reduce(&p, CollectiveOp::Sum)?,
         "pmax" => super::collective::all_reduce(&p, CollectiveOp::Max)?,
@@ -452,13 +230,6 @@ pub(crate) fn to_primitive(
         }
     };
     Ok(prim)
-}
-
-fn opt_usize(p: &Params, key: &str) -> PResult<usize> {
-    match p.get(key) {
-        Some(v) => p.usize_of(v),
-        None => Ok(0),
-    }
 }
 
 fn mode_of(p: &Params, v: &PV) -> PResult<GatherScatterMode> {

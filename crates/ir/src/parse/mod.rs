@@ -9,14 +9,14 @@
 //! the input (a copy is compared only with the jaxprs binding its first
 //! reused name); neither panics on malformed text.
 
-mod build;
+pub(crate) mod build;
 mod collective;
 mod convert;
 mod lexer;
-mod params;
+pub(crate) mod params;
 mod resolve;
 mod state;
-mod syntax;
+pub(crate) mod syntax;
 
 use crate::array::HostArray;
 use crate::jaxpr::{ClosedJaxpr, Jaxpr};

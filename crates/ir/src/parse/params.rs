@@ -317,9 +317,6 @@ impl<'p> Params<'p> {
     pub fn usize(&self, key: &str) -> PResult<usize> {
         self.usize_of(self.req(key)?)
     }
-    pub fn int(&self, key: &str) -> PResult<i64> {
-        self.int_of(self.req(key)?)
-    }
     pub fn bool_or(&self, key: &str, default: bool) -> PResult<bool> {
         self.get(key).map_or(Ok(default), |v| self.bool_of(v))
     }

@@ -11,7 +11,7 @@ use crate::primitive::{
 };
 pub mod doc;
 pub mod names;
-mod params;
+pub(crate) mod params;
 mod state;
 #[cfg(test)]
 mod tests;

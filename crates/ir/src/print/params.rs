@@ -5,30 +5,32 @@ use super::{Part, PV};
 use crate::aval::ShapedArray;
 use crate::dtype::DType;
 use crate::literal::python_float_repr;
+use crate::params_text::ParamsText;
 use crate::primitive::{
     AllGatherParams, AllReduceParams, ArgReduceParams, AtomicRmwParams, AxisIndexParams,
-    BitcastConvertTypeParams, BroadcastInDimParams, Collective, ConcatenateParams, CondParams,
-    Control, ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams,
-    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Empty2Params, ForLoopParams, GatherParams, Indexing, IntegerPowParams, IotaParams, JitParams,
-    Linalg, NumProgramsParams, PadParams, Pallas, PallasCallParams, ProgramIdParams, ReduceParams,
-    ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, RoundParams,
-    ScanParams, ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams,
-    Structural, TileParams, TopKParams, TransposeParams, WhileParams,
+    Collective, Control, ConvGeneralDilatedParams, CumulativeParams, DotGeneralParams, Elementwise,
+    GatherParams, Indexing, Linalg, Pallas, PallasCallParams, ReduceParams, Reduction,
+    ScatterParams, Structural,
 };
 use crate::primitive::{
     AtomicOp, BlockDim, BlockMapping, ConvDimensionNumbers, DotDimensionNumbers, FillValue,
     GatherDimensionNumbers, GatherScatterMode, IndexEntry, IndexValue, Indexer, Ints, Precision,
-    Primitive, RoundingMethod, ScatterDimensionNumbers,
+    Primitive, ScatterDimensionNumbers,
 };
 
 type Params<'a> = Vec<(&'static str, PV<'a>)>;
+
+/// Pushes a params struct's text; returns whether `name` prints first.
+fn text<'a>(x: &'a dyn ParamsText, v: &mut Params<'a>) -> bool {
+    x.print(v);
+    x.name_first()
+}
 
 fn t(s: impl Into<String>) -> PV<'static> {
     PV::Text(s.into())
 }
 
-fn py_bool(b: bool) -> &'static str {
+pub(crate) fn py_bool(b: bool) -> &'static str {
     if b {
         "True"
     } else {
@@ -45,16 +47,16 @@ pub(crate) fn tuple(items: Vec<String>) -> String {
     }
 }
 
-fn list(xs: &[usize]) -> String {
+pub(crate) fn list(xs: &[usize]) -> String {
     let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
     format!("[{}]", items.join(", "))
 }
 
-fn usizes(xs: &[usize]) -> String {
+pub(crate) fn usizes(xs: &[usize]) -> String {
     tuple(xs.iter().map(|x| x.to_string()).collect())
 }
 
-fn ints(xs: &Ints) -> String {
+pub(crate) fn ints(xs: &Ints) -> String {
     tuple(
         xs.values
             .iter()
@@ -70,7 +72,7 @@ fn ints(xs: &Ints) -> String {
     )
 }
 
-fn shape(xs: &[Option<usize>]) -> String {
+pub(crate) fn shape(xs: &[Option<usize>]) -> String {
     tuple(
         xs.iter()
             .map(|x| match x {
@@ -81,11 +83,11 @@ fn shape(xs: &[Option<usize>]) -> String {
     )
 }
 
-fn dtype(d: DType) -> String {
+pub(crate) fn dtype(d: DType) -> String {
     d.numpy_name().to_string()
 }
 
-fn opt_dtype(d: Option<DType>) -> String {
+pub(crate) fn opt_dtype(d: Option<DType>) -> String {
     d.map(dtype).unwrap_or_else(|| "None".to_string())
 }
 
@@ -270,50 +272,17 @@ pub(crate) fn params_with_ref<'a>(
     match p {
         Primitive::Elementwise(f) => match f {
             Elementwise::Unary(_) | Elementwise::Binary(_) => {}
-            Elementwise::IntegerPow(IntegerPowParams { y }) => v.push(("y", t(y.to_string()))),
-            Elementwise::Round(RoundParams { rounding_method }) => v.push((
-                "rounding_method",
-                t(match rounding_method {
-                    RoundingMethod::AwayFromZero => "0",
-                    RoundingMethod::ToNearestEven => "1",
-                }),
-            )),
-            Elementwise::ReducePrecision(ReducePrecisionParams {
-                exponent_bits,
-                mantissa_bits,
-            }) => {
-                v.push(("exponent_bits", t(exponent_bits.to_string())));
-                v.push(("mantissa_bits", t(mantissa_bits.to_string())));
-            }
-            Elementwise::ConvertElementType(ConvertElementTypeParams {
-                new_dtype,
-                weak_type,
-            }) => {
-                v.push(("new_dtype", t(dtype(*new_dtype))));
-                v.push(("weak_type", t(py_bool(*weak_type))));
-            }
-            Elementwise::BitcastConvertType(BitcastConvertTypeParams { new_dtype }) => {
-                v.push(("new_dtype", t(dtype(*new_dtype))))
-            }
+            Elementwise::IntegerPow(x) => name_first = text(x, &mut v),
+            Elementwise::Round(x) => name_first = text(x, &mut v),
+            Elementwise::ReducePrecision(x) => name_first = text(x, &mut v),
+            Elementwise::ConvertElementType(x) => name_first = text(x, &mut v),
+            Elementwise::BitcastConvertType(x) => name_first = text(x, &mut v),
             Elementwise::SelectN | Elementwise::Clamp => {}
         },
         Primitive::Indexing(f) => match f {
             Indexing::DynamicUpdateSlice => {}
-            Indexing::Slice(SliceParams {
-                start_indices,
-                limit_indices,
-                strides,
-            }) => {
-                v.push(("limit_indices", t(ints(limit_indices))));
-                v.push(("start_indices", t(ints(start_indices))));
-                v.push((
-                    "strides",
-                    t(strides.as_ref().map(ints).unwrap_or_else(|| "None".into())),
-                ));
-            }
-            Indexing::DynamicSlice(DynamicSliceParams { slice_sizes }) => {
-                v.push(("slice_sizes", t(ints(slice_sizes))))
-            }
+            Indexing::Slice(x) => name_first = text(x, &mut v),
+            Indexing::DynamicSlice(x) => name_first = text(x, &mut v),
             Indexing::Gather(GatherParams {
                 dimension_numbers,
                 fill_value: fv,
@@ -352,67 +321,18 @@ pub(crate) fn params_with_ref<'a>(
             }
         },
         Primitive::Structural(f) => match f {
-            Structural::BroadcastInDim(BroadcastInDimParams {
-                broadcast_dimensions,
-                shape: s,
-            }) => {
-                // A dynamic result size (`None`) prints as the seeds print it:
-                // `broadcast_dimensions=() shape=(None,)`.
-                if s.iter().any(Option::is_none) {
-                    v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
-                    v.push(("shape", t(shape(s))));
-                } else if !broadcast_dimensions.is_empty() {
-                    v.push(("broadcast_dimensions", t(ints(broadcast_dimensions))));
-                }
-            }
-            Structural::Reshape(ReshapeParams {
-                new_sizes,
-                dimensions,
-            }) => {
-                v.push((
-                    "dimensions",
-                    t(dimensions
-                        .as_ref()
-                        .map(|d| usizes(d))
-                        .unwrap_or_else(|| "None".into())),
-                ));
-                v.push(("new_sizes", t(shape(new_sizes))));
-                v.push(("sharding", t("None")));
-            }
-            Structural::Transpose(TransposeParams { permutation }) => {
-                v.push(("permutation", t(usizes(permutation))))
-            }
-            Structural::Squeeze(SqueezeParams { dimensions })
-            | Structural::Rev(RevParams { dimensions }) => {
-                v.push(("dimensions", t(usizes(dimensions))))
-            }
-            Structural::Pad(PadParams { padding_config }) => v.push((
-                "padding_config",
-                t(tuple(padding_config.iter().map(ints).collect())),
-            )),
-            Structural::Concatenate(ConcatenateParams { dimension }) => {
-                v.push(("dimension", t(dimension.to_string())))
-            }
-            Structural::Iota(IotaParams {
-                dtype: d,
-                shape: s,
-                dimension,
-            }) => {
-                v.push(("dimension", t(dimension.to_string())));
-                v.push(("dtype", t(dtype(*d))));
-                v.push(("shape", t(shape(s))));
-                v.push(("sharding", t("None")));
-            }
-            Structural::Split(SplitParams { sizes, axis }) => {
-                v.push(("axis", t(axis.to_string())));
-                v.push(("sizes", t(ints(sizes))));
-            }
-            Structural::Tile(TileParams { reps }) => v.push(("reps", t(ints(reps)))),
-            Structural::Stack(StackParams { axis }) => v.push(("axis", t(axis.to_string()))),
-            Structural::Empty2(Empty2Params { dtype: d }) => {
-                v.push(("dtype", t(dtype(*d))));
-                v.push(("memory_space", t("MemorySpace.Device")));
-            }
+            Structural::BroadcastInDim(x) => name_first = text(x, &mut v),
+            Structural::Reshape(x) => name_first = text(x, &mut v),
+            Structural::Transpose(x) => name_first = text(x, &mut v),
+            Structural::Squeeze(x) => name_first = text(x, &mut v),
+            Structural::Rev(x) => name_first = text(x, &mut v),
+            Structural::Pad(x) => name_first = text(x, &mut v),
+            Structural::Concatenate(x) => name_first = text(x, &mut v),
+            Structural::Iota(x) => name_first = text(x, &mut v),
+            Structural::Split(x) => name_first = text(x, &mut v),
+            Structural::Tile(x) => name_first = text(x, &mut v),
+            Structural::Stack(x) => name_first = text(x, &mut v),
+            Structural::Empty2(x) => name_first = text(x, &mut v),
         },
         Primitive::Reduction(f) => match f {
             Reduction::Reduce(ReduceParams { op, axes }) => {
@@ -431,19 +351,8 @@ pub(crate) fn params_with_ref<'a>(
                 v.push(("axis", t(axis.to_string())));
                 v.push(("reverse", t(py_bool(*reverse))));
             }
-            Reduction::Sort(SortParams {
-                dimension,
-                is_stable,
-                num_keys,
-            }) => {
-                v.push(("dimension", t(dimension.to_string())));
-                v.push(("is_stable", t(py_bool(*is_stable))));
-                v.push(("num_keys", t(num_keys.to_string())));
-            }
-            Reduction::TopK(TopKParams { k, axis }) => {
-                v.push(("axis", t(axis.to_string())));
-                v.push(("k", t(k.to_string())));
-            }
+            Reduction::Sort(x) => name_first = text(x, &mut v),
+            Reduction::TopK(x) => name_first = text(x, &mut v),
         },
         Primitive::Linalg(f) => match f {
             Linalg::DotGeneral(DotGeneralParams {
@@ -513,127 +422,22 @@ pub(crate) fn params_with_ref<'a>(
             }
         },
         Primitive::Control(f) => match f {
-            Control::Cond(CondParams { branches }) => v.push((
-                "branches",
-                PV::Jaxprs(branches.iter().map(|b| &*b.jaxpr).collect()),
-            )),
-            Control::While(WhileParams {
-                cond_jaxpr,
-                body_jaxpr,
-                cond_nconsts,
-                body_nconsts,
-            }) => {
-                v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
-                v.push(("body_nconsts", t(body_nconsts.to_string())));
-                v.push(("cond_jaxpr", PV::Jaxpr(&cond_jaxpr.jaxpr)));
-                v.push(("cond_nconsts", t(cond_nconsts.to_string())));
-            }
-            Control::Scan(ScanParams {
-                jaxpr,
-                length,
-                reverse,
-                num_consts,
-                num_carry,
-                unroll,
-                linear,
-                split_transpose,
-            }) => {
-                // JAX 0.10.2's scan has neither `linear` nor `_split_transpose`;
-                // they are printed only when set, so that such jaxprs round-trip.
-                if *split_transpose {
-                    v.push(("_split_transpose", t("True")));
-                }
-                v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
-                v.push(("length", t(length.to_string())));
-                if linear.iter().any(|&b| b) {
-                    v.push((
-                        "linear",
-                        t(tuple(
-                            linear.iter().map(|&b| py_bool(b).to_string()).collect(),
-                        )),
-                    ));
-                }
-                v.push(("num_carry", t(num_carry.to_string())));
-                v.push(("num_consts", t(num_consts.to_string())));
-                v.push(("reverse", t(py_bool(*reverse))));
-                v.push(("unroll", t(unroll.to_string())));
-            }
-            Control::ForLoop(ForLoopParams {
-                body_jaxpr,
-                body_nconsts,
-                nimplicit,
-                preserve_dimensions,
-                apply_reverse_transform,
-            }) => {
-                v.push((
-                    "apply_reverse_transform",
-                    t(py_bool(*apply_reverse_transform)),
-                ));
-                v.push(("body_jaxpr", PV::Jaxpr(&body_jaxpr.jaxpr)));
-                v.push(("body_nconsts", t(body_nconsts.to_string())));
-                v.push(("nimplicit", t(nimplicit.to_string())));
-                v.push(("preserve_dimensions", t(py_bool(*preserve_dimensions))));
-            }
-            Control::Jit(JitParams { name, jaxpr }) => {
-                name_first = true;
-                v.push(("name", t(name.clone())));
-                v.push(("jaxpr", PV::Jaxpr(&jaxpr.jaxpr)));
-            }
-            Control::CustomJvpCall(CustomJvpCallParams {
-                name,
-                call_jaxpr,
-                jvp,
-                num_consts,
-                symbolic_zeros,
-            }) => {
-                name_first = true;
-                v.push(("name", t(name.clone())));
-                v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
-                v.push(("jvp", t(jvp.clone())));
-                if *num_consts != 0 {
-                    v.push(("num_consts", t(num_consts.to_string())));
-                }
-                v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
-            }
-            Control::CustomVjpCall(CustomVjpCallParams {
-                name,
-                call_jaxpr,
-                fwd,
-                bwd,
-                num_consts,
-                symbolic_zeros,
-            }) => {
-                name_first = true;
-                v.push(("name", t(name.clone())));
-                v.push(("bwd", t(bwd.clone())));
-                v.push(("call_jaxpr", PV::Jaxpr(&call_jaxpr.jaxpr)));
-                v.push(("fwd", t(fwd.clone())));
-                if *num_consts != 0 {
-                    v.push(("num_consts", t(num_consts.to_string())));
-                }
-                v.push(("symbolic_zeros", t(py_bool(*symbolic_zeros))));
-            }
-            Control::Remat(RematParams {
-                jaxpr,
-                prevent_cse,
-                differentiated,
-                policy,
-            }) => {
-                v.push(("differentiated", t(py_bool(*differentiated))));
-                v.push(("jaxpr", PV::Jaxpr(jaxpr)));
-                v.push(("policy", t(policy.clone().unwrap_or_else(|| "None".into()))));
-                v.push(("prevent_cse", t(py_bool(*prevent_cse))));
-            }
+            Control::Cond(x) => name_first = text(x, &mut v),
+            Control::While(x) => name_first = text(x, &mut v),
+            Control::Scan(x) => name_first = text(x, &mut v),
+            Control::ForLoop(x) => name_first = text(x, &mut v),
+            Control::Jit(x) => name_first = text(x, &mut v),
+            Control::CustomJvpCall(x) => name_first = text(x, &mut v),
+            Control::CustomVjpCall(x) => name_first = text(x, &mut v),
+            Control::Remat(x) => name_first = text(x, &mut v),
         },
         // Printed with arrow forms by `state`; no params.
         Primitive::State(_) => {}
         Primitive::Pallas(f) => match f {
             // Printed with arrow forms by `state`; no params.
             Pallas::Load(_) | Pallas::Store(_) | Pallas::AtomicCas(_) => {}
-            Pallas::ProgramId(ProgramIdParams { axis })
-            | Pallas::NumPrograms(NumProgramsParams { axis }) => {
-                v.push(("axis", t(axis.to_string())))
-            }
+            Pallas::ProgramId(x) => name_first = text(x, &mut v),
+            Pallas::NumPrograms(x) => name_first = text(x, &mut v),
             Pallas::AtomicRmw(AtomicRmwParams { indexers, op }) => {
                 v.push((
                     "args_tree",

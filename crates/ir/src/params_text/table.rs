@@ -1,0 +1,231 @@
+//! The params table: each row is a params struct, the name JAX prints, and
+//! its params as `field: "key" Codec [or default]`, with constant params
+//! JAX always prints after a `;` (`memory_space=MemorySpace.Device`). A row defines both the printer and
+//! the parser of its struct. Structs whose params JAX elides or derives
+//! from the equation's types implement [`ParamsText`] by hand, next to the
+//! table (`hand` list), in this file or `control.rs`.
+
+use super::codec::{
+    is_word, Axes, Bool, Closed, ClosedTuple, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape,
+};
+use super::{bad, Codec, ParamsText, ParseCx, Printed};
+use crate::parse::params::PValue;
+use crate::parse::syntax::PResult;
+use crate::primitive::*;
+use crate::print::PV;
+
+macro_rules! params_text {
+    (
+        $(
+            $ty:ident $name:literal {
+                $( $field:ident : $key:literal $codec:ident $(or $default:expr)? ),* $(,)?
+                $( ; $($ck:literal = $cv:literal),* $(,)? )?
+            }
+        )*
+        ; hand { $( $hty:ident $($hname:literal)|+ ),* $(,)? }
+    ) => {
+        $(
+            impl ParamsText for $ty {
+                fn print<'a>(&'a self, out: &mut Printed<'a>) {
+                    $( out.push(($key, <$codec as Codec<_>>::print(&self.$field))); )*
+                    $( $( out.push(($ck, PV::Text($cv.to_string()))); )* )?
+                }
+                fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+                    Ok($ty {
+                        $( $field: cx.field::<$codec, _>($key, params_text!(@default $($default)?))?, )*
+                    })
+                }
+            }
+        )*
+
+        /// Reads the params of the primitive printed as `name`, or `None`
+        /// when `name` is not a row of the table.
+        pub(crate) fn parse_by_name(
+            name: &str,
+            cx: &mut ParseCx<'_, '_, '_>,
+        ) -> Option<PResult<Primitive>> {
+            Some(match name {
+                $( $name => $ty::parse(cx).map(Primitive::from), )*
+                $( $($hname)|+ => $hty::parse(cx).map(Primitive::from), )*
+                _ => return None,
+            })
+        }
+    };
+    (@default) => { None };
+    (@default $d:expr) => { Some($d) };
+}
+
+params_text! {
+    IntegerPowParams "integer_pow" { y: "y" Num }
+    ReducePrecisionParams "reduce_precision" {
+        exponent_bits: "exponent_bits" Num,
+        mantissa_bits: "mantissa_bits" Num,
+    }
+    ConvertElementTypeParams "convert_element_type" {
+        new_dtype: "new_dtype" Dt,
+        weak_type: "weak_type" Bool or false,
+    }
+    BitcastConvertTypeParams "bitcast_convert_type" { new_dtype: "new_dtype" Dt }
+    TransposeParams "transpose" { permutation: "permutation" Axes }
+    SqueezeParams "squeeze" { dimensions: "dimensions" Axes }
+    RevParams "rev" { dimensions: "dimensions" Axes }
+    PadParams "pad" { padding_config: "padding_config" IntsTuples }
+    ConcatenateParams "concatenate" { dimension: "dimension" Num }
+    SliceParams "slice" {
+        start_indices: "start_indices" IntsT,
+        limit_indices: "limit_indices" IntsT,
+        strides: "strides" OptIntsT or None,
+    }
+    DynamicSliceParams "dynamic_slice" { slice_sizes: "slice_sizes" IntsT }
+    SplitParams "split" { sizes: "sizes" IntsT, axis: "axis" Num }
+    TileParams "tile" { reps: "reps" IntsT }
+    StackParams "stack" { axis: "axis" Num }
+    SortParams "sort" {
+        dimension: "dimension" Num,
+        is_stable: "is_stable" Bool or false,
+        num_keys: "num_keys" Num,
+    }
+    Empty2Params "empty2" { dtype: "dtype" Dt; "memory_space" = "MemorySpace.Device" }
+    ProgramIdParams "program_id" { axis: "axis" Num }
+    NumProgramsParams "num_programs" { axis: "axis" Num }
+    CondParams "cond" { branches: "branches" ClosedTuple }
+    WhileParams "while" {
+        cond_jaxpr: "cond_jaxpr" Closed,
+        body_jaxpr: "body_jaxpr" Closed,
+        cond_nconsts: "cond_nconsts" Num,
+        body_nconsts: "body_nconsts" Num,
+    }
+    ForLoopParams "for_loop" {
+        body_jaxpr: "body_jaxpr" Closed,
+        body_nconsts: "body_nconsts" Num,
+        nimplicit: "nimplicit" Num or 0,
+        preserve_dimensions: "preserve_dimensions" Bool or false,
+        apply_reverse_transform: "apply_reverse_transform" Bool or false,
+    }
+    ; hand {
+        RoundParams "round",
+        BroadcastInDimParams "broadcast_in_dim",
+        ReshapeParams "reshape",
+        IotaParams "iota",
+        TopKParams "top_k",
+        ScanParams "scan",
+        JitParams "jit" | "pjit",
+        CustomJvpCallParams "custom_jvp_call",
+        CustomVjpCallParams "custom_vjp_call",
+        RematParams "remat2" | "checkpoint",
+    }
+}
+
+/// `rounding_method`: JAX prints the enum's int; older texts name it.
+impl ParamsText for RoundParams {
+    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+        let m = match self.rounding_method {
+            RoundingMethod::AwayFromZero => "0",
+            RoundingMethod::ToNearestEven => "1",
+        };
+        out.push(("rounding_method", PV::Text(m.into())));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let v = cx.p.req("rounding_method")?;
+        let m = match &v.v {
+            PValue::Word(w) if w.ends_with("AWAY_FROM_ZERO") => 0,
+            PValue::Word(w) if w.ends_with("TO_NEAREST_EVEN") => 1,
+            _ => cx.p.int_of(v)?,
+        };
+        let rounding_method = match m {
+            0 => RoundingMethod::AwayFromZero,
+            1 => RoundingMethod::ToNearestEven,
+            _ => return Err(bad(cx, v, "rounding_method 0 or 1")),
+        };
+        Ok(RoundParams { rounding_method })
+    }
+}
+
+/// JAX elides `shape` (the result type shows it) unless a size is dynamic,
+/// and `broadcast_dimensions` when empty; a dynamic size prints both, as
+/// `broadcast_dimensions=() shape=(None,)`.
+impl ParamsText for BroadcastInDimParams {
+    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+        let dynamic = self.shape.iter().any(Option::is_none);
+        if dynamic || !self.broadcast_dimensions.is_empty() {
+            out.push((
+                "broadcast_dimensions",
+                IntsT::print(&self.broadcast_dimensions),
+            ));
+        }
+        if dynamic {
+            out.push(("shape", Shape::print(&self.shape)));
+        }
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let shape = match cx.out_sizes() {
+            Some(s) => cx.field::<Shape, _>("shape", Some(s))?,
+            None => cx.field::<Shape, _>("shape", None)?,
+        };
+        Ok(BroadcastInDimParams {
+            shape,
+            broadcast_dimensions: cx
+                .field::<IntsT, _>("broadcast_dimensions", Some(Ints::default()))?,
+        })
+    }
+}
+
+/// `new_sizes` defaults to the result's sizes; `sharding` is always `None`.
+impl ParamsText for ReshapeParams {
+    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+        out.push(("dimensions", OptAxes::print(&self.dimensions)));
+        out.push(("new_sizes", Shape::print(&self.new_sizes)));
+        out.push(("sharding", PV::Text("None".into())));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let sizes = cx.out_sizes().unwrap_or_default();
+        Ok(ReshapeParams {
+            new_sizes: cx.field::<Shape, _>("new_sizes", Some(sizes))?,
+            dimensions: cx.field::<OptAxes, _>("dimensions", Some(None))?,
+        })
+    }
+}
+
+/// `shape` defaults to the result's sizes; `sharding` is always `None`.
+impl ParamsText for IotaParams {
+    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+        out.push(("dimension", Num::print(&self.dimension)));
+        out.push(("dtype", Dt::print(&self.dtype)));
+        out.push(("shape", Shape::print(&self.shape)));
+        out.push(("sharding", PV::Text("None".into())));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let sizes = cx.out_sizes().unwrap_or_default();
+        Ok(IotaParams {
+            dtype: cx.field::<Dt, _>("dtype", None)?,
+            shape: cx.field::<Shape, _>("shape", Some(sizes))?,
+            dimension: cx.field::<Num, _>("dimension", None)?,
+        })
+    }
+}
+
+/// `axis` defaults to the operand's last axis.
+impl ParamsText for TopKParams {
+    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+        out.push(("axis", Num::print(&self.axis)));
+        out.push(("k", Num::print(&self.k)));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let last = cx.in_rank().map_or(0, |r| r.saturating_sub(1));
+        Ok(TopKParams {
+            k: cx.field::<Num, _>("k", None)?,
+            axis: cx.field::<Num, _>("axis", Some(last))?,
+        })
+    }
+}
+
+/// Whether `v` is the word `True`/`False` (scan's boolean `unroll`).
+pub(super) fn bool_word(v: &crate::parse::params::PV) -> Option<bool> {
+    if is_word(v, "True") {
+        Some(true)
+    } else if is_word(v, "False") {
+        Some(false)
+    } else {
+        None
+    }
+}
