@@ -367,7 +367,11 @@ fn all_names() -> BTreeSet<String> {
             .or_else(|| src.find("pub fn name(&self)"))
             .expect("a name fn");
         let end = src[start..].find("\n}\n").map_or(src.len(), |e| start + e);
-        let end = if src.contains("impl UnaryOp") { src.len() } else { end };
+        let end = if src.contains("impl UnaryOp") {
+            src.len()
+        } else {
+            end
+        };
         for part in src[start..end].split("=> \"").skip(1) {
             let name = &part[..part.find('"').expect("closing quote")];
             names.insert(name.to_string());
