@@ -7,7 +7,8 @@
 //! `linearize` the first runs now and the second is recorded in the linear
 //! jaxpr with only the primal *inputs* as residuals; its transpose is again
 //! a `remat2[differentiated=True]` whose body recomputes the forward pass
-//! before running it backwards, as JAX's grad jaxprs show.
+//! before running it backwards, as JAX's grad jaxprs show. Those rules are
+//! `rules/control/remat.rs`; this file holds the API.
 
 use crate::custom::open;
 use jaxon_ir::primitive::{Control, RematParams};

@@ -13,7 +13,8 @@
 //! primals and emits a linear `custom_vjp_call` named `custom_lin[..]`
 //! whose operands are `(residuals, primals, tangents)`. Its `call_jaxpr`
 //! is the true jvp of the primal function (so forward evaluation works),
-//! and its transpose calls the user's `bwd` on the residuals.
+//! and its transpose calls the user's `bwd` on the residuals. Those rules
+//! are `rules/control/custom.rs`; this file holds the API and the registry.
 
 use jaxon_ir::primitive::{Control, CustomJvpCallParams, CustomVjpCallParams};
 use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};

@@ -113,112 +113,8 @@ pub(crate) fn batch(
 ) -> Result<BatchOuts> {
     let here = |a: &str| name == Some(a);
     match c {
-        Collective::AllReduce(AllReduceParams { op, axes }) => {
-            let (v, d) = one(p, x, d)?;
-            let mine = axes.iter().any(|a| a.name().is_some_and(here));
-            let rest: Vec<AxisRef> = axes
-                .iter()
-                .filter(|a| !a.name().is_some_and(here))
-                .cloned()
-                .collect();
-            let shifted = |mut axes: Vec<AxisRef>| {
-                for a in &mut axes {
-                    if let AxisRef::Pos(p) = a {
-                        *p += 1;
-                    }
-                }
-                axes
-            };
-            let bind = |axes: Vec<AxisRef>, v: &Array| {
-                bind1(
-                    &Primitive::from(AllReduceParams { op: *op, axes }),
-                    std::slice::from_ref(v),
-                )
-            };
-            match (d, mine) {
-                (None, false) => Ok((vec![bind(axes.clone(), &v)?], vec![None])),
-                (None, true) => {
-                    let v = if rest.is_empty() { v } else { bind(rest, &v)? };
-                    let out = match op {
-                        CollectiveOp::Sum => {
-                            lax::mul(&v, &crate::util::scalar_like(&v, n as f64)?)?
-                        }
-                        CollectiveOp::Max | CollectiveOp::Min => v,
-                    };
-                    Ok((vec![out], vec![None]))
-                }
-                (Some(d), false) if !axes.iter().any(|a| matches!(a, AxisRef::Pos(_))) => {
-                    Ok((vec![bind(axes.clone(), &v)?], vec![Some(d)]))
-                }
-                (Some(d), false) => {
-                    let v = moveaxis(&v, d, 0)?;
-                    Ok((vec![bind(shifted(axes.clone()), &v)?], vec![Some(0)]))
-                }
-                (Some(d), true) => {
-                    let v = moveaxis(&v, d, 0)?;
-                    let new: Vec<AxisRef> = axes
-                        .iter()
-                        .map(|a| match a {
-                            AxisRef::Name(m) if here(m) => AxisRef::Pos(0),
-                            AxisRef::Pos(p) => AxisRef::Pos(p + 1),
-                            a => a.clone(),
-                        })
-                        .collect();
-                    Ok((vec![bind(new, &v)?], vec![None]))
-                }
-            }
-        }
-        Collective::AllGather(AllGatherParams {
-            axis_name,
-            all_gather_dimension,
-            axis_size,
-            tiled,
-        }) => {
-            let (v, d) = one(p, x, d)?;
-            let dim = *all_gather_dimension;
-            if !axis_name.iter().any(|a| here(a)) {
-                let (mut gd, mut od) = (dim, d);
-                if let Some(bd) = d {
-                    if bd <= dim {
-                        gd += 1;
-                    } else if !tiled {
-                        od = Some(bd + 1);
-                    }
-                }
-                let q = Primitive::from(AllGatherParams {
-                    axis_name: axis_name.clone(),
-                    all_gather_dimension: gd,
-                    axis_size: *axis_size,
-                    tiled: *tiled,
-                });
-                return Ok((vec![bind1(&q, &[v])?], vec![od]));
-            }
-            if axis_name.len() > 1 || *axis_size != n {
-                return Err(Error::Unsupported(format!(
-                    "all_gather over axes {axis_name:?} of size {axis_size} inside a vmap of \
-                     size {n}: only a single axis of the vmap's size is supported"
-                )));
-            }
-            let shape = v.try_shape()?;
-            let y = match d {
-                None => {
-                    let mut out = shape.clone();
-                    out.insert(dim, n);
-                    let dims: Vec<usize> = (0..out.len()).filter(|&i| i != dim).collect();
-                    lax::broadcast_in_dim(&v, &out, &dims)?
-                }
-                Some(bd) => moveaxis(&v, bd, dim)?,
-            };
-            let y = if *tiled {
-                let mut s = y.try_shape()?;
-                let m = s.remove(dim + 1);
-                s[dim] *= m;
-                lax::reshape(&y, &s)?
-            } else {
-                y
-            };
-            Ok((vec![y], vec![None]))
-        }
+        Collective::AllReduce(ap) => all_reduce_batch(ap, p, x, d, n, name),
+        Collective::AllGather(gp) => all_gather_batch(gp, p, x, d, n, name),
         Collective::AxisIndex(AxisIndexParams { axis_name }) => {
             if here(axis_name) {
                 Ok((vec![lax::iota(DType::I32, n)?], vec![Some(0)]))
@@ -227,6 +123,136 @@ pub(crate) fn batch(
             }
         }
     }
+}
+
+/// `psum`/`pmax`/`pmin`: over this vmap's name, a reduction over the
+/// batch dim; over other names, the same collective with positional axes
+/// shifted past the batch dim.
+fn all_reduce_batch(
+    ap: &AllReduceParams,
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    name: Option<&str>,
+) -> Result<BatchOuts> {
+    let here = |a: &str| name == Some(a);
+    let AllReduceParams { op, axes } = ap;
+    let (v, d) = one(p, x, d)?;
+    let mine = axes.iter().any(|a| a.name().is_some_and(here));
+    let rest: Vec<AxisRef> = axes
+        .iter()
+        .filter(|a| !a.name().is_some_and(here))
+        .cloned()
+        .collect();
+    let shifted = |mut axes: Vec<AxisRef>| {
+        for a in &mut axes {
+            if let AxisRef::Pos(p) = a {
+                *p += 1;
+            }
+        }
+        axes
+    };
+    let bind = |axes: Vec<AxisRef>, v: &Array| {
+        bind1(
+            &Primitive::from(AllReduceParams { op: *op, axes }),
+            std::slice::from_ref(v),
+        )
+    };
+    match (d, mine) {
+        (None, false) => Ok((vec![bind(axes.clone(), &v)?], vec![None])),
+        (None, true) => {
+            let v = if rest.is_empty() { v } else { bind(rest, &v)? };
+            let out = match op {
+                CollectiveOp::Sum => lax::mul(&v, &crate::util::scalar_like(&v, n as f64)?)?,
+                CollectiveOp::Max | CollectiveOp::Min => v,
+            };
+            Ok((vec![out], vec![None]))
+        }
+        (Some(d), false) if !axes.iter().any(|a| matches!(a, AxisRef::Pos(_))) => {
+            Ok((vec![bind(axes.clone(), &v)?], vec![Some(d)]))
+        }
+        (Some(d), false) => {
+            let v = moveaxis(&v, d, 0)?;
+            Ok((vec![bind(shifted(axes.clone()), &v)?], vec![Some(0)]))
+        }
+        (Some(d), true) => {
+            let v = moveaxis(&v, d, 0)?;
+            let new: Vec<AxisRef> = axes
+                .iter()
+                .map(|a| match a {
+                    AxisRef::Name(m) if here(m) => AxisRef::Pos(0),
+                    AxisRef::Pos(p) => AxisRef::Pos(p + 1),
+                    a => a.clone(),
+                })
+                .collect();
+            Ok((vec![bind(new, &v)?], vec![None]))
+        }
+    }
+}
+
+/// `all_gather`: over this vmap's name (a single axis of its size), the
+/// batch dim moved to the gather dimension; over other names, the same
+/// gather with its dimension shifted past the batch dim.
+fn all_gather_batch(
+    gp: &AllGatherParams,
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    name: Option<&str>,
+) -> Result<BatchOuts> {
+    let here = |a: &str| name == Some(a);
+    let AllGatherParams {
+        axis_name,
+        all_gather_dimension,
+        axis_size,
+        tiled,
+    } = gp;
+    let (v, d) = one(p, x, d)?;
+    let dim = *all_gather_dimension;
+    if !axis_name.iter().any(|a| here(a)) {
+        let (mut gd, mut od) = (dim, d);
+        if let Some(bd) = d {
+            if bd <= dim {
+                gd += 1;
+            } else if !tiled {
+                od = Some(bd + 1);
+            }
+        }
+        let q = Primitive::from(AllGatherParams {
+            axis_name: axis_name.clone(),
+            all_gather_dimension: gd,
+            axis_size: *axis_size,
+            tiled: *tiled,
+        });
+        return Ok((vec![bind1(&q, &[v])?], vec![od]));
+    }
+    if axis_name.len() > 1 || *axis_size != n {
+        return Err(Error::Unsupported(format!(
+            "all_gather over axes {axis_name:?} of size {axis_size} inside a vmap of \
+             size {n}: only a single axis of the vmap's size is supported"
+        )));
+    }
+    let shape = v.try_shape()?;
+    let y = match d {
+        None => {
+            let mut out = shape.clone();
+            out.insert(dim, n);
+            let dims: Vec<usize> = (0..out.len()).filter(|&i| i != dim).collect();
+            lax::broadcast_in_dim(&v, &out, &dims)?
+        }
+        Some(bd) => moveaxis(&v, bd, dim)?,
+    };
+    let y = if *tiled {
+        let mut s = y.try_shape()?;
+        let m = s.remove(dim + 1);
+        s[dim] *= m;
+        lax::reshape(&y, &s)?
+    } else {
+        y
+    };
+    Ok((vec![y], vec![None]))
 }
 
 // ---------------------------------------------------------- transpose --

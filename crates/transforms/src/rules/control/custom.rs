@@ -26,7 +26,7 @@ use jaxon_trace::stage::{trace_flat, StageMode};
 use jaxon_trace::{bind, Array};
 use std::sync::Arc;
 
-pub(crate) const LIN_PREFIX: &str = "custom_lin";
+const LIN_PREFIX: &str = "custom_lin";
 
 fn check_outs(what: &str, call_jaxpr: &ClosedJaxpr, outs: &[Array]) -> Result<()> {
     let j = &call_jaxpr.jaxpr;

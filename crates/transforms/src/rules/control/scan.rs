@@ -356,6 +356,7 @@ fn stacked(t: &ShapedArray, length: usize) -> ShapedArray {
 /// carry holds the cotangents of the linear consts (accumulated) and of
 /// the carries; the cotangents of the outputs `ys` and the non-linear
 /// `xs` (residuals) are scanned over; the linear `xs`' cotangents are the
+/// stacked outputs.
 pub(super) fn transpose(scan: &ScanParams, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
     let ScanParams {
         jaxpr,
