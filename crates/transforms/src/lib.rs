@@ -19,6 +19,7 @@ pub mod jac;
 pub mod jvp;
 pub mod linearize;
 pub mod partial_eval;
+mod rules;
 pub mod transpose;
 mod util;
 

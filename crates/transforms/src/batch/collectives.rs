@@ -7,14 +7,13 @@
 //! body staged within the vmap) it binds the collective primitive
 //! (`psum[axes=('i',)]`, ...), which is staged into the body; the batching
 //! rule of that vmap resolves it when it batches the body (JAX's fancy
-//! batchers, [`batch_collective`]), turning the name into the positional
+//! batchers, `rules/collective.rs`), turning the name into the positional
 //! batch dim (`psum[axes=(0,)]`).
 //!
 //! Invariant: the axis env (the names and sizes of every enclosing named
 //! vmap, including those of stacks suspended by `jit`) is pushed and popped
 //! with the vmap's batch main, so a staged body knows which names are bound.
 
-use super::rules::Outs;
 use super::{batch_trace, batched, moveaxis, new_batched};
 use crate::jvp::{dual, new_dual, JvpTrace};
 use jaxon_ir::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
@@ -266,178 +265,35 @@ fn reduce(v: &Array, d: usize, n: usize, op: Op) -> Result<Array> {
 
 /// Whether `p` is a collective over named axes.
 pub(crate) fn is_collective(p: &Primitive) -> bool {
-    matches!(
-        p,
-        Primitive::Collective(Collective::AllReduce(_))
-            | Primitive::Collective(Collective::AllGather(_))
-            | Primitive::Collective(Collective::AxisIndex(_))
-    )
+    // Every member of the family is a named-axis collective.
+    matches!(p, Primitive::Collective(_))
 }
 
 /// Whether `p` or a jaxpr nested in it names the axis `name`: such a call
 /// must be batched even when none of its operands is.
 pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
     match p {
-        Primitive::Collective(Collective::AllReduce(AllReduceParams { axes, .. })) => {
-            axes.iter().any(|a| a.name() == Some(name))
-        }
-        Primitive::Collective(Collective::AllGather(AllGatherParams { axis_name, .. })) => {
-            axis_name.iter().any(|a| a == name)
-        }
-        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
-            axis_name == name
-        }
-        _ => p
+        Primitive::Collective(c) => match c {
+            Collective::AllReduce(AllReduceParams { axes, .. }) => {
+                axes.iter().any(|a| a.name() == Some(name))
+            }
+            Collective::AllGather(AllGatherParams { axis_name, .. }) => {
+                axis_name.iter().any(|a| a == name)
+            }
+            Collective::AxisIndex(AxisIndexParams { axis_name }) => axis_name == name,
+        },
+        // Collectives hold no jaxprs; every other family may.
+        Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Control(_)
+        | Primitive::State(_)
+        | Primitive::Pallas(_) => p
             .sub_jaxprs()
             .iter()
             .any(|j| j.eqns.iter().any(|e| mentions_axis(&e.primitive, name))),
-    }
-}
-
-/// The batching rule of the collectives (JAX's fancy batchers: called
-/// even when no operand is batched). A collective over this vmap's name
-/// reduces over the batch dim; over other names it passes through, its
-/// positional axes shifted past the batch dim.
-pub(crate) fn batch_collective(
-    p: &Primitive,
-    x: &[Array],
-    d: &[Option<usize>],
-    n: usize,
-    name: Option<&str>,
-) -> Result<Outs> {
-    let here = |a: &str| name == Some(a);
-    match p {
-        Primitive::Collective(Collective::AllReduce(AllReduceParams { op, axes })) => {
-            let (v, d) = one(p, x, d)?;
-            let mine = axes.iter().any(|a| a.name().is_some_and(here));
-            let rest: Vec<AxisRef> = axes
-                .iter()
-                .filter(|a| !a.name().is_some_and(here))
-                .cloned()
-                .collect();
-            let shifted = |mut axes: Vec<AxisRef>| {
-                for a in &mut axes {
-                    if let AxisRef::Pos(p) = a {
-                        *p += 1;
-                    }
-                }
-                axes
-            };
-            let bind = |axes: Vec<AxisRef>, v: &Array| {
-                bind1(
-                    &Primitive::Collective(Collective::AllReduce(AllReduceParams {
-                        op: *op,
-                        axes,
-                    })),
-                    std::slice::from_ref(v),
-                )
-            };
-            match (d, mine) {
-                (None, false) => Ok((vec![bind(axes.clone(), &v)?], vec![None])),
-                (None, true) => {
-                    let v = if rest.is_empty() { v } else { bind(rest, &v)? };
-                    let out = match op {
-                        CollectiveOp::Sum => {
-                            lax::mul(&v, &crate::util::scalar_like(&v, n as f64)?)?
-                        }
-                        CollectiveOp::Max | CollectiveOp::Min => v,
-                    };
-                    Ok((vec![out], vec![None]))
-                }
-                (Some(d), false) if !axes.iter().any(|a| matches!(a, AxisRef::Pos(_))) => {
-                    Ok((vec![bind(axes.clone(), &v)?], vec![Some(d)]))
-                }
-                (Some(d), false) => {
-                    let v = moveaxis(&v, d, 0)?;
-                    Ok((vec![bind(shifted(axes.clone()), &v)?], vec![Some(0)]))
-                }
-                (Some(d), true) => {
-                    let v = moveaxis(&v, d, 0)?;
-                    let new: Vec<AxisRef> = axes
-                        .iter()
-                        .map(|a| match a {
-                            AxisRef::Name(m) if here(m) => AxisRef::Pos(0),
-                            AxisRef::Pos(p) => AxisRef::Pos(p + 1),
-                            a => a.clone(),
-                        })
-                        .collect();
-                    Ok((vec![bind(new, &v)?], vec![None]))
-                }
-            }
-        }
-        Primitive::Collective(Collective::AllGather(AllGatherParams {
-            axis_name,
-            all_gather_dimension,
-            axis_size,
-            tiled,
-        })) => {
-            let (v, d) = one(p, x, d)?;
-            let dim = *all_gather_dimension;
-            if !axis_name.iter().any(|a| here(a)) {
-                let (mut gd, mut od) = (dim, d);
-                if let Some(bd) = d {
-                    if bd <= dim {
-                        gd += 1;
-                    } else if !tiled {
-                        od = Some(bd + 1);
-                    }
-                }
-                let q = Primitive::Collective(Collective::AllGather(AllGatherParams {
-                    axis_name: axis_name.clone(),
-                    all_gather_dimension: gd,
-                    axis_size: *axis_size,
-                    tiled: *tiled,
-                }));
-                return Ok((vec![bind1(&q, &[v])?], vec![od]));
-            }
-            if axis_name.len() > 1 || *axis_size != n {
-                return Err(Error::Unsupported(format!(
-                    "all_gather over axes {axis_name:?} of size {axis_size} inside a vmap of \
-                     size {n}: only a single axis of the vmap's size is supported"
-                )));
-            }
-            let shape = v.try_shape()?;
-            let y = match d {
-                None => {
-                    let mut out = shape.clone();
-                    out.insert(dim, n);
-                    let dims: Vec<usize> = (0..out.len()).filter(|&i| i != dim).collect();
-                    lax::broadcast_in_dim(&v, &out, &dims)?
-                }
-                Some(bd) => moveaxis(&v, bd, dim)?,
-            };
-            let y = if *tiled {
-                let mut s = y.try_shape()?;
-                let m = s.remove(dim + 1);
-                s[dim] *= m;
-                lax::reshape(&y, &s)?
-            } else {
-                y
-            };
-            Ok((vec![y], vec![None]))
-        }
-        Primitive::Collective(Collective::AxisIndex(AxisIndexParams { axis_name })) => {
-            if here(axis_name) {
-                Ok((vec![lax::iota(DType::I32, n)?], vec![Some(0)]))
-            } else {
-                Ok((vec![bind1(p, &[])?], vec![None]))
-            }
-        }
-        _ => Err(Error::InvalidArgument(format!(
-            "the collective batching rule got `{}`",
-            p.name()
-        ))),
-    }
-}
-
-fn one(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Result<(Array, Option<usize>)> {
-    match (x, d) {
-        ([v], [d]) => Ok((v.clone(), *d)),
-        _ => Err(Error::InvalidArgument(format!(
-            "{} takes one operand, got {}",
-            p.name(),
-            x.len()
-        ))),
     }
 }
 
@@ -530,16 +386,16 @@ pub(crate) fn reduce_axes(x: &Array, op: CollectiveOp, axes: &[AxisRef]) -> Resu
     lax::reduce(rop, &y, &pos)
 }
 
-/// `all_gather` with the params of `p`, through the trace-level collective
+/// `all_gather` with the params `gp`, through the trace-level collective
 /// where it has the default layout.
-pub(crate) fn gather_like(p: &Primitive, x: &Array) -> Result<Array> {
-    match p {
-        Primitive::Collective(Collective::AllGather(AllGatherParams {
+pub(crate) fn gather_like(gp: &AllGatherParams, x: &Array) -> Result<Array> {
+    match gp {
+        AllGatherParams {
             axis_name,
             all_gather_dimension: 0,
             tiled: false,
             ..
-        })) if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
-        _ => bind1(p, std::slice::from_ref(x)),
+        } if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
+        AllGatherParams { .. } => bind1(&gp.clone().into(), std::slice::from_ref(x)),
     }
 }

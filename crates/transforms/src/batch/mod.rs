@@ -1,5 +1,7 @@
 //! Batching (`vmap`): `BatchTrace`, whose tracers carry a value and the
-//! position of its batch dimension, and `batch_jaxpr` at the jaxpr level.
+//! position of its batch dimension, `batch_jaxpr` at the jaxpr level, and
+//! the dispatch to the batching rules (`crate::rules`, one module per
+//! primitive family).
 //!
 //! Invariants: a tracer's aval is its value's aval without the batch
 //! dimension (`bdim = None`: the value is the same for every member of the
@@ -9,16 +11,11 @@
 
 mod api;
 pub(crate) mod collectives;
-mod control;
-mod index;
-mod linalg;
-mod pallas;
-mod rules;
-mod state;
 
 pub use api::{vmap, Axes, Vmap};
 pub use collectives::{all_gather, axis_index, pmax, pmean, pmin, psum};
 
+use crate::rules::{self, BatchOuts};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};
 use jaxon_trace::core::{full_raise, new_main, MainTrace, Trace};
 use jaxon_trace::error::{Error, Result};
@@ -101,7 +98,7 @@ impl Trace for BatchTrace {
                 .map(|v| new_batched(main, v, None))
                 .collect());
         }
-        let (outs, out_dims) = rules::batch_rule(primitive, &values, &bdims, self.axis_size, name)?;
+        let (outs, out_dims) = batch_rule(primitive, &values, &bdims, self.axis_size, name)?;
         Ok(outs
             .into_iter()
             .zip(out_dims)
@@ -111,6 +108,29 @@ impl Trace for BatchTrace {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// Batches `p` applied to `x` whose batch dimensions are `d`; `n` is the
+/// size of the mapped axis and `name` its axis name: one exhaustive match
+/// on the families, each family's rules matching its enum exhaustively.
+fn batch_rule(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    name: Option<&str>,
+) -> Result<BatchOuts> {
+    match p {
+        Primitive::Elementwise(e) => rules::elementwise::batch(e, p, x, d, n),
+        Primitive::Structural(s) => rules::structural::batch(s, p, x, d, n),
+        Primitive::Indexing(i) => rules::indexing::batch(i, p, x, d, n),
+        Primitive::Reduction(r) => rules::reduction::batch(r, p, x, d, n),
+        Primitive::Linalg(l) => rules::linalg::batch(l, p, x, d, n),
+        Primitive::Control(c) => rules::control::batch(c, x, d, n, name),
+        Primitive::State(s) => rules::state::batch(s, p, x, d, n),
+        Primitive::Pallas(k) => rules::pallas::batch(k, p, x, d, n),
+        Primitive::Collective(c) => rules::collective::batch(c, p, x, d, n, name),
     }
 }
 

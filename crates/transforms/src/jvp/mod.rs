@@ -1,21 +1,13 @@
-//! Forward mode: `JvpTrace`, whose tracers carry a primal and a tangent.
+//! Forward mode: `JvpTrace`, whose tracers carry a primal and a tangent,
+//! `jvp`/`jvp_jaxpr`, and the dispatch to the jvp rules (`crate::rules`,
+//! one module per primitive family).
 //!
 //! Invariants: a tangent is `None` (a symbolic zero) until a rule makes it
 //! non-zero, and always `None` for integer and bool values (JAX's
 //! `float0`). When every operand's tangent is zero, the primitive binds on
 //! the primals alone and no rule runs.
 
-mod collectives;
-mod cond_dyn;
-mod control;
-mod for_loop;
-mod for_loop_split;
-pub(crate) mod pallas;
-mod rules;
-mod scatter;
-pub(crate) mod state;
-mod while_grad;
-
+use crate::rules::{self, JvpOuts};
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};
 use jaxon_trace::core::{full_raise, new_main, MainTrace, Trace};
@@ -81,7 +73,7 @@ impl Trace for JvpTrace {
             let outs = bind(primitive, &primals)?;
             return Ok(outs.into_iter().map(|p| new_dual(main, p, None)).collect());
         }
-        let (p_out, t_out) = rules::jvp_rule(primitive, &primals, &tangents)?;
+        let (p_out, t_out) = jvp_rule(primitive, &primals, &tangents)?;
         Ok(p_out
             .into_iter()
             .zip(t_out)
@@ -91,6 +83,23 @@ impl Trace for JvpTrace {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// The jvp of `p` at primals `x` along tangents `t` (some non-zero): one
+/// exhaustive match on the families, each family's rules matching its
+/// enum exhaustively.
+fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
+    match p {
+        Primitive::Elementwise(e) => rules::elementwise::jvp(e, p, x, t),
+        Primitive::Structural(s) => rules::structural::jvp(s, p, x, t),
+        Primitive::Indexing(i) => rules::indexing::jvp(i, p, x, t),
+        Primitive::Reduction(r) => rules::reduction::jvp(r, p, x, t),
+        Primitive::Linalg(l) => rules::linalg::jvp(l, p, x, t),
+        Primitive::Control(c) => rules::control::jvp(c, x, t),
+        Primitive::State(s) => rules::state::jvp(s, p, x, t),
+        Primitive::Pallas(k) => rules::pallas::jvp(k, p, x, t),
+        Primitive::Collective(c) => rules::collective::jvp(c, p, x, t),
     }
 }
 

@@ -1,4 +1,6 @@
-//! Transposition: the backward pass over a linear jaxpr.
+//! Transposition: the backward pass over a linear jaxpr, and the dispatch
+//! to the transpose rules (`crate::rules`, one module per primitive
+//! family).
 //!
 //! Invariants: the linear inputs are "undefined primals": a rule never
 //! reads their values, only their types. Cotangents start as symbolic
@@ -7,21 +9,13 @@
 //! Equations with no linear input are evaluated forward first: they
 //! compute values the linear ones use (JAX's backward pass does the same).
 
-mod collectives;
-mod cond_dyn;
-mod control;
-mod conv;
-mod for_loop;
-mod rules;
-
+use crate::rules::{self, Cts};
 use hashbrown::HashMap;
-use jaxon_ir::{Atom, Binder, ClosedJaxpr, Jaxpr, ShapedArray, Var};
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, Jaxpr, Primitive, ShapedArray, Var};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::literal_array;
 use jaxon_trace::stage::{close, trace_flat, StageMode};
 use jaxon_trace::{bind, lax, Array};
-
-pub(crate) use rules::transpose_rule;
 
 /// An operand as a transpose rule sees it: a linear input (whose value is
 /// unknown, only its type) or a known value.
@@ -85,6 +79,23 @@ impl LinArg {
                 "transpose of `{prim}`: the operation is not linear in this operand"
             ))),
         }
+    }
+}
+
+/// Cotangents of the linear operands of `p` (`None` for the others): one
+/// exhaustive match on the families, each family's rules matching its
+/// enum exhaustively.
+pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+    match p {
+        Primitive::Elementwise(e) => rules::elementwise::transpose(e, p, args, cts),
+        Primitive::Structural(s) => rules::structural::transpose(s, p, args, cts),
+        Primitive::Indexing(i) => rules::indexing::transpose(i, p, args, cts),
+        Primitive::Reduction(r) => rules::reduction::transpose(r, p, args, cts),
+        Primitive::Linalg(l) => rules::linalg::transpose(l, p, args, cts),
+        Primitive::Control(c) => rules::control::transpose(c, args, cts),
+        Primitive::State(s) => rules::state::transpose(s, p, args, cts),
+        Primitive::Pallas(k) => rules::pallas::transpose(k, p, args, cts),
+        Primitive::Collective(c) => rules::collective::transpose(c, p, args, cts),
     }
 }
 

@@ -1,25 +1,75 @@
-//! Batching of the state primitives `get`, `swap` and `addupdate`.
+//! Rules of the state family (`get`, `swap`, `addupdate` over `Ref`s): jvp,
+//! transpose and batching, side by side.
 //!
-//! Refs cannot be transposed, so a batched ref keeps its batch dimension
-//! where it is. Every case is rewritten into the most general indexer: one
-//! integer-array index per dimension of the (batched) ref, all broadcast to
-//! `[n, *unbatched result shape]`. Slices become `start + stride * iota`,
-//! integer indices are broadcast, the ref's batch dimension is indexed by
-//! `iota(n)`, and batched index operands simply keep their batch axis at 0.
-//! An all-array indexer is contiguous, so the result is `[n, *shape]`
-//! batched at 0, and a written value is moved to that layout.
+//! Jvp: a `Ref`'s tangent is a second `Ref` of the same type (JAX's pair
+//! of refs): reads of the primal ref read the tangent ref at the same
+//! indices, and writes into the primal ref write the value's tangent into
+//! the tangent ref. The primal outputs always come from a bind on primal
+//! operands alone, so linearize keeps the primal work known.
 //!
-//! Starts are clamped here as the unbatched primitive would clamp them
-//! (slices fit inside the dimension, dynamic integers into it), since the
-//! array form only clamps element by element.
+//! Transpose: not implemented (refs are discharged before reverse mode).
+//!
+//! Batching: refs cannot be transposed, so a batched ref keeps its batch
+//! dimension where it is. Every case is rewritten into the most general
+//! indexer: one integer-array index per dimension of the (batched) ref,
+//! all broadcast to `[n, *unbatched result shape]`. Slices become `start +
+//! stride * iota`, integer indices are broadcast, the ref's batch
+//! dimension is indexed by `iota(n)`, and batched index operands simply
+//! keep their batch axis at 0. An all-array indexer is contiguous, so the
+//! result is `[n, *shape]` batched at 0, and a written value is moved to
+//! that layout. Starts are clamped here as the unbatched primitive would
+//! clamp them (slices fit inside the dimension, dynamic integers into it),
+//! since the array form only clamps element by element.
 
-use super::rules::Outs;
-use super::to_front;
+use super::{transpose_unsupported, BatchOuts, Cts, JvpOuts};
+use crate::batch::to_front;
+use crate::transpose::LinArg;
+use crate::util::zeros_like;
 use jaxon_ir::primitive::{AddUpdateParams, GetParams, State, SwapParams};
 use jaxon_ir::primitive::{BinaryOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, lax, Array};
+
+/// The jvp rules of the family.
+pub(crate) fn jvp(s: &State, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
+    match s {
+        State::Get(GetParams { indexers }) => jvp_state(StateOp::Get, indexers, p, x, t),
+        State::Swap(SwapParams { indexers }) => jvp_state(StateOp::Swap, indexers, p, x, t),
+        State::AddUpdate(AddUpdateParams { indexers }) => {
+            jvp_state(StateOp::AddUpdate, indexers, p, x, t)
+        }
+    }
+}
+
+/// The transpose rules of the family.
+pub(crate) fn transpose(
+    s: &State,
+    p: &Primitive,
+    _args: &[LinArg],
+    _cts: &[Option<Array>],
+) -> Result<Cts> {
+    match s {
+        State::Get(_) | State::Swap(_) | State::AddUpdate(_) => transpose_unsupported(p),
+    }
+}
+
+/// The batching rules of the family.
+pub(crate) fn batch(
+    s: &State,
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<BatchOuts> {
+    match s {
+        State::Get(GetParams { indexers }) => batch_state(StateOp::Get, indexers, p, x, d, n),
+        State::Swap(SwapParams { indexers }) => batch_state(StateOp::Swap, indexers, p, x, d, n),
+        State::AddUpdate(AddUpdateParams { indexers }) => {
+            batch_state(StateOp::AddUpdate, indexers, p, x, d, n)
+        }
+    }
+}
 
 /// Which state primitive a rule is for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,6 +81,85 @@ pub(crate) enum StateOp {
     /// `addupdate`.
     AddUpdate,
 }
+
+/// The position of the first operand after the ref and its index operands.
+pub(crate) fn value_pos(indexers: &[Indexer]) -> usize {
+    let mut end = 1;
+    for e in indexers.iter().flat_map(|ix| &ix.entries) {
+        if let IndexEntry::Slice {
+            start: IndexValue::Dynamic(k),
+            ..
+        }
+        | IndexEntry::Int(IndexValue::Dynamic(k))
+        | IndexEntry::Array(k) = e
+        {
+            end = end.max(k + 1);
+        }
+    }
+    end
+}
+
+// ---------------------------------------------------------------- jvp --
+
+/// The jvp of `get`, `swap` or `addupdate` (`x[0]` is the ref).
+fn jvp_state(
+    op: StateOp,
+    indexers: &[Indexer],
+    p: &Primitive,
+    x: &[Array],
+    t: &[Option<Array>],
+) -> Result<JvpOuts> {
+    let k = value_pos(indexers);
+    let p_out = bind(p, x)?;
+    let with_ref = |r: &Array, v: Option<Array>| -> Vec<Array> {
+        let mut ops = vec![r.clone()];
+        ops.extend_from_slice(&x[1..k]);
+        ops.extend(v);
+        ops
+    };
+    let ref_t = t[0].as_ref();
+    let val_t = t.get(k).cloned().flatten();
+    let t_out = match op {
+        // Index operands are integers, so a non-zero tangent is the ref's.
+        StateOp::Get => match ref_t {
+            Some(r) => vec![Some(bind(p, &with_ref(r, None))?.remove(0))],
+            None => vec![None],
+        },
+        StateOp::Swap => match (ref_t, val_t) {
+            (Some(r), v) => {
+                let v = match v {
+                    Some(v) => v,
+                    None => zeros_like(&x[k])?,
+                };
+                vec![Some(bind(p, &with_ref(r, Some(v)))?.remove(0))]
+            }
+            (None, Some(_)) => return Err(no_tangent_ref(p)),
+            (None, None) => vec![None],
+        },
+        StateOp::AddUpdate => match (ref_t, val_t) {
+            (Some(r), Some(v)) => {
+                bind(p, &with_ref(r, Some(v)))?;
+                Vec::new()
+            }
+            (None, Some(_)) => return Err(no_tangent_ref(p)),
+            (_, None) => Vec::new(),
+        },
+    };
+    Ok((p_out, t_out))
+}
+
+/// A tangent written into a ref that has none: its tangent ref would have
+/// to be created by whoever allocated the ref (e.g. `run_state`), which is
+/// outside this equation.
+fn no_tangent_ref(p: &Primitive) -> Error {
+    Error::Unsupported(format!(
+        "jvp of `{}`: a value with a non-zero tangent is written into a Ref without a \
+         tangent Ref; mark the Ref's tangent as non-zero (jvp_jaxpr's `nonzero`)",
+        p.name()
+    ))
+}
+
+// -------------------------------------------------------------- batch --
 
 fn unsupported(p: &Primitive, why: &str) -> Error {
     Error::Unsupported(format!("vmap of `{}`: {why}", p.name()))
@@ -119,7 +248,7 @@ fn batched_ref_only(
     n: usize,
     rd: usize,
     k_val: usize,
-) -> Result<Outs> {
+) -> Result<BatchOuts> {
     let mut q = rd;
     let mut new = Vec::with_capacity(indexers.len());
     for ix in indexers {
@@ -137,15 +266,15 @@ fn batched_ref_only(
     }
     let mut ops = x[..k_val].to_vec();
     let q_prim = match op {
-        StateOp::Get => Primitive::State(State::Get(GetParams { indexers: new })),
-        StateOp::Swap => Primitive::State(State::Swap(SwapParams { indexers: new })),
-        StateOp::AddUpdate => Primitive::State(State::AddUpdate(AddUpdateParams { indexers: new })),
+        StateOp::Get => Primitive::from(GetParams { indexers: new }),
+        StateOp::Swap => Primitive::from(SwapParams { indexers: new }),
+        StateOp::AddUpdate => Primitive::from(AddUpdateParams { indexers: new }),
     };
     if op != StateOp::Get {
         let v = x
             .get(k_val)
             .ok_or_else(|| unsupported(&q_prim, "missing value operand"))?;
-        ops.push(super::move_bdim(v, d[k_val], q, n)?);
+        ops.push(crate::batch::move_bdim(v, d[k_val], q, n)?);
     }
     let outs = bind(&q_prim, &ops)?;
     let dims = vec![Some(q); outs.len()];
@@ -153,15 +282,15 @@ fn batched_ref_only(
 }
 
 /// The batching rule of `get` / `swap` / `addupdate` (`x[0]` is the ref).
-pub(crate) fn batch_state(
+fn batch_state(
     op: StateOp,
     indexers: &[Indexer],
     p: &Primitive,
     x: &[Array],
     d: &[Option<usize>],
     n: usize,
-) -> Result<Outs> {
-    let k_val = crate::jvp::state::value_pos(indexers);
+) -> Result<BatchOuts> {
+    let k_val = value_pos(indexers);
     let rd = d[0];
     if let Some(r) = rd {
         if d[1..k_val.min(d.len())].iter().all(Option::is_none) {
@@ -312,9 +441,9 @@ pub(crate) fn batch_state(
     let mut ops = vec![x[0].clone()];
     ops.extend(arrays);
     let q = match op {
-        StateOp::Get => Primitive::State(State::Get(GetParams { indexers })),
-        StateOp::Swap => Primitive::State(State::Swap(SwapParams { indexers })),
-        StateOp::AddUpdate => Primitive::State(State::AddUpdate(AddUpdateParams { indexers })),
+        StateOp::Get => Primitive::from(GetParams { indexers }),
+        StateOp::Swap => Primitive::from(SwapParams { indexers }),
+        StateOp::AddUpdate => Primitive::from(AddUpdateParams { indexers }),
     };
     if op != StateOp::Get {
         let v = x

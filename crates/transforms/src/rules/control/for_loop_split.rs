@@ -18,17 +18,16 @@
 //! iteration's carry has the same type and the stack is rectangular.
 
 use crate::linearize::linearized_tangents;
+use crate::rules::JvpOuts;
 use crate::util::{for_trip_count, has_tangent, zeros_like};
 use jaxon_ir::dyntype::{in_type, DynAval, InDim, InType};
-use jaxon_ir::primitive::{Control, ForLoopParams};
+use jaxon_ir::primitive::ForLoopParams;
 use jaxon_ir::{Atom, ClosedJaxpr, DType, Jaxpr, Primitive};
 use jaxon_trace::dynshape::{self as dyn_, Size};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::eval_jaxpr;
 use jaxon_trace::stage::{trace_flat_in_type, StageMode};
 use jaxon_trace::{bind, lax, Array};
-
-type Outs = (Vec<Array>, Vec<Option<Array>>);
 
 /// The static parameters of the `for_loop` being split.
 pub(super) struct ForParams<'a> {
@@ -132,7 +131,7 @@ fn set_row(stack: &Array, k: &Array, x: &Array) -> Result<Array> {
 
 /// The rule: a known loop (primal results and carry stacks) and a linear
 /// loop (tangents). `x`/`t` are the `for_loop` operands and tangents.
-pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
+pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
     let (nc, ni) = (fp.nc, fp.ni);
     let head = nc + ni;
     let na = x.len() - head - 4;
@@ -198,13 +197,13 @@ pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<
         Ok(outs)
     })?;
     let (kj, hoisted) = as_body(staged);
-    let known = Primitive::Control(Control::ForLoop(ForLoopParams {
+    let known = Primitive::from(ForLoopParams {
         body_jaxpr: ClosedJaxpr::without_consts(kj),
         body_nconsts: hoisted.len() + nc + 3,
         nimplicit: ni,
         preserve_dimensions: fp.preserve_dimensions,
         apply_reverse_transform: fp.apply_reverse_transform,
-    }));
+    });
     let mut ops = hoisted;
     ops.extend(consts.iter().cloned());
     ops.extend([trips.clone(), lower.clone(), step.clone()]);
@@ -293,13 +292,13 @@ pub(super) fn split(fp: &ForParams, x: &[Array], t: &[Option<Array>]) -> Result<
     })?;
     let (lj, hoisted) = as_body(staged);
     let nh = hoisted.len();
-    let linear = Primitive::Control(Control::ForLoop(ForLoopParams {
+    let linear = Primitive::from(ForLoopParams {
         body_jaxpr: ClosedJaxpr::without_consts(lj),
         body_nconsts: nh + ni + nc + nct + 3 + na,
         nimplicit: 0,
         preserve_dimensions: fp.preserve_dimensions,
         apply_reverse_transform: fp.apply_reverse_transform,
-    }));
+    });
     let mut ops = hoisted;
     ops.extend(dims.iter().cloned());
     ops.extend(consts.iter().cloned());

@@ -8,9 +8,10 @@
 //! gives the primal results.
 
 use super::for_loop_split::{split, ForParams};
+use crate::rules::JvpOuts;
 use jaxon_ir::dyntype::{in_type, InDim};
 use jaxon_ir::primitive::BinaryOp;
-use jaxon_ir::primitive::{Control, Elementwise, WhileParams};
+use jaxon_ir::primitive::{Elementwise, WhileParams};
 use jaxon_ir::{
     Atom, Binder, ClosedJaxpr, DType, Eqn, HostArray, Literal, Primitive, Scalar, ShapedArray,
     VarSpace,
@@ -19,24 +20,19 @@ use jaxon_trace::error::Result;
 use jaxon_trace::{bind, Array};
 use std::sync::Arc;
 
-type Outs = (Vec<Array>, Vec<Option<Array>>);
-
 fn i64(v: f64) -> Array {
     Array::from_host(HostArray::scalar(DType::I64, v))
 }
 
 /// The rule: the trip count from a counting loop, then the `for_loop`
 /// split.
-pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<Outs> {
-    let Primitive::Control(Control::While(WhileParams {
+pub(super) fn split_while(wp: &WhileParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
+    let WhileParams {
         cond_jaxpr,
         body_jaxpr,
         cond_nconsts: cn,
         body_nconsts: bn,
-    })) = p
-    else {
-        unreachable!("called on while")
-    };
+    } = wp;
     let (cn, bn) = (*cn, *bn);
     let body = &body_jaxpr.jaxpr;
     // With dynamic shapes the leading carries are the others' dimensions:
@@ -77,7 +73,7 @@ pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         outputs: vec![Binder::Var(c1)],
     });
     bj.outvars.insert(0, Atom::Var(c1));
-    let counting = Primitive::Control(Control::While(WhileParams {
+    let counting = Primitive::from(WhileParams {
         cond_jaxpr: ClosedJaxpr {
             jaxpr: Arc::new(cj),
             consts: cond_jaxpr.consts.clone(),
@@ -88,7 +84,7 @@ pub(super) fn split_while(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Re
         },
         cond_nconsts: cn,
         body_nconsts: bn,
-    }));
+    });
     let mut ops = x[..cn + bn].to_vec();
     ops.push(i64(0.0));
     ops.extend(x[cn + bn..].iter().cloned());
