@@ -4,8 +4,9 @@
 //!
 //! Invariants: steps run in order; a `Cond` index is clamped into the
 //! branch range (a bool index is 0 or 1); a `While` body runs only after
-//! its predicate read true; carry updates copy every source to its
-//! temporary before writing any destination.
+//! its predicate read true; a `Scan` copies its stacked results out before
+//! updating its carries; carry updates copy every source to its temporary
+//! before writing any destination.
 
 use super::plan::{BufId, CarryUpdate, KArg, Program, ScanSlice, Step};
 use crate::blas::{model, GemmPlan};
@@ -98,12 +99,14 @@ pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result
                         }
                     }
                     run_steps(t, prog, body)?;
-                    update(t, carry, &lens)?;
+                    // Results out before the carries move: a `y` may be a
+                    // carry the body passed through.
                     for ScanSlice { stacked, item, len } in ys {
                         if *len > 0 {
                             t.copy(*item, 0, *stacked, i * len, *len)?;
                         }
                     }
+                    update(t, carry, &lens)?;
                 }
             }
         }
