@@ -22,7 +22,7 @@ pub mod backend;
 mod control;
 mod elementwise;
 mod fused;
-mod gpu;
+pub mod gpu;
 mod indexing;
 mod kernel;
 mod linalg;
