@@ -3,17 +3,17 @@
 //! A closed jaxpr is simplified (`ir::passes::simplify`: calls inlined,
 //! constants folded, CSE, DCE), partitioned by the shared fusion planner
 //! (`ir::passes::plan_fusion`), and each group becomes steps: a **loop**
-//! group one fused elementwise kernel ([`fused`]), a **reduce** group one
+//! group one fused elementwise kernel (`fused`), a **reduce** group one
 //! warp-per-row reduction kernel with its producers fused in
-//! ([`reduction`]), and an **opaque** group its one equation, dispatched by
-//! [`lower_eqn`] — one exhaustive `match` over the primitive families, each
+//! (`reduction`), and an **opaque** group its one equation, dispatched by
+//! `lower_eqn` — one exhaustive `match` over the primitive families, each
 //! family's file matching exhaustively on its own enum. A primitive that
 //! does not lower yet has an explicit arm returning
 //! `IrError::Unsupported { backend: "cuda", .. }`; there is no catch-all.
 //!
 //! Invariants:
 //! - Every value is a dense row-major buffer or a scalar literal
-//!   ([`Value`]); literals are folded into kernels as constants.
+//!   (`Value`); literals are folded into kernels as constants.
 //! - Only static shapes lower; a dynamic dimension is `Unsupported`.
 //! - Lowering never panics on a malformed jaxpr: missing variables, bad
 //!   arities and shape mismatches are `IrError`s.
