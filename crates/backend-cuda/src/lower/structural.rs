@@ -27,6 +27,16 @@ fn operand_count(eqn: &Eqn, n: usize) -> Result<(), IrError> {
     Ok(())
 }
 
+/// The first result of an equation.
+fn first(
+    outs: &[(super::plan::BufId, jaxon_ir::DType, Vec<usize>)],
+    name: &str,
+) -> Result<(super::plan::BufId, jaxon_ir::DType, Vec<usize>), IrError> {
+    outs.first()
+        .cloned()
+        .ok_or_else(|| IrError::Invalid(format!("{name}: no result")))
+}
+
 /// Lowers a structural equation.
 pub(crate) fn lower(
     ctx: &mut Ctx,
@@ -59,7 +69,7 @@ pub(crate) fn lower(
             let x = env.atom(&eqn.inputs[0])?;
             let pv = env.atom(&eqn.inputs[1])?;
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-            let (out, _, shape) = outs[0].clone();
+            let (out, _, shape) = first(&outs, name)?;
             if padding_config.len() != in_shape.len() {
                 return Err(IrError::ty(name, "padding_config rank differs"));
             }
@@ -116,7 +126,7 @@ pub(crate) fn lower(
                 off += n;
             }
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-            let (out, _, shape) = outs[0].clone();
+            let (out, _, shape) = first(&outs, name)?;
             gather_kernel(ctx, steps, name, out, &shape, |k, args, ctx, idx| {
                 let mut r: Option<Expr> = None;
                 for (v, st, off, n) in parts.iter().rev() {
@@ -141,7 +151,7 @@ pub(crate) fn lower(
                 return Err(super::unsupported(name, "dynamic sizes do not lower yet"));
             }
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-            let (out, dt, shape) = outs[0].clone();
+            let (out, dt, shape) = first(&outs, name)?;
             let dim = *dimension;
             if dim >= shape.len() {
                 return Err(IrError::ty(name, "dimension out of range"));
@@ -178,7 +188,7 @@ pub(crate) fn lower(
             let x = env.atom(&eqn.inputs[0])?;
             let st = strides(&in_shape);
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-            let (out, _, shape) = outs[0].clone();
+            let (out, _, shape) = first(&outs, name)?;
             if shape.len() != in_shape.len() {
                 return Err(IrError::ty(name, "rank differs"));
             }
@@ -201,7 +211,7 @@ pub(crate) fn lower(
                 .map(|a| env.atom(a))
                 .collect::<Result<Vec<_>, _>>()?;
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-            let (out, _, shape) = outs[0].clone();
+            let (out, _, shape) = first(&outs, name)?;
             let a = *axis;
             if a > in_shape.len() || shape.len() != in_shape.len() + 1 {
                 return Err(IrError::ty(name, "axis out of range"));
@@ -228,7 +238,7 @@ pub(crate) fn lower(
         }
         Structural::Empty2(_) => {
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-            let (out, dt, shape) = outs[0].clone();
+            let (out, dt, shape) = first(&outs, name)?;
             gather_kernel(ctx, steps, name, out, &shape, |_, _, _, _| {
                 Ok(if dt.is_float() {
                     Expr::constant(compute(dt), 0.0)
