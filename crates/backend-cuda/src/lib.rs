@@ -19,6 +19,7 @@ pub mod cuda_c;
 pub mod error;
 pub mod host;
 pub mod kir;
+pub mod lower;
 pub mod nvrtc;
 pub mod runtime;
 pub mod sim;

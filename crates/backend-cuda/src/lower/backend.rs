@@ -1,0 +1,127 @@
+//! The `Backend` implementations: `cuda-sim` lowers a jaxpr to a
+//! [`Program`] and runs it on the kernel simulator with host-side buffers;
+//! `cuda` lowers to the same program and runs it on a GPU through
+//! `runtime/` (an error naming what is missing when there is none).
+//!
+//! Invariant: both backends compile through [`super::lower`], so the plan
+//! the simulator checks is the plan a GPU runs.
+
+use super::plan::Program;
+use super::run::run_simulated;
+use jaxon_ir::interp::HostBuffer;
+use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
+use std::sync::Arc;
+
+/// The simulator backend, `"cuda-sim"`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CudaSimBackend;
+
+impl CudaSimBackend {
+    /// A new simulator backend.
+    pub fn new() -> CudaSimBackend {
+        CudaSimBackend
+    }
+}
+
+/// A program compiled for the simulator.
+pub struct SimExecutable {
+    /// The lowered program.
+    pub program: Program,
+}
+
+fn host_arrays(args: &[Arc<dyn Buffer>]) -> Result<Vec<HostArray>, IrError> {
+    args.iter()
+        .map(|b| match b.as_any().downcast_ref::<HostBuffer>() {
+            Some(h) => Ok(h.array.clone()),
+            None => b.to_host(),
+        })
+        .collect()
+}
+
+impl Executable for SimExecutable {
+    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let arrays = host_arrays(args)?;
+        let outs = run_simulated(&self.program, &arrays)
+            .map_err(|e| IrError::Eval(format!("cuda-sim: {e}")))?;
+        Ok(outs
+            .into_iter()
+            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
+            .collect())
+    }
+}
+
+fn check_consts(jaxpr: &ClosedJaxpr) -> Result<(), IrError> {
+    if jaxpr.consts.len() != jaxpr.jaxpr.constvars.len() {
+        return Err(IrError::Invalid(format!(
+            "closed jaxpr has {} constvars but {} consts",
+            jaxpr.jaxpr.constvars.len(),
+            jaxpr.consts.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Backend for CudaSimBackend {
+    fn name(&self) -> &str {
+        "cuda-sim"
+    }
+
+    fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
+        check_consts(jaxpr)?;
+        let program = super::lower(jaxpr)?;
+        Ok(Arc::new(SimExecutable { program }))
+    }
+
+    fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
+        Ok(Arc::new(HostBuffer {
+            array: array.clone(),
+        }))
+    }
+}
+
+/// The GPU backend, `"cuda"`: the same programs, run through the runtime.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CudaBackend;
+
+impl CudaBackend {
+    /// A new GPU backend (the device is opened on first use).
+    pub fn new() -> CudaBackend {
+        CudaBackend
+    }
+}
+
+/// A program compiled for a GPU.
+pub struct GpuExecutable {
+    /// The lowered program.
+    pub program: Program,
+}
+
+impl Executable for GpuExecutable {
+    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let arrays = host_arrays(args)?;
+        let outs = super::gpu::run_on_gpu(&self.program, &arrays)
+            .map_err(|e| IrError::Eval(format!("cuda: {e}")))?;
+        Ok(outs
+            .into_iter()
+            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
+            .collect())
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &str {
+        "cuda"
+    }
+
+    fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
+        check_consts(jaxpr)?;
+        let program = super::lower(jaxpr)?;
+        Ok(Arc::new(GpuExecutable { program }))
+    }
+
+    fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
+        Ok(Arc::new(HostBuffer {
+            array: array.clone(),
+        }))
+    }
+}

@@ -1,0 +1,299 @@
+//! The control family, driven from the host: `cond` reads its index and
+//! runs one branch's steps; `while` runs its predicate's steps and reads
+//! the predicate before each body run; `scan` copies each iteration's slice
+//! of the stacked inputs in and of the stacked outputs out around its
+//! body's steps (no readback). Calls (`jit`, `custom_jvp_call`,
+//! `custom_vjp_call`, `remat2`) are inlined: their bodies' steps bind the
+//! call's results directly. `for_loop` does not lower yet.
+//!
+//! Invariants: a nested body is lowered once, into buffers of the same
+//! program, and its steps are rerun; loop carries live in the loop's result
+//! buffers and are updated through temporaries (see `plan::CarryUpdate`);
+//! a literal branch index picks its branch at lowering time.
+
+use super::kernel::{copy_into, materialize};
+use super::plan::{BufId, CarryUpdate, ScanSlice, Step};
+use super::{atom_type, bind_outputs, lower_closed, unsupported, Ctx, Env, Value};
+use jaxon_ir::primitive::{
+    CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams,
+    ScanParams, WhileParams,
+};
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr};
+
+/// Lowers a control-flow or call equation.
+pub(crate) fn lower(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    p: &Control,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    match p {
+        Control::Jit(JitParams { jaxpr: body, .. }) => {
+            let args = values(env, &eqn.inputs)?;
+            call(ctx, eqn, body, &args, env, steps)
+        }
+        Control::CustomJvpCall(CustomJvpCallParams {
+            call_jaxpr,
+            num_consts,
+            ..
+        })
+        | Control::CustomVjpCall(CustomVjpCallParams {
+            call_jaxpr,
+            num_consts,
+            ..
+        }) => {
+            let all = values(env, &eqn.inputs)?;
+            let args = if call_jaxpr.jaxpr.invars.len() == all.len() {
+                all
+            } else {
+                all.get(*num_consts..).unwrap_or(&[]).to_vec()
+            };
+            call(ctx, eqn, call_jaxpr, &args, env, steps)
+        }
+        Control::Remat(RematParams { jaxpr: body, .. }) => {
+            let args = values(env, &eqn.inputs)?;
+            call(
+                ctx,
+                eqn,
+                &ClosedJaxpr::without_consts(body.clone()),
+                &args,
+                env,
+                steps,
+            )
+        }
+        Control::Cond(params) => cond(ctx, jaxpr, eqn, params, env, steps),
+        Control::While(params) => while_(ctx, jaxpr, eqn, params, env, steps),
+        Control::Scan(params) => scan(ctx, jaxpr, eqn, params, env, steps),
+        Control::ForLoop(_) => Err(unsupported(p.name(), "for_loop is not lowered yet")),
+    }
+}
+
+fn values(env: &Env, atoms: &[Atom]) -> Result<Vec<Value>, IrError> {
+    atoms.iter().map(|a| env.atom(a)).collect()
+}
+
+/// An inlined call: the body's results are the equation's results.
+fn call(
+    ctx: &mut Ctx,
+    eqn: &Eqn,
+    body: &ClosedJaxpr,
+    args: &[Value],
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let outs = lower_closed(ctx, body, args, steps)?;
+    if outs.len() != eqn.outputs.len() {
+        return Err(IrError::Invalid(format!(
+            "{}: {} results for {} outputs",
+            eqn.primitive.name(),
+            outs.len(),
+            eqn.outputs.len()
+        )));
+    }
+    for (b, v) in eqn.outputs.iter().zip(outs) {
+        if let Binder::Var(var) = b {
+            env.bind(*var, v);
+        }
+    }
+    Ok(())
+}
+
+/// Copies `vals` into the result buffers `outs`.
+fn copy_results(
+    ctx: &mut Ctx,
+    steps: &mut Vec<Step>,
+    vals: &[Value],
+    outs: &[(BufId, DType, Vec<usize>)],
+) -> Result<(), IrError> {
+    if vals.len() != outs.len() {
+        return Err(IrError::Invalid(format!(
+            "cuda lowering: {} results for {} outputs",
+            vals.len(),
+            outs.len()
+        )));
+    }
+    for (v, (b, _, shape)) in vals.iter().zip(outs) {
+        copy_into(ctx, steps, *v, *b, shape.iter().product())?;
+    }
+    Ok(())
+}
+
+fn cond(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    p: &CondParams,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let (index, ops) = eqn
+        .inputs
+        .split_first()
+        .ok_or_else(|| IrError::Invalid("cond: no index".into()))?;
+    if p.branches.is_empty() {
+        return Err(IrError::Invalid("cond: no branches".into()));
+    }
+    let args = values(env, ops)?;
+    let idx = env.atom(index)?;
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
+    match idx {
+        Value::Lit(l) => {
+            let i = l
+                .as_i64()
+                .unwrap_or(0)
+                .clamp(0, p.branches.len() as i64 - 1) as usize;
+            let vals = lower_closed(ctx, &p.branches[i], &args, steps)?;
+            copy_results(ctx, steps, &vals, &outs)
+        }
+        Value::Buf(ib) => {
+            let mut branches = Vec::new();
+            for br in &p.branches {
+                let mut bsteps = Vec::new();
+                let vals = lower_closed(ctx, br, &args, &mut bsteps)?;
+                copy_results(ctx, &mut bsteps, &vals, &outs)?;
+                branches.push(bsteps);
+            }
+            steps.push(Step::Cond {
+                index: ib,
+                branches,
+            });
+            Ok(())
+        }
+    }
+}
+
+/// The carry updates from a body's results into the carry buffers.
+fn carry_updates(
+    ctx: &mut Ctx,
+    steps: &mut Vec<Step>,
+    vals: &[Value],
+    carries: &[(BufId, DType, Vec<usize>)],
+) -> Result<Vec<CarryUpdate>, IrError> {
+    let mut ups = Vec::new();
+    for (v, (dst, dt, shape)) in vals.iter().zip(carries) {
+        let len = shape.iter().product();
+        let src = materialize(ctx, steps, *v, *dt, len)?;
+        if src != *dst && len > 0 {
+            let temp = ctx.alloc(*dt, len);
+            ups.push(CarryUpdate {
+                src,
+                temp,
+                dst: *dst,
+            });
+        }
+    }
+    Ok(ups)
+}
+
+fn while_(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    p: &WhileParams,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let (cn, bn) = (p.cond_nconsts, p.body_nconsts);
+    if eqn.inputs.len() < cn + bn {
+        return Err(IrError::Invalid("while: too few operands".into()));
+    }
+    let all = values(env, &eqn.inputs)?;
+    let (cconsts, rest) = all.split_at(cn);
+    let (bconsts, init) = rest.split_at(bn);
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
+    copy_results(ctx, steps, init, &outs)?;
+    let carries: Vec<Value> = outs.iter().map(|(b, _, _)| Value::Buf(*b)).collect();
+    let mut csteps = Vec::new();
+    let cargs: Vec<Value> = cconsts.iter().chain(&carries).copied().collect();
+    let cvals = lower_closed(ctx, &p.cond_jaxpr, &cargs, &mut csteps)?;
+    let pv = cvals
+        .first()
+        .copied()
+        .ok_or_else(|| IrError::Invalid("while: predicate without result".into()))?;
+    let pred = materialize(ctx, &mut csteps, pv, DType::Bool, 1)?;
+    let mut bsteps = Vec::new();
+    let bargs: Vec<Value> = bconsts.iter().chain(&carries).copied().collect();
+    let bvals = lower_closed(ctx, &p.body_jaxpr, &bargs, &mut bsteps)?;
+    if bvals.len() != outs.len() {
+        return Err(IrError::Invalid(
+            "while: body results and carries differ".into(),
+        ));
+    }
+    let carry = carry_updates(ctx, &mut bsteps, &bvals, &outs)?;
+    steps.push(Step::While {
+        cond: csteps,
+        pred,
+        body: bsteps,
+        carry,
+    });
+    Ok(())
+}
+
+fn scan(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    p: &ScanParams,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let (nc, ncar) = (p.num_consts, p.num_carry);
+    if eqn.inputs.len() < nc + ncar || eqn.outputs.len() < ncar {
+        return Err(IrError::Invalid("scan: too few operands".into()));
+    }
+    let all = values(env, &eqn.inputs)?;
+    let mut items = Vec::new();
+    let mut xs = Vec::new();
+    for a in &eqn.inputs[nc + ncar..] {
+        let (dt, shape) = atom_type(jaxpr, a)?;
+        if shape.first() != Some(&p.length) {
+            return Err(IrError::ty(
+                "scan",
+                "an xs operand's leading size is not the length",
+            ));
+        }
+        let len: usize = shape[1..].iter().product();
+        let stacked = materialize(ctx, steps, env.atom(a)?, dt, shape.iter().product())?;
+        let item = ctx.alloc(dt, len);
+        xs.push(ScanSlice { stacked, item, len });
+        items.push(Value::Buf(item));
+    }
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
+    let (carry_outs, y_outs) = outs.split_at(ncar);
+    copy_results(ctx, steps, &all[nc..nc + ncar], carry_outs)?;
+    let mut bsteps = Vec::new();
+    let bargs: Vec<Value> = all[..nc]
+        .iter()
+        .copied()
+        .chain(carry_outs.iter().map(|(b, _, _)| Value::Buf(*b)))
+        .chain(items)
+        .collect();
+    let bvals = lower_closed(ctx, &p.jaxpr, &bargs, &mut bsteps)?;
+    if bvals.len() != outs.len() {
+        return Err(IrError::Invalid(
+            "scan: body results and outputs differ".into(),
+        ));
+    }
+    let carry = carry_updates(ctx, &mut bsteps, &bvals[..ncar], carry_outs)?;
+    let mut ys = Vec::new();
+    for (v, (stacked, dt, shape)) in bvals[ncar..].iter().zip(y_outs) {
+        let len: usize = shape[1..].iter().product();
+        let item = materialize(ctx, &mut bsteps, *v, *dt, len)?;
+        ys.push(ScanSlice {
+            stacked: *stacked,
+            item,
+            len,
+        });
+    }
+    steps.push(Step::Scan {
+        length: p.length,
+        reverse: p.reverse,
+        xs,
+        body: bsteps,
+        carry,
+        ys,
+    });
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! Running a [`Program`] on a GPU through `runtime/`: its kernels (and one
+//! copy kernel per dtype the copies use) compiled by NVRTC into one module
+//! for the device's architecture, its buffers allocated on the device, GEMM
+//! steps through cuBLASLt, control flow read back one scalar at a time.
+//!
+//! Invariants: every driver call goes through the guarded runtime, so a
+//! missing GPU, driver or NVRTC is a `CudaError`, never a panic; nothing is
+//! read back except `Cond`/`While` scalars and the results.
+
+use super::kernel::{finish, THREADS};
+use super::plan::{BufId, KArg, Program};
+use super::run::{array_from_bytes, host_bytes, run_steps, Target};
+use crate::blas::lt::Blas;
+use crate::blas::GemmPlan;
+use crate::error::{CudaError, Result};
+use crate::kir::{Const, Expr, Kernel, KernelBuilder, LaunchDims};
+use crate::nvrtc::{self, Arch};
+use crate::runtime::{Device, DeviceArg, DeviceBuffer, Function};
+use jaxon_ir::{DType, HostArray};
+use std::sync::Arc;
+
+/// `dst[dst_off + i] = src[src_off + i]` for `i < len`, grid-stride.
+pub fn copy_kernel(dtype: DType) -> Result<Kernel> {
+    let mut k = KernelBuilder::new(&format!("plan_copy_{}", dtype.short_name()), THREADS);
+    let src = k.global("src", dtype, false);
+    let dst = k.global("dst", dtype, true);
+    let so = k.scalar("src_off", DType::I64);
+    let d_o = k.scalar("dst_off", DType::I64);
+    let n = k.scalar("len", DType::I64);
+    let i = k.var("i", DType::I64);
+    let x = k.var("x", dtype);
+    let start = Expr::global_thread_id_x().cast(DType::I64);
+    let step = (Expr::grid_dim_x() * Expr::block_dim_x()).cast(DType::I64);
+    k.for_(i, start, Expr::param(n), step, |k| {
+        k.load(&[x], src.into(), Expr::param(so) + Expr::var(i), None);
+        k.store(
+            dst.into(),
+            Expr::param(d_o) + Expr::var(i),
+            vec![Expr::var(x)],
+            None,
+        );
+    });
+    finish(k).map_err(|e| CudaError::InvalidKir {
+        kernel: "plan_copy".into(),
+        message: e.to_string(),
+    })
+}
+
+struct GpuTarget {
+    device: Arc<Device>,
+    funcs: Vec<Function>,
+    copies: Vec<(DType, Function)>,
+    bufs: Vec<DeviceBuffer>,
+    blas: Option<Blas>,
+}
+
+fn no(what: String) -> CudaError {
+    CudaError::Launch {
+        kernel: "plan".into(),
+        message: what,
+    }
+}
+
+impl GpuTarget {
+    fn buf(&self, b: BufId) -> Result<&DeviceBuffer> {
+        self.bufs
+            .get(b.index())
+            .ok_or_else(|| no(format!("no buffer {}", b.0)))
+    }
+}
+
+impl Target for GpuTarget {
+    fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()> {
+        let f = self
+            .funcs
+            .get(kernel)
+            .ok_or_else(|| no(format!("no kernel {kernel}")))?;
+        let mut dargs = Vec::with_capacity(args.len());
+        for a in args {
+            dargs.push(match a {
+                KArg::Buffer(b) => DeviceArg::Buffer(self.buf(*b)?),
+                KArg::Scalar(c) => DeviceArg::Scalar(*c),
+            });
+        }
+        self.device.launch(f, dims, &dargs)
+    }
+
+    fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()> {
+        if self.blas.is_none() {
+            self.blas = Some(Blas::new(&self.device)?);
+        }
+        let blas = self.blas.as_ref().ok_or_else(|| no("cuBLASLt".into()))?;
+        blas.gemm(plan, self.buf(a)?, self.buf(b)?, self.buf(out)?, None)
+    }
+
+    fn copy(
+        &mut self,
+        src: BufId,
+        src_off: usize,
+        dst: BufId,
+        dst_off: usize,
+        len: usize,
+    ) -> Result<()> {
+        let dt = self.buf(src)?.dtype();
+        let f = self
+            .copies
+            .iter()
+            .find(|(d, _)| *d == dt)
+            .map(|(_, f)| f)
+            .ok_or_else(|| no(format!("no copy kernel for {dt}")))?;
+        let blocks = (len as u64).div_ceil(u64::from(THREADS)).clamp(1, 1024) as u32;
+        let args = [
+            DeviceArg::Buffer(self.buf(src)?),
+            DeviceArg::Buffer(self.buf(dst)?),
+            DeviceArg::Scalar(Const::int(DType::I64, src_off as i64)),
+            DeviceArg::Scalar(Const::int(DType::I64, dst_off as i64)),
+            DeviceArg::Scalar(Const::int(DType::I64, len as i64)),
+        ];
+        self.device
+            .launch(f, LaunchDims::linear(blocks, THREADS), &args)
+    }
+
+    fn read_i64(&mut self, b: BufId) -> Result<i64> {
+        let buf = self.buf(b)?;
+        let bytes = self.device.download(buf)?;
+        let v = crate::host::decode(buf.dtype(), &bytes);
+        v.first()
+            .map(|x| *x as i64)
+            .ok_or_else(|| no(format!("buffer {} is empty", b.0)))
+    }
+}
+
+/// Runs `prog` on GPU 0 with `args` (one per input).
+pub fn run_on_gpu(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray>> {
+    if args.len() != prog.inputs.len() {
+        return Err(no(format!(
+            "{} arguments for {} inputs",
+            args.len(),
+            prog.inputs.len()
+        )));
+    }
+    let device = Device::open(0)?;
+    let (major, minor) = device.info().compute_capability;
+    let arch = Arch::from_compute_capability(major.max(0) as u32, minor.max(0) as u32);
+    let mut dtypes: Vec<DType> = prog.buffers.iter().map(|d| d.dtype).collect();
+    dtypes.sort_by_key(|d| d.short_name());
+    dtypes.dedup();
+    let copy_kernels = dtypes
+        .iter()
+        .map(|&d| copy_kernel(d))
+        .collect::<Result<Vec<_>>>()?;
+    let all: Vec<&Kernel> = prog.kernels.iter().chain(&copy_kernels).collect();
+    let compiled = nvrtc::compile_kernels(&all, arch)?;
+    let module = device.load_module(&compiled.cubin)?;
+    let funcs = prog
+        .kernels
+        .iter()
+        .map(|k| module.function(k))
+        .collect::<Result<Vec<_>>>()?;
+    let mut copies = Vec::new();
+    for (d, k) in dtypes.iter().zip(&copy_kernels) {
+        copies.push((*d, module.function(k)?));
+    }
+    let mut init: Vec<Option<&HostArray>> = vec![None; prog.buffers.len()];
+    for (b, a) in prog.inputs.iter().zip(args) {
+        if let Some(slot) = init.get_mut(b.index()) {
+            *slot = Some(a);
+        }
+    }
+    for (b, a) in &prog.consts {
+        if let Some(slot) = init.get_mut(b.index()) {
+            *slot = Some(a);
+        }
+    }
+    let mut bufs = Vec::with_capacity(prog.buffers.len());
+    for (decl, a) in prog.buffers.iter().zip(init) {
+        bufs.push(match a {
+            Some(a) if a.dtype() == decl.dtype && a.len() == decl.len => {
+                device.upload(decl.dtype, &host_bytes(a))?
+            }
+            Some(a) => {
+                return Err(no(format!(
+                    "an argument of {} x{} for a buffer of {} x{}",
+                    a.dtype(),
+                    a.len(),
+                    decl.dtype,
+                    decl.len
+                )))
+            }
+            None => device.alloc(decl.dtype, decl.len)?,
+        });
+    }
+    let mut t = GpuTarget {
+        device: device.clone(),
+        funcs,
+        copies,
+        bufs,
+        blas: None,
+    };
+    run_steps(&mut t, prog, &prog.steps)?;
+    prog.outputs
+        .iter()
+        .map(|(b, shape)| {
+            let buf = t.buf(*b)?;
+            let bytes = device.download(buf)?;
+            array_from_bytes(buf.dtype(), shape, &bytes).map_err(|e| no(e.to_string()))
+        })
+        .collect()
+}

@@ -1,0 +1,313 @@
+//! Lowering jaxprs to launch plans ([`plan::Program`]): the lowering table.
+//!
+//! A closed jaxpr is simplified (`ir::passes::simplify`: calls inlined,
+//! constants folded, CSE, DCE), partitioned by the shared fusion planner
+//! (`ir::passes::plan_fusion`), and each group becomes steps: a **loop**
+//! group one fused elementwise kernel (`fused`), a **reduce** group one
+//! warp-per-row reduction kernel with its producers fused in
+//! (`reduction`), and an **opaque** group its one equation, dispatched by
+//! `lower_eqn` — one exhaustive `match` over the primitive families, each
+//! family's file matching exhaustively on its own enum. A primitive that
+//! does not lower yet has an explicit arm returning
+//! `IrError::Unsupported { backend: "cuda", .. }`; there is no catch-all.
+//!
+//! Invariants:
+//! - Every value is a dense row-major buffer or a scalar literal
+//!   (`Value`); literals are folded into kernels as constants.
+//! - Only static shapes lower; a dynamic dimension is `Unsupported`.
+//! - Lowering never panics on a malformed jaxpr: missing variables, bad
+//!   arities and shape mismatches are `IrError`s.
+
+pub mod backend;
+mod control;
+mod elementwise;
+mod fused;
+pub mod gpu;
+mod indexing;
+mod kernel;
+mod linalg;
+pub mod plan;
+mod reduction;
+pub mod run;
+mod structural;
+mod unsupported;
+
+#[cfg(test)]
+mod tests;
+
+use crate::kir::Kernel;
+use jaxon_ir::primitive::Primitive;
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, HostArray, IrError, Jaxpr, Literal, Var};
+use plan::{BufId, BufferDecl, Program, Step};
+use std::collections::HashMap;
+
+pub use backend::{CudaBackend, CudaSimBackend};
+
+/// The backend name errors carry.
+pub(crate) const BACKEND: &str = "cuda";
+
+/// `primitive` does not lower (yet), because of `why`.
+pub(crate) fn unsupported(primitive: &str, why: impl Into<String>) -> IrError {
+    IrError::unsupported(BACKEND, primitive, why)
+}
+
+/// A value during lowering: a buffer of the program or a scalar literal.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Value {
+    /// A buffer.
+    Buf(BufId),
+    /// A scalar literal.
+    Lit(Literal),
+}
+
+/// The state of one lowering: the program being built.
+pub(crate) struct Ctx {
+    pub prog: Program,
+    names: HashMap<String, usize>,
+}
+
+impl Ctx {
+    fn new() -> Ctx {
+        Ctx {
+            prog: Program::default(),
+            names: HashMap::new(),
+        }
+    }
+
+    /// A new buffer.
+    pub fn alloc(&mut self, dtype: DType, len: usize) -> BufId {
+        self.prog.buffers.push(BufferDecl { dtype, len });
+        BufId(self.prog.buffers.len() as u32 - 1)
+    }
+
+    /// The declaration of a buffer.
+    pub fn decl(&self, b: BufId) -> Result<BufferDecl, IrError> {
+        self.prog
+            .buffers
+            .get(b.index())
+            .copied()
+            .ok_or_else(|| IrError::Invalid(format!("cuda lowering: no buffer {}", b.0)))
+    }
+
+    /// A kernel name unique in the program, from `base`.
+    pub fn name(&mut self, base: &str) -> String {
+        let clean: String = base
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let n = self.names.entry(clean.clone()).or_insert(0);
+        *n += 1;
+        format!("{clean}_{}", *n - 1)
+    }
+
+    /// Adds a kernel; its index.
+    pub fn kernel(&mut self, k: Kernel) -> usize {
+        self.prog.kernels.push(k);
+        self.prog.kernels.len() - 1
+    }
+}
+
+/// The variable environment of one jaxpr being lowered.
+pub(crate) struct Env {
+    vals: HashMap<Var, Value>,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            vals: HashMap::new(),
+        }
+    }
+
+    pub fn bind(&mut self, v: Var, val: Value) {
+        self.vals.insert(v, val);
+    }
+
+    /// The value of an atom.
+    pub fn atom(&self, a: &Atom) -> Result<Value, IrError> {
+        match a {
+            Atom::Lit(l) => Ok(Value::Lit(*l)),
+            Atom::Var(v) => self.vals.get(v).copied().ok_or_else(|| {
+                IrError::Invalid(format!("cuda lowering: variable {} is unbound", v.0))
+            }),
+        }
+    }
+}
+
+/// The static type of an atom: dtype and sizes.
+pub(crate) fn atom_type(jaxpr: &Jaxpr, a: &Atom) -> Result<(DType, Vec<usize>), IrError> {
+    let aval = jaxpr
+        .atom_aval(a)
+        .ok_or_else(|| IrError::Invalid("cuda lowering: operand not in the table".into()))?;
+    let arr = aval
+        .as_array()
+        .ok_or_else(|| unsupported("ref", "Ref values do not lower yet"))?;
+    let sizes = arr
+        .static_sizes()
+        .ok_or_else(|| unsupported("dynamic shape", "dynamic dimensions do not lower yet"))?;
+    Ok((arr.dtype, sizes))
+}
+
+/// The static type of an equation output.
+pub(crate) fn out_type(jaxpr: &Jaxpr, b: &Binder) -> Result<(DType, Vec<usize>), IrError> {
+    let aval = jaxpr
+        .binder_aval(b)
+        .ok_or_else(|| IrError::Invalid("cuda lowering: output not in the table".into()))?;
+    let arr = aval
+        .as_array()
+        .ok_or_else(|| unsupported("ref", "Ref values do not lower yet"))?;
+    let sizes = arr
+        .static_sizes()
+        .ok_or_else(|| unsupported("dynamic shape", "dynamic dimensions do not lower yet"))?;
+    Ok((arr.dtype, sizes))
+}
+
+/// Allocates a buffer for each output of `eqn` and binds it.
+pub(crate) fn bind_outputs(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    env: &mut Env,
+) -> Result<Vec<(BufId, DType, Vec<usize>)>, IrError> {
+    let mut out = Vec::new();
+    for b in &eqn.outputs {
+        let (dt, shape) = out_type(jaxpr, b)?;
+        let buf = ctx.alloc(dt, shape.iter().product());
+        if let Binder::Var(v) = b {
+            env.bind(*v, Value::Buf(buf));
+        }
+        out.push((buf, dt, shape));
+    }
+    Ok(out)
+}
+
+/// Lowers a closed jaxpr to a program.
+pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
+    let mut ctx = Ctx::new();
+    let mut inputs = Vec::new();
+    let mut in_vals = Vec::new();
+    for v in &closed.jaxpr.invars {
+        let (dt, shape) = atom_type(&closed.jaxpr, &Atom::Var(*v))?;
+        let b = ctx.alloc(dt, shape.iter().product());
+        inputs.push(b);
+        in_vals.push(Value::Buf(b));
+    }
+    let mut steps = Vec::new();
+    let outs = lower_closed(&mut ctx, closed, &in_vals, &mut steps)?;
+    let mut outputs = Vec::new();
+    for (o, a) in outs.iter().zip(&closed.jaxpr.outvars) {
+        let (dt, shape) = atom_type(&closed.jaxpr, a)?;
+        let buf = kernel::materialize(&mut ctx, &mut steps, *o, dt, shape.iter().product())?;
+        outputs.push((buf, shape));
+    }
+    ctx.prog.inputs = inputs;
+    ctx.prog.steps = steps;
+    ctx.prog.outputs = outputs;
+    Ok(ctx.prog)
+}
+
+/// Simplifies and lowers a closed jaxpr applied to `args`, appending its
+/// steps; returns its results.
+pub(crate) fn lower_closed(
+    ctx: &mut Ctx,
+    closed: &ClosedJaxpr,
+    args: &[Value],
+    steps: &mut Vec<Step>,
+) -> Result<Vec<Value>, IrError> {
+    if closed.jaxpr.invars.len() != args.len() {
+        return Err(IrError::Invalid(format!(
+            "cuda lowering: {} arguments for {} inputs",
+            args.len(),
+            closed.jaxpr.invars.len()
+        )));
+    }
+    let simple = jaxon_ir::passes::simplify(closed)?;
+    let jaxpr = &simple.jaxpr;
+    if jaxpr.constvars.len() != simple.consts.len() {
+        return Err(IrError::Invalid(
+            "cuda lowering: constvars and consts differ in number".into(),
+        ));
+    }
+    let mut env = Env::new();
+    for (v, c) in jaxpr.constvars.iter().zip(simple.consts.iter()) {
+        env.bind(*v, constant(ctx, c));
+    }
+    for (v, a) in jaxpr.invars.iter().zip(args) {
+        env.bind(*v, *a);
+    }
+    lower_body(ctx, jaxpr, &mut env, steps)?;
+    jaxpr.outvars.iter().map(|a| env.atom(a)).collect()
+}
+
+/// A constant array as a value (rank 0: a literal).
+fn constant(ctx: &mut Ctx, c: &HostArray) -> Value {
+    if c.ndim() == 0 && !c.is_empty() {
+        let x = c.data();
+        let lit = match c.dtype() {
+            d if d.is_float() => Literal::new(x.get_f64(0), d),
+            d => Literal {
+                value: if d.is_bool() {
+                    jaxon_ir::Scalar::Bool(x.get_i64(0) != 0)
+                } else if d.is_unsigned_int() {
+                    jaxon_ir::Scalar::UInt(x.get_i64(0) as u64)
+                } else {
+                    jaxon_ir::Scalar::Int(x.get_i64(0))
+                },
+                dtype: d,
+            },
+        };
+        return Value::Lit(lit);
+    }
+    let b = ctx.alloc(c.dtype(), c.len());
+    ctx.prog.consts.push((b, c.clone()));
+    Value::Buf(b)
+}
+
+/// Lowers the equations of an already simplified jaxpr whose inputs are
+/// bound in `env`.
+fn lower_body(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    use jaxon_ir::passes::{plan_fusion, GroupKind};
+    let plan = plan_fusion(jaxpr)?;
+    for group in &plan.groups {
+        match &group.kind {
+            GroupKind::Loop => fused::loop_group(ctx, jaxpr, group, env, steps)?,
+            GroupKind::Reduce { op, axes } => {
+                reduction::reduce_group(ctx, jaxpr, group, *op, axes, env, steps)?
+            }
+            GroupKind::Opaque => {
+                let eqn = jaxpr.eqns.get(group.root()).ok_or_else(|| {
+                    IrError::Invalid(format!("cuda lowering: no equation {}", group.root()))
+                })?;
+                lower_eqn(ctx, jaxpr, eqn, env, steps)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lowers one equation on its own: the lowering table's one `match` over
+/// the families.
+pub(crate) fn lower_eqn(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    match &eqn.primitive {
+        Primitive::Elementwise(p) => elementwise::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Structural(p) => structural::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Indexing(p) => indexing::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Reduction(p) => reduction::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Linalg(p) => linalg::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Control(p) => control::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::State(p) => unsupported::state(p),
+        Primitive::Pallas(p) => unsupported::pallas(p),
+        Primitive::Collective(p) => unsupported::collective(p),
+    }
+}

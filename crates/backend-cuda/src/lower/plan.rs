@@ -1,0 +1,188 @@
+//! The launch plan a jaxpr lowers to: a table of buffers, the kernels, and
+//! the steps that run them — kernel launches, GEMM library calls, copies,
+//! and host-driven control flow over nested step lists.
+//!
+//! Invariants:
+//! - Every jaxpr value lives in its own dense, row-major buffer of the
+//!   table ([`BufId`]); a step only names buffers of the table, and a
+//!   kernel launch names a kernel of [`Program::kernels`] with one argument
+//!   per kernel parameter (checked again at launch by the consumer).
+//! - Nothing here depends on where the plan runs: the simulator
+//!   ([`super::run::SimTarget`]) and the GPU runtime execute the same
+//!   [`Program`].
+//! - Buffers written by a loop body are rewritten on every iteration; carries
+//!   are updated through temporaries (all sources copied out before any
+//!   destination is written), so a body that permutes its carries is safe.
+
+use crate::blas::GemmPlan;
+use crate::kir::{Const, Kernel, LaunchDims};
+use jaxon_ir::{DType, HostArray};
+
+/// A buffer of a [`Program`]: an index into [`Program::buffers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufId(pub u32);
+
+impl BufId {
+    /// The index into the buffer table.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A buffer's type and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferDecl {
+    /// The element type.
+    pub dtype: DType,
+    /// The number of elements.
+    pub len: usize,
+}
+
+/// A kernel launch argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KArg {
+    /// A buffer of the table.
+    Buffer(BufId),
+    /// A scalar.
+    Scalar(Const),
+}
+
+/// A carry update of a loop: `src` is copied to `temp`, and after every
+/// update's first copy, `temp` to `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CarryUpdate {
+    /// The body's result.
+    pub src: BufId,
+    /// A temporary of the same type.
+    pub temp: BufId,
+    /// The carry buffer the next iteration reads.
+    pub dst: BufId,
+}
+
+/// One slice of a stacked `scan` operand or result: iteration `i` reads or
+/// writes elements `i * len .. (i + 1) * len` of `stacked`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanSlice {
+    /// The stacked buffer (leading axis: the iterations).
+    pub stacked: BufId,
+    /// The per-iteration buffer.
+    pub item: BufId,
+    /// Elements per iteration.
+    pub len: usize,
+}
+
+/// One step of a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Launches kernel `kernel` of the program.
+    Launch {
+        /// Index into [`Program::kernels`].
+        kernel: usize,
+        /// Grid and block.
+        dims: LaunchDims,
+        /// One per kernel parameter.
+        args: Vec<KArg>,
+    },
+    /// A (batched) matrix product through the BLAS plan (`blas::lt` on a
+    /// GPU, `blas::model` on the simulator).
+    Gemm {
+        /// The product.
+        plan: GemmPlan,
+        /// The left operand.
+        a: BufId,
+        /// The right operand.
+        b: BufId,
+        /// The result.
+        out: BufId,
+    },
+    /// Copies `len` elements of `src` from `src_offset` to `dst` at
+    /// `dst_offset` (same dtype).
+    Copy {
+        /// Source buffer.
+        src: BufId,
+        /// First source element.
+        src_offset: usize,
+        /// Destination buffer.
+        dst: BufId,
+        /// First destination element.
+        dst_offset: usize,
+        /// Elements copied.
+        len: usize,
+    },
+    /// Reads the scalar `index` (bool or integer) on the host and runs
+    /// `branches[clamp(index)]`.
+    Cond {
+        /// The branch index.
+        index: BufId,
+        /// The branches.
+        branches: Vec<Vec<Step>>,
+    },
+    /// Runs `cond`, reads the bool `pred`; while it is true runs `body` and
+    /// applies `carry`.
+    While {
+        /// Computes `pred` from the carries.
+        cond: Vec<Step>,
+        /// The predicate, a bool scalar.
+        pred: BufId,
+        /// The body.
+        body: Vec<Step>,
+        /// The carry updates after each body run.
+        carry: Vec<CarryUpdate>,
+    },
+    /// `length` iterations (backwards if `reverse`): copy each `xs` slice in,
+    /// run `body`, apply `carry`, copy each `ys` slice out.
+    Scan {
+        /// Iterations.
+        length: usize,
+        /// Iterate from the end.
+        reverse: bool,
+        /// Stacked inputs.
+        xs: Vec<ScanSlice>,
+        /// The body.
+        body: Vec<Step>,
+        /// The carry updates.
+        carry: Vec<CarryUpdate>,
+        /// Stacked outputs.
+        ys: Vec<ScanSlice>,
+    },
+}
+
+/// A lowered jaxpr.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    /// Every buffer the program uses.
+    pub buffers: Vec<BufferDecl>,
+    /// The kernels the steps launch.
+    pub kernels: Vec<Kernel>,
+    /// Buffers of the jaxpr's inputs, in order.
+    pub inputs: Vec<BufId>,
+    /// Buffers holding constants, with their values.
+    pub consts: Vec<(BufId, HostArray)>,
+    /// The steps.
+    pub steps: Vec<Step>,
+    /// Buffers of the results, with their shapes.
+    pub outputs: Vec<(BufId, Vec<usize>)>,
+}
+
+impl Program {
+    /// Every step, nested steps included, in a pre-order walk.
+    pub fn all_steps(&self) -> Vec<&Step> {
+        fn walk<'a>(steps: &'a [Step], out: &mut Vec<&'a Step>) {
+            for s in steps {
+                out.push(s);
+                match s {
+                    Step::Launch { .. } | Step::Gemm { .. } | Step::Copy { .. } => {}
+                    Step::Cond { branches, .. } => branches.iter().for_each(|b| walk(b, out)),
+                    Step::While { cond, body, .. } => {
+                        walk(cond, out);
+                        walk(body, out);
+                    }
+                    Step::Scan { body, .. } => walk(body, out),
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.steps, &mut out);
+        out
+    }
+}

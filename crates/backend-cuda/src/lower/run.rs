@@ -1,0 +1,306 @@
+//! Running a [`Program`]: the host-side interpreter of its steps over any
+//! [`Target`] (the simulator here, the GPU runtime in `backend.rs`), and the
+//! conversions between `HostArray`s and device bytes.
+//!
+//! Invariants: steps run in order; a `Cond` index is clamped into the
+//! branch range (a bool index is 0 or 1); a `While` body runs only after
+//! its predicate read true; a `Scan` copies its stacked results out before
+//! updating its carries; carry updates copy every source to its temporary
+//! before writing any destination.
+
+use super::plan::{BufId, CarryUpdate, KArg, Program, ScanSlice, Step};
+use crate::blas::{model, GemmPlan};
+use crate::error::{CudaError, Result};
+use crate::kir::{Kernel, LaunchDims};
+use crate::sim::{self, Arg, DeviceLimits, SimBuffer};
+use half::{bf16, f16};
+use jaxon_ir::{DType, HostArray, Storage};
+
+/// Where a plan runs: buffers of the program's table, kernels by index.
+pub trait Target {
+    /// Launches kernel `kernel` of the program.
+    fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()>;
+    /// Runs a GEMM plan.
+    fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()>;
+    /// Copies `len` elements between buffers of one dtype.
+    fn copy(
+        &mut self,
+        src: BufId,
+        src_off: usize,
+        dst: BufId,
+        dst_off: usize,
+        len: usize,
+    ) -> Result<()>;
+    /// Reads element 0 of a bool or integer buffer.
+    fn read_i64(&mut self, b: BufId) -> Result<i64>;
+}
+
+fn update<T: Target>(
+    t: &mut T,
+    carry: &[CarryUpdate],
+    lens: &dyn Fn(BufId) -> usize,
+) -> Result<()> {
+    for c in carry {
+        t.copy(c.src, 0, c.temp, 0, lens(c.temp))?;
+    }
+    for c in carry {
+        t.copy(c.temp, 0, c.dst, 0, lens(c.temp))?;
+    }
+    Ok(())
+}
+
+/// Runs `steps` of `prog` on `t`.
+pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result<()> {
+    let lens = |b: BufId| prog.buffers.get(b.index()).map_or(0, |d| d.len);
+    for s in steps {
+        match s {
+            Step::Launch { kernel, dims, args } => t.launch(*kernel, *dims, args)?,
+            Step::Gemm { plan, a, b, out } => t.gemm(plan, *a, *b, *out)?,
+            Step::Copy {
+                src,
+                src_offset,
+                dst,
+                dst_offset,
+                len,
+            } => t.copy(*src, *src_offset, *dst, *dst_offset, *len)?,
+            Step::Cond { index, branches } => {
+                let i = t.read_i64(*index)?;
+                let last = branches.len().saturating_sub(1) as i64;
+                if let Some(b) = branches.get(i.clamp(0, last) as usize) {
+                    run_steps(t, prog, b)?;
+                }
+            }
+            Step::While {
+                cond,
+                pred,
+                body,
+                carry,
+            } => loop {
+                run_steps(t, prog, cond)?;
+                if t.read_i64(*pred)? == 0 {
+                    break;
+                }
+                run_steps(t, prog, body)?;
+                update(t, carry, &lens)?;
+            },
+            Step::Scan {
+                length,
+                reverse,
+                xs,
+                body,
+                carry,
+                ys,
+            } => {
+                for it in 0..*length {
+                    let i = if *reverse { length - 1 - it } else { it };
+                    for ScanSlice { stacked, item, len } in xs {
+                        if *len > 0 {
+                            t.copy(*stacked, i * len, *item, 0, *len)?;
+                        }
+                    }
+                    run_steps(t, prog, body)?;
+                    // Results out before the carries move: a `y` may be a
+                    // carry the body passed through.
+                    for ScanSlice { stacked, item, len } in ys {
+                        if *len > 0 {
+                            t.copy(*item, 0, *stacked, i * len, *len)?;
+                        }
+                    }
+                    update(t, carry, &lens)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The simulator as a [`Target`].
+pub struct SimTarget<'a> {
+    /// The program's kernels.
+    pub kernels: &'a [Kernel],
+    /// One buffer per entry of the program's table.
+    pub bufs: Vec<SimBuffer>,
+    /// The simulated device.
+    pub limits: DeviceLimits,
+}
+
+fn sim_err(what: String) -> CudaError {
+    CudaError::Launch {
+        kernel: "plan".into(),
+        message: what,
+    }
+}
+
+impl SimTarget<'_> {
+    fn buf(&self, b: BufId) -> Result<&SimBuffer> {
+        self.bufs
+            .get(b.index())
+            .ok_or_else(|| sim_err(format!("no buffer {}", b.0)))
+    }
+}
+
+impl Target for SimTarget<'_> {
+    fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()> {
+        let k = self
+            .kernels
+            .get(kernel)
+            .ok_or_else(|| sim_err(format!("no kernel {kernel}")))?;
+        let args: Vec<Arg> = args
+            .iter()
+            .map(|a| match a {
+                KArg::Buffer(b) => Arg::Buffer(b.index()),
+                KArg::Scalar(c) => Arg::Scalar(*c),
+            })
+            .collect();
+        sim::launch(k, dims, &mut self.bufs, &args, &self.limits)?;
+        Ok(())
+    }
+
+    fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()> {
+        let av = self.buf(a)?.to_f64();
+        let bv = self.buf(b)?.to_f64();
+        let mut ov = self.buf(out)?.to_f64();
+        model::run(plan, &av, &bv, &[], &mut ov)?;
+        let dt = self.buf(out)?.dtype;
+        self.bufs[out.index()] = SimBuffer::from_f64(dt, &ov);
+        Ok(())
+    }
+
+    fn copy(
+        &mut self,
+        src: BufId,
+        src_off: usize,
+        dst: BufId,
+        dst_off: usize,
+        len: usize,
+    ) -> Result<()> {
+        let (s, d) = (self.buf(src)?, self.buf(dst)?);
+        if s.dtype != d.dtype {
+            return Err(sim_err(format!("copy from {} to {}", s.dtype, d.dtype)));
+        }
+        let w = s.dtype.size_bytes();
+        if src_off + len > s.len() || dst_off + len > d.len() {
+            return Err(sim_err(format!(
+                "copy of {len} elements from {src_off} of {} to {dst_off} of {} is out of range",
+                s.len(),
+                d.len()
+            )));
+        }
+        let bytes = s.bytes[src_off * w..(src_off + len) * w].to_vec();
+        self.bufs[dst.index()].bytes[dst_off * w..(dst_off + len) * w].copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn read_i64(&mut self, b: BufId) -> Result<i64> {
+        let v = self.buf(b)?.to_f64();
+        v.first()
+            .map(|x| *x as i64)
+            .ok_or_else(|| sim_err(format!("buffer {} is empty", b.0)))
+    }
+}
+
+/// A host array's elements as little-endian device bytes.
+pub fn host_bytes(a: &HostArray) -> Vec<u8> {
+    fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        v.iter().flat_map(|&x| f(x)).collect()
+    }
+    match a.data() {
+        Storage::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+        Storage::I8(v) => le(v, i8::to_le_bytes),
+        Storage::I16(v) => le(v, i16::to_le_bytes),
+        Storage::I32(v) => le(v, i32::to_le_bytes),
+        Storage::I64(v) => le(v, i64::to_le_bytes),
+        Storage::U8(v) => v.clone(),
+        Storage::U16(v) => le(v, u16::to_le_bytes),
+        Storage::U32(v) => le(v, u32::to_le_bytes),
+        Storage::U64(v) => le(v, u64::to_le_bytes),
+        Storage::F16(v) => le(v, |x: f16| x.to_bits().to_le_bytes()),
+        Storage::BF16(v) => le(v, |x: bf16| x.to_bits().to_le_bytes()),
+        Storage::F32(v) => le(v, f32::to_le_bytes),
+        Storage::F64(v) => le(v, f64::to_le_bytes),
+    }
+}
+
+/// Device bytes (whole elements of `dtype`) as a host array of `shape`.
+pub fn array_from_bytes(
+    dtype: DType,
+    shape: &[usize],
+    bytes: &[u8],
+) -> std::result::Result<HostArray, jaxon_ir::IrError> {
+    fn get<const N: usize, T>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        b.chunks_exact(N)
+            .map(|c| {
+                let mut a = [0u8; N];
+                a.copy_from_slice(c);
+                f(a)
+            })
+            .collect()
+    }
+    let data = match dtype {
+        DType::Bool => Storage::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        DType::I8 => Storage::I8(get(bytes, i8::from_le_bytes)),
+        DType::I16 => Storage::I16(get(bytes, i16::from_le_bytes)),
+        DType::I32 => Storage::I32(get(bytes, i32::from_le_bytes)),
+        DType::I64 => Storage::I64(get(bytes, i64::from_le_bytes)),
+        DType::U8 => Storage::U8(bytes.to_vec()),
+        DType::U16 => Storage::U16(get(bytes, u16::from_le_bytes)),
+        DType::U32 => Storage::U32(get(bytes, u32::from_le_bytes)),
+        DType::U64 => Storage::U64(get(bytes, u64::from_le_bytes)),
+        DType::F16 => Storage::F16(get(bytes, |b| f16::from_bits(u16::from_le_bytes(b)))),
+        DType::BF16 => Storage::BF16(get(bytes, |b| bf16::from_bits(u16::from_le_bytes(b)))),
+        DType::F32 => Storage::F32(get(bytes, f32::from_le_bytes)),
+        DType::F64 => Storage::F64(get(bytes, f64::from_le_bytes)),
+    };
+    HostArray::new(shape.to_vec(), data)
+}
+
+/// Runs `prog` on the simulator with `args` (one per input).
+pub fn run_simulated(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray>> {
+    if args.len() != prog.inputs.len() {
+        return Err(sim_err(format!(
+            "{} arguments for {} inputs",
+            args.len(),
+            prog.inputs.len()
+        )));
+    }
+    let mut bufs: Vec<SimBuffer> = prog
+        .buffers
+        .iter()
+        .map(|d| SimBuffer::zeroed(d.dtype, d.len))
+        .collect();
+    let mut put = |b: BufId, a: &HostArray| -> Result<()> {
+        let slot = bufs
+            .get_mut(b.index())
+            .ok_or_else(|| sim_err(format!("no buffer {}", b.0)))?;
+        if slot.dtype != a.dtype() || slot.len() != a.len() {
+            return Err(sim_err(format!(
+                "an argument of {} x{} for a buffer of {} x{}",
+                a.dtype(),
+                a.len(),
+                slot.dtype,
+                slot.len()
+            )));
+        }
+        slot.bytes = host_bytes(a);
+        Ok(())
+    };
+    for (b, a) in prog.inputs.iter().zip(args) {
+        put(*b, a)?;
+    }
+    for (b, a) in &prog.consts {
+        put(*b, a)?;
+    }
+    let mut t = SimTarget {
+        kernels: &prog.kernels,
+        bufs,
+        limits: DeviceLimits::default(),
+    };
+    run_steps(&mut t, prog, &prog.steps)?;
+    prog.outputs
+        .iter()
+        .map(|(b, shape)| {
+            let buf = t.buf(*b)?;
+            array_from_bytes(buf.dtype, shape, &buf.bytes).map_err(|e| sim_err(e.to_string()))
+        })
+        .collect()
+}

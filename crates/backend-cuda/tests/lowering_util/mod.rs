@@ -1,0 +1,214 @@
+//! Shared helpers of the lowering tests: seeded random inputs and shapes,
+//! running a jaxpr on `cuda-sim` and on the reference interpreter, and
+//! comparing results (exactly, or within ulps for math functions and a
+//! relative tolerance for reassociated sums).
+
+#![allow(dead_code)]
+
+use jaxon_backend_cuda::lower::CudaSimBackend;
+use jaxon_ir::{parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
+
+/// A small deterministic generator (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
+    }
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+    /// A random shape of rank `rank`: sizes 0, 1, and odd sizes that do not
+    /// divide a warp or a block, at most `max` elements in all.
+    pub fn shape(&mut self, rank: usize, max: usize) -> Vec<usize> {
+        loop {
+            let s: Vec<usize> = (0..rank)
+                .map(|_| self.pick(&[1, 2, 3, 5, 7, 33, 37, 0]))
+                .collect();
+            if s.iter().product::<usize>() <= max {
+                return s;
+            }
+        }
+    }
+}
+
+/// How values are drawn.
+#[derive(Clone, Copy, Debug)]
+pub enum Dist {
+    /// Floats in `[-r, r]`; integers in `-r..=r` (unsigned `0..=r`).
+    Uniform(f64),
+    /// Floats in `[lo, hi]`.
+    Between(f64, f64),
+}
+
+pub fn random(rng: &mut Rng, dtype: DType, shape: &[usize], dist: Dist) -> HostArray {
+    let n: usize = shape.iter().product();
+    let (lo, hi) = match dist {
+        Dist::Uniform(r) => (-r, r),
+        Dist::Between(a, b) => (a, b),
+    };
+    let vals: Vec<f64> = (0..n)
+        .map(|_| {
+            if dtype.is_float() {
+                lo + (hi - lo) * rng.unit()
+            } else if dtype.is_bool() {
+                (rng.next() & 1) as f64
+            } else if dtype.is_unsigned_int() {
+                rng.range(0, hi as i64) as f64
+            } else {
+                rng.range(lo as i64, hi as i64) as f64
+            }
+        })
+        .collect();
+    HostArray::from_f64(dtype, shape, &vals).expect("shape matches")
+}
+
+pub fn parse(text: &str) -> ClosedJaxpr {
+    parse_closed_jaxpr(text, Vec::new()).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// `dtype[d0,d1,..]`.
+pub fn ty(dtype: &str, shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("{dtype}[{}]", dims.join(","))
+}
+
+/// A tuple as JAX prints it: `(1,)`, `(0, 2)`, `()`.
+pub fn tuple(xs: &[usize]) -> String {
+    match xs {
+        [] => "()".into(),
+        [x] => format!("({x},)"),
+        _ => format!(
+            "({})",
+            xs.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// How results are compared.
+#[derive(Clone, Copy, Debug)]
+pub enum Tol {
+    Exact,
+    Ulp(u64),
+    /// `|a - b| <= rel * (1 + max |expected|)`.
+    Rel(f64),
+}
+
+fn ulps(a: f64, b: f64, f32w: bool) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    if a == b {
+        return 0;
+    }
+    if f32w {
+        let (x, y) = ((a as f32).to_bits() as i64, (b as f32).to_bits() as i64);
+        let key = |v: i64| if v < 0x8000_0000 { v } else { 0x8000_0000 - v };
+        (key(x) - key(y)).unsigned_abs()
+    } else {
+        let key = |v: u64| -> i128 {
+            if v >> 63 == 0 {
+                v as i128
+            } else {
+                -((v & !(1 << 63)) as i128)
+            }
+        };
+        (key(a.to_bits()) - key(b.to_bits())).unsigned_abs() as u64
+    }
+}
+
+/// Asserts `got` matches `want` within `tol`.
+pub fn compare(what: &str, got: &HostArray, want: &HostArray, tol: Tol) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
+    let scale = 1.0
+        + w.iter()
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, |m, x| m.max(x.abs()));
+    let f32w = want.dtype() != DType::F64;
+    for i in 0..g.len() {
+        let ok = match tol {
+            Tol::Exact => (g[i].is_nan() && w[i].is_nan()) || g[i] == w[i],
+            Tol::Ulp(u) => ulps(g[i], w[i], f32w) <= u,
+            Tol::Rel(r) => {
+                (g[i].is_nan() && w[i].is_nan()) || g[i] == w[i] || (g[i] - w[i]).abs() <= r * scale
+            }
+        };
+        assert!(
+            ok,
+            "{what}: element {i} of {}: got {}, expected {} ({tol:?})",
+            g.len(),
+            g[i],
+            w[i]
+        );
+    }
+}
+
+/// Runs `text` on `cuda-sim` and the interpreter with inputs from `seed`,
+/// comparing every result.
+pub fn check_with(text: &str, args: &[HostArray], tol: Tol) {
+    let closed = parse(text);
+    let want = jaxon_ir::eval_closed_jaxpr(&closed, args)
+        .unwrap_or_else(|e| panic!("interpreter: {e}\n{text}"));
+    let got = run_sim(&closed, args).unwrap_or_else(|e| panic!("cuda-sim: {e}\n{text}"));
+    assert_eq!(got.len(), want.len(), "{text}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        compare(&format!("result {i} of\n{text}\n"), g, w, tol);
+    }
+}
+
+/// Random inputs for every input of `text`.
+pub fn args_for(text: &str, seed: u64, dist: Dist) -> Vec<HostArray> {
+    let closed = parse(text);
+    let mut rng = Rng::new(seed);
+    closed
+        .jaxpr
+        .in_avals()
+        .iter()
+        .map(|a| {
+            let shape = a.array().static_sizes().expect("static");
+            random(&mut rng, a.dtype(), &shape, dist)
+        })
+        .collect()
+}
+
+/// [`check_with`] on random inputs.
+pub fn check(text: &str, seed: u64, dist: Dist, tol: Tol) {
+    let args = args_for(text, seed, dist);
+    check_with(text, &args, tol);
+}
+
+/// Runs on `cuda-sim`.
+pub fn run_sim(
+    closed: &ClosedJaxpr,
+    args: &[HostArray],
+) -> Result<Vec<HostArray>, jaxon_ir::IrError> {
+    let b = CudaSimBackend::new();
+    let exe = b.compile(closed)?;
+    let bufs = args
+        .iter()
+        .map(|a| b.to_device(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    exe.execute(&bufs)?.iter().map(|x| x.to_host()).collect()
+}
