@@ -349,6 +349,11 @@ pub fn operand_map(jaxpr: &Jaxpr, eqn: &Eqn, out_map: &IndexMap, slot: usize) ->
             return match &eqn.primitive {
                 Primitive::Structural(Structural::Reshape(_))
                 | Primitive::Structural(Structural::Squeeze(_)) => Some(out_map.clone()),
+                // A reordering reads its operand at a permuted multi-index,
+                // which a flat map cannot express, even when the shapes
+                // agree (`rev`, a square `transpose`).
+                Primitive::Structural(Structural::Rev(_))
+                | Primitive::Structural(Structural::Transpose(_)) => None,
                 _ if in_shape == out_shape => Some(out_map.clone()),
                 _ if in_shape.is_empty() => Some(IndexMap::scalar(width)),
                 _ => None,
