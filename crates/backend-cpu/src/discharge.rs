@@ -76,15 +76,8 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
     let eqns = std::mem::take(&mut j.eqns);
     let mut out = Vec::with_capacity(eqns.len());
     for mut eqn in eqns {
-        let written = match (&eqn.primitive, eqn.inputs.first()) {
-            (
-                Primitive::State(State::Swap(_))
-                | Primitive::State(State::AddUpdate(_))
-                | Primitive::Pallas(Pallas::Store(_))
-                | Primitive::Pallas(Pallas::AtomicRmw(_))
-                | Primitive::Pallas(Pallas::AtomicCas(_)),
-                Some(Atom::Var(r)),
-            ) => cur.contains_key(r).then_some(*r),
+        let written = match eqn.inputs.first() {
+            Some(Atom::Var(r)) if writes_ref(&eqn.primitive) => cur.contains_key(r).then_some(*r),
             _ => None,
         };
         let ref_ops: Vec<(usize, Var)> = eqn
@@ -153,6 +146,31 @@ fn discharge(src: &Jaxpr, refs: &[usize]) -> Result<(Jaxpr, Vec<Atom>), IrError>
     }
     let finals = ref_vars.iter().map(|r| Atom::Var(cur[r])).collect();
     Ok((j, finals))
+}
+
+/// Whether `p` writes the `Ref` that is its first operand.
+fn writes_ref(p: &Primitive) -> bool {
+    match p {
+        Primitive::State(s) => match s {
+            State::Swap(_) | State::AddUpdate(_) => true,
+            State::Get(_) => false,
+        },
+        Primitive::Pallas(p) => match p {
+            Pallas::Store(_) | Pallas::AtomicRmw(_) | Pallas::AtomicCas(_) => true,
+            Pallas::Load(_)
+            | Pallas::ProgramId(_)
+            | Pallas::NumPrograms(_)
+            | Pallas::PallasCall(_) => false,
+        },
+        // Refs passed to control flow are discharged in its bodies.
+        Primitive::Control(_)
+        | Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Collective(_) => false,
+    }
 }
 
 /// Whether every indexer names the whole array of `shape`.
@@ -421,7 +439,30 @@ fn nested(
         }
         // Reads of a ref by a state primitive need no rewrite.
         Primitive::State(State::Get(_)) | Primitive::Pallas(Pallas::Load(_)) => Ok(Vec::new()),
-        _ => Err(unsupported(
+        // Writes of a ref through its first operand were discharged by the
+        // caller; calls were inlined by `simplify`.
+        Primitive::Control(
+            Control::ForLoop(_)
+            | Control::Jit(_)
+            | Control::CustomJvpCall(_)
+            | Control::CustomVjpCall(_)
+            | Control::Remat(_),
+        )
+        | Primitive::State(State::Swap(_) | State::AddUpdate(_))
+        | Primitive::Pallas(
+            Pallas::Store(_)
+            | Pallas::AtomicRmw(_)
+            | Pallas::AtomicCas(_)
+            | Pallas::ProgramId(_)
+            | Pallas::NumPrograms(_)
+            | Pallas::PallasCall(_),
+        )
+        | Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Collective(_) => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
         )),

@@ -531,7 +531,22 @@ pub(crate) fn prep(
                         outs: out_vars(eqn),
                     }
                 }
-                _ => {
+                // Calls were inlined by `simplify`; `opaque_step` decides
+                // the rest, exhaustively, or names why not.
+                Primitive::Control(
+                    Control::Jit(_)
+                    | Control::CustomJvpCall(_)
+                    | Control::CustomVjpCall(_)
+                    | Control::Remat(_),
+                )
+                | Primitive::Elementwise(_)
+                | Primitive::Structural(_)
+                | Primitive::Indexing(_)
+                | Primitive::Reduction(_)
+                | Primitive::Linalg(_)
+                | Primitive::State(_)
+                | Primitive::Pallas(_)
+                | Primitive::Collective(_) => {
                     let step = opaque_step(jaxpr, e, eqn)?;
                     match (step, eqn.inputs.as_slice(), eqn.outputs.as_slice()) {
                         (

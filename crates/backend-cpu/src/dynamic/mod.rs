@@ -30,7 +30,7 @@
 //! declared type with the dimension variables resolved (dtype, rank and
 //! each size), so kernels only ever see the sizes they are called with.
 
-use jaxon_ir::primitive::{Control, DotGeneralParams, Linalg};
+use jaxon_ir::primitive::{DotGeneralParams, Linalg};
 mod flat;
 mod movement;
 mod native;
@@ -225,14 +225,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     native()?
                 }
             }
-            Primitive::Control(Control::Cond(_))
-            | Primitive::Control(Control::While(_))
-            | Primitive::Control(Control::Scan(_))
-            | Primitive::Control(Control::ForLoop(_))
-            | Primitive::Control(Control::Jit(_))
-            | Primitive::Control(Control::CustomJvpCall(_))
-            | Primitive::Control(Control::CustomVjpCall(_))
-            | Primitive::Control(Control::Remat(_)) => {
+            // Every control-flow primitive and call runs its bodies.
+            Primitive::Control(_) => {
                 let bodies = eqn
                     .primitive
                     .param_jaxprs()
@@ -247,7 +241,15 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     .collect::<Result<_, _>>()?;
                 Step::Nested(e, bodies)
             }
-            _ => native()?,
+            // `DynOp::new` decides, exhaustively, or names why not.
+            Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            | Primitive::Elementwise(_)
+            | Primitive::Structural(_)
+            | Primitive::Indexing(_)
+            | Primitive::Reduction(_)
+            | Primitive::State(_)
+            | Primitive::Pallas(_)
+            | Primitive::Collective(_) => native()?,
         };
         steps.push(step);
         e += 1;

@@ -738,7 +738,7 @@ fn nested(
             }
             Ok(results)
         }
-        Primitive::Control(Control::Jit(_)) | Primitive::Control(Control::Remat(_)) => {
+        Primitive::Control(Control::Jit(_) | Control::Remat(_)) => {
             run_body(ctx, body_at(0)?, borrow(&args))
         }
         Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams { num_consts, .. }))
@@ -756,6 +756,14 @@ fn nested(
                 )))
             }
         }
-        p => Err(fail(format!("`{}` has no nested body", p.name()))),
+        // `dynamic::body` makes nested steps of control flow only.
+        p @ (Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::State(_)
+        | Primitive::Pallas(_)
+        | Primitive::Collective(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

@@ -55,17 +55,70 @@ fn is_approximated(op: UnaryOp) -> bool {
     )
 }
 
+/// How a fused kernel computes a primitive.
+enum Fused<'a> {
+    /// By an elementwise rule of [`emit_op`].
+    Elementwise(&'a Elementwise),
+    /// By reading through the index map: a layout primitive whose value
+    /// passes through unchanged.
+    IndexMap,
+    /// Not at all: the primitive is never a member of a fused group.
+    No,
+}
+
+fn fused(prim: &Primitive) -> Fused<'_> {
+    match prim {
+        Primitive::Elementwise(p) => Fused::Elementwise(p),
+        Primitive::Structural(p) => match p {
+            Structural::BroadcastInDim(_)
+            | Structural::Transpose(_)
+            | Structural::Rev(_)
+            | Structural::Reshape(_)
+            | Structural::Squeeze(_) => Fused::IndexMap,
+            Structural::Pad(_)
+            | Structural::Concatenate(_)
+            | Structural::Iota(_)
+            | Structural::Split(_)
+            | Structural::Tile(_)
+            | Structural::Stack(_)
+            | Structural::Empty2(_) => Fused::No,
+        },
+        Primitive::Indexing(p) => match p {
+            Indexing::Slice(_) => Fused::IndexMap,
+            Indexing::DynamicSlice(_)
+            | Indexing::DynamicUpdateSlice
+            | Indexing::Gather(_)
+            | Indexing::Scatter(_) => Fused::No,
+        },
+        // Reduce groups reduce in `kernel/mod.rs`, not here; the other
+        // families are never fused.
+        Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Control(_)
+        | Primitive::State(_)
+        | Primitive::Pallas(_)
+        | Primitive::Collective(_) => Fused::No,
+    }
+}
+
 /// Whether an equation expands to a long inline polynomial or rational
 /// evaluation (dozens of instructions per vector): loops made of such
 /// bodies are not unrolled, since the out-of-order core already overlaps
 /// iterations and unrolling only spills registers.
 pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
-    match prim {
-        Primitive::Elementwise(Elementwise::Unary(op)) => is_approximated(*op),
-        Primitive::Elementwise(Elementwise::Binary(op)) => {
-            matches!(op, BinaryOp::Pow | BinaryOp::Atan2)
-        }
-        _ => false,
+    let Fused::Elementwise(p) = fused(prim) else {
+        return false;
+    };
+    match p {
+        Elementwise::Unary(op) => is_approximated(*op),
+        Elementwise::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Atan2),
+        Elementwise::IntegerPow(_)
+        | Elementwise::Round(_)
+        | Elementwise::ReducePrecision(_)
+        | Elementwise::ConvertElementType(_)
+        | Elementwise::BitcastConvertType(_)
+        | Elementwise::SelectN
+        | Elementwise::Clamp => false,
     }
 }
 
@@ -74,8 +127,13 @@ pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
 pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType) -> bool {
     let is_g = |d: &DType| *d == gdt;
     let floats_in = ins.iter().all(is_g);
-    match prim {
-        Primitive::Elementwise(Elementwise::Unary(op)) => {
+    let p = match fused(prim) {
+        Fused::Elementwise(p) => p,
+        Fused::IndexMap => return ins.iter().all(is_g) && is_g(&out),
+        Fused::No => return false,
+    };
+    match p {
+        Elementwise::Unary(op) => {
             let f32_only = matches!(op, UnaryOp::Erf | UnaryOp::ErfInv);
             floats_in
                 && is_g(&out)
@@ -91,7 +149,7 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         | UnaryOp::Sign
                 ) || (is_approximated(*op) && (!f32_only || gdt == DType::F32)))
         }
-        Primitive::Elementwise(Elementwise::Binary(op)) => {
+        Elementwise::Binary(op) => {
             floats_in
                 && if op.is_comparison() {
                     out == DType::Bool
@@ -110,22 +168,17 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
                         ) || (*op == BinaryOp::Pow && gdt == DType::F32))
                 }
         }
-        Primitive::Elementwise(Elementwise::IntegerPow(_)) => floats_in && is_g(&out),
-        Primitive::Elementwise(Elementwise::SelectN) => {
+        Elementwise::IntegerPow(_) => floats_in && is_g(&out),
+        Elementwise::SelectN => {
             ins.len() == 3 && ins[0] == DType::Bool && ins[1..].iter().all(is_g) && is_g(&out)
         }
-        Primitive::Elementwise(Elementwise::Clamp) => floats_in && is_g(&out),
-        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
-            new_dtype,
-            ..
-        })) => floats_in && *new_dtype == gdt,
-        Primitive::Structural(Structural::BroadcastInDim(_))
-        | Primitive::Structural(Structural::Transpose(_))
-        | Primitive::Indexing(Indexing::Slice(_))
-        | Primitive::Structural(Structural::Rev(_))
-        | Primitive::Structural(Structural::Reshape(_))
-        | Primitive::Structural(Structural::Squeeze(_)) => ins.iter().all(is_g) && is_g(&out),
-        _ => false,
+        Elementwise::Clamp => floats_in && is_g(&out),
+        Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
+            floats_in && *new_dtype == gdt
+        }
+        Elementwise::Round(_)
+        | Elementwise::ReducePrecision(_)
+        | Elementwise::BitcastConvertType(_) => false,
     }
 }
 
@@ -147,39 +200,36 @@ pub(crate) fn emit_op(
             .copied()
             .ok_or_else(|| format!("missing operand {i}"))
     };
-    match prim {
-        Primitive::Elementwise(Elementwise::Unary(op)) => unary(em, *op, arg(0)?),
-        Primitive::Elementwise(Elementwise::Binary(op)) => binary(em, gdt, *op, arg(0)?, arg(1)?),
-        Primitive::Elementwise(Elementwise::IntegerPow(IntegerPowParams { y })) => {
-            integer_pow(em, arg(0)?, *y)
-        }
-        Primitive::Elementwise(Elementwise::Round(RoundParams { rounding_method })) => {
-            round(em, arg(0)?, *rounding_method)
-        }
-        Primitive::Elementwise(Elementwise::SelectN) => select_n(em, args),
-        Primitive::Elementwise(Elementwise::Clamp) => {
-            let (lo, x, hi) = (arg(0)?, arg(1)?, arg(2)?);
-            let m = minmax(em, BinaryOp::Max, x, lo)?;
-            minmax(em, BinaryOp::Min, Operand { v: m, dt: x.dt }, hi)
-        }
-        Primitive::Elementwise(Elementwise::ConvertElementType(ConvertElementTypeParams {
-            new_dtype,
-            ..
-        })) => convert(em, arg(0)?, *new_dtype),
-        Primitive::Structural(Structural::BroadcastInDim(_))
-        | Primitive::Structural(Structural::Transpose(_))
-        | Primitive::Indexing(Indexing::Slice(_))
-        | Primitive::Structural(Structural::Rev(_))
-        | Primitive::Structural(Structural::Reshape(_))
-        | Primitive::Structural(Structural::Squeeze(_)) => {
+    let p = match fused(prim) {
+        Fused::Elementwise(p) => p,
+        Fused::IndexMap => {
             // The index map already moved the read; the value passes through.
             let a = arg(0)?;
             if a.dt != out {
                 return Err(format!("{} changes dtype {} to {out}", prim.name(), a.dt));
             }
-            Ok(a.v)
+            return Ok(a.v);
         }
-        other => Err(format!("`{}` is not an elementwise rule", other.name())),
+        Fused::No => return Err(format!("`{}` is not an elementwise rule", prim.name())),
+    };
+    match p {
+        Elementwise::Unary(op) => unary(em, *op, arg(0)?),
+        Elementwise::Binary(op) => binary(em, gdt, *op, arg(0)?, arg(1)?),
+        Elementwise::IntegerPow(IntegerPowParams { y }) => integer_pow(em, arg(0)?, *y),
+        Elementwise::Round(RoundParams { rounding_method }) => round(em, arg(0)?, *rounding_method),
+        Elementwise::SelectN => select_n(em, args),
+        Elementwise::Clamp => {
+            let (lo, x, hi) = (arg(0)?, arg(1)?, arg(2)?);
+            let m = minmax(em, BinaryOp::Max, x, lo)?;
+            minmax(em, BinaryOp::Min, Operand { v: m, dt: x.dt }, hi)
+        }
+        Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
+            convert(em, arg(0)?, *new_dtype)
+        }
+        // Native steps compute these.
+        Elementwise::ReducePrecision(_) | Elementwise::BitcastConvertType(_) => {
+            Err(format!("`{}` is not an elementwise rule", prim.name()))
+        }
     }
 }
 

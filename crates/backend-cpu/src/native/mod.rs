@@ -26,7 +26,8 @@ pub(crate) use elem::{map_same, map_same2, Elem};
 
 use crate::compile::{cannot, operand, out_vars};
 use crate::exec::Step;
-use jaxon_ir::{Atom, Eqn, HostArray, IrError, Jaxpr, Primitive};
+use jaxon_ir::primitive::Indexer;
+use jaxon_ir::{Atom, DType, Eqn, HostArray, IrError, Jaxpr, Primitive};
 
 /// A native operation: maps its input arrays to its outputs.
 pub(crate) trait NativeOp: Send + Sync + std::fmt::Debug {
@@ -234,79 +235,63 @@ fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
     })
 }
 
-/// Builds the native step of equation `e`, or an error naming it. Only the
-/// primitives listed here reach this function.
+/// Builds the native step of equation `e`, or an error naming it: refs
+/// and Pallas primitives have their own steps, every other primitive the op
+/// [`build_op`] builds for its static shapes (which says when it has none).
 pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
-    if let Primitive::State(State::Get(GetParams { indexers }))
-    | Primitive::State(State::Swap(SwapParams { indexers }))
-    | Primitive::State(State::AddUpdate(AddUpdateParams { indexers }))
-    | Primitive::Pallas(Pallas::Load(LoadParams { indexers, .. }))
-    | Primitive::Pallas(Pallas::Store(StoreParams { indexers, .. }))
-    | Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, .. }))
-    | Primitive::Pallas(Pallas::AtomicCas(AtomicCasParams { indexers })) = &eqn.primitive
-    {
-        let kind = match &eqn.primitive {
-            Primitive::State(State::Get(_)) => state::Kind::Get,
-            Primitive::State(State::Swap(_)) => state::Kind::Swap,
-            Primitive::Pallas(Pallas::Load(LoadParams {
-                has_mask,
-                has_other,
-                ..
-            })) => state::Kind::Load {
-                has_mask: *has_mask,
-                has_other: *has_other,
-            },
-            Primitive::Pallas(Pallas::Store(StoreParams { has_mask, .. })) => state::Kind::Store {
-                has_mask: *has_mask,
-            },
-            Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { op, .. })) => {
-                state::Kind::Atomic(*op)
-            }
-            Primitive::Pallas(Pallas::AtomicCas(_)) => state::Kind::Cas,
-            _ => state::Kind::AddUpdate,
-        };
-        if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
-            return Err(cannot(jaxpr, e, "the first operand must be a Ref variable"));
-        }
-        // `prep::discharge_refs` gave each write an extra output: the
-        // ref's updated value, a new variable.
-        let n_outs = match kind {
-            state::Kind::Get
-            | state::Kind::AddUpdate
-            | state::Kind::Load { .. }
-            | state::Kind::Store { .. } => 1,
-            state::Kind::Swap | state::Kind::Atomic(_) | state::Kind::Cas => 2,
-        };
-        if eqn.outputs.len() != n_outs {
-            return Err(cannot(
-                jaxpr,
-                e,
-                "`Ref`s are supported only as arguments of the compiled jaxpr",
-            ));
-        }
-        return Ok(Step::Native {
-            op: Box::new(state::StateOp {
-                kind,
-                indexers: indexers.clone(),
-            }),
-            inputs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-            outs: out_vars(eqn),
-        });
-    }
     match &eqn.primitive {
-        Primitive::Pallas(Pallas::ProgramId(ProgramIdParams { axis }))
-        | Primitive::Pallas(Pallas::NumPrograms(NumProgramsParams { axis })) => {
-            let count = matches!(eqn.primitive, Primitive::Pallas(Pallas::NumPrograms(_)));
-            return step(eqn, Box::new(pallas::ProgramId { axis: *axis, count }));
+        Primitive::State(p) => {
+            let (kind, indexers) = match p {
+                State::Get(GetParams { indexers }) => (state::Kind::Get, indexers),
+                State::Swap(SwapParams { indexers }) => (state::Kind::Swap, indexers),
+                State::AddUpdate(AddUpdateParams { indexers }) => {
+                    (state::Kind::AddUpdate, indexers)
+                }
+            };
+            ref_step(jaxpr, e, eqn, kind, indexers)
         }
-        Primitive::Pallas(Pallas::PallasCall(PallasCallParams {
+        Primitive::Pallas(p) => pallas_step(jaxpr, e, eqn, p),
+        Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Control(_)
+        | Primitive::Collective(_) => built_step(jaxpr, e, eqn),
+    }
+}
+
+/// The step of a Pallas primitive: masked loads/stores and atomics are ref
+/// steps, `program_id`/`num_programs` read the grid point, `pallas_call`
+/// compiles its kernel.
+fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, IrError> {
+    let (kind, indexers) = match p {
+        Pallas::ProgramId(ProgramIdParams { axis }) => {
+            return step(
+                eqn,
+                Box::new(pallas::ProgramId {
+                    axis: *axis,
+                    count: false,
+                }),
+            );
+        }
+        Pallas::NumPrograms(NumProgramsParams { axis }) => {
+            return step(
+                eqn,
+                Box::new(pallas::ProgramId {
+                    axis: *axis,
+                    count: true,
+                }),
+            );
+        }
+        Pallas::PallasCall(PallasCallParams {
             kernel,
             grid,
             block_mappings,
             out_avals,
             input_output_aliases,
             ..
-        })) => {
+        }) => {
             let op = pallas::PallasOp::new(
                 kernel,
                 grid,
@@ -318,8 +303,67 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             .map_err(|m| cannot(jaxpr, e, &m))?;
             return step(eqn, Box::new(op));
         }
-        _ => {}
+        Pallas::Load(LoadParams {
+            indexers,
+            has_mask,
+            has_other,
+        }) => (
+            state::Kind::Load {
+                has_mask: *has_mask,
+                has_other: *has_other,
+            },
+            indexers,
+        ),
+        Pallas::Store(StoreParams { indexers, has_mask }) => (
+            state::Kind::Store {
+                has_mask: *has_mask,
+            },
+            indexers,
+        ),
+        Pallas::AtomicRmw(AtomicRmwParams { op, indexers }) => (state::Kind::Atomic(*op), indexers),
+        Pallas::AtomicCas(AtomicCasParams { indexers }) => (state::Kind::Cas, indexers),
+    };
+    ref_step(jaxpr, e, eqn, kind, indexers)
+}
+
+/// The step of a state primitive (`kind`) on a discharged ref.
+fn ref_step(
+    jaxpr: &Jaxpr,
+    e: usize,
+    eqn: &Eqn,
+    kind: state::Kind,
+    indexers: &[Indexer],
+) -> Result<Step, IrError> {
+    if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
+        return Err(cannot(jaxpr, e, "the first operand must be a Ref variable"));
     }
+    // `prep::discharge_refs` gave each write an extra output: the
+    // ref's updated value, a new variable.
+    let n_outs = match kind {
+        state::Kind::Get
+        | state::Kind::AddUpdate
+        | state::Kind::Load { .. }
+        | state::Kind::Store { .. } => 1,
+        state::Kind::Swap | state::Kind::Atomic(_) | state::Kind::Cas => 2,
+    };
+    if eqn.outputs.len() != n_outs {
+        return Err(cannot(
+            jaxpr,
+            e,
+            "`Ref`s are supported only as arguments of the compiled jaxpr",
+        ));
+    }
+    step(
+        eqn,
+        Box::new(state::StateOp {
+            kind,
+            indexers: indexers.to_vec(),
+        }),
+    )
+}
+
+/// The step running [`build_op`]'s op for the equation's static shapes.
+fn built_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
     let ins = in_shapes(jaxpr, e, eqn)?;
     let outs = out_types(jaxpr, e, eqn)?;
     let op = build_op(&eqn.primitive, &ins, &outs).map_err(|m| cannot(jaxpr, e, &m))?;
@@ -339,22 +383,96 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
 pub(crate) fn build_op(
     primitive: &Primitive,
     ins: &[Vec<usize>],
-    outs: &[(jaxon_ir::DType, Vec<usize>)],
+    outs: &[(DType, Vec<usize>)],
 ) -> Result<Box<dyn NativeOp>, String> {
-    Ok(match primitive {
-        Primitive::Indexing(Indexing::DynamicSlice(DynamicSliceParams { slice_sizes })) => {
+    match primitive {
+        Primitive::Elementwise(p) => elementwise_op(p, outs),
+        Primitive::Structural(p) => structural_op(p, ins, outs),
+        Primitive::Indexing(p) => indexing_op(p, ins, outs),
+        Primitive::Reduction(p) => reduction_op(p, ins),
+        Primitive::Linalg(p) => linalg_op(p, ins, outs),
+        // Control flow runs its bodies; refs and Pallas primitives have
+        // their own steps (`native_step`); collectives are unbound in a
+        // compiled program.
+        Primitive::Control(_)
+        | Primitive::State(_)
+        | Primitive::Pallas(_)
+        | Primitive::Collective(_) => Err(no_native_op(primitive.name())),
+    }
+}
+
+fn no_native_op(name: &str) -> String {
+    format!("`{name}` has no native step")
+}
+
+fn elementwise_op(
+    p: &Elementwise,
+    outs: &[(DType, Vec<usize>)],
+) -> Result<Box<dyn NativeOp>, String> {
+    Ok(match p {
+        Elementwise::BitcastConvertType(BitcastConvertTypeParams { new_dtype }) => {
+            Box::new(misc::Bitcast::new(*new_dtype, outs)?)
+        }
+        Elementwise::ReducePrecision(ReducePrecisionParams {
+            exponent_bits,
+            mantissa_bits,
+        }) => Box::new(misc::ReducePrecision::new(*exponent_bits, *mantissa_bits)),
+        // Fused kernels compute these.
+        Elementwise::Unary(_)
+        | Elementwise::Binary(_)
+        | Elementwise::IntegerPow(_)
+        | Elementwise::Round(_)
+        | Elementwise::ConvertElementType(_)
+        | Elementwise::SelectN
+        | Elementwise::Clamp => return Err(no_native_op(p.name())),
+    })
+}
+
+fn structural_op(
+    p: &Structural,
+    ins: &[Vec<usize>],
+    outs: &[(DType, Vec<usize>)],
+) -> Result<Box<dyn NativeOp>, String> {
+    Ok(match p {
+        Structural::Tile(_) => Box::new(misc::Take::tile(ins, outs)?),
+        Structural::Reshape(ReshapeParams {
+            dimensions: Some(perm),
+            ..
+        }) => Box::new(misc::Take::transpose_reshape(ins, perm, outs)?),
+        Structural::Stack(StackParams { axis }) => Box::new(misc::Stack::new(*axis, ins, outs)?),
+        // Index maps of fused kernels, or the static steps' copies.
+        Structural::Reshape(ReshapeParams {
+            dimensions: None, ..
+        })
+        | Structural::BroadcastInDim(_)
+        | Structural::Transpose(_)
+        | Structural::Squeeze(_)
+        | Structural::Rev(_)
+        | Structural::Pad(_)
+        | Structural::Concatenate(_)
+        | Structural::Iota(_)
+        | Structural::Split(_)
+        | Structural::Empty2(_) => return Err(no_native_op(p.name())),
+    })
+}
+
+fn indexing_op(
+    p: &Indexing,
+    ins: &[Vec<usize>],
+    outs: &[(DType, Vec<usize>)],
+) -> Result<Box<dyn NativeOp>, String> {
+    Ok(match p {
+        Indexing::DynamicSlice(DynamicSliceParams { slice_sizes }) => {
             Box::new(gather::DynamicSlice::new(ins, &slice_sizes.to_usizes())?)
         }
-        Primitive::Indexing(Indexing::DynamicUpdateSlice) => {
-            Box::new(gather::DynamicUpdateSlice::new(ins)?)
-        }
-        Primitive::Indexing(Indexing::Gather(GatherParams {
+        Indexing::DynamicUpdateSlice => Box::new(gather::DynamicUpdateSlice::new(ins)?),
+        Indexing::Gather(GatherParams {
             dimension_numbers,
             fill_value,
             mode,
             slice_sizes,
             ..
-        })) => Box::new(gather::Gather::new(
+        }) => Box::new(gather::Gather::new(
             ins,
             dimension_numbers,
             *fill_value,
@@ -362,21 +480,39 @@ pub(crate) fn build_op(
             &slice_sizes.to_usizes(),
             outs,
         )?),
-        Primitive::Indexing(Indexing::Scatter(ScatterParams {
+        Indexing::Scatter(ScatterParams {
             kind,
             dimension_numbers,
             mode,
             ..
-        })) => Box::new(gather::Scatter::new(ins, *kind, dimension_numbers, *mode)?),
-        Primitive::Reduction(Reduction::Sort(SortParams {
+        }) => Box::new(gather::Scatter::new(ins, *kind, dimension_numbers, *mode)?),
+        // An index map of fused kernels.
+        Indexing::Slice(_) => return Err(no_native_op(p.name())),
+    })
+}
+
+fn reduction_op(p: &Reduction, ins: &[Vec<usize>]) -> Result<Box<dyn NativeOp>, String> {
+    Ok(match p {
+        Reduction::Sort(SortParams {
             dimension,
             num_keys,
             ..
-        })) => Box::new(sort::Sort::new(ins, *dimension, *num_keys)?),
-        Primitive::Reduction(Reduction::TopK(TopKParams { k, axis })) => {
-            Box::new(sort::TopK::new(ins, *k, *axis)?)
+        }) => Box::new(sort::Sort::new(ins, *dimension, *num_keys)?),
+        Reduction::TopK(TopKParams { k, axis }) => Box::new(sort::TopK::new(ins, *k, *axis)?),
+        // Fused reduce groups, or the static steps' line scans.
+        Reduction::Reduce(_) | Reduction::ArgReduce(_) | Reduction::Cumulative(_) => {
+            return Err(no_native_op(p.name()))
         }
-        Primitive::Linalg(Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
+    })
+}
+
+fn linalg_op(
+    p: &Linalg,
+    ins: &[Vec<usize>],
+    outs: &[(DType, Vec<usize>)],
+) -> Result<Box<dyn NativeOp>, String> {
+    Ok(match p {
+        Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides,
             padding,
             lhs_dilation,
@@ -385,7 +521,7 @@ pub(crate) fn build_op(
             feature_group_count,
             batch_group_count,
             ..
-        })) => Box::new(conv::Conv::new(
+        }) => Box::new(conv::Conv::new(
             ins,
             outs,
             conv::ConvParams {
@@ -398,26 +534,11 @@ pub(crate) fn build_op(
                 batch_group_count: *batch_group_count,
             },
         )?),
-        Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
-            new_dtype,
-        })) => Box::new(misc::Bitcast::new(*new_dtype, outs)?),
-        Primitive::Elementwise(Elementwise::ReducePrecision(ReducePrecisionParams {
-            exponent_bits,
-            mantissa_bits,
-        })) => Box::new(misc::ReducePrecision::new(*exponent_bits, *mantissa_bits)),
-        Primitive::Structural(Structural::Tile(_)) => Box::new(misc::Take::tile(ins, outs)?),
-        Primitive::Structural(Structural::Reshape(ReshapeParams {
-            dimensions: Some(perm),
-            ..
-        })) => Box::new(misc::Take::transpose_reshape(ins, perm, outs)?),
-        Primitive::Structural(Structural::Stack(StackParams { axis })) => {
-            Box::new(misc::Stack::new(*axis, ins, outs)?)
-        }
-        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
+        Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,
             ..
-        })) => {
+        }) => {
             let dt = match (preferred_element_type, outs.first()) {
                 (Some(d), _) => *d,
                 (None, Some((d, _))) => *d,
@@ -425,6 +546,5 @@ pub(crate) fn build_op(
             };
             Box::new(conv::CastDot::new(ins, dimension_numbers, dt)?)
         }
-        other => return Err(format!("`{}` has no native step", other.name())),
     })
 }
