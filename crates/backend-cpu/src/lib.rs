@@ -231,6 +231,7 @@ mod hugepages;
 mod jit;
 mod kernel;
 mod native;
+mod opaque;
 mod pool;
 mod prep;
 mod program;

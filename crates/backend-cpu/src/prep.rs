@@ -5,11 +5,12 @@
 //! control-flow group's scratch: carries, temporaries and its bodies'
 //! arenas) at a fixed arena offset.
 
-use crate::compile::{cannot, opaque_step, Options};
+use crate::compile::{cannot, Options};
 use crate::dot::DotPlan;
 use crate::exec::{identity_array, Step, StepCall};
 use crate::jit::{CodeBuilder, Shape};
 use crate::kernel::{compile_group, GenError, Inline};
+use crate::opaque::opaque_step;
 use crate::runtime::PARALLEL_MIN_WORK;
 use jaxon_ir::passes::{
     plan_fusion, plan_memory, value_bytes, GroupKind, MemoryOptions, MemoryPlan,
