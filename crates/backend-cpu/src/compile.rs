@@ -4,6 +4,8 @@
 //! `JAXON_DUMP=dir` it writes the jaxpr, the plans (fusion and memory, of
 //! every nested jaxpr too) and each function's CLIF to `dir`.
 
+use crate::error::run_error;
+use crate::error::CpuError;
 use crate::exec::{Operand, Program, ResultSrc};
 use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
 use crate::prep::{prep, Tables};
@@ -72,9 +74,9 @@ pub(crate) fn describe_eqn(jaxpr: &Jaxpr, i: usize) -> String {
 /// The cpu backend cannot compile equation `i` of `jaxpr`: an
 /// [`IrError::Unsupported`] naming its primitive, the reason and the
 /// equation.
-pub(crate) fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
+pub(crate) fn cannot(jaxpr: &Jaxpr, i: usize, why: impl std::fmt::Display) -> IrError {
     let name = jaxpr.eqns.get(i).map_or("?", |e| e.primitive.name());
-    IrError::unsupported("cpu", name, format!("{why} ({})", describe_eqn(jaxpr, i)))
+    CpuError::unsupported(name, format!("{why} ({})", describe_eqn(jaxpr, i))).into()
 }
 
 pub(crate) fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
@@ -137,13 +139,11 @@ pub(crate) fn compile_program_strided(
         let a = jaxpr
             .try_aval(*v)
             .ok_or_else(|| IrError::Invalid("invar out of range".into()))?;
-        let sa = a.as_array().ok_or_else(|| {
-            IrError::Eval("cpu backend: `Ref` arguments are not supported yet".into())
-        })?;
+        let sa = a
+            .as_array()
+            .ok_or_else(|| run_error("`Ref` arguments are not supported yet"))?;
         if sa.static_sizes().is_none() {
-            return Err(IrError::Eval(
-                "cpu backend: dynamic shapes are not supported yet".into(),
-            ));
+            return Err(run_error("dynamic shapes are not supported yet"));
         }
         in_avals.push(sa.clone());
     }
@@ -168,12 +168,10 @@ pub(crate) fn compile_program_strided(
                     let aval = jaxpr
                         .try_aval(*v)
                         .and_then(|a| a.as_array())
-                        .ok_or_else(|| {
-                            IrError::Eval("cpu backend: output is not an array".into())
-                        })?;
-                    let shape = aval.static_sizes().ok_or_else(|| {
-                        IrError::Eval("cpu backend: dynamic shapes are not supported yet".into())
-                    })?;
+                        .ok_or_else(|| run_error("output is not an array"))?;
+                    let shape = aval
+                        .static_sizes()
+                        .ok_or_else(|| run_error("dynamic shapes are not supported yet"))?;
                     outputs.insert(*v, n_in + n_consts + out_bufs.len());
                     out_bufs.push((aval.dtype, shape));
                     ResultSrc::Buffer(out_bufs.len() - 1)
@@ -223,7 +221,7 @@ pub(crate) fn compile_program_strided(
                 .get(i)
                 .cloned()
                 .flatten()
-                .ok_or_else(|| IrError::Eval("cpu backend: missing kernel".into()))
+                .ok_or_else(|| run_error("missing kernel"))
         })
         .collect::<Result<_, _>>()?;
     if let Some(dir) = dump {

@@ -3,6 +3,7 @@
 //! padding) and `concatenate`. Each copies the elements of its operands
 //! into a fresh output in one pass; no interpreter is involved.
 
+use crate::error::run_error;
 use jaxon_ir::{HostArray, IrError, Storage};
 
 /// Copies every element of `src` to `dst[offset(i)]` where `i` is its
@@ -39,8 +40,8 @@ fn place(
                     }
                 })*
                 _ => {
-                    return Err(IrError::Eval(format!(
-                        "cpu backend: copy from {} into {}",
+                    return Err(run_error(format!(
+                        "copy from {} into {}",
                         src.dtype(),
                         dst.dtype()
                     )))
@@ -59,7 +60,7 @@ fn filled(value: &HostArray, shape: &[usize]) -> Result<HostArray, IrError> {
         ($($v:ident),*) => {
             match value.data() {
                 $(Storage::$v(s) => Storage::$v(vec![
-                    *s.first().ok_or_else(|| IrError::Eval("cpu backend: empty pad value".into()))?;
+                    *s.first().ok_or_else(|| run_error("empty pad value"))?;
                     n
                 ]),)*
             }
@@ -104,7 +105,7 @@ pub(crate) fn concatenate(
 ) -> Result<HostArray, IrError> {
     let first = xs
         .first()
-        .ok_or_else(|| IrError::Eval("cpu backend: concatenate of nothing".into()))?;
+        .ok_or_else(|| run_error("concatenate of nothing"))?;
     let mut out = HostArray::zeros(first.dtype(), out_shape);
     let mut st = vec![1usize; out_shape.len()];
     for d in (0..out_shape.len().saturating_sub(1)).rev() {
@@ -132,8 +133,8 @@ pub(crate) fn split(
     sizes: &[usize],
 ) -> Result<Vec<HostArray>, IrError> {
     if axis >= x.ndim() || sizes.iter().sum::<usize>() != x.shape()[axis] {
-        return Err(IrError::Eval(format!(
-            "cpu backend: split of {:?} into {sizes:?} along {axis}",
+        return Err(run_error(format!(
+            "split of {:?} into {sizes:?} along {axis}",
             x.shape()
         )));
     }

@@ -3,6 +3,7 @@
 //! (the interpreter's order, so float results are bit-identical; f16/bf16
 //! compute in f32 and round after each step).
 
+use crate::error::run_error;
 use jaxon_ir::primitive::CumulativeOp;
 use jaxon_ir::{HostArray, IrError, Storage};
 
@@ -207,8 +208,8 @@ pub(crate) fn arg_reduce(
 ) -> Result<HostArray, IrError> {
     let shape = x.shape().to_vec();
     if axis >= shape.len() || shape[axis] == 0 || !index_dtype.is_int() {
-        return Err(IrError::Eval(format!(
-            "cpu backend: arg reduction of {shape:?} along {axis} to {index_dtype}"
+        return Err(run_error(format!(
+            "arg reduction of {shape:?} along {axis} to {index_dtype}"
         )));
     }
     let len = shape[axis];

@@ -31,6 +31,8 @@ mod microkernel;
 mod packed;
 mod split;
 
+use crate::error::run_error;
+use crate::error::CpuError;
 pub(crate) use fuse::{fuse_accumulate, fuse_box_reads, fuse_slices};
 use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::{DType, HostArray, IrError, Storage};
@@ -169,7 +171,7 @@ impl DotPlan {
         rs: &[usize],
         dn: &DotDimensionNumbers,
         dtype: DType,
-    ) -> Result<DotPlan, String> {
+    ) -> Result<DotPlan, CpuError> {
         let bad = || format!("dimension numbers {dn:?} do not fit shapes {ls:?} and {rs:?}");
         let in_range = |ds: &[usize], r: usize| ds.iter().all(|&d| d < r);
         if dn.lhs_batch.len() != dn.rhs_batch.len()
@@ -179,11 +181,11 @@ impl DotPlan {
             || !in_range(&dn.rhs_batch, rs.len())
             || !in_range(&dn.rhs_contracting, rs.len())
         {
-            return Err(bad());
+            return Err(bad().into());
         }
         let same = |a: &[usize], b: &[usize]| a.iter().zip(b).all(|(&x, &y)| ls[x] == rs[y]);
         if !same(&dn.lhs_batch, &dn.rhs_batch) || !same(&dn.lhs_contracting, &dn.rhs_contracting) {
-            return Err(bad());
+            return Err(bad().into());
         }
         let lfree: Vec<usize> = (0..ls.len())
             .filter(|d| !dn.lhs_batch.contains(d) && !dn.lhs_contracting.contains(d))
@@ -333,9 +335,8 @@ impl DotPlan {
             }
         }
         if self.accumulate || self.out_rs.is_some() || self.layout.views != [None, None] {
-            return Err(IrError::Eval(
-                "cpu backend: internal error: accumulating dot_general without a direct GEMM"
-                    .into(),
+            return Err(run_error(
+                "internal error: accumulating dot_general without a direct GEMM",
             ));
         }
         // Other dtypes and permuted operands: through host arrays.

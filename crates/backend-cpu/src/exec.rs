@@ -2,6 +2,7 @@
 //! GEMM calls) over an environment of host arrays indexed by variable.
 
 use crate::dot::DotPlan;
+use crate::error::run_error;
 use crate::jit::{CodeModule, Kernel, ProgramFn};
 use crate::kernel::identity_int;
 use crate::pool::{Pool, PooledBuffer};
@@ -266,7 +267,7 @@ fn operand_ref<'e>(env: &'e [Option<Slot>], o: &'e Operand) -> Result<&'e HostAr
             .get(v.index())
             .and_then(|s| s.as_ref())
             .map(|s| s.get())
-            .ok_or_else(|| IrError::Eval(format!("cpu backend: variable {} not computed", v.0))),
+            .ok_or_else(|| run_error(format!("variable {} not computed", v.0))),
     }
 }
 
@@ -380,9 +381,7 @@ fn run_step(
                                 .get(v.index())
                                 .and_then(|s| s.as_ref())
                                 .map(|s| s.get().clone())
-                                .ok_or_else(|| {
-                                    IrError::Eval("cpu backend: operand not computed".into())
-                                })?,
+                                .ok_or_else(|| run_error("operand not computed"))?,
                         })
                     };
                     let r = plan.run(&get(lhs)?, &get(rhs)?, threads)?;
@@ -412,7 +411,7 @@ pub(crate) fn run_step_call(
     for ((v, _, _), a) in call.ins.iter().zip(ins) {
         let slot = env
             .get_mut(v.index())
-            .ok_or_else(|| IrError::Eval("cpu backend: step operand out of range".into()))?;
+            .ok_or_else(|| run_error("step operand out of range"))?;
         *slot = Some(Slot::Owned(a));
     }
     let mut env = run_step(&call.step, env, threads)?;
@@ -421,10 +420,7 @@ pub(crate) fn run_step_call(
         .map(
             |(v, _, _)| match env.get_mut(v.index()).and_then(Option::take) {
                 Some(Slot::Owned(a)) => Ok(a),
-                None => Err(IrError::Eval(format!(
-                    "cpu backend: step did not compute variable {}",
-                    v.0
-                ))),
+                None => Err(run_error(format!("step did not compute variable {}", v.0))),
             },
         )
         .collect()
@@ -445,8 +441,8 @@ impl CpuExecutable {
     pub(crate) fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
         let p = &*self.program;
         if args.len() != p.in_avals.len() || self.consts.len() != p.n_consts {
-            return Err(IrError::Eval(format!(
-                "cpu backend: expected {} arguments, got {}",
+            return Err(run_error(format!(
+                "expected {} arguments, got {}",
                 p.in_avals.len(),
                 args.len()
             )));
@@ -461,8 +457,8 @@ impl CpuExecutable {
                     .all(|(&n, d)| d.as_const() == Some(n));
             if a.dtype() != want.dtype || !same_shape {
                 let got = a.aval();
-                return Err(IrError::Eval(format!(
-                    "cpu backend: argument of type {got:?} where {want:?} was compiled"
+                return Err(run_error(format!(
+                    "argument of type {got:?} where {want:?} was compiled"
                 )));
             }
         }
@@ -518,9 +514,10 @@ impl CpuExecutable {
         for r in &p.results {
             let b: Arc<dyn Buffer> = match r {
                 ResultSrc::Buffer(i) => {
-                    let a = outs.get_mut(*i).and_then(Option::take).ok_or_else(|| {
-                        IrError::Eval("cpu backend: output buffer used twice".into())
-                    })?;
+                    let a = outs
+                        .get_mut(*i)
+                        .and_then(Option::take)
+                        .ok_or_else(|| run_error("output buffer used twice"))?;
                     Arc::new(PooledBuffer::new(a, self.pool.clone()))
                 }
                 ResultSrc::Input(i) => host(args[*i].clone()),
@@ -530,7 +527,7 @@ impl CpuExecutable {
                 ResultSrc::Again(i) => results
                     .get(*i)
                     .cloned()
-                    .ok_or_else(|| IrError::Eval("cpu backend: bad repeated result".into()))?,
+                    .ok_or_else(|| run_error("bad repeated result"))?,
             };
             results.push(b);
         }
@@ -564,15 +561,14 @@ pub(crate) fn with_host_args<R>(
             None => Some(b.to_host()?),
         });
     }
-    let arrays: Vec<&HostArray> =
-        args.iter()
-            .zip(&owned)
-            .map(|(b, o)| match o {
-                Some(a) => Ok(a),
-                None => host_array(b)
-                    .ok_or_else(|| IrError::Eval("cpu backend: buffer vanished".into())),
-            })
-            .collect::<Result<_, _>>()?;
+    let arrays: Vec<&HostArray> = args
+        .iter()
+        .zip(&owned)
+        .map(|(b, o)| match o {
+            Some(a) => Ok(a),
+            None => host_array(b).ok_or_else(|| run_error("buffer vanished")),
+        })
+        .collect::<Result<_, _>>()?;
     f(&arrays)
 }
 

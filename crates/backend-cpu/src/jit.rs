@@ -22,6 +22,7 @@
 //! - Trampoline symbols registered here are the `extern "C"` functions of
 //!   `runtime` with the signature the program emitter declares for them.
 
+use crate::error::run_error;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::ir;
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
@@ -95,15 +96,10 @@ fn compile_one(isa: &dyn TargetIsa, p: Pending, disasm: bool) -> Result<Compiled
     let mut ctx = cranelift_codegen::Context::for_function(func);
     ctx.set_disasm(disasm);
     ctx.compile(isa, &mut ControlPlane::default())
-        .map_err(|e| {
-            IrError::Eval(format!(
-                "cpu backend: {name}: cannot compile: {:?}",
-                e.inner
-            ))
-        })?;
+        .map_err(|e| run_error(format!("{name}: cannot compile: {:?}", e.inner)))?;
     let code = ctx
         .compiled_code()
-        .ok_or_else(|| IrError::Eval(format!("cpu backend: {name}: no code")))?;
+        .ok_or_else(|| run_error(format!("{name}: no code")))?;
     let alignment = (code.buffer.alignment as u64)
         .max(isa.function_alignment().minimum as u64)
         .max(isa.symbol_alignment());
@@ -135,7 +131,7 @@ pub(crate) struct Shape {
 
 /// The host ISA with speed optimisation.
 pub(crate) fn host_isa() -> Result<OwnedTargetIsa, IrError> {
-    let err = |e: String| IrError::Eval(format!("cpu backend: cannot set up the host ISA: {e}"));
+    let err = |e: String| run_error(format!("cannot set up the host ISA: {e}"));
     let mut flags = settings::builder();
     flags
         .set("opt_level", "speed")
@@ -201,7 +197,7 @@ impl CodeBuilder {
         }
         self.module
             .declare_function(name, cranelift_module::Linkage::Import, &sig)
-            .map_err(|e| IrError::Eval(format!("cpu backend: {name}: {e}")))
+            .map_err(|e| run_error(format!("{name}: {e}")))
     }
 
     /// Declares `func` for compilation and returns its index. `shape` is
@@ -216,7 +212,7 @@ impl CodeBuilder {
         let id = self
             .module
             .declare_function(name, cranelift_module::Linkage::Local, &func.signature)
-            .map_err(|e| IrError::Eval(format!("cpu backend: {name}: {e}")))?;
+            .map_err(|e| run_error(format!("{name}: {e}")))?;
         self.pending.push(Pending {
             name: name.to_string(),
             id,
@@ -238,43 +234,42 @@ impl CodeBuilder {
         let isa = self.module.isa();
         let size = |p: &Pending| p.func.dfg.num_insts();
         let insts: usize = pending.iter().map(size).sum();
-        let compiled: Vec<Result<Compiled, IrError>> = if insts < PARALLEL_COMPILE_MIN_INSTS
-            || pending.len() < 2
-        {
-            pending
-                .drain(..)
-                .map(|p| compile_one(isa, p, disasm))
-                .collect()
-        } else {
-            // Largest first, each to the less loaded of two threads;
-            // results go back to definition order.
-            let mut indexed: Vec<(usize, Pending)> = pending.drain(..).enumerate().collect();
-            indexed.sort_by_key(|(_, p)| std::cmp::Reverse(size(p)));
-            let (mut mine, mut theirs) = (Vec::new(), Vec::new());
-            let (mut load_mine, mut load_theirs) = (0, 0);
-            for item in indexed {
-                if load_mine <= load_theirs {
-                    load_mine += size(&item.1);
-                    mine.push(item);
-                } else {
-                    load_theirs += size(&item.1);
-                    theirs.push(item);
-                }
-            }
-            let run = |part: Vec<(usize, Pending)>| -> Vec<(usize, Result<Compiled, IrError>)> {
-                part.into_iter()
-                    .map(|(k, p)| (k, compile_one(isa, p, disasm)))
+        let compiled: Vec<Result<Compiled, IrError>> =
+            if insts < PARALLEL_COMPILE_MIN_INSTS || pending.len() < 2 {
+                pending
+                    .drain(..)
+                    .map(|p| compile_one(isa, p, disasm))
                     .collect()
+            } else {
+                // Largest first, each to the less loaded of two threads;
+                // results go back to definition order.
+                let mut indexed: Vec<(usize, Pending)> = pending.drain(..).enumerate().collect();
+                indexed.sort_by_key(|(_, p)| std::cmp::Reverse(size(p)));
+                let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+                let (mut load_mine, mut load_theirs) = (0, 0);
+                for item in indexed {
+                    if load_mine <= load_theirs {
+                        load_mine += size(&item.1);
+                        mine.push(item);
+                    } else {
+                        load_theirs += size(&item.1);
+                        theirs.push(item);
+                    }
+                }
+                let run = |part: Vec<(usize, Pending)>| -> Vec<(usize, Result<Compiled, IrError>)> {
+                    part.into_iter()
+                        .map(|(k, p)| (k, compile_one(isa, p, disasm)))
+                        .collect()
+                };
+                let (a, b) = std::thread::scope(|sc| {
+                    let other = sc.spawn(|| run(theirs));
+                    (run(mine), other.join())
+                });
+                let b = b.map_err(|_| run_error("the compiler panicked"))?;
+                let mut all: Vec<_> = a.into_iter().chain(b).collect();
+                all.sort_by_key(|(k, _)| *k);
+                all.into_iter().map(|(_, r)| r).collect()
             };
-            let (a, b) = std::thread::scope(|sc| {
-                let other = sc.spawn(|| run(theirs));
-                (run(mine), other.join())
-            });
-            let b = b.map_err(|_| IrError::Eval("cpu backend: the compiler panicked".into()))?;
-            let mut all: Vec<_> = a.into_iter().chain(b).collect();
-            all.sort_by_key(|(k, _)| *k);
-            all.into_iter().map(|(_, r)| r).collect()
-        };
         for c in compiled {
             let c = c?;
             let id = c.id;
@@ -286,9 +281,7 @@ impl CodeBuilder {
                 .into_owned();
             self.module
                 .define_function_bytes(id, c.alignment, &c.bytes, &c.relocs)
-                .map_err(|e| {
-                    IrError::Eval(format!("cpu backend: {name}: cannot place code: {e}"))
-                })?;
+                .map_err(|e| run_error(format!("{name}: cannot place code: {e}")))?;
             if let (Some(d), Some(text)) = (self.disasm.as_mut(), c.disasm) {
                 d.push_str(&format!("; {name}\n{text}\n"));
             }
@@ -303,11 +296,7 @@ impl CodeBuilder {
         let (ptrs, code) = self.finalize()?;
         let entry = match ptrs.get(program) {
             Some((p, None)) => *p,
-            _ => {
-                return Err(IrError::Eval(
-                    "cpu backend: missing program function".into(),
-                ))
-            }
+            _ => return Err(run_error("missing program function")),
         };
         let kernels = ptrs
             .into_iter()
@@ -329,9 +318,8 @@ impl CodeBuilder {
         let (ptrs, code) = self.finalize()?;
         ptrs.into_iter()
             .map(|(p, shape)| {
-                let shape = shape.ok_or_else(|| {
-                    IrError::Eval("cpu backend: a kernel module holds a program function".into())
-                })?;
+                let shape =
+                    shape.ok_or_else(|| run_error("a kernel module holds a program function"))?;
                 Ok(kernel(p, shape, &code))
             })
             .collect()
@@ -344,7 +332,7 @@ impl CodeBuilder {
         self.compile_all()?;
         self.module
             .finalize_definitions()
-            .map_err(|e| IrError::Eval(format!("cpu backend: cannot finalise code: {e}")))?;
+            .map_err(|e| run_error(format!("cannot finalise code: {e}")))?;
         let ptrs = self
             .funcs
             .iter()

@@ -226,6 +226,7 @@ mod cumulative;
 mod discharge;
 mod dot;
 mod dynamic;
+mod error;
 mod exec;
 mod hugepages;
 mod jit;

@@ -210,7 +210,7 @@ fn reduction_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Reduction) -> Result<S
                 .map(|a| a.dtype())
                 .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
             if *op == jaxon_ir::primitive::CumulativeOp::Cumlogsumexp && !dt.is_float() {
-                return Err(cannot(jaxpr, e, &format!("cumlogsumexp of {dt}")));
+                return Err(cannot(jaxpr, e, format!("cumlogsumexp of {dt}")));
             }
             Ok(Step::Cumulative {
                 op: *op,

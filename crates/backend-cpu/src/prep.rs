@@ -7,6 +7,7 @@
 
 use crate::compile::{cannot, Options};
 use crate::dot::DotPlan;
+use crate::error::CpuError;
 use crate::exec::{identity_array, Step, StepCall};
 use crate::jit::{CodeBuilder, Shape};
 use crate::kernel::{compile_group, GenError, Inline};
@@ -245,7 +246,7 @@ fn prep_sub(
     closed: &ClosedJaxpr,
     eligible: &[bool],
     label: &str,
-) -> Result<Prep, String> {
+) -> Result<Prep, CpuError> {
     let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
     if simple
         .jaxpr

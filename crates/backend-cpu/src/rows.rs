@@ -10,6 +10,7 @@
 //! the rows it is given; the run's invariants make row `r` depend only on
 //! rows `r` of the run's own values).
 
+use crate::error::run_error;
 use crate::jit::Shape;
 use crate::prep::{GPrep, Tables};
 use crate::runtime::PARALLEL_MIN_WORK;
@@ -157,12 +158,12 @@ fn make_run(
     let mut row_bytes = 0usize;
     for &g in members {
         let GPrep::Kernel(k) = &groups[g] else {
-            return Err(IrError::Eval("cpu backend: row run of a non-kernel".into()));
+            return Err(run_error("row run of a non-kernel"));
         };
         let id = k
             .func
             .and_then(|f| t.cb.func_id(f))
-            .ok_or_else(|| IrError::Eval("cpu backend: row run member without code".into()))?;
+            .ok_or_else(|| run_error("row run member without code"))?;
         ids.push(id);
         splittable &= k.splittable;
         for v in k.inputs.iter().chain(std::iter::once(&k.out)) {

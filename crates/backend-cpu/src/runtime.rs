@@ -19,6 +19,7 @@
 //! - Panics never unwind into generated code: each trampoline catches them
 //!   and records an error in the context, which the caller returns.
 
+use crate::error::run_error;
 use crate::exec::Program;
 use crate::jit::{KernelFn, ProgramFn};
 use jaxon_ir::{with_storage, DType, HostArray, IrError, Storage};
@@ -50,9 +51,7 @@ pub(crate) fn call_program(
 ) -> Result<(), IrError> {
     let need = ctx.program.arena_bytes;
     if arena.len() * 8 < need || io.len() != ctx.program.io_len() {
-        return Err(IrError::Eval(
-            "cpu backend: program called with a bad frame".into(),
-        ));
+        return Err(run_error("program called with a bad frame"));
     }
     // SAFETY: module invariants: the io pointers and arena were sized by
     // the caller from the program's compiled types and memory plan
@@ -66,7 +65,7 @@ pub(crate) fn call_program(
     };
     match ctx.error.lock() {
         Ok(mut e) => e.take().map_or(Ok(()), Err),
-        Err(_) => Err(IrError::Eval("cpu backend: a native step panicked".into())),
+        Err(_) => Err(run_error("a native step panicked")),
     }
 }
 
@@ -168,7 +167,7 @@ pub(crate) extern "C" fn tramp_par_kernel(ctx: *const RunCtx, k: u64, ptrs: *con
     // SAFETY: module invariants (`ctx` is live during the call).
     let ctx = unsafe { &*ctx };
     let Some(kernel) = ctx.program.par_kernels.get(k as usize) else {
-        ctx.fail(IrError::Eval("cpu backend: bad kernel index".into()));
+        ctx.fail(run_error("bad kernel index"));
         return;
     };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -178,9 +177,7 @@ pub(crate) extern "C" fn tramp_par_kernel(ctx: *const RunCtx, k: u64, ptrs: *con
         unsafe { run_split(kernel.entry(), ptrs, kernel.extent(), threads) }
     }));
     if r.is_err() {
-        ctx.fail(IrError::Eval(
-            "cpu backend: a kernel thread panicked".into(),
-        ));
+        ctx.fail(run_error("a kernel thread panicked"));
     }
 }
 
@@ -193,7 +190,7 @@ pub(crate) extern "C" fn tramp_dot(ctx: *const RunCtx, k: u64, ptrs: *const *mut
             .program
             .dots
             .get(k as usize)
-            .ok_or_else(|| IrError::Eval("cpu backend: bad dot index".into()))?;
+            .ok_or_else(|| run_error("bad dot index"))?;
         // SAFETY: three pointers to the operands and the result, each of
         // its compiled size; the result does not alias the operands.
         let (l, r, o) = unsafe { (*ptrs, *ptrs.add(1), *ptrs.add(2)) };
@@ -202,7 +199,7 @@ pub(crate) extern "C" fn tramp_dot(ctx: *const RunCtx, k: u64, ptrs: *const *mut
     match r {
         Ok(Ok(())) => {}
         Ok(Err(e)) => ctx.fail(e),
-        Err(_) => ctx.fail(IrError::Eval("cpu backend: dot_general panicked".into())),
+        Err(_) => ctx.fail(run_error("dot_general panicked")),
     }
 }
 
@@ -216,7 +213,7 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
             .program
             .steps
             .get(k as usize)
-            .ok_or_else(|| IrError::Eval("cpu backend: bad step index".into()))?;
+            .ok_or_else(|| run_error("bad step index"))?;
         let n = call.ins.len() + call.outs.len();
         // SAFETY: the table holds one pointer per operand and result.
         let table = unsafe { std::slice::from_raw_parts(ptrs, n) };
@@ -238,8 +235,8 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
         let outs = crate::exec::run_step_call(call, ins, ctx.threads)?;
         for ((a, (_, dt, shape)), &p) in outs.iter().zip(&call.outs).zip(&table[call.ins.len()..]) {
             if a.dtype() != *dt || a.shape() != shape.as_slice() {
-                return Err(IrError::Eval(format!(
-                    "cpu backend: a native step returned {:?} where {dt}{shape:?} was planned",
+                return Err(run_error(format!(
+                    "a native step returned {:?} where {dt}{shape:?} was planned",
                     a.aval()
                 )));
             }
@@ -252,7 +249,7 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
     match r {
         Ok(Ok(())) => {}
         Ok(Err(e)) => ctx.fail(e),
-        Err(_) => ctx.fail(IrError::Eval("cpu backend: a native step panicked".into())),
+        Err(_) => ctx.fail(run_error("a native step panicked")),
     }
 }
 
@@ -307,7 +304,7 @@ pub(crate) fn run_flat_kernel(
     n: usize,
     threads: usize,
 ) -> Result<(), IrError> {
-    let bad = |what: String| Err(IrError::Eval(format!("cpu backend: flat kernel: {what}")));
+    let bad = |what: String| Err(run_error(format!("flat kernel: {what}")));
     for (k, (a, dt, full)) in inputs.iter().enumerate() {
         let want = if *full { n } else { 1 };
         if a.dtype() != *dt || a.len() != want {

@@ -4,6 +4,7 @@
 //! place, with the ref's strides, instead of copying it out first.
 
 use super::DotPlan;
+use crate::error::run_error;
 use crate::native::{NativeOp, RawArg};
 use jaxon_ir::{HostArray, IrError, Storage};
 
@@ -28,7 +29,7 @@ pub(crate) struct BoxDot {
 
 impl NativeOp for BoxDot {
     fn run(&self, inputs: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
-        let bad = || IrError::Eval("cpu backend: dot_general of box reads: bad operands".into());
+        let bad = || run_error("dot_general of box reads: bad operands");
         let mut at = 0;
         let mut ops = Vec::with_capacity(2);
         for r in &self.reads {

@@ -12,6 +12,8 @@
 //! routine is a compile-time error naming it.
 
 use super::{movement, reduce};
+use crate::error::run_error;
+use crate::error::CpuError;
 use crate::native::{build_op, NativeOp};
 use jaxon_ir::primitive::{
     ArgReduceParams, BroadcastInDimParams, Collective, ConcatenateParams, Control,
@@ -83,15 +85,20 @@ pub(crate) enum DynOp {
 }
 
 fn fail(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+    run_error(format!("{m}"))
 }
 
 impl DynOp {
     /// The native kind of `eqn`, or `Err` with why it has none (the
     /// caller names the equation). `unfused` says why an elementwise
     /// equation did not compile as a flat run.
-    pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, String> {
-        let none = |why: &str| Err(format!("`{}` {why}", eqn.primitive.name()));
+    pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, CpuError> {
+        let none = |why: &str| {
+            Err(CpuError::Operands(format!(
+                "`{}` {why}",
+                eqn.primitive.name()
+            )))
+        };
         let built = || Ok(DynOp::Built(Mutex::new(None)));
         Ok(match &eqn.primitive {
             Primitive::Elementwise(p) => match p {
@@ -187,8 +194,8 @@ impl DynOp {
     /// `stack` built natively.
     fn structural(
         p: &Structural,
-        none: impl Fn(&str) -> Result<DynOp, String>,
-    ) -> Result<DynOp, String> {
+        none: impl Fn(&str) -> Result<DynOp, CpuError>,
+    ) -> Result<DynOp, CpuError> {
         Ok(match p {
             Structural::Iota(IotaParams { dimension, .. }) => DynOp::Iota {
                 dimension: *dimension,

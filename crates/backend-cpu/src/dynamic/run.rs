@@ -18,6 +18,7 @@ use super::scalar::ScalarRun;
 use super::typed::{elems, with_type, Typed};
 use super::{Body, DynProgram, Step};
 use crate::dot::DotPlan;
+use crate::error::run_error;
 use crate::exec::{identity_array, with_host_args};
 use crate::jit::Kernel;
 use crate::pool::{Pool, PooledBuffer};
@@ -215,7 +216,7 @@ impl Val<'_> {
 }
 
 fn fail(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+    run_error(format!("{m}"))
 }
 
 type Env<'a> = Vec<Option<Val<'a>>>;

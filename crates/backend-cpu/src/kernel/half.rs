@@ -9,6 +9,7 @@ use super::emit::{scalar_type, Em};
 use super::libm;
 use super::ops::{emit_op as emit_plain, Operand};
 use super::{err, GenError};
+use crate::error::CpuError;
 use cranelift_codegen::ir::types::I16;
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
@@ -82,7 +83,7 @@ pub(super) fn emit_op(
     prim: &Primitive,
     args: &[Operand],
     out: DType,
-) -> Result<Value, String> {
+) -> Result<Value, CpuError> {
     let cargs: Vec<Operand> = args
         .iter()
         .map(|a| Operand {

@@ -658,7 +658,7 @@ impl Gen {
                 } else {
                     emit_op(&mut em, self.gdt, &node.prim, &args, node.out_dt)
                 }
-                .map_err(|m| err(Some(node.eqn), m))?;
+                .map_err(|m| err(Some(node.eqn), m.to_string()))?;
             vals.push(v);
         }
         src_val(b, ev.target, &vals)

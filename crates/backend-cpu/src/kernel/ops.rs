@@ -9,6 +9,7 @@
 use super::emit::{iconst, scalar_type, Em};
 use super::lanes::Clif;
 use super::math;
+use crate::error::CpuError;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F64, I32, I64};
 use cranelift_codegen::ir::{InstBuilder, Value};
@@ -182,8 +183,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
     }
 }
 
-fn unsupported(what: &str, dt: DType) -> String {
-    format!("{what} on {dt} is not supported yet")
+fn unsupported(op: &'static str, dtype: DType) -> CpuError {
+    CpuError::DType { op, dtype }
 }
 
 /// Emits one elementwise equation. `gdt` is the group's float dtype (the
@@ -194,7 +195,7 @@ pub(crate) fn emit_op(
     prim: &Primitive,
     args: &[Operand],
     out: DType,
-) -> Result<Value, String> {
+) -> Result<Value, CpuError> {
     let arg = |i: usize| {
         args.get(i)
             .copied()
@@ -206,11 +207,15 @@ pub(crate) fn emit_op(
             // The index map already moved the read; the value passes through.
             let a = arg(0)?;
             if a.dt != out {
-                return Err(format!("{} changes dtype {} to {out}", prim.name(), a.dt));
+                return Err(format!("{} changes dtype {} to {out}", prim.name(), a.dt).into());
             }
             return Ok(a.v);
         }
-        Fused::No => return Err(format!("`{}` is not an elementwise rule", prim.name())),
+        Fused::No => {
+            return Err(CpuError::NotElementwise {
+                primitive: prim.name(),
+            })
+        }
     };
     match p {
         Elementwise::Unary(op) => unary(em, *op, arg(0)?),
@@ -228,12 +233,14 @@ pub(crate) fn emit_op(
         }
         // Native steps compute these.
         Elementwise::ReducePrecision(_) | Elementwise::BitcastConvertType(_) => {
-            Err(format!("`{}` is not an elementwise rule", prim.name()))
+            Err(CpuError::NotElementwise {
+                primitive: prim.name(),
+            })
         }
     }
 }
 
-fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
+fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, CpuError> {
     let dt = x.dt;
     let v = x.v;
     if dt.is_float() {
@@ -327,7 +334,7 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, String> {
     })
 }
 
-fn minmax(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, String> {
+fn minmax(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, CpuError> {
     let b = &mut em.b;
     let max = op == BinaryOp::Max;
     Ok(if x.dt.is_float() {
@@ -349,7 +356,13 @@ fn minmax(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, St
     })
 }
 
-fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, String> {
+fn binary(
+    em: &mut Em,
+    gdt: DType,
+    op: BinaryOp,
+    x: Operand,
+    y: Operand,
+) -> Result<Value, CpuError> {
     let dt = x.dt;
     // `pow` of a float by an integer converts the exponent first.
     let y = if op == BinaryOp::Pow && dt.is_float() && !y.dt.is_float() {
@@ -451,7 +464,7 @@ fn binary(em: &mut Em, gdt: DType, op: BinaryOp, x: Operand, y: Operand) -> Resu
     })
 }
 
-fn compare(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, String> {
+fn compare(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, CpuError> {
     let (a, c) = (x.v, y.v);
     if x.dt.is_float() {
         let cc = match op {
@@ -483,7 +496,7 @@ fn compare(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, S
 }
 
 /// `x ** y` by repeated squaring, in the interpreter's multiplication order.
-fn integer_pow(em: &mut Em, x: Operand, y: i64) -> Result<Value, String> {
+fn integer_pow(em: &mut Em, x: Operand, y: i64) -> Result<Value, CpuError> {
     let dt = x.dt;
     if dt.is_float() {
         let mut acc: Option<Value> = None;
@@ -540,7 +553,7 @@ fn integer_pow(em: &mut Em, x: Operand, y: i64) -> Result<Value, String> {
     Ok(acc)
 }
 
-fn round(em: &mut Em, x: Operand, method: RoundingMethod) -> Result<Value, String> {
+fn round(em: &mut Em, x: Operand, method: RoundingMethod) -> Result<Value, CpuError> {
     if !x.dt.is_float() {
         return Err(unsupported("round", x.dt));
     }
@@ -563,7 +576,7 @@ fn round(em: &mut Em, x: Operand, method: RoundingMethod) -> Result<Value, Strin
     })
 }
 
-fn select_n(em: &mut Em, args: &[Operand]) -> Result<Value, String> {
+fn select_n(em: &mut Em, args: &[Operand]) -> Result<Value, CpuError> {
     let (which, cases) = args
         .split_first()
         .ok_or_else(|| "select_n without operands".to_string())?;
@@ -595,13 +608,13 @@ fn select_n(em: &mut Em, args: &[Operand]) -> Result<Value, String> {
 }
 
 /// `convert_element_type` with the interpreter's cast semantics.
-fn convert(em: &mut Em, x: Operand, to: DType) -> Result<Value, String> {
+fn convert(em: &mut Em, x: Operand, to: DType) -> Result<Value, CpuError> {
     let from = x.dt;
     if from == to {
         return Ok(x.v);
     }
     if em.lanes > 1 {
-        return Err(format!("convert {from} to {to} in vector code"));
+        return Err(format!("convert {from} to {to} in vector code").into());
     }
     let to_ty = scalar_type(to).ok_or_else(|| unsupported("convert_element_type", to))?;
     let from_ty = scalar_type(from).ok_or_else(|| unsupported("convert_element_type", from))?;

@@ -8,6 +8,8 @@
 
 use super::{map_same, next_index, strides, Elem, NativeOp};
 use crate::dot::DotPlan;
+use crate::error::run_error;
+use crate::error::CpuError;
 use jaxon_ir::primitive::{ConvDimensionNumbers, DotDimensionNumbers};
 use jaxon_ir::{DType, HostArray, IrError, Storage};
 
@@ -77,7 +79,7 @@ impl CastDot {
         ins: &[Vec<usize>],
         dn: &DotDimensionNumbers,
         dtype: DType,
-    ) -> Result<CastDot, String> {
+    ) -> Result<CastDot, CpuError> {
         let [l, r] = ins else {
             return Err("dot_general takes two operands".into());
         };
@@ -91,7 +93,7 @@ impl CastDot {
 impl NativeOp for CastDot {
     fn run(&self, inputs: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
         let [l, r] = inputs else {
-            return Err(IrError::Eval("cpu backend: dot_general operands".into()));
+            return Err(run_error("dot_general operands"));
         };
         let cdt = compute_dtype(self.dtype);
         let lc = cast(&cast(l, self.dtype)?, cdt)?;
@@ -131,7 +133,7 @@ impl Conv {
         ins: &[Vec<usize>],
         outs: &[(DType, Vec<usize>)],
         p: ConvParams,
-    ) -> Result<Conv, String> {
+    ) -> Result<Conv, CpuError> {
         let ([ls, rs], [(dtype, out_shape)]) = (ins, outs) else {
             return Err("conv takes two operands and has one result".into());
         };
@@ -164,9 +166,7 @@ impl Conv {
         let (n, c) = (ls[dn.lhs_spec[0]], ls[dn.lhs_spec[1]]);
         let (o, i) = (rs[dn.rhs_spec[0]], rs[dn.rhs_spec[1]]);
         if c != i * g || o % g != 0 || o % bgc != 0 || n % bgc != 0 {
-            return Err(format!(
-                "lhs {ls:?} rhs {rs:?}, groups {g}, batch groups {bgc}"
-            ));
+            return Err(format!("lhs {ls:?} rhs {rs:?}, groups {g}, batch groups {bgc}").into());
         }
         let ng = g * bgc;
         let n_out = n / bgc;
@@ -175,7 +175,7 @@ impl Conv {
         let k_sp: Vec<usize> = (0..nsp).map(|d| rs[dn.rhs_spec[2 + d]]).collect();
         let out_sp: Vec<usize> = (0..nsp).map(|d| out_shape[dn.out_spec[2 + d]]).collect();
         if out_shape[dn.out_spec[0]] != n_out || out_shape[dn.out_spec[1]] != o {
-            return Err(format!("result shape {out_shape:?}"));
+            return Err(format!("result shape {out_shape:?}").into());
         }
         let split = |st: &[usize], spec: &[usize]| {
             (
@@ -319,7 +319,7 @@ impl Conv {
 impl NativeOp for Conv {
     fn run(&self, inputs: &[&HostArray], threads: usize) -> Result<Vec<HostArray>, IrError> {
         let [l, r] = inputs else {
-            return Err(IrError::Eval("cpu backend: conv operands".into()));
+            return Err(run_error("conv operands"));
         };
         let cdt = compute_dtype(self.dtype);
         let lc = cast(&cast(l, self.dtype)?, cdt)?;

@@ -3,6 +3,8 @@
 //! included), with the interpreter's clamping and fill rules.
 
 use super::{map_same, map_same2, next_index, strides, Elem, NativeOp};
+use crate::error::run_error;
+use crate::error::CpuError;
 use jaxon_ir::primitive::{
     FillValue, GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, ScatterKind,
 };
@@ -12,7 +14,7 @@ use jaxon_ir::{DType, HostArray, IrError, Storage};
 const FILL: usize = usize::MAX;
 
 fn eval_err(name: &str, m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {name}: {m}"))
+    run_error(format!("{name}: {m}"))
 }
 
 /// Copies the `shape` box at element offset `base` with strides `st` out
@@ -101,13 +103,13 @@ pub(crate) struct DynamicSlice {
 }
 
 impl DynamicSlice {
-    pub(crate) fn new(ins: &[Vec<usize>], sizes: &[usize]) -> Result<DynamicSlice, String> {
+    pub(crate) fn new(ins: &[Vec<usize>], sizes: &[usize]) -> Result<DynamicSlice, CpuError> {
         let shape = ins.first().ok_or("missing operand")?.clone();
         if ins.len() != shape.len() + 1
             || sizes.len() != shape.len()
             || sizes.iter().zip(&shape).any(|(s, n)| s > n)
         {
-            return Err(format!("slice sizes {sizes:?} for shape {shape:?}"));
+            return Err(format!("slice sizes {sizes:?} for shape {shape:?}").into());
         }
         Ok(DynamicSlice {
             shape,
@@ -136,7 +138,7 @@ pub(crate) struct DynamicUpdateSlice {
 }
 
 impl DynamicUpdateSlice {
-    pub(crate) fn new(ins: &[Vec<usize>]) -> Result<DynamicUpdateSlice, String> {
+    pub(crate) fn new(ins: &[Vec<usize>]) -> Result<DynamicUpdateSlice, CpuError> {
         let [shape, sizes, ..] = ins else {
             return Err("needs an operand and an update".into());
         };
@@ -144,7 +146,7 @@ impl DynamicUpdateSlice {
             || sizes.len() != shape.len()
             || sizes.iter().zip(shape).any(|(s, n)| s > n)
         {
-            return Err(format!("update {sizes:?} for shape {shape:?}"));
+            return Err(format!("update {sizes:?} for shape {shape:?}").into());
         }
         Ok(DynamicUpdateSlice {
             shape: shape.clone(),
@@ -197,7 +199,7 @@ impl IndexPlan {
         operand_batching: Vec<usize>,
         indices_batching: Vec<usize>,
         clamp: bool,
-    ) -> Result<IndexPlan, String> {
+    ) -> Result<IndexPlan, CpuError> {
         let r = operand_shape.len();
         let (nvec, batch_shape) = indices_shape
             .split_last()
@@ -362,7 +364,7 @@ impl Gather {
         mode: GatherScatterMode,
         sizes: &[usize],
         outs: &[(DType, Vec<usize>)],
-    ) -> Result<Gather, String> {
+    ) -> Result<Gather, CpuError> {
         let ([x, ind], [(dt, out_shape)]) = (ins, outs) else {
             return Err("gather takes an operand and indices".into());
         };
@@ -430,7 +432,7 @@ impl Scatter {
         kind: ScatterKind,
         dn: &ScatterDimensionNumbers,
         mode: GatherScatterMode,
-    ) -> Result<Scatter, String> {
+    ) -> Result<Scatter, CpuError> {
         let [x, ind, upd] = ins else {
             return Err("scatter takes an operand, indices and updates".into());
         };

@@ -2,6 +2,8 @@
 //! `reduce_precision`, `tile`, `stack` and transposing reshapes.
 
 use super::{map_same, next_index, strides, NativeOp};
+use crate::error::run_error;
+use crate::error::CpuError;
 use jaxon_ir::{DType, HostArray, IrError};
 
 /// `bitcast_convert_type[new_dtype]` (little-endian lanes when widths
@@ -13,7 +15,7 @@ pub(crate) struct Bitcast {
 }
 
 impl Bitcast {
-    pub(crate) fn new(to: DType, outs: &[(DType, Vec<usize>)]) -> Result<Bitcast, String> {
+    pub(crate) fn new(to: DType, outs: &[(DType, Vec<usize>)]) -> Result<Bitcast, CpuError> {
         match outs {
             [(d, s)] if *d == to => Ok(Bitcast {
                 to,
@@ -27,14 +29,12 @@ impl Bitcast {
 impl NativeOp for Bitcast {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let [x] = inputs else {
-            return Err(IrError::Eval(
-                "cpu backend: bitcast takes one operand".into(),
-            ));
+            return Err(run_error("bitcast takes one operand"));
         };
         let y = jaxon_ir::interp::ops::bitcast(x, self.to)?;
         if y.shape() != self.shape.as_slice() {
-            return Err(IrError::Eval(format!(
-                "cpu backend: bitcast gave shape {:?}, compiled for {:?}",
+            return Err(run_error(format!(
+                "bitcast gave shape {:?}, compiled for {:?}",
                 y.shape(),
                 self.shape
             )));
@@ -60,9 +60,7 @@ impl ReducePrecision {
 impl NativeOp for ReducePrecision {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let [x] = inputs else {
-            return Err(IrError::Eval(
-                "cpu backend: reduce_precision operand".into(),
-            ));
+            return Err(run_error("reduce_precision operand"));
         };
         Ok(vec![jaxon_ir::interp::ops::reduce_precision(
             x, self.exp, self.mant,
@@ -84,7 +82,7 @@ impl Take {
         ins: &[Vec<usize>],
         perm: &[usize],
         outs: &[(DType, Vec<usize>)],
-    ) -> Result<Take, String> {
+    ) -> Result<Take, CpuError> {
         let (Some(x), [(_, shape)]) = (ins.first(), outs) else {
             return Err("reshape takes one operand".into());
         };
@@ -95,7 +93,7 @@ impl Take {
                 .any(|&p| p >= x.len() || std::mem::replace(&mut seen[p], true))
             || x.iter().product::<usize>() != shape.iter().product::<usize>()
         {
-            return Err(format!("reshape of {x:?} by {perm:?} to {shape:?}"));
+            return Err(format!("reshape of {x:?} by {perm:?} to {shape:?}").into());
         }
         let xs = strides(x);
         let tshape: Vec<usize> = perm.iter().map(|&p| x[p]).collect();
@@ -113,12 +111,12 @@ impl Take {
     }
 
     /// `tile[reps]`.
-    pub(crate) fn tile(ins: &[Vec<usize>], outs: &[(DType, Vec<usize>)]) -> Result<Take, String> {
+    pub(crate) fn tile(ins: &[Vec<usize>], outs: &[(DType, Vec<usize>)]) -> Result<Take, CpuError> {
         let ([x], [(_, shape)]) = (ins, outs) else {
             return Err("tile takes one operand".into());
         };
         if x.len() != shape.len() || x.iter().zip(shape).any(|(a, b)| *a == 0 && *b != 0) {
-            return Err(format!("tile of {x:?} to {shape:?}"));
+            return Err(format!("tile of {x:?} to {shape:?}").into());
         }
         let n: usize = shape.iter().product();
         let xs = strides(x);
@@ -138,7 +136,7 @@ impl Take {
 impl NativeOp for Take {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let [x] = inputs else {
-            return Err(IrError::Eval("cpu backend: takes one operand".into()));
+            return Err(run_error("takes one operand"));
         };
         let data = map_same!(x.data(), v => self.src.iter().map(|&i| v[i]).collect());
         Ok(vec![HostArray::new(self.shape.clone(), data)?])
@@ -157,7 +155,7 @@ impl Stack {
         axis: usize,
         ins: &[Vec<usize>],
         outs: &[(DType, Vec<usize>)],
-    ) -> Result<Stack, String> {
+    ) -> Result<Stack, CpuError> {
         let (Some(x), [(_, shape)]) = (ins.first(), outs) else {
             return Err("stack needs operands".into());
         };

@@ -7,6 +7,8 @@
 //! builders here check static shapes at compile time so that `run` only
 //! meets the shapes it was compiled for.
 
+use crate::error::run_error;
+use crate::error::CpuError;
 use jaxon_ir::primitive::{
     AddUpdateParams, AtomicCasParams, AtomicRmwParams, BitcastConvertTypeParams,
     ConvGeneralDilatedParams, DotGeneralParams, DynamicSliceParams, Elementwise, GatherParams,
@@ -218,8 +220,8 @@ impl NativeOp for Checked {
                 .all(|(a, s)| a.shape() == s.as_slice());
         if !ok {
             let got: Vec<&[usize]> = inputs.iter().map(|a| a.shape()).collect();
-            return Err(IrError::Eval(format!(
-                "cpu backend: `{}` compiled for operand shapes {:?}, got {got:?}",
+            return Err(run_error(format!(
+                "`{}` compiled for operand shapes {:?}, got {got:?}",
                 self.name, self.shapes
             )));
         }
@@ -384,7 +386,7 @@ pub(crate) fn build_op(
     primitive: &Primitive,
     ins: &[Vec<usize>],
     outs: &[(DType, Vec<usize>)],
-) -> Result<Box<dyn NativeOp>, String> {
+) -> Result<Box<dyn NativeOp>, CpuError> {
     match primitive {
         Primitive::Elementwise(p) => elementwise_op(p, outs),
         Primitive::Structural(p) => structural_op(p, ins, outs),
@@ -401,14 +403,14 @@ pub(crate) fn build_op(
     }
 }
 
-fn no_native_op(name: &str) -> String {
-    format!("`{name}` has no native step")
+fn no_native_op(primitive: &'static str) -> CpuError {
+    CpuError::NoNativeStep { primitive }
 }
 
 fn elementwise_op(
     p: &Elementwise,
     outs: &[(DType, Vec<usize>)],
-) -> Result<Box<dyn NativeOp>, String> {
+) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Elementwise::BitcastConvertType(BitcastConvertTypeParams { new_dtype }) => {
             Box::new(misc::Bitcast::new(*new_dtype, outs)?)
@@ -432,7 +434,7 @@ fn structural_op(
     p: &Structural,
     ins: &[Vec<usize>],
     outs: &[(DType, Vec<usize>)],
-) -> Result<Box<dyn NativeOp>, String> {
+) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Structural::Tile(_) => Box::new(misc::Take::tile(ins, outs)?),
         Structural::Reshape(ReshapeParams {
@@ -460,7 +462,7 @@ fn indexing_op(
     p: &Indexing,
     ins: &[Vec<usize>],
     outs: &[(DType, Vec<usize>)],
-) -> Result<Box<dyn NativeOp>, String> {
+) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Indexing::DynamicSlice(DynamicSliceParams { slice_sizes }) => {
             Box::new(gather::DynamicSlice::new(ins, &slice_sizes.to_usizes())?)
@@ -491,7 +493,7 @@ fn indexing_op(
     })
 }
 
-fn reduction_op(p: &Reduction, ins: &[Vec<usize>]) -> Result<Box<dyn NativeOp>, String> {
+fn reduction_op(p: &Reduction, ins: &[Vec<usize>]) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Reduction::Sort(SortParams {
             dimension,
@@ -510,7 +512,7 @@ fn linalg_op(
     p: &Linalg,
     ins: &[Vec<usize>],
     outs: &[(DType, Vec<usize>)],
-) -> Result<Box<dyn NativeOp>, String> {
+) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
             window_strides,

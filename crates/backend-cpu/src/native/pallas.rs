@@ -34,6 +34,8 @@ mod grid;
 mod plan;
 
 use super::{next_index, strides, Elem, NativeOp};
+use crate::error::run_error;
+use crate::error::CpuError;
 use crate::exec::{CpuExecutable, ResultSrc};
 use blocks::{addr, addr_mut, copy_box, fill_box, words, Ptr};
 use jaxon_ir::primitive::BlockMapping;
@@ -48,7 +50,7 @@ thread_local! {
 }
 
 fn err(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: pallas_call: {m}"))
+    run_error(format!("pallas_call: {m}"))
 }
 
 /// `program_id[axis]`, or `num_programs[axis]` when `count`.
@@ -75,8 +77,8 @@ impl NativeOp for ProgramId {
             "program_id"
         };
         let v = v.ok_or_else(|| {
-            IrError::Eval(format!(
-                "cpu backend: {name}[axis={}] outside a pallas_call kernel or past its grid",
+            run_error(format!(
+                "{name}[axis={}] outside a pallas_call kernel or past its grid",
                 self.axis
             ))
         })?;
@@ -222,9 +224,9 @@ impl PallasOp {
         n_in: usize,
         out_avals: &[ShapedArray],
         aliases: &[(usize, usize)],
-    ) -> Result<PallasOp, String> {
+    ) -> Result<PallasOp, CpuError> {
         Self::build(kernel, grid, block_mappings, n_in, out_avals, aliases)
-            .map_err(|e| e.to_string())
+            .map_err(|e| CpuError::Operands(e.to_string()))
     }
 
     fn build(

@@ -2,6 +2,8 @@
 //! `top_k` (descending in IEEE total order, ties to the lower index).
 
 use super::{map_same, strides, Elem, NativeOp};
+use crate::error::run_error;
+use crate::error::CpuError;
 use jaxon_ir::{with_storage, HostArray, IrError, Storage};
 use std::cmp::Ordering;
 
@@ -47,10 +49,10 @@ impl Sort {
         ins: &[Vec<usize>],
         dimension: usize,
         num_keys: usize,
-    ) -> Result<Sort, String> {
+    ) -> Result<Sort, CpuError> {
         let shape = ins.first().ok_or("needs an operand")?;
         if dimension >= shape.len() || num_keys == 0 || num_keys > ins.len() {
-            return Err(format!("dimension {dimension}, num_keys {num_keys}"));
+            return Err(format!("dimension {dimension}, num_keys {num_keys}").into());
         }
         if ins.iter().any(|s| s != shape) {
             return Err("operand shapes differ".into());
@@ -102,12 +104,12 @@ pub(crate) struct TopK {
 }
 
 impl TopK {
-    pub(crate) fn new(ins: &[Vec<usize>], k: usize, axis: usize) -> Result<TopK, String> {
+    pub(crate) fn new(ins: &[Vec<usize>], k: usize, axis: usize) -> Result<TopK, CpuError> {
         let [shape] = ins else {
             return Err("takes one operand".into());
         };
         if axis >= shape.len() || k > shape[axis] {
-            return Err(format!("k={k} along axis {axis} of {shape:?}"));
+            return Err(format!("k={k} along axis {axis} of {shape:?}").into());
         }
         Ok(TopK {
             shape: shape.clone(),
@@ -120,7 +122,7 @@ impl TopK {
 impl NativeOp for TopK {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let [x] = inputs else {
-            return Err(IrError::Eval("cpu backend: top_k takes one operand".into()));
+            return Err(run_error("top_k takes one operand"));
         };
         let key = desc_key(x.data());
         let (starts, len, st) = lines(&self.shape, self.axis);

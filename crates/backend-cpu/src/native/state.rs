@@ -11,11 +11,12 @@
 //! are not written), as the interpreter does.
 
 use super::{map_same, map_same2, next_index, strides, Elem, NativeOp, RawArg};
+use crate::error::run_error;
 use jaxon_ir::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::{HostArray, IrError};
 
 fn err(prim: &str, m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {prim}: {m}"))
+    run_error(format!("{prim}: {m}"))
 }
 
 /// Which state primitive.

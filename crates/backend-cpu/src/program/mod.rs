@@ -16,6 +16,7 @@
 
 mod flow;
 
+use crate::error::run_error;
 use crate::prep::{array_bytes, GPrep, KPrep, Prep};
 use crate::rows::RowRole;
 use cranelift_codegen::ir::types::{I16, I32, I64, I8, I8X16};
@@ -65,7 +66,7 @@ pub(crate) struct Emitter<'a> {
 }
 
 fn err(m: impl Into<String>) -> IrError {
-    IrError::Eval(format!("cpu backend: {}", m.into()))
+    run_error(m)
 }
 
 const TRAMP_PAR: usize = 0;
