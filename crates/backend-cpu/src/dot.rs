@@ -23,8 +23,6 @@
 //! lies inside its slice (checked before the call), and `dst` does not
 //! alias the operands (it is a distinct `&mut` slice).
 
-mod boxdot;
-mod fuse;
 #[cfg(target_arch = "x86_64")]
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
@@ -33,7 +31,6 @@ mod split;
 
 use crate::error::run_error;
 use crate::error::CpuError;
-pub(crate) use fuse::{fuse_accumulate, fuse_box_reads, fuse_slices};
 use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::{DType, HostArray, IrError, Storage};
 
@@ -59,8 +56,8 @@ pub(crate) struct DotPlan {
     /// contracting dimensions each flatten to one stride.
     strided: Option<Box<Strided>>,
     /// The result is added to what the destination holds (`o += l·r`,
-    /// one GEMM pass, no product temporary): see `fuse_accumulate`.
-    accumulate: bool,
+    /// one GEMM pass, no product temporary): see `dot_fuse::fuse_accumulate`.
+    pub(crate) accumulate: bool,
     /// The (2-D, unbatched) result's row stride in elements when it is
     /// written inside a wider array (`with_out_row_stride`).
     out_rs: Option<usize>,
@@ -343,8 +340,8 @@ impl DotPlan {
         // SAFETY: as above.
         let (la, ra) = unsafe {
             (
-                crate::runtime::read_array(l, self.dtype, &self.lhs_shape)?,
-                crate::runtime::read_array(r, self.dtype, &self.rhs_shape)?,
+                crate::raw::read_array(l, self.dtype, &self.lhs_shape)?,
+                crate::raw::read_array(r, self.dtype, &self.rhs_shape)?,
             )
         };
         let out = self.run(&la, &ra, threads)?;
@@ -805,7 +802,7 @@ impl DotPlan {
 
     /// Whether an accumulating copy of this plan runs as one GEMM pass
     /// (f32/f64 operands read directly or in place).
-    fn can_accumulate(&self) -> bool {
+    pub(crate) fn can_accumulate(&self) -> bool {
         let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
         matches!(self.dtype, DType::F32 | DType::F64)
             && (self.strided.is_some()

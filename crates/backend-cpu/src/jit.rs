@@ -35,9 +35,13 @@ use std::sync::Arc;
 /// A kernel's entry point.
 pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
 
+/// The run context a program function passes through to the trampolines
+/// it calls, opaque to generated code (`runtime::RunCtx` behind the
+/// pointer).
+pub(crate) enum OpaqueCtx {}
+
 /// A program function's entry point: `(io table, arena, run context)`.
-pub(crate) type ProgramFn =
-    unsafe extern "C" fn(*const *mut u8, *mut u8, *const crate::runtime::RunCtx);
+pub(crate) type ProgramFn = unsafe extern "C" fn(*const *mut u8, *mut u8, *const OpaqueCtx);
 
 /// Names of the trampolines generated programs import.
 pub(crate) const TRAMP_PAR_KERNEL: &str = "jaxon_cpu_par_kernel";
@@ -160,16 +164,12 @@ pub(crate) fn host_isa() -> Result<OwnedTargetIsa, IrError> {
 }
 
 impl CodeBuilder {
-    pub fn new() -> Result<CodeBuilder, IrError> {
+    /// A builder whose code may call `imports` (name, address): the
+    /// runtime's trampolines (`runtime::trampolines`).
+    pub fn new(imports: &[(&'static str, *const u8)]) -> Result<CodeBuilder, IrError> {
         let mut builder = JITBuilder::with_isa(host_isa()?, default_libcall_names());
-        type Tramp = extern "C" fn(*const crate::runtime::RunCtx, u64, *const *mut u8);
-        let tramps: [(&str, Tramp); 3] = [
-            (TRAMP_PAR_KERNEL, crate::runtime::tramp_par_kernel),
-            (TRAMP_DOT, crate::runtime::tramp_dot),
-            (TRAMP_STEP, crate::runtime::tramp_step),
-        ];
-        for (name, f) in tramps {
-            builder.symbol(name, f as *const u8);
+        for &(name, f) in imports {
+            builder.symbol(name, f);
         }
         Ok(CodeBuilder {
             module: JITModule::new(builder),

@@ -225,9 +225,12 @@ mod copy;
 mod cumulative;
 mod discharge;
 mod dot;
+mod dot_fuse;
 mod dynamic;
 mod error;
 mod exec;
+mod executable;
+mod groups;
 mod hugepages;
 mod jit;
 mod kernel;
@@ -236,12 +239,15 @@ mod opaque;
 mod pool;
 mod prep;
 mod program;
+mod raw;
 mod rewrite;
 mod rows;
 mod runtime;
+mod sched;
 mod team;
+mod util;
 
-use exec::CpuExecutable;
+use executable::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
 use std::collections::HashMap;
@@ -253,7 +259,7 @@ pub struct CpuBackend {
     dyn_cache: Mutex<HashMap<String, Arc<dynamic::DynProgram>>>,
     pool: Arc<pool::Pool>,
     threads: usize,
-    opts: compile::Options,
+    opts: util::Options,
 }
 
 impl Default for CpuBackend {
@@ -285,7 +291,7 @@ impl CpuBackend {
             dyn_cache: Mutex::new(HashMap::new()),
             pool: Arc::new(pool::Pool::default()),
             threads: threads.max(1),
-            opts: compile::Options::default(),
+            opts: util::Options::default(),
         }
     }
 
@@ -311,7 +317,7 @@ impl CpuBackend {
     /// equations run as fused kernels, GEMMs, native steps and nested
     /// bodies.
     pub fn dynamic_plan(&self, jaxpr: &ClosedJaxpr) -> Option<String> {
-        let key = compile::fingerprint(&jaxpr.jaxpr);
+        let key = util::fingerprint(&jaxpr.jaxpr);
         let cache = self.dyn_cache.lock().ok()?;
         cache.get(&key).map(|p| p.plan.clone())
     }
@@ -327,7 +333,7 @@ impl CpuBackend {
     /// Compiles a jaxpr with dynamic dimensions once for every size
     /// (`dynamic`).
     fn compile_dynamic(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
-        let key = compile::fingerprint(&jaxpr.jaxpr);
+        let key = util::fingerprint(&jaxpr.jaxpr);
         let cached = self
             .dyn_cache
             .lock()
@@ -377,7 +383,7 @@ impl Backend for CpuBackend {
             return self.compile_dynamic(jaxpr);
         }
         let simple = jaxon_ir::passes::simplify(jaxpr)?;
-        let key = compile::fingerprint(&simple.jaxpr);
+        let key = util::fingerprint(&simple.jaxpr);
         let cached = self.cache.lock().ok().and_then(|c| c.get(&key).cloned());
         let program = match cached {
             Some(p) => p,

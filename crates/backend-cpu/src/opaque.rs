@@ -1,12 +1,18 @@
 //! The static step of each opaque equation: one the fusion planner left
 //! alone and that is not control flow (the program emitter's). A GEMM, a
-//! fill, a copy, a line scan, or a native op (`crate::native`). One
-//! exhaustive dispatch by family; each family's rules take typed params.
+//! fill, a copy, a line scan, or a native op (`crate::native`, which only
+//! defines ops: the steps that run them are built here). One exhaustive
+//! dispatch by family; each family's rules take typed params.
 
-use crate::compile::{cannot, operand, out_vars};
 use crate::dot::DotPlan;
+use crate::exec::operand;
 use crate::exec::Step;
-use crate::native::native_step;
+use crate::native::{build_op, Checked, NativeOp};
+use crate::util::{cannot, out_vars};
+use jaxon_ir::primitive::{
+    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, Indexer, LoadParams,
+    NumProgramsParams, Pallas, PallasCallParams, ProgramIdParams, State, StoreParams, SwapParams,
+};
 use jaxon_ir::primitive::{
     ArgReduceParams, Collective, ConcatenateParams, Control, CumulativeParams, DotGeneralParams,
     Elementwise, Empty2Params, Indexing, IotaParams, Linalg, PadParams, Reduction, ReshapeParams,
@@ -252,4 +258,198 @@ fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, I
         .and_then(|a| a.as_array())
         .and_then(|a| a.static_sizes())
         .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
+}
+
+/// The static shapes of an equation's operands (`Err` names the equation).
+fn in_shapes(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Vec<Vec<usize>>, IrError> {
+    eqn.inputs
+        .iter()
+        .map(|a| {
+            let sa = jaxpr
+                .atom_aval(a)
+                .and_then(|a| a.as_array().cloned())
+                .ok_or_else(|| cannot(jaxpr, e, "operand is not an array"))?;
+            sa.static_sizes()
+                .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
+        })
+        .collect()
+}
+
+/// The static (dtype, shape) of every output.
+fn out_types(
+    jaxpr: &Jaxpr,
+    e: usize,
+    eqn: &Eqn,
+) -> Result<Vec<(jaxon_ir::DType, Vec<usize>)>, IrError> {
+    eqn.outputs
+        .iter()
+        .map(|b| {
+            let sa = jaxpr
+                .binder_aval(b)
+                .and_then(|a| a.as_array().cloned())
+                .ok_or_else(|| cannot(jaxpr, e, "output is not an array"))?;
+            let s = sa
+                .static_sizes()
+                .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))?;
+            Ok((sa.dtype, s))
+        })
+        .collect()
+}
+
+fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
+    Ok(Step::Native {
+        op,
+        inputs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
+        outs: out_vars(eqn),
+    })
+}
+
+/// Builds the native step of equation `e`, or an error naming it: refs
+/// and Pallas primitives have their own steps, every other primitive the op
+/// [`build_op`] builds for its static shapes (which says when it has none).
+pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
+    match &eqn.primitive {
+        Primitive::State(p) => {
+            let (kind, indexers) = match p {
+                State::Get(GetParams { indexers }) => (crate::native::state::Kind::Get, indexers),
+                State::Swap(SwapParams { indexers }) => {
+                    (crate::native::state::Kind::Swap, indexers)
+                }
+                State::AddUpdate(AddUpdateParams { indexers }) => {
+                    (crate::native::state::Kind::AddUpdate, indexers)
+                }
+            };
+            ref_step(jaxpr, e, eqn, kind, indexers)
+        }
+        Primitive::Pallas(p) => pallas_step(jaxpr, e, eqn, p),
+        Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Control(_)
+        | Primitive::Collective(_) => built_step(jaxpr, e, eqn),
+    }
+}
+
+/// The step of a Pallas primitive: masked loads/stores and atomics are ref
+/// steps, `program_id`/`num_programs` read the grid point, `pallas_call`
+/// compiles its kernel.
+fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, IrError> {
+    let (kind, indexers) = match p {
+        Pallas::ProgramId(ProgramIdParams { axis }) => {
+            return step(
+                eqn,
+                Box::new(crate::native::pallas::ProgramId {
+                    axis: *axis,
+                    count: false,
+                }),
+            );
+        }
+        Pallas::NumPrograms(NumProgramsParams { axis }) => {
+            return step(
+                eqn,
+                Box::new(crate::native::pallas::ProgramId {
+                    axis: *axis,
+                    count: true,
+                }),
+            );
+        }
+        Pallas::PallasCall(PallasCallParams {
+            kernel,
+            grid,
+            block_mappings,
+            out_avals,
+            input_output_aliases,
+            ..
+        }) => {
+            let op = crate::native::pallas::PallasOp::new(
+                kernel,
+                grid,
+                block_mappings,
+                eqn.inputs.len(),
+                out_avals,
+                input_output_aliases,
+            )
+            .map_err(|m| cannot(jaxpr, e, &m))?;
+            return step(eqn, Box::new(op));
+        }
+        Pallas::Load(LoadParams {
+            indexers,
+            has_mask,
+            has_other,
+        }) => (
+            crate::native::state::Kind::Load {
+                has_mask: *has_mask,
+                has_other: *has_other,
+            },
+            indexers,
+        ),
+        Pallas::Store(StoreParams { indexers, has_mask }) => (
+            crate::native::state::Kind::Store {
+                has_mask: *has_mask,
+            },
+            indexers,
+        ),
+        Pallas::AtomicRmw(AtomicRmwParams { op, indexers }) => {
+            (crate::native::state::Kind::Atomic(*op), indexers)
+        }
+        Pallas::AtomicCas(AtomicCasParams { indexers }) => {
+            (crate::native::state::Kind::Cas, indexers)
+        }
+    };
+    ref_step(jaxpr, e, eqn, kind, indexers)
+}
+
+/// The step of a state primitive (`kind`) on a discharged ref.
+fn ref_step(
+    jaxpr: &Jaxpr,
+    e: usize,
+    eqn: &Eqn,
+    kind: crate::native::state::Kind,
+    indexers: &[Indexer],
+) -> Result<Step, IrError> {
+    if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
+        return Err(cannot(jaxpr, e, "the first operand must be a Ref variable"));
+    }
+    // `prep::discharge_refs` gave each write an extra output: the
+    // ref's updated value, a new variable.
+    let n_outs = match kind {
+        crate::native::state::Kind::Get
+        | crate::native::state::Kind::AddUpdate
+        | crate::native::state::Kind::Load { .. }
+        | crate::native::state::Kind::Store { .. } => 1,
+        crate::native::state::Kind::Swap
+        | crate::native::state::Kind::Atomic(_)
+        | crate::native::state::Kind::Cas => 2,
+    };
+    if eqn.outputs.len() != n_outs {
+        return Err(cannot(
+            jaxpr,
+            e,
+            "`Ref`s are supported only as arguments of the compiled jaxpr",
+        ));
+    }
+    step(
+        eqn,
+        Box::new(crate::native::state::StateOp {
+            kind,
+            indexers: indexers.to_vec(),
+        }),
+    )
+}
+
+/// The step running [`build_op`]'s op for the equation's static shapes.
+fn built_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
+    let ins = in_shapes(jaxpr, e, eqn)?;
+    let outs = out_types(jaxpr, e, eqn)?;
+    let op = build_op(&eqn.primitive, &ins, &outs).map_err(|m| cannot(jaxpr, e, &m))?;
+    step(
+        eqn,
+        Box::new(Checked {
+            name: eqn.primitive.name(),
+            shapes: ins,
+            op,
+        }),
+    )
 }

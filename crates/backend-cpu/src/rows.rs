@@ -11,9 +11,9 @@
 //! rows `r` of the run's own values).
 
 use crate::error::run_error;
+use crate::groups::{GPrep, RowRole, Tables};
 use crate::jit::Shape;
-use crate::prep::{GPrep, Tables};
-use crate::runtime::PARALLEL_MIN_WORK;
+use crate::sched::PARALLEL_MIN_WORK;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{
@@ -84,25 +84,6 @@ pub(crate) fn driver(
     b.seal_all_blocks();
     b.finalize(cfg);
     func
-}
-
-/// A kernel's part in a row run.
-#[derive(Debug)]
-pub(crate) enum RowRole {
-    /// The first member: runs the whole run through `func` (the driver),
-    /// on threads when `par` is set.
-    Head {
-        /// Group indices of every member, the head first.
-        members: Vec<usize>,
-        /// The driver's function index.
-        func: usize,
-        /// Its index in the program's parallel kernels.
-        par: Option<usize>,
-        /// The row extent.
-        rows: usize,
-    },
-    /// A later member: run by its head.
-    Member,
 }
 
 /// Spaces smaller than this stay in cache anyway: no run pays for it.
@@ -280,7 +261,7 @@ pub(crate) fn share_run_buffers(
 }
 
 /// The compiled (not inlined) kernel of group `g`, if it is one.
-fn kernel(groups: &[GPrep], g: usize) -> Option<&crate::prep::KPrep> {
+fn kernel(groups: &[GPrep], g: usize) -> Option<&crate::groups::KPrep> {
     match groups.get(g) {
         Some(GPrep::Kernel(k)) if k.func.is_some() => Some(k),
         _ => None,

@@ -1,7 +1,8 @@
 //! The native side of a running program: the context a program function
 //! receives, the `extern "C"` trampolines it calls for work that is not
 //! generated code (threaded kernels, GEMM, other native steps), and the one
-//! call into a program function.
+//! call into a program function. Scheduling is `sched`'s, raw copies
+//! `raw`'s.
 //!
 //! `unsafe` here relies on these invariants:
 //! - A program function is only called (in [`call_program`]) with an `io`
@@ -20,10 +21,12 @@
 //!   and records an error in the context, which the caller returns.
 
 use crate::error::run_error;
-use crate::exec::Program;
-use crate::jit::{KernelFn, ProgramFn};
-use jaxon_ir::{with_storage, DType, HostArray, IrError, Storage};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::exec::{Operand, Program, Step, StepCall};
+use crate::jit::{OpaqueCtx, ProgramFn, TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::native::RawArg;
+use crate::raw::{read_array, write_array};
+use crate::sched::{run_split, PARALLEL_MIN_WORK};
+use jaxon_ir::{with_storage, DType, HostArray, IrError};
 use std::sync::Mutex;
 
 /// What a program function may reach while it runs.
@@ -40,6 +43,18 @@ impl RunCtx<'_> {
             slot.get_or_insert(e);
         }
     }
+}
+
+/// The trampolines generated code imports, by name, for
+/// `jit::CodeBuilder::new`.
+pub(crate) fn trampolines() -> [(&'static str, *const u8); 3] {
+    type Tramp = extern "C" fn(*const RunCtx, u64, *const *mut u8);
+    let tramps: [(&str, Tramp); 3] = [
+        (TRAMP_PAR_KERNEL, tramp_par_kernel),
+        (TRAMP_DOT, tramp_dot),
+        (TRAMP_STEP, tramp_step),
+    ];
+    tramps.map(|(name, f)| (name, f as *const u8))
 }
 
 /// Calls a program function. See the module invariants.
@@ -60,105 +75,12 @@ pub(crate) fn call_program(
         f(
             io.as_ptr(),
             arena.as_mut_ptr().cast::<u8>(),
-            ctx as *const RunCtx,
+            (ctx as *const RunCtx).cast::<OpaqueCtx>(),
         )
     };
     match ctx.error.lock() {
         Ok(mut e) => e.take().map_or(Ok(()), Err),
         Err(_) => Err(run_error("a native step panicked")),
-    }
-}
-
-/// Work (elements) below which a kernel runs on one thread: handing a
-/// chunk to another thread and waiting for it costs microseconds.
-pub(crate) const PARALLEL_MIN_WORK: usize = 1 << 18;
-
-/// The argument pointer array, shared by the threads of one call.
-struct SharedPtrs(*const *mut u8);
-
-// SAFETY: the pointers refer to buffers that outlive the scoped tasks of
-// one call; concurrent kernels only read inputs and write disjoint output
-// elements (splittable kernels, `jit` module invariants).
-unsafe impl Send for SharedPtrs {}
-// SAFETY: as above.
-unsafe impl Sync for SharedPtrs {}
-
-/// Chunks per thread a split kernel's range is cut into. Threads take
-/// chunks from a shared counter until none is left, so a thread that
-/// starts late or runs on a slowed core takes fewer: a static split into
-/// one range per thread waits for its slowest thread.
-const CHUNKS_PER_THREAD: usize = 8;
-
-/// Runs a splittable kernel over `0..extent` on up to `threads` threads.
-///
-/// # Safety
-/// `ptrs` holds the kernel's argument pointers (as for a direct call) and
-/// the kernel is splittable.
-pub(crate) unsafe fn run_split(
-    entry: KernelFn,
-    ptrs: *const *mut u8,
-    extent: usize,
-    threads: usize,
-) {
-    let threads = threads.clamp(1, extent.max(1));
-    let shared = SharedPtrs(ptrs);
-    let chunk = chunk_len(extent, threads);
-    share_ranges(extent, chunk, threads, |lo, hi| {
-        let p = &shared;
-        // SAFETY: the caller's contract; `lo..hi` lies in `0..extent` and
-        // concurrent ranges write disjoint outputs.
-        unsafe { entry(p.0, lo as i64, hi as i64) }
-    });
-}
-
-/// Calls `f(lo, hi)` on ranges of `chunk` indices covering `0..count`, on
-/// up to `threads` threads that take ranges from a shared counter, so a
-/// thread on a slowed core takes fewer. The calling thread takes ranges
-/// too, with the helpers of [`team`](crate::team), which stay awake
-/// between calls; when the team is busy (another thread's call, or a
-/// call from inside one), with rayon's pool. On one thread, `f(0, count)`
-/// once.
-pub(crate) fn share_ranges(
-    count: usize,
-    chunk: usize,
-    threads: usize,
-    f: impl Fn(usize, usize) + Sync,
-) {
-    let chunk = chunk.max(1);
-    let threads = threads.clamp(1, count.div_ceil(chunk).max(1));
-    if threads <= 1 {
-        f(0, count);
-        return;
-    }
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let lo = next.fetch_add(chunk, Ordering::Relaxed);
-        if lo >= count {
-            break;
-        }
-        f(lo, (lo + chunk).min(count));
-    };
-    if crate::team::run(threads, &work) {
-        return;
-    }
-    rayon::in_place_scope(|s| {
-        let work = &work;
-        for _ in 1..threads {
-            s.spawn(move |_| work());
-        }
-        work();
-    });
-}
-
-/// The length of the chunks [`run_split`] hands out: about
-/// `CHUNKS_PER_THREAD` per thread, whole multiples of 64 when that long,
-/// so neighbouring chunks share no cache line of a dense output.
-fn chunk_len(extent: usize, threads: usize) -> usize {
-    let chunk = extent.div_ceil(threads * CHUNKS_PER_THREAD).max(1);
-    if chunk > 64 {
-        chunk.next_multiple_of(64)
-    } else {
-        chunk
     }
 }
 
@@ -219,7 +141,7 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
         let table = unsafe { std::slice::from_raw_parts(ptrs, n) };
         // SAFETY: the table's pointers are the step's planned buffers
         // (module invariants).
-        if let Some(done) = unsafe { crate::native::run_step_raw(call, table, ctx.threads) } {
+        if let Some(done) = unsafe { run_step_raw(call, table, ctx.threads) } {
             return done;
         }
         let ins = call
@@ -251,44 +173,6 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
         Ok(Err(e)) => ctx.fail(e),
         Err(_) => ctx.fail(run_error("a native step panicked")),
     }
-}
-
-/// A copy of the array of `dt` and `shape` at `p`.
-///
-/// # Safety
-/// `p` points to `shape.product()` initialised elements of `dt`, aligned
-/// for it.
-pub(crate) unsafe fn read_array(
-    p: *const u8,
-    dt: DType,
-    shape: &[usize],
-) -> Result<HostArray, IrError> {
-    let n: usize = shape.iter().product();
-    // Not zeroed first: every element is copied in.
-    let mut s = Storage::zeros(dt, 0);
-    with_storage!(&mut s, v => {
-        v.reserve_exact(n);
-        // SAFETY: the caller's contract: `p` holds `n` initialised elements
-        // of `dt` (valid values of the element type); `v` has room for `n`,
-        // all of which are initialised by the copy before `set_len`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(p.cast(), v.as_mut_ptr(), n);
-            v.set_len(n);
-        }
-    });
-    HostArray::new(shape.to_vec(), s)
-}
-
-/// Copies `a`'s elements to `p`.
-///
-/// # Safety
-/// `p` has room for `a.len()` elements of its dtype and does not overlap
-/// `a`.
-unsafe fn write_array(a: &HostArray, p: *mut u8) {
-    with_storage!(a.data(), v => {
-        // SAFETY: the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p.cast(), v.len()) }
-    });
 }
 
 /// Runs kernel `entry` of a flat run (`dynamic::flat`) over `0..n`.
@@ -338,4 +222,56 @@ pub(crate) fn run_flat_kernel(
     // borrowed mutably); a kernel is only split when splittable.
     unsafe { run_split(kernel.entry(), ptrs.as_ptr(), n, threads) };
     Ok(())
+}
+
+/// Runs a `Step::Native` of a step call on its pointer table (operands in
+/// `call.ins` order, then results) through [`NativeOp::run_raw`], when the
+/// op has a raw path; `None` otherwise.
+///
+/// # Safety
+/// `table` holds one pointer per variable of `call.ins` and `call.outs`,
+/// each to a value (or room for one) of the listed type, results not
+/// aliasing operands.
+pub(crate) unsafe fn run_step_raw(
+    call: &StepCall,
+    table: &[*mut u8],
+    threads: usize,
+) -> Option<Result<(), IrError>> {
+    let Step::Native { op, inputs, outs } = &call.step else {
+        return None;
+    };
+    let n_in = call.ins.len();
+    let mut ins = Vec::with_capacity(inputs.len());
+    for o in inputs {
+        ins.push(match o {
+            Operand::Var(v) => {
+                let k = call.ins.iter().position(|(w, _, _)| w == v)?;
+                let (_, dtype, shape) = &call.ins[k];
+                RawArg {
+                    ptr: *table.get(k)?,
+                    dtype: *dtype,
+                    shape,
+                }
+            }
+            Operand::Const(a) => RawArg {
+                // Only read through.
+                ptr: jaxon_ir::with_storage!(a.data(), v => v.as_ptr().cast::<u8>().cast_mut()),
+                dtype: a.dtype(),
+                shape: a.shape(),
+            },
+        });
+    }
+    let mut res = Vec::with_capacity(outs.len());
+    for o in outs {
+        let v = (*o)?;
+        let k = call.outs.iter().position(|(w, _, _)| *w == v)?;
+        let (_, dtype, shape) = &call.outs[k];
+        res.push(RawArg {
+            ptr: *table.get(n_in + k)?,
+            dtype: *dtype,
+            shape,
+        });
+    }
+    // SAFETY: the caller's contract, per operand and result.
+    unsafe { op.run_raw_threads(&ins, &res, threads) }
 }

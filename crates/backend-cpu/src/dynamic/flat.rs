@@ -201,7 +201,7 @@ fn used_after(jaxpr: &Jaxpr, end: usize, v: Var) -> bool {
 pub(crate) struct Kernels {
     /// The module they go into.
     pub cb: CodeBuilder,
-    /// Contract multiply-adds (`compile::Options`).
+    /// Contract multiply-adds (`util::Options`).
     pub contract_fma: bool,
     /// Kernels defined so far.
     pub defined: usize,
@@ -353,7 +353,7 @@ pub(crate) fn compile_run(
             &sur,
             g,
             cfg,
-            crate::compile::Options {
+            crate::util::Options {
                 contract_fma: ks.contract_fma,
                 ..Default::default()
             },

@@ -101,9 +101,9 @@ pub(crate) fn compile(
     key: &str,
     contract_fma: bool,
 ) -> Result<DynProgram, IrError> {
-    let dump = crate::compile::dump_dir();
+    let dump = crate::util::dump_dir();
     let mut ks = Kernels {
-        cb: CodeBuilder::new()?,
+        cb: CodeBuilder::new(&crate::runtime::trampolines())?,
         contract_fma,
         defined: 0,
         clif: dump.as_ref().map(|_| String::new()),
@@ -114,7 +114,7 @@ pub(crate) fn compile(
     if let (Some(dir), Some(clif)) = (dump, clif) {
         let mut plan = String::from("dynamic-shape program\n");
         describe(&top, 0, &mut plan);
-        crate::compile::write_dump(&dir, key, &plan, &clif);
+        crate::util::write_dump(&dir, key, &plan, &clif);
     }
     let mut plan = String::new();
     describe(&top, 0, &mut plan);
@@ -204,7 +204,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
         let native = || {
             DynOp::new(eqn, unfused.as_deref())
                 .map(|op| Step::Native(e, op))
-                .map_err(|m| crate::compile::cannot(jaxpr, e, &m))
+                .map_err(|m| crate::util::cannot(jaxpr, e, &m))
         };
         let step = match &eqn.primitive {
             Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {

@@ -19,7 +19,8 @@ use super::typed::{elems, with_type, Typed};
 use super::{Body, DynProgram, Step};
 use crate::dot::DotPlan;
 use crate::error::run_error;
-use crate::exec::{identity_array, with_host_args};
+use crate::exec::identity_array;
+use crate::executable::with_host_args;
 use crate::jit::Kernel;
 use crate::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::support::{
@@ -398,7 +399,7 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
 fn at(j: &Jaxpr, e: usize, err: IrError) -> IrError {
     fail(format!(
         "dynamic program, {}: {err}",
-        crate::compile::describe_eqn(j, e)
+        crate::util::describe_eqn(j, e)
     ))
 }
 
@@ -417,7 +418,7 @@ fn bind_outputs(j: &Jaxpr, env: &mut Env, e: usize, outs: Vec<HostArray>) -> Res
     }
     for (k, (b, x)) in eqn.outputs.iter().zip(outs).enumerate() {
         bind(j, env, b, Val::Own(x), &|| {
-            format!("{} result {k}", crate::compile::describe_eqn(j, e))
+            format!("{} result {k}", crate::util::describe_eqn(j, e))
         })?;
     }
     Ok(())

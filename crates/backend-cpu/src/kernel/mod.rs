@@ -161,7 +161,7 @@ pub(crate) fn compile_group(
     jaxpr: &Jaxpr,
     group: &Group,
     cfg: TargetFrontendConfig,
-    opts: crate::compile::Options,
+    opts: crate::util::Options,
 ) -> Result<GroupCode, GenError> {
     let mut gen = analyse(jaxpr, group)?;
     if opts.contract_fma {

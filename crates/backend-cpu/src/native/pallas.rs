@@ -36,7 +36,8 @@ mod plan;
 use super::{next_index, strides, Elem, NativeOp};
 use crate::error::run_error;
 use crate::error::CpuError;
-use crate::exec::{CpuExecutable, ResultSrc};
+use crate::exec::ResultSrc;
+use crate::executable::CpuExecutable;
 use blocks::{addr, addr_mut, copy_box, fill_box, words, Ptr};
 use jaxon_ir::primitive::BlockMapping;
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, ShapedArray, Storage};
@@ -330,7 +331,7 @@ impl PallasOp {
             jaxpr: Arc::new(j),
             consts: d.consts.clone(),
         };
-        let key = crate::compile::fingerprint(&closed.jaxpr);
+        let key = crate::util::fingerprint(&closed.jaxpr);
         // Output blocks that are not one run of memory are written in
         // place by the program (with the array's row stride).
         let want: Vec<Option<usize>> = written

@@ -17,8 +17,7 @@
 mod flow;
 
 use crate::error::run_error;
-use crate::prep::{array_bytes, GPrep, KPrep, Prep};
-use crate::rows::RowRole;
+use crate::groups::{array_bytes, GPrep, KPrep, Prep, RowRole};
 use cranelift_codegen::ir::types::{I16, I32, I64, I8, I8X16};
 use cranelift_codegen::ir::{
     AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, StackSlotData,
@@ -238,7 +237,7 @@ impl<'a> Emitter<'a> {
                 .flatten()
                 .ok_or_else(|| err(format!("variable {} has no address", v.0))),
             Atom::Lit(l) => {
-                let arr = crate::compile::literal_array(l)?;
+                let arr = crate::util::literal_array(l)?;
                 Ok(self.pin(b, &array_bytes(&arr)))
             }
         }
