@@ -4,12 +4,12 @@
 //! `JAXON_DUMP=dir` it writes the jaxpr, the plans (fusion and memory, of
 //! every nested jaxpr too) and each function's CLIF to `dir`.
 
+use crate::codegen::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::codegen::program::{Emitter, TopIo};
 use crate::error::run_error;
-use crate::exec::{Program, ResultSrc};
-use crate::groups::Tables;
-use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
-use crate::prep::prep;
-use crate::program::{Emitter, TopIo};
+use crate::plan::groups::Tables;
+use crate::plan::prep::prep;
+use crate::run::exec::{Program, ResultSrc};
 use crate::util::{dump_dir, literal_array, write_dump, Options};
 use jaxon_ir::{Atom, ClosedJaxpr, IrError, Jaxpr, Var};
 use std::collections::{HashMap, HashSet};
@@ -40,7 +40,7 @@ pub(crate) fn compile_program_strided(
     // `Ref` arguments are discharged: passed as arrays, their final values
     // returned after the outputs.
     let discharged;
-    let closed = match crate::discharge::discharge_refs(closed)? {
+    let closed = match crate::plan::discharge::discharge_refs(closed)? {
         Some(d) => {
             discharged = d;
             &discharged

@@ -220,44 +220,26 @@
 
 #![warn(missing_docs)]
 
+mod codegen;
 mod compile;
-mod copy;
-mod cumulative;
-mod discharge;
-mod dot;
-mod dot_fuse;
 mod dynamic;
 mod error;
-mod exec;
-mod executable;
-mod groups;
-mod hugepages;
-mod jit;
-mod kernel;
-mod native;
-mod opaque;
-mod pool;
-mod prep;
-mod program;
-mod raw;
-mod rewrite;
-mod rows;
-mod runtime;
-mod sched;
-mod team;
+mod ops;
+mod plan;
+mod run;
 mod util;
 
-use executable::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
+use run::executable::CpuExecutable;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The Cranelift CPU backend (`"cpu"`).
 pub struct CpuBackend {
-    cache: Mutex<HashMap<String, Arc<exec::Program>>>,
+    cache: Mutex<HashMap<String, Arc<run::exec::Program>>>,
     dyn_cache: Mutex<HashMap<String, Arc<dynamic::DynProgram>>>,
-    pool: Arc<pool::Pool>,
+    pool: Arc<run::pool::Pool>,
     threads: usize,
     opts: util::Options,
 }
@@ -289,7 +271,7 @@ impl CpuBackend {
         CpuBackend {
             cache: Mutex::new(HashMap::new()),
             dyn_cache: Mutex::new(HashMap::new()),
-            pool: Arc::new(pool::Pool::default()),
+            pool: Arc::new(run::pool::Pool::default()),
             threads: threads.max(1),
             opts: util::Options::default(),
         }
@@ -405,8 +387,8 @@ impl Backend for CpuBackend {
 
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
         let bytes = array.len() * array.dtype().size_bytes();
-        let array = if bytes >= hugepages::MIN_BYTES {
-            HostArray::new(array.shape().to_vec(), hugepages::copy(array.data()))?
+        let array = if bytes >= run::hugepages::MIN_BYTES {
+            HostArray::new(array.shape().to_vec(), run::hugepages::copy(array.data()))?
         } else {
             array.clone()
         };

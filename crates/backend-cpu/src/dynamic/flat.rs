@@ -15,8 +15,8 @@
 //! counters and predicates) every value is `[FLAT_EXTENT]`, called with
 //! `n = 1`.
 
-use crate::jit::{CodeBuilder, Shape};
-use crate::kernel::{compile_group, GenError};
+use crate::codegen::jit::{CodeBuilder, Shape};
+use crate::codegen::kernel::{compile_group, GenError};
 use cranelift_module::Module;
 use jaxon_ir::passes::{is_elementwise, plan_fusion, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
@@ -101,7 +101,7 @@ enum Member {
 fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
     let v = out_var(eqn)?;
     let out = jaxpr.try_aval(v)?.as_array()?.clone();
-    let dt_ok = |d: DType| crate::kernel::storable(d);
+    let dt_ok = |d: DType| crate::codegen::kernel::storable(d);
     if !dt_ok(out.dtype) {
         return None;
     }

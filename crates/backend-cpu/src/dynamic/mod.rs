@@ -39,7 +39,7 @@ mod run;
 mod scalar;
 mod typed;
 
-use crate::jit::{CodeBuilder, Kernel};
+use crate::codegen::jit::{CodeBuilder, Kernel};
 use flat::{compile_run, find_run, FlatRun, Kernels};
 use jaxon_ir::primitive::NestedJaxpr;
 use jaxon_ir::{ClosedJaxpr, Dim, HostArray, IrError, Jaxpr, Primitive};
@@ -103,7 +103,7 @@ pub(crate) fn compile(
 ) -> Result<DynProgram, IrError> {
     let dump = crate::util::dump_dir();
     let mut ks = Kernels {
-        cb: CodeBuilder::new(&crate::runtime::trampolines())?,
+        cb: CodeBuilder::new(&crate::run::runtime::trampolines())?,
         contract_fma,
         defined: 0,
         clif: dump.as_ref().map(|_| String::new()),
@@ -217,7 +217,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     .filter_map(|a| jaxpr.atom_aval(a).map(|a| a.dtype()))
                     .collect();
                 let gemm = matches!(dts.as_slice(), [l, r] if l == r
-                    && crate::dot::gemm_dtype(*l)
+                    && crate::ops::dot::gemm_dtype(*l)
                     && preferred_element_type.is_none_or(|p| p == *l));
                 if gemm {
                     Step::Dot(e)

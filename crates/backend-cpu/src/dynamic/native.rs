@@ -6,7 +6,7 @@
 //! Layout primitives are strided copies with runtime strides
 //! (`movement.rs`), reductions along axes fold `(outer, reduced, inner)`
 //! views (`reduce.rs`), and the rest run the static backend's own native
-//! routines (`crate::native::build_op`, `cumulative`, `copy`) built for the
+//! routines (`crate::ops::native::build_op`, `cumulative`, `copy`) built for the
 //! runtime shapes, the last build kept for the next call with the same
 //! shapes. No step calls the interpreter: a primitive without a native
 //! routine is a compile-time error naming it.
@@ -14,7 +14,7 @@
 use super::{movement, reduce};
 use crate::error::run_error;
 use crate::error::CpuError;
-use crate::native::{build_op, NativeOp};
+use crate::ops::native::{build_op, NativeOp};
 use jaxon_ir::primitive::{
     ArgReduceParams, BroadcastInDimParams, Collective, ConcatenateParams, Control,
     CumulativeParams, Elementwise, Indexing, IotaParams, Linalg, PadParams, Pallas, ReduceParams,
@@ -78,7 +78,7 @@ pub(crate) enum DynOp {
     Split { axis: usize },
     /// `empty2`: a zero scalar.
     Zeros,
-    /// A `crate::native` op built for the runtime shapes (gather,
+    /// A `crate::ops::native` op built for the runtime shapes (gather,
     /// scatter, dynamic_slice, sort, top_k, conv, bitcast,
     /// reduce_precision, tile, stack, mixed-dtype `dot_general`).
     Built(BuiltCache),
@@ -296,7 +296,7 @@ impl DynOp {
                 let [x, value] = ins else {
                     return Err(fail("pad takes an operand and a value"));
                 };
-                one(crate::copy::pad(x, value, config, &out()?.1))
+                one(crate::ops::copy::pad(x, value, config, &out()?.1))
             }
             DynOp::UpdateSlice => {
                 let [x, u, starts @ ..] = ins else {
@@ -316,21 +316,24 @@ impl DynOp {
                 max,
                 axis,
                 index_dtype,
-            } => one(crate::cumulative::arg_reduce(
+            } => one(crate::ops::cumulative::arg_reduce(
                 *max,
                 x()?,
                 *axis,
                 *index_dtype,
             )),
-            DynOp::Cumulative { op, axis, reverse } => {
-                one(crate::cumulative::cumulative(*op, x()?, *axis, *reverse))
-            }
+            DynOp::Cumulative { op, axis, reverse } => one(crate::ops::cumulative::cumulative(
+                *op,
+                x()?,
+                *axis,
+                *reverse,
+            )),
             DynOp::Split { axis } => {
                 let sizes = outs
                     .iter()
                     .map(|(_, s)| s.get(*axis).copied().ok_or_else(|| fail("split axis")))
                     .collect::<Result<Vec<_>, _>>()?;
-                crate::copy::split(x()?, *axis, &sizes)
+                crate::ops::copy::split(x()?, *axis, &sizes)
             }
             DynOp::Zeros => {
                 let (dt, shape) = out()?;

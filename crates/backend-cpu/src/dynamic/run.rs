@@ -17,12 +17,12 @@ use super::native::DynOp;
 use super::scalar::ScalarRun;
 use super::typed::{elems, with_type, Typed};
 use super::{Body, DynProgram, Step};
-use crate::dot::DotPlan;
+use crate::codegen::jit::Kernel;
 use crate::error::run_error;
-use crate::exec::identity_array;
-use crate::executable::with_host_args;
-use crate::jit::Kernel;
-use crate::pool::{Pool, PooledBuffer};
+use crate::ops::dot::DotPlan;
+use crate::run::exec::identity_array;
+use crate::run::executable::with_host_args;
+use crate::run::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::support::{
     for_loop_trips, index_axis0, index_scalar, literal_array, scalar_i64, stack,
 };
@@ -455,7 +455,7 @@ fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), Ir
                     .ok_or_else(|| fail("flat run slot read before it is written"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        crate::runtime::run_flat_kernel(
+        crate::run::runtime::run_flat_kernel(
             kernel,
             &inputs,
             &mut out,

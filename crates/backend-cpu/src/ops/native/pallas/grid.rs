@@ -24,7 +24,7 @@ impl PallasOp {
                 .iter()
                 .map(|g| g.block.iter().product::<usize>())
                 .sum::<usize>();
-        let workers = if work >= crate::sched::PARALLEL_MIN_WORK {
+        let workers = if work >= crate::run::sched::PARALLEL_MIN_WORK {
             threads.min(self.groups.len()).max(1)
         } else {
             1

@@ -24,7 +24,7 @@ pub(super) const MR: usize = 6;
 
 /// Whether this CPU runs the tiles.
 pub(super) fn available() -> bool {
-    crate::kernel::wide::available()
+    crate::codegen::kernel::wide::available()
 }
 
 /// Asks for every cache line of `values` to be brought into L1 (a hint:

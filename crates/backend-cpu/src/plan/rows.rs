@@ -10,10 +10,10 @@
 //! the rows it is given; the run's invariants make row `r` depend only on
 //! rows `r` of the run's own values).
 
+use crate::codegen::jit::Shape;
 use crate::error::run_error;
-use crate::groups::{GPrep, RowRole, Tables};
-use crate::jit::Shape;
-use crate::sched::PARALLEL_MIN_WORK;
+use crate::plan::groups::{GPrep, RowRole, Tables};
+use crate::run::sched::PARALLEL_MIN_WORK;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{
@@ -261,7 +261,7 @@ pub(crate) fn share_run_buffers(
 }
 
 /// The compiled (not inlined) kernel of group `g`, if it is one.
-fn kernel(groups: &[GPrep], g: usize) -> Option<&crate::groups::KPrep> {
+fn kernel(groups: &[GPrep], g: usize) -> Option<&crate::plan::groups::KPrep> {
     match groups.get(g) {
         Some(GPrep::Kernel(k)) if k.func.is_some() => Some(k),
         _ => None,

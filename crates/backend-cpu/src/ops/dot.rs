@@ -340,8 +340,8 @@ impl DotPlan {
         // SAFETY: as above.
         let (la, ra) = unsafe {
             (
-                crate::raw::read_array(l, self.dtype, &self.lhs_shape)?,
-                crate::raw::read_array(r, self.dtype, &self.rhs_shape)?,
+                crate::run::raw::read_array(l, self.dtype, &self.lhs_shape)?,
+                crate::run::raw::read_array(r, self.dtype, &self.rhs_shape)?,
             )
         };
         let out = self.run(&la, &ra, threads)?;

@@ -17,7 +17,7 @@
 mod flow;
 
 use crate::error::run_error;
-use crate::groups::{array_bytes, GPrep, KPrep, Prep, RowRole};
+use crate::plan::groups::{array_bytes, GPrep, KPrep, Prep, RowRole};
 use cranelift_codegen::ir::types::{I16, I32, I64, I8, I8X16};
 use cranelift_codegen::ir::{
     AbiParam, FuncRef, Function, InstBuilder, MemFlagsData, Signature, StackSlotData,
@@ -421,7 +421,7 @@ impl<'a> Emitter<'a> {
         let zero = b.ins().iconst(I64, 0);
         b.def_var(var, zero);
         let end = b.ins().iconst(I64, rows as i64);
-        crate::kernel::counted(b, var, end, 1, &mut |b, r| {
+        crate::codegen::kernel::counted(b, var, end, 1, &mut |b, r| {
             let off = b.ins().imul_imm_s(r, shift);
             let p = b.ins().iadd(out, off);
             b.ins().store(MemFlagsData::trusted(), p, t, slot);
@@ -441,7 +441,7 @@ impl<'a> Emitter<'a> {
             .collect()
     }
 
-    /// A row run (`crate::rows`): the members' outputs are initialised,
+    /// A row run (`crate::plan::rows`): the members' outputs are initialised,
     /// then the driver runs every member a block of rows at a time.
     #[allow(clippy::too_many_arguments)]
     fn row_run(
@@ -507,7 +507,7 @@ impl<'a> Emitter<'a> {
         let zero = b.ins().iconst(I64, 0);
         b.def_var(var, zero);
         let end = b.ins().iconst(I64, (n * es) as i64);
-        crate::kernel::counted(b, var, end, es as i64, &mut |b, i| {
+        crate::codegen::kernel::counted(b, var, end, es as i64, &mut |b, i| {
             let a = b.ins().iadd(base, i);
             b.ins().store(flags, v, a, 0);
         });

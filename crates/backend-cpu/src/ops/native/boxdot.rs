@@ -4,8 +4,8 @@
 //! place, with the ref's strides, instead of copying it out first.
 
 use super::{NativeOp, RawArg};
-use crate::dot::DotPlan;
 use crate::error::run_error;
+use crate::ops::dot::DotPlan;
 use jaxon_ir::{HostArray, IrError, Storage};
 
 /// An operand read from a box of a ref.
@@ -87,7 +87,7 @@ impl NativeOp for BoxDot {
                     return None;
                 }
                 // SAFETY: the caller's contract: a scalar of this dtype.
-                scalars.push(unsafe { crate::raw::read_array(a.ptr, a.dtype, &[]) }.ok()?);
+                scalars.push(unsafe { crate::run::raw::read_array(a.ptr, a.dtype, &[]) }.ok()?);
             }
             at += 1 + r.n_idx;
             let args: Vec<&HostArray> = scalars.iter().collect();

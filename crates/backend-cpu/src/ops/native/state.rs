@@ -566,7 +566,7 @@ impl StateOp {
                 return None;
             }
             // SAFETY: the caller's contract: a scalar of this dtype.
-            scalars.push(unsafe { crate::raw::read_array(a.ptr, a.dtype, &[]) }.ok()?);
+            scalars.push(unsafe { crate::run::raw::read_array(a.ptr, a.dtype, &[]) }.ok()?);
         }
         let args: Vec<&HostArray> = scalars.iter().collect();
         let (start, size, shape) = match self.boxed(r.shape, &args) {

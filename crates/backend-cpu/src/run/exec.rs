@@ -1,10 +1,10 @@
 //! Compiled programs and their execution: a list of steps (JIT kernels and
 //! GEMM calls) over an environment of host arrays indexed by variable.
 
-use crate::dot::DotPlan;
+use crate::codegen::jit::{CodeModule, Kernel, ProgramFn};
+use crate::codegen::kernel::identity_int;
 use crate::error::run_error;
-use crate::jit::{CodeModule, Kernel, ProgramFn};
-use crate::kernel::identity_int;
+use crate::ops::dot::DotPlan;
 use crate::util::literal_array;
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{Atom, DType, HostArray, IrError, ShapedArray, Storage, Var};
@@ -69,9 +69,9 @@ pub(crate) enum Step {
         axis: usize,
         index_dtype: DType,
     },
-    /// A native operation (`crate::native`) on operands, binding outputs.
+    /// A native operation (`crate::ops::native`) on operands, binding outputs.
     Native {
-        op: Box<dyn crate::native::NativeOp>,
+        op: Box<dyn crate::ops::native::NativeOp>,
         inputs: Vec<Operand>,
         outs: Vec<Option<Var>>,
     },
@@ -135,7 +135,7 @@ pub(crate) struct Program {
     pub arenas: Mutex<Vec<Vec<u64>>>,
     /// The pool the arenas came from (set by the first call) and return to
     /// when the program is dropped.
-    pub arena_pool: std::sync::OnceLock<Arc<crate::pool::Pool>>,
+    pub arena_pool: std::sync::OnceLock<Arc<crate::run::pool::Pool>>,
     /// Kernels large enough to split over threads (`tramp_par_kernel`).
     pub par_kernels: Vec<Kernel>,
     /// `dot_general`s (`tramp_dot`).
@@ -287,8 +287,12 @@ fn run_step(
                     axis,
                     reverse,
                 } => {
-                    let r =
-                        crate::cumulative::cumulative(*op, operand_ref(&env, x)?, *axis, *reverse)?;
+                    let r = crate::ops::cumulative::cumulative(
+                        *op,
+                        operand_ref(&env, x)?,
+                        *axis,
+                        *reverse,
+                    )?;
                     env[out.index()] = Some(Slot::Owned(r));
                 }
                 Step::Zeros { out, dtype } => {
@@ -300,7 +304,7 @@ fn run_step(
                     sizes,
                     outs,
                 } => {
-                    let pieces = crate::copy::split(operand_ref(&env, x)?, *axis, sizes)?;
+                    let pieces = crate::ops::copy::split(operand_ref(&env, x)?, *axis, sizes)?;
                     bind(&mut env, outs, pieces);
                 }
                 Step::ArgReduce {
@@ -310,7 +314,7 @@ fn run_step(
                     axis,
                     index_dtype,
                 } => {
-                    let r = crate::cumulative::arg_reduce(
+                    let r = crate::ops::cumulative::arg_reduce(
                         *max,
                         operand_ref(&env, x)?,
                         *axis,
@@ -325,7 +329,7 @@ fn run_step(
                     config,
                     out_shape,
                 } => {
-                    let r = crate::copy::pad(
+                    let r = crate::ops::copy::pad(
                         operand_ref(&env, x)?,
                         operand_ref(&env, value)?,
                         config,
@@ -343,7 +347,7 @@ fn run_step(
                         .iter()
                         .map(|o| operand_ref(&env, o))
                         .collect::<Result<Vec<_>, _>>()?;
-                    let r = crate::copy::concatenate(&arrays, *dim, out_shape)?;
+                    let r = crate::ops::copy::concatenate(&arrays, *dim, out_shape)?;
                     env[out.index()] = Some(Slot::Owned(r));
                 }
                 Step::Native { op, inputs, outs } => {

@@ -5,10 +5,10 @@
 //! Invariant: every value a group reads or writes has a planned address of
 //! its type's size (`Prep::mem`), aligned to [`ALIGN`].
 
-use crate::dot::DotPlan;
-use crate::exec::StepCall;
-use crate::jit::CodeBuilder;
-use crate::kernel::Inline;
+use crate::codegen::jit::CodeBuilder;
+use crate::codegen::kernel::Inline;
+use crate::ops::dot::DotPlan;
+use crate::run::exec::StepCall;
 use crate::util::Options;
 use jaxon_ir::passes::MemoryPlan;
 use jaxon_ir::{Atom, DType, HostArray, IrError, Jaxpr, Var};
@@ -43,7 +43,7 @@ pub(crate) struct Tables {
 
 impl Tables {
     pub fn new(opts: Options, dump: bool) -> Result<Tables, IrError> {
-        let mut cb = CodeBuilder::new(&crate::runtime::trampolines())?;
+        let mut cb = CodeBuilder::new(&crate::run::runtime::trampolines())?;
         if dump {
             cb.disasm = Some(String::new());
         }

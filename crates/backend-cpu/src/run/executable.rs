@@ -4,8 +4,8 @@
 //! per call.
 
 use crate::error::run_error;
-use crate::exec::{Program, ResultSrc};
-use crate::pool::{Pool, PooledBuffer};
+use crate::run::exec::{Program, ResultSrc};
+use crate::run::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{with_storage, Buffer, Executable, HostArray, IrError};
 use smallvec::SmallVec;
@@ -95,12 +95,12 @@ impl CpuExecutable {
                 let _ = p.arena_pool.set(self.pool.clone());
                 self.pool.take_arena(p.arena_bytes.div_ceil(8))
             });
-        let ctx = crate::runtime::RunCtx {
+        let ctx = crate::run::runtime::RunCtx {
             program: p,
             threads: self.threads,
             error: Mutex::new(None),
         };
-        let res = crate::runtime::call_program(p.entry, io, &mut arena, &ctx);
+        let res = crate::run::runtime::call_program(p.entry, io, &mut arena, &ctx);
         if let Ok(mut a) = p.arenas.lock() {
             a.push(arena);
         }

@@ -54,7 +54,7 @@ impl Pool {
         // Fresh large zeroed storage is mapped but untouched: advise it
         // before the program writes it.
         let s = Storage::zeros(dt, n);
-        crate::hugepages::advise_storage(&s);
+        crate::run::hugepages::advise_storage(&s);
         s
     }
 

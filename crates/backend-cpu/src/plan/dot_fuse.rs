@@ -2,7 +2,7 @@
 //! a static slice is read in place (`fuse_slices`), and `x + dot(l, r)` is
 //! one accumulating GEMM (`fuse_accumulate`).
 
-use crate::dot::DotPlan;
+use crate::ops::dot::DotPlan;
 use jaxon_ir::primitive::{Elementwise, Indexing, SliceParams, State};
 
 /// What [`fuse_accumulate`] changed: group spans the memory plan must keep
@@ -24,10 +24,10 @@ pub(crate) struct Accumulated {
 pub(crate) fn fuse_accumulate(
     jaxpr: &jaxon_ir::Jaxpr,
     plan: &jaxon_ir::passes::FusionPlan,
-    groups: &mut [crate::groups::GPrep],
+    groups: &mut [crate::plan::groups::GPrep],
     dots: &mut Vec<DotPlan>,
 ) -> Accumulated {
-    use crate::groups::GPrep;
+    use crate::plan::groups::GPrep;
     use jaxon_ir::primitive::BinaryOp;
     use jaxon_ir::{Atom, Binder, Primitive};
     let mut done = Accumulated::default();
@@ -57,7 +57,7 @@ pub(crate) fn fuse_accumulate(
         else {
             continue;
         };
-        if !matches!(&groups[gi], crate::groups::GPrep::Kernel(k) if k.row_run.is_none()) {
+        if !matches!(&groups[gi], crate::plan::groups::GPrep::Kernel(k) if k.row_run.is_none()) {
             continue;
         }
         let (d, x, gd) = match (dot_of.get(b), dot_of.get(a)) {
@@ -119,15 +119,15 @@ fn use_counts(jaxpr: &jaxon_ir::Jaxpr, plan: &jaxon_ir::passes::FusionPlan) -> V
 /// another value (a Pallas block of its window), computed by a group of
 /// its own and read nowhere else, is read in place: the GEMM gets the
 /// slice's offset and the sliced array's strides, the slice's group
-/// becomes [`GPrep::Nop`](crate::groups::GPrep::Nop) and its span to the
+/// becomes [`GPrep::Nop`](crate::plan::groups::GPrep::Nop) and its span to the
 /// product keeps the sliced array live.
 pub(crate) fn fuse_slices(
     jaxpr: &jaxon_ir::Jaxpr,
     plan: &jaxon_ir::passes::FusionPlan,
-    groups: &mut [crate::groups::GPrep],
+    groups: &mut [crate::plan::groups::GPrep],
     dots: &mut Vec<DotPlan>,
 ) -> Accumulated {
-    use crate::groups::GPrep;
+    use crate::plan::groups::GPrep;
     use jaxon_ir::{Atom, Binder, Primitive};
     let mut done = Accumulated::default();
     let uses = use_counts(jaxpr, plan);
@@ -216,20 +216,20 @@ pub(crate) fn fuse_slices(
 
 /// A product (plain or accumulating) whose operands include `get`s of a
 /// box, each computed by a group of its own and read nowhere else, becomes
-/// one native step ([`BoxDot`](crate::native::boxdot::BoxDot)) that has the GEMM
+/// one native step ([`BoxDot`](crate::ops::native::boxdot::BoxDot)) that has the GEMM
 /// read the boxes in place; the `get` groups become
-/// [`GPrep::Nop`](crate::groups::GPrep::Nop), kept live with the product by
+/// [`GPrep::Nop`](crate::plan::groups::GPrep::Nop), kept live with the product by
 /// their spans. (An in-kernel `acc += dot(x_ref[:, ds(k, bk)], ...)`.)
 pub(crate) fn fuse_box_reads(
     jaxpr: &jaxon_ir::Jaxpr,
     plan: &jaxon_ir::passes::FusionPlan,
-    groups: &mut [crate::groups::GPrep],
+    groups: &mut [crate::plan::groups::GPrep],
     dots: &[DotPlan],
-    steps: &mut Vec<crate::exec::StepCall>,
+    steps: &mut Vec<crate::run::exec::StepCall>,
 ) -> Result<Accumulated, jaxon_ir::IrError> {
-    use crate::exec::{Operand, Step, StepCall};
-    use crate::groups::GPrep;
-    use crate::native::boxdot::{BoxDot, BoxRead};
+    use crate::ops::native::boxdot::{BoxDot, BoxRead};
+    use crate::plan::groups::GPrep;
+    use crate::run::exec::{Operand, Step, StepCall};
     use jaxon_ir::{Atom, Binder, Primitive};
     let mut done = Accumulated::default();
     let uses = use_counts(jaxpr, plan);
@@ -289,11 +289,12 @@ pub(crate) fn fuse_box_reads(
                 None => inputs.push(Operand::Var(ops[side])),
                 Some((_, e)) => {
                     let eqn = &jaxpr.eqns[e];
-                    let Step::Native { op, .. } = crate::opaque::native_step(jaxpr, e, eqn)? else {
+                    let Step::Native { op, .. } = crate::plan::opaque::native_step(jaxpr, e, eqn)?
+                    else {
                         return Err(crate::util::cannot(jaxpr, e, "get is a native step"));
                     };
                     for a in &eqn.inputs {
-                        inputs.push(crate::exec::operand(a)?);
+                        inputs.push(crate::run::exec::operand(a)?);
                     }
                     reads[side] = Some(BoxRead {
                         get: op,

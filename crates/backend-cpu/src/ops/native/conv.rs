@@ -7,9 +7,9 @@
 //! gemm step cannot take directly (f16/bf16, bool, mixed dtypes).
 
 use super::{map_same, next_index, strides, Elem, NativeOp};
-use crate::dot::DotPlan;
 use crate::error::run_error;
 use crate::error::CpuError;
+use crate::ops::dot::DotPlan;
 use jaxon_ir::primitive::{ConvDimensionNumbers, DotDimensionNumbers};
 use jaxon_ir::{DType, HostArray, IrError, Storage};
 

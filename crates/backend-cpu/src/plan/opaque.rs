@@ -1,13 +1,13 @@
 //! The static step of each opaque equation: one the fusion planner left
 //! alone and that is not control flow (the program emitter's). A GEMM, a
-//! fill, a copy, a line scan, or a native op (`crate::native`, which only
+//! fill, a copy, a line scan, or a native op (`crate::ops::native`, which only
 //! defines ops: the steps that run them are built here). One exhaustive
 //! dispatch by family; each family's rules take typed params.
 
-use crate::dot::DotPlan;
-use crate::exec::operand;
-use crate::exec::Step;
-use crate::native::{build_op, Checked, NativeOp};
+use crate::ops::dot::DotPlan;
+use crate::ops::native::{build_op, Checked, NativeOp};
+use crate::run::exec::operand;
+use crate::run::exec::Step;
 use crate::util::{cannot, out_vars};
 use jaxon_ir::primitive::{
     AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, Indexer, LoadParams,
@@ -99,7 +99,7 @@ fn dot_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &DotGeneralParams) -> Result<
     let (ldt, ls) = shape(l)?;
     let (rdt, rs) = shape(r)?;
     let dt = preferred_element_type.unwrap_or(ldt);
-    if ldt != rdt || dt != ldt || !crate::dot::gemm_dtype(dt) {
+    if ldt != rdt || dt != ldt || !crate::ops::dot::gemm_dtype(dt) {
         // Mixed, half-precision and boolean products cast first.
         return native_step(jaxpr, e, eqn);
     }
@@ -311,12 +311,14 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
     match &eqn.primitive {
         Primitive::State(p) => {
             let (kind, indexers) = match p {
-                State::Get(GetParams { indexers }) => (crate::native::state::Kind::Get, indexers),
+                State::Get(GetParams { indexers }) => {
+                    (crate::ops::native::state::Kind::Get, indexers)
+                }
                 State::Swap(SwapParams { indexers }) => {
-                    (crate::native::state::Kind::Swap, indexers)
+                    (crate::ops::native::state::Kind::Swap, indexers)
                 }
                 State::AddUpdate(AddUpdateParams { indexers }) => {
-                    (crate::native::state::Kind::AddUpdate, indexers)
+                    (crate::ops::native::state::Kind::AddUpdate, indexers)
                 }
             };
             ref_step(jaxpr, e, eqn, kind, indexers)
@@ -340,7 +342,7 @@ fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, I
         Pallas::ProgramId(ProgramIdParams { axis }) => {
             return step(
                 eqn,
-                Box::new(crate::native::pallas::ProgramId {
+                Box::new(crate::ops::native::pallas::ProgramId {
                     axis: *axis,
                     count: false,
                 }),
@@ -349,7 +351,7 @@ fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, I
         Pallas::NumPrograms(NumProgramsParams { axis }) => {
             return step(
                 eqn,
-                Box::new(crate::native::pallas::ProgramId {
+                Box::new(crate::ops::native::pallas::ProgramId {
                     axis: *axis,
                     count: true,
                 }),
@@ -363,7 +365,7 @@ fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, I
             input_output_aliases,
             ..
         }) => {
-            let op = crate::native::pallas::PallasOp::new(
+            let op = crate::ops::native::pallas::PallasOp::new(
                 kernel,
                 grid,
                 block_mappings,
@@ -379,23 +381,23 @@ fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, I
             has_mask,
             has_other,
         }) => (
-            crate::native::state::Kind::Load {
+            crate::ops::native::state::Kind::Load {
                 has_mask: *has_mask,
                 has_other: *has_other,
             },
             indexers,
         ),
         Pallas::Store(StoreParams { indexers, has_mask }) => (
-            crate::native::state::Kind::Store {
+            crate::ops::native::state::Kind::Store {
                 has_mask: *has_mask,
             },
             indexers,
         ),
         Pallas::AtomicRmw(AtomicRmwParams { op, indexers }) => {
-            (crate::native::state::Kind::Atomic(*op), indexers)
+            (crate::ops::native::state::Kind::Atomic(*op), indexers)
         }
         Pallas::AtomicCas(AtomicCasParams { indexers }) => {
-            (crate::native::state::Kind::Cas, indexers)
+            (crate::ops::native::state::Kind::Cas, indexers)
         }
     };
     ref_step(jaxpr, e, eqn, kind, indexers)
@@ -406,7 +408,7 @@ fn ref_step(
     jaxpr: &Jaxpr,
     e: usize,
     eqn: &Eqn,
-    kind: crate::native::state::Kind,
+    kind: crate::ops::native::state::Kind,
     indexers: &[Indexer],
 ) -> Result<Step, IrError> {
     if !matches!(eqn.inputs.first(), Some(Atom::Var(_))) {
@@ -415,13 +417,13 @@ fn ref_step(
     // `prep::discharge_refs` gave each write an extra output: the
     // ref's updated value, a new variable.
     let n_outs = match kind {
-        crate::native::state::Kind::Get
-        | crate::native::state::Kind::AddUpdate
-        | crate::native::state::Kind::Load { .. }
-        | crate::native::state::Kind::Store { .. } => 1,
-        crate::native::state::Kind::Swap
-        | crate::native::state::Kind::Atomic(_)
-        | crate::native::state::Kind::Cas => 2,
+        crate::ops::native::state::Kind::Get
+        | crate::ops::native::state::Kind::AddUpdate
+        | crate::ops::native::state::Kind::Load { .. }
+        | crate::ops::native::state::Kind::Store { .. } => 1,
+        crate::ops::native::state::Kind::Swap
+        | crate::ops::native::state::Kind::Atomic(_)
+        | crate::ops::native::state::Kind::Cas => 2,
     };
     if eqn.outputs.len() != n_outs {
         return Err(cannot(
@@ -432,7 +434,7 @@ fn ref_step(
     }
     step(
         eqn,
-        Box::new(crate::native::state::StateOp {
+        Box::new(crate::ops::native::state::StateOp {
             kind,
             indexers: indexers.to_vec(),
         }),

@@ -20,12 +20,12 @@
 //! - Panics never unwind into generated code: each trampoline catches them
 //!   and records an error in the context, which the caller returns.
 
+use crate::codegen::jit::{OpaqueCtx, ProgramFn, TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
 use crate::error::run_error;
-use crate::exec::{Operand, Program, Step, StepCall};
-use crate::jit::{OpaqueCtx, ProgramFn, TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
-use crate::native::RawArg;
-use crate::raw::{read_array, write_array};
-use crate::sched::{run_split, PARALLEL_MIN_WORK};
+use crate::ops::native::RawArg;
+use crate::run::exec::{Operand, Program, Step, StepCall};
+use crate::run::raw::{read_array, write_array};
+use crate::run::sched::{run_split, PARALLEL_MIN_WORK};
 use jaxon_ir::{with_storage, DType, HostArray, IrError};
 use std::sync::Mutex;
 
@@ -154,7 +154,7 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
                 unsafe { read_array(p, *dt, shape) }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let outs = crate::exec::run_step_call(call, ins, ctx.threads)?;
+        let outs = crate::run::exec::run_step_call(call, ins, ctx.threads)?;
         for ((a, (_, dt, shape)), &p) in outs.iter().zip(&call.outs).zip(&table[call.ins.len()..]) {
             if a.dtype() != *dt || a.shape() != shape.as_slice() {
                 return Err(run_error(format!(
@@ -181,7 +181,7 @@ pub(crate) extern "C" fn tramp_step(ctx: *const RunCtx, k: u64, ptrs: *const *mu
 /// output is whole, or a scalar for a reduction. Everything the kernel's
 /// memory accesses rely on is checked here first.
 pub(crate) fn run_flat_kernel(
-    kernel: &crate::jit::Kernel,
+    kernel: &crate::codegen::jit::Kernel,
     inputs: &[(&HostArray, DType, bool)],
     out: &mut HostArray,
     reduce: bool,

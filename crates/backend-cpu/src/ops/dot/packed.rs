@@ -33,7 +33,7 @@
 use super::microkernel::{self, Tile, MR};
 use super::split::SharedDst;
 use super::{Product, View};
-use crate::sched::share_ranges;
+use crate::run::sched::share_ranges;
 use std::sync::{Mutex, PoisonError};
 
 /// Depth of a block: a column panel of `c` is 16 KiB, half of L1.

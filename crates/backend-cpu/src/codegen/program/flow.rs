@@ -3,7 +3,7 @@
 //! chain, and the `for_loop` trip count.
 
 use super::{err, Addr, Emitter};
-use crate::groups::{LoopKind, LoopPrep, Prep};
+use crate::plan::groups::{LoopKind, LoopPrep, Prep};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I16, I32, I64, I8};
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value};

@@ -36,8 +36,8 @@ mod plan;
 use super::{next_index, strides, Elem, NativeOp};
 use crate::error::run_error;
 use crate::error::CpuError;
-use crate::exec::ResultSrc;
-use crate::executable::CpuExecutable;
+use crate::run::exec::ResultSrc;
+use crate::run::executable::CpuExecutable;
 use blocks::{addr, addr_mut, copy_box, fill_box, words, Ptr};
 use jaxon_ir::primitive::BlockMapping;
 use jaxon_ir::{Atom, Aval, ClosedJaxpr, DType, HostArray, IrError, Jaxpr, ShapedArray, Storage};
@@ -306,7 +306,7 @@ impl PallasOp {
         // then discharged; only the refs it writes come back, and operands
         // arrive as windows.
         let simple = jaxon_ir::passes::simplify(&ClosedJaxpr::without_consts(kernel.clone()))?;
-        let d = crate::discharge::discharge_refs(&simple)?
+        let d = crate::plan::discharge::discharge_refs(&simple)?
             .ok_or_else(|| err("the kernel takes no refs"))?;
         let mut j: Jaxpr = (*d.jaxpr).clone();
         let written: Vec<usize> = (0..j.invars.len())
@@ -361,7 +361,7 @@ impl PallasOp {
             program: Arc::new(program),
             consts: closed.consts.clone(),
             threads: 1,
-            pool: Arc::new(crate::pool::Pool::default()),
+            pool: Arc::new(crate::run::pool::Pool::default()),
         };
         // Parallel only when outputs alone are written (inputs and scratch
         // carry state from program to program).
@@ -542,7 +542,7 @@ impl PallasOp {
             }
             direct.push(d);
         }
-        let ctx = crate::runtime::RunCtx {
+        let ctx = crate::run::runtime::RunCtx {
             program: prog,
             threads: f.threads,
             error: Mutex::new(None),
@@ -558,7 +558,7 @@ impl PallasOp {
             }
             g.1.clone_from(&self.grid);
         });
-        let res = crate::runtime::call_program(prog.entry, &io, &mut w.arena, &ctx);
+        let res = crate::run::runtime::call_program(prog.entry, &io, &mut w.arena, &ctx);
         GRID.with(|g| {
             let mut g = g.borrow_mut();
             g.0.clear();

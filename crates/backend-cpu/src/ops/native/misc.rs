@@ -180,7 +180,7 @@ impl NativeOp for Stack {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let refs: Vec<&HostArray> = expanded.iter().collect();
-        Ok(vec![crate::copy::concatenate(
+        Ok(vec![crate::ops::copy::concatenate(
             &refs,
             self.axis,
             &self.shape,

@@ -5,13 +5,13 @@
 //! control-flow group's scratch: carries, temporaries and its bodies'
 //! arenas) at a fixed arena offset.
 
+use crate::codegen::jit::Shape;
+use crate::codegen::kernel::{compile_group, GenError};
 use crate::error::CpuError;
-use crate::exec::{identity_array, Step, StepCall};
-use crate::groups::{array_bytes, GPrep, KPrep, LoopKind, LoopPrep, Prep, Tables, ALIGN};
-use crate::jit::Shape;
-use crate::kernel::{compile_group, GenError};
-use crate::opaque::opaque_step;
-use crate::sched::PARALLEL_MIN_WORK;
+use crate::plan::groups::{array_bytes, GPrep, KPrep, LoopKind, LoopPrep, Prep, Tables, ALIGN};
+use crate::plan::opaque::opaque_step;
+use crate::run::exec::{identity_array, Step, StepCall};
+use crate::run::sched::PARALLEL_MIN_WORK;
 use crate::util::cannot;
 use jaxon_ir::passes::{plan_fusion, plan_memory, value_bytes, GroupKind, MemoryOptions};
 use jaxon_ir::primitive::{CondParams, Control, ForLoopParams, ScanParams, WhileParams};
@@ -102,7 +102,7 @@ pub(crate) fn prep(
 ) -> Result<Prep, IrError> {
     let strided = std::mem::take(&mut t.strided_outs);
     let widened;
-    let closed = match crate::rewrite::widen_half_reductions(closed) {
+    let closed = match crate::plan::rewrite::widen_half_reductions(closed) {
         Some(w) => {
             widened = w;
             &widened
@@ -411,13 +411,14 @@ pub(crate) fn prep(
         };
         groups.push(gp);
     }
-    let views = crate::dot_fuse::fuse_slices(jaxpr, &plan, &mut groups, &mut t.dots);
-    let acc = crate::dot_fuse::fuse_accumulate(jaxpr, &plan, &mut groups, &mut t.dots);
-    let boxes = crate::dot_fuse::fuse_box_reads(jaxpr, &plan, &mut groups, &t.dots, &mut t.steps)?;
-    let mut spans = crate::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
+    let views = crate::plan::dot_fuse::fuse_slices(jaxpr, &plan, &mut groups, &mut t.dots);
+    let acc = crate::plan::dot_fuse::fuse_accumulate(jaxpr, &plan, &mut groups, &mut t.dots);
+    let boxes =
+        crate::plan::dot_fuse::fuse_box_reads(jaxpr, &plan, &mut groups, &t.dots, &mut t.steps)?;
+    let mut spans = crate::plan::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
     spans.extend(views.spans.iter().chain(&acc.spans).chain(&boxes.spans));
     strided_outputs(t, jaxpr, &plan, &mut groups, &strided);
-    let shared = crate::rows::share_run_buffers(jaxpr, &plan, &mut groups);
+    let shared = crate::plan::rows::share_run_buffers(jaxpr, &plan, &mut groups);
     let mut exclude = exclude.clone();
     exclude.extend(views.temps.iter().chain(&acc.temps).chain(&boxes.temps));
     exclude.extend(shared.iter().map(|&(v, _)| v));

@@ -8,7 +8,7 @@
 //! chunks of a splittable kernel only read inputs and write disjoint output
 //! elements (the `jit` module's invariants).
 
-use crate::jit::KernelFn;
+use crate::codegen::jit::KernelFn;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Work (elements) below which a kernel runs on one thread: handing a
@@ -56,7 +56,7 @@ pub(crate) unsafe fn run_split(
 /// Calls `f(lo, hi)` on ranges of `chunk` indices covering `0..count`, on
 /// up to `threads` threads that take ranges from a shared counter, so a
 /// thread on a slowed core takes fewer. The calling thread takes ranges
-/// too, with the helpers of [`team`](crate::team), which stay awake
+/// too, with the helpers of [`team`](crate::run::team), which stay awake
 /// between calls; when the team is busy (another thread's call, or a
 /// call from inside one), with rayon's pool. On one thread, `f(0, count)`
 /// once.
@@ -80,7 +80,7 @@ pub(crate) fn share_ranges(
         }
         f(lo, (lo + chunk).min(count));
     };
-    if crate::team::run(threads, &work) {
+    if crate::run::team::run(threads, &work) {
         return;
     }
     rayon::in_place_scope(|s| {

@@ -4,7 +4,7 @@
 //! parallel.
 
 use super::{err, At, Geom, Layout};
-use crate::native::{next_index, strides};
+use crate::ops::native::{next_index, strides};
 use jaxon_ir::primitive::{BlockDim, BlockMapping, IndexEntry, IndexValue, Indexer, Ints};
 use jaxon_ir::primitive::{
     CondParams, Control, GetParams, Indexing, ReshapeParams, ScanParams, SliceParams, State,
