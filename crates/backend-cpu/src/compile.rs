@@ -4,107 +4,17 @@
 //! `JAXON_DUMP=dir` it writes the jaxpr, the plans (fusion and memory, of
 //! every nested jaxpr too) and each function's CLIF to `dir`.
 
-use crate::dot::DotPlan;
-use crate::exec::{Operand, Program, ResultSrc, Step};
-use crate::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
-use crate::prep::{prep, Tables};
-use crate::program::{Emitter, TopIo};
-use jaxon_ir::primitive::{
-    ArgReduceParams, Collective, ConcatenateParams, Control, CumulativeParams, DotGeneralParams,
-    Elementwise, Empty2Params, Indexing, IotaParams, Linalg, PadParams, Pallas, Reduction,
-    ReshapeParams, SplitParams, State, Structural,
-};
-use jaxon_ir::print::print_jaxpr;
-use jaxon_ir::{Atom, Binder, ClosedJaxpr, Eqn, HostArray, IrError, Jaxpr, Primitive, Var};
+use crate::codegen::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::codegen::program::{Emitter, TopIo};
+use crate::error::run_error;
+use crate::plan::groups::Tables;
+use crate::plan::prep::prep;
+use crate::run::exec::{Program, ResultSrc};
+use crate::util::{dump_dir, literal_array, write_dump, Options};
+use jaxon_ir::{Atom, ClosedJaxpr, IrError, Jaxpr, Var};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Mutex;
-
-/// Code generation options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Options {
-    /// Contract `a*b + c` into fused multiply-adds (not bit-identical to
-    /// the interpreter; more accurate).
-    pub contract_fma: bool,
-    /// Keep f32 transcendental functions inline at 128 bits even where the
-    /// CPU runs their 256-bit tile routines (the results are the same).
-    pub narrow_math: bool,
-}
-
-/// A short description of equation `i` for error messages.
-pub(crate) fn describe_eqn(jaxpr: &Jaxpr, i: usize) -> String {
-    let Some(eqn) = jaxpr.eqns.get(i) else {
-        return format!("eqn {i}");
-    };
-    let ty = |a: Option<jaxon_ir::Aval>| match a {
-        Some(a) => {
-            let s = a.array();
-            let dims: Vec<String> = s
-                .shape
-                .iter()
-                .map(|d| match d {
-                    jaxon_ir::Dim::Const(n) => n.to_string(),
-                    jaxon_ir::Dim::Var(v) => format!("v{}", v.0),
-                })
-                .collect();
-            format!("{}[{}]", s.dtype, dims.join(","))
-        }
-        None => "?".into(),
-    };
-    let outs: Vec<String> = eqn
-        .outputs
-        .iter()
-        .map(|b| match b {
-            Binder::Var(v) => format!("v{}:{}", v.0, ty(jaxpr.try_aval(*v).cloned())),
-            Binder::Drop(a) => format!("_:{}", ty(Some(a.clone()))),
-        })
-        .collect();
-    let ins: Vec<String> = eqn
-        .inputs
-        .iter()
-        .map(|a| match a {
-            Atom::Var(v) => format!("v{}", v.0),
-            Atom::Lit(l) => format!("{l}"),
-        })
-        .collect();
-    format!(
-        "eqn {i}: {} = {} {}",
-        outs.join(" "),
-        eqn.primitive.name(),
-        ins.join(" ")
-    )
-}
-
-/// The cpu backend cannot compile equation `i` of `jaxpr`: an
-/// [`IrError::Unsupported`] naming its primitive, the reason and the
-/// equation.
-pub(crate) fn cannot(jaxpr: &Jaxpr, i: usize, why: &str) -> IrError {
-    let name = jaxpr.eqns.get(i).map_or("?", |e| e.primitive.name());
-    IrError::unsupported("cpu", name, format!("{why} ({})", describe_eqn(jaxpr, i)))
-}
-
-pub(crate) fn literal_array(l: &jaxon_ir::Literal) -> Result<HostArray, IrError> {
-    use jaxon_ir::{Scalar, Storage};
-    let data = match (l.value, l.dtype) {
-        (Scalar::Int(i), jaxon_ir::DType::I64) => Storage::I64(vec![i]),
-        (Scalar::UInt(u), jaxon_ir::DType::U64) => Storage::U64(vec![u]),
-        _ => Storage::from_f64(l.dtype, &[l.as_f64()]),
-    };
-    HostArray::new(Vec::new(), data)
-}
-
-pub(crate) fn operand(a: &Atom) -> Result<Operand, IrError> {
-    Ok(match a {
-        Atom::Var(v) => Operand::Var(*v),
-        Atom::Lit(l) => Operand::Const(literal_array(l)?),
-    })
-}
-
-pub(crate) fn dump_dir() -> Option<std::path::PathBuf> {
-    std::env::var_os("JAXON_DUMP")
-        .filter(|d| !d.is_empty())
-        .map(Into::into)
-}
 
 /// Compiles a simplified closed jaxpr into a program. `key` is its printed
 /// text (used to name dump files).
@@ -130,7 +40,7 @@ pub(crate) fn compile_program_strided(
     // `Ref` arguments are discharged: passed as arrays, their final values
     // returned after the outputs.
     let discharged;
-    let closed = match crate::discharge::discharge_refs(closed)? {
+    let closed = match crate::plan::discharge::discharge_refs(closed)? {
         Some(d) => {
             discharged = d;
             &discharged
@@ -143,13 +53,11 @@ pub(crate) fn compile_program_strided(
         let a = jaxpr
             .try_aval(*v)
             .ok_or_else(|| IrError::Invalid("invar out of range".into()))?;
-        let sa = a.as_array().ok_or_else(|| {
-            IrError::Eval("cpu backend: `Ref` arguments are not supported yet".into())
-        })?;
+        let sa = a
+            .as_array()
+            .ok_or_else(|| run_error("`Ref` arguments are not supported yet"))?;
         if sa.static_sizes().is_none() {
-            return Err(IrError::Eval(
-                "cpu backend: dynamic shapes are not supported yet".into(),
-            ));
+            return Err(run_error("dynamic shapes are not supported yet"));
         }
         in_avals.push(sa.clone());
     }
@@ -174,12 +82,10 @@ pub(crate) fn compile_program_strided(
                     let aval = jaxpr
                         .try_aval(*v)
                         .and_then(|a| a.as_array())
-                        .ok_or_else(|| {
-                            IrError::Eval("cpu backend: output is not an array".into())
-                        })?;
-                    let shape = aval.static_sizes().ok_or_else(|| {
-                        IrError::Eval("cpu backend: dynamic shapes are not supported yet".into())
-                    })?;
+                        .ok_or_else(|| run_error("output is not an array"))?;
+                    let shape = aval
+                        .static_sizes()
+                        .ok_or_else(|| run_error("dynamic shapes are not supported yet"))?;
                     outputs.insert(*v, n_in + n_consts + out_bufs.len());
                     out_bufs.push((aval.dtype, shape));
                     ResultSrc::Buffer(out_bufs.len() - 1)
@@ -229,7 +135,7 @@ pub(crate) fn compile_program_strided(
                 .get(i)
                 .cloned()
                 .flatten()
-                .ok_or_else(|| IrError::Eval("cpu backend: missing kernel".into()))
+                .ok_or_else(|| run_error("missing kernel"))
         })
         .collect::<Result<_, _>>()?;
     if let Some(dir) = dump {
@@ -253,260 +159,4 @@ pub(crate) fn compile_program_strided(
         _pinned_bytes: pinned_bytes,
     };
     Ok((program, done))
-}
-
-/// Builds the native step of an opaque equation (not control flow, which
-/// the program emitter handles).
-pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
-    match &eqn.primitive {
-        Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
-            dimension_numbers,
-            preferred_element_type,
-            ..
-        })) => {
-            let [l, r] = eqn.inputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "dot_general takes two operands"));
-            };
-            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "dot_general has one output"));
-            };
-            let shape = |a: &Atom| -> Result<(jaxon_ir::DType, Vec<usize>), IrError> {
-                let av = jaxpr
-                    .atom_aval(a)
-                    .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
-                let s = av
-                    .as_array()
-                    .and_then(|s| s.static_sizes())
-                    .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))?;
-                Ok((av.dtype(), s))
-            };
-            let (ldt, ls) = shape(l)?;
-            let (rdt, rs) = shape(r)?;
-            let dt = preferred_element_type.unwrap_or(ldt);
-            if ldt != rdt || dt != ldt || !crate::dot::gemm_dtype(dt) {
-                // Mixed, half-precision and boolean products cast first.
-                return crate::native::native_step(jaxpr, e, eqn);
-            }
-            let plan =
-                DotPlan::new(&ls, &rs, dimension_numbers, dt).map_err(|m| cannot(jaxpr, e, &m))?;
-            Ok(Step::Dot {
-                lhs: operand(l)?,
-                rhs: operand(r)?,
-                out: *out,
-                plan,
-            })
-        }
-        Primitive::Structural(Structural::Iota(IotaParams {
-            dtype,
-            shape,
-            dimension,
-        })) => {
-            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "iota has one output"));
-            };
-            let shape: Option<Vec<usize>> = shape.iter().copied().collect();
-            match shape {
-                Some(shape) if eqn.inputs.is_empty() && *dimension < shape.len() => {
-                    Ok(Step::Iota {
-                        out: *out,
-                        dtype: *dtype,
-                        shape,
-                        dimension: *dimension,
-                    })
-                }
-                _ => Err(cannot(jaxpr, e, "dynamic shapes are not supported yet")),
-            }
-        }
-        Primitive::Structural(Structural::Reshape(ReshapeParams {
-            dimensions: Some(_),
-            ..
-        })) => crate::native::native_step(jaxpr, e, eqn),
-        // Elementwise and shape ops reach here only when the planner could
-        // not fuse them (dynamic shapes, `Ref` operands).
-        Primitive::Elementwise(Elementwise::Unary(_))
-        | Primitive::Elementwise(Elementwise::Binary(_))
-        | Primitive::Elementwise(Elementwise::IntegerPow(_))
-        | Primitive::Elementwise(Elementwise::Round(_))
-        | Primitive::Elementwise(Elementwise::ConvertElementType(_))
-        | Primitive::Elementwise(Elementwise::SelectN)
-        | Primitive::Elementwise(Elementwise::Clamp)
-        | Primitive::Structural(Structural::BroadcastInDim(_))
-        | Primitive::Structural(Structural::Reshape(_))
-        | Primitive::Structural(Structural::Transpose(_))
-        | Primitive::Indexing(Indexing::Slice(_))
-        | Primitive::Structural(Structural::Rev(_))
-        | Primitive::Structural(Structural::Squeeze(_))
-        | Primitive::Reduction(Reduction::Reduce(_)) => {
-            Err(cannot(jaxpr, e, "only static shapes are supported yet"))
-        }
-        Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
-            let ([x, value], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice())
-            else {
-                return Err(cannot(jaxpr, e, "pad takes an operand and a value"));
-            };
-            let config: Option<Vec<(i64, i64, i64)>> = padding_config
-                .iter()
-                .map(|t| match t.values.as_slice() {
-                    [lo, hi, interior] if *interior >= 0 => Some((*lo, *hi, *interior)),
-                    _ => None,
-                })
-                .collect();
-            let config = config.ok_or_else(|| cannot(jaxpr, e, "bad padding_config"))?;
-            Ok(Step::Pad {
-                x: operand(x)?,
-                value: operand(value)?,
-                out: *out,
-                config,
-                out_shape: static_out(jaxpr, e, *out)?,
-            })
-        }
-        Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
-            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "concatenate has one output"));
-            };
-            Ok(Step::Concat {
-                xs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-                out: *out,
-                dim: *dimension,
-                out_shape: static_out(jaxpr, e, *out)?,
-            })
-        }
-        Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => {
-            let ([x], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice()) else {
-                return Err(cannot(jaxpr, e, "takes one operand and has one output"));
-            };
-            let dt = jaxpr
-                .atom_aval(x)
-                .map(|a| a.dtype())
-                .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
-            if *op == jaxon_ir::primitive::CumulativeOp::Cumlogsumexp && !dt.is_float() {
-                return Err(cannot(jaxpr, e, &format!("cumlogsumexp of {dt}")));
-            }
-            Ok(Step::Cumulative {
-                op: *op,
-                x: operand(x)?,
-                out: *out,
-                axis: *axis,
-                reverse: *reverse,
-            })
-        }
-        Primitive::Structural(Structural::Empty2(Empty2Params { dtype })) => {
-            match eqn.outputs.as_slice() {
-                [Binder::Var(out)] => Ok(Step::Zeros {
-                    out: *out,
-                    dtype: *dtype,
-                }),
-                _ => Err(cannot(jaxpr, e, "empty2 has one output")),
-            }
-        }
-        Primitive::Structural(Structural::Split(SplitParams { sizes, axis })) => {
-            let [x] = eqn.inputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "split takes one operand"));
-            };
-            Ok(Step::Split {
-                x: operand(x)?,
-                axis: *axis,
-                sizes: sizes.to_usizes(),
-                outs: out_vars(eqn),
-            })
-        }
-        Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
-            op,
-            axes,
-            index_dtype,
-        })) => {
-            let ([x], [Binder::Var(out)], [axis]) = (
-                eqn.inputs.as_slice(),
-                eqn.outputs.as_slice(),
-                axes.as_slice(),
-            ) else {
-                return Err(cannot(jaxpr, e, "takes one operand and one axis"));
-            };
-            Ok(Step::ArgReduce {
-                max: *op == jaxon_ir::primitive::ArgOp::Argmax,
-                x: operand(x)?,
-                out: *out,
-                axis: *axis,
-                index_dtype: *index_dtype,
-            })
-        }
-        Primitive::Elementwise(Elementwise::ReducePrecision(_))
-        | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
-        | Primitive::Indexing(Indexing::DynamicSlice(_))
-        | Primitive::Indexing(Indexing::DynamicUpdateSlice)
-        | Primitive::Indexing(Indexing::Gather(_))
-        | Primitive::Indexing(Indexing::Scatter(_))
-        | Primitive::Structural(Structural::Tile(_))
-        | Primitive::Structural(Structural::Stack(_))
-        | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
-        | Primitive::Reduction(Reduction::Sort(_))
-        | Primitive::Reduction(Reduction::TopK(_))
-        | Primitive::State(State::Get(_))
-        | Primitive::State(State::Swap(_))
-        | Primitive::State(State::AddUpdate(_))
-        | Primitive::Pallas(Pallas::ProgramId(_))
-        | Primitive::Pallas(Pallas::NumPrograms(_))
-        | Primitive::Pallas(Pallas::Load(_))
-        | Primitive::Pallas(Pallas::Store(_))
-        | Primitive::Pallas(Pallas::AtomicRmw(_))
-        | Primitive::Pallas(Pallas::AtomicCas(_))
-        | Primitive::Pallas(Pallas::PallasCall(_)) => crate::native::native_step(jaxpr, e, eqn),
-        Primitive::Control(Control::Cond(_))
-        | Primitive::Control(Control::While(_))
-        | Primitive::Control(Control::Scan(_))
-        | Primitive::Control(Control::ForLoop(_)) => Err(cannot(
-            jaxpr,
-            e,
-            "internal error: control flow is handled by the program emitter",
-        )),
-        Primitive::Control(Control::Jit(_))
-        | Primitive::Control(Control::CustomJvpCall(_))
-        | Primitive::Control(Control::CustomVjpCall(_))
-        | Primitive::Control(Control::Remat(_))
-        | Primitive::Collective(Collective::AllReduce(_))
-        | Primitive::Collective(Collective::AllGather(_))
-        | Primitive::Collective(Collective::AxisIndex(_)) => {
-            Err(cannot(jaxpr, e, "not supported by the cpu backend yet"))
-        }
-    }
-}
-
-/// The variables bound by an equation's outputs (`None` for `_`).
-pub(crate) fn out_vars(eqn: &Eqn) -> Vec<Option<jaxon_ir::Var>> {
-    eqn.outputs
-        .iter()
-        .map(|b| match b {
-            Binder::Var(v) => Some(*v),
-            Binder::Drop(_) => None,
-        })
-        .collect()
-}
-
-/// The static shape of output `v` of equation `e`.
-fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, IrError> {
-    jaxpr
-        .try_aval(v)
-        .and_then(|a| a.as_array())
-        .and_then(|a| a.static_sizes())
-        .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
-}
-
-pub(crate) fn write_dump(dir: &std::path::Path, key: &str, plans: &str, clif: &str) {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    let stem = format!("{:016x}", h.finish());
-    // Dumps are best-effort debugging output: failures are logged, not fatal.
-    let res = std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(dir.join(format!("{stem}.jaxpr.txt")), key))
-        .and_then(|_| std::fs::write(dir.join(format!("{stem}.plan.txt")), plans))
-        .and_then(|_| std::fs::write(dir.join(format!("{stem}.clif")), clif));
-    if let Err(e) = res {
-        tracing::warn!("JAXON_DUMP: cannot write to {}: {e}", dir.display());
-    }
-}
-
-/// The printed text of a jaxpr: the cache key (types are part of the text).
-pub(crate) fn fingerprint(jaxpr: &Jaxpr) -> String {
-    print_jaxpr(jaxpr)
 }

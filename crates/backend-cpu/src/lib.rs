@@ -220,38 +220,28 @@
 
 #![warn(missing_docs)]
 
+mod codegen;
 mod compile;
-mod copy;
-mod cumulative;
-mod discharge;
-mod dot;
 mod dynamic;
-mod exec;
-mod hugepages;
-mod jit;
-mod kernel;
-mod native;
-mod pool;
-mod prep;
-mod program;
-mod rewrite;
-mod rows;
-mod runtime;
-mod team;
+mod error;
+mod ops;
+mod plan;
+mod run;
+mod util;
 
-use exec::CpuExecutable;
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
+use run::executable::CpuExecutable;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The Cranelift CPU backend (`"cpu"`).
 pub struct CpuBackend {
-    cache: Mutex<HashMap<String, Arc<exec::Program>>>,
+    cache: Mutex<HashMap<String, Arc<run::exec::Program>>>,
     dyn_cache: Mutex<HashMap<String, Arc<dynamic::DynProgram>>>,
-    pool: Arc<pool::Pool>,
+    pool: Arc<run::pool::Pool>,
     threads: usize,
-    opts: compile::Options,
+    opts: util::Options,
 }
 
 impl Default for CpuBackend {
@@ -281,9 +271,9 @@ impl CpuBackend {
         CpuBackend {
             cache: Mutex::new(HashMap::new()),
             dyn_cache: Mutex::new(HashMap::new()),
-            pool: Arc::new(pool::Pool::default()),
+            pool: Arc::new(run::pool::Pool::default()),
             threads: threads.max(1),
-            opts: compile::Options::default(),
+            opts: util::Options::default(),
         }
     }
 
@@ -309,7 +299,7 @@ impl CpuBackend {
     /// equations run as fused kernels, GEMMs, native steps and nested
     /// bodies.
     pub fn dynamic_plan(&self, jaxpr: &ClosedJaxpr) -> Option<String> {
-        let key = compile::fingerprint(&jaxpr.jaxpr);
+        let key = util::fingerprint(&jaxpr.jaxpr);
         let cache = self.dyn_cache.lock().ok()?;
         cache.get(&key).map(|p| p.plan.clone())
     }
@@ -325,7 +315,7 @@ impl CpuBackend {
     /// Compiles a jaxpr with dynamic dimensions once for every size
     /// (`dynamic`).
     fn compile_dynamic(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
-        let key = compile::fingerprint(&jaxpr.jaxpr);
+        let key = util::fingerprint(&jaxpr.jaxpr);
         let cached = self
             .dyn_cache
             .lock()
@@ -375,7 +365,7 @@ impl Backend for CpuBackend {
             return self.compile_dynamic(jaxpr);
         }
         let simple = jaxon_ir::passes::simplify(jaxpr)?;
-        let key = compile::fingerprint(&simple.jaxpr);
+        let key = util::fingerprint(&simple.jaxpr);
         let cached = self.cache.lock().ok().and_then(|c| c.get(&key).cloned());
         let program = match cached {
             Some(p) => p,
@@ -397,8 +387,8 @@ impl Backend for CpuBackend {
 
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
         let bytes = array.len() * array.dtype().size_bytes();
-        let array = if bytes >= hugepages::MIN_BYTES {
-            HostArray::new(array.shape().to_vec(), hugepages::copy(array.data()))?
+        let array = if bytes >= run::hugepages::MIN_BYTES {
+            HostArray::new(array.shape().to_vec(), run::hugepages::copy(array.data()))?
         } else {
             array.clone()
         };

@@ -15,8 +15,8 @@
 //! counters and predicates) every value is `[FLAT_EXTENT]`, called with
 //! `n = 1`.
 
-use crate::jit::{CodeBuilder, Shape};
-use crate::kernel::{compile_group, GenError};
+use crate::codegen::jit::{CodeBuilder, Shape};
+use crate::codegen::kernel::{compile_group, GenError};
 use cranelift_module::Module;
 use jaxon_ir::passes::{is_elementwise, plan_fusion, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
@@ -101,7 +101,7 @@ enum Member {
 fn member(jaxpr: &Jaxpr, eqn: &Eqn, shape: &[Dim]) -> Option<Member> {
     let v = out_var(eqn)?;
     let out = jaxpr.try_aval(v)?.as_array()?.clone();
-    let dt_ok = |d: DType| crate::kernel::storable(d);
+    let dt_ok = |d: DType| crate::codegen::kernel::storable(d);
     if !dt_ok(out.dtype) {
         return None;
     }
@@ -201,7 +201,7 @@ fn used_after(jaxpr: &Jaxpr, end: usize, v: Var) -> bool {
 pub(crate) struct Kernels {
     /// The module they go into.
     pub cb: CodeBuilder,
-    /// Contract multiply-adds (`compile::Options`).
+    /// Contract multiply-adds (`util::Options`).
     pub contract_fma: bool,
     /// Kernels defined so far.
     pub defined: usize,
@@ -353,7 +353,7 @@ pub(crate) fn compile_run(
             &sur,
             g,
             cfg,
-            crate::compile::Options {
+            crate::util::Options {
                 contract_fma: ks.contract_fma,
                 ..Default::default()
             },

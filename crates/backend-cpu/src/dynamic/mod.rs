@@ -30,7 +30,7 @@
 //! declared type with the dimension variables resolved (dtype, rank and
 //! each size), so kernels only ever see the sizes they are called with.
 
-use jaxon_ir::primitive::{Control, DotGeneralParams, Linalg};
+use jaxon_ir::primitive::{DotGeneralParams, Linalg};
 mod flat;
 mod movement;
 mod native;
@@ -39,7 +39,7 @@ mod run;
 mod scalar;
 mod typed;
 
-use crate::jit::{CodeBuilder, Kernel};
+use crate::codegen::jit::{CodeBuilder, Kernel};
 use flat::{compile_run, find_run, FlatRun, Kernels};
 use jaxon_ir::primitive::NestedJaxpr;
 use jaxon_ir::{ClosedJaxpr, Dim, HostArray, IrError, Jaxpr, Primitive};
@@ -101,9 +101,9 @@ pub(crate) fn compile(
     key: &str,
     contract_fma: bool,
 ) -> Result<DynProgram, IrError> {
-    let dump = crate::compile::dump_dir();
+    let dump = crate::util::dump_dir();
     let mut ks = Kernels {
-        cb: CodeBuilder::new()?,
+        cb: CodeBuilder::new(&crate::run::runtime::trampolines())?,
         contract_fma,
         defined: 0,
         clif: dump.as_ref().map(|_| String::new()),
@@ -114,7 +114,7 @@ pub(crate) fn compile(
     if let (Some(dir), Some(clif)) = (dump, clif) {
         let mut plan = String::from("dynamic-shape program\n");
         describe(&top, 0, &mut plan);
-        crate::compile::write_dump(&dir, key, &plan, &clif);
+        crate::util::write_dump(&dir, key, &plan, &clif);
     }
     let mut plan = String::new();
     describe(&top, 0, &mut plan);
@@ -204,7 +204,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
         let native = || {
             DynOp::new(eqn, unfused.as_deref())
                 .map(|op| Step::Native(e, op))
-                .map_err(|m| crate::compile::cannot(jaxpr, e, &m))
+                .map_err(|m| crate::util::cannot(jaxpr, e, &m))
         };
         let step = match &eqn.primitive {
             Primitive::Linalg(Linalg::DotGeneral(DotGeneralParams {
@@ -217,7 +217,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     .filter_map(|a| jaxpr.atom_aval(a).map(|a| a.dtype()))
                     .collect();
                 let gemm = matches!(dts.as_slice(), [l, r] if l == r
-                    && crate::dot::gemm_dtype(*l)
+                    && crate::ops::dot::gemm_dtype(*l)
                     && preferred_element_type.is_none_or(|p| p == *l));
                 if gemm {
                     Step::Dot(e)
@@ -225,14 +225,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     native()?
                 }
             }
-            Primitive::Control(Control::Cond(_))
-            | Primitive::Control(Control::While(_))
-            | Primitive::Control(Control::Scan(_))
-            | Primitive::Control(Control::ForLoop(_))
-            | Primitive::Control(Control::Jit(_))
-            | Primitive::Control(Control::CustomJvpCall(_))
-            | Primitive::Control(Control::CustomVjpCall(_))
-            | Primitive::Control(Control::Remat(_)) => {
+            // Every control-flow primitive and call runs its bodies.
+            Primitive::Control(_) => {
                 let bodies = eqn
                     .primitive
                     .param_jaxprs()
@@ -247,7 +241,15 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                     .collect::<Result<_, _>>()?;
                 Step::Nested(e, bodies)
             }
-            _ => native()?,
+            // `DynOp::new` decides, exhaustively, or names why not.
+            Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            | Primitive::Elementwise(_)
+            | Primitive::Structural(_)
+            | Primitive::Indexing(_)
+            | Primitive::Reduction(_)
+            | Primitive::State(_)
+            | Primitive::Pallas(_)
+            | Primitive::Collective(_) => native()?,
         };
         steps.push(step);
         e += 1;

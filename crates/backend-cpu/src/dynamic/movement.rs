@@ -9,10 +9,11 @@
 //! so a wrong shape is an error, never an out-of-bounds index.
 
 use super::typed::{elems, with_type, Typed};
+use crate::error::run_error;
 use jaxon_ir::{DType, HostArray, IrError};
 
 fn fail(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+    run_error(format!("{m}"))
 }
 
 /// Row-major element strides of `shape`.

@@ -6,13 +6,15 @@
 //! Layout primitives are strided copies with runtime strides
 //! (`movement.rs`), reductions along axes fold `(outer, reduced, inner)`
 //! views (`reduce.rs`), and the rest run the static backend's own native
-//! routines (`crate::native::build_op`, `cumulative`, `copy`) built for the
+//! routines (`crate::ops::native::build_op`, `cumulative`, `copy`) built for the
 //! runtime shapes, the last build kept for the next call with the same
 //! shapes. No step calls the interpreter: a primitive without a native
 //! routine is a compile-time error naming it.
 
 use super::{movement, reduce};
-use crate::native::{build_op, NativeOp};
+use crate::error::run_error;
+use crate::error::CpuError;
+use crate::ops::native::{build_op, NativeOp};
 use jaxon_ir::primitive::{
     ArgReduceParams, BroadcastInDimParams, Collective, ConcatenateParams, Control,
     CumulativeParams, Elementwise, Indexing, IotaParams, Linalg, PadParams, Pallas, ReduceParams,
@@ -76,74 +78,152 @@ pub(crate) enum DynOp {
     Split { axis: usize },
     /// `empty2`: a zero scalar.
     Zeros,
-    /// A `crate::native` op built for the runtime shapes (gather,
+    /// A `crate::ops::native` op built for the runtime shapes (gather,
     /// scatter, dynamic_slice, sort, top_k, conv, bitcast,
     /// reduce_precision, tile, stack, mixed-dtype `dot_general`).
     Built(BuiltCache),
 }
 
 fn fail(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+    run_error(format!("{m}"))
 }
 
 impl DynOp {
     /// The native kind of `eqn`, or `Err` with why it has none (the
     /// caller names the equation). `unfused` says why an elementwise
     /// equation did not compile as a flat run.
-    pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, String> {
-        let none = |why: &str| Err(format!("`{}` {why}", eqn.primitive.name()));
+    pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, CpuError> {
+        let none = |why: &str| {
+            Err(CpuError::Operands(format!(
+                "`{}` {why}",
+                eqn.primitive.name()
+            )))
+        };
+        let built = || Ok(DynOp::Built(Mutex::new(None)));
         Ok(match &eqn.primitive {
-            Primitive::Elementwise(Elementwise::Unary(_))
-            | Primitive::Elementwise(Elementwise::Binary(_))
-            | Primitive::Elementwise(Elementwise::IntegerPow(_))
-            | Primitive::Elementwise(Elementwise::Round(_))
-            | Primitive::Elementwise(Elementwise::ConvertElementType(_))
-            | Primitive::Elementwise(Elementwise::SelectN)
-            | Primitive::Elementwise(Elementwise::Clamp) => {
-                return none(&format!(
-                    "has no native step in a dynamic-shape program outside a fused kernel ({})",
-                    unfused.unwrap_or("no kernel for its operand shapes")
-                ))
+            Primitive::Elementwise(p) => match p {
+                Elementwise::BitcastConvertType(_) | Elementwise::ReducePrecision(_) => {
+                    return built()
+                }
+                Elementwise::Unary(_)
+                | Elementwise::Binary(_)
+                | Elementwise::IntegerPow(_)
+                | Elementwise::Round(_)
+                | Elementwise::ConvertElementType(_)
+                | Elementwise::SelectN
+                | Elementwise::Clamp => {
+                    return none(&format!(
+                        "has no native step in a dynamic-shape program outside a fused kernel ({})",
+                        unfused.unwrap_or("no kernel for its operand shapes")
+                    ))
+                }
+            },
+            Primitive::Structural(p) => return Self::structural(p, none),
+            Primitive::Indexing(p) => match p {
+                Indexing::Slice(SliceParams {
+                    start_indices,
+                    strides,
+                    ..
+                }) => DynOp::Slice {
+                    starts: start_indices.to_usizes(),
+                    steps: strides
+                        .as_ref()
+                        .map_or_else(|| vec![1; start_indices.len()], |s| s.to_usizes()),
+                },
+                Indexing::DynamicUpdateSlice => DynOp::UpdateSlice,
+                Indexing::DynamicSlice(_) | Indexing::Gather(_) | Indexing::Scatter(_) => {
+                    return built()
+                }
+            },
+            Primitive::Reduction(p) => match p {
+                Reduction::Reduce(ReduceParams { op, axes }) => DynOp::Reduce {
+                    op: *op,
+                    axes: axes.clone(),
+                },
+                Reduction::ArgReduce(ArgReduceParams {
+                    op,
+                    axes,
+                    index_dtype,
+                }) => match axes.as_slice() {
+                    [axis] => DynOp::ArgReduce {
+                        max: *op == jaxon_ir::primitive::ArgOp::Argmax,
+                        axis: *axis,
+                        index_dtype: *index_dtype,
+                    },
+                    _ => return none("takes exactly one axis"),
+                },
+                Reduction::Cumulative(CumulativeParams { op, axis, reverse }) => {
+                    DynOp::Cumulative {
+                        op: *op,
+                        axis: *axis,
+                        reverse: *reverse,
+                    }
+                }
+                Reduction::Sort(_) | Reduction::TopK(_) => return built(),
+            },
+            Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => {
+                return built()
             }
-            Primitive::Structural(Structural::Iota(IotaParams { dimension, .. })) => DynOp::Iota {
+            Primitive::Collective(
+                Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
+            ) => return none("(a named-axis collective) is unbound in a compiled program"),
+            Primitive::State(State::Get(_) | State::Swap(_) | State::AddUpdate(_))
+            | Primitive::Pallas(
+                Pallas::Load(_)
+                | Pallas::Store(_)
+                | Pallas::AtomicRmw(_)
+                | Pallas::AtomicCas(_)
+                | Pallas::ProgramId(_)
+                | Pallas::NumPrograms(_)
+                | Pallas::PallasCall(_),
+            ) => return none("is not supported in dynamic-shape programs yet"),
+            Primitive::Control(
+                Control::Cond(_)
+                | Control::While(_)
+                | Control::Scan(_)
+                | Control::ForLoop(_)
+                | Control::Jit(_)
+                | Control::CustomJvpCall(_)
+                | Control::CustomVjpCall(_)
+                | Control::Remat(_),
+            ) => return none("runs its nested bodies, not a native op"),
+        })
+    }
+
+    /// The structural family: fills, relabels and strided copies; `tile`,
+    /// `stack` built natively.
+    fn structural(
+        p: &Structural,
+        none: impl Fn(&str) -> Result<DynOp, CpuError>,
+    ) -> Result<DynOp, CpuError> {
+        Ok(match p {
+            Structural::Iota(IotaParams { dimension, .. }) => DynOp::Iota {
                 dimension: *dimension,
             },
-            Primitive::Structural(Structural::BroadcastInDim(BroadcastInDimParams {
+            Structural::BroadcastInDim(BroadcastInDimParams {
                 broadcast_dimensions,
                 ..
-            })) => DynOp::Broadcast {
+            }) => DynOp::Broadcast {
                 dims: broadcast_dimensions.to_usizes(),
             },
-            Primitive::Structural(Structural::Reshape(ReshapeParams {
+            Structural::Reshape(ReshapeParams {
                 dimensions: None, ..
-            }))
-            | Primitive::Structural(Structural::Squeeze(_)) => DynOp::Reshape,
-            Primitive::Structural(Structural::Reshape(ReshapeParams {
+            })
+            | Structural::Squeeze(_) => DynOp::Reshape,
+            Structural::Reshape(ReshapeParams {
                 dimensions: Some(perm),
                 ..
-            })) => DynOp::TransposeReshape { perm: perm.clone() },
-            Primitive::Structural(Structural::Transpose(TransposeParams { permutation })) => {
-                DynOp::Transpose {
-                    perm: permutation.clone(),
-                }
-            }
-            Primitive::Indexing(Indexing::Slice(SliceParams {
-                start_indices,
-                strides,
-                ..
-            })) => DynOp::Slice {
-                starts: start_indices.to_usizes(),
-                steps: strides
-                    .as_ref()
-                    .map_or_else(|| vec![1; start_indices.len()], |s| s.to_usizes()),
+            }) => DynOp::TransposeReshape { perm: perm.clone() },
+            Structural::Transpose(TransposeParams { permutation }) => DynOp::Transpose {
+                perm: permutation.clone(),
             },
-            Primitive::Structural(Structural::Rev(RevParams { dimensions })) => DynOp::Rev {
+            Structural::Rev(RevParams { dimensions }) => DynOp::Rev {
                 dims: dimensions.clone(),
             },
-            Primitive::Structural(Structural::Concatenate(ConcatenateParams { dimension })) => {
+            Structural::Concatenate(ConcatenateParams { dimension }) => {
                 DynOp::Concat { dim: *dimension }
             }
-            Primitive::Structural(Structural::Pad(PadParams { padding_config })) => {
+            Structural::Pad(PadParams { padding_config }) => {
                 let config: Option<Vec<(i64, i64, i64)>> = padding_config
                     .iter()
                     .map(|t| match t.values.as_slice() {
@@ -156,72 +236,9 @@ impl DynOp {
                     None => return none("has a bad padding_config"),
                 }
             }
-            Primitive::Indexing(Indexing::DynamicUpdateSlice) => DynOp::UpdateSlice,
-            Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })) => DynOp::Reduce {
-                op: *op,
-                axes: axes.clone(),
-            },
-            Primitive::Reduction(Reduction::ArgReduce(ArgReduceParams {
-                op,
-                axes,
-                index_dtype,
-            })) => match axes.as_slice() {
-                [axis] => DynOp::ArgReduce {
-                    max: *op == jaxon_ir::primitive::ArgOp::Argmax,
-                    axis: *axis,
-                    index_dtype: *index_dtype,
-                },
-                _ => return none("takes exactly one axis"),
-            },
-            Primitive::Reduction(Reduction::Cumulative(CumulativeParams { op, axis, reverse })) => {
-                DynOp::Cumulative {
-                    op: *op,
-                    axis: *axis,
-                    reverse: *reverse,
-                }
-            }
-            Primitive::Structural(Structural::Split(SplitParams { axis, .. })) => {
-                DynOp::Split { axis: *axis }
-            }
-            Primitive::Structural(Structural::Empty2(_)) => DynOp::Zeros,
-            Primitive::Indexing(Indexing::DynamicSlice(_))
-            | Primitive::Indexing(Indexing::Gather(_))
-            | Primitive::Indexing(Indexing::Scatter(_))
-            | Primitive::Reduction(Reduction::Sort(_))
-            | Primitive::Reduction(Reduction::TopK(_))
-            | Primitive::Linalg(Linalg::ConvGeneralDilated(_))
-            | Primitive::Elementwise(Elementwise::BitcastConvertType(_))
-            | Primitive::Elementwise(Elementwise::ReducePrecision(_))
-            | Primitive::Structural(Structural::Tile(_))
-            | Primitive::Structural(Structural::Stack(_))
-            | Primitive::Linalg(Linalg::DotGeneral(_)) => DynOp::Built(Mutex::new(None)),
-            Primitive::Collective(Collective::AllReduce(_))
-            | Primitive::Collective(Collective::AllGather(_))
-            | Primitive::Collective(Collective::AxisIndex(_)) => {
-                return none("(a named-axis collective) is unbound in a compiled program")
-            }
-            Primitive::State(State::Get(_))
-            | Primitive::State(State::Swap(_))
-            | Primitive::State(State::AddUpdate(_))
-            | Primitive::Pallas(Pallas::Load(_))
-            | Primitive::Pallas(Pallas::Store(_))
-            | Primitive::Pallas(Pallas::AtomicRmw(_))
-            | Primitive::Pallas(Pallas::AtomicCas(_))
-            | Primitive::Pallas(Pallas::ProgramId(_))
-            | Primitive::Pallas(Pallas::NumPrograms(_))
-            | Primitive::Pallas(Pallas::PallasCall(_)) => {
-                return none("is not supported in dynamic-shape programs yet")
-            }
-            Primitive::Control(Control::Cond(_))
-            | Primitive::Control(Control::While(_))
-            | Primitive::Control(Control::Scan(_))
-            | Primitive::Control(Control::ForLoop(_))
-            | Primitive::Control(Control::Jit(_))
-            | Primitive::Control(Control::CustomJvpCall(_))
-            | Primitive::Control(Control::CustomVjpCall(_))
-            | Primitive::Control(Control::Remat(_)) => {
-                return none("runs its nested bodies, not a native op")
-            }
+            Structural::Split(SplitParams { axis, .. }) => DynOp::Split { axis: *axis },
+            Structural::Empty2(_) => DynOp::Zeros,
+            Structural::Tile(_) | Structural::Stack(_) => DynOp::Built(Mutex::new(None)),
         })
     }
 
@@ -279,7 +296,7 @@ impl DynOp {
                 let [x, value] = ins else {
                     return Err(fail("pad takes an operand and a value"));
                 };
-                one(crate::copy::pad(x, value, config, &out()?.1))
+                one(crate::ops::copy::pad(x, value, config, &out()?.1))
             }
             DynOp::UpdateSlice => {
                 let [x, u, starts @ ..] = ins else {
@@ -299,21 +316,24 @@ impl DynOp {
                 max,
                 axis,
                 index_dtype,
-            } => one(crate::cumulative::arg_reduce(
+            } => one(crate::ops::cumulative::arg_reduce(
                 *max,
                 x()?,
                 *axis,
                 *index_dtype,
             )),
-            DynOp::Cumulative { op, axis, reverse } => {
-                one(crate::cumulative::cumulative(*op, x()?, *axis, *reverse))
-            }
+            DynOp::Cumulative { op, axis, reverse } => one(crate::ops::cumulative::cumulative(
+                *op,
+                x()?,
+                *axis,
+                *reverse,
+            )),
             DynOp::Split { axis } => {
                 let sizes = outs
                     .iter()
                     .map(|(_, s)| s.get(*axis).copied().ok_or_else(|| fail("split axis")))
                     .collect::<Result<Vec<_>, _>>()?;
-                crate::copy::split(x()?, *axis, &sizes)
+                crate::ops::copy::split(x()?, *axis, &sizes)
             }
             DynOp::Zeros => {
                 let (dt, shape) = out()?;

@@ -9,12 +9,13 @@
 
 use super::movement::{strided, strides};
 use super::typed::{elems, Typed};
+use crate::error::run_error;
 use half::{bf16, f16};
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{DType, HostArray, IrError};
 
 fn fail(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+    run_error(format!("{m}"))
 }
 
 /// Folds `x` viewed as `(outer, red, inner)` over its middle axis.

@@ -17,10 +17,12 @@ use super::native::DynOp;
 use super::scalar::ScalarRun;
 use super::typed::{elems, with_type, Typed};
 use super::{Body, DynProgram, Step};
-use crate::dot::DotPlan;
-use crate::exec::{identity_array, with_host_args};
-use crate::jit::Kernel;
-use crate::pool::{Pool, PooledBuffer};
+use crate::codegen::jit::Kernel;
+use crate::error::run_error;
+use crate::ops::dot::DotPlan;
+use crate::run::exec::identity_array;
+use crate::run::executable::with_host_args;
+use crate::run::pool::{Pool, PooledBuffer};
 use jaxon_ir::interp::support::{
     for_loop_trips, index_axis0, index_scalar, literal_array, scalar_i64, stack,
 };
@@ -215,7 +217,7 @@ impl Val<'_> {
 }
 
 fn fail(m: impl std::fmt::Display) -> IrError {
-    IrError::Eval(format!("cpu backend: {m}"))
+    run_error(format!("{m}"))
 }
 
 type Env<'a> = Vec<Option<Val<'a>>>;
@@ -397,7 +399,7 @@ fn run_body<'a>(ctx: &Ctx, body: &'a Body, args: Vec<Val<'a>>) -> Result<Vec<Hos
 fn at(j: &Jaxpr, e: usize, err: IrError) -> IrError {
     fail(format!(
         "dynamic program, {}: {err}",
-        crate::compile::describe_eqn(j, e)
+        crate::util::describe_eqn(j, e)
     ))
 }
 
@@ -416,7 +418,7 @@ fn bind_outputs(j: &Jaxpr, env: &mut Env, e: usize, outs: Vec<HostArray>) -> Res
     }
     for (k, (b, x)) in eqn.outputs.iter().zip(outs).enumerate() {
         bind(j, env, b, Val::Own(x), &|| {
-            format!("{} result {k}", crate::compile::describe_eqn(j, e))
+            format!("{} result {k}", crate::util::describe_eqn(j, e))
         })?;
     }
     Ok(())
@@ -453,7 +455,7 @@ fn run_flat(ctx: &Ctx, j: &Jaxpr, env: &mut Env, run: &FlatRun) -> Result<(), Ir
                     .ok_or_else(|| fail("flat run slot read before it is written"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        crate::runtime::run_flat_kernel(
+        crate::run::runtime::run_flat_kernel(
             kernel,
             &inputs,
             &mut out,
@@ -738,7 +740,7 @@ fn nested(
             }
             Ok(results)
         }
-        Primitive::Control(Control::Jit(_)) | Primitive::Control(Control::Remat(_)) => {
+        Primitive::Control(Control::Jit(_) | Control::Remat(_)) => {
             run_body(ctx, body_at(0)?, borrow(&args))
         }
         Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams { num_consts, .. }))
@@ -756,6 +758,14 @@ fn nested(
                 )))
             }
         }
-        p => Err(fail(format!("`{}` has no nested body", p.name()))),
+        // `dynamic::body` makes nested steps of control flow only.
+        p @ (Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::State(_)
+        | Primitive::Pallas(_)
+        | Primitive::Collective(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

@@ -2,6 +2,7 @@
 //! element type knows its `Storage` variant, so a routine is written once
 //! over `T` and dispatched on the runtime dtype by [`with_type!`].
 
+use crate::error::run_error;
 use half::{bf16, f16};
 use jaxon_ir::{DType, IrError, Storage};
 
@@ -127,10 +128,5 @@ pub(crate) fn elems<'s, T: Typed>(
     want: DType,
     what: &str,
 ) -> Result<&'s [T], IrError> {
-    T::slice(s).ok_or_else(|| {
-        IrError::Eval(format!(
-            "cpu backend: {what}: expected {want}, got {}",
-            s.dtype()
-        ))
-    })
+    T::slice(s).ok_or_else(|| run_error(format!("{what}: expected {want}, got {}", s.dtype())))
 }

@@ -1,0 +1,813 @@
+//! `dot_general` on the host. f32 and f64 operands whose free and
+//! contracting dimensions each flatten to one stride (every layout of a
+//! matrix product, transposed or not) are read in place: each batch index
+//! is one strided product, run by our packed GEMM (`packed`, on x86-64
+//! with AVX2 and FMA, for products of at least 2^24 multiply-adds at least
+//! 6 rows by one register tile wide) or else by the `gemm` crate. Other
+//! layouts are permuted into
+//! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
+//! a plain triple loop (with wrap-around like the interpreter). A plan may
+//! read an operand from inside a larger array (`with_operand_view`), add
+//! its product to the destination (`dst += l·r`, `gemm`'s `read_dst`) and
+//! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
+//! has the peepholes that use them.
+//!
+//! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
+//! and strides), its callers [`gemm_strided`] and `split` (which check
+//! its contract), `packed` (its panels' cast and its tiles' writes) and
+//! `microkernel` (the register tiles' intrinsics), each stating its
+//! invariant, and to `DotPlan::run_raw`, which views the buffers
+//! generated code passes as slices (their invariant: each pointer holds the
+//! elements of its operand's type, see `runtime`). Invariant relied on by
+//! `gemm_strided`: every address `base + p·rs + t·cs` of a matrix index
+//! lies inside its slice (checked before the call), and `dst` does not
+//! alias the operands (it is a distinct `&mut` slice).
+
+#[cfg(target_arch = "x86_64")]
+mod microkernel;
+#[cfg(target_arch = "x86_64")]
+mod packed;
+mod split;
+
+use crate::error::run_error;
+use crate::error::CpuError;
+use jaxon_ir::primitive::DotDimensionNumbers;
+use jaxon_ir::{DType, HostArray, IrError, Storage};
+
+/// Whether [`DotPlan::run`] multiplies this dtype directly.
+pub(crate) fn gemm_dtype(dt: DType) -> bool {
+    !matches!(dt, DType::F16 | DType::BF16 | DType::Bool)
+}
+
+/// A resolved `dot_general` for static operand shapes.
+#[derive(Clone, Debug)]
+pub(crate) struct DotPlan {
+    lhs_perm: Vec<usize>,
+    rhs_perm: Vec<usize>,
+    lhs_shape: Vec<usize>,
+    rhs_shape: Vec<usize>,
+    b: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    out_shape: Vec<usize>,
+    dtype: DType,
+    /// How to multiply the operands in place, when their free and
+    /// contracting dimensions each flatten to one stride.
+    strided: Option<Box<Strided>>,
+    /// The result is added to what the destination holds (`o += l·r`,
+    /// one GEMM pass, no product temporary): see `dot_fuse::fuse_accumulate`.
+    pub(crate) accumulate: bool,
+    /// The (2-D, unbatched) result's row stride in elements when it is
+    /// written inside a wider array (`with_out_row_stride`).
+    out_rs: Option<usize>,
+    /// How the operands are laid out (boxed: plans live in `Step`s).
+    layout: Box<Layout>,
+}
+
+/// The operands' layout in memory.
+#[derive(Clone, Debug)]
+struct Layout {
+    /// The dimension numbers (to re-plan operand views).
+    dn: DotDimensionNumbers,
+    /// Per operand: element strides (row-major unless it is a view).
+    strides: [Vec<usize>; 2],
+    /// Per operand: read in place inside a larger array (a static slice
+    /// of it): the first element's offset and the elements of the array
+    /// up to the slice's last one.
+    views: [Option<(usize, usize)>; 2],
+}
+
+/// Operands read in place: per batch index, `A[p, t] = lhs[off_l + p·rs_a
+/// + t·cs_a]` and `C[t, q] = rhs[off_r + t·rs_c + q·cs_c]` (element
+/// strides), so transposed layouts (`xᵀ·g`, `g·Wᵀ`) need no copy.
+#[derive(Clone, Debug)]
+struct Strided {
+    batch: Vec<usize>,
+    lhs_batch_strides: Vec<usize>,
+    rhs_batch_strides: Vec<usize>,
+    rs_a: usize,
+    cs_a: usize,
+    rs_c: usize,
+    cs_c: usize,
+}
+
+/// Row-major element strides of `shape`.
+fn row_major_strides(shape: &[usize]) -> Vec<usize> {
+    let mut st = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    st
+}
+
+/// The one stride that walks `dims` (in this order) as a single flattened
+/// index, if there is one: each dimension's stride is the next one's times
+/// its size. Size-1 dimensions never matter. An empty list walks nothing.
+fn merged_stride(dims: &[usize], shape: &[usize], st: &[usize]) -> Option<usize> {
+    let live: Vec<usize> = dims.iter().copied().filter(|&d| shape[d] != 1).collect();
+    for w in live.windows(2) {
+        if st[w[0]] != st[w[1]] * shape[w[1]] {
+            return None;
+        }
+    }
+    Some(live.last().map_or(1, |&d| st[d]))
+}
+
+impl Strided {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        ls: &[usize],
+        rs: &[usize],
+        dn: &DotDimensionNumbers,
+        lfree: &[usize],
+        rfree: &[usize],
+        lst: &[usize],
+        rst: &[usize],
+    ) -> Option<Strided> {
+        Some(Strided {
+            batch: dn.lhs_batch.iter().map(|&d| ls[d]).collect(),
+            lhs_batch_strides: dn.lhs_batch.iter().map(|&d| lst[d]).collect(),
+            rhs_batch_strides: dn.rhs_batch.iter().map(|&d| rst[d]).collect(),
+            rs_a: merged_stride(lfree, ls, lst)?,
+            cs_a: merged_stride(&dn.lhs_contracting, ls, lst)?,
+            rs_c: merged_stride(&dn.rhs_contracting, rs, rst)?,
+            cs_c: merged_stride(rfree, rs, rst)?,
+        })
+    }
+
+    /// The operands' element offsets of each batch index, in row-major
+    /// batch order.
+    fn batch_offsets(&self) -> Vec<(usize, usize)> {
+        let n: usize = self.batch.iter().product();
+        let mut out = Vec::with_capacity(n);
+        let mut idx = vec![0usize; self.batch.len()];
+        let (mut ol, mut or) = (0usize, 0usize);
+        for _ in 0..n {
+            out.push((ol, or));
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                ol += self.lhs_batch_strides[d];
+                or += self.rhs_batch_strides[d];
+                if idx[d] < self.batch[d] {
+                    break;
+                }
+                ol -= self.lhs_batch_strides[d] * self.batch[d];
+                or -= self.rhs_batch_strides[d] * self.batch[d];
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+}
+
+impl DotPlan {
+    /// Resolves the dimension numbers for the given operand shapes.
+    pub fn new(
+        ls: &[usize],
+        rs: &[usize],
+        dn: &DotDimensionNumbers,
+        dtype: DType,
+    ) -> Result<DotPlan, CpuError> {
+        let bad = || format!("dimension numbers {dn:?} do not fit shapes {ls:?} and {rs:?}");
+        let in_range = |ds: &[usize], r: usize| ds.iter().all(|&d| d < r);
+        if dn.lhs_batch.len() != dn.rhs_batch.len()
+            || dn.lhs_contracting.len() != dn.rhs_contracting.len()
+            || !in_range(&dn.lhs_batch, ls.len())
+            || !in_range(&dn.lhs_contracting, ls.len())
+            || !in_range(&dn.rhs_batch, rs.len())
+            || !in_range(&dn.rhs_contracting, rs.len())
+        {
+            return Err(bad().into());
+        }
+        let same = |a: &[usize], b: &[usize]| a.iter().zip(b).all(|(&x, &y)| ls[x] == rs[y]);
+        if !same(&dn.lhs_batch, &dn.rhs_batch) || !same(&dn.lhs_contracting, &dn.rhs_contracting) {
+            return Err(bad().into());
+        }
+        let lfree: Vec<usize> = (0..ls.len())
+            .filter(|d| !dn.lhs_batch.contains(d) && !dn.lhs_contracting.contains(d))
+            .collect();
+        let rfree: Vec<usize> = (0..rs.len())
+            .filter(|d| !dn.rhs_batch.contains(d) && !dn.rhs_contracting.contains(d))
+            .collect();
+        let prod = |ds: &[usize], s: &[usize]| ds.iter().map(|&d| s[d]).product::<usize>();
+        let lhs_perm: Vec<usize> = dn
+            .lhs_batch
+            .iter()
+            .chain(&lfree)
+            .chain(&dn.lhs_contracting)
+            .copied()
+            .collect();
+        let rhs_perm: Vec<usize> = dn
+            .rhs_batch
+            .iter()
+            .chain(&dn.rhs_contracting)
+            .chain(&rfree)
+            .copied()
+            .collect();
+        let out_shape = dn
+            .lhs_batch
+            .iter()
+            .map(|&d| ls[d])
+            .chain(lfree.iter().map(|&d| ls[d]))
+            .chain(rfree.iter().map(|&d| rs[d]))
+            .collect();
+        let (lst, rst) = (row_major_strides(ls), row_major_strides(rs));
+        let strided = Strided::new(ls, rs, dn, &lfree, &rfree, &lst, &rst).map(Box::new);
+        Ok(DotPlan {
+            accumulate: false,
+            out_rs: None,
+            layout: Box::new(Layout {
+                dn: dn.clone(),
+                strides: [lst, rst],
+                views: [None, None],
+            }),
+            strided,
+            lhs_perm,
+            rhs_perm,
+            lhs_shape: ls.to_vec(),
+            rhs_shape: rs.to_vec(),
+            b: prod(&dn.lhs_batch, ls),
+            m: prod(&lfree, ls),
+            k: prod(&dn.lhs_contracting, ls),
+            n: prod(&rfree, rs),
+            out_shape,
+            dtype,
+        })
+    }
+
+    /// Computes the product of the operands at `l` and `r` into `o`
+    /// (called from generated code). The caller guarantees (see `runtime`)
+    /// that the pointers hold the operand and result types of this plan,
+    /// aligned, and that `o` overlaps neither operand.
+    pub fn run_raw(
+        &self,
+        l: *const u8,
+        r: *const u8,
+        o: *mut u8,
+        threads: usize,
+    ) -> Result<(), IrError> {
+        let (b, m, k, n) = (self.b, self.m, self.k, self.n);
+        let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
+        let par = self.parallelism(threads);
+        macro_rules! direct {
+            ($t:ty) => {{
+                // SAFETY: the caller's contract above: `b·m·k`, `b·k·n`
+                // and `b·m·n` elements of this dtype, `o` unaliased.
+                let (a, c, d) = unsafe {
+                    (
+                        std::slice::from_raw_parts(l.cast::<$t>(), b * m * k),
+                        std::slice::from_raw_parts(r.cast::<$t>(), b * k * n),
+                        std::slice::from_raw_parts_mut(o.cast::<$t>(), self.out_len()),
+                    )
+                };
+                if m > 0 && n > 0 && k > 0 {
+                    for i in 0..b {
+                        let lhs = View {
+                            data: &a[i * m * k..(i + 1) * m * k],
+                            rs: k,
+                            cs: 1,
+                        };
+                        let rhs = View {
+                            data: &c[i * k * n..(i + 1) * k * n],
+                            rs: n,
+                            cs: 1,
+                        };
+                        let dst = &mut d[self.out_range(i)];
+                        gemm_strided(m, k, n, lhs, rhs, dst, self.drs(), par, self.accumulate);
+                    }
+                } else {
+                    self.empty_product(d);
+                }
+                return Ok(());
+            }};
+        }
+        if identity(&self.lhs_perm) && identity(&self.rhs_perm) && self.layout.views == [None, None]
+        {
+            match self.dtype {
+                DType::F32 => direct!(f32),
+                DType::F64 => direct!(f64),
+                _ => {}
+            }
+        }
+        if let Some(st) = &self.strided {
+            macro_rules! in_place {
+                ($t:ty) => {{
+                    let [(vl, nl), (vr, nr)] = [(0, &self.lhs_shape), (1, &self.rhs_shape)]
+                        .map(|(i, s)| self.layout.views[i].unwrap_or((0, s.iter().product())));
+                    // SAFETY: the caller's contract above: the operands'
+                    // element counts and `b·m·n` results, `o` unaliased.
+                    let (a, c, d) = unsafe {
+                        (
+                            std::slice::from_raw_parts(l.cast::<$t>(), nl),
+                            std::slice::from_raw_parts(r.cast::<$t>(), nr),
+                            std::slice::from_raw_parts_mut(o.cast::<$t>(), self.out_len()),
+                        )
+                    };
+                    if m == 0 || n == 0 || k == 0 {
+                        self.empty_product(d);
+                        return Ok(());
+                    }
+                    for (i, (ol, or)) in st.batch_offsets().into_iter().enumerate() {
+                        let lhs = View {
+                            data: &a[vl + ol..],
+                            rs: st.rs_a,
+                            cs: st.cs_a,
+                        };
+                        let rhs = View {
+                            data: &c[vr + or..],
+                            rs: st.rs_c,
+                            cs: st.cs_c,
+                        };
+                        let dst = &mut d[self.out_range(i)];
+                        gemm_strided(m, k, n, lhs, rhs, dst, self.drs(), par, self.accumulate);
+                    }
+                    return Ok(());
+                }};
+            }
+            match self.dtype {
+                DType::F32 => in_place!(f32),
+                DType::F64 => in_place!(f64),
+                _ => {}
+            }
+        }
+        if self.accumulate || self.out_rs.is_some() || self.layout.views != [None, None] {
+            return Err(run_error(
+                "internal error: accumulating dot_general without a direct GEMM",
+            ));
+        }
+        // Other dtypes and permuted operands: through host arrays.
+        // SAFETY: as above.
+        let (la, ra) = unsafe {
+            (
+                crate::run::raw::read_array(l, self.dtype, &self.lhs_shape)?,
+                crate::run::raw::read_array(r, self.dtype, &self.rhs_shape)?,
+            )
+        };
+        let out = self.run(&la, &ra, threads)?;
+        jaxon_ir::with_storage!(out.data(), v => {
+            // SAFETY: as above: `o` has room for the `b·m·n` results.
+            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), o.cast(), v.len()) }
+        });
+        Ok(())
+    }
+
+    fn parallelism(&self, threads: usize) -> gemm::Parallelism {
+        let (m, k, n) = (self.m, self.k, self.n);
+        if threads > 1 && m.saturating_mul(n).saturating_mul(k) >= Self::PARALLEL_MIN_WORK {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
+        }
+    }
+
+    /// Products of at least this many multiply-adds use `threads` threads.
+    /// Smaller ones (a 32×256·256×256 RNN step is 2^21) take 30–60 µs on
+    /// one core, and waking a second vCPU of these shared machines costs a
+    /// good part of that, many times per loop: with the threshold at 2^18,
+    /// `scan_rnn_grad` ran 1.05–1.29× JAX's speed, at 2^22 1.58–1.80×
+    /// (`scan_rnn_fwd` 0.88–1.17× and 1.18–1.39×), in alternating runs.
+    const PARALLEL_MIN_WORK: usize = 1 << 22;
+
+    /// Computes the product, on up to `threads` threads when it is large.
+    pub fn run(
+        &self,
+        lhs: &HostArray,
+        rhs: &HostArray,
+        threads: usize,
+    ) -> Result<HostArray, IrError> {
+        let lp = permuted(lhs, &self.lhs_perm)?;
+        let rp = permuted(rhs, &self.rhs_perm)?;
+        let (l, r) = (lp.as_ref().unwrap_or(lhs), rp.as_ref().unwrap_or(rhs));
+        let (b, m, k, n) = (self.b, self.m, self.k, self.n);
+        let mut out = HostArray::zeros(self.dtype, &self.out_shape);
+        let par = self.parallelism(threads);
+        macro_rules! float {
+            ($a:expr, $c:expr, $o:expr) => {{
+                if m > 0 && n > 0 && k > 0 {
+                    for i in 0..b {
+                        gemm_call(
+                            m,
+                            k,
+                            n,
+                            &$a[i * m * k..(i + 1) * m * k],
+                            &$c[i * k * n..(i + 1) * k * n],
+                            &mut $o[i * m * n..(i + 1) * m * n],
+                            par,
+                            false,
+                        );
+                    }
+                }
+            }};
+        }
+        macro_rules! int {
+            ($a:expr, $c:expr, $o:expr) => {{
+                for i in 0..b {
+                    let (a, c) = (&$a[i * m * k..], &$c[i * k * n..]);
+                    let o = &mut $o[i * m * n..];
+                    for p in 0..m {
+                        for q in 0..n {
+                            let mut acc = 0;
+                            for t in 0..k {
+                                acc = a[p * k + t].wrapping_mul(c[t * n + q]).wrapping_add(acc);
+                            }
+                            o[p * n + q] = acc;
+                        }
+                    }
+                }
+            }};
+        }
+        match (l.data(), r.data(), out.data_mut()) {
+            (Storage::F32(a), Storage::F32(c), Storage::F32(o)) => float!(a, c, o),
+            (Storage::F64(a), Storage::F64(c), Storage::F64(o)) => float!(a, c, o),
+            (Storage::I8(a), Storage::I8(c), Storage::I8(o)) => int!(a, c, o),
+            (Storage::I16(a), Storage::I16(c), Storage::I16(o)) => int!(a, c, o),
+            (Storage::I32(a), Storage::I32(c), Storage::I32(o)) => int!(a, c, o),
+            (Storage::I64(a), Storage::I64(c), Storage::I64(o)) => int!(a, c, o),
+            (Storage::U8(a), Storage::U8(c), Storage::U8(o)) => int!(a, c, o),
+            (Storage::U16(a), Storage::U16(c), Storage::U16(o)) => int!(a, c, o),
+            (Storage::U32(a), Storage::U32(c), Storage::U32(o)) => int!(a, c, o),
+            (Storage::U64(a), Storage::U64(c), Storage::U64(o)) => int!(a, c, o),
+            _ => {
+                return Err(IrError::UnsupportedDType {
+                    primitive: "dot_general".into(),
+                    dtype: self.dtype,
+                })
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `a` transposed by `perm` (`None` when `perm` is the identity).
+fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray>, IrError> {
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(None);
+    }
+    let shape = a.shape();
+    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let mut st = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * shape[d + 1];
+    }
+    let pst: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
+    let n: usize = out_shape.iter().product();
+    // Source offset of each destination element, in destination order.
+    let mut idx = vec![0usize; out_shape.len()];
+    let mut offs = Vec::with_capacity(n);
+    let mut off = 0usize;
+    for _ in 0..n {
+        offs.push(off);
+        for d in (0..out_shape.len()).rev() {
+            idx[d] += 1;
+            off += pst[d];
+            if idx[d] < out_shape[d] {
+                break;
+            }
+            off -= pst[d] * out_shape[d];
+            idx[d] = 0;
+        }
+    }
+    macro_rules! gather {
+        ($v:expr, $variant:ident) => {
+            Storage::$variant(offs.iter().map(|&o| $v[o]).collect())
+        };
+    }
+    let data = match a.data() {
+        Storage::Bool(v) => gather!(v, Bool),
+        Storage::I8(v) => gather!(v, I8),
+        Storage::I16(v) => gather!(v, I16),
+        Storage::I32(v) => gather!(v, I32),
+        Storage::I64(v) => gather!(v, I64),
+        Storage::U8(v) => gather!(v, U8),
+        Storage::U16(v) => gather!(v, U16),
+        Storage::U32(v) => gather!(v, U32),
+        Storage::U64(v) => gather!(v, U64),
+        Storage::F16(v) => gather!(v, F16),
+        Storage::BF16(v) => gather!(v, BF16),
+        Storage::F32(v) => gather!(v, F32),
+        Storage::F64(v) => gather!(v, F64),
+    };
+    HostArray::new(out_shape, data).map(Some)
+}
+
+/// Element types `gemm` multiplies (and, on x86-64, our packed GEMM).
+trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + Packable {
+    const ZERO: Self;
+    const ONE: Self;
+}
+impl GemmScalar for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+}
+impl GemmScalar for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+}
+
+/// Types with a register tile for `packed`.
+#[cfg(target_arch = "x86_64")]
+use microkernel::Tile as Packable;
+/// Types with a register tile for `packed` (none off x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+trait Packable {}
+#[cfg(not(target_arch = "x86_64"))]
+impl<T> Packable for T {}
+
+/// Runs `p` with our own GEMM when this CPU has one and the product is
+/// large enough; whether it did.
+fn own_gemm<T: GemmScalar>(p: Product<'_, T>, dst: &mut [T], threads: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if packed::wanted::<T>(p.m, p.k, p.n) {
+        packed::gemm(p, dst, threads);
+        return true;
+    }
+    let _ = (p, dst, threads);
+    false
+}
+
+/// Deterministic values in `[-1, 1)` that are not round numbers (xorshift),
+/// for the GEMM tests.
+#[cfg(test)]
+fn test_values(len: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// A strided product `dst = a · c` (`dst += a · c` when `acc`) of
+/// `a: m×k` and `c: k×n` into a destination whose rows are `drs` apart.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+struct Product<'a, T> {
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'a, T>,
+    c: View<'a, T>,
+    drs: usize,
+    acc: bool,
+}
+
+impl DotPlan {
+    /// The product of an empty contraction (or of empty free dimensions)
+    /// into `d`: zeros, or, when accumulating, the destination plus zero
+    /// (as the unfused `x + 0` rounds `-0` to `+0`); only the result's
+    /// elements when it lies in a wider array.
+    fn empty_product<T: GemmScalar>(&self, d: &mut [T]) {
+        for i in 0..self.b {
+            for row in 0..self.m {
+                let at = self.out_range(i).start + row * self.drs();
+                for v in &mut d[at..at + self.n] {
+                    *v = if self.accumulate {
+                        *v + T::ZERO
+                    } else {
+                        T::ZERO
+                    };
+                }
+            }
+        }
+    }
+
+    /// The destination's row stride in elements.
+    fn drs(&self) -> usize {
+        self.out_rs.unwrap_or(self.n)
+    }
+
+    /// Elements of the destination buffer the result spans.
+    fn out_len(&self) -> usize {
+        match self.out_rs {
+            Some(rs) if self.m > 0 && self.n > 0 => (self.m - 1) * rs + self.n,
+            Some(_) => 0,
+            None => self.b * self.m * self.n,
+        }
+    }
+
+    /// The destination elements of batch index `i`.
+    fn out_range(&self, i: usize) -> std::ops::Range<usize> {
+        match self.out_rs {
+            Some(_) => 0..self.out_len(),
+            None => i * self.m * self.n..(i + 1) * self.m * self.n,
+        }
+    }
+
+    /// This plan writing its (2-D, unbatched) result inside a wider array
+    /// whose rows are `rs` elements apart, when it runs as one direct GEMM.
+    pub(crate) fn with_out_row_stride(&self, rs: usize) -> Option<DotPlan> {
+        let ok = self.can_accumulate()
+            && !self.accumulate
+            && self.b == 1
+            && self.out_shape.len() == 2
+            && rs >= self.n;
+        ok.then(|| DotPlan {
+            out_rs: Some(rs),
+            ..self.clone()
+        })
+    }
+}
+
+/// A strided matrix inside a slice: element `(p, t)` is
+/// `data[p·rs + t·cs]`.
+#[derive(Clone, Copy)]
+struct View<'a, T> {
+    data: &'a [T],
+    rs: usize,
+    cs: usize,
+}
+
+impl<T> View<'_, T> {
+    /// Whether every element of a `rows × cols` matrix lies in `data`.
+    fn covers(&self, rows: usize, cols: usize) -> bool {
+        rows == 0 || cols == 0 || (rows - 1) * self.rs + (cols - 1) * self.cs < self.data.len()
+    }
+}
+
+/// `dst = a · c` (or `dst += a · c` when `acc`) for strided `a: m×k`,
+/// `c: k×n` and `dst: m×n` with rows `drs` elements apart.
+#[allow(clippy::too_many_arguments)]
+fn gemm_strided<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'_, T>,
+    c: View<'_, T>,
+    dst: &mut [T],
+    drs: usize,
+    par: gemm::Parallelism,
+    acc: bool,
+) {
+    let threads = match par {
+        gemm::Parallelism::Rayon(threads) => threads,
+        gemm::Parallelism::None => 1,
+    };
+    let product = Product {
+        m,
+        k,
+        n,
+        a,
+        c,
+        drs,
+        acc,
+    };
+    if own_gemm(product, dst, threads) {
+        return;
+    }
+    if let gemm::Parallelism::Rayon(threads) = par {
+        if let Some(cut) = split::Cut::choose(m, k, n, threads) {
+            return split::gemm_split(cut, m, k, n, a, c, dst, drs, acc);
+        }
+    }
+    let d = View {
+        data: &*dst,
+        rs: drs,
+        cs: 1,
+    };
+    assert!(a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
+    // SAFETY: every address `gemm` forms lies in its slice (asserted
+    // above); `dst` is a unique borrow distinct from `a` and `c`.
+    unsafe { gemm_raw(m, k, n, a, c, dst.as_mut_ptr(), drs, par, acc) }
+}
+
+/// `gemm::gemm` on raw parts: `dst = a · c` (`+=` when `acc`).
+///
+/// # Safety
+/// `a` covers `m×k`, `c` covers `k×n`, and `dst` is valid for writes of
+/// every `dst + i·drs + j` (`i < m`, `j < n`), none of which another
+/// thread touches during the call or which `a` or `c` reads.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_raw<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: View<'_, T>,
+    c: View<'_, T>,
+    dst: *mut T,
+    drs: usize,
+    par: gemm::Parallelism,
+    acc: bool,
+) {
+    // SAFETY: the caller's contract: every address `gemm` forms,
+    // `base + p·rs + t·cs` for indices inside a matrix, is valid.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            drs as isize,
+            acc,
+            a.data.as_ptr(),
+            a.cs as isize,
+            a.rs as isize,
+            c.data.as_ptr(),
+            c.cs as isize,
+            c.rs as isize,
+            if acc { T::ONE } else { T::ZERO },
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}
+
+/// `dst = a · c` (`+=` when `acc`) for row-major `a: m×k`, `c: k×n`,
+/// `dst: m×n`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_call<T: GemmScalar>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    c: &[T],
+    dst: &mut [T],
+    par: gemm::Parallelism,
+    acc: bool,
+) {
+    let a = View {
+        data: a,
+        rs: k,
+        cs: 1,
+    };
+    let c = View {
+        data: c,
+        rs: n,
+        cs: 1,
+    };
+    gemm_strided(m, k, n, a, c, dst, n, par, acc);
+}
+
+impl DotPlan {
+    /// This plan reading operand `side` (0: lhs, 1: rhs) in place from the
+    /// array of shape `outer` of which it is the static unit-stride slice
+    /// starting at `start`, when it still runs as one strided GEMM.
+    pub(crate) fn with_operand_view(
+        &self,
+        side: usize,
+        outer: &[usize],
+        start: &[usize],
+    ) -> Option<DotPlan> {
+        let shape = if side == 0 {
+            &self.lhs_shape
+        } else {
+            &self.rhs_shape
+        };
+        let fits = outer.len() == shape.len()
+            && start.len() == shape.len()
+            && (0..shape.len()).all(|d| start[d] + shape[d] <= outer[d]);
+        if !fits
+            || !matches!(self.dtype, DType::F32 | DType::F64)
+            || self.layout.views[side].is_some()
+        {
+            return None;
+        }
+        let st = row_major_strides(outer);
+        let off: usize = start.iter().zip(&st).map(|(a, b)| a * b).sum();
+        // The buffer is viewed only up to the slice's last element: a
+        // Pallas window may extend past its array.
+        let len = if shape.contains(&0) {
+            off
+        } else {
+            off + 1
+                + shape
+                    .iter()
+                    .zip(&st)
+                    .map(|(n, t)| (n - 1) * t)
+                    .sum::<usize>()
+        };
+        let mut p = self.clone();
+        p.layout.strides[side] = st;
+        p.layout.views[side] = Some((off, len));
+        let (ls, rs, dn) = (&p.lhs_shape, &p.rhs_shape, &p.layout.dn);
+        let free = |s: &[usize], batch: &[usize], con: &[usize]| -> Vec<usize> {
+            (0..s.len())
+                .filter(|d| !batch.contains(d) && !con.contains(d))
+                .collect()
+        };
+        let lfree = free(ls, &dn.lhs_batch, &dn.lhs_contracting);
+        let rfree = free(rs, &dn.rhs_batch, &dn.rhs_contracting);
+        let [lst, rst] = &p.layout.strides;
+        let st = Strided::new(ls, rs, dn, &lfree, &rfree, lst, rst)?;
+        p.strided = Some(Box::new(st));
+        Some(p)
+    }
+
+    /// Whether an accumulating copy of this plan runs as one GEMM pass
+    /// (f32/f64 operands read directly or in place).
+    pub(crate) fn can_accumulate(&self) -> bool {
+        let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
+        matches!(self.dtype, DType::F32 | DType::F64)
+            && (self.strided.is_some()
+                || (identity(&self.lhs_perm)
+                    && identity(&self.rhs_perm)
+                    && self.layout.views == [None, None]))
+    }
+}

@@ -1,0 +1,501 @@
+//! f32 and f64 GEMM of our own for large products: both operands packed
+//! into cache-sized panels in one parallel pass, then tiles of the result
+//! handed out dynamically to up to `threads` threads (`share_ranges`, the
+//! split kernels' scheduler), each tile a loop of
+//! `microkernel` calls (6×16 in f32, 6×8 in f64).
+//!
+//! Why not `gemm`'s threading: on this machine's two cores it reached (f32)
+//! 95–120 GFLOP/s at 1024³ where XLA reaches 140–170, although one core of
+//! either runs at 80–90. Two things cost it: packing buffers that are
+//! fresh pages on every call (two threads faulting at once serialise on
+//! the address space), and fixed halves, so the call waits for the slower
+//! of two shared vCPUs. Here the packed panels live in a per-thread cache
+//! reused from call to call, and tiles are small enough (44 per 1024²
+//! result) for a fast core to take more of them.
+//!
+//! Layout. A chunk of the product (at most [`CHUNK_MN`] rows and columns
+//! and [`CHUNK_K`] of depth, so the panels stay bounded) is cut into depth
+//! blocks of [`KC`]. In each block, `a` becomes row panels of `MR` rows
+//! and `c` column panels of `NR` columns, each stored depth-major (all of
+//! a panel's values of one depth step together), zero-padded past the
+//! last row or column. A tile runs, for each depth block, its column
+//! panels (each 16 KiB, in L1) against its row panels (the tile's 96 KiB
+//! of `a` in f32, 192 KiB in f64, in L2). While one column panel runs,
+//! the next is fetched into L1 a slice per register tile: the panels come
+//! from L3 or memory, a fetch the hardware prefetcher does not start in
+//! time. Packing reads each depth step of a contiguous operand as one run
+//! and fetches the run a few steps ahead, for the same reason.
+//!
+//! Invariant (the `unsafe` below): the whole product is checked against
+//! `View::covers` before anything runs; tiles write disjoint rectangles of
+//! `dst`, which is a unique borrow distinct from the operands.
+
+use super::microkernel::{self, Tile, MR};
+use super::split::SharedDst;
+use super::{Product, View};
+use crate::run::sched::share_ranges;
+use std::sync::{Mutex, PoisonError};
+
+/// Depth of a block: a column panel of `c` is 16 KiB, half of L1.
+const KC: usize = 256;
+/// Rows of a tile (a multiple of `MR`): its block of `a` (96 KiB in f32) stays
+/// in the 512 KiB L2 while `c`'s panels pass through. Paired runs at
+/// 1024³: 96 was 5–10% faster than 144 and 72, and even with 192.
+const TILE_M: usize = 96;
+/// Columns of a tile (a multiple of every `NR`): 44 tiles per 1024² result and
+/// 12 for the MLP's 256×1024 ones, so a faster core takes more of them.
+/// Paired runs against 512: MLP training step 12% faster, 2048³ 2%,
+/// 1024³ even.
+const TILE_N: usize = 256;
+/// Rows and columns of a chunk; bounds the packed panels to 16 MiB each.
+const CHUNK_MN: usize = 4096;
+/// Depth of a chunk (a multiple of `KC`).
+const CHUNK_K: usize = 1024;
+/// Panels packed by one work item.
+const PANELS_PER_ITEM: usize = 8;
+
+/// Products of fewer multiply-adds, or thinner than a register tile, go
+/// to `gemm`, whose unpacked small kernels win there (at 256³ the two are
+/// even; at 64³ `gemm` is 5× faster).
+const MIN_WORK: usize = 1 << 24;
+
+/// Whether [`gemm`] should run an `m×k · k×n` product of `T`.
+pub(super) fn wanted<T: Tile>(m: usize, k: usize, n: usize) -> bool {
+    m >= MR
+        && n >= T::NR
+        && m.saturating_mul(k).saturating_mul(n) >= MIN_WORK
+        && microkernel::available()
+        && !switched_off()
+}
+
+/// `JAXON_CPU_PACKED_GEMM=0` leaves every product to `gemm`, for
+/// side-by-side timing.
+fn switched_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("JAXON_CPU_PACKED_GEMM").is_some_and(|v| v == "0"))
+}
+
+/// Runs `p` into `dst` on up to `threads` threads. Needs [`wanted`] to
+/// have said yes.
+pub(super) fn gemm<T: Tile>(p: Product<'_, T>, dst: &mut [T], threads: usize) {
+    let Product {
+        m,
+        k,
+        n,
+        a,
+        c,
+        drs,
+        acc,
+    } = p;
+    let d = View {
+        data: &*dst,
+        rs: drs,
+        cs: 1,
+    };
+    // Rows at least `n` apart: tiles then write disjoint elements.
+    let rows_apart = m <= 1 || drs >= n;
+    assert!(
+        microkernel::available()
+            && rows_apart
+            && a.covers(m, k)
+            && c.covers(k, n)
+            && d.covers(m, n)
+    );
+    let out = SharedDst(dst.as_mut_ptr());
+    let a_len = m.min(CHUNK_MN).next_multiple_of(MR) * k.min(CHUNK_K);
+    let c_len = n.min(CHUNK_MN).next_multiple_of(T::NR) * k.min(CHUNK_K);
+    with_panels(a_len, c_len, |pa, pc| {
+        for i0 in (0..m).step_by(CHUNK_MN) {
+            for j0 in (0..n).step_by(CHUNK_MN) {
+                for p0 in (0..k).step_by(CHUNK_K) {
+                    let chunk = Chunk {
+                        i0,
+                        j0,
+                        p0,
+                        m: CHUNK_MN.min(m - i0),
+                        n: CHUNK_MN.min(n - j0),
+                        k: CHUNK_K.min(k - p0),
+                        acc: acc || p0 > 0,
+                    };
+                    chunk.pack(a, c, pa, pc, threads);
+                    chunk.multiply(pa, pc, &out, drs, threads);
+                }
+            }
+        }
+    });
+}
+
+/// One bounded piece of the product: rows `i0..i0 + m`, columns
+/// `j0..j0 + n`, depth `p0..p0 + k`, added to `dst` when `acc`.
+#[derive(Clone, Copy)]
+struct Chunk {
+    i0: usize,
+    j0: usize,
+    p0: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    acc: bool,
+}
+
+/// One work item of the packing pass: panels of `a` from chunk row `.1`
+/// (`A`) or of `c` from chunk column `.1` (`C`), depth block at `.2` of
+/// depth `.3`.
+enum PackItem<'p, T> {
+    A(&'p mut [T], usize, usize, usize),
+    C(&'p mut [T], usize, usize, usize),
+}
+
+impl Chunk {
+    /// The depth blocks: chunk-relative start and depth.
+    fn blocks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.k).step_by(KC).map(|q| (q, KC.min(self.k - q)))
+    }
+
+    /// Packs this chunk's `a` into `pa` and `c` into `pc`.
+    fn pack<T: Tile>(
+        &self,
+        a: View<'_, T>,
+        c: View<'_, T>,
+        pa: &mut [T],
+        pc: &mut [T],
+        threads: usize,
+    ) {
+        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(T::NR));
+        let mut items = Vec::new();
+        let (mut rest_a, mut rest_c) = (pa, pc);
+        for (q, kc) in self.blocks() {
+            let (block_a, tail_a) = rest_a.split_at_mut(mp * kc);
+            let (block_c, tail_c) = rest_c.split_at_mut(np * kc);
+            (rest_a, rest_c) = (tail_a, tail_c);
+            let step_a = MR * kc * PANELS_PER_ITEM;
+            for (g, part) in block_a.chunks_mut(step_a).enumerate() {
+                items.push(PackItem::A(part, g * MR * PANELS_PER_ITEM, q, kc));
+            }
+            let step_c = T::NR * kc * PANELS_PER_ITEM;
+            for (g, part) in block_c.chunks_mut(step_c).enumerate() {
+                items.push(PackItem::C(part, g * T::NR * PANELS_PER_ITEM, q, kc));
+            }
+        }
+        let run = |item: PackItem<'_, T>| match item {
+            PackItem::A(out, row, q, kc) => {
+                pack_rows(out, a, self.i0 + row, self.m - row, self.p0 + q, kc)
+            }
+            PackItem::C(out, col, q, kc) => {
+                pack_cols(out, c, self.j0 + col, self.n - col, self.p0 + q, kc)
+            }
+        };
+        // Each item is taken once, by whichever thread reaches it.
+        let slots: Vec<Mutex<Option<PackItem<'_, T>>>> =
+            items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+        share_ranges(slots.len(), 1, threads, |lo, hi| {
+            for slot in &slots[lo..hi] {
+                let item = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                item.map(run);
+            }
+        });
+    }
+
+    /// Multiplies the packed panels into `dst`, tile by tile.
+    fn multiply<T: Tile>(
+        &self,
+        pa: &[T],
+        pc: &[T],
+        out: &SharedDst<T>,
+        drs: usize,
+        threads: usize,
+    ) {
+        let (mp, np) = (self.m.next_multiple_of(MR), self.n.next_multiple_of(T::NR));
+        let tiles_n = self.n.div_ceil(TILE_N);
+        let tile = |t: usize| {
+            let (r0, t0) = ((t / tiles_n) * TILE_M, (t % tiles_n) * TILE_N);
+            let (r1, t1) = ((r0 + TILE_M).min(self.m), (t0 + TILE_N).min(self.n));
+            for (q, kc) in self.blocks() {
+                let (block_a, block_c) = (&pa[q * mp..], &pc[q * np..]);
+                let overwrite = q == 0 && !self.acc;
+                // The next column panel comes from L3 or memory: fetch it,
+                // a slice per row panel, while this one is in L1 (+15% at
+                // 1024³ and 2048³ on two threads, 14 of 16 paired runs).
+                let panels = (r1 - r0).div_ceil(MR);
+                for col in (t0..t1).step_by(T::NR) {
+                    let next = if col + T::NR < t1 {
+                        &block_c[(col + T::NR) * kc..][..T::NR * kc]
+                    } else {
+                        &[]
+                    };
+                    let slice = next.len().div_ceil(panels);
+                    for (j, row) in (r0..r1).step_by(MR).enumerate() {
+                        let part = next.get(j * slice..).unwrap_or(&[]);
+                        microkernel::prefetch(&part[..slice.min(part.len())]);
+                        let at = (self.i0 + row) * drs + self.j0 + col;
+                        // SAFETY: the module invariant: the entries
+                        // `(i0 + row + r, j0 + col + t)` of `dst`, for `r`
+                        // and `t` under the counts passed, lie inside the
+                        // checked product and belong to this tile alone.
+                        unsafe {
+                            T::tile(
+                                kc,
+                                &block_a[row * kc..],
+                                &block_c[col * kc..],
+                                out.at(at),
+                                drs,
+                                overwrite,
+                                MR.min(r1 - row),
+                                T::NR.min(t1 - col),
+                            )
+                        }
+                    }
+                }
+            }
+        };
+        let tiles = self.m.div_ceil(TILE_M) * tiles_n;
+        share_ranges(tiles, 1, threads, |lo, hi| (lo..hi).for_each(tile));
+    }
+}
+
+/// Packs rows `i0..i0 + rows` (fewer than `out` has room for are
+/// zero-padded), depth `p0..p0 + kc`, of `a` into `MR`-row panels.
+fn pack_rows<T: Tile>(out: &mut [T], a: View<'_, T>, i0: usize, rows: usize, p0: usize, kc: usize) {
+    pack_panels(out, a, i0, rows, p0, kc, MR);
+}
+
+/// Packs columns `j0..j0 + cols` (zero-padded likewise), depth
+/// `p0..p0 + kc`, of `c` into `NR`-column panels: the rows of `cᵀ`.
+fn pack_cols<T: Tile>(out: &mut [T], c: View<'_, T>, j0: usize, cols: usize, p0: usize, kc: usize) {
+    let ct = View {
+        data: c.data,
+        rs: c.cs,
+        cs: c.rs,
+    };
+    pack_panels(out, ct, j0, cols, p0, kc, T::NR);
+}
+
+/// Packs rows `first..first + count` of `v` (its columns are the depth),
+/// depth `p0..p0 + kc`, into depth-major panels of `w` rows, zero-padding
+/// the rows past `count` that `out` has room for. Inlined, so `w` is a
+/// constant in each caller.
+#[inline(always)]
+fn pack_panels<T: Copy + Default>(
+    out: &mut [T],
+    v: View<'_, T>,
+    first: usize,
+    count: usize,
+    p0: usize,
+    kc: usize,
+    w: usize,
+) {
+    let done = if v.rs == 1 {
+        pack_contiguous(out, v.data, first + p0 * v.cs, v.cs, count / w, w, kc)
+    } else {
+        0
+    };
+    for (g, panel) in out.chunks_exact_mut(w * kc).enumerate().skip(done) {
+        let r0 = first + g * w;
+        let h = w.min(count.saturating_sub(g * w));
+        if v.cs == 1 {
+            // Each row is contiguous: read it once, scatter it by `w`,
+            // fetching the next row (far away) meanwhile.
+            for r in 0..w {
+                if r + 1 < h {
+                    microkernel::prefetch(&v.data[(r0 + r + 1) * v.rs + p0..][..kc]);
+                }
+                if r < h {
+                    let row = &v.data[(r0 + r) * v.rs + p0..][..kc];
+                    for (p, &x) in row.iter().enumerate() {
+                        panel[p * w + r] = x;
+                    }
+                } else {
+                    (0..kc).for_each(|p| panel[p * w + r] = T::default());
+                }
+            }
+        } else {
+            for (p, step) in panel.chunks_exact_mut(w).enumerate() {
+                for (r, x) in step.iter_mut().enumerate() {
+                    *x = if r < h {
+                        v.data[(r0 + r) * v.rs + (p0 + p) * v.cs]
+                    } else {
+                        T::default()
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Depth steps ahead whose values [`pack_contiguous`] fetches early.
+const AHEAD: usize = 8;
+
+/// Packs the first `whole` (at most as many as `out` holds) full panels of
+/// width `w` whose values at one depth step are contiguous in `data`:
+/// lane `t` of panel `g` at depth `p` is `data[base + p·step + g·w + t]`.
+/// Returns how many it packed. Depth step by depth step, so each step is
+/// one contiguous read, and the read `AHEAD` steps on (its rows are far
+/// apart, past what the hardware prefetcher follows) is fetched early:
+/// 4% on the MLP training step, 7 of 8 paired runs. Inlined, so `w` is a
+/// constant and each copy a few moves, not a call to `memcpy`.
+#[inline(always)]
+fn pack_contiguous<T: Copy>(
+    out: &mut [T],
+    data: &[T],
+    base: usize,
+    step: usize,
+    whole: usize,
+    w: usize,
+    kc: usize,
+) -> usize {
+    let whole = whole.min(out.len() / (w * kc));
+    if whole == 0 {
+        return 0;
+    }
+    let run = whole * w;
+    for p in 0..kc {
+        if p + AHEAD < kc {
+            microkernel::prefetch(&data[base + (p + AHEAD) * step..][..run]);
+        }
+        let src = &data[base + p * step..][..run];
+        for (g, lanes) in src.chunks_exact(w).enumerate() {
+            out[g * w * kc + p * w..][..w].copy_from_slice(lanes);
+        }
+    }
+    whole
+}
+
+/// 64 bytes of panel: the panels' alignment, so `c`'s depth steps (two
+/// vectors) are whole cache lines.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// Packed panels kept from call to call, on the calling thread: fresh
+/// pages on every call cost 10–25% at 1024³ on two cores.
+type Panels = [Vec<Line>; 2];
+
+thread_local! {
+    static PANELS: std::cell::Cell<Panels> = const { std::cell::Cell::new([Vec::new(), Vec::new()]) };
+}
+
+/// Panels kept past a call are at most this many lines (24 MiB; a 2048²
+/// f32 product's are 16 MiB, larger ones are allocated afresh). Every
+/// thread that ran a product keeps its panels until it exits.
+const KEEP_LINES: usize = 24 << 14;
+
+/// Runs `f` on panel buffers of at least `a_len` and `c_len` values.
+fn with_panels<T: Tile>(a_len: usize, c_len: usize, f: impl FnOnce(&mut [T], &mut [T])) {
+    // Taken out of the cell, so a nested call (rayon may run another
+    // product on this thread while it waits) finds it empty, not borrowed.
+    let [mut pa, mut pc] = PANELS.take();
+    let per_line = 64 / std::mem::size_of::<T>();
+    for (buf, len) in [(&mut pa, a_len), (&mut pc, c_len)] {
+        if buf.len() * per_line < len {
+            *buf = vec![Line([0; 64]); len.div_ceil(per_line)];
+        }
+    }
+    f(floats(&mut pa), floats(&mut pc));
+    if pa.len() + pc.len() <= KEEP_LINES {
+        PANELS.set([pa, pc]);
+    }
+}
+
+/// The values of `lines`.
+fn floats<T: Tile>(lines: &mut [Line]) -> &mut [T] {
+    let per_line = 64 / std::mem::size_of::<T>();
+    // SAFETY: `Line` is 64 initialised bytes aligned to 64, no padding;
+    // `T` is f32 or f64 (the `Tile` types), whose alignment divides 64,
+    // whose size divides 64 and for which every bit pattern is a value;
+    // so `n` lines are `n · per_line` consecutive `T`s, borrowed mutably
+    // for the lifetime of `lines`.
+    unsafe {
+        std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<T>(), lines.len() * per_line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_values as values;
+    use super::*;
+
+    /// `(m, k, n)`, `a` transposed, `c` transposed, extra row stride of
+    /// `dst`, accumulate.
+    type Case = (usize, usize, usize, bool, bool, usize, bool);
+
+    const CASES: [Case; 9] = [
+        (256, 256, 256, false, false, 0, false),
+        (97, 301, 613, false, false, 0, false),
+        (61, 1500, 200, false, false, 0, true),
+        (200, 700, 130, true, false, 3, false),
+        (130, 520, 300, false, true, 0, true),
+        (37, 2100, 250, true, true, 5, true),
+        (16, 40, 4150, false, false, 0, false),
+        (4100, 20, 17, false, true, 0, false),
+        (50, 1100, 40, false, true, 2, false),
+    ];
+
+    /// Every case on one and two threads against an f64 triple loop, with
+    /// an error bound of `eps` per multiply-add.
+    fn check<T: Tile + Into<f64>>(from: fn(f64) -> T, eps: f64) {
+        for (m, k, n, ta, tc, pad, acc) in CASES {
+            let (av, cv): (Vec<T>, Vec<T>) = (
+                values(m * k, 1).into_iter().map(from).collect(),
+                values(k * n, 2).into_iter().map(from).collect(),
+            );
+            let (ars, acs) = if ta { (1, m) } else { (k, 1) };
+            let (crs, ccs) = if tc { (1, k) } else { (n, 1) };
+            let a = View {
+                data: &av,
+                rs: ars,
+                cs: acs,
+            };
+            let c = View {
+                data: &cv,
+                rs: crs,
+                cs: ccs,
+            };
+            let drs = n + pad;
+            let start: Vec<T> = values(m * drs, 3).into_iter().map(from).collect();
+            for threads in [1, 2] {
+                let mut dst = start.clone();
+                let p = Product {
+                    m,
+                    k,
+                    n,
+                    a,
+                    c,
+                    drs,
+                    acc,
+                };
+                gemm(p, &mut dst, threads);
+                for i in 0..m {
+                    for j in 0..drs {
+                        let got: f64 = dst[i * drs + j].into();
+                        let before: f64 = start[i * drs + j].into();
+                        if j >= n {
+                            assert_eq!(got, before, "padding ({i},{j}) written");
+                            continue;
+                        }
+                        let mut want = if acc { before } else { 0.0 };
+                        for p in 0..k {
+                            let x: f64 = a.data[i * a.rs + p * a.cs].into();
+                            let y: f64 = c.data[p * c.rs + j * c.cs].into();
+                            want += x * y;
+                        }
+                        let tol = eps * k as f64 + eps;
+                        assert!(
+                            (got - want).abs() <= tol,
+                            "({m},{k},{n}) ta={ta} tc={tc} acc={acc} threads={threads}: ({i},{j}) = {got}, want {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packed_products_match_f64_loops() {
+        if !microkernel::available() {
+            eprintln!("skipped: this CPU lacks AVX2 or FMA");
+            return;
+        }
+        check::<f32>(|x| x as f32, 2e-7);
+        check::<f64>(|x| x, 4e-16);
+    }
+}
