@@ -41,9 +41,9 @@ pub(crate) fn loop_group(
 }
 
 /// False when a member reverses or transposes under a flat (linear-offset)
-/// map: `ir::passes::operand_map` then hands the result's map to the
-/// operand unchanged, which is right only for reshapes, squeezes and
-/// same-shape elementwise operands.
+/// map, whose operand map would drop the reordering. The shared planner
+/// refuses such edges (`ir::passes::operand_map`); this guard keeps a
+/// planner regression from becoming wrong values here.
 pub(crate) fn maps_are_sound(members: &[(&Eqn, IndexMap)]) -> bool {
     use jaxon_ir::primitive::{RevParams, Structural, TransposeParams};
     members.iter().all(|(eqn, map)| {

@@ -2,8 +2,9 @@
 
 use super::plan::Step;
 
-/// A reversal under a reshape is lowered unfused (the planner's flat map
-/// would drop the reversal) and still gives the interpreter's values.
+/// A reversal under a reshape is not fused through the reshape's flat map
+/// (the planner refuses that edge; `fused::maps_are_sound` guards it too)
+/// and gives the interpreter's values.
 #[test]
 fn reversal_under_a_flat_map_is_not_fused() {
     let t = "{ lambda ; a:f32[5,7]. let
@@ -18,7 +19,7 @@ fn reversal_under_a_flat_map_is_not_fused() {
         .iter()
         .filter(|s| matches!(s, Step::Launch { .. }))
         .count();
-    assert_eq!(launches, 3);
+    assert!(launches >= 2, "the reversal was fused under a flat map");
     let x: Vec<f64> = (0..35).map(|i| i as f64 * 0.5 - 3.0).collect();
     let a = jaxon_ir::HostArray::from_f64(jaxon_ir::DType::F32, &[5, 7], &x).unwrap();
     let got = super::run::run_simulated(&prog, std::slice::from_ref(&a)).unwrap();

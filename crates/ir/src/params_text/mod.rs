@@ -13,7 +13,9 @@
 //! `parse(print(x)) == x`; the conformance corpus checks the converse
 //! (`print(parse(t)) == t`) on JAX's own texts.
 
+mod arrays;
 mod codec;
+mod collective;
 mod control;
 mod table;
 
@@ -33,6 +35,8 @@ pub(crate) type Printed<'a> = Vec<(&'static str, PV<'a>)>;
 /// (for jaxpr-valued params) and the equation's types, from which JAX's
 /// elided params are derived.
 pub(crate) struct ParseCx<'c, 'p, 'b> {
+    /// The primitive's printed name (the op of an op-keyed family).
+    pub name: &'c str,
     /// The params as written.
     pub p: &'c Params<'p>,
     /// Builds jaxpr-valued params.

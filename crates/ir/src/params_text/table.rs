@@ -3,7 +3,8 @@
 //! JAX always prints after a `;` (`memory_space=MemorySpace.Device`). A row defines both the printer and
 //! the parser of its struct. Structs whose params JAX elides or derives
 //! from the equation's types implement [`ParamsText`] by hand, next to the
-//! table (`hand` list), in this file or `control.rs`.
+//! table (`hand` list), in this file, `arrays.rs`, `control.rs` or
+//! `collective.rs`. A test checks that every op-keyed name parses.
 
 use super::codec::{
     is_word, Axes, Bool, Closed, ClosedTuple, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape,
@@ -37,6 +38,10 @@ macro_rules! params_text {
                 }
             }
         )*
+
+        /// Every name the table reads.
+        #[cfg(test)]
+        pub(crate) const NAMES: &[&str] = &[$($name,)* $($($hname,)+)*];
 
         /// Reads the params of the primitive printed as `name`, or `None`
         /// when `name` is not a row of the table.
@@ -113,6 +118,17 @@ params_text! {
         CustomJvpCallParams "custom_jvp_call",
         CustomVjpCallParams "custom_vjp_call",
         RematParams "remat2" | "checkpoint",
+        ReduceParams "reduce_sum" | "reduce_max" | "reduce_min" | "reduce_prod" | "reduce_and"
+            | "reduce_or" | "reduce_xor",
+        ArgReduceParams "argmax" | "argmin",
+        CumulativeParams "cumsum" | "cumprod" | "cummax" | "cummin" | "cumlogsumexp",
+        GatherParams "gather",
+        ScatterParams "scatter" | "scatter-add" | "scatter-mul" | "scatter-min" | "scatter-max",
+        DotGeneralParams "dot_general",
+        ConvGeneralDilatedParams "conv_general_dilated",
+        AllReduceParams "psum" | "pmax" | "pmin",
+        AllGatherParams "all_gather",
+        AxisIndexParams "axis_index",
     }
 }
 
@@ -227,5 +243,27 @@ pub(super) fn bool_word(v: &crate::parse::params::PV) -> Option<bool> {
         Some(false)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NAMES;
+    use crate::primitive::{ArgOp, CollectiveOp, CumulativeOp, ReduceOp, ScatterKind};
+
+    /// Every op-keyed name has a row: the ops come from their enums, the
+    /// rows from the table's name list.
+    #[test]
+    fn every_op_keyed_name_is_a_row() {
+        let names = ReduceOp::ALL
+            .iter()
+            .map(|o| o.name())
+            .chain(ArgOp::ALL.iter().map(|o| o.name()))
+            .chain(CumulativeOp::ALL.iter().map(|o| o.name()))
+            .chain(ScatterKind::ALL.iter().map(|o| o.name()))
+            .chain(CollectiveOp::ALL.iter().map(|o| o.name()));
+        for n in names {
+            assert!(NAMES.contains(&n), "`{n}` has no params text row");
+        }
     }
 }

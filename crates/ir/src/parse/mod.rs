@@ -10,7 +10,6 @@
 //! reused name); neither panics on malformed text.
 
 pub(crate) mod build;
-mod collective;
 mod convert;
 mod lexer;
 pub(crate) mod params;

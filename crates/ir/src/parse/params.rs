@@ -314,27 +314,8 @@ impl<'p> Params<'p> {
     }
 
     // Shorthands over keys.
-    pub fn usize(&self, key: &str) -> PResult<usize> {
-        self.usize_of(self.req(key)?)
-    }
     pub fn bool_or(&self, key: &str, default: bool) -> PResult<bool> {
         self.get(key).map_or(Ok(default), |v| self.bool_of(v))
-    }
-    pub fn dtype(&self, key: &str) -> PResult<DType> {
-        self.dtype_of(self.req(key)?)
-    }
-    pub fn opt_dtype(&self, key: &str) -> PResult<Option<DType>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) if Self::is_none(v) => Ok(None),
-            Some(v) => self.dtype_of(v).map(Some),
-        }
-    }
-    pub fn ints(&self, key: &str) -> PResult<Ints> {
-        self.ints_of(self.req(key)?)
-    }
-    pub fn usizes(&self, key: &str) -> PResult<Vec<usize>> {
-        self.usizes_of(self.req(key)?)
     }
     /// The printed text of a name-like param (`name=<lambda>`).
     pub fn text_of(&self, key: &str) -> PResult<String> {

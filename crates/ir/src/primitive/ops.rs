@@ -253,6 +253,17 @@ impl BinaryOp {
 }
 
 impl ReduceOp {
+    /// Every op, once.
+    pub const ALL: [ReduceOp; 7] = [
+        ReduceOp::Sum,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Prod,
+        ReduceOp::And,
+        ReduceOp::Or,
+        ReduceOp::Xor,
+    ];
+
     /// JAX's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -268,6 +279,9 @@ impl ReduceOp {
 }
 
 impl ArgOp {
+    /// Every op, once.
+    pub const ALL: [ArgOp; 2] = [ArgOp::Argmax, ArgOp::Argmin];
+
     /// JAX's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -278,6 +292,15 @@ impl ArgOp {
 }
 
 impl CumulativeOp {
+    /// Every op, once.
+    pub const ALL: [CumulativeOp; 5] = [
+        CumulativeOp::Cumsum,
+        CumulativeOp::Cumprod,
+        CumulativeOp::Cummax,
+        CumulativeOp::Cummin,
+        CumulativeOp::Cumlogsumexp,
+    ];
+
     /// JAX's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -291,6 +314,15 @@ impl CumulativeOp {
 }
 
 impl ScatterKind {
+    /// Every kind, once.
+    pub const ALL: [ScatterKind; 5] = [
+        ScatterKind::Set,
+        ScatterKind::Add,
+        ScatterKind::Mul,
+        ScatterKind::Min,
+        ScatterKind::Max,
+    ];
+
     /// JAX's name of the scatter primitive.
     pub fn name(self) -> &'static str {
         match self {

@@ -3,19 +3,13 @@
 
 use super::{Part, PV};
 use crate::aval::ShapedArray;
-use crate::dtype::DType;
-use crate::literal::python_float_repr;
 use crate::params_text::ParamsText;
 use crate::primitive::{
-    AllGatherParams, AllReduceParams, ArgReduceParams, AtomicRmwParams, AxisIndexParams,
-    Collective, Control, ConvGeneralDilatedParams, CumulativeParams, DotGeneralParams, Elementwise,
-    GatherParams, Indexing, Linalg, Pallas, PallasCallParams, ReduceParams, Reduction,
-    ScatterParams, Structural,
+    AtomicOp, BlockDim, BlockMapping, IndexEntry, IndexValue, Indexer, Ints, Primitive,
 };
 use crate::primitive::{
-    AtomicOp, BlockDim, BlockMapping, ConvDimensionNumbers, DotDimensionNumbers, FillValue,
-    GatherDimensionNumbers, GatherScatterMode, IndexEntry, IndexValue, Indexer, Ints, Precision,
-    Primitive, ScatterDimensionNumbers,
+    AtomicRmwParams, Collective, Control, Elementwise, Indexing, Linalg, Pallas, PallasCallParams,
+    Reduction, Structural,
 };
 
 type Params<'a> = Vec<(&'static str, PV<'a>)>;
@@ -81,88 +75,6 @@ pub(crate) fn shape(xs: &[Option<usize>]) -> String {
             })
             .collect(),
     )
-}
-
-pub(crate) fn dtype(d: DType) -> String {
-    d.numpy_name().to_string()
-}
-
-pub(crate) fn opt_dtype(d: Option<DType>) -> String {
-    d.map(dtype).unwrap_or_else(|| "None".to_string())
-}
-
-fn precision_name(p: Precision) -> &'static str {
-    match p {
-        Precision::Default => "Precision.DEFAULT",
-        Precision::High => "Precision.HIGH",
-        Precision::Highest => "Precision.HIGHEST",
-    }
-}
-
-fn precision(p: Option<(Precision, Precision)>) -> String {
-    match p {
-        None => "None".to_string(),
-        Some((a, b)) => format!("({}, {})", precision_name(a), precision_name(b)),
-    }
-}
-
-fn mode(m: GatherScatterMode) -> String {
-    match m {
-        GatherScatterMode::Clip => "GatherScatterMode.CLIP",
-        GatherScatterMode::FillOrDrop => "GatherScatterMode.FILL_OR_DROP",
-        GatherScatterMode::PromiseInBounds => "GatherScatterMode.PROMISE_IN_BOUNDS",
-        GatherScatterMode::OneHot => "GatherScatterMode.ONE_HOT",
-    }
-    .to_string()
-}
-
-fn dot_dims(d: &DotDimensionNumbers) -> String {
-    format!(
-        "(({}, {}), ({}, {}))",
-        list(&d.lhs_contracting),
-        list(&d.rhs_contracting),
-        list(&d.lhs_batch),
-        list(&d.rhs_batch)
-    )
-}
-
-fn conv_dims(d: &ConvDimensionNumbers) -> String {
-    format!(
-        "ConvDimensionNumbers(lhs_spec={}, rhs_spec={}, out_spec={})",
-        usizes(&d.lhs_spec),
-        usizes(&d.rhs_spec),
-        usizes(&d.out_spec)
-    )
-}
-
-fn gather_dims(d: &GatherDimensionNumbers) -> String {
-    format!(
-        "GatherDimensionNumbers(offset_dims={}, collapsed_slice_dims={}, start_index_map={}, operand_batching_dims={}, start_indices_batching_dims={})",
-        ints(&d.offset_dims),
-        ints(&d.collapsed_slice_dims),
-        ints(&d.start_index_map),
-        ints(&d.operand_batching_dims),
-        ints(&d.start_indices_batching_dims)
-    )
-}
-
-fn scatter_dims(d: &ScatterDimensionNumbers) -> String {
-    format!(
-        "ScatterDimensionNumbers(update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={}, operand_batching_dims={}, scatter_indices_batching_dims={})",
-        ints(&d.update_window_dims),
-        ints(&d.inserted_window_dims),
-        ints(&d.scatter_dims_to_operand_dims),
-        ints(&d.operand_batching_dims),
-        ints(&d.scatter_indices_batching_dims)
-    )
-}
-
-fn fill_value(f: Option<FillValue>) -> String {
-    match f {
-        None => "None".to_string(),
-        Some(FillValue::Int(i)) => i.to_string(),
-        Some(FillValue::Float(x)) => python_float_repr(x),
-    }
 }
 
 /// `ShapedArray(float32[4,4])`, as `str(ShapedArray)` prints.
@@ -283,42 +195,8 @@ pub(crate) fn params_with_ref<'a>(
             Indexing::DynamicUpdateSlice => {}
             Indexing::Slice(x) => name_first = text(x, &mut v),
             Indexing::DynamicSlice(x) => name_first = text(x, &mut v),
-            Indexing::Gather(GatherParams {
-                dimension_numbers,
-                fill_value: fv,
-                indices_are_sorted,
-                mode: m,
-                slice_sizes,
-                unique_indices,
-            }) => {
-                v.push(("dimension_numbers", t(gather_dims(dimension_numbers))));
-                v.push(("fill_value", t(fill_value(*fv))));
-                v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
-                v.push(("mode", t(mode(*m))));
-                v.push(("slice_sizes", t(ints(slice_sizes))));
-                v.push(("unique_indices", t(py_bool(*unique_indices))));
-            }
-            Indexing::Scatter(ScatterParams {
-                dimension_numbers,
-                indices_are_sorted,
-                mode: m,
-                unique_indices,
-                update_jaxpr,
-                ..
-            }) => {
-                v.push(("dimension_numbers", t(scatter_dims(dimension_numbers))));
-                v.push(("indices_are_sorted", t(py_bool(*indices_are_sorted))));
-                v.push(("mode", t(mode(*m))));
-                v.push(("unique_indices", t(py_bool(*unique_indices))));
-                v.push(("update_consts", t("()")));
-                v.push((
-                    "update_jaxpr",
-                    match update_jaxpr {
-                        Some(j) => PV::Jaxpr(j),
-                        None => t("None"),
-                    },
-                ));
-            }
+            Indexing::Gather(x) => name_first = text(x, &mut v),
+            Indexing::Scatter(x) => name_first = text(x, &mut v),
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(x) => name_first = text(x, &mut v),
@@ -335,91 +213,20 @@ pub(crate) fn params_with_ref<'a>(
             Structural::Empty2(x) => name_first = text(x, &mut v),
         },
         Primitive::Reduction(f) => match f {
-            Reduction::Reduce(ReduceParams { op, axes }) => {
-                v.push(("axes", t(usizes(axes))));
-                if *op == crate::primitive::ReduceOp::Sum {
-                    v.push(("out_sharding", t("None")));
-                }
-            }
-            Reduction::ArgReduce(ArgReduceParams {
-                axes, index_dtype, ..
-            }) => {
-                v.push(("axes", t(usizes(axes))));
-                v.push(("index_dtype", t(dtype(*index_dtype))));
-            }
-            Reduction::Cumulative(CumulativeParams { axis, reverse, .. }) => {
-                v.push(("axis", t(axis.to_string())));
-                v.push(("reverse", t(py_bool(*reverse))));
-            }
+            Reduction::Reduce(x) => name_first = text(x, &mut v),
+            Reduction::ArgReduce(x) => name_first = text(x, &mut v),
+            Reduction::Cumulative(x) => name_first = text(x, &mut v),
             Reduction::Sort(x) => name_first = text(x, &mut v),
             Reduction::TopK(x) => name_first = text(x, &mut v),
         },
         Primitive::Linalg(f) => match f {
-            Linalg::DotGeneral(DotGeneralParams {
-                dimension_numbers,
-                precision: pr,
-                preferred_element_type,
-            }) => {
-                v.push(("dimension_numbers", t(dot_dims(dimension_numbers))));
-                if pr.is_some() {
-                    v.push(("precision", t(precision(*pr))));
-                }
-                if let Some(d) = preferred_element_type {
-                    v.push(("preferred_element_type", t(dtype(*d))));
-                }
-            }
-            Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-                window_strides,
-                padding,
-                lhs_dilation,
-                rhs_dilation,
-                dimension_numbers,
-                feature_group_count,
-                batch_group_count,
-                precision: pr,
-                preferred_element_type,
-            }) => {
-                v.push(("batch_group_count", t(batch_group_count.to_string())));
-                v.push(("dimension_numbers", t(conv_dims(dimension_numbers))));
-                v.push(("feature_group_count", t(feature_group_count.to_string())));
-                v.push(("lhs_dilation", t(usizes(lhs_dilation))));
-                v.push(("out_sharding", t("None")));
-                v.push((
-                    "padding",
-                    t(tuple(
-                        padding.iter().map(|(a, b)| format!("({a}, {b})")).collect(),
-                    )),
-                ));
-                v.push(("precision", t(precision(*pr))));
-                v.push((
-                    "preferred_element_type",
-                    t(opt_dtype(*preferred_element_type)),
-                ));
-                v.push(("rhs_dilation", t(usizes(rhs_dilation))));
-                v.push(("window_strides", t(usizes(window_strides))));
-            }
+            Linalg::DotGeneral(x) => name_first = text(x, &mut v),
+            Linalg::ConvGeneralDilated(x) => name_first = text(x, &mut v),
         },
         Primitive::Collective(f) => match f {
-            Collective::AllReduce(AllReduceParams { axes, .. }) => {
-                v.push(("axes", t(tuple(axes.iter().map(|a| a.repr()).collect()))));
-                v.push(("axis_index_groups", t("None")));
-            }
-            Collective::AllGather(AllGatherParams {
-                axis_name,
-                all_gather_dimension,
-                axis_size,
-                tiled,
-            }) => {
-                v.push(("all_gather_dimension", t(all_gather_dimension.to_string())));
-                v.push(("axis_index_groups", t("None")));
-                let names = axis_name.iter().map(|n| format!("'{n}'")).collect();
-                v.push(("axis_name", t(tuple(names))));
-                v.push(("axis_size", t(axis_size.to_string())));
-                v.push(("tiled", t(py_bool(*tiled))));
-            }
-            Collective::AxisIndex(AxisIndexParams { axis_name }) => {
-                v.push(("axis_name", t(axis_name.clone())))
-            }
+            Collective::AllReduce(x) => name_first = text(x, &mut v),
+            Collective::AllGather(x) => name_first = text(x, &mut v),
+            Collective::AxisIndex(x) => name_first = text(x, &mut v),
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => name_first = text(x, &mut v),
