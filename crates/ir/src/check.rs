@@ -66,6 +66,7 @@ impl<'j> Scope<'j> {
 
     /// Checks that the dims of `a` name bound scalar integer variables.
     fn dims_ok(&self, a: &Aval, what: &str) -> Result<(), IrError> {
+        crate::memory::check_shape_size(a.array()).map_err(|e| within(what, e))?;
         for d in a.shape() {
             if let Dim::Var(v) = d {
                 let t = self.aval(*v, "a dimension")?;
