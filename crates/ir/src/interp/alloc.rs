@@ -2,7 +2,8 @@
 //! result's declared type (dimension variables resolved from the
 //! environment) must be allocatable with the kernels' working memory, else
 //! the equation fails with `IrError::ResourceExhausted` instead of
-//! aborting the process inside a kernel.
+//! aborting the process inside a kernel; and the nesting guard that turns
+//! a too-deep jaxpr into an error instead of a stack overflow.
 
 use crate::aval::Dim;
 use crate::error::IrError;
@@ -43,4 +44,35 @@ pub(super) fn check_results(
         check_alloc(&what, a.dtype, &shape, WORK_PER_ELEM)?;
     }
     Ok(())
+}
+
+thread_local! {
+    /// Jaxprs being evaluated on this thread (nested calls, loop bodies).
+    static DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of nested evaluation; refused past
+/// [`crate::check::MAX_NESTING`] so a deep jaxpr is an error, not a stack
+/// overflow. The level ends when the guard drops.
+pub(super) struct Nesting(());
+
+impl Nesting {
+    pub(super) fn enter() -> Result<Nesting, IrError> {
+        let limit = crate::check::MAX_NESTING;
+        DEPTH.with(|d| {
+            if d.get() > limit {
+                return Err(IrError::Eval(format!(
+                    "jaxprs nested over the nesting limit of {limit}"
+                )));
+            }
+            d.set(d.get() + 1);
+            Ok(Nesting(()))
+        })
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
 }

@@ -171,6 +171,7 @@ pub(crate) fn eval_with(
             args.len()
         )));
     }
+    let _level = alloc::Nesting::enter()?;
     let mut env: Vec<Option<Value>> = vec![None; jaxpr.vars.len()];
     let binders = jaxpr
         .constvars
