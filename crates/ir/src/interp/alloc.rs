@@ -40,8 +40,23 @@ pub(super) fn check_results(
                 Dim::Var(v) => dim(*v).unwrap_or(0),
             })
             .collect();
-        let what = format!("equation {n} ({})", eqn.primitive.name());
-        check_alloc(&what, a.dtype, &shape, WORK_PER_ELEM)?;
+        // (Named only on failure: this runs before every equation.)
+        check_alloc("", a.dtype, &shape, WORK_PER_ELEM).map_err(|e| match e {
+            IrError::ResourceExhausted {
+                dtype,
+                shape,
+                bytes,
+                reason,
+                ..
+            } => IrError::ResourceExhausted {
+                what: format!("equation {n} ({})", eqn.primitive.name()),
+                dtype,
+                shape,
+                bytes,
+                reason,
+            },
+            other => other,
+        })?;
     }
     Ok(())
 }
