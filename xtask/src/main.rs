@@ -18,8 +18,13 @@
 //!   `target/nvrtc-wheel` if needed and prints its lib folder (see
 //!   [`nvrtc`]); `test-all` puts it on `LD_LIBRARY_PATH` for the tests.
 //!
+//! - `cargo xtask fuzz TARGET [--seconds N]`: coverage-guided fuzzing of
+//!   `parse`, `check`, `interp` or `diff` with cargo-fuzz on stable (see
+//!   `fuzz.rs` and `docs/reliability.md`).
+//!
 //! Only the standard library is used, so that it builds on a fresh clone.
 
+mod fuzz;
 mod gpu_check;
 mod nvrtc;
 
@@ -53,7 +58,8 @@ fn usage() -> ExitCode {
          \x20 conformance [FILE] [ARGS]   run the JAX conformance corpus (default {DEFAULT_CORPUS})\n\
          \x20 bench [ARGS]                run the criterion benchmarks\n\
          \x20 gpu-check                   build the GPU checks into target/gpu-check and print how to run them\n\
-         \x20 nvrtc-path                  install NVRTC (CUDA 13.0 wheel) if needed; print its lib folder"
+         \x20 nvrtc-path                  install NVRTC (CUDA 13.0 wheel) if needed; print its lib folder\n\
+         \x20 fuzz TARGET [--seconds N]   coverage-guided fuzzing (parse, check, interp, diff; `seeds` writes seeds only)"
     );
     ExitCode::from(2)
 }
@@ -66,6 +72,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("gpu-check") => gpu_check::gpu_check(&repo_root(), cargo),
         Some("nvrtc-path") => nvrtc::nvrtc_path_command(),
+        Some("fuzz") => fuzz::fuzz(&repo_root(), &args[1..], cargo),
         _ => usage(),
     }
 }

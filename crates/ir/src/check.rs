@@ -32,7 +32,14 @@ pub fn check_closed_jaxpr(closed: &ClosedJaxpr) -> Result<(), IrError> {
 struct Checker {
     done: HashSet<*const Jaxpr>,
     done_closed: HashSet<(*const Jaxpr, *const u8)>,
+    /// Nested jaxprs being checked (guards the stack: [`MAX_NESTING`]).
+    depth: usize,
 }
+
+/// The deepest nesting of jaxprs (a call in a call in ...) that
+/// [`check_jaxpr`] and the interpreter accept; deeper is an error naming
+/// this limit, never a stack overflow.
+pub const MAX_NESTING: usize = 256;
 
 fn invalid(msg: impl Into<String>) -> IrError {
     IrError::Invalid(msg.into())
@@ -66,6 +73,7 @@ impl<'j> Scope<'j> {
 
     /// Checks that the dims of `a` name bound scalar integer variables.
     fn dims_ok(&self, a: &Aval, what: &str) -> Result<(), IrError> {
+        crate::memory::check_shape_size(a.array()).map_err(|e| within(what, e))?;
         for d in a.shape() {
             if let Dim::Var(v) = d {
                 let t = self.aval(*v, "a dimension")?;
@@ -189,7 +197,15 @@ impl Checker {
         if self.done.contains(&key) {
             return Ok(());
         }
-        self.jaxpr(j)?;
+        if self.depth >= MAX_NESTING {
+            return Err(invalid(format!(
+                "jaxprs nested over the nesting limit of {MAX_NESTING}"
+            )));
+        }
+        self.depth += 1;
+        let r = self.jaxpr(j);
+        self.depth -= 1;
+        r?;
         self.done.insert(key);
         Ok(())
     }

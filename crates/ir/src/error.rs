@@ -36,6 +36,24 @@ pub enum IrError {
     /// A runtime failure while evaluating.
     #[error("evaluation failed: {0}")]
     Eval(String),
+    /// A buffer whose size comes from a shape cannot be allocated: over the
+    /// memory limit, refused by the allocator, or too large to address
+    /// (XLA's `RESOURCE_EXHAUSTED`).
+    #[error(
+        "RESOURCE_EXHAUSTED: {what}: cannot allocate {bytes} bytes for {dtype}{shape:?}: {reason}"
+    )]
+    ResourceExhausted {
+        /// What was being allocated (a primitive, an arena, a result).
+        what: String,
+        /// The buffer's dtype.
+        dtype: DType,
+        /// The buffer's shape.
+        shape: Vec<usize>,
+        /// The buffer's size in bytes (saturating, so overflow shows).
+        bytes: u128,
+        /// Why it was refused.
+        reason: String,
+    },
     /// A backend cannot compile a primitive (or an equation of it) that is
     /// valid in the IR: the program is fine, the backend lacks support.
     #[error("the {backend} backend cannot compile `{primitive}`: {why}")]

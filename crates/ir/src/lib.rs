@@ -19,6 +19,7 @@ pub mod error;
 pub mod interp;
 pub mod jaxpr;
 pub mod literal;
+pub mod memory;
 mod params_text;
 pub mod parse;
 pub mod passes;

@@ -445,9 +445,13 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         });
         let captured: Vec<Array> = tracers.into_iter().map(|(c, _)| c).collect();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if captured.is_empty() {
-            cache.entries.insert(key.clone(), entry.clone());
-        }
+        // Threads that missed at once each traced; the first entry in wins
+        // and the others share it, so the signature compiles once.
+        let entry = if captured.is_empty() {
+            cache.entries.entry(key.clone()).or_insert(entry).clone()
+        } else {
+            entry
+        };
         cache.last_key = Some(key);
         Ok((entry, captured))
     }

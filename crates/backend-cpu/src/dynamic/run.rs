@@ -120,8 +120,7 @@ impl Ctx<'_> {
                 return Ok(free.swap_remove(k));
             }
         }
-        let n = shape.iter().product();
-        HostArray::new(shape.to_vec(), self.pool.take(dt, n))
+        HostArray::new(shape.to_vec(), self.pool.take(dt, shape)?)
     }
 
     /// Frees `a` for [`Ctx::alloc`] (or the pool). A full list forgets

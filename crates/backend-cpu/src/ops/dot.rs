@@ -380,7 +380,8 @@ impl DotPlan {
         let rp = permuted(rhs, &self.rhs_perm)?;
         let (l, r) = (lp.as_ref().unwrap_or(lhs), rp.as_ref().unwrap_or(rhs));
         let (b, m, k, n) = (self.b, self.m, self.k, self.n);
-        let mut out = HostArray::zeros(self.dtype, &self.out_shape);
+        let zeros = jaxon_ir::memory::try_zeros("dot_general", self.dtype, &self.out_shape)?;
+        let mut out = HostArray::new(self.out_shape.clone(), zeros)?;
         let par = self.parallelism(threads);
         macro_rules! float {
             ($a:expr, $c:expr, $o:expr) => {{

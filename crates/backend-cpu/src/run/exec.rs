@@ -391,11 +391,14 @@ pub(crate) fn run_step_call(
     threads: usize,
 ) -> Result<Vec<HostArray>, IrError> {
     if let Step::Zeros { .. } = call.step {
-        return Ok(call
+        return call
             .outs
             .iter()
-            .map(|(_, dt, shape)| HostArray::zeros(*dt, shape))
-            .collect());
+            .map(|(_, dt, shape)| {
+                let s = jaxon_ir::memory::try_zeros("cpu backend: zeros", *dt, shape)?;
+                HostArray::new(shape.clone(), s)
+            })
+            .collect();
     }
     let mut env: Vec<Option<Slot>> = (0..call.n_vars).map(|_| None).collect();
     for ((v, _, _), a) in call.ins.iter().zip(ins) {

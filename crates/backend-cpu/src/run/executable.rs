@@ -60,10 +60,7 @@ impl CpuExecutable {
         let mut outs = p
             .out_bufs
             .iter()
-            .map(|(dt, shape)| {
-                let n: usize = shape.iter().product();
-                HostArray::new(shape.clone(), self.pool.take(*dt, n)).map(Some)
-            })
+            .map(|(dt, shape)| HostArray::new(shape.clone(), self.pool.take(*dt, shape)?).map(Some))
             .collect::<Result<SmallVec<[Option<HostArray>; 2]>, _>>()?;
         // The pointer table lives on the stack for small programs (no
         // allocation on the dispatch path).
@@ -86,15 +83,14 @@ impl CpuExecutable {
         for (slot, o) in slots.zip(outs.iter_mut().flatten()) {
             *slot = with_storage!(o.data_mut(), v => v.as_mut_ptr().cast::<u8>());
         }
-        let mut arena = p
-            .arenas
-            .lock()
-            .ok()
-            .and_then(|mut a| a.pop())
-            .unwrap_or_else(|| {
+        let cached = p.arenas.lock().ok().and_then(|mut a| a.pop());
+        let mut arena = match cached {
+            Some(a) => a,
+            None => {
                 let _ = p.arena_pool.set(self.pool.clone());
-                self.pool.take_arena(p.arena_bytes.div_ceil(8))
-            });
+                self.pool.take_arena(p.arena_bytes.div_ceil(8))?
+            }
+        };
         let ctx = crate::run::runtime::RunCtx {
             program: p,
             threads: self.threads,

@@ -43,19 +43,22 @@ const MAX_ARENAS: usize = 8;
 impl Pool {
     /// Storage for `n` elements of `dt`: a freed buffer when one is free
     /// (its contents are stale: the program overwrites every element),
-    /// else a fresh zeroed one.
-    pub fn take(&self, dt: DType, n: usize) -> Storage {
-        if let Ok(mut f) = self.free.lock() {
+    /// else a fresh zeroed one, allocated through the checked path
+    /// (`RESOURCE_EXHAUSTED` instead of an abort).
+    pub fn take(&self, dt: DType, shape: &[usize]) -> Result<Storage, IrError> {
+        // (An overflowing product is no key; the checked path reports it.)
+        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if let (Some(n), Ok(mut f)) = (n, self.free.lock()) {
             if let Some(s) = f.lists.get_mut(&(dt, n)).and_then(Vec::pop) {
                 f.bytes -= n * dt.size_bytes();
-                return s;
+                return Ok(s);
             }
         }
         // Fresh large zeroed storage is mapped but untouched: advise it
         // before the program writes it.
-        let s = Storage::zeros(dt, n);
+        let s = jaxon_ir::memory::try_zeros("cpu backend: a result", dt, shape)?;
         crate::run::hugepages::advise_storage(&s);
-        s
+        Ok(s)
     }
 
     /// Returns storage to the free list (or frees it when the pool is full).
@@ -80,7 +83,7 @@ impl Pool {
     /// An arena of at least `words` words: a freed one of at most twice
     /// that length when one is free (stale contents: programs never read
     /// an arena byte they did not write), else a fresh zeroed one.
-    pub fn take_arena(&self, words: usize) -> Vec<u64> {
+    pub fn take_arena(&self, words: usize) -> Result<Vec<u64>, IrError> {
         if let Ok(mut f) = self.free.lock() {
             let best = f
                 .arenas
@@ -92,10 +95,10 @@ impl Pool {
             if let Some(i) = best {
                 let a = f.arenas.swap_remove(i);
                 f.bytes -= 8 * a.len();
-                return a;
+                return Ok(a);
             }
         }
-        vec![0u64; words]
+        jaxon_ir::memory::try_arena("cpu backend: a program's arena", words)
     }
 
     /// Returns a program's arena to the pool (or frees it when full).
@@ -169,7 +172,7 @@ mod tests {
     #[test]
     fn dropped_buffers_are_reused_by_key() {
         let pool = Arc::new(Pool::default());
-        let s = pool.take(DType::F32, 1000);
+        let s = pool.take(DType::F32, &[1000]).expect("small");
         let ptr = match &s {
             Storage::F32(v) => v.as_ptr(),
             _ => panic!("f32"),
@@ -178,9 +181,9 @@ mod tests {
         drop(PooledBuffer::new(a, pool.clone()));
         assert_eq!(pool.free_bytes(), 4000);
         // Another key does not take it; the same key gets the same memory.
-        let other = pool.take(DType::F32, 999);
+        let other = pool.take(DType::F32, &[999]).expect("small");
         assert_eq!(other.len(), 999);
-        let again = pool.take(DType::F32, 1000);
+        let again = pool.take(DType::F32, &[1000]).expect("small");
         assert!(matches!(&again, Storage::F32(v) if v.as_ptr() == ptr));
         assert_eq!(pool.free_bytes(), 0);
     }
@@ -188,20 +191,20 @@ mod tests {
     #[test]
     fn arenas_are_reused_best_fit_within_twice_the_length() {
         let pool = Pool::default();
-        let small = pool.take_arena(100);
-        let big = pool.take_arena(1000);
+        let small = pool.take_arena(100).expect("small");
+        let big = pool.take_arena(1000).expect("small");
         let (ps, pb) = (small.as_ptr(), big.as_ptr());
         pool.give_arena(small);
         pool.give_arena(big);
         assert_eq!(pool.free_bytes(), 8 * 1100);
         // 600 words: the 1000-word arena fits (and is at most twice as long).
-        let a = pool.take_arena(600);
+        let a = pool.take_arena(600).expect("small");
         assert_eq!(a.as_ptr(), pb);
         // 40 words: the 100-word arena is more than twice too long.
-        let b = pool.take_arena(40);
+        let b = pool.take_arena(40).expect("small");
         assert_ne!(b.as_ptr(), ps);
         assert_eq!(b.len(), 40);
-        let c = pool.take_arena(90);
+        let c = pool.take_arena(90).expect("small");
         assert_eq!(c.as_ptr(), ps);
         assert_eq!(pool.free_bytes(), 0);
     }

@@ -7,6 +7,7 @@
 //! and calls live in `control`, mutable state in `state`, Pallas in `pallas`.
 //! A `Ctx` carries the Pallas grid position through nested evaluation.
 
+mod alloc;
 use crate::primitive::{
     AddUpdateParams, AtomicCasParams, AtomicRmwParams, CondParams, Control, CustomJvpCallParams,
     CustomVjpCallParams, ForLoopParams, GetParams, JitParams, LoadParams, NumProgramsParams,
@@ -176,6 +177,7 @@ pub(crate) fn eval_with(
             args.len()
         )));
     }
+    let _level = alloc::Nesting::enter()?;
     let mut env: Vec<Option<Value>> = vec![None; jaxpr.vars.len()];
     let binders = jaxpr
         .constvars
@@ -197,6 +199,7 @@ pub(crate) fn eval_with(
             .map(|a| read(&env, a))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| IrError::Invalid(format!("equation {n} ({name}): {e}")))?;
+        alloc::check_results(jaxpr, n, eqn, &|v| dim_value(&env, v))?;
         let outs = eval_eqn(ctx, &eqn.primitive, inputs)?;
         if outs.len() != eqn.outputs.len() {
             return Err(IrError::Eval(format!(

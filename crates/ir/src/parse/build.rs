@@ -65,7 +65,13 @@ impl<'a> Builder<'a> {
         let Some(raw) = self.arena.get(id) else {
             return Err(self.err(pos, "expected a jaxpr, found a dangling reference"));
         };
-        if self.busy.get(id).copied().unwrap_or(false) || self.depth > MAX_DEPTH {
+        if self.depth > MAX_DEPTH {
+            return Err(self.err(
+                pos,
+                format!("nesting too deep: jaxpr references over the parser's nesting limit of {MAX_DEPTH}"),
+            ));
+        }
+        if self.busy.get(id).copied().unwrap_or(false) {
             return Err(self.err(pos, "expected an acyclic jaxpr reference, found a cycle"));
         }
         if let Some(b) = self.busy.get_mut(id) {

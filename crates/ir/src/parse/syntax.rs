@@ -208,7 +208,10 @@ impl<'a> Reader<'a> {
     pub fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(self.err_at(self.peek().start, "nesting too deep"));
+            return Err(self.err_at(
+                self.peek().start,
+                format!("nesting too deep: over the parser's nesting limit of {MAX_DEPTH} brackets and jaxprs"),
+            ));
         }
         Ok(())
     }

@@ -412,7 +412,7 @@ fn deep_nesting_is_an_error_not_a_crash() {
         "(".repeat(100_000)
     );
     let e = err(&t);
-    assert_eq!(e.message, "nesting too deep");
+    assert!(e.message.starts_with("nesting too deep"), "{}", e.message);
 }
 
 #[test]

@@ -89,7 +89,10 @@ fn clamped_base(
         if s.len() != 1 {
             return Err(eval_err(name, "start indices must be scalars"));
         }
-        let v = s.data().get_i64(0).clamp(0, (shape[d] - sizes[d]) as i64) as usize;
+        let v = s
+            .data()
+            .get_i64(0)
+            .clamp(0, shape[d].saturating_sub(sizes[d]) as i64) as usize;
         base += v * st[d];
     }
     Ok(base)
@@ -250,9 +253,15 @@ impl IndexPlan {
             }
             let mut off = 0usize;
             for d in 0..r {
-                let hi = self.operand_shape[d] as i64 - self.sizes[d] as i64;
-                let s = if self.clamp {
-                    start[d].clamp(0, Ord::max(hi, 0))
+                // As the interpreter: a window reads at least its first
+                // element (a collapsed dim of size 0 still names one), and
+                // an empty operand dim has no start.
+                let hi = self.operand_shape[d] as i64 - Ord::max(self.sizes[d], 1) as i64;
+                let s = if hi < 0 {
+                    off = FILL;
+                    break;
+                } else if self.clamp {
+                    start[d].clamp(0, hi)
                 } else if start[d] < 0 || start[d] > hi {
                     off = FILL;
                     break;
@@ -395,6 +404,21 @@ impl Gather {
     }
 }
 
+/// Rejects targets outside `x` (never indexed), and `FILL` targets unless
+/// the mode may fill or drop (a clamping gather from an empty dim).
+fn in_bounds(name: &str, targets: &[usize], x: &HostArray, may_fill: bool) -> Result<(), IrError> {
+    let bad = targets
+        .iter()
+        .find(|&&t| (t == FILL && !may_fill) || (t != FILL && t >= x.len()));
+    match bad {
+        None => Ok(()),
+        Some(_) => Err(eval_err(
+            name,
+            format!("a window does not fit in operand of shape {:?}", x.shape()),
+        )),
+    }
+}
+
 fn gather_t<T: Copy>(x: &[T], targets: &[usize], fill: T) -> Vec<T> {
     targets
         .iter()
@@ -410,6 +434,7 @@ impl NativeOp for Gather {
         let bases = self.plan.bases(ind.data());
         let roles = self.plan.roles(&self.out_shape, &self.offset_pos);
         let t = targets(&self.out_shape, &roles, &bases);
+        in_bounds("gather", &t, x, !self.plan.clamp)?;
         let data = map_same2!(x.data(), &self.fill, (xv, f) => gather_t(xv, &t, f[0]),
             eval_err("gather", "fill dtype"));
         Ok(vec![HostArray::new(self.out_shape.clone(), data)?])
@@ -498,6 +523,7 @@ impl NativeOp for Scatter {
         let bases = self.plan.bases(ind.data());
         let roles = self.plan.roles(&self.updates_shape, &self.window_pos);
         let t = targets(&self.updates_shape, &roles, &bases);
+        in_bounds(name, &t, x, true)?;
         let data = map_same2!(x.data(), upd.data(), (xv, uv) => scatter_t(xv, uv, &t, self.kind),
             eval_err(name, "operand and updates dtypes differ"));
         Ok(vec![HostArray::new(self.operand_shape.clone(), data)?])

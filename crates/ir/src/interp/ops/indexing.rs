@@ -200,10 +200,17 @@ fn plan(
         let mut off = 0usize;
         let mut oob = false;
         for d in 0..r {
-            let hi = operand_shape[d] as i64 - window_sizes[d] as i64;
+            // A window reads at least its first element (a collapsed dim of
+            // size 0 still names one), so starts stay below `shape - max(size, 1)`:
+            // never out of bounds. An empty operand dim has no valid start.
+            let hi = operand_shape[d] as i64 - window_sizes[d].max(1) as i64;
             let mut s = start[d];
+            if hi < 0 {
+                oob = true;
+                break;
+            }
             if clamp {
-                s = s.clamp(0, hi.max(0));
+                s = s.clamp(0, hi);
             } else if s < 0 || s > hi {
                 oob = true;
                 break;
@@ -345,8 +352,31 @@ pub(crate) fn gather(
             }
         })
         .collect();
+    check_reads(name, mode, &idx, x.shape())?;
     let fill = fill_storage(x.dtype(), fill);
     HostArray::new(shape, take_or_fill(x.data(), &idx, &fill)?)
+}
+
+/// Rejects a gather whose index map would read outside the operand: a
+/// clamping mode with an empty operand dim has nothing to clamp to (only
+/// fill mode may produce [`FILL`] entries), and no entry may reach past the end.
+fn check_reads(
+    name: &str,
+    mode: GatherScatterMode,
+    idx: &[usize],
+    shape: &[usize],
+) -> Result<(), IrError> {
+    let len: usize = shape.iter().product();
+    let fill_ok = matches!(mode, GatherScatterMode::FillOrDrop);
+    match idx.iter().find(|&&i| (i == FILL && !fill_ok) || (i != FILL && i >= len)) {
+        Some(&i) if i == FILL => Err(IrError::Eval(format!(
+            "{name}: a window does not fit in operand of shape {shape:?}, and mode {mode:?} cannot fill"
+        ))),
+        Some(&i) => Err(IrError::Eval(format!(
+            "{name}: read of element {i} outside operand of shape {shape:?}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Combines `src[k]` into `dst[idx[k]]` for every `k` whose target is not FILL.
@@ -425,6 +455,12 @@ pub(crate) fn scatter(
             }
         })
         .collect();
+    if let Some(&t) = targets.iter().find(|&&t| t != FILL && t >= x.len()) {
+        return Err(IrError::Eval(format!(
+            "{name}: update target {t} outside operand of shape {:?}",
+            x.shape()
+        )));
+    }
     let mut dst = lift(x.data());
     let src = lift(updates.data());
     match (&mut dst, &src) {

@@ -1,0 +1,7 @@
+//! Fuzz target: any text through the parser; a parsed jaxpr is printed.
+//! Invariant under test: neither panics, whatever the text.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    jaxon_fuzz::parse_and_print(data);
+});

@@ -1,0 +1,243 @@
+//! The fuzz targets' bodies, shared so a crash reproducer can be replayed
+//! by a plain test: text in, and the invariants of issue 23 asserted (no
+//! panic anywhere; the interpreter and the CPU backend agree).
+//!
+//! Programs that may legitimately run for long (loops: `while`, `scan`,
+//! `for_loop`, `pallas_call` grids) or touch more than [`MAX_ELEMS`]
+//! elements in any value are skipped by the evaluating targets: a slow
+//! program is not a bug, and libFuzzer would report it as a timeout.
+
+use jaxon_backend_cpu::CpuBackend;
+use jaxon_ir::primitive::NestedJaxpr;
+use jaxon_ir::print::print_jaxpr;
+use jaxon_ir::{check_jaxpr, parse_jaxpr, Backend, ClosedJaxpr, DType, Dim, HostArray, Jaxpr};
+use std::sync::OnceLock;
+
+/// Largest value (elements) an evaluating target lets a program declare.
+pub const MAX_ELEMS: usize = 4096;
+
+/// Primitives whose run time is not bounded by their types.
+const UNBOUNDED: [&str; 4] = ["while", "scan", "for_loop", "pallas_call"];
+
+/// Parses `data` as text; prints what parses.
+pub fn parse_and_print(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(j) = parse_jaxpr(&text) {
+        let _ = print_jaxpr(&j);
+    }
+}
+
+/// Parses and checks `data`; a checked jaxpr's printed text must parse
+/// and check again.
+pub fn check_roundtrip(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let Ok(j) = parse_jaxpr(&text) else { return };
+    if check_jaxpr(&j).is_err() {
+        return;
+    }
+    let printed = print_jaxpr(&j);
+    let again = parse_jaxpr(&printed).unwrap_or_else(|e| {
+        panic!("printed text of a checked jaxpr does not parse: {e}\n{printed}")
+    });
+    if let Err(e) = check_jaxpr(&again) {
+        panic!("printed text of a checked jaxpr does not check: {e}\n{printed}");
+    }
+}
+
+/// Whether `j` (and every jaxpr nested in it) has static, small types and
+/// no unbounded primitive.
+fn bounded(j: &Jaxpr, depth: usize) -> bool {
+    if depth > 32 {
+        return false;
+    }
+    let small = j.vars.iter().all(|a| {
+        let mut n = 1usize;
+        a.shape().iter().all(|d| match d {
+            Dim::Const(k) => {
+                n = n.saturating_mul(*k);
+                n <= MAX_ELEMS
+            }
+            Dim::Var(_) => false,
+        })
+    });
+    small
+        && j.eqns.iter().all(|e| {
+            !UNBOUNDED.contains(&e.primitive.name())
+                && e.primitive.param_jaxprs().iter().all(|p| {
+                    let nested = match p.jaxpr {
+                        NestedJaxpr::Closed(c) => &c.jaxpr,
+                        NestedJaxpr::Open(j) => j,
+                    };
+                    bounded(nested, depth + 1)
+                })
+        })
+}
+
+/// FNV-1a of the text: the seed of its inputs (a reproducer replays).
+fn seed(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// splitmix64.
+fn next(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Random inputs for `j`'s invars: floats in [-3, 3) (never all zeros or
+/// ones), integers in [-4, 24) (indices in and out of range), random bools.
+fn inputs(j: &Jaxpr, mut s: u64) -> Option<Vec<HostArray>> {
+    j.invars
+        .iter()
+        .map(|v| {
+            let a = j.vars.get(v.index())?;
+            let shape: Vec<usize> = a
+                .shape()
+                .iter()
+                .map(|d| d.as_const())
+                .collect::<Option<_>>()?;
+            let dt = a.array().dtype;
+            let n: usize = shape.iter().product();
+            let vals: Vec<f64> = (0..n)
+                .map(|_| {
+                    let r = next(&mut s);
+                    if dt.is_float() {
+                        ((r >> 11) as f64 / (1u64 << 53) as f64) * 6.0 - 3.0
+                    } else if dt == DType::Bool {
+                        (r & 1) as f64
+                    } else {
+                        (r % 28) as f64 - 4.0
+                    }
+                })
+                .collect();
+            HostArray::from_f64(dt, &shape, &vals).ok()
+        })
+        .collect()
+}
+
+/// A small checked jaxpr from `data` with its inputs, or `None`.
+fn program(data: &[u8]) -> Option<(ClosedJaxpr, Vec<HostArray>)> {
+    let text = std::str::from_utf8(data).ok()?;
+    let j = parse_jaxpr(text).ok()?;
+    if !j.constvars.is_empty() || check_jaxpr(&j).is_err() || !bounded(&j, 0) {
+        return None;
+    }
+    let args = inputs(&j, seed(data))?;
+    Some((ClosedJaxpr::without_consts(j), args))
+}
+
+/// Keeps the evaluators' buffers small (a fuzz input is never a reason to
+/// take the machine's memory).
+fn limit_memory() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| jaxon_ir::memory::set_memory_limit(Some(64 << 20)));
+}
+
+/// Evaluates a small checked jaxpr from `data` with the interpreter.
+pub fn interp(data: &[u8]) {
+    limit_memory();
+    if let Some((j, args)) = program(data) {
+        let _ = jaxon_ir::eval_closed_jaxpr(&j, &args);
+    }
+}
+
+/// Float closeness: within 1e-3 + 1e-2·|w|, NaN only with NaN, an
+/// infinity only with itself.
+fn close(g: f64, w: f64) -> bool {
+    if w.is_nan() {
+        g.is_nan()
+    } else if w.is_infinite() {
+        g == w
+    } else {
+        (g - w).abs() <= 1e-3 + 1e-2 * w.abs()
+    }
+}
+
+/// Whether two results agree: same dtype and shape; integers and bools
+/// exactly; floats [`close`] where the program is well conditioned, that
+/// is where the interpreter's own result on inputs perturbed by one part in
+/// a million (`nearby`) is close to `want` (a chaotic program, such as an
+/// unrolled iteration of `sin`, amplifies one rounding difference into any
+/// value, and backends may round differently).
+fn agree(got: &HostArray, want: &HostArray, nearby: Option<&HostArray>) -> Result<(), String> {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!(
+            "cpu gives {}{:?}, the interpreter {}{:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        ));
+    }
+    let float = want.dtype().is_float();
+    let near = nearby.map(HostArray::to_f64_vec);
+    for (i, (g, w)) in got.to_f64_vec().iter().zip(want.to_f64_vec()).enumerate() {
+        let ok = if !float {
+            *g == w
+        } else {
+            let stable = near
+                .as_ref()
+                .is_some_and(|n| n.get(i).is_some_and(|&n| close(n, w)));
+            !stable || close(*g, w)
+        };
+        if !ok {
+            return Err(format!("element {i}: cpu {g}, interpreter {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// Runs a small checked jaxpr from `data` on the interpreter and the CPU
+/// backend; when both succeed, their results must agree.
+pub fn differential(data: &[u8]) {
+    limit_memory();
+    let Some((j, args)) = program(data) else {
+        return;
+    };
+    let Ok(want) = jaxon_ir::eval_closed_jaxpr(&j, &args) else {
+        return;
+    };
+    let perturbed: Vec<HostArray> = args
+        .iter()
+        .map(|a| {
+            if a.dtype().is_float() {
+                let v: Vec<f64> = a.to_f64_vec().iter().map(|x| x * (1.0 + 1e-6)).collect();
+                HostArray::from_f64(a.dtype(), a.shape(), &v).unwrap_or_else(|_| a.clone())
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    let nearby = jaxon_ir::eval_closed_jaxpr(&j, &perturbed).ok();
+    static CPU: OnceLock<CpuBackend> = OnceLock::new();
+    let cpu = CPU.get_or_init(|| CpuBackend::with_threads(1));
+    let got = (|| {
+        let exe = cpu.compile(&j)?;
+        let bufs = args
+            .iter()
+            .map(|a| cpu.to_device(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outs = exe.execute(&bufs)?;
+        outs.iter()
+            .map(|b| b.to_host())
+            .collect::<Result<Vec<_>, _>>()
+    })();
+    // Compiling clears nothing: drop cached programs now and then so a long
+    // run's memory stays flat.
+    if cpu.cached_programs() > 256 {
+        cpu.clear_cache();
+    }
+    let Ok(got) = got else { return };
+    assert_eq!(got.len(), want.len(), "number of results");
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        let n = nearby.as_ref().and_then(|n| n.get(k));
+        if let Err(e) = agree(g, w, n) {
+            panic!("result {k}: {e}\n{}", print_jaxpr(&j.jaxpr));
+        }
+    }
+}
