@@ -12,7 +12,6 @@
 //!   residuals; other calls are transposed through their body.
 //! - batch: the same call around the batched body.
 
-use crate::batch::batch_jaxpr_named;
 use crate::custom::{lookup, open, Rule};
 use crate::jvp::jvp_flat;
 use crate::rules::{transpose_unsupported, values, BatchOuts, Cts, JvpOuts};
@@ -293,14 +292,13 @@ pub(super) fn batch_custom_jvp_call(
     n: usize,
     axis: Option<&str>,
 ) -> Result<BatchOuts> {
-    let args = super::fronted(x, d, n)?;
-    let (bj, ob) = batch_jaxpr_named(&cp.call_jaxpr, &super::mask(d), n, axis, &[])?;
-    let q = CustomJvpCallParams {
-        call_jaxpr: bj,
-        ..cp.clone()
-    };
-    let outs = bind(&q.into(), &args)?;
-    Ok((outs, super::dims_of(&ob)))
+    super::batch_call(&cp.call_jaxpr, x, d, n, axis, |call_jaxpr| {
+        CustomJvpCallParams {
+            call_jaxpr,
+            ..cp.clone()
+        }
+        .into()
+    })
 }
 
 /// `custom_vjp_call`: the same call around the batched body.
@@ -311,12 +309,11 @@ pub(super) fn batch_custom_vjp_call(
     n: usize,
     axis: Option<&str>,
 ) -> Result<BatchOuts> {
-    let args = super::fronted(x, d, n)?;
-    let (bj, ob) = batch_jaxpr_named(&cp.call_jaxpr, &super::mask(d), n, axis, &[])?;
-    let q = CustomVjpCallParams {
-        call_jaxpr: bj,
-        ..cp.clone()
-    };
-    let outs = bind(&q.into(), &args)?;
-    Ok((outs, super::dims_of(&ob)))
+    super::batch_call(&cp.call_jaxpr, x, d, n, axis, |call_jaxpr| {
+        CustomVjpCallParams {
+            call_jaxpr,
+            ..cp.clone()
+        }
+        .into()
+    })
 }

@@ -8,7 +8,6 @@
 //! forwarded) and a linear call, so no primal value enters a linear jaxpr.
 
 use super::{needs_split, split_outs, spread};
-use crate::batch::batch_jaxpr_named;
 use crate::jvp::jvp_jaxpr;
 use crate::partial_eval::linearize_jaxpr;
 use crate::rules::{values, BatchOuts, Cts, JvpOuts};
@@ -146,14 +145,13 @@ pub(super) fn batch(
     n: usize,
     axis: Option<&str>,
 ) -> Result<BatchOuts> {
-    let args = super::fronted(x, d, n)?;
-    let (bj, ob) = batch_jaxpr_named(&jp.jaxpr, &super::mask(d), n, axis, &[])?;
-    let q = JitParams {
-        name: jp.name.clone(),
-        jaxpr: bj,
-    };
-    let outs = bind(&q.into(), &args)?;
-    Ok((outs, super::dims_of(&ob)))
+    super::batch_call(&jp.jaxpr, x, d, n, axis, |jaxpr| {
+        JitParams {
+            name: jp.name.clone(),
+            jaxpr,
+        }
+        .into()
+    })
 }
 
 fn zeros(t: &ShapedArray) -> Result<Array> {

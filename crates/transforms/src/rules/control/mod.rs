@@ -203,6 +203,24 @@ pub(super) fn fronted(x: &[Array], d: &[Option<usize>], n: usize) -> Result<Vec<
         .collect()
 }
 
+/// A call primitive around its batched body: the operands' batch axes
+/// moved to the front, the callee batched, and the primitive rebuilt by
+/// `rebuild` around the batched callee (`jit`, the custom-derivative
+/// calls).
+pub(super) fn batch_call(
+    callee: &ClosedJaxpr,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+    axis: Option<&str>,
+    rebuild: impl FnOnce(ClosedJaxpr) -> jaxon_ir::Primitive,
+) -> Result<BatchOuts> {
+    let args = fronted(x, d, n)?;
+    let (bj, ob) = crate::batch::batch_jaxpr_named(callee, &mask(d), n, axis, &[])?;
+    let outs = jaxon_trace::bind(&rebuild(bj), &args)?;
+    Ok((outs, dims_of(&ob)))
+}
+
 pub(super) fn dims_of(batched: &[bool]) -> Vec<Option<usize>> {
     batched.iter().map(|b| b.then_some(0)).collect()
 }
