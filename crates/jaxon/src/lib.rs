@@ -35,7 +35,12 @@
 //! Cranelift-compiled native code) by default. The reference interpreter
 //! stays registered as `"interpreter"`: select it for a block with
 //! [`with_backend`], for the process with [`set_default_backend`], or from
-//! the environment with `JAXON_BACKEND=interpreter`.
+//! the environment with `JAXON_BACKEND=interpreter`. The CUDA backends are
+//! registered too, never as the default: `"cuda-sim"` runs the CUDA
+//! lowering's launch plans on the kernel simulator (no GPU needed; for
+//! testing, slow), and `"cuda"` runs them on a GPU (an error naming what is
+//! missing when there is none). Primitives the CUDA lowering does not cover
+//! yet are an [`Error`] naming the primitive, not a panic.
 
 #![warn(missing_docs)]
 
@@ -82,6 +87,33 @@ inventory::submit! {
         name: "cpu",
         priority: 10,
         make: || std::sync::Arc::new(jaxon_backend_cpu::CpuBackend::new()),
+    }
+}
+
+/// The CUDA backends (`jaxon-backend-cuda`): `"cuda-sim"` runs the lowered
+/// launch plans on the kernel simulator (no GPU needed; slow, for testing),
+/// `"cuda"` runs the same plans on GPU 0. Both register below `"cpu"` and
+/// below the interpreter, so neither is ever the default: select one with
+/// [`with_backend`] or `JAXON_BACKEND`.
+pub use jaxon_backend_cuda as backend_cuda;
+
+inventory::submit! {
+    jaxon_trace::eval::BackendProvider {
+        name: "cuda-sim",
+        priority: -10,
+        make: || std::sync::Arc::new(jaxon_backend_cuda::lower::CudaSimBackend::new()),
+    }
+}
+
+// Registering `cuda` touches no driver: `CudaBackend::new` only records the
+// choice, and the device (driver, NVRTC, cuBLASLt) is opened when a program
+// first runs, so a machine without a GPU gets an error naming what is
+// missing at that point, never at start-up.
+inventory::submit! {
+    jaxon_trace::eval::BackendProvider {
+        name: "cuda",
+        priority: -20,
+        make: || std::sync::Arc::new(jaxon_backend_cuda::lower::CudaBackend::new()),
     }
 }
 

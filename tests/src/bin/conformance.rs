@@ -7,7 +7,7 @@
 //! transforms to the parsed jaxpr and compare with JAX's recorded results.
 //!
 //! Usage:
-//! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter|cpu]
+//! `conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter|cpu|cuda-sim]
 //!  [--filter SUBSTRING] [--timeout SECONDS] [--known-failures FILE]`
 //!
 //! `--require` takes check names or kinds (`parse` covers `parse` and
@@ -17,8 +17,12 @@
 //! `--backend cpu` evaluates on the Cranelift backend instead of the
 //! reference interpreter. Evaluations it cannot compile yet are reported as
 //! `FAIL (unsupported)` and summarised by primitive at the end.
+//! `--backend cuda-sim` evaluates the CUDA lowering's launch plans on the
+//! kernel simulator (`jaxon-backend-cuda`), reported the same way; it is
+//! slow and not part of the required conformance run.
 
 use jaxon_backend_cpu::CpuBackend;
+use jaxon_backend_cuda::lower::CudaSimBackend;
 use jaxon_ir::{
     check_closed_jaxpr, eval_closed_jaxpr, parse_closed_jaxpr, print::print_jaxpr, Backend,
     ClosedJaxpr, HostArray, IrError,
@@ -59,6 +63,19 @@ enum EvalBackend {
     Interpreter,
     /// The Cranelift CPU backend.
     Cpu,
+    /// The CUDA lowering, run on the kernel simulator.
+    CudaSim,
+}
+
+impl EvalBackend {
+    /// The name `--backend` takes.
+    fn name(self) -> &'static str {
+        match self {
+            EvalBackend::Interpreter => "interpreter",
+            EvalBackend::Cpu => "cpu",
+            EvalBackend::CudaSim => "cuda-sim",
+        }
+    }
 }
 
 /// The marker of evaluations the chosen backend cannot compile yet.
@@ -93,7 +110,7 @@ fn read_known(path: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 fn usage() -> String {
-    "usage: conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter|cpu] \
+    "usage: conformance CORPUS.jsonl [--require parse,print,eval] [--backend interpreter|cpu|cuda-sim] \
      [--filter SUBSTRING] [--timeout SECONDS] [--known-failures FILE]"
         .to_string()
 }
@@ -125,7 +142,12 @@ fn parse_args() -> Result<Options, String> {
                 backend = match b.as_str() {
                     "interpreter" => EvalBackend::Interpreter,
                     "cpu" => EvalBackend::Cpu,
-                    _ => return Err(format!("--backend {b}: expected interpreter or cpu")),
+                    "cuda-sim" => EvalBackend::CudaSim,
+                    _ => {
+                        return Err(format!(
+                            "--backend {b}: expected interpreter, cpu or cuda-sim"
+                        ))
+                    }
                 };
             }
             "--filter" => filter = Some(value("--filter")?),
@@ -200,8 +222,9 @@ fn text_difference(got: &str, exp: &str) -> String {
     )
 }
 
-/// Evaluates on the chosen backend. A cpu-backend compile error (an
-/// equation it cannot compile yet) is marked with [`UNSUPPORTED`].
+/// Evaluates on the chosen backend. A compile error of the cpu or cuda-sim
+/// backend that is an equation it cannot compile yet is marked with
+/// [`UNSUPPORTED`].
 fn evaluate(
     backend: EvalBackend,
     closed: &ClosedJaxpr,
@@ -209,24 +232,32 @@ fn evaluate(
 ) -> Result<Vec<HostArray>, String> {
     match backend {
         EvalBackend::Interpreter => eval_closed_jaxpr(closed, inputs).map_err(|e| e.to_string()),
-        EvalBackend::Cpu => {
-            let cpu = CpuBackend::new();
-            let exe = cpu.compile(closed).map_err(|e| match &e {
-                IrError::Unsupported { .. } => format!("{UNSUPPORTED}{e}"),
-                _ => e.to_string(),
-            })?;
-            let bufs = inputs
-                .iter()
-                .map(|a| cpu.to_device(a))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| e.to_string())?;
-            exe.execute(&bufs)
-                .map_err(|e| e.to_string())?
-                .iter()
-                .map(|b| b.to_host().map_err(|e| e.to_string()))
-                .collect()
-        }
+        EvalBackend::Cpu => run_on(&CpuBackend::new(), closed, inputs),
+        EvalBackend::CudaSim => run_on(&CudaSimBackend::new(), closed, inputs),
     }
+}
+
+/// Compiles and runs `closed` on `backend`, marking `Unsupported` compile
+/// errors with [`UNSUPPORTED`].
+fn run_on(
+    backend: &dyn Backend,
+    closed: &ClosedJaxpr,
+    inputs: &[HostArray],
+) -> Result<Vec<HostArray>, String> {
+    let exe = backend.compile(closed).map_err(|e| match &e {
+        IrError::Unsupported { .. } => format!("{UNSUPPORTED}{e}"),
+        _ => e.to_string(),
+    })?;
+    let bufs = inputs
+        .iter()
+        .map(|a| backend.to_device(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    exe.execute(&bufs)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|b| b.to_host().map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// parse + print + eval of one jaxpr text; returns the three outcomes.
@@ -480,8 +511,8 @@ fn main() -> ExitCode {
     if !unsupported_by_prim.is_empty() {
         let total: usize = unsupported_by_prim.values().sum();
         println!(
-            "unsupported by the {:?} backend ({total} checks):",
-            opts.backend
+            "unsupported by the {} backend ({total} checks):",
+            opts.backend.name()
         );
         for (prim, n) in &unsupported_by_prim {
             println!("  {prim} x{n}");
@@ -538,6 +569,28 @@ mod tests {
             run_case(&case, EvalBackend::Cpu)[2],
             Outcome::Fail(_)
         ));
+    }
+
+    #[test]
+    fn cuda_sim_backend_evaluates_a_case_and_marks_unsupported() {
+        let line = r#"{"name":"n","group":"g","jaxpr":"{ lambda ; a:f32[3]. let b:f32[3] = neg a in (b,) }",
+            "consts":[],"inputs":[{"dtype":"f32","shape":[3],"data":[1.0,-2.0,0.5]}],
+            "outputs":[{"dtype":"f32","shape":[3],"data":[-1.0,2.0,-0.5]}],
+            "rtol":0,"atol":0,"grad":null,"jvp":null,"vmap":null}"#;
+        let case = decode_case(&line.replace('\n', " ")).unwrap();
+        let out = run_case(&case, EvalBackend::CudaSim);
+        assert!(matches!(out[2], Outcome::Pass), "{:?}", out[2]);
+        let sort = line.replace(
+            "b:f32[3] = neg a",
+            "b:f32[3] = sort[dimension=0 is_stable=True num_keys=1] a",
+        );
+        let case = decode_case(&sort.replace('\n', " ")).unwrap();
+        match &run_case(&case, EvalBackend::CudaSim)[2] {
+            Outcome::Fail(m) => {
+                assert_eq!(unsupported_primitive(m).as_deref(), Some("sort"), "{m}")
+            }
+            o => panic!("expected an unsupported sort, got {o:?}"),
+        }
     }
 
     #[test]
