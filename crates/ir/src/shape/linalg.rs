@@ -5,7 +5,8 @@ use super::{fmt_ty, Cx};
 use crate::aval::{Dim, ShapedArray};
 use crate::dtype::DType;
 use crate::error::IrError;
-use crate::primitive::{ConvDimensionNumbers, DotDimensionNumbers};
+use crate::primitive::ConvGeneralDilatedParams;
+use crate::primitive::DotDimensionNumbers;
 
 fn distinct(cx: &Cx, what: &str, dims: &[usize], x: &ShapedArray) -> Result<(), IrError> {
     for (i, &d) in dims.iter().enumerate() {
@@ -90,18 +91,6 @@ pub(crate) fn dot_general(
     Ok(ShapedArray::new(dtype, shape))
 }
 
-/// The params of `conv_general_dilated` that decide its result type.
-pub(crate) struct ConvParams<'a> {
-    pub window_strides: &'a [usize],
-    pub padding: &'a [(i64, i64)],
-    pub lhs_dilation: &'a [usize],
-    pub rhs_dilation: &'a [usize],
-    pub dnums: &'a ConvDimensionNumbers,
-    pub feature_group_count: usize,
-    pub batch_group_count: usize,
-    pub preferred_element_type: Option<DType>,
-}
-
 fn static_dim(cx: &Cx, x: &ShapedArray, i: usize) -> Result<i64, IrError> {
     x.shape[i].as_const().map(|n| n as i64).ok_or_else(|| {
         cx.err(format!(
@@ -112,12 +101,12 @@ fn static_dim(cx: &Cx, x: &ShapedArray, i: usize) -> Result<i64, IrError> {
 }
 
 /// `conv_general_dilated lhs rhs`.
-pub(crate) fn conv(cx: &Cx, p: &ConvParams) -> Result<ShapedArray, IrError> {
+pub(crate) fn conv(cx: &Cx, p: &ConvGeneralDilatedParams) -> Result<ShapedArray, IrError> {
     cx.arity(2)?;
     let (lhs, rhs) = (cx.arr(0)?, cx.arr(1)?);
     let n = lhs.ndim();
     let ns = n.saturating_sub(2);
-    let dn = p.dnums;
+    let dn = &p.dimension_numbers;
     let spec_ok = |s: &[usize]| {
         s.len() == n && {
             let mut seen = vec![false; n];
@@ -141,17 +130,17 @@ pub(crate) fn conv(cx: &Cx, p: &ConvParams) -> Result<ShapedArray, IrError> {
     let lhs_dil = if p.lhs_dilation.is_empty() {
         &ones[..]
     } else {
-        p.lhs_dilation
+        &p.lhs_dilation[..]
     };
     let rhs_dil = if p.rhs_dilation.is_empty() {
         &ones[..]
     } else {
-        p.rhs_dilation
+        &p.rhs_dilation[..]
     };
     let strides = if p.window_strides.is_empty() {
         &ones[..]
     } else {
-        p.window_strides
+        &p.window_strides[..]
     };
     if strides.len() != ns || p.padding.len() != ns || lhs_dil.len() != ns || rhs_dil.len() != ns {
         return Err(cx.err(format!(

@@ -8,13 +8,13 @@
 use crate::primitive::{
     AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
     AtomicRmwParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective, ConcatenateParams,
-    CondParams, Control, ConvGeneralDilatedParams, ConvertElementTypeParams, CumulativeParams,
-    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Empty2Params, ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg,
-    LoadParams, PadParams, Pallas, PallasCallParams, ReduceParams, ReducePrecisionParams,
-    Reduction, RematParams, ReshapeParams, RevParams, ScanParams, ScatterParams, SliceParams,
-    SortParams, SplitParams, SqueezeParams, StackParams, State, StoreParams, Structural,
-    SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    CondParams, Control, ConvertElementTypeParams, CumulativeParams, CustomJvpCallParams,
+    CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
+    ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg, LoadParams,
+    PadParams, Pallas, PallasCallParams, ReduceParams, ReducePrecisionParams, Reduction,
+    RematParams, ReshapeParams, RevParams, ScanParams, ScatterParams, SliceParams, SortParams,
+    SplitParams, SqueezeParams, StackParams, State, StoreParams, Structural, SwapParams,
+    TileParams, TopKParams, TransposeParams, WhileParams,
 };
 mod collective;
 mod control;
@@ -174,29 +174,7 @@ pub fn abstract_eval(
                 dimension_numbers,
                 *preferred_element_type,
             )?),
-            Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-                window_strides,
-                padding,
-                lhs_dilation,
-                rhs_dilation,
-                dimension_numbers,
-                feature_group_count,
-                batch_group_count,
-                preferred_element_type,
-                ..
-            }) => one(linalg::conv(
-                &cx,
-                &linalg::ConvParams {
-                    window_strides,
-                    padding,
-                    lhs_dilation,
-                    rhs_dilation,
-                    dnums: dimension_numbers,
-                    feature_group_count: *feature_group_count,
-                    batch_group_count: *batch_group_count,
-                    preferred_element_type: *preferred_element_type,
-                },
-            )?),
+            Linalg::ConvGeneralDilated(x) => one(linalg::conv(&cx, x)?),
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(AllReduceParams { op, axes }) => {

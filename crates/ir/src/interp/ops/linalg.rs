@@ -7,7 +7,8 @@ use super::{lift, lower, next_index, strides, Lifted};
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::IrError;
-use crate::primitive::{ConvDimensionNumbers, DotDimensionNumbers};
+use crate::primitive::ConvGeneralDilatedParams;
+use crate::primitive::DotDimensionNumbers;
 
 /// Offsets of every multi-index over `dims` (row-major), each dim given as
 /// `(size, stride)`.
@@ -156,26 +157,6 @@ pub(crate) fn dot_general(
     HostArray::new(shape, lower(out, dt))
 }
 
-/// The params of `conv_general_dilated`.
-pub(crate) struct ConvParams<'a> {
-    /// Strides.
-    pub window_strides: &'a [usize],
-    /// (low, high) padding per spatial dim.
-    pub padding: &'a [(i64, i64)],
-    /// Input dilation.
-    pub lhs_dilation: &'a [usize],
-    /// Kernel dilation.
-    pub rhs_dilation: &'a [usize],
-    /// Layouts.
-    pub dimension_numbers: &'a ConvDimensionNumbers,
-    /// Feature groups.
-    pub feature_group_count: usize,
-    /// Batch groups.
-    pub batch_group_count: usize,
-    /// Result dtype.
-    pub preferred_element_type: Option<DType>,
-}
-
 /// Everything the conv kernel loop needs, in resolved form.
 struct ConvPlan {
     n_out: usize,
@@ -265,9 +246,13 @@ fn conv_kernel<T: Copy>(
 }
 
 /// `conv_general_dilated`.
-pub(crate) fn conv(lhs: &HostArray, rhs: &HostArray, p: &ConvParams) -> Result<HostArray, IrError> {
+pub(crate) fn conv(
+    lhs: &HostArray,
+    rhs: &HostArray,
+    p: &ConvGeneralDilatedParams,
+) -> Result<HostArray, IrError> {
     let name = "conv_general_dilated";
-    let dn = p.dimension_numbers;
+    let dn = &p.dimension_numbers;
     let r = lhs.ndim();
     let nsp = r.saturating_sub(2);
     let spec_ok = |s: &[usize]| {
@@ -287,8 +272,8 @@ pub(crate) fn conv(lhs: &HostArray, rhs: &HostArray, p: &ConvParams) -> Result<H
         || p.rhs_dilation.len() != nsp
         || p.window_strides
             .iter()
-            .chain(p.lhs_dilation)
-            .chain(p.rhs_dilation)
+            .chain(&p.lhs_dilation)
+            .chain(&p.rhs_dilation)
             .any(|&v| v == 0)
         || p.feature_group_count == 0
         || p.batch_group_count == 0;

@@ -12,12 +12,12 @@
 
 use crate::primitive::{
     AllGatherParams, AllReduceParams, ArgReduceParams, AxisIndexParams, BitcastConvertTypeParams,
-    BroadcastInDimParams, Collective, ConcatenateParams, ConvGeneralDilatedParams,
-    ConvertElementTypeParams, CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise,
-    Empty2Params, GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams,
-    ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams,
-    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural,
-    TileParams, TopKParams, TransposeParams,
+    BroadcastInDimParams, Collective, ConcatenateParams, ConvertElementTypeParams,
+    CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
+    GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams,
+    ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams, ScatterParams,
+    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural, TileParams,
+    TopKParams, TransposeParams,
 };
 mod convert;
 
@@ -238,29 +238,10 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 dimension_numbers,
                 *preferred_element_type,
             )),
-            Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-                window_strides,
-                padding,
-                lhs_dilation,
-                rhs_dilation,
-                dimension_numbers,
-                feature_group_count,
-                batch_group_count,
-                preferred_element_type,
-                ..
-            }) => one(linalg::conv(
+            Linalg::ConvGeneralDilated(x) => one(linalg::conv(
                 arg(name, args, 2, 0)?,
                 arg(name, args, 2, 1)?,
-                &linalg::ConvParams {
-                    window_strides,
-                    padding,
-                    lhs_dilation,
-                    rhs_dilation,
-                    dimension_numbers,
-                    feature_group_count: *feature_group_count,
-                    batch_group_count: *batch_group_count,
-                    preferred_element_type: *preferred_element_type,
-                },
+                x,
             )),
         },
         Primitive::Collective(f) => match f {
