@@ -37,7 +37,6 @@ mod native;
 mod reduce;
 mod run;
 mod scalar;
-mod typed;
 
 use crate::codegen::jit::{CodeBuilder, Kernel};
 use flat::{compile_run, find_run, FlatRun, Kernels};

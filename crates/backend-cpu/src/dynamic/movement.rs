@@ -2,15 +2,15 @@
 //! layout primitive (`broadcast_in_dim`, `transpose`, `slice`, `rev`,
 //! `reshape` with `dimensions`) is one strided copy `out[i] = x[base +
 //! Σ i_d·st_d]` whose strides come from the runtime shapes;
-//! `concatenate` is row copies, `iota` a fill.
+//! (`concatenate` and `iota` are `crate::ops::copy`.)
 //!
 //! Invariant: before any element is read or written, the whole range of
 //! offsets a copy can touch is checked against the buffer (`check_range`),
 //! so a wrong shape is an error, never an out-of-bounds index.
 
-use super::typed::{elems, with_type, Typed};
 use crate::error::run_error;
-use jaxon_ir::{DType, HostArray, IrError};
+use crate::ops::typed::{elems, with_type, Typed};
+use jaxon_ir::{HostArray, IrError};
 
 fn fail(m: impl std::fmt::Display) -> IrError {
     run_error(format!("{m}"))
@@ -187,53 +187,6 @@ pub(crate) fn rev(x: &HostArray, dims: &[usize]) -> Result<HostArray, IrError> {
     strided("rev", x, x.shape(), base, &st)
 }
 
-/// `concatenate[dimension=dim]` into `out_shape`: per outer index, one
-/// contiguous chunk of each operand in turn.
-pub(crate) fn concatenate(
-    xs: &[&HostArray],
-    dim: usize,
-    out_shape: &[usize],
-) -> Result<HostArray, IrError> {
-    let first = xs.first().ok_or_else(|| fail("concatenate of nothing"))?;
-    let dt = first.dtype();
-    let inner: usize = out_shape.get(dim + 1..).map_or(0, |s| s.iter().product());
-    let outer: usize = out_shape[..dim.min(out_shape.len())].iter().product();
-    let mut total = 0;
-    for x in xs {
-        let same = x.ndim() == out_shape.len()
-            && x.dtype() == dt
-            && (0..x.ndim()).all(|d| d == dim || x.shape()[d] == out_shape[d]);
-        if !same || dim >= out_shape.len() {
-            return Err(fail(format!(
-                "concatenate of {}{:?} into {out_shape:?} along {dim}",
-                x.dtype(),
-                x.shape()
-            )));
-        }
-        total += x.shape()[dim];
-    }
-    if total != out_shape[dim] {
-        return Err(fail(format!(
-            "concatenate: sizes along {dim} sum to {total}, not {}",
-            out_shape[dim]
-        )));
-    }
-    let data = with_type!(dt, T => {
-        let parts = xs
-            .iter()
-            .map(|x| Ok((elems::<T>(x.data(), dt, "concatenate")?, x.shape()[dim] * inner)))
-            .collect::<Result<Vec<_>, IrError>>()?;
-        let mut out: Vec<T> = Vec::with_capacity(outer * out_shape[dim] * inner);
-        for o in 0..outer {
-            for (v, c) in &parts {
-                out.extend_from_slice(&v[o * c..(o + 1) * c]);
-            }
-        }
-        T::wrap(out)
-    });
-    HostArray::new(out_shape.to_vec(), data)
-}
-
 /// Writes `u` into the `u.shape()` box of a copy of `x` at `starts`
 /// (clamped so the box fits, as `dynamic_update_slice` clamps).
 pub(crate) fn update_box(
@@ -299,17 +252,4 @@ fn put<T: Copy>(dst: &mut [T], shape: &[usize], base: isize, st: &[isize], src: 
             }
         }
     }
-}
-
-/// `iota[dtype, dimension]` of `shape`.
-pub(crate) fn iota(dtype: DType, shape: &[usize], dimension: usize) -> Result<HostArray, IrError> {
-    let size = *shape
-        .get(dimension)
-        .ok_or_else(|| fail(format!("iota of {shape:?} along {dimension}")))?;
-    let inner: usize = shape[dimension + 1..].iter().product();
-    let n: usize = shape.iter().product();
-    let data = with_type!(dtype, T => {
-        T::wrap((0..n).map(|i| T::of_index((i / inner.max(1)) % size.max(1))).collect())
-    });
-    HostArray::new(shape.to_vec(), data)
 }

@@ -6,37 +6,37 @@
 //! Layout primitives are strided copies with runtime strides
 //! (`movement.rs`), reductions along axes fold `(outer, reduced, inner)`
 //! views (`reduce.rs`), and the rest run the static backend's own native
-//! routines (`crate::ops::native::build_op`, `cumulative`, `copy`) built for the
-//! runtime shapes, the last build kept for the next call with the same
-//! shapes. No step calls the interpreter: a primitive without a native
+//! ops (`crate::ops::native::build_op`, the one step mechanism) built for
+//! the runtime types, the last build kept for the next call with the same
+//! types. No step calls the interpreter: a primitive without a native
 //! routine is a compile-time error naming it.
 
 use super::{movement, reduce};
 use crate::error::run_error;
 use crate::error::CpuError;
 use crate::ops::native::{build_op, NativeOp};
+use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::primitive::{
-    ArgReduceParams, BroadcastInDimParams, Collective, ConcatenateParams, Control,
-    CumulativeParams, Elementwise, Indexing, IotaParams, Linalg, PadParams, Pallas, ReduceParams,
-    Reduction, ReshapeParams, RevParams, SliceParams, SplitParams, State, Structural,
-    TransposeParams,
+    BroadcastInDimParams, Collective, Control, Elementwise, Indexing, Linalg, Pallas, ReduceParams,
+    Reduction, ReshapeParams, RevParams, SliceParams, State, Structural, TransposeParams,
 };
-use jaxon_ir::primitive::{CumulativeOp, ReduceOp};
 use jaxon_ir::{DType, Eqn, HostArray, IrError, Primitive};
 use std::sync::Mutex;
 
 /// Resolved result types of a step.
 pub(crate) type OutTypes = [(DType, Vec<usize>)];
 
-/// The last native op built by a [`DynOp::Built`] step, keyed by its
-/// operand shapes.
-type BuiltCache = Mutex<Option<(Vec<Vec<usize>>, Box<dyn NativeOp>)>>;
+/// The types a native op is built for: its operand shapes and result
+/// types (an `iota`'s or a `split`'s results are not implied by its
+/// operands).
+type BuiltKey = (Vec<Vec<usize>>, Vec<(DType, Vec<usize>)>);
+
+/// The last native op built by a [`DynOp::Built`] step, with its key.
+type BuiltCache = Mutex<Option<(BuiltKey, Box<dyn NativeOp>)>>;
 
 /// How one equation runs natively.
 #[derive(Debug)]
 pub(crate) enum DynOp {
-    /// `iota` of the result type.
-    Iota { dimension: usize },
     /// `broadcast_in_dim` of operand 0 (trailing operands are sizes).
     Broadcast { dims: Vec<usize> },
     /// `reshape` without `dimensions`, `squeeze`: the elements unchanged.
@@ -54,33 +54,14 @@ pub(crate) enum DynOp {
     },
     /// `rev`.
     Rev { dims: Vec<usize> },
-    /// `concatenate`.
-    Concat { dim: usize },
-    /// `pad` (`copy::pad`).
-    Pad { config: Vec<(i64, i64, i64)> },
     /// `dynamic_update_slice` (a box write into a copy).
     UpdateSlice,
     /// `reduce_*` along axes.
     Reduce { op: ReduceOp, axes: Vec<usize> },
-    /// `argmax`/`argmin` along one axis (`cumulative::arg_reduce`).
-    ArgReduce {
-        max: bool,
-        axis: usize,
-        index_dtype: DType,
-    },
-    /// `cumsum`, ... (`cumulative::cumulative`).
-    Cumulative {
-        op: CumulativeOp,
-        axis: usize,
-        reverse: bool,
-    },
-    /// `split` (`copy::split`) into the result sizes along `axis`.
-    Split { axis: usize },
-    /// `empty2`: a zero scalar.
-    Zeros,
-    /// A `crate::ops::native` op built for the runtime shapes (gather,
-    /// scatter, dynamic_slice, sort, top_k, conv, bitcast,
-    /// reduce_precision, tile, stack, mixed-dtype `dot_general`).
+    /// A `crate::ops::native` op built for the runtime types (fills,
+    /// pads, concatenations, splits, line scans, gather, scatter,
+    /// dynamic_slice, sort, top_k, conv, bitcast, reduce_precision, tile,
+    /// stack, mixed-dtype `dot_general`).
     Built(BuiltCache),
 }
 
@@ -118,7 +99,7 @@ impl DynOp {
                     ))
                 }
             },
-            Primitive::Structural(p) => return Self::structural(p, none),
+            Primitive::Structural(p) => Self::structural(p),
             Primitive::Indexing(p) => match p {
                 Indexing::Slice(SliceParams {
                     start_indices,
@@ -140,26 +121,10 @@ impl DynOp {
                     op: *op,
                     axes: axes.clone(),
                 },
-                Reduction::ArgReduce(ArgReduceParams {
-                    op,
-                    axes,
-                    index_dtype,
-                }) => match axes.as_slice() {
-                    [axis] => DynOp::ArgReduce {
-                        max: *op == jaxon_ir::primitive::ArgOp::Argmax,
-                        axis: *axis,
-                        index_dtype: *index_dtype,
-                    },
-                    _ => return none("takes exactly one axis"),
-                },
-                Reduction::Cumulative(CumulativeParams { op, axis, reverse }) => {
-                    DynOp::Cumulative {
-                        op: *op,
-                        axis: *axis,
-                        reverse: *reverse,
-                    }
-                }
-                Reduction::Sort(_) | Reduction::TopK(_) => return built(),
+                Reduction::ArgReduce(_)
+                | Reduction::Cumulative(_)
+                | Reduction::Sort(_)
+                | Reduction::TopK(_) => return built(),
             },
             Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => {
                 return built()
@@ -190,16 +155,10 @@ impl DynOp {
         })
     }
 
-    /// The structural family: fills, relabels and strided copies; `tile`,
-    /// `stack` built natively.
-    fn structural(
-        p: &Structural,
-        none: impl Fn(&str) -> Result<DynOp, CpuError>,
-    ) -> Result<DynOp, CpuError> {
-        Ok(match p {
-            Structural::Iota(IotaParams { dimension, .. }) => DynOp::Iota {
-                dimension: *dimension,
-            },
+    /// The structural family: relabels and strided copies; fills, pads,
+    /// concatenations, splits, `tile` and `stack` built natively.
+    fn structural(p: &Structural) -> DynOp {
+        match p {
             Structural::BroadcastInDim(BroadcastInDimParams {
                 broadcast_dimensions,
                 ..
@@ -220,44 +179,27 @@ impl DynOp {
             Structural::Rev(RevParams { dimensions }) => DynOp::Rev {
                 dims: dimensions.clone(),
             },
-            Structural::Concatenate(ConcatenateParams { dimension }) => {
-                DynOp::Concat { dim: *dimension }
-            }
-            Structural::Pad(PadParams { padding_config }) => {
-                let config: Option<Vec<(i64, i64, i64)>> = padding_config
-                    .iter()
-                    .map(|t| match t.values.as_slice() {
-                        [lo, hi, interior] if *interior >= 0 => Some((*lo, *hi, *interior)),
-                        _ => None,
-                    })
-                    .collect();
-                match config {
-                    Some(config) => DynOp::Pad { config },
-                    None => return none("has a bad padding_config"),
-                }
-            }
-            Structural::Split(SplitParams { axis, .. }) => DynOp::Split { axis: *axis },
-            Structural::Empty2(_) => DynOp::Zeros,
-            Structural::Tile(_) | Structural::Stack(_) => DynOp::Built(Mutex::new(None)),
-        })
+            Structural::Iota(_)
+            | Structural::Concatenate(_)
+            | Structural::Pad(_)
+            | Structural::Split(_)
+            | Structural::Empty2(_)
+            | Structural::Tile(_)
+            | Structural::Stack(_) => DynOp::Built(Mutex::new(None)),
+        }
     }
 
     /// A short name for plans.
     pub(crate) fn kind(&self) -> &'static str {
         match self {
-            DynOp::Iota { .. } => "fill",
             DynOp::Broadcast { .. }
             | DynOp::TransposeReshape { .. }
             | DynOp::Transpose { .. }
             | DynOp::Slice { .. }
             | DynOp::Rev { .. } => "strided copy",
             DynOp::Reshape => "relabel",
-            DynOp::Concat { .. } | DynOp::Pad { .. } | DynOp::UpdateSlice | DynOp::Split { .. } => {
-                "copy"
-            }
+            DynOp::UpdateSlice => "copy",
             DynOp::Reduce { .. } => "axis fold",
-            DynOp::ArgReduce { .. } | DynOp::Cumulative { .. } => "line scan",
-            DynOp::Zeros => "fill",
             DynOp::Built(_) => "native op",
         }
     }
@@ -275,10 +217,6 @@ impl DynOp {
         let out = || outs.first().ok_or_else(|| fail("missing result type"));
         let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
         match self {
-            DynOp::Iota { dimension } => {
-                let (dt, shape) = out()?;
-                one(movement::iota(*dt, shape, *dimension))
-            }
             DynOp::Broadcast { dims } => one(movement::broadcast(x()?, dims, &out()?.1)),
             DynOp::Reshape => {
                 let shape = out()?.1.clone();
@@ -291,13 +229,6 @@ impl DynOp {
             DynOp::Transpose { perm } => one(movement::transpose(x()?, perm)),
             DynOp::Slice { starts, steps } => one(movement::slice(x()?, starts, steps, &out()?.1)),
             DynOp::Rev { dims } => one(movement::rev(x()?, dims)),
-            DynOp::Concat { dim } => one(movement::concatenate(ins, *dim, &out()?.1)),
-            DynOp::Pad { config } => {
-                let [x, value] = ins else {
-                    return Err(fail("pad takes an operand and a value"));
-                };
-                one(crate::ops::copy::pad(x, value, config, &out()?.1))
-            }
             DynOp::UpdateSlice => {
                 let [x, u, starts @ ..] = ins else {
                     return Err(fail("dynamic_update_slice takes an operand and an update"));
@@ -312,40 +243,13 @@ impl DynOp {
                 one(movement::update_box(x, u, &starts))
             }
             DynOp::Reduce { op, axes } => one(reduce::reduce(*op, x()?, axes)),
-            DynOp::ArgReduce {
-                max,
-                axis,
-                index_dtype,
-            } => one(crate::ops::cumulative::arg_reduce(
-                *max,
-                x()?,
-                *axis,
-                *index_dtype,
-            )),
-            DynOp::Cumulative { op, axis, reverse } => one(crate::ops::cumulative::cumulative(
-                *op,
-                x()?,
-                *axis,
-                *reverse,
-            )),
-            DynOp::Split { axis } => {
-                let sizes = outs
-                    .iter()
-                    .map(|(_, s)| s.get(*axis).copied().ok_or_else(|| fail("split axis")))
-                    .collect::<Result<Vec<_>, _>>()?;
-                crate::ops::copy::split(x()?, *axis, &sizes)
-            }
-            DynOp::Zeros => {
-                let (dt, shape) = out()?;
-                one(Ok(HostArray::zeros(*dt, shape)))
-            }
             DynOp::Built(cache) => run_built(cache, primitive, ins, outs, threads),
         }
     }
 }
 
 /// Runs a [`DynOp::Built`] step of `primitive`: the native op built for
-/// these operand shapes (reused while they repeat).
+/// these operand shapes and result types (reused while they repeat).
 fn run_built(
     cache: &BuiltCache,
     primitive: &Primitive,
@@ -356,13 +260,15 @@ fn run_built(
     let mut slot = cache
         .lock()
         .map_err(|_| fail("a native step's cache is poisoned"))?;
-    let hit = matches!(&*slot, Some((s, _))
-        if s.len() == ins.len() && s.iter().zip(ins).all(|(s, a)| s.as_slice() == a.shape()));
+    let hit = matches!(&*slot, Some(((s, o), _))
+        if s.len() == ins.len()
+            && s.iter().zip(ins).all(|(s, a)| s.as_slice() == a.shape())
+            && o.as_slice() == outs);
     if !hit {
         let shapes: Vec<Vec<usize>> = ins.iter().map(|a| a.shape().to_vec()).collect();
         let op = build_op(primitive, &shapes, outs)
             .map_err(|m| fail(format!("`{}`: {m}", primitive.name())))?;
-        *slot = Some((shapes, op));
+        *slot = Some(((shapes, outs.to_vec()), op));
     }
     match &*slot {
         Some((_, op)) => op.run(ins, threads),

@@ -8,8 +8,8 @@
 //! results are bit-identical to `jaxon_ir::interp`'s `reduce`.
 
 use super::movement::{strided, strides};
-use super::typed::{elems, Typed};
 use crate::error::run_error;
+use crate::ops::typed::{elems, Typed};
 use half::{bf16, f16};
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{DType, HostArray, IrError};

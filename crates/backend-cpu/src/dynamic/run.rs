@@ -15,11 +15,11 @@
 use super::flat::FlatRun;
 use super::native::DynOp;
 use super::scalar::ScalarRun;
-use super::typed::{elems, with_type, Typed};
 use super::{Body, DynProgram, Step};
 use crate::codegen::jit::Kernel;
 use crate::error::run_error;
 use crate::ops::dot::DotPlan;
+use crate::ops::typed::{elems, with_type, Typed};
 use crate::run::exec::identity_array;
 use crate::run::executable::with_host_args;
 use crate::run::pool::{Pool, PooledBuffer};

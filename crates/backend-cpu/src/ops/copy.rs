@@ -1,10 +1,11 @@
-//! Data-movement steps that are not affine reads of one operand, so the
-//! loop kernels cannot fuse them: `pad` (with negative and interior
-//! padding) and `concatenate`. Each copies the elements of its operands
-//! into a fresh output in one pass; no interpreter is involved.
+//! Fills and data movement that are not affine reads of one operand, so
+//! the loop kernels cannot fuse them: `iota`, `pad` (with negative and
+//! interior padding), `concatenate` and `split`. Each writes a fresh
+//! output in one pass; no interpreter is involved.
 
 use crate::error::run_error;
-use jaxon_ir::{HostArray, IrError, Storage};
+use crate::ops::typed::{elems, with_type, Typed};
+use jaxon_ir::{DType, HostArray, IrError, Storage};
 
 /// Copies every element of `src` to `dst[offset(i)]` where `i` is its
 /// multi-index; elements whose offset is `None` are dropped.
@@ -97,7 +98,8 @@ pub(crate) fn pad(
     Ok(out)
 }
 
-/// `concatenate[dimension] *xs`.
+/// `concatenate[dimension=dim]` into `out_shape`: per outer index, one
+/// contiguous chunk of each operand in turn.
 pub(crate) fn concatenate(
     xs: &[&HostArray],
     dim: usize,
@@ -106,24 +108,43 @@ pub(crate) fn concatenate(
     let first = xs
         .first()
         .ok_or_else(|| run_error("concatenate of nothing"))?;
-    let mut out = HostArray::zeros(first.dtype(), out_shape);
-    let mut st = vec![1usize; out_shape.len()];
-    for d in (0..out_shape.len().saturating_sub(1)).rev() {
-        st[d] = st[d + 1] * out_shape[d + 1];
-    }
-    let mut start = 0usize;
+    let dt = first.dtype();
+    let inner: usize = out_shape.get(dim + 1..).map_or(0, |s| s.iter().product());
+    let outer: usize = out_shape[..dim.min(out_shape.len())].iter().product();
+    let mut total = 0;
     for x in xs {
-        place(x, &mut out, &|i| {
-            Some(
-                i.iter()
-                    .enumerate()
-                    .map(|(d, &k)| (if d == dim { k + start } else { k }) * st[d])
-                    .sum(),
-            )
-        })?;
-        start += x.shape().get(dim).copied().unwrap_or(0);
+        let same = x.ndim() == out_shape.len()
+            && x.dtype() == dt
+            && (0..x.ndim()).all(|d| d == dim || x.shape()[d] == out_shape[d]);
+        if !same || dim >= out_shape.len() {
+            return Err(run_error(format!(
+                "concatenate of {}{:?} into {out_shape:?} along {dim}",
+                x.dtype(),
+                x.shape()
+            )));
+        }
+        total += x.shape()[dim];
     }
-    Ok(out)
+    if total != out_shape[dim] {
+        return Err(run_error(format!(
+            "concatenate: sizes along {dim} sum to {total}, not {}",
+            out_shape[dim]
+        )));
+    }
+    let data = with_type!(dt, T => {
+        let parts = xs
+            .iter()
+            .map(|x| Ok((elems::<T>(x.data(), dt, "concatenate")?, x.shape()[dim] * inner)))
+            .collect::<Result<Vec<_>, IrError>>()?;
+        let mut out: Vec<T> = Vec::with_capacity(outer * out_shape[dim] * inner);
+        for o in 0..outer {
+            for (v, c) in &parts {
+                out.extend_from_slice(&v[o * c..(o + 1) * c]);
+            }
+        }
+        T::wrap(out)
+    });
+    HostArray::new(out_shape.to_vec(), data)
 }
 
 /// `split[axis sizes] x`: consecutive pieces of `x` along `axis`.
@@ -164,4 +185,17 @@ pub(crate) fn split(
         start += size;
     }
     Ok(outs)
+}
+
+/// `iota[dtype, dimension]` of `shape`.
+pub(crate) fn iota(dtype: DType, shape: &[usize], dimension: usize) -> Result<HostArray, IrError> {
+    let size = *shape
+        .get(dimension)
+        .ok_or_else(|| run_error(format!("iota of {shape:?} along {dimension}")))?;
+    let inner: usize = shape[dimension + 1..].iter().product();
+    let n: usize = shape.iter().product();
+    let data = with_type!(dtype, T => {
+        T::wrap((0..n).map(|i| T::of_index((i / inner.max(1)) % size.max(1))).collect())
+    });
+    HostArray::new(shape.to_vec(), data)
 }

@@ -289,10 +289,7 @@ pub(crate) fn fuse_box_reads(
                 None => inputs.push(Operand::Var(ops[side])),
                 Some((_, e)) => {
                     let eqn = &jaxpr.eqns[e];
-                    let Step::Native { op, .. } = crate::plan::opaque::native_step(jaxpr, e, eqn)?
-                    else {
-                        return Err(crate::util::cannot(jaxpr, e, "get is a native step"));
-                    };
+                    let Step { op, .. } = crate::plan::opaque::native_step(jaxpr, e, eqn)?;
                     for a in &eqn.inputs {
                         inputs.push(crate::run::exec::operand(a)?);
                     }
@@ -321,7 +318,7 @@ pub(crate) fn fuse_box_reads(
             continue;
         };
         steps.push(StepCall {
-            step: Step::Native {
+            step: Step {
                 op: Box::new(BoxDot {
                     plan: dots[idx].clone(),
                     reads,
@@ -330,7 +327,6 @@ pub(crate) fn fuse_box_reads(
                 inputs,
                 outs: vec![Some(out)],
             },
-            n_vars: jaxpr.vars.len(),
             ins: typed_ins,
             outs: vec![typed_out],
         });

@@ -2,18 +2,20 @@
 //! (jaxpr rewrites before planning), `discharge` (`Ref` arguments become
 //! arrays), `prep` (fusion and memory plans, one kernel per fused group),
 //! `rows` (row runs), `dot_fuse` (GEMM peepholes), `opaque` (the step of
-//! each equation that is neither fused nor control flow), over the
-//! vocabulary of `groups`.
+//! each equation that is neither fused nor control flow), `pallas` (a
+//! `pallas_call`'s kernel compiled for its step), over the vocabulary of
+//! `groups`.
 //!
 //! Invariant: nothing here emits a program function or runs code; the one
 //! import cycle through this folder is the intended one, a `pallas_call`'s
-//! kernel compiled as a nested program (`opaque` → `ops::native::pallas` →
+//! kernel compiled as a nested program (`prep` → `opaque` → `pallas` →
 //! `compile` → `prep`).
 
 pub(crate) mod discharge;
 pub(crate) mod dot_fuse;
 pub(crate) mod groups;
 pub(crate) mod opaque;
+pub(crate) mod pallas;
 pub(crate) mod prep;
 pub(crate) mod rewrite;
 pub(crate) mod rows;

@@ -1,36 +1,72 @@
 //! The static step of each opaque equation: one the fusion planner left
-//! alone and that is not control flow (the program emitter's). A GEMM, a
-//! fill, a copy, a line scan, or a native op (`crate::ops::native`, which only
-//! defines ops: the steps that run them are built here). One exhaustive
-//! dispatch by family; each family's rules take typed params.
+//! alone and that is not control flow (the program emitter's). A GEMM the
+//! program function calls, or a step: one native op (`crate::ops::native`
+//! defines the ops; the steps that run them are built here) on the
+//! equation's operands. One exhaustive dispatch by family.
 
 use crate::ops::dot::DotPlan;
+use crate::ops::native::boxdot::BoxDot;
 use crate::ops::native::{build_op, Checked, NativeOp};
-use crate::run::exec::operand;
 use crate::run::exec::Step;
+use crate::run::exec::{operand, Operand};
 use crate::util::{cannot, out_vars};
 use jaxon_ir::primitive::{
     AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, Indexer, LoadParams,
-    NumProgramsParams, Pallas, PallasCallParams, ProgramIdParams, State, StoreParams, SwapParams,
+    NumProgramsParams, Pallas, ProgramIdParams, State, StoreParams, SwapParams,
 };
 use jaxon_ir::primitive::{
-    ArgReduceParams, Collective, ConcatenateParams, Control, CumulativeParams, DotGeneralParams,
-    Elementwise, Empty2Params, Indexing, IotaParams, Linalg, PadParams, Reduction, ReshapeParams,
-    SplitParams, Structural,
+    Collective, Control, DotGeneralParams, Elementwise, Indexing, Linalg, Reduction, ReshapeParams,
+    Structural,
 };
-use jaxon_ir::{Atom, Binder, Eqn, IrError, Jaxpr, Primitive};
+use jaxon_ir::{Atom, Binder, Eqn, IrError, Jaxpr, Primitive, Var};
 
-/// Builds the step of opaque equation `e`, or an error naming it.
-pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, IrError> {
+/// What an opaque equation compiles to.
+pub(crate) enum Opaque {
+    /// A `dot_general` the program function calls as a GEMM (`tramp_dot`).
+    Gemm {
+        plan: Box<DotPlan>,
+        lhs: Operand,
+        rhs: Operand,
+        out: Var,
+    },
+    /// Any other step.
+    Step(Step),
+}
+
+impl Opaque {
+    /// The step that runs it (a GEMM as a step: when an operand is a
+    /// constant, the program function cannot pass it).
+    pub(crate) fn into_step(self) -> Step {
+        match self {
+            Opaque::Gemm {
+                plan,
+                lhs,
+                rhs,
+                out,
+            } => Step {
+                op: Box::new(BoxDot {
+                    plan: *plan,
+                    reads: [None, None],
+                    acc: false,
+                }),
+                inputs: vec![lhs, rhs],
+                outs: vec![Some(out)],
+            },
+            Opaque::Step(step) => step,
+        }
+    }
+}
+
+/// Builds what opaque equation `e` compiles to, or an error naming it.
+pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, IrError> {
     // Elementwise and shape ops reach here only when the planner could
     // not fuse them (dynamic shapes, `Ref` operands).
     let unfused = || Err(cannot(jaxpr, e, "only static shapes are supported yet"));
     let unsupported = || Err(cannot(jaxpr, e, "not supported by the cpu backend yet"));
+    let native = || native_step(jaxpr, e, eqn).map(Opaque::Step);
     match &eqn.primitive {
         Primitive::Elementwise(p) => match p {
-            Elementwise::ReducePrecision(_) | Elementwise::BitcastConvertType(_) => {
-                native_step(jaxpr, e, eqn)
-            }
+            Elementwise::ReducePrecision(_) | Elementwise::BitcastConvertType(_) => native(),
             Elementwise::Unary(_)
             | Elementwise::Binary(_)
             | Elementwise::IntegerPow(_)
@@ -39,19 +75,48 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
             | Elementwise::SelectN
             | Elementwise::Clamp => unfused(),
         },
-        Primitive::Structural(p) => structural_step(jaxpr, e, eqn, p),
+        // Fills and copies are native ops; the rest are index maps of
+        // fused kernels.
+        Primitive::Structural(p) => match p {
+            Structural::Iota(_)
+            | Structural::Pad(_)
+            | Structural::Concatenate(_)
+            | Structural::Empty2(_)
+            | Structural::Split(_)
+            | Structural::Tile(_)
+            | Structural::Stack(_)
+            | Structural::Reshape(ReshapeParams {
+                dimensions: Some(_),
+                ..
+            }) => native(),
+            Structural::Reshape(ReshapeParams {
+                dimensions: None, ..
+            })
+            | Structural::BroadcastInDim(_)
+            | Structural::Transpose(_)
+            | Structural::Rev(_)
+            | Structural::Squeeze(_) => unfused(),
+        },
         Primitive::Indexing(p) => match p {
             Indexing::Slice(_) => unfused(),
             Indexing::DynamicSlice(_)
             | Indexing::DynamicUpdateSlice
             | Indexing::Gather(_)
-            | Indexing::Scatter(_) => native_step(jaxpr, e, eqn),
+            | Indexing::Scatter(_) => native(),
         },
-        Primitive::Reduction(p) => reduction_step(jaxpr, e, eqn, p),
+        // Line scans and sorts are native ops; reductions reach here only
+        // unfused.
+        Primitive::Reduction(p) => match p {
+            Reduction::Cumulative(_)
+            | Reduction::ArgReduce(_)
+            | Reduction::Sort(_)
+            | Reduction::TopK(_) => native(),
+            Reduction::Reduce(_) => unfused(),
+        },
         Primitive::Linalg(Linalg::DotGeneral(p)) => dot_step(jaxpr, e, eqn, p),
-        Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => native_step(jaxpr, e, eqn),
+        Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => native(),
         // `native_step` has a rule for every state and Pallas primitive.
-        Primitive::State(_) | Primitive::Pallas(_) => native_step(jaxpr, e, eqn),
+        Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {
             Control::Cond(_) | Control::While(_) | Control::Scan(_) | Control::ForLoop(_) => {
                 Err(cannot(
@@ -71,9 +136,9 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
     }
 }
 
-/// `dot_general`: a GEMM step, or (mixed, half-precision and boolean
-/// products) the native op that casts first.
-fn dot_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &DotGeneralParams) -> Result<Step, IrError> {
+/// `dot_general`: a GEMM, or (mixed, half-precision and boolean products)
+/// the native op that casts first.
+fn dot_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &DotGeneralParams) -> Result<Opaque, IrError> {
     let DotGeneralParams {
         dimension_numbers,
         preferred_element_type,
@@ -101,163 +166,15 @@ fn dot_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &DotGeneralParams) -> Result<
     let dt = preferred_element_type.unwrap_or(ldt);
     if ldt != rdt || dt != ldt || !crate::ops::dot::gemm_dtype(dt) {
         // Mixed, half-precision and boolean products cast first.
-        return native_step(jaxpr, e, eqn);
+        return native_step(jaxpr, e, eqn).map(Opaque::Step);
     }
     let plan = DotPlan::new(&ls, &rs, dimension_numbers, dt).map_err(|m| cannot(jaxpr, e, &m))?;
-    Ok(Step::Dot {
+    Ok(Opaque::Gemm {
+        plan: Box::new(plan),
         lhs: operand(l)?,
         rhs: operand(r)?,
         out: *out,
-        plan,
     })
-}
-
-/// The structural family: fills and copies; reshapes that transpose are
-/// native ops; the rest are index maps of fused kernels.
-fn structural_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Structural) -> Result<Step, IrError> {
-    match p {
-        Structural::Iota(IotaParams {
-            dtype,
-            shape,
-            dimension,
-        }) => {
-            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "iota has one output"));
-            };
-            let shape: Option<Vec<usize>> = shape.iter().copied().collect();
-            match shape {
-                Some(shape) if eqn.inputs.is_empty() && *dimension < shape.len() => {
-                    Ok(Step::Iota {
-                        out: *out,
-                        dtype: *dtype,
-                        shape,
-                        dimension: *dimension,
-                    })
-                }
-                _ => Err(cannot(jaxpr, e, "dynamic shapes are not supported yet")),
-            }
-        }
-        Structural::Reshape(ReshapeParams {
-            dimensions: Some(_),
-            ..
-        })
-        | Structural::Tile(_)
-        | Structural::Stack(_) => native_step(jaxpr, e, eqn),
-        Structural::Reshape(ReshapeParams {
-            dimensions: None, ..
-        })
-        | Structural::BroadcastInDim(_)
-        | Structural::Transpose(_)
-        | Structural::Rev(_)
-        | Structural::Squeeze(_) => Err(cannot(jaxpr, e, "only static shapes are supported yet")),
-        Structural::Pad(PadParams { padding_config }) => {
-            let ([x, value], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice())
-            else {
-                return Err(cannot(jaxpr, e, "pad takes an operand and a value"));
-            };
-            let config: Option<Vec<(i64, i64, i64)>> = padding_config
-                .iter()
-                .map(|t| match t.values.as_slice() {
-                    [lo, hi, interior] if *interior >= 0 => Some((*lo, *hi, *interior)),
-                    _ => None,
-                })
-                .collect();
-            let config = config.ok_or_else(|| cannot(jaxpr, e, "bad padding_config"))?;
-            Ok(Step::Pad {
-                x: operand(x)?,
-                value: operand(value)?,
-                out: *out,
-                config,
-                out_shape: static_out(jaxpr, e, *out)?,
-            })
-        }
-        Structural::Concatenate(ConcatenateParams { dimension }) => {
-            let [Binder::Var(out)] = eqn.outputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "concatenate has one output"));
-            };
-            Ok(Step::Concat {
-                xs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
-                out: *out,
-                dim: *dimension,
-                out_shape: static_out(jaxpr, e, *out)?,
-            })
-        }
-        Structural::Empty2(Empty2Params { dtype }) => match eqn.outputs.as_slice() {
-            [Binder::Var(out)] => Ok(Step::Zeros {
-                out: *out,
-                dtype: *dtype,
-            }),
-            _ => Err(cannot(jaxpr, e, "empty2 has one output")),
-        },
-        Structural::Split(SplitParams { sizes, axis }) => {
-            let [x] = eqn.inputs.as_slice() else {
-                return Err(cannot(jaxpr, e, "split takes one operand"));
-            };
-            Ok(Step::Split {
-                x: operand(x)?,
-                axis: *axis,
-                sizes: sizes.to_usizes(),
-                outs: out_vars(eqn),
-            })
-        }
-    }
-}
-
-/// The reduction family: line scans; sorts are native ops; reductions
-/// reach here only unfused.
-fn reduction_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Reduction) -> Result<Step, IrError> {
-    match p {
-        Reduction::Cumulative(CumulativeParams { op, axis, reverse }) => {
-            let ([x], [Binder::Var(out)]) = (eqn.inputs.as_slice(), eqn.outputs.as_slice()) else {
-                return Err(cannot(jaxpr, e, "takes one operand and has one output"));
-            };
-            let dt = jaxpr
-                .atom_aval(x)
-                .map(|a| a.dtype())
-                .ok_or_else(|| cannot(jaxpr, e, "operand out of range"))?;
-            if *op == jaxon_ir::primitive::CumulativeOp::Cumlogsumexp && !dt.is_float() {
-                return Err(cannot(jaxpr, e, format!("cumlogsumexp of {dt}")));
-            }
-            Ok(Step::Cumulative {
-                op: *op,
-                x: operand(x)?,
-                out: *out,
-                axis: *axis,
-                reverse: *reverse,
-            })
-        }
-        Reduction::ArgReduce(ArgReduceParams {
-            op,
-            axes,
-            index_dtype,
-        }) => {
-            let ([x], [Binder::Var(out)], [axis]) = (
-                eqn.inputs.as_slice(),
-                eqn.outputs.as_slice(),
-                axes.as_slice(),
-            ) else {
-                return Err(cannot(jaxpr, e, "takes one operand and one axis"));
-            };
-            Ok(Step::ArgReduce {
-                max: *op == jaxon_ir::primitive::ArgOp::Argmax,
-                x: operand(x)?,
-                out: *out,
-                axis: *axis,
-                index_dtype: *index_dtype,
-            })
-        }
-        Reduction::Sort(_) | Reduction::TopK(_) => native_step(jaxpr, e, eqn),
-        Reduction::Reduce(_) => Err(cannot(jaxpr, e, "only static shapes are supported yet")),
-    }
-}
-
-/// The static shape of output `v` of equation `e`.
-fn static_out(jaxpr: &Jaxpr, e: usize, v: jaxon_ir::Var) -> Result<Vec<usize>, IrError> {
-    jaxpr
-        .try_aval(v)
-        .and_then(|a| a.as_array())
-        .and_then(|a| a.static_sizes())
-        .ok_or_else(|| cannot(jaxpr, e, "dynamic shapes are not supported yet"))
 }
 
 /// The static shapes of an equation's operands (`Err` names the equation).
@@ -297,7 +214,7 @@ fn out_types(
 }
 
 fn step(eqn: &Eqn, op: Box<dyn NativeOp>) -> Result<Step, IrError> {
-    Ok(Step::Native {
+    Ok(Step {
         op,
         inputs: eqn.inputs.iter().map(operand).collect::<Result<_, _>>()?,
         outs: out_vars(eqn),
@@ -357,23 +274,9 @@ fn pallas_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn, p: &Pallas) -> Result<Step, I
                 }),
             );
         }
-        Pallas::PallasCall(PallasCallParams {
-            kernel,
-            grid,
-            block_mappings,
-            out_avals,
-            input_output_aliases,
-            ..
-        }) => {
-            let op = crate::ops::native::pallas::PallasOp::new(
-                kernel,
-                grid,
-                block_mappings,
-                eqn.inputs.len(),
-                out_avals,
-                input_output_aliases,
-            )
-            .map_err(|m| cannot(jaxpr, e, &m))?;
+        Pallas::PallasCall(p) => {
+            let op = crate::plan::pallas::pallas_op(p, eqn.inputs.len())
+                .map_err(|m| cannot(jaxpr, e, &m))?;
             return step(eqn, Box::new(op));
         }
         Pallas::Load(LoadParams {

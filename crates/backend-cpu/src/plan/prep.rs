@@ -9,8 +9,8 @@ use crate::codegen::jit::Shape;
 use crate::codegen::kernel::{compile_group, GenError};
 use crate::error::CpuError;
 use crate::plan::groups::{array_bytes, GPrep, KPrep, LoopKind, LoopPrep, Prep, Tables, ALIGN};
-use crate::plan::opaque::opaque_step;
-use crate::run::exec::{identity_array, Step, StepCall};
+use crate::plan::opaque::{opaque_step, Opaque};
+use crate::run::exec::{identity_array, Operand, StepCall};
 use crate::run::sched::PARALLEL_MIN_WORK;
 use crate::util::cannot;
 use jaxon_ir::passes::{plan_fusion, plan_memory, value_bytes, GroupKind, MemoryOptions};
@@ -362,22 +362,24 @@ pub(crate) fn prep(
                 | Primitive::Pallas(_)
                 | Primitive::Collective(_) => {
                     let step = opaque_step(jaxpr, e, eqn)?;
-                    match (step, eqn.inputs.as_slice(), eqn.outputs.as_slice()) {
-                        (
-                            Step::Dot { plan, .. },
-                            [Atom::Var(lhs), Atom::Var(rhs)],
-                            [Binder::Var(out)],
-                        ) => {
-                            t.dots.push(plan);
+                    match step {
+                        Opaque::Gemm {
+                            plan,
+                            lhs: Operand::Var(lhs),
+                            rhs: Operand::Var(rhs),
+                            out,
+                        } => {
+                            t.dots.push(*plan);
                             GPrep::Dot {
                                 idx: t.dots.len() - 1,
-                                lhs: *lhs,
-                                rhs: *rhs,
-                                out: *out,
+                                lhs,
+                                rhs,
+                                out,
                                 acc: None,
                             }
                         }
-                        (step, _, _) => {
+                        step => {
+                            let step = step.into_step();
                             let mut ins: Vec<Var> = Vec::new();
                             for a in &eqn.inputs {
                                 if let Atom::Var(v) = a {
@@ -389,7 +391,6 @@ pub(crate) fn prep(
                             let outs: Vec<Var> = out_vars(eqn).into_iter().flatten().collect();
                             t.steps.push(StepCall {
                                 step,
-                                n_vars: jaxpr.vars.len(),
                                 ins: ins
                                     .iter()
                                     .map(|v| typed(jaxpr, e, *v))

@@ -1,10 +1,12 @@
-//! Compiled programs and their execution: a list of steps (JIT kernels and
-//! GEMM calls) over an environment of host arrays indexed by variable.
+//! Compiled programs: the program function, the GEMM plans it calls and
+//! its steps. A step is one mechanism, a [`NativeOp`] on operands, run on
+//! its pointer table (`run_raw`) or on copies of its operands.
 
 use crate::codegen::jit::{CodeModule, Kernel, ProgramFn};
 use crate::codegen::kernel::identity_int;
 use crate::error::run_error;
 use crate::ops::dot::DotPlan;
+use crate::ops::native::NativeOp;
 use crate::util::literal_array;
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::{Atom, DType, HostArray, IrError, ShapedArray, Storage, Var};
@@ -19,69 +21,16 @@ pub(crate) enum Operand {
     Const(HostArray),
 }
 
-/// One step of a program.
+/// One step of a program: a native op (`crate::ops::native`, the one
+/// step mechanism) on operands, binding its results (`None`: dropped).
 #[derive(Debug)]
-pub(crate) enum Step {
-    /// `iota`: the index along `dimension`, for static shapes.
-    Iota {
-        out: Var,
-        dtype: DType,
-        shape: Vec<usize>,
-        dimension: usize,
-    },
-    /// `pad` with `(low, high, interior)` per dimension.
-    Pad {
-        x: Operand,
-        value: Operand,
-        out: Var,
-        config: Vec<(i64, i64, i64)>,
-        out_shape: Vec<usize>,
-    },
-    /// `concatenate` along `dim`.
-    Concat {
-        xs: Vec<Operand>,
-        out: Var,
-        dim: usize,
-        out_shape: Vec<usize>,
-    },
-    /// `cumsum` and friends along `axis`.
-    Cumulative {
-        op: jaxon_ir::primitive::CumulativeOp,
-        x: Operand,
-        out: Var,
-        axis: usize,
-        reverse: bool,
-    },
-    /// `empty2`: an uninitialised value, zeros here.
-    Zeros { out: Var, dtype: DType },
-    /// `split` along `axis` into pieces of `sizes`.
-    Split {
-        x: Operand,
-        axis: usize,
-        sizes: Vec<usize>,
-        outs: Vec<Option<Var>>,
-    },
-    /// `argmax`/`argmin` along `axis`.
-    ArgReduce {
-        max: bool,
-        x: Operand,
-        out: Var,
-        axis: usize,
-        index_dtype: DType,
-    },
-    /// A native operation (`crate::ops::native`) on operands, binding outputs.
-    Native {
-        op: Box<dyn crate::ops::native::NativeOp>,
-        inputs: Vec<Operand>,
-        outs: Vec<Option<Var>>,
-    },
-    /// A `dot_general`.
-    Dot {
-        lhs: Operand,
-        rhs: Operand,
-        out: Var,
-        plan: DotPlan,
-    },
+pub(crate) struct Step {
+    /// The op, built for the step's static shapes.
+    pub op: Box<dyn NativeOp>,
+    /// Its operands.
+    pub inputs: Vec<Operand>,
+    /// Its results.
+    pub outs: Vec<Option<Var>>,
 }
 
 /// A native step called from generated code, with the types of the
@@ -90,8 +39,6 @@ pub(crate) enum Step {
 pub(crate) struct StepCall {
     /// The step.
     pub step: Step,
-    /// Size of the variable table of the jaxpr the step belongs to.
-    pub n_vars: usize,
     /// Variables read (each once).
     pub ins: Vec<(Var, DType, Vec<usize>)>,
     /// Variables written.
@@ -179,18 +126,6 @@ impl Program {
     }
 }
 
-enum Slot {
-    Owned(HostArray),
-}
-
-impl Slot {
-    fn get(&self) -> &HostArray {
-        match self {
-            Slot::Owned(a) => a,
-        }
-    }
-}
-
 /// An array of `shape` filled with the identity of `op`.
 pub(crate) fn identity_array(
     op: ReduceOp,
@@ -234,155 +169,6 @@ fn unsigned_fill(dt: DType, v: u64, n: usize) -> Storage {
     }
 }
 
-/// Binds the results of a multi-output step (dropped outputs are skipped).
-fn bind(env: &mut [Option<Slot>], outs: &[Option<Var>], results: Vec<HostArray>) {
-    for (o, r) in outs.iter().zip(results) {
-        if let Some(v) = o {
-            if let Some(slot) = env.get_mut(v.index()) {
-                *slot = Some(Slot::Owned(r));
-            }
-        }
-    }
-}
-
-/// The array an operand refers to.
-fn operand_ref<'e>(env: &'e [Option<Slot>], o: &'e Operand) -> Result<&'e HostArray, IrError> {
-    match o {
-        Operand::Const(a) => Ok(a),
-        Operand::Var(v) => env
-            .get(v.index())
-            .and_then(|s| s.as_ref())
-            .map(|s| s.get())
-            .ok_or_else(|| run_error(format!("variable {} not computed", v.0))),
-    }
-}
-
-/// Runs one native step on the arrays in `env` (indexed by variable),
-/// binding its results there.
-fn run_step(
-    step: &Step,
-    mut env: Vec<Option<Slot>>,
-    threads: usize,
-) -> Result<Vec<Option<Slot>>, IrError> {
-    {
-        {
-            match step {
-                Step::Iota {
-                    out,
-                    dtype,
-                    shape,
-                    dimension,
-                } => {
-                    let n: usize = shape.iter().product();
-                    let inner: usize = shape[dimension + 1..].iter().product();
-                    let size = shape[*dimension];
-                    let vals: Vec<f64> = (0..n).map(|i| ((i / inner) % size) as f64).collect();
-                    env[out.index()] =
-                        Some(Slot::Owned(HostArray::from_f64(*dtype, shape, &vals)?));
-                }
-                Step::Cumulative {
-                    op,
-                    x,
-                    out,
-                    axis,
-                    reverse,
-                } => {
-                    let r = crate::ops::cumulative::cumulative(
-                        *op,
-                        operand_ref(&env, x)?,
-                        *axis,
-                        *reverse,
-                    )?;
-                    env[out.index()] = Some(Slot::Owned(r));
-                }
-                Step::Zeros { out, dtype } => {
-                    env[out.index()] = Some(Slot::Owned(HostArray::zeros(*dtype, &[])));
-                }
-                Step::Split {
-                    x,
-                    axis,
-                    sizes,
-                    outs,
-                } => {
-                    let pieces = crate::ops::copy::split(operand_ref(&env, x)?, *axis, sizes)?;
-                    bind(&mut env, outs, pieces);
-                }
-                Step::ArgReduce {
-                    max,
-                    x,
-                    out,
-                    axis,
-                    index_dtype,
-                } => {
-                    let r = crate::ops::cumulative::arg_reduce(
-                        *max,
-                        operand_ref(&env, x)?,
-                        *axis,
-                        *index_dtype,
-                    )?;
-                    env[out.index()] = Some(Slot::Owned(r));
-                }
-                Step::Pad {
-                    x,
-                    value,
-                    out,
-                    config,
-                    out_shape,
-                } => {
-                    let r = crate::ops::copy::pad(
-                        operand_ref(&env, x)?,
-                        operand_ref(&env, value)?,
-                        config,
-                        out_shape,
-                    )?;
-                    env[out.index()] = Some(Slot::Owned(r));
-                }
-                Step::Concat {
-                    xs,
-                    out,
-                    dim,
-                    out_shape,
-                } => {
-                    let arrays = xs
-                        .iter()
-                        .map(|o| operand_ref(&env, o))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let r = crate::ops::copy::concatenate(&arrays, *dim, out_shape)?;
-                    env[out.index()] = Some(Slot::Owned(r));
-                }
-                Step::Native { op, inputs, outs } => {
-                    let args = inputs
-                        .iter()
-                        .map(|o| operand_ref(&env, o))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let res = op.run(&args, threads)?;
-                    bind(&mut env, outs, res);
-                }
-                Step::Dot {
-                    lhs,
-                    rhs,
-                    out,
-                    plan,
-                } => {
-                    let get = |o: &Operand| -> Result<HostArray, IrError> {
-                        Ok(match o {
-                            Operand::Const(a) => a.clone(),
-                            Operand::Var(v) => env
-                                .get(v.index())
-                                .and_then(|s| s.as_ref())
-                                .map(|s| s.get().clone())
-                                .ok_or_else(|| run_error("operand not computed"))?,
-                        })
-                    };
-                    let r = plan.run(&get(lhs)?, &get(rhs)?, threads)?;
-                    env[out.index()] = Some(Slot::Owned(r));
-                }
-            }
-        }
-        Ok(env)
-    }
-}
-
 /// Runs a step on copies of its operands (`ins`, in `call.ins` order) and
 /// returns its results (in `call.outs` order).
 pub(crate) fn run_step_call(
@@ -390,32 +176,29 @@ pub(crate) fn run_step_call(
     ins: Vec<HostArray>,
     threads: usize,
 ) -> Result<Vec<HostArray>, IrError> {
-    if let Step::Zeros { .. } = call.step {
-        return call
-            .outs
-            .iter()
-            .map(|(_, dt, shape)| {
-                let s = jaxon_ir::memory::try_zeros("cpu backend: zeros", *dt, shape)?;
-                HostArray::new(shape.clone(), s)
-            })
-            .collect();
-    }
-    let mut env: Vec<Option<Slot>> = (0..call.n_vars).map(|_| None).collect();
-    for ((v, _, _), a) in call.ins.iter().zip(ins) {
-        let slot = env
-            .get_mut(v.index())
-            .ok_or_else(|| run_error("step operand out of range"))?;
-        *slot = Some(Slot::Owned(a));
-    }
-    let mut env = run_step(&call.step, env, threads)?;
+    let Step { op, inputs, outs } = &call.step;
+    let args = inputs
+        .iter()
+        .map(|o| match o {
+            Operand::Const(a) => Ok(a),
+            Operand::Var(v) => call
+                .ins
+                .iter()
+                .position(|(w, _, _)| w == v)
+                .and_then(|k| ins.get(k))
+                .ok_or_else(|| run_error(format!("step operand {} not passed", v.0))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut results: Vec<Option<HostArray>> =
+        op.run(&args, threads)?.into_iter().map(Some).collect();
     call.outs
         .iter()
-        .map(
-            |(v, _, _)| match env.get_mut(v.index()).and_then(Option::take) {
-                Some(Slot::Owned(a)) => Ok(a),
-                None => Err(run_error(format!("step did not compute variable {}", v.0))),
-            },
-        )
+        .map(|(v, _, _)| {
+            outs.iter()
+                .position(|o| *o == Some(*v))
+                .and_then(|k| results.get_mut(k)?.take())
+                .ok_or_else(|| run_error(format!("step did not compute variable {}", v.0)))
+        })
         .collect()
 }
 

@@ -224,7 +224,7 @@ pub(crate) fn run_flat_kernel(
     Ok(())
 }
 
-/// Runs a `Step::Native` of a step call on its pointer table (operands in
+/// Runs the op of a step call on its pointer table (operands in
 /// `call.ins` order, then results) through [`NativeOp::run_raw`], when the
 /// op has a raw path; `None` otherwise.
 ///
@@ -237,9 +237,7 @@ pub(crate) unsafe fn run_step_raw(
     table: &[*mut u8],
     threads: usize,
 ) -> Option<Result<(), IrError>> {
-    let Step::Native { op, inputs, outs } = &call.step else {
-        return None;
-    };
+    let Step { op, inputs, outs } = &call.step;
     let n_in = call.ins.len();
     let mut ins = Vec::with_capacity(inputs.len());
     for o in inputs {

@@ -7,6 +7,7 @@ use super::{NativeOp, RawArg};
 use crate::error::run_error;
 use crate::ops::dot::DotPlan;
 use jaxon_ir::{HostArray, IrError, Storage};
+use std::borrow::Cow;
 
 /// An operand read from a box of a ref.
 #[derive(Debug)]
@@ -35,12 +36,13 @@ impl NativeOp for BoxDot {
         for r in &self.reads {
             match r {
                 None => {
-                    ops.push((*inputs.get(at).ok_or_else(bad)?).clone());
+                    ops.push(Cow::Borrowed(*inputs.get(at).ok_or_else(bad)?));
                     at += 1;
                 }
                 Some(r) => {
                     let args = inputs.get(at..at + 1 + r.n_idx).ok_or_else(bad)?;
-                    ops.push(r.get.run(args, 1)?.into_iter().next().ok_or_else(bad)?);
+                    let read = r.get.run(args, 1)?.into_iter().next().ok_or_else(bad)?;
+                    ops.push(Cow::Owned(read));
                     at += 1 + r.n_idx;
                 }
             }
@@ -71,7 +73,7 @@ impl NativeOp for BoxDot {
         let [out] = outs else {
             return None;
         };
-        let mut plan = std::borrow::Cow::Borrowed(&self.plan);
+        let mut plan = Cow::Borrowed(&self.plan);
         let mut ptrs = [std::ptr::null::<u8>(); 2];
         let mut at = 0;
         for (side, r) in self.reads.iter().enumerate() {
@@ -97,7 +99,7 @@ impl NativeOp for BoxDot {
                 Err(e) => return Some(Err(e)),
             };
             // `None` unless the box has the operand's shape inside the ref.
-            plan = std::borrow::Cow::Owned(plan.with_operand_view(side, rf.shape, &start)?);
+            plan = Cow::Owned(plan.with_operand_view(side, rf.shape, &start)?);
             ptrs[side] = rf.ptr;
         }
         if self.acc {

@@ -10,19 +10,8 @@ use super::{map_same, next_index, strides, Elem, NativeOp};
 use crate::error::run_error;
 use crate::error::CpuError;
 use crate::ops::dot::DotPlan;
-use jaxon_ir::primitive::{ConvDimensionNumbers, DotDimensionNumbers};
+use jaxon_ir::primitive::{ConvGeneralDilatedParams, DotDimensionNumbers};
 use jaxon_ir::{DType, HostArray, IrError, Storage};
-
-/// The params of a convolution.
-pub(crate) struct ConvParams<'a> {
-    pub window_strides: &'a [usize],
-    pub padding: &'a [(i64, i64)],
-    pub lhs_dilation: &'a [usize],
-    pub rhs_dilation: &'a [usize],
-    pub dn: &'a ConvDimensionNumbers,
-    pub feature_group_count: usize,
-    pub batch_group_count: usize,
-}
 
 /// The dtype products are computed in for result dtype `dt`.
 fn compute_dtype(dt: DType) -> DType {
@@ -132,12 +121,12 @@ impl Conv {
     pub(crate) fn new(
         ins: &[Vec<usize>],
         outs: &[(DType, Vec<usize>)],
-        p: ConvParams,
+        p: &ConvGeneralDilatedParams,
     ) -> Result<Conv, CpuError> {
         let ([ls, rs], [(dtype, out_shape)]) = (ins, outs) else {
             return Err("conv takes two operands and has one result".into());
         };
-        let dn = p.dn;
+        let dn = &p.dimension_numbers;
         let r = ls.len();
         let nsp = r.saturating_sub(2);
         let spec_ok = |s: &[usize]| {

@@ -1,21 +1,25 @@
-//! Native steps in safe Rust for the primitives that are neither fused
-//! loops nor GEMMs: indexing (`gather`, `scatter*`, dynamic slices), sorts,
-//! convolutions, bit-level conversions, `tile`/`stack` and the discharged
-//! state primitives.
+//! Native ops in safe Rust for the primitives that are neither fused loops
+//! nor GEMMs: fills, copies and line scans (`iota`, `pad`, `concatenate`,
+//! `split`, cumulative ops, arg-reductions), indexing (`gather`,
+//! `scatter*`, dynamic slices), sorts, convolutions, bit-level
+//! conversions, `tile`/`stack` and the discharged state primitives.
 //!
-//! Each is a [`NativeOp`] run by one `Step::Native` of the program; the
-//! builders here check static shapes at compile time so that `run` only
-//! meets the shapes it was compiled for.
+//! [`NativeOp`] is the one step mechanism: every step of a static program
+//! (`crate::run::exec::Step`) and every native step of a dynamic-shape
+//! program runs one. The builders here check the resolved shapes when the
+//! program compiles, so that `run` only meets the shapes it was built for.
 
 use crate::error::run_error;
 use crate::error::CpuError;
 use jaxon_ir::primitive::{
-    BitcastConvertTypeParams, ConvGeneralDilatedParams, DotGeneralParams, DynamicSliceParams,
-    Elementwise, GatherParams, Indexing, Linalg, ReducePrecisionParams, Reduction, ReshapeParams,
-    ScatterParams, SortParams, StackParams, Structural, TopKParams,
+    ArgOp, ArgReduceParams, BitcastConvertTypeParams, ConcatenateParams, CumulativeParams,
+    DotGeneralParams, DynamicSliceParams, Elementwise, GatherParams, Indexing, IotaParams, Linalg,
+    PadParams, ReducePrecisionParams, Reduction, ReshapeParams, ScatterParams, SortParams,
+    SplitParams, StackParams, Structural, TopKParams,
 };
 pub(crate) mod boxdot;
 mod conv;
+mod copies;
 mod elem;
 mod gather;
 mod misc;
@@ -149,7 +153,7 @@ pub(crate) fn build_op(
         Primitive::Elementwise(p) => elementwise_op(p, outs),
         Primitive::Structural(p) => structural_op(p, ins, outs),
         Primitive::Indexing(p) => indexing_op(p, ins, outs),
-        Primitive::Reduction(p) => reduction_op(p, ins),
+        Primitive::Reduction(p) => reduction_op(p, ins, outs),
         Primitive::Linalg(p) => linalg_op(p, ins, outs),
         // Control flow runs its bodies; refs and Pallas primitives have
         // their own steps (`opaque::native_step`); collectives are unbound in a
@@ -200,19 +204,34 @@ fn structural_op(
             ..
         }) => Box::new(misc::Take::transpose_reshape(ins, perm, outs)?),
         Structural::Stack(StackParams { axis }) => Box::new(misc::Stack::new(*axis, ins, outs)?),
-        // Index maps of fused kernels, or the static steps' copies.
+        Structural::Iota(IotaParams { dimension, .. }) => {
+            Box::new(copies::Iota::new(*dimension, outs)?)
+        }
+        Structural::Empty2(_) => Box::new(copies::Zeros::new(outs)?),
+        Structural::Pad(PadParams { padding_config }) => {
+            let config: Option<Vec<(i64, i64, i64)>> = padding_config
+                .iter()
+                .map(|t| match t.values.as_slice() {
+                    [lo, hi, interior] if *interior >= 0 => Some((*lo, *hi, *interior)),
+                    _ => None,
+                })
+                .collect();
+            let config = config.ok_or("`pad` has a bad padding_config")?;
+            Box::new(copies::Pad::new(config, ins, outs)?)
+        }
+        Structural::Concatenate(ConcatenateParams { dimension }) => {
+            Box::new(copies::Concat::new(*dimension, outs)?)
+        }
+        Structural::Split(SplitParams { axis, .. }) => Box::new(copies::Split::new(*axis, outs)?),
+        // Index maps of fused kernels (a dynamic-shape program's strided
+        // copies).
         Structural::Reshape(ReshapeParams {
             dimensions: None, ..
         })
         | Structural::BroadcastInDim(_)
         | Structural::Transpose(_)
         | Structural::Squeeze(_)
-        | Structural::Rev(_)
-        | Structural::Pad(_)
-        | Structural::Concatenate(_)
-        | Structural::Iota(_)
-        | Structural::Split(_)
-        | Structural::Empty2(_) => return Err(no_native_op(p.name())),
+        | Structural::Rev(_) => return Err(no_native_op(p.name())),
     })
 }
 
@@ -251,7 +270,11 @@ fn indexing_op(
     })
 }
 
-fn reduction_op(p: &Reduction, ins: &[Vec<usize>]) -> Result<Box<dyn NativeOp>, CpuError> {
+fn reduction_op(
+    p: &Reduction,
+    ins: &[Vec<usize>],
+    outs: &[(DType, Vec<usize>)],
+) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Reduction::Sort(SortParams {
             dimension,
@@ -259,10 +282,20 @@ fn reduction_op(p: &Reduction, ins: &[Vec<usize>]) -> Result<Box<dyn NativeOp>, 
             ..
         }) => Box::new(sort::Sort::new(ins, *dimension, *num_keys)?),
         Reduction::TopK(TopKParams { k, axis }) => Box::new(sort::TopK::new(ins, *k, *axis)?),
-        // Fused reduce groups, or the static steps' line scans.
-        Reduction::Reduce(_) | Reduction::ArgReduce(_) | Reduction::Cumulative(_) => {
-            return Err(no_native_op(p.name()))
+        Reduction::Cumulative(CumulativeParams { op, axis, reverse }) => {
+            Box::new(copies::Cumulative::new(*op, *axis, *reverse, outs)?)
         }
+        Reduction::ArgReduce(ArgReduceParams {
+            op,
+            axes,
+            index_dtype,
+        }) => Box::new(copies::ArgReduce::new(
+            *op == ArgOp::Argmax,
+            axes,
+            *index_dtype,
+        )?),
+        // Fused reduce groups (a dynamic-shape program's axis folds).
+        Reduction::Reduce(_) => return Err(no_native_op(p.name())),
     })
 }
 
@@ -272,28 +305,7 @@ fn linalg_op(
     outs: &[(DType, Vec<usize>)],
 ) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
-        Linalg::ConvGeneralDilated(ConvGeneralDilatedParams {
-            window_strides,
-            padding,
-            lhs_dilation,
-            rhs_dilation,
-            dimension_numbers,
-            feature_group_count,
-            batch_group_count,
-            ..
-        }) => Box::new(conv::Conv::new(
-            ins,
-            outs,
-            conv::ConvParams {
-                window_strides,
-                padding,
-                lhs_dilation,
-                rhs_dilation,
-                dn: dimension_numbers,
-                feature_group_count: *feature_group_count,
-                batch_group_count: *batch_group_count,
-            },
-        )?),
+        Linalg::ConvGeneralDilated(p) => Box::new(conv::Conv::new(ins, outs, p)?),
         Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,

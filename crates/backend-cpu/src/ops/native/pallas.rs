@@ -1,5 +1,6 @@
-//! `pallas_call` on the CPU: the kernel is compiled once, with the
-//! backend's own pipeline, in discharged form (each block `Ref` is an array
+//! `pallas_call` on the CPU: the kernel is compiled once (by
+//! `plan::pallas`, with the backend's own pipeline, from the program
+//! [`Blocks::kernel_program`] lays out here), in discharged form (each block `Ref` is an array
 //! argument; the final contents of the refs the kernel writes are its
 //! results), and run once per grid point in JAX's order (row-major, last
 //! grid axis fastest). The index maps are evaluated when compiling.
@@ -35,8 +36,7 @@ mod plan;
 
 use super::{next_index, strides, Elem, NativeOp};
 use crate::error::run_error;
-use crate::error::CpuError;
-use crate::run::exec::ResultSrc;
+use crate::run::exec::{Program, ResultSrc};
 use crate::run::executable::CpuExecutable;
 use blocks::{addr, addr_mut, copy_box, fill_box, words, Ptr};
 use jaxon_ir::primitive::BlockMapping;
@@ -216,28 +216,47 @@ impl std::fmt::Debug for PallasOp {
     }
 }
 
-impl PallasOp {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        kernel: &Arc<Jaxpr>,
-        grid: &[usize],
-        block_mappings: &[BlockMapping],
-        n_in: usize,
-        out_avals: &[ShapedArray],
-        aliases: &[(usize, usize)],
-    ) -> Result<PallasOp, CpuError> {
-        Self::build(kernel, grid, block_mappings, n_in, out_avals, aliases)
-            .map_err(|e| CpuError::Operands(e.to_string()))
-    }
+/// A `pallas_call`'s blocks, checked against its params: each operand's
+/// geometry, each grid point's block positions and the scratch buffers.
+/// What compiling the kernel needs ([`Blocks::kernel_program`]) and, with
+/// the compiled kernel, what [`PallasOp::new`] runs.
+#[derive(Debug)]
+pub(crate) struct Blocks {
+    grid: Vec<usize>,
+    n_in: usize,
+    geoms: Vec<Geom>,
+    /// Per grid point (row-major), per operand.
+    points: Vec<Vec<At>>,
+    scratch: Vec<(DType, Vec<usize>)>,
+    aliases: Vec<(usize, usize)>,
+}
 
-    fn build(
-        kernel: &Arc<Jaxpr>,
+/// The kernel as the program to compile: discharged, its written refs as
+/// results, and each operand taken as a window of its array.
+#[derive(Debug)]
+pub(crate) struct KernelProgram {
+    /// The program.
+    pub closed: ClosedJaxpr,
+    /// The kernel refs it writes (operands, then scratch): its results.
+    pub written: Vec<usize>,
+    /// Per operand: whether the kernel reads its block.
+    pub read: Vec<bool>,
+    /// Per result: the array row stride it may be written with in place
+    /// (`compile::compile_program_strided`).
+    pub want: Vec<Option<usize>>,
+}
+
+impl Blocks {
+    /// Checks the params of a `pallas_call` with `n_in` inputs and lays
+    /// out its blocks.
+    pub(crate) fn new(
+        kernel: &Jaxpr,
         grid: &[usize],
         block_mappings: &[BlockMapping],
         n_in: usize,
         out_avals: &[ShapedArray],
         aliases: &[(usize, usize)],
-    ) -> Result<PallasOp, IrError> {
+    ) -> Result<Blocks, IrError> {
         let n_ops = n_in + out_avals.len();
         if block_mappings.len() != n_ops {
             return Err(err(format!(
@@ -302,13 +321,22 @@ impl PallasOp {
             points.push(at);
             next_index(&mut idx, grid);
         }
-        // Compile the kernel: simplified with its refs (effects are kept),
-        // then discharged; only the refs it writes come back, and operands
-        // arrive as windows.
-        let simple = jaxon_ir::passes::simplify(&ClosedJaxpr::without_consts(kernel.clone()))?;
-        let d = crate::plan::discharge::discharge_refs(&simple)?
-            .ok_or_else(|| err("the kernel takes no refs"))?;
-        let mut j: Jaxpr = (*d.jaxpr).clone();
+        Ok(Blocks {
+            grid: grid.to_vec(),
+            n_in,
+            geoms,
+            points,
+            scratch,
+            aliases: aliases.to_vec(),
+        })
+    }
+
+    /// The program to compile from the discharged kernel (`discharged`:
+    /// one result per kernel ref, its final contents): only the refs it
+    /// writes come back, and operands arrive as windows.
+    pub(crate) fn kernel_program(&self, discharged: &ClosedJaxpr) -> KernelProgram {
+        let n_ops = self.geoms.len();
+        let mut j: Jaxpr = (*discharged.jaxpr).clone();
         let written: Vec<usize> = (0..j.invars.len())
             .filter(|&k| j.outvars.get(k) != Some(&Atom::Var(j.invars[k])))
             .collect();
@@ -324,25 +352,55 @@ impl PallasOp {
             })
             .collect();
         let read: Vec<bool> = j.invars[..n_ops].iter().map(|v| used.contains(v)).collect();
-        for (k, g) in geoms.iter().enumerate() {
+        for (k, g) in self.geoms.iter().enumerate() {
             windowed(&mut j, k, g, read[k]);
         }
-        let closed = ClosedJaxpr {
-            jaxpr: Arc::new(j),
-            consts: d.consts.clone(),
-        };
-        let key = crate::util::fingerprint(&closed.jaxpr);
         // Output blocks that are not one run of memory are written in
         // place by the program (with the array's row stride).
         let want: Vec<Option<usize>> = written
             .iter()
             .map(|&k| {
-                let g = &geoms.get(k)?;
-                (k >= n_in && k < n_ops && !read[k]).then_some(g.row_stride)?
+                let g = &self.geoms.get(k)?;
+                (k >= self.n_in && k < n_ops && !read[k]).then_some(g.row_stride)?
             })
             .collect();
-        let (program, strided) =
-            crate::compile::compile_program_strided(&closed, &key, Default::default(), &want)?;
+        KernelProgram {
+            closed: ClosedJaxpr {
+                jaxpr: Arc::new(j),
+                consts: discharged.consts.clone(),
+            },
+            written,
+            read,
+            want,
+        }
+    }
+}
+
+impl PallasOp {
+    /// The op running `program`, the compiled [`KernelProgram`] of
+    /// `blocks`, whose results `strided` are written with the arrays'
+    /// strides.
+    pub(crate) fn new(
+        blocks: Blocks,
+        kernel: KernelProgram,
+        program: Program,
+        strided: Vec<bool>,
+    ) -> Result<PallasOp, IrError> {
+        let Blocks {
+            grid,
+            n_in,
+            geoms,
+            points,
+            scratch,
+            aliases,
+        } = blocks;
+        let KernelProgram {
+            closed,
+            written,
+            read,
+            ..
+        } = kernel;
+        let n_ops = geoms.len();
         if program.results.len() != written.len() {
             return Err(err("the compiled kernel's results do not match its refs"));
         }
@@ -366,7 +424,7 @@ impl PallasOp {
         // Parallel only when outputs alone are written (inputs and scratch
         // carry state from program to program).
         let allowed = scratch.is_empty() && written.iter().all(|&k| k >= n_in && k < n_ops);
-        let (par_axes, groups) = partition(grid, &points, &written, allowed);
+        let (par_axes, groups) = partition(&grid, &points, &written, allowed);
         let covered = (n_in..n_ops)
             .map(|k| {
                 let g = &geoms[k];
@@ -384,7 +442,7 @@ impl PallasOp {
         Ok(PallasOp {
             covered,
             kernel,
-            grid: grid.to_vec(),
+            grid,
             n_in,
             geoms,
             points,
@@ -393,7 +451,7 @@ impl PallasOp {
             out_buf_bytes,
             read,
             scratch,
-            aliases: aliases.to_vec(),
+            aliases,
             par_axes,
             groups,
             pool: Mutex::new(Vec::new()),

@@ -1,4 +1,4 @@
-//! Typed views of `Storage` for the dynamic steps' generic routines: each
+//! Typed views of `Storage` for generic copy routines: each
 //! element type knows its `Storage` variant, so a routine is written once
 //! over `T` and dispatched on the runtime dtype by [`with_type!`].
 
