@@ -32,9 +32,7 @@
 
 use jaxon_ir::primitive::{DotGeneralParams, Linalg};
 mod flat;
-mod movement;
 mod native;
-mod reduce;
 mod run;
 mod scalar;
 
@@ -138,9 +136,7 @@ pub(crate) fn describe(b: &Body, depth: usize, out: &mut String) {
                 writeln!(out, "{pad}scalar eqns {}..{}", run.eqns.start, run.eqns.end)
             }
             Step::Dot(e) => writeln!(out, "{pad}gemm eqn {e}"),
-            Step::Native(e, op) => {
-                writeln!(out, "{pad}native eqn {e} ({}): {}", name(*e), op.kind())
-            }
+            Step::Native(e, _) => writeln!(out, "{pad}native eqn {e} ({})", name(*e)),
             Step::Nested(e, bodies) => {
                 let _ = writeln!(out, "{pad}nested eqn {e} ({})", name(*e));
                 for sub in bodies {

@@ -1,24 +1,18 @@
-//! Native steps of dynamic-shape programs for the first-order primitives
-//! that are neither flat runs nor GEMMs. Each equation's kind is chosen
-//! once, when the program compiles (`DynOp::new`); at run time it meets
-//! the operands and the result types resolved from the dimension values.
-//!
-//! Layout primitives are strided copies with runtime strides
-//! (`movement.rs`), reductions along axes fold `(outer, reduced, inner)`
-//! views (`reduce.rs`), and the rest run the static backend's own native
-//! ops (`crate::ops::native::build_op`, the one step mechanism) built for
-//! the runtime types, the last build kept for the next call with the same
-//! types. No step calls the interpreter: a primitive without a native
-//! routine is a compile-time error naming it.
+//! Native steps of dynamic-shape programs, for the first-order equations
+//! that are neither flat runs nor GEMMs. Whether an equation has one is
+//! decided once, when the program compiles (`DynOp::new`, exhaustively);
+//! at run time the step builds the backend's own native op
+//! (`crate::ops::native::build_op`, the one step mechanism) for the
+//! operand shapes and result types resolved from the dimension values,
+//! keeps the last build for the next call with the same types, and runs
+//! it. No step calls the interpreter: a primitive without a native op is a
+//! compile-time error naming it.
 
-use super::{movement, reduce};
 use crate::error::run_error;
 use crate::error::CpuError;
 use crate::ops::native::{build_op, NativeOp};
-use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::primitive::{
-    BroadcastInDimParams, Collective, Control, Elementwise, Indexing, Linalg, Pallas, ReduceParams,
-    Reduction, ReshapeParams, RevParams, SliceParams, State, Structural, TransposeParams,
+    Collective, Control, Elementwise, Indexing, Linalg, Pallas, Reduction, State, Structural,
 };
 use jaxon_ir::{DType, Eqn, HostArray, IrError, Primitive};
 use std::sync::Mutex;
@@ -31,38 +25,11 @@ pub(crate) type OutTypes = [(DType, Vec<usize>)];
 /// operands).
 type BuiltKey = (Vec<Vec<usize>>, Vec<(DType, Vec<usize>)>);
 
-/// The last native op built by a [`DynOp::Built`] step, with its key.
-type BuiltCache = Mutex<Option<(BuiltKey, Box<dyn NativeOp>)>>;
-
-/// How one equation runs natively.
+/// The native step of one equation: the last op built for it, with the
+/// types it was built for.
 #[derive(Debug)]
-pub(crate) enum DynOp {
-    /// `broadcast_in_dim` of operand 0 (trailing operands are sizes).
-    Broadcast { dims: Vec<usize> },
-    /// `reshape` without `dimensions`, `squeeze`: the elements unchanged.
-    Reshape,
-    /// `reshape` with `dimensions`: transpose by `perm`, then reshape.
-    TransposeReshape { perm: Vec<usize> },
-    /// `transpose`.
-    Transpose { perm: Vec<usize> },
-    /// `slice` with static starts and steps.
-    Slice {
-        /// Starts.
-        starts: Vec<usize>,
-        /// Steps.
-        steps: Vec<usize>,
-    },
-    /// `rev`.
-    Rev { dims: Vec<usize> },
-    /// `dynamic_update_slice` (a box write into a copy).
-    UpdateSlice,
-    /// `reduce_*` along axes.
-    Reduce { op: ReduceOp, axes: Vec<usize> },
-    /// A `crate::ops::native` op built for the runtime types (fills,
-    /// pads, concatenations, splits, line scans, gather, scatter,
-    /// dynamic_slice, sort, top_k, conv, bitcast, reduce_precision, tile,
-    /// stack, mixed-dtype `dot_general`).
-    Built(BuiltCache),
+pub(crate) struct DynOp {
+    built: Mutex<Option<(BuiltKey, Box<dyn NativeOp>)>>,
 }
 
 fn fail(m: impl std::fmt::Display) -> IrError {
@@ -70,9 +37,9 @@ fn fail(m: impl std::fmt::Display) -> IrError {
 }
 
 impl DynOp {
-    /// The native kind of `eqn`, or `Err` with why it has none (the
-    /// caller names the equation). `unfused` says why an elementwise
-    /// equation did not compile as a flat run.
+    /// The native step of `eqn`, or `Err` with why it has none (the caller
+    /// names the equation). `unfused` says why an elementwise equation did
+    /// not compile as a flat run.
     pub(crate) fn new(eqn: &Eqn, unfused: Option<&str>) -> Result<DynOp, CpuError> {
         let none = |why: &str| {
             Err(CpuError::Operands(format!(
@@ -80,58 +47,57 @@ impl DynOp {
                 eqn.primitive.name()
             )))
         };
-        let built = || Ok(DynOp::Built(Mutex::new(None)));
-        Ok(match &eqn.primitive {
+        let native = || {
+            Ok(DynOp {
+                built: Mutex::new(None),
+            })
+        };
+        match &eqn.primitive {
             Primitive::Elementwise(p) => match p {
-                Elementwise::BitcastConvertType(_) | Elementwise::ReducePrecision(_) => {
-                    return built()
-                }
+                Elementwise::BitcastConvertType(_) | Elementwise::ReducePrecision(_) => native(),
                 Elementwise::Unary(_)
                 | Elementwise::Binary(_)
                 | Elementwise::IntegerPow(_)
                 | Elementwise::Round(_)
                 | Elementwise::ConvertElementType(_)
                 | Elementwise::SelectN
-                | Elementwise::Clamp => {
-                    return none(&format!(
-                        "has no native step in a dynamic-shape program outside a fused kernel ({})",
-                        unfused.unwrap_or("no kernel for its operand shapes")
-                    ))
-                }
+                | Elementwise::Clamp => none(&format!(
+                    "has no native step in a dynamic-shape program outside a fused kernel ({})",
+                    unfused.unwrap_or("no kernel for its operand shapes")
+                )),
             },
-            Primitive::Structural(p) => Self::structural(p),
-            Primitive::Indexing(p) => match p {
-                Indexing::Slice(SliceParams {
-                    start_indices,
-                    strides,
-                    ..
-                }) => DynOp::Slice {
-                    starts: start_indices.to_usizes(),
-                    steps: strides
-                        .as_ref()
-                        .map_or_else(|| vec![1; start_indices.len()], |s| s.to_usizes()),
-                },
-                Indexing::DynamicUpdateSlice => DynOp::UpdateSlice,
-                Indexing::DynamicSlice(_) | Indexing::Gather(_) | Indexing::Scatter(_) => {
-                    return built()
-                }
-            },
-            Primitive::Reduction(p) => match p {
-                Reduction::Reduce(ReduceParams { op, axes }) => DynOp::Reduce {
-                    op: *op,
-                    axes: axes.clone(),
-                },
-                Reduction::ArgReduce(_)
+            Primitive::Structural(
+                Structural::BroadcastInDim(_)
+                | Structural::Reshape(_)
+                | Structural::Squeeze(_)
+                | Structural::Transpose(_)
+                | Structural::Rev(_)
+                | Structural::Iota(_)
+                | Structural::Concatenate(_)
+                | Structural::Pad(_)
+                | Structural::Split(_)
+                | Structural::Empty2(_)
+                | Structural::Tile(_)
+                | Structural::Stack(_),
+            )
+            | Primitive::Indexing(
+                Indexing::Slice(_)
+                | Indexing::DynamicSlice(_)
+                | Indexing::DynamicUpdateSlice
+                | Indexing::Gather(_)
+                | Indexing::Scatter(_),
+            )
+            | Primitive::Reduction(
+                Reduction::Reduce(_)
+                | Reduction::ArgReduce(_)
                 | Reduction::Cumulative(_)
                 | Reduction::Sort(_)
-                | Reduction::TopK(_) => return built(),
-            },
-            Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => {
-                return built()
-            }
+                | Reduction::TopK(_),
+            )
+            | Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => native(),
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
-            ) => return none("(a named-axis collective) is unbound in a compiled program"),
+            ) => none("(a named-axis collective) is unbound in a compiled program"),
             Primitive::State(State::Get(_) | State::Swap(_) | State::AddUpdate(_))
             | Primitive::Pallas(
                 Pallas::Load(_)
@@ -141,7 +107,7 @@ impl DynOp {
                 | Pallas::ProgramId(_)
                 | Pallas::NumPrograms(_)
                 | Pallas::PallasCall(_),
-            ) => return none("is not supported in dynamic-shape programs yet"),
+            ) => none("is not supported in dynamic-shape programs yet"),
             Primitive::Control(
                 Control::Cond(_)
                 | Control::While(_)
@@ -151,61 +117,14 @@ impl DynOp {
                 | Control::CustomJvpCall(_)
                 | Control::CustomVjpCall(_)
                 | Control::Remat(_),
-            ) => return none("runs its nested bodies, not a native op"),
-        })
-    }
-
-    /// The structural family: relabels and strided copies; fills, pads,
-    /// concatenations, splits, `tile` and `stack` built natively.
-    fn structural(p: &Structural) -> DynOp {
-        match p {
-            Structural::BroadcastInDim(BroadcastInDimParams {
-                broadcast_dimensions,
-                ..
-            }) => DynOp::Broadcast {
-                dims: broadcast_dimensions.to_usizes(),
-            },
-            Structural::Reshape(ReshapeParams {
-                dimensions: None, ..
-            })
-            | Structural::Squeeze(_) => DynOp::Reshape,
-            Structural::Reshape(ReshapeParams {
-                dimensions: Some(perm),
-                ..
-            }) => DynOp::TransposeReshape { perm: perm.clone() },
-            Structural::Transpose(TransposeParams { permutation }) => DynOp::Transpose {
-                perm: permutation.clone(),
-            },
-            Structural::Rev(RevParams { dimensions }) => DynOp::Rev {
-                dims: dimensions.clone(),
-            },
-            Structural::Iota(_)
-            | Structural::Concatenate(_)
-            | Structural::Pad(_)
-            | Structural::Split(_)
-            | Structural::Empty2(_)
-            | Structural::Tile(_)
-            | Structural::Stack(_) => DynOp::Built(Mutex::new(None)),
-        }
-    }
-
-    /// A short name for plans.
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            DynOp::Broadcast { .. }
-            | DynOp::TransposeReshape { .. }
-            | DynOp::Transpose { .. }
-            | DynOp::Slice { .. }
-            | DynOp::Rev { .. } => "strided copy",
-            DynOp::Reshape => "relabel",
-            DynOp::UpdateSlice => "copy",
-            DynOp::Reduce { .. } => "axis fold",
-            DynOp::Built(_) => "native op",
+            ) => none("runs its nested bodies, not a native op"),
         }
     }
 
     /// Runs the step of `primitive` (its equation's) on `ins` (every
-    /// operand of the equation) with result types `outs`.
+    /// operand of the equation) with result types `outs`: the native op
+    /// built for these operand shapes and result types (reused while they
+    /// repeat).
     pub(crate) fn run(
         &self,
         primitive: &Primitive,
@@ -213,65 +132,23 @@ impl DynOp {
         outs: &OutTypes,
         threads: usize,
     ) -> Result<Vec<HostArray>, IrError> {
-        let x = || ins.first().copied().ok_or_else(|| fail("missing operand"));
-        let out = || outs.first().ok_or_else(|| fail("missing result type"));
-        let one = |r: Result<HostArray, IrError>| r.map(|a| vec![a]);
-        match self {
-            DynOp::Broadcast { dims } => one(movement::broadcast(x()?, dims, &out()?.1)),
-            DynOp::Reshape => {
-                let shape = out()?.1.clone();
-                one(x()?.clone().reshape(shape))
-            }
-            DynOp::TransposeReshape { perm } => {
-                let t = movement::transpose(x()?, perm)?;
-                one(t.reshape(out()?.1.clone()))
-            }
-            DynOp::Transpose { perm } => one(movement::transpose(x()?, perm)),
-            DynOp::Slice { starts, steps } => one(movement::slice(x()?, starts, steps, &out()?.1)),
-            DynOp::Rev { dims } => one(movement::rev(x()?, dims)),
-            DynOp::UpdateSlice => {
-                let [x, u, starts @ ..] = ins else {
-                    return Err(fail("dynamic_update_slice takes an operand and an update"));
-                };
-                let starts = starts
-                    .iter()
-                    .map(|s| match s.len() {
-                        1 => Ok(s.data().get_i64(0)),
-                        _ => Err(fail("dynamic_update_slice: start indices must be scalars")),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                one(movement::update_box(x, u, &starts))
-            }
-            DynOp::Reduce { op, axes } => one(reduce::reduce(*op, x()?, axes)),
-            DynOp::Built(cache) => run_built(cache, primitive, ins, outs, threads),
+        let mut slot = self
+            .built
+            .lock()
+            .map_err(|_| fail("a native step's cache is poisoned"))?;
+        let hit = matches!(&*slot, Some(((s, o), _))
+            if s.len() == ins.len()
+                && s.iter().zip(ins).all(|(s, a)| s.as_slice() == a.shape())
+                && o.as_slice() == outs);
+        if !hit {
+            let shapes: Vec<Vec<usize>> = ins.iter().map(|a| a.shape().to_vec()).collect();
+            let op = build_op(primitive, &shapes, outs)
+                .map_err(|m| fail(format!("`{}`: {m}", primitive.name())))?;
+            *slot = Some(((shapes, outs.to_vec()), op));
         }
-    }
-}
-
-/// Runs a [`DynOp::Built`] step of `primitive`: the native op built for
-/// these operand shapes and result types (reused while they repeat).
-fn run_built(
-    cache: &BuiltCache,
-    primitive: &Primitive,
-    ins: &[&HostArray],
-    outs: &OutTypes,
-    threads: usize,
-) -> Result<Vec<HostArray>, IrError> {
-    let mut slot = cache
-        .lock()
-        .map_err(|_| fail("a native step's cache is poisoned"))?;
-    let hit = matches!(&*slot, Some(((s, o), _))
-        if s.len() == ins.len()
-            && s.iter().zip(ins).all(|(s, a)| s.as_slice() == a.shape())
-            && o.as_slice() == outs);
-    if !hit {
-        let shapes: Vec<Vec<usize>> = ins.iter().map(|a| a.shape().to_vec()).collect();
-        let op = build_op(primitive, &shapes, outs)
-            .map_err(|m| fail(format!("`{}`: {m}", primitive.name())))?;
-        *slot = Some(((shapes, outs.to_vec()), op));
-    }
-    match &*slot {
-        Some((_, op)) => op.run(ins, threads),
-        None => Err(fail("a native step was not built")),
+        match &*slot {
+            Some((_, op)) => op.run(ins, threads),
+            None => Err(fail("a native step was not built")),
+        }
     }
 }

@@ -15,8 +15,7 @@ use jaxon_ir::primitive::{
     NumProgramsParams, Pallas, ProgramIdParams, State, StoreParams, SwapParams,
 };
 use jaxon_ir::primitive::{
-    Collective, Control, DotGeneralParams, Elementwise, Indexing, Linalg, Reduction, ReshapeParams,
-    Structural,
+    Collective, Control, DotGeneralParams, Elementwise, Indexing, Linalg, Reduction, Structural,
 };
 use jaxon_ir::{Atom, Binder, Eqn, IrError, Jaxpr, Primitive, Var};
 
@@ -59,8 +58,8 @@ impl Opaque {
 
 /// Builds what opaque equation `e` compiles to, or an error naming it.
 pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, IrError> {
-    // Elementwise and shape ops reach here only when the planner could
-    // not fuse them (dynamic shapes, `Ref` operands).
+    // Elementwise ops reach here only when the planner could not fuse
+    // them (dynamic shapes, `Ref` operands).
     let unfused = || Err(cannot(jaxpr, e, "only static shapes are supported yet"));
     let unsupported = || Err(cannot(jaxpr, e, "not supported by the cpu backend yet"));
     let native = || native_step(jaxpr, e, eqn).map(Opaque::Step);
@@ -75,9 +74,9 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Elementwise::SelectN
             | Elementwise::Clamp => unfused(),
         },
-        // Fills and copies are native ops; the rest are index maps of
-        // fused kernels.
-        Primitive::Structural(p) => match p {
+        // Index maps of fused kernels, fills and copies: native ops when
+        // no kernel took them.
+        Primitive::Structural(
             Structural::Iota(_)
             | Structural::Pad(_)
             | Structural::Concatenate(_)
@@ -85,34 +84,27 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Structural::Split(_)
             | Structural::Tile(_)
             | Structural::Stack(_)
-            | Structural::Reshape(ReshapeParams {
-                dimensions: Some(_),
-                ..
-            }) => native(),
-            Structural::Reshape(ReshapeParams {
-                dimensions: None, ..
-            })
+            | Structural::Reshape(_)
             | Structural::BroadcastInDim(_)
             | Structural::Transpose(_)
             | Structural::Rev(_)
-            | Structural::Squeeze(_) => unfused(),
-        },
-        Primitive::Indexing(p) => match p {
-            Indexing::Slice(_) => unfused(),
-            Indexing::DynamicSlice(_)
+            | Structural::Squeeze(_),
+        ) => native(),
+        Primitive::Indexing(
+            Indexing::Slice(_)
+            | Indexing::DynamicSlice(_)
             | Indexing::DynamicUpdateSlice
             | Indexing::Gather(_)
-            | Indexing::Scatter(_) => native(),
-        },
-        // Line scans and sorts are native ops; reductions reach here only
-        // unfused.
-        Primitive::Reduction(p) => match p {
+            | Indexing::Scatter(_),
+        ) => native(),
+        // Line scans, sorts, and reductions no fused group took.
+        Primitive::Reduction(
             Reduction::Cumulative(_)
             | Reduction::ArgReduce(_)
             | Reduction::Sort(_)
-            | Reduction::TopK(_) => native(),
-            Reduction::Reduce(_) => unfused(),
-        },
+            | Reduction::TopK(_)
+            | Reduction::Reduce(_),
+        ) => native(),
         Primitive::Linalg(Linalg::DotGeneral(p)) => dot_step(jaxpr, e, eqn, p),
         Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => native(),
         // `native_step` has a rule for every state and Pallas primitive.

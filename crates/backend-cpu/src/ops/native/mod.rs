@@ -12,10 +12,11 @@
 use crate::error::run_error;
 use crate::error::CpuError;
 use jaxon_ir::primitive::{
-    ArgOp, ArgReduceParams, BitcastConvertTypeParams, ConcatenateParams, CumulativeParams,
-    DotGeneralParams, DynamicSliceParams, Elementwise, GatherParams, Indexing, IotaParams, Linalg,
-    PadParams, ReducePrecisionParams, Reduction, ReshapeParams, ScatterParams, SortParams,
-    SplitParams, StackParams, Structural, TopKParams,
+    ArgOp, ArgReduceParams, BitcastConvertTypeParams, BroadcastInDimParams, ConcatenateParams,
+    CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, GatherParams, Indexing,
+    IotaParams, Linalg, PadParams, ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams,
+    RevParams, ScatterParams, SliceParams, SortParams, SplitParams, StackParams, Structural,
+    TopKParams, TransposeParams,
 };
 pub(crate) mod boxdot;
 mod conv;
@@ -26,8 +27,10 @@ mod misc;
 pub(crate) mod pallas;
 mod sort;
 pub(crate) mod state;
+mod strided;
 
 pub(crate) use elem::{map_same, map_same2, Elem};
+use strided::Strided;
 
 use jaxon_ir::{DType, HostArray, IrError, Primitive};
 
@@ -223,15 +226,21 @@ fn structural_op(
             Box::new(copies::Concat::new(*dimension, outs)?)
         }
         Structural::Split(SplitParams { axis, .. }) => Box::new(copies::Split::new(*axis, outs)?),
-        // Index maps of fused kernels (a dynamic-shape program's strided
-        // copies).
+        // Index maps of fused kernels; strided copies outside them.
+        Structural::BroadcastInDim(BroadcastInDimParams {
+            broadcast_dimensions,
+            ..
+        }) => Box::new(Strided::broadcast(broadcast_dimensions.to_usizes(), outs)?),
         Structural::Reshape(ReshapeParams {
             dimensions: None, ..
         })
-        | Structural::BroadcastInDim(_)
-        | Structural::Transpose(_)
-        | Structural::Squeeze(_)
-        | Structural::Rev(_) => return Err(no_native_op(p.name())),
+        | Structural::Squeeze(_) => Box::new(Strided::relabel(ins, outs)?),
+        Structural::Transpose(TransposeParams { permutation }) => Box::new(Strided::Transpose {
+            perm: permutation.clone(),
+        }),
+        Structural::Rev(RevParams { dimensions }) => Box::new(Strided::Rev {
+            dims: dimensions.clone(),
+        }),
     })
 }
 
@@ -265,8 +274,18 @@ fn indexing_op(
             mode,
             ..
         }) => Box::new(gather::Scatter::new(ins, *kind, dimension_numbers, *mode)?),
-        // An index map of fused kernels.
-        Indexing::Slice(_) => return Err(no_native_op(p.name())),
+        // An index map of fused kernels; a strided copy outside them.
+        Indexing::Slice(SliceParams {
+            start_indices,
+            strides,
+            ..
+        }) => Box::new(Strided::slice(
+            start_indices.to_usizes(),
+            strides
+                .as_ref()
+                .map_or_else(|| vec![1; start_indices.len()], |s| s.to_usizes()),
+            outs,
+        )?),
     })
 }
 
@@ -294,8 +313,11 @@ fn reduction_op(
             axes,
             *index_dtype,
         )?),
-        // Fused reduce groups (a dynamic-shape program's axis folds).
-        Reduction::Reduce(_) => return Err(no_native_op(p.name())),
+        // Fused reduce groups; an axis fold outside them.
+        Reduction::Reduce(ReduceParams { op, axes }) => Box::new(strided::Reduce {
+            op: *op,
+            axes: axes.clone(),
+        }),
     })
 }
 

@@ -1,4 +1,5 @@
-//! Data movement of dynamic-shape programs with runtime extents: every
+//! Data movement with extents known only when the op is built (a
+//! dynamic-shape program's runtime ones): every
 //! layout primitive (`broadcast_in_dim`, `transpose`, `slice`, `rev`,
 //! `reshape` with `dimensions`) is one strided copy `out[i] = x[base +
 //! Σ i_d·st_d]` whose strides come from the runtime shapes;
@@ -185,71 +186,4 @@ pub(crate) fn rev(x: &HostArray, dims: &[usize]) -> Result<HostArray, IrError> {
         st[d] = -st[d];
     }
     strided("rev", x, x.shape(), base, &st)
-}
-
-/// Writes `u` into the `u.shape()` box of a copy of `x` at `starts`
-/// (clamped so the box fits, as `dynamic_update_slice` clamps).
-pub(crate) fn update_box(
-    x: &HostArray,
-    u: &HostArray,
-    starts: &[i64],
-) -> Result<HostArray, IrError> {
-    let what = "dynamic_update_slice";
-    if u.ndim() != x.ndim()
-        || starts.len() != x.ndim()
-        || u.dtype() != x.dtype()
-        || u.shape().iter().zip(x.shape()).any(|(a, b)| a > b)
-    {
-        return Err(fail(format!(
-            "{what} of {}{:?} into {}{:?}",
-            u.dtype(),
-            u.shape(),
-            x.dtype(),
-            x.shape()
-        )));
-    }
-    let xs = strides(x.shape());
-    let base: isize = (0..x.ndim())
-        .map(|d| starts[d].clamp(0, (x.shape()[d] - u.shape()[d]) as i64) as isize * xs[d])
-        .sum();
-    check_range(what, x.len(), u.shape(), base, &xs)?;
-    let mut out = x.clone();
-    let dt = x.dtype();
-    with_type!(dt, T => {
-        let src = elems::<T>(u.data(), dt, what)?;
-        let dst = T::slice_mut(out.data_mut()).ok_or_else(|| fail(what))?;
-        put(dst, u.shape(), base, &xs, src);
-    });
-    Ok(out)
-}
-
-/// Writes row-major `src` into the `shape` box of `dst` at `base`
-/// (range checked by the caller).
-fn put<T: Copy>(dst: &mut [T], shape: &[usize], base: isize, st: &[isize], src: &[T]) {
-    if src.is_empty() {
-        return;
-    }
-    let r = shape.len();
-    if r == 0 {
-        dst[base as usize] = src[0];
-        return;
-    }
-    let len = shape[r - 1];
-    for (k, chunk) in src.chunks(len.max(1)).enumerate() {
-        // The row's outer multi-index from its row number.
-        let mut rest = k;
-        let mut row = base;
-        for d in (0..r - 1).rev() {
-            row += (rest % shape[d]) as isize * st[d];
-            rest /= shape[d];
-        }
-        if st[r - 1] == 1 {
-            let b = row as usize;
-            dst[b..b + len].copy_from_slice(chunk);
-        } else {
-            for (j, v) in chunk.iter().enumerate() {
-                dst[(row + j as isize * st[r - 1]) as usize] = *v;
-            }
-        }
-    }
 }

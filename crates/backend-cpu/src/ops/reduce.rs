@@ -7,8 +7,8 @@
 //! f32, rounded once at the end; integers wrapping in their own width), so
 //! results are bit-identical to `jaxon_ir::interp`'s `reduce`.
 
-use super::movement::{strided, strides};
 use crate::error::run_error;
+use crate::ops::movement::{strided, strides};
 use crate::ops::typed::{elems, Typed};
 use half::{bf16, f16};
 use jaxon_ir::primitive::ReduceOp;
