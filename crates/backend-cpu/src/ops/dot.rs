@@ -27,7 +27,11 @@
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
 mod packed;
+mod permute;
 mod split;
+mod views;
+
+use permute::permuted;
 
 use crate::error::run_error;
 use crate::error::CpuError;
@@ -440,58 +444,6 @@ impl DotPlan {
     }
 }
 
-/// `a` transposed by `perm` (`None` when `perm` is the identity).
-fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray>, IrError> {
-    if perm.iter().enumerate().all(|(i, &p)| i == p) {
-        return Ok(None);
-    }
-    let shape = a.shape();
-    let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-    let mut st = vec![1usize; shape.len()];
-    for d in (0..shape.len().saturating_sub(1)).rev() {
-        st[d] = st[d + 1] * shape[d + 1];
-    }
-    let pst: Vec<usize> = perm.iter().map(|&p| st[p]).collect();
-    let n: usize = out_shape.iter().product();
-    // Source offset of each destination element, in destination order.
-    let mut idx = vec![0usize; out_shape.len()];
-    let mut offs = Vec::with_capacity(n);
-    let mut off = 0usize;
-    for _ in 0..n {
-        offs.push(off);
-        for d in (0..out_shape.len()).rev() {
-            idx[d] += 1;
-            off += pst[d];
-            if idx[d] < out_shape[d] {
-                break;
-            }
-            off -= pst[d] * out_shape[d];
-            idx[d] = 0;
-        }
-    }
-    macro_rules! gather {
-        ($v:expr, $variant:ident) => {
-            Storage::$variant(offs.iter().map(|&o| $v[o]).collect())
-        };
-    }
-    let data = match a.data() {
-        Storage::Bool(v) => gather!(v, Bool),
-        Storage::I8(v) => gather!(v, I8),
-        Storage::I16(v) => gather!(v, I16),
-        Storage::I32(v) => gather!(v, I32),
-        Storage::I64(v) => gather!(v, I64),
-        Storage::U8(v) => gather!(v, U8),
-        Storage::U16(v) => gather!(v, U16),
-        Storage::U32(v) => gather!(v, U32),
-        Storage::U64(v) => gather!(v, U64),
-        Storage::F16(v) => gather!(v, F16),
-        Storage::BF16(v) => gather!(v, BF16),
-        Storage::F32(v) => gather!(v, F32),
-        Storage::F64(v) => gather!(v, F64),
-    };
-    HostArray::new(out_shape, data).map(Some)
-}
-
 /// Element types `gemm` multiplies (and, on x86-64, our packed GEMM).
 trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + Packable {
     const ZERO: Self;
@@ -596,20 +548,6 @@ impl DotPlan {
             Some(_) => 0..self.out_len(),
             None => i * self.m * self.n..(i + 1) * self.m * self.n,
         }
-    }
-
-    /// This plan writing its (2-D, unbatched) result inside a wider array
-    /// whose rows are `rs` elements apart, when it runs as one direct GEMM.
-    pub(crate) fn with_out_row_stride(&self, rs: usize) -> Option<DotPlan> {
-        let ok = self.can_accumulate()
-            && !self.accumulate
-            && self.b == 1
-            && self.out_shape.len() == 2
-            && rs >= self.n;
-        ok.then(|| DotPlan {
-            out_rs: Some(rs),
-            ..self.clone()
-        })
     }
 }
 
@@ -744,71 +682,4 @@ fn gemm_call<T: GemmScalar>(
         cs: 1,
     };
     gemm_strided(m, k, n, a, c, dst, n, par, acc);
-}
-
-impl DotPlan {
-    /// This plan reading operand `side` (0: lhs, 1: rhs) in place from the
-    /// array of shape `outer` of which it is the static unit-stride slice
-    /// starting at `start`, when it still runs as one strided GEMM.
-    pub(crate) fn with_operand_view(
-        &self,
-        side: usize,
-        outer: &[usize],
-        start: &[usize],
-    ) -> Option<DotPlan> {
-        let shape = if side == 0 {
-            &self.lhs_shape
-        } else {
-            &self.rhs_shape
-        };
-        let fits = outer.len() == shape.len()
-            && start.len() == shape.len()
-            && (0..shape.len()).all(|d| start[d] + shape[d] <= outer[d]);
-        if !fits
-            || !matches!(self.dtype, DType::F32 | DType::F64)
-            || self.layout.views[side].is_some()
-        {
-            return None;
-        }
-        let st = row_major_strides(outer);
-        let off: usize = start.iter().zip(&st).map(|(a, b)| a * b).sum();
-        // The buffer is viewed only up to the slice's last element: a
-        // Pallas window may extend past its array.
-        let len = if shape.contains(&0) {
-            off
-        } else {
-            off + 1
-                + shape
-                    .iter()
-                    .zip(&st)
-                    .map(|(n, t)| (n - 1) * t)
-                    .sum::<usize>()
-        };
-        let mut p = self.clone();
-        p.layout.strides[side] = st;
-        p.layout.views[side] = Some((off, len));
-        let (ls, rs, dn) = (&p.lhs_shape, &p.rhs_shape, &p.layout.dn);
-        let free = |s: &[usize], batch: &[usize], con: &[usize]| -> Vec<usize> {
-            (0..s.len())
-                .filter(|d| !batch.contains(d) && !con.contains(d))
-                .collect()
-        };
-        let lfree = free(ls, &dn.lhs_batch, &dn.lhs_contracting);
-        let rfree = free(rs, &dn.rhs_batch, &dn.rhs_contracting);
-        let [lst, rst] = &p.layout.strides;
-        let st = Strided::new(ls, rs, dn, &lfree, &rfree, lst, rst)?;
-        p.strided = Some(Box::new(st));
-        Some(p)
-    }
-
-    /// Whether an accumulating copy of this plan runs as one GEMM pass
-    /// (f32/f64 operands read directly or in place).
-    pub(crate) fn can_accumulate(&self) -> bool {
-        let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
-        matches!(self.dtype, DType::F32 | DType::F64)
-            && (self.strided.is_some()
-                || (identity(&self.lhs_perm)
-                    && identity(&self.rhs_perm)
-                    && self.layout.views == [None, None]))
-    }
 }
