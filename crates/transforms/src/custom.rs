@@ -51,8 +51,7 @@ pub(crate) type FlatFwdRule =
 /// A registered backward rule on flat lists: `(residual structure id,
 /// residuals, output cotangents) -> input cotangents` (one per leaf;
 /// entries for integer leaves are ignored).
-pub(crate) type FlatBwdRule =
-    dyn Fn(usize, &[Array], &[Array]) -> Result<Vec<Array>> + Send + Sync;
+pub(crate) type FlatBwdRule = dyn Fn(usize, &[Array], &[Array]) -> Result<Vec<Array>> + Send + Sync;
 
 /// A registered rule, looked up by the printed `jvp=` / `fwd=` name.
 #[derive(Clone)]
@@ -416,12 +415,14 @@ type ErasedFwd<I, O> = dyn Fn(I) -> Result<(O, Vec<Array>, TreeDef)> + Send + Sy
 /// The user's backward rule with its residuals unflattened from
 /// `(structure, leaves)`.
 type ErasedBwd<I, O> = dyn Fn(&TreeDef, Vec<Array>, O) -> Result<I> + Send + Sync;
+/// The user's `(fwd, bwd)` pair, type-erased over the residuals.
+type VjpRules<I, O> = (Arc<ErasedFwd<I, O>>, Arc<ErasedBwd<I, O>>);
 
 /// A function with custom forward and backward rules: see [`custom_vjp`].
 pub struct CustomVjp<I, O> {
     f: Arc<UserFn<I, O>>,
     name: String,
-    rules: Option<(Arc<ErasedFwd<I, O>>, Arc<ErasedBwd<I, O>>)>,
+    rules: Option<VjpRules<I, O>>,
     keys: Keys<(String, String)>,
 }
 
@@ -514,7 +515,7 @@ impl<I: Pytree + 'static, O: Pytree + 'static> CustomVjp<I, O> {
         self
     }
 
-    fn rules(&self) -> Result<(Arc<ErasedFwd<I, O>>, Arc<ErasedBwd<I, O>>)> {
+    fn rules(&self) -> Result<VjpRules<I, O>> {
         self.rules.clone().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "custom_vjp `{}`: no rules; call defvjp first",
@@ -536,8 +537,12 @@ impl<I: Pytree + 'static, O: Pytree + 'static> CustomVjp<I, O> {
         // to the backward rule with the residuals.
         let res_defs: Arc<Mutex<Vec<TreeDef>>> = Arc::default();
         let flat_fwd = {
-            let (idef, odef, what, res_defs) =
-                (in_def.clone(), out_def.clone(), what.clone(), res_defs.clone());
+            let (idef, odef, what, res_defs) = (
+                in_def.clone(),
+                out_def.clone(),
+                what.clone(),
+                res_defs.clone(),
+            );
             move |p: &[Array]| -> Result<(Vec<Array>, Vec<Array>, usize)> {
                 let x = I::unflatten(&idef, p.to_vec())?;
                 let (out, res, rdef) = fwd(x)?;

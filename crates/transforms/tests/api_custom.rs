@@ -197,11 +197,9 @@ fn custom_vjp_stages_like_jax_and_uses_bwd_in_reverse_mode() {
         |cos_x: Array, ct: Array| cos_x * ct * 5.0,
     ));
     let g1 = g.clone();
-    let closed = make_jaxpr(move |x: Array| g1.call(x).unwrap() * 2.0)(f32s(
-        &[0.1, 0.2, 0.3],
-        &[3],
-    ))
-    .unwrap();
+    let closed =
+        make_jaxpr(move |x: Array| g1.call(x).unwrap() * 2.0)(f32s(&[0.1, 0.2, 0.3], &[3]))
+            .unwrap();
     assert_eq!(print_jaxpr(&closed.jaxpr), CUSTOM_VJP_GOLDEN);
 
     let xs = rand(5, 21, -2.0, 2.0);
@@ -220,12 +218,7 @@ fn custom_vjp_stages_like_jax_and_uses_bwd_in_reverse_mode() {
     // Forward mode has no custom rule here: the body's derivative is used.
     let g3 = g.clone();
     let t = Array::from_vec(rand(5, 22, -1.0, 1.0), &[5]);
-    let (_, jt) = jvp(
-        move |x: Array| g3.call(x).unwrap(),
-        x.clone(),
-        t.clone(),
-    )
-    .unwrap();
+    let (_, jt) = jvp(move |x: Array| g3.call(x).unwrap(), x.clone(), t.clone()).unwrap();
     let want_t: Vec<f64> = xs
         .iter()
         .zip(t.to_vec::<f64>())
@@ -283,12 +276,10 @@ fn sin2() -> jaxon_transforms::Checkpoint<Array, Array> {
 fn checkpoint_stages_remat2_like_jax() {
     let h = sin2();
     let x = f32s(&[0.1, 0.2, 0.3], &[3]);
-    let closed =
-        make_jaxpr(|x: Array| h.call(x.clone()).unwrap() * x)(x.clone()).unwrap();
+    let closed = make_jaxpr(|x: Array| h.call(x.clone()).unwrap() * x)(x.clone()).unwrap();
     assert_eq!(print_jaxpr(&closed.jaxpr), REMAT_GOLDEN);
-    let gj =
-        make_jaxpr(|x: Array| ok_or_raise(grad(|x: Array| h.call(x).unwrap().sum(All))(x)))(x)
-            .unwrap();
+    let gj = make_jaxpr(|x: Array| ok_or_raise(grad(|x: Array| h.call(x).unwrap().sum(All))(x)))(x)
+        .unwrap();
     assert_eq!(print_jaxpr(&gj.jaxpr), REMAT_GRAD_GOLDEN);
 }
 
@@ -418,7 +409,11 @@ fn custom_jvp_pytree_input_and_output_use_the_rule() {
     let jg = jit(move |xw: (Vec<Array>, Array)| ok_or_raise(grad(loss.clone())(xw)));
     check(jg.call(input.clone()).unwrap());
     // The staged equation takes the flattened leaves and prints as before.
-    let text = print_jaxpr(&make_jaxpr(move |xw| f.call(xw).unwrap())(input).unwrap().jaxpr);
+    let text = print_jaxpr(
+        &make_jaxpr(move |xw| f.call(xw).unwrap())(input)
+            .unwrap()
+            .jaxpr,
+    );
     assert!(text.contains("custom_jvp_call["), "{text}");
     assert!(text.contains("jvp=tree_jvp_jvp\n"), "{text}");
     assert!(text.contains("] a b c d\n"), "{text}");
@@ -435,11 +430,14 @@ fn custom_jvp_nondiff_argnums_index_tuple_elements_or_leaves() {
     let f = custom_jvp(|(xs, w): (Vec<Array>, Array)| (&xs[0] + &xs[1]) * w)
         .name("nd_tuple")
         .nondiff_argnums(&[0])
-        .defjvp(|(xs, w): (Vec<Array>, Array), (txs, tw): (Vec<Array>, Array)| {
-            let leak = (&txs[0] + &txs[1]).sum(All) * 100.0;
-            ((&xs[0] + &xs[1]) * &w, (&xs[0] + &xs[1]) * tw + leak)
-        });
-    let (gxs, gw) = grad(move |xw| ok_or_raise(f.call(xw)).sum(All))((xa.clone(), arr(&w))).unwrap();
+        .defjvp(
+            |(xs, w): (Vec<Array>, Array), (txs, tw): (Vec<Array>, Array)| {
+                let leak = (&txs[0] + &txs[1]).sum(All) * 100.0;
+                ((&xs[0] + &xs[1]) * &w, (&xs[0] + &xs[1]) * tw + leak)
+            },
+        );
+    let (gxs, gw) =
+        grad(move |xw| ok_or_raise(f.call(xw)).sum(All))((xa.clone(), arr(&w))).unwrap();
     close(&gxs[0].to_vec::<f64>(), &[0.0; 4], 0.0);
     close(&gxs[1].to_vec::<f64>(), &[0.0; 4], 0.0);
     let want: Vec<f64> = (0..4).map(|j| xs[0][j] + xs[1][j]).collect();
@@ -584,8 +582,14 @@ fn rule_structure_mismatches_are_errors() {
     let err = grad(move |v| ok_or_raise(f.call(v))[0].sum(All))(x.clone()).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("custom_jvp `bad_jvp`"), "{msg}");
-    assert!(msg.contains("tangent output has structure Node(List, [Leaf])"), "{msg}");
-    assert!(msg.contains("output has structure Node(List, [Leaf, Leaf])"), "{msg}");
+    assert!(
+        msg.contains("tangent output has structure Node(List, [Leaf])"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("output has structure Node(List, [Leaf, Leaf])"),
+        "{msg}"
+    );
 
     let g = custom_vjp(|v: Vec<Array>| &v[0] * &v[1])
         .name("bad_vjp")
@@ -596,8 +600,14 @@ fn rule_structure_mismatches_are_errors() {
     let err = grad(move |v| ok_or_raise(g.call(v)).sum(All))(x.clone()).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("custom_vjp `bad_vjp`"), "{msg}");
-    assert!(msg.contains("cotangent has structure Node(List, [Leaf])"), "{msg}");
-    assert!(msg.contains("input has structure Node(List, [Leaf, Leaf])"), "{msg}");
+    assert!(
+        msg.contains("cotangent has structure Node(List, [Leaf])"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("input has structure Node(List, [Leaf, Leaf])"),
+        "{msg}"
+    );
 
     let h = custom_jvp(|v: Vec<Array>| v[0].clone()).name("no_rule");
     let err = h.call(x).unwrap_err();

@@ -185,7 +185,8 @@ pub(super) fn transpose_custom_vjp_call(
         num_consts,
         ..
     } = cp;
-    let (Some((nres, nargs, rid)), Some(Rule::Vjp { bwd, .. })) = (parse_lin_name(name), lookup(fwd))
+    let (Some((nres, nargs, rid)), Some(Rule::Vjp { bwd, .. })) =
+        (parse_lin_name(name), lookup(fwd))
     else {
         return transpose_call(&call_jaxpr.jaxpr, args, cts);
     };
