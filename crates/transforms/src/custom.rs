@@ -300,7 +300,7 @@ impl<I: Pytree + 'static, O: Pytree + 'static> CustomJvp<I, O> {
     /// tuple, argument `i` is its `i`-th element (all of that element's
     /// leaves), as JAX's positional arguments; for any other input it is
     /// the `i`-th leaf of the flattened input. An index out of range is an
-    /// error of [`CustomJvp::call`].
+    /// error of [`CustomJvp::call`], eager or traced.
     pub fn nondiff_argnums(mut self, argnums: &[usize]) -> Self {
         self.nondiff = argnums.to_vec();
         self.keys = Keys::default();
@@ -383,6 +383,11 @@ impl<I: Pytree + 'static, O: Pytree + 'static> CustomJvp<I, O> {
     pub fn call(&self, x: I) -> Result<O> {
         self.rule()?;
         let (leaves, in_def) = x.flatten();
+        argnum_leaves(
+            &format!("custom_jvp `{}`", self.name),
+            &in_def,
+            &self.nondiff,
+        )?;
         if is_eager(&leaves)? {
             return catch(|| (self.f)(x));
         }

@@ -459,6 +459,8 @@ fn custom_jvp_nondiff_argnums_index_tuple_elements_or_leaves() {
 
     // Out of range: an error, not a panic.
     let bad = g.nondiff_argnums(&[2]);
+    let err = bad.call(xa.clone()).unwrap_err();
+    assert!(err.to_string().contains("nondiff_argnums 2"), "{err}");
     let err = grad(move |v| ok_or_raise(bad.call(v)).sum(All))(xa).unwrap_err();
     assert!(err.to_string().contains("nondiff_argnums 2"), "{err}");
 }
