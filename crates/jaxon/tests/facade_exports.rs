@@ -158,23 +158,20 @@ fn weak_scalars_raise_and_catch_flat() {
 fn transform_types_are_nameable() {
     let x = Array::scalar(2f32);
     // checkpoint: same values, and differentiable.
-    let c: Checkpoint = checkpoint(|xs: &[Array]| vec![xs[0].sin() * 2.0]);
-    let g = grad(move |x: Array| ok_or_raise(c.call(&[x])).remove(0))(x.clone()).unwrap();
+    let c: Checkpoint<Array, Array> = checkpoint(|x: Array| x.sin() * 2.0);
+    let g = grad(move |x: Array| ok_or_raise(c.call(x)))(x.clone()).unwrap();
     assert!((g.item::<f32>() - 2.0 * 2f32.cos()).abs() < 1e-5);
     // custom_jvp: the rule, not the function, gives the derivative.
-    let cj: CustomJvp = custom_jvp(|xs: &[Array]| vec![xs[0].clone()])
+    let cj: CustomJvp<Array, Array> = custom_jvp(|x: Array| x)
         .name("ident")
-        .defjvp(|p: &[Array], t: &[Array]| (vec![p[0].clone()], vec![&t[0] * 7.0]));
-    let g = grad(move |x: Array| ok_or_raise(cj.call(&[x])).remove(0))(x.clone()).unwrap();
+        .defjvp(|p: Array, t: Array| (p, t * 7.0));
+    let g = grad(move |x: Array| ok_or_raise(cj.call(x)))(x.clone()).unwrap();
     assert_eq!(g.item::<f32>(), 7.0);
     // custom_vjp: the backward rule gives the cotangent.
-    let cv: CustomVjp = custom_vjp(|xs: &[Array]| vec![xs[0].clone()])
+    let cv: CustomVjp<Array, Array> = custom_vjp(|x: Array| x)
         .name("ident_vjp")
-        .defvjp(
-            |xs: &[Array]| (vec![xs[0].clone()], vec![]),
-            |_res: &[Array], ct: &[Array]| vec![&ct[0] * 5.0],
-        );
-    let g = grad(move |x: Array| ok_or_raise(cv.call(&[x])).remove(0))(x.clone()).unwrap();
+        .defvjp(|x: Array| (x, ()), |_res: (), ct: Array| ct * 5.0);
+    let g = grad(move |x: Array| ok_or_raise(cv.call(x)))(x.clone()).unwrap();
     assert_eq!(g.item::<f32>(), 5.0);
     // Jacobian, Linearized, Pullback.
     let j: Jacobian = jacfwd(|x: Array| &x * &x)(vec_f32(&[1.0, 3.0])).unwrap();

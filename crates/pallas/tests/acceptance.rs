@@ -225,28 +225,26 @@ fn layer_norm_forward_and_backward_kernels() {
     let w = rng.array(&[d]) + 1.0;
     let b = rng.array(&[d]);
     let c = rng.array(&[n, d]);
-    let ln = custom_vjp(|a: &[Array]| vec![ln_fwd(&a[0], &a[1], &a[2]).remove(0)])
+    type Xwb = (Array, Array, Array);
+    let ln = custom_vjp(|(x, w, b): Xwb| ln_fwd(&x, &w, &b).remove(0))
         .name("layer_norm")
         .defvjp(
-            |a: &[Array]| {
-                let mut o = ln_fwd(&a[0], &a[1], &a[2]);
+            |(x, w, b): Xwb| {
+                let mut o = ln_fwd(&x, &w, &b);
                 let y = o.remove(0);
-                (
-                    vec![y],
-                    vec![a[0].clone(), a[1].clone(), o[0].clone(), o[1].clone()],
-                )
+                let (mean, rstd) = (o.remove(0), o.remove(0));
+                (y, (x, w, mean, rstd))
             },
-            |res: &[Array], cts: &[Array]| ln_bwd(&res[0], &res[1], &res[2], &res[3], &cts[0]),
+            |(x, w, mean, rstd): (Array, Array, Array, Array), ct: Array| {
+                let mut g = ln_bwd(&x, &w, &mean, &rstd, &ct);
+                let (gx, gw, gb) = (g.remove(0), g.remove(0), g.remove(0));
+                (gx, gw, gb)
+            },
         );
-    let y = ln
-        .call(&[x.clone(), w.clone(), b.clone()])
-        .unwrap()
-        .remove(0);
+    let y = ln.call((x.clone(), w.clone(), b.clone())).unwrap();
     assert_arrays_close(&y, &ln_reference(&x, &w, &b), 1e-5);
     let c2 = c.clone();
-    let loss = move |(x, w, b): (Array, Array, Array)| {
-        (ok_or_raise(ln.call(&[x, w, b])).remove(0) * &c2).sum(All)
-    };
+    let loss = move |xwb: Xwb| (ok_or_raise(ln.call(xwb)) * &c2).sum(All);
     let loss_ref = move |(x, w, b): (Array, Array, Array)| (ln_reference(&x, &w, &b) * &c).sum(All);
     let (gx, gw, gb) = grad(loss)((x.clone(), w.clone(), b.clone())).unwrap();
     let (rx, rw, rb) = grad(loss_ref)((x, w, b)).unwrap();

@@ -10,38 +10,67 @@
 //! before running it backwards, as JAX's grad jaxprs show. Those rules are
 //! `rules/control/remat.rs`; this file holds the API.
 
-use crate::custom::open;
+use crate::custom::trace_call;
 use jaxon_ir::primitive::{Control, RematParams};
-use jaxon_ir::{Aval, Primitive};
+use jaxon_ir::Primitive;
 use jaxon_trace::core::find_top_trace;
 use jaxon_trace::error::{catch, Result};
 use jaxon_trace::eval::EvalTrace;
-use jaxon_trace::stage::{trace_flat, StageMode};
-use jaxon_trace::{bind, Array};
+use jaxon_trace::{bind, Pytree};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-type Flat = dyn Fn(&[Array]) -> Vec<Array> + Send + Sync;
-
-/// A function whose forward values are recomputed in the backward pass.
-#[derive(Clone)]
-pub struct Checkpoint {
-    f: Arc<Flat>,
+/// A function whose forward values are recomputed in the backward pass:
+/// see [`checkpoint`].
+pub struct Checkpoint<I, O> {
+    f: Arc<dyn Fn(I) -> O + Send + Sync>,
     prevent_cse: bool,
+    _sig: PhantomData<fn(I) -> O>,
+}
+
+impl<I, O> Clone for Checkpoint<I, O> {
+    fn clone(&self) -> Self {
+        Checkpoint {
+            f: self.f.clone(),
+            prevent_cse: self.prevent_cse,
+            _sig: PhantomData,
+        }
+    }
 }
 
 /// `checkpoint(f)` (JAX's `jax.checkpoint` / `remat`): same values, but
-/// reverse mode saves only `f`'s inputs and recomputes the rest.
-pub fn checkpoint<F>(f: F) -> Checkpoint
+/// reverse mode saves only `f`'s inputs and recomputes the rest. `f` takes
+/// one pytree `I` (a tuple for several arguments) and returns a pytree
+/// `O`.
+///
+/// ```
+/// use jaxon_trace::numpy::All;
+/// use jaxon_trace::Array;
+/// use jaxon_transforms::{checkpoint, grad};
+///
+/// // f = jax.checkpoint(lambda x, w: jnp.sin(jnp.sin(x * w)))
+/// let f = checkpoint(|(x, w): (Array, Array)| (x * w).sin().sin());
+/// let x = Array::from_vec(vec![0.5f64, -1.0], &[2]);
+/// let w = Array::from_vec(vec![2.0f64, 3.0], &[2]);
+/// let (gx, _gw) = grad(|xw: (Array, Array)| f.call(xw).unwrap().sum(All))((x, w))?;
+/// let want = 1f64.sin().cos() * 1f64.cos() * 2.0;
+/// assert!((gx.to_vec::<f64>()[0] - want).abs() < 1e-12);
+/// # Ok::<(), jaxon_trace::Error>(())
+/// ```
+pub fn checkpoint<I, O, F>(f: F) -> Checkpoint<I, O>
 where
-    F: Fn(&[Array]) -> Vec<Array> + Send + Sync + 'static,
+    I: Pytree + 'static,
+    O: Pytree + 'static,
+    F: Fn(I) -> O + Send + Sync + 'static,
 {
     Checkpoint {
         f: Arc::new(f),
         prevent_cse: true,
+        _sig: PhantomData,
     }
 }
 
-impl Checkpoint {
+impl<I: Pytree + 'static, O: Pytree + 'static> Checkpoint<I, O> {
     /// JAX's `prevent_cse` (printed; default true).
     pub fn prevent_cse(mut self, yes: bool) -> Self {
         self.prevent_cse = yes;
@@ -49,16 +78,17 @@ impl Checkpoint {
     }
 
     /// Calls the function: directly when nothing traces the arguments, else
-    /// as a `remat2` equation (captured values become leading operands).
-    pub fn call(&self, args: &[Array]) -> Result<Vec<Array>> {
-        if find_top_trace(args)?.trace().as_any().is::<EvalTrace>() {
-            return catch(|| (self.f)(args));
+    /// as a `remat2` equation on the flattened input (captured values
+    /// become leading operands; its outputs are the flattened output).
+    pub fn call(&self, x: I) -> Result<O> {
+        let (leaves, in_def) = x.flatten();
+        if find_top_trace(&leaves)?.trace().as_any().is::<EvalTrace>() {
+            return catch(|| (self.f)(x));
         }
-        let avals: Vec<Aval> = args.iter().map(|a| a.aval().clone()).collect();
-        let staged = trace_flat(StageMode::Dynamic, &avals, |ins| catch(|| (self.f)(&ins)))?;
-        let (jaxpr, mut operands) = open(staged.jaxpr, staged.consts);
-        operands.extend_from_slice(args);
-        bind(
+        let f = self.f.clone();
+        let (jaxpr, mut operands, out_def) = trace_call(move |i: I| f(i), &in_def, &leaves)?;
+        operands.extend(leaves);
+        let outs = bind(
             &Primitive::Control(Control::Remat(RematParams {
                 jaxpr: Arc::new(jaxpr),
                 prevent_cse: self.prevent_cse,
@@ -66,6 +96,7 @@ impl Checkpoint {
                 policy: None,
             })),
             &operands,
-        )
+        )?;
+        O::unflatten(&out_def, outs)
     }
 }

@@ -19,7 +19,7 @@ use crate::transpose::{backward_pass, LinArg};
 use crate::util::{has_tangent, zeros_like};
 use jaxon_ir::primitive::{CustomJvpCallParams, CustomVjpCallParams};
 use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};
-use jaxon_trace::error::{catch, Error, Result};
+use jaxon_trace::error::{catch_flat, Error, Result};
 use jaxon_trace::interpret::eval_closed_jaxpr;
 use jaxon_trace::stage::{trace_flat, StageMode};
 use jaxon_trace::{bind, Array};
@@ -77,7 +77,7 @@ pub(super) fn jvp_custom_jvp_call(
             _ => zeros_like(p),
         })
         .collect::<Result<Vec<_>>>()?;
-    let (po, to) = catch(|| rule(primals, &tangents))?;
+    let (po, to) = catch_flat(|| rule(primals, &tangents))?;
     check_outs("custom_jvp", call_jaxpr, &po)?;
     check_outs("custom_jvp (tangents)", call_jaxpr, &to)?;
     Ok((po, to.into_iter().map(Some).collect()))
@@ -107,7 +107,7 @@ pub(super) fn jvp_custom_vjp_call(
         return inline_jvp(call_jaxpr, x, t);
     };
     let primals = &x[*num_consts..];
-    let (po, res) = catch(|| fwd_rule(primals))?;
+    let (po, res, rid) = catch_flat(|| fwd_rule(primals))?;
     check_outs("custom_vjp fwd", call_jaxpr, &po)?;
     // The linear map's forward form: the jvp of the primal function.
     let float: Vec<bool> = primals.iter().map(|p| has_tangent(p.dtype())).collect();
@@ -136,7 +136,7 @@ pub(super) fn jvp_custom_vjp_call(
     })?;
     let (jaxpr, body_consts) = open(body.jaxpr, body.consts);
     let lin = Primitive::from(CustomVjpCallParams {
-        name: format!("{LIN_PREFIX}[{nres},{nargs}]({name})"),
+        name: format!("{LIN_PREFIX}[{nres},{nargs},{rid}]({name})"),
         call_jaxpr: ClosedJaxpr {
             jaxpr: Arc::new(jaxpr),
             consts: Arc::from(Vec::new()),
@@ -161,11 +161,14 @@ pub(super) fn jvp_custom_vjp_call(
     Ok((po, touts.into_iter().map(Some).collect()))
 }
 
-fn parse_lin_name(name: &str) -> Option<(usize, usize)> {
+/// `custom_lin[nres,nargs,rid](name)`: the number of residuals, of
+/// primal arguments, and the residual structure id handed to `bwd`.
+fn parse_lin_name(name: &str) -> Option<(usize, usize, usize)> {
     let rest = name.strip_prefix(LIN_PREFIX)?.strip_prefix('[')?;
     let (nums, _) = rest.split_once(']')?;
-    let (a, b) = nums.split_once(',')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
+    let mut it = nums.split(',').map(|n| n.parse().ok());
+    let (a, b, c) = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some((a, b, c))
 }
 
 /// The transpose of a `custom_lin` equation: the user's `bwd` on the
@@ -182,7 +185,8 @@ pub(super) fn transpose_custom_vjp_call(
         num_consts,
         ..
     } = cp;
-    let (Some((nres, nargs)), Some(Rule::Vjp { bwd, .. })) = (parse_lin_name(name), lookup(fwd))
+    let (Some((nres, nargs, rid)), Some(Rule::Vjp { bwd, .. })) =
+        (parse_lin_name(name), lookup(fwd))
     else {
         return transpose_call(&call_jaxpr.jaxpr, args, cts);
     };
@@ -206,7 +210,7 @@ pub(super) fn transpose_custom_vjp_call(
             }
         })
         .collect::<Result<Vec<_>>>()?;
-    let cts_in = catch(|| bwd(&res, &cts))?;
+    let cts_in = catch_flat(|| bwd(rid, &res, &cts))?;
     if cts_in.len() != nargs {
         return Err(Error::InvalidArgument(format!(
             "custom_vjp bwd returned {} cotangents for {nargs} arguments",
