@@ -299,7 +299,7 @@ fn while_loop_jvp_matches_fd_in_operand_and_body_const() {
 #[test]
 fn reverse_mode_through_while_matches_fd() {
     // JAX refuses this; we differentiate the loop as a for_loop of its
-    // trip count (crates/transforms/src/jvp/while_grad.rs).
+    // trip count (crates/transforms/src/rules/control/while_grad.rs).
     let x = rand(3, 61, -1.0, 1.0);
     let c = arr(&rand(3, 62, 0.5, 1.5), &[3]);
     let f = move |x: Array| while_fn(x, c.clone(), Array::scalar(3i32)).sum(All);

@@ -269,12 +269,7 @@ pub(super) fn transpose_custom_jvp_call(
     args: &[LinArg],
     cts: &[Option<Array>],
 ) -> Result<Cts> {
-    let CustomJvpCallParams {
-        call_jaxpr,
-        num_consts,
-        ..
-    } = cp;
-    let _ = num_consts;
+    let CustomJvpCallParams { call_jaxpr, .. } = cp;
     let consts: Vec<Array> = call_jaxpr
         .consts
         .iter()
