@@ -2,6 +2,8 @@
 //! stripped, into `target/gpu-check/` (ignored by git) beside a script that
 //! runs them all on a machine with an NVIDIA GPU and writes a report, then
 //! prints the device command that carries the folder and runs the script.
+//! The conformance runner and the JAX corpus travel too: the script runs
+//! the corpus on the GPU (`--backend cuda`).
 //!
 //! The GPU machines have no Rust toolchain and short leases: everything is
 //! built here, the script needs only bash and the driver (NVRTC comes from
@@ -47,6 +49,10 @@ step() { # name, timeout, command...
 for b in @BINS@; do
   step "$b" 120 "$here/bin/$b" --test-threads=1 --nocapture
 done
+# The conformance corpus on the GPU: every case the lowering supports must
+# match JAX's values (unsupported primitives are listed, not failed).
+step "conformance-cuda" 200 "$here/tools/conformance" "$here/data/@CORPUS@" \
+  --backend cuda --require eval --allow-unsupported --timeout 60
 if command -v compute-sanitizer > /dev/null; then
   # Timing tests are skipped under the sanitizer (it slows kernels down),
   # and so is the test that asks the driver for 8 PiB on purpose.
@@ -106,13 +112,51 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    println!("==> building the conformance runner (release)");
+    let runner = cargo()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "jaxon-tests",
+            "--bin",
+            "conformance",
+        ])
+        .status();
+    if !matches!(runner, Ok(s) if s.success()) {
+        eprintln!("gpu-check: building the conformance runner failed");
+        return ExitCode::FAILURE;
+    }
     let dir = root.join(DIR);
     let bin = dir.join("bin");
     let _ = fs::remove_dir_all(&dir);
-    if let Err(e) = fs::create_dir_all(&bin) {
-        eprintln!("gpu-check: cannot create {}: {e}", bin.display());
-        return ExitCode::FAILURE;
+    for d in [&bin, &dir.join("tools"), &dir.join("data")] {
+        if let Err(e) = fs::create_dir_all(d) {
+            eprintln!("gpu-check: cannot create {}: {e}", d.display());
+            return ExitCode::FAILURE;
+        }
     }
+    let corpus = Path::new(crate::DEFAULT_CORPUS);
+    let corpus_name = corpus
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let carried = [
+        (
+            root.join("target/release/conformance"),
+            dir.join("tools/conformance"),
+        ),
+        (root.join(corpus), dir.join("data").join(&corpus_name)),
+    ];
+    for (from, to) in &carried {
+        if let Err(e) = fs::copy(from, to) {
+            eprintln!("gpu-check: copying {}: {e}", from.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    let _ = Command::new("strip")
+        .arg(dir.join("tools/conformance"))
+        .status();
     let mut names = Vec::new();
     for exe in executables(&stdout) {
         let name = test_name(&exe);
@@ -134,7 +178,9 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
         eprintln!("gpu-check: the `gpu` test binary was not built");
         return ExitCode::FAILURE;
     }
-    let script = RUN_SH.replace("@BINS@", &names.join(" "));
+    let script = RUN_SH
+        .replace("@BINS@", &names.join(" "))
+        .replace("@CORPUS@", &corpus_name);
     if let Err(e) = fs::write(dir.join("run.sh"), script) {
         eprintln!("gpu-check: writing run.sh: {e}");
         return ExitCode::FAILURE;

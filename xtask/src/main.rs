@@ -34,7 +34,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 /// The public conformance corpus, relative to the repository root.
-const DEFAULT_CORPUS: &str = "tests/data/jax-0.10.2-public.jsonl";
+pub(crate) const DEFAULT_CORPUS: &str = "tests/data/jax-0.10.2-public.jsonl";
 
 /// The repository root (the parent of this crate's directory).
 fn repo_root() -> PathBuf {
