@@ -17,7 +17,9 @@ mod samplers;
 mod threefry;
 
 pub use permutation::{permutation, permutation_along, Permutable};
-pub use samplers::{bernoulli, categorical, categorical_shape, gumbel, normal, randint, uniform};
+pub use samplers::{
+    bernoulli, categorical, categorical_shape, gumbel, normal, randint, truncated_normal, uniform,
+};
 pub use threefry::{iota_2x32, random_bits, threefry2x32};
 
 use crate::array::Array;

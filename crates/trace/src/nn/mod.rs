@@ -1,6 +1,9 @@
 //! `nn`: JAX's `jax.nn` activations and helpers — `relu`, `gelu`,
 //! `sigmoid`, `silu`, `softmax`, `log_softmax`, `one_hot`, `logsumexp` —
-//! in the primitive sequences JAX 0.10 emits.
+//! in the primitive sequences JAX 0.10 emits — and `initializers`
+//! (`jax.nn.initializers`).
+
+pub mod initializers;
 
 use crate::array::Array;
 use crate::core::bind1;
