@@ -20,8 +20,10 @@
 
 pub mod backend;
 mod control;
+mod cumulative;
 mod elementwise;
 mod fused;
+mod gather;
 pub mod gpu;
 mod indexing;
 mod kernel;

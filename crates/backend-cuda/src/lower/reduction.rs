@@ -2,8 +2,8 @@
 //! warp-per-output kernels: the 32 lanes of a warp stride over the reduced
 //! elements of one output, then combine with xor shuffles; lane 0 stores.
 //! A reduce group of the fusion planner evaluates its elementwise producers
-//! inside the reduction loop (input fusion). Cumulative ops, sorts and
-//! top-k do not lower yet.
+//! inside the reduction loop (input fusion). Cumulative ops lower in
+//! `cumulative`; sorts and top-k do not lower yet.
 //!
 //! Invariants: every lane of a warp runs the same output loop (the output
 //! index is warp-uniform), so shuffles are never partial; an empty
@@ -50,7 +50,7 @@ pub(crate) fn lower(
         Reduction::ArgReduce(ArgReduceParams { op, axes, .. }) => {
             arg_reduce(ctx, jaxpr, eqn, *op, axes, env, steps)
         }
-        Reduction::Cumulative(_) => Err(unsupported(name, "cumulative ops are not lowered yet")),
+        Reduction::Cumulative(c) => super::cumulative::lower(ctx, jaxpr, eqn, c, env, steps),
         Reduction::Sort(_) => Err(unsupported(name, "sort is not lowered yet")),
         Reduction::TopK(_) => Err(unsupported(name, "top_k is not lowered yet")),
     }
@@ -132,7 +132,9 @@ fn identity(op: ReduceOp, d: DType) -> Expr {
     let acc = acc_dtype(d);
     let bits = d.bits();
     let (smin, smax) = if d.is_signed_int() {
-        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        // `i64::MIN >> (64 - bits)` sign-extends: no overflow at 64 bits.
+        let smin = i64::MIN >> (64 - bits);
+        (smin, !smin)
     } else {
         (0, 0)
     };
