@@ -55,8 +55,8 @@ fn corpus_kernels() -> Vec<Kernel> {
 }
 
 /// Programs beyond the corpus: the issue-19 lowerings (`reduce_precision`,
-/// scans, gathers, scatters on the owner-computes and atomic paths) in the
-/// dtypes the corpus lacks.
+/// scans, gathers, scatters on the owner-computes and atomic paths, sorts
+/// and top-k) in the dtypes the corpus lacks.
 fn extra_texts() -> Vec<String> {
     let mut out = Vec::new();
     for (dt, e, m) in [("f32", 5, 10), ("f64", 8, 7), ("f16", 4, 3), ("bf16", 5, 2)] {
@@ -118,6 +118,22 @@ fn extra_texts() -> Vec<String> {
       update_jaxpr=None
     ] a b c
   in (d,) }}"
+        ));
+    }
+    for dt in ["f16", "f64", "bool", "u8", "i64"] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4,9] b:i32[4,9]. let
+    c:{dt}[4,9] d:i32[4,9] = sort[dimension=1 is_stable=True num_keys=2] a b
+    e:{dt}[4,3] f:i32[4,3] = top_k[axis=1 k=3] a
+  in (c, d, e, f) }}"
+        ));
+    }
+    for dt in ["f16", "f64", "bool", "u8", "i64"] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4,9] b:i32[4,9]. let
+    c:{dt}[4,9] d:i32[4,9] = sort[dimension=1 is_stable=True num_keys=2] a b
+    e:{dt}[4,3] f:i32[4,3] = top_k[axis=1 k=3] a
+  in (c, d, e, f) }}"
         ));
     }
     out

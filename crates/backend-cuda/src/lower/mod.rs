@@ -31,6 +31,7 @@ mod linalg;
 pub mod plan;
 mod reduction;
 pub mod run;
+mod sort;
 mod structural;
 mod unsupported;
 

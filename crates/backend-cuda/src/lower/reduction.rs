@@ -3,7 +3,7 @@
 //! elements of one output, then combine with xor shuffles; lane 0 stores.
 //! A reduce group of the fusion planner evaluates its elementwise producers
 //! inside the reduction loop (input fusion). Cumulative ops lower in
-//! `cumulative`; sorts and top-k do not lower yet.
+//! `cumulative`, sorts and top-k in `sort`.
 //!
 //! Invariants: every lane of a warp runs the same output loop (the output
 //! index is warp-uniform), so shuffles are never partial; an empty
@@ -12,7 +12,7 @@
 
 use super::kernel::{compute, finish, i64c, load, multi_index, store, strides, Args, THREADS};
 use super::plan::{BufId, Step};
-use super::{atom_type, bind_outputs, fused, unsupported, Ctx, Env, Value};
+use super::{atom_type, bind_outputs, fused, Ctx, Env, Value};
 use crate::kir::{BinOp, Expr, KernelBuilder, LaunchDims, ShuffleKind, UnOp};
 use jaxon_ir::passes::Group;
 use jaxon_ir::primitive::{ArgOp, ArgReduceParams, ReduceOp, ReduceParams, Reduction};
@@ -51,8 +51,8 @@ pub(crate) fn lower(
             arg_reduce(ctx, jaxpr, eqn, *op, axes, env, steps)
         }
         Reduction::Cumulative(c) => super::cumulative::lower(ctx, jaxpr, eqn, c, env, steps),
-        Reduction::Sort(_) => Err(unsupported(name, "sort is not lowered yet")),
-        Reduction::TopK(_) => Err(unsupported(name, "top_k is not lowered yet")),
+        Reduction::Sort(s) => super::sort::sort(ctx, jaxpr, eqn, s, env, steps),
+        Reduction::TopK(t) => super::sort::top_k(ctx, jaxpr, eqn, t, env, steps),
     }
 }
 
