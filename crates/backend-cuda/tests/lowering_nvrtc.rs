@@ -55,8 +55,8 @@ fn corpus_kernels() -> Vec<Kernel> {
 }
 
 /// Programs beyond the corpus: the issue-19 lowerings (`reduce_precision`,
-/// scans, gathers, scatters on the owner-computes and atomic paths, sorts
-/// and top-k) in the dtypes the corpus lacks.
+/// scans, gathers, scatters on the owner-computes and atomic paths, sorts,
+/// top-k and convolutions) in the dtypes the corpus lacks.
 fn extra_texts() -> Vec<String> {
     let mut out = Vec::new();
     for (dt, e, m) in [("f32", 5, 10), ("f64", 8, 7), ("f16", 4, 3), ("bf16", 5, 2)] {
@@ -134,6 +134,29 @@ fn extra_texts() -> Vec<String> {
     c:{dt}[4,9] d:i32[4,9] = sort[dimension=1 is_stable=True num_keys=2] a b
     e:{dt}[4,3] f:i32[4,3] = top_k[axis=1 k=3] a
   in (c, d, e, f) }}"
+        ));
+    }
+    for (dt, odt, pref) in [
+        ("bf16", "f32", "float32"),
+        ("i32", "i32", "None"),
+        ("bool", "bool", "None"),
+        ("f16", "f16", "None"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[2,4,7,6] b:{dt}[4,2,3,2]. let
+    c:{odt}[2,4,3,6] = conv_general_dilated[
+      batch_group_count=1
+      dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), out_spec=(0, 1, 2, 3))
+      feature_group_count=2
+      lhs_dilation=(1, 2)
+      out_sharding=None
+      padding=((1, 2), (0, 1))
+      precision=None
+      preferred_element_type={pref}
+      rhs_dilation=(2, 1)
+      window_strides=(2, 2)
+    ] a b
+  in (c,) }}"
         ));
     }
     out

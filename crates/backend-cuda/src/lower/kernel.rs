@@ -324,3 +324,27 @@ pub(crate) fn gather_kernel(
     steps.extend(step);
     Ok(())
 }
+
+/// `for (var = start; var < end; var += step)` with a fallible body
+/// builder: the body's error, if any.
+pub(crate) fn try_for(
+    k: &mut KernelBuilder,
+    var: Var,
+    (start, end, step): (Expr, Expr, Expr),
+    body: impl FnOnce(&mut KernelBuilder) -> Result<(), IrError>,
+) -> Result<(), IrError> {
+    let mut res = Ok(());
+    k.for_(var, start, end, step, |k| res = body(k));
+    res
+}
+
+/// `if cond { then }` with a fallible body builder.
+pub(crate) fn try_if(
+    k: &mut KernelBuilder,
+    cond: Expr,
+    then: impl FnOnce(&mut KernelBuilder) -> Result<(), IrError>,
+) -> Result<(), IrError> {
+    let mut res = Ok(());
+    k.if_(cond, |k| res = then(k));
+    res
+}

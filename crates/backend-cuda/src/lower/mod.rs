@@ -20,6 +20,7 @@
 
 pub mod backend;
 mod control;
+mod conv;
 mod cumulative;
 mod elementwise;
 mod fused;

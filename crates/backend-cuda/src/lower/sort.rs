@@ -17,7 +17,7 @@
 //! Invariant: reads are at `line base + j · stride` with `j < len`, writes
 //! at `line base + rank · stride` with `rank < len` (or `< k`).
 
-use super::kernel::{compute, i64c, load, loop_kernel, store, strides, Args};
+use super::kernel::{compute, i64c, load, loop_kernel, store, strides, try_for, try_if, Args};
 use super::plan::{BufId, Step};
 use super::{atom_type, bind_outputs, Ctx, Env, Value};
 use crate::kir::{Expr, KernelBuilder, UnOp};
@@ -124,23 +124,19 @@ pub(crate) fn sort(
         let mine = load_keys(k, args, ctx, keys, lin.clone())?;
         let rank = k.let_("rank", DType::I64, i64c(0));
         let j = k.var("j", DType::I64);
-        let mut res = Ok(());
-        k.for_(j, i64c(0), i64c(len), i64c(1), |k| {
-            res = (|| {
-                let e = base.clone() + Expr::var(j) * i64c(ast);
-                let theirs = load_keys(k, args, ctx, keys, e)?;
-                // Does element j come before this one: keys, then position.
-                let mut before = Expr::var(j).lt(pos.clone());
-                for (t, m) in theirs.iter().zip(&mine).rev() {
-                    let (lt, eq) = sort_cmp(t, m);
-                    before = lt.or(eq.and(before));
-                }
-                let b = k.let_("before", DType::Bool, before);
-                k.assign(rank, Expr::var(rank) + Expr::var(b).cast(DType::I64));
-                Ok(())
-            })();
-        });
-        res?;
+        try_for(k, j, (i64c(0), i64c(len), i64c(1)), |k| {
+            let e = base.clone() + Expr::var(j) * i64c(ast);
+            let theirs = load_keys(k, args, ctx, keys, e)?;
+            // Does element j come before this one: keys, then position.
+            let mut before = Expr::var(j).lt(pos.clone());
+            for (t, m) in theirs.iter().zip(&mine).rev() {
+                let (lt, eq) = sort_cmp(t, m);
+                before = lt.or(eq.and(before));
+            }
+            let b = k.let_("before", DType::Bool, before);
+            k.assign(rank, Expr::var(rank) + Expr::var(b).cast(DType::I64));
+            Ok(())
+        })?;
         let dst = k.let_(
             "dst",
             DType::I64,
@@ -230,41 +226,33 @@ pub(crate) fn top_k(
         let mine = k.let_("mk", kd, total_key(d, Expr::var(xv)));
         let rank = k.let_("rank", DType::I64, i64c(0));
         let j = k.var("j", DType::I64);
-        let mut res = Ok(());
-        k.for_(j, i64c(0), i64c(len), i64c(1), |k| {
-            res = (|| {
-                let e = base.clone() + Expr::var(j) * i64c(ast);
-                let t = load(k, args, ctx, x, e)?;
-                let theirs = k.let_("tk", kd, total_key(d, t));
-                // Descending; ties by the lower index.
-                let before = Expr::var(theirs).gt(Expr::var(mine)).or(Expr::var(theirs)
-                    .eq(Expr::var(mine))
-                    .and(Expr::var(j).lt(pos.clone())));
-                k.assign(rank, Expr::var(rank) + before.cast(DType::I64));
-                Ok(())
-            })();
-        });
-        res?;
-        let mut res = Ok(());
-        k.if_(Expr::var(rank).lt(i64c(kk)), |k| {
-            res = (|| {
-                let dst = k.let_(
-                    "dst",
-                    DType::I64,
-                    Expr::var(obase) + Expr::var(rank) * i64c(oast),
-                );
-                store(k, args, ctx, vals, Expr::var(dst), Expr::var(xv))?;
-                store(
-                    k,
-                    args,
-                    ctx,
-                    idxs,
-                    Expr::var(dst),
-                    pos.clone().cast(DType::I32),
-                )
-            })();
-        });
-        res
+        try_for(k, j, (i64c(0), i64c(len), i64c(1)), |k| {
+            let e = base.clone() + Expr::var(j) * i64c(ast);
+            let t = load(k, args, ctx, x, e)?;
+            let theirs = k.let_("tk", kd, total_key(d, t));
+            // Descending; ties by the lower index.
+            let before = Expr::var(theirs).gt(Expr::var(mine)).or(Expr::var(theirs)
+                .eq(Expr::var(mine))
+                .and(Expr::var(j).lt(pos.clone())));
+            k.assign(rank, Expr::var(rank) + before.cast(DType::I64));
+            Ok(())
+        })?;
+        try_if(k, Expr::var(rank).lt(i64c(kk)), |k| {
+            let dst = k.let_(
+                "dst",
+                DType::I64,
+                Expr::var(obase) + Expr::var(rank) * i64c(oast),
+            );
+            store(k, args, ctx, vals, Expr::var(dst), Expr::var(xv))?;
+            store(
+                k,
+                args,
+                ctx,
+                idxs,
+                Expr::var(dst),
+                pos.clone().cast(DType::I32),
+            )
+        })
     })?;
     steps.extend(step);
     Ok(())
