@@ -243,7 +243,7 @@ pub(crate) fn materialize(
     match v {
         Value::Buf(b) => Ok(b),
         Value::Lit(_) => {
-            let b = ctx.alloc(dtype, len);
+            let b = ctx.alloc(dtype, &[len])?;
             copy_into(ctx, steps, v, b, len)?;
             Ok(b)
         }

@@ -69,7 +69,7 @@ fn permute(
     perm: &[usize],
 ) -> Result<BufId, IrError> {
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-    let out = ctx.alloc(dtype, out_shape.iter().product());
+    let out = ctx.alloc(dtype, &out_shape)?;
     let st = strides(shape);
     let pst: Vec<i64> = perm.iter().map(|&p| st[p]).collect();
     gather_kernel(
