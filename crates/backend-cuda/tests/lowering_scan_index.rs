@@ -331,3 +331,76 @@ fn scatters_in_every_mode_with_duplicate_indices() {
         check_with(&text, &[args[0].clone(), i, args[2].clone()], Tol::Exact);
     }
 }
+
+#[test]
+fn empty_shapes_and_other_index_dtypes() {
+    let cases = [
+        "{ lambda ; a:f32[0,3]. let b:f32[0,3] = cumsum[axis=0 reverse=False] a c:f32[0,3] = cummax[axis=1 reverse=True] a in (b, c) }",
+        "{ lambda ; a:f32[4,0]. let b:f32[4,0] = sort[dimension=1 is_stable=True num_keys=1] a c:f32[4,0] d:i32[4,0] = top_k[axis=1 k=0] a in (b, c, d) }",
+        "{ lambda ; a:f32[4,5]. let c:f32[4,0] d:i32[4,0] = top_k[axis=1 k=0] a in (c, d) }",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        check(text, 200 + i as u64, Dist::Uniform(3.0), Tol::Exact);
+    }
+    let mut rng = Rng::new(75);
+    for idt in ["i64", "u8", "i8", "u32"] {
+        let dtype = DType::from_name(idt).expect("dtype");
+        let text = gather_text(
+            "f32[6,5]",
+            &ty(idt, &[9, 1]),
+            "f32[9,5]",
+            "offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()",
+            "(1, 5)",
+            "FILL_OR_DROP",
+            "None",
+        );
+        let x = random(&mut rng, DType::F32, &[6, 5], Dist::Uniform(5.0));
+        let i = random(&mut rng, dtype, &[9, 1], Dist::Uniform(9.0));
+        check_with(&text, &[x, i.clone()], Tol::Exact);
+        let text = scatter_text(
+            "scatter",
+            "f32[6,5]",
+            &ty(idt, &[9, 1]),
+            "f32[9,5]",
+            "update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()",
+            "CLIP",
+            "None",
+        );
+        let x = random(&mut rng, DType::F32, &[6, 5], Dist::Uniform(5.0));
+        let u = random(&mut rng, DType::F32, &[9, 5], Dist::Uniform(5.0));
+        check_with(&text, &[x, i, u], Tol::Exact);
+    }
+    // Empty updates, an empty operand dim, and scalar updates.
+    let texts = [
+        scatter_text(
+            "scatter-add",
+            "f32[6,5]",
+            "i32[0,1]",
+            "f32[0,5]",
+            "update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()",
+            "FILL_OR_DROP",
+            "None",
+        ),
+        scatter_text(
+            "scatter-max",
+            "f32[7]",
+            "i32[5,1]",
+            "f32[5]",
+            "update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()",
+            "PROMISE_IN_BOUNDS",
+            "None",
+        ),
+        gather_text(
+            "f32[0,5]",
+            "i32[3,1]",
+            "f32[3,5]",
+            "offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=()",
+            "(0, 5)",
+            "FILL_OR_DROP",
+            "2.5",
+        ),
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        check(text, 210 + i as u64, Dist::Uniform(8.0), Tol::Exact);
+    }
+}
