@@ -91,6 +91,23 @@ fn cumulative_ops_along_random_axes() {
             }
         }
     }
+    // Warp scans over several chunks of 32, both directions, ragged ends.
+    for (op, dt, s, axis) in [
+        ("cumsum", "i32", [3, 100], 1),
+        ("cumsum", "bool", [70, 2], 0),
+        ("cumprod", "i8", [2, 77], 1),
+        ("cummax", "f32", [65, 3], 0),
+        ("cummin", "u16", [1, 129], 1),
+        ("cummax", "f16", [4, 33], 1),
+    ] {
+        for reverse in ["False", "True"] {
+            let t = ty(dt, &s);
+            let text = format!(
+                "{{ lambda ; a:{t}. let b:{t} = {op}[axis={axis} reverse={reverse}] a in (b,) }}"
+            );
+            check(&text, rng.next(), Dist::Uniform(60.0), Tol::Exact);
+        }
+    }
     // NaN and infinities propagate as the interpreter's.
     let text = "{ lambda ; a:f32[9]. let b:f32[9] = cummax[axis=0 reverse=False] a c:f32[9] = cumlogsumexp[axis=0 reverse=True] a d:f32[9] = cummin[axis=0 reverse=True] a in (b, c, d) }";
     let a = HostArray::from_f64(

@@ -1,8 +1,11 @@
 //! The cumulative ops (`cumsum`, `cumprod`, `cummax`, `cummin`,
-//! `cumlogsumexp`, with `reverse`): one thread per line along the axis
-//! (grid-stride over the lines), scanning it sequentially in the
-//! interpreter's order, so that float results are bit-identical to it
-//! (a block-wide parallel scan would reassociate).
+//! `cumlogsumexp`, with `reverse`). Scans that are exactly associative —
+//! integer and `bool` sums and products (wrapping), and max/min on every
+//! dtype — run **one warp per line** (a shuffle scan per chunk of 32 with
+//! a carried prefix). Float sums, products and `cumlogsumexp` run **one
+//! thread per line** (grid-stride over the lines), scanning sequentially
+//! in the interpreter's order, so that their results are bit-identical to
+//! it (a parallel scan would reassociate and round differently).
 //!
 //! Semantics follow `ir::interp::ops::reduce::cumulative`: 16-bit floats
 //! accumulate in `f32` rounded after every step; integers wrap; `cummax`
@@ -12,11 +15,15 @@
 //! Invariant: every access is `line base + j · axis stride` with
 //! `j < len`, inside the operand and the result (of the same shape).
 
-use super::kernel::{compute, i64c, load, loop_kernel, round_to, store, strides, Args};
+use super::kernel::{
+    compute, i64c, load, load_masked, loop_kernel, multi_index, round_to, store, strides, try_for,
+    try_if, Args,
+};
 use super::plan::Step;
+use super::reduction::{combine as reduce_combine, identity};
 use super::{atom_type, bind_outputs, unsupported, Ctx, Env};
-use crate::kir::{Expr, KernelBuilder, MathFn, UnOp};
-use jaxon_ir::primitive::{CumulativeOp, CumulativeParams};
+use crate::kir::{Expr, KernelBuilder, MathFn, ShuffleKind, UnOp};
+use jaxon_ir::primitive::{CumulativeOp, CumulativeParams, ReduceOp};
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
 /// Lowers a cumulative equation.
@@ -67,6 +74,21 @@ pub(crate) fn lower(
         .collect();
     let ast = st[axis];
     let (op, reverse) = (p.op, p.reverse);
+    if let Some(rop) = exact_reduce_op(op, d) {
+        let n_lines: usize = lines.iter().product();
+        let geo = LineGeometry {
+            lines: &lines,
+            line_strides: &line_strides,
+            len,
+            ast,
+            reverse,
+        };
+        let step = super::reduction::warp_kernel(ctx, name, n_lines, |k, args, ctx, o| {
+            warp_scan(k, args, ctx, rop, d, x, out, &geo, o)
+        })?;
+        steps.extend(step);
+        return Ok(());
+    }
     let step = loop_kernel(ctx, name, &lines, |k, args, ctx, _, idx| {
         let base = k.let_(
             "base",
@@ -89,6 +111,103 @@ pub(crate) fn lower(
     })?;
     steps.extend(step);
     Ok(())
+}
+
+/// The reduction whose scan `op` is on `d`, when it is associative and
+/// commutative *exactly* (integers wrap, `bool`, and max/min on every
+/// dtype): those scans run warp-parallel and still match the sequential
+/// interpreter bit for bit. Float sums, products and `cumlogsumexp` would
+/// round differently when reassociated, so they stay sequential.
+fn exact_reduce_op(op: CumulativeOp, d: DType) -> Option<ReduceOp> {
+    match op {
+        CumulativeOp::Cummax => Some(ReduceOp::Max),
+        CumulativeOp::Cummin => Some(ReduceOp::Min),
+        CumulativeOp::Cumsum if !d.is_float() => Some(ReduceOp::Sum),
+        CumulativeOp::Cumprod if !d.is_float() => Some(ReduceOp::Prod),
+        CumulativeOp::Cumsum | CumulativeOp::Cumprod | CumulativeOp::Cumlogsumexp => None,
+    }
+}
+
+/// Where the lines of a scan lie.
+struct LineGeometry<'a> {
+    lines: &'a [usize],
+    line_strides: &'a [i64],
+    len: usize,
+    ast: i64,
+    reverse: bool,
+}
+
+/// One warp scans line `o` in chunks of 32: each lane loads one element,
+/// a Hillis-Steele inclusive scan with `shfl.up` combines the chunk, the
+/// carry of the previous chunks is folded in, and lane 31's result is the
+/// next carry. The chunk loop is warp-uniform, so every shuffle is full.
+#[allow(clippy::too_many_arguments)]
+fn warp_scan(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    op: ReduceOp,
+    d: DType,
+    x: super::Value,
+    out: super::plan::BufId,
+    geo: &LineGeometry<'_>,
+    o: Expr,
+) -> Result<(), IrError> {
+    let acc_t = super::reduction::acc_dtype(d);
+    let idx = multi_index(k, o, geo.lines);
+    let base = k.let_(
+        "base",
+        DType::I64,
+        super::kernel::affine(0, geo.line_strides, &idx),
+    );
+    let (len, ast, reverse) = (geo.len as i64, geo.ast, geo.reverse);
+    let carry = k.let_("carry", acc_t, identity(op, d));
+    let chunk = k.var("chunk", DType::I64);
+    try_for(k, chunk, (i64c(0), i64c(len), i64c(32)), |k| {
+        let j = k.let_(
+            "j",
+            DType::I64,
+            Expr::var(chunk) + Expr::lane().cast(DType::I64),
+        );
+        let inb = k.let_("inb", DType::Bool, Expr::var(j).lt(i64c(len)));
+        let pos = if reverse {
+            i64c(len - 1) - Expr::var(j)
+        } else {
+            Expr::var(j)
+        };
+        let e = k.let_("e", DType::I64, Expr::var(base) + pos * i64c(ast));
+        let xv = load_masked(k, args, ctx, x, Expr::var(e), Expr::var(inb))?;
+        let xv = if compute(d) != acc_t {
+            xv.cast(acc_t)
+        } else {
+            xv
+        };
+        let v = k.let_(
+            "v",
+            acc_t,
+            Expr::select(Expr::var(inb), xv, identity(op, d)),
+        );
+        let t = k.var("t", acc_t);
+        for off in [1u32, 2, 4, 8, 16] {
+            k.shuffle(t, ShuffleKind::Up, Expr::var(v), Expr::u32(off), 32);
+            let next = reduce_combine(op, d, Expr::var(t), Expr::var(v));
+            k.assign(
+                v,
+                Expr::select(Expr::lane().ge(Expr::u32(off)), next, Expr::var(v)),
+            );
+        }
+        k.assign(v, reduce_combine(op, d, Expr::var(carry), Expr::var(v)));
+        let r = if compute(d) != acc_t {
+            Expr::var(v).cast(compute(d))
+        } else {
+            Expr::var(v)
+        };
+        try_if(k, Expr::var(inb), |k| {
+            store(k, args, ctx, out, Expr::var(e), r)
+        })?;
+        k.shuffle(carry, ShuffleKind::Idx, Expr::var(v), Expr::u32(31), 32);
+        Ok(())
+    })
 }
 
 /// One step of the scan: `acc = op(acc, x[e])`, stored to `out[e]`.

@@ -119,7 +119,7 @@ pub(crate) fn reduce_group(
 }
 
 /// The accumulator dtype of values of dtype `d`.
-fn acc_dtype(d: DType) -> DType {
+pub(crate) fn acc_dtype(d: DType) -> DType {
     match d {
         DType::Bool | DType::U8 | DType::U16 => DType::U32,
         DType::I8 | DType::I16 => DType::I32,
@@ -128,7 +128,7 @@ fn acc_dtype(d: DType) -> DType {
 }
 
 /// The identity of `op` on values of dtype `d`, as an accumulator constant.
-fn identity(op: ReduceOp, d: DType) -> Expr {
+pub(crate) fn identity(op: ReduceOp, d: DType) -> Expr {
     let acc = acc_dtype(d);
     let bits = d.bits();
     let (smin, smax) = if d.is_signed_int() {
@@ -153,7 +153,7 @@ fn identity(op: ReduceOp, d: DType) -> Expr {
     }
 }
 
-fn combine(op: ReduceOp, d: DType, a: Expr, b: Expr) -> Expr {
+pub(crate) fn combine(op: ReduceOp, d: DType, a: Expr, b: Expr) -> Expr {
     let o = match op {
         ReduceOp::Sum if d.is_bool() => BinOp::Or,
         ReduceOp::Prod if d.is_bool() => BinOp::And,
@@ -170,7 +170,7 @@ fn combine(op: ReduceOp, d: DType, a: Expr, b: Expr) -> Expr {
 
 /// A kernel with one warp per output element (`n_out` of them, in a
 /// warp-uniform grid-stride loop); `body` gets the output index.
-fn warp_kernel(
+pub(crate) fn warp_kernel(
     ctx: &mut Ctx,
     name: &str,
     n_out: usize,
