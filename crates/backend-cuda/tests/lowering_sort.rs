@@ -102,3 +102,26 @@ fn top_k_descends_in_the_total_order() {
         }
     }
 }
+
+#[test]
+fn bitonic_and_rank_paths_agree_with_the_interpreter() {
+    let mut rng = Rng::new(84);
+    // Lines of every padding class, many lines (grid-stride over blocks).
+    for (s, axis) in [([1100, 2], 1), ([3, 2048], 1), ([5, 33], 1), ([2049, 1], 0)] {
+        let t = ty("f32", &s);
+        let u = ty("i32", &s);
+        let text = format!(
+            "{{ lambda ; a:{t} b:{u}. let c:{t} d:{u} = sort[dimension={axis} is_stable=True num_keys=1] a b in (c, d) }}"
+        );
+        let a = awkward(&mut rng, DType::F32, &s);
+        let b = random(&mut rng, DType::I32, &s, Dist::Uniform(1000.0));
+        check_with(&text, &[a, b], Tol::Exact);
+    }
+    // Three f64 keys padded to 2048 overflow the shared-memory budget: the
+    // rank path.
+    let t = ty("f64", &[1, 1100]);
+    let text = format!(
+        "{{ lambda ; a:{t} b:{t} c:{t}. let d:{t} e:{t} f:{t} = sort[dimension=1 is_stable=True num_keys=3] a b c in (d, e, f) }}"
+    );
+    check(&text, 85, Dist::Uniform(2.0), Tol::Exact);
+}

@@ -19,6 +19,7 @@
 //!   arities and shape mismatches are `IrError`s.
 
 pub mod backend;
+mod bitonic;
 mod control;
 mod conv;
 mod cumulative;

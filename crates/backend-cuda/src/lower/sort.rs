@@ -1,13 +1,13 @@
-//! `sort` (several operands, `num_keys` lexicographic keys) and `top_k`,
-//! as **rank kernels**: one thread per element computes the element's
-//! final position in its line — the number of elements of the line that
-//! come before it — and writes every operand there. Ranks of one line are
-//! a permutation, so every output element is written exactly once, with
-//! no races and no shared memory; ties break by the original position, so
-//! both are stable, as the interpreter's (`ir::interp::ops::sort`) are.
-//! Cost: `len` comparisons per element (quadratic in the line length;
-//! fine for the short lines of typical sorts and top-k; a block-wide
-//! bitonic or merge sort for long lines is future work).
+//! `sort` (several operands, `num_keys` lexicographic keys) and `top_k`.
+//! Sorts of lines that fit a block's shared memory are a bitonic sort
+//! (`bitonic`); other sorts and every `top_k` are **rank kernels**: one
+//! thread per element computes the element's final position in its line —
+//! the number of elements of the line that come before it — and writes
+//! every operand there. Ranks of one line are a permutation, so every
+//! output element is written exactly once, with no races and no shared
+//! memory; ties break by the original position, so both are stable, as the
+//! interpreter's (`ir::interp::ops::sort`) are. Cost: `len` comparisons per
+//! element (quadratic in the line length).
 //!
 //! Orders follow the interpreter: `sort` puts NaNs (either sign) last and
 //! equal, with `-0 == +0`; `top_k` is descending in the IEEE total order
@@ -25,13 +25,13 @@ use jaxon_ir::primitive::{SortParams, TopKParams};
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
 /// A key value as compared: the loaded value and its storage dtype.
-struct Key {
-    d: DType,
-    v: Expr,
+pub(crate) struct Key {
+    pub d: DType,
+    pub v: Expr,
 }
 
 /// `a < b` and `a == b` in `sort`'s order (NaNs last and equal).
-fn sort_cmp(a: &Key, b: &Key) -> (Expr, Expr) {
+pub(crate) fn sort_cmp(a: &Key, b: &Key) -> (Expr, Expr) {
     if a.d.is_float() {
         let (an, bn) = (
             a.v.clone().unary(UnOp::IsNan),
@@ -116,6 +116,16 @@ pub(crate) fn sort(
     }
     let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
     let outs: Vec<BufId> = outs.iter().map(|o| o.0).collect();
+    let job = super::bitonic::SortJob {
+        ops: &ops,
+        outs: &outs,
+        num_keys: p.num_keys,
+        shape: &shape,
+        axis,
+    };
+    if super::bitonic::try_sort(ctx, steps, &job)? {
+        return Ok(());
+    }
     let len = shape[axis] as i64;
     let ast = strides(&shape)[axis];
     let keys = &ops[..p.num_keys];
