@@ -421,3 +421,36 @@ fn empty_shapes_and_other_index_dtypes() {
         check(text, 210 + i as u64, Dist::Uniform(8.0), Tol::Exact);
     }
 }
+
+#[test]
+fn scatters_with_unique_indices_store_in_parallel() {
+    let mut rng = Rng::new(76);
+    for mode in ["FILL_OR_DROP", "PROMISE_IN_BOUNDS"] {
+        for dt in ["f32", "f16", "bool", "i32", "u8"] {
+            let dtype = DType::from_name(dt).expect("dtype");
+            let (a, b) = (rng.range(4, 12) as usize, rng.range(1, 9) as usize);
+            // Distinct indices, some out of bounds (dropped).
+            let mut pool: Vec<i64> = (-3..a as i64 + 3).collect();
+            let n = rng.range(1, pool.len() as i64) as usize;
+            let mut idx = Vec::new();
+            for _ in 0..n {
+                let j = rng.range(0, pool.len() as i64 - 1) as usize;
+                idx.push(pool.swap_remove(j) as f64);
+            }
+            let text = scatter_text(
+                "scatter",
+                &ty(dt, &[a, b]),
+                &ty("i32", &[n, 1]),
+                &ty(dt, &[n, b]),
+                "update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=()",
+                mode,
+                "None",
+            )
+            .replace("unique_indices=False", "unique_indices=True");
+            let x = random(&mut rng, dtype, &[a, b], Dist::Uniform(30.0));
+            let u = random(&mut rng, dtype, &[n, b], Dist::Uniform(30.0));
+            let i = HostArray::from_f64(DType::I32, &[n, 1], &idx).expect("indices");
+            check_with(&text, &[x, i, u], Tol::Exact);
+        }
+    }
+}

@@ -14,12 +14,16 @@
 //!   filled elements.
 //! - **scatter** clamps only in `CLIP`; in every other mode an update
 //!   whose window is out of bounds is dropped. Updates apply in row-major
-//!   order of the updates array. Two kernels do this:
+//!   order of the updates array. Three kernels do this:
 //!   - *owner computes* (exact for every combiner, overlapping windows
 //!     included): one thread per operand element walks the batch in order
 //!     and combines every update whose window covers the element, so the
 //!     result equals the interpreter's sequential one bit for bit, with no
 //!     races. Cost: result size × batch size × rank.
+//!   - *unique indices*: a plain `scatter` with `unique_indices=True`, no
+//!     clamping (any mode but `CLIP`) and size-1 windows on every indexed
+//!     dim has disjoint targets; one thread per update element stores it.
+//!     Exact while the caller's promise holds (XLA's contract too).
 //!   - *atomics* (`scatter-add` on 32/64-bit integers and floats,
 //!     `scatter-min`/`-max` on 32/64-bit integers): the operand is copied,
 //!     then one thread per update element applies an atomic. Integer
@@ -32,7 +36,7 @@
 
 use super::kernel::{
     affine, compute, copy_into, i64c, load, load_masked, loop_kernel, multi_index, round_to, store,
-    strides, Args,
+    strides, try_if, Args,
 };
 use super::plan::{BufId, Step};
 use super::{atom_type, bind_outputs, Ctx, Env, Value};
@@ -395,12 +399,28 @@ pub(crate) fn scatter(
         kind: p.kind,
         d,
     };
-    match atomic {
-        Some(op) => {
+    // A plain scatter whose caller promises unique indices, with no
+    // clamping (which could merge them) and only size-1 windows on the
+    // indexed dims, has disjoint targets: its updates are stored in
+    // parallel. (If the promise is broken the result is one of the
+    // updates, as on XLA; the interpreter applies them in order.)
+    let disjoint = p.kind == ScatterKind::Set
+        && p.unique_indices
+        && p.mode != GatherScatterMode::Clip
+        && dn
+            .scatter_dims_to_operand_dims
+            .iter()
+            .all(|d| dn.inserted_window_dims.contains(d));
+    match (atomic, disjoint) {
+        (Some(op), _) => {
             copy_into(ctx, steps, x, out, len)?;
-            sc.atomic_kernel(ctx, steps, name, op)
+            sc.update_kernel(ctx, steps, name, Some(op))
         }
-        None => sc.owner_kernel(ctx, steps, name, &xshape),
+        (None, true) => {
+            copy_into(ctx, steps, x, out, len)?;
+            sc.update_kernel(ctx, steps, name, None)
+        }
+        (None, false) => sc.owner_kernel(ctx, steps, name, &xshape),
     }
 }
 
@@ -418,13 +438,14 @@ struct Scatter {
 }
 
 impl Scatter {
-    /// One thread per update element, applying an atomic to its target.
-    fn atomic_kernel(
+    /// One thread per update element, applying an atomic to its target
+    /// (`None`: storing it, for a plain scatter with disjoint targets).
+    fn update_kernel(
         &self,
         ctx: &mut Ctx,
         steps: &mut Vec<Step>,
         name: &str,
-        op: AtomicOp,
+        op: Option<AtomicOp>,
     ) -> Result<(), IrError> {
         let xs = strides(&self.w.shape);
         let step = loop_kernel(ctx, name, &self.ushape, |k, args, ctx, lin, idx| {
@@ -442,12 +463,20 @@ impl Scatter {
             }
             let t = k.let_("t", DType::I64, affine(0, &xs, &pos));
             let v = load(k, args, ctx, self.u, lin.clone())?;
-            let v = k.let_("v", self.d, v);
-            let p = args.buffer(k, ctx, self.out, true)?;
-            k.if_(oob.unary(crate::kir::UnOp::Not), |k| {
-                k.atomic(op, p.into(), Expr::var(t), Expr::var(v));
-            });
-            Ok(())
+            let v = k.let_("v", compute(self.d), v);
+            let inb = oob.unary(crate::kir::UnOp::Not);
+            match op {
+                Some(op) => {
+                    let p = args.buffer(k, ctx, self.out, true)?;
+                    k.if_(inb, |k| {
+                        k.atomic(op, p.into(), Expr::var(t), Expr::var(v));
+                    });
+                    Ok(())
+                }
+                None => try_if(k, inb, |k| {
+                    store(k, args, ctx, self.out, Expr::var(t), Expr::var(v))
+                }),
+            }
         })?;
         steps.extend(step);
         Ok(())
