@@ -261,7 +261,9 @@ fn structural_primitives_on_random_shapes() {
     b:f32[4,5] = squeeze[dimensions=(1,)] a
     c:f32[20] = reshape[dimensions=None new_sizes=(20,) sharding=None] a
     d:f32[4,2] e:f32[4,3] = split[axis=1 sizes=(2, 3)] b
-  in (b, c, d, e) }",
+    f:f32[5,4] = reshape[dimensions=(2, 1, 0) new_sizes=(5, 4) sharding=None] a
+    g:f32[2,10] = reshape[dimensions=(1, 0) new_sizes=(2, 10) sharding=None] b
+  in (b, c, d, e, f, g) }",
         40,
         Dist::Uniform(5.0),
         Tol::Exact,

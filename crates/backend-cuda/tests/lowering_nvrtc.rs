@@ -43,6 +43,122 @@ fn corpus_kernels() -> Vec<Kernel> {
     for d in [DType::F32, DType::F64, DType::I32, DType::Bool, DType::F16] {
         out.push(copy_kernel(d).expect("copy kernels verify"));
     }
+    for (i, text) in extra_texts().iter().enumerate() {
+        let closed = parse_closed_jaxpr(text, Vec::new()).expect("extra texts parse");
+        let p = lower(&closed).expect("extra texts lower");
+        for mut k in p.kernels {
+            k.name = format!("x{i}_{}", k.name);
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// Programs beyond the corpus: the issue-19 lowerings (`reduce_precision`,
+/// scans, gathers, scatters on the owner-computes and atomic paths, sorts,
+/// top-k and convolutions) in the dtypes the corpus lacks.
+fn extra_texts() -> Vec<String> {
+    let mut out = Vec::new();
+    for (dt, e, m) in [("f32", 5, 10), ("f64", 8, 7), ("f16", 4, 3), ("bf16", 5, 2)] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[9]. let b:{dt}[9] = reduce_precision[exponent_bits={e} mantissa_bits={m}] a in (b,) }}"
+        ));
+    }
+    for (op, dt) in [
+        ("cumsum", "f16"),
+        ("cumsum", "i8"),
+        ("cumprod", "u32"),
+        ("cummax", "bool"),
+        ("cummin", "f64"),
+        ("cumlogsumexp", "f32"),
+        ("cumlogsumexp", "bf16"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4,7]. let b:{dt}[4,7] = {op}[axis=1 reverse=True] a in (b,) }}"
+        ));
+    }
+    for (mode, dt, fill) in [
+        ("FILL_OR_DROP", "f16", "None"),
+        ("FILL_OR_DROP", "u8", "3"),
+        ("CLIP", "bool", "None"),
+        ("PROMISE_IN_BOUNDS", "i64", "None"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[5,6] b:i32[4,1]. let
+    c:{dt}[4,6] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value={fill}
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      slice_sizes=(1, 6)
+      unique_indices=False
+    ] a b
+  in (c,) }}"
+        ));
+    }
+    for (kind, dt) in [
+        ("scatter", "f16"),
+        ("scatter-add", "f32"),
+        ("scatter-add", "f64"),
+        ("scatter-add", "u8"),
+        ("scatter-mul", "bf16"),
+        ("scatter-min", "i32"),
+        ("scatter-max", "u64"),
+        ("scatter-max", "f32"),
+        ("scatter", "bool"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[5,6] b:i32[4,1] c:{dt}[4,6]. let
+    d:{dt}[5,6] = {kind}[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.FILL_OR_DROP
+      unique_indices=False
+      update_consts=()
+      update_jaxpr=None
+    ] a b c
+  in (d,) }}"
+        ));
+    }
+    for dt in ["f16", "f64", "bool", "u8", "i64"] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4,9] b:i32[4,9]. let
+    c:{dt}[4,9] d:i32[4,9] = sort[dimension=1 is_stable=True num_keys=2] a b
+    e:{dt}[4,3] f:i32[4,3] = top_k[axis=1 k=3] a
+  in (c, d, e, f) }}"
+        ));
+    }
+    for dt in ["f16", "f64", "bool", "u8", "i64"] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4,9] b:i32[4,9]. let
+    c:{dt}[4,9] d:i32[4,9] = sort[dimension=1 is_stable=True num_keys=2] a b
+    e:{dt}[4,3] f:i32[4,3] = top_k[axis=1 k=3] a
+  in (c, d, e, f) }}"
+        ));
+    }
+    for (dt, odt, pref) in [
+        ("bf16", "f32", "float32"),
+        ("i32", "i32", "None"),
+        ("bool", "bool", "None"),
+        ("f16", "f16", "None"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[2,4,7,6] b:{dt}[4,2,3,2]. let
+    c:{odt}[2,4,3,6] = conv_general_dilated[
+      batch_group_count=1
+      dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), out_spec=(0, 1, 2, 3))
+      feature_group_count=2
+      lhs_dilation=(1, 2)
+      out_sharding=None
+      padding=((1, 2), (0, 1))
+      precision=None
+      preferred_element_type={pref}
+      rhs_dilation=(2, 1)
+      window_strides=(2, 2)
+    ] a b
+  in (c,) }}"
+        ));
+    }
     out
 }
 

@@ -41,6 +41,7 @@ fn host_arrays(args: &[Arc<dyn Buffer>]) -> Result<Vec<HostArray>, IrError> {
 impl Executable for SimExecutable {
     fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
         let arrays = host_arrays(args)?;
+        check_program_memory(&self.program)?;
         let outs = run_simulated(&self.program, &arrays)
             .map_err(|e| IrError::Eval(format!("cuda-sim: {e}")))?;
         Ok(outs
@@ -48,6 +49,25 @@ impl Executable for SimExecutable {
             .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
             .collect())
     }
+}
+
+/// Checks that all of a program's buffers together fit the memory limit
+/// (each was checked on its own when it was declared): the simulator holds
+/// them all at once.
+fn check_program_memory(prog: &super::plan::Program) -> Result<(), IrError> {
+    let total = prog.buffers.iter().try_fold(0usize, |acc, d| {
+        d.len
+            .checked_mul(d.dtype.size_bytes())
+            .and_then(|b| acc.checked_add(b))
+    });
+    let total = total.unwrap_or(usize::MAX);
+    jaxon_ir::memory::check_alloc(
+        "cuda-sim device memory (every buffer of the program)",
+        jaxon_ir::DType::U8,
+        &[total],
+        0,
+    )?;
+    Ok(())
 }
 
 fn check_consts(jaxpr: &ClosedJaxpr) -> Result<(), IrError> {

@@ -176,7 +176,7 @@ fn carry_updates(
         let len = shape.iter().product();
         let src = materialize(ctx, steps, *v, *dt, len)?;
         if src != *dst && len > 0 {
-            let temp = ctx.alloc(*dt, len);
+            let temp = ctx.alloc(*dt, shape)?;
             ups.push(CarryUpdate {
                 src,
                 temp,
@@ -256,7 +256,7 @@ fn scan(
         }
         let len: usize = shape[1..].iter().product();
         let stacked = materialize(ctx, steps, env.atom(a)?, dt, shape.iter().product())?;
-        let item = ctx.alloc(dt, len);
+        let item = ctx.alloc(dt, &shape[1..])?;
         xs.push(ScanSlice { stacked, item, len });
         items.push(Value::Buf(item));
     }

@@ -19,7 +19,7 @@ use super::{fused, unsupported, Ctx, Env};
 use crate::kir::{BinOp, Expr, KernelBuilder, MathFn, UnOp};
 use jaxon_ir::primitive::{
     BinaryOp, BitcastConvertTypeParams, ConvertElementTypeParams, Elementwise, IntegerPowParams,
-    RoundParams, RoundingMethod, UnaryOp,
+    ReducePrecisionParams, RoundParams, RoundingMethod, UnaryOp,
 };
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
@@ -33,10 +33,8 @@ pub(crate) fn lower(
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
     match p {
-        Elementwise::ReducePrecision(_) => {
-            Err(unsupported(p.name(), "reduce_precision is not lowered yet"))
-        }
-        Elementwise::Unary(_)
+        Elementwise::ReducePrecision(_)
+        | Elementwise::Unary(_)
         | Elementwise::Binary(_)
         | Elementwise::IntegerPow(_)
         | Elementwise::Round(_)
@@ -93,7 +91,15 @@ pub(crate) fn scalar(
             };
             Ok(round_to(d, x.math(f)))
         }
-        Elementwise::ReducePrecision(_) => Err(unsupported(name, "not lowered yet")),
+        Elementwise::ReducePrecision(ReducePrecisionParams {
+            exponent_bits,
+            mantissa_bits,
+        }) => {
+            if !d.is_float() {
+                return Err(bad_dtype(name, d));
+            }
+            Ok(reduce_precision(k, d, x, *exponent_bits, *mantissa_bits))
+        }
         Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
             Ok(convert(d, *new_dtype, x))
         }
@@ -146,6 +152,58 @@ pub(crate) fn scalar(
             Ok(v.max(lo).min(hi))
         }
     }
+}
+
+/// XLA's `reduce_precision` of the compute-dtype float `x` (of storage
+/// dtype `d`) to `exp` exponent and `mant` mantissa bits, on the bits of
+/// its compute dtype as the interpreter does (f16/bf16 through f32, then
+/// rounded back): round the mantissa to nearest even, then flush
+/// exponents out of range to ±inf or ±0. NaN stays NaN.
+fn reduce_precision(k: &mut KernelBuilder, d: DType, x: Expr, exp: u32, mant: u32) -> Expr {
+    let c = compute(d);
+    let (ut, nbits, src_exp, src_mant) = if c == DType::F64 {
+        (DType::U64, 64u32, 11u32, 52u32)
+    } else {
+        (DType::U32, 32, 8, 23)
+    };
+    let u = |v: u64| Expr::Const(crate::kir::Const::int(ut, v as i64));
+    let xv = k.let_("rp_x", c, x);
+    let bits = k.let_("rp_bits", ut, Expr::var(xv).bitcast(ut));
+    if mant < src_mant {
+        let shift = src_mant - mant;
+        let last_bit_mask = 1u64 << shift;
+        let base_bias = (last_bit_mask >> 1) - 1;
+        let last_bit = (Expr::var(bits) & u(last_bit_mask)) >> u(u64::from(shift));
+        let trunc_mask = !(last_bit_mask - 1);
+        let rounded = (Expr::var(bits) + last_bit + u(base_bias)) & u(trunc_mask);
+        k.assign(bits, rounded);
+    }
+    if exp < src_exp {
+        let sign_mask = 1u64 << (nbits - 1);
+        let exp_mask = ((1u64 << src_exp) - 1) << src_mant;
+        let bias = (1i64 << (src_exp - 1)) - 1;
+        let reduced_bias = (1i64 << (exp.max(1) - 1)) - 1;
+        let max_exp = (bias + reduced_bias) as u64;
+        let min_exp = (bias - reduced_bias) as u64;
+        let x_exp = k.let_("rp_exp", ut, Expr::var(bits) & u(exp_mask));
+        let signed_zero = k.let_("rp_sign", ut, Expr::var(bits) & u(sign_mask));
+        let flushed = Expr::select(
+            Expr::var(x_exp).gt(u(max_exp << src_mant)),
+            Expr::var(signed_zero) | u(exp_mask),
+            Expr::select(
+                Expr::var(x_exp).le(u(min_exp << src_mant)),
+                Expr::var(signed_zero),
+                Expr::var(bits),
+            ),
+        );
+        k.assign(bits, flushed);
+    }
+    let r = Expr::select(
+        Expr::var(xv).unary(UnOp::IsNan),
+        Expr::var(xv),
+        Expr::var(bits).bitcast(c),
+    );
+    round_to(d, r)
 }
 
 /// A value conversion between storage dtypes `from` and `to`.

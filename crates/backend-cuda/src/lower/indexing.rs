@@ -1,7 +1,7 @@
 //! The indexing family: `slice` (an index map, fused or on its own),
 //! `dynamic_slice` and `dynamic_update_slice` as gather kernels that read
 //! their start indices from device scalars and clamp them into bounds as
-//! XLA does. Gathers and scatters do not lower yet.
+//! XLA does. Gathers and scatters lower in `gather`.
 //!
 //! Invariant: a clamped start keeps every read inside the operand, so no
 //! access depends on the start values being in range.
@@ -95,8 +95,8 @@ pub(crate) fn lower(
                 Ok(Expr::select(Expr::var(m), uv, xv))
             })
         }
-        Indexing::Gather(_) => Err(unsupported(name, "gather is not lowered yet")),
-        Indexing::Scatter(_) => Err(unsupported(name, "scatter is not lowered yet")),
+        Indexing::Gather(g) => super::gather::gather(ctx, jaxpr, eqn, g, env, steps),
+        Indexing::Scatter(s) => super::gather::scatter(ctx, jaxpr, eqn, s, env, steps),
     }
 }
 

@@ -243,7 +243,7 @@ pub(crate) fn materialize(
     match v {
         Value::Buf(b) => Ok(b),
         Value::Lit(_) => {
-            let b = ctx.alloc(dtype, len);
+            let b = ctx.alloc(dtype, &[len])?;
             copy_into(ctx, steps, v, b, len)?;
             Ok(b)
         }
@@ -323,4 +323,28 @@ pub(crate) fn gather_kernel(
     })?;
     steps.extend(step);
     Ok(())
+}
+
+/// `for (var = start; var < end; var += step)` with a fallible body
+/// builder: the body's error, if any.
+pub(crate) fn try_for(
+    k: &mut KernelBuilder,
+    var: Var,
+    (start, end, step): (Expr, Expr, Expr),
+    body: impl FnOnce(&mut KernelBuilder) -> Result<(), IrError>,
+) -> Result<(), IrError> {
+    let mut res = Ok(());
+    k.for_(var, start, end, step, |k| res = body(k));
+    res
+}
+
+/// `if cond { then }` with a fallible body builder.
+pub(crate) fn try_if(
+    k: &mut KernelBuilder,
+    cond: Expr,
+    then: impl FnOnce(&mut KernelBuilder) -> Result<(), IrError>,
+) -> Result<(), IrError> {
+    let mut res = Ok(());
+    k.if_(cond, |k| res = then(k));
+    res
 }

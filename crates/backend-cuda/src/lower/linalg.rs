@@ -3,7 +3,7 @@
 //! transposed operands folded into the plan's strides and other layouts
 //! permuted into `[batch, rows, cols]` by a copy kernel first; integer and
 //! mixed-type products as a KIR kernel (one thread per output element).
-//! Convolutions do not lower yet.
+//! Convolutions lower in `conv` (a direct-convolution kernel).
 //!
 //! Invariants: a GEMM step is only emitted for a type combination
 //! `GemmPlan::validate` accepts and for a non-empty product; an empty
@@ -29,8 +29,8 @@ pub(crate) fn lower(
 ) -> Result<(), IrError> {
     match p {
         Linalg::DotGeneral(params) => dot_general(ctx, jaxpr, eqn, params, env, steps),
-        Linalg::ConvGeneralDilated(_) => {
-            Err(unsupported(p.name(), "convolutions are not lowered yet"))
+        Linalg::ConvGeneralDilated(params) => {
+            super::conv::conv(ctx, jaxpr, eqn, params, env, steps)
         }
     }
 }
@@ -69,7 +69,7 @@ fn permute(
     perm: &[usize],
 ) -> Result<BufId, IrError> {
     let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
-    let out = ctx.alloc(dtype, out_shape.iter().product());
+    let out = ctx.alloc(dtype, &out_shape)?;
     let st = strides(shape);
     let pst: Vec<i64> = perm.iter().map(|&p| st[p]).collect();
     gather_kernel(

@@ -19,9 +19,13 @@
 //!   arities and shape mismatches are `IrError`s.
 
 pub mod backend;
+mod bitonic;
 mod control;
+mod conv;
+mod cumulative;
 mod elementwise;
 mod fused;
+mod gather;
 pub mod gpu;
 mod indexing;
 mod kernel;
@@ -29,6 +33,7 @@ mod linalg;
 pub mod plan;
 mod reduction;
 pub mod run;
+mod sort;
 mod structural;
 mod unsupported;
 
@@ -74,10 +79,19 @@ impl Ctx {
         }
     }
 
-    /// A new buffer.
-    pub fn alloc(&mut self, dtype: DType, len: usize) -> BufId {
+    /// A new buffer of `dtype[shape]`, refused with
+    /// `IrError::ResourceExhausted` (naming the shape and the bytes) when it
+    /// could not be allocated: its size overflows, exceeds the memory limit
+    /// (`jaxon_ir::memory`), or the allocator cannot provide it now. Every
+    /// buffer of a program is declared here, so every device or simulator
+    /// allocation of a shape-sized buffer has passed this check.
+    pub fn alloc(&mut self, dtype: DType, shape: &[usize]) -> Result<BufId, IrError> {
+        let bytes = jaxon_ir::memory::check_alloc("cuda buffer", dtype, shape, 0)?;
+        let len = bytes.checked_div(dtype.size_bytes()).unwrap_or(0);
         self.prog.buffers.push(BufferDecl { dtype, len });
-        BufId(self.prog.buffers.len() as u32 - 1)
+        let id = u32::try_from(self.prog.buffers.len() - 1)
+            .map_err(|_| IrError::Invalid("cuda lowering: too many buffers".into()))?;
+        Ok(BufId(id))
     }
 
     /// The declaration of a buffer.
@@ -172,7 +186,7 @@ pub(crate) fn bind_outputs(
     let mut out = Vec::new();
     for b in &eqn.outputs {
         let (dt, shape) = out_type(jaxpr, b)?;
-        let buf = ctx.alloc(dt, shape.iter().product());
+        let buf = ctx.alloc(dt, &shape)?;
         if let Binder::Var(v) = b {
             env.bind(*v, Value::Buf(buf));
         }
@@ -188,7 +202,7 @@ pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
     let mut in_vals = Vec::new();
     for v in &closed.jaxpr.invars {
         let (dt, shape) = atom_type(&closed.jaxpr, &Atom::Var(*v))?;
-        let b = ctx.alloc(dt, shape.iter().product());
+        let b = ctx.alloc(dt, &shape)?;
         inputs.push(b);
         in_vals.push(Value::Buf(b));
     }
@@ -230,7 +244,7 @@ pub(crate) fn lower_closed(
     }
     let mut env = Env::new();
     for (v, c) in jaxpr.constvars.iter().zip(simple.consts.iter()) {
-        env.bind(*v, constant(ctx, c));
+        env.bind(*v, constant(ctx, c)?);
     }
     for (v, a) in jaxpr.invars.iter().zip(args) {
         env.bind(*v, *a);
@@ -240,7 +254,7 @@ pub(crate) fn lower_closed(
 }
 
 /// A constant array as a value (rank 0: a literal).
-fn constant(ctx: &mut Ctx, c: &HostArray) -> Value {
+fn constant(ctx: &mut Ctx, c: &HostArray) -> Result<Value, IrError> {
     if c.ndim() == 0 && !c.is_empty() {
         let x = c.data();
         let lit = match c.dtype() {
@@ -256,11 +270,11 @@ fn constant(ctx: &mut Ctx, c: &HostArray) -> Value {
                 dtype: d,
             },
         };
-        return Value::Lit(lit);
+        return Ok(Value::Lit(lit));
     }
-    let b = ctx.alloc(c.dtype(), c.len());
+    let b = ctx.alloc(c.dtype(), c.shape())?;
     ctx.prog.consts.push((b, c.clone()));
-    Value::Buf(b)
+    Ok(Value::Buf(b))
 }
 
 /// Lowers the equations of an already simplified jaxpr whose inputs are

@@ -2,8 +2,8 @@
 //! warp-per-output kernels: the 32 lanes of a warp stride over the reduced
 //! elements of one output, then combine with xor shuffles; lane 0 stores.
 //! A reduce group of the fusion planner evaluates its elementwise producers
-//! inside the reduction loop (input fusion). Cumulative ops, sorts and
-//! top-k do not lower yet.
+//! inside the reduction loop (input fusion). Cumulative ops lower in
+//! `cumulative`, sorts and top-k in `sort`.
 //!
 //! Invariants: every lane of a warp runs the same output loop (the output
 //! index is warp-uniform), so shuffles are never partial; an empty
@@ -12,7 +12,7 @@
 
 use super::kernel::{compute, finish, i64c, load, multi_index, store, strides, Args, THREADS};
 use super::plan::{BufId, Step};
-use super::{atom_type, bind_outputs, fused, unsupported, Ctx, Env, Value};
+use super::{atom_type, bind_outputs, fused, Ctx, Env, Value};
 use crate::kir::{BinOp, Expr, KernelBuilder, LaunchDims, ShuffleKind, UnOp};
 use jaxon_ir::passes::Group;
 use jaxon_ir::primitive::{ArgOp, ArgReduceParams, ReduceOp, ReduceParams, Reduction};
@@ -50,9 +50,9 @@ pub(crate) fn lower(
         Reduction::ArgReduce(ArgReduceParams { op, axes, .. }) => {
             arg_reduce(ctx, jaxpr, eqn, *op, axes, env, steps)
         }
-        Reduction::Cumulative(_) => Err(unsupported(name, "cumulative ops are not lowered yet")),
-        Reduction::Sort(_) => Err(unsupported(name, "sort is not lowered yet")),
-        Reduction::TopK(_) => Err(unsupported(name, "top_k is not lowered yet")),
+        Reduction::Cumulative(c) => super::cumulative::lower(ctx, jaxpr, eqn, c, env, steps),
+        Reduction::Sort(s) => super::sort::sort(ctx, jaxpr, eqn, s, env, steps),
+        Reduction::TopK(t) => super::sort::top_k(ctx, jaxpr, eqn, t, env, steps),
     }
 }
 
@@ -119,7 +119,7 @@ pub(crate) fn reduce_group(
 }
 
 /// The accumulator dtype of values of dtype `d`.
-fn acc_dtype(d: DType) -> DType {
+pub(crate) fn acc_dtype(d: DType) -> DType {
     match d {
         DType::Bool | DType::U8 | DType::U16 => DType::U32,
         DType::I8 | DType::I16 => DType::I32,
@@ -128,11 +128,13 @@ fn acc_dtype(d: DType) -> DType {
 }
 
 /// The identity of `op` on values of dtype `d`, as an accumulator constant.
-fn identity(op: ReduceOp, d: DType) -> Expr {
+pub(crate) fn identity(op: ReduceOp, d: DType) -> Expr {
     let acc = acc_dtype(d);
     let bits = d.bits();
     let (smin, smax) = if d.is_signed_int() {
-        (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        // `i64::MIN >> (64 - bits)` sign-extends: no overflow at 64 bits.
+        let smin = i64::MIN >> (64 - bits);
+        (smin, !smin)
     } else {
         (0, 0)
     };
@@ -151,7 +153,7 @@ fn identity(op: ReduceOp, d: DType) -> Expr {
     }
 }
 
-fn combine(op: ReduceOp, d: DType, a: Expr, b: Expr) -> Expr {
+pub(crate) fn combine(op: ReduceOp, d: DType, a: Expr, b: Expr) -> Expr {
     let o = match op {
         ReduceOp::Sum if d.is_bool() => BinOp::Or,
         ReduceOp::Prod if d.is_bool() => BinOp::And,
@@ -168,7 +170,7 @@ fn combine(op: ReduceOp, d: DType, a: Expr, b: Expr) -> Expr {
 
 /// A kernel with one warp per output element (`n_out` of them, in a
 /// warp-uniform grid-stride loop); `body` gets the output index.
-fn warp_kernel(
+pub(crate) fn warp_kernel(
     ctx: &mut Ctx,
     name: &str,
     n_out: usize,

@@ -266,8 +266,15 @@ pub fn run_simulated(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray
     let mut bufs: Vec<SimBuffer> = prog
         .buffers
         .iter()
-        .map(|d| SimBuffer::zeroed(d.dtype, d.len))
-        .collect();
+        .map(|d| {
+            SimBuffer::try_zeroed(d.dtype, d.len).ok_or_else(|| {
+                sim_err(format!(
+                    "the host cannot provide a simulated buffer of {} x{}",
+                    d.dtype, d.len
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
     let mut put = |b: BufId, a: &HostArray| -> Result<()> {
         let slot = bufs
             .get_mut(b.index())

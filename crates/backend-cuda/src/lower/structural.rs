@@ -57,8 +57,8 @@ pub(crate) fn lower(
                 return Err(super::unsupported(name, "dynamic sizes do not lower yet"));
             }
             if let Structural::Reshape(r) = p {
-                if r.dimensions.is_some() {
-                    return Err(super::unsupported(name, "reshape with dimensions"));
+                if let Some(perm) = &r.dimensions {
+                    return reshape_transposed(ctx, jaxpr, eqn, perm, env, steps);
                 }
             }
             fused::single(ctx, jaxpr, eqn, env, steps)
@@ -248,4 +248,47 @@ pub(crate) fn lower(
             })
         }
     }
+}
+
+/// `reshape` with `dimensions`: the operand transposed by `perm`, then
+/// reshaped — result element `i` is element `i` (row-major) of the
+/// transposed operand.
+fn reshape_transposed(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    perm: &[usize],
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let name = "reshape";
+    operand_count(eqn, 1)?;
+    let (_, in_shape) = atom_type(jaxpr, &eqn.inputs[0])?;
+    let mut seen = vec![false; in_shape.len()];
+    let ok = perm.len() == in_shape.len()
+        && perm
+            .iter()
+            .all(|&d| d < in_shape.len() && !std::mem::replace(&mut seen[d], true));
+    if !ok {
+        return Err(IrError::ty(
+            name,
+            format!("dimensions {perm:?} are not a permutation"),
+        ));
+    }
+    let x = env.atom(&eqn.inputs[0])?;
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
+    let (out, _, shape) = first(&outs, name)?;
+    if shape.iter().product::<usize>() != in_shape.iter().product::<usize>() {
+        return Err(IrError::ty(name, "element counts differ"));
+    }
+    let t_shape: Vec<usize> = perm.iter().map(|&d| in_shape[d]).collect();
+    let in_strides = strides(&in_shape);
+    let t_strides: Vec<i64> = perm.iter().map(|&d| in_strides[d]).collect();
+    let step = super::kernel::loop_kernel(ctx, name, &shape, |k, args, ctx, lin, _| {
+        let ti = super::kernel::multi_index(k, lin.clone(), &t_shape);
+        let v = load(k, args, ctx, x, affine(0, &t_strides, &ti))?;
+        super::kernel::store(k, args, ctx, out, lin.clone(), v)
+    })?;
+    steps.extend(step);
+    Ok(())
 }

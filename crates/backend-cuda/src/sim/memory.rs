@@ -32,6 +32,16 @@ impl SimBuffer {
         }
     }
 
+    /// `len` zero elements, or `None` when the allocator cannot provide
+    /// them (instead of aborting the process).
+    pub fn try_zeroed(dtype: DType, len: usize) -> Option<SimBuffer> {
+        let n = len.checked_mul(dtype.size_bytes())?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(n).ok()?;
+        bytes.resize(n, 0);
+        Some(SimBuffer { dtype, bytes })
+    }
+
     /// Elements rounded from `values` as [`Const::from_f64`](crate::kir::Const::from_f64) rounds.
     pub fn from_f64(dtype: DType, values: &[f64]) -> SimBuffer {
         SimBuffer {
