@@ -87,34 +87,40 @@ fn eager_ops_run_on_cuda_sim() {
 #[test]
 fn unsupported_primitive_is_an_error_not_a_panic() {
     let x = Array::from_vec(random_f32(9, 12), &[3, 4]);
-    // `cumsum` has no CUDA lowering yet.
+    // A width-changing `bitcast_convert_type` has no CUDA lowering yet.
+    let to_bytes = |x: &Array| jaxon::lax::bitcast_convert_type(x, DType::U8);
     let got = jaxon::with_backend("cuda-sim", || {
-        jit(|x: Array| x.cumsum(Some(1)) * 2.0).call(x.clone())
+        jit(|x: Array| jaxon::ok_or_raise(to_bytes(&(x * 2.0)))).call(x.clone())
     })
     .expect("cuda-sim is registered");
     match got {
-        Err(Error::Ir(IrError::Unsupported { primitive, .. })) => assert_eq!(primitive, "cumsum"),
+        Err(Error::Ir(IrError::Unsupported { primitive, .. })) => {
+            assert_eq!(primitive, "bitcast_convert_type")
+        }
         Err(e) => panic!("expected an Unsupported error, got {e}"),
-        Ok(_) => panic!("cumsum lowered: pick another not-yet primitive for this test"),
+        Ok(_) => {
+            panic!("bitcast_convert_type lowered: pick another not-yet primitive for this test")
+        }
     }
-    // The same on an eager operation, through `catch`.
-    let eager = jaxon::with_backend("cuda-sim", || jaxon::catch(|| x.sort(Some(1))))
-        .expect("cuda-sim is registered");
+    // The same on an eager operation.
+    let eager = jaxon::with_backend("cuda-sim", || to_bytes(&x)).expect("cuda-sim is registered");
     match eager {
         Err(e) => {
             let msg = e.to_string();
             assert!(
-                msg.contains("`sort`") && msg.contains("cannot compile"),
+                msg.contains("`bitcast_convert_type`") && msg.contains("cannot compile"),
                 "{msg}"
             );
         }
-        Ok(_) => panic!("sort lowered: pick another not-yet primitive for this test"),
+        Ok(_) => {
+            panic!("bitcast_convert_type lowered: pick another not-yet primitive for this test")
+        }
     }
     // The CPU backend still runs it afterwards.
-    let y = jit(|x: Array| x.cumsum(Some(1)))
+    let y = jit(|x: Array| jaxon::ok_or_raise(to_bytes(&x)))
         .call(x)
-        .expect("cpu runs cumsum");
-    assert_eq!(y.shape(), vec![3, 4]);
+        .expect("cpu runs bitcast_convert_type");
+    assert_eq!(y.shape(), vec![3, 4, 4]);
 }
 
 #[test]

@@ -89,10 +89,21 @@ fn truncated_normal_stays_inside_and_rejects_integers() {
     assert!(e.to_string().contains("truncated_normal"), "{e}");
 }
 
+/// What is checked, the initializer, its key and shape, JAX's bits, and
+/// the ulp tolerance.
+type Case<'a> = (
+    &'a str,
+    init::Initializer,
+    Array,
+    &'a [usize],
+    &'a [u32],
+    u32,
+);
+
 #[test]
 fn variance_scaling_initializers_match_jax() {
     let k = jr::key;
-    let cases: [(&str, init::Initializer, Array, &[usize], &[u32], u32); 6] = [
+    let cases: [Case; 6] = [
         (
             "glorot_uniform",
             init::glorot_uniform(),

@@ -165,11 +165,14 @@ fn operand(
         Value::Lit(l) => Ok(lit_expr(&l)),
         val @ Value::Buf(_) => {
             let (_, shape) = atom_type(jaxpr, a)?;
+            // A fused operand whose elements the group cannot address
+            // (a width-changing bitcast's) is a lowering gap, not a bad
+            // jaxpr.
             let m = operand_map(jaxpr, eqn, map, slot).ok_or_else(|| {
-                IrError::Invalid(format!(
-                    "cuda lowering: operand {slot} of {} has no index map",
-                    eqn.primitive.name()
-                ))
+                super::unsupported(
+                    eqn.primitive.name(),
+                    format!("operand {slot} has no index map in its fused kernel"),
+                )
             })?;
             let index = affine(m.base(&shape), &m.strides(&shape), idx);
             load(k, args, ctx, val, index)
