@@ -60,7 +60,9 @@ pub use jaxon_trace::control::{
 /// `size_of`), and creation and structural operations that accept them.
 pub use jaxon_trace::dynshape;
 pub use jaxon_trace::error::ok_or_raise;
-pub use jaxon_trace::pytree::{tree_map, Pytree, TreeDef};
+pub use jaxon_trace::pytree::{
+    tree_leaves, tree_map, tree_map2, tree_map_n, tree_reduce, tree_structure, Pytree, TreeDef,
+};
 pub use jaxon_trace::{
     catch, catch_flat, eval_shape, jit, lax, make_jaxpr, numpy, pytree, raise, random,
     register_backend, set_default_backend, with_backend, Array, Element, Error, Jit, Result,

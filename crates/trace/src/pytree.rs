@@ -360,11 +360,62 @@ impl<T: Pytree> Pytree for BTreeMap<String, T> {
     }
 }
 
-/// Applies `f` to every array leaf of `tree`, keeping the structure.
+/// Applies `f` to every array leaf of `tree`, keeping the structure
+/// (`jax.tree.map(f, tree)`).
 pub fn tree_map<T: Pytree>(tree: &T, mut f: impl FnMut(&Array) -> Array) -> Result<T> {
     let (leaves, def) = tree.flatten();
     let mapped = leaves.iter().map(&mut f).collect();
     T::unflatten(&def, mapped)
+}
+
+/// Applies `f` to the corresponding leaves of two trees of the same
+/// structure (`jax.tree.map(f, a, b)`); trees of different structures are
+/// an error naming both.
+pub fn tree_map2<T: Pytree>(a: &T, b: &T, mut f: impl FnMut(&Array, &Array) -> Array) -> Result<T> {
+    tree_map_n(&[a, b], |xs| f(&xs[0], &xs[1]))
+}
+
+/// Applies `f` to the corresponding leaves of several trees of one
+/// structure (`jax.tree.map(f, *trees)`): `f` gets one leaf of each tree,
+/// in order. No trees, or trees of different structures, are an error.
+pub fn tree_map_n<T: Pytree>(trees: &[&T], mut f: impl FnMut(&[Array]) -> Array) -> Result<T> {
+    let flat: Vec<(Vec<Array>, TreeDef)> = trees.iter().map(|t| t.flatten()).collect();
+    let Some((_, def)) = flat.first() else {
+        return Err(Error::InvalidArgument(
+            "tree_map: no trees to map over".into(),
+        ));
+    };
+    if let Some((k, (_, other))) = flat.iter().enumerate().find(|(_, (_, d))| d != def) {
+        return Err(Error::InvalidArgument(format!(
+            "tree_map: tree {k} has structure {other:?}, but tree 0 has {def:?}"
+        )));
+    }
+    let n = def.num_leaves();
+    let mut args = Vec::with_capacity(flat.len());
+    let mapped = (0..n)
+        .map(|i| {
+            args.clear();
+            args.extend(flat.iter().map(|(leaves, _)| leaves[i].clone()));
+            f(&args)
+        })
+        .collect();
+    T::unflatten(def, mapped)
+}
+
+/// The array leaves of `tree`, in flattening order (`jax.tree.leaves`).
+pub fn tree_leaves<T: Pytree>(tree: &T) -> Vec<Array> {
+    tree.flatten().0
+}
+
+/// The structure of `tree` (`jax.tree.structure`).
+pub fn tree_structure<T: Pytree>(tree: &T) -> TreeDef {
+    tree.flatten().1
+}
+
+/// Folds `f` over the leaves of `tree` from `init`, in flattening order
+/// (`jax.tree.reduce(f, tree, init)`).
+pub fn tree_reduce<T: Pytree, A>(tree: &T, init: A, f: impl FnMut(A, &Array) -> A) -> A {
+    tree.flatten().0.iter().fold(init, f)
 }
 
 // Paths the `#[derive(Pytree)]` expansion names.
