@@ -180,3 +180,27 @@ fn scatter_set_transpose_with_unique_indices() {
         1.0,
     );
 }
+
+#[test]
+fn take_along_axis_jvp_and_vjp() {
+    // Batched gathers (`operand_batching_dims`), in-range indices with
+    // repeats and negative ones; and broadcast of a size-1 index row.
+    let i = Array::from_vec(vec![0i32, 3, -1, 3, 1, 1, 2, -4], &[2, 4]);
+    check(
+        "take_along_axis(axis=1)",
+        move |x| catch(|| jnp::take_along_axis(&x, &i, Some(1)).unwrap()).unwrap(),
+        &[2, 4],
+        41,
+        -2.0,
+        2.0,
+    );
+    let i = Array::from_vec(vec![2i32, 0, 0, 1, -1], &[5, 1]);
+    check(
+        "take_along_axis(axis=0, broadcast)",
+        move |x| catch(|| jnp::take_along_axis(&x, &i, Some(0)).unwrap()).unwrap(),
+        &[3, 4],
+        42,
+        -2.0,
+        2.0,
+    );
+}

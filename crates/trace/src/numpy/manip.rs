@@ -3,7 +3,7 @@
 //! (including its named `jit` wrappers).
 
 use super::wrap::{jitted, lit};
-use super::{normalize_axis, where_};
+use super::{broadcast_to, normalize_axis, where_};
 use crate::array::Array;
 use crate::core::bind;
 use crate::error::{Error, Result};
@@ -151,6 +151,104 @@ pub fn take(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
             &slice_sizes,
             GatherScatterMode::FillOrDrop,
             fill,
+            false,
+        )
+    })
+}
+
+/// `jnp.take_along_axis(x, indices, axis)` with JAX's default
+/// `mode="fill"`: `out[.., i, ..] = x[.., indices[.., i, ..], ..]` along
+/// `axis`, every other dimension matched (broadcast when one side has
+/// size 1). Negative indices count from the end; out-of-bounds ones give
+/// the fill of [`take`]. `axis=None` takes from the flattened array with
+/// 1-D indices.
+pub fn take_along_axis(x: &Array, indices: &Array, axis: Option<isize>) -> Result<Array> {
+    if !indices.dtype().is_int() {
+        return Err(Error::DTypeMismatch {
+            op: "take_along_axis".into(),
+            lhs: fmt_aval(indices.aval()),
+            rhs: "an integer index dtype".into(),
+        });
+    }
+    // `axis=None` flattens `x` (inside the staged function, as JAX).
+    let (flat, axis) = match axis {
+        Some(ax) => (false, normalize_axis(ax, x.ndim(), "take_along_axis")?),
+        None if indices.ndim() == 1 => (true, 0),
+        None => {
+            return Err(Error::InvalidArgument(format!(
+                "take_along_axis: with axis=None the indices must be 1-D, got {}",
+                fmt_aval(indices.aval())
+            )))
+        }
+    };
+    let xs = if flat { vec![x.size()] } else { x.try_shape()? };
+    let is = indices.try_shape()?;
+    if xs.len() != is.len() {
+        return Err(Error::ShapeMismatch {
+            op: "take_along_axis".into(),
+            lhs: fmt_aval(x.aval()),
+            rhs: fmt_aval(indices.aval()),
+        });
+    }
+    // Every dimension but `axis` broadcasts to a common size.
+    let mut common = Vec::with_capacity(xs.len());
+    for (d, (&a, &b)) in xs.iter().zip(&is).enumerate() {
+        common.push(match (a, b) {
+            _ if d == axis => 0,
+            (a, b) if a == b || b == 1 => a,
+            (1, b) => b,
+            _ => {
+                return Err(Error::ShapeMismatch {
+                    op: format!("take_along_axis (dimension {d})"),
+                    lhs: fmt_aval(x.aval()),
+                    rhs: fmt_aval(indices.aval()),
+                })
+            }
+        });
+    }
+    let with_axis = |n: usize| {
+        let mut s = common.clone();
+        s[axis] = n;
+        s
+    };
+    let x = if flat || xs == with_axis(xs[axis]) {
+        x.clone()
+    } else {
+        broadcast_to(x, &with_axis(xs[axis]))?
+    };
+    let indices = if is == with_axis(is[axis]) {
+        indices.clone()
+    } else {
+        broadcast_to(indices, &with_axis(is[axis]))?
+    };
+    jitted("take_along_axis", vec![x, indices], move |a| {
+        let (x, idx) = (&a[0], &a[1]);
+        let x = &if flat {
+            lax::reshape(x, &[x.size()])?
+        } else {
+            x.clone()
+        };
+        let shape = x.try_shape()?;
+        let idx = wrap_negative(idx, shape[axis], false)?;
+        let mut ishape1 = idx.try_shape()?;
+        ishape1.push(1);
+        let gidx = lax::reshape(&idx, &ishape1)?;
+        let batch: Vec<i64> = (0..shape.len() as i64)
+            .filter(|&d| d != axis as i64)
+            .collect();
+        gather(
+            x,
+            &gidx,
+            GatherDimensionNumbers {
+                offset_dims: Ints::new(Vec::new()),
+                collapsed_slice_dims: Ints::new(vec![axis as i64]),
+                start_index_map: Ints::new(vec![axis as i64]),
+                operand_batching_dims: Ints::new(batch.clone()),
+                start_indices_batching_dims: Ints::new(batch),
+            },
+            &vec![1; shape.len()],
+            GatherScatterMode::FillOrDrop,
+            default_fill(x.dtype()),
             false,
         )
     })

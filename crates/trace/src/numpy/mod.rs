@@ -15,7 +15,9 @@ mod wrap;
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use einsum::einsum;
 pub(crate) use manip::gather as manip_gather;
-pub use manip::{argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, Sections};
+pub use manip::{
+    argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, take_along_axis, Sections,
+};
 pub(crate) use manip::{gather, wrap_negative};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
