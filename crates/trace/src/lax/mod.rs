@@ -5,6 +5,10 @@
 //! Invariant: these functions return `Result`; the infallible `Array`
 //! methods and operators raise their errors (see `error::raise`).
 
+mod conv;
+
+pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
+
 use crate::array::Array;
 use crate::core::{bind, bind1};
 use crate::error::{Error, Result};
