@@ -1,9 +1,15 @@
 //! `nn`: JAX's `jax.nn` activations and helpers — `relu`, `gelu`,
 //! `sigmoid`, `silu`, `softmax`, `log_softmax`, `one_hot`, `logsumexp` —
-//! in the primitive sequences JAX 0.10 emits — and `initializers`
-//! (`jax.nn.initializers`).
+//! in the primitive sequences JAX 0.10 emits; the other activations
+//! (`activations.rs`) and `initializers` (`jax.nn.initializers`).
 
+mod activations;
 pub mod initializers;
+
+pub use activations::{
+    celu, elu, glu, hard_sigmoid, hard_silu, hard_tanh, leaky_relu, log_sigmoid, mish, relu6, selu,
+    soft_sign, softplus, standardize,
+};
 
 use crate::array::Array;
 use crate::core::bind1;
