@@ -7,6 +7,7 @@
 mod creation;
 mod einsum;
 mod manip;
+mod nan;
 pub mod promote;
 mod reductions;
 mod stats;
@@ -19,6 +20,9 @@ pub use manip::{
     argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, take_along_axis, Sections,
 };
 pub(crate) use manip::{gather, wrap_negative};
+pub use nan::{
+    allclose, isclose, isfinite, isinf, isnan, nan_to_num, nanmax, nanmean, nanmin, nanprod, nansum,
+};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use stats::{logsumexp, std, var};
