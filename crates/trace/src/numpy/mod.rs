@@ -8,6 +8,7 @@ mod creation;
 mod einsum;
 mod manip;
 mod nan;
+mod products;
 pub mod promote;
 mod reductions;
 mod stats;
@@ -23,6 +24,7 @@ pub(crate) use manip::{gather, wrap_negative};
 pub use nan::{
     allclose, isclose, isfinite, isinf, isnan, nan_to_num, nanmax, nanmean, nanmin, nanprod, nansum,
 };
+pub use products::{diff, kron, meshgrid, outer, polyval, tensordot};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use stats::{logsumexp, std, var};

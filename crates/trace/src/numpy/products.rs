@@ -1,0 +1,160 @@
+//! Products and differences: `outer`, `kron`, `tensordot`, `polyval`,
+//! `diff` and `meshgrid`, built from broadcasting, `dot_general` and
+//! slices as JAX builds them.
+
+use super::promote::promote_dtypes;
+use super::{broadcast_to, multiply, normalize_axis, subtract};
+use crate::array::Array;
+use crate::error::{Error, Result};
+use crate::lax;
+use jaxon_ir::primitive::DotDimensionNumbers;
+use jaxon_ir::shape::fmt_aval;
+
+/// `jnp.outer(a, b)`: `a` and `b` flattened, `out[i, j] = a[i] · b[j]`.
+pub fn outer(a: &Array, b: &Array) -> Result<Array> {
+    let (n, m) = (a.size(), b.size());
+    let a = lax::reshape(a, &[n, 1])?;
+    let b = lax::reshape(b, &[1, m])?;
+    multiply(&a, &b)
+}
+
+/// `jnp.kron(a, b)`: the Kronecker product; the lower-rank operand gets
+/// leading size-1 dimensions.
+pub fn kron(a: &Array, b: &Array) -> Result<Array> {
+    let r = a.ndim().max(b.ndim());
+    let lead = |x: &Array| -> Result<Vec<usize>> {
+        let mut s = vec![1; r - x.ndim()];
+        s.extend(x.try_shape()?);
+        Ok(s)
+    };
+    let (sa, sb) = (lead(a)?, lead(b)?);
+    // a[i0, 1, i1, 1, ..] * b[1, j0, 1, j1, ..], then merge each pair.
+    let interleave = |s: &[usize], first: bool| -> Vec<usize> {
+        s.iter()
+            .flat_map(|&n| if first { [n, 1] } else { [1, n] })
+            .collect()
+    };
+    let a2 = lax::reshape(a, &interleave(&sa, true))?;
+    let b2 = lax::reshape(b, &interleave(&sb, false))?;
+    let p = multiply(&a2, &b2)?;
+    let out: Vec<usize> = sa.iter().zip(&sb).map(|(x, y)| x * y).collect();
+    lax::reshape(&p, &out)
+}
+
+/// `jnp.tensordot(a, b, axes)`: contracts `axes.0` of `a` with `axes.1` of
+/// `b` (pairwise, equal sizes); the result has `a`'s free dimensions then
+/// `b`'s.
+pub fn tensordot(a: &Array, b: &Array, axes: (&[isize], &[isize])) -> Result<Array> {
+    let (ca, cb) = axes;
+    if ca.len() != cb.len() {
+        return Err(Error::InvalidArgument(format!(
+            "tensordot: {} axes of a and {} of b",
+            ca.len(),
+            cb.len()
+        )));
+    }
+    let ca = ca
+        .iter()
+        .map(|&x| normalize_axis(x, a.ndim(), "tensordot"))
+        .collect::<Result<Vec<_>>>()?;
+    let cb = cb
+        .iter()
+        .map(|&x| normalize_axis(x, b.ndim(), "tensordot"))
+        .collect::<Result<Vec<_>>>()?;
+    let (sa, sb) = (a.try_shape()?, b.try_shape()?);
+    if ca.iter().zip(&cb).any(|(&i, &j)| sa[i] != sb[j]) {
+        return Err(Error::ShapeMismatch {
+            op: format!("tensordot over axes {ca:?} and {cb:?}"),
+            lhs: fmt_aval(a.aval()),
+            rhs: fmt_aval(b.aval()),
+        });
+    }
+    let ab = promote_dtypes("tensordot", &[a, b])?;
+    lax::dot_general(
+        &ab[0],
+        &ab[1],
+        DotDimensionNumbers {
+            lhs_contracting: ca,
+            rhs_contracting: cb,
+            lhs_batch: Vec::new(),
+            rhs_batch: Vec::new(),
+        },
+        None,
+    )
+}
+
+/// `jnp.polyval(p, x)`: `p[0]·x^(n-1) + … + p[n-1]` by Horner's rule, for
+/// 1-D coefficients `p`.
+pub fn polyval(p: &Array, x: &Array) -> Result<Array> {
+    let [n] = p.try_shape()?[..] else {
+        return Err(Error::InvalidArgument(format!(
+            "polyval: coefficients must be 1-D, got {}",
+            fmt_aval(p.aval())
+        )));
+    };
+    let ab = promote_dtypes("polyval", &[p, x])?;
+    let (p, x) = (&ab[0], &ab[1]);
+    let mut y = super::zeros_like(x)?;
+    for k in 0..n {
+        let c = lax::reshape(&lax::slice(p, &[k], &[k + 1], None)?, &[])?;
+        y = super::add(&multiply(&y, x)?, &c)?;
+    }
+    Ok(y)
+}
+
+/// `jnp.diff(a, n, axis)`: the `n`-th forward difference along `axis`
+/// (`a[1:] - a[:-1]`, `n` times).
+pub fn diff(a: &Array, n: usize, axis: isize) -> Result<Array> {
+    let ax = normalize_axis(axis, a.ndim(), "diff")?;
+    let mut x = a.clone();
+    for _ in 0..n {
+        let shape = x.try_shape()?;
+        if shape[ax] == 0 {
+            break;
+        }
+        let start = vec![0; shape.len()];
+        let mut hi = shape.clone();
+        let mut lo1 = start.clone();
+        lo1[ax] = 1;
+        let upper = lax::slice(&x, &lo1, &shape, None)?;
+        hi[ax] -= 1;
+        let lower = lax::slice(&x, &start, &hi, None)?;
+        x = if x.dtype() == jaxon_ir::DType::Bool {
+            lax::ne(&upper, &lower)?
+        } else {
+            subtract(&upper, &lower)?
+        };
+    }
+    Ok(x)
+}
+
+/// `jnp.meshgrid(*xs, indexing)`: coordinate arrays of the grid of 1-D
+/// `xs`; `indexing = "xy"` (JAX's default) swaps the first two output
+/// dimensions, `"ij"` keeps the inputs' order.
+pub fn meshgrid(xs: &[Array], indexing: &str) -> Result<Vec<Array>> {
+    let xy = match indexing {
+        "xy" => true,
+        "ij" => false,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "meshgrid: indexing must be \"xy\" or \"ij\", got {other:?}"
+            )))
+        }
+    };
+    let mut shape: Vec<usize> = xs.iter().map(Array::size).collect();
+    if xy && shape.len() >= 2 {
+        shape.swap(0, 1);
+    }
+    xs.iter()
+        .enumerate()
+        .map(|(k, x)| {
+            let mut dim = k;
+            if xy && xs.len() >= 2 && k < 2 {
+                dim = 1 - k;
+            }
+            let mut s = vec![1; xs.len()];
+            s[dim] = x.size();
+            broadcast_to(&lax::reshape(x, &s)?, &shape)
+        })
+        .collect()
+}
