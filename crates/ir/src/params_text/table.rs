@@ -7,6 +7,7 @@
 //! `collective.rs`, `state.rs` or `pallas.rs`. Primitives without params
 //! are the `bare` list, and the unary and binary ops, keyed by their op
 //! enums. A test checks that every primitive's name parses.
+
 use super::codec::{
     is_word, Axes, Bool, Closed, ClosedTuple, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape,
 };
