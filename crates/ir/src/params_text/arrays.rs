@@ -3,15 +3,14 @@
 //! gather and scatter (dimension numbers, modes, fill values), `dot_general`
 //! and `conv_general_dilated` (dimension numbers, precisions).
 
-use super::codec::{Axes, Bool, Dt, IntsT, Num};
-use super::{bad, Codec, ParamsText, ParseCx, Printed, Src};
+use super::codec::{ints, list, tuple, usizes, Axes, Bool, Dt, IntsT, Num};
+use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed, Src};
 use crate::dtype::DType;
 use crate::literal::python_float_repr;
 use crate::parse::build::bare;
 use crate::parse::params::{PValue, Params};
 use crate::parse::syntax::PResult;
 use crate::primitive::*;
-use crate::print::params::{ints, list, tuple, usizes};
 use crate::print::PV;
 
 fn text(s: impl Into<String>) -> PV<'static> {
@@ -34,7 +33,7 @@ fn op_named<T: Copy>(
 
 /// `reduce_sum` alone prints `out_sharding=None`.
 impl ParamsText for ReduceParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("axes", Axes::print(&self.axes)));
         if self.op == ReduceOp::Sum {
             out.push(("out_sharding", text("None")));
@@ -49,7 +48,7 @@ impl ParamsText for ReduceParams {
 }
 
 impl ParamsText for ArgReduceParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("axes", Axes::print(&self.axes)));
         out.push(("index_dtype", Dt::print(&self.index_dtype)));
     }
@@ -63,7 +62,7 @@ impl ParamsText for ArgReduceParams {
 }
 
 impl ParamsText for CumulativeParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("axis", Num::print(&self.axis)));
         out.push(("reverse", Bool::print(&self.reverse)));
     }
@@ -220,7 +219,7 @@ impl Codec<ScatterDimensionNumbers> for ScatterDims {
 }
 
 impl ParamsText for GatherParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push((
             "dimension_numbers",
             GatherDims::print(&self.dimension_numbers),
@@ -245,7 +244,7 @@ impl ParamsText for GatherParams {
 
 /// The combiner kind comes from the name; `update_consts` is always `()`.
 impl ParamsText for ScatterParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push((
             "dimension_numbers",
             ScatterDims::print(&self.dimension_numbers),
@@ -380,7 +379,7 @@ impl Codec<DotDimensionNumbers> for DotDims {
 
 /// `precision` and `preferred_element_type` are elided when `None`.
 impl ParamsText for DotGeneralParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("dimension_numbers", DotDims::print(&self.dimension_numbers)));
         if self.precision.is_some() {
             out.push(("precision", Prec::print(&self.precision)));
@@ -447,7 +446,7 @@ impl Codec<Vec<(i64, i64)>> for Padding {
 }
 
 impl ParamsText for ConvGeneralDilatedParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("batch_group_count", Num::print(&self.batch_group_count)));
         out.push((
             "dimension_numbers",

@@ -1,5 +1,6 @@
 //! Field codecs: one param value's printed form and its parse, for each
-//! kind of value the params tables use.
+//! kind of value the params tables use; and the Python reprs they print
+//! (`True`, tuples with `(1,)`, `np.int64(3)`).
 
 use super::{bad, ParseCx, Src};
 use crate::dtype::DType;
@@ -7,7 +8,6 @@ use crate::jaxpr::ClosedJaxpr;
 use crate::parse::params::{PValue, Params};
 use crate::parse::syntax::PResult;
 use crate::primitive::Ints;
-use crate::print::params::{ints, py_bool, shape, tuple, usizes};
 use crate::print::PV;
 
 /// How a value of type `T` prints and parses as one param.
@@ -20,6 +20,64 @@ pub(crate) trait Codec<T> {
 
 fn text(s: impl Into<String>) -> PV<'static> {
     PV::Text(s.into())
+}
+
+/// A Python bool: `True` / `False`.
+pub(crate) fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// A Python tuple of already-formatted items: `()`, `(1,)`, `(1, 2)`.
+pub(crate) fn tuple(items: Vec<String>) -> String {
+    match items.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", items[0]),
+        _ => format!("({})", items.join(", ")),
+    }
+}
+
+/// A Python list of ints: `[0, 1]`.
+pub(crate) fn list(xs: &[usize]) -> String {
+    let items: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// A Python tuple of ints: `(0, 1)`.
+pub(crate) fn usizes(xs: &[usize]) -> String {
+    tuple(xs.iter().map(|x| x.to_string()).collect())
+}
+
+/// A tuple of ints, with those JAX wrote as `np.int64(..)` written so.
+pub(crate) fn ints(xs: &Ints) -> String {
+    tuple(
+        xs.values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if xs.np_int64.get(i).copied().unwrap_or(false) {
+                    format!("np.int64({v})")
+                } else {
+                    v.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
+/// A shape whose dynamic sizes print as `None`: `(3, None)`.
+pub(crate) fn shape(xs: &[Option<usize>]) -> String {
+    tuple(
+        xs.iter()
+            .map(|x| match x {
+                Some(n) => n.to_string(),
+                None => "None".to_string(),
+            })
+            .collect(),
+    )
 }
 
 /// A Python int: `3`.

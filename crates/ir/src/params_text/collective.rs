@@ -2,12 +2,11 @@
 //! `psum[axes=('i', 0) axis_index_groups=None]`, `all_gather[..
 //! axis_name=('i',) ..]`, `axis_index[axis_name=i]`.
 
-use super::codec::{Bool, Num};
-use super::{bad, Codec, ParamsText, ParseCx, Printed, Src};
+use super::codec::{tuple, Bool, Num};
+use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed, Src};
 use crate::parse::params::{PValue, Params};
 use crate::parse::syntax::PResult;
 use crate::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, AxisRef, CollectiveOp};
-use crate::print::params::tuple;
 use crate::print::PV;
 
 fn text(s: impl Into<String>) -> PV<'static> {
@@ -37,7 +36,7 @@ fn no_groups(cx: &ParseCx<'_, '_, '_>) -> PResult<()> {
 
 /// `psum`, `pmax`, `pmin`: the op comes from the name.
 impl ParamsText for AllReduceParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push((
             "axes",
             text(tuple(self.axes.iter().map(|a| a.repr()).collect())),
@@ -67,7 +66,7 @@ impl ParamsText for AllReduceParams {
 
 /// A bare `axis_name='i'` is read as the tuple `('i',)`.
 impl ParamsText for AllGatherParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push((
             "all_gather_dimension",
             Num::print(&self.all_gather_dimension),
@@ -101,7 +100,7 @@ impl ParamsText for AllGatherParams {
 
 /// The name is printed with `str`, unquoted.
 impl ParamsText for AxisIndexParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("axis_name", text(self.axis_name.clone())));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {

@@ -3,16 +3,15 @@
 //! `jit` and the custom-derivative calls (`name` printed first, zero
 //! `num_consts` elided) and `remat2` (its policy kept as written).
 
-use super::codec::{Bool, Closed, Num, Word};
+use super::codec::{py_bool, tuple, Bool, Closed, Num, Word};
 use super::table::bool_word;
-use super::{Codec, ParamsText, ParseCx, Printed};
+use super::{Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::build::bare;
 use crate::parse::params::Params;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
     CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams, ScanParams,
 };
-use crate::print::params::{py_bool, tuple};
 use crate::print::PV;
 
 fn text(s: impl Into<String>) -> PV<'static> {
@@ -22,7 +21,7 @@ fn text(s: impl Into<String>) -> PV<'static> {
 /// JAX 0.10.2's scan has neither `linear` nor `_split_transpose`; they are
 /// printed only when set, so that such jaxprs round-trip.
 impl ParamsText for ScanParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         if self.split_transpose {
             out.push(("_split_transpose", text("True")));
         }
@@ -72,7 +71,7 @@ impl ParamsText for ScanParams {
 }
 
 impl ParamsText for JitParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("name", Word::print(&self.name)));
         out.push(("jaxpr", Closed::print(&self.jaxpr)));
     }
@@ -95,7 +94,7 @@ fn push_num_consts(out: &mut Printed<'_>, n: usize) {
 }
 
 impl ParamsText for CustomJvpCallParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("name", Word::print(&self.name)));
         out.push(("call_jaxpr", Closed::print(&self.call_jaxpr)));
         out.push(("jvp", Word::print(&self.jvp)));
@@ -117,7 +116,7 @@ impl ParamsText for CustomJvpCallParams {
 }
 
 impl ParamsText for CustomVjpCallParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("name", Word::print(&self.name)));
         out.push(("bwd", Word::print(&self.bwd)));
         out.push(("call_jaxpr", Closed::print(&self.call_jaxpr)));
@@ -142,7 +141,7 @@ impl ParamsText for CustomVjpCallParams {
 
 /// `policy` is kept as written (`None` or e.g. `DotsSaveable(...)`).
 impl ParamsText for RematParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("differentiated", Bool::print(&self.differentiated)));
         out.push(("jaxpr", PV::Jaxpr(&self.jaxpr)));
         let policy = self.policy.clone().unwrap_or_else(|| "None".into());

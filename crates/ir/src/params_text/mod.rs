@@ -7,7 +7,13 @@
 //! equation's `[key=value ...]`. Most structs are rows of the
 //! [`params_text!`] table in `table.rs`, one field codec per param; the rest
 //! implement the trait by hand next to the table, print and parse side by
-//! side, because JAX elides or derives some of their params.
+//! side, because JAX elides or derives some of their params: `arrays.rs`,
+//! `control.rs`, `collective.rs`, `state.rs` (the state and Pallas kernel
+//! primitives, whose indexers are in the arrow form or in `atomic_rmw`'s
+//! `args_tree`) and `pallas.rs` (`pallas_call`).
+//!
+//! [`text_of`] (printing) and [`parse_by_name`] (parsing) are the only
+//! ways in: every primitive's params text is defined here, once.
 //!
 //! Invariant: for every params value `x` the parser accepts,
 //! `parse(print(x)) == x`; the conformance corpus checks the converse
@@ -17,15 +23,25 @@ mod arrays;
 mod codec;
 mod collective;
 mod control;
+mod pallas;
+mod state;
 mod table;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use codec::Codec;
 pub(crate) use table::parse_by_name;
 
-use crate::aval::Aval;
+use crate::aval::{Aval, Dim};
+use crate::jaxpr::{Eqn, Jaxpr};
 use crate::parse::build::Builder;
 use crate::parse::params::{Params, PV as Src};
+use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
+use crate::primitive::{
+    Collective, Control, Elementwise, Indexing, Linalg, Pallas, Primitive, Reduction, State,
+    Structural,
+};
 use crate::print::PV;
 
 /// Printed params: `(key, value)` pairs, in any order.
@@ -47,6 +63,9 @@ pub(crate) struct ParseCx<'c, 'p, 'b> {
     pub in_avals: &'c [Option<Aval>],
     /// The results' types.
     pub out_avals: &'c [Aval],
+    /// What the arrow form said, for an equation written as one
+    /// (`y <- r[idx]`); `None` for `= name[...]`.
+    pub state: Option<&'c StateForm>,
 }
 
 impl ParseCx<'_, '_, '_> {
@@ -83,10 +102,48 @@ impl ParseCx<'_, '_, '_> {
     }
 }
 
+/// What a params printer can see besides the params: the equation, for
+/// params JAX derives from its operands (`atomic_rmw`'s `args_tree`).
+pub(crate) struct PrintCx<'c> {
+    jaxpr: &'c Jaxpr,
+    eqn: &'c Eqn,
+}
+
+impl<'c> PrintCx<'c> {
+    /// The context of equation `eqn` of `jaxpr`.
+    pub fn new(jaxpr: &'c Jaxpr, eqn: &'c Eqn) -> PrintCx<'c> {
+        PrintCx { jaxpr, eqn }
+    }
+
+    /// How many operands the equation has.
+    pub fn n_inputs(&self) -> usize {
+        self.eqn.inputs.len()
+    }
+
+    /// The sizes of operand `k` (a dynamic size reads as 0; empty when
+    /// the operand or its type is unknown).
+    pub fn in_sizes(&self, k: usize) -> Vec<usize> {
+        self.eqn
+            .inputs
+            .get(k)
+            .and_then(|a| self.jaxpr.atom_aval(a))
+            .map(|a| {
+                a.shape()
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Const(n) => *n,
+                        Dim::Var(_) => 0,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// One params struct's text, both ways.
 pub(crate) trait ParamsText {
     /// Pushes the printed params.
-    fn print<'a>(&'a self, out: &mut Printed<'a>);
+    fn print<'a>(&'a self, cx: &PrintCx<'_>, out: &mut Printed<'a>);
     /// Reads the params of one equation.
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self>
     where
@@ -100,4 +157,81 @@ pub(crate) trait ParamsText {
 /// Wraps a value that parses back with `Src`'s position for errors.
 pub(crate) fn bad(cx: &ParseCx<'_, '_, '_>, v: &Src, what: &str) -> crate::parse::ParseError {
     cx.p.err(v.start, format!("expected {what}, found `{}`", cx.p.src(v)))
+}
+
+/// The params text of `p`, or `None` for a primitive without params (the
+/// unary and binary ops, `select_n`, `clamp`, `dynamic_update_slice`).
+pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
+    Some(match p {
+        Primitive::Elementwise(f) => match f {
+            Elementwise::Unary(_) | Elementwise::Binary(_) => return None,
+            Elementwise::SelectN | Elementwise::Clamp => return None,
+            Elementwise::IntegerPow(x) => x,
+            Elementwise::Round(x) => x,
+            Elementwise::ReducePrecision(x) => x,
+            Elementwise::ConvertElementType(x) => x,
+            Elementwise::BitcastConvertType(x) => x,
+        },
+        Primitive::Indexing(f) => match f {
+            Indexing::DynamicUpdateSlice => return None,
+            Indexing::Slice(x) => x,
+            Indexing::DynamicSlice(x) => x,
+            Indexing::Gather(x) => x,
+            Indexing::Scatter(x) => x,
+        },
+        Primitive::Structural(f) => match f {
+            Structural::BroadcastInDim(x) => x,
+            Structural::Reshape(x) => x,
+            Structural::Transpose(x) => x,
+            Structural::Squeeze(x) => x,
+            Structural::Rev(x) => x,
+            Structural::Pad(x) => x,
+            Structural::Concatenate(x) => x,
+            Structural::Iota(x) => x,
+            Structural::Split(x) => x,
+            Structural::Tile(x) => x,
+            Structural::Stack(x) => x,
+            Structural::Empty2(x) => x,
+        },
+        Primitive::Reduction(f) => match f {
+            Reduction::Reduce(x) => x,
+            Reduction::ArgReduce(x) => x,
+            Reduction::Cumulative(x) => x,
+            Reduction::Sort(x) => x,
+            Reduction::TopK(x) => x,
+        },
+        Primitive::Linalg(f) => match f {
+            Linalg::DotGeneral(x) => x,
+            Linalg::ConvGeneralDilated(x) => x,
+        },
+        Primitive::Collective(f) => match f {
+            Collective::AllReduce(x) => x,
+            Collective::AllGather(x) => x,
+            Collective::AxisIndex(x) => x,
+        },
+        Primitive::Control(f) => match f {
+            Control::Cond(x) => x,
+            Control::While(x) => x,
+            Control::Scan(x) => x,
+            Control::ForLoop(x) => x,
+            Control::Jit(x) => x,
+            Control::CustomJvpCall(x) => x,
+            Control::CustomVjpCall(x) => x,
+            Control::Remat(x) => x,
+        },
+        Primitive::State(f) => match f {
+            State::Get(x) => x,
+            State::Swap(x) => x,
+            State::AddUpdate(x) => x,
+        },
+        Primitive::Pallas(f) => match f {
+            Pallas::ProgramId(x) => x,
+            Pallas::NumPrograms(x) => x,
+            Pallas::Load(x) => x,
+            Pallas::Store(x) => x,
+            Pallas::AtomicRmw(x) => x,
+            Pallas::AtomicCas(x) => x,
+            Pallas::PallasCall(x) => x,
+        },
+    })
 }

@@ -1,15 +1,17 @@
 //! The params table: each row is a params struct, the name JAX prints, and
 //! its params as `field: "key" Codec [or default]`, with constant params
-//! JAX always prints after a `;` (`memory_space=MemorySpace.Device`). A row defines both the printer and
-//! the parser of its struct. Structs whose params JAX elides or derives
-//! from the equation's types implement [`ParamsText`] by hand, next to the
-//! table (`hand` list), in this file, `arrays.rs`, `control.rs` or
-//! `collective.rs`. A test checks that every op-keyed name parses.
+//! JAX always prints after a `;` (`memory_space=MemorySpace.Device`). A row
+//! defines both the printer and the parser of its struct. Structs whose
+//! params JAX elides or derives from the equation implement [`ParamsText`]
+//! by hand (`hand` list): in this file, `arrays.rs`, `control.rs`,
+//! `collective.rs`, `state.rs` or `pallas.rs`. Primitives without params
+//! are the `bare` list, and the unary and binary ops, keyed by their op
+//! enums. A test checks that every primitive's name parses.
 
 use super::codec::{
     is_word, Axes, Bool, Closed, ClosedTuple, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape,
 };
-use super::{bad, Codec, ParamsText, ParseCx, Printed};
+use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::params::PValue;
 use crate::parse::syntax::PResult;
 use crate::primitive::*;
@@ -24,10 +26,11 @@ macro_rules! params_text {
             }
         )*
         ; hand { $( $hty:ident $($hname:literal)|+ ),* $(,)? }
+        ; bare { $( $bname:literal => $bprim:expr ),* $(,)? }
     ) => {
         $(
             impl ParamsText for $ty {
-                fn print<'a>(&'a self, out: &mut Printed<'a>) {
+                fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
                     $( out.push(($key, <$codec as Codec<_>>::print(&self.$field))); )*
                     $( $( out.push(($ck, PV::Text($cv.to_string()))); )* )?
                 }
@@ -39,21 +42,26 @@ macro_rules! params_text {
             }
         )*
 
-        /// Every name the table reads.
+        /// Every name the table reads (the unary and binary ops aside).
         #[cfg(test)]
-        pub(crate) const NAMES: &[&str] = &[$($name,)* $($($hname,)+)*];
+        pub(crate) const NAMES: &[&str] = &[$($name,)* $($($hname,)+)* $($bname,)*];
 
-        /// Reads the params of the primitive printed as `name`, or `None`
-        /// when `name` is not a row of the table.
-        pub(crate) fn parse_by_name(
-            name: &str,
-            cx: &mut ParseCx<'_, '_, '_>,
-        ) -> Option<PResult<Primitive>> {
-            Some(match name {
-                $( $name => $ty::parse(cx).map(Primitive::from), )*
-                $( $($hname)|+ => $hty::parse(cx).map(Primitive::from), )*
+        /// The parser of the primitive printed as `name`, or `None` when
+        /// no primitive prints as `name`.
+        pub(crate) fn parser_of(name: &str) -> Option<Parser> {
+            if UnaryOp::ALL.iter().any(|o| o.name() == name) {
+                return Some(unary);
+            }
+            if BinaryOp::ALL.iter().any(|o| o.name() == name) {
+                return Some(binary);
+            }
+            let f: Parser = match name {
+                $( $name => typed::<$ty>, )*
+                $( $($hname)|+ => typed::<$hty>, )*
+                $( $bname => |_| Ok(Primitive::from($bprim)), )*
                 _ => return None,
-            })
+            };
+            Some(f)
         }
     };
     (@default) => { None };
@@ -129,12 +137,62 @@ params_text! {
         AllReduceParams "psum" | "pmax" | "pmin",
         AllGatherParams "all_gather",
         AxisIndexParams "axis_index",
+        GetParams "get",
+        SwapParams "swap",
+        AddUpdateParams "addupdate",
+        LoadParams "load" | "masked_load",
+        StoreParams "store" | "masked_swap",
+        AtomicRmwParams "atomic_rmw",
+        AtomicCasParams "atomic_cas",
+        PallasCallParams "pallas_call",
+    }
+    ; bare {
+        "select_n" => Elementwise::SelectN,
+        "clamp" => Elementwise::Clamp,
+        "dynamic_update_slice" => Indexing::DynamicUpdateSlice,
+    }
+}
+
+/// Reads one equation's primitive and params.
+pub(crate) type Parser = fn(&mut ParseCx<'_, '_, '_>) -> PResult<Primitive>;
+
+/// Reads the params of the primitive printed as `name`, or `None` when no
+/// primitive prints as `name`.
+pub(crate) fn parse_by_name(
+    name: &str,
+    cx: &mut ParseCx<'_, '_, '_>,
+) -> Option<PResult<Primitive>> {
+    parser_of(name).map(|f| f(cx))
+}
+
+/// A params struct's parser, as a primitive.
+fn typed<T: ParamsText + Into<Primitive>>(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Primitive> {
+    T::parse(cx).map(Into::into)
+}
+
+/// A unary op, keyed by its name.
+fn unary(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Primitive> {
+    match UnaryOp::ALL.iter().find(|o| o.name() == cx.name) {
+        Some(op) => Ok(Primitive::from(*op)),
+        None => Err(cx
+            .p
+            .err(cx.p.pos, format!("unknown unary op `{}`", cx.name))),
+    }
+}
+
+/// A binary op, keyed by its name.
+fn binary(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Primitive> {
+    match BinaryOp::ALL.iter().find(|o| o.name() == cx.name) {
+        Some(op) => Ok(Primitive::from(*op)),
+        None => Err(cx
+            .p
+            .err(cx.p.pos, format!("unknown binary op `{}`", cx.name))),
     }
 }
 
 /// `rounding_method`: JAX prints the enum's int; older texts name it.
 impl ParamsText for RoundParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         let m = match self.rounding_method {
             RoundingMethod::AwayFromZero => "0",
             RoundingMethod::ToNearestEven => "1",
@@ -161,7 +219,7 @@ impl ParamsText for RoundParams {
 /// and `broadcast_dimensions` when empty; a dynamic size prints both, as
 /// `broadcast_dimensions=() shape=(None,)`.
 impl ParamsText for BroadcastInDimParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         let dynamic = self.shape.iter().any(Option::is_none);
         if dynamic || !self.broadcast_dimensions.is_empty() {
             out.push((
@@ -188,7 +246,7 @@ impl ParamsText for BroadcastInDimParams {
 
 /// `new_sizes` defaults to the result's sizes; `sharding` is always `None`.
 impl ParamsText for ReshapeParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("dimensions", OptAxes::print(&self.dimensions)));
         out.push(("new_sizes", Shape::print(&self.new_sizes)));
         out.push(("sharding", PV::Text("None".into())));
@@ -204,7 +262,7 @@ impl ParamsText for ReshapeParams {
 
 /// `shape` defaults to the result's sizes; `sharding` is always `None`.
 impl ParamsText for IotaParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("dimension", Num::print(&self.dimension)));
         out.push(("dtype", Dt::print(&self.dtype)));
         out.push(("shape", Shape::print(&self.shape)));
@@ -222,7 +280,7 @@ impl ParamsText for IotaParams {
 
 /// `axis` defaults to the operand's last axis.
 impl ParamsText for TopKParams {
-    fn print<'a>(&'a self, out: &mut Printed<'a>) {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
         out.push(("axis", Num::print(&self.axis)));
         out.push(("k", Num::print(&self.k)));
     }
@@ -243,27 +301,5 @@ pub(super) fn bool_word(v: &crate::parse::params::PV) -> Option<bool> {
         Some(false)
     } else {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::NAMES;
-    use crate::primitive::{ArgOp, CollectiveOp, CumulativeOp, ReduceOp, ScatterKind};
-
-    /// Every op-keyed name has a row: the ops come from their enums, the
-    /// rows from the table's name list.
-    #[test]
-    fn every_op_keyed_name_is_a_row() {
-        let names = ReduceOp::ALL
-            .iter()
-            .map(|o| o.name())
-            .chain(ArgOp::ALL.iter().map(|o| o.name()))
-            .chain(CumulativeOp::ALL.iter().map(|o| o.name()))
-            .chain(ScatterKind::ALL.iter().map(|o| o.name()))
-            .chain(CollectiveOp::ALL.iter().map(|o| o.name()));
-        for n in names {
-            assert!(NAMES.contains(&n), "`{n}` has no params text row");
-        }
     }
 }

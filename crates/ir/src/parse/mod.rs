@@ -14,7 +14,7 @@ mod convert;
 mod lexer;
 pub(crate) mod params;
 mod resolve;
-mod state;
+pub(crate) mod state;
 pub(crate) mod syntax;
 
 use crate::array::HostArray;

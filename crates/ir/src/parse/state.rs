@@ -1,19 +1,16 @@
 //! The state and Pallas arrow forms: `y <- r[idx]`, `y, r[idx] <- r[idx], v`,
 //! `r[idx] <- v mask=m`, `r[idx] += v`, with masks and `other` values.
+//! This is equation syntax: the reader records what the arrow said in a
+//! [`StateForm`], and `params_text::state` reads the params from it.
 //!
 //! Invariant: the equation inputs are, in order, the ref, the dynamic index
 //! operands (left to right), the value, the mask, then `other`.
 
 use super::lexer::Tok;
-use super::params::{PValue, Params, PV};
 use super::syntax::{PResult, RawEqn, RawJaxpr, Reader, Scope};
 use crate::aval::{Aval, Dim};
 use crate::jaxpr::Atom;
-use crate::primitive::{
-    AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, LoadParams, Pallas, State,
-    StoreParams, SwapParams,
-};
-use crate::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer, Primitive};
+use crate::primitive::{IndexEntry, IndexValue, Indexer};
 
 /// Which arrow form an equation used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,162 +285,4 @@ impl<'a> Reader<'a> {
             format!("expected {what}, found {}", self.describe(t)),
         )
     }
-}
-
-/// The primitive of an arrow-form equation.
-pub(crate) fn state_primitive(
-    _p: &Params,
-    _e: &RawEqn,
-    form: &StateForm,
-    _in_avals: &[Option<Aval>],
-) -> PResult<Primitive> {
-    let indexers = form.indexers.clone();
-    Ok(match form.kind {
-        StateKind::Get if form.has_mask || form.has_other => {
-            Primitive::Pallas(Pallas::Load(LoadParams {
-                indexers,
-                has_mask: form.has_mask,
-                has_other: form.has_other,
-            }))
-        }
-        StateKind::Get => Primitive::State(State::Get(GetParams { indexers })),
-        StateKind::Swap if form.has_mask => Primitive::Pallas(Pallas::Store(StoreParams {
-            indexers,
-            has_mask: true,
-        })),
-        StateKind::Swap => Primitive::State(State::Swap(SwapParams { indexers })),
-        StateKind::AddUpdate => Primitive::State(State::AddUpdate(AddUpdateParams { indexers })),
-    })
-}
-
-/// State primitives written as `= name[...] operands`: Triton's
-/// `atomic_rmw` (indexers in its `args_tree`) and `atomic_cas`.
-pub(crate) fn state_primitive_plain(
-    p: &Params,
-    e: &RawEqn,
-    _in_avals: &[Option<Aval>],
-) -> PResult<Primitive> {
-    match e.name.as_str() {
-        "atomic_cas" => Ok(Primitive::from(AtomicCasParams {
-            indexers: Vec::new(),
-        })),
-        "atomic_rmw" => {
-            let t = p.req("atomic_type")?;
-            let op = match &t.v {
-                PValue::Word(w) => match w.rsplit('.').next().unwrap_or("") {
-                    "ADD" => Some(AtomicOp::Add),
-                    "MAX" => Some(AtomicOp::Max),
-                    "MIN" => Some(AtomicOp::Min),
-                    "AND" => Some(AtomicOp::And),
-                    "OR" => Some(AtomicOp::Or),
-                    "XOR" => Some(AtomicOp::Xor),
-                    "XCHG" => Some(AtomicOp::Xchg),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let op = op.ok_or_else(|| {
-                p.err(
-                    t.start,
-                    format!("expected an AtomicOpType, found `{}`", p.src(t)),
-                )
-            })?;
-            let indexers = match p.get("args_tree") {
-                Some(tree) => args_tree_indexers(p, tree)?,
-                None => Vec::new(),
-            };
-            Ok(Primitive::from(AtomicRmwParams { indexers, op }))
-        }
-        _ => Err(p.err(
-            e.pos,
-            format!(
-                "expected the arrow form of `{}`, found `= {}`",
-                e.name, e.name
-            ),
-        )),
-    }
-}
-
-/// Indexers out of `PyTreeDef((*, (CustomNode(NDIndexer[(PyTreeDef((e, ..)),
-/// shape, ())], []), ..), *, mask))`; dynamic operands are numbered from 1.
-fn args_tree_indexers(p: &Params, tree: &PV) -> PResult<Vec<Indexer>> {
-    let bad = |v: &PV| {
-        p.err(
-            v.start,
-            format!("expected an atomic_rmw args_tree, found `{}`", p.src(v)),
-        )
-    };
-    let top = match &tree.v {
-        PValue::Call(_, args) => match args.as_slice() {
-            [(None, t)] => p.items_of(t)?,
-            _ => return Err(bad(tree)),
-        },
-        _ => return Err(bad(tree)),
-    };
-    let idx_list = top.get(1).ok_or_else(|| bad(tree))?;
-    let mut next = 1usize;
-    let mut indexers = Vec::new();
-    for node in p.items_of(idx_list)? {
-        // CustomNode(NDIndexer[(PyTreeDef((entries)), shape, ())], [])
-        let nd = match &node.v {
-            PValue::Call(_, args) => args.first().map(|a| &a.1).ok_or_else(|| bad(node))?,
-            _ => return Err(bad(node)),
-        };
-        let nd_items = match &nd.v {
-            PValue::Call(_, args) => match args.first().map(|a| &a.1) {
-                Some(PV {
-                    v: PValue::Tuple(items),
-                    ..
-                }) => items,
-                _ => return Err(bad(nd)),
-            },
-            _ => return Err(bad(nd)),
-        };
-        let entries_def = nd_items.first().ok_or_else(|| bad(nd))?;
-        let entries = match &entries_def.v {
-            PValue::Call(_, args) => match args.as_slice() {
-                [(None, t)] => p.items_of(t)?,
-                _ => return Err(bad(entries_def)),
-            },
-            _ => return Err(bad(entries_def)),
-        };
-        let mut out = Vec::new();
-        for en in entries {
-            match &en.v {
-                PValue::Word(w) if w == "*" => {
-                    out.push(IndexEntry::Int(IndexValue::Dynamic(next)));
-                    next += 1;
-                }
-                PValue::Call(_, args) => {
-                    // CustomNode(Slice[(start|None, size, stride)], [..])
-                    let sl = args.first().map(|a| &a.1).ok_or_else(|| bad(en))?;
-                    let vals = match &sl.v {
-                        PValue::Call(_, a) => match a.first().map(|x| &x.1) {
-                            Some(t) => p.items_of(t)?,
-                            None => return Err(bad(sl)),
-                        },
-                        _ => return Err(bad(sl)),
-                    };
-                    let [start, size, stride] = vals else {
-                        return Err(bad(sl));
-                    };
-                    let start = if Params::is_none(start) {
-                        let k = next;
-                        next += 1;
-                        IndexValue::Dynamic(k)
-                    } else {
-                        IndexValue::Static(p.int_of(start)?)
-                    };
-                    out.push(IndexEntry::Slice {
-                        start,
-                        size: p.usize_of(size)?,
-                        stride: p.usize_of(stride)?,
-                    });
-                }
-                _ => return Err(bad(en)),
-            }
-        }
-        indexers.push(Indexer { entries: out });
-    }
-    Ok(indexers)
 }

@@ -6,9 +6,7 @@
 //! encounter in print order (`names`), params are Python reprs (`params`),
 //! and state/Pallas equations use JAX's arrow forms (`state`).
 
-use crate::primitive::{
-    AtomicRmwParams, Control, JitParams, Pallas, PallasCallParams, WhileParams,
-};
+use crate::primitive::{Control, JitParams, Pallas, PallasCallParams, WhileParams};
 pub mod doc;
 pub mod names;
 pub(crate) mod params;
@@ -334,14 +332,7 @@ impl Printer {
 
     /// `pp_kv_pairs`.
     fn kv_pairs(&mut self, j: &Jaxpr, e: &Eqn) -> DocId {
-        let pairs = match &e.primitive {
-            Primitive::Pallas(Pallas::AtomicRmw(AtomicRmwParams { indexers, .. })) => {
-                let ndyn = state::dynamic_operands(indexers);
-                let has_mask = e.inputs.len() > ndyn + 2;
-                params::params_with_ref(&e.primitive, &Printer::ref_shape(j, e), has_mask)
-            }
-            p => params::params(p),
-        };
+        let pairs = params::params(j, e);
         if pairs.is_empty() {
             return self.d.nil();
         }

@@ -10,31 +10,11 @@
 
 use super::doc::DocId;
 use super::Printer;
-use crate::aval::Dim;
-use crate::jaxpr::{Atom, Binder, Eqn, Jaxpr};
+use crate::jaxpr::{Binder, Eqn, Jaxpr};
 use crate::primitive::{
     AddUpdateParams, GetParams, LoadParams, Pallas, State, StoreParams, SwapParams,
 };
 use crate::primitive::{IndexEntry, IndexValue, Indexer, Primitive};
-
-/// The number of dynamic index operands of `indexers`.
-pub(crate) fn dynamic_operands(indexers: &[Indexer]) -> usize {
-    indexers
-        .iter()
-        .flat_map(|ix| ix.entries.iter())
-        .filter(|e| {
-            matches!(
-                e,
-                IndexEntry::Array(_)
-                    | IndexEntry::Int(IndexValue::Dynamic(_))
-                    | IndexEntry::Slice {
-                        start: IndexValue::Dynamic(_),
-                        ..
-                    }
-            )
-        })
-        .count()
-}
 
 impl Printer {
     fn operand(&mut self, j: &Jaxpr, e: &Eqn, k: usize, typed: bool) -> String {
@@ -191,22 +171,5 @@ impl Printer {
             _ => return None,
         };
         Some(self.d.text(text))
-    }
-
-    /// The shape of the ref operand (for `atomic_rmw`'s `args_tree`).
-    pub(crate) fn ref_shape(j: &Jaxpr, e: &Eqn) -> Vec<usize> {
-        e.inputs
-            .first()
-            .and_then(|a: &Atom| j.atom_aval(a))
-            .map(|a| {
-                a.shape()
-                    .iter()
-                    .map(|d| match d {
-                        Dim::Const(n) => *n,
-                        Dim::Var(_) => 0,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
