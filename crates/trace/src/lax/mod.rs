@@ -87,6 +87,15 @@ fn interpreter() -> &'static Arc<dyn Backend> {
     I.get_or_init(|| Arc::new(InterpreterBackend::new()))
 }
 
+/// `lax.round(x, rounding_method)`: to the nearest integer, halves away
+/// from zero or to even.
+pub fn round(x: &Array, rounding_method: jaxon_ir::primitive::RoundingMethod) -> Result<Array> {
+    bind1(
+        &Primitive::from(jaxon_ir::primitive::RoundParams { rounding_method }),
+        std::slice::from_ref(x),
+    )
+}
+
 /// `lax.convert_element_type`. A concrete scalar is converted right away
 /// rather than staged, as JAX does for Python scalars, so `x * 3.0` stages a
 /// literal `3.0:f32[]`, not a conversion.

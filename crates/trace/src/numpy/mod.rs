@@ -11,6 +11,7 @@ mod nan;
 mod products;
 pub mod promote;
 mod reductions;
+mod search;
 mod stats;
 mod wrap;
 
@@ -27,6 +28,7 @@ pub use nan::{
 pub use products::{diff, kron, meshgrid, outer, polyval, tensordot};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
+pub use search::{bincount, repeat, searchsorted};
 pub use stats::{logsumexp, std, var};
 pub(crate) use wrap::jitted;
 
@@ -74,6 +76,51 @@ pub fn floor(x: &Array) -> Result<Array> {
         lax::floor(x)
     } else {
         Ok(x.clone())
+    }
+}
+
+/// `jnp.round(x, decimals)` (`around`): halves to even, at `decimals`
+/// digits after the point (before it when negative) by scaling, as JAX
+/// does (f16 scales in f32). A no-op on integers with `decimals >= 0`.
+pub fn round(x: &Array, decimals: i32) -> Result<Array> {
+    use jaxon_ir::primitive::RoundingMethod::ToNearestEven;
+    let dt = x.dtype();
+    if !dt.is_float() {
+        return if decimals >= 0 {
+            Ok(x.clone())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "round: integer inputs take decimals >= 0, got {decimals}"
+            )))
+        };
+    }
+    if decimals == 0 {
+        return lax::round(x, ToNearestEven);
+    }
+    let max = match dt {
+        DType::F16 => half::f16::MAX.to_f64(),
+        DType::BF16 => half::bf16::MAX.to_f64(),
+        DType::F32 => f32::MAX as f64,
+        _ => f64::MAX,
+    };
+    if decimals as f64 > max.log10() {
+        return Ok(x.clone());
+    }
+    let xs = if dt == DType::F16 {
+        lax::convert_element_type(x, DType::F32, false)?
+    } else {
+        x.clone()
+    };
+    let factor =
+        lax::convert_element_type(&Array::scalar(10f64.powi(decimals)), xs.dtype(), false)?;
+    let out = lax::div(
+        &lax::round(&lax::mul(&xs, &factor)?, ToNearestEven)?,
+        &factor,
+    )?;
+    if dt == DType::F16 {
+        lax::convert_element_type(&out, dt, false)
+    } else {
+        Ok(out)
     }
 }
 
