@@ -112,18 +112,14 @@ fn repeat_and_bincount() {
     let got = jnp::bincount(&x, Some(&Array::from_vec(w.clone(), &[50])), 6)
         .unwrap()
         .to_vec::<f64>();
-    for b in 0..6 {
+    for (b, g) in got.iter().enumerate() {
         let want: f64 = xs
             .iter()
             .zip(&w)
             .filter(|(v, _)| **v == b as i32)
             .map(|(_, w)| w)
             .sum();
-        assert!(
-            (got[b] - want).abs() < 1e-12,
-            "bin {b}: {} vs {want}",
-            got[b]
-        );
+        assert!((g - want).abs() < 1e-12, "bin {b}: {g} vs {want}");
     }
     assert!(jnp::bincount(&Array::from_vec(vec![1.0f32], &[1]), None, 2).is_err());
 }
