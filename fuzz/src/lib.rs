@@ -13,6 +13,8 @@ use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{check_jaxpr, parse_jaxpr, Backend, ClosedJaxpr, DType, Dim, HostArray, Jaxpr};
 use std::sync::OnceLock;
 
+pub mod pallas;
+
 /// Largest value (elements) an evaluating target lets a program declare.
 pub const MAX_ELEMS: usize = 4096;
 

@@ -10,7 +10,10 @@
 //! for kernels split over threads and for the other native steps (`exec`),
 //! and runs `while`, `scan` and `cond` as native loops and branches with
 //! their bodies inlined. Compiled programs are cached by the printed text
-//! of the simplified jaxpr, which includes every type.
+//! of the simplified jaxpr, which includes every type, in a bounded LRU
+//! cache (`program_cache`: 1024 static and 1024 dynamic-shape programs by
+//! default; [`CpuBackend::with_program_cache_limit`] or
+//! `JAXON_CPU_PROGRAM_CACHE_SIZE`); `Backend::clear_cache` empties it.
 //!
 //! Memory: every intermediate value (at every nesting level) has a fixed
 //! offset in one arena per program, planned by liveness
@@ -226,19 +229,21 @@ mod dynamic;
 mod error;
 mod ops;
 mod plan;
+mod program_cache;
 mod run;
 mod util;
 
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
+use program_cache::ProgramCache;
+pub use program_cache::DEFAULT_PROGRAM_CACHE_SIZE;
 use run::executable::CpuExecutable;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The Cranelift CPU backend (`"cpu"`).
 pub struct CpuBackend {
-    cache: Mutex<HashMap<String, Arc<run::exec::Program>>>,
-    dyn_cache: Mutex<HashMap<String, Arc<dynamic::DynProgram>>>,
+    cache: Mutex<ProgramCache<Arc<run::exec::Program>>>,
+    dyn_cache: Mutex<ProgramCache<Arc<dynamic::DynProgram>>>,
     pool: Arc<run::pool::Pool>,
     threads: usize,
     opts: util::Options,
@@ -269,8 +274,8 @@ impl CpuBackend {
     /// A backend whose large kernels run on at most `threads` threads.
     pub fn with_threads(threads: usize) -> CpuBackend {
         CpuBackend {
-            cache: Mutex::new(HashMap::new()),
-            dyn_cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(ProgramCache::new(program_cache::default_limit())),
+            dyn_cache: Mutex::new(ProgramCache::new(program_cache::default_limit())),
             pool: Arc::new(run::pool::Pool::default()),
             threads: threads.max(1),
             opts: util::Options::default(),
@@ -294,21 +299,37 @@ impl CpuBackend {
         self
     }
 
+    /// Keeps at most `limit` (at least 1) compiled static-shape programs,
+    /// and as many dynamic-shape ones, evicting the least recently used.
+    /// The default is `JAXON_CPU_PROGRAM_CACHE_SIZE` if set, else
+    /// [`DEFAULT_PROGRAM_CACHE_SIZE`] (1024). Executables already handed
+    /// out keep their program alive.
+    pub fn with_program_cache_limit(self, limit: usize) -> CpuBackend {
+        lock(&self.cache).set_limit(limit);
+        lock(&self.dyn_cache).set_limit(limit);
+        self
+    }
+
     /// The step plan of the dynamic-shape program compiled for `jaxpr`
     /// (`None` when it has static shapes or was not compiled): which
     /// equations run as fused kernels, GEMMs, native steps and nested
     /// bodies.
     pub fn dynamic_plan(&self, jaxpr: &ClosedJaxpr) -> Option<String> {
         let key = util::fingerprint(&jaxpr.jaxpr);
-        let cache = self.dyn_cache.lock().ok()?;
-        cache.get(&key).map(|p| p.plan.clone())
+        lock(&self.dyn_cache).peek(&key).map(|p| p.plan.clone())
     }
 
-    /// Number of distinct programs compiled so far (cache entries).
+    /// Number of compiled programs the caches hold now (static and
+    /// dynamic-shape).
     pub fn cached_programs(&self) -> usize {
-        self.cache.lock().map(|c| c.len()).unwrap_or(0)
-            + self.dyn_cache.lock().map(|c| c.len()).unwrap_or(0)
+        lock(&self.cache).len() + lock(&self.dyn_cache).len()
     }
+}
+
+/// Locks a program cache; a poisoned lock (a panic elsewhere while it was
+/// held) is recovered, as every update leaves the cache consistent.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl CpuBackend {
@@ -316,18 +337,12 @@ impl CpuBackend {
     /// (`dynamic`).
     fn compile_dynamic(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         let key = util::fingerprint(&jaxpr.jaxpr);
-        let cached = self
-            .dyn_cache
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&key).cloned());
+        let cached = lock(&self.dyn_cache).get(&key);
         let program = match cached {
             Some(p) => p,
             None => {
                 let p = Arc::new(dynamic::compile(jaxpr, &key, self.opts.contract_fma)?);
-                if let Ok(mut c) = self.dyn_cache.lock() {
-                    c.insert(key, p.clone());
-                }
+                lock(&self.dyn_cache).insert(key, p.clone());
                 p
             }
         };
@@ -345,12 +360,8 @@ impl Backend for CpuBackend {
     }
 
     fn clear_cache(&self) {
-        if let Ok(mut c) = self.cache.lock() {
-            c.clear();
-        }
-        if let Ok(mut c) = self.dyn_cache.lock() {
-            c.clear();
-        }
+        lock(&self.cache).clear();
+        lock(&self.dyn_cache).clear();
     }
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
@@ -366,14 +377,12 @@ impl Backend for CpuBackend {
         }
         let simple = jaxon_ir::passes::simplify(jaxpr)?;
         let key = util::fingerprint(&simple.jaxpr);
-        let cached = self.cache.lock().ok().and_then(|c| c.get(&key).cloned());
+        let cached = lock(&self.cache).get(&key);
         let program = match cached {
             Some(p) => p,
             None => {
                 let p = Arc::new(compile::compile_program(&simple, &key, self.opts)?);
-                if let Ok(mut c) = self.cache.lock() {
-                    c.insert(key, p.clone());
-                }
+                lock(&self.cache).insert(key, p.clone());
                 p
             }
         };

@@ -124,11 +124,19 @@ pub fn eval_backend() -> Result<std::sync::Arc<dyn ir::Backend>> {
     jaxon_trace::eval::current_backend()
 }
 
-/// Drops the compiled executables the current backend keeps (JAX's
-/// `jax.clear_caches()`): the next `jit` call of any function compiles
-/// afresh. Used to time cold compiles.
+/// Empties every compile cache (JAX's `jax.clear_caches()`): the staged
+/// signatures of every live `jit` function, every thread's eager-operation
+/// cache and every registered backend's compiled programs. The next call
+/// of any function traces and compiles afresh (used to time cold
+/// compiles); executables and arrays already handed out stay valid.
+///
+/// The caches are bounded on their own: `jit` keeps 4096 signatures per
+/// function (`Jit::cache_limit`, `JAXON_JIT_CACHE_SIZE`) and the CPU
+/// backend 1024 programs (`CpuBackend::with_program_cache_limit`,
+/// `JAXON_CPU_PROGRAM_CACHE_SIZE`), least recently used first out.
+/// Never fails; the `Result` is kept for compatibility.
 pub fn clear_caches() -> Result<()> {
-    eval_backend()?.clear_cache();
+    jaxon_trace::clear_caches();
     Ok(())
 }
 

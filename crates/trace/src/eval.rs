@@ -4,7 +4,9 @@
 //! Invariants: the eval trace only ever sees concrete arrays; a tracer that
 //! reaches it has escaped its trace and is reported as unexpected. An eager
 //! executable is cached per thread by (backend, primitive with its params,
-//! input avals), so a repeated operation never re-traces or re-compiles.
+//! input avals), so a repeated operation never re-traces or re-compiles;
+//! it holds at most 4096 signatures per thread (then starts over) and
+//! empties itself at its next lookup after `clear_caches`.
 //!
 //! Backends register themselves through [`BackendProvider`]s collected at
 //! link time (`inventory`): the interpreter always, and whatever a linking
@@ -101,9 +103,27 @@ type EagerEntry = (Primitive, Arc<dyn Executable>, Arc<[Aval]>);
 /// starts over; eager programs that see more shapes than this are rare.
 const EAGER_CACHE_LIMIT: usize = 4096;
 
+/// This thread's eager cache and the cache generation it belongs to.
+#[derive(Default)]
+struct EagerCache {
+    generation: u64,
+    entries: hashbrown::HashMap<EagerKey, Vec<EagerEntry>>,
+}
+
+impl EagerCache {
+    /// The entries, emptied first if `clear_caches` ran since the last use.
+    fn entries(&mut self) -> &mut hashbrown::HashMap<EagerKey, Vec<EagerEntry>> {
+        let g = crate::jit_cache::generation();
+        if g != self.generation {
+            self.entries.clear();
+            self.generation = g;
+        }
+        &mut self.entries
+    }
+}
+
 thread_local! {
-    static EAGER: RefCell<hashbrown::HashMap<EagerKey, Vec<EagerEntry>>> =
-        RefCell::new(hashbrown::HashMap::new());
+    static EAGER: RefCell<EagerCache> = RefCell::new(EagerCache::default());
 }
 
 /// The compiled one-equation program for `primitive` on `in_avals`, and its
@@ -119,7 +139,7 @@ fn eager_executable(
         in_avals,
     };
     let hit = EAGER.with(|c| {
-        c.borrow().get(&key).and_then(|bucket| {
+        c.borrow_mut().entries().get(&key).and_then(|bucket| {
             bucket
                 .iter()
                 .find(|(p, _, _)| p == primitive)
@@ -132,6 +152,7 @@ fn eager_executable(
     let (exe, out_avals) = compile_one(backend, primitive, &key.in_avals)?;
     EAGER.with(|c| {
         let mut c = c.borrow_mut();
+        let c = c.entries();
         if c.len() >= EAGER_CACHE_LIMIT {
             c.clear();
         }
@@ -230,6 +251,18 @@ thread_local! {
 pub fn register_backend(backend: Arc<dyn Backend>) {
     let mut r = registry().write().unwrap_or_else(|e| e.into_inner());
     r.backends.insert(backend.name().to_string(), backend);
+}
+
+/// Drops every registered backend's compiled-program cache
+/// ([`Backend::clear_cache`]); part of [`crate::clear_caches`].
+pub(crate) fn clear_backend_caches() {
+    let backends: Vec<Arc<dyn Backend>> = {
+        let r = registry().read().unwrap_or_else(|e| e.into_inner());
+        r.backends.values().cloned().collect()
+    };
+    for b in backends {
+        b.clear_cache();
+    }
 }
 
 /// Makes the named, registered backend the default for eager operations and

@@ -5,22 +5,23 @@
 //! Invariants: the cache key is the input structure (static leaves
 //! included) and every leaf's aval, weak flag included. A staging that
 //! captured tracers of an enclosing trace is never cached: the next call
-//! captures different ones.
+//! captures different ones. The cache is a bounded LRU map with
+//! single-flight tracing (`jit_cache`): a signature that many threads miss
+//! together is traced once, and compiled once (under its entry's lock).
 
 use crate::array::Array;
 use crate::core::{bind, find_top_trace};
 use crate::dynshape::Size;
 use crate::error::{catch_flat, Error, Result};
 use crate::eval::{backend, current_backend, EvalTrace};
+use crate::jit_cache::{default_cache_limit, leading, Cache, Key, Landed, LeafKey, Lookup};
 use crate::pytree::{Pytree, TreeDef};
 use crate::stage::{leaf_avals, trace_pytree, trace_pytree_typed, StageMode};
-use hashbrown::HashMap;
 use jaxon_ir::dyntype::{DynAval, InDim, InType};
 use jaxon_ir::primitive::JitParams;
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{Aval, Backend, ClosedJaxpr, Executable, HostArray, Jaxpr, Primitive};
 use jaxon_ir::{DType, Dim};
-use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,67 +33,10 @@ pub struct Jit<F, I, O> {
     backend: Option<String>,
     /// Per flat argument: `(axis, name)` of its dynamic axes.
     abstracted: Option<AxisSpec>,
-    cache: Mutex<Cache>,
+    cache: Mutex<Cache<Entry>>,
     traces: AtomicUsize,
     compiles: AtomicUsize,
     _sig: PhantomData<fn(I) -> O>,
-}
-
-#[derive(Clone, PartialEq, Eq)]
-struct Key {
-    in_def: TreeDef,
-    avals: Vec<Aval>,
-}
-
-/// Hashes a cache key from its parts, so that an owned [`Key`] and a
-/// borrowed [`LeafKey`] of the same type hash alike.
-fn hash_key<'a, H: Hasher>(
-    in_def: &TreeDef,
-    avals: impl ExactSizeIterator<Item = &'a Aval>,
-    h: &mut H,
-) {
-    in_def.hash(h);
-    h.write_usize(avals.len());
-    for a in avals {
-        a.hash(h);
-    }
-}
-
-impl Hash for Key {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        hash_key(&self.in_def, self.avals.iter(), h)
-    }
-}
-
-/// The cache key of a call, borrowed from its leaves: a cache hit (every
-/// steady-state dispatch) then copies no aval.
-struct LeafKey<'a> {
-    in_def: &'a TreeDef,
-    leaves: &'a [Array],
-}
-
-impl Hash for LeafKey<'_> {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        hash_key(self.in_def, self.leaves.iter().map(Array::aval), h)
-    }
-}
-
-impl hashbrown::Equivalent<Key> for LeafKey<'_> {
-    fn equivalent(&self, key: &Key) -> bool {
-        *self.in_def == key.in_def
-            && self.leaves.len() == key.avals.len()
-            && self
-                .leaves
-                .iter()
-                .zip(&key.avals)
-                .all(|(l, a)| l.aval() == a)
-    }
-}
-
-#[derive(Default)]
-struct Cache {
-    entries: HashMap<Key, Arc<Entry>>,
-    last_key: Option<Key>,
 }
 
 struct Entry {
@@ -117,7 +61,7 @@ pub fn jit<I: Pytree, O: Pytree, F: Fn(I) -> O>(f: F) -> Jit<F, I, O> {
         name,
         backend: None,
         abstracted: None,
-        cache: Mutex::new(Cache::default()),
+        cache: Mutex::new(Cache::new(default_cache_limit())),
         traces: AtomicUsize::new(0),
         compiles: AtomicUsize::new(0),
         _sig: PhantomData,
@@ -160,6 +104,24 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
                 .collect(),
         );
         self
+    }
+
+    /// Keeps at most `limit` (at least 1) staged signatures, evicting the
+    /// least recently used; the default is `JAXON_JIT_CACHE_SIZE` if set,
+    /// else [`DEFAULT_JIT_CACHE_SIZE`](crate::jit_cache::DEFAULT_JIT_CACHE_SIZE)
+    /// (4096). An evicted signature traces and compiles again on its next
+    /// call.
+    pub fn cache_limit(self, limit: usize) -> Self {
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_limit(limit);
+        self
+    }
+
+    /// How many staged signatures the cache holds now.
+    pub fn cached_signatures(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// How many times the function was traced (cache misses).
@@ -379,13 +341,13 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
         spec: Option<&AxisSpec>,
     ) -> Result<(Arc<Entry>, Vec<Array>)> {
         if spec.is_none() {
-            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             let key = LeafKey {
                 in_def: &in_def,
                 leaves,
             };
-            if let Some(e) = cache.entries.get(&key) {
-                return Ok((e.clone(), Vec::new()));
+            if let Lookup::Hit(e) = cache.lookup(&key) {
+                return Ok((e, Vec::new()));
             }
         }
         let avals = leaf_avals(leaves);
@@ -394,22 +356,57 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             in_def,
             avals: typed.as_ref().map_or(avals, |(k, _)| k.clone()),
         };
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = cache.entries.get(&key) {
-            return Ok((e.clone(), Vec::new()));
+        loop {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            match cache.lookup(&key) {
+                Lookup::Hit(e) => return Ok((e, Vec::new())),
+                // Another thread traces this signature: share its result.
+                Lookup::Wait(flight) if !leading() => {
+                    drop(cache);
+                    match flight.wait() {
+                        Landed::Done(e) => return Ok((e, Vec::new())),
+                        Landed::Failed(e) => return Err(e),
+                        Landed::Retry => continue,
+                    }
+                }
+                // This thread leads a flight itself (it is tracing a jitted
+                // function), so it must not wait: it traces on its own.
+                Lookup::Wait(_) => {
+                    drop(cache);
+                    return self.stage(&key, typed.as_ref());
+                }
+                Lookup::Miss => {
+                    explain_miss(&self.name, cache.last_key.as_ref(), &key);
+                    cache.last_key = Some(key.clone());
+                    let lead = cache.lead(&self.cache, &key);
+                    drop(cache);
+                    let staged = self.stage(&key, typed.as_ref());
+                    lead.finish(&match &staged {
+                        Ok((e, captured)) if captured.is_empty() => Ok(Some(e.clone())),
+                        Ok(_) => Ok(None),
+                        Err(e) => Err(e.clone()),
+                    });
+                    return staged;
+                }
+            }
         }
-        explain_miss(&self.name, cache.last_key.as_ref(), &key);
-        drop(cache);
+    }
+
+    /// Traces the function for `key` (with `typed`, the input type of
+    /// abstracted arguments): its entry and any captured tracers.
+    fn stage(
+        &self,
+        key: &Key,
+        typed: Option<&(Vec<Aval>, InType)>,
+    ) -> Result<(Arc<Entry>, Vec<Array>)> {
         self.traces.fetch_add(1, Ordering::Relaxed);
-        let (staged, out_def) = match &typed {
+        let (staged, out_def) = match typed {
             Some((_, in_type)) => {
                 trace_pytree_typed::<I, O>(StageMode::Base, &self.f, &key.in_def, in_type)?
             }
             None => trace_pytree::<I, O>(StageMode::Base, &self.f, &key.in_def, &key.avals)?,
         };
-        let implicit_ins = typed
-            .as_ref()
-            .map_or(0, |(_, t)| t.0.iter().filter(|(_, e)| !e).count());
+        let implicit_ins = typed.map_or(0, |(_, t)| t.0.iter().filter(|(_, e)| !e).count());
         let implicit_outs = staged.implicit_outs;
         // Concrete consts stay in the closed jaxpr; captured tracers go last
         // among the constvars so the call can hoist them to leading operands.
@@ -444,15 +441,6 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
             compiled: Mutex::new(Vec::new()),
         });
         let captured: Vec<Array> = tracers.into_iter().map(|(c, _)| c).collect();
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        // Threads that missed at once each traced; the first entry in wins
-        // and the others share it, so the signature compiles once.
-        let entry = if captured.is_empty() {
-            cache.entries.entry(key.clone()).or_insert(entry).clone()
-        } else {
-            entry
-        };
-        cache.last_key = Some(key);
         Ok((entry, captured))
     }
 }

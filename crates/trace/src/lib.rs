@@ -21,6 +21,7 @@ pub mod eval;
 pub mod index;
 pub mod interpret;
 pub mod jit;
+pub mod jit_cache;
 pub mod lax;
 pub mod nn;
 pub mod numpy;
@@ -38,5 +39,6 @@ pub use core::{
 pub use error::{catch, catch_flat, raise, Error, Result};
 pub use eval::{register_backend, set_default_backend, with_backend};
 pub use jit::{jit, Jit};
+pub use jit_cache::clear_caches;
 pub use pytree::{Pytree, Static, TreeDef};
 pub use stage::{eval_shape, make_jaxpr};
