@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The fuzz targets (`fuzz/fuzz_targets/*.rs`).
-pub const TARGETS: [&str; 4] = ["parse", "check", "interp", "diff"];
+pub const TARGETS: [&str; 5] = ["parse", "check", "interp", "diff", "pallas"];
 
 /// Decodes the JSON string starting just after its opening quote at
 /// `s[i..]`; returns the text and the index after the closing quote.

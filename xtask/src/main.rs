@@ -19,7 +19,7 @@
 //!   [`nvrtc`]); `test-all` puts it on `LD_LIBRARY_PATH` for the tests.
 //!
 //! - `cargo xtask fuzz TARGET [--seconds N]`: coverage-guided fuzzing of
-//!   `parse`, `check`, `interp` or `diff` with cargo-fuzz on stable (see
+//!   `parse`, `check`, `interp`, `diff` or `pallas` with cargo-fuzz on stable (see
 //!   `fuzz.rs` and `docs/reliability.md`).
 //!
 //! Only the standard library is used, so that it builds on a fresh clone.
@@ -59,7 +59,7 @@ fn usage() -> ExitCode {
          \x20 bench [ARGS]                run the criterion benchmarks\n\
          \x20 gpu-check                   build the GPU checks into target/gpu-check and print how to run them\n\
          \x20 nvrtc-path                  install NVRTC (CUDA 13.0 wheel) if needed; print its lib folder\n\
-         \x20 fuzz TARGET [--seconds N]   coverage-guided fuzzing (parse, check, interp, diff; `seeds` writes seeds only)"
+         \x20 fuzz TARGET [--seconds N]   coverage-guided fuzzing (parse, check, interp, diff, pallas; `seeds` writes seeds only)"
     );
     ExitCode::from(2)
 }

@@ -18,7 +18,9 @@
 //!   module, kept alive the same way (`Program` holds the module), and is
 //!   only called through `runtime::call_program` (see its invariants).
 //! - The code module is never used after `finalize_definitions` except to be
-//!   dropped, which is why sharing it across threads is sound.
+//!   dropped, which is why sharing it across threads is sound; dropping the
+//!   last `Arc<CodeModule>` frees the code, so nothing may keep a pointer
+//!   into it without an `Arc`.
 //! - Trampoline symbols registered here are the `extern "C"` functions of
 //!   `runtime` with the signature the program emitter declares for them.
 
@@ -50,10 +52,24 @@ pub(crate) const TRAMP_DOT: &str = "jaxon_cpu_dot";
 /// See [`TRAMP_PAR_KERNEL`].
 pub(crate) const TRAMP_STEP: &str = "jaxon_cpu_step";
 
-/// Finalised machine code. Only kept alive, never touched again.
+/// Finalised machine code. Only kept alive, never touched again; when the
+/// last `Arc` to it drops, its code and data memory are freed (cranelift's
+/// `JITModule` keeps them on a plain drop).
 pub(crate) struct CodeModule {
-    // Held for its memory; dropping it frees the code.
-    _module: JITModule,
+    // Held for its memory; `None` only while dropping.
+    module: Option<JITModule>,
+}
+
+impl Drop for CodeModule {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: every pointer into this module is stored next to an
+            // `Arc<CodeModule>` (module invariants: `Kernel`, `Program`),
+            // and this is the last one, so no function of the module is
+            // running or can be called again.
+            unsafe { module.free_memory() };
+        }
+    }
 }
 
 // SAFETY: after `finalize_definitions` the module is immutable; we never call
@@ -339,7 +355,7 @@ impl CodeBuilder {
             .map(|(id, n)| (self.module.get_finalized_function(*id), *n))
             .collect();
         let code = Arc::new(CodeModule {
-            _module: self.module,
+            module: Some(self.module),
         });
         Ok((ptrs, code))
     }
