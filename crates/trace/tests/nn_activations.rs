@@ -2,19 +2,9 @@
 //! evaluated in f64 on random inputs over a wide range (large magnitudes
 //! check the numerically stable forms), in f64 and f32.
 
-use jaxon_trace::{nn, Array};
+mod common;
 
-fn vals(n: usize, seed: u64, scale: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
+use jaxon_trace::{nn, Array};
 
 fn softplus(x: f64) -> f64 {
     x.max(0.0) + (-x.abs()).exp().ln_1p()
@@ -91,7 +81,7 @@ fn elementwise_activations_match_their_formulas() {
     ];
     for (k, (name, f, want)) in cases.iter().enumerate() {
         for (scale, seed) in [(3.0, 1), (80.0, 2)] {
-            let xs = vals(257, seed + 10 * k as u64, scale);
+            let xs = common::uniform(257, seed + 10 * k as u64, scale);
             let got = f(&Array::from_vec(xs.clone(), &[257])).to_vec::<f64>();
             for (x, g) in xs.iter().zip(&got) {
                 let w = want(*x);
@@ -115,7 +105,7 @@ fn elementwise_activations_match_their_formulas() {
 
 #[test]
 fn glu_and_standardize_match_their_formulas() {
-    let xs = vals(3 * 8, 5, 2.0);
+    let xs = common::uniform(3 * 8, 5, 2.0);
     let x = Array::from_vec(xs.clone(), &[3, 8]);
     let g = nn::glu(&x, -1).unwrap();
     assert_eq!(g.shape(), vec![3, 4]);
@@ -129,7 +119,7 @@ fn glu_and_standardize_match_their_formulas() {
     }
     let g0 = nn::glu(&Array::from_vec(xs.clone(), &[6, 4]), 0).unwrap();
     assert_eq!(g0.shape(), vec![3, 4]);
-    let e = nn::glu(&Array::from_vec(vals(9, 1, 1.0), &[3, 3]), -1).unwrap_err();
+    let e = nn::glu(&Array::from_vec(common::uniform(9, 1, 1.0), &[3, 3]), -1).unwrap_err();
     assert!(e.to_string().contains("even"), "{e}");
 
     let s = nn::standardize(&x, -1, 1e-5).unwrap().to_vec::<f64>();

@@ -1,20 +1,10 @@
 //! `outer`, `kron`, `tensordot`, `polyval`, `diff` and `meshgrid` against
 //! loops over the elements on random inputs.
 
+mod common;
+
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::Array;
-
-fn vals(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 4.0 - 2.0
-        })
-        .collect()
-}
 
 fn close(got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len());
@@ -28,7 +18,7 @@ fn close(got: &[f64], want: &[f64]) {
 
 #[test]
 fn outer_and_kron() {
-    let (a, b) = (vals(6, 1), vals(4, 2));
+    let (a, b) = (common::uniform(6, 1, 2.0), common::uniform(4, 2, 2.0));
     let o = jnp::outer(
         &Array::from_vec(a.clone(), &[2, 3]),
         &Array::from_vec(b.clone(), &[4]),
@@ -42,7 +32,7 @@ fn outer_and_kron() {
     close(&o.to_vec(), &want);
 
     // kron of [2,3] and [4,2] is [8,6]: out[i*4+k, j*2+l] = a[i,j] b[k,l].
-    let (a, b) = (vals(6, 3), vals(8, 4));
+    let (a, b) = (common::uniform(6, 3, 2.0), common::uniform(8, 4, 2.0));
     let k = jnp::kron(
         &Array::from_vec(a.clone(), &[2, 3]),
         &Array::from_vec(b.clone(), &[4, 2]),
@@ -75,7 +65,10 @@ fn outer_and_kron() {
 
 #[test]
 fn tensordot_contracts_the_given_axes() {
-    let (a, b) = (vals(2 * 3 * 4, 5), vals(4 * 3 * 5, 6));
+    let (a, b) = (
+        common::uniform(2 * 3 * 4, 5, 2.0),
+        common::uniform(4 * 3 * 5, 6, 2.0),
+    );
     let t = jnp::tensordot(
         &Array::from_vec(a.clone(), &[2, 3, 4]),
         &Array::from_vec(b.clone(), &[4, 3, 5]),
@@ -106,7 +99,7 @@ fn tensordot_contracts_the_given_axes() {
 
 #[test]
 fn polyval_is_horner() {
-    let (p, x) = (vals(5, 7), vals(9, 8));
+    let (p, x) = (common::uniform(5, 7, 2.0), common::uniform(9, 8, 2.0));
     let y = jnp::polyval(
         &Array::from_vec(p.clone(), &[5]),
         &Array::from_vec(x.clone(), &[3, 3]),
@@ -123,7 +116,7 @@ fn polyval_is_horner() {
 
 #[test]
 fn diff_and_meshgrid() {
-    let a = vals(3 * 5, 9);
+    let a = common::uniform(3 * 5, 9, 2.0);
     let x = Array::from_vec(a.clone(), &[3, 5]);
     let d = jnp::diff(&x, 2, -1).unwrap();
     assert_eq!(d.shape(), vec![3, 3]);

@@ -1,20 +1,10 @@
 //! `round` (with decimals), `searchsorted`, `repeat` and `bincount` against
 //! loops over the elements.
 
+mod common;
+
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::Array;
-
-fn vals(n: usize, seed: u64, scale: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale
-        })
-        .collect()
-}
 
 fn round_even(x: f64) -> f64 {
     let r = x.round();
@@ -27,7 +17,7 @@ fn round_even(x: f64) -> f64 {
 
 #[test]
 fn round_scales_and_rounds_halves_to_even() {
-    let mut xs = vals(200, 1, 50.0);
+    let mut xs = common::uniform(200, 1, 50.0);
     xs.extend([0.5, 1.5, 2.5, -0.5, -2.5, 0.125, 0.375]);
     let x = Array::from_vec(xs.clone(), &[xs.len()]);
     for d in [0, 2, -1] {
@@ -45,10 +35,10 @@ fn round_scales_and_rounds_halves_to_even() {
 
 #[test]
 fn searchsorted_counts_like_a_binary_search() {
-    let mut a = vals(40, 2, 10.0);
+    let mut a = common::uniform(40, 2, 10.0);
     a.extend([1.0, 1.0, 1.0]);
     a.sort_by(f64::total_cmp);
-    let mut v = vals(30, 3, 12.0);
+    let mut v = common::uniform(30, 3, 12.0);
     v.extend([1.0, a[0], a[42], f64::NAN, f64::INFINITY]);
     let (aa, va) = (
         Array::from_vec(a.clone(), &[43]),
@@ -98,11 +88,11 @@ fn repeat_and_bincount() {
     assert_eq!(r.to_vec::<i32>(), [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
     assert!(jnp::repeat(&x, &[1, 2], Some(1)).is_err());
 
-    let xs: Vec<i32> = vals(50, 4, 1.0)
+    let xs: Vec<i32> = common::uniform(50, 4, 1.0)
         .iter()
         .map(|v| ((v + 1.0) * 4.0) as i32 - 1)
         .collect();
-    let w = vals(50, 5, 1.0);
+    let w = common::uniform(50, 5, 1.0);
     let x = Array::from_vec(xs.clone(), &[50]);
     let got = jnp::bincount(&x, None, 6).unwrap().to_vec::<i32>();
     let want: Vec<i32> = (0..6)

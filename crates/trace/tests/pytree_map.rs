@@ -2,35 +2,30 @@
 //! several trees, `leaves`, `structure`, `reduce`), checked leaf by leaf
 //! against the same arithmetic on the flattened arrays.
 
+mod common;
+
 use jaxon_trace::pytree::{
     tree_leaves, tree_map, tree_map2, tree_map_n, tree_reduce, tree_structure,
 };
 use jaxon_trace::{Array, Static};
 use std::collections::BTreeMap;
 
-/// Deterministic values in `[-1, 1)` (xorshift).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 type Params = (Vec<Array>, BTreeMap<String, Array>, Static<u32>);
 
 fn params(seed: u64) -> Params {
     let w = vec![
-        Array::from_vec(values(6, seed), &[2, 3]),
-        Array::from_vec(values(3, seed + 1), &[3]),
+        Array::from_vec(common::uniform_f32(6, seed, 1.0), &[2, 3]),
+        Array::from_vec(common::uniform_f32(3, seed + 1, 1.0), &[3]),
     ];
     let mut m = BTreeMap::new();
-    m.insert("b".to_string(), Array::from_vec(values(4, seed + 2), &[4]));
-    m.insert("a".to_string(), Array::from_vec(values(1, seed + 3), &[]));
+    m.insert(
+        "b".to_string(),
+        Array::from_vec(common::uniform_f32(4, seed + 2, 1.0), &[4]),
+    );
+    m.insert(
+        "a".to_string(),
+        Array::from_vec(common::uniform_f32(1, seed + 3, 1.0), &[]),
+    );
     (w, m, Static(7))
 }
 

@@ -3,33 +3,11 @@
 //! indices from the end, out-of-bounds ones the fill value, broadcasting
 //! of size-1 dimensions, `axis=None`).
 
+mod common;
+
 use jaxon_ir::print::print_jaxpr;
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::{make_jaxpr, Array};
-
-fn vals(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) % 2000) as f32 / 1000.0 - 1.0
-        })
-        .collect()
-}
-
-fn idx(n: usize, lo: i32, hi: i32, seed: u64) -> Vec<i32> {
-    let mut s = seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            lo + (s % (hi - lo + 1) as u64) as i32
-        })
-        .collect()
-}
 
 /// The loop oracle for 2-D `x` and `i` along `axis`, with the size-1
 /// broadcasting of the other dimension: NaN out of bounds.
@@ -80,10 +58,10 @@ fn values_match_a_loop_along_each_axis_with_broadcasting() {
         ([3, 1], [2, 5], 0),
     ];
     for (k, (xs, is, axis)) in cases.into_iter().enumerate() {
-        let xv = vals(xs[0] * xs[1], k as u64 + 1);
+        let xv = common::uniform_f32(xs[0] * xs[1], k as u64 + 1, 1.0);
         let n = xs[axis] as i32;
         // Out of range on both sides, and negative indices from the end.
-        let iv = idx(is[0] * is[1], -n - 2, n + 1, k as u64 + 11);
+        let iv = common::ints(is[0] * is[1], -n - 2, n + 1, k as u64 + 11);
         let x = Array::from_vec(xv.clone(), &xs);
         let i = Array::from_vec(iv.clone(), &is);
         let got = jnp::take_along_axis(&x, &i, Some(axis as isize)).unwrap();
@@ -103,7 +81,7 @@ fn flattened_and_integer_fill_and_errors() {
     let got = jnp::take_along_axis(&x, &i, None).unwrap();
     assert_eq!(got.to_vec::<i32>(), [0, 11, 11, i32::MIN, i32::MIN]);
     // Mismatched ranks, dimensions that do not broadcast, float indices.
-    let f = Array::from_vec(vals(12, 3), &[3, 4]);
+    let f = Array::from_vec(common::uniform_f32(12, 3, 1.0), &[3, 4]);
     let e = jnp::take_along_axis(&f, &i, Some(0))
         .unwrap_err()
         .to_string();
@@ -124,7 +102,7 @@ fn flattened_and_integer_fill_and_errors() {
 #[test]
 fn stages_the_text_jax_prints() {
     // jax.make_jaxpr(lambda a, i: jnp.take_along_axis(a, i, axis=1))
-    let x = Array::from_vec(vals(12, 1), &[3, 4]);
+    let x = Array::from_vec(common::uniform_f32(12, 1, 1.0), &[3, 4]);
     let i = Array::from_vec(vec![0i32; 6], &[3, 2]);
     let j = make_jaxpr(|(x, i): (Array, Array)| jnp::take_along_axis(&x, &i, Some(1)).unwrap())((
         x.clone(),
