@@ -3,11 +3,11 @@
 //! tracing) and the process-wide [`clear_caches`].
 //!
 //! Invariants:
-//! - A [`Cache`] holds at most its limit of ready entries; inserting one
+//! - A `Cache` holds at most its limit of ready entries; inserting one
 //!   more evicts the least recently used (a hit refreshes an entry).
 //! - A signature missing from the cache is traced by one thread (the
-//!   *leader*, which holds a [`Lead`]); threads that miss it meanwhile wait
-//!   on the leader's [`Flight`] and share its entry or its error. A failed
+//!   *leader*, which holds a `Lead`); threads that miss it meanwhile wait
+//!   on the leader's `Flight` and share its entry or its error. A failed
 //!   or abandoned flight leaves no slot behind, so the next call traces
 //!   again (an error never poisons a key). A leader that unwinds (a
 //!   panicking user closure) hands its waiters an error.
