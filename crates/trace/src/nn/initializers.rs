@@ -15,6 +15,7 @@
 //! # Ok::<(), jaxon_trace::Error>(())
 //! ```
 
+use super::lit;
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::{lax, numpy as jnp, random};
@@ -55,11 +56,6 @@ impl Initializer {
     }
 }
 
-/// A scalar of `dtype` nearest to `v` (JAX's `jnp.array(v, dtype)`).
-fn scalar(v: f64, dtype: DType) -> Result<Array> {
-    lax::convert_element_type(&Array::scalar(v), dtype, false)
-}
-
 fn float_only(name: &str, dtype: DType) -> Result<()> {
     if dtype.is_float() {
         Ok(())
@@ -93,7 +89,7 @@ pub fn constant(value: f64) -> Initializer {
 pub fn normal(stddev: f64) -> Initializer {
     Initializer::new("normal", move |key, shape, dtype| {
         float_only("normal", dtype)?;
-        lax::mul(&random::normal(key, shape, dtype)?, &scalar(stddev, dtype)?)
+        lax::mul(&random::normal(key, shape, dtype)?, &lit(stddev, dtype)?)
     })
 }
 
@@ -103,7 +99,7 @@ pub fn uniform(scale: f64) -> Initializer {
     Initializer::new("uniform", move |key, shape, dtype| {
         float_only("uniform", dtype)?;
         let u = random::uniform(key, shape, dtype, &Array::weak(0.0), &Array::weak(1.0))?;
-        lax::mul(&u, &scalar(scale, dtype)?)
+        lax::mul(&u, &lit(scale, dtype)?)
     })
 }
 
@@ -115,7 +111,7 @@ pub fn truncated_normal(stddev: f64, lower: f64, upper: f64) -> Initializer {
         float_only("truncated_normal", dtype)?;
         let x =
             random::truncated_normal(key, &Array::weak(lower), &Array::weak(upper), shape, dtype)?;
-        lax::mul(&x, &scalar(stddev, dtype)?)
+        lax::mul(&x, &lit(stddev, dtype)?)
     })
 }
 
@@ -222,14 +218,14 @@ pub fn variance_scaling_axes(
             FanMode::FanGeoAvg => (fan_in * fan_out).sqrt(),
         };
         // The variance is rounded to `dtype` first, as JAX's `jnp.array`.
-        let variance = scalar(scale / denominator, dtype)?;
+        let variance = lit(scale / denominator, dtype)?;
         match distribution {
             Distribution::TruncatedNormal => {
                 // The standard deviation of a standard normal truncated to
                 // (-2, 2).
                 let stddev = lax::div(
                     &lax::sqrt(&variance)?,
-                    &scalar(0.879_625_661_034_239_8, dtype)?,
+                    &lit(0.879_625_661_034_239_8, dtype)?,
                 )?;
                 let x = random::truncated_normal(
                     key,

@@ -5,6 +5,7 @@
 //! `nansum`/`nanprod`; integer inputs have no NaNs.
 
 use super::promote::promote_args_inexact;
+use super::wrap::lit;
 use super::{
     all, equal, logical_and, logical_not, logical_or, max, min, prod, sum, where_, IntoAxes,
 };
@@ -12,11 +13,6 @@ use crate::array::Array;
 use crate::error::Result;
 use crate::lax;
 use jaxon_ir::DType;
-
-/// A scalar of `dtype` holding `v`.
-fn lit(v: f64, dtype: DType) -> Result<Array> {
-    lax::convert_element_type(&Array::scalar(v), dtype, false)
-}
 
 /// `jnp.isnan`: `x != x` (all false for integers and bools).
 pub fn isnan(x: &Array) -> Result<Array> {

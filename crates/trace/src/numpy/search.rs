@@ -110,7 +110,7 @@ pub fn bincount(x: &Array, weights: Option<&Array>, length: usize) -> Result<Arr
                 rhs: fmt_aval(w.aval()),
             })
         }
-        None => lax::convert_element_type(&super::ones(&[n], DType::I32)?, DType::I32, false)?,
+        None => super::ones(&[n], DType::I32)?,
     };
     // One-hot rows of `x` against `0..length`, weighted and summed.
     let bins = lax::broadcasted_iota(x.dtype(), &[1, length], 1)?;
