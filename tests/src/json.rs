@@ -207,6 +207,13 @@ fn non_null<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).filter(|x| !x.is_null())
 }
 
+/// The `name` and `group` of a corpus line, for reporting a case whose
+/// values cannot be decoded (a dtype this build does not know).
+pub fn decode_header(line: &str) -> Result<(String, String), String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("bad JSON: {e}"))?;
+    Ok((string(&v, "name")?, string(&v, "group")?))
+}
+
 /// Decodes one corpus line.
 pub fn decode_case(line: &str) -> Result<Case, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("bad JSON: {e}"))?;

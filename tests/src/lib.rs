@@ -9,4 +9,4 @@ pub mod json;
 pub mod own_transforms;
 
 pub use compare::{compare_arrays, compare_outputs, Tolerance};
-pub use json::{decode_array, decode_case, Case, GradRecord, JvpRecord, VmapRecord};
+pub use json::{decode_array, decode_case, decode_header, Case, GradRecord, JvpRecord, VmapRecord};
