@@ -183,7 +183,9 @@ fn parse_file(text: &str) -> Result<FileTest, String> {
 /// Runs one stage and returns its output text (ending in a newline).
 fn run_stage(t: &FileTest, stage: &str) -> Result<String, String> {
     let closed = parse_closed_jaxpr(&t.jaxpr, t.consts.clone()).map_err(|e| e.to_string())?;
-    let simple = || simplify(&closed).map_err(|e| format!("simplify: {e}"));
+    let simple = || {
+        simplify(&closed, jaxon_ir::primitive::Platform::Cpu).map_err(|e| format!("simplify: {e}"))
+    };
     let mut out = match stage {
         "simplify" => simple()?.to_string(),
         "fusion" => {

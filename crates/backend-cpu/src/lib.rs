@@ -375,7 +375,7 @@ impl Backend for CpuBackend {
         if dynamic::is_dynamic(&jaxpr.jaxpr) {
             return self.compile_dynamic(jaxpr);
         }
-        let simple = jaxon_ir::passes::simplify(jaxpr)?;
+        let simple = jaxon_ir::passes::simplify(jaxpr, jaxon_ir::primitive::Platform::Cpu)?;
         let key = util::fingerprint(&simple.jaxpr);
         let cached = lock(&self.cache).get(&key);
         let program = match cached {

@@ -289,3 +289,63 @@ fn half_reductions_in_loop_bodies() {
         Tol::Rel(1e-2),
     );
 }
+
+#[test]
+fn markers_are_identities_and_platform_index_picks_the_cpu_branch() {
+    // `name`, `device_put` and `optimization_barrier` pass values through,
+    // also inside a loop body; `platform_index` gives the index of the
+    // entry naming the cpu (here 1, the only cpu entry; the interpreter
+    // gives the same), and of the default entry when none does.
+    check(
+        "{ lambda ; a:f32[4] b:f32[4]. let
+    c:f32[4] = name[name=hidden] a
+    d:f32[4] e:f32[4] = device_put[
+      copy_semantics=(ArrayCopySemantics.REUSE_INPUT, ArrayCopySemantics.REUSE_INPUT)
+      devices=(None, None)
+      srcs=(None, None)
+    ] c b
+    f:f32[4] g:f32[4] = optimization_barrier d e
+    h:i32[] = platform_index[platforms=(('cuda', 'rocm'), ('cpu',), None)] 
+    i:f32[4] = cond[
+      branches=(
+        { lambda ; j:f32[4] k:f32[4]. let l:f32[4] = mul j k in (l,) }
+        { lambda ; m:f32[4] n:f32[4]. let o:f32[4] = sub m n in (o,) }
+        { lambda ; p:f32[4] q:f32[4]. let r:f32[4] = add p q in (r,) }
+      )
+      branches_platforms=(('cuda', 'rocm'), ('cpu',), None)
+    ] h f g
+    s:i32[] = platform_index[platforms=(('mosaic',), None)] 
+    t:i32[] u:f32[4] = while[
+      body_jaxpr={ lambda ; v:i32[] w:f32[4]. let
+          x:f32[4] = name[name=carry] w
+          y:f32[4] = optimization_barrier x
+          z:f32[4] = mul y 0.5:f32[]
+          ba:i32[] = add v 1:i32[]
+        in (ba, z) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; bb:i32[] bc:f32[4]. let
+          bd:bool[] = lt bb 3:i32[]
+        in (bd,) }
+      cond_nconsts=0
+    ] s i
+  in (i, t, u) }",
+        Dist::Uniform(2.0),
+        Tol::Exact,
+    );
+    let text = "{ lambda ; a:f32[2]. let
+    b:i32[] = platform_index[platforms=(('cpu',), None)] 
+    c:f32[2] = mul a 2.0:f32[]
+  in (b, c) }";
+    let closed = parse(text);
+    let x = jaxon_ir::HostArray::from_f64(jaxon_ir::DType::F32, &[2], &[1.0, 2.0]).unwrap();
+    for out in [
+        run(&CpuBackend::new(), &closed, std::slice::from_ref(&x)),
+        run(
+            &InterpreterBackend::new(),
+            &closed,
+            std::slice::from_ref(&x),
+        ),
+    ] {
+        assert_eq!(out[0].to_f64_vec(), vec![0.0]);
+    }
+}

@@ -9,7 +9,8 @@
 
 mod lowering_util;
 use jaxon_ir::primitive::{
-    Collective, Control, Elementwise, Indexing, Linalg, Pallas, Reduction, State, Structural,
+    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Reduction, State,
+    Structural,
 };
 use jaxon_ir::{IrError, Jaxpr, Primitive};
 use lowering_util::{check, parse, run_sim, Dist, Tol};
@@ -21,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 54;
+const N_VARIANTS: usize = 58;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -80,6 +81,11 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::AllReduce(_)) => (51, NotYet("named axes")),
         Primitive::Collective(Collective::AllGather(_)) => (52, NotYet("named axes")),
         Primitive::Collective(Collective::AxisIndex(_)) => (53, NotYet("named axes")),
+        // Removed by `simplify` for the cuda platform.
+        Primitive::Marker(Marker::Name(_)) => (54, Lowered),
+        Primitive::Marker(Marker::DevicePut(_)) => (55, Lowered),
+        Primitive::Marker(Marker::OptimizationBarrier(_)) => (56, Lowered),
+        Primitive::Marker(Marker::PlatformIndex(_)) => (57, Lowered),
     }
 }
 
@@ -97,6 +103,26 @@ fn tags(j: &Jaxpr, out: &mut BTreeSet<usize>) {
 /// `tests/lowering.rs`, whose texts are listed in `first_order_cases`).
 fn control_cases() -> Vec<(&'static str, Tol)> {
     vec![
+        (
+            "{ lambda ; a:f32[4] b:f32[4]. let
+    c:f32[4] = name[name=hidden] a
+    d:f32[4] e:f32[4] = device_put[
+      copy_semantics=(ArrayCopySemantics.REUSE_INPUT, ArrayCopySemantics.REUSE_INPUT)
+      devices=(None, None)
+      srcs=(None, None)
+    ] c b
+    f:f32[4] g:f32[4] = optimization_barrier d e
+    h:i32[] = platform_index[platforms=(('mosaic',), None)] 
+    i:f32[4] = cond[
+      branches=(
+        { lambda ; j:f32[4] k:f32[4]. let l:f32[4] = mul j k in (l,) }
+        { lambda ; m:f32[4] n:f32[4]. let o:f32[4] = sub m n in (o,) }
+      )
+      branches_platforms=(('mosaic',), None)
+    ] h f g
+  in (i,) }",
+            Tol::Exact,
+        ),
         (
             "{ lambda ; p:i32[] a:f32[5] b:f32[]. let
     c:f32[5] = cond[

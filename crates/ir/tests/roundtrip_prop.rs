@@ -287,7 +287,7 @@ impl Gen<'_> {
                         .map(|_| ClosedJaxpr::without_consts(self.branch(&shapes)))
                         .collect();
                     Eqn {
-                        primitive: Primitive::Control(Control::Cond(CondParams { branches })),
+                        primitive: Primitive::Control(Control::Cond(CondParams { branches, .. })),
                         inputs: vec![Atom::Var(i), Atom::Var(x)],
                         outputs: self.outputs(&mut j, vec![f32_aval(&xs)], &mut new_live, drop_pct),
                     }

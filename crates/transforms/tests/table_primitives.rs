@@ -328,6 +328,10 @@ fn table() -> Vec<Row> {
         2.0,
         "{ lambda ; a:f64[2,4]. let b:f64[2,3] c:i32[2,3] = top_k[axis=1 k=3] a in (b, c) }",
     ));
+    // Markers: identities on values, tangents, cotangents and batches;
+    // `platform_index` (no operands) picks the cpu branch of a `cond`.
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[2,3]. let c:f64[2,3] = name[name=hidden] a; d:f64[2,3] e:f64[2,3] = device_put[copy_semantics=(ArrayCopySemantics.REUSE_INPUT, ArrayCopySemantics.REUSE_INPUT) devices=(None, None) srcs=(None, None)] c b; f:f64[2,3] g:f64[2,3] = optimization_barrier d e; h:f64[2,3] = mul f g; i:f64[2,3] = sin h in (i, g) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let p:i32[] = platform_index[platforms=(('mosaic',), None)]; e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f in (g,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) }) branches_platforms=(('mosaic',), None)] p a in (e,) }"));
     // Control flow and calls.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; p:i32[] a:f64[2,3]. let e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f; h:f64[2,3] = mul g 2.0:f64[] in (h,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) })] p a in (e,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,2] c:f64[4,2,2]. let b:f64[2,2] d:f64[4,2,2] = scan[jaxpr={ lambda ; d:f64[2,2] x:f64[2,2]. let e:f64[2,2] = mul d x; f:f64[2,2] = sin e in (f, d) } length=4 num_carry=1 num_consts=0 reverse=False unroll=1] a c in (b, d) }"));
@@ -358,12 +362,14 @@ fn all_names() -> BTreeSet<String> {
         // The family's names, not `CollectiveOp`'s (psum and friends are
         // checked by the collectives' own tests).
         include_str!("../../ir/src/primitive/collective.rs"),
+        include_str!("../../ir/src/primitive/marker.rs"),
     ];
     let mut names = BTreeSet::new();
     for src in sources {
         let start = src
             .find("impl UnaryOp")
             .or_else(|| src.find("impl Collective {"))
+            .or_else(|| src.find("impl Marker {"))
             .or_else(|| src.find("pub fn name(&self)"))
             .expect("a name fn");
         let end = src[start..].find("\n}\n").map_or(src.len(), |e| start + e);

@@ -12,7 +12,8 @@ use crate::error::run_error;
 use crate::error::CpuError;
 use crate::ops::native::{build_op, NativeOp};
 use jaxon_ir::primitive::{
-    Collective, Control, Elementwise, Indexing, Linalg, Pallas, Reduction, State, Structural,
+    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Reduction, State,
+    Structural,
 };
 use jaxon_ir::{DType, Eqn, HostArray, IrError, Primitive};
 use std::sync::Mutex;
@@ -98,6 +99,12 @@ impl DynOp {
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
             ) => none("(a named-axis collective) is unbound in a compiled program"),
+            Primitive::Marker(
+                Marker::Name(_)
+                | Marker::DevicePut(_)
+                | Marker::OptimizationBarrier(_)
+                | Marker::PlatformIndex(_),
+            ) => none("(a marker) should have been removed by `simplify`"),
             Primitive::State(State::Get(_) | State::Swap(_) | State::AddUpdate(_))
             | Primitive::Pallas(
                 Pallas::Load(_)

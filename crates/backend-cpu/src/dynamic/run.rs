@@ -607,7 +607,7 @@ fn nested(
     };
     let body_at = |k: usize| bodies.get(k).ok_or_else(|| fail("missing nested body"));
     match &eqn.primitive {
-        Primitive::Control(Control::Cond(CondParams { branches })) => {
+        Primitive::Control(Control::Cond(CondParams { branches, .. })) => {
             let (index, ops) = args
                 .split_first()
                 .ok_or_else(|| fail("cond without an index"))?;
@@ -765,6 +765,7 @@ fn nested(
         | Primitive::Linalg(_)
         | Primitive::State(_)
         | Primitive::Pallas(_)
-        | Primitive::Collective(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
+        | Primitive::Collective(_)
+        | Primitive::Marker(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

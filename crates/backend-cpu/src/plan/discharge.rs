@@ -169,7 +169,8 @@ fn writes_ref(p: &Primitive) -> bool {
         | Primitive::Indexing(_)
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
-        | Primitive::Collective(_) => false,
+        | Primitive::Collective(_)
+        | Primitive::Marker(_) => false,
     }
 }
 
@@ -403,7 +404,7 @@ fn nested(
             eqn.outputs = outputs;
             Ok(news)
         }
-        Primitive::Control(Control::Cond(CondParams { branches })) => {
+        Primitive::Control(Control::Cond(CondParams { branches, .. })) => {
             if pos.contains(&0) {
                 return Err(unsupported(name, "a `Ref` as the index of `cond`"));
             }
@@ -462,7 +463,8 @@ fn nested(
         | Primitive::Indexing(_)
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
-        | Primitive::Collective(_) => Err(unsupported(
+        | Primitive::Collective(_)
+        | Primitive::Marker(_) => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
         )),

@@ -15,7 +15,8 @@ use jaxon_ir::primitive::{
     NumProgramsParams, Pallas, ProgramIdParams, State, StoreParams, SwapParams,
 };
 use jaxon_ir::primitive::{
-    Collective, Control, DotGeneralParams, Elementwise, Indexing, Linalg, Reduction, Structural,
+    Collective, Control, DotGeneralParams, Elementwise, Indexing, Linalg, Marker, Reduction,
+    Structural,
 };
 use jaxon_ir::{Atom, Binder, Eqn, IrError, Jaxpr, Primitive, Var};
 
@@ -124,6 +125,13 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
         },
         Primitive::Collective(
             Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
+        ) => unsupported(),
+        // Removed by `simplify`.
+        Primitive::Marker(
+            Marker::Name(_)
+            | Marker::DevicePut(_)
+            | Marker::OptimizationBarrier(_)
+            | Marker::PlatformIndex(_),
         ) => unsupported(),
     }
 }
@@ -239,7 +247,8 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
         | Primitive::Control(_)
-        | Primitive::Collective(_) => built_step(jaxpr, e, eqn),
+        | Primitive::Collective(_)
+        | Primitive::Marker(_) => built_step(jaxpr, e, eqn),
     }
 }
 

@@ -9,7 +9,7 @@
 
 use crate::error::CpuError;
 use crate::ops::native::pallas::{Blocks, PallasOp};
-use jaxon_ir::primitive::PallasCallParams;
+use jaxon_ir::primitive::{PallasCallParams, Platform};
 use jaxon_ir::{ClosedJaxpr, IrError};
 
 /// The op of a `pallas_call` with `n_in` inputs: its kernel compiled.
@@ -34,7 +34,8 @@ fn build(p: &PallasCallParams, n_in: usize) -> Result<PallasOp, IrError> {
         out_avals,
         input_output_aliases,
     )?;
-    let simple = jaxon_ir::passes::simplify(&ClosedJaxpr::without_consts(kernel.clone()))?;
+    let simple =
+        jaxon_ir::passes::simplify(&ClosedJaxpr::without_consts(kernel.clone()), Platform::Cpu)?;
     let discharged = crate::plan::discharge::discharge_refs(&simple)?.ok_or_else(|| {
         IrError::from(CpuError::Operands(
             "pallas_call: the kernel takes no refs".into(),

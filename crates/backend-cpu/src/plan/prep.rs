@@ -14,7 +14,7 @@ use crate::run::exec::{identity_array, Operand, StepCall};
 use crate::run::sched::PARALLEL_MIN_WORK;
 use crate::util::cannot;
 use jaxon_ir::passes::{plan_fusion, plan_memory, value_bytes, GroupKind, MemoryOptions};
-use jaxon_ir::primitive::{CondParams, Control, ForLoopParams, ScanParams, WhileParams};
+use jaxon_ir::primitive::{CondParams, Control, ForLoopParams, Platform, ScanParams, WhileParams};
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, IrError, Jaxpr, Primitive, Var};
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -59,7 +59,7 @@ fn prep_sub(
     eligible: &[bool],
     label: &str,
 ) -> Result<Prep, CpuError> {
-    let simple = jaxon_ir::passes::simplify(closed).map_err(|e| e.to_string())?;
+    let simple = jaxon_ir::passes::simplify(closed, Platform::Cpu).map_err(|e| e.to_string())?;
     if simple
         .jaxpr
         .in_avals()
@@ -313,7 +313,7 @@ pub(crate) fn prep(
                     scratch.push((gi, lp.1));
                     GPrep::Loop(Box::new(lp.0))
                 }
-                Primitive::Control(Control::Cond(CondParams { branches })) => {
+                Primitive::Control(Control::Cond(CondParams { branches, .. })) => {
                     let (index, operands) = eqn
                         .inputs
                         .split_first()
@@ -360,7 +360,8 @@ pub(crate) fn prep(
                 | Primitive::Linalg(_)
                 | Primitive::State(_)
                 | Primitive::Pallas(_)
-                | Primitive::Collective(_) => {
+                | Primitive::Collective(_)
+                | Primitive::Marker(_) => {
                     let step = opaque_step(jaxpr, e, eqn)?;
                     match step {
                         Opaque::Gemm {

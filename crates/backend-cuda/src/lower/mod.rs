@@ -235,7 +235,7 @@ pub(crate) fn lower_closed(
             closed.jaxpr.invars.len()
         )));
     }
-    let simple = jaxon_ir::passes::simplify(closed)?;
+    let simple = jaxon_ir::passes::simplify(closed, jaxon_ir::primitive::Platform::Cuda)?;
     let jaxpr = &simple.jaxpr;
     if jaxpr.constvars.len() != simple.consts.len() {
         return Err(IrError::Invalid(
@@ -323,5 +323,6 @@ pub(crate) fn lower_eqn(
         Primitive::State(p) => unsupported::state(p),
         Primitive::Pallas(p) => unsupported::pallas(p),
         Primitive::Collective(p) => unsupported::collective(p),
+        Primitive::Marker(p) => unsupported::marker(p),
     }
 }

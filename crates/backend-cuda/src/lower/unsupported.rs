@@ -1,9 +1,9 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives — each with one explicit arm per primitive, so that a new
+//! collectives, and the markers that simplify removes — each with one explicit arm per primitive, so that a new
 //! primitive breaks the build here until someone decides about it.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, Pallas, State};
+use jaxon_ir::primitive::{Collective, Marker, Pallas, State};
 use jaxon_ir::IrError;
 
 /// State primitives (`get`, `swap`, `addupdate`).
@@ -40,4 +40,18 @@ pub(crate) fn collective(p: &Collective) -> Result<(), IrError> {
         }
     };
     Err(unsupported(p.name(), why))
+}
+
+/// Markers are removed by `simplify` (for the cuda platform) before
+/// lowering; one reaching the lowering is a bug upstream.
+pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
+    match p {
+        Marker::Name(_)
+        | Marker::DevicePut(_)
+        | Marker::OptimizationBarrier(_)
+        | Marker::PlatformIndex(_) => Err(IrError::Invalid(format!(
+            "cuda lowering: {} should have been removed by simplify",
+            p.name()
+        ))),
+    }
 }

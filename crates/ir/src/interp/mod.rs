@@ -267,7 +267,8 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
         | Primitive::Indexing(_)
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
-        | Primitive::Collective(_) => {
+        | Primitive::Collective(_)
+        | Primitive::Marker(_) => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()
@@ -275,7 +276,7 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
                 .collect())
         }
         Primitive::Control(f) => match f {
-            Control::Cond(CondParams { branches }) => control::cond(ctx, branches, &args),
+            Control::Cond(CondParams { branches, .. }) => control::cond(ctx, branches, &args),
             Control::While(WhileParams {
                 cond_jaxpr,
                 body_jaxpr,

@@ -281,7 +281,10 @@ fn cond_clamps_the_index() {
     let i = b.arg(sa(I32, &[]));
     let x = b.arg(sa(F32, &[2]));
     let outs = b.eqn(
-        Primitive::Control(Control::Cond(CondParams { branches })),
+        Primitive::Control(Control::Cond(CondParams {
+            branches,
+            branches_platforms: None,
+        })),
         vec![i.into(), x.into()],
         vec![sa(F32, &[]), sa(F32, &[2])],
     );
@@ -582,7 +585,10 @@ fn malformed_jaxprs_give_errors() {
     let mut b = Builder::new();
     let x = b.arg(sa(F32, &[3]));
     let outs = b.eqn(
-        Primitive::Control(Control::Cond(CondParams { branches: vec![] })),
+        Primitive::Control(Control::Cond(CondParams {
+            branches: vec![],
+            branches_platforms: None,
+        })),
         vec![lit(0.0, I32), x.into()],
         vec![sa(F32, &[3])],
     );

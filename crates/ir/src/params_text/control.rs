@@ -3,19 +3,41 @@
 //! `jit` and the custom-derivative calls (`name` printed first, zero
 //! `num_consts` elided) and `remat2` (its policy kept as written).
 
-use super::codec::{py_bool, tuple, Bool, Closed, Num, Word};
+use super::codec::{py_bool, tuple, Bool, Closed, ClosedTuple, Num, Word};
 use super::table::bool_word;
 use super::{Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::build::bare;
 use crate::parse::params::Params;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
-    CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams, ScanParams,
+    CondParams, CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams, ScanParams,
 };
 use crate::print::PV;
 
 fn text(s: impl Into<String>) -> PV<'static> {
     PV::Text(s.into())
+}
+
+/// `branches_platforms` (a `cond` on `platform_index`) is printed only
+/// when set.
+impl ParamsText for CondParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        out.push(("branches", ClosedTuple::print(&self.branches)));
+        if let Some(p) = &self.branches_platforms {
+            out.push(("branches_platforms", super::marker::print_platforms(p)));
+        }
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let branches = cx.field::<ClosedTuple, _>("branches", None)?;
+        let branches_platforms = match cx.p.get("branches_platforms") {
+            Some(v) => Some(super::marker::parse_platforms(cx, v)?),
+            None => None,
+        };
+        Ok(CondParams {
+            branches,
+            branches_platforms,
+        })
+    }
 }
 
 /// JAX 0.10.2's scan has neither `linear` nor `_split_transpose`; they are

@@ -23,6 +23,7 @@ mod arrays;
 mod codec;
 mod collective;
 mod control;
+mod marker;
 mod pallas;
 mod state;
 mod table;
@@ -39,8 +40,8 @@ use crate::parse::params::{Params, PV as Src};
 use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
-    Collective, Control, Elementwise, Indexing, Linalg, Pallas, Primitive, Reduction, State,
-    Structural,
+    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Reduction,
+    State, Structural,
 };
 use crate::print::PV;
 
@@ -208,6 +209,12 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Collective::AllReduce(x) => x,
             Collective::AllGather(x) => x,
             Collective::AxisIndex(x) => x,
+        },
+        Primitive::Marker(f) => match f {
+            Marker::Name(x) => x,
+            Marker::DevicePut(x) => x,
+            Marker::OptimizationBarrier(x) => x,
+            Marker::PlatformIndex(x) => x,
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => x,

@@ -9,7 +9,7 @@
 //! enums. A test checks that every primitive's name parses.
 
 use super::codec::{
-    is_word, Axes, Bool, Closed, ClosedTuple, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape,
+    is_word, Axes, Bool, Closed, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape, Word,
 };
 use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::params::PValue;
@@ -101,7 +101,7 @@ params_text! {
     Empty2Params "empty2" { dtype: "dtype" Dt; "memory_space" = "MemorySpace.Device" }
     ProgramIdParams "program_id" { axis: "axis" Num }
     NumProgramsParams "num_programs" { axis: "axis" Num }
-    CondParams "cond" { branches: "branches" ClosedTuple }
+    NameParams "name" { name: "name" Word }
     WhileParams "while" {
         cond_jaxpr: "cond_jaxpr" Closed,
         body_jaxpr: "body_jaxpr" Closed,
@@ -122,6 +122,7 @@ params_text! {
         IotaParams "iota",
         TopKParams "top_k",
         ScanParams "scan",
+        CondParams "cond",
         JitParams "jit" | "pjit",
         CustomJvpCallParams "custom_jvp_call",
         CustomVjpCallParams "custom_vjp_call",
@@ -129,6 +130,9 @@ params_text! {
         ReduceParams "reduce_sum" | "reduce_max" | "reduce_min" | "reduce_prod" | "reduce_and"
             | "reduce_or" | "reduce_xor",
         ArgReduceParams "argmax" | "argmin",
+        DevicePutParams "device_put",
+        PlatformIndexParams "platform_index",
+        OptimizationBarrierParams "optimization_barrier",
         CumulativeParams "cumsum" | "cumprod" | "cummax" | "cummin" | "cumlogsumexp",
         GatherParams "gather",
         ScatterParams "scatter" | "scatter-add" | "scatter-mul" | "scatter-min" | "scatter-max",

@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 54;
+const VARIANTS: usize = 58;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -106,6 +106,12 @@ fn variant(p: &Primitive) -> usize {
             Collective::AllReduce(_) => 51,
             Collective::AllGather(_) => 52,
             Collective::AxisIndex(_) => 53,
+        },
+        Primitive::Marker(f) => match f {
+            Marker::Name(_) => 54,
+            Marker::DevicePut(_) => 55,
+            Marker::OptimizationBarrier(_) => 56,
+            Marker::PlatformIndex(_) => 57,
         },
     }
 }
@@ -261,6 +267,7 @@ fn samples() -> Vec<Primitive> {
         .into(),
         CondParams {
             branches: vec![closed()],
+            branches_platforms: None,
         }
         .into(),
         WhileParams {
@@ -376,6 +383,26 @@ fn samples() -> Vec<Primitive> {
         .into(),
         AxisIndexParams {
             axis_name: "i".into(),
+        }
+        .into(),
+        NameParams {
+            name: "hidden".into(),
+        }
+        .into(),
+        DevicePutParams {
+            copy_semantics: vec!["ArrayCopySemantics.REUSE_INPUT".into(); 2],
+            devices: vec!["None".into(); 2],
+            srcs: vec!["None".into(); 2],
+        }
+        .into(),
+        OptimizationBarrierParams.into(),
+        PlatformIndexParams {
+            platforms: vec![Some(vec!["mosaic".into(), "cuda".into()]), None],
+        }
+        .into(),
+        CondParams {
+            branches: vec![closed(), closed()],
+            branches_platforms: Some(vec![Some(vec!["mosaic".into()]), None]),
         }
         .into(),
     ]);

@@ -89,10 +89,16 @@ impl Reader<'_> {
                 };
                 let mut items = Vec::new();
                 while self.peek_kind() != close {
-                    items.push(self.read_value()?);
+                    let item = self.read_value()?;
+                    // JAX separates the jaxprs of a tuple (`branches=( {..}
+                    // jaxpr1 )`) with line breaks only; a jaxpr is inline
+                    // or the name of a `let`-bound one.
+                    let jaxpr_like = matches!(item.v, PValue::Jaxpr(_) | PValue::Word(_));
+                    items.push(item);
+                    let next_jaxpr = matches!(self.peek_kind(), Tok::LBrace | Tok::Word);
                     if self.peek_kind() == Tok::Comma {
                         self.bump();
-                    } else if self.peek_kind() != close && self.peek_kind() != Tok::LBrace {
+                    } else if self.peek_kind() != close && !(jaxpr_like && next_jaxpr) {
                         return Err(self.expected("`,` or a closing bracket"));
                     }
                 }

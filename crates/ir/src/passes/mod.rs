@@ -12,6 +12,7 @@
 mod algebra;
 mod collectives;
 mod fusion;
+mod markers;
 mod memory;
 mod rewrite;
 mod rows;
@@ -36,6 +37,7 @@ pub use collectives::lower_positional_collectives;
 pub use fusion::{
     is_elementwise, moves_data, operand_map, plan_fusion, FusionPlan, Group, GroupKind, IndexMap,
 };
+pub use markers::resolve_markers;
 pub use memory::{plan_memory, value_bytes, Allocation, MemoryOptions, MemoryPlan, Placed};
 pub use rows::row_runs;
 pub use scan_sums::scan_sums_out;
@@ -43,15 +45,17 @@ pub use simplify::{cse, dce, fold_constants, has_effect, inline_calls, inline_ji
 
 use crate::error::IrError;
 use crate::jaxpr::ClosedJaxpr;
+use crate::primitive::Platform;
 
-/// The simplification pipeline before compilation: inline calls (`jit`,
+/// The simplification pipeline before compilation for `platform`: resolve
+/// the markers (`resolve_markers`), inline calls (`jit`,
 /// and the primal bodies of `custom_jvp_call`/`custom_vjp_call`/`remat2`),
 /// lower positional collectives to reductions, uncontracted `dot_general`s
 /// to `mul`s of broadcasts, products summed over a scan out of the scan,
 /// transposed products to swapped products, fold constants, CSE, then DCE (last, so that it removes what folding
 /// and CSE made dead).
-pub fn simplify(closed: &ClosedJaxpr) -> Result<ClosedJaxpr, IrError> {
-    let inlined = inline_calls(closed)?;
+pub fn simplify(closed: &ClosedJaxpr, platform: Platform) -> Result<ClosedJaxpr, IrError> {
+    let inlined = inline_calls(&resolve_markers(closed, platform)?)?;
     let lowered = outer_products_to_mul(&lower_positional_collectives(&inlined.jaxpr))?;
     let lowered = scan_sums_out(&lowered)?;
     let lowered = transposed_products(&lowered)?;

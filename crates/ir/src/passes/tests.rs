@@ -212,7 +212,7 @@ fn simplify_pipeline_preserves_values() {
     _:f32[4,3] = exp k
   in (l,) }",
     );
-    let out = simplify(&c).expect("simplifies");
+    let out = simplify(&c, crate::primitive::Platform::Cpu).expect("simplifies");
     assert_eq!(
         prims(&out.jaxpr),
         ["broadcast_in_dim", "mul", "add", "mul", "reduce_sum"]

@@ -93,7 +93,7 @@ fn per_example_outer_product_fuses_with_its_transpose() {
     d:f32[8,4,16] = transpose[permutation=(0, 2, 1)] c
   in (d,) }",
     );
-    let s = simplify(&c).expect("simplifies");
+    let s = simplify(&c, crate::primitive::Platform::Cpu).expect("simplifies");
     let plan = plan_fusion(&s.jaxpr).expect("plans");
     assert_eq!(plan.groups.len(), 1, "{plan}");
     let args = random_args(&c.jaxpr, 9);
@@ -163,7 +163,7 @@ fn transposed_products_become_swapped_products() {
     ];
     for (seed, (text, rewrites)) in cases.iter().enumerate() {
         let c = parse(text);
-        let s = simplify(&c).expect("simplifies");
+        let s = simplify(&c, crate::primitive::Platform::Cpu).expect("simplifies");
         crate::check::check_jaxpr(&s.jaxpr).unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(count(&s, "transpose") == 0, *rewrites, "{text}");
         assert_eq!(count(&s, "dot_general"), 1, "{text}");

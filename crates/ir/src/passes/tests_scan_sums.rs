@@ -104,7 +104,7 @@ fn summed_products_leave_the_scan() {
         agree(&c, &r, seed);
     }
     // The pipeline runs it (and swaps the transposed product).
-    let s = simplify(&c).expect("simplifies");
+    let s = simplify(&c, crate::primitive::Platform::Cpu).expect("simplifies");
     assert_eq!(scan_of(&s).0, 2);
     agree(&c, &s, 9);
 }

@@ -44,6 +44,9 @@ impl Control {
 pub struct CondParams {
     /// The branches; branch 0 is the false branch of a bool predicate.
     pub branches: Vec<ClosedJaxpr>,
+    /// For a `cond` on `platform_index` (`lax.platform_dependent`), the
+    /// platforms of each branch; it does not change what the `cond` does.
+    pub branches_platforms: Option<Vec<Option<Vec<String>>>>,
 }
 
 /// The params of `while`.

@@ -19,6 +19,7 @@ mod control;
 mod elementwise;
 mod indexing;
 mod linalg;
+mod marker;
 mod nested;
 mod ops;
 mod pallas;
@@ -32,6 +33,7 @@ pub use control::*;
 pub use elementwise::*;
 pub use indexing::*;
 pub use linalg::*;
+pub use marker::*;
 use nested::at;
 pub use nested::{NestedJaxpr, NestedJaxprMut, ParamJaxpr};
 pub use ops::*;
@@ -67,6 +69,8 @@ pub enum Primitive {
     Pallas(Pallas),
     /// Collectives over named axes.
     Collective(Collective),
+    /// Identities and platform queries that mark values for the compiler.
+    Marker(Marker),
 }
 
 impl Primitive {
@@ -82,6 +86,7 @@ impl Primitive {
             Primitive::State(p) => p.name(),
             Primitive::Pallas(p) => p.name(),
             Primitive::Collective(p) => p.name(),
+            Primitive::Marker(p) => p.name(),
         }
     }
 }
@@ -213,5 +218,11 @@ into_primitive! {
         AllReduce(AllReduceParams),
         AllGather(AllGatherParams),
         AxisIndex(AxisIndexParams),
+    }
+    Marker {
+        Name(NameParams),
+        DevicePut(DevicePutParams),
+        OptimizationBarrier(OptimizationBarrierParams),
+        PlatformIndex(PlatformIndexParams),
     }
 }

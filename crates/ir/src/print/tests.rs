@@ -249,6 +249,7 @@ fn cond_branches() {
     let e = b.eqn1(
         Primitive::Control(Control::Cond(CondParams {
             branches: vec![closed(br0), closed(br1)],
+            branches_platforms: None,
         })),
         vec![d, v(a)],
         f32s(&[2, 3]),

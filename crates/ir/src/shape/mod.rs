@@ -11,10 +11,10 @@ use crate::primitive::{
     CondParams, Control, ConvertElementTypeParams, CumulativeParams, CustomJvpCallParams,
     CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
     ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg, LoadParams,
-    PadParams, Pallas, PallasCallParams, ReduceParams, ReducePrecisionParams, Reduction,
-    RematParams, ReshapeParams, RevParams, ScanParams, ScatterParams, SliceParams, SortParams,
-    SplitParams, SqueezeParams, StackParams, State, StoreParams, Structural, SwapParams,
-    TileParams, TopKParams, TransposeParams, WhileParams,
+    Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
+    ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, ScanParams,
+    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
+    StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
 };
 mod collective;
 mod control;
@@ -197,8 +197,24 @@ pub fn abstract_eval(
                 one(ShapedArray::scalar(DType::I32))
             }
         },
+        Primitive::Marker(f) => match f {
+            Marker::Name(_) => {
+                cx.arity(1)?;
+                one(cx.arr(0)?.clone())
+            }
+            Marker::DevicePut(_) | Marker::OptimizationBarrier(_) => (0..cx.avals.len())
+                .map(|i| cx.arr(i).map(|a| Aval::Array(a.clone())))
+                .collect::<Result<_, _>>()?,
+            Marker::PlatformIndex(PlatformIndexParams { platforms }) => {
+                cx.arity(0)?;
+                if platforms.is_empty() {
+                    return Err(cx.err("platforms is empty"));
+                }
+                one(ShapedArray::scalar(DType::I32))
+            }
+        },
         Primitive::Control(f) => match f {
-            Control::Cond(CondParams { branches }) => control::cond(&cx, branches)?,
+            Control::Cond(CondParams { branches, .. }) => control::cond(&cx, branches)?,
             Control::While(WhileParams {
                 cond_jaxpr,
                 body_jaxpr,

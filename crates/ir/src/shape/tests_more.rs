@@ -50,6 +50,7 @@ fn cond_branches_agree() {
     let b1 = unary_fn(UnaryOp::Cos, t(F32, &[3]));
     let c = Primitive::from(CondParams {
         branches: vec![b0.clone(), b1],
+        branches_platforms: None,
     });
     assert_eq!(ev1(&c, &[t(I32, &[]), t(F32, &[3])]), t(F32, &[3]));
     assert!(ev(&c, &[t(DType::Bool, &[]), t(F32, &[3])]).is_err());
@@ -59,6 +60,7 @@ fn cond_branches_agree() {
     assert!(e.contains("f32[3]") && e.contains("f32[4]"), "{e}");
     let bad = Primitive::from(CondParams {
         branches: vec![b0, unary_fn(UnaryOp::Cos, t(F32, &[3])).clone()],
+        branches_platforms: None,
     });
     assert!(ev(&bad, &[t(I32, &[])]).is_err());
 }
@@ -237,6 +239,7 @@ fn checker_names_the_param_of_a_bad_nested_jaxpr() {
     let cond = |b1: &ClosedJaxpr| {
         Primitive::Control(Control::Cond(CondParams {
             branches: vec![good.clone(), b1.clone()],
+            branches_platforms: None,
         }))
     };
     let ins = vec![t(I32, &[]), t(F32, &[3])];

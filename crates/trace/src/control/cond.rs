@@ -196,6 +196,7 @@ fn cond_impl<I: Pytree, O: Pytree>(
     args.extend(leaves.iter().cloned());
     let primitive = Primitive::from(CondParams {
         branches: jaxprs.into_iter().map(closed).collect(),
+        branches_platforms: None,
     });
     let mut outs = bind(&primitive, &args)?.into_iter();
     let all_inputs = &args[1..];

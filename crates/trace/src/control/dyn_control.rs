@@ -266,6 +266,7 @@ pub(crate) fn cond_dynamic<I: Pytree, O: Pytree>(
     args.extend(leaves);
     let primitive = Primitive::from(CondParams {
         branches: jaxprs.into_iter().map(closed).collect(),
+        branches_platforms: None,
     });
     let outs = bind(&primitive, &args)?;
     O::unflatten(&out_def, collapse(outs, joint.len()))

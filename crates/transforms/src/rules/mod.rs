@@ -30,6 +30,7 @@ pub(crate) mod control;
 pub(crate) mod elementwise;
 pub(crate) mod indexing;
 pub(crate) mod linalg;
+pub(crate) mod marker;
 pub(crate) mod pallas;
 pub(crate) mod reduction;
 pub(crate) mod state;

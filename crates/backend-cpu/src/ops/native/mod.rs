@@ -160,11 +160,12 @@ pub(crate) fn build_op(
         Primitive::Linalg(p) => linalg_op(p, ins, outs),
         // Control flow runs its bodies; refs and Pallas primitives have
         // their own steps (`opaque::native_step`); collectives are unbound in a
-        // compiled program.
+        // compiled program; markers are removed by `simplify`.
         Primitive::Control(_)
         | Primitive::State(_)
         | Primitive::Pallas(_)
-        | Primitive::Collective(_) => Err(no_native_op(primitive.name())),
+        | Primitive::Collective(_)
+        | Primitive::Marker(_) => Err(no_native_op(primitive.name())),
     }
 }
 

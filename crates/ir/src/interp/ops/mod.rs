@@ -14,10 +14,10 @@ use crate::primitive::{
     AllGatherParams, AllReduceParams, ArgReduceParams, AxisIndexParams, BitcastConvertTypeParams,
     BroadcastInDimParams, Collective, ConcatenateParams, ConvertElementTypeParams,
     CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
-    GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams,
-    ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams, ScatterParams,
-    SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural, TileParams,
-    TopKParams, TransposeParams,
+    GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, Marker, PadParams, Platform,
+    ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams,
+    ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural,
+    TileParams, TopKParams, TransposeParams,
 };
 mod convert;
 
@@ -253,6 +253,23 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 Err(unbound(name, &axis_name.join(", ")))
             }
             Collective::AxisIndex(AxisIndexParams { axis_name }) => Err(unbound(name, axis_name)),
+        },
+        Primitive::Marker(f) => match f {
+            Marker::Name(_) | Marker::DevicePut(_) | Marker::OptimizationBarrier(_) => {
+                Ok(args.to_vec())
+            }
+            // The interpreter is the reference for the CPU.
+            Marker::PlatformIndex(p) => {
+                let i = p.index_for(Platform::Cpu).ok_or_else(|| {
+                    IrError::Eval(format!(
+                        "{name}: no entry of {:?} serves the cpu",
+                        p.platforms
+                    ))
+                })?;
+                let i = i32::try_from(i)
+                    .map_err(|_| IrError::Eval(format!("{name}: index {i} overflows i32")))?;
+                Ok(vec![HostArray::new(Vec::new(), Storage::I32(vec![i]))?])
+            }
         },
         Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
             format!("{name} is handled by the interpreter core, not by eval_op"),

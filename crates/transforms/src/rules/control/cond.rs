@@ -27,7 +27,7 @@ use jaxon_trace::{bind, lax, numpy as jnp, Array};
 
 /// The jvp rule.
 pub(super) fn jvp(cp: &CondParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
-    let CondParams { branches } = cp;
+    let CondParams { branches, .. } = cp;
     // Operand 0 is the index.
     let nonzero: Vec<bool> = t[1..].iter().map(Option::is_some).collect();
     let mut union: Vec<bool> = Vec::new();
@@ -58,6 +58,7 @@ pub(super) fn jvp(cp: &CondParams, x: &[Array], t: &[Option<Array>]) -> Result<J
     let outs = bind(
         &Primitive::from(CondParams {
             branches: new_branches,
+            branches_platforms: None,
         }),
         &args,
     )?;
@@ -133,6 +134,7 @@ fn cond_split(
     let mut known = bind(
         &Primitive::from(CondParams {
             branches: known_branches,
+            branches_platforms: None,
         }),
         x,
     )?;
@@ -146,6 +148,7 @@ fn cond_split(
     let touts = bind(
         &Primitive::from(CondParams {
             branches: lin_branches,
+            branches_platforms: None,
         }),
         &largs,
     )?;
@@ -154,7 +157,7 @@ fn cond_split(
 
 /// The transpose rule (operand 0 is the index).
 pub(super) fn transpose(cp: &CondParams, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
-    let CondParams { branches } = cp;
+    let CondParams { branches, .. } = cp;
     if branches.iter().any(|b| jaxpr_is_dynamic(&b.jaxpr)) {
         return super::cond_dyn::transpose(branches, args, cts);
     }
@@ -183,6 +186,7 @@ pub(super) fn transpose(cp: &CondParams, args: &[LinArg], cts: &[Option<Array>])
     let outs = bind(
         &Primitive::from(CondParams {
             branches: new_branches,
+            branches_platforms: None,
         }),
         &operands,
     )?;
@@ -200,7 +204,7 @@ pub(super) fn batch(
     n: usize,
     name: Option<&str>,
 ) -> Result<BatchOuts> {
-    let CondParams { branches } = cp;
+    let CondParams { branches, .. } = cp;
     let ops = fronted(&x[1..], &d[1..], n)?;
     let m = mask(&d[1..]);
     if d[0].is_none() {
@@ -219,7 +223,13 @@ pub(super) fn batch(
             .collect::<Result<Vec<_>>>()?;
         let mut args = vec![x[0].clone()];
         args.extend(ops);
-        let outs = bind(&Primitive::from(CondParams { branches: new }), &args)?;
+        let outs = bind(
+            &Primitive::from(CondParams {
+                branches: new,
+                branches_platforms: None,
+            }),
+            &args,
+        )?;
         return Ok((outs, dims_of(&union)));
     }
     // A batched index: run every branch and select per member (cond clamps

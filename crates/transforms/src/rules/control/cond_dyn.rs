@@ -50,6 +50,7 @@ pub(super) fn cond_split_dyn(
     let primals = bind(
         &Primitive::from(CondParams {
             branches: branches.to_vec(),
+            branches_platforms: None,
         }),
         x,
     )?;
@@ -147,6 +148,7 @@ pub(super) fn cond_split_dyn(
     let touts = bind(
         &Primitive::from(CondParams {
             branches: lin_branches,
+            branches_platforms: None,
         }),
         &largs,
     )?;
@@ -284,6 +286,7 @@ pub(super) fn transpose(
     let outs = bind(
         &Primitive::from(CondParams {
             branches: new_branches,
+            branches_platforms: None,
         }),
         &operands,
     )?;

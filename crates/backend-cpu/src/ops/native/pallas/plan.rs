@@ -332,7 +332,7 @@ fn compose(j: &Jaxpr, v: Var, aval: &Aval, view: &Indexer) -> Option<Jaxpr> {
                     }
                 }
             }
-            Primitive::Control(Control::Cond(CondParams { branches })) => {
+            Primitive::Control(Control::Cond(CondParams { branches, .. })) => {
                 for &k in &pos {
                     if k == 0 {
                         return None;
