@@ -7,7 +7,7 @@
 //! where the arithmetic is exact, else within the stated tolerance.
 
 use jaxon_ir::primitive::{
-    AddUpdateParams, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Pallas,
+    AddUpdateParams, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Marker, Pallas,
     Reduction, State, Structural, SwapParams,
 };
 mod common;
@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 54;
+const N_VARIANTS: usize = 59;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -82,6 +82,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Control(Control::CustomJvpCall(_)) => (38, Tested),
         Primitive::Control(Control::CustomVjpCall(_)) => (39, Tested),
         Primitive::Control(Control::Remat(_)) => (40, Tested),
+        Primitive::Control(Control::CustomLinearSolve(_)) => (58, Tested),
         Primitive::State(State::Get(_)) => (41, Tested),
         Primitive::State(State::Swap(_)) => (42, Tested),
         Primitive::State(State::AddUpdate(_)) => (43, Tested),
@@ -97,6 +98,10 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::AllReduce(_)) => (51, Tested),
         Primitive::Collective(Collective::AllGather(_)) => (52, Excluded(NAMED)),
         Primitive::Collective(Collective::AxisIndex(_)) => (53, Excluded(NAMED)),
+        Primitive::Marker(Marker::Name(_)) => (54, Tested),
+        Primitive::Marker(Marker::DevicePut(_)) => (55, Tested),
+        Primitive::Marker(Marker::OptimizationBarrier(_)) => (56, Tested),
+        Primitive::Marker(Marker::PlatformIndex(_)) => (57, Tested),
     }
 }
 
@@ -728,6 +733,40 @@ fn control_cases() -> Vec<Case> {
     d:f32[4] = mul b 3.0:f32[]
     e:f32[] = reduce_sum[axes=(0,) out_sharding=None] d
   in (e,) }",
+            u(3.0),
+            Tol::Rel(1e-6),
+        ),
+        // Markers, and a custom_linear_solve (a diagonal system) at the top
+        // level and inside a loop body.
+        case(
+            "{ lambda ; a:f32[3] b:f32[3]. let
+    c:f32[3] = name[name=hidden] a
+    d:f32[3] e:f32[3] = device_put[
+      copy_semantics=(ArrayCopySemantics.REUSE_INPUT, ArrayCopySemantics.REUSE_INPUT)
+      devices=(None, None)
+      srcs=(None, None)
+    ] c b
+    f:f32[3] g:f32[3] = optimization_barrier d e
+    h:f32[3] = mul f f
+    i:f32[3] = add h 1.0:f32[]
+    j:f32[3] = custom_linear_solve[
+      const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, transpose_solve=0)
+      jaxprs=_LinearSolveTuple(matvec={ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = mul a b in (c,) }, vecmat=None, solve={ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = div b a in (c,) }, transpose_solve=None)
+    ] i i g
+    k:i32[] = platform_index[platforms=(('cpu',), None)] 
+    l:i32[] m:f32[3] = while[
+      body_jaxpr={ lambda ; n:f32[3] o:i32[] p:f32[3]. let
+          q:f32[3] = custom_linear_solve[
+            const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, transpose_solve=0)
+            jaxprs=_LinearSolveTuple(matvec={ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = mul a b in (c,) }, vecmat=None, solve={ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = div b a in (c,) }, transpose_solve=None)
+          ] n n p
+          r:i32[] = add o 1:i32[]
+        in (r, q) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; s:i32[] t:f32[3]. let u:bool[] = lt s 3:i32[] in (u,) }
+      cond_nconsts=0
+    ] i k j
+  in (m, l) }",
             u(3.0),
             Tol::Rel(1e-6),
         ),

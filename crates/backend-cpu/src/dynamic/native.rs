@@ -123,7 +123,8 @@ impl DynOp {
                 | Control::Jit(_)
                 | Control::CustomJvpCall(_)
                 | Control::CustomVjpCall(_)
-                | Control::Remat(_),
+                | Control::Remat(_)
+                | Control::CustomLinearSolve(_),
             ) => none("runs its nested bodies, not a native op"),
         }
     }

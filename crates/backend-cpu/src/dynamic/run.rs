@@ -742,6 +742,17 @@ fn nested(
         Primitive::Control(Control::Jit(_) | Control::Remat(_)) => {
             run_body(ctx, body_at(0)?, borrow(&args))
         }
+        // `solve` (after `matvec` and, when present, `vecmat` among the
+        // bodies) on its consts and `b`.
+        Primitive::Control(Control::CustomLinearSolve(p)) => {
+            let solve = body_at(1 + usize::from(p.jaxprs.vecmat.is_some()))?;
+            let (Some(consts), Some(b)) = (args.get(p.consts_range(2)), args.get(p.num_consts()..))
+            else {
+                return Err(fail("custom_linear_solve: fewer operands than consts"));
+            };
+            let ops: Vec<Val> = consts.iter().chain(b).map(|x| Val::Ref(x.get())).collect();
+            run_body(ctx, solve, ops)
+        }
         Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams { num_consts, .. }))
         | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams { num_consts, .. })) => {
             let body = body_at(0)?;

@@ -447,7 +447,8 @@ fn nested(
             | Control::Jit(_)
             | Control::CustomJvpCall(_)
             | Control::CustomVjpCall(_)
-            | Control::Remat(_),
+            | Control::Remat(_)
+            | Control::CustomLinearSolve(_),
         )
         | Primitive::State(State::Swap(_) | State::AddUpdate(_))
         | Primitive::Pallas(

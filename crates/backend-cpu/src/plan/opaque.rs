@@ -121,7 +121,8 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             Control::Jit(_)
             | Control::CustomJvpCall(_)
             | Control::CustomVjpCall(_)
-            | Control::Remat(_) => unsupported(),
+            | Control::Remat(_)
+            | Control::CustomLinearSolve(_) => unsupported(),
         },
         Primitive::Collective(
             Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),

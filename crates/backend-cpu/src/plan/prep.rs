@@ -351,7 +351,8 @@ pub(crate) fn prep(
                     Control::Jit(_)
                     | Control::CustomJvpCall(_)
                     | Control::CustomVjpCall(_)
-                    | Control::Remat(_),
+                    | Control::Remat(_)
+                    | Control::CustomLinearSolve(_),
                 )
                 | Primitive::Elementwise(_)
                 | Primitive::Structural(_)

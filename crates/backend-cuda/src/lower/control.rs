@@ -63,6 +63,22 @@ pub(crate) fn lower(
                 steps,
             )
         }
+        // What JAX runs: `solve` on its consts and `b` (usually inlined by
+        // `simplify` already).
+        Control::CustomLinearSolve(p) => {
+            let all = values(env, &eqn.inputs)?;
+            let (Some(solve), Some(consts), Some(b)) = (
+                &p.jaxprs.solve,
+                all.get(p.consts_range(2)),
+                all.get(p.num_consts()..),
+            ) else {
+                return Err(IrError::Invalid(
+                    "custom_linear_solve: no solve jaxpr, or fewer operands than consts".into(),
+                ));
+            };
+            let args: Vec<_> = consts.iter().chain(b).cloned().collect();
+            call(ctx, eqn, solve, &args, env, steps)
+        }
         Control::Cond(params) => cond(ctx, jaxpr, eqn, params, env, steps),
         Control::While(params) => while_(ctx, jaxpr, eqn, params, env, steps),
         Control::Scan(params) => scan(ctx, jaxpr, eqn, params, env, steps),

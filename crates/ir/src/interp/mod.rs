@@ -334,6 +334,20 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
                 ..
             }) => control::custom_call(ctx, prim.name(), call_jaxpr, *num_consts, &args),
             Control::Remat(RematParams { jaxpr, .. }) => eval_with(ctx, jaxpr, &[], &args),
+            // JAX's impl: `solve` applied to its consts and `b`.
+            Control::CustomLinearSolve(p) => match &p.jaxprs.solve {
+                Some(solve) => {
+                    let (consts, b) = (args.get(p.consts_range(2)), args.get(p.num_consts()..));
+                    let (Some(consts), Some(b)) = (consts, b) else {
+                        return Err(IrError::Eval(
+                            "custom_linear_solve: fewer operands than consts".into(),
+                        ));
+                    };
+                    let ops: Vec<Value> = consts.iter().chain(b).cloned().collect();
+                    call_closed(ctx, solve, &ops)
+                }
+                None => Err(IrError::Eval("custom_linear_solve: no solve jaxpr".into())),
+            },
         },
         Primitive::State(f) => match f {
             State::Get(GetParams { indexers }) => state::get(indexers, &args),

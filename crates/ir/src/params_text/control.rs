@@ -6,11 +6,13 @@
 use super::codec::{py_bool, tuple, Bool, Closed, ClosedTuple, Num, Word};
 use super::table::bool_word;
 use super::{Codec, ParamsText, ParseCx, PrintCx, Printed};
+use crate::jaxpr::ClosedJaxpr;
 use crate::parse::build::bare;
 use crate::parse::params::Params;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
-    CondParams, CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams, ScanParams,
+    CondParams, CustomJvpCallParams, CustomLinearSolveParams, CustomVjpCallParams, JitParams,
+    LinearSolveTuple, RematParams, ScanParams,
 };
 use crate::print::PV;
 
@@ -180,6 +182,70 @@ impl ParamsText for RematParams {
                 None => None,
                 Some(v) if Params::is_none(v) => None,
                 Some(v) => Some(p.src(v)),
+            },
+        })
+    }
+}
+
+/// The fields of JAX's `_LinearSolveTuple`, in order.
+const SOLVE_FIELDS: [&str; 4] = ["matvec", "vecmat", "solve", "transpose_solve"];
+
+/// `_LinearSolveTuple(matvec=.., vecmat=.., solve=.., transpose_solve=..)`
+/// of the four printed values.
+fn solve_tuple(items: [String; 4]) -> String {
+    let fields: Vec<String> = SOLVE_FIELDS
+        .iter()
+        .zip(items)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("_LinearSolveTuple({})", fields.join(", "))
+}
+
+/// JAX prints the four functions with `str(closed_jaxpr)`: each a whole
+/// document of its own (own `let`s, names from `a`), inserted as text.
+impl ParamsText for CustomLinearSolveParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        let lens = self.const_lengths.as_array().map(|n| n.to_string());
+        out.push(("const_lengths", text(solve_tuple(lens))));
+        let docs = self.jaxprs.as_array().map(|j| match j {
+            Some(c) => c.jaxpr.to_string(),
+            None => "None".to_string(),
+        });
+        out.push(("jaxprs", text(solve_tuple(docs))));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let p = cx.p;
+        let lens_v = p.req("const_lengths")?;
+        let lens_args = p.kwargs_of(lens_v, "_LinearSolveTuple")?;
+        let mut lens = [0usize; 4];
+        for (k, n) in SOLVE_FIELDS.iter().zip(lens.iter_mut()) {
+            *n = p.usize_of(p.kwarg(lens_args, k, lens_v)?)?;
+        }
+        let js_v = p.req("jaxprs")?;
+        let js_args = p.kwargs_of(js_v, "_LinearSolveTuple")?;
+        let mut js: [Option<ClosedJaxpr>; 4] = Default::default();
+        for (k, j) in SOLVE_FIELDS.iter().zip(js.iter_mut()) {
+            let v = p.kwarg(js_args, k, js_v)?;
+            if !Params::is_none(v) {
+                *j = Some(cx.b.jaxpr_param(p, v)?);
+            }
+        }
+        let [matvec, vecmat, solve, transpose_solve] = js;
+        if matvec.is_none() || solve.is_none() {
+            return Err(super::bad(cx, js_v, "`matvec` and `solve` jaxprs"));
+        }
+        Ok(CustomLinearSolveParams {
+            const_lengths: LinearSolveTuple {
+                matvec: lens[0],
+                vecmat: lens[1],
+                solve: lens[2],
+                transpose_solve: lens[3],
+            },
+            jaxprs: LinearSolveTuple {
+                matvec,
+                vecmat,
+                solve,
+                transpose_solve,
             },
         })
     }

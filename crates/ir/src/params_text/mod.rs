@@ -225,6 +225,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Control::CustomJvpCall(x) => x,
             Control::CustomVjpCall(x) => x,
             Control::Remat(x) => x,
+            Control::CustomLinearSolve(x) => x,
         },
         Primitive::State(f) => match f {
             State::Get(x) => x,

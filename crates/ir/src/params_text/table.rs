@@ -123,6 +123,7 @@ params_text! {
         TopKParams "top_k",
         ScanParams "scan",
         CondParams "cond",
+        CustomLinearSolveParams "custom_linear_solve",
         JitParams "jit" | "pjit",
         CustomJvpCallParams "custom_jvp_call",
         CustomVjpCallParams "custom_vjp_call",

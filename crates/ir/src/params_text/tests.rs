@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 58;
+const VARIANTS: usize = 59;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -87,6 +87,7 @@ fn variant(p: &Primitive) -> usize {
             Control::CustomJvpCall(_) => 38,
             Control::CustomVjpCall(_) => 39,
             Control::Remat(_) => 40,
+            Control::CustomLinearSolve(_) => 58,
         },
         Primitive::State(f) => match f {
             State::Get(_) => 41,
@@ -396,6 +397,21 @@ fn samples() -> Vec<Primitive> {
         }
         .into(),
         OptimizationBarrierParams.into(),
+        CustomLinearSolveParams {
+            const_lengths: LinearSolveTuple {
+                matvec: 1,
+                vecmat: 0,
+                solve: 2,
+                transpose_solve: 0,
+            },
+            jaxprs: LinearSolveTuple {
+                matvec: Some(closed()),
+                vecmat: None,
+                solve: Some(closed()),
+                transpose_solve: None,
+            },
+        }
+        .into(),
         PlatformIndexParams {
             platforms: vec![Some(vec!["mosaic".into(), "cuda".into()]), None],
         }

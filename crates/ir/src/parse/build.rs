@@ -9,7 +9,7 @@
 use super::convert::to_primitive;
 use super::lexer::line_col;
 use super::params::{PValue, Params, PV};
-use super::syntax::{PResult, RawJaxpr};
+use super::syntax::{let_named, LetBinding, PResult, RawJaxpr};
 use super::ParseError;
 use crate::aval::{AbstractRef, Aval, Dim, ShapedArray};
 use crate::jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var, VarSpace};
@@ -23,7 +23,12 @@ const MAX_DEPTH: usize = 200;
 pub(crate) struct Builder<'a> {
     pub text: &'a str,
     arena: &'a [RawJaxpr],
-    lets: HashMap<&'a str, usize>,
+    lets: &'a [LetBinding],
+    documents: &'a [usize],
+    /// Per top-level `let` a nested document has been matched to: how
+    /// often, and when last (on `clock`).
+    taken: HashMap<usize, (usize, usize)>,
+    clock: usize,
     memo: Vec<Option<ClosedJaxpr>>,
     busy: Vec<bool>,
     depth: usize,
@@ -35,12 +40,16 @@ impl<'a> Builder<'a> {
     pub fn new(
         text: &'a str,
         arena: &'a [RawJaxpr],
-        lets: &'a [(String, usize, usize)],
+        lets: &'a [LetBinding],
+        documents: &'a [usize],
     ) -> Builder<'a> {
         Builder {
             text,
             arena,
-            lets: lets.iter().map(|(n, id, _)| (n.as_str(), *id)).collect(),
+            lets,
+            documents,
+            taken: HashMap::new(),
+            clock: 0,
             memo: vec![None; arena.len()],
             busy: vec![false; arena.len()],
             depth: 0,
@@ -96,9 +105,10 @@ impl<'a> Builder<'a> {
     /// A param value that is a jaxpr: inline `{...}` or a `let` name.
     pub fn jaxpr_param(&mut self, p: &Params, v: &PV) -> PResult<ClosedJaxpr> {
         match &v.v {
+            PValue::Jaxpr(id) if self.documents.contains(id) => self.document(*id, v.start),
             PValue::Jaxpr(id) => self.closed(*id, v.start),
-            PValue::Word(name) => match self.lets.get(name.as_str()) {
-                Some(&id) => self.closed(id, v.start),
+            PValue::Word(name) => match let_named(self.lets, name, v.start) {
+                Some(id) => self.closed(id, v.start),
                 None => Err(self.err(
                     v.start,
                     format!("expected a jaxpr, found unknown jaxpr name `{name}`"),
@@ -106,6 +116,47 @@ impl<'a> Builder<'a> {
             },
             _ => Err(self.err(v.start, format!("expected a jaxpr, found `{}`", p.src(v)))),
         }
+    }
+
+    /// A document nested in params. JAX prints such a jaxpr in full even
+    /// when it is an object the program shares (and so also hoists into a
+    /// top-level `let`): a document printing as a top-level `let`'s jaxpr
+    /// printed alone is that jaxpr, so that the sharing, and the printed
+    /// `let`s, survive. (Printed alone, a jaxpr's unread outputs are `_`;
+    /// hoisted, they keep their names, so the texts, not the jaxprs, are
+    /// compared.)
+    fn document(&mut self, id: usize, pos: usize) -> PResult<ClosedJaxpr> {
+        let built = self.closed(id, pos)?;
+        let text = built.jaxpr.to_string();
+        let lets = self.lets;
+        // Equal texts are distinct objects (JAX's `solve` and
+        // `transpose_solve`, hoisted as two `let`s) or one object twice
+        // (`vecmat` is `matvec`): each document takes the candidate used
+        // least so far, on a tie the one used last (a transposed solve
+        // lists the same pair swapped), else the first.
+        let mut best: Option<(usize, (usize, usize), ClosedJaxpr)> = None;
+        for (k, l) in lets.iter().enumerate().filter(|(_, l)| l.scope.0 == 0) {
+            let Ok(c) = self.closed(l.id, l.pos) else {
+                continue;
+            };
+            if c.jaxpr.invars.len() != built.jaxpr.invars.len() || c.jaxpr.to_string() != text {
+                continue;
+            }
+            let (uses, last) = self.taken.get(&k).copied().unwrap_or((0, 0));
+            let better = match &best {
+                None => true,
+                Some((_, (bu, bl), _)) => uses < *bu || (uses == *bu && last > *bl),
+            };
+            if better {
+                best = Some((k, (uses, last), c));
+            }
+        }
+        let Some((k, (uses, _), c)) = best else {
+            return Ok(built);
+        };
+        self.clock += 1;
+        self.taken.insert(k, (uses + 1, self.clock));
+        Ok(c)
     }
 
     /// Renumbers a raw jaxpr and types its equations.

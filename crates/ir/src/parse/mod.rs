@@ -37,11 +37,11 @@ fn parse_with(text: &str, consts: Option<Vec<HostArray>>) -> Result<ClosedJaxpr,
     let mut reader = syntax::Reader::new(text, consts);
     let main = reader.read_program()?;
     reader.check_consts_used()?;
-    let mut builder = build::Builder::new(text, &reader.arena, &reader.lets);
+    let mut builder = build::Builder::new(text, &reader.arena, &reader.lets, &reader.documents);
     let closed = builder.closed(main, 0)?;
     // Every `let` must be well-formed even when nothing refers to it.
-    for (_, id, pos) in &reader.lets {
-        builder.closed(*id, *pos)?;
+    for l in &reader.lets {
+        builder.closed(l.id, l.pos)?;
     }
     Ok(closed)
 }

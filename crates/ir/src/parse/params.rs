@@ -166,6 +166,8 @@ impl Reader<'_> {
                 }
                 if self.peek_kind() == Tok::LParen && glued {
                     self.bump();
+                    // `_LinearSolveTuple(matvec=<a jaxpr document>, ...)`.
+                    let documents = name == "_LinearSolveTuple";
                     let mut args = Vec::new();
                     while self.peek_kind() != Tok::RParen {
                         let key = if self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::Eq {
@@ -175,7 +177,20 @@ impl Reader<'_> {
                         } else {
                             None
                         };
-                        let val = self.read_value()?;
+                        let at_document = self.peek_kind() == Tok::LBrace
+                            || (self.at_word("let") && self.kind_at(1) == Tok::Word);
+                        let val = if documents && at_document {
+                            let start = self.peek().start;
+                            let id = self.read_document()?;
+                            let end = self.tok(self.pos.saturating_sub(1)).end;
+                            PV {
+                                v: PValue::Jaxpr(id),
+                                start,
+                                end,
+                            }
+                        } else {
+                            self.read_value()?
+                        };
                         args.push((key, val));
                         if self.peek_kind() == Tok::Comma {
                             self.bump();

@@ -4,7 +4,7 @@
 //! earlier jaxpr that shares its variables).
 
 use super::params::PValue;
-use super::syntax::{RawEqn, RawJaxpr, Reader, PENDING_BASE};
+use super::syntax::{let_named, RawEqn, RawJaxpr, Reader, PENDING_BASE};
 use crate::aval::{Aval, Dim};
 use crate::jaxpr::{Atom, Var};
 
@@ -64,7 +64,7 @@ impl Reader<'_> {
             .find(|p| p.key == "jaxpr" || p.key == "call_jaxpr")?;
         let id = match &pv.value.v {
             PValue::Jaxpr(id) => *id,
-            PValue::Word(name) => self.lets.iter().find(|(n, ..)| n == name)?.1,
+            PValue::Word(name) => let_named(&self.lets, name, pv.value.start)?,
             _ => return None,
         };
         let callee = self.arena.get(id)?;

@@ -80,8 +80,11 @@ pub(crate) struct Reader<'a> {
     pub toks: Vec<Token>,
     pub pos: usize,
     pub arena: Vec<RawJaxpr>,
-    /// `let NAME = {...} in` bindings: name, arena id, byte offset.
-    pub lets: Vec<(String, usize, usize)>,
+    /// `let NAME = {...} in` bindings, the program's and those of the
+    /// documents nested in params.
+    pub lets: Vec<LetBinding>,
+    /// Arena ids of the main jaxprs of documents nested in params.
+    pub documents: Vec<usize>,
     /// Constant values still to hand out, or `None` when parsing without.
     consts: Option<VecDeque<HostArray>>,
     depth: usize,
@@ -102,6 +105,28 @@ pub(crate) struct Reader<'a> {
 
 pub(crate) type PResult<T> = Result<T, ParseError>;
 
+/// One `let NAME = {...} in` binding.
+#[derive(Debug)]
+pub(crate) struct LetBinding {
+    pub name: String,
+    /// The arena id of the bound jaxpr.
+    pub id: usize,
+    /// Byte offset of the `let`.
+    pub pos: usize,
+    /// The byte span where the name is visible: the whole text for the
+    /// program's lets, the nested document for a document's own.
+    pub scope: (usize, usize),
+}
+
+/// The arena id of the `let` named `name` visible at byte `pos` (the
+/// innermost, when nested documents bind the same name).
+pub(crate) fn let_named(lets: &[LetBinding], name: &str, pos: usize) -> Option<usize> {
+    lets.iter()
+        .filter(|l| l.name == name && l.scope.0 <= pos && pos < l.scope.1)
+        .min_by_key(|l| l.scope.1 - l.scope.0)
+        .map(|l| l.id)
+}
+
 impl<'a> Reader<'a> {
     pub fn new(text: &'a str, consts: Option<Vec<HostArray>>) -> Reader<'a> {
         Reader {
@@ -110,6 +135,7 @@ impl<'a> Reader<'a> {
             pos: 0,
             arena: Vec::new(),
             lets: Vec::new(),
+            documents: Vec::new(),
             consts: consts.map(VecDeque::from),
             depth: 0,
             caller_binders: None,
@@ -225,15 +251,8 @@ impl<'a> Reader<'a> {
     /// Reads `let NAME = {...} in`* `{...}` and the end of input; returns the
     /// arena id of the main jaxpr.
     pub fn read_program(&mut self) -> PResult<usize> {
-        while self.at_word("let") {
-            let let_tok = self.bump();
-            let name_tok = self.expect(Tok::Word, "a jaxpr name")?;
-            let name = self.slice(name_tok).to_string();
-            self.expect(Tok::Eq, "`=`")?;
-            let id = self.read_lambda()?;
-            self.expect_word("in")?;
-            self.lets.push((name, id, let_tok.start));
-        }
+        let scope = (0, self.text.len() + 1);
+        self.read_lets(scope)?;
         let main = self.read_lambda()?;
         if self.peek_kind() != Tok::Eof {
             return Err(self.expected("end of input"));
@@ -243,6 +262,48 @@ impl<'a> Reader<'a> {
         for id in 0..self.arena.len() {
             self.resolve_pending(id);
         }
+        Ok(main)
+    }
+
+    /// Reads `let NAME = {...} in`*, each visible in `scope`.
+    fn read_lets(&mut self, scope: (usize, usize)) -> PResult<()> {
+        while self.at_word("let") {
+            let let_tok = self.bump();
+            let name_tok = self.expect(Tok::Word, "a jaxpr name")?;
+            let name = self.slice(name_tok).to_string();
+            self.expect(Tok::Eq, "`=`")?;
+            let id = self.read_lambda()?;
+            self.expect_word("in")?;
+            self.lets.push(LetBinding {
+                name,
+                id,
+                pos: let_tok.start,
+                scope,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads a whole jaxpr document printed inside a param value (JAX's
+    /// `str(closed_jaxpr)` in `custom_linear_solve`'s `jaxprs`): its own
+    /// `let`s, visible only inside it, and its own variable names, which
+    /// may repeat the enclosing program's. Returns the main jaxpr's id.
+    pub fn read_document(&mut self) -> PResult<usize> {
+        let start = self.peek().start;
+        let first_let = self.lets.len();
+        let visible = std::mem::take(&mut self.visible);
+        let first_bound = std::mem::take(&mut self.first_bound);
+        let read = self
+            .read_lets((start, usize::MAX))
+            .and_then(|()| self.read_lambda());
+        self.visible = visible;
+        self.first_bound = first_bound;
+        let main = read?;
+        let end = self.arena.get(main).map_or(start, |j| j.span.1);
+        for l in &mut self.lets[first_let..] {
+            l.scope = (start, end);
+        }
+        self.documents.push(main);
         Ok(main)
     }
 

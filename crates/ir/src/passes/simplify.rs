@@ -16,6 +16,7 @@ use crate::primitive::{
     Control, CustomJvpCallParams, CustomVjpCallParams, Elementwise, JitParams, RematParams,
     Structural,
 };
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -73,37 +74,51 @@ fn inline_eqns(
     for eqn in &old.eqns {
         // (body, its consts, the operands it takes)
         let empty: &[HostArray] = &[];
-        let (inner, body_consts, operands): (&Jaxpr, &[HostArray], &[Atom]) = match &eqn.primitive {
-            Primitive::Control(Control::Jit(JitParams { jaxpr: body, .. })) => {
-                (&body.jaxpr, &body.consts, &eqn.inputs)
-            }
-            Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
-                call_jaxpr,
-                num_consts,
-                ..
-            }))
-            | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
-                call_jaxpr,
-                num_consts,
-                ..
-            })) if all_calls => {
-                // The primal takes every operand, or those after the consts.
-                let n = call_jaxpr.jaxpr.invars.len();
-                let ops = if n == eqn.inputs.len() {
-                    &eqn.inputs[..]
-                } else {
-                    eqn.inputs.get(*num_consts..).unwrap_or(&[])
-                };
-                (&call_jaxpr.jaxpr, &call_jaxpr.consts, ops)
-            }
-            Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) if all_calls => {
-                (jaxpr, empty, &eqn.inputs)
-            }
-            _ => {
-                rw.copy_eqn(old, map, eqn)?;
-                continue;
-            }
-        };
+        let (inner, body_consts, operands): (&Jaxpr, &[HostArray], Cow<[Atom]>) =
+            match &eqn.primitive {
+                Primitive::Control(Control::Jit(JitParams { jaxpr: body, .. })) => {
+                    (&body.jaxpr, &body.consts, Cow::Borrowed(&eqn.inputs))
+                }
+                Primitive::Control(Control::CustomJvpCall(CustomJvpCallParams {
+                    call_jaxpr,
+                    num_consts,
+                    ..
+                }))
+                | Primitive::Control(Control::CustomVjpCall(CustomVjpCallParams {
+                    call_jaxpr,
+                    num_consts,
+                    ..
+                })) if all_calls => {
+                    // The primal takes every operand, or those after the consts.
+                    let n = call_jaxpr.jaxpr.invars.len();
+                    let ops = if n == eqn.inputs.len() {
+                        &eqn.inputs[..]
+                    } else {
+                        eqn.inputs.get(*num_consts..).unwrap_or(&[])
+                    };
+                    (&call_jaxpr.jaxpr, &call_jaxpr.consts, Cow::Borrowed(ops))
+                }
+                Primitive::Control(Control::Remat(RematParams { jaxpr, .. })) if all_calls => {
+                    (jaxpr, empty, Cow::Borrowed(&eqn.inputs))
+                }
+                // What JAX runs: `solve` on its consts and `b`.
+                Primitive::Control(Control::CustomLinearSolve(p)) if all_calls => {
+                    let (Some(solve), Some(consts), Some(b)) = (
+                        &p.jaxprs.solve,
+                        eqn.inputs.get(p.consts_range(2)),
+                        eqn.inputs.get(p.num_consts()..),
+                    ) else {
+                        rw.copy_eqn(old, map, eqn)?;
+                        continue;
+                    };
+                    let ops: Vec<Atom> = consts.iter().chain(b).copied().collect();
+                    (&solve.jaxpr, &solve.consts, Cow::Owned(ops))
+                }
+                _ => {
+                    rw.copy_eqn(old, map, eqn)?;
+                    continue;
+                }
+            };
         let name = eqn.primitive.name();
         if inner.constvars.len() != body_consts.len()
             || inner.invars.len() != operands.len()
@@ -125,7 +140,7 @@ fn inline_eqns(
             rw.out.constvars.push(nv);
             consts.push(c.clone());
         }
-        for (v, a) in inner.invars.iter().zip(operands) {
+        for (v, a) in inner.invars.iter().zip(operands.iter()) {
             inner_map.set(*v, map.atom(a)?)?;
         }
         inline_eqns(rw, inner, &mut inner_map, consts, all_calls)?;

@@ -21,6 +21,9 @@ pub enum Control {
     CustomVjpCall(CustomVjpCallParams),
     /// `remat2[jaxpr prevent_cse differentiated policy]` (checkpoint).
     Remat(RematParams),
+    /// `custom_linear_solve[const_lengths jaxprs] *consts *b`: `x` with
+    /// `matvec(x) = b`, computed as `solve(b)`; differentiated implicitly.
+    CustomLinearSolve(CustomLinearSolveParams),
 }
 
 impl Control {
@@ -35,6 +38,7 @@ impl Control {
             Control::CustomJvpCall(_) => "custom_jvp_call",
             Control::CustomVjpCall(_) => "custom_vjp_call",
             Control::Remat(_) => "remat2",
+            Control::CustomLinearSolve(_) => "custom_linear_solve",
         }
     }
 }
@@ -152,6 +156,62 @@ pub struct RematParams {
     pub policy: Option<String>,
 }
 
+/// The four functions of a `custom_linear_solve`, or a count for each
+/// (JAX's `_LinearSolveTuple`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearSolveTuple<T> {
+    /// `A x`.
+    pub matvec: T,
+    /// `x A` (`A^T x`), for the transpose; may be absent.
+    pub vecmat: T,
+    /// `A^-1 b`.
+    pub solve: T,
+    /// `A^-T b`, for the transpose; may be absent.
+    pub transpose_solve: T,
+}
+
+impl<T> LinearSolveTuple<T> {
+    /// The four entries in operand order: matvec, vecmat, solve,
+    /// transpose_solve.
+    pub fn as_array(&self) -> [&T; 4] {
+        [
+            &self.matvec,
+            &self.vecmat,
+            &self.solve,
+            &self.transpose_solve,
+        ]
+    }
+}
+
+/// The params of `custom_linear_solve`.
+///
+/// Invariant: the operands are the consts of the four functions, in the
+/// order matvec, vecmat, solve, transpose_solve (`const_lengths` of each),
+/// then the right-hand sides `b`; each function takes its consts and then
+/// one value shaped like `b` (all of its leaves) and returns the same.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CustomLinearSolveParams {
+    /// How many leading operands are each function's consts.
+    pub const_lengths: LinearSolveTuple<usize>,
+    /// The functions; `matvec` and `solve` are always present.
+    pub jaxprs: LinearSolveTuple<Option<ClosedJaxpr>>,
+}
+
+impl CustomLinearSolveParams {
+    /// The operand range of function `k`'s consts (0 matvec, 1 vecmat, 2
+    /// solve, 3 transpose_solve).
+    pub fn consts_range(&self, k: usize) -> std::ops::Range<usize> {
+        let lens = self.const_lengths.as_array();
+        let start: usize = lens.iter().take(k).map(|n| **n).sum();
+        start..start + lens.get(k).map_or(0, |n| **n)
+    }
+
+    /// How many operands are consts.
+    pub fn num_consts(&self) -> usize {
+        self.const_lengths.as_array().iter().map(|n| **n).sum()
+    }
+}
+
 impl Control {
     /// The jaxprs in this primitive's params, in param order (every member
     /// holds at least one).
@@ -173,6 +233,14 @@ impl Control {
             Control::CustomJvpCall(p) => vec![at("call_jaxpr", Closed(&p.call_jaxpr))],
             Control::CustomVjpCall(p) => vec![at("call_jaxpr", Closed(&p.call_jaxpr))],
             Control::Remat(p) => vec![at("jaxpr", Open(&p.jaxpr))],
+            Control::CustomLinearSolve(p) => {
+                let j = &p.jaxprs;
+                [&j.matvec, &j.vecmat, &j.solve, &j.transpose_solve]
+                    .into_iter()
+                    .flatten()
+                    .map(|c| at("jaxprs", Closed(c)))
+                    .collect()
+            }
         }
     }
 
@@ -188,6 +256,19 @@ impl Control {
             Control::CustomJvpCall(p) => vec![Closed(&mut p.call_jaxpr)],
             Control::CustomVjpCall(p) => vec![Closed(&mut p.call_jaxpr)],
             Control::Remat(p) => vec![Open(&mut p.jaxpr)],
+            Control::CustomLinearSolve(p) => {
+                let j = &mut p.jaxprs;
+                [
+                    &mut j.matvec,
+                    &mut j.vecmat,
+                    &mut j.solve,
+                    &mut j.transpose_solve,
+                ]
+                .into_iter()
+                .flatten()
+                .map(Closed)
+                .collect()
+            }
         }
     }
 }

@@ -199,6 +199,7 @@ into_primitive! {
         CustomJvpCall(CustomJvpCallParams),
         CustomVjpCall(CustomVjpCallParams),
         Remat(RematParams),
+        CustomLinearSolve(CustomLinearSolveParams),
     }
     State {
         Get(GetParams),

@@ -11,6 +11,7 @@ use crate::aval::{Aval, Dim, ShapedArray};
 use crate::dtype::DType;
 use crate::error::IrError;
 use crate::jaxpr::{Atom, ClosedJaxpr, Jaxpr, Var};
+use crate::primitive::CustomLinearSolveParams;
 
 /// An operand passed to a callee invar: its type and, for dimension
 /// binding, its atom (`None` for derived operands like scan slices).
@@ -160,6 +161,32 @@ fn same_list(cx: &Cx, what: &str, a: &[Aval], b: &[Aval]) -> Result<(), IrError>
 pub(crate) fn call(cx: &Cx, j: &Jaxpr) -> Result<Vec<Aval>, IrError> {
     let s = bind(cx, j, &operands(cx, 0..cx.avals.len()), "the callee")?;
     results(cx, &s)
+}
+
+/// `custom_linear_solve *consts *b`: each present function maps its consts
+/// and a value of `b`'s types to `b`'s types; the results are `b`'s.
+pub(crate) fn linear_solve(cx: &Cx, p: &CustomLinearSolveParams) -> Result<Vec<Aval>, IrError> {
+    let nc = p.num_consts();
+    cx.min_arity(nc)?;
+    let b: Vec<Aval> = cx.avals[nc..].to_vec();
+    let names = ["matvec", "vecmat", "solve", "transpose_solve"];
+    for (k, (j, what)) in p.jaxprs.as_array().into_iter().zip(names).enumerate() {
+        let Some(j) = j else { continue };
+        let range = p.consts_range(k);
+        let ops: Vec<Operand> = operands(cx, range)
+            .into_iter()
+            .chain(operands(cx, nc..cx.avals.len()))
+            .collect();
+        let s = bind(cx, &j.jaxpr, &ops, what)?;
+        let r = results(cx, &s)?;
+        same_list(
+            cx,
+            &format!("{what} must map b's types to themselves"),
+            &b,
+            &r,
+        )?;
+    }
+    Ok(b)
 }
 
 /// `cond index *operands`.

@@ -243,6 +243,7 @@ pub fn abstract_eval(
                 control::call(&cx, &call_jaxpr.jaxpr)?
             }
             Control::Remat(RematParams { jaxpr, .. }) => control::call(&cx, jaxpr)?,
+            Control::CustomLinearSolve(p) => control::linear_solve(&cx, p)?,
         },
         Primitive::State(f) => match f {
             State::Get(GetParams { indexers }) => one(state::get(&cx, indexers)?),

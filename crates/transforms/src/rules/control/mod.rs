@@ -27,6 +27,7 @@ mod custom;
 mod for_loop;
 mod for_loop_split;
 mod jit;
+mod linear_solve;
 mod remat;
 mod scan;
 mod while_;
@@ -55,6 +56,7 @@ pub(crate) fn jvp(c: &Control, x: &[Array], t: &[Option<Array>]) -> Result<JvpOu
         Control::CustomJvpCall(cp) => custom::jvp_custom_jvp_call(cp, x, t),
         Control::CustomVjpCall(cp) => custom::jvp_custom_vjp_call(cp, x, t),
         Control::Remat(rp) => remat::jvp(rp, x, t),
+        Control::CustomLinearSolve(lp) => linear_solve::jvp(lp, x, t),
     }
 }
 
@@ -69,6 +71,7 @@ pub(crate) fn transpose(c: &Control, args: &[LinArg], cts: &[Option<Array>]) -> 
         Control::CustomJvpCall(cp) => custom::transpose_custom_jvp_call(cp, args, cts),
         Control::CustomVjpCall(cp) => custom::transpose_custom_vjp_call(cp, args, cts),
         Control::Remat(rp) => remat::transpose(rp, args, cts),
+        Control::CustomLinearSolve(lp) => linear_solve::transpose(lp, args, cts),
     }
 }
 
@@ -89,6 +92,7 @@ pub(crate) fn batch(
         Control::CustomJvpCall(cp) => custom::batch_custom_jvp_call(cp, x, d, n, axis),
         Control::CustomVjpCall(cp) => custom::batch_custom_vjp_call(cp, x, d, n, axis),
         Control::Remat(rp) => remat::batch(rp, x, d, n, axis),
+        Control::CustomLinearSolve(lp) => linear_solve::batch(lp, x, d, n, axis),
     }
 }
 
