@@ -91,14 +91,27 @@ impl Reader<'_> {
             return;
         }
         let mut want: Vec<Option<Aval>> = vec![None; jx.pending.len()];
+        // Per pending operand without a type: (its rank among the equation's
+        // untyped `_` operands, how many there are).
+        let mut rank: Vec<(usize, usize)> = vec![(0, 1); jx.pending.len()];
         for e in &jx.eqns {
+            let mut untyped = Vec::new();
             for (i, a) in e.inputs.iter().enumerate() {
                 if let Atom::Var(v) = a {
                     if v.0 >= PENDING_BASE {
-                        if let Some(w) = want.get_mut((v.0 - PENDING_BASE) as usize) {
+                        let k = (v.0 - PENDING_BASE) as usize;
+                        if let Some(w) = want.get_mut(k) {
                             *w = self.callee_invar_type(e, i);
+                            if w.is_none() {
+                                untyped.push(k);
+                            }
                         }
                     }
+                }
+            }
+            for (r, &k) in untyped.iter().enumerate() {
+                if let Some(slot) = rank.get_mut(k) {
+                    *slot = (r, untyped.len());
                 }
             }
         }
@@ -117,11 +130,14 @@ impl Reader<'_> {
             }
         }
         let is_readable = |v: &Var| readable.get(v.index()).copied().unwrap_or(false);
+        // Without types, an equation's `k` `_` operands read the last `k`
+        // readable `_` binders, in order (`conv _ _` after `_ = ..` twice).
         let resolved: Vec<Option<Var>> = jx
             .pending
             .iter()
             .zip(&want)
-            .map(|(&count, want)| {
+            .zip(&rank)
+            .map(|((&count, want), &(r, k))| {
                 let before = jx.underscores.get(..count).unwrap_or(&jx.underscores);
                 let typed = want.as_ref().and_then(|w| {
                     before
@@ -129,8 +145,13 @@ impl Reader<'_> {
                         .rev()
                         .find(|v| is_readable(v) && jx.vars.get(v.index()) == Some(w))
                 });
+                let readable: Vec<&Var> = before.iter().filter(|v| is_readable(v)).collect();
+                let in_order = (k > 1 && readable.len() >= k)
+                    .then(|| readable.get(readable.len() - k + r).copied())
+                    .flatten();
                 typed
-                    .or_else(|| before.iter().rev().find(|v| is_readable(v)))
+                    .or(in_order)
+                    .or_else(|| readable.last().copied())
                     .or(before.last())
                     .copied()
             })
