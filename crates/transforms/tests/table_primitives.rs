@@ -320,6 +320,9 @@ fn table() -> Vec<Row> {
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3] b:f64[3]. let c:f64[] = dot_general[dimension_numbers=(([0], [0]), ([], []))] a b in (c,) }"));
     // Flip to `Diff` once conv's transpose rule lands.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,9,3] b:f64[3,3,4]. let c:f64[2,4,4] = conv_general_dilated[batch_group_count=1 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 2, 1), rhs_spec=(2, 1, 0), out_spec=(0, 2, 1)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(2,)] a b in (c,) }"));
+    // Batch groups (the weight gradient of a grouped conv): vmap over the
+    // images, the kernels and both.
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,2,5] b:f64[4,2,3]. let c:f64[2,4,3] = conv_general_dilated[batch_group_count=2 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 1, 2), rhs_spec=(0, 1, 2), out_spec=(0, 1, 2)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(1,)] a b in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,3]. let c:f64[4,3] = sort[dimension=0 is_stable=True num_keys=1] a in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[5] b:f64[5]. let c:f64[5] d:f64[5] = sort[dimension=0 is_stable=True num_keys=1] a b in (c, d) }"));
     u.push(row(

@@ -516,7 +516,11 @@ fn split_out(y: &Array, pos: usize, n: usize) -> Result<Array> {
 ///   with `n·G` groups (member-major merges of the image features and the
 ///   kernel output features line up exactly so).
 ///
-/// `batch_group_count` other than 1 is not supported.
+/// With `B = batch_group_count > 1` (JAX's rule, grouping outermost):
+/// - batched images: the image batch `N` splits into `(B, N/B)` and the
+///   members join each group's part, `(B, n, N/B)`;
+/// - batched kernels: as feature groups, with `B` for `G`;
+/// - both batched: member-major batch groups, `n·B` of them.
 fn conv_batch(
     cp: &ConvGeneralDilatedParams,
     p: &Primitive,
@@ -530,17 +534,36 @@ fn conv_batch(
         batch_group_count,
         ..
     } = cp;
-    if *batch_group_count != 1 {
-        return Err(Error::Unsupported(format!(
-            "vmap of conv_general_dilated with batch_group_count={batch_group_count} \
-             is not supported (only 1)"
-        )));
-    }
-    let g = *feature_group_count;
+    let bg = *batch_group_count;
+    // The groups the kernel's output features are split into.
+    let g = if bg > 1 { bg } else { *feature_group_count };
     let (lb, lf) = (dn.lhs_spec[0], dn.lhs_spec[1]);
     let ro = dn.rhs_spec[0];
     let (ob, of) = (dn.out_spec[0], dn.out_spec[1]);
     match (d[0], d[1]) {
+        (Some(_), None) if bg > 1 => {
+            // [n, .., N, ..] -> [n, .., B, N/B, ..] -> [.., B, n·N/B, ..]
+            // -> [.., B·n·N/B, ..].
+            let split = split_out(&to_front(&x[0], d[0], n)?, lb + 1, bg)?;
+            let joined = merge_into(&split, lb + 1)?;
+            let mut shape = joined.try_shape()?;
+            let inner = shape.remove(lb + 1);
+            shape[lb] *= inner;
+            let lhs = lax::reshape(&joined, &shape)?;
+            let out = bind1(p, &[lhs, x[1].clone()])?;
+            Ok((vec![split_out(&out, ob, n)?], vec![Some(ob)]))
+        }
+        (Some(_), Some(_)) if bg > 1 => {
+            let lhs = merge_into(&to_front(&x[0], d[0], n)?, lb)?;
+            let rhs = merge_into(&to_front(&x[1], d[1], n)?, ro)?;
+            let q: Primitive = ConvGeneralDilatedParams {
+                batch_group_count: n * bg,
+                ..cp.clone()
+            }
+            .into();
+            let out = bind1(&q, &[lhs, rhs])?;
+            Ok((vec![split_out(&out, of, n)?], vec![Some(of)]))
+        }
         (Some(_), None) => {
             let lhs = merge_into(&to_front(&x[0], d[0], n)?, lb)?;
             let out = bind1(p, &[lhs, x[1].clone()])?;
