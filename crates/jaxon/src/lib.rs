@@ -64,7 +64,7 @@ pub use jaxon_trace::pytree::{
     tree_leaves, tree_map, tree_map2, tree_map_n, tree_reduce, tree_structure, Pytree, TreeDef,
 };
 pub use jaxon_trace::{
-    catch, catch_flat, eval_shape, jit, lax, make_jaxpr, numpy, pytree, raise, random,
+    catch, catch_flat, eval_shape, jit, make_jaxpr, numpy, pytree, raise, random,
     register_backend, set_default_backend, with_backend, Array, Element, Error, Jit, Result,
     Static, WeakScalar,
 };
@@ -75,6 +75,16 @@ pub use jaxon_transforms::{
     jvp, linear_transpose, linear_transpose_tree, linearize, value_and_grad, value_and_grad_with,
     vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
+/// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
+/// functions built on transforms (`custom_linear_solve`).
+pub mod lax {
+    pub use jaxon_trace::lax::*;
+    pub use jaxon_transforms::linear_solve::{custom_linear_solve, Solver, Transpose};
+}
+
+/// `jax.ad_checkpoint.checkpoint_name`.
+pub use jaxon_trace::lax::checkpoint_name;
+
 /// Named-axis collectives for use inside `vmap(..).axis_name(..)`.
 pub mod collectives {
     pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, pmin, psum};
