@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 58;
+const N_VARIANTS: usize = 59;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -68,6 +68,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Control(Control::CustomJvpCall(_)) => (38, Lowered),
         Primitive::Control(Control::CustomVjpCall(_)) => (39, Lowered),
         Primitive::Control(Control::Remat(_)) => (40, Lowered),
+        Primitive::Control(Control::CustomLinearSolve(_)) => (58, Lowered),
         Primitive::State(State::Get(_)) => (41, NotYet("Ref state")),
         Primitive::State(State::Swap(_)) => (42, NotYet("Ref state")),
         Primitive::State(State::AddUpdate(_)) => (43, NotYet("Ref state")),
@@ -120,8 +121,14 @@ fn control_cases() -> Vec<(&'static str, Tol)> {
       )
       branches_platforms=(('mosaic',), None)
     ] h f g
-  in (i,) }",
-            Tol::Exact,
+    r:f32[4] = mul i i
+    p:f32[4] = add r 1.0:f32[]
+    q:f32[4] = custom_linear_solve[
+      const_lengths=_LinearSolveTuple(matvec=1, vecmat=0, solve=1, transpose_solve=0)
+      jaxprs=_LinearSolveTuple(matvec={ lambda ; a:f32[4] b:f32[4]. let c:f32[4] = mul a b in (c,) }, vecmat=None, solve={ lambda ; a:f32[4] b:f32[4]. let c:f32[4] = div b a in (c,) }, transpose_solve=None)
+    ] p p a
+  in (i, q) }",
+            Tol::Rel(1e-6),
         ),
         (
             "{ lambda ; p:i32[] a:f32[5] b:f32[]. let

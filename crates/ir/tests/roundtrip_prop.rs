@@ -195,6 +195,7 @@ impl Gen<'_> {
                         primitive: Primitive::Reduction(Reduction::Reduce(ReduceParams {
                             op: ReduceOp::Sum,
                             axes,
+                            np_int64: Vec::new(),
                         })),
                         inputs: vec![Atom::Var(x)],
                         outputs: self.outputs(
@@ -287,7 +288,10 @@ impl Gen<'_> {
                         .map(|_| ClosedJaxpr::without_consts(self.branch(&shapes)))
                         .collect();
                     Eqn {
-                        primitive: Primitive::Control(Control::Cond(CondParams { branches, .. })),
+                        primitive: Primitive::Control(Control::Cond(CondParams {
+                            branches,
+                            branches_platforms: None,
+                        })),
                         inputs: vec![Atom::Var(i), Atom::Var(x)],
                         outputs: self.outputs(&mut j, vec![f32_aval(&xs)], &mut new_live, drop_pct),
                     }

@@ -64,9 +64,8 @@ pub use jaxon_trace::pytree::{
     tree_leaves, tree_map, tree_map2, tree_map_n, tree_reduce, tree_structure, Pytree, TreeDef,
 };
 pub use jaxon_trace::{
-    catch, catch_flat, eval_shape, jit, make_jaxpr, numpy, pytree, raise, random,
-    register_backend, set_default_backend, with_backend, Array, Element, Error, Jit, Result,
-    Static, WeakScalar,
+    catch, catch_flat, eval_shape, jit, make_jaxpr, numpy, pytree, raise, random, register_backend,
+    set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static, WeakScalar,
 };
 pub use jaxon_trace::{index, nn};
 pub use jaxon_transforms::linearize::{Linearized, Pullback};

@@ -13,7 +13,10 @@ fn markers_pass_values_and_derivatives_through() {
         let (a, b) = lax::optimization_barrier((h.clone(), &h * &h)).unwrap();
         (&a + &b).sum(All)
     };
-    let want: f32 = [0.5f32, -1.0, 2.0].iter().map(|v| v.sin() + v.sin() * v.sin()).sum();
+    let want: f32 = [0.5f32, -1.0, 2.0]
+        .iter()
+        .map(|v| v.sin() + v.sin() * v.sin())
+        .sum();
     assert!((f(x.clone()).to_vec::<f32>()[0] - want).abs() < 1e-6);
     assert!((jit(f).call(x.clone()).unwrap().to_vec::<f32>()[0] - want).abs() < 1e-6);
     let g = grad(f)(x.clone()).unwrap().to_vec::<f32>();

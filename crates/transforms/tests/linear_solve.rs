@@ -30,7 +30,11 @@ fn matrix(seed: u64, sym: bool) -> Vec<f64> {
     let mut a = vec![0.0; N * N];
     for i in 0..N {
         for j in 0..N {
-            a[i * N + j] = if sym { r[i * N + j] + r[j * N + i] } else { r[i * N + j] };
+            a[i * N + j] = if sym {
+                r[i * N + j] + r[j * N + i]
+            } else {
+                r[i * N + j]
+            };
         }
         a[i * N + i] += 3.0;
     }
@@ -43,7 +47,9 @@ fn solve_f64(a: &[f64], b: &[f64]) -> Vec<f64> {
         .map(|i| (0..N).map(|j| a[i * N + j]).chain([b[i]]).collect())
         .collect();
     for c in 0..N {
-        let p = (c..N).max_by(|&x, &y| m[x][c].abs().total_cmp(&m[y][c].abs())).unwrap();
+        let p = (c..N)
+            .max_by(|&x, &y| m[x][c].abs().total_cmp(&m[y][c].abs()))
+            .unwrap();
         m.swap(c, p);
         for r in 0..N {
             if r != c {
@@ -69,7 +75,9 @@ fn arr(v: &[f64], shape: &[usize]) -> Array {
 /// diagonally dominant systems): an iterative solver whose own derivative
 /// is not the implicit one.
 fn jacobi(a: &Array, matvec: &dyn Fn(Array) -> Array, b: Array) -> Array {
-    let eye: Vec<f64> = (0..N * N).map(|k| f64::from(u8::from(k % (N + 1) == 0))).collect();
+    let eye: Vec<f64> = (0..N * N)
+        .map(|k| f64::from(u8::from(k % (N + 1) == 0)))
+        .collect();
     let diag = jnp::sum(&(a * &arr(&eye, &[N, N])), 1usize, false).unwrap();
     let mut x = &b / &diag;
     for _ in 0..200 {
@@ -84,13 +92,20 @@ fn solve_with(a: &Array, b: Array, sym: bool) -> Array {
     let at = jnp::transpose(a, None).unwrap();
     let solve = |m: &dyn Fn(Array) -> Array, b: Array| jacobi(a, m, b);
     let tsolve = |m: &dyn Fn(Array) -> Array, b: Array| jacobi(&at, m, b);
-    let t = if sym { Transpose::Symmetric } else { Transpose::Solve(&tsolve) };
+    let t = if sym {
+        Transpose::Symmetric
+    } else {
+        Transpose::Solve(&tsolve)
+    };
     custom_linear_solve(mv, b, &solve, t).unwrap()
 }
 
 fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: {g} vs {w}");
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: {g} vs {w}"
+        );
     }
 }
 
@@ -105,16 +120,19 @@ fn solution_and_implicit_derivatives() {
 
         // d/db sum(x) = A^-T 1.
         let g = grad(|b: Array| solve_with(&av, b, sym).sum(All))(bv.clone()).unwrap();
-        close(&g.to_vec::<f64>(), &solve_f64(&transpose(&a), &[1.0; N]), 1e-10, "grad b");
+        close(
+            &g.to_vec::<f64>(),
+            &solve_f64(&transpose(&a), &[1.0; N]),
+            1e-10,
+            "grad b",
+        );
 
         // d/dA of w . x against central differences.
         let w = rand(N, seed + 20);
         let wv = arr(&w, &[N]);
         let loss = |a: Array| (&solve_with(&a, bv.clone(), false) * &wv).sum(All);
         let ga = grad(loss)(av.clone()).unwrap().to_vec::<f64>();
-        let f = |a: &[f64]| -> f64 {
-            solve_f64(a, &b).iter().zip(&w).map(|(x, w)| x * w).sum()
-        };
+        let f = |a: &[f64]| -> f64 { solve_f64(a, &b).iter().zip(&w).map(|(x, w)| x * w).sum() };
         let h = 1e-6;
         let fd: Vec<f64> = (0..N * N)
             .map(|k| {
@@ -139,7 +157,11 @@ fn solution_and_implicit_derivatives() {
             let b2: Vec<f64> = b.iter().zip(&db).map(|(x, d)| x + s * d).collect();
             solve_f64(&a2, &b2)
         };
-        let fd: Vec<f64> = at(h).iter().zip(at(-h)).map(|(p, m)| (p - m) / (2.0 * h)).collect();
+        let fd: Vec<f64> = at(h)
+            .iter()
+            .zip(at(-h))
+            .map(|(p, m)| (p - m) / (2.0 * h))
+            .collect();
         close(&t.to_vec::<f64>(), &fd, 1e-6, "jvp");
     }
 }
@@ -176,9 +198,14 @@ fn reverse_mode_without_a_transpose_solve_is_an_error() {
     let av = arr(&matrix(7, false), &[N, N]);
     let r = grad(|b: Array| {
         let solve = |m: &dyn Fn(Array) -> Array, b: Array| jacobi(&av, m, b);
-        custom_linear_solve(|x: Array| jnp::matmul(&av, &x).unwrap(), b, &solve, Transpose::None)
-            .unwrap()
-            .sum(All)
+        custom_linear_solve(
+            |x: Array| jnp::matmul(&av, &x).unwrap(),
+            b,
+            &solve,
+            Transpose::None,
+        )
+        .unwrap()
+        .sum(All)
     })(arr(&rand(N, 8), &[N]));
     let e = r.expect_err("no transpose solve");
     assert!(e.to_string().contains("transpose_solve"), "{e}");

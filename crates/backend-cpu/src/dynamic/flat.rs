@@ -313,10 +313,7 @@ pub(crate) fn compile_run(
                 broadcast_dimensions: broadcast_dimensions.clone(),
             })),
             (Primitive::Reduction(Reduction::Reduce(ReduceParams { op, .. })), Member::Reduce) => {
-                Primitive::Reduction(Reduction::Reduce(ReduceParams {
-                    op: *op,
-                    axes: vec![0],
-                }))
+                Primitive::Reduction(Reduction::Reduce(ReduceParams::new(*op, vec![0])))
             }
             (p, _) => p.clone(),
         };

@@ -29,7 +29,7 @@ pub(crate) fn lower(
 ) -> Result<(), IrError> {
     let name = p.name();
     match p {
-        Reduction::Reduce(ReduceParams { op, axes }) => {
+        Reduction::Reduce(ReduceParams { op, axes, .. }) => {
             let a = eqn.inputs.first().ok_or_else(|| arity(name))?;
             let (d, space) = atom_type(jaxpr, a)?;
             let x = env.atom(a)?;

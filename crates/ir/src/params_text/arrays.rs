@@ -31,18 +31,32 @@ fn op_named<T: Copy>(
         })
 }
 
-/// `reduce_sum` alone prints `out_sharding=None`.
+/// `reduce_sum` alone prints `out_sharding=None`; axes keep JAX's
+/// `np.int64(..)` spelling.
 impl ParamsText for ReduceParams {
     fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
-        out.push(("axes", Axes::print(&self.axes)));
+        let spelled = Ints {
+            values: self.axes.iter().map(|&a| a as i64).collect(),
+            np_int64: self.np_int64.clone(),
+        };
+        out.push(("axes", text(ints(&spelled))));
         if self.op == ReduceOp::Sum {
             out.push(("out_sharding", text("None")));
         }
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let v = cx.p.req("axes")?;
+        let axes = cx.p.usizes_of(v)?;
+        let spelled = cx.p.ints_of(v)?;
+        let np_int64 = if spelled.np_int64.iter().any(|&b| b) {
+            spelled.np_int64
+        } else {
+            Vec::new()
+        };
         Ok(ReduceParams {
             op: op_named(cx, &ReduceOp::ALL, ReduceOp::name)?,
-            axes: cx.field::<Axes, _>("axes", None)?,
+            axes,
+            np_int64,
         })
     }
 }

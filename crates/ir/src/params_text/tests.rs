@@ -133,7 +133,13 @@ fn samples() -> Vec<Primitive> {
     v.extend(BinaryOp::ALL.iter().map(|&o| Primitive::from(o)));
     v.extend(ReduceOp::ALL.iter().map(|&op| {
         let axes = vec![0];
-        Primitive::from(ReduceParams { op, axes })
+        Primitive::from(ReduceParams::new(op, axes))
+    }));
+    // JAX's `np.int64(..)` spelling of some axes.
+    v.push(Primitive::from(ReduceParams {
+        op: ReduceOp::Max,
+        axes: vec![1, 4],
+        np_int64: vec![false, true],
     }));
     v.extend(ArgOp::ALL.iter().map(|&op| {
         let (axes, index_dtype) = (vec![0], DType::I32);

@@ -490,10 +490,7 @@ fn params_of_primitives_outside_the_corpus() {
     );
     assert_eq!(
         find("reduce_xor"),
-        Primitive::Reduction(Reduction::Reduce(ReduceParams {
-            op: ReduceOp::Xor,
-            axes: vec![0]
-        }))
+        Primitive::Reduction(Reduction::Reduce(ReduceParams::new(ReduceOp::Xor, vec![0])))
     );
     for (name, kind) in [
         ("scatter-mul", ScatterKind::Mul),

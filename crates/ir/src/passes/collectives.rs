@@ -38,10 +38,9 @@ fn positional_reduce(p: &Primitive) -> Option<Primitive> {
         CollectiveOp::Max => ReduceOp::Max,
         CollectiveOp::Min => ReduceOp::Min,
     };
-    Some(Primitive::Reduction(Reduction::Reduce(ReduceParams {
-        op,
-        axes,
-    })))
+    Some(Primitive::Reduction(Reduction::Reduce(ReduceParams::new(
+        op, axes,
+    ))))
 }
 
 #[cfg(test)]

@@ -513,7 +513,7 @@ pub fn plan_fusion(jaxpr: &Jaxpr) -> Result<FusionPlan, IrError> {
             continue;
         }
         if let (
-            Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes })),
+            Primitive::Reduction(Reduction::Reduce(ReduceParams { op, axes, .. })),
             Some(_),
             [Atom::Var(x)],
         ) = (

@@ -40,6 +40,20 @@ pub struct ReduceParams {
     pub op: ReduceOp,
     /// Reduced axes.
     pub axes: Vec<usize>,
+    /// Per axis, whether JAX printed it `np.int64(..)` (empty: none did);
+    /// only the text depends on it.
+    pub np_int64: Vec<bool>,
+}
+
+impl ReduceParams {
+    /// The reduction `op` over `axes`, printed as plain ints.
+    pub fn new(op: ReduceOp, axes: Vec<usize>) -> ReduceParams {
+        ReduceParams {
+            op,
+            axes,
+            np_int64: Vec::new(),
+        }
+    }
 }
 
 /// The params of the `ArgReduce` primitives.

@@ -119,6 +119,7 @@ fn grad_multiline_with_unused_var_named_underscore() {
         Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 1],
+            np_int64: Vec::new(),
         })),
         vec![x],
         f32s(&[]),
@@ -229,6 +230,7 @@ fn cond_branches() {
         Primitive::Reduction(Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 1],
+            np_int64: Vec::new(),
         })),
         vec![v(a)],
         f32s(&[]),

@@ -150,7 +150,9 @@ pub fn abstract_eval(
             )?),
         },
         Primitive::Reduction(f) => match f {
-            Reduction::Reduce(ReduceParams { op, axes }) => one(reduce::reduce(&cx, *op, axes)?),
+            Reduction::Reduce(ReduceParams { op, axes, .. }) => {
+                one(reduce::reduce(&cx, *op, axes)?)
+            }
             Reduction::ArgReduce(ArgReduceParams {
                 axes, index_dtype, ..
             }) => one(reduce::arg_reduce(&cx, axes, *index_dtype)?),

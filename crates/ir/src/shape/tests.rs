@@ -360,6 +360,7 @@ fn reductions() {
     let r = Primitive::from(ReduceParams {
         op: ReduceOp::Sum,
         axes: vec![0, 2],
+        np_int64: Vec::new(),
     });
     assert_eq!(ev1(&r, &[t(F32, &[2, 3, 4])]), t(F32, &[3]));
     assert!(ev(&r, &[t(F32, &[2, 3])]).is_err());

@@ -516,10 +516,10 @@ fn build(shapes: &[Vec<usize>], steps: &[Step]) -> Jaxpr {
                 } else {
                     let out = Aval::Array(ShapedArray::new(F32, s[1..].to_vec()));
                     (
-                        Primitive::Reduction(Reduction::Reduce(ReduceParams {
-                            op: ReduceOp::Sum,
-                            axes: vec![0],
-                        })),
+                        Primitive::Reduction(Reduction::Reduce(ReduceParams::new(
+                            ReduceOp::Sum,
+                            vec![0],
+                        ))),
                         vec![x],
                         out,
                     )
@@ -666,7 +666,7 @@ proptest! {
         let p = match which {
             0 => Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
             1 => Primitive::Elementwise(Elementwise::Unary(UnaryOp::Sin)),
-            2 => Primitive::Reduction(Reduction::Reduce(ReduceParams { op: ReduceOp::Max, axes: vec![1] })),
+            2 => Primitive::Reduction(Reduction::Reduce(ReduceParams::new(ReduceOp::Max, vec![1]))),
             3 => Primitive::Structural(Structural::Transpose(TransposeParams { permutation: vec![1, 0] })),
             _ => Primitive::Control(Control::Jit(JitParams { name: "h".into(), jaxpr: unary_fn(UnaryOp::Exp, t(F32, &[2])) })),
         };

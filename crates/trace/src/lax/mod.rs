@@ -321,10 +321,7 @@ pub fn broadcasted_iota(dtype: DType, shape: &[usize], dimension: usize) -> Resu
 /// `lax.reduce_*` over `axes`.
 pub fn reduce(op: ReduceOp, x: &Array, axes: &[usize]) -> Result<Array> {
     bind1(
-        &Primitive::from(ReduceParams {
-            op,
-            axes: axes.to_vec(),
-        }),
+        &Primitive::from(ReduceParams::new(op, axes.to_vec())),
         std::slice::from_ref(x),
     )
 }

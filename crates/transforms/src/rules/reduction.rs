@@ -31,7 +31,9 @@ pub(crate) fn jvp(
     t: &[Option<Array>],
 ) -> Result<JvpOuts> {
     match r {
-        Reduction::Reduce(ReduceParams { op, axes }) => reduce(*op, axes, p, &x[0], t[0].as_ref()),
+        Reduction::Reduce(ReduceParams { op, axes, .. }) => {
+            reduce(*op, axes, p, &x[0], t[0].as_ref())
+        }
         Reduction::ArgReduce(_) => no_tangent(p, x),
         Reduction::Cumulative(CumulativeParams { op, axis, reverse }) => match op {
             CumulativeOp::Cumsum => linear_in(p, x, t, &[true]),
@@ -69,6 +71,7 @@ pub(crate) fn transpose(
         Reduction::Reduce(ReduceParams {
             op: ReduceOp::Sum,
             axes,
+            ..
         }) => {
             let shape = args[0].sizes()?;
             let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
@@ -104,8 +107,8 @@ pub(crate) fn batch(
     n: usize,
 ) -> Result<BatchOuts> {
     match r {
-        Reduction::Reduce(ReduceParams { op, axes }) => {
-            reduce_in_place(p, x, d, axes, |axes| ReduceParams { op: *op, axes }.into())
+        Reduction::Reduce(ReduceParams { op, axes, .. }) => {
+            reduce_in_place(p, x, d, axes, |axes| ReduceParams::new(*op, axes).into())
         }
         Reduction::ArgReduce(ArgReduceParams {
             op,

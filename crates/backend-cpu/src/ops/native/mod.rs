@@ -315,7 +315,7 @@ fn reduction_op(
             *index_dtype,
         )?),
         // Fused reduce groups; an axis fold outside them.
-        Reduction::Reduce(ReduceParams { op, axes }) => Box::new(strided::Reduce {
+        Reduction::Reduce(ReduceParams { op, axes, .. }) => Box::new(strided::Reduce {
             op: *op,
             axes: axes.clone(),
         }),

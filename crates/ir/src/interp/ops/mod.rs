@@ -202,7 +202,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             )),
         },
         Primitive::Reduction(f) => match f {
-            Reduction::Reduce(ReduceParams { op, axes }) => {
+            Reduction::Reduce(ReduceParams { op, axes, .. }) => {
                 one(reduce::reduce(*op, arg(name, args, 1, 0)?, axes))
             }
             Reduction::ArgReduce(ArgReduceParams {

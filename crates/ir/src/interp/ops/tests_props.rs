@@ -92,6 +92,7 @@ fn reduce_sum_ints_exact_and_transpose_roundtrip() {
         &Primitive::from(ReduceParams {
             op: ReduceOp::Sum,
             axes: vec![0, 2],
+            np_int64: Vec::new(),
         }),
         std::slice::from_ref(&x),
     )
@@ -209,10 +210,7 @@ fn bad_operands_give_errors() {
             vec![x.clone()],
         ),
         (
-            Primitive::Reduction(Reduction::Reduce(ReduceParams {
-                op: ReduceOp::Sum,
-                axes: vec![5],
-            })),
+            Primitive::Reduction(Reduction::Reduce(ReduceParams::new(ReduceOp::Sum, vec![5]))),
             vec![x.clone()],
         ),
         (
