@@ -6,6 +6,7 @@
 //! methods and operators raise their errors (see `error::raise`).
 
 mod conv;
+pub mod linalg;
 
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
 
