@@ -208,7 +208,7 @@ fn lu_jvp(x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     let k = m.min(n);
     // P dA as a permutation matrix product.
     let iota = lax::iota(perm.dtype(), m)?;
-    let pm = lax::eq(&lax::expand_dims(&perm, &[perm.ndim()])?, &iota)?;
+    let pm = jnp::equal(&lax::expand_dims(&perm, &[perm.ndim()])?, &iota)?;
     let pm = lax::convert_element_type(&pm, x.dtype(), false)?;
     let pdx = mm(&pm, dx)?;
     let l = add(&jnp::tril(&block(&lu, (0, m), (0, k))?, -1)?, &la::eye_like(x, m, k)?)?;
@@ -323,7 +323,7 @@ fn svd_jvp(sp: &SvdParams, x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     let s_dim = lax::expand_dims(&s, &[s.ndim() - 1])?;
     let s_col = mt(&s_dim)?;
     let diffs = mul(&add(&s_dim, &s_col)?, &sub(&s_dim, &s_col)?)?;
-    let zeros = lax::convert_element_type(&lax::eq(&diffs, &jnp::zeros(&[], x.dtype())?)?, x.dtype(), false)?;
+    let zeros = lax::convert_element_type(&jnp::equal(&diffs, &jnp::zeros(&[], x.dtype())?)?, x.dtype(), false)?;
     let f = sub(&recip(&add(&diffs, &zeros)?)?, &zeros)?;
     let dss = mul(&s_dim, &ds_mat)?;
     let sds = mul(&s_col, &ds_mat)?;
