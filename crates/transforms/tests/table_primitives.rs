@@ -361,14 +361,24 @@ fn decomp_rows(u: &mut Vec<Row>) {
     let e4 = eye_eqns("id", 3, 4.0);
     let spd = format!("{e3} ; b:f64[3,3] = dot_general[dimension_numbers=(([1], [1]), ([], []))] a a ; c:f64[3,3] = add b id");
     let shifted = format!("{e4} ; c:f64[3,3] = add a id");
-    u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[3,3]. let {spd} ; d:f64[3,3] = cholesky c in (d,) }}")));
+    u.push(row(
+        Diff,
+        -1.0,
+        1.0,
+        format!("{{ lambda ; a:f64[3,3]. let {spd} ; d:f64[3,3] = cholesky c in (d,) }}"),
+    ));
     for (left, bt) in [("True", "3,2"), ("False", "2,3")] {
         for (lower, trans, unit) in [("True", "False", "False"), ("False", "True", "True")] {
             u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[3,3] k:f64[{bt}]. let {shifted} ; d:f64[{bt}] = triangular_solve[conjugate_a=False left_side={left} lower={lower} transpose_a={trans} unit_diagonal={unit}] c k in (d,) }}")));
         }
     }
     u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[3,3]. let {shifted} ; d:f64[3,3] f:i32[3] g:i32[3] = lu c in (d, f, g) }}")));
-    u.push(row(Diff, -1.0, 1.0, "{ lambda ; a:f64[4,3]. let d:f64[4,3] f:i32[3] g:i32[4] = lu a in (d, f, g) }"));
+    u.push(row(
+        Diff,
+        -1.0,
+        1.0,
+        "{ lambda ; a:f64[4,3]. let d:f64[4,3] f:i32[3] g:i32[4] = lu a in (d, f, g) }",
+    ));
     for (m, n, k) in [(4, 3, 3), (3, 3, 3), (2, 4, 2)] {
         u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[{m},{n}]. let q:f64[{m},{k}] r:f64[{k},{n}] = qr[full_matrices=False pivoting=False use_magma=None] a in (q, r) }}")));
     }

@@ -114,7 +114,6 @@ fn variant(p: &Primitive) -> usize {
             Collective::AllGather(_) => 52,
             Collective::AxisIndex(_) => 53,
         },
-
     }
 }
 

@@ -75,10 +75,7 @@ pub(crate) fn cholesky(cx: &Cx) -> Result<ShapedArray, IrError> {
 }
 
 /// `triangular_solve a b`: `b`'s type.
-pub(crate) fn triangular_solve(
-    cx: &Cx,
-    p: &TriangularSolveParams,
-) -> Result<ShapedArray, IrError> {
+pub(crate) fn triangular_solve(cx: &Cx, p: &TriangularSolveParams) -> Result<ShapedArray, IrError> {
     cx.arity(2)?;
     let (a, ab, m) = square(cx)?;
     let (b, bb, bt) = operand(cx, 1, 2)?;
@@ -129,7 +126,10 @@ pub(crate) fn qr(cx: &Cx, p: &QrParams) -> Result<Vec<ShapedArray>, IrError> {
 pub(crate) fn eigh(cx: &Cx) -> Result<Vec<ShapedArray>, IrError> {
     cx.arity(1)?;
     let (x, batch, n) = square(cx)?;
-    Ok(vec![arr(x.dtype, &batch, &[n, n]), arr(x.dtype, &batch, &[n])])
+    Ok(vec![
+        arr(x.dtype, &batch, &[n, n]),
+        arr(x.dtype, &batch, &[n]),
+    ])
 }
 
 /// `svd x`: `(s,)` or `(s, u, vt)`.

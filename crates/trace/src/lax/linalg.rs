@@ -20,7 +20,10 @@ fn take<const N: usize>(name: &str, v: Vec<Array>) -> Result<[Array; N]> {
 /// `lax.linalg.cholesky` without symmetrization: the `cholesky` primitive
 /// (the lower factor; NaNs where not positive definite).
 pub fn cholesky(x: &Array) -> Result<Array> {
-    bind1(&Primitive::Linalg(Linalg::Cholesky), std::slice::from_ref(x))
+    bind1(
+        &Primitive::Linalg(Linalg::Cholesky),
+        std::slice::from_ref(x),
+    )
 }
 
 /// `lax.linalg.triangular_solve(a, b, left_side, lower, transpose_a,
@@ -31,7 +34,10 @@ pub fn triangular_solve(a: &Array, b: &Array, p: TriangularSolveParams) -> Resul
 
 /// `lax.linalg.lu`: `(lu, pivots, permutation)`.
 pub fn lu(x: &Array) -> Result<(Array, Array, Array)> {
-    let [a, b, c] = take("lu", bind(&Primitive::Linalg(Linalg::Lu), std::slice::from_ref(x))?)?;
+    let [a, b, c] = take(
+        "lu",
+        bind(&Primitive::Linalg(Linalg::Lu), std::slice::from_ref(x))?,
+    )?;
     Ok((a, b, c))
 }
 

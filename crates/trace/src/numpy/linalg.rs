@@ -11,9 +11,9 @@
 use super::wrap::{jitted, lit};
 use crate::array::Array;
 use crate::error::{Error, Result};
+use crate::lax;
 use crate::lax::linalg::{self as la, mt};
 use crate::numpy as jnp;
-use crate::lax;
 use jaxon_ir::primitive::TriangularSolveParams;
 
 fn square(name: &str, a: &Array) -> Result<usize> {
@@ -107,10 +107,17 @@ pub fn slogdet(a: &Array) -> Result<(Array, Array)> {
     let d = diag(&lu)?;
     let iota = lax::iota(piv.dtype(), n)?;
     let swaps = jnp::not_equal(&piv, &iota)?;
-    let nswaps = jnp::sum(&lax::convert_element_type(&swaps, piv.dtype(), false)?, -1isize, false)?;
+    let nswaps = jnp::sum(
+        &lax::convert_element_type(&swaps, piv.dtype(), false)?,
+        -1isize,
+        false,
+    )?;
     let parity = jnp::remainder(&nswaps, &lit(2.0, piv.dtype())?)?;
     let psign = lax::convert_element_type(
-        &jnp::subtract(&lit(1.0, piv.dtype())?, &jnp::multiply(&parity, &lit(2.0, piv.dtype())?)?)?,
+        &jnp::subtract(
+            &lit(1.0, piv.dtype())?,
+            &jnp::multiply(&parity, &lit(2.0, piv.dtype())?)?,
+        )?,
         a.dtype(),
         false,
     )?;
@@ -183,7 +190,9 @@ pub fn matrix_norm(x: &Array, ord: &str) -> Result<Array> {
         "-1" => jnp::min(&jnp::sum(&abs()?, ra, false)?, -1isize, false),
         "inf" => jnp::max(&jnp::sum(&abs()?, ca, false)?, -1isize, false),
         "-inf" => jnp::min(&jnp::sum(&abs()?, ca, false)?, -1isize, false),
-        o => Err(Error::InvalidArgument(format!("norm: unknown matrix ord {o:?}"))),
+        o => Err(Error::InvalidArgument(format!(
+            "norm: unknown matrix ord {o:?}"
+        ))),
     }
 }
 
@@ -196,11 +205,19 @@ pub fn pinv(a: &Array) -> Result<Array> {
         _ => return Err(Error::InvalidArgument("pinv: expected a matrix".into())),
     };
     let (u, sv, vt) = svd(a, false)?;
-    let eps = if a.dtype() == jaxon_ir::DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
+    let eps = if a.dtype() == jaxon_ir::DType::F64 {
+        f64::EPSILON
+    } else {
+        f32::EPSILON as f64
+    };
     let smax = jnp::max(&sv, -1isize, true)?;
     let cutoff = jnp::multiply(&smax, &lit(m.max(n) as f64 * eps, a.dtype())?)?;
     let keep = jnp::greater(&sv, &cutoff)?;
-    let inv = jnp::where_(&keep, &jnp::divide(&jnp::ones_like(&sv)?, &sv)?, &jnp::zeros_like(&sv)?)?;
+    let inv = jnp::where_(
+        &keep,
+        &jnp::divide(&jnp::ones_like(&sv)?, &sv)?,
+        &jnp::zeros_like(&sv)?,
+    )?;
     let scaled = jnp::multiply(&mt(&vt)?, &lax::expand_dims(&inv, &[inv.ndim() - 1])?)?;
     jnp::matmul(&scaled, &mt(&u)?)
 }

@@ -11,9 +11,19 @@ use jaxon_ir::primitive::TriangularSolveParams;
 
 /// `jax.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)`
 /// for a matrix `b` (`trans`: 0 = `a`, 1 or 2 = `a^T`).
-pub fn solve_triangular(a: &Array, b: &Array, trans: u8, lower: bool, unit_diagonal: bool) -> Result<Array> {
+pub fn solve_triangular(
+    a: &Array,
+    b: &Array,
+    trans: u8,
+    lower: bool,
+    unit_diagonal: bool,
+) -> Result<Array> {
     let vector = b.ndim() + 1 == a.ndim();
-    let b2 = if vector { lax::expand_dims(b, &[b.ndim()])? } else { b.clone() };
+    let b2 = if vector {
+        lax::expand_dims(b, &[b.ndim()])?
+    } else {
+        b.clone()
+    };
     let x = la::triangular_solve(
         a,
         &b2,
@@ -34,7 +44,9 @@ pub fn solve_triangular(a: &Array, b: &Array, trans: u8, lower: bool, unit_diago
 
 /// `jax.scipy.linalg.cho_factor(a, lower=True)`: the masked lower factor.
 pub fn cho_factor(a: &Array) -> Result<Array> {
-    jnp::jitted("_cholesky", vec![a.clone()], |x| jnp::tril(&la::cholesky(&x[0])?, 0))
+    jnp::jitted("_cholesky", vec![a.clone()], |x| {
+        jnp::tril(&la::cholesky(&x[0])?, 0)
+    })
 }
 
 /// `jax.scipy.linalg.cho_solve((c, lower=True), b)`.

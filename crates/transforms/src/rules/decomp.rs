@@ -38,7 +38,12 @@ pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
 }
 
 /// The transpose rules of the decompositions.
-pub(crate) fn transpose(l: &Linalg, p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+pub(crate) fn transpose(
+    l: &Linalg,
+    p: &Primitive,
+    args: &[LinArg],
+    cts: &[Option<Array>],
+) -> Result<Cts> {
     let linear_b = |n: usize| args[..n].iter().all(|a| !a.is_linear()) && args[n].is_linear();
     let ct = match cts.first() {
         Some(Some(c)) => c.clone(),
@@ -50,7 +55,11 @@ pub(crate) fn transpose(l: &Linalg, p: &Primitive, args: &[LinArg], cts: &[Optio
                 transpose_a: !tp.transpose_a,
                 ..*tp
             };
-            Ok(only(args, 1, la::triangular_solve(args[0].value(p.name())?, &ct, q)?))
+            Ok(only(
+                args,
+                1,
+                la::triangular_solve(args[0].value(p.name())?, &ct, q)?,
+            ))
         }
         Linalg::TridiagonalSolve(_) if linear_b(3) => {
             let v = |i: usize| args[i].value(p.name());
@@ -71,7 +80,12 @@ pub(crate) fn transpose(l: &Linalg, p: &Primitive, args: &[LinArg], cts: &[Optio
 }
 
 /// The batching rule: batch dims to the front, rebind.
-pub(crate) fn batch(p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<BatchOuts> {
+pub(crate) fn batch(
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<BatchOuts> {
     all_front(x, d, n, p.clone())
 }
 
@@ -126,7 +140,14 @@ fn diag(x: &Array) -> Result<Array> {
     jnp::sum(&mul(x, &e)?, -1isize, false)
 }
 
-fn solve(a: &Array, b: &Array, left_side: bool, lower: bool, transpose_a: bool, unit: bool) -> Result<Array> {
+fn solve(
+    a: &Array,
+    b: &Array,
+    left_side: bool,
+    lower: bool,
+    transpose_a: bool,
+    unit: bool,
+) -> Result<Array> {
     la::triangular_solve(
         a,
         b,
@@ -177,16 +198,28 @@ fn cholesky_jvp(x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     Ok((vec![l], vec![Some(dl)]))
 }
 
-fn triangular_solve_jvp(tp: &TriangularSolveParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
+fn triangular_solve_jvp(
+    tp: &TriangularSolveParams,
+    x: &[Array],
+    t: &[Option<Array>],
+) -> Result<JvpOuts> {
     let (a, b) = (&x[0], &x[1]);
     let out = la::triangular_solve(a, b, *tp)?;
     let mut dout: Option<Array> = None;
     if let Some(da) = &t[0] {
         let k = if tp.unit_diagonal { 1 } else { 0 };
-        let ga = if tp.lower { jnp::tril(da, -k)? } else { jnp::triu(da, k)? };
+        let ga = if tp.lower {
+            jnp::tril(da, -k)?
+        } else {
+            jnp::triu(da, k)?
+        };
         let ga = jnp::negative(&ga)?;
         let ga = if tp.transpose_a { mt(&ga)? } else { ga };
-        let rhs = if tp.left_side { mm(&ga, &out)? } else { mm(&out, &ga)? };
+        let rhs = if tp.left_side {
+            mm(&ga, &out)?
+        } else {
+            mm(&out, &ga)?
+        };
         dout = Some(la::triangular_solve(a, &rhs, *tp)?);
     }
     if let Some(db) = &t[1] {
@@ -211,7 +244,10 @@ fn lu_jvp(x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     let pm = jnp::equal(&lax::expand_dims(&perm, &[perm.ndim()])?, &iota)?;
     let pm = lax::convert_element_type(&pm, x.dtype(), false)?;
     let pdx = mm(&pm, dx)?;
-    let l = add(&jnp::tril(&block(&lu, (0, m), (0, k))?, -1)?, &la::eye_like(x, m, k)?)?;
+    let l = add(
+        &jnp::tril(&block(&lu, (0, m), (0, k))?, -1)?,
+        &la::eye_like(x, m, k)?,
+    )?;
     let l = if m > k {
         let e = block(&la::eye_like(x, m, m)?, (0, m), (k, m))?;
         let e = jnp::broadcast_to(&e, &with_tail(&l, m, m - k)?)?;
@@ -229,7 +265,10 @@ fn lu_jvp(x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     };
     let la_ = solve(&l, &pdx, true, true, false, true)?;
     let lau = solve(&u, &la_, false, false, false, false)?;
-    let dlu = add(&mm(&l, &jnp::tril(&lau, -1)?)?, &mm(&jnp::triu(&lau, 0)?, &u)?)?;
+    let dlu = add(
+        &mm(&l, &jnp::tril(&lau, -1)?)?,
+        &mm(&jnp::triu(&lau, 0)?, &u)?,
+    )?;
     Ok((vec![lu, piv, perm], vec![Some(dlu), None, None]))
 }
 
@@ -279,7 +318,13 @@ fn qr_jvp(qp: &QrParams, x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     Ok((vec![q, r], vec![Some(dq), Some(dr)]))
 }
 
-fn eigh_jvp(p: &Primitive, lower: bool, sort: bool, x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
+fn eigh_jvp(
+    p: &Primitive,
+    lower: bool,
+    sort: bool,
+    x: &Array,
+    t: Option<&Array>,
+) -> Result<JvpOuts> {
     let (v, w) = la::eigh(x, lower, sort)?;
     let Some(dx) = t else {
         return Ok((vec![v, w], vec![None, None]));
@@ -323,7 +368,11 @@ fn svd_jvp(sp: &SvdParams, x: &Array, t: Option<&Array>) -> Result<JvpOuts> {
     let s_dim = lax::expand_dims(&s, &[s.ndim() - 1])?;
     let s_col = mt(&s_dim)?;
     let diffs = mul(&add(&s_dim, &s_col)?, &sub(&s_dim, &s_col)?)?;
-    let zeros = lax::convert_element_type(&jnp::equal(&diffs, &jnp::zeros(&[], x.dtype())?)?, x.dtype(), false)?;
+    let zeros = lax::convert_element_type(
+        &jnp::equal(&diffs, &jnp::zeros(&[], x.dtype())?)?,
+        x.dtype(),
+        false,
+    )?;
     let f = sub(&recip(&add(&diffs, &zeros)?)?, &zeros)?;
     let dss = mul(&s_dim, &ds_mat)?;
     let sds = mul(&s_col, &ds_mat)?;
@@ -375,7 +424,11 @@ fn tridiagonal_jvp(x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
         }
     };
     // (masked: dl[0] and du[m-1] are unused)
-    let (ddl, dd, ddu) = (shift_right(&shift_left(&tz(0)?)?)?, tz(1)?, shift_left(&shift_right(&tz(2)?)?)?);
+    let (ddl, dd, ddu) = (
+        shift_right(&shift_left(&tz(0)?)?)?,
+        tz(1)?,
+        shift_left(&shift_right(&tz(2)?)?)?,
+    );
     let rhs = sub(&tz(3)?, &tri_matvec(&ddl, &dd, &ddu, &out)?)?;
     let dout = la::tridiagonal_solve(dl, d, du, &rhs)?;
     Ok((vec![out], vec![Some(dout)]))

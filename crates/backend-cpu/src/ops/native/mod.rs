@@ -20,8 +20,8 @@ use jaxon_ir::primitive::{
 };
 pub(crate) mod boxdot;
 mod conv;
-mod decomp;
 mod copies;
+mod decomp;
 mod elem;
 mod gather;
 mod misc;

@@ -9,11 +9,19 @@ use crate::error::IrError;
 use crate::primitive::{QrParams, SvdParams, TriangularSolveParams};
 
 /// An operand's batch size, trailing sizes and f64 values.
-fn split(name: &str, x: &HostArray, rank: usize) -> Result<(Vec<usize>, Vec<usize>, Vec<f64>), IrError> {
+fn split(
+    name: &str,
+    x: &HostArray,
+    rank: usize,
+) -> Result<(Vec<usize>, Vec<usize>, Vec<f64>), IrError> {
     if x.ndim() < rank || !x.dtype().is_float() {
         return Err(IrError::ty(
             name,
-            format!("expected a floating operand of rank >= {rank}, got {:?}{:?}", x.dtype(), x.shape()),
+            format!(
+                "expected a floating operand of rank >= {rank}, got {:?}{:?}",
+                x.dtype(),
+                x.shape()
+            ),
         ));
     }
     let (b, t) = x.shape().split_at(x.ndim() - rank);
@@ -60,7 +68,11 @@ pub(crate) fn cholesky(x: &HostArray) -> Result<HostArray, IrError> {
 }
 
 /// `triangular_solve a b`.
-pub(crate) fn triangular_solve(a: &HostArray, bx: &HostArray, p: &TriangularSolveParams) -> Result<HostArray, IrError> {
+pub(crate) fn triangular_solve(
+    a: &HostArray,
+    bx: &HostArray,
+    p: &TriangularSolveParams,
+) -> Result<HostArray, IrError> {
     let name = "triangular_solve";
     let (_, at, av) = split(name, a, 2)?;
     let (bb, bt, bv) = split(name, bx, 2)?;
@@ -129,7 +141,10 @@ pub(crate) fn eigh(x: &HostArray, lower: bool, sort: bool) -> Result<Vec<HostArr
         let (vs, w) = k::eigh(a, n, lower, sort);
         [vs, w]
     });
-    Ok(vec![out(x.dtype(), &b, &[n, n], &vs)?, out(x.dtype(), &b, &[n], &w)?])
+    Ok(vec![
+        out(x.dtype(), &b, &[n, n], &vs)?,
+        out(x.dtype(), &b, &[n], &w)?,
+    ])
 }
 
 /// `svd x`: `(s,)` or `(s, u, vt)`.
@@ -170,7 +185,14 @@ pub(crate) fn tridiagonal_solve(args: [&HostArray; 4]) -> Result<HostArray, IrEr
     let mut x = Vec::with_capacity(bv.len());
     for i in 0..nb {
         let d = |j: usize| &diags[j][i * m..(i + 1) * m];
-        x.extend(k::tridiagonal_solve(d(0), d(1), d(2), &bv[i * m * n..(i + 1) * m * n], m, n));
+        x.extend(k::tridiagonal_solve(
+            d(0),
+            d(1),
+            d(2),
+            &bv[i * m * n..(i + 1) * m * n],
+            m,
+            n,
+        ));
     }
     out(args[3].dtype(), &bb, &bt, &x)
 }

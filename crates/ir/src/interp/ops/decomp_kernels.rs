@@ -364,7 +364,14 @@ pub fn svd(a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Ve
 
 /// Thomas algorithm: solves the tridiagonal system (`dl[0]` and `du[m-1]`
 /// unused) for each column of `b` (`m x n`).
-pub fn tridiagonal_solve(dl: &[f64], d: &[f64], du: &[f64], b: &[f64], m: usize, n: usize) -> Vec<f64> {
+pub fn tridiagonal_solve(
+    dl: &[f64],
+    d: &[f64],
+    du: &[f64],
+    b: &[f64],
+    m: usize,
+    n: usize,
+) -> Vec<f64> {
     let mut x = vec![0.0; m * n];
     if m == 0 {
         return x;
