@@ -60,6 +60,8 @@ mod tests_sort;
 #[rustfmt::skip]
 mod tests_structural;
 #[cfg(test)]
+mod tests_decomp;
+#[cfg(test)]
 mod tests_props;
 #[cfg(test)]
 mod testutil;
