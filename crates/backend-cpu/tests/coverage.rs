@@ -629,9 +629,9 @@ fn decomp_cases() -> Vec<Case> {
     q:{dt}[2,4,4] s:{dt}[2,4,4] = qr[full_matrices=False pivoting=False use_magma=None] w
     x:{dt}[2,4] = svd[algorithm=None compute_uv=False full_matrices=True subset_by_index=None] w
     y:{dt}[2,4,4] z:{dt}[2,4] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] c
-    ba:{dt}[2,4] = mul y y
+    ba:{dt}[2,4,4] = mul y y
     bb:{dt}[2,4,2] = tridiagonal_solve[perturb_singular=False] t u t k
-  in (d, l, m, n, o, p, q, s, x, z, bb) }}"
+  in (d, l, m, n, o, p, q, s, x, z, ba, bb) }}"
         );
         v.push(case(pre + &body, Dist::Between(1.0, 2.0), Tol::Rel(1e-3)));
     }
