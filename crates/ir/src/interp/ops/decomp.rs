@@ -8,12 +8,15 @@ use crate::dtype::DType;
 use crate::error::IrError;
 use crate::primitive::{QrParams, SvdParams, TriangularSolveParams};
 
-/// An operand's batch size, trailing sizes and f64 values.
+/// An operand's batch dims, trailing sizes and f64 values.
+type Split = (Vec<usize>, Vec<usize>, Vec<f64>);
+
+/// An operand's batch dims, trailing sizes and f64 values.
 fn split(
     name: &str,
     x: &HostArray,
     rank: usize,
-) -> Result<(Vec<usize>, Vec<usize>, Vec<f64>), IrError> {
+) -> Result<Split, IrError> {
     if x.ndim() < rank || !x.dtype().is_float() {
         return Err(IrError::ty(
             name,
