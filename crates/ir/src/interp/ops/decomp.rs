@@ -12,11 +12,7 @@ use crate::primitive::{QrParams, SvdParams, TriangularSolveParams};
 type Split = (Vec<usize>, Vec<usize>, Vec<f64>);
 
 /// An operand's batch dims, trailing sizes and f64 values.
-fn split(
-    name: &str,
-    x: &HostArray,
-    rank: usize,
-) -> Result<Split, IrError> {
+fn split(name: &str, x: &HostArray, rank: usize) -> Result<Split, IrError> {
     if x.ndim() < rank || !x.dtype().is_float() {
         return Err(IrError::ty(
             name,
