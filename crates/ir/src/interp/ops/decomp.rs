@@ -62,6 +62,9 @@ fn batch_len(batch: &[usize]) -> usize {
 pub(crate) fn cholesky(x: &HostArray) -> Result<HostArray, IrError> {
     let (b, t, v) = split("cholesky", x, 2)?;
     let n = t[0];
+    if t[1] != n {
+        return Err(IrError::ty("cholesky", "expected square matrices"));
+    }
     let [l] = per_matrix(&v, n * n, |a| [k::cholesky(a, n)]);
     out(x.dtype(), &b, &t, &l)
 }
@@ -78,8 +81,12 @@ pub(crate) fn triangular_solve(
     let m = at[0];
     let (bs, as_) = (bt[0] * bt[1], m * m);
     let n = batch_len(&bb);
-    if av.len() != n * as_ || bv.len() != n * bs {
-        return Err(IrError::ty(name, "operand batch dims differ"));
+    let fits = if p.left_side { bt[0] } else { bt[1] } == m;
+    if at[1] != m || !fits || a.ndim() != bx.ndim() || av.len() != n * as_ {
+        return Err(IrError::ty(
+            name,
+            "a must be square, fit b and share its batch dims",
+        ));
     }
     let flags = (p.left_side, p.lower, p.transpose_a, p.unit_diagonal);
     let mut x = Vec::with_capacity(bv.len());
@@ -175,8 +182,8 @@ pub(crate) fn tridiagonal_solve(args: [&HostArray; 4]) -> Result<HostArray, IrEr
     let nb = batch_len(&bb);
     let mut diags = Vec::with_capacity(3);
     for a in &args[..3] {
-        let (_, _, v) = split(name, a, 1)?;
-        if v.len() != nb * m {
+        let (_, t, v) = split(name, a, 1)?;
+        if v.len() != nb * m || t[0] != m {
             return Err(IrError::ty(name, "diagonals do not fit b"));
         }
         diags.push(v);

@@ -248,4 +248,20 @@ fn batched_eval_matches_per_matrix_calls() {
         &[arr(DType::I32, &[2, 2], &[1.0; 4])],
     );
     assert!(bad.is_err());
+    let rect = eval_op(
+        &Primitive::Linalg(Linalg::Cholesky),
+        &[arr(DType::F32, &[2, 3], &[1.0; 6])],
+    );
+    assert!(rect.is_err());
+    let ts: Primitive = TriangularSolveParams {
+        left_side: true,
+        lower: true,
+        transpose_a: false,
+        conjugate_a: false,
+        unit_diagonal: false,
+    }
+    .into();
+    let a = arr(DType::F32, &[3, 3], &[1.0; 9]);
+    let b = arr(DType::F32, &[2, 3], &[1.0; 6]);
+    assert!(eval_op(&ts, &[a, b]).is_err(), "b's rows must match a");
 }
