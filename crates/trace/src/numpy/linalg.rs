@@ -43,7 +43,14 @@ fn tri(a: &Array, b: &Array, left: bool, lower: bool, trans: bool, unit: bool) -
 /// The lower triangle mask applied as JAX's `_tril`: `select_n(row >= col,
 /// 0, x)`.
 pub(crate) fn mask_tril(x: &Array) -> Result<Array> {
-    jnp::tril(x, 0)
+    let shape = x.try_shape()?;
+    let r = shape.len();
+    if r < 2 {
+        return Err(Error::InvalidArgument("expected a matrix".into()));
+    }
+    let mask = super::creation::tri_mask(shape[r - 2], shape[r - 1], 0)?;
+    let mask = lax::broadcast(&mask, &shape[..r - 2])?;
+    lax::select_n(&mask, &[jnp::zeros_like(x)?, x.clone()])
 }
 
 /// `jnp.linalg.cholesky(a)`: the lower factor of `(a + a^T) / 2`.

@@ -45,14 +45,16 @@ pub fn solve_triangular(
 /// `jax.scipy.linalg.cho_factor(a, lower=True)`: the masked lower factor.
 pub fn cho_factor(a: &Array) -> Result<Array> {
     jnp::jitted("_cholesky", vec![a.clone()], |x| {
-        jnp::tril(&la::cholesky(&x[0])?, 0)
+        jnp::linalg::mask_tril(&la::cholesky(&x[0])?)
     })
 }
 
 /// `jax.scipy.linalg.cho_solve((c, lower=True), b)`.
 pub fn cho_solve(c: &Array, b: &Array) -> Result<Array> {
-    let y = solve_triangular(c, b, 0, true, false)?;
-    solve_triangular(c, &y, 1, true, false)
+    jnp::jitted("_cho_solve", vec![c.clone(), b.clone()], |x| {
+        let y = solve_triangular(&x[0], &x[1], 0, true, false)?;
+        solve_triangular(&x[0], &y, 1, true, false)
+    })
 }
 
 /// `jax.scipy.linalg.lu_factor(a)`: `(lu, pivots)`.
