@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 59;
+const N_VARIANTS: usize = 66;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -71,6 +71,13 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Reduction(Reduction::Cumulative(_)) => (27, Tested),
         Primitive::Linalg(Linalg::DotGeneral(_)) => (28, Tested),
         Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => (29, Tested),
+        Primitive::Linalg(Linalg::Cholesky) => (59, Tested),
+        Primitive::Linalg(Linalg::TriangularSolve(_)) => (60, Tested),
+        Primitive::Linalg(Linalg::Lu) => (61, Tested),
+        Primitive::Linalg(Linalg::Qr(_)) => (62, Tested),
+        Primitive::Linalg(Linalg::Eigh(_)) => (63, Tested),
+        Primitive::Linalg(Linalg::Svd(_)) => (64, Tested),
+        Primitive::Linalg(Linalg::TridiagonalSolve(_)) => (65, Tested),
         Primitive::Reduction(Reduction::Sort(_)) => (30, Tested),
         Primitive::Reduction(Reduction::TopK(_)) => (31, Tested),
         Primitive::Structural(Structural::Empty2(_)) => (32, Tested),
@@ -599,6 +606,43 @@ fn reduction_and_sort_cases() -> Vec<Case> {
     v
 }
 
+/// The decompositions and solves on well-conditioned inputs: `a a^T + 4 I`
+/// (positive definite) for `cholesky`, inputs in [1, 2] plus `4 I` for the
+/// rest, f32 and f64.
+fn decomp_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for (dt, full) in [("f32", "float32"), ("f64", "float64")] {
+        let pre = format!(
+            "{{ lambda ; a:{dt}[2,4,4] k:{dt}[2,4,2] r:{dt}[2,2,4] t:{dt}[2,4]. let
+    b:{dt}[2,4,4] = dot_general[dimension_numbers=(([2], [2]), ([0], [0])) precision=None preferred_element_type={full}] a a
+    e:i32[4,4] = iota[dimension=0 dtype=int32 shape=(4, 4) sharding=None] 
+    f:i32[4,4] = iota[dimension=1 dtype=int32 shape=(4, 4) sharding=None] 
+    g:bool[4,4] = eq e f
+    h:{dt}[4,4] = convert_element_type[new_dtype={full} weak_type=False] g
+    i:{dt}[4,4] = mul h 4.0:{dt}[]
+    j:{dt}[2,4,4] = broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(2, 4, 4) sharding=None] i
+    c:{dt}[2,4,4] = add b j
+    w:{dt}[2,4,4] = add a j
+    u:{dt}[2,4] = add t 4.0:{dt}[]"
+        );
+        let body = format!(
+            "
+    d:{dt}[2,4,4] = cholesky c
+    l:{dt}[2,4,2] = triangular_solve[conjugate_a=False left_side=True lower=True transpose_a=True unit_diagonal=False] w k
+    m:{dt}[2,2,4] = triangular_solve[conjugate_a=False left_side=False lower=False transpose_a=False unit_diagonal=True] w r
+    n:{dt}[2,4,4] o:i32[2,4] p:i32[2,4] = lu w
+    q:{dt}[2,4,4] s:{dt}[2,4,4] = qr[full_matrices=False pivoting=False use_magma=None] w
+    x:{dt}[2,4] = svd[algorithm=None compute_uv=False full_matrices=True subset_by_index=None] w
+    y:{dt}[2,4,4] z:{dt}[2,4] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] c
+    ba:{dt}[2,4,4] = mul y y
+    bb:{dt}[2,4,2] = tridiagonal_solve[perturb_singular=False] t u t k
+  in (d, l, m, n, o, p, q, s, x, z, ba, bb) }}"
+        );
+        v.push(case(pre + &body, Dist::Between(1.0, 2.0), Tol::Rel(1e-3)));
+    }
+    v
+}
+
 fn linalg_cases() -> Vec<Case> {
     let u = Dist::Uniform;
     let conv = |lhs: &str, rhs: &str, out: &str, params: &str, tol: Tol| {
@@ -932,6 +976,7 @@ fn all_cases() -> Vec<Case> {
     v.extend(structural_cases());
     v.extend(reduction_and_sort_cases());
     v.extend(linalg_cases());
+    v.extend(decomp_cases());
     v.extend(control_cases());
     v.extend(empty_cases());
     v
@@ -998,6 +1043,13 @@ fn reduction_and_sort_table() {
 #[test]
 fn linalg_table() {
     for c in linalg_cases() {
+        check(&c.text, c.dist, c.tol);
+    }
+}
+
+#[test]
+fn decomp_table() {
+    for c in decomp_cases() {
         check(&c.text, c.dist, c.tol);
     }
 }

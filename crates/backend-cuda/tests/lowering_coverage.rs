@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 59;
+const N_VARIANTS: usize = 66;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -57,6 +57,13 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Reduction(Reduction::Cumulative(_)) => (27, Lowered),
         Primitive::Linalg(Linalg::DotGeneral(_)) => (28, Lowered),
         Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => (29, Lowered),
+        Primitive::Linalg(Linalg::Cholesky) => (59, NotYet("cuSOLVER")),
+        Primitive::Linalg(Linalg::TriangularSolve(_)) => (60, NotYet("cuSOLVER")),
+        Primitive::Linalg(Linalg::Lu) => (61, NotYet("cuSOLVER")),
+        Primitive::Linalg(Linalg::Qr(_)) => (62, NotYet("cuSOLVER")),
+        Primitive::Linalg(Linalg::Eigh(_)) => (63, NotYet("cuSOLVER")),
+        Primitive::Linalg(Linalg::Svd(_)) => (64, NotYet("cuSOLVER")),
+        Primitive::Linalg(Linalg::TridiagonalSolve(_)) => (65, NotYet("cuSOLVER")),
         Primitive::Reduction(Reduction::Sort(_)) => (30, Lowered),
         Primitive::Reduction(Reduction::TopK(_)) => (31, Lowered),
         Primitive::Structural(Structural::Empty2(_)) => (32, Lowered),
@@ -328,6 +335,48 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
   in (c,) }"
             .into(),
     )]
+    .into_iter()
+    .chain(decomp_samples())
+    .collect()
+}
+
+/// One sample of each matrix decomposition (no GPU kernel yet).
+fn decomp_samples() -> Vec<(&'static str, String)> {
+    let one = |name: &'static str, eqn: &str, outs: &str| {
+        (
+            name,
+            format!("{{ lambda ; a:f32[3,3] b:f32[3,2] t:f32[3]. let\n    {eqn}\n  in ({outs}) }}"),
+        )
+    };
+    vec![
+        one("cholesky", "c:f32[3,3] = cholesky a", "c,"),
+        one(
+            "triangular_solve",
+            "c:f32[3,2] = triangular_solve[conjugate_a=False left_side=True lower=True transpose_a=False unit_diagonal=False] a b",
+            "c,",
+        ),
+        one("lu", "c:f32[3,3] d:i32[3] e:i32[3] = lu a", "c, d, e"),
+        one(
+            "qr",
+            "c:f32[3,3] d:f32[3,3] = qr[full_matrices=False pivoting=False use_magma=None] a",
+            "c, d",
+        ),
+        one(
+            "eigh",
+            "c:f32[3,3] d:f32[3] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] a",
+            "c, d",
+        ),
+        one(
+            "svd",
+            "c:f32[3] = svd[algorithm=None compute_uv=False full_matrices=True subset_by_index=None] a",
+            "c,",
+        ),
+        one(
+            "tridiagonal_solve",
+            "c:f32[3,2] = tridiagonal_solve[perturb_singular=False] t t t b",
+            "c,",
+        ),
+    ]
 }
 
 #[test]

@@ -91,6 +91,37 @@ pub fn round_to_float_dtype(x: f64, dtype: DType) -> f64 {
     }
 }
 
+/// Python's shortest digits are also the closest to `x` among the
+/// shortest; Rust's may be the other neighbour (`5.960464477539063e-07`
+/// where Python prints `...062e-07`). `digits` are Rust's shortest digits
+/// of `x`; on an exact decimal tie both agree with Python (round up).
+fn closest_shortest(x: f64, digits: String) -> String {
+    let n = digits.len();
+    if n < 2 {
+        return digits;
+    }
+    let mantissa_digits = |s: &str| -> Vec<u8> {
+        s.split_once('e')
+            .map_or("", |(m, _)| m)
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .collect()
+    };
+    let exact = mantissa_digits(&format!("{:.70e}", x.abs()));
+    let tie = exact.get(n) == Some(&b'5')
+        && exact.get(n + 1..).is_some_and(|r| r.iter().all(|&d| d == b'0'));
+    let rounded = format!("{:.*e}", n - 1, x.abs());
+    let round_trips = rounded.parse::<f64>().is_ok_and(|y| y == x.abs());
+    let closest = mantissa_digits(&rounded);
+    let same_exponent = rounded.split_once('e').map(|(_, e)| e)
+        == format!("{:e}", x.abs()).split_once('e').map(|(_, e)| e);
+    if !tie && round_trips && same_exponent && closest.len() == n {
+        String::from_utf8_lossy(&closest).into_owned()
+    } else {
+        digits
+    }
+}
+
 /// Formats an f64 exactly as Python's `repr(float)`: the shortest string that
 /// round-trips, in positional notation for exponents in `-4..16`, else
 /// scientific (`1e-05`, `1.5e+16`), with `inf`, `-inf` and `nan`.
@@ -106,7 +137,7 @@ pub fn python_float_repr(x: f64) -> String {
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let digits = closest_shortest(x, mantissa.chars().filter(|c| c.is_ascii_digit()).collect());
     let sign = if negative { "-" } else { "" };
     if (-4..16).contains(&exp) {
         let point = exp + 1; // position of the decimal point within digits
@@ -161,6 +192,8 @@ mod tests {
             (1234567890123456.0, "1234567890123456.0"),
             (-0.0, "-0.0"),
             (3.4028234663852886e38, "3.4028234663852886e+38"),
+            (5.9604644775390625e-07, "5.960464477539062e-07"),
+            (5.9604644775390625e-08, "5.960464477539063e-08"),
             (f64::NAN, "nan"),
             (f64::NEG_INFINITY, "-inf"),
         ];

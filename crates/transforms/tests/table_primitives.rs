@@ -335,6 +335,7 @@ fn table() -> Vec<Row> {
     // `platform_index` (no operands) picks the cpu branch of a `cond`.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[2,3]. let c:f64[2,3] = name[name=hidden] a; d:f64[2,3] e:f64[2,3] = device_put[copy_semantics=(ArrayCopySemantics.REUSE_INPUT, ArrayCopySemantics.REUSE_INPUT) devices=(None, None) srcs=(None, None)] c b; f:f64[2,3] g:f64[2,3] = optimization_barrier d e; h:f64[2,3] = mul f g; i:f64[2,3] = sin h in (i, g) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let p:i32[] = platform_index[platforms=(('mosaic',), None)]; e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f in (g,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) }) branches_platforms=(('mosaic',), None)] p a in (e,) }"));
+    decomp_rows(u);
     // Control flow and calls.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; p:i32[] a:f64[2,3]. let e:f64[2,3] = cond[branches=({ lambda ; f:f64[2,3]. let g:f64[2,3] = cos f; h:f64[2,3] = mul g 2.0:f64[] in (h,) } { lambda ; i:f64[2,3]. let j:f64[2,3] = sin i in (j,) })] p a in (e,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,2] c:f64[4,2,2]. let b:f64[2,2] d:f64[4,2,2] = scan[jaxpr={ lambda ; d:f64[2,2] x:f64[2,2]. let e:f64[2,2] = mul d x; f:f64[2,2] = sin e in (f, d) } length=4 num_carry=1 num_consts=0 reverse=False unroll=1] a c in (b, d) }"));
@@ -347,6 +348,53 @@ fn table() -> Vec<Row> {
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4]. let b:f64[4] = custom_vjp_call[name=f bwd=_bwd call_jaxpr={ lambda ; c:f64[4]. let d:f64[4] = sin c in (d,) } fwd=_fwd symbolic_zeros=False] a in (b,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[3,3]. let c:f64[2,3] = remat2[differentiated=False jaxpr={ lambda ; d:f64[2,3] e:f64[3,3]. let f:f64[2,3] = dot_general[dimension_numbers=(([1], [0]), ([], []))] d e; g:f64[2,3] = tanh f in (g,) } policy=None prevent_cse=True] a b in (c,) }"));
     r
+}
+
+/// `k I` (`n x n`, f64) as equations binding `name`.
+fn eye_eqns(name: &str, n: usize, k: f64) -> String {
+    format!(
+        "ei:i32[{n},{n}] = iota[dimension=0 dtype=int32 shape=({n}, {n}) sharding=None] ; \
+         ej:i32[{n},{n}] = iota[dimension=1 dtype=int32 shape=({n}, {n}) sharding=None] ; \
+         ek:bool[{n},{n}] = eq ei ej ; el:f64[{n},{n}] = convert_element_type[new_dtype=float64 weak_type=False] ek ; \
+         {name}:f64[{n},{n}] = mul el {k}:f64[]"
+    )
+}
+
+/// The decompositions and solves on well-conditioned matrices built in the
+/// row (`a a^T + 3 I`, `a + 4 I`), so central differences are accurate.
+fn decomp_rows(u: &mut Vec<Row>) {
+    use Kind::Diff;
+    let e3 = eye_eqns("id", 3, 3.0);
+    let e4 = eye_eqns("id", 3, 4.0);
+    let spd = format!("{e3} ; b:f64[3,3] = dot_general[dimension_numbers=(([1], [1]), ([], []))] a a ; c:f64[3,3] = add b id");
+    let shifted = format!("{e4} ; c:f64[3,3] = add a id");
+    u.push(row(
+        Diff,
+        -1.0,
+        1.0,
+        format!("{{ lambda ; a:f64[3,3]. let {spd} ; d:f64[3,3] = cholesky c in (d,) }}"),
+    ));
+    for (left, bt) in [("True", "3,2"), ("False", "2,3")] {
+        for (lower, trans, unit) in [("True", "False", "False"), ("False", "True", "True")] {
+            u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[3,3] k:f64[{bt}]. let {shifted} ; d:f64[{bt}] = triangular_solve[conjugate_a=False left_side={left} lower={lower} transpose_a={trans} unit_diagonal={unit}] c k in (d,) }}")));
+        }
+    }
+    u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[3,3]. let {shifted} ; d:f64[3,3] f:i32[3] g:i32[3] = lu c in (d, f, g) }}")));
+    u.push(row(
+        Diff,
+        -1.0,
+        1.0,
+        "{ lambda ; a:f64[4,3]. let d:f64[4,3] f:i32[3] g:i32[4] = lu a in (d, f, g) }",
+    ));
+    for (m, n, k) in [(4, 3, 3), (3, 3, 3), (2, 4, 2)] {
+        u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[{m},{n}]. let q:f64[{m},{k}] r:f64[{k},{n}] = qr[full_matrices=False pivoting=False use_magma=None] a in (q, r) }}")));
+    }
+    u.push(row(Diff, -1.0, 1.0, "{ lambda ; a:f64[3,3]. let b:f64[3,3] = transpose[permutation=(1, 0)] a ; c:f64[3,3] = add a b ; v:f64[3,3] w:f64[3] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] c in (v, w) }"));
+    u.push(row(Diff, -1.0, 1.0, "{ lambda ; a:f64[4,3]. let s:f64[3] = svd[algorithm=None compute_uv=False full_matrices=True subset_by_index=None] a in (s,) }"));
+    for (m, n, k) in [(4, 3, 3), (2, 3, 2)] {
+        u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[{m},{n}]. let s:f64[{k}] x:f64[{m},{k}] y:f64[{k},{n}] = svd[algorithm=None compute_uv=True full_matrices=False subset_by_index=None] a in (s, x, y) }}")));
+    }
+    u.push(row(Diff, -1.0, 1.0, "{ lambda ; l:f64[4] d:f64[4] h:f64[4] b:f64[4,2]. let e:f64[4] = add d 4.0:f64[] ; x:f64[4,2] = tridiagonal_solve[perturb_singular=False] l e h b in (x,) }"));
 }
 
 /// Primitive names from the families' `name`s and the op enums' `name`s:

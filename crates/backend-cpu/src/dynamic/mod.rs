@@ -237,7 +237,16 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                 Step::Nested(e, bodies)
             }
             // `DynOp::new` decides, exhaustively, or names why not.
-            Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            Primitive::Linalg(
+                Linalg::ConvGeneralDilated(_)
+                | Linalg::Cholesky
+                | Linalg::TriangularSolve(_)
+                | Linalg::Lu
+                | Linalg::Qr(_)
+                | Linalg::Eigh(_)
+                | Linalg::Svd(_)
+                | Linalg::TridiagonalSolve(_),
+            )
             | Primitive::Elementwise(_)
             | Primitive::Structural(_)
             | Primitive::Indexing(_)

@@ -95,7 +95,17 @@ impl DynOp {
                 | Reduction::Sort(_)
                 | Reduction::TopK(_),
             )
-            | Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => native(),
+            | Primitive::Linalg(
+                Linalg::ConvGeneralDilated(_)
+                | Linalg::DotGeneral(_)
+                | Linalg::Cholesky
+                | Linalg::TriangularSolve(_)
+                | Linalg::Lu
+                | Linalg::Qr(_)
+                | Linalg::Eigh(_)
+                | Linalg::Svd(_)
+                | Linalg::TridiagonalSolve(_),
+            ) => native(),
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
             ) => none("(a named-axis collective) is unbound in a compiled program"),

@@ -108,6 +108,15 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
         ) => native(),
         Primitive::Linalg(Linalg::DotGeneral(p)) => dot_step(jaxpr, e, eqn, p),
         Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => native(),
+        Primitive::Linalg(
+            Linalg::Cholesky
+            | Linalg::TriangularSolve(_)
+            | Linalg::Lu
+            | Linalg::Qr(_)
+            | Linalg::Eigh(_)
+            | Linalg::Svd(_)
+            | Linalg::TridiagonalSolve(_),
+        ) => native(),
         // `native_step` has a rule for every state and Pallas primitive.
         Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {

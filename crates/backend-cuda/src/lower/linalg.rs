@@ -32,6 +32,16 @@ pub(crate) fn lower(
         Linalg::ConvGeneralDilated(params) => {
             super::conv::conv(ctx, jaxpr, eqn, params, env, steps)
         }
+        Linalg::Cholesky
+        | Linalg::TriangularSolve(_)
+        | Linalg::Lu
+        | Linalg::Qr(_)
+        | Linalg::Eigh(_)
+        | Linalg::Svd(_)
+        | Linalg::TridiagonalSolve(_) => Err(unsupported(
+            p.name(),
+            "matrix decompositions have no GPU kernel yet (cuSOLVER)",
+        )),
     }
 }
 

@@ -204,6 +204,12 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
         Primitive::Linalg(f) => match f {
             Linalg::DotGeneral(x) => x,
             Linalg::ConvGeneralDilated(x) => x,
+            Linalg::Cholesky | Linalg::Lu => return None,
+            Linalg::TriangularSolve(x) => x,
+            Linalg::Qr(x) => x,
+            Linalg::Eigh(x) => x,
+            Linalg::Svd(x) => x,
+            Linalg::TridiagonalSolve(x) => x,
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(x) => x,

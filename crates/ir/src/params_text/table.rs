@@ -115,6 +115,31 @@ params_text! {
         preserve_dimensions: "preserve_dimensions" Bool or false,
         apply_reverse_transform: "apply_reverse_transform" Bool or false,
     }
+    TriangularSolveParams "triangular_solve" {
+        conjugate_a: "conjugate_a" Bool or false,
+        left_side: "left_side" Bool or false,
+        lower: "lower" Bool or false,
+        transpose_a: "transpose_a" Bool or false,
+        unit_diagonal: "unit_diagonal" Bool or false,
+    }
+    QrParams "qr" {
+        full_matrices: "full_matrices" Bool,
+        pivoting: "pivoting" Bool or false;
+        "use_magma" = "None"
+    }
+    EighParams "eigh" {
+        lower: "lower" Bool or true,
+        sort_eigenvalues: "sort_eigenvalues" Bool or true;
+        "algorithm" = "None", "subset_by_index" = "None"
+    }
+    SvdParams "svd" {
+        compute_uv: "compute_uv" Bool,
+        full_matrices: "full_matrices" Bool;
+        "algorithm" = "None", "subset_by_index" = "None"
+    }
+    TridiagonalSolveParams "tridiagonal_solve" {
+        perturb_singular: "perturb_singular" Bool or false,
+    }
     ; hand {
         RoundParams "round",
         BroadcastInDimParams "broadcast_in_dim",
@@ -155,6 +180,8 @@ params_text! {
         "select_n" => Elementwise::SelectN,
         "clamp" => Elementwise::Clamp,
         "dynamic_update_slice" => Indexing::DynamicUpdateSlice,
+        "cholesky" => Linalg::Cholesky,
+        "lu" => Linalg::Lu,
     }
 }
 

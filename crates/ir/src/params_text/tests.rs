@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 59;
+const VARIANTS: usize = 66;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -77,6 +77,13 @@ fn variant(p: &Primitive) -> usize {
         Primitive::Linalg(f) => match f {
             Linalg::DotGeneral(_) => 31,
             Linalg::ConvGeneralDilated(_) => 32,
+            Linalg::Cholesky => 59,
+            Linalg::TriangularSolve(_) => 60,
+            Linalg::Lu => 61,
+            Linalg::Qr(_) => 62,
+            Linalg::Eigh(_) => 63,
+            Linalg::Svd(_) => 64,
+            Linalg::TridiagonalSolve(_) => 65,
         },
         Primitive::Control(f) => match f {
             Control::Cond(_) => 33,
@@ -425,6 +432,33 @@ fn samples() -> Vec<Primitive> {
         CondParams {
             branches: vec![closed(), closed()],
             branches_platforms: Some(vec![Some(vec!["mosaic".into()]), None]),
+        Linalg::Cholesky.into(),
+        Linalg::Lu.into(),
+        TriangularSolveParams {
+            left_side: true,
+            lower: true,
+            transpose_a: false,
+            conjugate_a: false,
+            unit_diagonal: false,
+        }
+        .into(),
+        QrParams {
+            full_matrices: false,
+            pivoting: false,
+        }
+        .into(),
+        EighParams {
+            lower: true,
+            sort_eigenvalues: true,
+        }
+        .into(),
+        SvdParams {
+            compute_uv: true,
+            full_matrices: false,
+        }
+        .into(),
+        TridiagonalSolveParams {
+            perturb_singular: false,
         }
         .into(),
     ]);
@@ -450,6 +484,7 @@ fn every_primitive_name_has_a_parser() {
                     | Elementwise::SelectN
                     | Elementwise::Clamp
             ) | Primitive::Indexing(Indexing::DynamicUpdateSlice)
+                | Primitive::Linalg(Linalg::Cholesky | Linalg::Lu)
         );
         assert_eq!(text_of(p).is_none(), bare, "`{n}`'s params text");
     }

@@ -11,6 +11,21 @@ pub enum Linalg {
     DotGeneral(DotGeneralParams),
     /// `conv_general_dilated[...] lhs rhs`.
     ConvGeneralDilated(ConvGeneralDilatedParams),
+    /// `cholesky x`: the lower Cholesky factor of each trailing matrix
+    /// (NaNs where a matrix is not positive definite).
+    Cholesky,
+    /// `triangular_solve[...] a b`.
+    TriangularSolve(TriangularSolveParams),
+    /// `lu x`: `(lu, pivots, permutation)`, partial pivoting.
+    Lu,
+    /// `qr[full_matrices pivoting use_magma] x`: `(q, r)`.
+    Qr(QrParams),
+    /// `eigh[...] x`: `(v, w)`, eigenvectors as columns, then eigenvalues.
+    Eigh(EighParams),
+    /// `svd[...] x`: `(s,)` or `(s, u, vt)`.
+    Svd(SvdParams),
+    /// `tridiagonal_solve[perturb_singular] dl d du b`.
+    TridiagonalSolve(TridiagonalSolveParams),
 }
 
 impl Linalg {
@@ -19,6 +34,13 @@ impl Linalg {
         match self {
             Linalg::DotGeneral(_) => "dot_general",
             Linalg::ConvGeneralDilated(_) => "conv_general_dilated",
+            Linalg::Cholesky => "cholesky",
+            Linalg::TriangularSolve(_) => "triangular_solve",
+            Linalg::Lu => "lu",
+            Linalg::Qr(_) => "qr",
+            Linalg::Eigh(_) => "eigh",
+            Linalg::Svd(_) => "svd",
+            Linalg::TridiagonalSolve(_) => "tridiagonal_solve",
         }
     }
 }
@@ -55,4 +77,56 @@ pub struct ConvGeneralDilatedParams {
     pub precision: Option<(Precision, Precision)>,
     /// Result dtype, or `None`.
     pub preferred_element_type: Option<DType>,
+}
+
+/// The params of `triangular_solve`: solves `op(a) x = b` (`left_side`) or
+/// `x op(a) = b`, `a` triangular.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TriangularSolveParams {
+    /// `a` on the left of the unknown.
+    pub left_side: bool,
+    /// `a` is lower (else upper) triangular; the other triangle is ignored.
+    pub lower: bool,
+    /// `op(a)` transposes `a`.
+    pub transpose_a: bool,
+    /// `op(a)` conjugates `a` (a no-op for real dtypes).
+    pub conjugate_a: bool,
+    /// The diagonal of `a` is taken as ones.
+    pub unit_diagonal: bool,
+}
+
+/// The params of `qr` (`use_magma=None` is printed as a constant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QrParams {
+    /// `q` is `m x m` (else `m x min(m, n)`).
+    pub full_matrices: bool,
+    /// Column pivoting (not supported: rejected by the shape rule).
+    pub pivoting: bool,
+}
+
+/// The params of `eigh` (`algorithm=None subset_by_index=None` are
+/// printed as constants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EighParams {
+    /// Which triangle of the input is read.
+    pub lower: bool,
+    /// Eigenvalues ascending.
+    pub sort_eigenvalues: bool,
+}
+
+/// The params of `svd` (`algorithm=None subset_by_index=None` are printed
+/// as constants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SvdParams {
+    /// Also return `u` and `vt`.
+    pub compute_uv: bool,
+    /// `u` is `m x m` and `vt` is `n x n` (else `k = min(m, n)` columns/rows).
+    pub full_matrices: bool,
+}
+
+/// The params of `tridiagonal_solve`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TridiagonalSolveParams {
+    /// Perturb zero pivots (not supported: must be `False`).
+    pub perturb_singular: bool,
 }

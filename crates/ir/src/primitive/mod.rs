@@ -189,6 +189,11 @@ into_primitive! {
     Linalg {
         DotGeneral(DotGeneralParams),
         ConvGeneralDilated(ConvGeneralDilatedParams),
+        TriangularSolve(TriangularSolveParams),
+        Qr(QrParams),
+        Eigh(EighParams),
+        Svd(SvdParams),
+        TridiagonalSolve(TridiagonalSolveParams),
     }
     Control {
         Cond(CondParams),

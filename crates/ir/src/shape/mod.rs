@@ -18,6 +18,7 @@ use crate::primitive::{
 };
 mod collective;
 mod control;
+mod decomp;
 mod elementwise;
 mod indexing;
 mod linalg;
@@ -177,6 +178,13 @@ pub fn abstract_eval(
                 *preferred_element_type,
             )?),
             Linalg::ConvGeneralDilated(x) => one(linalg::conv(&cx, x)?),
+            Linalg::Cholesky => one(decomp::cholesky(&cx)?),
+            Linalg::TriangularSolve(x) => one(decomp::triangular_solve(&cx, x)?),
+            Linalg::Lu => arrays(decomp::lu(&cx)?),
+            Linalg::Qr(x) => arrays(decomp::qr(&cx, x)?),
+            Linalg::Eigh(_) => arrays(decomp::eigh(&cx)?),
+            Linalg::Svd(x) => arrays(decomp::svd(&cx, x)?),
+            Linalg::TridiagonalSolve(x) => one(decomp::tridiagonal_solve(&cx, x.perturb_singular)?),
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(AllReduceParams { op, axes }) => {

@@ -7,6 +7,7 @@
 
 mod conv;
 mod markers;
+pub mod linalg;
 
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
 pub use markers::{checkpoint_name, optimization_barrier};

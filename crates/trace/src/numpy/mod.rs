@@ -6,6 +6,7 @@
 
 mod creation;
 mod einsum;
+pub mod linalg;
 mod manip;
 mod nan;
 mod products;

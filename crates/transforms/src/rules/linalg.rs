@@ -32,6 +32,13 @@ use jaxon_trace::{bind1, lax, numpy as jnp, Array};
 pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
     match l {
         Linalg::DotGeneral(_) | Linalg::ConvGeneralDilated(_) => bilinear(p, x, t),
+        Linalg::Cholesky
+        | Linalg::TriangularSolve(_)
+        | Linalg::Lu
+        | Linalg::Qr(_)
+        | Linalg::Eigh(_)
+        | Linalg::Svd(_)
+        | Linalg::TridiagonalSolve(_) => super::decomp::jvp(l, p, x, t),
     }
 }
 
@@ -45,6 +52,13 @@ pub(crate) fn transpose(
     match l {
         Linalg::DotGeneral(dp) => dot_general_transpose(dp, p, args, cts),
         Linalg::ConvGeneralDilated(cp) => conv_transpose(cp, p, args, &ct(cts)?),
+        Linalg::Cholesky
+        | Linalg::TriangularSolve(_)
+        | Linalg::Lu
+        | Linalg::Qr(_)
+        | Linalg::Eigh(_)
+        | Linalg::Svd(_)
+        | Linalg::TridiagonalSolve(_) => super::decomp::transpose(l, p, args, cts),
     }
 }
 
@@ -59,6 +73,13 @@ pub(crate) fn batch(
     match l {
         Linalg::DotGeneral(dp) => dot_general_batch(dp, x, d),
         Linalg::ConvGeneralDilated(cp) => conv_batch(cp, p, x, d, n),
+        Linalg::Cholesky
+        | Linalg::TriangularSolve(_)
+        | Linalg::Lu
+        | Linalg::Qr(_)
+        | Linalg::Eigh(_)
+        | Linalg::Svd(_)
+        | Linalg::TridiagonalSolve(_) => super::decomp::batch(p, x, d, n),
     }
 }
 

@@ -27,6 +27,7 @@
 
 pub(crate) mod collective;
 pub(crate) mod control;
+pub(crate) mod decomp;
 pub(crate) mod elementwise;
 pub(crate) mod indexing;
 pub(crate) mod linalg;

@@ -21,6 +21,7 @@ use jaxon_ir::primitive::{
 pub(crate) mod boxdot;
 mod conv;
 mod copies;
+mod decomp;
 mod elem;
 mod gather;
 mod misc;
@@ -329,6 +330,13 @@ fn linalg_op(
 ) -> Result<Box<dyn NativeOp>, CpuError> {
     Ok(match p {
         Linalg::ConvGeneralDilated(p) => Box::new(conv::Conv::new(ins, outs, p)?),
+        Linalg::Cholesky
+        | Linalg::TriangularSolve(_)
+        | Linalg::Lu
+        | Linalg::Qr(_)
+        | Linalg::Eigh(_)
+        | Linalg::Svd(_)
+        | Linalg::TridiagonalSolve(_) => Box::new(decomp::Decomp::new(p)),
         Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,
             preferred_element_type,

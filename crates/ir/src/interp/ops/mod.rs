@@ -20,6 +20,8 @@ use crate::primitive::{
     TileParams, TopKParams, TransposeParams,
 };
 mod convert;
+mod decomp;
+pub mod decomp_kernels;
 
 /// Whole-array bit-level conversions, shared with backends that run them
 /// natively.
@@ -57,6 +59,8 @@ mod tests_sort;
 #[cfg(test)]
 #[rustfmt::skip]
 mod tests_structural;
+#[cfg(test)]
+mod tests_decomp;
 #[cfg(test)]
 mod tests_props;
 #[cfg(test)]
@@ -243,6 +247,22 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 2, 1)?,
                 x,
             )),
+            Linalg::Cholesky => one(decomp::cholesky(arg(name, args, 1, 0)?)),
+            Linalg::TriangularSolve(p) => one(decomp::triangular_solve(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                p,
+            )),
+            Linalg::Lu => decomp::lu(arg(name, args, 1, 0)?),
+            Linalg::Qr(p) => decomp::qr(arg(name, args, 1, 0)?, p),
+            Linalg::Eigh(p) => decomp::eigh(arg(name, args, 1, 0)?, p.lower, p.sort_eigenvalues),
+            Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p),
+            Linalg::TridiagonalSolve(_) => one(decomp::tridiagonal_solve([
+                arg(name, args, 4, 0)?,
+                arg(name, args, 4, 1)?,
+                arg(name, args, 4, 2)?,
+                arg(name, args, 4, 3)?,
+            ])),
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(AllReduceParams { op, axes }) => {

@@ -1,0 +1,260 @@
+//! `jnp.linalg`: decompositions, solves, determinants, norms and inverses
+//! on top of the `lax.linalg` primitives, over the two trailing axes (any
+//! leading axes are a batch).
+//!
+//! Invariants: results match JAX's values; `cholesky` stages as JAX does
+//! (`jit[name=cholesky]`: symmetrize, factor, mask the upper triangle);
+//! `solve`/`inv` factor with `lu` and solve with two triangular solves
+//! directly (JAX wraps the solve in `custom_linear_solve`, so the staged
+//! text differs while the values and derivatives agree).
+
+use super::wrap::{jitted, lit};
+use crate::array::Array;
+use crate::error::{Error, Result};
+use crate::lax;
+use crate::lax::linalg::{self as la, mt};
+use crate::numpy as jnp;
+use jaxon_ir::primitive::TriangularSolveParams;
+
+fn square(name: &str, a: &Array) -> Result<usize> {
+    let s = a.try_shape()?;
+    match s.as_slice() {
+        [.., m, n] if m == n => Ok(*n),
+        _ => Err(Error::InvalidArgument(format!(
+            "{name}: expected square matrices, got shape {s:?}"
+        ))),
+    }
+}
+
+fn tri(a: &Array, b: &Array, left: bool, lower: bool, trans: bool, unit: bool) -> Result<Array> {
+    la::triangular_solve(
+        a,
+        b,
+        TriangularSolveParams {
+            left_side: left,
+            lower,
+            transpose_a: trans,
+            conjugate_a: false,
+            unit_diagonal: unit,
+        },
+    )
+}
+
+/// The lower triangle mask applied as JAX's `_tril`: `select_n(row >= col,
+/// 0, x)`.
+pub(crate) fn mask_tril(x: &Array) -> Result<Array> {
+    let shape = x.try_shape()?;
+    let r = shape.len();
+    if r < 2 {
+        return Err(Error::InvalidArgument("expected a matrix".into()));
+    }
+    let mask = super::creation::tri_mask(shape[r - 2], shape[r - 1], 0)?;
+    let mask = lax::broadcast(&mask, &shape[..r - 2])?;
+    lax::select_n(&mask, &[jnp::zeros_like(x)?, x.clone()])
+}
+
+/// `jnp.linalg.cholesky(a)`: the lower factor of `(a + a^T) / 2`.
+pub fn cholesky(a: &Array) -> Result<Array> {
+    square("cholesky", a)?;
+    jitted("cholesky", vec![a.clone()], |x| {
+        let x = &x[0];
+        let s = jnp::divide(&jnp::add(x, &mt(x)?)?, &lit(2.0, x.dtype())?)?;
+        mask_tril(&la::cholesky(&s)?)
+    })
+}
+
+/// The diagonal of the trailing square matrices.
+fn diag(x: &Array) -> Result<Array> {
+    let n = square("diagonal", x)?;
+    jnp::sum(&jnp::multiply(x, &la::eye_like(x, n, n)?)?, -1isize, false)
+}
+
+/// `P` (as a permutation matrix, `P a = L U`), `L` (unit lower) and `U`.
+fn plu(a: &Array) -> Result<(Array, Array, Array, Array)> {
+    let (lu, piv, perm) = la::lu(a)?;
+    let n = square("lu", a)?;
+    let iota = lax::iota(perm.dtype(), n)?;
+    let p = jnp::equal(&lax::expand_dims(&perm, &[perm.ndim()])?, &iota)?;
+    let p = lax::convert_element_type(&p, a.dtype(), false)?;
+    Ok((p, lu, piv, perm))
+}
+
+/// `jnp.linalg.solve(a, b)`: `b` a matrix (`.. n x k`) or a vector (`.. n`).
+pub fn solve(a: &Array, b: &Array) -> Result<Array> {
+    let n = square("solve", a)?;
+    let vector = b.ndim() + 1 == a.ndim() || b.ndim() == 1;
+    let b2 = if vector {
+        lax::expand_dims(b, &[b.ndim()])?
+    } else {
+        b.clone()
+    };
+    let (p, lu, _, _) = plu(a)?;
+    let _ = n;
+    let pb = jnp::matmul(&p, &b2)?;
+    let y = tri(&lu, &pb, true, true, false, true)?;
+    let x = tri(&lu, &y, true, false, false, false)?;
+    if vector {
+        lax::squeeze(&x, &[x.ndim() - 1])
+    } else {
+        Ok(x)
+    }
+}
+
+/// `jnp.linalg.inv(a)`.
+pub fn inv(a: &Array) -> Result<Array> {
+    let n = square("inv", a)?;
+    let e = jnp::broadcast_to(&la::eye_like(a, n, n)?, &a.try_shape()?)?;
+    solve(a, &e)
+}
+
+/// `jnp.linalg.slogdet(a)`: `(sign, log|det|)`.
+pub fn slogdet(a: &Array) -> Result<(Array, Array)> {
+    let n = square("slogdet", a)?;
+    let (_, lu, piv, _) = plu(a)?;
+    let d = diag(&lu)?;
+    let iota = lax::iota(piv.dtype(), n)?;
+    let swaps = jnp::not_equal(&piv, &iota)?;
+    let nswaps = jnp::sum(
+        &lax::convert_element_type(&swaps, piv.dtype(), false)?,
+        -1isize,
+        false,
+    )?;
+    let parity = jnp::remainder(&nswaps, &lit(2.0, piv.dtype())?)?;
+    let psign = lax::convert_element_type(
+        &jnp::subtract(
+            &lit(1.0, piv.dtype())?,
+            &jnp::multiply(&parity, &lit(2.0, piv.dtype())?)?,
+        )?,
+        a.dtype(),
+        false,
+    )?;
+    let dsign = jnp::prod(&jnp::sign(&d)?, -1isize, false)?;
+    let logdet = jnp::sum(&jnp::log(&jnp::abs(&d)?)?, -1isize, false)?;
+    Ok((jnp::multiply(&psign, &dsign)?, logdet))
+}
+
+/// `jnp.linalg.det(a)`.
+pub fn det(a: &Array) -> Result<Array> {
+    let (s, l) = slogdet(a)?;
+    jnp::multiply(&s, &jnp::exp(&l)?)
+}
+
+/// `jnp.linalg.eigh(a)`: `(w, v)`, eigenvalues ascending, eigenvectors as
+/// columns (the lower triangle of the symmetrized input).
+pub fn eigh(a: &Array) -> Result<(Array, Array)> {
+    square("eigh", a)?;
+    let s = jnp::divide(&jnp::add(a, &mt(a)?)?, &lit(2.0, a.dtype())?)?;
+    let (v, w) = la::eigh(&s, true, true)?;
+    Ok((w, v))
+}
+
+/// `jnp.linalg.eigvalsh(a)`.
+pub fn eigvalsh(a: &Array) -> Result<Array> {
+    Ok(eigh(a)?.0)
+}
+
+/// `jnp.linalg.svd(a, full_matrices)`: `(u, s, vh)`.
+pub fn svd(a: &Array, full_matrices: bool) -> Result<(Array, Array, Array)> {
+    let v = la::svd(a, full_matrices, true)?;
+    match <[Array; 3]>::try_from(v) {
+        Ok([s, u, vt]) => Ok((u, s, vt)),
+        Err(_) => Err(Error::InvalidArgument("svd: unexpected results".into())),
+    }
+}
+
+/// `jnp.linalg.svd(a, compute_uv=False)`: the singular values.
+pub fn svdvals(a: &Array) -> Result<Array> {
+    la::svd(a, true, false)?
+        .pop()
+        .ok_or_else(|| Error::InvalidArgument("svd: no results".into()))
+}
+
+/// `jnp.linalg.qr(a, mode)`: `(q, r)`, `mode` "reduced" or "complete".
+pub fn qr(a: &Array, mode: &str) -> Result<(Array, Array)> {
+    let full = match mode {
+        "reduced" => false,
+        "complete" => true,
+        m => return Err(Error::InvalidArgument(format!("qr: unknown mode {m:?}"))),
+    };
+    la::qr(a, full)
+}
+
+/// `jnp.linalg.norm(x, ord)` of matrices: `ord` one of "fro", "nuc", "1",
+/// "-1", "2", "-2", "inf", "-inf".
+pub fn matrix_norm(x: &Array, ord: &str) -> Result<Array> {
+    let r = x.ndim();
+    if r < 2 {
+        return Err(Error::InvalidArgument("norm: expected a matrix".into()));
+    }
+    let (ra, ca) = (r as isize - 2, r as isize - 1);
+    let abs = || jnp::abs(x);
+    match ord {
+        "fro" => jnp::sqrt(&jnp::sum(&jnp::multiply(x, x)?, vec![ra, ca], false)?),
+        "nuc" => jnp::sum(&svdvals(x)?, -1isize, false),
+        "2" => jnp::max(&svdvals(x)?, -1isize, false),
+        "-2" => jnp::min(&svdvals(x)?, -1isize, false),
+        "1" => jnp::max(&jnp::sum(&abs()?, ra, false)?, -1isize, false),
+        "-1" => jnp::min(&jnp::sum(&abs()?, ra, false)?, -1isize, false),
+        "inf" => jnp::max(&jnp::sum(&abs()?, ca, false)?, -1isize, false),
+        "-inf" => jnp::min(&jnp::sum(&abs()?, ca, false)?, -1isize, false),
+        o => Err(Error::InvalidArgument(format!(
+            "norm: unknown matrix ord {o:?}"
+        ))),
+    }
+}
+
+/// `jnp.linalg.pinv(a)`: `V diag(1/s) U^T`, singular values below
+/// `max(m, n) * eps * s_max` treated as zero.
+pub fn pinv(a: &Array) -> Result<Array> {
+    let s = a.try_shape()?;
+    let (m, n) = match s.as_slice() {
+        [.., m, n] => (*m, *n),
+        _ => return Err(Error::InvalidArgument("pinv: expected a matrix".into())),
+    };
+    let (u, sv, vt) = svd(a, false)?;
+    let eps = if a.dtype() == jaxon_ir::DType::F64 {
+        f64::EPSILON
+    } else {
+        f32::EPSILON as f64
+    };
+    let smax = jnp::max(&sv, -1isize, true)?;
+    let cutoff = jnp::multiply(&smax, &lit(m.max(n) as f64 * eps, a.dtype())?)?;
+    let keep = jnp::greater(&sv, &cutoff)?;
+    let inv = jnp::where_(
+        &keep,
+        &jnp::divide(&jnp::ones_like(&sv)?, &sv)?,
+        &jnp::zeros_like(&sv)?,
+    )?;
+    let scaled = jnp::multiply(&mt(&vt)?, &lax::expand_dims(&inv, &[inv.ndim() - 1])?)?;
+    jnp::matmul(&scaled, &mt(&u)?)
+}
+
+/// `jnp.linalg.matrix_power(a, n)` for `n >= 0` (repeated squaring), or
+/// the inverse's power for `n < 0`.
+pub fn matrix_power(a: &Array, n: i64) -> Result<Array> {
+    let k = square("matrix_power", a)?;
+    let mut base = if n < 0 { inv(a)? } else { a.clone() };
+    let mut e = n.unsigned_abs();
+    let mut acc: Option<Array> = None;
+    if e == 0 {
+        return jnp::broadcast_to(&la::eye_like(a, k, k)?, &a.try_shape()?);
+    }
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = Some(match acc {
+                Some(x) => jnp::matmul(&x, &base)?,
+                None => base.clone(),
+            });
+        }
+        e >>= 1;
+        if e > 0 {
+            base = jnp::matmul(&base, &base)?;
+        }
+    }
+    acc.ok_or_else(|| Error::InvalidArgument("matrix_power".into()))
+}
+
+/// `jnp.linalg.lstsq(a, b)`'s solution: `pinv(a) b`.
+pub fn lstsq(a: &Array, b: &Array) -> Result<Array> {
+    jnp::matmul(&pinv(a)?, b)
+}

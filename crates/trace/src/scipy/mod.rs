@@ -1,0 +1,3 @@
+//! `jax.scipy`: the parts jaxon provides.
+
+pub mod linalg;
