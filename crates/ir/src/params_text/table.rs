@@ -149,6 +149,7 @@ params_text! {
     ; bare {
         "select_n" => Elementwise::SelectN,
         "clamp" => Elementwise::Clamp,
+        "regularized_incomplete_beta" => Elementwise::RegularizedIncompleteBeta,
         "dynamic_update_slice" => Indexing::DynamicUpdateSlice,
     }
 }
