@@ -32,6 +32,7 @@ pub(crate) mod indexing;
 pub(crate) mod linalg;
 pub(crate) mod pallas;
 pub(crate) mod reduction;
+mod special;
 pub(crate) mod state;
 pub(crate) mod structural;
 
