@@ -68,7 +68,7 @@ pub use jaxon_trace::{
     register_backend, set_default_backend, with_backend, Array, Element, Error, Jit, Result,
     Static, WeakScalar,
 };
-pub use jaxon_trace::{index, nn};
+pub use jaxon_trace::{index, nn, scipy};
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,

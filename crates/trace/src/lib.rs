@@ -28,6 +28,7 @@ pub mod numpy;
 mod ops;
 pub mod pytree;
 pub mod random;
+pub mod scipy;
 pub mod stage;
 pub mod staging;
 

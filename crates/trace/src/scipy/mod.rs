@@ -1,0 +1,3 @@
+//! `scipy`: JAX's `jax.scipy` namespace; only `special` so far.
+
+pub mod special;
