@@ -194,15 +194,46 @@ fn table() -> Vec<Row> {
         binary(u, Diff, op, "f64", "f64", 0.5, 4.0);
     }
     for op in ["igamma_grad_a", "random_gamma_grad"] {
-        binary(u, NoJvp("JAX defines no derivative"), op, "f64", "f64", 0.5, 4.0);
+        binary(
+            u,
+            NoJvp("JAX defines no derivative"),
+            op,
+            "f64",
+            "f64",
+            0.5,
+            4.0,
+        );
     }
-    binary(u, NoJvp("no derivative wrt polygamma's order"), "polygamma", "f64", "f64", 0.5, 4.0);
-    binary(u, NoJvp("no derivative wrt zeta's x"), "zeta", "f64", "f64", 1.5, 4.0);
+    binary(
+        u,
+        NoJvp("no derivative wrt polygamma's order"),
+        "polygamma",
+        "f64",
+        "f64",
+        0.5,
+        4.0,
+    );
+    binary(
+        u,
+        NoJvp("no derivative wrt zeta's x"),
+        "zeta",
+        "f64",
+        "f64",
+        1.5,
+        4.0,
+    );
     for s in SHAPES {
-        for lit in ["polygamma 1.0:f64[]", "polygamma 2.0:f64[]", "zeta 3.0:f64[]"] {
-            u.push(row(Diff, 0.5, 4.0, format!(
-                "{{ lambda ; a:f64[{s}]. let c:f64[{s}] = {lit} a in (c,) }}"
-            )));
+        for lit in [
+            "polygamma 1.0:f64[]",
+            "polygamma 2.0:f64[]",
+            "zeta 3.0:f64[]",
+        ] {
+            u.push(row(
+                Diff,
+                0.5,
+                4.0,
+                format!("{{ lambda ; a:f64[{s}]. let c:f64[{s}] = {lit} a in (c,) }}"),
+            ));
         }
         u.push(row(Diff, 0.1, 0.9, format!(
             "{{ lambda ; x:f64[{s}]. let c:f64[{s}] = regularized_incomplete_beta 2.0:f64[] 3.5:f64[] x in (c,) }}"

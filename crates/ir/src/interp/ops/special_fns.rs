@@ -413,8 +413,7 @@ fn betainc_cf(a: f64, b: f64, x: f64) -> f64 {
 /// The regularized incomplete beta function `I_x(a, b)` (NaN outside
 /// `a > 0`, `b > 0`, `0 <= x <= 1`).
 pub fn betainc_f64(a: f64, b: f64, x: f64) -> f64 {
-    if a.is_nan() || b.is_nan() || x.is_nan() || a <= 0.0 || b <= 0.0 || !(0.0..=1.0).contains(&x)
-    {
+    if a.is_nan() || b.is_nan() || x.is_nan() || a <= 0.0 || b <= 0.0 || !(0.0..=1.0).contains(&x) {
         return f64::NAN;
     }
     if x == 0.0 {
