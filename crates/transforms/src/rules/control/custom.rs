@@ -97,11 +97,14 @@ pub(super) fn jvp_custom_jvp_call(
     Ok((po, to.into_iter().map(Some).collect()))
 }
 
+/// `(primals, tangents) -> output tangent`.
+type TangentRule = fn(&[Array], &[Array]) -> Result<Array>;
+
 /// The tangent rule of a JAX library function whose `custom_jvp_call`
 /// names it (`jvp=`), when differentiating through `call_jaxpr` would
 /// differ from JAX: `jax.scipy.special.xlogy` and `xlog1py`, whose
 /// derivative wrt `x` is `log(y)` (`log1p(y)`) even where `x == 0`.
-fn jax_rule(jvp: &str) -> Option<fn(&[Array], &[Array]) -> Result<Array>> {
+fn jax_rule(jvp: &str) -> Option<TangentRule> {
     Some(match jvp {
         "_xlogy_jvp" => |p, t| {
             let dx = lax::mul(&t[0], &lax::log(&p[1])?)?;
