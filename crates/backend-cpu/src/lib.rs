@@ -58,9 +58,12 @@
 //!   (through f64, within 1 ulp, C99 special cases) are inline vectorised
 //!   polynomials or rational functions (`kernel/math.rs`,
 //!   `kernel/math_inv.rs`; table below). `cbrt`, f64 `erf`, `erfc`,
-//!   `erf_inv`, float `rem`, f64 `pow` and `nextafter` call out-of-line Rust
-//!   helpers (`kernel/libm.rs`: std's libm and the interpreter's `erf`
-//!   family, so they are bit-identical to it; scalar code).
+//!   `erf_inv`, float `rem`, f64 `pow`, `nextafter` and the special
+//!   functions (`lgamma digamma igamma igammac igamma_grad_a
+//!   random_gamma_grad polygamma zeta bessel_i0e bessel_i1e
+//!   regularized_incomplete_beta`) call out-of-line Rust helpers
+//!   (`kernel/libm.rs`: std's libm and the interpreter's scalar functions,
+//!   so they are bit-identical to it; scalar code).
 //! - 256-bit tiles (`kernel/wide/`, `kernel/tiled.rs`): Cranelift 0.135
 //!   emits at most 128-bit vectors, so on CPUs with AVX2 and FMA `exp
 //!   expm1 log log1p tanh logistic sin cos tan exp2 sinh cosh`, division
@@ -205,7 +208,7 @@
 //! near -1 our `atanh` is the more accurate one.
 //!
 //! The helper-call functions (`cbrt`, f64 `erf`, `erfc`, f64 `erf_inv`, float
-//! `rem`, f64 `pow`, `nextafter`) are 0 ulp from the interpreter by construction
+//! `rem`, f64 `pow`, `nextafter`, the special functions) are 0 ulp from the interpreter by construction
 //! (same code); `tests/coverage.rs` asserts it.
 //!
 //! `sin`/`cos`/`tan` use a three-part Cody–Waite reduction (by `π` with one

@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 66;
+const N_VARIANTS: usize = 67;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -50,6 +50,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Elementwise(Elementwise::BitcastConvertType(_)) => (6, Tested),
         Primitive::Elementwise(Elementwise::SelectN) => (7, Tested),
         Primitive::Elementwise(Elementwise::Clamp) => (8, Tested),
+        Primitive::Elementwise(Elementwise::RegularizedIncompleteBeta) => (66, Tested),
         Primitive::Structural(Structural::BroadcastInDim(_)) => (9, Tested),
         Primitive::Structural(Structural::Reshape(_)) => (10, Tested),
         Primitive::Structural(Structural::Transpose(_)) => (11, Tested),
@@ -195,6 +196,7 @@ fn unary_float(op: UnaryOp) -> Option<(Dist, Tol)> {
         }
         // Helper calls: the interpreter's own code.
         U::Copy | U::StopGradient | U::Cbrt | U::Erfc => (u(4.0), Tol::Exact),
+        U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => (u(6.0), Tol::Exact),
         // Inline polynomials (f32 erf and erf_inv; f64 ones are helpers).
         U::ErfInv => (Dist::Between(-1.0, 1.0), Tol::Ulp(4)),
         U::Atan | U::Asinh => (u(5.0), Tol::Ulp(5)),
@@ -325,6 +327,17 @@ fn elementwise_cases() -> Vec<Case> {
             Dist::Uniform(2.0),
             Tol::Ulp(5),
         ));
+    }
+    // Helper call with three operands, inside and outside [0, 1].
+    for dt in ["f32", "f64", "f16", "bf16"] {
+        for s in [&[][..], &[1, 5], &[3, 1, 9]] {
+            let t = ty(dt, s);
+            v.push(case(
+                format!("{{ lambda ; a:{t} b:{t} x:{t}. let c:{t} = regularized_incomplete_beta a b x in (c,) }}"),
+                Dist::Between(0.05, 1.5),
+                Tol::Exact,
+            ));
+        }
     }
     v.push(case(
         "{ lambda ; a:f32[8] b:i32[8]. let c:f32[8] = pow a b in (c,) }",

@@ -183,6 +183,65 @@ fn table() -> Vec<Row> {
             ),
         ));
     }
+    // Special functions (jvp rules as JAX defines them).
+    for op in ["lgamma", "digamma"] {
+        unary(u, Diff, op, "f64", "f64", 0.5, 4.0);
+    }
+    for op in ["bessel_i0e", "bessel_i1e"] {
+        unary(u, Diff, op, "f64", "f64", 0.3, 3.0);
+    }
+    for op in ["igamma", "igammac"] {
+        binary(u, Diff, op, "f64", "f64", 0.5, 4.0);
+    }
+    for op in ["igamma_grad_a", "random_gamma_grad"] {
+        binary(
+            u,
+            NoJvp("JAX defines no derivative"),
+            op,
+            "f64",
+            "f64",
+            0.5,
+            4.0,
+        );
+    }
+    binary(
+        u,
+        NoJvp("no derivative wrt polygamma's order"),
+        "polygamma",
+        "f64",
+        "f64",
+        0.5,
+        4.0,
+    );
+    binary(
+        u,
+        NoJvp("no derivative wrt zeta's x"),
+        "zeta",
+        "f64",
+        "f64",
+        1.5,
+        4.0,
+    );
+    for s in SHAPES {
+        for lit in [
+            "polygamma 1.0:f64[]",
+            "polygamma 2.0:f64[]",
+            "zeta 3.0:f64[]",
+        ] {
+            u.push(row(
+                Diff,
+                0.5,
+                4.0,
+                format!("{{ lambda ; a:f64[{s}]. let c:f64[{s}] = {lit} a in (c,) }}"),
+            ));
+        }
+        u.push(row(Diff, 0.1, 0.9, format!(
+            "{{ lambda ; x:f64[{s}]. let c:f64[{s}] = regularized_incomplete_beta 2.0:f64[] 3.5:f64[] x in (c,) }}"
+        )));
+        u.push(row(NoJvp("no derivative wrt a and b"), 0.1, 0.9, format!(
+            "{{ lambda ; a:f64[{s}] b:f64[{s}] x:f64[{s}]. let c:f64[{s}] = regularized_incomplete_beta a b x in (c,) }}"
+        )));
+    }
     let shape_ops = [
         "{ lambda ; a:f64[3]. let b:f64[2,3,1] = broadcast_in_dim[broadcast_dimensions=(1,)] a in (b,) }",
         "{ lambda ; a:f64[]. let b:f64[2] = broadcast_in_dim[broadcast_dimensions=()] a in (b,) }",

@@ -62,7 +62,8 @@ impl DynOp {
                 | Elementwise::Round(_)
                 | Elementwise::ConvertElementType(_)
                 | Elementwise::SelectN
-                | Elementwise::Clamp => none(&format!(
+                | Elementwise::Clamp
+                | Elementwise::RegularizedIncompleteBeta => none(&format!(
                     "has no native step in a dynamic-shape program outside a fused kernel ({})",
                     unfused.unwrap_or("no kernel for its operand shapes")
                 )),

@@ -175,6 +175,12 @@ pub(crate) fn compile(jaxpr: &Jaxpr, start: usize, end: usize) -> Option<ScalarR
                 | BinaryOp::Pow
                 | BinaryOp::Atan2
                 | BinaryOp::Nextafter
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::RandomGammaGrad
+                | BinaryOp::Polygamma
+                | BinaryOp::Zeta
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightArithmetic
                 | BinaryOp::ShiftRightLogical => return None,

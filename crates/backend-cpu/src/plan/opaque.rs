@@ -73,7 +73,8 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Elementwise::Round(_)
             | Elementwise::ConvertElementType(_)
             | Elementwise::SelectN
-            | Elementwise::Clamp => unfused(),
+            | Elementwise::Clamp
+            | Elementwise::RegularizedIncompleteBeta => unfused(),
         },
         // Index maps of fused kernels, fills and copies: native ops when
         // no kernel took them.

@@ -42,6 +42,7 @@ pub(crate) fn lower(
         | Elementwise::BitcastConvertType(_)
         | Elementwise::SelectN
         | Elementwise::Clamp => fused::single(ctx, jaxpr, eqn, env, steps),
+        Elementwise::RegularizedIncompleteBeta => Err(super::unsupported::special(p.name())),
     }
 }
 
@@ -151,6 +152,7 @@ pub(crate) fn scalar(
             }
             Ok(v.max(lo).min(hi))
         }
+        Elementwise::RegularizedIncompleteBeta => Err(super::unsupported::special(name)),
     }
 }
 
@@ -226,6 +228,9 @@ fn unary(op: UnaryOp, d: DType, x: Expr) -> Result<Expr, IrError> {
         let c = compute(d);
         let one = Expr::constant(c, 1.0);
         let r = match op {
+            U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => {
+                return Err(super::unsupported::special(name))
+            }
             U::Neg => -x,
             U::Sign => Expr::select(
                 x.clone()
@@ -361,6 +366,12 @@ fn binary(
             B::Min => x.min(y),
             B::Atan2 => math2(MathFn::Atan2, x, y),
             B::Nextafter => math2(MathFn::NextAfter, x, y),
+            B::Igamma
+            | B::Igammac
+            | B::IgammaGradA
+            | B::RandomGammaGrad
+            | B::Polygamma
+            | B::Zeta => return Err(super::unsupported::special(name)),
             B::And
             | B::Or
             | B::Xor
@@ -438,9 +449,20 @@ fn binary(
                 r
             }
         }
-        B::Atan2 | B::Nextafter | B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge => {
-            return Err(bad_dtype(name, d))
-        }
+        B::Atan2
+        | B::Nextafter
+        | B::Igamma
+        | B::Igammac
+        | B::IgammaGradA
+        | B::RandomGammaGrad
+        | B::Polygamma
+        | B::Zeta
+        | B::Eq
+        | B::Ne
+        | B::Lt
+        | B::Le
+        | B::Gt
+        | B::Ge => return Err(bad_dtype(name, d)),
     })
 }
 

@@ -1,6 +1,8 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives, and the markers that simplify removes — each with one explicit arm per primitive, so that a new
-//! primitive breaks the build here until someone decides about it.
+//! collectives, and the markers that simplify removes — each with one
+//! explicit arm per primitive, so that a new primitive breaks the build
+//! here until someone decides about it; and the special functions (gamma
+//! family, `zeta`, Bessel, incomplete beta), which have no CUDA kernel yet.
 
 use super::unsupported;
 use jaxon_ir::primitive::{Collective, Marker, Pallas, State};
@@ -14,6 +16,14 @@ pub(crate) fn state(p: &State) -> Result<(), IrError> {
         }
     };
     Err(unsupported(p.name(), why))
+}
+
+/// The special-function elementwise primitives (`lgamma`, `digamma`,
+/// `igamma`, `igammac`, `igamma_grad_a`, `random_gamma_grad`,
+/// `polygamma`, `zeta`, `bessel_i0e`, `bessel_i1e`,
+/// `regularized_incomplete_beta`).
+pub(crate) fn special(name: &str) -> IrError {
+    unsupported(name, "special functions have no CUDA kernel yet")
 }
 
 /// Pallas primitives.

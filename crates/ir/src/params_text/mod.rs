@@ -166,7 +166,9 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
     Some(match p {
         Primitive::Elementwise(f) => match f {
             Elementwise::Unary(_) | Elementwise::Binary(_) => return None,
-            Elementwise::SelectN | Elementwise::Clamp => return None,
+            Elementwise::SelectN | Elementwise::Clamp | Elementwise::RegularizedIncompleteBeta => {
+                return None
+            }
             Elementwise::IntegerPow(x) => x,
             Elementwise::Round(x) => x,
             Elementwise::ReducePrecision(x) => x,

@@ -179,6 +179,7 @@ params_text! {
     ; bare {
         "select_n" => Elementwise::SelectN,
         "clamp" => Elementwise::Clamp,
+        "regularized_incomplete_beta" => Elementwise::RegularizedIncompleteBeta,
         "dynamic_update_slice" => Indexing::DynamicUpdateSlice,
         "cholesky" => Linalg::Cholesky,
         "lu" => Linalg::Lu,

@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 66;
+const VARIANTS: usize = 67;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -45,6 +45,7 @@ fn variant(p: &Primitive) -> usize {
             Elementwise::BitcastConvertType(_) => 6,
             Elementwise::SelectN => 7,
             Elementwise::Clamp => 8,
+            Elementwise::RegularizedIncompleteBeta => 66,
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(_) => 9,
@@ -193,6 +194,7 @@ fn samples() -> Vec<Primitive> {
         BitcastConvertTypeParams { new_dtype: f32 }.into(),
         Primitive::from(Elementwise::SelectN),
         Primitive::from(Elementwise::Clamp),
+        Primitive::from(Elementwise::RegularizedIncompleteBeta),
         BroadcastInDimParams {
             shape: vec![Some(1)],
             broadcast_dimensions: Ints::default(),
@@ -483,6 +485,7 @@ fn every_primitive_name_has_a_parser() {
                     | Elementwise::Binary(_)
                     | Elementwise::SelectN
                     | Elementwise::Clamp
+                    | Elementwise::RegularizedIncompleteBeta
             ) | Primitive::Indexing(Indexing::DynamicUpdateSlice)
                 | Primitive::Linalg(Linalg::Cholesky | Linalg::Lu)
         );

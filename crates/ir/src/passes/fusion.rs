@@ -269,6 +269,7 @@ pub fn is_elementwise(p: &Primitive) -> bool {
             | Primitive::Elementwise(Elementwise::ConvertElementType(_))
             | Primitive::Elementwise(Elementwise::SelectN)
             | Primitive::Elementwise(Elementwise::Clamp)
+            | Primitive::Elementwise(Elementwise::RegularizedIncompleteBeta)
     )
 }
 

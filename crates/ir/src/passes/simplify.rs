@@ -332,6 +332,7 @@ fn foldable(p: &Primitive) -> bool {
             | Primitive::Elementwise(Elementwise::ConvertElementType(_))
             | Primitive::Elementwise(Elementwise::SelectN)
             | Primitive::Elementwise(Elementwise::Clamp)
+            | Primitive::Elementwise(Elementwise::RegularizedIncompleteBeta)
     )
 }
 

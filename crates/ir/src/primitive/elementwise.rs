@@ -25,6 +25,8 @@ pub enum Elementwise {
     SelectN,
     /// `clamp lo x hi`.
     Clamp,
+    /// `regularized_incomplete_beta a b x`: `I_x(a, b)` elementwise.
+    RegularizedIncompleteBeta,
 }
 
 impl Elementwise {
@@ -40,6 +42,7 @@ impl Elementwise {
             Elementwise::BitcastConvertType(_) => "bitcast_convert_type",
             Elementwise::SelectN => "select_n",
             Elementwise::Clamp => "clamp",
+            Elementwise::RegularizedIncompleteBeta => "regularized_incomplete_beta",
         }
     }
 }

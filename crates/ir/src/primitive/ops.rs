@@ -42,6 +42,10 @@ pub enum UnaryOp {
     Square,
     Copy,
     StopGradient,
+    Lgamma,
+    Digamma,
+    BesselI0e,
+    BesselI1e,
 }
 
 /// Elementwise binary operations without params (comparisons included).
@@ -72,6 +76,14 @@ pub enum BinaryOp {
     Ge,
     /// The sum of two cotangents, emitted by transposition.
     AddAny,
+    Igamma,
+    Igammac,
+    IgammaGradA,
+    RandomGammaGrad,
+    /// `polygamma m x` (the order first).
+    Polygamma,
+    /// `zeta x q`: the Hurwitz zeta function.
+    Zeta,
 }
 
 /// Reductions over axes.
@@ -144,11 +156,15 @@ impl UnaryOp {
             UnaryOp::Square => "square",
             UnaryOp::Copy => "copy",
             UnaryOp::StopGradient => "stop_gradient",
+            UnaryOp::Lgamma => "lgamma",
+            UnaryOp::Digamma => "digamma",
+            UnaryOp::BesselI0e => "bessel_i0e",
+            UnaryOp::BesselI1e => "bessel_i1e",
         }
     }
 
     /// Every unary op.
-    pub const ALL: [UnaryOp; 34] = [
+    pub const ALL: [UnaryOp; 38] = [
         UnaryOp::Neg,
         UnaryOp::Sign,
         UnaryOp::Floor,
@@ -183,6 +199,10 @@ impl UnaryOp {
         UnaryOp::Square,
         UnaryOp::Copy,
         UnaryOp::StopGradient,
+        UnaryOp::Lgamma,
+        UnaryOp::Digamma,
+        UnaryOp::BesselI0e,
+        UnaryOp::BesselI1e,
     ];
 }
 
@@ -213,11 +233,17 @@ impl BinaryOp {
             BinaryOp::Gt => "gt",
             BinaryOp::Ge => "ge",
             BinaryOp::AddAny => "add_any",
+            BinaryOp::Igamma => "igamma",
+            BinaryOp::Igammac => "igammac",
+            BinaryOp::IgammaGradA => "igamma_grad_a",
+            BinaryOp::RandomGammaGrad => "random_gamma_grad",
+            BinaryOp::Polygamma => "polygamma",
+            BinaryOp::Zeta => "zeta",
         }
     }
 
     /// Every binary op.
-    pub const ALL: [BinaryOp; 23] = [
+    pub const ALL: [BinaryOp; 29] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -241,6 +267,12 @@ impl BinaryOp {
         BinaryOp::Gt,
         BinaryOp::Ge,
         BinaryOp::AddAny,
+        BinaryOp::Igamma,
+        BinaryOp::Igammac,
+        BinaryOp::IgammaGradA,
+        BinaryOp::RandomGammaGrad,
+        BinaryOp::Polygamma,
+        BinaryOp::Zeta,
     ];
 
     /// True for the comparisons, whose result is bool.

@@ -148,7 +148,11 @@ fn unary_accept(op: UnaryOp) -> Accept {
         | UnaryOp::Cbrt
         | UnaryOp::Erf
         | UnaryOp::Erfc
-        | UnaryOp::ErfInv => Accept::Float,
+        | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e => Accept::Float,
         UnaryOp::Abs => Accept::SignedOrFloat,
         UnaryOp::Not => Accept::BoolOrInt,
         UnaryOp::Copy | UnaryOp::StopGradient => Accept::Any,
@@ -209,7 +213,14 @@ fn binary_accept(op: BinaryOp) -> (Accept, Accept) {
         | BinaryOp::Gt
         | BinaryOp::Ge
         | BinaryOp::AddAny => (Accept::Any, Accept::Any),
-        BinaryOp::Atan2 | BinaryOp::Nextafter => (Accept::Float, Accept::Float),
+        BinaryOp::Atan2
+        | BinaryOp::Nextafter
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::RandomGammaGrad
+        | BinaryOp::Polygamma
+        | BinaryOp::Zeta => (Accept::Float, Accept::Float),
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => (Accept::BoolOrInt, Accept::BoolOrInt),
         BinaryOp::ShiftLeft | BinaryOp::ShiftRightArithmetic | BinaryOp::ShiftRightLogical => {
             (Accept::Int, Accept::Int)
@@ -328,6 +339,32 @@ pub(crate) fn select_n(cx: &Cx) -> Result<ShapedArray, IrError> {
 }
 
 /// `clamp lo x hi`: `lo`/`hi` are scalars or shaped like `x`.
+/// `regularized_incomplete_beta a b x`: floats of one dtype, equal shapes
+/// (rank-0 operands broadcast).
+pub(crate) fn betainc(cx: &Cx) -> Result<ShapedArray, IrError> {
+    cx.arity(3)?;
+    let (a, b, x) = (cx.arr(0)?, cx.arr(1)?, cx.arr(2)?);
+    for (i, v) in [a, b, x].into_iter().enumerate() {
+        accept_at(cx, i, v, Accept::Float)?;
+    }
+    same_dtypes(cx, &[a, b, x])?;
+    let out = [a, b, x]
+        .into_iter()
+        .find(|v| !v.shape.is_empty())
+        .unwrap_or(x);
+    for v in [a, b, x] {
+        if !v.shape.is_empty() && v.shape != out.shape {
+            return Err(cx.err(format!(
+                "operand shapes must be equal, got {} and {}",
+                fmt_shape(&v.shape),
+                fmt_shape(&out.shape)
+            )));
+        }
+    }
+    Ok(out.clone())
+}
+
+/// `clamp lo x hi`.
 pub(crate) fn clamp(cx: &Cx) -> Result<ShapedArray, IrError> {
     cx.arity(3)?;
     let (lo, x, hi) = (cx.arr(0)?, cx.arr(1)?, cx.arr(2)?);

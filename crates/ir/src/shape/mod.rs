@@ -78,6 +78,7 @@ pub fn abstract_eval(
             }
             Elementwise::SelectN => one(elementwise::select_n(&cx)?),
             Elementwise::Clamp => one(elementwise::clamp(&cx)?),
+            Elementwise::RegularizedIncompleteBeta => one(elementwise::betainc(&cx)?),
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(BroadcastInDimParams {

@@ -57,6 +57,7 @@ unary_fns! {
     asinh => Asinh, acosh => Acosh, atanh => Atanh, sqrt => Sqrt, rsqrt => Rsqrt,
     cbrt => Cbrt, abs => Abs, not => Not, erf => Erf, erfc => Erfc,
     erf_inv => ErfInv, square => Square, stop_gradient => StopGradient,
+    lgamma => Lgamma, digamma => Digamma, bessel_i0e => BesselI0e, bessel_i1e => BesselI1e,
 }
 
 macro_rules! binary_fns {
@@ -75,6 +76,8 @@ binary_fns! {
     shift_left => ShiftLeft, shift_right_arithmetic => ShiftRightArithmetic,
     shift_right_logical => ShiftRightLogical,
     eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge,
+    igamma => Igamma, igammac => Igammac, igamma_grad_a => IgammaGradA,
+    random_gamma_grad => RandomGammaGrad, polygamma => Polygamma, zeta => Zeta,
 }
 
 /// `lax.integer_pow`: `x ** y` for a static integer `y`.
@@ -144,6 +147,14 @@ pub fn clamp(lo: &Array, x: &Array, hi: &Array) -> Result<Array> {
     bind1(
         &Primitive::Elementwise(Elementwise::Clamp),
         &[lo.clone(), x.clone(), hi.clone()],
+    )
+}
+
+/// `lax.regularized_incomplete_beta(a, b, x)`: `I_x(a, b)` elementwise.
+pub fn regularized_incomplete_beta(a: &Array, b: &Array, x: &Array) -> Result<Array> {
+    bind1(
+        &Primitive::Elementwise(Elementwise::RegularizedIncompleteBeta),
+        &[a.clone(), b.clone(), x.clone()],
     )
 }
 

@@ -1,3 +1,4 @@
-//! `jax.scipy`: the parts jaxon provides.
+//! `jax.scipy`: the parts jaxon provides (`linalg`, `special`).
 
 pub mod linalg;
+pub mod special;

@@ -59,6 +59,7 @@ pub(crate) fn jvp(
             linear_in(p, x, t, &lin)
         }
         Elementwise::Clamp => clamp_jvp(p, x, t),
+        Elementwise::RegularizedIncompleteBeta => super::special::betainc_jvp(p, x, t),
     }
 }
 
@@ -104,7 +105,11 @@ pub(crate) fn transpose(
             | UnaryOp::Erfc
             | UnaryOp::ErfInv
             | UnaryOp::Square
-            | UnaryOp::StopGradient => not_linear(p),
+            | UnaryOp::StopGradient
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e => not_linear(p),
         },
         Elementwise::Binary(op) => binary_transpose(*op, p, args, cts),
         Elementwise::ConvertElementType(_) => {
@@ -136,7 +141,8 @@ pub(crate) fn transpose(
         Elementwise::IntegerPow(_)
         | Elementwise::Round(_)
         | Elementwise::BitcastConvertType(_)
-        | Elementwise::Clamp => not_linear(p),
+        | Elementwise::Clamp
+        | Elementwise::RegularizedIncompleteBeta => not_linear(p),
     }
 }
 
@@ -158,9 +164,10 @@ pub(crate) fn batch(
             Ok((vec![out], vec![d[0]]))
         }
         Elementwise::BitcastConvertType(_) => front1(p, x, d, n, p.clone()),
-        Elementwise::Binary(_) | Elementwise::SelectN | Elementwise::Clamp => {
-            elementwise(e, p, x, d, n)
-        }
+        Elementwise::Binary(_)
+        | Elementwise::SelectN
+        | Elementwise::Clamp
+        | Elementwise::RegularizedIncompleteBeta => elementwise(e, p, x, d, n),
     }
 }
 
@@ -253,6 +260,12 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Jvp
                 &lax::exp(&lax::mul(&y, &y)?)?,
             )?,
         )?,
+        U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => {
+            match super::special::unary_factor(op, x, &y)? {
+                Some(f) => tmul(t, &f)?,
+                None => return jvp_unsupported(p),
+            }
+        }
     };
     Ok((vec![y], vec![d]))
 }
@@ -261,6 +274,12 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
     use BinaryOp as B;
     let (a, b) = (&x[0], &x[1]);
     match op {
+        B::Igamma | B::Igammac | B::IgammaGradA | B::RandomGammaGrad | B::Polygamma | B::Zeta => {
+            match super::special::binary_jvp(op, p, x, t)? {
+                Some(out) => Ok(out),
+                None => jvp_unsupported(p),
+            }
+        }
         B::Add | B::Sub | B::AddAny => linear_in(p, x, t, &[true, true]),
         B::Mul => bilinear(p, x, t),
         B::And
@@ -353,7 +372,13 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
                 | B::Le
                 | B::Gt
                 | B::Ge
-                | B::Nextafter => return jvp_unsupported(p),
+                | B::Nextafter
+                | B::Igamma
+                | B::Igammac
+                | B::IgammaGradA
+                | B::RandomGammaGrad
+                | B::Polygamma
+                | B::Zeta => return jvp_unsupported(p),
             };
             Ok((vec![y], vec![sum_tangents(parts.into_iter().flatten())?]))
         }
@@ -428,7 +453,13 @@ fn binary_transpose(
         | BinaryOp::Lt
         | BinaryOp::Le
         | BinaryOp::Gt
-        | BinaryOp::Ge => not_linear(p),
+        | BinaryOp::Ge
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::RandomGammaGrad
+        | BinaryOp::Polygamma
+        | BinaryOp::Zeta => not_linear(p),
     }
 }
 

@@ -34,6 +34,7 @@ pub(crate) mod linalg;
 pub(crate) mod marker;
 pub(crate) mod pallas;
 pub(crate) mod reduction;
+mod special;
 pub(crate) mod state;
 pub(crate) mod structural;
 

@@ -1,7 +1,9 @@
 //! Out-of-line scalar helpers that kernels call through a function pointer
 //! (`call_indirect` to a constant address): the float functions without
 //! an inline polynomial yet (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
-//! `rem`, f64 `pow`, `nextafter`) and the f16/bf16 conversions.
+//! `rem`, f64 `pow`, `nextafter`, the gamma family, `zeta`, the scaled
+//! Bessel functions and `regularized_incomplete_beta`) and the f16/bf16
+//! conversions.
 //!
 //! They compute exactly what the reference interpreter computes (Rust's
 //! libm; `erf`, `erfc`, `erf_inv` by the interpreter's f64 algorithms), so
@@ -21,7 +23,9 @@ use super::emit::Em;
 // The interpreter's own scalar algorithms: calling them keeps kernels
 // bit-identical to it.
 use jaxon_ir::interp::ops::{
-    erf_f64, erf_inv_f64, erfc_f64, next_bf16, next_f16, next_f32, next_f64,
+    bessel_i0e_f64, bessel_i1e_f64, betainc_f64, digamma_f64, erf_f64, erf_inv_f64, erfc_f64,
+    igamma_f64, igamma_grad_a_f64, igammac_f64, lgamma_f64, next_bf16, next_f16, next_f32,
+    next_f64, polygamma_f64, random_gamma_grad_f64, zeta_f64,
 };
 
 macro_rules! helpers1 {
@@ -37,6 +41,10 @@ helpers1! {
     erf32: f32 => |x| erf_f64(x as f64) as f32; erf64: f64 => erf_f64;
     erfc32: f32 => |x| erfc_f64(x as f64) as f32; erfc64: f64 => erfc_f64;
     erfinv32: f32 => |x| erf_inv_f64(x as f64) as f32; erfinv64: f64 => erf_inv_f64;
+    lgamma32: f32 => |x| lgamma_f64(x as f64) as f32; lgamma64: f64 => lgamma_f64;
+    digamma32: f32 => |x| digamma_f64(x as f64) as f32; digamma64: f64 => digamma_f64;
+    i0e32: f32 => |x| bessel_i0e_f64(x as f64) as f32; i0e64: f64 => bessel_i0e_f64;
+    i1e32: f32 => |x| bessel_i1e_f64(x as f64) as f32; i1e64: f64 => bessel_i1e_f64;
 }
 
 macro_rules! helpers2 {
@@ -53,6 +61,22 @@ helpers2! {
     next32: f32 => next_f32; next64: f64 => next_f64;
     next_f16_32: f32 => |x, y| next_f16(f16::from_f32(x), f16::from_f32(y)).to_f32();
     next_bf16_32: f32 => |x, y| next_bf16(bf16::from_f32(x), bf16::from_f32(y)).to_f32();
+    igamma32: f32 => |a, x| igamma_f64(a as f64, x as f64) as f32; igamma64: f64 => igamma_f64;
+    igammac32: f32 => |a, x| igammac_f64(a as f64, x as f64) as f32; igammac64: f64 => igammac_f64;
+    igamma_grad_a32: f32 => |a, x| igamma_grad_a_f64(a as f64, x as f64) as f32;
+    igamma_grad_a64: f64 => igamma_grad_a_f64;
+    random_gamma_grad32: f32 => |a, x| random_gamma_grad_f64(a as f64, x as f64) as f32;
+    random_gamma_grad64: f64 => random_gamma_grad_f64;
+    polygamma32: f32 => |n, x| polygamma_f64(n as f64, x as f64) as f32;
+    polygamma64: f64 => polygamma_f64;
+    zeta32: f32 => |s, q| zeta_f64(s as f64, q as f64) as f32; zeta64: f64 => zeta_f64;
+}
+
+extern "C" fn betainc32(a: f32, b: f32, x: f32) -> f32 {
+    betainc_f64(a as f64, b as f64, x as f64) as f32
+}
+extern "C" fn betainc64(a: f64, b: f64, x: f64) -> f64 {
+    betainc_f64(a, b, x)
 }
 
 extern "C" fn f64_to_f16_f32(x: f64) -> f32 {
@@ -82,6 +106,10 @@ fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
         UnaryOp::Erf => (erf32, erf64),
         UnaryOp::Erfc => (erfc32, erfc64),
         UnaryOp::ErfInv => (erfinv32, erfinv64),
+        UnaryOp::Lgamma => (lgamma32, lgamma64),
+        UnaryOp::Digamma => (digamma32, digamma64),
+        UnaryOp::BesselI0e => (i0e32, i0e64),
+        UnaryOp::BesselI1e => (i1e32, i1e64),
         _ => return None,
     };
     Some(if d { b as usize } else { a as usize })
@@ -96,6 +124,12 @@ fn binary_addr(op: BinaryOp, dt: DType) -> Option<usize> {
         BinaryOp::Rem => (rem32, rem64),
         BinaryOp::Pow => (pow32, pow64),
         BinaryOp::Nextafter => (next32, next64),
+        BinaryOp::Igamma => (igamma32, igamma64),
+        BinaryOp::Igammac => (igammac32, igammac64),
+        BinaryOp::IgammaGradA => (igamma_grad_a32, igamma_grad_a64),
+        BinaryOp::RandomGammaGrad => (random_gamma_grad32, random_gamma_grad64),
+        BinaryOp::Polygamma => (polygamma32, polygamma64),
+        BinaryOp::Zeta => (zeta32, zeta64),
         _ => return None,
     };
     Some(if d { b as usize } else { a as usize })
@@ -121,6 +155,18 @@ pub(crate) fn binary(em: &mut Em, op: BinaryOp, dt: DType, x: Value, y: Value) -
     let addr = binary_addr(op, dt)?;
     let t = fty(dt);
     Some(call(em, addr, &[t, t], t, &[x, y]))
+}
+
+/// `regularized_incomplete_beta(a, b, x)` through a helper, for f32/f64
+/// values of `dt`.
+pub(crate) fn betainc(em: &mut Em, dt: DType, a: Value, b: Value, x: Value) -> Value {
+    let addr = if dt == DType::F64 {
+        betainc64 as extern "C" fn(f64, f64, f64) -> f64 as usize
+    } else {
+        betainc32 as extern "C" fn(f32, f32, f32) -> f32 as usize
+    };
+    let t = fty(dt);
+    call(em, addr, &[t, t, t], t, &[a, b, x])
 }
 
 /// `nextafter` on the f16/bf16 grid of f32 values holding `dt` numbers.

@@ -120,7 +120,8 @@ pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
         | Elementwise::ConvertElementType(_)
         | Elementwise::BitcastConvertType(_)
         | Elementwise::SelectN
-        | Elementwise::Clamp => false,
+        | Elementwise::Clamp
+        | Elementwise::RegularizedIncompleteBeta => false,
     }
 }
 
@@ -180,7 +181,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         }
         Elementwise::Round(_)
         | Elementwise::ReducePrecision(_)
-        | Elementwise::BitcastConvertType(_) => false,
+        | Elementwise::BitcastConvertType(_)
+        | Elementwise::RegularizedIncompleteBeta => false,
     }
 }
 
@@ -228,6 +230,13 @@ pub(crate) fn emit_op(
             let (lo, x, hi) = (arg(0)?, arg(1)?, arg(2)?);
             let m = minmax(em, BinaryOp::Max, x, lo)?;
             minmax(em, BinaryOp::Min, Operand { v: m, dt: x.dt }, hi)
+        }
+        Elementwise::RegularizedIncompleteBeta => {
+            let (a, b, x) = (arg(0)?, arg(1)?, arg(2)?);
+            if !x.dt.is_float() || a.dt != x.dt || b.dt != x.dt {
+                return Err(unsupported(p.name(), x.dt));
+            }
+            Ok(super::libm::betainc(em, x.dt, a.v, b.v, x.v))
         }
         Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
             convert(em, arg(0)?, *new_dtype)
@@ -294,7 +303,14 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, CpuError> {
             UnaryOp::Atanh => super::math_inv::atanh(em, dt, v),
             UnaryOp::Erf if dt == DType::F32 => super::math_inv::erf_f32(em, v),
             UnaryOp::ErfInv if dt == DType::F32 => super::math_inv::erf_inv_f32(em, v),
-            UnaryOp::Cbrt | UnaryOp::Erf | UnaryOp::Erfc | UnaryOp::ErfInv => {
+            UnaryOp::Cbrt
+            | UnaryOp::Erf
+            | UnaryOp::Erfc
+            | UnaryOp::ErfInv
+            | UnaryOp::Lgamma
+            | UnaryOp::Digamma
+            | UnaryOp::BesselI0e
+            | UnaryOp::BesselI1e => {
                 super::libm::unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt))?
             }
             UnaryOp::Not => return Err(unsupported(op.name(), dt)),

@@ -193,7 +193,8 @@ fn elementwise_op(
         | Elementwise::Round(_)
         | Elementwise::ConvertElementType(_)
         | Elementwise::SelectN
-        | Elementwise::Clamp => return Err(no_native_op(p.name())),
+        | Elementwise::Clamp
+        | Elementwise::RegularizedIncompleteBeta => return Err(no_native_op(p.name())),
     })
 }
 

@@ -61,7 +61,7 @@ pub(crate) fn fmin<T: Fl>(a: T, b: T) -> T {
 }
 
 macro_rules! impl_fl {
-    ($t:ident, $erf:path, $erfc:path, $erfinv:path) => {
+    ($t:ident, $erf:path, $erfc:path, $erfinv:path, $sp1:path, $sp2:path) => {
         impl Fl for $t {
             fn of(x: f64) -> $t {
                 x as $t
@@ -129,6 +129,10 @@ macro_rules! impl_fl {
                     UnaryOp::ErfInv => $erfinv,
                     UnaryOp::Square => |x: $t| x * x,
                     UnaryOp::Copy | UnaryOp::StopGradient => |x: $t| x,
+                    UnaryOp::Lgamma
+                    | UnaryOp::Digamma
+                    | UnaryOp::BesselI0e
+                    | UnaryOp::BesselI1e => return $sp1(op),
                     UnaryOp::IsFinite | UnaryOp::Not => return None,
                 })
             }
@@ -143,6 +147,12 @@ macro_rules! impl_fl {
                     BinaryOp::Max => fmax::<$t>,
                     BinaryOp::Min => fmin::<$t>,
                     BinaryOp::Atan2 => $t::atan2,
+                    BinaryOp::Igamma
+                    | BinaryOp::Igammac
+                    | BinaryOp::IgammaGradA
+                    | BinaryOp::RandomGammaGrad
+                    | BinaryOp::Polygamma
+                    | BinaryOp::Zeta => return $sp2(op),
                     BinaryOp::Nextafter
                     | BinaryOp::And
                     | BinaryOp::Or
@@ -165,13 +175,17 @@ impl_fl!(
     f32,
     special::erf_f32,
     special::erfc_f32,
-    special::erf_inv_f32
+    special::erf_inv_f32,
+    special::unary_f32,
+    special::binary_f32
 );
 impl_fl!(
     f64,
     special::erf_f64,
     special::erfc_f64,
-    special::erf_inv_f64
+    special::erf_inv_f64,
+    special::unary_f64,
+    special::binary_f64
 );
 
 fn unsupported(name: &str, dtype: DType) -> IrError {
@@ -421,6 +435,12 @@ fn int_op(op: BinaryOp, bits: u64) -> Option<Box<dyn Fn(i64, i64) -> i64>> {
         BinaryOp::Pow => Box::new(|x: i64, y: i64| int_pow_i(x, y)),
         BinaryOp::Atan2
         | BinaryOp::Nextafter
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::RandomGammaGrad
+        | BinaryOp::Polygamma
+        | BinaryOp::Zeta
         | BinaryOp::Eq
         | BinaryOp::Ne
         | BinaryOp::Lt
@@ -472,6 +492,12 @@ fn uint_op(op: BinaryOp, bits: u64) -> Option<Box<dyn Fn(u64, u64) -> u64>> {
         }),
         BinaryOp::Atan2
         | BinaryOp::Nextafter
+        | BinaryOp::Igamma
+        | BinaryOp::Igammac
+        | BinaryOp::IgammaGradA
+        | BinaryOp::RandomGammaGrad
+        | BinaryOp::Polygamma
+        | BinaryOp::Zeta
         | BinaryOp::Eq
         | BinaryOp::Ne
         | BinaryOp::Lt

@@ -1,8 +1,12 @@
 //! Special functions: `erf`, `erfc`, `erf_inv` (computed in f64, rounded for
-//! f32) and `nextafter` on each float format's own bits.
+//! f32), `nextafter` on each float format's own bits, and the dispatch of
+//! the gamma-family and Bessel ops of `special_fns.rs` (f64 algorithms,
+//! rounded for f32; `regularized_incomplete_beta` on whole arrays).
 
-use crate::array::Storage;
+use super::special_fns as sf;
+use crate::array::{HostArray, Storage};
 use crate::error::IrError;
+use crate::primitive::{BinaryOp, UnaryOp};
 use half::{bf16, f16};
 
 const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
@@ -183,4 +187,87 @@ pub(crate) fn nextafter(x: &Storage, y: &Storage, n: usize) -> Result<Storage, I
             ))
         }
     })
+}
+
+/// The f64 kernel of a gamma-family or Bessel unary op.
+pub(crate) fn unary_f64(op: UnaryOp) -> Option<fn(f64) -> f64> {
+    Some(match op {
+        UnaryOp::Lgamma => sf::lgamma_f64,
+        UnaryOp::Digamma => sf::digamma_f64,
+        UnaryOp::BesselI0e => sf::bessel_i0e_f64,
+        UnaryOp::BesselI1e => sf::bessel_i1e_f64,
+        _ => return None,
+    })
+}
+
+/// The f32 kernel of a gamma-family or Bessel unary op (f64, rounded).
+pub(crate) fn unary_f32(op: UnaryOp) -> Option<fn(f32) -> f32> {
+    Some(match op {
+        UnaryOp::Lgamma => |x| sf::lgamma_f64(x as f64) as f32,
+        UnaryOp::Digamma => |x| sf::digamma_f64(x as f64) as f32,
+        UnaryOp::BesselI0e => |x| sf::bessel_i0e_f64(x as f64) as f32,
+        UnaryOp::BesselI1e => |x| sf::bessel_i1e_f64(x as f64) as f32,
+        _ => return None,
+    })
+}
+
+/// The f64 kernel of a gamma-family binary op.
+pub(crate) fn binary_f64(op: BinaryOp) -> Option<fn(f64, f64) -> f64> {
+    Some(match op {
+        BinaryOp::Igamma => sf::igamma_f64,
+        BinaryOp::Igammac => sf::igammac_f64,
+        BinaryOp::IgammaGradA => sf::igamma_grad_a_f64,
+        BinaryOp::RandomGammaGrad => sf::random_gamma_grad_f64,
+        BinaryOp::Polygamma => sf::polygamma_f64,
+        BinaryOp::Zeta => sf::zeta_f64,
+        _ => return None,
+    })
+}
+
+/// The f32 kernel of a gamma-family binary op (f64, rounded).
+pub(crate) fn binary_f32(op: BinaryOp) -> Option<fn(f32, f32) -> f32> {
+    Some(match op {
+        BinaryOp::Igamma => |a, x| sf::igamma_f64(a as f64, x as f64) as f32,
+        BinaryOp::Igammac => |a, x| sf::igammac_f64(a as f64, x as f64) as f32,
+        BinaryOp::IgammaGradA => |a, x| sf::igamma_grad_a_f64(a as f64, x as f64) as f32,
+        BinaryOp::RandomGammaGrad => |a, x| sf::random_gamma_grad_f64(a as f64, x as f64) as f32,
+        BinaryOp::Polygamma => |n, x| sf::polygamma_f64(n as f64, x as f64) as f32,
+        BinaryOp::Zeta => |s, q| sf::zeta_f64(s as f64, q as f64) as f32,
+        _ => return None,
+    })
+}
+
+/// `regularized_incomplete_beta a b x` elementwise (rank-0 operands
+/// broadcast; f16/bf16/f32 computed in f64 and rounded).
+pub(crate) fn betainc(a: &HostArray, b: &HostArray, x: &HostArray) -> Result<HostArray, IrError> {
+    let name = "regularized_incomplete_beta";
+    let dt = x.dtype();
+    if a.dtype() != dt || b.dtype() != dt || !dt.is_float() {
+        return Err(IrError::ty(
+            name,
+            format!(
+                "operands must be floats of one dtype, got {}, {} and {}",
+                a.dtype(),
+                b.dtype(),
+                dt
+            ),
+        ));
+    }
+    let shape = [a, b, x]
+        .iter()
+        .find(|v| v.ndim() > 0)
+        .map_or_else(Vec::new, |v| v.shape().to_vec());
+    for v in [a, b, x] {
+        if v.ndim() > 0 && v.shape() != shape.as_slice() {
+            return Err(IrError::ty(name, "operand shapes differ"));
+        }
+    }
+    let n: usize = shape.iter().product();
+    let wide = |v: &HostArray| v.to_f64_vec();
+    let (va, vb, vx) = (wide(a), wide(b), wide(x));
+    let at = |v: &[f64], i: usize| if v.len() == 1 { v[0] } else { v[i] };
+    let out: Vec<f64> = (0..n)
+        .map(|i| sf::betainc_f64(at(&va, i), at(&vb, i), at(&vx, i)))
+        .collect();
+    HostArray::new(shape, Storage::from_f64(dt, &out))
 }

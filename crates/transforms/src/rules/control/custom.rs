@@ -22,7 +22,7 @@ use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::error::{catch_flat, Error, Result};
 use jaxon_trace::interpret::eval_closed_jaxpr;
 use jaxon_trace::stage::{trace_flat, StageMode};
-use jaxon_trace::{bind, Array};
+use jaxon_trace::{bind, lax, Array};
 use std::sync::Arc;
 
 const LIN_PREFIX: &str = "custom_lin";
@@ -64,6 +64,20 @@ pub(super) fn jvp_custom_jvp_call(
         num_consts,
         ..
     } = cp;
+    if let Some(tangent) = jax_rule(jvp) {
+        if x.len() == num_consts + 2 && call_jaxpr.jaxpr.outvars.len() == 1 {
+            // The primal is the call itself, as in JAX's rule.
+            let po = bind(&Primitive::from(cp.clone()), x)?;
+            let primals = &x[*num_consts..];
+            let tangents = primals
+                .iter()
+                .zip(&t[*num_consts..])
+                .map(|(p, t)| t.clone().map_or_else(|| zeros_like(p), Ok))
+                .collect::<Result<Vec<_>>>()?;
+            let to = tangent(primals, &tangents)?;
+            return Ok((po, vec![Some(to)]));
+        }
+    }
     let Some(Rule::Jvp { rule, nondiff }) = lookup(jvp) else {
         return inline_jvp(call_jaxpr, x, t);
     };
@@ -81,6 +95,30 @@ pub(super) fn jvp_custom_jvp_call(
     check_outs("custom_jvp", call_jaxpr, &po)?;
     check_outs("custom_jvp (tangents)", call_jaxpr, &to)?;
     Ok((po, to.into_iter().map(Some).collect()))
+}
+
+/// `(primals, tangents) -> output tangent`.
+type TangentRule = fn(&[Array], &[Array]) -> Result<Array>;
+
+/// The tangent rule of a JAX library function whose `custom_jvp_call`
+/// names it (`jvp=`), when differentiating through `call_jaxpr` would
+/// differ from JAX: `jax.scipy.special.xlogy` and `xlog1py`, whose
+/// derivative wrt `x` is `log(y)` (`log1p(y)`) even where `x == 0`.
+fn jax_rule(jvp: &str) -> Option<TangentRule> {
+    Some(match jvp {
+        "_xlogy_jvp" => |p, t| {
+            let dx = lax::mul(&t[0], &lax::log(&p[1])?)?;
+            let dy = lax::div(&lax::mul(&t[1], &p[0])?, &p[1])?;
+            lax::add(&dx, &dy)
+        },
+        "_xlog1py_jvp" => |p, t| {
+            let dx = lax::mul(&t[0], &lax::log1p(&p[1])?)?;
+            let one = crate::util::scalar_like(&p[1], 1.0)?;
+            let dy = lax::div(&lax::mul(&t[1], &p[0])?, &lax::add(&one, &p[1])?)?;
+            lax::add(&dx, &dy)
+        },
+        _ => return None,
+    })
 }
 
 /// The jvp of a `custom_vjp_call`: `fwd` on the primals and a linear

@@ -433,6 +433,10 @@ pub(super) fn routine(op: UnaryOp, dt: DType) -> Option<usize> {
         | UnaryOp::Erf
         | UnaryOp::Erfc
         | UnaryOp::ErfInv
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e
         | UnaryOp::Square
         | UnaryOp::Copy
         | UnaryOp::StopGradient => return None,
