@@ -337,7 +337,7 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
       preserve_dimensions=False
     ] a 1:i32[] 8:i32[] 2:i32[] 0:i32[] b
   in (c,) }"
-            .into(),
+                .into(),
         ),
         (
             "regularized_incomplete_beta",
@@ -345,7 +345,8 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
     c:f32[5] = regularized_incomplete_beta a b x
   in (c,) }"
                 .into(),
-    )]
+        ),
+    ]
     .into_iter()
     .chain(decomp_samples())
     .collect()

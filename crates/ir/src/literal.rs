@@ -91,15 +91,15 @@ pub fn round_to_float_dtype(x: f64, dtype: DType) -> f64 {
     }
 }
 
-/// Python's shortest digits are also the closest to `x` among the
-/// shortest; Rust's may be the other neighbour (`5.960464477539063e-07`
-/// where Python prints `...062e-07`). `digits` are Rust's shortest digits
-/// of `x`; on an exact decimal tie both agree with Python (round up).
+/// Python's shortest digits are the closest to `x` among the shortest
+/// that round-trip, an exact decimal tie going to the even digit; Rust's
+/// may be the other neighbour (`5.960464477539063e-07` for `1.25 * 2**-21`,
+/// whose expansion ends in `...0625`, where Python prints `...062e-07`; but
+/// `2**-24` prints `...063e-08` in both, the even one not round-tripping).
+/// `digits` are Rust's shortest digits of `x`.
 fn closest_shortest(x: f64, digits: String) -> String {
     let n = digits.len();
-    if n < 2 {
-        return digits;
-    }
+    let x = x.abs();
     let mantissa_digits = |s: &str| -> Vec<u8> {
         s.split_once('e')
             .map_or("", |(m, _)| m)
@@ -107,16 +107,30 @@ fn closest_shortest(x: f64, digits: String) -> String {
             .filter(u8::is_ascii_digit)
             .collect()
     };
-    let exact = mantissa_digits(&format!("{:.70e}", x.abs()));
-    let tie = exact.get(n) == Some(&b'5')
-        && exact.get(n + 1..).is_some_and(|r| r.iter().all(|&d| d == b'0'));
-    let rounded = format!("{:.*e}", n - 1, x.abs());
-    let round_trips = rounded.parse::<f64>().is_ok_and(|y| y == x.abs());
-    let closest = mantissa_digits(&rounded);
-    let same_exponent = rounded.split_once('e').map(|(_, e)| e)
-        == format!("{:e}", x.abs()).split_once('e').map(|(_, e)| e);
-    if !tie && round_trips && same_exponent && closest.len() == n {
-        String::from_utf8_lossy(&closest).into_owned()
+    let sci = format!("{x:e}");
+    let exponent = sci.split_once('e').map_or("0", |(_, e)| e);
+    // The `n`-digit candidates around `x`: truncated and rounded up.
+    let exact = mantissa_digits(&format!("{x:.70e}"));
+    let (Some(low), Some(&next)) = (exact.get(..n), exact.get(n)) else {
+        return digits;
+    };
+    let tie = next == b'5'
+        && exact
+            .get(n + 1..)
+            .is_some_and(|r| r.iter().all(|&d| d == b'0'));
+    let round_trips = |ds: &[u8]| -> bool {
+        let (first, rest) = ds.split_at(1);
+        let text = format!(
+            "{}.{}e{exponent}",
+            String::from_utf8_lossy(first),
+            String::from_utf8_lossy(rest)
+        );
+        text.parse::<f64>().is_ok_and(|y| y == x)
+    };
+    let closer_low =
+        next < b'5' || (tie && low.last().is_some_and(|d| (d - b'0').is_multiple_of(2)));
+    if closer_low && digits.as_bytes() != low && round_trips(low) {
+        String::from_utf8_lossy(low).into_owned()
     } else {
         digits
     }
@@ -192,8 +206,14 @@ mod tests {
             (1234567890123456.0, "1234567890123456.0"),
             (-0.0, "-0.0"),
             (3.4028234663852886e38, "3.4028234663852886e+38"),
-            (5.9604644775390625e-07, "5.960464477539062e-07"),
-            (5.9604644775390625e-08, "5.960464477539063e-08"),
+            // The doubles nearest 5.9604644775390625e-07 (just below it:
+            // Python prints the closer ...062) and 2**-24 (exactly that
+            // tie: Python rounds up).
+            (
+                f64::from_bits(0x3EA4_0000_0000_0000),
+                "5.960464477539062e-07",
+            ),
+            (2f64.powi(-24), "5.960464477539063e-08"),
             (f64::NAN, "nan"),
             (f64::NEG_INFINITY, "-inf"),
         ];

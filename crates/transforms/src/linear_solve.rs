@@ -11,6 +11,9 @@ use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, raise, Array, Pytree};
 use std::sync::Arc;
 
+/// A staged function: its jaxpr (consts as leading invars) and the consts.
+type Staged = (Jaxpr, Vec<Array>);
+
 /// A solver: given `matvec` (or its transpose) and `b`, returns `x`.
 pub type Solver<'a, B> = &'a dyn Fn(&dyn Fn(B) -> B, B) -> B;
 
@@ -57,7 +60,7 @@ pub fn custom_linear_solve<B: Pytree>(
     transpose: Transpose<'_, B>,
 ) -> Result<B> {
     let (b_leaves, b_def) = b.flatten();
-    let stage = |f: &dyn Fn(B) -> B, what: &str| -> Result<(Jaxpr, Vec<Array>)> {
+    let stage = |f: &dyn Fn(B) -> B, what: &str| -> Result<Staged> {
         let (j, consts, out_def) = trace_call::<B, B>(f, &b_def, &b_leaves)?;
         if out_def != b_def {
             return Err(Error::InvalidArgument(format!(
@@ -77,7 +80,7 @@ pub fn custom_linear_solve<B: Pytree>(
             Err(e) => raise(e),
         }
     };
-    let staged_t: Option<((Jaxpr, Vec<Array>), (Jaxpr, Vec<Array>))> = match transpose {
+    let staged_t: Option<(Staged, Staged)> = match transpose {
         Transpose::None => None,
         Transpose::Symmetric => Some((
             (mv.clone(), mv_consts.clone()),

@@ -54,8 +54,9 @@ fn solve_f64(a: &[f64], b: &[f64]) -> Vec<f64> {
         for r in 0..N {
             if r != c {
                 let f = m[r][c] / m[c][c];
-                for k in c..=N {
-                    m[r][k] -= f * m[c][k];
+                let pivot = m[c].clone();
+                for (x, p) in m[r].iter_mut().zip(pivot).skip(c) {
+                    *x -= f * p;
                 }
             }
         }

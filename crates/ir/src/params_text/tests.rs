@@ -434,6 +434,8 @@ fn samples() -> Vec<Primitive> {
         CondParams {
             branches: vec![closed(), closed()],
             branches_platforms: Some(vec![Some(vec!["mosaic".into()]), None]),
+        }
+        .into(),
         Linalg::Cholesky.into(),
         Linalg::Lu.into(),
         TriangularSolveParams {

@@ -6,8 +6,8 @@
 //! methods and operators raise their errors (see `error::raise`).
 
 mod conv;
-mod markers;
 pub mod linalg;
+mod markers;
 
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
 pub use markers::{checkpoint_name, optimization_barrier};
