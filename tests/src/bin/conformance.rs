@@ -9,7 +9,7 @@
 //! Usage:
 //! `conformance CORPUS.jsonl [--require parse,print,eval]
 //!  [--backend interpreter|cpu|cuda-sim|cuda] [--allow-unsupported]
-//!  [--filter SUBSTRING] [--timeout SECONDS] [--known-failures FILE]`
+//!  [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE]`
 //!
 //! `--require` takes check names or kinds (`parse` covers `parse` and
 //! `grad_parse`); the exit status is 1 if any required check fails, 2 on a
@@ -94,6 +94,8 @@ struct Options {
     backend: EvalBackend,
     require: Vec<String>,
     filter: Option<String>,
+    /// Only the cases of these groups (all when empty).
+    groups: Vec<String>,
     timeout: Duration,
     /// `(case, check)` failures that are documented and do not fail `--require`.
     known: Vec<(String, String)>,
@@ -101,7 +103,24 @@ struct Options {
     allow_unsupported: bool,
 }
 
-/// Reads a known-failures file: `CASE CHECK  # reason` per line.
+/// Whether the case is left out by `--filter` or `--groups`.
+fn skipped(opts: &Options, name: &str, group: &str) -> bool {
+    opts.filter
+        .as_ref()
+        .is_some_and(|f| !name.contains(f.as_str()))
+        || (!opts.groups.is_empty() && !opts.groups.iter().any(|g| g == group))
+}
+
+/// Whether `(case, check)` is a documented failure (`CASE *` covers every
+/// check of the case).
+fn is_known(opts: &Options, case: &str, check: &str) -> bool {
+    opts.known
+        .iter()
+        .any(|(c, k)| c == case && (k == check || k == "*"))
+}
+
+/// Reads a known-failures file: `CASE CHECK  # reason` per line (`*` for
+/// every check).
 fn read_known(path: &str) -> Result<Vec<(String, String)>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let mut known = Vec::new();
@@ -122,7 +141,7 @@ fn read_known(path: &str) -> Result<Vec<(String, String)>, String> {
 fn usage() -> String {
     "usage: conformance CORPUS.jsonl [--require parse,print,eval] \
      [--backend interpreter|cpu|cuda-sim|cuda] [--allow-unsupported] \
-     [--filter SUBSTRING] [--timeout SECONDS] [--known-failures FILE]"
+     [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE]"
         .to_string()
 }
 
@@ -131,6 +150,7 @@ fn parse_args() -> Result<Options, String> {
     let mut corpus = None;
     let mut require = Vec::new();
     let mut filter = None;
+    let mut groups = Vec::new();
     let mut known = Vec::new();
     let mut timeout = Duration::from_secs(120);
     let mut backend = EvalBackend::Interpreter;
@@ -165,6 +185,13 @@ fn parse_args() -> Result<Options, String> {
             }
             "--allow-unsupported" => allow_unsupported = true,
             "--filter" => filter = Some(value("--filter")?),
+            "--groups" => {
+                groups = value("--groups")?
+                    .split(',')
+                    .filter(|g| !g.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
             "--known-failures" => known = read_known(&value("--known-failures")?)?,
             "--timeout" => {
                 let s = value("--timeout")?;
@@ -187,6 +214,7 @@ fn parse_args() -> Result<Options, String> {
         backend,
         require,
         filter,
+        groups,
         timeout,
         known,
         allow_unsupported,
@@ -467,11 +495,7 @@ fn main() -> ExitCode {
         }
         let (name, group, outcomes) = match decode_case(line) {
             Ok(case) => {
-                if opts
-                    .filter
-                    .as_ref()
-                    .is_some_and(|f| !case.name.contains(f.as_str()))
-                {
+                if skipped(&opts, &case.name, &case.group) {
                     continue;
                 }
                 let outcomes = run_case_with_timeout(&case, opts.timeout, opts.backend);
@@ -481,11 +505,7 @@ fn main() -> ExitCode {
             // unknown dtype): every check of the case fails with the reason.
             Err(e) => match decode_header(line) {
                 Ok((name, group)) => {
-                    if opts
-                        .filter
-                        .as_ref()
-                        .is_some_and(|f| !name.contains(f.as_str()))
-                    {
+                    if skipped(&opts, &name, &group) {
                         continue;
                     }
                     let msg = format!("cannot decode the case: {e}");
@@ -506,7 +526,7 @@ fn main() -> ExitCode {
             total.add(o);
             match o {
                 Outcome::Fail(msg) => {
-                    let is_known = opts.known.iter().any(|(c, k)| *c == name && k == check);
+                    let is_known = is_known(&opts, &name, check);
                     let unsupported = msg.starts_with(UNSUPPORTED);
                     if let Some(prim) = unsupported_primitive(msg) {
                         *unsupported_by_prim.entry(prim).or_default() += 1;
@@ -522,7 +542,7 @@ fn main() -> ExitCode {
                         required_failed += 1;
                     }
                 }
-                Outcome::Pass if opts.known.iter().any(|(c, k)| *c == name && k == check) => {
+                Outcome::Pass if is_known(&opts, &name, check) => {
                     println!("NOTE {name} {check} passes now: remove it from the known failures");
                 }
                 Outcome::Pass | Outcome::NotApplicable => {}
