@@ -2,7 +2,9 @@
 //!
 //! - `cargo xtask test-all [--fail-fast]`: fmt check, clippy, `cargo doc`
 //!   with `RUSTDOCFLAGS="-D warnings"`, tests, then the JAX conformance
-//!   corpus with `--require parse,print,eval,transform`; prints a summary with
+//!   corpus with `--require parse,print,eval,transform` on the interpreter and
+//!   the CPU backend, and the api2 corpus's finished groups (`API2_GROUPS`,
+//!   known failures in `tests/data/known-failures-api2.txt`); prints a summary with
 //!   timings and what was skipped and why; exits 1 if any step failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
@@ -35,6 +37,11 @@ use std::time::{Duration, Instant};
 
 /// The public conformance corpus, relative to the repository root.
 pub(crate) const DEFAULT_CORPUS: &str = "tests/data/jax-0.10.2-public.jsonl";
+
+/// The second JAX corpus (issue 21's API), and the groups of it that
+/// `test-all` requires so far on both evaluators.
+const API2_CORPUS: &str = "tests/data/jax-0.10.2-api2-public.jsonl";
+const API2_GROUPS: &str = "linalg2,nn2,numpy2,solve,special";
 
 /// The repository root (the parent of this crate's directory).
 fn repo_root() -> PathBuf {
@@ -264,6 +271,8 @@ fn test_all(args: &[String]) -> ExitCode {
 
     let corpus = root.join(DEFAULT_CORPUS);
     let corpus = corpus.to_str().unwrap_or(DEFAULT_CORPUS);
+    let api2 = root.join(API2_CORPUS);
+    let api2 = api2.to_str().unwrap_or(API2_CORPUS);
     let steps = [
         Step::new("cargo fmt --all --check", &["fmt", "--all", "--check"]),
         Step::new(
@@ -315,6 +324,46 @@ fn test_all(args: &[String]) -> ExitCode {
                 "cpu",
                 "--require",
                 "parse,print,eval",
+            ],
+        ),
+        Step::new(
+            "conformance api2 (required groups) --require parse,print,eval,transform (release)",
+            &[
+                "run",
+                "--release",
+                "-p",
+                "jaxon-tests",
+                "--bin",
+                "conformance",
+                "--",
+                api2,
+                "--groups",
+                API2_GROUPS,
+                "--require",
+                "parse,print,eval,transform",
+                "--known-failures",
+                "tests/data/known-failures-api2.txt",
+            ],
+        ),
+        Step::new(
+            "conformance api2 (required groups) --backend cpu --require parse,print,eval,transform (release)",
+            &[
+                "run",
+                "--release",
+                "-p",
+                "jaxon-tests",
+                "--bin",
+                "conformance",
+                "--",
+                api2,
+                "--groups",
+                API2_GROUPS,
+                "--backend",
+                "cpu",
+                "--require",
+                "parse,print,eval,transform",
+                "--known-failures",
+                "tests/data/known-failures-api2.txt",
             ],
         ),
     ];
