@@ -29,6 +29,7 @@ pub mod promotion;
 pub mod shape;
 
 pub use array::{HostArray, Storage};
+pub use num_complex;
 pub use aval::{AbstractRef, Aval, Dim, MemorySpace, Shape, ShapedArray};
 pub use backend::{Backend, Buffer, Executable};
 pub use check::{check_closed_jaxpr, check_jaxpr};

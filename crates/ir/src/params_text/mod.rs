@@ -166,6 +166,8 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
         Primitive::Elementwise(f) => match f {
             Elementwise::Unary(_) | Elementwise::Binary(_) => return None,
             Elementwise::SelectN | Elementwise::Clamp => return None,
+            Elementwise::Complex | Elementwise::Real | Elementwise::Imag => return None,
+            Elementwise::Conj(x) => x,
             Elementwise::IntegerPow(x) => x,
             Elementwise::Round(x) => x,
             Elementwise::ReducePrecision(x) => x,
@@ -203,6 +205,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
         Primitive::Linalg(f) => match f {
             Linalg::DotGeneral(x) => x,
             Linalg::ConvGeneralDilated(x) => x,
+            Linalg::Fft(x) => x,
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(x) => x,

@@ -25,6 +25,15 @@ pub enum Elementwise {
     SelectN,
     /// `clamp lo x hi`.
     Clamp,
+    /// `complex x y`: `x + i y` from two floats (`f32` -> `c64`).
+    Complex,
+    /// `real x`: the real part of a complex array.
+    Real,
+    /// `imag x`: the imaginary part of a complex array.
+    Imag,
+    /// `conj[input_dtype] x`: the complex conjugate (a real input becomes
+    /// complex).
+    Conj(ConjParams),
 }
 
 impl Elementwise {
@@ -40,8 +49,19 @@ impl Elementwise {
             Elementwise::BitcastConvertType(_) => "bitcast_convert_type",
             Elementwise::SelectN => "select_n",
             Elementwise::Clamp => "clamp",
+            Elementwise::Complex => "complex",
+            Elementwise::Real => "real",
+            Elementwise::Imag => "imag",
+            Elementwise::Conj(_) => "conj",
         }
     }
+}
+
+/// The params of `conj`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConjParams {
+    /// The operand's dtype, as JAX records it.
+    pub input_dtype: DType,
 }
 
 /// The params of `integer_pow`.

@@ -153,6 +153,7 @@ into_primitive! {
         ReducePrecision(ReducePrecisionParams),
         ConvertElementType(ConvertElementTypeParams),
         BitcastConvertType(BitcastConvertTypeParams),
+        Conj(ConjParams),
     }
     Structural {
         BroadcastInDim(BroadcastInDimParams),
@@ -184,6 +185,7 @@ into_primitive! {
     Linalg {
         DotGeneral(DotGeneralParams),
         ConvGeneralDilated(ConvGeneralDilatedParams),
+        Fft(FftParams),
     }
     Control {
         Cond(CondParams),

@@ -77,6 +77,9 @@ pub fn abstract_eval(
             }
             Elementwise::SelectN => one(elementwise::select_n(&cx)?),
             Elementwise::Clamp => one(elementwise::clamp(&cx)?),
+            Elementwise::Complex => one(elementwise::complex(&cx)?),
+            Elementwise::Real | Elementwise::Imag => one(elementwise::real_imag(&cx)?),
+            Elementwise::Conj(_) => one(elementwise::conj(&cx)?),
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(BroadcastInDimParams {
@@ -175,6 +178,7 @@ pub fn abstract_eval(
                 *preferred_element_type,
             )?),
             Linalg::ConvGeneralDilated(x) => one(linalg::conv(&cx, x)?),
+            Linalg::Fft(x) => one(linalg::fft(&cx, x)?),
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(AllReduceParams { op, axes }) => {
