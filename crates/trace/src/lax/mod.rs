@@ -5,8 +5,10 @@
 //! Invariant: these functions return `Result`; the infallible `Array`
 //! methods and operators raise their errors (see `error::raise`).
 
+mod complex;
 mod conv;
 
+pub use complex::{complex, conj, fft, imag, real};
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
 
 use crate::array::Array;
