@@ -237,7 +237,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                 Step::Nested(e, bodies)
             }
             // `DynOp::new` decides, exhaustively, or names why not.
-            Primitive::Linalg(Linalg::ConvGeneralDilated(_))
+            Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::Fft(_))
             | Primitive::Elementwise(_)
             | Primitive::Structural(_)
             | Primitive::Indexing(_)

@@ -55,6 +55,9 @@ impl DynOp {
         match &eqn.primitive {
             Primitive::Elementwise(p) => match p {
                 Elementwise::BitcastConvertType(_) | Elementwise::ReducePrecision(_) => native(),
+                Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+                    none("(a complex-number primitive) runs on the complex slow path only")
+                }
                 Elementwise::Unary(_)
                 | Elementwise::Binary(_)
                 | Elementwise::IntegerPow(_)
@@ -95,6 +98,10 @@ impl DynOp {
                 | Reduction::TopK(_),
             )
             | Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => native(),
+            // Complex programs never reach the dynamic-shape compiler.
+            Primitive::Linalg(Linalg::Fft(_)) => {
+                none("(a complex-number primitive) runs on the complex slow path only")
+            }
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
             ) => none("(a named-axis collective) is unbound in a compiled program"),

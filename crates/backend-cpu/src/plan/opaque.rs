@@ -73,6 +73,8 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Elementwise::ConvertElementType(_)
             | Elementwise::SelectN
             | Elementwise::Clamp => unfused(),
+            // Complex programs take the slow path (`crate::complex`).
+            Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => unsupported(),
         },
         // Index maps of fused kernels, fills and copies: native ops when
         // no kernel took them.
@@ -107,6 +109,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
         ) => native(),
         Primitive::Linalg(Linalg::DotGeneral(p)) => dot_step(jaxpr, e, eqn, p),
         Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => native(),
+        Primitive::Linalg(Linalg::Fft(_)) => unsupported(),
         // `native_step` has a rule for every state and Pallas primitive.
         Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {

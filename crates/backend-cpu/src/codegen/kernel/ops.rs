@@ -119,7 +119,8 @@ pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
         | Elementwise::ConvertElementType(_)
         | Elementwise::BitcastConvertType(_)
         | Elementwise::SelectN
-        | Elementwise::Clamp => false,
+        | Elementwise::Clamp
+        | Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => false,
     }
 }
 
@@ -179,7 +180,8 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         }
         Elementwise::Round(_)
         | Elementwise::ReducePrecision(_)
-        | Elementwise::BitcastConvertType(_) => false,
+        | Elementwise::BitcastConvertType(_)
+        | Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => false,
     }
 }
 
@@ -231,8 +233,10 @@ pub(crate) fn emit_op(
         Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
             convert(em, arg(0)?, *new_dtype)
         }
-        // Native steps compute these.
-        Elementwise::ReducePrecision(_) | Elementwise::BitcastConvertType(_) => {
+        // Native steps compute these; complex programs take the slow path.
+        Elementwise::ReducePrecision(_)
+        | Elementwise::BitcastConvertType(_)
+        | Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
             Err(CpuError::NotElementwise {
                 primitive: prim.name(),
             })

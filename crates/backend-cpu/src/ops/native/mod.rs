@@ -192,6 +192,8 @@ fn elementwise_op(
         | Elementwise::ConvertElementType(_)
         | Elementwise::SelectN
         | Elementwise::Clamp => return Err(no_native_op(p.name())),
+        // Complex programs take the slow path (`crate::complex`).
+        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => return Err(no_native_op(p.name())),
     })
 }
 
@@ -340,5 +342,7 @@ fn linalg_op(
             };
             Box::new(conv::CastDot::new(ins, dimension_numbers, dt)?)
         }
+        // Complex programs take the slow path (`crate::complex`).
+        Linalg::Fft(_) => return Err(no_native_op(p.name())),
     })
 }
