@@ -32,6 +32,7 @@ pub(crate) fn lower(
         Linalg::ConvGeneralDilated(params) => {
             super::conv::conv(ctx, jaxpr, eqn, params, env, steps)
         }
+        Linalg::Fft(params) => super::unsupported::fft(params),
     }
 }
 
