@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 54;
+const N_VARIANTS: usize = 59;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -97,6 +97,12 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::AllReduce(_)) => (51, Tested),
         Primitive::Collective(Collective::AllGather(_)) => (52, Excluded(NAMED)),
         Primitive::Collective(Collective::AxisIndex(_)) => (53, Excluded(NAMED)),
+        // Complex programs run on the slow path (`src/complex.rs`).
+        Primitive::Elementwise(Elementwise::Complex) => (54, Tested),
+        Primitive::Elementwise(Elementwise::Real) => (55, Tested),
+        Primitive::Elementwise(Elementwise::Imag) => (56, Tested),
+        Primitive::Elementwise(Elementwise::Conj(_)) => (57, Tested),
+        Primitive::Linalg(Linalg::Fft(_)) => (58, Tested),
     }
 }
 
@@ -634,6 +640,26 @@ fn linalg_cases() -> Vec<Case> {
       rhs_dilation=(1,)
       window_strides=(1,)";
     vec![
+        // Complex intermediates: the slow path's FFTs (rustfft) against the
+        // interpreter's reference DFT, radix-2 and Bluestein lengths.
+        case(
+            "{ lambda ; a:f32[4,8] b:f32[4,8] c:f32[3,6]. let
+    d:c64[4,8] = complex a b
+    e:c64[4,8] = fft[fft_lengths=(8,) fft_type=0] d
+    f:c64[4,8] = conj[input_dtype=complex64] e
+    g:f32[4,8] = real f
+    h:f32[4,8] = imag f
+    i:c64[4,5] = fft[fft_lengths=(8,) fft_type=2] a
+    j:f32[4,8] = fft[fft_lengths=(8,) fft_type=3] i
+    k:c64[3,4] = fft[fft_lengths=(3, 6) fft_type=2] c
+    l:f32[3,6] = fft[fft_lengths=(3, 6) fft_type=3] k
+    m:c64[3,6] = complex c c
+    n:c64[3,6] = fft[fft_lengths=(6,) fft_type=1] m
+    o:f32[3,6] = real n
+  in (g, h, j, l, o) }",
+            u(2.0),
+            Tol::Rel(1e-5),
+        ),
         conv("f32[2,9,3]", "f32[3,3,4]", "f32[2,4,4]", p1, Tol::Rel(1e-5)),
         conv("i32[2,9,3]", "i32[3,3,4]", "i32[2,4,4]", p1, Tol::Exact),
         conv("f16[2,9,3]", "f16[3,3,4]", "f16[2,4,4]", p1, Tol::Rel(1e-2)),

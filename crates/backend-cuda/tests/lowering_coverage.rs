@@ -21,7 +21,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 54;
+const N_VARIANTS: usize = 59;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -80,6 +80,11 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::AllReduce(_)) => (51, NotYet("named axes")),
         Primitive::Collective(Collective::AllGather(_)) => (52, NotYet("named axes")),
         Primitive::Collective(Collective::AxisIndex(_)) => (53, NotYet("named axes")),
+        Primitive::Elementwise(Elementwise::Complex) => (54, NotYet("complex numbers")),
+        Primitive::Elementwise(Elementwise::Real) => (55, NotYet("complex numbers")),
+        Primitive::Elementwise(Elementwise::Imag) => (56, NotYet("complex numbers")),
+        Primitive::Elementwise(Elementwise::Conj(_)) => (57, NotYet("complex numbers")),
+        Primitive::Linalg(Linalg::Fft(_)) => (58, NotYet("complex numbers")),
     }
 }
 
@@ -277,7 +282,19 @@ const FIRST_ORDER: &str = "{ lambda ; a:f32[3,4] b:i32[] c:f32[2,2] d:bool[3,4].
 
 /// Samples of not-yet primitives: compiling each must fail as unsupported.
 fn not_yet_samples() -> Vec<(&'static str, String)> {
-    vec![(
+    vec![
+        (
+            "complex",
+            "{ lambda ; a:f32[3] b:f32[3]. let
+    c:c64[3] = complex a b
+    d:c64[3] = fft[fft_lengths=(3,) fft_type=0] c
+    e:c64[3] = conj[input_dtype=complex64] d
+    f:f32[3] = real e
+    g:f32[3] = imag e
+  in (f, g) }"
+                .into(),
+        ),
+        (
         "for_loop",
         "{ lambda ; a:f32[] b:f32[5]. let
     c:f32[5] = for_loop[
@@ -294,7 +311,8 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
     ] a 1:i32[] 8:i32[] 2:i32[] 0:i32[] b
   in (c,) }"
             .into(),
-    )]
+        ),
+    ]
 }
 
 #[test]

@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 54;
+const VARIANTS: usize = 59;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -45,6 +45,10 @@ fn variant(p: &Primitive) -> usize {
             Elementwise::BitcastConvertType(_) => 6,
             Elementwise::SelectN => 7,
             Elementwise::Clamp => 8,
+            Elementwise::Complex => 54,
+            Elementwise::Real => 55,
+            Elementwise::Imag => 56,
+            Elementwise::Conj(_) => 57,
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(_) => 9,
@@ -77,6 +81,7 @@ fn variant(p: &Primitive) -> usize {
         Primitive::Linalg(f) => match f {
             Linalg::DotGeneral(_) => 31,
             Linalg::ConvGeneralDilated(_) => 32,
+            Linalg::Fft(_) => 58,
         },
         Primitive::Control(f) => match f {
             Control::Cond(_) => 33,
@@ -173,6 +178,18 @@ fn samples() -> Vec<Primitive> {
         BitcastConvertTypeParams { new_dtype: f32 }.into(),
         Primitive::from(Elementwise::SelectN),
         Primitive::from(Elementwise::Clamp),
+        Primitive::from(Elementwise::Complex),
+        Primitive::from(Elementwise::Real),
+        Primitive::from(Elementwise::Imag),
+        ConjParams {
+            input_dtype: DType::C64,
+        }
+        .into(),
+        FftParams {
+            fft_type: FftType::Rfft,
+            fft_lengths: vec![8],
+        }
+        .into(),
         BroadcastInDimParams {
             shape: vec![Some(1)],
             broadcast_dimensions: Ints::default(),
@@ -400,6 +417,9 @@ fn every_primitive_name_has_a_parser() {
                     | Elementwise::Binary(_)
                     | Elementwise::SelectN
                     | Elementwise::Clamp
+                    | Elementwise::Complex
+                    | Elementwise::Real
+                    | Elementwise::Imag
             ) | Primitive::Indexing(Indexing::DynamicUpdateSlice)
         );
         assert_eq!(text_of(p).is_none(), bare, "`{n}`'s params text");
