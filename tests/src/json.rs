@@ -127,7 +127,10 @@ fn decode_storage(dtype: DType, data: &[&Value]) -> Result<Storage, String> {
         DType::C64 | DType::C128 => {
             // Interleaved (real, imaginary) pairs.
             if data.len() % 2 != 0 {
-                return Err(format!("{dtype} data has an odd number {} of parts", data.len()));
+                return Err(format!(
+                    "{dtype} data has an odd number {} of parts",
+                    data.len()
+                ));
             }
             let parts = all(data, decode_float)?;
             let z: Vec<Complex64> = parts

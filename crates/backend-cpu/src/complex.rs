@@ -28,7 +28,10 @@ pub(crate) fn uses_complex(jaxpr: &Jaxpr) -> bool {
             matches!(
                 e.primitive,
                 Primitive::Elementwise(
-                    Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_)
+                    Elementwise::Complex
+                        | Elementwise::Real
+                        | Elementwise::Imag
+                        | Elementwise::Conj(_)
                 ) | Primitive::Linalg(Linalg::Fft(_))
             ) || e
                 .inputs
@@ -37,7 +40,10 @@ pub(crate) fn uses_complex(jaxpr: &Jaxpr) -> bool {
                 || e.outputs
                     .iter()
                     .any(|b| matches!(b, Binder::Drop(a) if complex_aval(a)))
-                || e.primitive.sub_jaxprs().into_iter().any(|j| uses_complex(j))
+                || e.primitive
+                    .sub_jaxprs()
+                    .into_iter()
+                    .any(|j| uses_complex(j))
         })
 }
 
@@ -71,13 +77,14 @@ impl ComplexExecutable {
         }
         let j = &self.closed.jaxpr;
         let mut env: Vec<Option<HostArray>> = vec![None; j.vars.len()];
-        let bind = |env: &mut Vec<Option<HostArray>>, vars: &[jaxon_ir::Var], vals: Vec<HostArray>| {
-            for (v, a) in vars.iter().zip(vals) {
-                if let Some(slot) = env.get_mut(v.index()) {
-                    *slot = Some(a);
+        let bind =
+            |env: &mut Vec<Option<HostArray>>, vars: &[jaxon_ir::Var], vals: Vec<HostArray>| {
+                for (v, a) in vars.iter().zip(vals) {
+                    if let Some(slot) = env.get_mut(v.index()) {
+                        *slot = Some(a);
+                    }
                 }
-            }
-        };
+            };
         if args.len() != j.invars.len() {
             return Err(IrError::Eval(format!(
                 "expected {} arguments, got {}",
@@ -174,7 +181,10 @@ pub(crate) fn fft(x: &HostArray, p: &FftParams) -> Result<HostArray, IrError> {
     let lengths = &p.fft_lengths;
     let (nd, rank) = (lengths.len(), x.ndim());
     if nd == 0 || nd > rank {
-        return Err(IrError::ty("fft", format!("{nd} fft_lengths for rank {rank}")));
+        return Err(IrError::ty(
+            "fft",
+            format!("{nd} fft_lengths for rank {rank}"),
+        ));
     }
     let first = rank - nd;
     let last = rank - 1;
@@ -195,7 +205,10 @@ pub(crate) fn fft(x: &HostArray, p: &FftParams) -> Result<HostArray, IrError> {
             n
         };
         if shape[first + k] != want {
-            return Err(IrError::ty("fft", "operand shape does not match fft_lengths"));
+            return Err(IrError::ty(
+                "fft",
+                "operand shape does not match fft_lengths",
+            ));
         }
     }
     let inverse = matches!(p.fft_type, FftType::Ifft | FftType::Irfft);

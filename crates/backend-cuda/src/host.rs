@@ -44,7 +44,8 @@ pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
                 | DType::BF16
                 | DType::F32
                 | DType::F64
-                | DType::C64 | DType::C128 => raw,
+                | DType::C64
+                | DType::C128 => raw,
             };
             Const { dtype, bits }.to_f64()
         })

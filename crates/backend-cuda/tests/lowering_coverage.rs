@@ -295,8 +295,8 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
                 .into(),
         ),
         (
-        "for_loop",
-        "{ lambda ; a:f32[] b:f32[5]. let
+            "for_loop",
+            "{ lambda ; a:f32[] b:f32[5]. let
     c:f32[5] = for_loop[
       apply_reverse_transform=False
       body_jaxpr={ lambda ; d:f32[] e:i32[] f:f32[5]. let
@@ -310,7 +310,7 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
       preserve_dimensions=False
     ] a 1:i32[] 8:i32[] 2:i32[] 0:i32[] b
   in (c,) }"
-            .into(),
+                .into(),
         ),
     ]
 }

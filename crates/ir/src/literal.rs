@@ -55,7 +55,10 @@ impl Literal {
         }
         let part = dtype.real_dtype();
         Literal {
-            value: Scalar::Complex(round_to_float_dtype(re, part), round_to_float_dtype(im, part)),
+            value: Scalar::Complex(
+                round_to_float_dtype(re, part),
+                round_to_float_dtype(im, part),
+            ),
             dtype,
         }
     }

@@ -469,14 +469,24 @@ mod tests {
             ((DType::F64, false), c, (DType::C128, false)),
             ((DType::I32, false), c, (DType::C128, true)),
             ((DType::C64, false), (DType::F64, true), (DType::C64, false)),
-            ((DType::C64, false), (DType::F64, false), (DType::C128, false)),
+            (
+                (DType::C64, false),
+                (DType::F64, false),
+                (DType::C128, false),
+            ),
             ((DType::F64, true), c, (DType::C128, true)),
         ];
         for (a, b, want) in cases {
             assert_eq!(result_type(&[a, b]), Ok(want), "{a:?} {b:?}");
         }
-        assert_eq!(result_type_x32(&[(DType::I32, false), c]), Ok((DType::C64, true)));
-        assert_eq!(result_type_x32(&[(DType::C128, false)]), Ok((DType::C64, false)));
+        assert_eq!(
+            result_type_x32(&[(DType::I32, false), c]),
+            Ok((DType::C64, true))
+        );
+        assert_eq!(
+            result_type_x32(&[(DType::C128, false)]),
+            Ok((DType::C64, false))
+        );
     }
 
     #[test]

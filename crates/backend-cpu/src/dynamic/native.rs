@@ -55,7 +55,10 @@ impl DynOp {
         match &eqn.primitive {
             Primitive::Elementwise(p) => match p {
                 Elementwise::BitcastConvertType(_) | Elementwise::ReducePrecision(_) => native(),
-                Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+                Elementwise::Complex
+                | Elementwise::Real
+                | Elementwise::Imag
+                | Elementwise::Conj(_) => {
                     none("(a complex-number primitive) runs on the complex slow path only")
                 }
                 Elementwise::Unary(_)

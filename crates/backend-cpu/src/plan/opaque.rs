@@ -74,7 +74,9 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Elementwise::SelectN
             | Elementwise::Clamp => unfused(),
             // Complex programs take the slow path (`crate::complex`).
-            Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => unsupported(),
+            Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+                unsupported()
+            }
         },
         // Index maps of fused kernels, fills and copies: native ops when
         // no kernel took them.

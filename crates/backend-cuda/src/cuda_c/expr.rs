@@ -287,7 +287,8 @@ fn float_to_int(src: &str, x: &str, to: DType) -> String {
         | DType::BF16
         | DType::F32
         | DType::F64
-        | DType::C64 | DType::C128 => format!("(({ct})({x}))"),
+        | DType::C64
+        | DType::C128 => format!("(({ct})({x}))"),
     }
 }
 

@@ -219,8 +219,16 @@ pub fn host_bytes(a: &HostArray) -> Vec<u8> {
         Storage::F32(v) => le(v, f32::to_le_bytes),
         Storage::F64(v) => le(v, f64::to_le_bytes),
         // Complex dtypes never lower (`unsupported::complex`): their parts.
-        Storage::C64(v) => v.iter().flat_map(|z| [z.re, z.im]).flat_map(f32::to_le_bytes).collect(),
-        Storage::C128(v) => v.iter().flat_map(|z| [z.re, z.im]).flat_map(f64::to_le_bytes).collect(),
+        Storage::C64(v) => v
+            .iter()
+            .flat_map(|z| [z.re, z.im])
+            .flat_map(f32::to_le_bytes)
+            .collect(),
+        Storage::C128(v) => v
+            .iter()
+            .flat_map(|z| [z.re, z.im])
+            .flat_map(f64::to_le_bytes)
+            .collect(),
     }
 }
 

@@ -39,7 +39,9 @@ pub(crate) fn complex(jaxpr: &Jaxpr) -> Result<(), IrError> {
 /// `conj`).
 pub(crate) fn complex_elementwise(p: &Elementwise) -> Result<(), IrError> {
     let why = match p {
-        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => "complex numbers are not lowered yet",
+        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+            "complex numbers are not lowered yet"
+        }
         _ => "not a complex-number primitive",
     };
     Err(unsupported(p.name(), why))

@@ -211,14 +211,13 @@ pub(crate) fn real_imag(cx: &Cx) -> Result<ShapedArray, IrError> {
 pub(crate) fn conj(cx: &Cx) -> Result<ShapedArray, IrError> {
     cx.arity(1)?;
     let x = cx.arr(0)?;
-    let dtype = x
-        .dtype
-        .complex_dtype()
-        .ok_or_else(|| cx.err(format!("operand must be f32, f64 or complex, got {}", fmt_ty(x))))?;
-    Ok(ShapedArray {
-        dtype,
-        ..x.clone()
-    })
+    let dtype = x.dtype.complex_dtype().ok_or_else(|| {
+        cx.err(format!(
+            "operand must be f32, f64 or complex, got {}",
+            fmt_ty(x)
+        ))
+    })?;
+    Ok(ShapedArray { dtype, ..x.clone() })
 }
 
 /// `round`: float in, same type out.

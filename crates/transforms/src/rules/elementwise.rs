@@ -60,9 +60,7 @@ pub(crate) fn jvp(
         }
         Elementwise::Clamp => clamp_jvp(p, x, t),
         Elementwise::Complex => linear_in(p, x, t, &[true, true]),
-        Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
-            linear_in(p, x, t, &[true])
-        }
+        Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => linear_in(p, x, t, &[true]),
     }
 }
 

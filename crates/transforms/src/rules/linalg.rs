@@ -104,11 +104,8 @@ fn fft_transpose(fp: &FftParams, c: &Array) -> Result<Array> {
                 .collect();
             let mask = jaxon_ir::HostArray::from_f64(x.dtype(), &[m], &mask)
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?;
-            let mask = lax::broadcast_in_dim(
-                &jaxon_trace::Array::from_host(mask),
-                &xs,
-                &[xs.len() - 1],
-            )?;
+            let mask =
+                lax::broadcast_in_dim(&jaxon_trace::Array::from_host(mask), &xs, &[xs.len() - 1])?;
             lax::conj(&lax::mul(&mask, &x)?)
         }
     }

@@ -120,7 +120,10 @@ pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
         | Elementwise::BitcastConvertType(_)
         | Elementwise::SelectN
         | Elementwise::Clamp
-        | Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => false,
+        | Elementwise::Complex
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => false,
     }
 }
 
@@ -181,7 +184,10 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         Elementwise::Round(_)
         | Elementwise::ReducePrecision(_)
         | Elementwise::BitcastConvertType(_)
-        | Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => false,
+        | Elementwise::Complex
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => false,
     }
 }
 
@@ -236,11 +242,12 @@ pub(crate) fn emit_op(
         // Native steps compute these; complex programs take the slow path.
         Elementwise::ReducePrecision(_)
         | Elementwise::BitcastConvertType(_)
-        | Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
-            Err(CpuError::NotElementwise {
-                primitive: prim.name(),
-            })
-        }
+        | Elementwise::Complex
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => Err(CpuError::NotElementwise {
+            primitive: prim.name(),
+        }),
     }
 }
 

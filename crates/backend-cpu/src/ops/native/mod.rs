@@ -193,7 +193,9 @@ fn elementwise_op(
         | Elementwise::SelectN
         | Elementwise::Clamp => return Err(no_native_op(p.name())),
         // Complex programs take the slow path (`crate::complex`).
-        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => return Err(no_native_op(p.name())),
+        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+            return Err(no_native_op(p.name()))
+        }
     })
 }
 

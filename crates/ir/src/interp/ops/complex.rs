@@ -59,7 +59,10 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
             return HostArray::new(shape, Storage::from_f64(dt.real_dtype(), &r));
         }
         UnaryOp::IsFinite => {
-            let r = v.iter().map(|z| z.re.is_finite() && z.im.is_finite()).collect();
+            let r = v
+                .iter()
+                .map(|z| z.re.is_finite() && z.im.is_finite())
+                .collect();
             return HostArray::new(shape, Storage::Bool(r));
         }
         _ => {}
@@ -156,7 +159,11 @@ pub fn complex(x: &HostArray, y: &HostArray) -> Result<HostArray, IrError> {
         .ok_or_else(|| {
             IrError::ty(
                 "complex",
-                format!("operands must be both f32 or both f64, got {} and {}", x.dtype(), y.dtype()),
+                format!(
+                    "operands must be both f32 or both f64, got {} and {}",
+                    x.dtype(),
+                    y.dtype()
+                ),
             )
         })?;
     let shape = if x.ndim() == 0 { y.shape() } else { x.shape() }.to_vec();
@@ -183,7 +190,10 @@ pub fn real_imag(x: &HostArray, imag: bool) -> Result<HostArray, IrError> {
         .iter()
         .map(|z| if imag { z.im } else { z.re })
         .collect();
-    HostArray::new(x.shape().to_vec(), Storage::from_f64(x.dtype().real_dtype(), &r))
+    HostArray::new(
+        x.shape().to_vec(),
+        Storage::from_f64(x.dtype().real_dtype(), &r),
+    )
 }
 
 /// `conj x`: the complex conjugate; a real operand becomes complex of its
@@ -312,7 +322,9 @@ pub fn fft(x: &HostArray, fft_type: FftType, lengths: &[usize]) -> Result<HostAr
     let rank = x.ndim();
     let bad = |msg: String| IrError::ty("fft", msg);
     if nd == 0 || nd > rank {
-        return Err(bad(format!("{nd} fft_lengths for an operand of rank {rank}")));
+        return Err(bad(format!(
+            "{nd} fft_lengths for an operand of rank {rank}"
+        )));
     }
     let in_dt = x.dtype();
     let (ok, out_dt) = match fft_type {

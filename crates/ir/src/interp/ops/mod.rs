@@ -13,8 +13,8 @@
 use crate::primitive::{
     AllGatherParams, AllReduceParams, ArgReduceParams, AxisIndexParams, BitcastConvertTypeParams,
     BroadcastInDimParams, Collective, ConcatenateParams, ConvertElementTypeParams,
-    CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
-    FftParams, GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams,
+    CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params, FftParams,
+    GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams,
     ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams, ScatterParams,
     SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural, TileParams,
     TopKParams, TransposeParams,

@@ -106,8 +106,20 @@ pub(crate) fn reduce(op: ReduceOp, x: &HostArray, axes: &[usize]) -> Result<Host
             ReduceOp::Xor => fold(&v, &pos, n, 0, |a, b| a ^ b),
         }),
         Lifted::C(v) => Lifted::C(match op {
-            ReduceOp::Sum => fold(&v, &pos, n, num_complex::Complex64::new(0.0, 0.0), |a, b| a + b),
-            ReduceOp::Prod => fold(&v, &pos, n, num_complex::Complex64::new(1.0, 0.0), |a, b| a * b),
+            ReduceOp::Sum => fold(
+                &v,
+                &pos,
+                n,
+                num_complex::Complex64::new(0.0, 0.0),
+                |a, b| a + b,
+            ),
+            ReduceOp::Prod => fold(
+                &v,
+                &pos,
+                n,
+                num_complex::Complex64::new(1.0, 0.0),
+                |a, b| a * b,
+            ),
             ReduceOp::Max | ReduceOp::Min | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
                 return Err(unsupported(name, dt))
             }
