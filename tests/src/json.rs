@@ -126,7 +126,7 @@ fn decode_storage(dtype: DType, data: &[&Value]) -> Result<Storage, String> {
         DType::F64 => Storage::F64(all(data, decode_float)?),
         DType::C64 | DType::C128 => {
             // Interleaved (real, imaginary) pairs.
-            if data.len() % 2 != 0 {
+            if !data.len().is_multiple_of(2) {
                 return Err(format!(
                     "{dtype} data has an odd number {} of parts",
                     data.len()

@@ -231,7 +231,7 @@ pub(crate) fn fft(x: &HostArray, p: &FftParams) -> Result<HostArray, IrError> {
             }
             if n > 0 {
                 full[o * n].im = 0.0;
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     full[o * n + n / 2].im = 0.0;
                 }
             }

@@ -34,7 +34,7 @@ pub(crate) fn lower(
 ) -> Result<(), IrError> {
     match p {
         Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
-            super::unsupported::complex_elementwise(p)
+            super::unsupported::complex_elementwise(p.name())
         }
         Elementwise::ReducePrecision(_)
         | Elementwise::Unary(_)

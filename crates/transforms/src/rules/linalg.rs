@@ -94,7 +94,7 @@ fn fft_transpose(fp: &FftParams, c: &Array) -> Result<Array> {
             let x = lax::fft(c, FftType::Rfft, lengths)?;
             let xs = x.try_shape()?;
             let m = xs.last().copied().unwrap_or(0);
-            let odd = lengths.last().copied().unwrap_or(0) % 2 == 1;
+            let odd = !lengths.last().copied().unwrap_or(0).is_multiple_of(2);
             let scale = 1.0 / lengths.iter().product::<usize>() as f64;
             let mask: Vec<f64> = (0..m)
                 .map(|k| {

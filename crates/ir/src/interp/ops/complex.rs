@@ -391,7 +391,7 @@ pub fn fft(x: &HostArray, fft_type: FftType, lengths: &[usize]) -> Result<HostAr
                 }
                 if n > 0 {
                     s[0].im = 0.0;
-                    if n % 2 == 0 {
+                    if n.is_multiple_of(2) {
                         s[n / 2].im = 0.0;
                     }
                 }
