@@ -5,6 +5,7 @@
 //! only NaN and ±inf only the same infinity. Integers and bools must match
 //! exactly. Shapes and dtypes must match.
 
+use jaxon_ir::num_complex::Complex64;
 use jaxon_ir::{HostArray, Storage};
 
 /// Relative and absolute tolerances for float comparisons.
@@ -33,6 +34,17 @@ impl Tolerance {
         }
         (got - exp).abs() <= self.atol + self.rtol * exp.abs()
     }
+
+    /// Whether a computed complex number matches an expected one: as NumPy's
+    /// `allclose` on complex values (moduli), part by part where a part is
+    /// NaN or infinite.
+    pub fn complex_matches(self, got: Complex64, exp: Complex64) -> bool {
+        let finite = |z: Complex64| z.re.is_finite() && z.im.is_finite();
+        if !finite(got) || !finite(exp) {
+            return self.float_matches(got.re, exp.re) && self.float_matches(got.im, exp.im);
+        }
+        (got - exp).norm() <= self.atol + self.rtol * exp.norm()
+    }
 }
 
 /// Formats element `i` of a storage in its own type.
@@ -51,6 +63,8 @@ fn element(s: &Storage, i: usize) -> String {
         Storage::BF16(v) => format!("{:?}", v[i].to_f64()),
         Storage::F32(v) => format!("{:?}", v[i]),
         Storage::F64(v) => format!("{:?}", v[i]),
+        Storage::C64(v) => format!("{:?}", v[i]),
+        Storage::C128(v) => format!("{:?}", v[i]),
     }
 }
 
@@ -70,6 +84,9 @@ fn element_matches(got: &Storage, exp: &Storage, i: usize, tol: Tolerance) -> bo
         | (Storage::BF16(_), Storage::BF16(_))
         | (Storage::F32(_), Storage::F32(_))
         | (Storage::F64(_), Storage::F64(_)) => tol.float_matches(got.get_f64(i), exp.get_f64(i)),
+        (Storage::C64(_), Storage::C64(_)) | (Storage::C128(_), Storage::C128(_)) => {
+            tol.complex_matches(got.get_c128(i), exp.get_c128(i))
+        }
         _ => false,
     }
 }

@@ -2,6 +2,7 @@
 //! lines into [`Case`]s (schema: `tests/data/README.md`).
 
 use half::{bf16, f16};
+use jaxon_ir::num_complex::Complex64;
 use jaxon_ir::{DType, HostArray, Storage};
 use serde_json::Value;
 
@@ -123,6 +124,21 @@ fn decode_storage(dtype: DType, data: &[&Value]) -> Result<Storage, String> {
         DType::BF16 => Storage::BF16(all(data, |v| decode_float(v).map(bf16::from_f64))?),
         DType::F32 => Storage::F32(all(data, |v| decode_float(v).map(|x| x as f32))?),
         DType::F64 => Storage::F64(all(data, decode_float)?),
+        DType::C64 | DType::C128 => {
+            // Interleaved (real, imaginary) pairs.
+            if !data.len().is_multiple_of(2) {
+                return Err(format!(
+                    "{dtype} data has an odd number {} of parts",
+                    data.len()
+                ));
+            }
+            let parts = all(data, decode_float)?;
+            let z: Vec<Complex64> = parts
+                .chunks_exact(2)
+                .map(|p| Complex64::new(p[0], p[1]))
+                .collect();
+            Storage::from_c128(dtype, &z)
+        }
     })
 }
 
@@ -348,6 +364,10 @@ mod tests {
         assert_eq!(a.data(), &Storage::I32(vec![1, 2, 3, 4, 5, 6]));
         assert!(arr(r#"{"dtype":"i32","shape":[2,3],"data":[1,2]}"#).is_err());
         assert!(arr(r#"{"dtype":"c64","shape":[],"data":[1]}"#).is_err());
+        let c = arr(r#"{"dtype":"c64","shape":[2],"data":[1.5,-2,"nan",0.25]}"#).unwrap();
+        assert_eq!(c.to_c128_vec()[0], Complex64::new(1.5, -2.0));
+        assert!(c.to_c128_vec()[1].re.is_nan());
+        assert_eq!(c.to_c128_vec()[1].im, 0.25);
         let z = arr(r#"{"dtype":"f32","shape":[0,4],"data":[]}"#).unwrap();
         assert_eq!((z.shape(), z.len()), (&[0usize, 4][..], 0));
     }

@@ -88,6 +88,8 @@ fn elem(s: &Storage, i: usize) -> String {
         Storage::BF16(v) => v[i].to_string(),
         Storage::F32(v) => v[i].to_string(),
         Storage::F64(v) => v[i].to_string(),
+        Storage::C64(v) => v[i].to_string(),
+        Storage::C128(v) => v[i].to_string(),
     }
 }
 

@@ -228,6 +228,7 @@
 
 mod codegen;
 mod compile;
+mod complex;
 mod dynamic;
 mod error;
 mod ops;
@@ -374,6 +375,10 @@ impl Backend for CpuBackend {
                 jaxpr.jaxpr.constvars.len(),
                 jaxpr.consts.len()
             )));
+        }
+        if complex::uses_complex(&jaxpr.jaxpr) {
+            // The kernels are real-only: complex programs take the slow path.
+            return Ok(Arc::new(complex::ComplexExecutable::new(jaxpr)?));
         }
         if dynamic::is_dynamic(&jaxpr.jaxpr) {
             return self.compile_dynamic(jaxpr);

@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 67;
+const N_VARIANTS: usize = 72;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -110,6 +110,12 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Marker(Marker::DevicePut(_)) => (55, Tested),
         Primitive::Marker(Marker::OptimizationBarrier(_)) => (56, Tested),
         Primitive::Marker(Marker::PlatformIndex(_)) => (57, Tested),
+        // Complex programs run on the slow path (`src/complex.rs`).
+        Primitive::Elementwise(Elementwise::Complex) => (67, Tested),
+        Primitive::Elementwise(Elementwise::Real) => (68, Tested),
+        Primitive::Elementwise(Elementwise::Imag) => (69, Tested),
+        Primitive::Elementwise(Elementwise::Conj(_)) => (70, Tested),
+        Primitive::Linalg(Linalg::Fft(_)) => (71, Tested),
     }
 }
 
@@ -696,6 +702,26 @@ fn linalg_cases() -> Vec<Case> {
       rhs_dilation=(1,)
       window_strides=(1,)";
     vec![
+        // Complex intermediates: the slow path's FFTs (rustfft) against the
+        // interpreter's reference DFT, radix-2 and Bluestein lengths.
+        case(
+            "{ lambda ; a:f32[4,8] b:f32[4,8] c:f32[3,6]. let
+    d:c64[4,8] = complex a b
+    e:c64[4,8] = fft[fft_lengths=(8,) fft_type=0] d
+    f:c64[4,8] = conj[input_dtype=complex64] e
+    g:f32[4,8] = real f
+    h:f32[4,8] = imag f
+    i:c64[4,5] = fft[fft_lengths=(8,) fft_type=2] a
+    j:f32[4,8] = fft[fft_lengths=(8,) fft_type=3] i
+    k:c64[3,4] = fft[fft_lengths=(3, 6) fft_type=2] c
+    l:f32[3,6] = fft[fft_lengths=(3, 6) fft_type=3] k
+    m:c64[3,6] = complex c c
+    n:c64[3,6] = fft[fft_lengths=(6,) fft_type=1] m
+    o:f32[3,6] = real n
+  in (g, h, j, l, o) }",
+            u(2.0),
+            Tol::Rel(1e-5),
+        ),
         conv("f32[2,9,3]", "f32[3,3,4]", "f32[2,4,4]", p1, Tol::Rel(1e-5)),
         conv("i32[2,9,3]", "i32[3,3,4]", "i32[2,4,4]", p1, Tol::Exact),
         conv("f16[2,9,3]", "f16[3,3,4]", "f16[2,4,4]", p1, Tol::Rel(1e-2)),

@@ -9,7 +9,9 @@ use jaxon_ir::DType;
 
 /// `values`, each converted to `dtype` as a KIR cast would, as bytes.
 pub fn encode(dtype: DType, values: &[f64]) -> Vec<u8> {
-    let size = dtype.size_bytes();
+    // Complex dtypes never lower (`lower::unsupported::complex`); capped so
+    // that they cannot index past a `u64`.
+    let size = dtype.size_bytes().min(8);
     let mut out = Vec::with_capacity(values.len() * size);
     for &v in values {
         let bits = Const::from_f64(dtype, v).bits;
@@ -20,7 +22,7 @@ pub fn encode(dtype: DType, values: &[f64]) -> Vec<u8> {
 
 /// The elements of `bytes` (whole elements of `dtype`) as `f64`.
 pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
-    let size = dtype.size_bytes();
+    let size = dtype.size_bytes().min(8);
     bytes
         .chunks_exact(size)
         .map(|c| {
@@ -41,7 +43,9 @@ pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
                 | DType::F16
                 | DType::BF16
                 | DType::F32
-                | DType::F64 => raw,
+                | DType::F64
+                | DType::C64
+                | DType::C128 => raw,
             };
             Const { dtype, bits }.to_f64()
         })

@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 67;
+const N_VARIANTS: usize = 72;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -97,6 +97,11 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Marker(Marker::DevicePut(_)) => (55, Lowered),
         Primitive::Marker(Marker::OptimizationBarrier(_)) => (56, Lowered),
         Primitive::Marker(Marker::PlatformIndex(_)) => (57, Lowered),
+        Primitive::Elementwise(Elementwise::Complex) => (67, NotYet("complex numbers")),
+        Primitive::Elementwise(Elementwise::Real) => (68, NotYet("complex numbers")),
+        Primitive::Elementwise(Elementwise::Imag) => (69, NotYet("complex numbers")),
+        Primitive::Elementwise(Elementwise::Conj(_)) => (70, NotYet("complex numbers")),
+        Primitive::Linalg(Linalg::Fft(_)) => (71, NotYet("complex numbers")),
     }
 }
 
@@ -321,6 +326,17 @@ const FIRST_ORDER: &str = "{ lambda ; a:f32[3,4] b:i32[] c:f32[2,2] d:bool[3,4].
 /// Samples of not-yet primitives: compiling each must fail as unsupported.
 fn not_yet_samples() -> Vec<(&'static str, String)> {
     vec![
+        (
+            "complex",
+            "{ lambda ; a:f32[3] b:f32[3]. let
+    c:c64[3] = complex a b
+    d:c64[3] = fft[fft_lengths=(3,) fft_type=0] c
+    e:c64[3] = conj[input_dtype=complex64] d
+    f:f32[3] = real e
+    g:f32[3] = imag e
+  in (f, g) }"
+                .into(),
+        ),
         (
             "for_loop",
             "{ lambda ; a:f32[] b:f32[5]. let

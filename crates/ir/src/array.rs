@@ -6,6 +6,7 @@
 use crate::dtype::DType;
 use crate::error::IrError;
 use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
 
 /// Typed element storage of a [`HostArray`].
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +37,10 @@ pub enum Storage {
     F32(Vec<f32>),
     /// `f64`
     F64(Vec<f64>),
+    /// `c64`
+    C64(Vec<Complex32>),
+    /// `c128`
+    C128(Vec<Complex64>),
 }
 
 /// Applies `$body` to the vector inside any `Storage` variant.
@@ -56,6 +61,8 @@ macro_rules! with_storage {
             $crate::array::Storage::BF16($v) => $body,
             $crate::array::Storage::F32($v) => $body,
             $crate::array::Storage::F64($v) => $body,
+            $crate::array::Storage::C64($v) => $body,
+            $crate::array::Storage::C128($v) => $body,
         }
     };
 }
@@ -77,6 +84,8 @@ impl Storage {
             Storage::BF16(_) => DType::BF16,
             Storage::F32(_) => DType::F32,
             Storage::F64(_) => DType::F64,
+            Storage::C64(_) => DType::C64,
+            Storage::C128(_) => DType::C128,
         }
     }
 
@@ -91,7 +100,7 @@ impl Storage {
     }
 
     /// Element `i` converted to f64 (bools are 0 or 1; 64-bit integers may
-    /// round).
+    /// round; complex numbers give their real part).
     pub fn get_f64(&self, i: usize) -> f64 {
         match self {
             Storage::Bool(v) => v[i] as u8 as f64,
@@ -107,6 +116,8 @@ impl Storage {
             Storage::BF16(v) => v[i].to_f64(),
             Storage::F32(v) => v[i] as f64,
             Storage::F64(v) => v[i],
+            Storage::C64(v) => v[i].re as f64,
+            Storage::C128(v) => v[i].re,
         }
     }
 
@@ -126,6 +137,35 @@ impl Storage {
             Storage::BF16(v) => v[i].to_f64() as i64,
             Storage::F32(v) => v[i] as i64,
             Storage::F64(v) => v[i] as i64,
+            Storage::C64(v) => v[i].re as i64,
+            Storage::C128(v) => v[i].re as i64,
+        }
+    }
+
+    /// Element `i` as a `Complex64` (real dtypes give a zero imaginary part).
+    pub fn get_c128(&self, i: usize) -> Complex64 {
+        match self {
+            Storage::C64(v) => Complex64::new(v[i].re as f64, v[i].im as f64),
+            Storage::C128(v) => v[i],
+            other => Complex64::new(other.get_f64(i), 0.0),
+        }
+    }
+
+    /// Converts complex values to `dtype` the way a cast does: a real dtype
+    /// takes the real part (as JAX's `convert_element_type` does).
+    pub fn from_c128(dtype: DType, values: &[Complex64]) -> Storage {
+        match dtype {
+            DType::C64 => Storage::C64(
+                values
+                    .iter()
+                    .map(|z| Complex32::new(z.re as f32, z.im as f32))
+                    .collect(),
+            ),
+            DType::C128 => Storage::C128(values.to_vec()),
+            _ => {
+                let re: Vec<f64> = values.iter().map(|z| z.re).collect();
+                Storage::from_f64(dtype, &re)
+            }
         }
     }
 
@@ -145,6 +185,8 @@ impl Storage {
             DType::BF16 => Storage::BF16(vec![bf16::ZERO; n]),
             DType::F32 => Storage::F32(vec![0.0; n]),
             DType::F64 => Storage::F64(vec![0.0; n]),
+            DType::C64 => Storage::C64(vec![Complex32::new(0.0, 0.0); n]),
+            DType::C128 => Storage::C128(vec![Complex64::new(0.0, 0.0); n]),
         }
     }
 
@@ -166,6 +208,8 @@ impl Storage {
             DType::BF16 => Storage::BF16(it.map(bf16::from_f64).collect()),
             DType::F32 => Storage::F32(it.map(|x| x as f32).collect()),
             DType::F64 => Storage::F64(it.collect()),
+            DType::C64 => Storage::C64(it.map(|x| Complex32::new(x as f32, 0.0)).collect()),
+            DType::C128 => Storage::C128(it.map(|x| Complex64::new(x, 0.0)).collect()),
         }
     }
 }
@@ -250,6 +294,20 @@ impl HostArray {
     /// Splits into shape and storage.
     pub fn into_parts(self) -> (Vec<usize>, Storage) {
         (self.shape, self.data)
+    }
+
+    /// All elements as `Complex64` (real dtypes give zero imaginary parts).
+    pub fn to_c128_vec(&self) -> Vec<Complex64> {
+        (0..self.len()).map(|i| self.data.get_c128(i)).collect()
+    }
+
+    /// An array of `dtype` from complex values (converted like a cast).
+    pub fn from_c128(
+        dtype: DType,
+        shape: &[usize],
+        values: &[Complex64],
+    ) -> Result<HostArray, IrError> {
+        HostArray::new(shape.to_vec(), Storage::from_c128(dtype, values))
     }
 
     /// All elements as f64.

@@ -37,6 +37,10 @@ pub enum DType {
     F32,
     /// `f64`
     F64,
+    /// Complex of two `f32`, `c64` (`complex64`).
+    C64,
+    /// Complex of two `f64`, `c128` (`complex128`).
+    C128,
 }
 
 /// The kind of a dtype, which decides how it promotes and how it computes.
@@ -50,11 +54,13 @@ pub enum DTypeKind {
     UnsignedInt,
     /// Floating point.
     Float,
+    /// Complex floating point.
+    Complex,
 }
 
 impl DType {
     /// Every dtype, each once.
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 15] = [
         DType::Bool,
         DType::I8,
         DType::I16,
@@ -68,6 +74,8 @@ impl DType {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::C64,
+        DType::C128,
     ];
 
     /// The short name printed in types: `f32`, `bf16`, `bool`.
@@ -86,6 +94,8 @@ impl DType {
             DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
         }
     }
 
@@ -105,6 +115,8 @@ impl DType {
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
             DType::F64 => "float64",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
         }
     }
 
@@ -122,6 +134,7 @@ impl DType {
             DType::I8 | DType::I16 | DType::I32 | DType::I64 => DTypeKind::SignedInt,
             DType::U8 | DType::U16 | DType::U32 | DType::U64 => DTypeKind::UnsignedInt,
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => DTypeKind::Float,
+            DType::C64 | DType::C128 => DTypeKind::Complex,
         }
     }
 
@@ -131,13 +144,44 @@ impl DType {
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::C128 => 16,
         }
     }
 
     /// Width in bits.
     pub fn bits(self) -> u32 {
         self.size_bytes() as u32 * 8
+    }
+
+    /// True for `c64` and `c128`.
+    pub fn is_complex(self) -> bool {
+        self.kind() == DTypeKind::Complex
+    }
+
+    /// True for the floating-point and complex dtypes (JAX's `inexact`).
+    pub fn is_inexact(self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+
+    /// The real dtype of a complex one (`c64` -> `f32`); other dtypes are
+    /// their own real dtype.
+    pub fn real_dtype(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            other => other,
+        }
+    }
+
+    /// The complex dtype whose parts are `self` (`f32` -> `c64`, `f64` ->
+    /// `c128`); complex dtypes map to themselves, other dtypes to `None`.
+    pub fn complex_dtype(self) -> Option<DType> {
+        match self {
+            DType::F32 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
+        }
     }
 
     /// True for the floating-point dtypes.

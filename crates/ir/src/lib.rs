@@ -37,6 +37,7 @@ pub use error::IrError;
 pub use interp::{eval_closed_jaxpr, eval_jaxpr, Value};
 pub use jaxpr::{Atom, Binder, ClosedJaxpr, Eqn, Jaxpr, Var, VarSpace};
 pub use literal::{Literal, Scalar};
+pub use num_complex;
 pub use parse::{parse_closed_jaxpr, parse_jaxpr, ParseError};
 pub use primitive::Primitive;
 pub use promotion::{promote_types, result_type, result_type_x32, PromotionError};

@@ -18,6 +18,8 @@ pub enum Scalar {
     UInt(u64),
     /// A float of any width, held exactly as f64.
     Float(f64),
+    /// A complex number (real, imaginary), each part held exactly as f64.
+    Complex(f64, f64),
 }
 
 /// A scalar literal operand, printed as JAX prints it: `2.0:f32[]`.
@@ -38,8 +40,36 @@ impl Literal {
             DTypeKind::SignedInt => Scalar::Int(wrap_signed(value as i64, dtype.bits())),
             DTypeKind::UnsignedInt => Scalar::UInt(wrap_unsigned(value as u64, dtype.bits())),
             DTypeKind::Float => Scalar::Float(round_to_float_dtype(value, dtype)),
+            DTypeKind::Complex => {
+                Scalar::Complex(round_to_float_dtype(value, dtype.real_dtype()), 0.0)
+            }
         };
         Literal { value, dtype }
+    }
+
+    /// A complex literal of `dtype` (`c64` or `c128`; a real dtype keeps the
+    /// real part) with each part rounded to the dtype's precision.
+    pub fn complex(re: f64, im: f64, dtype: DType) -> Literal {
+        if !dtype.is_complex() {
+            return Literal::new(re, dtype);
+        }
+        let part = dtype.real_dtype();
+        Literal {
+            value: Scalar::Complex(
+                round_to_float_dtype(re, part),
+                round_to_float_dtype(im, part),
+            ),
+            dtype,
+        }
+    }
+
+    /// The value as (real, imaginary) parts; real literals have a zero
+    /// imaginary part.
+    pub fn as_complex(&self) -> (f64, f64) {
+        match self.value {
+            Scalar::Complex(re, im) => (re, im),
+            _ => (self.as_f64(), 0.0),
+        }
     }
 
     /// The value as f64 (bools are 0 or 1).
@@ -49,6 +79,7 @@ impl Literal {
             Scalar::Int(i) => i as f64,
             Scalar::UInt(u) => u as f64,
             Scalar::Float(x) => x,
+            Scalar::Complex(re, _) => re,
         }
     }
 
@@ -58,7 +89,7 @@ impl Literal {
             Scalar::Bool(b) => Some(b as i64),
             Scalar::Int(i) => Some(i),
             Scalar::UInt(u) => i64::try_from(u).ok(),
-            Scalar::Float(_) => None,
+            Scalar::Float(_) | Scalar::Complex(..) => None,
         }
     }
 }
@@ -176,6 +207,27 @@ pub fn python_float_repr(x: f64) -> String {
     }
 }
 
+/// One part of a complex number as Python's `repr(complex)` writes it: like
+/// `repr(float)` without a trailing `.0` (`1`, `0.5`, `1e+16`, `nan`).
+fn python_complex_part(x: f64) -> String {
+    let s = python_float_repr(x);
+    match s.strip_suffix(".0") {
+        Some(t) => t.to_string(),
+        None => s,
+    }
+}
+
+/// Formats a complex number as Python's `repr(complex)`: `1j` when the real
+/// part is `+0.0`, else `(1+2j)`, `(0.5-0.25j)`, `(-0-1j)`.
+pub fn python_complex_repr(re: f64, im: f64) -> String {
+    let imag = python_complex_part(im);
+    if re == 0.0 && re.is_sign_positive() {
+        return format!("{imag}j");
+    }
+    let sign = if imag.starts_with('-') { "" } else { "+" };
+    format!("({}{sign}{imag}j)", python_complex_part(re))
+}
+
 impl fmt::Display for Literal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.value {
@@ -183,6 +235,7 @@ impl fmt::Display for Literal {
             Scalar::Int(i) => write!(f, "{i}")?,
             Scalar::UInt(u) => write!(f, "{u}")?,
             Scalar::Float(x) => f.write_str(&python_float_repr(x))?,
+            Scalar::Complex(re, im) => f.write_str(&python_complex_repr(re, im))?,
         }
         write!(f, ":{}[]", self.dtype)
     }
@@ -230,5 +283,25 @@ mod tests {
         );
         assert_eq!(Literal::new(1.0, DType::Bool).to_string(), "True:bool[]");
         assert_eq!(Literal::new(3.0, DType::U8).to_string(), "3:u8[]");
+    }
+
+    #[test]
+    fn complex_literal_display_matches_python() {
+        let cases = [
+            ((1.0, 2.0), "(1+2j)"),
+            ((0.0, 1.0), "1j"),
+            ((0.5, -0.25), "(0.5-0.25j)"),
+            ((12.0, 0.0), "(12+0j)"),
+            ((-0.0, -1.0), "(-0-1j)"),
+            ((1e16, 1.5), "(1e+16+1.5j)"),
+            ((f64::NAN, f64::INFINITY), "(nan+infj)"),
+        ];
+        for ((re, im), want) in cases {
+            assert_eq!(python_complex_repr(re, im), want);
+        }
+        assert_eq!(
+            Literal::complex(1.0, 2.0, DType::C64).to_string(),
+            "(1+2j):c64[]"
+        );
     }
 }

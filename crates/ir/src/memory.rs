@@ -186,6 +186,8 @@ pub fn try_zeros(what: &str, dtype: DType, shape: &[usize]) -> Result<Storage, I
         DType::BF16 => try_filled(n, bf16::ZERO).map(Storage::BF16),
         DType::F32 => try_filled(n, 0.0).map(Storage::F32),
         DType::F64 => try_filled(n, 0.0).map(Storage::F64),
+        DType::C64 => try_filled(n, num_complex::Complex32::new(0.0, 0.0)).map(Storage::C64),
+        DType::C128 => try_filled(n, num_complex::Complex64::new(0.0, 0.0)).map(Storage::C128),
     };
     s.ok_or_else(|| IrError::ResourceExhausted {
         what: what.to_string(),

@@ -1,13 +1,14 @@
 //! JAX's type-promotion lattice with weak types: `promote_types` and
 //! `result_type`.
 //!
-//! The lattice (JAX's "standard" promotion, complex and sub-byte types left
-//! out) has the 13 dtypes plus two weak nodes, `i*` (a Python `int`) and
-//! `f*` (a Python `float`):
+//! The lattice (JAX's "standard" promotion, sub-byte types left out) has the
+//! 15 dtypes plus three weak nodes, `i*` (a Python `int`), `f*` (a Python
+//! `float`) and `c*` (a Python `complex`):
 //!
 //! ```text
 //! bool → i* → {u8, i8};  u8 → {u16, i16};  u16 → {u32, i32};  u32 → {u64, i64};
-//! i8 → i16 → i32 → i64;  u64 → f*;  i64 → f*;  f* → {f16, bf16} → f32 → f64
+//! i8 → i16 → i32 → i64;  u64 → f*;  i64 → f*;  f* → {f16, bf16, c*};
+//! {f16, bf16} → f32 → {f64, c64};  c* → c64 → c128;  f64 → c128
 //! ```
 //!
 //! In x32 mode `u32 → {u64, i32}` instead of `{u64, i64}`, and results are
@@ -27,12 +28,13 @@ pub enum PromotionError {
     NoInputs,
 }
 
-/// A node of the promotion lattice: one of the 13 dtypes (indices 0..13, the
+/// A node of the promotion lattice: one of the 15 dtypes (indices 0..15, the
 /// order of [`DType::ALL`]), or a weak node.
 type Node = usize;
-const WEAK_INT: Node = 13;
-const WEAK_FLOAT: Node = 14;
-const NODES: usize = 15;
+const WEAK_INT: Node = 15;
+const WEAK_FLOAT: Node = 16;
+const WEAK_COMPLEX: Node = 17;
+const NODES: usize = 18;
 
 fn node_of(d: DType) -> Node {
     match d {
@@ -49,6 +51,8 @@ fn node_of(d: DType) -> Node {
         DType::BF16 => 10,
         DType::F32 => 11,
         DType::F64 => 12,
+        DType::C64 => 13,
+        DType::C128 => 14,
     }
 }
 
@@ -66,16 +70,19 @@ fn successors(n: Node, x64: bool) -> &'static [Node] {
         7 if x64 => &[8, 4],
         7 => &[8, 3],
         8 => &[WEAK_FLOAT],
-        WEAK_FLOAT => &[9, 10],
+        WEAK_FLOAT => &[9, 10, WEAK_COMPLEX],
         9 | 10 => &[11],
-        11 => &[12],
+        11 => &[12, 13],
+        12 => &[14],
+        WEAK_COMPLEX => &[13],
+        13 => &[14],
         _ => &[],
     }
 }
 
 /// The upper bounds of each node (the node itself included), as bit sets.
-fn upper_bounds(x64: bool) -> [u16; NODES] {
-    let mut ub = [0u16; NODES];
+fn upper_bounds(x64: bool) -> [u32; NODES] {
+    let mut ub = [0u32; NODES];
     // Reflexive-transitive closure by iterating to a fixed point.
     for (n, bits) in ub.iter_mut().enumerate() {
         *bits = 1 << n;
@@ -99,15 +106,15 @@ fn upper_bounds(x64: bool) -> [u16; NODES] {
 }
 
 /// The least upper bound of a non-empty set of nodes. The lattice has a top
-/// (`f64`), so it always exists.
-fn least_upper_bound(nodes: u16, x64: bool) -> Node {
+/// (`c128`), so it always exists.
+fn least_upper_bound(nodes: u32, x64: bool) -> Node {
     let ub = upper_bounds(x64);
     let common = (0..NODES)
         .filter(|&n| nodes & (1 << n) != 0)
-        .fold(u16::MAX, |acc, n| acc & ub[n]);
+        .fold(u32::MAX, |acc, n| acc & ub[n]);
     (0..NODES)
         .find(|&c| common & (1 << c) != 0 && ub[c] & common == common)
-        .unwrap_or(node_of(DType::F64))
+        .unwrap_or(node_of(DType::C128))
 }
 
 /// The dtype a lattice node stands for; a weak node stands for the default
@@ -116,6 +123,7 @@ fn node_dtype(n: Node, x64: bool) -> DType {
     match n {
         WEAK_INT => canonicalize(DType::I64, x64),
         WEAK_FLOAT => canonicalize(DType::F64, x64),
+        WEAK_COMPLEX => canonicalize(DType::C128, x64),
         _ => DType::ALL[n],
     }
 }
@@ -130,6 +138,7 @@ fn operand_node(d: DType, weak: bool) -> Node {
         DTypeKind::Bool => node_of(d),
         DTypeKind::SignedInt | DTypeKind::UnsignedInt => WEAK_INT,
         DTypeKind::Float => WEAK_FLOAT,
+        DTypeKind::Complex => WEAK_COMPLEX,
     }
 }
 
@@ -142,6 +151,7 @@ fn canonicalize(d: DType, x64: bool) -> DType {
         DType::I64 => DType::I32,
         DType::U64 => DType::U32,
         DType::F64 => DType::F32,
+        DType::C128 => DType::C64,
         other => other,
     }
 }
@@ -181,14 +191,17 @@ fn result_type_in(args: &[(DType, bool)], x64: bool) -> Result<(DType, bool), Pr
     } else if args.iter().all(|&(d, _)| d == first) && !all_weak {
         (first, false)
     } else if all_weak {
-        let set = args.iter().fold(0u16, |s, &(d, _)| s | (1 << node_of(d)));
+        let set = args.iter().fold(0u32, |s, &(d, _)| s | (1 << node_of(d)));
         (node_dtype(least_upper_bound(set, x64), x64), true)
     } else {
         let set = args
             .iter()
-            .fold(0u16, |s, &(d, w)| s | (1 << operand_node(d, w)));
+            .fold(0u32, |s, &(d, w)| s | (1 << operand_node(d, w)));
         let n = least_upper_bound(set, x64);
-        (node_dtype(n, x64), n == WEAK_INT || n == WEAK_FLOAT)
+        (
+            node_dtype(n, x64),
+            n == WEAK_INT || n == WEAK_FLOAT || n == WEAK_COMPLEX,
+        )
     };
     let dtype = canonicalize(dtype, x64);
     Ok((dtype, weak && dtype != DType::Bool))
@@ -205,19 +218,21 @@ mod tests {
     /// x64: `jnp.promote_types(row, column)`, in the order of `DType::ALL`.
     const STRONG_X64: &str = concat!(
         "strong promote_types: row a, column b (order of DType::ALL)\n",
-        "bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64\n",
-        "i8 i8 i16 i32 i64 i16 i32 i64 f64 f16 bf16 f32 f64\n",
-        "i16 i16 i16 i32 i64 i16 i32 i64 f64 f16 bf16 f32 f64\n",
-        "i32 i32 i32 i32 i64 i32 i32 i64 f64 f16 bf16 f32 f64\n",
-        "i64 i64 i64 i64 i64 i64 i64 i64 f64 f16 bf16 f32 f64\n",
-        "u8 i16 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64\n",
-        "u16 i32 i32 i32 i64 u16 u16 u32 u64 f16 bf16 f32 f64\n",
-        "u32 i64 i64 i64 i64 u32 u32 u32 u64 f16 bf16 f32 f64\n",
-        "u64 f64 f64 f64 f64 u64 u64 u64 u64 f16 bf16 f32 f64\n",
-        "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f32 f64\n",
-        "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32 bf16 f32 f64\n",
-        "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64\n",
-        "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64\n",
+        "bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 c64 c128\n",
+        "i8 i8 i16 i32 i64 i16 i32 i64 f64 f16 bf16 f32 f64 c64 c128\n",
+        "i16 i16 i16 i32 i64 i16 i32 i64 f64 f16 bf16 f32 f64 c64 c128\n",
+        "i32 i32 i32 i32 i64 i32 i32 i64 f64 f16 bf16 f32 f64 c64 c128\n",
+        "i64 i64 i64 i64 i64 i64 i64 i64 f64 f16 bf16 f32 f64 c64 c128\n",
+        "u8 i16 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64 c64 c128\n",
+        "u16 i32 i32 i32 i64 u16 u16 u32 u64 f16 bf16 f32 f64 c64 c128\n",
+        "u32 i64 i64 i64 i64 u32 u32 u32 u64 f16 bf16 f32 f64 c64 c128\n",
+        "u64 f64 f64 f64 f64 u64 u64 u64 u64 f16 bf16 f32 f64 c64 c128\n",
+        "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f32 f64 c64 c128\n",
+        "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32 bf16 f32 f64 c64 c128\n",
+        "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64 c64 c128\n",
+        "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 c128 c128\n",
+        "c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c64 c128 c64 c128\n",
+        "c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128\n",
     );
 
     /// x64: result of each ordered pair of (dtype, weak) operands.
@@ -399,10 +414,10 @@ mod tests {
     #[test]
     fn strong_promote_types_matches_jax() {
         let rows: Vec<&str> = STRONG_X64.lines().skip(1).collect();
-        assert_eq!(rows.len(), 13);
+        assert_eq!(rows.len(), 15);
         for (&a, row) in DType::ALL.iter().zip(rows) {
             let row: Vec<&str> = row.split(' ').collect();
-            assert_eq!(row.len(), 13);
+            assert_eq!(row.len(), 15);
             for (&b, want) in DType::ALL.iter().zip(row) {
                 let want = DType::from_name(want).unwrap();
                 assert_eq!(promote_types(a, b), want, "{a} {b}");
@@ -441,6 +456,37 @@ mod tests {
             }
         }
         assert_eq!(count, 39);
+    }
+
+    /// Python `complex` scalars (`c*`) and complex operands, as JAX 0.10.2's
+    /// `jnp.result_type` gives them.
+    #[test]
+    fn complex_weak_scalars_match_jax() {
+        let c = (DType::C128, true);
+        let cases = [
+            ((DType::F32, false), c, (DType::C64, false)),
+            ((DType::F16, false), c, (DType::C64, false)),
+            ((DType::F64, false), c, (DType::C128, false)),
+            ((DType::I32, false), c, (DType::C128, true)),
+            ((DType::C64, false), (DType::F64, true), (DType::C64, false)),
+            (
+                (DType::C64, false),
+                (DType::F64, false),
+                (DType::C128, false),
+            ),
+            ((DType::F64, true), c, (DType::C128, true)),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(result_type(&[a, b]), Ok(want), "{a:?} {b:?}");
+        }
+        assert_eq!(
+            result_type_x32(&[(DType::I32, false), c]),
+            Ok((DType::C64, true))
+        );
+        assert_eq!(
+            result_type_x32(&[(DType::C128, false)]),
+            Ok((DType::C64, false))
+        );
     }
 
     #[test]

@@ -407,6 +407,8 @@ element! {
     bf16 => BF16, BF16;
     f32 => F32, F32;
     f64 => F64, F64;
+    jaxon_ir::num_complex::Complex32 => C64, C64;
+    jaxon_ir::num_complex::Complex64 => C128, C128;
 }
 
 /// A Rust scalar that becomes a weakly typed array, like a Python scalar.

@@ -21,6 +21,10 @@ pub fn literal_array(l: &jaxon_ir::Literal) -> Array {
         jaxon_ir::Scalar::UInt(u) if l.dtype == jaxon_ir::DType::U64 => {
             HostArray::new(Vec::new(), jaxon_ir::Storage::U64(vec![u])).unwrap_or(host)
         }
+        jaxon_ir::Scalar::Complex(re, im) => {
+            let z = [jaxon_ir::num_complex::Complex64::new(re, im)];
+            HostArray::from_c128(l.dtype, &[], &z).unwrap_or(host)
+        }
         _ => host,
     };
     Array::from_host(host)

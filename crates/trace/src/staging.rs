@@ -449,6 +449,10 @@ pub fn scalar_literal(host: &HostArray) -> Literal {
         Storage::F16(_) | Storage::BF16(_) | Storage::F32(_) | Storage::F64(_) => {
             Scalar::Float(host.data().get_f64(0))
         }
+        Storage::C64(_) | Storage::C128(_) => {
+            let z = host.data().get_c128(0);
+            Scalar::Complex(z.re, z.im)
+        }
     };
     Literal { value, dtype }
 }

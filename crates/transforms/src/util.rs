@@ -77,7 +77,7 @@ pub fn unbroadcast(ct: &Array, shape: &[usize]) -> Result<Array> {
 /// Whether values of `dtype` carry tangents (floats do; integers and bools
 /// get JAX's `float0`, which we represent as no tangent).
 pub fn has_tangent(dtype: DType) -> bool {
-    dtype.is_float()
+    dtype.is_inexact()
 }
 
 /// The gather that reads back, for every update element, the operand

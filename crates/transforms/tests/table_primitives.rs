@@ -408,6 +408,10 @@ fn table() -> Vec<Row> {
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = jit[name=f jaxpr={ lambda ; a:f64[2,3]. let b:f64[2,3] = tanh a in (b,) }] a in (b,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3]. let b:f64[2,3] = custom_jvp_call[name=softplus call_jaxpr={ lambda ; c:f64[2,3]. let d:f64[2,3] = exp c; e:f64[2,3] = log1p d in (e,) } jvp=<lambda> symbolic_zeros=False] a in (b,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4]. let b:f64[4] = custom_vjp_call[name=f bwd=_bwd call_jaxpr={ lambda ; c:f64[4]. let d:f64[4] = sin c in (d,) } fwd=_fwd symbolic_zeros=False] a in (b,) }"));
+    // Complex numbers: real inputs and outputs, complex in between.
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[2,3]. let c:c128[2,3] = complex a b; d:c128[2,3] = fft[fft_lengths=(3,) fft_type=0] c; e:c128[2,3] = conj[input_dtype=complex128] d; f:c128[2,3] = fft[fft_lengths=(2, 3) fft_type=1] e; g:f64[2,3] = real f; h:f64[2,3] = imag f in (g, h) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3,6]. let b:c128[3,4] = fft[fft_lengths=(6,) fft_type=2] a; c:f64[3,4] = real b; d:f64[3,4] = imag b; e:c128[3,4] = mul b (0.5-1j):c128[]; f:f64[3,6] = fft[fft_lengths=(3, 6) fft_type=3] e; g:f64[3,7] = fft[fft_lengths=(7,) fft_type=3] b in (c, d, f, g) }"));
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4] b:f64[4]. let c:c128[4] = complex a b; d:c128[4] = exp c; e:f64[4] = abs d; f:c128[4] = mul d c; g:c128[4] = sin f; h:f64[4] = real g; i:c128[4] = conj[input_dtype=float64] a; j:f64[4] = imag i in (e, h, j) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[3,3]. let c:f64[2,3] = remat2[differentiated=False jaxpr={ lambda ; d:f64[2,3] e:f64[3,3]. let f:f64[2,3] = dot_general[dimension_numbers=(([1], [0]), ([], []))] d e; g:f64[2,3] = tanh f in (g,) } policy=None prevent_cse=True] a b in (c,) }"));
     r
 }

@@ -245,7 +245,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                 | Linalg::Qr(_)
                 | Linalg::Eigh(_)
                 | Linalg::Svd(_)
-                | Linalg::TridiagonalSolve(_),
+                | Linalg::TridiagonalSolve(_)
+                | Linalg::Fft(_),
             )
             | Primitive::Elementwise(_)
             | Primitive::Structural(_)

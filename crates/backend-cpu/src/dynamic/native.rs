@@ -56,6 +56,12 @@ impl DynOp {
         match &eqn.primitive {
             Primitive::Elementwise(p) => match p {
                 Elementwise::BitcastConvertType(_) | Elementwise::ReducePrecision(_) => native(),
+                Elementwise::Complex
+                | Elementwise::Real
+                | Elementwise::Imag
+                | Elementwise::Conj(_) => {
+                    none("(a complex-number primitive) runs on the complex slow path only")
+                }
                 Elementwise::Unary(_)
                 | Elementwise::Binary(_)
                 | Elementwise::IntegerPow(_)
@@ -107,6 +113,10 @@ impl DynOp {
                 | Linalg::Svd(_)
                 | Linalg::TridiagonalSolve(_),
             ) => native(),
+            // Complex programs never reach the dynamic-shape compiler.
+            Primitive::Linalg(Linalg::Fft(_)) => {
+                none("(a complex-number primitive) runs on the complex slow path only")
+            }
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
             ) => none("(a named-axis collective) is unbound in a compiled program"),

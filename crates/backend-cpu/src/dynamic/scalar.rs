@@ -139,7 +139,7 @@ pub(crate) fn compile(jaxpr: &Jaxpr, start: usize, end: usize) -> Option<ScalarR
                         Scalar::Bool(b) => b as i64,
                         Scalar::Int(i) => i,
                         Scalar::UInt(u) => u as i64,
-                        Scalar::Float(_) => return None,
+                        Scalar::Float(_) | Scalar::Complex(..) => return None,
                     },
                 )),
                 Atom::Var(v) => {

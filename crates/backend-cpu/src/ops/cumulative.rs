@@ -170,6 +170,8 @@ pub(crate) fn cumulative(
         },
         Storage::F16(v) => half!(v, half::f16),
         Storage::BF16(v) => half!(v, half::bf16),
+        // Complex programs take the slow path (`crate::complex`).
+        Storage::C64(_) | Storage::C128(_) => return Err(unsupported(op, x)),
     }
     Ok(out)
 }
@@ -248,6 +250,9 @@ pub(crate) fn arg_reduce(
                 Storage::BF16(v) => {
                     let w: Vec<f32> = v.iter().map(|h| h.to_f32()).collect();
                     lines(&w, outer, len, inner, max)
+                }
+                Storage::C64(_) | Storage::C128(_) => {
+                    return Err(crate::error::run_error("argmax/argmin of complex numbers"))
                 }
             }
         };

@@ -196,6 +196,10 @@ pub(crate) fn reduce(op: ReduceOp, x: &HostArray, axes: &[usize]) -> Result<Host
                         ReduceOp::Xor => fold3(v, o, r, i, false, id, |a, b| a ^ b, id),
                     })
                 }
+                // Complex programs take the slow path (`crate::complex`).
+                DType::C64 | DType::C128 => {
+                    return Err(run_error(format!("{name} of {dt} runs on the complex slow path")))
+                }
             }
         };
     }

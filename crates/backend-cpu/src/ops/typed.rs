@@ -59,6 +59,8 @@ typed! {
     bf16 => BF16, |x| bf16::from_f64(x as f64);
     f32 => F32, |x| x as f32;
     f64 => F64, |x| x as f64;
+    jaxon_ir::num_complex::Complex32 => C64, |x| jaxon_ir::num_complex::Complex32::new(x as f32, 0.0);
+    jaxon_ir::num_complex::Complex64 => C128, |x| jaxon_ir::num_complex::Complex64::new(x as f64, 0.0);
 }
 
 /// Runs `$body` with `$t` the element type of dtype `$dt`.
@@ -115,6 +117,14 @@ macro_rules! with_type {
             }
             jaxon_ir::DType::F64 => {
                 type $t = f64;
+                $body
+            }
+            jaxon_ir::DType::C64 => {
+                type $t = jaxon_ir::num_complex::Complex32;
+                $body
+            }
+            jaxon_ir::DType::C128 => {
+                type $t = jaxon_ir::num_complex::Complex64;
                 $body
             }
         }

@@ -240,5 +240,15 @@ pub(crate) fn array_bytes(a: &HostArray) -> Vec<u8> {
         Storage::BF16(v) => v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
         Storage::F32(v) => le!(v),
         Storage::F64(v) => le!(v),
+        Storage::C64(v) => v
+            .iter()
+            .flat_map(|z| [z.re, z.im])
+            .flat_map(|x| x.to_le_bytes())
+            .collect(),
+        Storage::C128(v) => v
+            .iter()
+            .flat_map(|z| [z.re, z.im])
+            .flat_map(|x| x.to_le_bytes())
+            .collect(),
     }
 }

@@ -75,6 +75,10 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Elementwise::SelectN
             | Elementwise::Clamp
             | Elementwise::RegularizedIncompleteBeta => unfused(),
+            // Complex programs take the slow path (`crate::complex`).
+            Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+                unsupported()
+            }
         },
         // Index maps of fused kernels, fills and copies: native ops when
         // no kernel took them.
@@ -118,6 +122,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Linalg::Svd(_)
             | Linalg::TridiagonalSolve(_),
         ) => native(),
+        Primitive::Linalg(Linalg::Fft(_)) => unsupported(),
         // `native_step` has a rule for every state and Pallas primitive.
         Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {

@@ -60,6 +60,8 @@ pub fn constant(c: Const) -> String {
             c.bits,
             f64::from_bits(c.bits)
         ),
+        // Complex dtypes never lower (`lower::unsupported::complex`).
+        DType::C64 | DType::C128 => format!("(({t})0)"),
     }
 }
 
@@ -264,6 +266,7 @@ fn to_f32_odd(from: DType, x: &str) -> String {
         DType::BF16 => format!("kir_bf16_to_f32({x})"),
         DType::F32 => x.to_string(),
         DType::F64 => format!("kir_f64_to_f32_odd({x})"),
+        DType::C64 | DType::C128 => format!("((kir_f32)({x}))"),
     }
 }
 
@@ -279,9 +282,13 @@ fn float_to_int(src: &str, x: &str, to: DType) -> String {
         DType::I16 => format!("(({ct})kir_clamp_i32(kir_{src}_to_i32({x}), -32768, 32767))"),
         DType::U8 => format!("(({ct})kir_clamp_u32(kir_{src}_to_u32({x}), 255u))"),
         DType::U16 => format!("(({ct})kir_clamp_u32(kir_{src}_to_u32({x}), 65535u))"),
-        DType::Bool | DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
-            format!("(({ct})({x}))")
-        }
+        DType::Bool
+        | DType::F16
+        | DType::BF16
+        | DType::F32
+        | DType::F64
+        | DType::C64
+        | DType::C128 => format!("(({ct})({x}))"),
     }
 }
 
@@ -319,6 +326,7 @@ pub fn cast(from: DType, to: DType, x: &str) -> String {
         },
         DType::F16 => format!("kir_f32_to_f16({})", to_f32_odd(from, x)),
         DType::BF16 => format!("kir_f32_to_bf16({})", to_f32_odd(from, x)),
+        DType::C64 | DType::C128 => format!("(({ct})({x}))"),
     }
 }
 

@@ -27,6 +27,8 @@ pub(crate) fn c_type(d: DType) -> &'static str {
         DType::BF16 => "kir_bf16",
         DType::F32 => "kir_f32",
         DType::F64 => "kir_f64",
+        // Complex dtypes never lower (`lower::unsupported::complex`).
+        DType::C64 | DType::C128 => "kir_complex_is_not_lowered",
     }
 }
 

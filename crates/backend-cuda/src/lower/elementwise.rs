@@ -33,6 +33,9 @@ pub(crate) fn lower(
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
     match p {
+        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+            super::unsupported::complex_elementwise(p.name())
+        }
         Elementwise::ReducePrecision(_)
         | Elementwise::Unary(_)
         | Elementwise::Binary(_)
@@ -75,6 +78,9 @@ pub(crate) fn scalar(
     }
     let x = xs[0].clone();
     match e {
+        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+            Err(unsupported(name, "complex numbers are not lowered yet"))
+        }
         Elementwise::Unary(op) => unary(*op, d, x),
         Elementwise::Binary(op) => {
             let y = xs.get(1).cloned().ok_or_else(arity_err)?;

@@ -42,6 +42,7 @@ pub(crate) fn lower(
             p.name(),
             "matrix decompositions have no GPU kernel yet (cuSOLVER)",
         )),
+        Linalg::Fft(params) => super::unsupported::fft(params),
     }
 }
 

@@ -197,6 +197,7 @@ pub(crate) fn bind_outputs(
 
 /// Lowers a closed jaxpr to a program.
 pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
+    unsupported::complex(&closed.jaxpr)?;
     let mut ctx = Ctx::new();
     let mut inputs = Vec::new();
     let mut in_vals = Vec::new();

@@ -218,6 +218,17 @@ pub fn host_bytes(a: &HostArray) -> Vec<u8> {
         Storage::BF16(v) => le(v, |x: bf16| x.to_bits().to_le_bytes()),
         Storage::F32(v) => le(v, f32::to_le_bytes),
         Storage::F64(v) => le(v, f64::to_le_bytes),
+        // Complex dtypes never lower (`unsupported::complex`): their parts.
+        Storage::C64(v) => v
+            .iter()
+            .flat_map(|z| [z.re, z.im])
+            .flat_map(f32::to_le_bytes)
+            .collect(),
+        Storage::C128(v) => v
+            .iter()
+            .flat_map(|z| [z.re, z.im])
+            .flat_map(f64::to_le_bytes)
+            .collect(),
     }
 }
 
@@ -250,6 +261,12 @@ pub fn array_from_bytes(
         DType::BF16 => Storage::BF16(get(bytes, |b| bf16::from_bits(u16::from_le_bytes(b)))),
         DType::F32 => Storage::F32(get(bytes, f32::from_le_bytes)),
         DType::F64 => Storage::F64(get(bytes, f64::from_le_bytes)),
+        DType::C64 | DType::C128 => {
+            return Err(super::unsupported(
+                "complex",
+                "complex dtypes are not supported by the cuda backend yet",
+            ))
+        }
     };
     HostArray::new(shape.to_vec(), data)
 }

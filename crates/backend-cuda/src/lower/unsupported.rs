@@ -5,8 +5,48 @@
 //! family, `zeta`, Bessel, incomplete beta), which have no CUDA kernel yet.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, Marker, Pallas, State};
-use jaxon_ir::IrError;
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, State};
+use jaxon_ir::{Atom, Aval, Binder, IrError, Jaxpr};
+
+/// Complex dtypes: an `Unsupported` error naming the first equation (or
+/// input) with a complex value, nested jaxprs included.
+pub(crate) fn complex(jaxpr: &Jaxpr) -> Result<(), IrError> {
+    let why = "complex dtypes (c64, c128) are not lowered yet";
+    let is_c = |a: &Aval| a.array().dtype.is_complex();
+    for v in jaxpr.invars.iter().chain(&jaxpr.constvars) {
+        if jaxpr.try_aval(*v).is_some_and(is_c) {
+            return Err(unsupported("complex", why));
+        }
+    }
+    for e in &jaxpr.eqns {
+        let complex_in = e.inputs.iter().any(|a| match a {
+            Atom::Lit(l) => l.dtype.is_complex(),
+            Atom::Var(v) => jaxpr.try_aval(*v).is_some_and(is_c),
+        });
+        let complex_out = e.outputs.iter().any(|b| match b {
+            Binder::Var(v) => jaxpr.try_aval(*v).is_some_and(is_c),
+            Binder::Drop(a) => is_c(a),
+        });
+        if complex_in || complex_out {
+            return Err(unsupported(e.primitive.name(), why));
+        }
+        for j in e.primitive.sub_jaxprs() {
+            complex(j)?;
+        }
+    }
+    Ok(())
+}
+
+/// The complex-number elementwise primitives (`complex`, `real`, `imag`,
+/// `conj`), by name.
+pub(crate) fn complex_elementwise(name: &str) -> Result<(), IrError> {
+    Err(unsupported(name, "complex numbers are not lowered yet"))
+}
+
+/// `fft`.
+pub(crate) fn fft(_: &FftParams) -> Result<(), IrError> {
+    Err(unsupported("fft", "FFTs are not lowered yet"))
+}
 
 /// State primitives (`get`, `swap`, `addupdate`).
 pub(crate) fn state(p: &State) -> Result<(), IrError> {

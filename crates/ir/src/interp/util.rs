@@ -24,6 +24,8 @@ macro_rules! map_storage {
             $crate::array::Storage::BF16($v) => $crate::array::Storage::BF16($body),
             $crate::array::Storage::F32($v) => $crate::array::Storage::F32($body),
             $crate::array::Storage::F64($v) => $crate::array::Storage::F64($body),
+            $crate::array::Storage::C64($v) => $crate::array::Storage::C64($body),
+            $crate::array::Storage::C128($v) => $crate::array::Storage::C128($body),
         }
     };
 }
@@ -45,6 +47,8 @@ macro_rules! same_storage {
             ($crate::array::Storage::BF16($x), $crate::array::Storage::BF16($y)) => $body,
             ($crate::array::Storage::F32($x), $crate::array::Storage::F32($y)) => $body,
             ($crate::array::Storage::F64($x), $crate::array::Storage::F64($y)) => $body,
+            ($crate::array::Storage::C64($x), $crate::array::Storage::C64($y)) => $body,
+            ($crate::array::Storage::C128($x), $crate::array::Storage::C128($y)) => $body,
             _ => $err,
         }
     };
@@ -65,7 +69,7 @@ pub(crate) enum Combine {
 }
 
 /// Element types the interpreter reads and writes generically.
-pub(crate) trait Elem: Copy + PartialEq + PartialOrd {
+pub(crate) trait Elem: Copy + PartialEq {
     /// The value JAX's interpret mode uses for uninitialised memory.
     fn uninit() -> Self;
     /// Zero (false).
@@ -161,6 +165,24 @@ float_elem!(
     bf16 => BF16, bf16::NAN, bf16::ZERO
 );
 
+macro_rules! complex_elem {
+    ($($t:ty => $variant:ident, $nan:expr),*) => {$(
+        impl Elem for num_complex::Complex<$t> {
+            wrap_view!($variant);
+            fn uninit() -> Self { num_complex::Complex::new($nan, $nan) }
+            fn zero() -> Self { num_complex::Complex::new(0.0, 0.0) }
+            fn combine(self, o: Self, op: Combine) -> Option<Self> {
+                match op {
+                    Combine::Add => Some(self + o),
+                    Combine::Xchg => Some(o),
+                    Combine::Max | Combine::Min | Combine::And | Combine::Or | Combine::Xor => None,
+                }
+            }
+        }
+    )*};
+}
+complex_elem!(f32 => C64, f32::NAN, f64 => C128, f64::NAN);
+
 impl Elem for bool {
     wrap_view!(Bool);
     fn uninit() -> Self {
@@ -188,6 +210,7 @@ pub fn literal_array(lit: &Literal) -> HostArray {
         Scalar::Int(i) => int_storage(d, i as i128),
         Scalar::UInt(u) => int_storage(d, u as i128),
         Scalar::Float(x) => Storage::from_f64(d, &[x]),
+        Scalar::Complex(re, im) => Storage::from_c128(d, &[num_complex::Complex64::new(re, im)]),
     };
     // A scalar always holds exactly one element.
     HostArray::new(Vec::new(), data).unwrap_or_else(|_| HostArray::zeros(d, &[]))
@@ -205,7 +228,9 @@ fn int_storage(dtype: DType, v: i128) -> Storage {
         DType::U16 => Storage::U16(vec![v as u16]),
         DType::U32 => Storage::U32(vec![v as u32]),
         DType::U64 => Storage::U64(vec![v as u64]),
-        DType::F16 | DType::BF16 | DType::F32 | DType::F64 => Storage::from_f64(dtype, &[v as f64]),
+        DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 => {
+            Storage::from_f64(dtype, &[v as f64])
+        }
     }
 }
 

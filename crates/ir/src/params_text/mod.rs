@@ -169,6 +169,8 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Elementwise::SelectN | Elementwise::Clamp | Elementwise::RegularizedIncompleteBeta => {
                 return None
             }
+            Elementwise::Complex | Elementwise::Real | Elementwise::Imag => return None,
+            Elementwise::Conj(x) => x,
             Elementwise::IntegerPow(x) => x,
             Elementwise::Round(x) => x,
             Elementwise::ReducePrecision(x) => x,
@@ -212,6 +214,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Linalg::Eigh(x) => x,
             Linalg::Svd(x) => x,
             Linalg::TridiagonalSolve(x) => x,
+            Linalg::Fft(x) => x,
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(x) => x,

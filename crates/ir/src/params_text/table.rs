@@ -79,6 +79,7 @@ params_text! {
         weak_type: "weak_type" Bool or false,
     }
     BitcastConvertTypeParams "bitcast_convert_type" { new_dtype: "new_dtype" Dt }
+    ConjParams "conj" { input_dtype: "input_dtype" Dt }
     TransposeParams "transpose" { permutation: "permutation" Axes }
     SqueezeParams "squeeze" { dimensions: "dimensions" Axes }
     RevParams "rev" { dimensions: "dimensions" Axes }
@@ -163,6 +164,7 @@ params_text! {
         GatherParams "gather",
         ScatterParams "scatter" | "scatter-add" | "scatter-mul" | "scatter-min" | "scatter-max",
         DotGeneralParams "dot_general",
+        FftParams "fft",
         ConvGeneralDilatedParams "conv_general_dilated",
         AllReduceParams "psum" | "pmax" | "pmin",
         AllGatherParams "all_gather",
@@ -180,6 +182,9 @@ params_text! {
         "select_n" => Elementwise::SelectN,
         "clamp" => Elementwise::Clamp,
         "regularized_incomplete_beta" => Elementwise::RegularizedIncompleteBeta,
+        "complex" => Elementwise::Complex,
+        "real" => Elementwise::Real,
+        "imag" => Elementwise::Imag,
         "dynamic_update_slice" => Indexing::DynamicUpdateSlice,
         "cholesky" => Linalg::Cholesky,
         "lu" => Linalg::Lu,
@@ -220,6 +225,30 @@ fn binary(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Primitive> {
         None => Err(cx
             .p
             .err(cx.p.pos, format!("unknown binary op `{}`", cx.name))),
+    }
+}
+
+/// `fft_type`: JAX prints the `FftType` enum's int, after `fft_lengths`.
+impl ParamsText for FftParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        out.push(("fft_lengths", Axes::print(&self.fft_lengths)));
+        out.push(("fft_type", PV::Text(self.fft_type.code().to_string())));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let fft_lengths = cx.field::<Axes, _>("fft_lengths", None)?;
+        let v = cx.p.req("fft_type")?;
+        let code = match &v.v {
+            PValue::Word(w) if w.ends_with("IRFFT") => 3,
+            PValue::Word(w) if w.ends_with("RFFT") => 2,
+            PValue::Word(w) if w.ends_with("IFFT") => 1,
+            PValue::Word(w) if w.ends_with("FFT") => 0,
+            _ => cx.p.int_of(v)?,
+        };
+        let fft_type = FftType::from_code(code).ok_or_else(|| bad(cx, v, "fft_type 0 to 3"))?;
+        Ok(FftParams {
+            fft_type,
+            fft_lengths,
+        })
     }
 }
 

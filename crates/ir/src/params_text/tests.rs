@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 67;
+const VARIANTS: usize = 72;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -46,6 +46,10 @@ fn variant(p: &Primitive) -> usize {
             Elementwise::SelectN => 7,
             Elementwise::Clamp => 8,
             Elementwise::RegularizedIncompleteBeta => 66,
+            Elementwise::Complex => 67,
+            Elementwise::Real => 68,
+            Elementwise::Imag => 69,
+            Elementwise::Conj(_) => 70,
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(_) => 9,
@@ -85,6 +89,7 @@ fn variant(p: &Primitive) -> usize {
             Linalg::Eigh(_) => 63,
             Linalg::Svd(_) => 64,
             Linalg::TridiagonalSolve(_) => 65,
+            Linalg::Fft(_) => 71,
         },
         Primitive::Control(f) => match f {
             Control::Cond(_) => 33,
@@ -195,6 +200,18 @@ fn samples() -> Vec<Primitive> {
         Primitive::from(Elementwise::SelectN),
         Primitive::from(Elementwise::Clamp),
         Primitive::from(Elementwise::RegularizedIncompleteBeta),
+        Primitive::from(Elementwise::Complex),
+        Primitive::from(Elementwise::Real),
+        Primitive::from(Elementwise::Imag),
+        ConjParams {
+            input_dtype: DType::C64,
+        }
+        .into(),
+        FftParams {
+            fft_type: FftType::Rfft,
+            fft_lengths: vec![8],
+        }
+        .into(),
         BroadcastInDimParams {
             shape: vec![Some(1)],
             broadcast_dimensions: Ints::default(),
@@ -488,6 +505,9 @@ fn every_primitive_name_has_a_parser() {
                     | Elementwise::SelectN
                     | Elementwise::Clamp
                     | Elementwise::RegularizedIncompleteBeta
+                    | Elementwise::Complex
+                    | Elementwise::Real
+                    | Elementwise::Imag
             ) | Primitive::Indexing(Indexing::DynamicUpdateSlice)
                 | Primitive::Linalg(Linalg::Cholesky | Linalg::Lu)
         );

@@ -63,6 +63,21 @@ fn is_word_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
+/// The length of a parenthesised complex literal as Python prints it
+/// (`(1+2j)`, `(0.5-0.25j)`, `(nan+infj)`) at the start of `s`, if any.
+fn complex_literal_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix('(')?;
+    let close = body.find(')')?;
+    let inner = &body[..close];
+    let ok = inner.len() >= 3
+        && inner.ends_with('j')
+        && inner.bytes().skip(1).any(|c| c == b'+' || c == b'-')
+        && inner
+            .bytes()
+            .all(|c| c.is_ascii_digit() || b".+-eEinfaj".contains(&c));
+    ok.then_some(close + 2)
+}
+
 /// Splits `text` into tokens; always ends with one `Eof` token.
 pub(crate) fn lex(text: &str) -> Vec<Token> {
     let b = text.as_bytes();
@@ -91,6 +106,10 @@ pub(crate) fn lex(text: &str) -> Vec<Token> {
                 break;
             }
             Tok::Word
+        } else if let Some(len) = complex_literal_len(&text[i..]) {
+            // `(1+2j)`: a parenthesised complex literal is one number.
+            i += len;
+            Tok::Num
         } else if c.is_ascii_digit()
             || (c == b'-' && (at(i + 1).is_ascii_digit() || text[i + 1..].starts_with("inf")))
         {
@@ -118,6 +137,10 @@ pub(crate) fn lex(text: &str) -> Vec<Token> {
                         i += 1;
                     }
                 }
+            }
+            // `1j`: an imaginary literal.
+            if at(i) == b'j' && !is_word_char(at(i + 1)) {
+                i += 1;
             }
             Tok::Num
         } else if c == b'<' && is_word_start(at(i + 1)) {

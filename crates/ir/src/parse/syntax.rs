@@ -551,6 +551,8 @@ impl<'a> Reader<'a> {
             ty.dtype
         } else if text == "True" || text == "False" {
             DType::Bool
+        } else if text.ends_with('j') || text.ends_with("j)") {
+            DType::C128
         } else if text.contains(['.', 'e', 'n']) {
             DType::F64
         } else {
@@ -576,6 +578,10 @@ impl<'a> Reader<'a> {
             }
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => {
                 Scalar::Float(parse_float(text).ok_or_else(bad)?)
+            }
+            DType::C64 | DType::C128 => {
+                let (re, im) = parse_complex(text).ok_or_else(bad)?;
+                Scalar::Complex(re, im)
             }
         };
         Ok(Literal { value, dtype })
@@ -842,6 +848,24 @@ pub(crate) fn parse_float(text: &str) -> Option<f64> {
         "-inf" => Some(f64::NEG_INFINITY),
         _ => text.parse::<f64>().ok(),
     }
+}
+
+/// Parses a Python complex repr: `1j`, `(1+2j)`, `(0.5-0.25j)`, `(-0-1j)`.
+pub(crate) fn parse_complex(text: &str) -> Option<(f64, f64)> {
+    let inner = match text.strip_prefix('(') {
+        Some(t) => t.strip_suffix(')')?,
+        None => return Some((0.0, parse_float(text.strip_suffix('j')?)?)),
+    };
+    let inner = inner.strip_suffix('j')?;
+    let bytes = inner.as_bytes();
+    // The sign between the parts: the last `+`/`-` not at the start and not
+    // an exponent's sign.
+    let split = (1..bytes.len())
+        .rev()
+        .find(|&k| matches!(bytes[k], b'+' | b'-') && !matches!(bytes[k - 1], b'e' | b'E'))?;
+    let re = parse_float(&inner[..split])?;
+    let im = parse_float(inner[split..].trim_start_matches('+'))?;
+    Some((re, im))
 }
 
 /// A type as text, for messages.

@@ -242,15 +242,16 @@ pub fn dce(jaxpr: &Jaxpr) -> Result<Jaxpr, IrError> {
 
 /// Bitwise identity of atoms: literals compare by dtype and bit pattern, so
 /// `0.0` and `-0.0` differ and `NaN` equals itself.
-fn atom_key(a: &Atom) -> (u8, u64, u8) {
+fn atom_key(a: &Atom) -> (u8, u128, u8) {
     match a {
-        Atom::Var(v) => (0, v.0 as u64, 0),
+        Atom::Var(v) => (0, v.0 as u128, 0),
         Atom::Lit(l) => {
             let bits = match l.value {
-                Scalar::Bool(b) => b as u64,
-                Scalar::Int(i) => i as u64,
-                Scalar::UInt(u) => u,
-                Scalar::Float(x) => x.to_bits(),
+                Scalar::Bool(b) => b as u128,
+                Scalar::Int(i) => i as u64 as u128,
+                Scalar::UInt(u) => u as u128,
+                Scalar::Float(x) => x.to_bits() as u128,
+                Scalar::Complex(re, im) => ((re.to_bits() as u128) << 64) | im.to_bits() as u128,
             };
             (1, bits, l.dtype as u8)
         }
@@ -346,6 +347,9 @@ pub(crate) fn literal_array(l: &Literal) -> HostArray {
         (Scalar::UInt(u), dt) => Storage::from_f64(dt, &[u as f64]),
         (Scalar::Bool(b), dt) => Storage::from_f64(dt, &[b as u8 as f64]),
         (Scalar::Float(x), dt) => Storage::from_f64(dt, &[x]),
+        (Scalar::Complex(re, im), dt) => {
+            Storage::from_c128(dt, &[num_complex::Complex64::new(re, im)])
+        }
     };
     HostArray::new(Vec::new(), data).unwrap_or_else(|_| HostArray::scalar(l.dtype, l.as_f64()))
 }
@@ -369,6 +373,8 @@ pub(crate) fn array_literal(a: &HostArray) -> Option<Literal> {
         Storage::BF16(v) => Scalar::Float(v[0].to_f64()),
         Storage::F32(v) => Scalar::Float(v[0] as f64),
         Storage::F64(v) => Scalar::Float(v[0]),
+        Storage::C64(v) => Scalar::Complex(v[0].re as f64, v[0].im as f64),
+        Storage::C128(v) => Scalar::Complex(v[0].re, v[0].im),
     };
     Some(Literal {
         value,

@@ -27,6 +27,15 @@ pub enum Elementwise {
     Clamp,
     /// `regularized_incomplete_beta a b x`: `I_x(a, b)` elementwise.
     RegularizedIncompleteBeta,
+    /// `complex x y`: `x + i y` from two floats (`f32` -> `c64`).
+    Complex,
+    /// `real x`: the real part of a complex array.
+    Real,
+    /// `imag x`: the imaginary part of a complex array.
+    Imag,
+    /// `conj[input_dtype] x`: the complex conjugate (a real input becomes
+    /// complex).
+    Conj(ConjParams),
 }
 
 impl Elementwise {
@@ -43,8 +52,19 @@ impl Elementwise {
             Elementwise::SelectN => "select_n",
             Elementwise::Clamp => "clamp",
             Elementwise::RegularizedIncompleteBeta => "regularized_incomplete_beta",
+            Elementwise::Complex => "complex",
+            Elementwise::Real => "real",
+            Elementwise::Imag => "imag",
+            Elementwise::Conj(_) => "conj",
         }
     }
+}
+
+/// The params of `conj`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConjParams {
+    /// The operand's dtype, as JAX records it.
+    pub input_dtype: DType,
 }
 
 /// The params of `integer_pow`.

@@ -26,6 +26,9 @@ pub enum Linalg {
     Svd(SvdParams),
     /// `tridiagonal_solve[perturb_singular] dl d du b`.
     TridiagonalSolve(TridiagonalSolveParams),
+    /// `fft[fft_lengths fft_type] x`: a discrete Fourier transform over the
+    /// trailing `fft_lengths.len()` axes.
+    Fft(FftParams),
 }
 
 impl Linalg {
@@ -41,8 +44,50 @@ impl Linalg {
             Linalg::Eigh(_) => "eigh",
             Linalg::Svd(_) => "svd",
             Linalg::TridiagonalSolve(_) => "tridiagonal_solve",
+            Linalg::Fft(_) => "fft",
         }
     }
+}
+
+/// The kind of an `fft`, as JAX's `FftType` (printed as its int value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FftType {
+    /// `0`: complex to complex, forward.
+    Fft,
+    /// `1`: complex to complex, inverse (normalised by `1/n`).
+    Ifft,
+    /// `2`: real to the `n/2 + 1` non-negative frequencies.
+    Rfft,
+    /// `3`: the `n/2 + 1` non-negative frequencies to `n` reals.
+    Irfft,
+}
+
+impl FftType {
+    /// The int JAX prints.
+    pub fn code(self) -> i64 {
+        match self {
+            FftType::Fft => 0,
+            FftType::Ifft => 1,
+            FftType::Rfft => 2,
+            FftType::Irfft => 3,
+        }
+    }
+
+    /// The kind printed as `code`.
+    pub fn from_code(code: i64) -> Option<FftType> {
+        [FftType::Fft, FftType::Ifft, FftType::Rfft, FftType::Irfft]
+            .into_iter()
+            .find(|t| t.code() == code)
+    }
+}
+
+/// The params of `fft`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FftParams {
+    /// The transform.
+    pub fft_type: FftType,
+    /// The logical lengths of the trailing axes (for IRFFT, the output's).
+    pub fft_lengths: Vec<usize>,
 }
 
 /// The params of `dot_general`.

@@ -158,6 +158,7 @@ into_primitive! {
         ReducePrecision(ReducePrecisionParams),
         ConvertElementType(ConvertElementTypeParams),
         BitcastConvertType(BitcastConvertTypeParams),
+        Conj(ConjParams),
     }
     Structural {
         BroadcastInDim(BroadcastInDimParams),
@@ -194,6 +195,7 @@ into_primitive! {
         Eigh(EighParams),
         Svd(SvdParams),
         TridiagonalSolve(TridiagonalSolveParams),
+        Fft(FftParams),
     }
     Control {
         Cond(CondParams),

@@ -20,8 +20,10 @@ enum Accept {
     Int,
     /// Bools and integers.
     BoolOrInt,
-    /// Signed integers and floats.
-    SignedOrFloat,
+    /// Floats and complex numbers.
+    Inexact,
+    /// Signed integers, floats and complex numbers.
+    SignedOrInexact,
 }
 
 impl Accept {
@@ -32,7 +34,8 @@ impl Accept {
             Accept::Float => d.is_float(),
             Accept::Int => d.is_int(),
             Accept::BoolOrInt => d.is_int() || d.is_bool(),
-            Accept::SignedOrFloat => d.is_signed_int() || d.is_float(),
+            Accept::Inexact => d.is_inexact(),
+            Accept::SignedOrInexact => d.is_signed_int() || d.is_inexact(),
         }
     }
 
@@ -43,7 +46,8 @@ impl Accept {
             Accept::Float => "floating",
             Accept::Int => "integer",
             Accept::BoolOrInt => "integer, bool",
-            Accept::SignedOrFloat => "signedinteger, floating",
+            Accept::Inexact => "inexact",
+            Accept::SignedOrInexact => "signedinteger, inexact",
         }
     }
 }
@@ -122,10 +126,7 @@ fn all_weak(arrays: &[&ShapedArray]) -> bool {
 fn unary_accept(op: UnaryOp) -> Accept {
     match op {
         UnaryOp::Neg | UnaryOp::Sign | UnaryOp::Square => Accept::Num,
-        UnaryOp::Floor
-        | UnaryOp::Ceil
-        | UnaryOp::IsFinite
-        | UnaryOp::Exp
+        UnaryOp::Exp
         | UnaryOp::Exp2
         | UnaryOp::Log
         | UnaryOp::Log1p
@@ -144,7 +145,10 @@ fn unary_accept(op: UnaryOp) -> Accept {
         | UnaryOp::Acosh
         | UnaryOp::Atanh
         | UnaryOp::Sqrt
-        | UnaryOp::Rsqrt
+        | UnaryOp::Rsqrt => Accept::Inexact,
+        UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::IsFinite
         | UnaryOp::Cbrt
         | UnaryOp::Erf
         | UnaryOp::Erfc
@@ -153,7 +157,7 @@ fn unary_accept(op: UnaryOp) -> Accept {
         | UnaryOp::Digamma
         | UnaryOp::BesselI0e
         | UnaryOp::BesselI1e => Accept::Float,
-        UnaryOp::Abs => Accept::SignedOrFloat,
+        UnaryOp::Abs => Accept::SignedOrInexact,
         UnaryOp::Not => Accept::BoolOrInt,
         UnaryOp::Copy | UnaryOp::StopGradient => Accept::Any,
     }
@@ -167,7 +171,57 @@ pub(crate) fn unary(cx: &Cx, op: UnaryOp) -> Result<ShapedArray, IrError> {
     if op == UnaryOp::IsFinite {
         return Ok(ShapedArray::new(DType::Bool, x.shape.clone()));
     }
+    if op == UnaryOp::Abs && x.dtype.is_complex() {
+        return Ok(ShapedArray {
+            dtype: x.dtype.real_dtype(),
+            ..x.clone()
+        });
+    }
     Ok(x.clone())
+}
+
+/// `complex x y`: two floats of one dtype (`f32` or `f64`), broadcast
+/// shapes; the complex dtype of that precision.
+pub(crate) fn complex(cx: &Cx) -> Result<ShapedArray, IrError> {
+    cx.arity(2)?;
+    let (x, y) = (cx.arr(0)?, cx.arr(1)?);
+    let d = same_dtypes(cx, &[x, y])?;
+    let dtype = d
+        .complex_dtype()
+        .filter(|_| d.is_float())
+        .ok_or_else(|| cx.err(format!("operands must be f32 or f64, got {}", fmt_ty(x))))?;
+    Ok(ShapedArray {
+        dtype,
+        shape: broadcast_shapes(cx, &[x, y])?,
+        weak_type: all_weak(&[x, y]),
+    })
+}
+
+/// `real x`, `imag x`: a complex operand, its real dtype out.
+pub(crate) fn real_imag(cx: &Cx) -> Result<ShapedArray, IrError> {
+    cx.arity(1)?;
+    let x = cx.arr(0)?;
+    if !x.dtype.is_complex() {
+        return Err(cx.err(format!("operand must be complex, got {}", fmt_ty(x))));
+    }
+    Ok(ShapedArray {
+        dtype: x.dtype.real_dtype(),
+        ..x.clone()
+    })
+}
+
+/// `conj x`: a float or complex operand, the complex dtype of its precision
+/// out.
+pub(crate) fn conj(cx: &Cx) -> Result<ShapedArray, IrError> {
+    cx.arity(1)?;
+    let x = cx.arr(0)?;
+    let dtype = x.dtype.complex_dtype().ok_or_else(|| {
+        cx.err(format!(
+            "operand must be f32, f64 or complex, got {}",
+            fmt_ty(x)
+        ))
+    })?;
+    Ok(ShapedArray { dtype, ..x.clone() })
 }
 
 /// `round`: float in, same type out.
@@ -203,7 +257,7 @@ fn binary_accept(op: BinaryOp) -> (Accept, Accept) {
         BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => {
             (Accept::Num, Accept::Num)
         }
-        BinaryOp::Pow => (Accept::Float, Accept::Num),
+        BinaryOp::Pow => (Accept::Inexact, Accept::Num),
         BinaryOp::Max
         | BinaryOp::Min
         | BinaryOp::Eq
@@ -239,7 +293,7 @@ pub(crate) fn binary(cx: &Cx, op: BinaryOp) -> Result<ShapedArray, IrError> {
     accept_at(cx, 1, y, ay)?;
     let dtype = if op == BinaryOp::Pow {
         // pow: an integer exponent is allowed; float exponents must match.
-        if y.dtype.is_float() && y.dtype != x.dtype {
+        if y.dtype.is_inexact() && y.dtype != x.dtype {
             return Err(cx.err(format!(
                 "operand types must match, got {} and {}",
                 fmt_ty(x),

@@ -91,6 +91,57 @@ pub(crate) fn dot_general(
     Ok(ShapedArray::new(dtype, shape))
 }
 
+/// `fft[fft_type fft_lengths] x`: the trailing `fft_lengths.len()` axes
+/// are transformed; RFFT keeps `n/2 + 1` of the last, IRFFT restores `n`.
+pub(crate) fn fft(cx: &Cx, p: &crate::primitive::FftParams) -> Result<ShapedArray, IrError> {
+    use crate::primitive::FftType;
+    cx.arity(1)?;
+    let x = cx.arr(0)?;
+    let nd = p.fft_lengths.len();
+    if nd == 0 || nd > 3 || nd > x.ndim() {
+        return Err(cx.err(format!(
+            "fft_lengths {:?} must name 1 to 3 trailing axes of {}",
+            p.fft_lengths,
+            fmt_ty(x)
+        )));
+    }
+    let (ok, dtype) = match p.fft_type {
+        FftType::Fft | FftType::Ifft => (x.dtype.is_complex(), x.dtype),
+        FftType::Rfft => (
+            x.dtype.is_float() && x.dtype.complex_dtype().is_some(),
+            x.dtype.complex_dtype().unwrap_or(x.dtype),
+        ),
+        FftType::Irfft => (x.dtype.is_complex(), x.dtype.real_dtype()),
+    };
+    if !ok {
+        return Err(cx.err(format!("{:?} does not accept {}", p.fft_type, fmt_ty(x))));
+    }
+    let first = x.ndim() - nd;
+    let mut shape = x.shape.clone();
+    for (k, &n) in p.fft_lengths.iter().enumerate() {
+        let last = k + 1 == nd;
+        let want = if last && p.fft_type == FftType::Irfft {
+            n / 2 + 1
+        } else {
+            n
+        };
+        if shape[first + k].as_const() != Some(want) {
+            return Err(cx.err(format!(
+                "fft_lengths {:?} do not match {}",
+                p.fft_lengths,
+                fmt_ty(x)
+            )));
+        }
+        if last {
+            shape[first + k] = Dim::Const(match p.fft_type {
+                FftType::Rfft => n / 2 + 1,
+                _ => n,
+            });
+        }
+    }
+    Ok(ShapedArray::new(dtype, shape))
+}
+
 fn static_dim(cx: &Cx, x: &ShapedArray, i: usize) -> Result<i64, IrError> {
     x.shape[i].as_const().map(|n| n as i64).ok_or_else(|| {
         cx.err(format!(

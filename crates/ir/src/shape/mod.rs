@@ -79,6 +79,9 @@ pub fn abstract_eval(
             Elementwise::SelectN => one(elementwise::select_n(&cx)?),
             Elementwise::Clamp => one(elementwise::clamp(&cx)?),
             Elementwise::RegularizedIncompleteBeta => one(elementwise::betainc(&cx)?),
+            Elementwise::Complex => one(elementwise::complex(&cx)?),
+            Elementwise::Real | Elementwise::Imag => one(elementwise::real_imag(&cx)?),
+            Elementwise::Conj(_) => one(elementwise::conj(&cx)?),
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(BroadcastInDimParams {
@@ -186,6 +189,7 @@ pub fn abstract_eval(
             Linalg::Eigh(_) => arrays(decomp::eigh(&cx)?),
             Linalg::Svd(x) => arrays(decomp::svd(&cx, x)?),
             Linalg::TridiagonalSolve(x) => one(decomp::tridiagonal_solve(&cx, x.perturb_singular)?),
+            Linalg::Fft(x) => one(linalg::fft(&cx, x)?),
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(AllReduceParams { op, axes }) => {

@@ -5,10 +5,12 @@
 //! Invariant: these functions return `Result`; the infallible `Array`
 //! methods and operators raise their errors (see `error::raise`).
 
+mod complex;
 mod conv;
 pub mod linalg;
 mod markers;
 
+pub use complex::{complex, conj, fft, imag, real};
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
 pub use markers::{checkpoint_name, optimization_barrier};
 

@@ -4,9 +4,11 @@
 //! Invariant: each function lowers to the primitive sequence JAX 0.10's
 //! `jnp` emits for the same call, so staged jaxprs print as JAX's do.
 
+mod complex;
 mod creation;
 mod einsum;
 pub mod linalg;
+pub mod fft;
 mod manip;
 mod nan;
 mod products;
@@ -16,6 +18,7 @@ mod search;
 mod stats;
 mod wrap;
 
+pub use complex::{angle, conj, conjugate, imag, real};
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use einsum::einsum;
 pub(crate) use manip::gather as manip_gather;

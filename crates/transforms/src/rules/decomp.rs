@@ -31,7 +31,7 @@ pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
         Linalg::Eigh(ep) => eigh_jvp(p, ep.lower, ep.sort_eigenvalues, &x[0], t[0].as_ref()),
         Linalg::Svd(sp) => svd_jvp(sp, &x[0], t[0].as_ref()),
         Linalg::TridiagonalSolve(_) => tridiagonal_jvp(x, t),
-        Linalg::DotGeneral(_) | Linalg::ConvGeneralDilated(_) => Err(Error::InvalidArgument(
+        Linalg::DotGeneral(_) | Linalg::ConvGeneralDilated(_) | Linalg::Fft(_) => Err(Error::InvalidArgument(
             format!("{} is not a decomposition", p.name()),
         )),
     }
@@ -75,7 +75,8 @@ pub(crate) fn transpose(
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
         | Linalg::DotGeneral(_)
-        | Linalg::ConvGeneralDilated(_) => not_linear(p),
+        | Linalg::ConvGeneralDilated(_)
+        | Linalg::Fft(_) => not_linear(p),
     }
 }
 

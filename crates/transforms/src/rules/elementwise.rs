@@ -60,6 +60,8 @@ pub(crate) fn jvp(
         }
         Elementwise::Clamp => clamp_jvp(p, x, t),
         Elementwise::RegularizedIncompleteBeta => super::special::betainc_jvp(p, x, t),
+        Elementwise::Complex => linear_in(p, x, t, &[true, true]),
+        Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => linear_in(p, x, t, &[true]),
     }
 }
 
@@ -143,7 +145,43 @@ pub(crate) fn transpose(
         | Elementwise::BitcastConvertType(_)
         | Elementwise::Clamp
         | Elementwise::RegularizedIncompleteBeta => not_linear(p),
+        Elementwise::Complex => complex_transpose(args, cts),
+        Elementwise::Real | Elementwise::Imag => {
+            // JAX's rules: real^T c = complex(c, 0), imag^T c = complex(0, -c).
+            let c = ct(cts)?;
+            let zero = scalar_like(&c, 0.0)?;
+            let z = if matches!(e, Elementwise::Real) {
+                lax::complex(&c, &zero)?
+            } else {
+                lax::complex(&zero, &lax::neg(&c)?)?
+            };
+            Ok(only(args, 0, z))
+        }
+        Elementwise::Conj(_) => {
+            // A complex input gets the conjugate, a real one the real part.
+            let c = ct(cts)?;
+            let z = if args[0].ty().dtype.is_complex() {
+                lax::conj(&c)?
+            } else {
+                lax::real(&c)?
+            };
+            Ok(only(args, 0, z))
+        }
     }
+}
+
+/// `complex(x, y)`: JAX's rule gives `x` the real part of the cotangent
+/// and `y` minus its imaginary part.
+fn complex_transpose(args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+    let c = ct(cts)?;
+    let mut out = vec![None, None];
+    if args[0].is_linear() {
+        out[0] = Some(unbroadcast_to(&lax::real(&c)?, args[0].ty())?);
+    }
+    if args[1].is_linear() {
+        out[1] = Some(unbroadcast_to(&lax::neg(&lax::imag(&c)?)?, args[1].ty())?);
+    }
+    Ok(out)
 }
 
 /// The batching rules of the family.
@@ -159,7 +197,10 @@ pub(crate) fn batch(
         | Elementwise::IntegerPow(_)
         | Elementwise::Round(_)
         | Elementwise::ReducePrecision(_)
-        | Elementwise::ConvertElementType(_) => {
+        | Elementwise::ConvertElementType(_)
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => {
             let out = bind1(p, &x[..1])?;
             Ok((vec![out], vec![d[0]]))
         }
@@ -167,7 +208,8 @@ pub(crate) fn batch(
         Elementwise::Binary(_)
         | Elementwise::SelectN
         | Elementwise::Clamp
-        | Elementwise::RegularizedIncompleteBeta => elementwise(e, p, x, d, n),
+        | Elementwise::RegularizedIncompleteBeta
+        | Elementwise::Complex => elementwise(e, p, x, d, n),
     }
 }
 
@@ -237,6 +279,17 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Jvp
             .transpose()?,
         U::Rsqrt => tmul(t, &lax::mul(&c(-0.5)?, &lax::div(&y, x)?)?)?,
         U::Cbrt => tmul(t, &lax::mul(&c(1.0 / 3.0)?, &lax::integer_pow(&y, -2)?)?)?,
+        U::Abs if x.dtype().is_complex() => match t {
+            // JAX's rule: d|x| = re(ẋ · conj(x) / |x|), with |x| = 0 read as 1.
+            Some(t) => {
+                let r = lax::convert_element_type(&y, x.dtype(), false)?;
+                let r_zero = lax::eq(&r, &scalar_like(&r, 0.0)?)?;
+                let ones = like_result(&scalar_like(&r, 1.0)?, &r)?;
+                let safe = lax::select_n(&r_zero, &[r.clone(), ones])?;
+                Some(lax::real(&lax::mul(t, &lax::div(&lax::conj(x)?, &safe)?)?)?)
+            }
+            None => None,
+        },
         U::Abs => tmul(t, &lax::sign(x)?)?,
         U::Square => tmul(t, &lax::mul(&c(2.0)?, x)?)?,
         U::Erf => tmul(

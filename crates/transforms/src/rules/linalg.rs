@@ -21,8 +21,8 @@ use super::{bilinear, ct, not_linear, only, BatchOuts, Cts, JvpOuts};
 use crate::batch::{moveaxis, to_front};
 use crate::transpose::LinArg;
 use jaxon_ir::primitive::{
-    ConvDimensionNumbers, ConvGeneralDilatedParams, DotDimensionNumbers, DotGeneralParams, Linalg,
-    Precision,
+    ConvDimensionNumbers, ConvGeneralDilatedParams, DotDimensionNumbers, DotGeneralParams,
+    FftParams, FftType, Linalg, Precision,
 };
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::{Error, Result};
@@ -39,6 +39,7 @@ pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
         | Linalg::TridiagonalSolve(_) => super::decomp::jvp(l, p, x, t),
+        Linalg::Fft(_) => super::linear_in(p, x, t, &[true]),
     }
 }
 
@@ -59,6 +60,7 @@ pub(crate) fn transpose(
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
         | Linalg::TridiagonalSolve(_) => super::decomp::transpose(l, p, args, cts),
+        Linalg::Fft(fp) => Ok(only(args, 0, fft_transpose(fp, &ct(cts)?)?)),
     }
 }
 
@@ -80,6 +82,53 @@ pub(crate) fn batch(
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
         | Linalg::TridiagonalSolve(_) => super::decomp::batch(p, x, d, n),
+        // The transform acts on trailing axes: a leading batch dim is free.
+        Linalg::Fft(_) => {
+            let out = jaxon_trace::bind1(p, &[to_front(&x[0], d[0], n)?])?;
+            Ok((vec![out], vec![Some(0)]))
+        }
+    }
+}
+
+/// JAX's `_fft_transpose_rule`: FFT and IFFT are symmetric (their own
+/// transposes); RFFT's transpose zero-pads the cotangent to the full length,
+/// applies FFT and keeps the real part (the transpose of a naive RFFT);
+/// IRFFT's is the RFFT of the cotangent, the interior frequencies doubled,
+/// scaled by `1/prod(fft_lengths)` and conjugated (JAX's convention for
+/// complex gradients).
+fn fft_transpose(fp: &FftParams, c: &Array) -> Result<Array> {
+    let lengths = &fp.fft_lengths;
+    match fp.fft_type {
+        FftType::Fft | FftType::Ifft => lax::fft(c, fp.fft_type, lengths),
+        FftType::Rfft => {
+            let n = lengths.last().copied().unwrap_or(0);
+            let have = c.try_shape()?.last().copied().unwrap_or(0);
+            let mut config = vec![(0i64, 0i64, 0i64); c.ndim()];
+            if let Some(last) = config.last_mut() {
+                last.1 = n as i64 - have as i64;
+            }
+            let zero = jaxon_trace::numpy::zeros(&[], c.dtype())?;
+            let full = lax::pad(c, &zero, &config)?;
+            lax::real(&lax::fft(&full, FftType::Fft, lengths)?)
+        }
+        FftType::Irfft => {
+            let x = lax::fft(c, FftType::Rfft, lengths)?;
+            let xs = x.try_shape()?;
+            let m = xs.last().copied().unwrap_or(0);
+            let odd = !lengths.last().copied().unwrap_or(0).is_multiple_of(2);
+            let scale = 1.0 / lengths.iter().product::<usize>() as f64;
+            let mask: Vec<f64> = (0..m)
+                .map(|k| {
+                    let edge = k == 0 || (!odd && k + 1 == m);
+                    scale * if edge { 1.0 } else { 2.0 }
+                })
+                .collect();
+            let mask = jaxon_ir::HostArray::from_f64(x.dtype(), &[m], &mask)
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            let mask =
+                lax::broadcast_in_dim(&jaxon_trace::Array::from_host(mask), &xs, &[xs.len() - 1])?;
+            lax::conj(&lax::mul(&mask, &x)?)
+        }
     }
 }
 

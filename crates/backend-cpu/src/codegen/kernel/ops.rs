@@ -121,7 +121,11 @@ pub(crate) fn is_long_expansion(prim: &Primitive) -> bool {
         | Elementwise::BitcastConvertType(_)
         | Elementwise::SelectN
         | Elementwise::Clamp
-        | Elementwise::RegularizedIncompleteBeta => false,
+        | Elementwise::RegularizedIncompleteBeta
+        | Elementwise::Complex
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => false,
     }
 }
 
@@ -182,7 +186,11 @@ pub(crate) fn vector_ok(prim: &Primitive, ins: &[DType], out: DType, gdt: DType)
         Elementwise::Round(_)
         | Elementwise::ReducePrecision(_)
         | Elementwise::BitcastConvertType(_)
-        | Elementwise::RegularizedIncompleteBeta => false,
+        | Elementwise::RegularizedIncompleteBeta
+        | Elementwise::Complex
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => false,
     }
 }
 
@@ -241,12 +249,15 @@ pub(crate) fn emit_op(
         Elementwise::ConvertElementType(ConvertElementTypeParams { new_dtype, .. }) => {
             convert(em, arg(0)?, *new_dtype)
         }
-        // Native steps compute these.
-        Elementwise::ReducePrecision(_) | Elementwise::BitcastConvertType(_) => {
-            Err(CpuError::NotElementwise {
-                primitive: prim.name(),
-            })
-        }
+        // Native steps compute these; complex programs take the slow path.
+        Elementwise::ReducePrecision(_)
+        | Elementwise::BitcastConvertType(_)
+        | Elementwise::Complex
+        | Elementwise::Real
+        | Elementwise::Imag
+        | Elementwise::Conj(_) => Err(CpuError::NotElementwise {
+            primitive: prim.name(),
+        }),
     }
 }
 

@@ -34,6 +34,7 @@ pub(super) fn lit_value(em: &mut Em, gdt: DType, l: &Literal) -> Result<Value, G
         Scalar::Int(i) => i,
         Scalar::UInt(u) => u as i64,
         Scalar::Float(f) => f as i64,
+        Scalar::Complex(..) => return Err(err(None, format!("dtype {dt} is not supported"))),
     };
     if em.lanes > 1 {
         if dt == DType::Bool {

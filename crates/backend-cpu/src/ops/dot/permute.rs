@@ -51,6 +51,8 @@ pub(super) fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray
         Storage::BF16(v) => gather!(v, BF16),
         Storage::F32(v) => gather!(v, F32),
         Storage::F64(v) => gather!(v, F64),
+        Storage::C64(v) => gather!(v, C64),
+        Storage::C128(v) => gather!(v, C128),
     };
     HostArray::new(out_shape, data).map(Some)
 }

@@ -194,6 +194,56 @@ macro_rules! float_elem {
     };
 }
 
+/// Complex elements: sums and products as complex numbers, the order
+/// lexicographic (real part first) as XLA sorts them; `max`/`min` and the
+/// bitwise atomics do not apply (the complex slow path never asks).
+macro_rules! complex_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for jaxon_ir::num_complex::Complex<$t> {
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            fn max(self, o: Self) -> Self {
+                if self.sort_cmp(o) == Ordering::Less { o } else { self }
+            }
+            fn min(self, o: Self) -> Self {
+                if self.sort_cmp(o) == Ordering::Greater { o } else { self }
+            }
+            fn sort_cmp(self, o: Self) -> Ordering {
+                sort_cmp_f(self.re as f64, o.re as f64).then(sort_cmp_f(self.im as f64, o.im as f64))
+            }
+            fn total_cmp(self, o: Self) -> Ordering {
+                f64::total_cmp(&(self.re as f64), &(o.re as f64))
+                    .then(f64::total_cmp(&(self.im as f64), &(o.im as f64)))
+            }
+            fn zero() -> Self {
+                Self::new(0.0, 0.0)
+            }
+            fn uninit() -> Self {
+                Self::new(<$t>::NAN, <$t>::NAN)
+            }
+            fn combine(self, o: Self, op: AtomicOp) -> Option<Self> {
+                match op {
+                    AtomicOp::Add => Some(self + o),
+                    AtomicOp::Xchg => Some(o),
+                    AtomicOp::Max
+                    | AtomicOp::Min
+                    | AtomicOp::And
+                    | AtomicOp::Or
+                    | AtomicOp::Xor => None,
+                }
+            }
+            fn of_f64(x: f64) -> Self {
+                Self::new(x as $t, 0.0)
+            }
+        }
+    )*};
+}
+complex_elem!(f32, f64);
+
 /// Conversions to and from f64 under one name for all float formats.
 trait F64Conv {
     fn from_f64_(x: f64) -> Self;
@@ -255,6 +305,8 @@ macro_rules! map_same {
             jaxon_ir::Storage::BF16($v) => jaxon_ir::Storage::BF16($body),
             jaxon_ir::Storage::F32($v) => jaxon_ir::Storage::F32($body),
             jaxon_ir::Storage::F64($v) => jaxon_ir::Storage::F64($body),
+            jaxon_ir::Storage::C64($v) => jaxon_ir::Storage::C64($body),
+            jaxon_ir::Storage::C128($v) => jaxon_ir::Storage::C128($body),
         }
     };
 }
@@ -299,6 +351,12 @@ macro_rules! map_same2 {
             }
             (jaxon_ir::Storage::F64($x), jaxon_ir::Storage::F64($y)) => {
                 jaxon_ir::Storage::F64($body)
+            }
+            (jaxon_ir::Storage::C64($x), jaxon_ir::Storage::C64($y)) => {
+                jaxon_ir::Storage::C64($body)
+            }
+            (jaxon_ir::Storage::C128($x), jaxon_ir::Storage::C128($y)) => {
+                jaxon_ir::Storage::C128($body)
             }
             _ => return Err($err),
         }

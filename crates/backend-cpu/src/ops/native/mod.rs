@@ -195,6 +195,10 @@ fn elementwise_op(
         | Elementwise::SelectN
         | Elementwise::Clamp
         | Elementwise::RegularizedIncompleteBeta => return Err(no_native_op(p.name())),
+        // Complex programs take the slow path (`crate::complex`).
+        Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
+            return Err(no_native_op(p.name()))
+        }
     })
 }
 
@@ -350,5 +354,7 @@ fn linalg_op(
             };
             Box::new(conv::CastDot::new(ins, dimension_numbers, dt)?)
         }
+        // Complex programs take the slow path (`crate::complex`).
+        Linalg::Fft(_) => return Err(no_native_op(p.name())),
     })
 }

@@ -62,6 +62,14 @@ fn to_bytes(s: &Storage) -> Vec<u8> {
         Storage::F64(v) => v
             .iter()
             .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+        Storage::C64(v) => v.iter().for_each(|z| {
+            out.extend_from_slice(&z.re.to_le_bytes());
+            out.extend_from_slice(&z.im.to_le_bytes());
+        }),
+        Storage::C128(v) => v.iter().for_each(|z| {
+            out.extend_from_slice(&z.re.to_le_bytes());
+            out.extend_from_slice(&z.im.to_le_bytes());
+        }),
     }
     out
 }
@@ -93,6 +101,24 @@ fn from_bytes(b: &[u8], dtype: DType) -> Storage {
         DType::I64 => Storage::I64(chunks!(i64, 8)),
         DType::U64 => Storage::U64(chunks!(u64, 8)),
         DType::F64 => Storage::F64(chunks!(f64, 8)),
+        DType::C64 => {
+            let parts: Vec<f32> = chunks!(f32, 4);
+            Storage::C64(
+                parts
+                    .chunks_exact(2)
+                    .map(|p| num_complex::Complex32::new(p[0], p[1]))
+                    .collect(),
+            )
+        }
+        DType::C128 => {
+            let parts: Vec<f64> = chunks!(f64, 8);
+            Storage::C128(
+                parts
+                    .chunks_exact(2)
+                    .map(|p| num_complex::Complex64::new(p[0], p[1]))
+                    .collect(),
+            )
+        }
     }
 }
 

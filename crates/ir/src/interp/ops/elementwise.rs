@@ -203,6 +203,9 @@ fn rebuild(x: &HostArray, data: Storage) -> Result<HostArray, IrError> {
 pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
     let dt = x.dtype();
     let name = op.name();
+    if dt.is_complex() {
+        return super::complex::unary(op, x);
+    }
     if op == UnaryOp::IsFinite {
         let out: Vec<bool> = match lift(x.data()) {
             Lifted::F32(v) => v.iter().map(|y| y.is_finite()).collect(),
@@ -244,6 +247,7 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
             };
             Lifted::U(v.into_iter().map(f).collect())
         }
+        Lifted::C(_) => return Err(unsupported(name, dt)),
         Lifted::B(v) => {
             let f: fn(bool) -> bool = match op {
                 UnaryOp::Not => |x: bool| !x,
@@ -341,6 +345,9 @@ pub(crate) fn binary(op: BinaryOp, x: &HostArray, y: &HostArray) -> Result<HostA
             name,
             format!("operand dtypes {} and {} differ", dt, y.dtype()),
         ));
+    }
+    if dt.is_complex() {
+        return super::complex::binary(op, x, y, shape);
     }
     let (a, b) = (lift(x.data()), lift(y.data()));
     if op.is_comparison() {
@@ -559,6 +566,9 @@ fn fpow_int<T: Fl>(x: T, y: i64) -> T {
 /// `integer_pow`: `x ** y` by repeated squaring; negative `y` is `1 / x**|y|`.
 pub(crate) fn integer_pow(x: &HostArray, y: i64) -> Result<HostArray, IrError> {
     let dt = x.dtype();
+    if dt.is_complex() {
+        return super::complex::integer_pow(x, y);
+    }
     let out = match lift(x.data()) {
         Lifted::F32(v) => Lifted::F32(v.into_iter().map(|a| fpow_int(a, y)).collect()),
         Lifted::F64(v) => Lifted::F64(v.into_iter().map(|a| fpow_int(a, y)).collect()),
@@ -656,6 +666,8 @@ fn same_variant<'a, T: 'static>(s: &'a Storage, _like: &[T]) -> Option<&'a [T]> 
         Storage::BF16(v) => v,
         Storage::F32(v) => v,
         Storage::F64(v) => v,
+        Storage::C64(v) => v,
+        Storage::C128(v) => v,
     };
     any.downcast_ref::<Vec<T>>().map(|v| v.as_slice())
 }

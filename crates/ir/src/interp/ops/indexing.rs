@@ -109,7 +109,7 @@ fn put(dst: &mut Storage, idx: &[usize], src: &Storage) -> Result<(), IrError> {
             }
         };
     }
-    arms!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64);
+    arms!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128);
     Ok(())
 }
 

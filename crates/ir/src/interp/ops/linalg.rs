@@ -49,6 +49,7 @@ macro_rules! by_domain {
             (Lifted::I(a), Lifted::I(b)) => Lifted::I($kernel(&a, &b, $($arg,)* 0i64, |acc: i64, x: i64, y: i64| acc.wrapping_add(x.wrapping_mul(y)))),
             (Lifted::U(a), Lifted::U(b)) => Lifted::U($kernel(&a, &b, $($arg,)* 0u64, |acc: u64, x: u64, y: u64| acc.wrapping_add(x.wrapping_mul(y)))),
             (Lifted::B(a), Lifted::B(b)) => Lifted::B($kernel(&a, &b, $($arg,)* false, |acc: bool, x: bool, y: bool| acc | (x & y))),
+            (Lifted::C(a), Lifted::C(b)) => Lifted::C($kernel(&a, &b, $($arg,)* num_complex::Complex64::new(0.0, 0.0), |acc, x, y| acc + x * y)),
             _ => return Err(IrError::ty($name, "operand dtypes differ")),
         }
     }};

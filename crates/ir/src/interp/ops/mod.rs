@@ -13,7 +13,7 @@
 use crate::primitive::{
     AllGatherParams, AllReduceParams, ArgReduceParams, AxisIndexParams, BitcastConvertTypeParams,
     BroadcastInDimParams, Collective, ConcatenateParams, ConvertElementTypeParams,
-    CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
+    CumulativeParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params, FftParams,
     GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, Marker, PadParams, Platform,
     ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams,
     ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural,
@@ -26,6 +26,10 @@ pub mod decomp_kernels;
 /// Whole-array bit-level conversions, shared with backends that run them
 /// natively.
 pub use convert::{bitcast, reduce_precision};
+mod complex;
+/// Complex kernels and the reference FFT, shared with backends that run them
+/// natively.
+pub use complex::{complex, conj, dft, fft, real_imag};
 mod elementwise;
 mod indexing;
 mod linalg;
@@ -127,6 +131,13 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 3, 1)?,
                 arg(name, args, 3, 2)?,
             )),
+            Elementwise::Complex => one(complex::complex(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+            )),
+            Elementwise::Real => one(complex::real_imag(arg(name, args, 1, 0)?, false)),
+            Elementwise::Imag => one(complex::real_imag(arg(name, args, 1, 0)?, true)),
+            Elementwise::Conj(_) => one(complex::conj(arg(name, args, 1, 0)?)),
         },
         Primitive::Structural(f) => match f {
             Structural::BroadcastInDim(BroadcastInDimParams {
@@ -273,6 +284,10 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 4, 2)?,
                 arg(name, args, 4, 3)?,
             ])),
+            Linalg::Fft(FftParams {
+                fft_type,
+                fft_lengths,
+            }) => one(complex::fft(arg(name, args, 1, 0)?, *fft_type, fft_lengths)),
         },
         Primitive::Collective(f) => match f {
             Collective::AllReduce(AllReduceParams { op, axes }) => {
@@ -414,6 +429,8 @@ macro_rules! map_storage {
             Storage::BF16($v) => Storage::BF16($body),
             Storage::F32($v) => Storage::F32($body),
             Storage::F64($v) => Storage::F64($body),
+            Storage::C64($v) => Storage::C64($body),
+            Storage::C128($v) => Storage::C128($body),
         }
     };
 }
@@ -451,6 +468,8 @@ pub(crate) fn take_or_fill(s: &Storage, idx: &[usize], fill: &Storage) -> Result
         (Storage::BF16(v), Storage::BF16(f)) => Storage::BF16(pick(v, idx, f[0])),
         (Storage::F32(v), Storage::F32(f)) => Storage::F32(pick(v, idx, f[0])),
         (Storage::F64(v), Storage::F64(f)) => Storage::F64(pick(v, idx, f[0])),
+        (Storage::C64(v), Storage::C64(f)) => Storage::C64(pick(v, idx, f[0])),
+        (Storage::C128(v), Storage::C128(f)) => Storage::C128(pick(v, idx, f[0])),
         _ => return Err(IrError::Eval("fill value dtype mismatch".into())),
     })
 }
@@ -482,6 +501,8 @@ pub(crate) fn concat_storage(parts: &[&Storage], name: &str) -> Result<Storage, 
             (Storage::BF16(o), Storage::BF16(v)) => o.extend_from_slice(v),
             (Storage::F32(o), Storage::F32(v)) => o.extend_from_slice(v),
             (Storage::F64(o), Storage::F64(v)) => o.extend_from_slice(v),
+            (Storage::C64(o), Storage::C64(v)) => o.extend_from_slice(v),
+            (Storage::C128(o), Storage::C128(v)) => o.extend_from_slice(v),
             (o, v) => {
                 return Err(IrError::ty(
                     name,
@@ -507,6 +528,8 @@ pub(crate) enum Lifted {
     F32(Vec<f32>),
     /// f64
     F64(Vec<f64>),
+    /// c64 and c128, computed in `Complex64`
+    C(Vec<num_complex::Complex64>),
 }
 
 /// Lifts storage into its compute domain.
@@ -525,6 +548,12 @@ pub(crate) fn lift(s: &Storage) -> Lifted {
         Storage::BF16(v) => Lifted::F32(v.iter().map(|x| x.to_f32()).collect()),
         Storage::F32(v) => Lifted::F32(v.clone()),
         Storage::F64(v) => Lifted::F64(v.clone()),
+        Storage::C64(v) => Lifted::C(
+            v.iter()
+                .map(|z| num_complex::Complex64::new(z.re as f64, z.im as f64))
+                .collect(),
+        ),
+        Storage::C128(v) => Lifted::C(v.clone()),
     }
 }
 
@@ -548,6 +577,10 @@ pub(crate) fn lower(l: Lifted, dtype: DType) -> Storage {
                 DType::BF16 => Storage::BF16($v.iter().map($bf16).collect()),
                 DType::F32 => Storage::F32($v.iter().map(|&x| x as f32).collect()),
                 DType::F64 => Storage::F64($v.iter().map(|&x| x as f64).collect()),
+                DType::C64 | DType::C128 => {
+                    let re: Vec<f64> = $v.iter().map(|&x| x as f64).collect();
+                    Storage::from_f64(dtype, &re)
+                }
             }
         };
     }
@@ -577,6 +610,12 @@ pub(crate) fn lower(l: Lifted, dtype: DType) -> Storage {
             != 0.0),
         Lifted::F64(v) => cast_all!(v, |&x| f16::from_f64(x), |&x| bf16::from_f64(x), |&x| x
             != 0.0),
+        // Complex to real keeps the real part, as JAX's cast; to bool is
+        // `z != 0`.
+        Lifted::C(v) if dtype == DType::Bool => {
+            Storage::Bool(v.iter().map(|z| z.re != 0.0 || z.im != 0.0).collect())
+        }
+        Lifted::C(v) => Storage::from_c128(dtype, &v),
     }
 }
 

@@ -105,6 +105,25 @@ pub(crate) fn reduce(op: ReduceOp, x: &HostArray, axes: &[usize]) -> Result<Host
             ReduceOp::Or => fold(&v, &pos, n, 0, |a, b| a | b),
             ReduceOp::Xor => fold(&v, &pos, n, 0, |a, b| a ^ b),
         }),
+        Lifted::C(v) => Lifted::C(match op {
+            ReduceOp::Sum => fold(
+                &v,
+                &pos,
+                n,
+                num_complex::Complex64::new(0.0, 0.0),
+                |a, b| a + b,
+            ),
+            ReduceOp::Prod => fold(
+                &v,
+                &pos,
+                n,
+                num_complex::Complex64::new(1.0, 0.0),
+                |a, b| a * b,
+            ),
+            ReduceOp::Max | ReduceOp::Min | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                return Err(unsupported(name, dt))
+            }
+        }),
         Lifted::B(v) => Lifted::B(match op {
             ReduceOp::Sum | ReduceOp::Or | ReduceOp::Max => fold(&v, &pos, n, false, |a, b| a | b),
             ReduceOp::Prod | ReduceOp::And | ReduceOp::Min => fold(&v, &pos, n, true, |a, b| a & b),
@@ -191,6 +210,7 @@ pub(crate) fn arg_reduce(
         Lifted::I(v) => arg_lines(&v, &starts, len, st, max),
         Lifted::U(v) => arg_lines(&v, &starts, len, st, max),
         Lifted::B(v) => arg_lines(&v, &starts, len, st, max),
+        Lifted::C(_) => return Err(unsupported(name, x.dtype())),
     };
     let mut shape = x.shape().to_vec();
     shape.remove(axis);
@@ -271,6 +291,12 @@ pub(crate) fn cumulative(
         (Lifted::U(v), CumulativeOp::Cummin) => run!(v, u64::min),
         (Lifted::B(v), CumulativeOp::Cumsum | CumulativeOp::Cummax) => run!(v, |a, b| a | b),
         (Lifted::B(v), CumulativeOp::Cumprod | CumulativeOp::Cummin) => run!(v, |a, b| a & b),
+        (Lifted::C(v), CumulativeOp::Cumsum) => run!(v, |a, b| a + b),
+        (Lifted::C(v), CumulativeOp::Cumprod) => run!(v, |a, b| a * b),
+        (
+            Lifted::C(_),
+            CumulativeOp::Cummax | CumulativeOp::Cummin | CumulativeOp::Cumlogsumexp,
+        ) => return Err(unsupported(name, dt)),
         (Lifted::I(_) | Lifted::U(_) | Lifted::B(_), CumulativeOp::Cumlogsumexp) => {
             return Err(unsupported(name, dt))
         }

@@ -26,6 +26,8 @@ fn cmp_at(l: &Lifted, i: usize, j: usize) -> Ordering {
         Lifted::U(v) => v[i].cmp(&v[j]),
         Lifted::F32(v) => cmp_float(v[i], v[j]),
         Lifted::F64(v) => cmp_float(v[i], v[j]),
+        // Lexicographic, real part first, as XLA sorts complex numbers.
+        Lifted::C(v) => cmp_float(v[i].re, v[j].re).then(cmp_float(v[i].im, v[j].im)),
     }
 }
 
@@ -135,6 +137,9 @@ pub(crate) fn top_k(x: &HostArray, k: usize, axis: usize) -> Result<Vec<HostArra
                 Lifted::U(v) => v[j].cmp(&v[i]),
                 Lifted::F32(v) => total_key_f32(v[j]).cmp(&total_key_f32(v[i])),
                 Lifted::F64(v) => total_key_f64(v[j]).cmp(&total_key_f64(v[i])),
+                Lifted::C(v) => total_key_f64(v[j].re)
+                    .cmp(&total_key_f64(v[i].re))
+                    .then(total_key_f64(v[j].im).cmp(&total_key_f64(v[i].im))),
             }
         });
         for (q, &p) in perm.iter().take(k).enumerate() {
