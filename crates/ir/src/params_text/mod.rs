@@ -26,6 +26,7 @@ mod control;
 mod pallas;
 mod state;
 mod table;
+mod window;
 #[cfg(test)]
 mod tests;
 
@@ -40,7 +41,7 @@ use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
     Collective, Control, Elementwise, Indexing, Linalg, Pallas, Primitive, Reduction, State,
-    Structural,
+    Structural, Window,
 };
 use crate::print::PV;
 
@@ -208,6 +209,11 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Collective::AllReduce(x) => x,
             Collective::AllGather(x) => x,
             Collective::AxisIndex(x) => x,
+        },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(x) => x,
+            Window::SelectAndScatterAdd(x) => x,
+            Window::SelectAndGatherAdd(x) => x,
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => x,

@@ -26,6 +26,7 @@ mod params;
 mod reduction;
 mod state;
 mod structural;
+mod window;
 
 pub use collective::*;
 pub use control::*;
@@ -40,6 +41,7 @@ pub use params::*;
 pub use reduction::*;
 pub use state::*;
 pub use structural::*;
+pub use window::*;
 
 use crate::aval::ShapedArray;
 use crate::dtype::DType;
@@ -67,6 +69,8 @@ pub enum Primitive {
     Pallas(Pallas),
     /// Collectives over named axes.
     Collective(Collective),
+    /// Windowed reductions and their derivatives' primitives.
+    Window(Window),
 }
 
 impl Primitive {
@@ -82,6 +86,7 @@ impl Primitive {
             Primitive::State(p) => p.name(),
             Primitive::Pallas(p) => p.name(),
             Primitive::Collective(p) => p.name(),
+            Primitive::Window(p) => p.name(),
         }
     }
 }
@@ -213,5 +218,10 @@ into_primitive! {
         AllReduce(AllReduceParams),
         AllGather(AllGatherParams),
         AxisIndex(AxisIndexParams),
+    }
+    Window {
+        ReduceWindow(ReduceWindowParams),
+        SelectAndScatterAdd(SelectAndScatterAddParams),
+        SelectAndGatherAdd(SelectAndGatherAddParams),
     }
 }

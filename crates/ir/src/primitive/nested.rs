@@ -62,7 +62,8 @@ impl Primitive {
             | Primitive::Reduction(_)
             | Primitive::Linalg(_)
             | Primitive::State(_)
-            | Primitive::Collective(_) => Vec::new(),
+            | Primitive::Collective(_)
+            | Primitive::Window(_) => Vec::new(),
         }
     }
 
@@ -77,7 +78,8 @@ impl Primitive {
             | Primitive::Reduction(_)
             | Primitive::Linalg(_)
             | Primitive::State(_)
-            | Primitive::Collective(_) => Vec::new(),
+            | Primitive::Collective(_)
+            | Primitive::Window(_) => Vec::new(),
         }
     }
 
@@ -117,7 +119,8 @@ impl Primitive {
             | Primitive::Reduction(_)
             | Primitive::Linalg(_)
             | Primitive::Control(_)
-            | Primitive::Collective(_) => false,
+            | Primitive::Collective(_)
+            | Primitive::Window(_) => false,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::primitive::{
     PadParams, Pallas, PallasCallParams, ReduceParams, ReducePrecisionParams, Reduction,
     RematParams, ReshapeParams, RevParams, ScanParams, ScatterParams, SliceParams, SortParams,
     SplitParams, SqueezeParams, StackParams, State, StoreParams, Structural, SwapParams,
-    TileParams, TopKParams, TransposeParams, WhileParams,
+    TileParams, TopKParams, TransposeParams, WhileParams, Window,
 };
 mod collective;
 mod control;
@@ -24,6 +24,7 @@ mod linalg;
 mod reduce;
 mod state;
 mod structural;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -195,6 +196,13 @@ pub fn abstract_eval(
             Collective::AxisIndex(_) => {
                 cx.arity(0)?;
                 one(ShapedArray::scalar(DType::I32))
+            }
+        },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(x) => one(window::reduce_window(&cx, &x.window)?),
+            Window::SelectAndGatherAdd(x) => one(window::select_and_gather(&cx, &x.window)?),
+            Window::SelectAndScatterAdd(x) => {
+                one(window::select_and_scatter(&cx, &x.geometry())?)
             }
         },
         Primitive::Control(f) => match f {

@@ -17,7 +17,7 @@ use crate::primitive::{
     GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, PadParams, ReduceParams,
     ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams, ScatterParams,
     SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural, TileParams,
-    TopKParams, TransposeParams,
+    TopKParams, TransposeParams, Window,
 };
 mod convert;
 
@@ -35,6 +35,10 @@ mod special;
 /// out of line so that their results are bit-identical to this interpreter.
 pub use special::{erf_f64, erf_inv_f64, erfc_f64, next_bf16, next_f16, next_f32, next_f64};
 mod structural;
+mod window;
+
+/// The window family's kernels, shared with backends that run them natively.
+pub use window::{reduce_window, select_and_gather_add, select_and_scatter_add, window_map};
 
 #[cfg(test)]
 #[rustfmt::skip]
@@ -253,6 +257,25 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 Err(unbound(name, &axis_name.join(", ")))
             }
             Collective::AxisIndex(AxisIndexParams { axis_name }) => Err(unbound(name, axis_name)),
+        },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(x) => one(window::reduce_window(
+                x.op,
+                arg(name, args, 1, 0)?,
+                &x.window,
+            )),
+            Window::SelectAndGatherAdd(x) => one(window::select_and_gather_add(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                x.select_prim,
+                &x.window,
+            )),
+            Window::SelectAndScatterAdd(x) => one(window::select_and_scatter_add(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                x.select_prim,
+                &x.geometry(),
+            )),
         },
         Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
             format!("{name} is handled by the interpreter core, not by eval_op"),
