@@ -290,7 +290,8 @@ pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
         | Primitive::Linalg(_)
         | Primitive::Control(_)
         | Primitive::State(_)
-        | Primitive::Pallas(_) => p
+        | Primitive::Pallas(_)
+        | Primitive::Window(_) => p
             .sub_jaxprs()
             .iter()
             .any(|j| j.eqns.iter().any(|e| mentions_axis(&e.primitive, name))),

@@ -131,6 +131,7 @@ fn batch_rule(
         Primitive::State(s) => rules::state::batch(s, p, x, d, n),
         Primitive::Pallas(k) => rules::pallas::batch(k, p, x, d, n),
         Primitive::Collective(c) => rules::collective::batch(c, p, x, d, n, name),
+        Primitive::Window(w) => rules::window::batch(w, x, d, n),
     }
 }
 

@@ -100,6 +100,7 @@ fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> 
         Primitive::State(s) => rules::state::jvp(s, p, x, t),
         Primitive::Pallas(k) => rules::pallas::jvp(k, p, x, t),
         Primitive::Collective(c) => rules::collective::jvp(c, p, x, t),
+        Primitive::Window(w) => rules::window::jvp(w, p, x, t),
     }
 }
 

@@ -34,6 +34,7 @@ pub(crate) mod pallas;
 pub(crate) mod reduction;
 pub(crate) mod state;
 pub(crate) mod structural;
+pub(crate) mod window;
 
 use crate::batch::to_front;
 use crate::transpose::LinArg;
