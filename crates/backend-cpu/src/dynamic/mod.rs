@@ -244,7 +244,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
             | Primitive::Reduction(_)
             | Primitive::State(_)
             | Primitive::Pallas(_)
-            | Primitive::Collective(_) => native()?,
+            | Primitive::Collective(_)
+            | Primitive::Window(_) => native()?,
         };
         steps.push(step);
         e += 1;

@@ -94,7 +94,8 @@ impl DynOp {
                 | Reduction::Sort(_)
                 | Reduction::TopK(_),
             )
-            | Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_)) => native(),
+            | Primitive::Linalg(Linalg::ConvGeneralDilated(_) | Linalg::DotGeneral(_))
+            | Primitive::Window(_) => native(),
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
             ) => none("(a named-axis collective) is unbound in a compiled program"),

@@ -765,6 +765,7 @@ fn nested(
         | Primitive::Linalg(_)
         | Primitive::State(_)
         | Primitive::Pallas(_)
-        | Primitive::Collective(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
+        | Primitive::Collective(_)
+        | Primitive::Window(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

@@ -169,7 +169,8 @@ fn writes_ref(p: &Primitive) -> bool {
         | Primitive::Indexing(_)
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
-        | Primitive::Collective(_) => false,
+        | Primitive::Collective(_)
+        | Primitive::Window(_) => false,
     }
 }
 
@@ -462,7 +463,8 @@ fn nested(
         | Primitive::Indexing(_)
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
-        | Primitive::Collective(_) => Err(unsupported(
+        | Primitive::Collective(_)
+        | Primitive::Window(_) => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
         )),

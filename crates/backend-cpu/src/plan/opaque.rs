@@ -107,6 +107,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
         ) => native(),
         Primitive::Linalg(Linalg::DotGeneral(p)) => dot_step(jaxpr, e, eqn, p),
         Primitive::Linalg(Linalg::ConvGeneralDilated(_)) => native(),
+        Primitive::Window(_) => native(),
         // `native_step` has a rule for every state and Pallas primitive.
         Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {
@@ -239,7 +240,8 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
         | Primitive::Control(_)
-        | Primitive::Collective(_) => built_step(jaxpr, e, eqn),
+        | Primitive::Collective(_)
+        | Primitive::Window(_) => built_step(jaxpr, e, eqn),
     }
 }
 

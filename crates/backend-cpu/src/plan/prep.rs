@@ -360,7 +360,8 @@ pub(crate) fn prep(
                 | Primitive::Linalg(_)
                 | Primitive::State(_)
                 | Primitive::Pallas(_)
-                | Primitive::Collective(_) => {
+                | Primitive::Collective(_)
+                | Primitive::Window(_) => {
                     let step = opaque_step(jaxpr, e, eqn)?;
                     match step {
                         Opaque::Gemm {

@@ -223,7 +223,8 @@ pub(crate) fn eval_members(
                 | Primitive::Control(_)
                 | Primitive::State(_)
                 | Primitive::Pallas(_)
-                | Primitive::Collective(_) => {
+                | Primitive::Collective(_)
+                | Primitive::Window(_) => {
                     return Err(IrError::Invalid(format!(
                         "cuda lowering: {} cannot be a fused member",
                         eqn.primitive.name()

@@ -323,5 +323,6 @@ pub(crate) fn lower_eqn(
         Primitive::State(p) => unsupported::state(p),
         Primitive::Pallas(p) => unsupported::pallas(p),
         Primitive::Collective(p) => unsupported::collective(p),
+        Primitive::Window(p) => unsupported::window(p),
     }
 }

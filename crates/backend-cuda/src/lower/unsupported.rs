@@ -1,9 +1,9 @@
-//! The families that do not lower yet — state, Pallas and named-axis
-//! collectives — each with one explicit arm per primitive, so that a new
+//! The families that do not lower yet — state, Pallas, named-axis
+//! collectives and windowed reductions — each with one explicit arm per primitive, so that a new
 //! primitive breaks the build here until someone decides about it.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, Pallas, State};
+use jaxon_ir::primitive::{Collective, Pallas, State, Window};
 use jaxon_ir::IrError;
 
 /// State primitives (`get`, `swap`, `addupdate`).
@@ -37,6 +37,16 @@ pub(crate) fn collective(p: &Collective) -> Result<(), IrError> {
         Collective::AllReduce(_) => "named-axis all-reduces have a value only under vmap",
         Collective::AllGather(_) | Collective::AxisIndex(_) => {
             "named-axis collectives have a value only under vmap"
+        }
+    };
+    Err(unsupported(p.name(), why))
+}
+
+/// Windowed reductions and their derivatives' selections.
+pub(crate) fn window(p: &Window) -> Result<(), IrError> {
+    let why = match p {
+        Window::ReduceWindow(_) | Window::SelectAndGatherAdd(_) | Window::SelectAndScatterAdd(_) => {
+            "windowed reductions have no CUDA kernel yet"
         }
     };
     Err(unsupported(p.name(), why))

@@ -98,7 +98,8 @@ fn fused(prim: &Primitive) -> Fused<'_> {
         | Primitive::Control(_)
         | Primitive::State(_)
         | Primitive::Pallas(_)
-        | Primitive::Collective(_) => Fused::No,
+        | Primitive::Collective(_)
+        | Primitive::Window(_) => Fused::No,
     }
 }
 
