@@ -45,9 +45,9 @@ pub(crate) fn collective(p: &Collective) -> Result<(), IrError> {
 /// Windowed reductions and their derivatives' selections.
 pub(crate) fn window(p: &Window) -> Result<(), IrError> {
     let why = match p {
-        Window::ReduceWindow(_) | Window::SelectAndGatherAdd(_) | Window::SelectAndScatterAdd(_) => {
-            "windowed reductions have no CUDA kernel yet"
-        }
+        Window::ReduceWindow(_)
+        | Window::SelectAndGatherAdd(_)
+        | Window::SelectAndScatterAdd(_) => "windowed reductions have no CUDA kernel yet",
     };
     Err(unsupported(p.name(), why))
 }

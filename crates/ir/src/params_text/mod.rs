@@ -26,9 +26,9 @@ mod control;
 mod pallas;
 mod state;
 mod table;
-mod window;
 #[cfg(test)]
 mod tests;
+mod window;
 
 pub(crate) use codec::Codec;
 pub(crate) use table::parse_by_name;

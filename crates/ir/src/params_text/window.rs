@@ -32,9 +32,10 @@ fn parse_select(cx: &mut ParseCx<'_, '_, '_>) -> PResult<SelectPrim> {
     match w.as_str() {
         "ge" => Ok(SelectPrim::Ge),
         "le" => Ok(SelectPrim::Le),
-        _ => Err(cx
-            .p
-            .err(cx.p.pos, format!("select_prim `{w}`: expected `ge` or `le`"))),
+        _ => Err(cx.p.err(
+            cx.p.pos,
+            format!("select_prim `{w}`: expected `ge` or `le`"),
+        )),
     }
 }
 
@@ -73,7 +74,10 @@ impl ParamsText for SelectAndGatherAddParams {
         out.push(("padding", Padding::print(&self.window.padding)));
         out.push(("select_prim", PV::Text(self.select_prim.name().to_string())));
         out.push(("window_dilation", Axes::print(&self.window.window_dilation)));
-        out.push(("window_dimensions", Axes::print(&self.window.window_dimensions)));
+        out.push((
+            "window_dimensions",
+            Axes::print(&self.window.window_dimensions),
+        ));
         out.push(("window_strides", Axes::print(&self.window.window_strides)));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {

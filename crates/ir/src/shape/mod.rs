@@ -201,9 +201,7 @@ pub fn abstract_eval(
         Primitive::Window(f) => match f {
             Window::ReduceWindow(x) => one(window::reduce_window(&cx, &x.window)?),
             Window::SelectAndGatherAdd(x) => one(window::select_and_gather(&cx, &x.window)?),
-            Window::SelectAndScatterAdd(x) => {
-                one(window::select_and_scatter(&cx, &x.geometry())?)
-            }
+            Window::SelectAndScatterAdd(x) => one(window::select_and_scatter(&cx, &x.geometry())?),
         },
         Primitive::Control(f) => match f {
             Control::Cond(CondParams { branches }) => control::cond(&cx, branches)?,

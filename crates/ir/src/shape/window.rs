@@ -16,12 +16,20 @@ fn sizes(cx: &Cx, i: usize) -> Result<(ShapedArray, Vec<usize>), IrError> {
 }
 
 /// The windowed result's sizes for an operand of `sizes`.
-pub(crate) fn out_sizes(cx: &Cx, w: &WindowGeometry, sizes: &[usize]) -> Result<Vec<usize>, IrError> {
+pub(crate) fn out_sizes(
+    cx: &Cx,
+    w: &WindowGeometry,
+    sizes: &[usize],
+) -> Result<Vec<usize>, IrError> {
     w.check(cx.name, sizes.len()).map_err(|m| cx.err(m))?;
     (0..sizes.len())
         .map(|d| {
-            w.out_dim(d, sizes[d])
-                .ok_or_else(|| cx.err(format!("padding {:?} makes dimension {d} negative", w.padding[d])))
+            w.out_dim(d, sizes[d]).ok_or_else(|| {
+                cx.err(format!(
+                    "padding {:?} makes dimension {d} negative",
+                    w.padding[d]
+                ))
+            })
         })
         .collect()
 }
@@ -30,7 +38,10 @@ pub(crate) fn out_sizes(cx: &Cx, w: &WindowGeometry, sizes: &[usize]) -> Result<
 pub(crate) fn reduce_window(cx: &Cx, w: &WindowGeometry) -> Result<ShapedArray, IrError> {
     cx.arity(1)?;
     let (a, s) = sizes(cx, 0)?;
-    Ok(ShapedArray::new(a.dtype, static_shape(&out_sizes(cx, w, &s)?)))
+    Ok(ShapedArray::new(
+        a.dtype,
+        static_shape(&out_sizes(cx, w, &s)?),
+    ))
 }
 
 /// `select_and_gather_add tangents operand`: both of one type, the windowed shape.
@@ -41,7 +52,10 @@ pub(crate) fn select_and_gather(cx: &Cx, w: &WindowGeometry) -> Result<ShapedArr
     if ts != os || t.dtype != o.dtype {
         return Err(cx.err("tangents and operand must have the same type"));
     }
-    Ok(ShapedArray::new(t.dtype, static_shape(&out_sizes(cx, w, &os)?)))
+    Ok(ShapedArray::new(
+        t.dtype,
+        static_shape(&out_sizes(cx, w, &os)?),
+    ))
 }
 
 /// `select_and_scatter_add source operand`: the source has the windowed

@@ -50,12 +50,19 @@ pub(crate) fn jvp(w: &Window, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
 /// The static sizes of a transpose operand.
 fn static_sizes(a: &LinArg, name: &str) -> Result<Vec<usize>> {
     a.ty().static_sizes().ok_or_else(|| {
-        Error::InvalidArgument(format!("transpose of `{name}`: dynamic shapes are not supported"))
+        Error::InvalidArgument(format!(
+            "transpose of `{name}`: dynamic shapes are not supported"
+        ))
     })
 }
 
 /// The transpose rules of the family.
-pub(crate) fn transpose(w: &Window, p: &Primitive, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+pub(crate) fn transpose(
+    w: &Window,
+    p: &Primitive,
+    args: &[LinArg],
+    cts: &[Option<Array>],
+) -> Result<Cts> {
     let name = p.name();
     match w {
         Window::ReduceWindow(ReduceWindowParams {
@@ -64,11 +71,23 @@ pub(crate) fn transpose(w: &Window, p: &Primitive, args: &[LinArg], cts: &[Optio
         }) => {
             let in_shape = static_sizes(&args[0], name)?;
             let g = ct(cts)?;
-            Ok(only(args, 0, reduce_window_sum_transpose(&g, &in_shape, window)?))
+            Ok(only(
+                args,
+                0,
+                reduce_window_sum_transpose(&g, &in_shape, window)?,
+            ))
         }
         Window::ReduceWindow(_) => super::not_linear(p),
-        Window::SelectAndGatherAdd(SelectAndGatherAddParams { select_prim, window }) => {
-            if window.base_dilation.iter().chain(&window.window_dilation).any(|&d| d != 1) {
+        Window::SelectAndGatherAdd(SelectAndGatherAddParams {
+            select_prim,
+            window,
+        }) => {
+            if window
+                .base_dilation
+                .iter()
+                .chain(&window.window_dilation)
+                .any(|&d| d != 1)
+            {
                 return super::transpose_unsupported(p);
             }
             let x = args[1].value(name)?;
@@ -96,7 +115,13 @@ pub(crate) fn transpose(w: &Window, p: &Primitive, args: &[LinArg], cts: &[Optio
 /// windows with strides the base dilation.
 fn reduce_window_sum_transpose(g: &Array, in_shape: &[usize], w: &WindowGeometry) -> Result<Array> {
     let out_shape = g.shape();
-    let dil = |n: usize, d: usize| if n == 0 { 0 } else { (n as i64 - 1) * d as i64 + 1 };
+    let dil = |n: usize, d: usize| {
+        if n == 0 {
+            0
+        } else {
+            (n as i64 - 1) * d as i64 + 1
+        }
+    };
     let mut config = Vec::with_capacity(in_shape.len());
     for d in 0..in_shape.len() {
         let lhs = dil(in_shape[d], w.base_dilation[d]);
@@ -136,7 +161,9 @@ fn with_batch(w: &WindowGeometry) -> WindowGeometry {
     WindowGeometry {
         window_dimensions: pre(&w.window_dimensions),
         window_strides: pre(&w.window_strides),
-        padding: std::iter::once((0, 0)).chain(w.padding.iter().copied()).collect(),
+        padding: std::iter::once((0, 0))
+            .chain(w.padding.iter().copied())
+            .collect(),
         base_dilation: pre(&w.base_dilation),
         window_dilation: pre(&w.window_dilation),
     }
@@ -150,13 +177,14 @@ pub(crate) fn batch(w: &Window, x: &[Array], d: &[Option<usize>], n: usize) -> R
             window: with_batch(window),
         }
         .into(),
-        Window::SelectAndGatherAdd(SelectAndGatherAddParams { select_prim, window }) => {
-            SelectAndGatherAddParams {
-                select_prim: *select_prim,
-                window: with_batch(window),
-            }
-            .into()
+        Window::SelectAndGatherAdd(SelectAndGatherAddParams {
+            select_prim,
+            window,
+        }) => SelectAndGatherAddParams {
+            select_prim: *select_prim,
+            window: with_batch(window),
         }
+        .into(),
         Window::SelectAndScatterAdd(s) => {
             let g = with_batch(&s.geometry());
             SelectAndScatterAddParams {

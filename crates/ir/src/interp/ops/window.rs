@@ -21,8 +21,9 @@ pub fn window_map(
     w.check(name, rank).map_err(IrError::Eval)?;
     let out: Vec<usize> = (0..rank)
         .map(|d| {
-            w.out_dim(d, shape[d])
-                .ok_or_else(|| IrError::Eval(format!("{name}: padding makes dimension {d} negative")))
+            w.out_dim(d, shape[d]).ok_or_else(|| {
+                IrError::Eval(format!("{name}: padding makes dimension {d} negative"))
+            })
         })
         .collect::<Result<_, _>>()?;
     let wsize: usize = w.window_dimensions.iter().product();
@@ -72,7 +73,11 @@ fn fold<T: Copy>(v: &[T], map: &[usize], wsize: usize, init: T, f: impl Fn(T, T)
 }
 
 /// `reduce_window_sum/max/min` of `x`.
-pub fn reduce_window(op: WindowOp, x: &HostArray, w: &WindowGeometry) -> Result<HostArray, IrError> {
+pub fn reduce_window(
+    op: WindowOp,
+    x: &HostArray,
+    w: &WindowGeometry,
+) -> Result<HostArray, IrError> {
     let (out, wsize, map) = window_map(op.name(), x.shape(), w)?;
     let n: usize = out.iter().product();
     let fold_all = |l: Lifted| -> Lifted {
@@ -119,7 +124,12 @@ pub fn reduce_window(op: WindowOp, x: &HostArray, w: &WindowGeometry) -> Result<
 
 /// Per window, the operand index it selects (the first greatest for `ge`,
 /// the first least for `le`, padding never), or [`FILL`].
-fn select<T: PartialOrd + Copy>(v: &[T], map: &[usize], wsize: usize, sel: SelectPrim) -> Vec<usize> {
+fn select<T: PartialOrd + Copy>(
+    v: &[T],
+    map: &[usize],
+    wsize: usize,
+    sel: SelectPrim,
+) -> Vec<usize> {
     map.chunks(wsize.max(1))
         .map(|win| {
             let mut best = FILL;
@@ -170,7 +180,9 @@ pub fn select_and_gather_add(
 ) -> Result<HostArray, IrError> {
     let name = "select_and_gather_add";
     if t.shape() != x.shape() || t.dtype() != x.dtype() {
-        return Err(IrError::Eval(format!("{name}: tangents and operand differ in type")));
+        return Err(IrError::Eval(format!(
+            "{name}: tangents and operand differ in type"
+        )));
     }
     let (out, idx) = selections(name, x, sel, w)?;
     let zero = Storage::zeros(t.dtype(), 1);
