@@ -6,8 +6,10 @@
 //! methods and operators raise their errors (see `error::raise`).
 
 mod conv;
+mod window;
 
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
+pub use window::{reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum};
 
 use crate::array::Array;
 use crate::core::{bind, bind1};
