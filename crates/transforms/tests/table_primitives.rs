@@ -323,7 +323,11 @@ fn table() -> Vec<Row> {
     // Dilated max/min windows transpose as JAX's do not (their
     // `select_and_gather_add` has no dilation-free transpose): sum only.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3,7]. let b:f64[5,3] = reduce_window_sum[base_dilation=(2, 1) padding=((1, 0), (2, 1)) window_dilation=(1, 2) window_dimensions=(2, 3) window_strides=(1, 2)] a in (b,) }"));
-    for op in ["reduce_window_sum", "reduce_window_max", "reduce_window_min"] {
+    for op in [
+        "reduce_window_sum",
+        "reduce_window_max",
+        "reduce_window_min",
+    ] {
         u.push(row(Diff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,5,4]. let b:f64[2,3,2] = {op}[base_dilation=(1, 1, 1) padding=((0, 0), (1, 1), (0, 1)) window_dilation=(1, 1, 1) window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)] a in (b,) }}")));
     }
     for sel in ["ge", "le"] {

@@ -62,6 +62,9 @@ mod tests_sort;
 #[rustfmt::skip]
 mod tests_structural;
 #[cfg(test)]
+#[rustfmt::skip]
+mod tests_window;
+#[cfg(test)]
 mod tests_props;
 #[cfg(test)]
 mod testutil;
