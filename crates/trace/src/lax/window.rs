@@ -63,7 +63,7 @@ pub fn reduce_window(
                 window_dilation: wdil,
             },
         }),
-        &[x.clone()],
+        std::slice::from_ref(x),
     )
 }
 
