@@ -10,6 +10,7 @@
 mod lowering_util;
 use jaxon_ir::primitive::{
     Collective, Control, Elementwise, Indexing, Linalg, Pallas, Reduction, State, Structural,
+    Window,
 };
 use jaxon_ir::{IrError, Jaxpr, Primitive};
 use lowering_util::{check, parse, run_sim, Dist, Tol};
@@ -21,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 54;
+const N_VARIANTS: usize = 57;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -80,6 +81,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::AllReduce(_)) => (51, NotYet("named axes")),
         Primitive::Collective(Collective::AllGather(_)) => (52, NotYet("named axes")),
         Primitive::Collective(Collective::AxisIndex(_)) => (53, NotYet("named axes")),
+        Primitive::Window(Window::ReduceWindow(_)) => (54, NotYet("windowed reductions")),
+        Primitive::Window(Window::SelectAndScatterAdd(_)) => (55, NotYet("windowed reductions")),
+        Primitive::Window(Window::SelectAndGatherAdd(_)) => (56, NotYet("windowed reductions")),
     }
 }
 
@@ -293,6 +297,10 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
       preserve_dimensions=False
     ] a 1:i32[] 8:i32[] 2:i32[] 0:i32[] b
   in (c,) }"
+            .into(),
+    ), (
+        "reduce_window_max",
+        "{ lambda ; a:f32[4,6]. let b:f32[2,3] = reduce_window_max[base_dilation=(1, 1) padding=((0, 0), (0, 0)) window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(2, 2)] a in (b,) }"
             .into(),
     )]
 }
