@@ -8,7 +8,7 @@
 
 use jaxon_ir::primitive::{
     AddUpdateParams, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Marker, Pallas,
-    Reduction, State, Structural, SwapParams,
+    Reduction, State, Structural, SwapParams, Window,
 };
 mod common;
 use common::{check, parse, Dist, Tol};
@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 72;
+const N_VARIANTS: usize = 75;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -116,6 +116,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Elementwise(Elementwise::Imag) => (69, Tested),
         Primitive::Elementwise(Elementwise::Conj(_)) => (70, Tested),
         Primitive::Linalg(Linalg::Fft(_)) => (71, Tested),
+        Primitive::Window(Window::ReduceWindow(_)) => (72, Tested),
+        Primitive::Window(Window::SelectAndScatterAdd(_)) => (73, Tested),
+        Primitive::Window(Window::SelectAndGatherAdd(_)) => (74, Tested),
     }
 }
 
@@ -1018,7 +1021,31 @@ fn all_cases() -> Vec<Case> {
     v.extend(decomp_cases());
     v.extend(control_cases());
     v.extend(empty_cases());
+    v.extend(window_cases());
     v
+}
+
+/// One case per window primitive (`tests/window_ops.rs` has the rest).
+fn window_cases() -> Vec<Case> {
+    let w = "window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)";
+    let g = "base_dilation=(1, 1, 1) padding=((0, 0), (1, 1), (0, 1))";
+    vec![
+        case(
+            format!("{{ lambda ; a:f32[2,5,4]. let b:f32[2,3,2] = reduce_window_max[{g} window_dilation=(1, 1, 1) {w}] a in (b,) }}"),
+            Dist::Uniform(2.0),
+            Tol::Exact,
+        ),
+        case(
+            format!("{{ lambda ; a:f32[2,3,2] b:f32[2,5,4]. let c:f32[2,5,4] = select_and_scatter_add[padding=((0, 0), (1, 1), (0, 1)) select_prim=ge {w}] a b in (c,) }}"),
+            Dist::Uniform(2.0),
+            Tol::Exact,
+        ),
+        case(
+            format!("{{ lambda ; a:f32[2,5,4] b:f32[2,5,4]. let c:f32[2,3,2] = select_and_gather_add[{g} select_prim=le window_dilation=(1, 1, 1) {w}] a b in (c,) }}"),
+            Dist::Uniform(2.0),
+            Tol::Exact,
+        ),
+    ]
 }
 
 fn walk(j: &Jaxpr, tags: &mut BTreeSet<usize>, names: &mut BTreeSet<String>) {

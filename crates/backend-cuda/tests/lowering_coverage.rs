@@ -10,7 +10,7 @@
 mod lowering_util;
 use jaxon_ir::primitive::{
     Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Reduction, State,
-    Structural,
+    Structural, Window,
 };
 use jaxon_ir::{IrError, Jaxpr, Primitive};
 use lowering_util::{check, parse, run_sim, Dist, Tol};
@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 72;
+const N_VARIANTS: usize = 75;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -102,6 +102,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Elementwise(Elementwise::Imag) => (69, NotYet("complex numbers")),
         Primitive::Elementwise(Elementwise::Conj(_)) => (70, NotYet("complex numbers")),
         Primitive::Linalg(Linalg::Fft(_)) => (71, NotYet("complex numbers")),
+        Primitive::Window(Window::ReduceWindow(_)) => (72, NotYet("windowed reductions")),
+        Primitive::Window(Window::SelectAndScatterAdd(_)) => (73, NotYet("windowed reductions")),
+        Primitive::Window(Window::SelectAndGatherAdd(_)) => (74, NotYet("windowed reductions")),
     }
 }
 
@@ -361,6 +364,11 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
     c:f32[5] = regularized_incomplete_beta a b x
   in (c,) }"
                 .into(),
+        ),
+        (
+        "reduce_window_max",
+        "{ lambda ; a:f32[4,6]. let b:f32[2,3] = reduce_window_max[base_dilation=(1, 1) padding=((0, 0), (0, 0)) window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(2, 2)] a in (b,) }"
+            .into(),
         ),
     ]
     .into_iter()

@@ -382,6 +382,20 @@ fn table() -> Vec<Row> {
     // Batch groups (the weight gradient of a grouped conv): vmap over the
     // images, the kernels and both.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,2,5] b:f64[4,2,3]. let c:f64[2,4,3] = conv_general_dilated[batch_group_count=2 dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 1, 2), rhs_spec=(0, 1, 2), out_spec=(0, 1, 2)) feature_group_count=1 lhs_dilation=(1,) padding=((0, 0),) precision=None preferred_element_type=None rhs_dilation=(1,) window_strides=(1,)] a b in (c,) }"));
+    // Dilated max/min windows transpose as JAX's do not (their
+    // `select_and_gather_add` has no dilation-free transpose): sum only.
+    u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[3,7]. let b:f64[5,3] = reduce_window_sum[base_dilation=(2, 1) padding=((1, 0), (2, 1)) window_dilation=(1, 2) window_dimensions=(2, 3) window_strides=(1, 2)] a in (b,) }"));
+    for op in [
+        "reduce_window_sum",
+        "reduce_window_max",
+        "reduce_window_min",
+    ] {
+        u.push(row(Diff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,5,4]. let b:f64[2,3,2] = {op}[base_dilation=(1, 1, 1) padding=((0, 0), (1, 1), (0, 1)) window_dilation=(1, 1, 1) window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)] a in (b,) }}")));
+    }
+    for sel in ["ge", "le"] {
+        u.push(row(Diff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,3,2] b:f64[2,5,4]. let c:f64[2,5,4] = select_and_scatter_add[padding=((0, 0), (1, 1), (0, 1)) select_prim={sel} window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)] a b in (c,) }}")));
+        u.push(row(Diff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,5,4] b:f64[2,5,4]. let c:f64[2,3,2] = select_and_gather_add[base_dilation=(1, 1, 1) padding=((0, 0), (1, 1), (0, 1)) select_prim={sel} window_dilation=(1, 1, 1) window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)] a b in (c,) }}")));
+    }
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,3]. let c:f64[4,3] = sort[dimension=0 is_stable=True num_keys=1] a in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[5] b:f64[5]. let c:f64[5] d:f64[5] = sort[dimension=0 is_stable=True num_keys=1] a b in (c, d) }"));
     u.push(row(

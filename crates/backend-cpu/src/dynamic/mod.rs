@@ -255,7 +255,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
             | Primitive::State(_)
             | Primitive::Pallas(_)
             | Primitive::Collective(_)
-            | Primitive::Marker(_) => native()?,
+            | Primitive::Marker(_)
+            | Primitive::Window(_) => native()?,
         };
         steps.push(step);
         e += 1;

@@ -112,7 +112,8 @@ impl DynOp {
                 | Linalg::Eigh(_)
                 | Linalg::Svd(_)
                 | Linalg::TridiagonalSolve(_),
-            ) => native(),
+            )
+            | Primitive::Window(_) => native(),
             // Complex programs never reach the dynamic-shape compiler.
             Primitive::Linalg(Linalg::Fft(_)) => {
                 none("(a complex-number primitive) runs on the complex slow path only")

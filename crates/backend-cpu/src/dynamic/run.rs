@@ -777,6 +777,7 @@ fn nested(
         | Primitive::State(_)
         | Primitive::Pallas(_)
         | Primitive::Collective(_)
-        | Primitive::Marker(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
+        | Primitive::Marker(_)
+        | Primitive::Window(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

@@ -170,7 +170,8 @@ fn writes_ref(p: &Primitive) -> bool {
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
         | Primitive::Collective(_)
-        | Primitive::Marker(_) => false,
+        | Primitive::Marker(_)
+        | Primitive::Window(_) => false,
     }
 }
 
@@ -465,7 +466,8 @@ fn nested(
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
         | Primitive::Collective(_)
-        | Primitive::Marker(_) => Err(unsupported(
+        | Primitive::Marker(_)
+        | Primitive::Window(_) => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
         )),

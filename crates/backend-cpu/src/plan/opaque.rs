@@ -123,6 +123,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Linalg::TridiagonalSolve(_),
         ) => native(),
         Primitive::Linalg(Linalg::Fft(_)) => unsupported(),
+        Primitive::Window(_) => native(),
         // `native_step` has a rule for every state and Pallas primitive.
         Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {
@@ -264,7 +265,8 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::Linalg(_)
         | Primitive::Control(_)
         | Primitive::Collective(_)
-        | Primitive::Marker(_) => built_step(jaxpr, e, eqn),
+        | Primitive::Marker(_)
+        | Primitive::Window(_) => built_step(jaxpr, e, eqn),
     }
 }
 

@@ -362,7 +362,8 @@ pub(crate) fn prep(
                 | Primitive::State(_)
                 | Primitive::Pallas(_)
                 | Primitive::Collective(_)
-                | Primitive::Marker(_) => {
+                | Primitive::Marker(_)
+                | Primitive::Window(_) => {
                     let step = opaque_step(jaxpr, e, eqn)?;
                     match step {
                         Opaque::Gemm {

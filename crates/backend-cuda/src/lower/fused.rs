@@ -224,7 +224,8 @@ pub(crate) fn eval_members(
                 | Primitive::State(_)
                 | Primitive::Pallas(_)
                 | Primitive::Collective(_)
-                | Primitive::Marker(_) => {
+                | Primitive::Marker(_)
+                | Primitive::Window(_) => {
                     return Err(IrError::Invalid(format!(
                         "cuda lowering: {} cannot be a fused member",
                         eqn.primitive.name()

@@ -325,5 +325,6 @@ pub(crate) fn lower_eqn(
         Primitive::Pallas(p) => unsupported::pallas(p),
         Primitive::Collective(p) => unsupported::collective(p),
         Primitive::Marker(p) => unsupported::marker(p),
+        Primitive::Window(p) => unsupported::window(p),
     }
 }

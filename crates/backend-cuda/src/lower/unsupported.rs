@@ -1,11 +1,11 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives, and the markers that simplify removes — each with one
+//! collectives, windowed reductions, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; and the special functions (gamma
 //! family, `zeta`, Bessel, incomplete beta), which have no CUDA kernel yet.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, State};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, State, Window};
 use jaxon_ir::{Atom, Aval, Binder, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -104,4 +104,14 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
             p.name()
         ))),
     }
+}
+
+/// Windowed reductions and their derivatives' selections.
+pub(crate) fn window(p: &Window) -> Result<(), IrError> {
+    let why = match p {
+        Window::ReduceWindow(_)
+        | Window::SelectAndGatherAdd(_)
+        | Window::SelectAndScatterAdd(_) => "windowed reductions have no CUDA kernel yet",
+    };
+    Err(unsupported(p.name(), why))
 }

@@ -268,7 +268,8 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
         | Primitive::Reduction(_)
         | Primitive::Linalg(_)
         | Primitive::Collective(_)
-        | Primitive::Marker(_) => {
+        | Primitive::Marker(_)
+        | Primitive::Window(_) => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()

@@ -18,7 +18,7 @@ fn text(s: impl Into<String>) -> PV<'static> {
 }
 
 /// The op whose name is the equation's primitive name.
-fn op_named<T: Copy>(
+pub(super) fn op_named<T: Copy>(
     cx: &ParseCx<'_, '_, '_>,
     ops: &[T],
     name: impl Fn(T) -> &'static str,
@@ -439,7 +439,7 @@ impl Codec<ConvDimensionNumbers> for ConvDims {
 }
 
 /// `((low, high), ...)`, one pair per spatial dimension.
-struct Padding;
+pub(super) struct Padding;
 
 impl Codec<Vec<(i64, i64)>> for Padding {
     fn print(v: &Vec<(i64, i64)>) -> PV<'_> {

@@ -29,6 +29,7 @@ mod state;
 mod table;
 #[cfg(test)]
 mod tests;
+mod window;
 
 pub(crate) use codec::Codec;
 pub(crate) use table::parse_by_name;
@@ -41,7 +42,7 @@ use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
     Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Reduction,
-    State, Structural,
+    State, Structural, Window,
 };
 use crate::print::PV;
 
@@ -226,6 +227,11 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Marker::DevicePut(x) => x,
             Marker::OptimizationBarrier(x) => x,
             Marker::PlatformIndex(x) => x,
+        },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(x) => x,
+            Window::SelectAndScatterAdd(x) => x,
+            Window::SelectAndGatherAdd(x) => x,
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => x,

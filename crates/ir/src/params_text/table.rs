@@ -177,6 +177,9 @@ params_text! {
         AtomicRmwParams "atomic_rmw",
         AtomicCasParams "atomic_cas",
         PallasCallParams "pallas_call",
+        ReduceWindowParams "reduce_window_sum" | "reduce_window_max" | "reduce_window_min",
+        SelectAndScatterAddParams "select_and_scatter_add",
+        SelectAndGatherAddParams "select_and_gather_add",
     }
     ; bare {
         "select_n" => Elementwise::SelectN,

@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 72;
+const VARIANTS: usize = 75;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -127,6 +127,11 @@ fn variant(p: &Primitive) -> usize {
             Marker::OptimizationBarrier(_) => 56,
             Marker::PlatformIndex(_) => 57,
         },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(_) => 72,
+            Window::SelectAndScatterAdd(_) => 73,
+            Window::SelectAndGatherAdd(_) => 74,
+        },
     }
 }
 
@@ -162,6 +167,33 @@ fn samples() -> Vec<Primitive> {
             index_dtype,
         })
     }));
+    let geometry = WindowGeometry {
+        window_dimensions: vec![2],
+        window_strides: vec![1],
+        padding: vec![(1, 0)],
+        base_dilation: vec![1],
+        window_dilation: vec![2],
+    };
+    v.extend(WindowOp::ALL.iter().map(|&op| {
+        let window = geometry.clone();
+        Primitive::from(ReduceWindowParams { op, window })
+    }));
+    v.push(
+        SelectAndScatterAddParams {
+            select_prim: SelectPrim::Ge,
+            window_dimensions: vec![2],
+            window_strides: vec![2],
+            padding: vec![(0, 1)],
+        }
+        .into(),
+    );
+    v.push(
+        SelectAndGatherAddParams {
+            select_prim: SelectPrim::Le,
+            window: geometry,
+        }
+        .into(),
+    );
     v.extend(CumulativeOp::ALL.iter().map(|&op| {
         let (axis, reverse) = (0, false);
         Primitive::from(CumulativeParams { op, axis, reverse })

@@ -27,6 +27,7 @@ mod params;
 mod reduction;
 mod state;
 mod structural;
+mod window;
 
 pub use collective::*;
 pub use control::*;
@@ -42,6 +43,7 @@ pub use params::*;
 pub use reduction::*;
 pub use state::*;
 pub use structural::*;
+pub use window::*;
 
 use crate::aval::ShapedArray;
 use crate::dtype::DType;
@@ -71,6 +73,8 @@ pub enum Primitive {
     Collective(Collective),
     /// Identities and platform queries that mark values for the compiler.
     Marker(Marker),
+    /// Windowed reductions and their derivatives' primitives.
+    Window(Window),
 }
 
 impl Primitive {
@@ -87,6 +91,7 @@ impl Primitive {
             Primitive::Pallas(p) => p.name(),
             Primitive::Collective(p) => p.name(),
             Primitive::Marker(p) => p.name(),
+            Primitive::Window(p) => p.name(),
         }
     }
 }
@@ -232,5 +237,10 @@ into_primitive! {
         DevicePut(DevicePutParams),
         OptimizationBarrier(OptimizationBarrierParams),
         PlatformIndex(PlatformIndexParams),
+    }
+    Window {
+        ReduceWindow(ReduceWindowParams),
+        SelectAndScatterAdd(SelectAndScatterAddParams),
+        SelectAndGatherAdd(SelectAndGatherAddParams),
     }
 }

@@ -63,7 +63,8 @@ impl Primitive {
             | Primitive::Linalg(_)
             | Primitive::State(_)
             | Primitive::Collective(_)
-            | Primitive::Marker(_) => Vec::new(),
+            | Primitive::Marker(_)
+            | Primitive::Window(_) => Vec::new(),
         }
     }
 
@@ -79,7 +80,8 @@ impl Primitive {
             | Primitive::Linalg(_)
             | Primitive::State(_)
             | Primitive::Collective(_)
-            | Primitive::Marker(_) => Vec::new(),
+            | Primitive::Marker(_)
+            | Primitive::Window(_) => Vec::new(),
         }
     }
 
@@ -120,7 +122,8 @@ impl Primitive {
             | Primitive::Linalg(_)
             | Primitive::Control(_)
             | Primitive::Collective(_)
-            | Primitive::Marker(_) => false,
+            | Primitive::Marker(_)
+            | Primitive::Window(_) => false,
         }
     }
 }

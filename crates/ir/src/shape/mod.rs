@@ -14,7 +14,7 @@ use crate::primitive::{
     Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
     ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, ScanParams,
     ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
-    StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams, Window,
 };
 mod collective;
 mod control;
@@ -25,6 +25,7 @@ mod linalg;
 mod reduce;
 mod state;
 mod structural;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -227,6 +228,11 @@ pub fn abstract_eval(
                 }
                 one(ShapedArray::scalar(DType::I32))
             }
+        },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(x) => one(window::reduce_window(&cx, &x.window)?),
+            Window::SelectAndGatherAdd(x) => one(window::select_and_gather(&cx, &x.window)?),
+            Window::SelectAndScatterAdd(x) => one(window::select_and_scatter(&cx, &x.geometry())?),
         },
         Primitive::Control(f) => match f {
             Control::Cond(CondParams { branches, .. }) => control::cond(&cx, branches)?,

@@ -118,7 +118,7 @@ pub fn conv_dimension_numbers(lhs: &str, rhs: &str, out: &str) -> Result<ConvDim
 
 /// `(low, high)` padding of each spatial dimension for a padding string
 /// (JAX's `padtype_to_pads`).
-fn pads(
+pub(super) fn pads(
     padding: &Padding,
     input: &[usize],
     window: &[usize],

@@ -291,7 +291,8 @@ pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
         | Primitive::Control(_)
         | Primitive::State(_)
         | Primitive::Pallas(_)
-        | Primitive::Marker(_) => p
+        | Primitive::Marker(_)
+        | Primitive::Window(_) => p
             .sub_jaxprs()
             .iter()
             .any(|j| j.eqns.iter().any(|e| mentions_axis(&e.primitive, name))),

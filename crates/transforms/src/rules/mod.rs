@@ -37,6 +37,7 @@ pub(crate) mod reduction;
 mod special;
 pub(crate) mod state;
 pub(crate) mod structural;
+pub(crate) mod window;
 
 use crate::batch::to_front;
 use crate::transpose::LinArg;

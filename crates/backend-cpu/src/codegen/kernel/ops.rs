@@ -99,7 +99,8 @@ fn fused(prim: &Primitive) -> Fused<'_> {
         | Primitive::State(_)
         | Primitive::Pallas(_)
         | Primitive::Collective(_)
-        | Primitive::Marker(_) => Fused::No,
+        | Primitive::Marker(_)
+        | Primitive::Window(_) => Fused::No,
     }
 }
 

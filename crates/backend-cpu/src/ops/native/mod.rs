@@ -29,6 +29,7 @@ pub(crate) mod pallas;
 mod sort;
 pub(crate) mod state;
 mod strided;
+mod window;
 
 pub(crate) use elem::{map_same, map_same2, Elem};
 use strided::Strided;
@@ -159,6 +160,7 @@ pub(crate) fn build_op(
         Primitive::Indexing(p) => indexing_op(p, ins, outs),
         Primitive::Reduction(p) => reduction_op(p, ins, outs),
         Primitive::Linalg(p) => linalg_op(p, ins, outs),
+        Primitive::Window(p) => Ok(Box::new(window::WindowOp::new(p))),
         // Control flow runs its bodies; refs and Pallas primitives have
         // their own steps (`opaque::native_step`); collectives are unbound in a
         // compiled program; markers are removed by `simplify`.

@@ -17,7 +17,7 @@ use crate::primitive::{
     GatherParams, Indexing, IntegerPowParams, IotaParams, Linalg, Marker, PadParams, Platform,
     ReduceParams, ReducePrecisionParams, Reduction, ReshapeParams, RevParams, RoundParams,
     ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, Structural,
-    TileParams, TopKParams, TransposeParams,
+    TileParams, TopKParams, TransposeParams, Window,
 };
 mod convert;
 mod decomp;
@@ -46,6 +46,10 @@ pub use special_fns::{
     igammac_f64, lgamma_f64, polygamma_f64, random_gamma_grad_f64, zeta_f64,
 };
 mod structural;
+mod window;
+
+/// The window family's kernels, shared with backends that run them natively.
+pub use window::{reduce_window, select_and_gather_add, select_and_scatter_add, window_map};
 
 #[cfg(test)]
 #[rustfmt::skip]
@@ -70,6 +74,8 @@ mod tests_sort;
 mod tests_structural;
 #[cfg(test)]
 mod tests_decomp;
+#[rustfmt::skip]
+mod tests_window;
 #[cfg(test)]
 mod tests_props;
 #[cfg(test)]
@@ -315,6 +321,25 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                     .map_err(|_| IrError::Eval(format!("{name}: index {i} overflows i32")))?;
                 Ok(vec![HostArray::new(Vec::new(), Storage::I32(vec![i]))?])
             }
+        },
+        Primitive::Window(f) => match f {
+            Window::ReduceWindow(x) => one(window::reduce_window(
+                x.op,
+                arg(name, args, 1, 0)?,
+                &x.window,
+            )),
+            Window::SelectAndGatherAdd(x) => one(window::select_and_gather_add(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                x.select_prim,
+                &x.window,
+            )),
+            Window::SelectAndScatterAdd(x) => one(window::select_and_scatter_add(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                x.select_prim,
+                &x.geometry(),
+            )),
         },
         Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
             format!("{name} is handled by the interpreter core, not by eval_op"),

@@ -19,7 +19,7 @@ pub(crate) fn rounder(dtype: DType) -> fn(f32) -> f32 {
 }
 
 /// The smallest and largest values of an integer dtype, in the lifted domain.
-fn int_bounds(dtype: DType) -> (i64, u64) {
+pub(crate) fn int_bounds(dtype: DType) -> (i64, u64) {
     let bits = dtype.bits();
     if dtype.is_signed_int() {
         let max = if bits == 64 {

@@ -1,0 +1,89 @@
+//! Params text of the window family: `reduce_window_*` (the op comes from
+//! the printed name), `select_and_scatter_add` and `select_and_gather_add`.
+
+use super::arrays::{op_named, Padding};
+use super::codec::{Axes, Word};
+use super::{Codec, ParamsText, ParseCx, PrintCx, Printed};
+use crate::parse::syntax::PResult;
+use crate::primitive::*;
+use crate::print::PV;
+
+/// Pushes the geometry's params, in JAX's (sorted) order.
+fn print_geometry<'a>(w: &'a WindowGeometry, out: &mut Printed<'a>) {
+    out.push(("base_dilation", Axes::print(&w.base_dilation)));
+    out.push(("padding", Padding::print(&w.padding)));
+    out.push(("window_dilation", Axes::print(&w.window_dilation)));
+    out.push(("window_dimensions", Axes::print(&w.window_dimensions)));
+    out.push(("window_strides", Axes::print(&w.window_strides)));
+}
+
+fn parse_geometry(cx: &mut ParseCx<'_, '_, '_>) -> PResult<WindowGeometry> {
+    Ok(WindowGeometry {
+        window_dimensions: cx.field::<Axes, _>("window_dimensions", None)?,
+        window_strides: cx.field::<Axes, _>("window_strides", None)?,
+        padding: cx.field::<Padding, _>("padding", None)?,
+        base_dilation: cx.field::<Axes, _>("base_dilation", None)?,
+        window_dilation: cx.field::<Axes, _>("window_dilation", None)?,
+    })
+}
+
+fn parse_select(cx: &mut ParseCx<'_, '_, '_>) -> PResult<SelectPrim> {
+    let w: String = cx.field::<Word, _>("select_prim", None)?;
+    match w.as_str() {
+        "ge" => Ok(SelectPrim::Ge),
+        "le" => Ok(SelectPrim::Le),
+        _ => Err(cx.p.err(
+            cx.p.pos,
+            format!("select_prim `{w}`: expected `ge` or `le`"),
+        )),
+    }
+}
+
+impl ParamsText for ReduceWindowParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        print_geometry(&self.window, out);
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        Ok(ReduceWindowParams {
+            op: op_named(cx, &WindowOp::ALL, WindowOp::name)?,
+            window: parse_geometry(cx)?,
+        })
+    }
+}
+
+impl ParamsText for SelectAndScatterAddParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        out.push(("padding", Padding::print(&self.padding)));
+        out.push(("select_prim", PV::Text(self.select_prim.name().to_string())));
+        out.push(("window_dimensions", Axes::print(&self.window_dimensions)));
+        out.push(("window_strides", Axes::print(&self.window_strides)));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        Ok(SelectAndScatterAddParams {
+            select_prim: parse_select(cx)?,
+            window_dimensions: cx.field::<Axes, _>("window_dimensions", None)?,
+            window_strides: cx.field::<Axes, _>("window_strides", None)?,
+            padding: cx.field::<Padding, _>("padding", None)?,
+        })
+    }
+}
+
+impl ParamsText for SelectAndGatherAddParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        out.push(("base_dilation", Axes::print(&self.window.base_dilation)));
+        out.push(("padding", Padding::print(&self.window.padding)));
+        out.push(("select_prim", PV::Text(self.select_prim.name().to_string())));
+        out.push(("window_dilation", Axes::print(&self.window.window_dilation)));
+        out.push((
+            "window_dimensions",
+            Axes::print(&self.window.window_dimensions),
+        ));
+        out.push(("window_strides", Axes::print(&self.window.window_strides)));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        Ok(SelectAndGatherAddParams {
+            select_prim: parse_select(cx)?,
+            window: parse_geometry(cx)?,
+        })
+    }
+}
