@@ -74,6 +74,7 @@ mod tests_sort;
 mod tests_structural;
 #[cfg(test)]
 mod tests_decomp;
+#[cfg(test)]
 #[rustfmt::skip]
 mod tests_window;
 #[cfg(test)]

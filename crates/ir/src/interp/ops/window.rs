@@ -88,6 +88,7 @@ pub fn reduce_window(
                 Lifted::U(_) => Lifted::U(vec![0; n]),
                 Lifted::F32(_) => Lifted::F32(vec![0.0; n]),
                 Lifted::F64(_) => Lifted::F64(vec![0.0; n]),
+                Lifted::C(_) => Lifted::C(vec![Default::default(); n]),
             };
         }
         let dt = x.dtype();
@@ -117,6 +118,22 @@ pub fn reduce_window(
                 WindowOp::Sum | WindowOp::Max => fold(&v, &map, wsize, false, |a, b| a | b),
                 WindowOp::Min => fold(&v, &map, wsize, true, |a, b| a & b),
             }),
+            // JAX orders complex numbers lexicographically (real, then imaginary).
+            Lifted::C(v) => {
+                let inf = num_complex::Complex64::new(f64::INFINITY, f64::INFINITY);
+                let lex = |a: &num_complex::Complex64, b: &num_complex::Complex64| {
+                    a.re.total_cmp(&b.re).then(a.im.total_cmp(&b.im))
+                };
+                Lifted::C(match op {
+                    WindowOp::Sum => fold(&v, &map, wsize, Default::default(), |a, b| a + b),
+                    WindowOp::Max => fold(&v, &map, wsize, -inf, |a, b| {
+                        if lex(&b, &a).is_gt() { b } else { a }
+                    }),
+                    WindowOp::Min => fold(&v, &map, wsize, inf, |a, b| {
+                        if lex(&b, &a).is_lt() { b } else { a }
+                    }),
+                })
+            }
         }
     };
     HostArray::new(out, lower(fold_all(lift(x.data())), x.dtype()))
@@ -166,6 +183,11 @@ fn selections(
         Lifted::U(v) => select(&v, &map, wsize, sel),
         Lifted::F32(v) => select(&v, &map, wsize, sel),
         Lifted::F64(v) => select(&v, &map, wsize, sel),
+        Lifted::C(_) => {
+            return Err(IrError::Eval(format!(
+                "{name}: complex operands are not supported"
+            )))
+        }
     };
     Ok((out, idx))
 }
@@ -238,6 +260,11 @@ pub fn select_and_scatter_add(
             let mut a = vec![0.0; n];
             add(&mut a, &s, &idx, |p, q| p + q);
             Lifted::F64(a)
+        }
+        Lifted::C(s) => {
+            let mut a = vec![num_complex::Complex64::default(); n];
+            add(&mut a, &s, &idx, |p, q| p + q);
+            Lifted::C(a)
         }
     };
     HostArray::new(x.shape().to_vec(), lower(acc, src.dtype()))
