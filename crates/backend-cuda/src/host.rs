@@ -59,7 +59,8 @@ mod tests {
     #[test]
     fn every_dtype_round_trips() {
         let vals = [0.0, 1.0, -2.0, 100.0, -128.0, 127.0, 3.5];
-        for d in DType::ALL {
+        // Complex dtypes never reach a device buffer: lowering refuses them.
+        for d in DType::ALL.into_iter().filter(|d| !d.is_complex()) {
             let want: Vec<f64> = vals
                 .iter()
                 .map(|&v| Const::from_f64(d, v).to_f64())

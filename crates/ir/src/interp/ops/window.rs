@@ -11,7 +11,7 @@ use crate::primitive::{SelectPrim, WindowGeometry, WindowOp};
 
 /// The windows of an operand of `shape`: the result's shape, the window
 /// size, and for each result element (row-major) and each window element
-/// (row-major) the operand's flat index, or [`FILL`] on padding and holes.
+/// (row-major) the operand's flat index, or `FILL` on padding and holes.
 pub fn window_map(
     name: &str,
     shape: &[usize],
