@@ -14,7 +14,8 @@ use crate::primitive::{
     Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
     ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, ScanParams,
     ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
-    StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams, Window,
+    StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
+    Window,
 };
 mod collective;
 mod control;

@@ -7,8 +7,8 @@
 mod complex;
 mod creation;
 mod einsum;
-pub mod linalg;
 pub mod fft;
+pub mod linalg;
 mod manip;
 mod nan;
 mod products;

@@ -31,9 +31,9 @@ pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
         Linalg::Eigh(ep) => eigh_jvp(p, ep.lower, ep.sort_eigenvalues, &x[0], t[0].as_ref()),
         Linalg::Svd(sp) => svd_jvp(sp, &x[0], t[0].as_ref()),
         Linalg::TridiagonalSolve(_) => tridiagonal_jvp(x, t),
-        Linalg::DotGeneral(_) | Linalg::ConvGeneralDilated(_) | Linalg::Fft(_) => Err(Error::InvalidArgument(
-            format!("{} is not a decomposition", p.name()),
-        )),
+        Linalg::DotGeneral(_) | Linalg::ConvGeneralDilated(_) | Linalg::Fft(_) => Err(
+            Error::InvalidArgument(format!("{} is not a decomposition", p.name())),
+        ),
     }
 }
 

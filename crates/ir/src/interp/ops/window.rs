@@ -127,10 +127,18 @@ pub fn reduce_window(
                 Lifted::C(match op {
                     WindowOp::Sum => fold(&v, &map, wsize, Default::default(), |a, b| a + b),
                     WindowOp::Max => fold(&v, &map, wsize, -inf, |a, b| {
-                        if lex(&b, &a).is_gt() { b } else { a }
+                        if lex(&b, &a).is_gt() {
+                            b
+                        } else {
+                            a
+                        }
                     }),
                     WindowOp::Min => fold(&v, &map, wsize, inf, |a, b| {
-                        if lex(&b, &a).is_lt() { b } else { a }
+                        if lex(&b, &a).is_lt() {
+                            b
+                        } else {
+                            a
+                        }
                     }),
                 })
             }
