@@ -41,6 +41,8 @@ pub enum Storage {
     C64(Vec<Complex32>),
     /// `c128`
     C128(Vec<Complex64>),
+    /// `key<fry>`: one typed threefry key, its two `u32` words, per element.
+    Key(Vec<[u32; 2]>),
 }
 
 /// Applies `$body` to the vector inside any `Storage` variant.
@@ -63,6 +65,7 @@ macro_rules! with_storage {
             $crate::array::Storage::F64($v) => $body,
             $crate::array::Storage::C64($v) => $body,
             $crate::array::Storage::C128($v) => $body,
+            $crate::array::Storage::Key($v) => $body,
         }
     };
 }
@@ -86,6 +89,7 @@ impl Storage {
             Storage::F64(_) => DType::F64,
             Storage::C64(_) => DType::C64,
             Storage::C128(_) => DType::C128,
+            Storage::Key(_) => DType::KeyFry,
         }
     }
 
@@ -118,6 +122,7 @@ impl Storage {
             Storage::F64(v) => v[i],
             Storage::C64(v) => v[i].re as f64,
             Storage::C128(v) => v[i].re,
+            Storage::Key(v) => v[i][1] as f64,
         }
     }
 
@@ -139,6 +144,7 @@ impl Storage {
             Storage::F64(v) => v[i] as i64,
             Storage::C64(v) => v[i].re as i64,
             Storage::C128(v) => v[i].re as i64,
+            Storage::Key(v) => v[i][1] as i64,
         }
     }
 
@@ -187,6 +193,7 @@ impl Storage {
             DType::F64 => Storage::F64(vec![0.0; n]),
             DType::C64 => Storage::C64(vec![Complex32::new(0.0, 0.0); n]),
             DType::C128 => Storage::C128(vec![Complex64::new(0.0, 0.0); n]),
+            DType::KeyFry => Storage::Key(vec![[0, 0]; n]),
         }
     }
 
@@ -210,6 +217,7 @@ impl Storage {
             DType::F64 => Storage::F64(it.collect()),
             DType::C64 => Storage::C64(it.map(|x| Complex32::new(x as f32, 0.0)).collect()),
             DType::C128 => Storage::C128(it.map(|x| Complex64::new(x, 0.0)).collect()),
+            DType::KeyFry => Storage::Key(it.map(|x| [0, x as u32]).collect()),
         }
     }
 }

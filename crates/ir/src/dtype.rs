@@ -1,7 +1,11 @@
 //! Element types: the `DType` enum, its printed names, and per-dtype facts.
 //!
-//! Invariant: `DType::ALL` lists every variant exactly once, in the order of
-//! JAX's promotion lattice from narrowest to widest within each kind.
+//! Invariant: `DType::ALL` lists every numeric variant exactly once, in the
+//! order of JAX's promotion lattice from narrowest to widest within each kind.
+//! The one extended dtype, `KeyFry` (JAX's typed threefry PRNG key, printed
+//! `key<fry>`), is not in `ALL`: one key element is two `u32` words
+//! (`Storage::Key`), it never promotes, and only the `random_*` primitives and
+//! the structural ones (slice, reshape, select_n, ...) accept it.
 
 use std::fmt;
 
@@ -41,6 +45,8 @@ pub enum DType {
     C64,
     /// Complex of two `f64`, `c128` (`complex128`).
     C128,
+    /// A typed threefry PRNG key, `key<fry>`: one element is two `u32` words.
+    KeyFry,
 }
 
 /// The kind of a dtype, which decides how it promotes and how it computes.
@@ -56,6 +62,8 @@ pub enum DTypeKind {
     Float,
     /// Complex floating point.
     Complex,
+    /// Typed PRNG keys (`key<fry>`).
+    Key,
 }
 
 impl DType {
@@ -96,6 +104,7 @@ impl DType {
             DType::F64 => "f64",
             DType::C64 => "c64",
             DType::C128 => "c128",
+            DType::KeyFry => "key<fry>",
         }
     }
 
@@ -117,6 +126,7 @@ impl DType {
             DType::F64 => "float64",
             DType::C64 => "complex64",
             DType::C128 => "complex128",
+            DType::KeyFry => "key<fry>",
         }
     }
 
@@ -124,6 +134,7 @@ impl DType {
     pub fn from_name(name: &str) -> Option<DType> {
         DType::ALL
             .into_iter()
+            .chain([DType::KeyFry])
             .find(|d| d.short_name() == name || d.numpy_name() == name)
     }
 
@@ -135,6 +146,7 @@ impl DType {
             DType::U8 | DType::U16 | DType::U32 | DType::U64 => DTypeKind::UnsignedInt,
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => DTypeKind::Float,
             DType::C64 | DType::C128 => DTypeKind::Complex,
+            DType::KeyFry => DTypeKind::Key,
         }
     }
 
@@ -144,7 +156,7 @@ impl DType {
             DType::Bool | DType::I8 | DType::U8 => 1,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 2,
             DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 | DType::C64 => 8,
+            DType::I64 | DType::U64 | DType::F64 | DType::C64 | DType::KeyFry => 8,
             DType::C128 => 16,
         }
     }
@@ -202,6 +214,11 @@ impl DType {
     /// True for the unsigned integers.
     pub fn is_unsigned_int(self) -> bool {
         self.kind() == DTypeKind::UnsignedInt
+    }
+
+    /// True for typed PRNG key dtypes (`key<fry>`).
+    pub fn is_key(self) -> bool {
+        self.kind() == DTypeKind::Key
     }
 
     /// True for `bool`.

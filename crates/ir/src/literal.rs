@@ -43,6 +43,7 @@ impl Literal {
             DTypeKind::Complex => {
                 Scalar::Complex(round_to_float_dtype(value, dtype.real_dtype()), 0.0)
             }
+            DTypeKind::Key => Scalar::UInt(value as u32 as u64),
         };
         Literal { value, dtype }
     }

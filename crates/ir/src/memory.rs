@@ -188,6 +188,7 @@ pub fn try_zeros(what: &str, dtype: DType, shape: &[usize]) -> Result<Storage, I
         DType::F64 => try_filled(n, 0.0).map(Storage::F64),
         DType::C64 => try_filled(n, num_complex::Complex32::new(0.0, 0.0)).map(Storage::C64),
         DType::C128 => try_filled(n, num_complex::Complex64::new(0.0, 0.0)).map(Storage::C128),
+        DType::KeyFry => try_filled(n, [0u32, 0]).map(Storage::Key),
     };
     s.ok_or_else(|| IrError::ResourceExhausted {
         what: what.to_string(),

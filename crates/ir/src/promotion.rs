@@ -34,7 +34,10 @@ type Node = usize;
 const WEAK_INT: Node = 15;
 const WEAK_FLOAT: Node = 16;
 const WEAK_COMPLEX: Node = 17;
-const NODES: usize = 18;
+/// Typed PRNG keys: an island of the lattice (a key promotes only with
+/// itself).
+const KEY: Node = 18;
+const NODES: usize = 19;
 
 fn node_of(d: DType) -> Node {
     match d {
@@ -53,6 +56,7 @@ fn node_of(d: DType) -> Node {
         DType::F64 => 12,
         DType::C64 => 13,
         DType::C128 => 14,
+        DType::KeyFry => KEY,
     }
 }
 
@@ -124,6 +128,7 @@ fn node_dtype(n: Node, x64: bool) -> DType {
         WEAK_INT => canonicalize(DType::I64, x64),
         WEAK_FLOAT => canonicalize(DType::F64, x64),
         WEAK_COMPLEX => canonicalize(DType::C128, x64),
+        KEY => DType::KeyFry,
         _ => DType::ALL[n],
     }
 }
@@ -139,6 +144,7 @@ fn operand_node(d: DType, weak: bool) -> Node {
         DTypeKind::SignedInt | DTypeKind::UnsignedInt => WEAK_INT,
         DTypeKind::Float => WEAK_FLOAT,
         DTypeKind::Complex => WEAK_COMPLEX,
+        DTypeKind::Key => KEY,
     }
 }
 

@@ -287,7 +287,12 @@ impl Trace for StagingTrace {
         if let Some(lit) = x.known_scalar() {
             return Ok(Array::new_tracer(main.clone(), aval, Atom::Lit(lit)));
         }
-        if x.as_tracer().is_none() && x.ty().shape.is_empty() && matches!(aval, Aval::Array(_)) {
+        // A key has no literal form: a constant key is a constvar.
+        if x.as_tracer().is_none()
+            && x.ty().shape.is_empty()
+            && !x.ty().dtype.is_key()
+            && matches!(aval, Aval::Array(_))
+        {
             let host = x.try_to_host("staging a constant")?;
             return Ok(Array::new_tracer(
                 main.clone(),
@@ -453,6 +458,8 @@ pub fn scalar_literal(host: &HostArray) -> Literal {
             let z = host.data().get_c128(0);
             Scalar::Complex(z.re, z.im)
         }
+        // Never reached from `lift` (keys stay constvars); the low word.
+        Storage::Key(v) => Scalar::UInt(v[0][1] as u64),
     };
     Literal { value, dtype }
 }

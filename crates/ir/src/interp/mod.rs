@@ -269,7 +269,8 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
         | Primitive::Linalg(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_) => {
+        | Primitive::Window(_)
+        | Primitive::Random(_) => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()

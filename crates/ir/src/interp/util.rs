@@ -26,6 +26,7 @@ macro_rules! map_storage {
             $crate::array::Storage::F64($v) => $crate::array::Storage::F64($body),
             $crate::array::Storage::C64($v) => $crate::array::Storage::C64($body),
             $crate::array::Storage::C128($v) => $crate::array::Storage::C128($body),
+            $crate::array::Storage::Key($v) => $crate::array::Storage::Key($body),
         }
     };
 }
@@ -49,6 +50,7 @@ macro_rules! same_storage {
             ($crate::array::Storage::F64($x), $crate::array::Storage::F64($y)) => $body,
             ($crate::array::Storage::C64($x), $crate::array::Storage::C64($y)) => $body,
             ($crate::array::Storage::C128($x), $crate::array::Storage::C128($y)) => $body,
+            ($crate::array::Storage::Key($x), $crate::array::Storage::Key($y)) => $body,
             _ => $err,
         }
     };
@@ -201,6 +203,25 @@ impl Elem for bool {
     }
 }
 
+/// A typed key element: only exchanges apply.
+impl Elem for [u32; 2] {
+    wrap_view!(Key);
+    fn uninit() -> Self {
+        [u32::MAX, u32::MAX]
+    }
+    fn zero() -> Self {
+        [0, 0]
+    }
+    fn combine(self, o: Self, op: Combine) -> Option<Self> {
+        match op {
+            Combine::Xchg => Some(o),
+            Combine::Add | Combine::Max | Combine::Min | Combine::And | Combine::Or | Combine::Xor => {
+                None
+            }
+        }
+    }
+}
+
 /// The scalar array holding a literal's value, exactly (64-bit integers
 /// included).
 pub fn literal_array(lit: &Literal) -> HostArray {
@@ -231,6 +252,7 @@ fn int_storage(dtype: DType, v: i128) -> Storage {
         DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 => {
             Storage::from_f64(dtype, &[v as f64])
         }
+        DType::KeyFry => Storage::Key(vec![[0, v as u32]]),
     }
 }
 

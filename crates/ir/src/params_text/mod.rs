@@ -25,6 +25,7 @@ mod collective;
 mod control;
 mod marker;
 mod pallas;
+mod random;
 mod state;
 mod table;
 #[cfg(test)]
@@ -42,7 +43,7 @@ use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
     Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Reduction,
-    State, Structural, Window,
+    Random, State, Structural, Window,
 };
 use crate::print::PV;
 
@@ -232,6 +233,16 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Window::ReduceWindow(x) => x,
             Window::SelectAndScatterAdd(x) => x,
             Window::SelectAndGatherAdd(x) => x,
+        },
+        Primitive::Random(f) => match f {
+            Random::Seed(x) => x,
+            Random::Wrap(x) => x,
+            Random::Unwrap(x) => x,
+            Random::Bits(x) => x,
+            Random::Split(x) => x,
+            Random::FoldIn(x) => x,
+            Random::Threefry2x32(x) => x,
+            Random::Gamma(x) => x,
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => x,

@@ -11,6 +11,7 @@
 use super::codec::{
     is_word, Axes, Bool, Closed, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape, Word,
 };
+use super::random::Impl;
 use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::params::PValue;
 use crate::parse::syntax::PResult;
@@ -69,6 +70,11 @@ macro_rules! params_text {
 }
 
 params_text! {
+    RandomSeedParams "random_seed" { impl_: "impl" Impl }
+    RandomWrapParams "random_wrap" { impl_: "impl" Impl }
+    RandomBitsParams "random_bits" { bit_width: "bit_width" Num, shape: "shape" Axes }
+    RandomSplitParams "random_split" { shape: "shape" Axes }
+    RandomGammaParams "random_gamma" { log_space: "log_space" Bool }
     IntegerPowParams "integer_pow" { y: "y" Num }
     ReducePrecisionParams "reduce_precision" {
         exponent_bits: "exponent_bits" Num,
@@ -180,6 +186,9 @@ params_text! {
         ReduceWindowParams "reduce_window_sum" | "reduce_window_max" | "reduce_window_min",
         SelectAndScatterAddParams "select_and_scatter_add",
         SelectAndGatherAddParams "select_and_gather_add",
+        RandomUnwrapParams "random_unwrap",
+        RandomFoldInParams "random_fold_in",
+        Threefry2x32Params "threefry2x32",
     }
     ; bare {
         "select_n" => Elementwise::SelectN,

@@ -583,6 +583,7 @@ impl<'a> Reader<'a> {
                 let (re, im) = parse_complex(text).ok_or_else(bad)?;
                 Scalar::Complex(re, im)
             }
+            DType::KeyFry => return Err(bad()),
         };
         Ok(Literal { value, dtype })
     }

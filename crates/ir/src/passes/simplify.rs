@@ -375,6 +375,7 @@ pub(crate) fn array_literal(a: &HostArray) -> Option<Literal> {
         Storage::F64(v) => Scalar::Float(v[0]),
         Storage::C64(v) => Scalar::Complex(v[0].re as f64, v[0].im as f64),
         Storage::C128(v) => Scalar::Complex(v[0].re, v[0].im),
+        Storage::Key(_) => return None,
     };
     Some(Literal {
         value,

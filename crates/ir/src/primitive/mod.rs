@@ -24,6 +24,7 @@ mod nested;
 mod ops;
 mod pallas;
 mod params;
+mod random;
 mod reduction;
 mod state;
 mod structural;
@@ -40,6 +41,7 @@ pub use nested::{NestedJaxpr, NestedJaxprMut, ParamJaxpr};
 pub use ops::*;
 pub use pallas::*;
 pub use params::*;
+pub use random::*;
 pub use reduction::*;
 pub use state::*;
 pub use structural::*;
@@ -75,6 +77,8 @@ pub enum Primitive {
     Marker(Marker),
     /// Windowed reductions and their derivatives' primitives.
     Window(Window),
+    /// Typed PRNG keys and the primitives on them.
+    Random(Random),
 }
 
 impl Primitive {
@@ -92,6 +96,7 @@ impl Primitive {
             Primitive::Collective(p) => p.name(),
             Primitive::Marker(p) => p.name(),
             Primitive::Window(p) => p.name(),
+            Primitive::Random(p) => p.name(),
         }
     }
 }
@@ -242,5 +247,15 @@ into_primitive! {
         ReduceWindow(ReduceWindowParams),
         SelectAndScatterAdd(SelectAndScatterAddParams),
         SelectAndGatherAdd(SelectAndGatherAddParams),
+    }
+    Random {
+        Seed(RandomSeedParams),
+        Wrap(RandomWrapParams),
+        Unwrap(RandomUnwrapParams),
+        Bits(RandomBitsParams),
+        Split(RandomSplitParams),
+        FoldIn(RandomFoldInParams),
+        Threefry2x32(Threefry2x32Params),
+        Gamma(RandomGammaParams),
     }
 }

@@ -64,7 +64,8 @@ impl Primitive {
             | Primitive::State(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Window(_) => Vec::new(),
+            | Primitive::Window(_)
+            | Primitive::Random(_) => Vec::new(),
         }
     }
 
@@ -81,7 +82,8 @@ impl Primitive {
             | Primitive::State(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Window(_) => Vec::new(),
+            | Primitive::Window(_)
+            | Primitive::Random(_) => Vec::new(),
         }
     }
 
@@ -123,7 +125,8 @@ impl Primitive {
             | Primitive::Control(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Window(_) => false,
+            | Primitive::Window(_)
+            | Primitive::Random(_) => false,
         }
     }
 }

@@ -24,6 +24,7 @@ mod elementwise;
 mod indexing;
 mod linalg;
 mod reduce;
+mod random;
 mod state;
 mod structural;
 mod window;
@@ -230,6 +231,7 @@ pub fn abstract_eval(
                 one(ShapedArray::scalar(DType::I32))
             }
         },
+        Primitive::Random(f) => arrays(random::random(&cx, f)?),
         Primitive::Window(f) => match f {
             Window::ReduceWindow(x) => one(window::reduce_window(&cx, &x.window)?),
             Window::SelectAndGatherAdd(x) => one(window::select_and_gather(&cx, &x.window)?),

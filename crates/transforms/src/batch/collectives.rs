@@ -292,7 +292,8 @@ pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
         | Primitive::State(_)
         | Primitive::Pallas(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_) => p
+        | Primitive::Window(_)
+        | Primitive::Random(_) => p
             .sub_jaxprs()
             .iter()
             .any(|j| j.eqns.iter().any(|e| mentions_axis(&e.primitive, name))),

@@ -102,6 +102,7 @@ fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> 
         Primitive::Collective(c) => rules::collective::jvp(c, p, x, t),
         Primitive::Marker(m) => rules::marker::jvp(m, p, x, t),
         Primitive::Window(w) => rules::window::jvp(w, p, x, t),
+        Primitive::Random(r) => rules::random::jvp(r, p, x, t),
     }
 }
 

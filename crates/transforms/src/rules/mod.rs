@@ -33,6 +33,7 @@ pub(crate) mod indexing;
 pub(crate) mod linalg;
 pub(crate) mod marker;
 pub(crate) mod pallas;
+pub(crate) mod random;
 pub(crate) mod reduction;
 mod special;
 pub(crate) mod state;

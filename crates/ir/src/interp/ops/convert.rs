@@ -70,6 +70,10 @@ fn to_bytes(s: &Storage) -> Vec<u8> {
             out.extend_from_slice(&z.re.to_le_bytes());
             out.extend_from_slice(&z.im.to_le_bytes());
         }),
+        Storage::Key(v) => v.iter().for_each(|k| {
+            out.extend_from_slice(&k[0].to_le_bytes());
+            out.extend_from_slice(&k[1].to_le_bytes());
+        }),
     }
     out
 }
@@ -118,6 +122,10 @@ fn from_bytes(b: &[u8], dtype: DType) -> Storage {
                     .map(|p| num_complex::Complex64::new(p[0], p[1]))
                     .collect(),
             )
+        }
+        DType::KeyFry => {
+            let parts: Vec<u32> = chunks!(u32, 4);
+            Storage::Key(parts.chunks_exact(2).map(|p| [p[0], p[1]]).collect())
         }
     }
 }

@@ -668,6 +668,7 @@ fn same_variant<'a, T: 'static>(s: &'a Storage, _like: &[T]) -> Option<&'a [T]> 
         Storage::F64(v) => v,
         Storage::C64(v) => v,
         Storage::C128(v) => v,
+        Storage::Key(v) => v,
     };
     any.downcast_ref::<Vec<T>>().map(|v| v.as_slice())
 }

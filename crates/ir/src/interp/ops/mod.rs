@@ -45,6 +45,7 @@ pub use special_fns::{
     bessel_i0e_f64, bessel_i1e_f64, betainc_f64, digamma_f64, igamma_f64, igamma_grad_a_f64,
     igammac_f64, lgamma_f64, polygamma_f64, random_gamma_grad_f64, zeta_f64,
 };
+pub mod random;
 mod structural;
 mod window;
 
@@ -86,6 +87,7 @@ use crate::array::{HostArray, Storage};
 use crate::dtype::DType;
 use crate::error::IrError;
 use crate::primitive::Primitive;
+use crate::primitive::Random;
 use half::{bf16, f16};
 
 /// Applies a first-order primitive to host arrays.
@@ -342,6 +344,26 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 &x.geometry(),
             )),
         },
+        Primitive::Random(f) => match f {
+            Random::Seed(_) => one(random::seed(arg(name, args, 1, 0)?)),
+            Random::Wrap(_) => one(random::wrap(arg(name, args, 1, 0)?)),
+            Random::Unwrap(_) => one(random::unwrap(arg(name, args, 1, 0)?)),
+            Random::Bits(x) => one(random::bits(arg(name, args, 1, 0)?, x.bit_width, &x.shape)),
+            Random::Split(x) => one(random::split(arg(name, args, 1, 0)?, &x.shape)),
+            Random::FoldIn(_) => one(random::fold_in(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+            )),
+            Random::Threefry2x32(_) => {
+                arg(name, args, 4, 0)?;
+                random::threefry2x32(&args.iter().collect::<Vec<_>>())
+            }
+            Random::Gamma(x) => one(random::gamma(
+                arg(name, args, 2, 0)?,
+                arg(name, args, 2, 1)?,
+                x.log_space,
+            )),
+        },
         Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
             format!("{name} is handled by the interpreter core, not by eval_op"),
         )),
@@ -457,6 +479,7 @@ macro_rules! map_storage {
             Storage::F64($v) => Storage::F64($body),
             Storage::C64($v) => Storage::C64($body),
             Storage::C128($v) => Storage::C128($body),
+            Storage::Key($v) => Storage::Key($body),
         }
     };
 }
@@ -580,6 +603,9 @@ pub(crate) fn lift(s: &Storage) -> Lifted {
                 .collect(),
         ),
         Storage::C128(v) => Lifted::C(v.clone()),
+        // Keys never reach arithmetic (the shape rules reject them); their
+        // second word stands in.
+        Storage::Key(v) => Lifted::U(v.iter().map(|k| k[1] as u64).collect()),
     }
 }
 
@@ -603,7 +629,7 @@ pub(crate) fn lower(l: Lifted, dtype: DType) -> Storage {
                 DType::BF16 => Storage::BF16($v.iter().map($bf16).collect()),
                 DType::F32 => Storage::F32($v.iter().map(|&x| x as f32).collect()),
                 DType::F64 => Storage::F64($v.iter().map(|&x| x as f64).collect()),
-                DType::C64 | DType::C128 => {
+                DType::C64 | DType::C128 | DType::KeyFry => {
                     let re: Vec<f64> = $v.iter().map(|&x| x as f64).collect();
                     Storage::from_f64(dtype, &re)
                 }
