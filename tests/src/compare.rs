@@ -65,6 +65,7 @@ fn element(s: &Storage, i: usize) -> String {
         Storage::F64(v) => format!("{:?}", v[i]),
         Storage::C64(v) => format!("{:?}", v[i]),
         Storage::C128(v) => format!("{:?}", v[i]),
+        Storage::Key(v) => format!("{:?}", v[i]),
     }
 }
 
@@ -80,6 +81,7 @@ fn element_matches(got: &Storage, exp: &Storage, i: usize, tol: Tolerance) -> bo
         (Storage::U16(a), Storage::U16(b)) => a[i] == b[i],
         (Storage::U32(a), Storage::U32(b)) => a[i] == b[i],
         (Storage::U64(a), Storage::U64(b)) => a[i] == b[i],
+        (Storage::Key(a), Storage::Key(b)) => a[i] == b[i],
         (Storage::F16(_), Storage::F16(_))
         | (Storage::BF16(_), Storage::BF16(_))
         | (Storage::F32(_), Storage::F32(_))

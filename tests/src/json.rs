@@ -139,6 +139,14 @@ fn decode_storage(dtype: DType, data: &[&Value]) -> Result<Storage, String> {
                 .collect();
             Storage::from_c128(dtype, &z)
         }
+        DType::KeyFry => {
+            // Key data: the two u32 words of each key, in order.
+            let words: Vec<u32> = all(data, |v| uint_as(v, DType::U32))?;
+            if !words.len().is_multiple_of(2) {
+                return Err("key data has an odd number of words".into());
+            }
+            Storage::Key(words.chunks_exact(2).map(|w| [w[0], w[1]]).collect())
+        }
     })
 }
 

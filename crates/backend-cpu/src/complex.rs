@@ -1,5 +1,6 @@
 //! The slow path for complex programs: the Cranelift kernels are real-only,
-//! so a jaxpr that touches `c64`/`c128` anywhere (or applies `complex`,
+//! so a jaxpr that touches `c64`/`c128` or typed PRNG keys (`key<fry>`)
+//! anywhere (or applies `complex`,
 //! `real`, `imag`, `conj`, `fft`) runs equation by equation on the host,
 //! `fft` through `rustfft` and every other first-order equation through
 //! the reference interpreter's kernels (`jaxon_ir::interp::ops::eval_op`).
@@ -19,10 +20,13 @@ use jaxon_ir::{
 use rustfft::FftPlanner;
 use std::sync::Arc;
 
-/// Whether `jaxpr` (nested jaxprs included) has a complex value or applies
-/// a complex-number primitive: such programs take this slow path.
+/// Whether `jaxpr` (nested jaxprs included) has a complex or key value or
+/// applies a complex-number primitive: such programs take this slow path.
 pub(crate) fn uses_complex(jaxpr: &Jaxpr) -> bool {
-    let complex_aval = |a: &Aval| a.array().dtype.is_complex();
+    let complex_aval = |a: &Aval| {
+        let d = a.array().dtype;
+        d.is_complex() || d.is_key()
+    };
     jaxpr.vars.iter().any(complex_aval)
         || jaxpr.eqns.iter().any(|e| {
             matches!(

@@ -256,7 +256,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
             | Primitive::Pallas(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Window(_) => native()?,
+            | Primitive::Window(_)
+            | Primitive::Random(_) => native()?,
         };
         steps.push(step);
         e += 1;

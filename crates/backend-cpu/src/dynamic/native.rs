@@ -113,7 +113,8 @@ impl DynOp {
                 | Linalg::Svd(_)
                 | Linalg::TridiagonalSolve(_),
             )
-            | Primitive::Window(_) => native(),
+            | Primitive::Window(_)
+            | Primitive::Random(_) => native(),
             // Complex programs never reach the dynamic-shape compiler.
             Primitive::Linalg(Linalg::Fft(_)) => {
                 none("(a complex-number primitive) runs on the complex slow path only")

@@ -778,6 +778,7 @@ fn nested(
         | Primitive::Pallas(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
+        | Primitive::Window(_)
+        | Primitive::Random(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

@@ -171,7 +171,7 @@ pub(crate) fn cumulative(
         Storage::F16(v) => half!(v, half::f16),
         Storage::BF16(v) => half!(v, half::bf16),
         // Complex programs take the slow path (`crate::complex`).
-        Storage::C64(_) | Storage::C128(_) => return Err(unsupported(op, x)),
+        Storage::C64(_) | Storage::C128(_) | Storage::Key(_) => return Err(unsupported(op, x)),
     }
     Ok(out)
 }
@@ -254,6 +254,7 @@ pub(crate) fn arg_reduce(
                 Storage::C64(_) | Storage::C128(_) => {
                     return Err(crate::error::run_error("argmax/argmin of complex numbers"))
                 }
+                Storage::Key(_) => return Err(crate::error::run_error("argmax/argmin of keys")),
             }
         };
     }

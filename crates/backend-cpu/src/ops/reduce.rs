@@ -200,6 +200,7 @@ pub(crate) fn reduce(op: ReduceOp, x: &HostArray, axes: &[usize]) -> Result<Host
                 DType::C64 | DType::C128 => {
                     return Err(run_error(format!("{name} of {dt} runs on the complex slow path")))
                 }
+                DType::KeyFry => return Err(run_error(format!("{name} of keys"))),
             }
         };
     }

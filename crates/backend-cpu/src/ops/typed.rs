@@ -61,6 +61,7 @@ typed! {
     f64 => F64, |x| x as f64;
     jaxon_ir::num_complex::Complex32 => C64, |x| jaxon_ir::num_complex::Complex32::new(x as f32, 0.0);
     jaxon_ir::num_complex::Complex64 => C128, |x| jaxon_ir::num_complex::Complex64::new(x as f64, 0.0);
+    [u32; 2] => Key, |x| [0, x as u32];
 }
 
 /// Runs `$body` with `$t` the element type of dtype `$dt`.
@@ -125,6 +126,10 @@ macro_rules! with_type {
             }
             jaxon_ir::DType::C128 => {
                 type $t = jaxon_ir::num_complex::Complex64;
+                $body
+            }
+            jaxon_ir::DType::KeyFry => {
+                type $t = [u32; 2];
                 $body
             }
         }

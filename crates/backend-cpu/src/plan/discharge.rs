@@ -171,7 +171,8 @@ fn writes_ref(p: &Primitive) -> bool {
         | Primitive::Linalg(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_) => false,
+        | Primitive::Window(_)
+        | Primitive::Random(_) => false,
     }
 }
 
@@ -467,7 +468,8 @@ fn nested(
         | Primitive::Linalg(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_) => Err(unsupported(
+        | Primitive::Window(_)
+        | Primitive::Random(_) => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
         )),

@@ -250,5 +250,6 @@ pub(crate) fn array_bytes(a: &HostArray) -> Vec<u8> {
             .flat_map(|z| [z.re, z.im])
             .flat_map(|x| x.to_le_bytes())
             .collect(),
+        Storage::Key(v) => v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect(),
     }
 }

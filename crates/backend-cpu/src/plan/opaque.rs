@@ -123,7 +123,7 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Linalg::TridiagonalSolve(_),
         ) => native(),
         Primitive::Linalg(Linalg::Fft(_)) => unsupported(),
-        Primitive::Window(_) => native(),
+        Primitive::Window(_) | Primitive::Random(_) => native(),
         // `native_step` has a rule for every state and Pallas primitive.
         Primitive::State(_) | Primitive::Pallas(_) => native(),
         Primitive::Control(p) => match p {
@@ -266,7 +266,8 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::Control(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_) => built_step(jaxpr, e, eqn),
+        | Primitive::Window(_)
+        | Primitive::Random(_) => built_step(jaxpr, e, eqn),
     }
 }
 

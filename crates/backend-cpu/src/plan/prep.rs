@@ -363,7 +363,8 @@ pub(crate) fn prep(
                 | Primitive::Pallas(_)
                 | Primitive::Collective(_)
                 | Primitive::Marker(_)
-                | Primitive::Window(_) => {
+                | Primitive::Window(_)
+                | Primitive::Random(_) => {
                     let step = opaque_step(jaxpr, e, eqn)?;
                     match step {
                         Opaque::Gemm {

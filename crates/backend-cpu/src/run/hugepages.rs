@@ -66,5 +66,5 @@ pub(crate) fn copy(s: &Storage) -> Storage {
             }
         };
     }
-    each!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128)
+    each!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128, Key)
 }

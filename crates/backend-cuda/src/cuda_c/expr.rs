@@ -61,7 +61,7 @@ pub fn constant(c: Const) -> String {
             f64::from_bits(c.bits)
         ),
         // Complex dtypes never lower (`lower::unsupported::complex`).
-        DType::C64 | DType::C128 => format!("(({t})0)"),
+        DType::C64 | DType::C128 | DType::KeyFry => format!("(({t})0)"),
     }
 }
 
@@ -266,7 +266,7 @@ fn to_f32_odd(from: DType, x: &str) -> String {
         DType::BF16 => format!("kir_bf16_to_f32({x})"),
         DType::F32 => x.to_string(),
         DType::F64 => format!("kir_f64_to_f32_odd({x})"),
-        DType::C64 | DType::C128 => format!("((kir_f32)({x}))"),
+        DType::C64 | DType::C128 | DType::KeyFry => format!("((kir_f32)({x}))"),
     }
 }
 
@@ -288,7 +288,7 @@ fn float_to_int(src: &str, x: &str, to: DType) -> String {
         | DType::F32
         | DType::F64
         | DType::C64
-        | DType::C128 => format!("(({ct})({x}))"),
+        | DType::C128 | DType::KeyFry => format!("(({ct})({x}))"),
     }
 }
 
@@ -326,7 +326,7 @@ pub fn cast(from: DType, to: DType, x: &str) -> String {
         },
         DType::F16 => format!("kir_f32_to_f16({})", to_f32_odd(from, x)),
         DType::BF16 => format!("kir_f32_to_bf16({})", to_f32_odd(from, x)),
-        DType::C64 | DType::C128 => format!("(({ct})({x}))"),
+        DType::C64 | DType::C128 | DType::KeyFry => format!("(({ct})({x}))"),
     }
 }
 

@@ -28,7 +28,7 @@ pub(crate) fn c_type(d: DType) -> &'static str {
         DType::F32 => "kir_f32",
         DType::F64 => "kir_f64",
         // Complex dtypes never lower (`lower::unsupported::complex`).
-        DType::C64 | DType::C128 => "kir_complex_is_not_lowered",
+        DType::C64 | DType::C128 | DType::KeyFry => "kir_complex_is_not_lowered",
     }
 }
 

@@ -267,7 +267,7 @@ fn const_text(c: Const) -> String {
             format!("{}{}", c.bits as i64, c.dtype)
         }
         DType::U8 | DType::U16 | DType::U32 | DType::U64 => format!("{}{}", c.bits, c.dtype),
-        DType::C64 | DType::C128 => format!("{}{}", c.bits, c.dtype),
+        DType::C64 | DType::C128 | DType::KeyFry => format!("{}{}", c.bits, c.dtype),
     }
 }
 

@@ -614,7 +614,7 @@ impl Const {
             DType::F32 => u64::from((v as f32).to_bits()),
             DType::F64 => v.to_bits(),
             // Complex dtypes never lower: the real part's f64 bits.
-            DType::C64 | DType::C128 => v.to_bits(),
+            DType::C64 | DType::C128 | DType::KeyFry => v.to_bits(),
         };
         Const { dtype, bits }
     }
@@ -631,7 +631,7 @@ impl Const {
             DType::U16 => u64::from(v as u16),
             DType::U32 => u64::from(v as u32),
             DType::U64 => v as u64,
-            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 => {
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => {
                 return Const::from_f64(dtype, v as f64)
             }
         };
@@ -648,7 +648,7 @@ impl Const {
             DType::F16 => half::f16::from_bits(self.bits as u16).to_f64(),
             DType::BF16 => half::bf16::from_bits(self.bits as u16).to_f64(),
             DType::F32 => f32::from_bits(self.bits as u32) as f64,
-            DType::F64 | DType::C64 | DType::C128 => f64::from_bits(self.bits),
+            DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => f64::from_bits(self.bits),
         }
     }
 }

@@ -225,7 +225,8 @@ pub(crate) fn eval_members(
                 | Primitive::Pallas(_)
                 | Primitive::Collective(_)
                 | Primitive::Marker(_)
-                | Primitive::Window(_) => {
+                | Primitive::Window(_)
+                | Primitive::Random(_) => {
                     return Err(IrError::Invalid(format!(
                         "cuda lowering: {} cannot be a fused member",
                         eqn.primitive.name()

@@ -326,5 +326,6 @@ pub(crate) fn lower_eqn(
         Primitive::Collective(p) => unsupported::collective(p),
         Primitive::Marker(p) => unsupported::marker(p),
         Primitive::Window(p) => unsupported::window(p),
+        Primitive::Random(p) => unsupported::random(p),
     }
 }

@@ -229,6 +229,8 @@ pub fn host_bytes(a: &HostArray) -> Vec<u8> {
             .flat_map(|z| [z.re, z.im])
             .flat_map(f64::to_le_bytes)
             .collect(),
+        // Keys never lower (`unsupported::random`): their words.
+        Storage::Key(v) => v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect(),
     }
 }
 
@@ -261,7 +263,7 @@ pub fn array_from_bytes(
         DType::BF16 => Storage::BF16(get(bytes, |b| bf16::from_bits(u16::from_le_bytes(b)))),
         DType::F32 => Storage::F32(get(bytes, f32::from_le_bytes)),
         DType::F64 => Storage::F64(get(bytes, f64::from_le_bytes)),
-        DType::C64 | DType::C128 => {
+        DType::C64 | DType::C128 | DType::KeyFry => {
             return Err(super::unsupported(
                 "complex",
                 "complex dtypes are not supported by the cuda backend yet",

@@ -1,11 +1,11 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives, windowed reductions, and the markers that simplify removes — each with one
+//! collectives, windowed reductions, the random family, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; and the special functions (gamma
 //! family, `zeta`, Bessel, incomplete beta), which have no CUDA kernel yet.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, State, Window};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Random, State, Window};
 use jaxon_ir::{Atom, Aval, Binder, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -112,6 +112,22 @@ pub(crate) fn window(p: &Window) -> Result<(), IrError> {
         Window::ReduceWindow(_)
         | Window::SelectAndGatherAdd(_)
         | Window::SelectAndScatterAdd(_) => "windowed reductions have no CUDA kernel yet",
+    };
+    Err(unsupported(p.name(), why))
+}
+
+/// The random family: no CUDA kernel yet (the threefry hash and the key
+/// primitives run on the interpreter and the CPU backend).
+pub(crate) fn random(p: &Random) -> Result<(), IrError> {
+    let why = match p {
+        Random::Seed(_)
+        | Random::Wrap(_)
+        | Random::Unwrap(_)
+        | Random::Bits(_)
+        | Random::Split(_)
+        | Random::FoldIn(_)
+        | Random::Threefry2x32(_) => "typed PRNG keys and threefry2x32 have no CUDA kernel yet",
+        Random::Gamma(_) => "random_gamma has no CUDA kernel yet",
     };
     Err(unsupported(p.name(), why))
 }

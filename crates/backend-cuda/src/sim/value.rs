@@ -49,7 +49,7 @@ pub(crate) fn num(d: DType) -> Num {
         DType::BF16 => Num::BF16,
         DType::F32 => Num::F32,
         // Complex dtypes never lower (`lower::unsupported::complex`).
-        DType::F64 | DType::C64 | DType::C128 => Num::F64,
+        DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => Num::F64,
     }
 }
 
@@ -273,7 +273,7 @@ fn float_to(x: f64, to: DType) -> u64 {
         DType::F16 => u64::from(f16::from_f32(f32_round_odd(x)).to_bits()),
         DType::BF16 => u64::from(bf16::from_f32(f32_round_odd(x)).to_bits()),
         DType::F32 => u64::from((x as f32).to_bits()),
-        DType::F64 | DType::C64 | DType::C128 => x.to_bits(),
+        DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => x.to_bits(),
     }
 }
 
@@ -293,7 +293,7 @@ fn int_to(v: i128, to: DType) -> u64 {
         DType::F16 => u64::from(f16::from_f32(v as f32).to_bits()),
         DType::BF16 => u64::from(bf16::from_f32(f32_round_odd_int(v)).to_bits()),
         DType::F32 => u64::from((v as f32).to_bits()),
-        DType::F64 | DType::C64 | DType::C128 => (v as f64).to_bits(),
+        DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => (v as f64).to_bits(),
     }
 }
 

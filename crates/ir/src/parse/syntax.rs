@@ -456,6 +456,19 @@ impl<'a> Reader<'a> {
         } else {
             None
         };
+        // A typed key, `key<fry>`: the word `key` and the word `<fry>`.
+        let dtype = match dtype {
+            None if t.kind == Tok::Word && self.slice(t) == "key" => {
+                self.bump();
+                let i = self.peek();
+                let name = format!("key{}", self.slice(i));
+                match (i.kind, DType::from_name(&name)) {
+                    (Tok::Word, Some(d)) => Some(d),
+                    _ => return Err(self.expected("a PRNG implementation such as `<fry>`")),
+                }
+            }
+            d => d,
+        };
         let Some(dtype) = dtype else {
             return Err(self.expected("a dtype such as `f32`"));
         };

@@ -30,7 +30,7 @@ pub(crate) fn scalar_type(dt: DType) -> Option<Type> {
         DType::I64 | DType::U64 => I64,
         DType::F32 => F32,
         DType::F64 => F64,
-        DType::F16 | DType::BF16 | DType::C64 | DType::C128 => return None,
+        DType::F16 | DType::BF16 | DType::C64 | DType::C128 | DType::KeyFry => return None,
     })
 }
 

@@ -100,7 +100,8 @@ fn fused(prim: &Primitive) -> Fused<'_> {
         | Primitive::Pallas(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
-        | Primitive::Window(_) => Fused::No,
+        | Primitive::Window(_)
+        | Primitive::Random(_) => Fused::No,
     }
 }
 

@@ -53,6 +53,7 @@ pub(super) fn permuted(a: &HostArray, perm: &[usize]) -> Result<Option<HostArray
         Storage::F64(v) => gather!(v, F64),
         Storage::C64(v) => gather!(v, C64),
         Storage::C128(v) => gather!(v, C128),
+        Storage::Key(v) => gather!(v, Key),
     };
     HostArray::new(out_shape, data).map(Some)
 }

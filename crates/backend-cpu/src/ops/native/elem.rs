@@ -287,6 +287,49 @@ float_elem!(f64, f64, |x| x, |x| x);
 float_elem!(f16, f32, f16::to_f32, f16::from_f32);
 float_elem!(bf16, f32, bf16::to_f32, bf16::from_f32);
 
+/// A typed key (`key<fry>`): moved, never computed with. The arithmetic
+/// arms keep the left operand (the shape rules reject keys there).
+impl Elem for [u32; 2] {
+    fn add(self, _: Self) -> Self {
+        self
+    }
+    fn mul(self, _: Self) -> Self {
+        self
+    }
+    fn max(self, o: Self) -> Self {
+        Ord::max(self, o)
+    }
+    fn min(self, o: Self) -> Self {
+        Ord::min(self, o)
+    }
+    fn sort_cmp(self, o: Self) -> Ordering {
+        self.cmp(&o)
+    }
+    fn total_cmp(self, o: Self) -> Ordering {
+        self.cmp(&o)
+    }
+    fn zero() -> Self {
+        [0, 0]
+    }
+    fn uninit() -> Self {
+        [u32::MAX, u32::MAX]
+    }
+    fn combine(self, o: Self, op: AtomicOp) -> Option<Self> {
+        match op {
+            AtomicOp::Xchg => Some(o),
+            AtomicOp::Add
+            | AtomicOp::Max
+            | AtomicOp::Min
+            | AtomicOp::And
+            | AtomicOp::Or
+            | AtomicOp::Xor => None,
+        }
+    }
+    fn of_f64(x: f64) -> Self {
+        [0, x as u32]
+    }
+}
+
 /// Maps the vector inside any storage variant to a vector of the same
 /// element type: `map_same!(storage, v => expr)`, `expr` generic over `Elem`.
 macro_rules! map_same {
@@ -307,6 +350,7 @@ macro_rules! map_same {
             jaxon_ir::Storage::F64($v) => jaxon_ir::Storage::F64($body),
             jaxon_ir::Storage::C64($v) => jaxon_ir::Storage::C64($body),
             jaxon_ir::Storage::C128($v) => jaxon_ir::Storage::C128($body),
+            jaxon_ir::Storage::Key($v) => jaxon_ir::Storage::Key($body),
         }
     };
 }
@@ -357,6 +401,9 @@ macro_rules! map_same2 {
             }
             (jaxon_ir::Storage::C128($x), jaxon_ir::Storage::C128($y)) => {
                 jaxon_ir::Storage::C128($body)
+            }
+            (jaxon_ir::Storage::Key($x), jaxon_ir::Storage::Key($y)) => {
+                jaxon_ir::Storage::Key($body)
             }
             _ => return Err($err),
         }
