@@ -8,7 +8,7 @@
 
 use jaxon_ir::primitive::{
     AddUpdateParams, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Marker, Pallas,
-    Reduction, State, Structural, SwapParams, Window,
+    Random, Reduction, State, Structural, SwapParams, Window,
 };
 mod common;
 use common::{check, parse, Dist, Tol};
@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 75;
+const N_VARIANTS: usize = 83;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -119,6 +119,15 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Window(Window::ReduceWindow(_)) => (72, Tested),
         Primitive::Window(Window::SelectAndScatterAdd(_)) => (73, Tested),
         Primitive::Window(Window::SelectAndGatherAdd(_)) => (74, Tested),
+        // Programs with typed keys run on the host path (`src/complex.rs`).
+        Primitive::Random(Random::Seed(_)) => (75, Tested),
+        Primitive::Random(Random::Wrap(_)) => (76, Tested),
+        Primitive::Random(Random::Unwrap(_)) => (77, Tested),
+        Primitive::Random(Random::Bits(_)) => (78, Tested),
+        Primitive::Random(Random::Split(_)) => (79, Tested),
+        Primitive::Random(Random::FoldIn(_)) => (80, Tested),
+        Primitive::Random(Random::Threefry2x32(_)) => (81, Tested),
+        Primitive::Random(Random::Gamma(_)) => (82, Tested),
     }
 }
 
@@ -1022,7 +1031,34 @@ fn all_cases() -> Vec<Case> {
     v.extend(control_cases());
     v.extend(empty_cases());
     v.extend(window_cases());
+    v.extend(random_cases());
     v
+}
+
+/// One case or more per random-family primitive.
+fn random_cases() -> Vec<Case> {
+    let texts = [
+        "{ lambda ; a:i32[] . let b:key<fry>[] = random_seed[impl=fry] a; c:u32[2,3] = random_bits[bit_width=32 shape=(2, 3)] b; d:key<fry>[] = random_seed[impl=fry] a; e:u8[5] = random_bits[bit_width=8 shape=(5,)] d in (c, e) }",
+        "{ lambda ; a:u32[3,2] b:u32[3]. let c:key<fry>[3] = random_wrap[impl=fry] a; d:key<fry>[3] = random_fold_in c b; e:key<fry>[3,2] = random_split[shape=(2,)] d; f:u32[3,2,2] = random_unwrap e; g:u64[3,4] = random_bits[bit_width=64 shape=(4,)] d in (f, g) }",
+        "{ lambda ; a:u32[] b:u32[] c:u32[6] d:u32[6]. let e:u32[6] f:u32[6] = threefry2x32 a b c d in (e, f) }",
+    ];
+    let mut v: Vec<Case> = texts
+        .iter()
+        .map(|t| case(t.to_string(), Dist::Uniform(1000.0), Tol::Exact))
+        .collect();
+    v.push(case(
+        "{ lambda ; a:i32[] b:f32[2,3]. let c:key<fry>[] = random_seed[impl=fry] a; d:f32[2,3] = random_gamma[log_space=False] c b; e:f32[2,3] = random_gamma[log_space=True] c b in (d, e) }".to_string(),
+        Dist::Between(0.2, 4.0),
+        Tol::Exact,
+    ));
+    v
+}
+
+#[test]
+fn random_table() {
+    for c in random_cases() {
+        check(&c.text, c.dist, c.tol);
+    }
 }
 
 /// One case per window primitive (`tests/window_ops.rs` has the rest).

@@ -10,7 +10,7 @@
 mod lowering_util;
 use jaxon_ir::primitive::{
     Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Reduction, State,
-    Structural, Window,
+    Random, Structural, Window,
 };
 use jaxon_ir::{IrError, Jaxpr, Primitive};
 use lowering_util::{check, parse, run_sim, Dist, Tol};
@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 75;
+const N_VARIANTS: usize = 83;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -105,6 +105,14 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Window(Window::ReduceWindow(_)) => (72, NotYet("windowed reductions")),
         Primitive::Window(Window::SelectAndScatterAdd(_)) => (73, NotYet("windowed reductions")),
         Primitive::Window(Window::SelectAndGatherAdd(_)) => (74, NotYet("windowed reductions")),
+        Primitive::Random(Random::Seed(_)) => (75, NotYet("typed PRNG keys")),
+        Primitive::Random(Random::Wrap(_)) => (76, NotYet("typed PRNG keys")),
+        Primitive::Random(Random::Unwrap(_)) => (77, NotYet("typed PRNG keys")),
+        Primitive::Random(Random::Bits(_)) => (78, NotYet("typed PRNG keys")),
+        Primitive::Random(Random::Split(_)) => (79, NotYet("typed PRNG keys")),
+        Primitive::Random(Random::FoldIn(_)) => (80, NotYet("typed PRNG keys")),
+        Primitive::Random(Random::Threefry2x32(_)) => (81, NotYet("threefry2x32")),
+        Primitive::Random(Random::Gamma(_)) => (82, NotYet("random_gamma")),
     }
 }
 
@@ -369,6 +377,26 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
         "reduce_window_max",
         "{ lambda ; a:f32[4,6]. let b:f32[2,3] = reduce_window_max[base_dilation=(1, 1) padding=((0, 0), (0, 0)) window_dilation=(1, 1) window_dimensions=(2, 2) window_strides=(2, 2)] a in (b,) }"
             .into(),
+        ),
+        (
+            "random_seed",
+            "{ lambda ; a:i32[] b:u32[] c:f32[3]. let
+    d:key<fry>[] = random_seed[impl=fry] a
+    e:key<fry>[] = random_fold_in d b
+    f:key<fry>[2] = random_split[shape=(2,)] e
+    g:u32[2,2] = random_unwrap f
+    h:key<fry>[2] = random_wrap[impl=fry] g
+    i:u32[2,3] = random_bits[bit_width=32 shape=(3,)] h
+    j:f32[3] = random_gamma[log_space=False] d c
+  in (i, j) }"
+                .into(),
+        ),
+        (
+            "threefry2x32",
+            "{ lambda ; a:u32[] b:u32[] c:u32[4] d:u32[4]. let
+    e:u32[4] f:u32[4] = threefry2x32 a b c d
+  in (e, f) }"
+                .into(),
         ),
     ]
     .into_iter()

@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 75;
+const VARIANTS: usize = 83;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -132,6 +132,16 @@ fn variant(p: &Primitive) -> usize {
             Window::SelectAndScatterAdd(_) => 73,
             Window::SelectAndGatherAdd(_) => 74,
         },
+        Primitive::Random(f) => match f {
+            Random::Seed(_) => 75,
+            Random::Wrap(_) => 76,
+            Random::Unwrap(_) => 77,
+            Random::Bits(_) => 78,
+            Random::Split(_) => 79,
+            Random::FoldIn(_) => 80,
+            Random::Threefry2x32(_) => 81,
+            Random::Gamma(_) => 82,
+        },
     }
 }
 
@@ -208,6 +218,26 @@ fn samples() -> Vec<Primitive> {
             update_jaxpr: None,
         })
     }));
+    v.extend([
+        RandomSeedParams {
+            impl_: PrngImpl::Fry,
+        }
+        .into(),
+        RandomWrapParams {
+            impl_: PrngImpl::Fry,
+        }
+        .into(),
+        RandomUnwrapParams.into(),
+        RandomBitsParams {
+            bit_width: 32,
+            shape: vec![2, 3],
+        }
+        .into(),
+        RandomSplitParams { shape: vec![2] }.into(),
+        RandomFoldInParams.into(),
+        Threefry2x32Params.into(),
+        Primitive::from(RandomGammaParams { log_space: true }),
+    ]);
     v.extend(CollectiveOp::ALL.iter().map(|&op| {
         let axes = vec![AxisRef::Pos(0)];
         Primitive::from(AllReduceParams { op, axes })
