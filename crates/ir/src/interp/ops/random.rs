@@ -235,8 +235,9 @@ trait GammaFloat: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::S
 {
     fn c(x: f64) -> Self;
     fn ln(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn exp(self) -> Self;
     fn sqrt(self) -> Self;
-    fn powf(self, e: Self) -> Self;
     fn erf_inv(self) -> Self;
     fn tiny() -> Self;
     /// `jax.random.uniform(key, (), dtype)` in `[0, 1)`.
@@ -252,11 +253,14 @@ impl GammaFloat for f32 {
     fn ln(self) -> f32 {
         f32::ln(self)
     }
+    fn ln_1p(self) -> f32 {
+        f32::ln_1p(self)
+    }
+    fn exp(self) -> f32 {
+        f32::exp(self)
+    }
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
-    }
-    fn powf(self, e: f32) -> f32 {
-        f32::powf(self, e)
     }
     fn erf_inv(self) -> f32 {
         erf_inv_f32(self)
@@ -280,11 +284,14 @@ impl GammaFloat for f64 {
     fn ln(self) -> f64 {
         f64::ln(self)
     }
+    fn ln_1p(self) -> f64 {
+        f64::ln_1p(self)
+    }
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
     fn sqrt(self) -> f64 {
         f64::sqrt(self)
-    }
-    fn powf(self, e: f64) -> f64 {
-        f64::powf(self, e)
     }
     fn erf_inv(self) -> f64 {
         erf_inv_f64(self)
@@ -353,19 +360,17 @@ fn gamma_one<F: GammaFloat>(key: [u32; 2], alpha: F, log_space: bool) -> F {
         v3 = (v * v) * v;
         u = F::uniform01(ukey);
     }
+    // The boost `U**(1/alpha)` is drawn as `log1p(-u) / alpha` (JAX 0.10:
+    // the log of `1 - u`, never -inf).
+    let log_boost = if boost_mask {
+        zero
+    } else {
+        (zero - u_boost).ln_1p() * (one / alpha_orig)
+    };
     if log_space {
-        let log_boost = if boost_mask {
-            zero
-        } else {
-            u_boost.ln() * (one / alpha_orig)
-        };
         (d.ln() + v3.ln()) + log_boost
     } else {
-        let boost = if boost_mask {
-            one
-        } else {
-            u_boost.powf(one / alpha_orig)
-        };
+        let boost = if boost_mask { one } else { log_boost.exp() };
         let z = (d * v3) * boost;
         if z == zero {
             F::tiny()
