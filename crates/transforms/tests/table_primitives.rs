@@ -404,6 +404,11 @@ fn table() -> Vec<Row> {
         2.0,
         "{ lambda ; a:f64[2,4]. let b:f64[2,3] c:i32[2,3] = top_k[axis=1 k=3] a in (b, c) }",
     ));
+    // Random: keys and bits carry no tangent (vmap against a loop of
+    // unbatched calls). random_gamma: `random_gamma_jvp_is_implicit` below.
+    u.push(row(NoDiff, -1000.0, 1000.0, "{ lambda ; a:i32[3]. let b:key<fry>[3] = random_seed[impl=fry] a; c:u32[3,2] = random_unwrap b; d:key<fry>[3] = random_wrap[impl=fry] c; e:key<fry>[3,2] = random_split[shape=(2,)] d; f:u32[3,2,4] = random_bits[bit_width=32 shape=(4,)] e; g:u8[3,5] = random_bits[bit_width=8 shape=(5,)] d; h:u64[3] = random_bits[bit_width=64 shape=()] d in (c, f, g, h) }"));
+    u.push(row(NoDiff, 0.0, 1000.0, "{ lambda ; a:i32[2] m:u32[2] n:u32[]. let b:key<fry>[2] = random_seed[impl=fry] a; c:key<fry>[2] = random_fold_in b m; d:key<fry>[2] = random_fold_in c n; e:u32[2,2] = random_unwrap d in (e,) }"));
+    u.push(row(NoDiff, 0.0, 1000.0, "{ lambda ; a:u32[] b:u32[] c:u32[4] d:u32[4]. let e:u32[4] f:u32[4] = threefry2x32 a b c d in (e, f) }"));
     // Markers: identities on values, tangents, cotangents and batches;
     // `platform_index` (no operands) picks the cpu branch of a `cond`.
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[2,3] b:f64[2,3]. let c:f64[2,3] = name[name=hidden] a; d:f64[2,3] e:f64[2,3] = device_put[copy_semantics=(ArrayCopySemantics.REUSE_INPUT, ArrayCopySemantics.REUSE_INPUT) devices=(None, None) srcs=(None, None)] c b; f:f64[2,3] g:f64[2,3] = optimization_barrier d e; h:f64[2,3] = mul f g; i:f64[2,3] = sin h in (i, g) }"));
@@ -494,6 +499,7 @@ fn all_names() -> BTreeSet<String> {
         // checked by the collectives' own tests).
         include_str!("../../ir/src/primitive/collective.rs"),
         include_str!("../../ir/src/primitive/marker.rs"),
+        include_str!("../../ir/src/primitive/random.rs"),
     ];
     let mut names = BTreeSet::new();
     for src in sources {
@@ -684,6 +690,13 @@ const NAMED_AXIS_ROWS: &[(&str, &str)] = &[
 /// vmap must fail with `Unsupported`).
 const KERNEL_ROWS: &[(&str, &str, Option<&str>)] = &[
     (
+        "random_gamma",
+        "jvp is JAX's implicit reparameterization, not the sampler's pathwise derivative: \
+         checked against -dF/da / dF/dx of the gamma CDF (central differences in f64) \
+         and vmap against a loop, by `random_gamma_jvp_is_implicit`",
+        None,
+    ),
+    (
         "program_id",
         "an integer index of the running kernel instance: no tangent; evaluated only \
          inside pallas_call",
@@ -770,6 +783,54 @@ fn kernel_rows() {
                 ["program_id", "num_programs"].contains(name),
                 "{name}: vmap should fail"
             ),
+        }
+    }
+}
+
+/// `random_gamma`'s tangent in `a` is JAX's implicit reparameterization
+/// gradient: the sample `x` moves so that the CDF `F(x; a) = igamma(a, x)`
+/// stays put, `dx/da = -(dF/da) / (dF/dx)`, here by central differences of
+/// `igamma` in f64 (in log space, `d log x = dx / x`). vmap: against a loop.
+#[test]
+fn random_gamma_jvp_is_implicit() {
+    use jaxon_ir::primitive::BinaryOp;
+    use jaxon_trace::{lax, Array};
+    for (k, log_space) in [false, true].into_iter().enumerate() {
+        let text = format!("{{ lambda ; s:i32[] a:f64[4]. let k:key<fry>[] = random_seed[impl=fry] s; b:f64[4] = random_gamma[log_space={}] k a in (b,) }}", if log_space { "True" } else { "False" });
+        check_vmap(&text, 0.3, 3.0, 70 + k as u64, "random_gamma");
+        let inst = instance(&text, 0.3, 3.0, 80 + k as u64);
+        let mut rng = Rng(90 + k as u64);
+        let (p, tout, t) = jvp(&inst, &mut rng).expect("jvp of random_gamma");
+        let a = inst.x[1].to_f64_vec();
+        let ta = t[1].to_f64_vec();
+        let y = p[0].to_f64_vec();
+        let got = tout[0].as_ref().expect("a nonzero tangent");
+        let cdf = |aa: f64, xx: f64| -> f64 {
+            let r = lax::binary(
+                BinaryOp::Igamma,
+                &Array::from_vec(vec![aa], &[]),
+                &Array::from_vec(vec![xx], &[]),
+            )
+            .and_then(|r| r.try_to_host("cdf"))
+            .expect("igamma");
+            r.to_f64_vec()[0]
+        };
+        for i in 0..a.len() {
+            let x = if log_space { y[i].exp() } else { y[i] };
+            let (h, hx) = (1e-5 * a[i], 1e-5 * x);
+            let dfa = (cdf(a[i] + h, x) - cdf(a[i] - h, x)) / (2.0 * h);
+            let dfx = (cdf(a[i], x + hx) - cdf(a[i], x - hx)) / (2.0 * hx);
+            let mut dxda = -dfa / dfx;
+            if log_space {
+                dxda /= x;
+            }
+            let want = ta[i] * dxda;
+            assert!(
+                (got[i] - want).abs() <= 1e-5 + 1e-4 * want.abs(),
+                "random_gamma[log_space={log_space}] a={} x={x}: tangent {} vs implicit {want}",
+                a[i],
+                got[i]
+            );
         }
     }
 }
