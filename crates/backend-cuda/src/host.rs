@@ -45,7 +45,8 @@ pub fn decode(dtype: DType, bytes: &[u8]) -> Vec<f64> {
                 | DType::F32
                 | DType::F64
                 | DType::C64
-                | DType::C128 | DType::KeyFry => raw,
+                | DType::C128
+                | DType::KeyFry => raw,
             };
             Const { dtype, bits }.to_f64()
         })

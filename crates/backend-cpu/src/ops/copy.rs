@@ -67,7 +67,8 @@ fn filled(value: &HostArray, shape: &[usize]) -> Result<HostArray, IrError> {
             }
         };
     }
-    let data = fill!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128, Key);
+    let data =
+        fill!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128, Key);
     HostArray::new(shape.to_vec(), data)
 }
 

@@ -288,7 +288,8 @@ fn float_to_int(src: &str, x: &str, to: DType) -> String {
         | DType::F32
         | DType::F64
         | DType::C64
-        | DType::C128 | DType::KeyFry => format!("(({ct})({x}))"),
+        | DType::C128
+        | DType::KeyFry => format!("(({ct})({x}))"),
     }
 }
 

@@ -631,9 +631,13 @@ impl Const {
             DType::U16 => u64::from(v as u16),
             DType::U32 => u64::from(v as u32),
             DType::U64 => v as u64,
-            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => {
-                return Const::from_f64(dtype, v as f64)
-            }
+            DType::F16
+            | DType::BF16
+            | DType::F32
+            | DType::F64
+            | DType::C64
+            | DType::C128
+            | DType::KeyFry => return Const::from_f64(dtype, v as f64),
         };
         Const { dtype, bits }
     }

@@ -283,9 +283,13 @@ fn fill_expr(d: DType, fill: Option<FillValue>) -> Expr {
         }
         None => match d {
             DType::Bool => Expr::bool(true),
-            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::C64 | DType::C128 | DType::KeyFry => {
-                Expr::Const(Const::from_f64(c, f64::NAN))
-            }
+            DType::F16
+            | DType::BF16
+            | DType::F32
+            | DType::F64
+            | DType::C64
+            | DType::C128
+            | DType::KeyFry => Expr::Const(Const::from_f64(c, f64::NAN)),
             DType::I8 => Expr::int(d, i64::from(i8::MIN)),
             DType::I16 => Expr::int(d, i64::from(i16::MIN)),
             DType::I32 => Expr::int(d, i64::from(i32::MIN)),

@@ -102,7 +102,8 @@ pub(crate) fn math(f: MathFn, d: DType, args: &[u64]) -> u64 {
         | DType::F16
         | DType::BF16
         | DType::C64
-        | DType::C128 | DType::KeyFry => {
+        | DType::C128
+        | DType::KeyFry => {
             let a = |i| to_f64(d, arg(i));
             cast(DType::F64, d, math_f64(f, a(0), a(1), a(2)).to_bits())
         }

@@ -215,9 +215,12 @@ impl Elem for [u32; 2] {
     fn combine(self, o: Self, op: Combine) -> Option<Self> {
         match op {
             Combine::Xchg => Some(o),
-            Combine::Add | Combine::Max | Combine::Min | Combine::And | Combine::Or | Combine::Xor => {
-                None
-            }
+            Combine::Add
+            | Combine::Max
+            | Combine::Min
+            | Combine::And
+            | Combine::Or
+            | Combine::Xor => None,
         }
     }
 }

@@ -42,8 +42,8 @@ use crate::parse::params::{Params, PV as Src};
 use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
-    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Reduction,
-    Random, State, Structural, Window,
+    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Random,
+    Reduction, State, Structural, Window,
 };
 use crate::print::PV;
 

@@ -105,7 +105,10 @@ pub(crate) fn random(cx: &Cx, p: &Random) -> Result<Vec<ShapedArray>, IrError> {
             if m.dtype != DType::U32 {
                 return Err(cx.err(format!("msgs must be u32, got {}", m.dtype)));
             }
-            vec![ShapedArray::new(k.dtype, broadcast(cx, &[&k.shape, &m.shape])?)]
+            vec![ShapedArray::new(
+                k.dtype,
+                broadcast(cx, &[&k.shape, &m.shape])?,
+            )]
         }
         Random::Threefry2x32(_) => {
             cx.arity(4)?;
@@ -118,7 +121,10 @@ pub(crate) fn random(cx: &Cx, p: &Random) -> Result<Vec<ShapedArray>, IrError> {
                 shapes.push(&a.shape);
             }
             let s = broadcast(cx, &shapes)?;
-            vec![ShapedArray::new(DType::U32, s.clone()), ShapedArray::new(DType::U32, s)]
+            vec![
+                ShapedArray::new(DType::U32, s.clone()),
+                ShapedArray::new(DType::U32, s),
+            ]
         }
         Random::Gamma(_) => {
             cx.arity(2)?;

@@ -128,7 +128,13 @@ fn broadcast_front(x: &[Array], d: &[Option<usize>], n: usize) -> Result<Vec<Arr
 }
 
 /// The batching rules of the family.
-pub(crate) fn batch(r: &Random, p: &Primitive, x: &[Array], d: &[Option<usize>], n: usize) -> Result<BatchOuts> {
+pub(crate) fn batch(
+    r: &Random,
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<BatchOuts> {
     match r {
         Random::Seed(_)
         | Random::Wrap(_)

@@ -28,7 +28,9 @@ pub fn threefry2x32_one(k: [u32; 2], x: [u32; 2]) -> [u32; 2] {
             b ^= a;
         }
         a = a.wrapping_add(ks[(group + 1) % 3]);
-        b = b.wrapping_add(ks[(group + 2) % 3]).wrapping_add(group as u32 + 1);
+        b = b
+            .wrapping_add(ks[(group + 2) % 3])
+            .wrapping_add(group as u32 + 1);
     }
     [a, b]
 }
@@ -64,7 +66,10 @@ fn u32s<'a>(name: &str, a: &'a HostArray) -> Result<&'a [u32], IrError> {
 pub fn seed(seeds: &HostArray) -> Result<HostArray, IrError> {
     let d = seeds.dtype();
     if !(d.is_int() || d.is_bool()) {
-        return Err(err("random_seed", format!("seeds must be integers, got {d}")));
+        return Err(err(
+            "random_seed",
+            format!("seeds must be integers, got {d}"),
+        ));
     }
     let wide = d.bits() == 64;
     let data: Vec<[u32; 2]> = (0..seeds.len())
@@ -88,12 +93,17 @@ pub fn seed(seeds: &HostArray) -> Result<HostArray, IrError> {
 /// `random_wrap[impl=fry]`: `u32[..., 2]` data to keys `key<fry>[...]`.
 pub fn wrap(data: &HostArray) -> Result<HostArray, IrError> {
     let v = u32s("random_wrap", data)?;
-    let (last, lead) = data
-        .shape()
-        .split_last()
-        .ok_or_else(|| err("random_wrap", "key data must have a trailing dimension of 2"))?;
+    let (last, lead) = data.shape().split_last().ok_or_else(|| {
+        err(
+            "random_wrap",
+            "key data must have a trailing dimension of 2",
+        )
+    })?;
     if *last != 2 {
-        return Err(err("random_wrap", "key data must have a trailing dimension of 2"));
+        return Err(err(
+            "random_wrap",
+            "key data must have a trailing dimension of 2",
+        ));
     }
     let keys = v.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
     HostArray::new(lead.to_vec(), Storage::Key(keys))
@@ -123,12 +133,13 @@ pub fn bits(k: &HostArray, bit_width: u32, shape: &[usize]) -> Result<HostArray,
         8 => Storage::U8(words.map(|w| (w[0] ^ w[1]) as u8).collect()),
         16 => Storage::U16(words.map(|w| (w[0] ^ w[1]) as u16).collect()),
         32 => Storage::U32(words.map(|w| w[0] ^ w[1]).collect()),
-        64 => Storage::U64(
-            words
-                .map(|w| ((w[0] as u64) << 32) | w[1] as u64)
-                .collect(),
-        ),
-        w => return Err(err("random_bits", format!("bit_width must be 8, 16, 32 or 64, got {w}"))),
+        64 => Storage::U64(words.map(|w| ((w[0] as u64) << 32) | w[1] as u64).collect()),
+        w => {
+            return Err(err(
+                "random_bits",
+                format!("bit_width must be 8, 16, 32 or 64, got {w}"),
+            ))
+        }
     };
     let mut out = k.shape().to_vec();
     out.extend_from_slice(shape);
@@ -230,8 +241,13 @@ pub fn threefry2x32(args: &[&HostArray]) -> Result<Vec<HostArray>, IrError> {
 }
 
 /// The float arithmetic `random_gamma` needs, in the sample's own precision.
-trait GammaFloat: Copy + PartialOrd + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self>
+trait GammaFloat:
+    Copy
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
 {
     fn c(x: f64) -> Self;
     fn ln(self) -> Self;
@@ -387,7 +403,11 @@ pub fn gamma(k: &HostArray, a: &HostArray, log_space: bool) -> Result<HostArray,
     if !a.shape().starts_with(k.shape()) {
         return Err(err(
             "random_gamma",
-            format!("key shape {:?} is not a prefix of {:?}", k.shape(), a.shape()),
+            format!(
+                "key shape {:?} is not a prefix of {:?}",
+                k.shape(),
+                a.shape()
+            ),
         ));
     }
     let per: usize = a.shape()[k.ndim()..].iter().product();
