@@ -90,6 +90,7 @@ fn elem(s: &Storage, i: usize) -> String {
         Storage::F64(v) => v[i].to_string(),
         Storage::C64(v) => v[i].to_string(),
         Storage::C128(v) => v[i].to_string(),
+        Storage::Key(v) => format!("{:?}", v[i]),
     }
 }
 
