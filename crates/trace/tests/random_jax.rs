@@ -353,3 +353,28 @@ fn categorical_with_sample_shape_matches_jax() {
         [2, 1, 1, 0, 1, 1, 1, 1, 2, 2, 1, 0, 2, 2, 2, 2, 2, 2, 2, 2]
     );
 }
+
+/// Typed keys give the raw-key functions' bits: seed, split, fold_in and
+/// bits through `random_seed`/`random_split`/`random_fold_in`/`random_bits`.
+#[test]
+fn typed_keys_match_raw_keys() {
+    for seed in [0u64, 42, 1_236_864_836] {
+        let tk = jr::typed_key(seed).unwrap();
+        let rk = jr::key(seed);
+        assert_eq!(u32s(&jr::key_data(&tk).unwrap()), u32s(&rk));
+        let ts = jr::split_typed(&tk, &[3]).unwrap();
+        assert_eq!(
+            u32s(&jr::key_data(&ts).unwrap()),
+            u32s(&jr::split(&rk, 3).unwrap())
+        );
+        let tf = jr::fold_in_typed(&tk, &Array::scalar(7i32)).unwrap();
+        assert_eq!(
+            u32s(&jr::key_data(&tf).unwrap()),
+            u32s(&jr::fold_in(&rk, 7).unwrap())
+        );
+        let tb = jr::bits_typed(&tk, 32, &[2, 3]).unwrap();
+        assert_eq!(u32s(&tb), u32s(&jr::bits(&rk, &[2, 3]).unwrap()));
+        let w = jr::wrap_key_data(&rk).unwrap();
+        assert_eq!(u32s(&jr::key_data(&w).unwrap()), u32s(&rk));
+    }
+}

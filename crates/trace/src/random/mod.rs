@@ -15,12 +15,14 @@
 mod permutation;
 mod samplers;
 mod threefry;
+mod typed;
 
 pub use permutation::{permutation, permutation_along, Permutable};
 pub use samplers::{
     bernoulli, categorical, categorical_shape, gumbel, normal, randint, truncated_normal, uniform,
 };
 pub use threefry::{iota_2x32, random_bits, threefry2x32};
+pub use typed::{bits_typed, fold_in_typed, key_data, split_typed, typed_key, wrap_key_data};
 
 use crate::array::Array;
 use crate::error::{Error, Result};
