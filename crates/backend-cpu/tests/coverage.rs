@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 75;
+const N_VARIANTS: usize = 76;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -119,6 +119,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Window(Window::ReduceWindow(_)) => (72, Tested),
         Primitive::Window(Window::SelectAndScatterAdd(_)) => (73, Tested),
         Primitive::Window(Window::SelectAndGatherAdd(_)) => (74, Tested),
+        Primitive::Window(Window::Generic(_)) => (75, Tested),
     }
 }
 
@@ -1042,6 +1043,27 @@ fn window_cases() -> Vec<Case> {
         ),
         case(
             format!("{{ lambda ; a:f32[2,5,4] b:f32[2,5,4]. let c:f32[2,3,2] = select_and_gather_add[{g} select_prim=le window_dilation=(1, 1, 1) {w}] a b in (c,) }}"),
+            Dist::Uniform(2.0),
+            Tol::Exact,
+        ),
+        // An argmax by the generic `reduce_window`, padded and base-dilated.
+        case(
+            "{ lambda ; a:f32[2,5] b:i32[2,5]. let
+    c:f32[2,4] d:i32[2,4] = reduce_window[
+      base_dilation=(1, 2)
+      consts=()
+      jaxpr={ lambda ; e:f32[] f:i32[] g:f32[] h:i32[]. let
+          i:bool[] = ge e g
+          j:f32[] = select_n i g e
+          k:i32[] = select_n i h f
+        in (j, k) }
+      padding=((0, 0), (1, 0))
+      window_dilation=(1, 1)
+      window_dimensions=(1, 3)
+      window_strides=(1, 2)
+    ] a b -inf:f32[] -1:i32[]
+  in (c, d) }"
+                .to_string(),
             Dist::Uniform(2.0),
             Tol::Exact,
         ),

@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 75;
+const N_VARIANTS: usize = 76;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -105,6 +105,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Window(Window::ReduceWindow(_)) => (72, NotYet("windowed reductions")),
         Primitive::Window(Window::SelectAndScatterAdd(_)) => (73, NotYet("windowed reductions")),
         Primitive::Window(Window::SelectAndGatherAdd(_)) => (74, NotYet("windowed reductions")),
+        Primitive::Window(Window::Generic(_)) => (75, NotYet("windowed reductions")),
     }
 }
 

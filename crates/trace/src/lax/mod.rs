@@ -14,7 +14,9 @@ mod window;
 pub use complex::{complex, conj, fft, imag, real};
 pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
 pub use markers::{checkpoint_name, optimization_barrier};
-pub use window::{reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum};
+pub use window::{
+    reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum, reduce_window_with,
+};
 
 use crate::array::Array;
 use crate::core::{bind, bind1};

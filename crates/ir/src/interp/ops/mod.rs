@@ -47,9 +47,11 @@ pub use special_fns::{
 };
 mod structural;
 mod window;
+mod window_generic;
 
 /// The window family's kernels, shared with backends that run them natively.
 pub use window::{reduce_window, select_and_gather_add, select_and_scatter_add, window_map};
+pub use window_generic::reduce_window_generic;
 
 #[cfg(test)]
 #[rustfmt::skip]
@@ -329,6 +331,10 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 1, 0)?,
                 &x.window,
             )),
+            Window::Generic(x) => {
+                let args: Vec<&HostArray> = args.iter().collect();
+                window_generic::reduce_window_generic(&x.jaxpr, &x.window, &args)
+            }
             Window::SelectAndGatherAdd(x) => one(window::select_and_gather_add(
                 arg(name, args, 2, 0)?,
                 arg(name, args, 2, 1)?,
