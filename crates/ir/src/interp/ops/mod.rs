@@ -20,7 +20,7 @@ use crate::primitive::{
     TileParams, TopKParams, TransposeParams, Window,
 };
 mod convert;
-mod decomp;
+pub mod decomp;
 pub mod decomp_kernels;
 
 /// Whole-array bit-level conversions, shared with backends that run them
@@ -277,16 +277,22 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 2, 1)?,
                 x,
             )),
-            Linalg::Cholesky => one(decomp::cholesky(arg(name, args, 1, 0)?)),
+            Linalg::Cholesky => one(decomp::cholesky(arg(name, args, 1, 0)?, &decomp::Reference)),
             Linalg::TriangularSolve(p) => one(decomp::triangular_solve(
                 arg(name, args, 2, 0)?,
                 arg(name, args, 2, 1)?,
                 p,
+                &decomp::Reference,
             )),
-            Linalg::Lu => decomp::lu(arg(name, args, 1, 0)?),
-            Linalg::Qr(p) => decomp::qr(arg(name, args, 1, 0)?, p),
-            Linalg::Eigh(p) => decomp::eigh(arg(name, args, 1, 0)?, p.lower, p.sort_eigenvalues),
-            Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p),
+            Linalg::Lu => decomp::lu(arg(name, args, 1, 0)?, &decomp::Reference),
+            Linalg::Qr(p) => decomp::qr(arg(name, args, 1, 0)?, p, &decomp::Reference),
+            Linalg::Eigh(p) => decomp::eigh(
+                arg(name, args, 1, 0)?,
+                p.lower,
+                p.sort_eigenvalues,
+                &decomp::Reference,
+            ),
+            Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p, &decomp::Reference),
             Linalg::TridiagonalSolve(_) => one(decomp::tridiagonal_solve([
                 arg(name, args, 4, 0)?,
                 arg(name, args, 4, 1)?,
