@@ -62,6 +62,7 @@ unary_fns! {
     cbrt => Cbrt, abs => Abs, not => Not, erf => Erf, erfc => Erfc,
     erf_inv => ErfInv, square => Square, stop_gradient => StopGradient,
     lgamma => Lgamma, digamma => Digamma, bessel_i0e => BesselI0e, bessel_i1e => BesselI1e,
+    population_count => PopulationCount, clz => Clz,
 }
 
 macro_rules! binary_fns {
@@ -80,6 +81,7 @@ binary_fns! {
     shift_left => ShiftLeft, shift_right_arithmetic => ShiftRightArithmetic,
     shift_right_logical => ShiftRightLogical,
     eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge,
+    lt_to => LtTo, le_to => LeTo,
     igamma => Igamma, igammac => Igammac, igamma_grad_a => IgammaGradA,
     random_gamma_grad => RandomGammaGrad, polygamma => Polygamma, zeta => Zeta,
 }
