@@ -5,14 +5,18 @@
 //! Invariant: these functions return `Result`; the infallible `Array`
 //! methods and operators raise their errors (see `error::raise`).
 
+mod assoc_scan;
 mod complex;
 mod conv;
 pub mod linalg;
 mod markers;
 mod window;
 
+pub use assoc_scan::associative_scan;
 pub use complex::{complex, conj, fft, imag, real};
-pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
+pub use conv::{
+    conv, conv_dimension_numbers, conv_general_dilated, conv_transpose, ConvOptions, Padding,
+};
 pub use markers::{checkpoint_name, optimization_barrier};
 pub use window::{reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum};
 
