@@ -5,6 +5,7 @@
 use crate::custom::{custom_jvp, trace_call};
 use crate::jvp::jvp_flat;
 use crate::vmap;
+use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::Jaxpr;
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::eval_jaxpr;
@@ -128,7 +129,27 @@ fn stage<X: Pytree>(
             format!("{what} must return initial_guess's structure {def:?}, got {out_def:?}"),
         ));
     }
+    check_types(what, &j, leaves)?;
     Ok((Arc::new(j), consts))
+}
+
+/// The outputs of `j` have the shapes and dtypes of `leaves`.
+fn check_types(what: &str, j: &Jaxpr, leaves: &[Array]) -> Result<()> {
+    for (o, l) in j.outvars.iter().zip(leaves) {
+        let got = j.atom_aval(o);
+        let (want, got_ty) = (l.ty(), got.as_ref().map(|a| a.array()));
+        if got_ty.map(|g| (&g.shape, g.dtype)) != Some((&want.shape, want.dtype)) {
+            return Err(invalid(
+                "custom_root",
+                format!(
+                    "{what} must return initial_guess's types {}, got {}",
+                    fmt_aval(l.aval()),
+                    got.as_ref().map_or_else(|| "?".to_string(), fmt_aval)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn run(j: &Jaxpr, parts: &[&[Array]]) -> Vec<Array> {
@@ -200,6 +221,7 @@ pub fn custom_root<X: Pytree>(
             format!("tangent_solve must return initial_guess's structure {def:?}, got {l_out:?}"),
         ));
     }
+    check_types("tangent_solve", &l_j, &guess)?;
     let l_j = Arc::new(l_j);
     let s_j2 = s_j.clone();
     let primal = move |(_, sc, _, g): (Vec<Array>, Vec<Array>, Vec<Array>, Vec<Array>)| {
