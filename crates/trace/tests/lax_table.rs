@@ -190,7 +190,10 @@ fn total_order_comparisons_match_total_cmp_eager_and_jitted() {
         ("le_to", lax::le_to, |x, y| x.total_cmp(&y).is_le()),
     ];
     for (name, f, oracle) in cases {
-        let (x, y) = (Array::from_vec(a.clone(), &[n]), Array::from_vec(b.clone(), &[n]));
+        let (x, y) = (
+            Array::from_vec(a.clone(), &[n]),
+            Array::from_vec(b.clone(), &[n]),
+        );
         let eager = catch(|| f(&x, &y)).unwrap().unwrap().to_vec::<bool>();
         let jitted = jit(move |(x, y): (Array, Array)| f(&x, &y).unwrap())
             .call((x, y))
@@ -212,7 +215,9 @@ fn bit_counts_match_integer_methods_eager_and_jitted() {
         .chain([0, -1, 1, i32::MIN, i32::MAX])
         .collect();
     let cases: [(&str, Unary, fn(i32) -> i32); 2] = [
-        ("population_count", lax::population_count, |v| v.count_ones() as i32),
+        ("population_count", lax::population_count, |v| {
+            v.count_ones() as i32
+        }),
         ("clz", lax::clz, |v| v.leading_zeros() as i32),
     ];
     for (name, f, oracle) in cases {

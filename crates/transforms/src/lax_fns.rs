@@ -47,7 +47,11 @@ fn invalid(what: &str, m: String) -> Error {
 /// assert_eq!(ys.to_vec::<f32>(), [1.0, 4.0, 9.0, 16.0, 25.0]);
 /// # Ok::<(), jaxon_trace::Error>(())
 /// ```
-pub fn map<X: Pytree, Y: Pytree>(f: impl Fn(X) -> Y, xs: X, batch_size: Option<usize>) -> Result<Y> {
+pub fn map<X: Pytree, Y: Pytree>(
+    f: impl Fn(X) -> Y,
+    xs: X,
+    batch_size: Option<usize>,
+) -> Result<Y> {
     let Some(b) = batch_size else {
         return scan(|(), x: X| ((), f(x)), (), xs, None, false).map(|((), ys)| ys);
     };
@@ -227,36 +231,37 @@ pub fn custom_root<X: Pytree>(
     let primal = move |(_, sc, _, g): (Vec<Array>, Vec<Array>, Vec<Array>, Vec<Array>)| {
         run(&s_j2, &[&sc, &g])
     };
-    let rule = move |(fc, sc, lc, g): (Vec<Array>, Vec<Array>, Vec<Array>, Vec<Array>),
-                     (fct, _, _, _): (Vec<Array>, Vec<Array>, Vec<Array>, Vec<Array>)| {
-        let sol = run(&s_j, &[&sc, &g]);
-        // The tangent of f(θ, x*) in θ at the root, then the linear solve.
-        let tans: Vec<Option<Array>> = fc
-            .iter()
-            .zip(fct)
-            .map(|(c, t)| c.dtype().is_float().then_some(t))
-            .collect();
-        let fj = f_j.clone();
-        let s2 = sol.clone();
-        let (_, rhs) = match jvp_flat(move |p| Ok(run(&fj, &[&p, &s2])), &fc, &tans) {
-            Ok(r) => r,
-            Err(e) => raise(e),
+    let rule =
+        move |(fc, sc, lc, g): (Vec<Array>, Vec<Array>, Vec<Array>, Vec<Array>),
+              (fct, _, _, _): (Vec<Array>, Vec<Array>, Vec<Array>, Vec<Array>)| {
+            let sol = run(&s_j, &[&sc, &g]);
+            // The tangent of f(θ, x*) in θ at the root, then the linear solve.
+            let tans: Vec<Option<Array>> = fc
+                .iter()
+                .zip(fct)
+                .map(|(c, t)| c.dtype().is_float().then_some(t))
+                .collect();
+            let fj = f_j.clone();
+            let s2 = sol.clone();
+            let (_, rhs) = match jvp_flat(move |p| Ok(run(&fj, &[&p, &s2])), &fc, &tans) {
+                Ok(r) => r,
+                Err(e) => raise(e),
+            };
+            let rhs: Vec<Array> = rhs
+                .into_iter()
+                .zip(&sol)
+                .map(|(r, s)| match r {
+                    Some(r) => r,
+                    None => jaxon_trace::numpy::zeros_like(s).unwrap_or_else(|e| raise(e)),
+                })
+                .collect();
+            let dx = run(&l_j, &[&lc, &sol, &rhs]);
+            let dx = dx
+                .iter()
+                .map(|d| lax::neg(d).unwrap_or_else(|e| raise(e)))
+                .collect();
+            (sol, dx)
         };
-        let rhs: Vec<Array> = rhs
-            .into_iter()
-            .zip(&sol)
-            .map(|(r, s)| match r {
-                Some(r) => r,
-                None => jaxon_trace::numpy::zeros_like(s).unwrap_or_else(|e| raise(e)),
-            })
-            .collect();
-        let dx = run(&l_j, &[&lc, &sol, &rhs]);
-        let dx = dx
-            .iter()
-            .map(|d| lax::neg(d).unwrap_or_else(|e| raise(e)))
-            .collect();
-        (sol, dx)
-    };
     let root = custom_jvp(primal).name("_custom_root").defjvp(rule);
     let out = root.call((f_c, s_c, l_c, guess))?;
     X::unflatten(&def, out)

@@ -69,7 +69,12 @@ fn map_matches_a_loop_of_calls_for_every_batch_size() {
         let (sj, _) = jit(move |xy: (Array, Array)| map(body, xy, bs).unwrap())
             .call((a.clone(), b.clone()))
             .unwrap();
-        close(&sj.to_vec::<f64>(), &want_s, 1e-14, &format!("jit map {bs:?}"));
+        close(
+            &sj.to_vec::<f64>(),
+            &want_s,
+            1e-14,
+            &format!("jit map {bs:?}"),
+        );
     }
 }
 
@@ -102,7 +107,9 @@ fn map_differentiates_like_the_loop() {
 fn map_rejects_bad_input() {
     let x = Array::from_vec(vec![1.0f64, 2.0], &[2]);
     let y = Array::from_vec(vec![1.0f64, 2.0, 3.0], &[3]);
-    assert!(catch(|| map(|x: Array| x, x.clone(), Some(0))).unwrap().is_err());
+    assert!(catch(|| map(|x: Array| x, x.clone(), Some(0)))
+        .unwrap()
+        .is_err());
     assert!(catch(|| map(|xy: (Array, Array)| xy, (x, y), Some(1)))
         .unwrap()
         .is_err());
@@ -115,10 +122,10 @@ fn associative_scan_matches_cumsum_and_cumprod() {
     for n in 1..=9 {
         let x = Array::from_vec(rand(3 * n, 10 + n as u64, 0.5, 1.5), &[3, n]);
         for reverse in [false, true] {
-            let s = lax::associative_scan(|a: Array, b: Array| &a + &b, x.clone(), reverse, 1)
-                .unwrap();
-            let p = lax::associative_scan(|a: Array, b: Array| &a * &b, x.clone(), reverse, 1)
-                .unwrap();
+            let s =
+                lax::associative_scan(|a: Array, b: Array| &a + &b, x.clone(), reverse, 1).unwrap();
+            let p =
+                lax::associative_scan(|a: Array, b: Array| &a * &b, x.clone(), reverse, 1).unwrap();
             let flip = |y: &Array| lax::rev(y, &[1]).unwrap();
             let src = if reverse { flip(&x) } else { x.clone() };
             let (mut ws, mut wp) = (
@@ -198,10 +205,11 @@ fn associative_scan_over_a_pytree_composes_affine_maps() {
     // (a1 a2, a2 b1 + b2): the linear recurrence x_t = a_t x_{t-1} + b_t.
     let n = 10;
     let (av, bv) = (rand(n, 50, -1.2, 1.2), rand(n, 51, -1.0, 1.0));
-    let elems = (Array::from_vec(av.clone(), &[n]), Array::from_vec(bv.clone(), &[n]));
-    let compose = |(a1, b1): (Array, Array), (a2, b2): (Array, Array)| {
-        (&a1 * &a2, &a2 * &b1 + &b2)
-    };
+    let elems = (
+        Array::from_vec(av.clone(), &[n]),
+        Array::from_vec(bv.clone(), &[n]),
+    );
+    let compose = |(a1, b1): (Array, Array), (a2, b2): (Array, Array)| (&a1 * &a2, &a2 * &b1 + &b2);
     let (_, xs) = lax::associative_scan(compose, elems.clone(), false, 0).unwrap();
     let mut x = 0.0;
     let want: Vec<f64> = (0..n)
@@ -322,7 +330,9 @@ fn custom_root_vector_derivatives_match_central_differences() {
     close(&t.to_vec::<f64>(), &fd, 1e-7, "jvp vs central differences");
     // Closed form: dx = (db - x da) / (3x^2 + a).
     let want: Vec<f64> = (0..n)
-        .map(|i| (tb.to_vec::<f64>()[i] - x[i] * ta.to_vec::<f64>()[i]) / (3.0 * x[i] * x[i] + av[i]))
+        .map(|i| {
+            (tb.to_vec::<f64>()[i] - x[i] * ta.to_vec::<f64>()[i]) / (3.0 * x[i] * x[i] + av[i])
+        })
         .collect();
     close(&t.to_vec::<f64>(), &want, 1e-10, "jvp vs implicit formula");
     // Reverse mode agrees with forward mode: <ct, J t> == <J^T ct, t>.
@@ -336,7 +346,9 @@ fn custom_root_vector_derivatives_match_central_differences() {
     let a2 = Array::from_vec(rand(3 * n, 65, 0.5, 2.0), &[3, n]);
     let b2 = Array::from_vec(rand(3 * n, 66, -2.0, 2.0), &[3, n]);
     let batched = vmap(f).call((a2.clone(), b2.clone())).unwrap();
-    let looped: Vec<Array> = (0..3).map(|i| cubic_root(&row(&a2, i), &row(&b2, i))).collect();
+    let looped: Vec<Array> = (0..3)
+        .map(|i| cubic_root(&row(&a2, i), &row(&b2, i)))
+        .collect();
     close(
         &batched.to_vec::<f64>(),
         &jnp::stack(&looped, 0).unwrap().to_vec::<f64>(),

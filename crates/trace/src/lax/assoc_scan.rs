@@ -54,10 +54,7 @@ struct Combine<'a, T> {
 
 impl<T: Pytree> Combine<'_, T> {
     fn call(&self, a: Vec<Array>, b: Vec<Array>) -> Result<Vec<Array>> {
-        let (a, b) = (
-            T::unflatten(&self.def, a)?,
-            T::unflatten(&self.def, b)?,
-        );
+        let (a, b) = (T::unflatten(&self.def, a)?, T::unflatten(&self.def, b)?);
         let (c, def) = catch(|| (self.f)(a, b))?.flatten();
         if def != self.def {
             return Err(invalid(format!(
@@ -131,7 +128,10 @@ pub fn associative_scan<T: Pytree>(
     let n = {
         let s = first.try_shape()?;
         if axis >= s.len() {
-            return Err(invalid(format!("axis {axis} out of range for rank {}", s.len())));
+            return Err(invalid(format!(
+                "axis {axis} out of range for rank {}",
+                s.len()
+            )));
         }
         s[axis]
     };
@@ -150,7 +150,10 @@ pub fn associative_scan<T: Pytree>(
             Ok(ls)
         }
     };
-    let combine = Combine { f: &f, def: def.clone() };
+    let combine = Combine {
+        f: &f,
+        def: def.clone(),
+    };
     let out = rev(combine.scan(rev(leaves)?, axis)?)?;
     T::unflatten(&def, out)
 }

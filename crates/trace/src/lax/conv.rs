@@ -278,7 +278,11 @@ pub fn conv_transpose(
     };
     let dn = conv_dimension_numbers(&dims.0, &dims.1, &dims.2)?;
     if dn.rhs_spec.len() != rs.len() {
-        return Err(err(format!("layout {:?} does not fit rank {}", dims.1, rs.len())));
+        return Err(err(format!(
+            "layout {:?} does not fit rank {}",
+            dims.1,
+            rs.len()
+        )));
     }
     let rd = rhs_dilation.clone().unwrap_or_else(|| vec![1; nsp]);
     if strides.len() != nsp || rd.len() != nsp || strides.contains(&0) || rd.contains(&0) {

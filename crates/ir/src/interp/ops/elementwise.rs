@@ -133,10 +133,9 @@ macro_rules! impl_fl {
                     | UnaryOp::Digamma
                     | UnaryOp::BesselI0e
                     | UnaryOp::BesselI1e => return $sp1(op),
-                    UnaryOp::IsFinite
-                    | UnaryOp::Not
-                    | UnaryOp::PopulationCount
-                    | UnaryOp::Clz => return None,
+                    UnaryOp::IsFinite | UnaryOp::Not | UnaryOp::PopulationCount | UnaryOp::Clz => {
+                        return None
+                    }
                 })
             }
             fn op2(op: BinaryOp) -> Option<fn($t, $t) -> $t> {

@@ -61,7 +61,10 @@ fn floats_in_total_order() {
 
 #[test]
 fn integers_in_usual_order() {
-    check_pairs(DType::I32, &[-2147483648.0, -5.0, -1.0, 0.0, 7.0, 2147483647.0]);
+    check_pairs(
+        DType::I32,
+        &[-2147483648.0, -5.0, -1.0, 0.0, 7.0, 2147483647.0],
+    );
     check_pairs(DType::I8, &[-128.0, -1.0, 0.0, 127.0]);
     check_pairs(DType::U8, &[0.0, 1.0, 128.0, 255.0]);
     check_pairs(DType::U64, &[0.0, 1.0, 1e19]);
@@ -88,8 +91,14 @@ fn counts(op: UnaryOp, dt: DType, vals: &[f64]) -> Vec<f64> {
 #[test]
 fn population_count_by_width() {
     let pc = UnaryOp::PopulationCount;
-    assert_eq!(counts(pc, DType::I8, &[0.0, -1.0, 5.0, -128.0]), [0.0, 8.0, 2.0, 1.0]);
-    assert_eq!(counts(pc, DType::I32, &[-1.0, 7.0, -2147483648.0]), [32.0, 3.0, 1.0]);
+    assert_eq!(
+        counts(pc, DType::I8, &[0.0, -1.0, 5.0, -128.0]),
+        [0.0, 8.0, 2.0, 1.0]
+    );
+    assert_eq!(
+        counts(pc, DType::I32, &[-1.0, 7.0, -2147483648.0]),
+        [32.0, 3.0, 1.0]
+    );
     assert_eq!(counts(pc, DType::U16, &[65535.0, 256.0]), [16.0, 1.0]);
     assert_eq!(counts(pc, DType::I64, &[-1.0, 3.0]), [64.0, 2.0]);
 }
@@ -97,8 +106,14 @@ fn population_count_by_width() {
 #[test]
 fn clz_by_width() {
     let c = UnaryOp::Clz;
-    assert_eq!(counts(c, DType::I8, &[0.0, -1.0, 1.0, 64.0]), [8.0, 0.0, 7.0, 1.0]);
-    assert_eq!(counts(c, DType::I32, &[0.0, 1.0, -5.0, 65536.0]), [32.0, 31.0, 0.0, 15.0]);
+    assert_eq!(
+        counts(c, DType::I8, &[0.0, -1.0, 1.0, 64.0]),
+        [8.0, 0.0, 7.0, 1.0]
+    );
+    assert_eq!(
+        counts(c, DType::I32, &[0.0, 1.0, -5.0, 65536.0]),
+        [32.0, 31.0, 0.0, 15.0]
+    );
     assert_eq!(counts(c, DType::U16, &[1.0, 32768.0]), [15.0, 0.0]);
     assert_eq!(counts(c, DType::U64, &[0.0, 1.0]), [64.0, 63.0]);
 }
