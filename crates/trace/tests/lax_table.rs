@@ -185,7 +185,8 @@ fn total_order_comparisons_match_total_cmp_eager_and_jitted() {
     a.extend(rand(20, 7, -3.0, 3.0));
     b.extend(rand(20, 8, -3.0, 3.0));
     let n = a.len();
-    let cases: [(&str, Binary, fn(f64, f64) -> bool); 2] = [
+    type Case = (&'static str, Binary, fn(f64, f64) -> bool);
+    let cases: [Case; 2] = [
         ("lt_to", lax::lt_to, |x, y| x.total_cmp(&y).is_lt()),
         ("le_to", lax::le_to, |x, y| x.total_cmp(&y).is_le()),
     ];
@@ -214,7 +215,8 @@ fn bit_counts_match_integer_methods_eager_and_jitted() {
         .map(|v| v as i32)
         .chain([0, -1, 1, i32::MIN, i32::MAX])
         .collect();
-    let cases: [(&str, Unary, fn(i32) -> i32); 2] = [
+    type Case = (&'static str, Unary, fn(i32) -> i32);
+    let cases: [Case; 2] = [
         ("population_count", lax::population_count, |v| {
             v.count_ones() as i32
         }),
