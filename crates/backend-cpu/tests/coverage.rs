@@ -225,7 +225,7 @@ fn unary_float(op: UnaryOp) -> Option<(Dist, Tol)> {
         U::Tanh => (u(6.0), Tol::Ulp(6)),
         U::Sin | U::Cos => (u(10.0), Tol::Ulp(3)),
         U::Tan => (u(1.5), Tol::Ulp(5)),
-        U::IsFinite | U::Not => return None,
+        U::IsFinite | U::Not | U::PopulationCount | U::Clz => return None,
     })
 }
 
@@ -271,6 +271,18 @@ fn elementwise_cases() -> Vec<Case> {
             Tol::Exact,
         ));
     }
+    for op in ["population_count", "clz"] {
+        for dt in ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"] {
+            for s in [&[][..], &[3, 1, 9]] {
+                let t = ty(dt, s);
+                v.push(case(
+                    format!("{{ lambda ; a:{t}. let b:{t} = {op} a in (b,) }}"),
+                    Dist::Uniform(100.0),
+                    Tol::Exact,
+                ));
+            }
+        }
+    }
     for op in BinaryOp::ALL {
         use BinaryOp as B;
         let (dts, out): (&[&str], Option<&str>) = match op {
@@ -281,6 +293,7 @@ fn elementwise_cases() -> Vec<Case> {
             B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge => {
                 (&["f32", "f16", "i8", "u32"], Some("bool"))
             }
+            B::LtTo | B::LeTo => (&["f32", "f64", "f16", "bf16", "i8", "u32"], Some("bool")),
             _ => (&["f32", "f64", "f16", "bf16"], None),
         };
         for dt in dts {
@@ -310,6 +323,32 @@ fn elementwise_cases() -> Vec<Case> {
                     tol,
                 ));
             }
+        }
+    }
+    // The total order on -NaN, ±inf, ±0 and finite values: 0/0 is a NaN
+    // (negative on x86), its negation the other one, x/0 an infinity, 0/-x
+    // a negative zero.
+    for dt in ["f32", "f64", "f16", "bf16"] {
+        for s in [&[][..], &[13], &[3, 1, 9]] {
+            let t = ty(dt, s);
+            let o = ty("bool", s);
+            v.push(case(
+                format!(
+                    "{{ lambda ; a:{t} b:{t}. let
+    c:{t} = floor a
+    d:{t} = floor b
+    e:{t} = div c d
+    f:{t} = neg e
+    g:{o} = lt_to e f
+    h:{o} = le_to e f
+    i:{o} = lt_to e d
+    j:{o} = le_to c e
+    k:{o} = lt_to f 0.0:{dt}[]
+  in (g, h, i, j, k) }}"
+                ),
+                Dist::Uniform(2.0),
+                Tol::Exact,
+            ));
         }
     }
     // Ties and signed zeros for nextafter, comparisons and rem.

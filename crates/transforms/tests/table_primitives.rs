@@ -142,6 +142,9 @@ fn table() -> Vec<Row> {
     unary(u, NoDiff, "is_finite", "f64", "bool", -3.0, 3.0);
     unary(u, NoDiff, "not", "i32", "i32", -3.0, 3.0);
     unary(u, NoDiff, "neg", "i32", "i32", -3.0, 3.0);
+    for op in ["population_count", "clz"] {
+        unary(u, NoDiff, op, "i32", "i32", -40.0, 40.0);
+    }
     for op in ["add", "sub", "mul", "max", "min", "atan2", "add_any"] {
         binary(u, Diff, op, "f64", "f64", -2.0, 2.0);
     }
@@ -151,8 +154,11 @@ fn table() -> Vec<Row> {
     // JAX gives nextafter no jvp rule; jaxon treats it as piecewise
     // constant (zero tangent), like the comparisons.
     binary(u, NoDiff, "nextafter", "f64", "f64", -2.0, 2.0);
-    for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
+    for op in ["eq", "ne", "lt", "le", "gt", "ge", "lt_to", "le_to"] {
         binary(u, NoDiff, op, "f64", "bool", -2.0, 2.0);
+    }
+    for op in ["lt_to", "le_to"] {
+        binary(u, NoDiff, op, "i32", "bool", -3.0, 3.0);
     }
     for op in [
         "and",

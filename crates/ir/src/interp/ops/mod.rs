@@ -82,6 +82,8 @@ mod tests_window;
 #[cfg(test)]
 mod tests_props;
 #[cfg(test)]
+mod tests_total_order;
+#[cfg(test)]
 mod testutil;
 
 use crate::array::{HostArray, Storage};
