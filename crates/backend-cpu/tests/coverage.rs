@@ -30,7 +30,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 83;
+const N_VARIANTS: usize = 84;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -128,6 +128,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::FoldIn(_)) => (80, Tested),
         Primitive::Random(Random::Threefry2x32(_)) => (81, Tested),
         Primitive::Random(Random::Gamma(_)) => (82, Tested),
+        Primitive::Window(Window::Generic(_)) => (83, Tested),
     }
 }
 
@@ -233,7 +234,7 @@ fn unary_float(op: UnaryOp) -> Option<(Dist, Tol)> {
         U::Tanh => (u(6.0), Tol::Ulp(6)),
         U::Sin | U::Cos => (u(10.0), Tol::Ulp(3)),
         U::Tan => (u(1.5), Tol::Ulp(5)),
-        U::IsFinite | U::Not => return None,
+        U::IsFinite | U::Not | U::PopulationCount | U::Clz => return None,
     })
 }
 
@@ -279,6 +280,18 @@ fn elementwise_cases() -> Vec<Case> {
             Tol::Exact,
         ));
     }
+    for op in ["population_count", "clz"] {
+        for dt in ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"] {
+            for s in [&[][..], &[3, 1, 9]] {
+                let t = ty(dt, s);
+                v.push(case(
+                    format!("{{ lambda ; a:{t}. let b:{t} = {op} a in (b,) }}"),
+                    Dist::Uniform(100.0),
+                    Tol::Exact,
+                ));
+            }
+        }
+    }
     for op in BinaryOp::ALL {
         use BinaryOp as B;
         let (dts, out): (&[&str], Option<&str>) = match op {
@@ -289,6 +302,7 @@ fn elementwise_cases() -> Vec<Case> {
             B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge => {
                 (&["f32", "f16", "i8", "u32"], Some("bool"))
             }
+            B::LtTo | B::LeTo => (&["f32", "f64", "f16", "bf16", "i8", "u32"], Some("bool")),
             _ => (&["f32", "f64", "f16", "bf16"], None),
         };
         for dt in dts {
@@ -318,6 +332,32 @@ fn elementwise_cases() -> Vec<Case> {
                     tol,
                 ));
             }
+        }
+    }
+    // The total order on -NaN, ±inf, ±0 and finite values: 0/0 is a NaN
+    // (negative on x86), its negation the other one, x/0 an infinity, 0/-x
+    // a negative zero.
+    for dt in ["f32", "f64", "f16", "bf16"] {
+        for s in [&[][..], &[13], &[3, 1, 9]] {
+            let t = ty(dt, s);
+            let o = ty("bool", s);
+            v.push(case(
+                format!(
+                    "{{ lambda ; a:{t} b:{t}. let
+    c:{t} = floor a
+    d:{t} = floor b
+    e:{t} = div c d
+    f:{t} = neg e
+    g:{o} = lt_to e f
+    h:{o} = le_to e f
+    i:{o} = lt_to e d
+    j:{o} = le_to c e
+    k:{o} = lt_to f 0.0:{dt}[]
+  in (g, h, i, j, k) }}"
+                ),
+                Dist::Uniform(2.0),
+                Tol::Exact,
+            ));
         }
     }
     // Ties and signed zeros for nextafter, comparisons and rem.
@@ -1078,6 +1118,27 @@ fn window_cases() -> Vec<Case> {
         ),
         case(
             format!("{{ lambda ; a:f32[2,5,4] b:f32[2,5,4]. let c:f32[2,3,2] = select_and_gather_add[{g} select_prim=le window_dilation=(1, 1, 1) {w}] a b in (c,) }}"),
+            Dist::Uniform(2.0),
+            Tol::Exact,
+        ),
+        // An argmax by the generic `reduce_window`, padded and base-dilated.
+        case(
+            "{ lambda ; a:f32[2,5] b:i32[2,5]. let
+    c:f32[2,4] d:i32[2,4] = reduce_window[
+      base_dilation=(1, 2)
+      consts=()
+      jaxpr={ lambda ; e:f32[] f:i32[] g:f32[] h:i32[]. let
+          i:bool[] = ge e g
+          j:f32[] = select_n i g e
+          k:i32[] = select_n i h f
+        in (j, k) }
+      padding=((0, 0), (1, 0))
+      window_dilation=(1, 1)
+      window_dimensions=(1, 3)
+      window_strides=(1, 2)
+    ] a b -inf:f32[] -1:i32[]
+  in (c, d) }"
+                .to_string(),
             Dist::Uniform(2.0),
             Tol::Exact,
         ),

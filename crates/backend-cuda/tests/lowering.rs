@@ -44,6 +44,8 @@ fn unary_dist(op: UnaryOp) -> Option<(Dist, Tol)> {
         | U::Asinh => (u(5.0), Tol::Ulp(4)),
         // No CUDA kernel yet (`lower/unsupported.rs`): `special_ops_are_unsupported`.
         U::IsFinite | U::Not | U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => return None,
+        // Integer only: `unary_integer_and_bool_ops`.
+        U::PopulationCount | U::Clz => return None,
     })
 }
 
@@ -85,6 +87,13 @@ fn unary_integer_and_bool_ops() {
             check(&text, rng.next(), Dist::Uniform(100.0), Tol::Exact);
         }
     }
+    for op in [UnaryOp::PopulationCount, UnaryOp::Clz] {
+        for dt in ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"] {
+            let t = ty(dt, &rng.shape(2, MAX));
+            let text = format!("{{ lambda ; a:{t}. let b:{t} = {} a in (b,) }}", op.name());
+            check(&text, rng.next(), Dist::Uniform(100.0), Tol::Exact);
+        }
+    }
     let t = ty("bool", &[37]);
     check(
         &format!("{{ lambda ; a:{t}. let b:{t} = not a in (b,) }}"),
@@ -118,6 +127,7 @@ fn binary_ops_on_random_shapes() {
             B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge => {
                 (&["f32", "i32", "bool", "u32"], Some("bool"))
             }
+            B::LtTo | B::LeTo => (&["f32", "f64", "i32", "bool", "u32"], Some("bool")),
             B::Atan2 | B::Nextafter => (&["f32", "f64"], None),
             _ => (&["f32", "f64", "i32"], None),
         };
@@ -141,6 +151,24 @@ fn binary_ops_on_random_shapes() {
             );
             check(&text, rng.next(), dist, tol);
         }
+    }
+    // The total order on -NaN, ±inf, ±0 and finite values (0/0, its
+    // negation, x/0 and 0/-x).
+    for dt in ["f32", "f64", "f16"] {
+        let (t, o) = (ty(dt, &[41]), ty("bool", &[41]));
+        let text = format!(
+            "{{ lambda ; a:{t} b:{t}. let
+    c:{t} = floor a
+    d:{t} = floor b
+    e:{t} = div c d
+    f:{t} = neg e
+    g:{o} = lt_to e f
+    h:{o} = le_to e f
+    i:{o} = lt_to e d
+    j:{o} = le_to c e
+  in (g, h, i, j) }}"
+        );
+        check(&text, 10, Dist::Uniform(2.0), Tol::Exact);
     }
     // A scalar operand, and size-1 dimensions broadcasting against others.
     check(

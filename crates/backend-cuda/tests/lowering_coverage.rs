@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 83;
+const N_VARIANTS: usize = 84;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -113,6 +113,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::FoldIn(_)) => (80, NotYet("typed PRNG keys")),
         Primitive::Random(Random::Threefry2x32(_)) => (81, NotYet("threefry2x32")),
         Primitive::Random(Random::Gamma(_)) => (82, NotYet("random_gamma")),
+        Primitive::Window(Window::Generic(_)) => (83, NotYet("windowed reductions")),
     }
 }
 

@@ -75,9 +75,11 @@ pub use jaxon_transforms::{
     vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
 /// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
-/// functions built on transforms (`custom_linear_solve`).
+/// functions built on transforms (`custom_linear_solve`, `map`,
+/// `custom_root`).
 pub mod lax {
     pub use jaxon_trace::lax::*;
+    pub use jaxon_transforms::lax_fns::{custom_root, map, RootSolver};
     pub use jaxon_transforms::linear_solve::{custom_linear_solve, Solver, Transpose};
 }
 

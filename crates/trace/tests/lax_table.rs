@@ -161,3 +161,79 @@ fn binary_lax_functions_match_f64_math_eager_and_jitted() {
         }
     }
 }
+
+#[test]
+fn total_order_comparisons_match_total_cmp_eager_and_jitted() {
+    let specials = [
+        -f64::NAN,
+        f64::NEG_INFINITY,
+        -2.5,
+        -0.0,
+        0.0,
+        1e-300,
+        2.5,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for x in specials {
+        for y in specials {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    a.extend(rand(20, 7, -3.0, 3.0));
+    b.extend(rand(20, 8, -3.0, 3.0));
+    let n = a.len();
+    type Case = (&'static str, Binary, fn(f64, f64) -> bool);
+    let cases: [Case; 2] = [
+        ("lt_to", lax::lt_to, |x, y| x.total_cmp(&y).is_lt()),
+        ("le_to", lax::le_to, |x, y| x.total_cmp(&y).is_le()),
+    ];
+    for (name, f, oracle) in cases {
+        let (x, y) = (
+            Array::from_vec(a.clone(), &[n]),
+            Array::from_vec(b.clone(), &[n]),
+        );
+        let eager = catch(|| f(&x, &y)).unwrap().unwrap().to_vec::<bool>();
+        let jitted = jit(move |(x, y): (Array, Array)| f(&x, &y).unwrap())
+            .call((x, y))
+            .unwrap()
+            .to_vec::<bool>();
+        for k in 0..n {
+            let want = oracle(a[k], b[k]);
+            assert_eq!(eager[k], want, "{name}({}, {})", a[k], b[k]);
+            assert_eq!(jitted[k], want, "{name}({}, {}) jitted", a[k], b[k]);
+        }
+    }
+}
+
+#[test]
+fn bit_counts_match_integer_methods_eager_and_jitted() {
+    let xs: Vec<i32> = rand(31, 9, -1e9, 1e9)
+        .into_iter()
+        .map(|v| v as i32)
+        .chain([0, -1, 1, i32::MIN, i32::MAX])
+        .collect();
+    type Case = (&'static str, Unary, fn(i32) -> i32);
+    let cases: [Case; 2] = [
+        ("population_count", lax::population_count, |v| {
+            v.count_ones() as i32
+        }),
+        ("clz", lax::clz, |v| v.leading_zeros() as i32),
+    ];
+    for (name, f, oracle) in cases {
+        let x = Array::from_vec(xs.clone(), &[xs.len()]);
+        let eager = catch(|| f(&x)).unwrap().unwrap().to_vec::<i32>();
+        let jitted = jit(move |x: Array| f(&x).unwrap())
+            .call(x)
+            .unwrap()
+            .to_vec::<i32>();
+        for (k, v) in xs.iter().enumerate() {
+            assert_eq!(eager[k], oracle(*v), "{name}({v})");
+            assert_eq!(jitted[k], oracle(*v), "{name}({v}) jitted");
+        }
+    }
+    let f = Array::from_vec(vec![1.0f32], &[1]);
+    assert!(catch(|| lax::clz(&f)).unwrap().is_err());
+}

@@ -17,6 +17,7 @@ pub mod checkpoint;
 pub mod custom;
 pub mod jac;
 pub mod jvp;
+pub mod lax_fns;
 pub mod linear_solve;
 pub mod linearize;
 pub mod partial_eval;

@@ -27,6 +27,9 @@ enum Kind {
     NoDiff,
     /// jvp fails with `Unsupported` (the reason); vmap is checked.
     NoJvp(&'static str),
+    /// jvp and vmap are checked; reverse mode fails with `Unsupported`
+    /// (the reason).
+    ForwardOnly(&'static str),
 }
 
 struct Row {
@@ -139,6 +142,9 @@ fn table() -> Vec<Row> {
     unary(u, NoDiff, "is_finite", "f64", "bool", -3.0, 3.0);
     unary(u, NoDiff, "not", "i32", "i32", -3.0, 3.0);
     unary(u, NoDiff, "neg", "i32", "i32", -3.0, 3.0);
+    for op in ["population_count", "clz"] {
+        unary(u, NoDiff, op, "i32", "i32", -40.0, 40.0);
+    }
     for op in ["add", "sub", "mul", "max", "min", "atan2", "add_any"] {
         binary(u, Diff, op, "f64", "f64", -2.0, 2.0);
     }
@@ -148,8 +154,11 @@ fn table() -> Vec<Row> {
     // JAX gives nextafter no jvp rule; jaxon treats it as piecewise
     // constant (zero tangent), like the comparisons.
     binary(u, NoDiff, "nextafter", "f64", "f64", -2.0, 2.0);
-    for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
+    for op in ["eq", "ne", "lt", "le", "gt", "ge", "lt_to", "le_to"] {
         binary(u, NoDiff, op, "f64", "bool", -2.0, 2.0);
+    }
+    for op in ["lt_to", "le_to"] {
+        binary(u, NoDiff, op, "i32", "bool", -3.0, 3.0);
     }
     for op in [
         "and",
@@ -396,6 +405,10 @@ fn table() -> Vec<Row> {
         u.push(row(Diff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,3,2] b:f64[2,5,4]. let c:f64[2,5,4] = select_and_scatter_add[padding=((0, 0), (1, 1), (0, 1)) select_prim={sel} window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)] a b in (c,) }}")));
         u.push(row(Diff, -2.0, 2.0, format!("{{ lambda ; a:f64[2,5,4] b:f64[2,5,4]. let c:f64[2,3,2] = select_and_gather_add[base_dilation=(1, 1, 1) padding=((0, 0), (1, 1), (0, 1)) select_prim={sel} window_dilation=(1, 1, 1) window_dimensions=(1, 3, 2) window_strides=(1, 2, 2)] a b in (c,) }}")));
     }
+    // The generic `reduce_window`: a sum of squares (dilated, padded) and a
+    // max with its argmax over two operands.
+    u.push(row(ForwardOnly("no reverse mode for a custom combiner, as in JAX"), -2.0, 2.0, "{ lambda ; a:f64[3,5]. let b:f64[4,5] = reduce_window[base_dilation=(1, 2) consts=() jaxpr={ lambda ; c:f64[] d:f64[]. let e:f64[] = mul d d; f:f64[] = add c e in (f,) } padding=((0, 1), (1, 0)) window_dilation=(1, 1) window_dimensions=(2, 3) window_strides=(1, 2)] a 0.0:f64[] in (b,) }"));
+    u.push(row(ForwardOnly("no reverse mode for a custom combiner, as in JAX"), -2.0, 2.0, "{ lambda ; a:f64[2,6] b:i32[2,6]. let c:f64[2,3] d:i32[2,3] = reduce_window[base_dilation=(1, 1) consts=() jaxpr={ lambda ; e:f64[] f:i32[] g:f64[] h:i32[]. let i:bool[] = ge e g; j:f64[] = select_n i g e; k:i32[] = select_n i h f in (j, k) } padding=((0, 0), (1, 1)) window_dilation=(1, 1) window_dimensions=(1, 3) window_strides=(1, 2)] a b -inf:f64[] -1:i32[] in (c, d) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[4,3]. let c:f64[4,3] = sort[dimension=0 is_stable=True num_keys=1] a in (c,) }"));
     u.push(row(Diff, -2.0, 2.0, "{ lambda ; a:f64[5] b:f64[5]. let c:f64[5] d:f64[5] = sort[dimension=0 is_stable=True num_keys=1] a b in (c, d) }"));
     u.push(row(
@@ -545,6 +558,14 @@ fn check_row(r: &Row, i: usize) {
                 .unwrap_or_else(|e| panic!("{what}: transpose: {e}"));
             check_vmap(&r.text, r.lo, r.hi, seed, &what);
         }
+        Kind::ForwardOnly(why) => {
+            check_jvp(&inst, &mut rng, false, &what);
+            let e = check_transpose(&inst, &mut rng, &what)
+                .err()
+                .unwrap_or_else(|| panic!("{what}: reverse mode should fail ({why})"));
+            assert!(is_unsupported(&e), "{what}: {e}");
+            check_vmap(&r.text, r.lo, r.hi, seed, &what);
+        }
         Kind::NoDiff => {
             check_jvp(&inst, &mut rng, true, &what);
             check_vmap(&r.text, r.lo, r.hi, seed, &what);
@@ -616,6 +637,7 @@ fn table_covers_every_primitive() {
         let level = match r.kind {
             Kind::Diff => (0, "jvp+transpose+vmap"),
             Kind::NoDiff => (2, "zero tangent+vmap"),
+            Kind::ForwardOnly(_) => (1, "jvp+vmap, reverse errors"),
             Kind::NoJvp(_) => (3, "jvp errors, vmap"),
         };
         for e in &parse_jaxpr(&r.text).unwrap().eqns {

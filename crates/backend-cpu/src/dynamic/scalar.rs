@@ -183,7 +183,9 @@ pub(crate) fn compile(jaxpr: &Jaxpr, start: usize, end: usize) -> Option<ScalarR
                 | BinaryOp::Zeta
                 | BinaryOp::ShiftLeft
                 | BinaryOp::ShiftRightArithmetic
-                | BinaryOp::ShiftRightLogical => return None,
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::LtTo
+                | BinaryOp::LeTo => return None,
             }),
             Primitive::Elementwise(Elementwise::Unary(UnaryOp::Neg)) => Op::Neg,
             Primitive::Elementwise(Elementwise::Unary(UnaryOp::Not)) => Op::Not,

@@ -122,11 +122,11 @@ KIR_DEV kir_u32 kir_f32_to_tf32(kir_f32 x) { kir_u32 r; asm("cvt.rna.tf32.f32 %0
 KIR_DEV kir_u32 kir_lane_id() { return ((threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x) & 31u; }
 "#;
 
-/// The prelude: typedefs, one vector struct per dtype and width that fits
-/// 16 bytes, and the helpers.
+/// The prelude: typedefs, one vector struct per lowered dtype (complex
+/// ones never lower) and width that fits 16 bytes, and the helpers.
 pub(crate) fn prelude() -> String {
     let mut s = String::from(TYPEDEFS);
-    for d in DType::ALL {
+    for d in DType::ALL.into_iter().filter(|d| !d.is_complex()) {
         for n in [2usize, 4, 8] {
             let bytes = n * d.size_bytes();
             if bytes <= 16 {

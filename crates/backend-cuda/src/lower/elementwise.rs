@@ -281,7 +281,7 @@ fn unary(op: UnaryOp, d: DType, x: Expr) -> Result<Expr, IrError> {
             U::ErfInv => x.math(MathFn::ErfInv),
             U::Square => x.clone() * x,
             U::Copy | U::StopGradient => x,
-            U::Not => return Err(bad_dtype(name, d)),
+            U::Not | U::PopulationCount | U::Clz => return Err(bad_dtype(name, d)),
         };
         return Ok(round_to(d, r));
     }
@@ -305,6 +305,8 @@ fn unary(op: UnaryOp, d: DType, x: Expr) -> Result<Expr, IrError> {
         U::Abs if signed => Ok(x.unary(UnOp::Abs)),
         U::Abs | U::Copy | U::StopGradient => Ok(x),
         U::Not => Ok(x.unary(UnOp::Not)),
+        U::PopulationCount => Ok(x.unary(UnOp::Popc).cast(d)),
+        U::Clz => Ok(x.unary(UnOp::Clz).cast(d)),
         U::Square => Ok(x.clone() * x),
         _ => Err(bad_dtype(name, d)),
     }
@@ -330,6 +332,19 @@ fn signed_of(d: DType) -> DType {
     }
 }
 
+/// The total-order key of a float `x` of dtype `d` (in its compute dtype):
+/// its bits as a signed integer with the magnitude bits flipped when the
+/// sign is set, so -NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN compare
+/// as integers.
+fn total_order_key(d: DType, x: Expr) -> Expr {
+    let c = compute(d);
+    let (s, u) = (signed_of(c), unsigned_of(c));
+    let bits = i64::from(c.bits());
+    let xi = x.bitcast(s);
+    let sign = (xi.clone() >> Expr::int(s, bits - 1)).bitcast(u);
+    xi ^ (sign >> Expr::int(u, 1)).bitcast(s)
+}
+
 fn binary(
     k: &mut KernelBuilder,
     op: BinaryOp,
@@ -343,10 +358,14 @@ fn binary(
     if op.is_comparison() {
         let (x, y) = if d.is_bool() {
             (x.cast(DType::U8), y.cast(DType::U8))
+        } else if d.is_float() && matches!(op, B::LtTo | B::LeTo) {
+            (total_order_key(d, x), total_order_key(d, y))
         } else {
             (x, y)
         };
         let o = match op {
+            B::LtTo => BinOp::Lt,
+            B::LeTo => BinOp::Le,
             B::Eq => BinOp::Eq,
             B::Ne => BinOp::Ne,
             B::Lt => BinOp::Lt,
@@ -389,7 +408,9 @@ fn binary(
             | B::Lt
             | B::Le
             | B::Gt
-            | B::Ge => return Err(bad_dtype(name, d)),
+            | B::Ge
+            | B::LtTo
+            | B::LeTo => return Err(bad_dtype(name, d)),
         };
         return Ok(round_to(d, r));
     }
@@ -468,7 +489,9 @@ fn binary(
         | B::Lt
         | B::Le
         | B::Gt
-        | B::Ge => return Err(bad_dtype(name, d)),
+        | B::Ge
+        | B::LtTo
+        | B::LeTo => return Err(bad_dtype(name, d)),
     })
 }
 

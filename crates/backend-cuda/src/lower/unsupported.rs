@@ -110,6 +110,7 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
 pub(crate) fn window(p: &Window) -> Result<(), IrError> {
     let why = match p {
         Window::ReduceWindow(_)
+        | Window::Generic(_)
         | Window::SelectAndGatherAdd(_)
         | Window::SelectAndScatterAdd(_) => "windowed reductions have no CUDA kernel yet",
     };

@@ -231,6 +231,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
         },
         Primitive::Window(f) => match f {
             Window::ReduceWindow(x) => x,
+            Window::Generic(x) => x,
             Window::SelectAndScatterAdd(x) => x,
             Window::SelectAndGatherAdd(x) => x,
         },

@@ -184,6 +184,7 @@ params_text! {
         AtomicCasParams "atomic_cas",
         PallasCallParams "pallas_call",
         ReduceWindowParams "reduce_window_sum" | "reduce_window_max" | "reduce_window_min",
+        GenericReduceWindowParams "reduce_window",
         SelectAndScatterAddParams "select_and_scatter_add",
         SelectAndGatherAddParams "select_and_gather_add",
         RandomUnwrapParams "random_unwrap",

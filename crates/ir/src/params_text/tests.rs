@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 83;
+const VARIANTS: usize = 84;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -131,6 +131,7 @@ fn variant(p: &Primitive) -> usize {
             Window::ReduceWindow(_) => 72,
             Window::SelectAndScatterAdd(_) => 73,
             Window::SelectAndGatherAdd(_) => 74,
+            Window::Generic(_) => 83,
         },
         Primitive::Random(f) => match f {
             Random::Seed(_) => 75,
@@ -200,6 +201,13 @@ fn samples() -> Vec<Primitive> {
     v.push(
         SelectAndGatherAddParams {
             select_prim: SelectPrim::Le,
+            window: geometry.clone(),
+        }
+        .into(),
+    );
+    v.push(
+        GenericReduceWindowParams {
+            jaxpr: std::sync::Arc::new(Jaxpr::new()),
             window: geometry,
         }
         .into(),

@@ -1,9 +1,11 @@
 //! Params text of the window family: `reduce_window_*` (the op comes from
-//! the printed name), `select_and_scatter_add` and `select_and_gather_add`.
+//! the printed name), the generic `reduce_window` (its combiner printed
+//! inline, `consts=()`), `select_and_scatter_add` and `select_and_gather_add`.
 
 use super::arrays::{op_named, Padding};
 use super::codec::{Axes, Word};
 use super::{Codec, ParamsText, ParseCx, PrintCx, Printed};
+use crate::parse::build::bare;
 use crate::parse::syntax::PResult;
 use crate::primitive::*;
 use crate::print::PV;
@@ -46,6 +48,46 @@ impl ParamsText for ReduceWindowParams {
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
         Ok(ReduceWindowParams {
             op: op_named(cx, &WindowOp::ALL, WindowOp::name)?,
+            window: parse_geometry(cx)?,
+        })
+    }
+}
+
+/// JAX prints `consts` (values the combiner closes over) before `jaxpr`;
+/// jaxon's combiners close over nothing, so only `()` is read.
+impl ParamsText for GenericReduceWindowParams {
+    fn print<'a>(&'a self, _: &PrintCx<'_>, out: &mut Printed<'a>) {
+        out.push(("base_dilation", Axes::print(&self.window.base_dilation)));
+        out.push(("consts", PV::Text("()".to_string())));
+        out.push(("jaxpr", PV::Jaxpr(&self.jaxpr)));
+        out.push(("padding", Padding::print(&self.window.padding)));
+        out.push(("window_dilation", Axes::print(&self.window.window_dilation)));
+        out.push((
+            "window_dimensions",
+            Axes::print(&self.window.window_dimensions),
+        ));
+        out.push(("window_strides", Axes::print(&self.window.window_strides)));
+    }
+    fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        let p = cx.p;
+        if let Some(v) = p.get("consts") {
+            if !p.items_of(v)?.is_empty() {
+                return Err(p.bad(
+                    v,
+                    "`()`: a combiner closing over constants is not supported",
+                ));
+            }
+        }
+        let jaxpr = match p.get("jaxpr") {
+            Some(v) => bare(cx.b.jaxpr_param(p, v)?),
+            None => {
+                return Err(cx
+                    .p
+                    .err(cx.p.pos, "reduce_window: missing param `jaxpr`".to_string()))
+            }
+        };
+        Ok(GenericReduceWindowParams {
+            jaxpr,
             window: parse_geometry(cx)?,
         })
     }

@@ -249,7 +249,7 @@ impl<'p> Params<'p> {
         self.text.get(v.start..v.end).unwrap_or("").to_string()
     }
 
-    fn bad(&self, v: &PV, what: &str) -> ParseError {
+    pub fn bad(&self, v: &PV, what: &str) -> ParseError {
         self.err(v.start, format!("expected {what}, found `{}`", self.src(v)))
     }
 

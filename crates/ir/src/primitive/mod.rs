@@ -245,6 +245,7 @@ into_primitive! {
     }
     Window {
         ReduceWindow(ReduceWindowParams),
+        Generic(GenericReduceWindowParams),
         SelectAndScatterAdd(SelectAndScatterAddParams),
         SelectAndGatherAdd(SelectAndGatherAddParams),
     }

@@ -2,7 +2,7 @@
 //! through `Ref`s.
 //!
 //! Each family that can hold jaxprs (`Control`, `Indexing`'s scatter
-//! combiner, `Pallas`'s `pallas_call`) lists its slots once, in its own file,
+//! combiner, `Pallas`'s `pallas_call`, `Window`'s generic `reduce_window`) lists its slots once, in its own file,
 //! by `param_jaxprs`/`param_jaxprs_mut`; the other families hold none, as
 //! their documented invariants say.
 
@@ -56,6 +56,7 @@ impl Primitive {
             Primitive::Control(c) => c.param_jaxprs(),
             Primitive::Indexing(i) => i.param_jaxprs(),
             Primitive::Pallas(p) => p.param_jaxprs(),
+            Primitive::Window(w) => w.param_jaxprs(),
             // Family invariants: these hold no jaxprs.
             Primitive::Elementwise(_)
             | Primitive::Structural(_)
@@ -64,7 +65,6 @@ impl Primitive {
             | Primitive::State(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Window(_)
             | Primitive::Random(_) => Vec::new(),
         }
     }
@@ -75,6 +75,7 @@ impl Primitive {
             Primitive::Control(c) => c.param_jaxprs_mut(),
             Primitive::Indexing(i) => i.param_jaxprs_mut(),
             Primitive::Pallas(p) => p.param_jaxprs_mut(),
+            Primitive::Window(w) => w.param_jaxprs_mut(),
             Primitive::Elementwise(_)
             | Primitive::Structural(_)
             | Primitive::Reduction(_)
@@ -82,7 +83,6 @@ impl Primitive {
             | Primitive::State(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Window(_)
             | Primitive::Random(_) => Vec::new(),
         }
     }

@@ -46,6 +46,10 @@ pub enum UnaryOp {
     Digamma,
     BesselI0e,
     BesselI1e,
+    /// The number of set bits of an integer (`lax.population_count`).
+    PopulationCount,
+    /// The number of leading zero bits of an integer (`lax.clz`).
+    Clz,
 }
 
 /// Elementwise binary operations without params (comparisons included).
@@ -74,6 +78,11 @@ pub enum BinaryOp {
     Le,
     Gt,
     Ge,
+    /// `x < y` in the total order (`lax.lt_to`): on floats
+    /// -NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN.
+    LtTo,
+    /// `x <= y` in the total order (`lax.le_to`).
+    LeTo,
     /// The sum of two cotangents, emitted by transposition.
     AddAny,
     Igamma,
@@ -160,11 +169,13 @@ impl UnaryOp {
             UnaryOp::Digamma => "digamma",
             UnaryOp::BesselI0e => "bessel_i0e",
             UnaryOp::BesselI1e => "bessel_i1e",
+            UnaryOp::PopulationCount => "population_count",
+            UnaryOp::Clz => "clz",
         }
     }
 
     /// Every unary op.
-    pub const ALL: [UnaryOp; 38] = [
+    pub const ALL: [UnaryOp; 40] = [
         UnaryOp::Neg,
         UnaryOp::Sign,
         UnaryOp::Floor,
@@ -203,6 +214,8 @@ impl UnaryOp {
         UnaryOp::Digamma,
         UnaryOp::BesselI0e,
         UnaryOp::BesselI1e,
+        UnaryOp::PopulationCount,
+        UnaryOp::Clz,
     ];
 }
 
@@ -232,6 +245,8 @@ impl BinaryOp {
             BinaryOp::Le => "le",
             BinaryOp::Gt => "gt",
             BinaryOp::Ge => "ge",
+            BinaryOp::LtTo => "lt_to",
+            BinaryOp::LeTo => "le_to",
             BinaryOp::AddAny => "add_any",
             BinaryOp::Igamma => "igamma",
             BinaryOp::Igammac => "igammac",
@@ -243,7 +258,7 @@ impl BinaryOp {
     }
 
     /// Every binary op.
-    pub const ALL: [BinaryOp; 29] = [
+    pub const ALL: [BinaryOp; 31] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -266,6 +281,8 @@ impl BinaryOp {
         BinaryOp::Le,
         BinaryOp::Gt,
         BinaryOp::Ge,
+        BinaryOp::LtTo,
+        BinaryOp::LeTo,
         BinaryOp::AddAny,
         BinaryOp::Igamma,
         BinaryOp::Igammac,
@@ -279,7 +296,14 @@ impl BinaryOp {
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+            BinaryOp::Eq
+                | BinaryOp::Ne
+                | BinaryOp::Lt
+                | BinaryOp::Le
+                | BinaryOp::Gt
+                | BinaryOp::Ge
+                | BinaryOp::LtTo
+                | BinaryOp::LeTo
         )
     }
 }

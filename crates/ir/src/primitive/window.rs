@@ -1,13 +1,23 @@
-//! The window family of primitives (`reduce_window_*`, `select_and_scatter_add`,
-//! `select_and_gather_add`) and their params.
+//! The window family of primitives (`reduce_window_*`, the generic
+//! `reduce_window`, `select_and_scatter_add`, `select_and_gather_add`) and
+//! their params.
+
+use super::nested::{NestedJaxpr, NestedJaxprMut, ParamJaxpr};
+use crate::jaxpr::Jaxpr;
+use std::sync::Arc;
 
 /// Windowed reductions and the primitives of their derivatives.
 ///
-/// Family invariant: no member holds a jaxpr or touches a `Ref`.
+/// Family invariant: no member touches a `Ref`; only the generic
+/// `reduce_window` holds a jaxpr (its scalar combiner, `jaxpr`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Window {
     /// `reduce_window_sum[...]`, `reduce_window_max[...]`, `reduce_window_min[...]`.
     ReduceWindow(ReduceWindowParams),
+    /// `reduce_window[jaxpr=.. consts=() ...] x1 .. xn init1 .. initn`: every
+    /// window of the `n` operands folded by a jaxpr from `2n` scalars
+    /// (accumulators, then elements) to `n`.
+    Generic(GenericReduceWindowParams),
     /// `select_and_scatter_add[padding select_prim window_dimensions window_strides] source operand`:
     /// adds each source element at the position its window selects in `operand`.
     SelectAndScatterAdd(SelectAndScatterAddParams),
@@ -21,8 +31,33 @@ impl Window {
     pub fn name(&self) -> &'static str {
         match self {
             Window::ReduceWindow(p) => p.op.name(),
+            Window::Generic(_) => "reduce_window",
             Window::SelectAndScatterAdd(_) => "select_and_scatter_add",
             Window::SelectAndGatherAdd(_) => "select_and_gather_add",
+        }
+    }
+
+    /// The jaxprs in this primitive's params: only the generic
+    /// `reduce_window`'s combiner.
+    pub fn param_jaxprs(&self) -> Vec<ParamJaxpr<'_>> {
+        match self {
+            Window::Generic(p) => vec![ParamJaxpr {
+                param: "jaxpr",
+                jaxpr: NestedJaxpr::Open(&p.jaxpr),
+            }],
+            Window::ReduceWindow(_)
+            | Window::SelectAndScatterAdd(_)
+            | Window::SelectAndGatherAdd(_) => Vec::new(),
+        }
+    }
+
+    /// The slots of [`Window::param_jaxprs`], mutably.
+    pub fn param_jaxprs_mut(&mut self) -> Vec<NestedJaxprMut<'_>> {
+        match self {
+            Window::Generic(p) => vec![NestedJaxprMut::Open(&mut p.jaxpr)],
+            Window::ReduceWindow(_)
+            | Window::SelectAndScatterAdd(_)
+            | Window::SelectAndGatherAdd(_) => Vec::new(),
         }
     }
 }
@@ -93,6 +128,19 @@ pub struct WindowGeometry {
 pub struct ReduceWindowParams {
     /// Which monoid.
     pub op: WindowOp,
+    /// The window.
+    pub window: WindowGeometry,
+}
+
+/// The params of the generic `reduce_window`.
+///
+/// Invariant: `jaxpr` takes `2n` scalars (the `n` accumulators, then the `n`
+/// window elements, of the operands' dtypes) and returns `n` of the same
+/// dtypes; it closes over nothing (JAX's `consts` is printed `()`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenericReduceWindowParams {
+    /// The combiner.
+    pub jaxpr: Arc<Jaxpr>,
     /// The window.
     pub window: WindowGeometry,
 }

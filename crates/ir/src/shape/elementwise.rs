@@ -159,6 +159,7 @@ fn unary_accept(op: UnaryOp) -> Accept {
         | UnaryOp::BesselI1e => Accept::Float,
         UnaryOp::Abs => Accept::SignedOrInexact,
         UnaryOp::Not => Accept::BoolOrInt,
+        UnaryOp::PopulationCount | UnaryOp::Clz => Accept::Int,
         UnaryOp::Copy | UnaryOp::StopGradient => Accept::Any,
     }
 }
@@ -266,6 +267,8 @@ fn binary_accept(op: BinaryOp) -> (Accept, Accept) {
         | BinaryOp::Le
         | BinaryOp::Gt
         | BinaryOp::Ge
+        | BinaryOp::LtTo
+        | BinaryOp::LeTo
         | BinaryOp::AddAny => (Accept::Any, Accept::Any),
         BinaryOp::Atan2
         | BinaryOp::Nextafter

@@ -234,6 +234,7 @@ pub fn abstract_eval(
         Primitive::Random(f) => arrays(random::random(&cx, f)?),
         Primitive::Window(f) => match f {
             Window::ReduceWindow(x) => one(window::reduce_window(&cx, &x.window)?),
+            Window::Generic(x) => arrays(window::generic(&cx, &x.jaxpr, &x.window)?),
             Window::SelectAndGatherAdd(x) => one(window::select_and_gather(&cx, &x.window)?),
             Window::SelectAndScatterAdd(x) => one(window::select_and_scatter(&cx, &x.geometry())?),
         },

@@ -218,3 +218,109 @@ pub fn conv_general_dilated(
 pub fn conv(lhs: &Array, rhs: &Array, window_strides: &[usize], padding: Padding) -> Result<Array> {
     conv_general_dilated(lhs, rhs, window_strides, padding, ConvOptions::default())
 }
+
+/// The `(low, high)` padding of a transposed convolution over a kernel of
+/// dilated size `k` with stride `s`, for `SAME` or `VALID` (JAX's
+/// `_conv_transpose_padding`).
+fn transpose_pads(k: usize, s: usize, same: bool) -> (i64, i64) {
+    let (k, s) = (k as i64, s as i64);
+    let (len, low) = if same {
+        let len = k + s - 2;
+        (len, if s > k - 1 { k - 1 } else { (len + 1) / 2 })
+    } else {
+        (k + s - 2 + (k - s).max(0), k - 1)
+    };
+    (low, len - low)
+}
+
+/// `lax.conv_transpose(lhs, rhs, strides, padding, rhs_dilation,
+/// dimension_numbers, transpose_kernel)`: the transposed ("deconvolution")
+/// convolution, as JAX builds it: a `conv_general_dilated` with unit
+/// window strides and the input dilated by `strides`. `SAME`/`VALID`
+/// padding is chosen so that the output has `in * stride` (`SAME`) or
+/// `in * stride + max(k - stride, 0)` (`VALID`) positions; explicit pairs
+/// pass through. The default layouts are JAX's: `NC`/`IO`/`NC`,
+/// `NHC`/`HIO`/`NHC`, `NHWC`/`HWIO`/`NHWC`, `NHWDC`/`HWDIO`/`NHWDC`. With
+/// `transpose_kernel` the kernel's spatial axes are flipped and its `O`/`I`
+/// axes swapped, which makes the result the gradient of the forward
+/// convolution with respect to its input.
+pub fn conv_transpose(
+    lhs: &Array,
+    rhs: &Array,
+    strides: &[usize],
+    padding: Padding,
+    rhs_dilation: Option<Vec<usize>>,
+    dimension_numbers: Option<(String, String, String)>,
+    transpose_kernel: bool,
+) -> Result<Array> {
+    let err = |m: String| Error::InvalidArgument(format!("conv_transpose: {m}"));
+    let (ls, rs) = (lhs.try_shape()?, rhs.try_shape()?);
+    if ls.len() != rs.len() || ls.len() < 2 {
+        return Err(err(format!(
+            "operands of ranks {} and {} (one rank, at least 2)",
+            ls.len(),
+            rs.len()
+        )));
+    }
+    let nsp = ls.len() - 2;
+    let dims = match dimension_numbers {
+        Some(d) => d,
+        None => {
+            let (l, r) = match nsp {
+                0 => ("NC", "IO"),
+                1 => ("NHC", "HIO"),
+                2 => ("NHWC", "HWIO"),
+                3 => ("NHWDC", "HWDIO"),
+                _ => return Err(err(format!("no default layouts for rank {}", ls.len()))),
+            };
+            (l.to_string(), r.to_string(), l.to_string())
+        }
+    };
+    let dn = conv_dimension_numbers(&dims.0, &dims.1, &dims.2)?;
+    if dn.rhs_spec.len() != rs.len() {
+        return Err(err(format!(
+            "layout {:?} does not fit rank {}",
+            dims.1,
+            rs.len()
+        )));
+    }
+    let rd = rhs_dilation.clone().unwrap_or_else(|| vec![1; nsp]);
+    if strides.len() != nsp || rd.len() != nsp || strides.contains(&0) || rd.contains(&0) {
+        return Err(err(format!(
+            "strides {strides:?} and rhs_dilation {rd:?} need {nsp} positive entries"
+        )));
+    }
+    let pads = match padding {
+        Padding::Same | Padding::Valid => (0..nsp)
+            .map(|i| {
+                let k = rs[dn.rhs_spec[2 + i]];
+                let dilated = if k == 0 { 0 } else { 1 + rd[i] * (k - 1) };
+                transpose_pads(dilated, strides[i], padding == Padding::Same)
+            })
+            .collect(),
+        Padding::Explicit(p) => p,
+        Padding::SameLower => {
+            return Err(err("padding must be SAME, VALID or explicit pairs".into()))
+        }
+    };
+    let rhs = if transpose_kernel {
+        let flipped = super::rev(rhs, &dn.rhs_spec[2..])?;
+        let mut perm: Vec<usize> = (0..rs.len()).collect();
+        perm.swap(dn.rhs_spec[0], dn.rhs_spec[1]);
+        super::transpose(&flipped, &perm)?
+    } else {
+        rhs.clone()
+    };
+    conv_general_dilated(
+        lhs,
+        &rhs,
+        &vec![1; nsp],
+        Padding::Explicit(pads),
+        ConvOptions {
+            lhs_dilation: Some(strides.to_vec()),
+            rhs_dilation,
+            dimension_numbers: Some(dims),
+            ..ConvOptions::default()
+        },
+    )
+}

@@ -5,16 +5,22 @@
 //! Invariant: these functions return `Result`; the infallible `Array`
 //! methods and operators raise their errors (see `error::raise`).
 
+mod assoc_scan;
 mod complex;
 mod conv;
 pub mod linalg;
 mod markers;
 mod window;
 
+pub use assoc_scan::associative_scan;
 pub use complex::{complex, conj, fft, imag, real};
-pub use conv::{conv, conv_dimension_numbers, conv_general_dilated, ConvOptions, Padding};
+pub use conv::{
+    conv, conv_dimension_numbers, conv_general_dilated, conv_transpose, ConvOptions, Padding,
+};
 pub use markers::{checkpoint_name, optimization_barrier};
-pub use window::{reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum};
+pub use window::{
+    reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum, reduce_window_with,
+};
 
 use crate::array::Array;
 use crate::core::{bind, bind1};
@@ -62,6 +68,7 @@ unary_fns! {
     cbrt => Cbrt, abs => Abs, not => Not, erf => Erf, erfc => Erfc,
     erf_inv => ErfInv, square => Square, stop_gradient => StopGradient,
     lgamma => Lgamma, digamma => Digamma, bessel_i0e => BesselI0e, bessel_i1e => BesselI1e,
+    population_count => PopulationCount, clz => Clz,
 }
 
 macro_rules! binary_fns {
@@ -80,6 +87,7 @@ binary_fns! {
     shift_left => ShiftLeft, shift_right_arithmetic => ShiftRightArithmetic,
     shift_right_logical => ShiftRightLogical,
     eq => Eq, ne => Ne, lt => Lt, le => Le, gt => Gt, ge => Ge,
+    lt_to => LtTo, le_to => LeTo,
     igamma => Igamma, igammac => Igammac, igamma_grad_a => IgammaGradA,
     random_gamma_grad => RandomGammaGrad, polygamma => Polygamma, zeta => Zeta,
 }

@@ -132,7 +132,7 @@ fn batch_rule(
         Primitive::Pallas(k) => rules::pallas::batch(k, p, x, d, n),
         Primitive::Collective(c) => rules::collective::batch(c, p, x, d, n, name),
         Primitive::Marker(m) => rules::marker::batch(m, p, x, d),
-        Primitive::Window(w) => rules::window::batch(w, x, d, n),
+        Primitive::Window(w) => rules::window::batch(w, p, x, d, n),
         Primitive::Random(r) => rules::random::batch(r, p, x, d, n),
     }
 }

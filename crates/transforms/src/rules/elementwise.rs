@@ -111,7 +111,9 @@ pub(crate) fn transpose(
             | UnaryOp::Lgamma
             | UnaryOp::Digamma
             | UnaryOp::BesselI0e
-            | UnaryOp::BesselI1e => not_linear(p),
+            | UnaryOp::BesselI1e
+            | UnaryOp::PopulationCount
+            | UnaryOp::Clz => not_linear(p),
         },
         Elementwise::Binary(op) => binary_transpose(*op, p, args, cts),
         Elementwise::ConvertElementType(_) => {
@@ -243,7 +245,14 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Jvp
     let d: Option<Array> = match op {
         U::Neg => t.map(lax::neg).transpose()?,
         U::Copy => t.cloned(),
-        U::Sign | U::Floor | U::Ceil | U::IsFinite | U::Not | U::StopGradient => None,
+        U::Sign
+        | U::Floor
+        | U::Ceil
+        | U::IsFinite
+        | U::Not
+        | U::StopGradient
+        | U::PopulationCount
+        | U::Clz => None,
         U::Exp => tmul(t, &y)?,
         U::Exp2 => tmul(t, &lax::mul(&y, &c(std::f64::consts::LN_2)?)?)?,
         U::Log => t.map(|t| lax::div(t, x)).transpose()?,
@@ -347,6 +356,8 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
         | B::Le
         | B::Gt
         | B::Ge
+        | B::LtTo
+        | B::LeTo
         | B::Nextafter => no_tangent(p, x),
         B::Div | B::Max | B::Min | B::Pow | B::Atan2 | B::Rem => {
             let y = bind1(p, x)?;
@@ -425,6 +436,8 @@ fn binary(op: BinaryOp, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Resu
                 | B::Le
                 | B::Gt
                 | B::Ge
+                | B::LtTo
+                | B::LeTo
                 | B::Nextafter
                 | B::Igamma
                 | B::Igammac
@@ -507,6 +520,8 @@ fn binary_transpose(
         | BinaryOp::Le
         | BinaryOp::Gt
         | BinaryOp::Ge
+        | BinaryOp::LtTo
+        | BinaryOp::LeTo
         | BinaryOp::Igamma
         | BinaryOp::Igammac
         | BinaryOp::IgammaGradA

@@ -39,6 +39,7 @@ mod special;
 pub(crate) mod state;
 pub(crate) mod structural;
 pub(crate) mod window;
+pub(crate) mod window_generic;
 
 use crate::batch::to_front;
 use crate::transpose::LinArg;

@@ -1,5 +1,6 @@
 //! Rules of the window family (`reduce_window_*`, `select_and_gather_add`,
-//! `select_and_scatter_add`): jvp, transpose and batching, side by side.
+//! `select_and_scatter_add`; the generic `reduce_window`'s are in
+//! `window_generic.rs`): jvp, transpose and batching, side by side.
 //!
 //! Invariants, as JAX's: `reduce_window_sum` is linear and transposes to a
 //! pad of the cotangent (interior `stride - 1`) and a `reduce_window_sum`
@@ -41,6 +42,7 @@ pub(crate) fn jvp(w: &Window, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
                 .transpose()?;
             Ok((vec![y], vec![dt]))
         }
+        Window::Generic(q) => super::window_generic::jvp(q, p, x, t),
         Window::SelectAndGatherAdd(_) | Window::SelectAndScatterAdd(_) => {
             linear_in(p, x, t, &[true, false])
         }
@@ -78,6 +80,13 @@ pub(crate) fn transpose(
             ))
         }
         Window::ReduceWindow(_) => super::not_linear(p),
+        // Its jvp reduces primals and tangents together, which partial
+        // evaluation cannot split into a linear part: JAX has no reverse
+        // mode for it either.
+        Window::Generic(_) => Err(Error::Unsupported(format!(
+            "reverse-mode differentiation of the generic `{name}` (a custom combiner) is not \
+             supported, as in JAX: use forward mode (jvp, jacfwd), or the sum/max/min forms"
+        ))),
         Window::SelectAndGatherAdd(SelectAndGatherAddParams {
             select_prim,
             window,
@@ -156,7 +165,7 @@ fn reduce_window_sum_transpose(g: &Array, in_shape: &[usize], w: &WindowGeometry
 }
 
 /// The geometry with a leading window of 1 for the batch dimension.
-fn with_batch(w: &WindowGeometry) -> WindowGeometry {
+pub(super) fn with_batch(w: &WindowGeometry) -> WindowGeometry {
     let pre = |v: &[usize]| std::iter::once(1).chain(v.iter().copied()).collect();
     WindowGeometry {
         window_dimensions: pre(&w.window_dimensions),
@@ -170,8 +179,15 @@ fn with_batch(w: &WindowGeometry) -> WindowGeometry {
 }
 
 /// The batching rules of the family.
-pub(crate) fn batch(w: &Window, x: &[Array], d: &[Option<usize>], n: usize) -> Result<BatchOuts> {
+pub(crate) fn batch(
+    w: &Window,
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<BatchOuts> {
     let q: Primitive = match w {
+        Window::Generic(q) => return super::window_generic::batch(q, p, x, d, n),
         Window::ReduceWindow(ReduceWindowParams { op, window }) => ReduceWindowParams {
             op: *op,
             window: with_batch(window),

@@ -326,7 +326,9 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, CpuError> {
             | UnaryOp::BesselI1e => {
                 super::libm::unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt))?
             }
-            UnaryOp::Not => return Err(unsupported(op.name(), dt)),
+            UnaryOp::Not | UnaryOp::PopulationCount | UnaryOp::Clz => {
+                return Err(unsupported(op.name(), dt))
+            }
         });
     }
     let b = &mut em.b;
@@ -344,6 +346,8 @@ fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, CpuError> {
         UnaryOp::Abs if signed => b.ins().iabs(v),
         UnaryOp::Abs => v,
         UnaryOp::Not => b.ins().bnot(v),
+        UnaryOp::PopulationCount => b.ins().popcnt(v),
+        UnaryOp::Clz => b.ins().clz(v),
         UnaryOp::Square => b.ins().imul(v, v),
         UnaryOp::Copy | UnaryOp::StopGradient => v,
         UnaryOp::Sign if signed => {
@@ -494,8 +498,34 @@ fn binary(
     })
 }
 
+/// The total-order key of a float value (scalar or vector): its bits as a
+/// signed integer, the magnitude bits flipped when the sign is set, so that
+/// -NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN compare as integers.
+fn total_order_key(em: &mut Em, dt: DType, v: Value) -> Value {
+    let k = em.as_int_bits(dt, v);
+    let bits = if dt == DType::F64 { 64 } else { 32 };
+    let s = em.b.ins().sshr_imm_u(k, bits - 1);
+    let m = em.b.ins().ushr_imm_u(s, 1);
+    em.b.ins().bxor(k, m)
+}
+
 fn compare(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, CpuError> {
     let (a, c) = (x.v, y.v);
+    if x.dt.is_float() && matches!(op, BinaryOp::LtTo | BinaryOp::LeTo) {
+        let cc = if op == BinaryOp::LtTo {
+            IntCC::SignedLessThan
+        } else {
+            IntCC::SignedLessThanOrEqual
+        };
+        let (ka, kc) = (total_order_key(em, x.dt, a), total_order_key(em, x.dt, c));
+        return Ok(em.b.ins().icmp(cc, ka, kc));
+    }
+    // On integers and bools the total order is the usual one.
+    let op = match op {
+        BinaryOp::LtTo => BinaryOp::Lt,
+        BinaryOp::LeTo => BinaryOp::Le,
+        op => op,
+    };
     if x.dt.is_float() {
         let cc = match op {
             BinaryOp::Eq => FloatCC::Equal,

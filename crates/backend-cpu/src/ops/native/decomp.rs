@@ -1,10 +1,13 @@
 //! The matrix decompositions and solves (`cholesky`, `triangular_solve`,
-//! `lu`, `qr`, `eigh`, `svd`, `tridiagonal_solve`) as native steps: each
-//! runs the interpreter's f64 reference kernel over the batch of matrices,
-//! so the CPU backend's factors (and their sign conventions) are
-//! bit-identical to the interpreter's.
+//! `lu`, `qr`, `eigh`, `svd`, `tridiagonal_solve`) as native steps: the
+//! interpreter's batching and checks over faer's factorisations
+//! (`decomp_faer.rs`); `qr` (LAPACK's reflector signs) and the O(n)
+//! `tridiagonal_solve` keep the reference kernels. Values agree with the
+//! interpreter's to rounding, eigen- and singular vectors up to sign.
 
+use super::decomp_faer::Faer;
 use super::NativeOp;
+use jaxon_ir::interp::ops::decomp as d;
 use jaxon_ir::primitive::Linalg;
 use jaxon_ir::{HostArray, IrError, Primitive};
 
@@ -25,7 +28,27 @@ impl Decomp {
 
 impl NativeOp for Decomp {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
-        let args: Vec<HostArray> = inputs.iter().map(|a| (*a).clone()).collect();
-        jaxon_ir::interp::ops::eval_op(&self.prim, &args)
+        let Primitive::Linalg(l) = &self.prim else {
+            return Err(IrError::Invalid(format!(
+                "{} is not a decomposition",
+                self.prim.name()
+            )));
+        };
+        match (l, inputs) {
+            (Linalg::Cholesky, [x]) => Ok(vec![d::cholesky(x, &Faer)?]),
+            (Linalg::TriangularSolve(p), [a, b]) => Ok(vec![d::triangular_solve(a, b, p, &Faer)?]),
+            (Linalg::Lu, [x]) => d::lu(x, &Faer),
+            (Linalg::Qr(p), [x]) => d::qr(x, p, &Faer),
+            (Linalg::Eigh(p), [x]) => d::eigh(x, p.lower, p.sort_eigenvalues, &Faer),
+            (Linalg::Svd(p), [x]) => d::svd(x, p, &Faer),
+            (Linalg::TridiagonalSolve(_), [dl, dd, du, b]) => {
+                Ok(vec![d::tridiagonal_solve([dl, dd, du, b])?])
+            }
+            _ => Err(IrError::Invalid(format!(
+                "{}: a decomposition step with {} operands",
+                self.prim.name(),
+                inputs.len()
+            ))),
+        }
     }
 }

@@ -22,6 +22,7 @@ pub(crate) mod boxdot;
 mod conv;
 mod copies;
 mod decomp;
+mod decomp_faer;
 mod elem;
 mod gather;
 mod misc;

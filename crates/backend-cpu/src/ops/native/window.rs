@@ -1,4 +1,5 @@
-//! The window family as native steps: `reduce_window_sum/max/min`,
+//! The window family as native steps: `reduce_window_sum/max/min`, the
+//! generic `reduce_window` (its combiner evaluated by the interpreter),
 //! `select_and_gather_add` and `select_and_scatter_add`, run by the
 //! interpreter's own kernels (so results are bit-identical to it).
 
@@ -22,6 +23,9 @@ impl WindowOp {
 impl NativeOp for WindowOp {
     fn run(&self, inputs: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         use jaxon_ir::interp::ops as k;
+        if let Window::Generic(q) = &self.p {
+            return k::reduce_window_generic(&q.jaxpr, &q.window, inputs);
+        }
         let y = match (&self.p, inputs) {
             (Window::ReduceWindow(q), [x]) => k::reduce_window(q.op, x, &q.window)?,
             (Window::SelectAndGatherAdd(q), [t, x]) => {

@@ -1,12 +1,62 @@
 //! Interpreter kernels of the decompositions and solves: each batch matrix
-//! (the trailing dims, leading dims batch) goes through the f64 reference
-//! algorithm in [`super::decomp_kernels`] and back to the operand's dtype.
+//! (the trailing dims, leading dims batch) goes through an f64 algorithm of
+//! a [`MatrixKernels`] and back to the operand's dtype.
+//!
+//! The interpreter uses [`Reference`] (the plain loops of
+//! [`super::decomp_kernels`]); a backend passes its own kernels (the CPU's
+//! are faer's) and shares the batching, shapes and checks here. Invariant:
+//! every implementation keeps JAX's conventions (see `decomp_kernels`):
+//! NaN factors for a matrix that is not positive definite, LAPACK's pivots,
+//! eigenvalues ascending, singular values descending.
 
 use super::decomp_kernels as k;
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::IrError;
 use crate::primitive::{QrParams, SvdParams, TriangularSolveParams};
+
+/// The per-matrix algorithms of the decompositions, on row-major f64
+/// matrices, with the signatures and conventions of
+/// [`super::decomp_kernels`]; every method defaults to that reference.
+pub trait MatrixKernels {
+    /// See [`k::cholesky`].
+    fn cholesky(&self, a: &[f64], n: usize) -> Vec<f64> {
+        k::cholesky(a, n)
+    }
+    /// See [`k::triangular_solve`].
+    fn triangular_solve(
+        &self,
+        a: &[f64],
+        m: usize,
+        b: &[f64],
+        bshape: (usize, usize),
+        flags: (bool, bool, bool, bool),
+    ) -> Vec<f64> {
+        k::triangular_solve(a, m, b, bshape, flags)
+    }
+    /// See [`k::lu`].
+    fn lu(&self, a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<i64>, Vec<i64>) {
+        k::lu(a, m, n)
+    }
+    /// See [`k::qr`].
+    fn qr(&self, a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>) {
+        k::qr(a, m, n, full)
+    }
+    /// See [`k::eigh`].
+    fn eigh(&self, a: &[f64], n: usize, lower: bool, sort: bool) -> (Vec<f64>, Vec<f64>) {
+        k::eigh(a, n, lower, sort)
+    }
+    /// See [`k::svd`].
+    fn svd(&self, a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        k::svd(a, m, n, full)
+    }
+}
+
+/// The reference algorithms: the interpreter's kernels.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reference;
+
+impl MatrixKernels for Reference {}
 
 /// An operand's batch dims, trailing sizes and f64 values.
 type Split = (Vec<usize>, Vec<usize>, Vec<f64>);
@@ -59,21 +109,22 @@ fn batch_len(batch: &[usize]) -> usize {
 }
 
 /// `cholesky x`.
-pub(crate) fn cholesky(x: &HostArray) -> Result<HostArray, IrError> {
+pub fn cholesky(x: &HostArray, ks: &dyn MatrixKernels) -> Result<HostArray, IrError> {
     let (b, t, v) = split("cholesky", x, 2)?;
     let n = t[0];
     if t[1] != n {
         return Err(IrError::ty("cholesky", "expected square matrices"));
     }
-    let [l] = per_matrix(&v, n * n, |a| [k::cholesky(a, n)]);
+    let [l] = per_matrix(&v, n * n, |a| [ks.cholesky(a, n)]);
     out(x.dtype(), &b, &t, &l)
 }
 
 /// `triangular_solve a b`.
-pub(crate) fn triangular_solve(
+pub fn triangular_solve(
     a: &HostArray,
     bx: &HostArray,
     p: &TriangularSolveParams,
+    ks: &dyn MatrixKernels,
 ) -> Result<HostArray, IrError> {
     let name = "triangular_solve";
     let (_, at, av) = split(name, a, 2)?;
@@ -91,7 +142,7 @@ pub(crate) fn triangular_solve(
     let flags = (p.left_side, p.lower, p.transpose_a, p.unit_diagonal);
     let mut x = Vec::with_capacity(bv.len());
     for i in 0..n {
-        x.extend(k::triangular_solve(
+        x.extend(ks.triangular_solve(
             &av[i * as_..(i + 1) * as_],
             m,
             &bv[i * bs..(i + 1) * bs],
@@ -103,11 +154,11 @@ pub(crate) fn triangular_solve(
 }
 
 /// `lu x`: `(lu, pivots, permutation)`.
-pub(crate) fn lu(x: &HostArray) -> Result<Vec<HostArray>, IrError> {
+pub fn lu(x: &HostArray, ks: &dyn MatrixKernels) -> Result<Vec<HostArray>, IrError> {
     let (b, t, v) = split("lu", x, 2)?;
     let (m, n) = (t[0], t[1]);
     let [f, piv, perm] = per_matrix(&v, m * n, |a| {
-        let (f, piv, perm) = k::lu(a, m, n);
+        let (f, piv, perm) = ks.lu(a, m, n);
         let as_f = |v: Vec<i64>| v.into_iter().map(|i| i as f64).collect();
         [f, as_f(piv), as_f(perm)]
     });
@@ -119,7 +170,7 @@ pub(crate) fn lu(x: &HostArray) -> Result<Vec<HostArray>, IrError> {
 }
 
 /// `qr x`: `(q, r)`.
-pub(crate) fn qr(x: &HostArray, p: &QrParams) -> Result<Vec<HostArray>, IrError> {
+pub fn qr(x: &HostArray, p: &QrParams, ks: &dyn MatrixKernels) -> Result<Vec<HostArray>, IrError> {
     if p.pivoting {
         return Err(IrError::ty("qr", "pivoting=True is not supported"));
     }
@@ -127,7 +178,7 @@ pub(crate) fn qr(x: &HostArray, p: &QrParams) -> Result<Vec<HostArray>, IrError>
     let (m, n) = (t[0], t[1]);
     let qc = if p.full_matrices { m } else { m.min(n) };
     let [q, r] = per_matrix(&v, m * n, |a| {
-        let (q, r) = k::qr(a, m, n, p.full_matrices);
+        let (q, r) = ks.qr(a, m, n, p.full_matrices);
         [q, r]
     });
     Ok(vec![
@@ -137,14 +188,19 @@ pub(crate) fn qr(x: &HostArray, p: &QrParams) -> Result<Vec<HostArray>, IrError>
 }
 
 /// `eigh x`: `(v, w)`.
-pub(crate) fn eigh(x: &HostArray, lower: bool, sort: bool) -> Result<Vec<HostArray>, IrError> {
+pub fn eigh(
+    x: &HostArray,
+    lower: bool,
+    sort: bool,
+    ks: &dyn MatrixKernels,
+) -> Result<Vec<HostArray>, IrError> {
     let (b, t, v) = split("eigh", x, 2)?;
     let n = t[0];
     if t[1] != n {
         return Err(IrError::ty("eigh", "expected square matrices"));
     }
     let [vs, w] = per_matrix(&v, n * n, |a| {
-        let (vs, w) = k::eigh(a, n, lower, sort);
+        let (vs, w) = ks.eigh(a, n, lower, sort);
         [vs, w]
     });
     Ok(vec![
@@ -154,12 +210,16 @@ pub(crate) fn eigh(x: &HostArray, lower: bool, sort: bool) -> Result<Vec<HostArr
 }
 
 /// `svd x`: `(s,)` or `(s, u, vt)`.
-pub(crate) fn svd(x: &HostArray, p: &SvdParams) -> Result<Vec<HostArray>, IrError> {
+pub fn svd(
+    x: &HostArray,
+    p: &SvdParams,
+    ks: &dyn MatrixKernels,
+) -> Result<Vec<HostArray>, IrError> {
     let (b, t, v) = split("svd", x, 2)?;
     let (m, n) = (t[0], t[1]);
     let kk = m.min(n);
     let [s, u, vt] = per_matrix(&v, m * n, |a| {
-        let (s, u, vt) = k::svd(a, m, n, p.full_matrices);
+        let (s, u, vt) = ks.svd(a, m, n, p.full_matrices);
         [s, u, vt]
     });
     let s = out(x.dtype(), &b, &[kk], &s)?;
@@ -175,7 +235,7 @@ pub(crate) fn svd(x: &HostArray, p: &SvdParams) -> Result<Vec<HostArray>, IrErro
 }
 
 /// `tridiagonal_solve dl d du b`.
-pub(crate) fn tridiagonal_solve(args: [&HostArray; 4]) -> Result<HostArray, IrError> {
+pub fn tridiagonal_solve(args: [&HostArray; 4]) -> Result<HostArray, IrError> {
     let name = "tridiagonal_solve";
     let (bb, bt, bv) = split(name, args[3], 2)?;
     let (m, n) = (bt[0], bt[1]);

@@ -133,7 +133,9 @@ macro_rules! impl_fl {
                     | UnaryOp::Digamma
                     | UnaryOp::BesselI0e
                     | UnaryOp::BesselI1e => return $sp1(op),
-                    UnaryOp::IsFinite | UnaryOp::Not => return None,
+                    UnaryOp::IsFinite | UnaryOp::Not | UnaryOp::PopulationCount | UnaryOp::Clz => {
+                        return None
+                    }
                 })
             }
             fn op2(op: BinaryOp) -> Option<fn($t, $t) -> $t> {
@@ -165,7 +167,9 @@ macro_rules! impl_fl {
                     | BinaryOp::Lt
                     | BinaryOp::Le
                     | BinaryOp::Gt
-                    | BinaryOp::Ge => return None,
+                    | BinaryOp::Ge
+                    | BinaryOp::LtTo
+                    | BinaryOp::LeTo => return None,
                 })
             }
         }
@@ -215,6 +219,9 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
         return rebuild(x, Storage::Bool(out));
     }
     let bits = dt.bits();
+    if matches!(op, UnaryOp::PopulationCount | UnaryOp::Clz) {
+        return bit_count(op, x, bits);
+    }
     let out = match lift(x.data()) {
         Lifted::F32(v) => {
             let f = f32::op1(op).ok_or_else(|| unsupported(name, dt))?;
@@ -257,7 +264,29 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
             Lifted::B(v.into_iter().map(f).collect())
         }
     };
-    let _ = bits;
+    rebuild(x, lower(out, dt))
+}
+
+/// `population_count` and `clz` on the low `bits` bits of an integer.
+fn bit_count(op: UnaryOp, x: &HostArray, bits: u32) -> Result<HostArray, IrError> {
+    let dt = x.dtype();
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let count = |v: u64| -> u64 {
+        let v = v & mask;
+        match op {
+            UnaryOp::PopulationCount => u64::from(v.count_ones()),
+            _ => u64::from(v.leading_zeros() - (64 - bits)),
+        }
+    };
+    let out = match lift(x.data()) {
+        Lifted::I(v) => Lifted::I(v.into_iter().map(|y| count(y as u64) as i64).collect()),
+        Lifted::U(v) => Lifted::U(v.into_iter().map(count).collect()),
+        _ => return Err(unsupported(op.name(), dt)),
+    };
     rebuild(x, lower(out, dt))
 }
 
@@ -308,6 +337,8 @@ fn compare<T: PartialOrd + Copy>(op: BinaryOp) -> Option<fn(T, T) -> bool> {
         BinaryOp::Le => |a, b| a <= b,
         BinaryOp::Gt => |a, b| a > b,
         BinaryOp::Ge => |a, b| a >= b,
+        BinaryOp::LtTo => |a, b| a < b,
+        BinaryOp::LeTo => |a, b| a <= b,
         _ => return None,
     })
 }
@@ -390,7 +421,34 @@ pub(crate) fn binary(op: BinaryOp, x: &HostArray, y: &HostArray) -> Result<HostA
     HostArray::new(shape, lower(out, dt))
 }
 
+/// The total-order key of an f64: the sign-magnitude bits as a two's
+/// complement integer, so -NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN.
+pub(crate) fn total_key_f64(x: f64) -> i64 {
+    let k = x.to_bits() as i64;
+    k ^ (((k >> 63) as u64) >> 1) as i64
+}
+
+/// The total-order key of an f32 (see [`total_key_f64`]).
+pub(crate) fn total_key_f32(x: f32) -> i32 {
+    let k = x.to_bits() as i32;
+    k ^ (((k >> 31) as u32) >> 1) as i32
+}
+
 fn compare_lifted(op: BinaryOp, a: &Lifted, b: &Lifted, n: usize) -> Option<Vec<bool>> {
+    if matches!(op, BinaryOp::LtTo | BinaryOp::LeTo) {
+        let keyed = |a: Vec<i64>, b: Vec<i64>| Some(zip(&a, &b, n, compare::<i64>(op)?));
+        match (a, b) {
+            (Lifted::F32(a), Lifted::F32(b)) => {
+                let key = |v: &[f32]| v.iter().map(|&x| i64::from(total_key_f32(x))).collect();
+                return keyed(key(a), key(b));
+            }
+            (Lifted::F64(a), Lifted::F64(b)) => {
+                let key = |v: &[f64]| v.iter().map(|&x| total_key_f64(x)).collect();
+                return keyed(key(a), key(b));
+            }
+            _ => {}
+        }
+    }
     Some(match (a, b) {
         (Lifted::F32(a), Lifted::F32(b)) => zip(a, b, n, compare::<f32>(op)?),
         (Lifted::F64(a), Lifted::F64(b)) => zip(a, b, n, compare::<f64>(op)?),
@@ -453,7 +511,9 @@ fn int_op(op: BinaryOp, bits: u64) -> Option<Box<dyn Fn(i64, i64) -> i64>> {
         | BinaryOp::Lt
         | BinaryOp::Le
         | BinaryOp::Gt
-        | BinaryOp::Ge => return None,
+        | BinaryOp::Ge
+        | BinaryOp::LtTo
+        | BinaryOp::LeTo => return None,
     })
 }
 
@@ -510,7 +570,9 @@ fn uint_op(op: BinaryOp, bits: u64) -> Option<Box<dyn Fn(u64, u64) -> u64>> {
         | BinaryOp::Lt
         | BinaryOp::Le
         | BinaryOp::Gt
-        | BinaryOp::Ge => return None,
+        | BinaryOp::Ge
+        | BinaryOp::LtTo
+        | BinaryOp::LeTo => return None,
     })
 }
 

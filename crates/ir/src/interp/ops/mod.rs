@@ -20,7 +20,7 @@ use crate::primitive::{
     TileParams, TopKParams, TransposeParams, Window,
 };
 mod convert;
-mod decomp;
+pub mod decomp;
 pub mod decomp_kernels;
 
 /// Whole-array bit-level conversions, shared with backends that run them
@@ -48,9 +48,11 @@ pub use special_fns::{
 pub mod random;
 mod structural;
 mod window;
+mod window_generic;
 
 /// The window family's kernels, shared with backends that run them natively.
 pub use window::{reduce_window, select_and_gather_add, select_and_scatter_add, window_map};
+pub use window_generic::reduce_window_generic;
 
 #[cfg(test)]
 #[rustfmt::skip]
@@ -80,6 +82,8 @@ mod tests_decomp;
 mod tests_window;
 #[cfg(test)]
 mod tests_props;
+#[cfg(test)]
+mod tests_total_order;
 #[cfg(test)]
 mod testutil;
 
@@ -277,16 +281,22 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 2, 1)?,
                 x,
             )),
-            Linalg::Cholesky => one(decomp::cholesky(arg(name, args, 1, 0)?)),
+            Linalg::Cholesky => one(decomp::cholesky(arg(name, args, 1, 0)?, &decomp::Reference)),
             Linalg::TriangularSolve(p) => one(decomp::triangular_solve(
                 arg(name, args, 2, 0)?,
                 arg(name, args, 2, 1)?,
                 p,
+                &decomp::Reference,
             )),
-            Linalg::Lu => decomp::lu(arg(name, args, 1, 0)?),
-            Linalg::Qr(p) => decomp::qr(arg(name, args, 1, 0)?, p),
-            Linalg::Eigh(p) => decomp::eigh(arg(name, args, 1, 0)?, p.lower, p.sort_eigenvalues),
-            Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p),
+            Linalg::Lu => decomp::lu(arg(name, args, 1, 0)?, &decomp::Reference),
+            Linalg::Qr(p) => decomp::qr(arg(name, args, 1, 0)?, p, &decomp::Reference),
+            Linalg::Eigh(p) => decomp::eigh(
+                arg(name, args, 1, 0)?,
+                p.lower,
+                p.sort_eigenvalues,
+                &decomp::Reference,
+            ),
+            Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p, &decomp::Reference),
             Linalg::TridiagonalSolve(_) => one(decomp::tridiagonal_solve([
                 arg(name, args, 4, 0)?,
                 arg(name, args, 4, 1)?,
@@ -331,6 +341,10 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 1, 0)?,
                 &x.window,
             )),
+            Window::Generic(x) => {
+                let args: Vec<&HostArray> = args.iter().collect();
+                window_generic::reduce_window_generic(&x.jaxpr, &x.window, &args)
+            }
             Window::SelectAndGatherAdd(x) => one(window::select_and_gather_add(
                 arg(name, args, 2, 0)?,
                 arg(name, args, 2, 1)?,

@@ -439,7 +439,9 @@ pub(super) fn routine(op: UnaryOp, dt: DType) -> Option<usize> {
         | UnaryOp::BesselI1e
         | UnaryOp::Square
         | UnaryOp::Copy
-        | UnaryOp::StopGradient => return None,
+        | UnaryOp::StopGradient
+        | UnaryOp::PopulationCount
+        | UnaryOp::Clz => return None,
     };
     pick(dt, f as usize, d as usize)
 }
