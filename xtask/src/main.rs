@@ -41,7 +41,7 @@ pub(crate) const DEFAULT_CORPUS: &str = "tests/data/jax-0.10.2-public.jsonl";
 /// The second JAX corpus (issue 21's API), and the groups of it that
 /// `test-all` requires so far on both evaluators.
 const API2_CORPUS: &str = "tests/data/jax-0.10.2-api2-public.jsonl";
-const API2_GROUPS: &str = "complex,fft,linalg2,nn2,numpy2,solve,special,window";
+const API2_GROUPS: &str = "complex,fft,linalg2,nn2,numpy2,random,solve,special,window";
 
 /// The repository root (the parent of this crate's directory).
 fn repo_root() -> PathBuf {
