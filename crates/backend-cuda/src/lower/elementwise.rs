@@ -345,6 +345,43 @@ fn total_order_key(d: DType, x: Expr) -> Expr {
     xi ^ (sign >> Expr::int(u, 1)).bitcast(s)
 }
 
+/// The KIR comparison of a comparison op (`lt_to`/`le_to` compare the
+/// operands' total-order keys), `None` for the other ops.
+fn comparison(op: BinaryOp) -> Option<BinOp> {
+    use BinaryOp as B;
+    match op {
+        B::Eq => Some(BinOp::Eq),
+        B::Ne => Some(BinOp::Ne),
+        B::Lt | B::LtTo => Some(BinOp::Lt),
+        B::Le | B::LeTo => Some(BinOp::Le),
+        B::Gt => Some(BinOp::Gt),
+        B::Ge => Some(BinOp::Ge),
+        B::Add
+        | B::Sub
+        | B::Mul
+        | B::Div
+        | B::Rem
+        | B::Pow
+        | B::Max
+        | B::Min
+        | B::Atan2
+        | B::Nextafter
+        | B::And
+        | B::Or
+        | B::Xor
+        | B::ShiftLeft
+        | B::ShiftRightArithmetic
+        | B::ShiftRightLogical
+        | B::AddAny
+        | B::Igamma
+        | B::Igammac
+        | B::IgammaGradA
+        | B::RandomGammaGrad
+        | B::Polygamma
+        | B::Zeta => None,
+    }
+}
+
 fn binary(
     k: &mut KernelBuilder,
     op: BinaryOp,
@@ -355,23 +392,13 @@ fn binary(
 ) -> Result<Expr, IrError> {
     use BinaryOp as B;
     let name = op.name();
-    if op.is_comparison() {
+    if let Some(o) = comparison(op) {
         let (x, y) = if d.is_bool() {
             (x.cast(DType::U8), y.cast(DType::U8))
         } else if d.is_float() && matches!(op, B::LtTo | B::LeTo) {
             (total_order_key(d, x), total_order_key(d, y))
         } else {
             (x, y)
-        };
-        let o = match op {
-            B::LtTo => BinOp::Lt,
-            B::LeTo => BinOp::Le,
-            B::Eq => BinOp::Eq,
-            B::Ne => BinOp::Ne,
-            B::Lt => BinOp::Lt,
-            B::Le => BinOp::Le,
-            B::Gt => BinOp::Gt,
-            _ => BinOp::Ge,
         };
         return Ok(bin(o, x, y));
     }
