@@ -216,6 +216,64 @@ fn gumbel_is_within_eight_ulp_of_jax() {
     }
 }
 
+/// JAX 0.10.2's values (the api2 corpus case
+/// `exponential_gumbel_laplace_logistic`, seed 1529017419, f32[4]).
+#[test]
+fn exponential_laplace_logistic_are_within_eight_ulp_of_jax() {
+    let k = jr::key(1529017419);
+    let cases: [(&str, Array, [f32; 4]); 4] = [
+        (
+            "exponential",
+            jr::exponential(&k, &[4], DType::F32).unwrap(),
+            [
+                4.835324764251709,
+                1.6205233335494995,
+                0.0753384381532669,
+                0.7731540203094482,
+            ],
+        ),
+        (
+            "gumbel",
+            jr::gumbel(&k, &[4], DType::F32).unwrap(),
+            [
+                4.831339359283447,
+                1.5123507976531982,
+                -0.9643939733505249,
+                0.4795370399951935,
+            ],
+        ),
+        (
+            "laplace",
+            jr::laplace(&k, &[4], DType::F32).unwrap(),
+            [
+                -4.142181396484375,
+                -0.9273763298988342,
+                1.930050015449524,
+                -0.0800069272518158,
+            ],
+        ),
+        (
+            "logistic",
+            jr::logistic(&k, &[4], DType::F32).unwrap(),
+            [
+                4.827348709106445,
+                1.4001320600509644,
+                -2.5478591918945312,
+                0.15408408641815186,
+            ],
+        ),
+    ];
+    for (name, got, want) in cases {
+        for (g, w) in f32_bits(&got).into_iter().zip(want) {
+            assert!(
+                ulps(g, w.to_bits()) <= 8,
+                "{name}: {g:#x} vs {:#x}",
+                w.to_bits()
+            );
+        }
+    }
+}
+
 #[test]
 fn bernoulli_matches_jax() {
     let b = jr::bernoulli(&jr::key(5), &Array::weak(0.3), Some(&[10])).unwrap();

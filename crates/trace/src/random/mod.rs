@@ -19,7 +19,8 @@ mod typed;
 
 pub use permutation::{permutation, permutation_along, Permutable};
 pub use samplers::{
-    bernoulli, categorical, categorical_shape, gumbel, normal, randint, truncated_normal, uniform,
+    bernoulli, categorical, categorical_shape, exponential, gumbel, laplace, logistic, normal,
+    randint, truncated_normal, uniform,
 };
 pub use threefry::{iota_2x32, random_bits, threefry2x32};
 pub use typed::{bits_typed, fold_in_typed, key_data, split_typed, typed_key, wrap_key_data};

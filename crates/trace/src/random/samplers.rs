@@ -209,19 +209,70 @@ pub fn bernoulli(key: &Array, p: &Array, shape: Option<&[usize]>) -> Result<Arra
 /// `jax.random.gumbel(key, shape, dtype)` (mode `"low"`, JAX's default):
 /// `-log(-log(u))` for `u` uniform in `[tiny, 1)`.
 pub fn gumbel(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
-    let tiny = match dtype {
+    let u = uniform(
+        key,
+        shape,
+        dtype,
+        &float_scalar(dtype, tiny(dtype)),
+        &float_scalar(dtype, 1.0),
+    )?;
+    lax::neg(&lax::log(&lax::neg(&lax::log(&u)?)?)?)
+}
+
+/// The smallest positive normal value of a float dtype (JAX's
+/// `finfo(dtype).tiny`).
+fn tiny(dtype: DType) -> f64 {
+    match dtype {
         DType::F64 => f64::MIN_POSITIVE,
         DType::F16 => f16::MIN_POSITIVE.to_f64(),
         _ => f32::MIN_POSITIVE as f64,
+    }
+}
+
+/// `jax.random.exponential(key, shape, dtype)`: `-log1p(-u)` for `u`
+/// uniform in `[0, 1)` (rate 1).
+pub fn exponential(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    let u = uniform(
+        key,
+        shape,
+        dtype,
+        &float_scalar(dtype, 0.0),
+        &float_scalar(dtype, 1.0),
+    )?;
+    lax::neg(&lax::log1p(&lax::neg(&u)?)?)
+}
+
+/// `jax.random.laplace(key, shape, dtype)`: `sign(u) log1p(-|u|)` for `u`
+/// uniform in `(-1, 1)` (location 0, scale 1).
+pub fn laplace(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    // JAX's lower bound is `-1 + epsneg`: the float just above -1.
+    let epsneg = match dtype {
+        DType::F64 => f64::EPSILON / 2.0,
+        DType::F16 => f16::EPSILON.to_f64() / 2.0,
+        DType::BF16 => bf16::EPSILON.to_f64() / 2.0,
+        _ => f32::EPSILON as f64 / 2.0,
     };
     let u = uniform(
         key,
         shape,
         dtype,
-        &float_scalar(dtype, tiny),
+        &float_scalar(dtype, -1.0 + epsneg),
         &float_scalar(dtype, 1.0),
     )?;
-    lax::neg(&lax::log(&lax::neg(&lax::log(&u)?)?)?)
+    lax::mul(&lax::sign(&u)?, &lax::log1p(&lax::neg(&lax::abs(&u)?)?)?)
+}
+
+/// `jax.random.logistic(key, shape, dtype)`: `log(u) - log1p(-u)` (the
+/// logit) for `u` uniform in `[tiny, 1)`.
+pub fn logistic(key: &Array, shape: &[usize], dtype: DType) -> Result<Array> {
+    let u = uniform(
+        key,
+        shape,
+        dtype,
+        &float_scalar(dtype, tiny(dtype)),
+        &float_scalar(dtype, 1.0),
+    )?;
+    lax::sub(&lax::log(&u)?, &lax::log1p(&lax::neg(&u)?)?)
 }
 
 /// `jax.random.categorical(key, logits, axis)`: `i32` samples of the
