@@ -221,7 +221,8 @@ fn gumbel_is_within_eight_ulp_of_jax() {
 #[test]
 fn exponential_laplace_logistic_are_within_eight_ulp_of_jax() {
     let k = jr::key(1529017419);
-    let cases: [(&str, Array, [f32; 4]); 4] = [
+    // JAX's f32 values, printed as the shortest f64 repr.
+    let cases: [(&str, Array, [f64; 4]); 4] = [
         (
             "exponential",
             jr::exponential(&k, &[4], DType::F32).unwrap(),
