@@ -54,7 +54,8 @@ fn no_gpu_is_an_error_not_a_panic() {
 fn transfers_round_trip_every_dtype() {
     let Some(dev) = device() else { return };
     let mut rng = catalog::Rng::new(11);
-    for dtype in DType::ALL {
+    // Complex dtypes never reach a device buffer: lowering refuses them.
+    for dtype in DType::ALL.into_iter().filter(|d| !d.is_complex()) {
         for n in [0usize, 1, 7, 1000, 1 << 20] {
             let values = rng.values(n, -100.0, 100.0, dtype);
             let bytes = host::encode(dtype, &values);
