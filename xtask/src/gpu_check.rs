@@ -7,7 +7,7 @@
 //!
 //! The GPU machines have no Rust toolchain and short leases: everything is
 //! built here, the script needs only bash and the driver (NVRTC comes from
-//! the machine's CUDA install), and it stops itself well inside 8 minutes.
+//! the machine's CUDA install), and it stops itself within `$GPU_CHECK_BUDGET` seconds (6 minutes unless set).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,22 +16,30 @@ use std::process::{Command, ExitCode, Stdio};
 /// The folder the binaries and the script go to, relative to the root.
 pub const DIR: &str = "target/gpu-check";
 
-/// The runner script; `@BINS@` is replaced by the binaries' names.
+/// The runner script; the `@..@` placeholders are replaced by the names of
+/// the binaries, the examples and the corpus.
 const RUN_SH: &str = r#"#!/usr/bin/env bash
-# jaxon GPU checks, written by `cargo xtask gpu-check`. Runs every CUDA
-# backend test binary beside this script on the GPU, then the GPU test under
-# compute-sanitizer's memcheck; writes logs and summary.txt to $OUT (or
-# ./report). Exit status: 0 when every step passed.
+# jaxon GPU checks, written by `cargo xtask gpu-check`. Runs, most telling
+# first: the runtime and catalogue test, the JAX corpus and the lowering's
+# differential tests on the GPU, the facade's examples on the CPU and on the
+# GPU, compute-sanitizer's memcheck, then the remaining test binaries.
+# Writes logs to ./report beside this script, and copies summary.txt and
+# the logs as report.tgz (kernel dumps as dumps.tgz) to $OUT where the
+# device tool sets it (it returns at most 8 files). Steps that would start
+# after $GPU_CHECK_BUDGET seconds (default 360) are skipped and count as
+# failures. Exit status: 0 when every step passed.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out="${OUT:-$here/report}"
+out="$here/report"
+rm -rf "$out"
+budget="${GPU_CHECK_BUDGET:-360}"
 mkdir -p "$out"
 # CUDA_CACHE_DISABLE: with a driver present, NVRTC 13 serves kernels it has
 # compiled before from the driver's compute cache without running ptxas, so
 # its log lacks the resource report the compile tests check (seen on an H100,
 # 2026-11-26).
 export JAXON_REQUIRE_GPU=1 JAXON_REQUIRE_NVRTC=1 RUST_BACKTRACE=1 CUDA_CACHE_DISABLE=1
-export JAXON_CACHE_DIR="$out/kernel-cache" JAXON_DUMP="$out/dump"
+export JAXON_CACHE_DIR="$out/kernel-cache"
 summary="$out/summary.txt"
 : > "$summary"
 status=0
@@ -40,30 +48,59 @@ env | grep -iE 'cuda|nvrtc|ptx|ld_library' > "$out/env.txt"
   > "$out/device.txt" 2>&1
 step() { # name, timeout, command...
   local name="$1" limit="$2"; shift 2
+  local left=$((budget - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    printf '%-28s skipped: out of time\n' "$name" | tee -a "$summary"
+    status=1
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local start=$SECONDS
   timeout "$limit" "$@" > "$out/$name.log" 2>&1
   local rc=$?
   printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - start))" | tee -a "$summary"
   [ "$rc" -eq 0 ] || status=1
 }
-for b in @BINS@; do
-  step "$b" 120 "$here/bin/$b" --test-threads=1 --nocapture
-done
-# The conformance corpus on the GPU: every case the lowering supports must
-# match JAX's values (unsupported primitives are listed, not failed).
-step "conformance-cuda" 200 "$here/tools/conformance" "$here/data/@CORPUS@" \
+tests() { "$here/bin/$1" --test-threads=1 "${@:2}"; }
+# 1. The runtime, every catalogue kernel against its host reference and the
+#    simulator, cuBLASLt against its model.
+step gpu 120 tests gpu --nocapture
+# 2. The jaxpr lowering on the device: JAX's corpus (unsupported primitives
+#    are listed, not failed) and the differential tests against the
+#    interpreter.
+step conformance-cuda 120 "$here/tools/conformance" "$here/data/@CORPUS@" \
   --backend cuda --require eval --allow-unsupported --timeout 60
+for b in @LOWERING@; do
+  step "$b-cuda" 90 env JAXON_LOWERING_BACKEND=cuda "$here/bin/$b" --test-threads=2
+done
+# 3. The facade's examples, on the CPU and then on the GPU.
+for e in @EXAMPLES@; do
+  step "$e-cpu" 60 env JAXON_BACKEND=cpu "$here/tools/$e"
+  step "$e-cuda" 60 env JAXON_BACKEND=cuda JAXON_DUMP="$out/dump-$e" "$here/tools/$e"
+done
+# 4. memcheck. Timing tests are skipped under the sanitizer (it slows
+#    kernels down), and so is the test that asks the driver for 8 PiB.
 if command -v compute-sanitizer > /dev/null; then
-  # Timing tests are skipped under the sanitizer (it slows kernels down),
-  # and so is the test that asks the driver for 8 PiB on purpose.
-  step "memcheck-gpu" 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$here/bin/gpu" --test-threads=1 --nocapture --skip throughput --skip bandwidth \
+  step memcheck-gpu 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$here/bin/gpu" --test-threads=1 --skip throughput --skip bandwidth \
     --skip impossible_allocation
+  step memcheck-lowering 90 env JAXON_LOWERING_BACKEND=cuda compute-sanitizer \
+    --tool memcheck --error-exitcode 9 "$here/bin/lowering" --test-threads=1
 else
-  echo "memcheck-gpu skipped: no compute-sanitizer" | tee -a "$summary"
+  echo "memcheck skipped: no compute-sanitizer" | tee -a "$summary"
 fi
+# 5. The rest (NVRTC compile reports, the smoke test, unit tests).
+for b in @REST@; do
+  step "$b" 90 tests "$b" --nocapture
+done
 grep -h '^gpu-check:' "$out"/*.log | tee -a "$summary"
-echo "gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED); logs in $out"
+echo "gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED) in ${SECONDS}s; logs in $out" \
+  | tee -a "$summary"
+if [ -n "${OUT:-}" ]; then
+  cp "$summary" "$OUT/"
+  tar -C "$out" --exclude='dump*' --exclude=kernel-cache -czf "$OUT/report.tgz" .
+  (cd "$out" && ls -d dump* > /dev/null 2>&1 && tar -czf "$OUT/dumps.tgz" dump*)
+fi
 exit $status
 "#;
 
@@ -112,6 +149,25 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    println!("==> building the facade's examples (release)");
+    let facade = match cargo()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "jaxon",
+            "--examples",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+    {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => {
+            eprintln!("gpu-check: building the facade's examples failed");
+            return ExitCode::FAILURE;
+        }
+    };
     println!("==> building the conformance runner (release)");
     let runner = cargo()
         .args([
@@ -157,6 +213,17 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
     let _ = Command::new("strip")
         .arg(dir.join("tools/conformance"))
         .status();
+    let mut examples = Vec::new();
+    for exe in executables(&facade) {
+        let name = test_name(&exe);
+        let dest = dir.join("tools").join(&name);
+        if let Err(e) = fs::copy(&exe, &dest) {
+            eprintln!("gpu-check: copying {}: {e}", exe.display());
+            return ExitCode::FAILURE;
+        }
+        let _ = Command::new("strip").arg(&dest).status();
+        examples.push(name);
+    }
     let mut names = Vec::new();
     for exe in executables(&stdout) {
         let name = test_name(&exe);
@@ -178,8 +245,15 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
         eprintln!("gpu-check: the `gpu` test binary was not built");
         return ExitCode::FAILURE;
     }
+    let (lowering, rest): (Vec<_>, Vec<_>) = names
+        .iter()
+        .filter(|n| *n != "gpu")
+        .cloned()
+        .partition(|n| n.starts_with("lowering"));
     let script = RUN_SH
-        .replace("@BINS@", &names.join(" "))
+        .replace("@LOWERING@", &lowering.join(" "))
+        .replace("@EXAMPLES@", &examples.join(" "))
+        .replace("@REST@", &rest.join(" "))
         .replace("@CORPUS@", &corpus_name);
     if let Err(e) = fs::write(dir.join("run.sh"), script) {
         eprintln!("gpu-check: writing run.sh: {e}");
@@ -200,7 +274,7 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
     );
     println!("gpu-check: on the GPU machine, from the repository root, run");
     println!("    bash {DIR}/run.sh");
-    println!("  (device tool: command `bash {DIR}/run.sh`, carry [\"{DIR}\"], timeout_s 540)");
+    println!("  (device tool: command `bash {DIR}/run.sh`, carry [\"{DIR}\"], timeout_s 480)");
     ExitCode::SUCCESS
 }
 

@@ -2,10 +2,14 @@
 //! running a jaxpr on `cuda-sim` and on the reference interpreter, and
 //! comparing results (exactly, or within ulps for math functions and a
 //! relative tolerance for reassociated sums).
+//!
+//! `JAXON_LOWERING_BACKEND=cuda` runs the same programs on the GPU instead
+//! of the simulator (`cargo xtask gpu-check`'s script sets it), so the
+//! differential tests check the real device against the interpreter.
 
 #![allow(dead_code)]
 
-use jaxon_backend_cuda::lower::CudaSimBackend;
+use jaxon_backend_cuda::lower::{CudaBackend, CudaSimBackend};
 use jaxon_ir::{parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
 
 /// A small deterministic generator (xorshift64*).
@@ -171,7 +175,8 @@ pub fn check_with(text: &str, args: &[HostArray], tol: Tol) {
     let closed = parse(text);
     let want = jaxon_ir::eval_closed_jaxpr(&closed, args)
         .unwrap_or_else(|e| panic!("interpreter: {e}\n{text}"));
-    let got = run_sim(&closed, args).unwrap_or_else(|e| panic!("cuda-sim: {e}\n{text}"));
+    let got =
+        run_sim(&closed, args).unwrap_or_else(|e| panic!("{}: {e}\n{text}", backend_name()));
     assert_eq!(got.len(), want.len(), "{text}");
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         compare(&format!("result {i} of\n{text}\n"), g, w, tol);
@@ -199,12 +204,37 @@ pub fn check(text: &str, seed: u64, dist: Dist, tol: Tol) {
     check_with(text, &args, tol);
 }
 
-/// Runs on `cuda-sim`.
+/// Whether `JAXON_LOWERING_BACKEND=cuda` asks for the GPU.
+fn on_gpu() -> bool {
+    std::env::var("JAXON_LOWERING_BACKEND").is_ok_and(|b| b == "cuda")
+}
+
+/// The backend the differential tests run on: `cuda-sim`, or `cuda`.
+pub fn backend_name() -> &'static str {
+    if on_gpu() {
+        "cuda"
+    } else {
+        "cuda-sim"
+    }
+}
+
+/// Runs on `cuda-sim`, or on the GPU under `JAXON_LOWERING_BACKEND=cuda`.
 pub fn run_sim(
     closed: &ClosedJaxpr,
     args: &[HostArray],
 ) -> Result<Vec<HostArray>, jaxon_ir::IrError> {
-    let b = CudaSimBackend::new();
+    if on_gpu() {
+        run_on(&CudaBackend::new(), closed, args)
+    } else {
+        run_on(&CudaSimBackend::new(), closed, args)
+    }
+}
+
+fn run_on(
+    b: &dyn Backend,
+    closed: &ClosedJaxpr,
+    args: &[HostArray],
+) -> Result<Vec<HostArray>, jaxon_ir::IrError> {
     let exe = b.compile(closed)?;
     let bufs = args
         .iter()
