@@ -127,12 +127,13 @@ fn cumulative_ops_along_random_axes() {
     )
     .expect("array");
     check_with(text, &[a], Tol::Ulp(2));
-    // A scan fed by a fused producer and feeding another kernel.
+    // A scan fed by a fused producer and feeding another kernel. Within
+    // ulps: a GPU's `expf` is within 2 ulp of the host's, not equal.
     check(
         "{ lambda ; a:f32[37,5]. let b:f32[37,5] = exp a c:f32[37,5] = cumsum[axis=0 reverse=True] b d:f32[37,5] = mul c a in (d,) }",
         72,
         Dist::Uniform(2.0),
-        Tol::Exact,
+        Tol::Ulp(8),
     );
 }
 

@@ -5,24 +5,7 @@
 
 mod lowering_util;
 use jaxon_ir::{DType, HostArray};
-use lowering_util::{check, check_with, random, ty, Dist, Rng, Tol};
-
-/// Floats with ties, NaNs of both signs, infinities and signed zeros.
-fn awkward(rng: &mut Rng, dtype: DType, shape: &[usize]) -> HostArray {
-    let n: usize = shape.iter().product();
-    let nan_neg = -f64::NAN;
-    let vals: Vec<f64> = (0..n)
-        .map(|_| match rng.range(0, 9) {
-            0 => f64::NAN,
-            1 => nan_neg,
-            2 => 0.0,
-            3 => -0.0,
-            4 => rng.pick(&[f64::INFINITY, f64::NEG_INFINITY]),
-            _ => rng.range(-4, 4) as f64 * 0.5,
-        })
-        .collect();
-    HostArray::from_f64(dtype, shape, &vals).expect("array")
-}
+use lowering_util::{awkward, check, check_with, random, ty, Dist, Rng, Tol};
 
 #[test]
 fn sort_one_operand_on_random_axes() {

@@ -55,11 +55,27 @@ typedef double kir_f64;
 "#;
 
 const HELPERS: &str = r#"
-// f16/bf16 are bits in a kir_u16; every conversion goes through f32.
-KIR_DEV kir_f32 kir_f16_to_f32(kir_f16 h) { kir_f32 f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
-KIR_DEV kir_f16 kir_f32_to_f16(kir_f32 f) { kir_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// f16/bf16 are bits in a kir_u16; every conversion goes through f32. NaNs
+// keep their sign and payload (quieted), as on the host and in the
+// simulator: PTX's `cvt` returns the canonical NaN, which loses the sign
+// that the total order (`top_k`, `lt_to`) depends on (seen on an H100).
+KIR_DEV kir_f32 kir_f16_to_f32(kir_f16 h) {
+  if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0u)
+    return __uint_as_float(((kir_u32)(h & 0x8000u) << 16) | 0x7fc00000u | ((kir_u32)(h & 0x3ffu) << 13));
+  kir_f32 f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+KIR_DEV kir_f16 kir_f32_to_f16(kir_f32 f) {
+  kir_u32 x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (kir_f16)(((x >> 16) & 0x8000u) | 0x7e00u | ((x & 0x7fffffu) >> 13));
+  kir_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
 KIR_DEV kir_f32 kir_bf16_to_f32(kir_bf16 h) { return __uint_as_float(((kir_u32)h) << 16); }
-KIR_DEV kir_bf16 kir_f32_to_bf16(kir_f32 f) { kir_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+KIR_DEV kir_bf16 kir_f32_to_bf16(kir_f32 f) {
+  kir_u32 x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (kir_bf16)((x >> 16) | 0x40u);
+  kir_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
 // Round-to-odd narrowing to f32: a second rounding to f16/bf16 (>= 2 bits
 // narrower) then rounds exactly once, as a direct conversion would.
 KIR_DEV kir_f32 kir_odd(kir_f32 r, bool inexact) { return inexact ? __uint_as_float(__float_as_uint(r) | 1u) : r; }

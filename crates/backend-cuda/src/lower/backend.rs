@@ -7,10 +7,11 @@
 //! the simulator checks is the plan a GPU runs.
 
 use super::plan::Program;
+use super::gpu::Loaded;
 use super::run::run_simulated;
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The simulator backend, `"cuda-sim"`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -110,17 +111,26 @@ impl CudaBackend {
     }
 }
 
-/// A program compiled for a GPU.
+/// A program compiled for a GPU: loaded on the device at its first run
+/// (so that compiling needs no GPU), and reused by every later run.
 pub struct GpuExecutable {
     /// The lowered program.
     pub program: Program,
+    loaded: Mutex<Option<Loaded>>,
 }
 
 impl Executable for GpuExecutable {
     fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
         let arrays = host_arrays(args)?;
-        let outs = super::gpu::run_on_gpu(&self.program, &arrays)
-            .map_err(|e| IrError::Eval(format!("cuda: {e}")))?;
+        let cuda = |e| IrError::Eval(format!("cuda: {e}"));
+        let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            *slot = Some(Loaded::new(&self.program).map_err(cuda)?);
+        }
+        let loaded = slot
+            .as_mut()
+            .ok_or_else(|| IrError::Eval("cuda: the program is not loaded".into()))?;
+        let outs = loaded.run(&self.program, &arrays).map_err(cuda)?;
         Ok(outs
             .into_iter()
             .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
@@ -136,7 +146,10 @@ impl Backend for CudaBackend {
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
         let program = super::lower(jaxpr)?;
-        Ok(Arc::new(GpuExecutable { program }))
+        Ok(Arc::new(GpuExecutable {
+            program,
+            loaded: Mutex::new(None),
+        }))
     }
 
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {

@@ -3,6 +3,11 @@
 //! for the device's architecture, its buffers allocated on the device, GEMM
 //! steps through cuBLASLt, control flow read back one scalar at a time.
 //!
+//! A [`Loaded`] program holds what every run reuses: the device (one per
+//! process, opened at first use), the module's functions and a cuBLASLt
+//! handle. Making them costs milliseconds (NVRTC or its cache, the module
+//! load, the handle), so a jitted function pays it once, not per call.
+//!
 //! Invariants: every driver call goes through the guarded runtime, so a
 //! missing GPU, driver or NVRTC is a `CudaError`, never a panic; nothing is
 //! read back except `Cond`/`While` scalars and the results.
@@ -17,7 +22,7 @@ use crate::kir::{Const, Expr, Kernel, KernelBuilder, LaunchDims};
 use crate::nvrtc::{self, Arch};
 use crate::runtime::{Device, DeviceArg, DeviceBuffer, Function};
 use jaxon_ir::{DType, HostArray};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// `dst[dst_off + i] = src[src_off + i]` for `i < len`, grid-stride.
 pub fn copy_kernel(dtype: DType) -> Result<Kernel> {
@@ -46,12 +51,33 @@ pub fn copy_kernel(dtype: DType) -> Result<Kernel> {
     })
 }
 
-struct GpuTarget {
+/// GPU 0, opened once per process. A failure is not kept: the next call
+/// tries again and reports the same error.
+fn device0() -> Result<Arc<Device>> {
+    static DEVICE: Mutex<Option<Arc<Device>>> = Mutex::new(None);
+    let mut slot = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(d) = slot.as_ref() {
+        return Ok(d.clone());
+    }
+    let d = Device::open(0)?;
+    *slot = Some(d.clone());
+    Ok(d)
+}
+
+/// A program's kernels loaded on the device, reused by every run.
+pub struct Loaded {
     device: Arc<Device>,
     funcs: Vec<Function>,
     copies: Vec<(DType, Function)>,
-    bufs: Vec<DeviceBuffer>,
     blas: Option<Blas>,
+}
+
+struct GpuTarget<'a> {
+    device: &'a Arc<Device>,
+    funcs: &'a [Function],
+    copies: &'a [(DType, Function)],
+    bufs: Vec<DeviceBuffer>,
+    blas: &'a mut Option<Blas>,
 }
 
 fn no(what: String) -> CudaError {
@@ -61,7 +87,7 @@ fn no(what: String) -> CudaError {
     }
 }
 
-impl GpuTarget {
+impl GpuTarget<'_> {
     fn buf(&self, b: BufId) -> Result<&DeviceBuffer> {
         self.bufs
             .get(b.index())
@@ -69,7 +95,7 @@ impl GpuTarget {
     }
 }
 
-impl Target for GpuTarget {
+impl Target for GpuTarget<'_> {
     fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()> {
         let f = self
             .funcs
@@ -87,7 +113,7 @@ impl Target for GpuTarget {
 
     fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()> {
         if self.blas.is_none() {
-            self.blas = Some(Blas::new(&self.device)?);
+            *self.blas = Some(Blas::new(self.device)?);
         }
         let blas = self.blas.as_ref().ok_or_else(|| no("cuBLASLt".into()))?;
         blas.gemm(plan, self.buf(a)?, self.buf(b)?, self.buf(out)?, None)
@@ -130,80 +156,107 @@ impl Target for GpuTarget {
     }
 }
 
-/// Runs `prog` on GPU 0 with `args` (one per input).
+/// Runs `prog` on GPU 0 with `args` (one per input), loading it first; a
+/// program run more than once should keep its [`Loaded`].
 pub fn run_on_gpu(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray>> {
-    if args.len() != prog.inputs.len() {
-        return Err(no(format!(
-            "{} arguments for {} inputs",
-            args.len(),
-            prog.inputs.len()
-        )));
-    }
-    let device = Device::open(0)?;
-    let (major, minor) = device.info().compute_capability;
-    let arch = Arch::from_compute_capability(major.max(0) as u32, minor.max(0) as u32);
-    let mut dtypes: Vec<DType> = prog.buffers.iter().map(|d| d.dtype).collect();
-    dtypes.sort_by_key(|d| d.short_name());
-    dtypes.dedup();
-    let copy_kernels = dtypes
-        .iter()
-        .map(|&d| copy_kernel(d))
-        .collect::<Result<Vec<_>>>()?;
-    let all: Vec<&Kernel> = prog.kernels.iter().chain(&copy_kernels).collect();
-    let compiled = nvrtc::compile_kernels(&all, arch)?;
-    let module = device.load_module(&compiled.cubin)?;
-    let funcs = prog
-        .kernels
-        .iter()
-        .map(|k| module.function(k))
-        .collect::<Result<Vec<_>>>()?;
-    let mut copies = Vec::new();
-    for (d, k) in dtypes.iter().zip(&copy_kernels) {
-        copies.push((*d, module.function(k)?));
-    }
-    let mut init: Vec<Option<&HostArray>> = vec![None; prog.buffers.len()];
-    for (b, a) in prog.inputs.iter().zip(args) {
-        if let Some(slot) = init.get_mut(b.index()) {
-            *slot = Some(a);
+    Loaded::new(prog)?.run(prog, args)
+}
+
+impl Loaded {
+    /// Compiles `prog`'s kernels (through the NVRTC caches) and loads them
+    /// on GPU 0.
+    pub fn new(prog: &Program) -> Result<Loaded> {
+        let device = device0()?;
+        let (major, minor) = device.info().compute_capability;
+        let arch = Arch::from_compute_capability(major.max(0) as u32, minor.max(0) as u32);
+        let mut dtypes: Vec<DType> = prog.buffers.iter().map(|d| d.dtype).collect();
+        dtypes.sort_by_key(|d| d.short_name());
+        dtypes.dedup();
+        let copy_kernels = dtypes
+            .iter()
+            .map(|&d| copy_kernel(d))
+            .collect::<Result<Vec<_>>>()?;
+        let all: Vec<&Kernel> = prog.kernels.iter().chain(&copy_kernels).collect();
+        let compiled = nvrtc::compile_kernels(&all, arch)?;
+        let module = device.load_module(&compiled.cubin)?;
+        let funcs = prog
+            .kernels
+            .iter()
+            .map(|k| module.function(k))
+            .collect::<Result<Vec<_>>>()?;
+        let mut copies = Vec::new();
+        for (d, k) in dtypes.iter().zip(&copy_kernels) {
+            copies.push((*d, module.function(k)?));
         }
-    }
-    for (b, a) in &prog.consts {
-        if let Some(slot) = init.get_mut(b.index()) {
-            *slot = Some(a);
-        }
-    }
-    let mut bufs = Vec::with_capacity(prog.buffers.len());
-    for (decl, a) in prog.buffers.iter().zip(init) {
-        bufs.push(match a {
-            Some(a) if a.dtype() == decl.dtype && a.len() == decl.len => {
-                device.upload(decl.dtype, &host_bytes(a))?
-            }
-            Some(a) => {
-                return Err(no(format!(
-                    "an argument of {} x{} for a buffer of {} x{}",
-                    a.dtype(),
-                    a.len(),
-                    decl.dtype,
-                    decl.len
-                )))
-            }
-            None => device.alloc(decl.dtype, decl.len)?,
-        });
-    }
-    let mut t = GpuTarget {
-        device: device.clone(),
-        funcs,
-        copies,
-        bufs,
-        blas: None,
-    };
-    run_steps(&mut t, prog, &prog.steps)?;
-    prog.outputs
-        .iter()
-        .map(|(b, shape)| {
-            let buf = t.buf(*b)?;
-            let bytes = device.download(buf)?;
-            array_from_bytes(buf.dtype(), shape, &bytes).map_err(|e| no(e.to_string()))
+        Ok(Loaded {
+            device,
+            funcs,
+            copies,
+            blas: None,
         })
-        .collect()
+    }
+
+    /// Runs `prog` (the program this was loaded from) with `args`.
+    pub fn run(&mut self, prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray>> {
+        if args.len() != prog.inputs.len() {
+            return Err(no(format!(
+                "{} arguments for {} inputs",
+                args.len(),
+                prog.inputs.len()
+            )));
+        }
+        if self.funcs.len() != prog.kernels.len() {
+            return Err(no(format!(
+                "a program of {} kernels run with {} loaded",
+                prog.kernels.len(),
+                self.funcs.len()
+            )));
+        }
+        let device = &self.device;
+        let mut init: Vec<Option<&HostArray>> = vec![None; prog.buffers.len()];
+        for (b, a) in prog.inputs.iter().zip(args) {
+            if let Some(slot) = init.get_mut(b.index()) {
+                *slot = Some(a);
+            }
+        }
+        for (b, a) in &prog.consts {
+            if let Some(slot) = init.get_mut(b.index()) {
+                *slot = Some(a);
+            }
+        }
+        let mut bufs = Vec::with_capacity(prog.buffers.len());
+        for (decl, a) in prog.buffers.iter().zip(init) {
+            bufs.push(match a {
+                Some(a) if a.dtype() == decl.dtype && a.len() == decl.len => {
+                    device.upload(decl.dtype, &host_bytes(a))?
+                }
+                Some(a) => {
+                    return Err(no(format!(
+                        "an argument of {} x{} for a buffer of {} x{}",
+                        a.dtype(),
+                        a.len(),
+                        decl.dtype,
+                        decl.len
+                    )))
+                }
+                None => device.alloc(decl.dtype, decl.len)?,
+            });
+        }
+        let mut t = GpuTarget {
+            device,
+            funcs: &self.funcs,
+            copies: &self.copies,
+            bufs,
+            blas: &mut self.blas,
+        };
+        run_steps(&mut t, prog, &prog.steps)?;
+        prog.outputs
+            .iter()
+            .map(|(b, shape)| {
+                let buf = t.buf(*b)?;
+                let bytes = device.download(buf)?;
+                array_from_bytes(buf.dtype(), shape, &bytes).map_err(|e| no(e.to_string()))
+            })
+            .collect()
+    }
 }
