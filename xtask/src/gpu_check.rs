@@ -3,7 +3,8 @@
 //! runs them all on a machine with an NVIDIA GPU and writes a report, then
 //! prints the device command that carries the folder and runs the script.
 //! The conformance runner and the JAX corpus travel too: the script runs
-//! the corpus on the GPU (`--backend cuda`).
+//! the corpus on the GPU (`--backend cuda`), and so do the facade's examples.
+//! The folder is packed into `target/gc-bundle/gc.tar.xz` for the trip.
 //!
 //! The GPU machines have no Rust toolchain and short leases: everything is
 //! built here, the script needs only bash and the driver (NVRTC comes from
@@ -15,6 +16,10 @@ use std::process::{Command, ExitCode, Stdio};
 
 /// The folder the binaries and the script go to, relative to the root.
 pub const DIR: &str = "target/gpu-check";
+
+/// The folder holding `gc.tar.xz`, the packed [`DIR`] that a device call
+/// carries.
+pub const BUNDLE: &str = "target/gc-bundle";
 
 /// The runner script; the `@..@` placeholders are replaced by the names of
 /// the binaries, the examples and the corpus.
@@ -273,9 +278,31 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
         names.join(", "),
         size as f64 / (1 << 20) as f64
     );
+    // A device call carries at most 64 MiB; the folder is larger, so it
+    // travels as one xz archive.
+    let bundle = root.join(BUNDLE);
+    let _ = fs::remove_dir_all(&bundle);
+    let packed = fs::create_dir_all(&bundle).is_ok()
+        && Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "tar -C target --exclude=gpu-check/report -cf - gpu-check | xz -T2 -6 > {BUNDLE}/gc.tar.xz"
+            ))
+            .current_dir(root)
+            .status()
+            .is_ok_and(|s| s.success());
     println!("gpu-check: on the GPU machine, from the repository root, run");
     println!("    bash {DIR}/run.sh");
-    println!("  (device tool: command `bash {DIR}/run.sh`, carry [\"{DIR}\"], timeout_s 480)");
+    if packed {
+        let mib = fs::metadata(bundle.join("gc.tar.xz"))
+            .map_or(0.0, |m| m.len() as f64 / (1 << 20) as f64);
+        println!(
+            "  (device tool: carry [\"{BUNDLE}\"] ({mib:.1} MiB), timeout_s 420, command\n    \
+             `tar -xJf {BUNDLE}/gc.tar.xz -C target && bash {DIR}/run.sh`)"
+        );
+    } else {
+        println!("gpu-check: could not pack {BUNDLE}/gc.tar.xz (tar and xz); carry [\"{DIR}\"] if it fits");
+    }
     ExitCode::SUCCESS
 }
 

@@ -9,9 +9,7 @@
 
 mod lowering_util;
 use jaxon_ir::primitive::{BinaryOp, UnaryOp};
-use lowering_util::{
-    args_for, awkward, check, check_with, random, tuple, ty, Dist, Rng, Tol,
-};
+use lowering_util::{args_for, awkward, check, check_with, random, tuple, ty, Dist, Rng, Tol};
 
 const MAX: usize = 300;
 

@@ -4,7 +4,7 @@
 //! the reference interpreter, on random shapes and dtypes with many ties.
 
 mod lowering_util;
-use jaxon_ir::{DType, HostArray};
+use jaxon_ir::DType;
 use lowering_util::{awkward, check, check_with, random, ty, Dist, Rng, Tol};
 
 #[test]

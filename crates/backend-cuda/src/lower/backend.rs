@@ -6,8 +6,8 @@
 //! Invariant: both backends compile through [`super::lower`], so the plan
 //! the simulator checks is the plan a GPU runs.
 
-use super::plan::Program;
 use super::gpu::Loaded;
+use super::plan::Program;
 use super::run::run_simulated;
 use jaxon_ir::interp::HostBuffer;
 use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
