@@ -276,22 +276,35 @@ fn test_all(args: &[String]) -> ExitCode {
     let steps = [
         Step::new("cargo fmt --all --check", &["fmt", "--all", "--check"]),
         Step::new(
-            "cargo clippy --workspace --all-targets -- -D warnings",
+            "cargo clippy --workspace --all-targets --features jaxon/ndarray -- -D warnings",
             &[
                 "clippy",
                 "--workspace",
                 "--all-targets",
+                "--features",
+                "jaxon/ndarray",
                 "--",
                 "-D",
                 "warnings",
             ],
         ),
         Step::new(
-            "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps",
-            &["doc", "--workspace", "--no-deps"],
+            "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps --features jaxon/ndarray",
+            &["doc", "--workspace", "--no-deps", "--features", "jaxon/ndarray"],
         )
         .env("RUSTDOCFLAGS", "-D warnings"),
-        Step::new("cargo test --workspace", &["test", "--workspace"]),
+        // Optional features are tested too; --no-fail-fast so that one
+        // failing test binary does not hide the ones after it.
+        Step::new(
+            "cargo test --workspace --features jaxon/ndarray --no-fail-fast",
+            &[
+                "test",
+                "--workspace",
+                "--features",
+                "jaxon/ndarray",
+                "--no-fail-fast",
+            ],
+        ),
         Step::new(
             "conformance --require parse,print,eval,transform (release)",
             &[

@@ -333,3 +333,107 @@ impl HostArray {
         HostArray::new(shape, self.data)
     }
 }
+
+impl HostArray {
+    /// The elements as little-endian bytes, row-major: `bool` as one byte
+    /// (0 or 1), `f16`/`bf16` as their bits, a complex number as its real
+    /// then imaginary part, a key as its two words. The layout of
+    /// safetensors files and of device buffers.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+            v.iter().flat_map(|&x| f(x)).collect()
+        }
+        match &self.data {
+            Storage::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+            Storage::I8(v) => le(v, i8::to_le_bytes),
+            Storage::I16(v) => le(v, i16::to_le_bytes),
+            Storage::I32(v) => le(v, i32::to_le_bytes),
+            Storage::I64(v) => le(v, i64::to_le_bytes),
+            Storage::U8(v) => v.clone(),
+            Storage::U16(v) => le(v, u16::to_le_bytes),
+            Storage::U32(v) => le(v, u32::to_le_bytes),
+            Storage::U64(v) => le(v, u64::to_le_bytes),
+            Storage::F16(v) => le(v, |x: f16| x.to_bits().to_le_bytes()),
+            Storage::BF16(v) => le(v, |x: bf16| x.to_bits().to_le_bytes()),
+            Storage::F32(v) => le(v, f32::to_le_bytes),
+            Storage::F64(v) => le(v, f64::to_le_bytes),
+            Storage::C64(v) => v
+                .iter()
+                .flat_map(|z| [z.re, z.im])
+                .flat_map(f32::to_le_bytes)
+                .collect(),
+            Storage::C128(v) => v
+                .iter()
+                .flat_map(|z| [z.re, z.im])
+                .flat_map(f64::to_le_bytes)
+                .collect(),
+            Storage::Key(v) => v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// The inverse of [`HostArray::to_le_bytes`]: an array of `dtype` and
+    /// `shape` from exactly `size × itemsize` bytes (any nonzero byte is
+    /// `true`), else an error naming both lengths.
+    pub fn from_le_bytes(
+        dtype: DType,
+        shape: &[usize],
+        bytes: &[u8],
+    ) -> Result<HostArray, IrError> {
+        fn get<const N: usize, T>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+            b.chunks_exact(N)
+                .map(|c| {
+                    let mut a = [0u8; N];
+                    a.copy_from_slice(c);
+                    f(a)
+                })
+                .collect()
+        }
+        let n = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .and_then(|n| n.checked_mul(dtype.size_bytes()));
+        if n != Some(bytes.len()) {
+            return Err(IrError::Invalid(format!(
+                "{} bytes cannot hold a {dtype}{shape:?} array ({} bytes)",
+                bytes.len(),
+                n.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
+            )));
+        }
+        let data = match dtype {
+            DType::Bool => Storage::Bool(bytes.iter().map(|&b| b != 0).collect()),
+            DType::I8 => Storage::I8(get(bytes, i8::from_le_bytes)),
+            DType::I16 => Storage::I16(get(bytes, i16::from_le_bytes)),
+            DType::I32 => Storage::I32(get(bytes, i32::from_le_bytes)),
+            DType::I64 => Storage::I64(get(bytes, i64::from_le_bytes)),
+            DType::U8 => Storage::U8(bytes.to_vec()),
+            DType::U16 => Storage::U16(get(bytes, u16::from_le_bytes)),
+            DType::U32 => Storage::U32(get(bytes, u32::from_le_bytes)),
+            DType::U64 => Storage::U64(get(bytes, u64::from_le_bytes)),
+            DType::F16 => Storage::F16(get(bytes, |b| f16::from_bits(u16::from_le_bytes(b)))),
+            DType::BF16 => Storage::BF16(get(bytes, |b| bf16::from_bits(u16::from_le_bytes(b)))),
+            DType::F32 => Storage::F32(get(bytes, f32::from_le_bytes)),
+            DType::F64 => Storage::F64(get(bytes, f64::from_le_bytes)),
+            DType::C64 => {
+                let p = get(bytes, f32::from_le_bytes);
+                Storage::C64(
+                    p.chunks_exact(2)
+                        .map(|z| Complex32::new(z[0], z[1]))
+                        .collect(),
+                )
+            }
+            DType::C128 => {
+                let p = get(bytes, f64::from_le_bytes);
+                Storage::C128(
+                    p.chunks_exact(2)
+                        .map(|z| Complex64::new(z[0], z[1]))
+                        .collect(),
+                )
+            }
+            DType::KeyFry => {
+                let w = get(bytes, u32::from_le_bytes);
+                Storage::Key(w.chunks_exact(2).map(|k| [k[0], k[1]]).collect())
+            }
+        };
+        HostArray::new(shape.to_vec(), data)
+    }
+}

@@ -61,13 +61,15 @@ pub use jaxon_trace::control::{
 pub use jaxon_trace::dynshape;
 pub use jaxon_trace::error::ok_or_raise;
 pub use jaxon_trace::pytree::{
-    tree_leaves, tree_map, tree_map2, tree_map_n, tree_reduce, tree_structure, Pytree, TreeDef,
+    tree_leaves, tree_leaves_with_path, tree_map, tree_map2, tree_map_n, tree_reduce,
+    tree_structure, Pytree, TreeDef,
 };
 pub use jaxon_trace::{
     catch, catch_flat, eval_shape, jit, make_jaxpr, numpy, pytree, raise, random, register_backend,
     set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static, WeakScalar,
 };
 pub use jaxon_trace::{index, nn, scipy};
+pub mod io;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,

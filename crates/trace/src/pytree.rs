@@ -418,6 +418,68 @@ pub fn tree_reduce<T: Pytree, A>(tree: &T, init: A, f: impl FnMut(A, &Array) -> 
     tree.flatten().0.iter().fold(init, f)
 }
 
+/// The array leaves of `tree` with their key paths, in flattening order
+/// (`jax.tree_util.tree_flatten_with_path`, each path written as JAX's
+/// `keystr(path, simple=True, separator=".")`): a struct field or map key
+/// by name, a tuple, `Vec` or array element by index, `Some` adds nothing.
+/// A lone array's path is the empty string.
+///
+/// ```
+/// use jaxon_trace::pytree::tree_leaves_with_path;
+/// use jaxon_trace::Array;
+///
+/// let layer = (Array::from_vec(vec![0f32; 6], &[2, 3]), vec![Array::from_vec(vec![0f32; 3], &[3])]);
+/// let paths: Vec<String> = tree_leaves_with_path(&layer).into_iter().map(|(p, _)| p).collect();
+/// assert_eq!(paths, ["0", "1.0"]);
+/// ```
+pub fn tree_leaves_with_path<T: Pytree>(tree: &T) -> Vec<(String, Array)> {
+    let (leaves, def) = tree.flatten();
+    leaf_paths(&def).into_iter().zip(leaves).collect()
+}
+
+/// The key path of every leaf of `def`, as [`tree_leaves_with_path`]
+/// writes them.
+pub fn leaf_paths(def: &TreeDef) -> Vec<String> {
+    fn walk(def: &TreeDef, prefix: &str, out: &mut Vec<String>) {
+        let join = |key: &str| {
+            if prefix.is_empty() {
+                key.to_string()
+            } else {
+                format!("{prefix}.{key}")
+            }
+        };
+        match def {
+            TreeDef::Leaf => out.push(prefix.to_string()),
+            TreeDef::Static(_) => {}
+            TreeDef::Node(kind, children) => match kind {
+                NodeKind::Tuple | NodeKind::List | NodeKind::FixedArray => {
+                    for (i, c) in children.iter().enumerate() {
+                        walk(c, &join(&i.to_string()), out);
+                    }
+                }
+                NodeKind::None | NodeKind::Some => {
+                    for c in children {
+                        walk(c, prefix, out);
+                    }
+                }
+                NodeKind::Map(keys) => {
+                    for (k, c) in keys.iter().zip(children) {
+                        walk(c, &join(k), out);
+                    }
+                }
+                NodeKind::Struct { fields, .. } => {
+                    for (f, c) in fields.iter().zip(children) {
+                        walk(c, &join(f), out);
+                    }
+                }
+            },
+        }
+    }
+    let mut out = Vec::new();
+    walk(def, "", &mut out);
+    out
+}
+
 // Paths the `#[derive(Pytree)]` expansion names.
 #[doc(hidden)]
 pub use crate::array::Array as __Array;

@@ -13,8 +13,7 @@ use crate::blas::{model, GemmPlan};
 use crate::error::{CudaError, Result};
 use crate::kir::{Kernel, LaunchDims};
 use crate::sim::{self, Arg, DeviceLimits, SimBuffer};
-use half::{bf16, f16};
-use jaxon_ir::{DType, HostArray, Storage};
+use jaxon_ir::{DType, HostArray};
 
 /// Where a plan runs: buffers of the program's table, kernels by index.
 pub trait Target {
@@ -201,37 +200,7 @@ impl Target for SimTarget<'_> {
 
 /// A host array's elements as little-endian device bytes.
 pub fn host_bytes(a: &HostArray) -> Vec<u8> {
-    fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-        v.iter().flat_map(|&x| f(x)).collect()
-    }
-    match a.data() {
-        Storage::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
-        Storage::I8(v) => le(v, i8::to_le_bytes),
-        Storage::I16(v) => le(v, i16::to_le_bytes),
-        Storage::I32(v) => le(v, i32::to_le_bytes),
-        Storage::I64(v) => le(v, i64::to_le_bytes),
-        Storage::U8(v) => v.clone(),
-        Storage::U16(v) => le(v, u16::to_le_bytes),
-        Storage::U32(v) => le(v, u32::to_le_bytes),
-        Storage::U64(v) => le(v, u64::to_le_bytes),
-        Storage::F16(v) => le(v, |x: f16| x.to_bits().to_le_bytes()),
-        Storage::BF16(v) => le(v, |x: bf16| x.to_bits().to_le_bytes()),
-        Storage::F32(v) => le(v, f32::to_le_bytes),
-        Storage::F64(v) => le(v, f64::to_le_bytes),
-        // Complex dtypes never lower (`unsupported::complex`): their parts.
-        Storage::C64(v) => v
-            .iter()
-            .flat_map(|z| [z.re, z.im])
-            .flat_map(f32::to_le_bytes)
-            .collect(),
-        Storage::C128(v) => v
-            .iter()
-            .flat_map(|z| [z.re, z.im])
-            .flat_map(f64::to_le_bytes)
-            .collect(),
-        // Keys never lower (`unsupported::random`): their words.
-        Storage::Key(v) => v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect(),
-    }
+    a.to_le_bytes()
 }
 
 /// Device bytes (whole elements of `dtype`) as a host array of `shape`.
@@ -240,37 +209,13 @@ pub fn array_from_bytes(
     shape: &[usize],
     bytes: &[u8],
 ) -> std::result::Result<HostArray, jaxon_ir::IrError> {
-    fn get<const N: usize, T>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-        b.chunks_exact(N)
-            .map(|c| {
-                let mut a = [0u8; N];
-                a.copy_from_slice(c);
-                f(a)
-            })
-            .collect()
+    match dtype {
+        DType::C64 | DType::C128 | DType::KeyFry => Err(super::unsupported(
+            "complex",
+            "complex dtypes are not supported by the cuda backend yet",
+        )),
+        _ => HostArray::from_le_bytes(dtype, shape, bytes),
     }
-    let data = match dtype {
-        DType::Bool => Storage::Bool(bytes.iter().map(|&b| b != 0).collect()),
-        DType::I8 => Storage::I8(get(bytes, i8::from_le_bytes)),
-        DType::I16 => Storage::I16(get(bytes, i16::from_le_bytes)),
-        DType::I32 => Storage::I32(get(bytes, i32::from_le_bytes)),
-        DType::I64 => Storage::I64(get(bytes, i64::from_le_bytes)),
-        DType::U8 => Storage::U8(bytes.to_vec()),
-        DType::U16 => Storage::U16(get(bytes, u16::from_le_bytes)),
-        DType::U32 => Storage::U32(get(bytes, u32::from_le_bytes)),
-        DType::U64 => Storage::U64(get(bytes, u64::from_le_bytes)),
-        DType::F16 => Storage::F16(get(bytes, |b| f16::from_bits(u16::from_le_bytes(b)))),
-        DType::BF16 => Storage::BF16(get(bytes, |b| bf16::from_bits(u16::from_le_bytes(b)))),
-        DType::F32 => Storage::F32(get(bytes, f32::from_le_bytes)),
-        DType::F64 => Storage::F64(get(bytes, f64::from_le_bytes)),
-        DType::C64 | DType::C128 | DType::KeyFry => {
-            return Err(super::unsupported(
-                "complex",
-                "complex dtypes are not supported by the cuda backend yet",
-            ))
-        }
-    };
-    HostArray::new(shape.to_vec(), data)
 }
 
 /// Runs `prog` on the simulator with `args` (one per input).
