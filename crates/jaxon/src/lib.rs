@@ -70,12 +70,14 @@ pub use jaxon_trace::{
 };
 pub use jaxon_trace::{index, nn, scipy};
 pub mod io;
+mod program;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
     jvp, linear_transpose, linear_transpose_tree, linearize, value_and_grad, value_and_grad_with,
     vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
+pub use program::{call_jaxpr, load_jaxpr};
 /// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
 /// functions built on transforms (`custom_linear_solve`, `map`,
 /// `custom_root`).

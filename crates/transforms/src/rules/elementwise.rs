@@ -299,7 +299,14 @@ fn unary(op: UnaryOp, p: &Primitive, x: &Array, t: Option<&Array>) -> Result<Jvp
             }
             None => None,
         },
-        U::Abs => tmul(t, &lax::sign(x)?)?,
+        // JAX's rule: ẋ where x ≥ 0 (0 included), else −ẋ.
+        U::Abs => match t {
+            Some(t) => {
+                let nonneg = lax::ge(x, &scalar_like(x, 0.0)?)?;
+                Some(lax::select_n(&nonneg, &[lax::neg(t)?, t.clone()])?)
+            }
+            None => None,
+        },
         U::Square => tmul(t, &lax::mul(&c(2.0)?, x)?)?,
         U::Erf => tmul(
             t,

@@ -59,13 +59,14 @@ pub(super) fn jvp_custom_jvp_call(
     t: &[Option<Array>],
 ) -> Result<JvpOuts> {
     let CustomJvpCallParams {
+        name,
         call_jaxpr,
         jvp,
         num_consts,
         ..
     } = cp;
-    if let Some(tangent) = jax_rule(jvp) {
-        if x.len() == num_consts + 2 && call_jaxpr.jaxpr.outvars.len() == 1 {
+    if let Some((arity, tangent)) = jax_rule(name, jvp) {
+        if x.len() == num_consts + arity && call_jaxpr.jaxpr.outvars.len() == 1 {
             // The primal is the call itself, as in JAX's rule.
             let po = bind(&Primitive::from(cp.clone()), x)?;
             let primals = &x[*num_consts..];
@@ -100,23 +101,32 @@ pub(super) fn jvp_custom_jvp_call(
 /// `(primals, tangents) -> output tangent`.
 type TangentRule = fn(&[Array], &[Array]) -> Result<Array>;
 
-/// The tangent rule of a JAX library function whose `custom_jvp_call`
-/// names it (`jvp=`), when differentiating through `call_jaxpr` would
-/// differ from JAX: `jax.scipy.special.xlogy` and `xlog1py`, whose
-/// derivative wrt `x` is `log(y)` (`log1p(y)`) even where `x == 0`.
-fn jax_rule(jvp: &str) -> Option<TangentRule> {
+/// The arity and tangent rule of a JAX library function whose
+/// `custom_jvp_call` names it (`name=` or `jvp=`), where differentiating
+/// through `call_jaxpr` would differ from JAX:
+/// - `jax.scipy.special.xlogy` and `xlog1py`, whose derivative wrt `x` is
+///   `log(y)` (`log1p(y)`) even where `x == 0`;
+/// - `jax.nn.relu`, whose derivative is 1 where `x > 0` and 0 elsewhere,
+///   0 included (through its `max`, 0 would get ½).
+fn jax_rule(name: &str, jvp: &str) -> Option<(usize, TangentRule)> {
+    if name == "relu" {
+        return Some((1, |p, t| {
+            let positive = lax::gt(&p[0], &zeros_like(&p[0])?)?;
+            lax::select_n(&positive, &[zeros_like(&t[0])?, t[0].clone()])
+        }));
+    }
     Some(match jvp {
-        "_xlogy_jvp" => |p, t| {
+        "_xlogy_jvp" => (2, |p, t| {
             let dx = lax::mul(&t[0], &lax::log(&p[1])?)?;
             let dy = lax::div(&lax::mul(&t[1], &p[0])?, &p[1])?;
             lax::add(&dx, &dy)
-        },
-        "_xlog1py_jvp" => |p, t| {
+        }),
+        "_xlog1py_jvp" => (2, |p, t| {
             let dx = lax::mul(&t[0], &lax::log1p(&p[1])?)?;
             let one = crate::util::scalar_like(&p[1], 1.0)?;
             let dy = lax::div(&lax::mul(&t[1], &p[0])?, &lax::add(&one, &p[1])?)?;
             lax::add(&dx, &dy)
-        },
+        }),
         _ => return None,
     })
 }
