@@ -7,6 +7,10 @@ saved here together with its weights, an input batch and JAX's output:
   model.jaxpr               the closed jaxpr as JAX prints it
   weights.safetensors       the parameters, named by their key paths
   io.safetensors            `x` (the input batch) and `y` (JAX's output)
+  train.safetensors         a synthetic training set (`images`, `labels`)
+                            and JAX's losses over the first full-batch SGD
+                            steps from the same weights (`losses`), for the
+                            `cnn_train` example
 
 Run from this folder with JAX 0.10.2, numpy and safetensors installed:
     python generate.py
@@ -31,6 +35,27 @@ def cnn(params, x):
     return logits - jax.scipy.special.logsumexp(logits, axis=1, keepdims=True)
 
 
+LEARNING_RATE = 0.1
+JAX_STEPS = 5
+
+
+def loss_fn(params, x, labels):
+    """Mean cross-entropy of the CNN's log-probabilities."""
+    logp = cnn(params, x)
+    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+def synthetic(rng, n):
+    """Images with a bright 3x3 blob in one of four quadrants, plus noise;
+    the label is the quadrant."""
+    labels = rng.integers(0, 4, n).astype(np.int32)
+    x = rng.standard_normal((n, 1, 12, 12)).astype(np.float32) * 0.5
+    for k, q in enumerate(labels):
+        r, c = 2 + 6 * (q // 2) + rng.integers(-1, 2), 2 + 6 * (q % 2) + rng.integers(-1, 2)
+        x[k, 0, r:r + 3, c:c + 3] += 2.0
+    return x, labels
+
+
 def main():
     rng = np.random.default_rng(20261127)
     params = {
@@ -51,6 +76,16 @@ def main():
     save_file(named, "weights.safetensors")
     y = np.asarray(jax.jit(cnn)(params, x))
     save_file({"x": x, "y": y}, "io.safetensors")
+    images, labels = synthetic(rng, 128)
+    step = jax.jit(jax.value_and_grad(loss_fn))
+    p, losses = params, []
+    for _ in range(JAX_STEPS):
+        loss, g = step(p, images, labels)
+        losses.append(float(loss))
+        p = jax.tree_util.tree_map(lambda w, d: w - LEARNING_RATE * d, p, g)
+    save_file({"images": images, "labels": labels, "losses": np.asarray(losses, np.float32)},
+              "train.safetensors")
+    print("losses", losses)
     print("jax", jax.__version__, "inputs", list(named), "output", y.shape)
 
 
