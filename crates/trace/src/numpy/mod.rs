@@ -4,6 +4,7 @@
 //! Invariant: each function lowers to the primitive sequence JAX 0.10's
 //! `jnp` emits for the same call, so staged jaxprs print as JAX's do.
 
+mod aliases;
 mod complex;
 mod creation;
 mod einsum;
@@ -15,9 +16,11 @@ mod products;
 pub mod promote;
 mod reductions;
 mod search;
+mod shapes;
 mod stats;
 mod wrap;
 
+pub use aliases::*;
 pub use complex::{angle, conj, conjugate, imag, real};
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use einsum::einsum;
@@ -33,6 +36,7 @@ pub use products::{diff, kron, meshgrid, outer, polyval, tensordot};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};
+pub use shapes::*;
 pub use stats::{logsumexp, std, var};
 pub(crate) use wrap::jitted;
 

@@ -1,0 +1,105 @@
+"""Records JAX's values for jaxon's `jnp` breadth test
+(`crates/trace/tests/numpy_breadth.rs`): each case names a jnp function,
+its array arguments (dtype, shape, values) and keyword parameters, and
+JAX's result. Non-finite values are written as the strings "nan", "inf"
+and "-inf". Run with JAX 0.10.2 on the CPU (float64 cases with `jax_enable_x64`, the
+others with JAX's default 32-bit types):
+
+    JAX_PLATFORMS=cpu python gen_jnp_breadth.py > jnp_breadth.json
+"""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+rng = np.random.default_rng(1127)
+
+
+def enc(a):
+    a = np.asarray(a)
+    vals = []
+    for v in a.reshape(-1).tolist():
+        if isinstance(v, float) and not np.isfinite(v):
+            vals.append("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+        else:
+            vals.append(v)
+    return {"dtype": str(a.dtype), "shape": list(a.shape), "values": vals}
+
+
+def rand(shape, dtype="float32", special=False):
+    if dtype.startswith("int"):
+        return rng.integers(-9, 10, shape).astype(dtype)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    if special and x.size >= 6:
+        flat = x.reshape(-1)
+        flat[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 2.5]
+    return x
+
+
+cases = []
+
+
+def case(name, args, **params):
+    f = getattr(jnp, name)
+    out = f(*args, **params)
+    cases.append({"name": name, "args": [enc(a) for a in args], "params": params, "out": enc(out)})
+
+
+for dt in ["float32", "float64"]:
+    # float64 needs x64; the integer and float32 cases use JAX's default
+    # (32-bit) promotion, as jaxon does.
+    jax.config.update("jax_enable_x64", dt == "float64")
+    for name in ["absolute", "fabs", "trunc", "rint", "deg2rad", "rad2deg", "log2", "log10",
+                 "signbit", "sinc", "positive", "reciprocal", "acos", "asinh", "atan"]:
+        x = rand((3, 4), dt, special=True)
+        if name == "acos":
+            x = np.clip(x, -1, 1)
+        case(name, [x])
+    for name in ["hypot", "copysign", "logaddexp", "logaddexp2", "fmax", "fmin", "heaviside",
+                 "atan2", "pow", "true_divide"]:
+        x, y = rand((2, 5), dt, special=True), rand((5,), dt)
+        if name == "pow":
+            x = np.abs(x)
+        case(name, [x, y])
+jax.config.update("jax_enable_x64", False)
+for name in ["trunc", "rint", "signbit", "reciprocal", "absolute", "bitwise_not", "invert"]:
+    case(name, [rand((7,), "int32")])
+case("mod", [rand((6,), "int32"), np.array([3, -3, 4, -4, 5, 7], "int32")])
+case("logical_xor", [rand((6,), "float32"), rand((6,), "int32")])
+x = rand((2, 3, 4))
+case("ravel", [x])
+case("squeeze", [rand((1, 3, 1))])
+case("squeeze", [rand((1, 3, 1))], axis=(2,))
+case("expand_dims", [x], axis=(0, -1))
+case("swapaxes", [x], axis1=0, axis2=-1)
+case("moveaxis", [x], source=(0, 1), destination=(-1, 0))
+case("moveaxis", [rand((2, 3, 4, 5))], source=(3,), destination=(1,))
+case("flip", [x])
+case("flip", [x], axis=(0, 2))
+case("fliplr", [rand((3, 4))])
+case("flipud", [rand((3, 4))])
+for shift, axis in [(1, 0), (-2, 1), (7, 2), (5, None), (0, 1)]:
+    case("roll", [x], shift=shift, axis=axis)
+for name in ["atleast_1d", "atleast_2d", "atleast_3d"]:
+    for shape in [(), (3,), (2, 3)]:
+        case(name, [rand(shape)])
+for name in ["hstack", "vstack", "dstack", "column_stack"]:
+    for shape in [(3,), (2, 3)]:
+        a, b = rand(shape), rand(shape)
+        out = getattr(jnp, name)([a, b])
+        cases.append({"name": name, "args": [enc(a), enc(b)], "params": {}, "out": enc(out)})
+for off, a1, a2 in [(0, 0, 1), (1, 0, 1), (-1, 0, 1), (2, 2, 0), (-5, 1, 2)]:
+    case("diagonal", [x], offset=off, axis1=a1, axis2=a2)
+    case("trace", [x], offset=off, axis1=a1, axis2=a2)
+z = rand((3, 4))
+z[z < 0] = 0
+case("count_nonzero", [z])
+case("count_nonzero", [z], axis=1)
+case("ptp", [x], axis=1)
+case("amax", [x], axis=(0, 2))
+case("amin", [x], axis=2, keepdims=True)
+case("around", [rand((8,)) * 10], decimals=1)
+case("permute_dims", [x], axes=(2, 0, 1))
+print(json.dumps({"jax": jax.__version__, "cases": cases}))
