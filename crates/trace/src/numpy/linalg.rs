@@ -258,3 +258,65 @@ pub fn matrix_power(a: &Array, n: i64) -> Result<Array> {
 pub fn lstsq(a: &Array, b: &Array) -> Result<Array> {
     jnp::matmul(&pinv(a)?, b)
 }
+
+/// `jnp.linalg.norm(x, ord, axis, keepdims)`. With `axis` `None`: the
+/// 2-norm of all elements when `ord` is `None`, else a vector norm of a
+/// 1-D `x` or a matrix norm of a 2-D one. One axis: a vector norm along
+/// it (`ord` `None`/"2", "1", "inf", "-inf", "0" or a number `p`); two
+/// axes: a matrix norm of those planes ([`matrix_norm`]'s `ord`s).
+pub fn norm(x: &Array, ord: Option<&str>, axis: Option<&[isize]>, keepdims: bool) -> Result<Array> {
+    let x = jnp::promote::promote_dtypes_inexact("norm", &[x])?.remove(0);
+    let n = x.ndim();
+    let axes: Vec<usize> = match axis {
+        Some(a) => a
+            .iter()
+            .map(|&a| jnp::normalize_axis(a, n, "norm"))
+            .collect::<Result<_>>()?,
+        None if ord.is_none() => {
+            let all: Vec<usize> = (0..n).collect();
+            let sq = jnp::real(&jnp::multiply(&jnp::conj(&x)?, &x)?)?;
+            return jnp::sqrt(&jnp::sum(&sq, all, keepdims)?);
+        }
+        None => (0..n).collect(),
+    };
+    match axes.as_slice() {
+        [a] => {
+            let abs = jnp::abs(&x)?;
+            let a = *a as isize;
+            match ord.unwrap_or("2") {
+                "2" => jnp::sqrt(&jnp::sum(&jnp::multiply(&abs, &abs)?, a, keepdims)?),
+                "1" => jnp::sum(&abs, a, keepdims),
+                "inf" => jnp::max(&abs, a, keepdims),
+                "-inf" => jnp::min(&abs, a, keepdims),
+                "0" => {
+                    let nz = jnp::not_equal(&abs, &lit(0.0, abs.dtype())?)?;
+                    jnp::sum(&nz.astype(abs.dtype()), a, keepdims)
+                }
+                p => {
+                    let p: f64 = p.parse().map_err(|_| {
+                        Error::InvalidArgument(format!("norm: unknown vector ord {p:?}"))
+                    })?;
+                    let d = abs.dtype();
+                    let s = jnp::sum(&jnp::power(&abs, &lit(p, d)?)?, a, keepdims)?;
+                    jnp::power(&s, &lit(1.0 / p, d)?)
+                }
+            }
+        }
+        [r, c] => {
+            let last = [n as isize - 2, n as isize - 1];
+            let moved = jnp::moveaxis(&x, &[*r as isize, *c as isize], &last)?;
+            let out = matrix_norm(&moved, ord.unwrap_or("fro"))?;
+            if keepdims {
+                let mut dims = [*r, *c];
+                dims.sort_unstable();
+                lax::expand_dims(&out, &dims)
+            } else {
+                Ok(out)
+            }
+        }
+        _ => Err(Error::InvalidArgument(format!(
+            "norm: takes one or two axes, got {axes:?} for {}",
+            jaxon_ir::shape::fmt_aval(x.aval())
+        ))),
+    }
+}

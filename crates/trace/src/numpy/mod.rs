@@ -12,6 +12,7 @@ pub mod fft;
 pub mod linalg;
 mod manip;
 mod nan;
+mod order;
 mod products;
 pub mod promote;
 mod reductions;
@@ -32,7 +33,8 @@ pub(crate) use manip::{gather, wrap_negative};
 pub use nan::{
     allclose, isclose, isfinite, isinf, isnan, nan_to_num, nanmax, nanmean, nanmin, nanprod, nansum,
 };
-pub use products::{diff, kron, meshgrid, outer, polyval, tensordot};
+pub use order::{average, corrcoef, cov, median, percentile, quantile};
+pub use products::{cross, diff, inner, kron, meshgrid, outer, polyval, tensordot, vdot};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};

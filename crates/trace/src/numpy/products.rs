@@ -158,3 +158,51 @@ pub fn meshgrid(xs: &[Array], indexing: &str) -> Result<Vec<Array>> {
         })
         .collect()
 }
+
+/// `jnp.inner(a, b)`: the sum product over the last axes (a product for
+/// scalars).
+pub fn inner(a: &Array, b: &Array) -> Result<Array> {
+    if a.ndim() == 0 || b.ndim() == 0 {
+        return multiply(a, b);
+    }
+    tensordot(a, b, (&[-1], &[-1]))
+}
+
+/// `jnp.vdot(a, b)`: `Σ conj(a)·b` over the flattened arrays.
+pub fn vdot(a: &Array, b: &Array) -> Result<Array> {
+    let (a, b) = (super::ravel(&super::conj(a)?)?, super::ravel(b)?);
+    tensordot(&a, &b, (&[0], &[0]))
+}
+
+/// `jnp.cross(a, b)`: the cross product of 3-vectors along the last axes
+/// (broadcasting the rest), or the `z` component of 2-vectors' product.
+pub fn cross(a: &Array, b: &Array) -> Result<Array> {
+    let (sa, sb) = (a.try_shape()?, b.try_shape()?);
+    let comp = |x: &Array, i: usize| -> Result<Array> {
+        let s = x.try_shape()?;
+        let mut start = vec![0; s.len()];
+        let mut limit = s.clone();
+        start[s.len() - 1] = i;
+        limit[s.len() - 1] = i + 1;
+        lax::squeeze(&lax::slice(x, &start, &limit, None)?, &[s.len() - 1])
+    };
+    match (sa.last(), sb.last()) {
+        (Some(3), Some(3)) => {
+            let (a0, a1, a2) = (comp(a, 0)?, comp(a, 1)?, comp(a, 2)?);
+            let (b0, b1, b2) = (comp(b, 0)?, comp(b, 1)?, comp(b, 2)?);
+            let c0 = subtract(&multiply(&a1, &b2)?, &multiply(&a2, &b1)?)?;
+            let c1 = subtract(&multiply(&a2, &b0)?, &multiply(&a0, &b2)?)?;
+            let c2 = subtract(&multiply(&a0, &b1)?, &multiply(&a1, &b0)?)?;
+            super::stack(&[c0, c1, c2], -1)
+        }
+        (Some(2), Some(2)) => {
+            let (a0, a1, b0, b1) = (comp(a, 0)?, comp(a, 1)?, comp(b, 0)?, comp(b, 1)?);
+            subtract(&multiply(&a0, &b1)?, &multiply(&a1, &b0)?)
+        }
+        _ => Err(Error::ShapeMismatch {
+            op: "cross (the last axes must both be 3, or both 2)".into(),
+            lhs: fmt_aval(a.aval()),
+            rhs: fmt_aval(b.aval()),
+        }),
+    }
+}

@@ -266,3 +266,94 @@ pub fn count_nonzero(x: &Array, axes: impl IntoAxes) -> Result<Array> {
 pub fn ptp(x: &Array, axes: impl IntoAxes + Clone, keepdims: bool) -> Result<Array> {
     subtract(&max(x, axes.clone(), keepdims)?, &min(x, axes, keepdims)?)
 }
+
+/// `jnp.tile(x, reps)`: `x` repeated `reps[i]` times along each axis
+/// (`x` and `reps` padded with leading 1s to the same length).
+pub fn tile(x: &Array, reps: &[usize]) -> Result<Array> {
+    let shape = x.try_shape()?;
+    let n = shape.len().max(reps.len());
+    let pad = |v: &[usize]| -> Vec<usize> {
+        std::iter::repeat_n(1, n - v.len())
+            .chain(v.iter().copied())
+            .collect()
+    };
+    let (s, r) = (pad(&shape), pad(reps));
+    // Broadcast to [r0, s0, r1, s1, ...], then merge each pair.
+    let inter: Vec<usize> = r.iter().zip(&s).flat_map(|(&r, &s)| [r, s]).collect();
+    let dims: Vec<usize> = (0..n).map(|i| 2 * i + 1).collect();
+    let xs = reshape(x, &s.iter().map(|&d| d as isize).collect::<Vec<_>>())?;
+    let b = lax::broadcast_in_dim(&xs, &inter, &dims)?;
+    let out: Vec<isize> = r.iter().zip(&s).map(|(&r, &s)| (r * s) as isize).collect();
+    reshape(&b, &out)
+}
+
+/// `jnp.diag(v, k)`: the matrix with `v` on its `k`-th diagonal for a 1-D
+/// `v`, the `k`-th diagonal of a 2-D `v`.
+pub fn diag(v: &Array, k: isize) -> Result<Array> {
+    match v.ndim() {
+        1 => {
+            let n = v.try_shape()?[0];
+            let m = n + k.unsigned_abs();
+            // Pad `v` to length m (after it) and lay it along the rows
+            // (k >= 0: element i sits in row i) or the columns (k < 0).
+            let padded = pad_end(v, m)?;
+            let laid = if k >= 0 {
+                lax::broadcast_in_dim(&padded, &[m, m], &[0])?
+            } else {
+                lax::broadcast_in_dim(&padded, &[m, m], &[1])?
+            };
+            let rows = lax::broadcasted_iota(DType::I32, &[m, m], 0)?;
+            let cols = lax::broadcasted_iota(DType::I32, &[m, m], 1)?;
+            let on = equal(&subtract(&cols, &rows)?, &Array::weak(k as i64))?;
+            let zero = zeros(&[m, m], v.dtype())?;
+            where_(&on, &laid, &zero)
+        }
+        2 => diagonal(v, k, 0, 1),
+        _ => Err(Error::InvalidArgument(format!(
+            "diag: expected a 1-D or 2-D array, got {}",
+            fmt_aval(v.aval())
+        ))),
+    }
+}
+
+/// `v` (1-D) followed by zeros up to length `m`.
+fn pad_end(v: &Array, m: usize) -> Result<Array> {
+    let n = v.try_shape()?[0];
+    if n == m {
+        return Ok(v.clone());
+    }
+    concatenate(&[v.clone(), zeros(&[m - n], v.dtype())?], 0)
+}
+
+/// `jnp.empty(shape, dtype)`: zeros (XLA has no uninitialised memory).
+pub fn empty(shape: &[usize], dtype: DType) -> Result<Array> {
+    zeros(shape, dtype)
+}
+
+/// `jnp.empty_like(x)`: zeros of `x`'s shape and dtype.
+pub fn empty_like(x: &Array) -> Result<Array> {
+    zeros_like(x)
+}
+
+/// `jnp.copy(x)`: arrays are immutable, so the same value.
+pub fn copy(x: &Array) -> Result<Array> {
+    Ok(x.clone())
+}
+
+/// `jnp.array_equal(a, b)`: same shape and every element equal (NaNs are
+/// unequal), as a `bool` scalar.
+pub fn array_equal(a: &Array, b: &Array) -> Result<Array> {
+    if a.try_shape()? != b.try_shape()? {
+        return Ok(Array::scalar(false));
+    }
+    all(&equal(a, b)?, All, false)
+}
+
+/// `jnp.append(arr, values, axis)`: `values` after `arr` along `axis`
+/// (`None`: both flattened).
+pub fn append(arr: &Array, values: &Array, axis: Option<isize>) -> Result<Array> {
+    match axis {
+        None => concatenate(&[ravel(arr)?, ravel(values)?], 0),
+        Some(a) => concatenate(&[arr.clone(), values.clone()], a),
+    }
+}

@@ -102,4 +102,45 @@ case("amax", [x], axis=(0, 2))
 case("amin", [x], axis=2, keepdims=True)
 case("around", [rand((8,)) * 10], decimals=1)
 case("permute_dims", [x], axes=(2, 0, 1))
+# Order statistics and moments (float32, NaNs in one line).
+y = rand((4, 7))
+y[2, 3] = np.nan
+for qs, axis in [((0.5,), 1), ((0.0, 0.25, 1.0), 0), ((0.3,), None)]:
+    out = jnp.quantile(y, jnp.array(qs, jnp.float32) if len(qs) > 1 else qs[0], axis=axis)
+    cases.append({"name": "quantile", "args": [enc(y)], "params": {"q": list(qs), "axis": axis},
+                  "out": enc(out)})
+case("median", [rand((5, 6))], axis=0)
+case("median", [rand((5, 6))], axis=1, keepdims=True)
+out = jnp.percentile(y[:2], jnp.array([10.0, 90.0]), axis=1)
+cases.append({"name": "percentile", "args": [enc(y[:2])], "params": {"q": [10.0, 90.0], "axis": 1},
+              "out": enc(out)})
+case("average", [rand((3, 4))], axis=1)
+w4 = np.abs(rand((4,))) + 0.1
+out = jnp.average(rand((3, 4)), axis=1, weights=w4)
+x34, = [rand((3, 4))]
+out = jnp.average(x34, axis=1, weights=w4)
+cases.append({"name": "average", "args": [enc(x34), enc(w4)], "params": {"axis": 1}, "out": enc(out)})
+case("cov", [rand((3, 8))])
+case("cov", [rand((8, 3))], rowvar=False)
+case("cov", [rand((9,))], ddof=0)
+case("corrcoef", [rand((3, 8))])
+for ordv, axis in [(None, None), (None, 1), (1, 1), (np.inf, 0), (3, 1), (0, 1), ("fro", (0, 1)), (2, None), (np.inf, None)]:
+    a = rand((4, 5)) if axis is not None or ordv is None else rand((4, 5))
+    if ordv in (2, np.inf) and axis is None:
+        a = rand((6,))
+    out = jnp.linalg.norm(a, ord=ordv, axis=axis)
+    cases.append({"name": "norm", "args": [enc(a)],
+                  "params": {"ord": None if ordv is None else str(ordv).replace("inf", "inf"),
+                             "axis": axis}, "out": enc(out)})
+case("tile", [rand((2, 3))], reps=(2, 1, 3))
+case("tile", [rand((3,))], reps=(2,))
+for k in [0, 1, -2]:
+    case("diag", [rand((4,))], k=k)
+    case("diag", [rand((4, 5))], k=k)
+case("inner", [rand((2, 3)), rand((4, 3))])
+case("vdot", [rand((2, 3)), rand((3, 2))])
+case("cross", [rand((4, 3)), rand((3,))])
+case("cross", [rand((5, 2)), rand((5, 2))])
+case("append", [rand((2, 3)), rand((1, 3))], axis=0)
+case("append", [rand((2, 3)), rand((4,))])
 print(json.dumps({"jax": jax.__version__, "cases": cases}))
