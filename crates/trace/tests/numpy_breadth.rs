@@ -175,6 +175,33 @@ fn run(name: &str, a: &[Array], p: &Value) -> jaxon_trace::Result<Array> {
         "vdot" => jnp::vdot(x, &a[1])?,
         "cross" => jnp::cross(x, &a[1])?,
         "append" => jnp::append(x, &a[1], axis.map(|a| a[0]))?,
+        "fmod" => jnp::fmod(x, &a[1])?,
+        "float_power" => jnp::float_power(x, &a[1])?,
+        "isposinf" => jnp::isposinf(x)?,
+        "isneginf" => jnp::isneginf(x)?,
+        "isreal" => jnp::isreal(x)?,
+        "matrix_transpose" => jnp::matrix_transpose(x)?,
+        "rot90" => {
+            let ax = ints(p, "axes").expect("axes");
+            jnp::rot90(x, int(p, "k") as i64, (ax[0], ax[1]))?
+        }
+        "vecdot" => jnp::vecdot(x, &a[1])?,
+        "matvec" => jnp::matvec(x, &a[1])?,
+        "vecmat" => jnp::vecmat(x, &a[1])?,
+        "convolve" | "correlate" => {
+            let mode = match p["mode"].as_str().expect("mode") {
+                "full" => jnp::ConvolveMode::Full,
+                "same" => jnp::ConvolveMode::Same,
+                _ => jnp::ConvolveMode::Valid,
+            };
+            if name == "convolve" {
+                jnp::convolve(x, &a[1], mode)?
+            } else {
+                jnp::correlate(x, &a[1], mode)?
+            }
+        }
+        "trapezoid" => jnp::trapezoid(x, p["dx"].as_f64().expect("dx"), int(p, "axis"))?,
+        "ediff1d" => jnp::ediff1d(x)?,
         other => panic!("no case for jnp.{other}"),
     })
 }
@@ -212,6 +239,13 @@ fn transcendental(name: &str) -> bool {
             | "vdot"
             | "cross"
             | "trace"
+            | "float_power"
+            | "vecdot"
+            | "matvec"
+            | "vecmat"
+            | "convolve"
+            | "correlate"
+            | "trapezoid"
     )
 }
 

@@ -249,3 +249,74 @@ pub fn sinc(x: &Array) -> Result<Array> {
     let safe = where_(&zero, &lit(1.0, d)?, &pix)?;
     where_(&zero, &lit(1.0, d)?, &divide(&sin(&safe)?, &safe)?)
 }
+
+/// `jnp.fmod`: the remainder with the dividend's sign (C's `fmod`); an
+/// integer division by zero divides by 1 instead, as in JAX.
+pub fn fmod(x1: &Array, x2: &Array) -> Result<Array> {
+    let a = promote_args("fmod", &[x1, x2])?;
+    let d = a[0].dtype();
+    let y = if d.is_float() || d.is_complex() {
+        a[1].clone()
+    } else {
+        let zero = equal(&a[1], &lit(0.0, d)?)?;
+        where_(&zero, &lit(1.0, d)?, &a[1])?
+    };
+    lax::binary(BinaryOp::Rem, &a[0], &y)
+}
+
+/// `jnp.divmod`: `(floor_divide(x1, x2), remainder(x1, x2))`.
+pub fn divmod(x1: &Array, x2: &Array) -> Result<(Array, Array)> {
+    Ok((floor_divide(x1, x2)?, remainder(x1, x2)?))
+}
+
+/// `jnp.modf`: the fractional and whole parts, both with `x`'s sign.
+pub fn modf(x: &Array) -> Result<(Array, Array)> {
+    let x = promote_dtypes_inexact("modf", &[x])?.remove(0);
+    let nonneg = greater_equal(&x, &lit(0.0, x.dtype())?)?;
+    let whole = where_(&nonneg, &floor(&x)?, &ceil(&x)?)?;
+    Ok((subtract(&x, &whole)?, whole))
+}
+
+/// `jnp.float_power`: `x ** y` in an inexact dtype.
+pub fn float_power(x: &Array, y: &Array) -> Result<Array> {
+    let a = promote_args_inexact("float_power", &[x, y])?;
+    power(&a[0], &a[1])
+}
+
+fn is_inf_of_sign(x: &Array, positive: bool) -> Result<Array> {
+    let d = x.dtype();
+    if !d.is_float() {
+        return lax::broadcast_in_dim(&lit(0.0, DType::Bool)?, &x.try_shape()?, &[]);
+    }
+    let inf = if positive {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    };
+    equal(x, &lit(inf, d)?)
+}
+
+/// `jnp.isposinf`.
+pub fn isposinf(x: &Array) -> Result<Array> {
+    is_inf_of_sign(x, true)
+}
+
+/// `jnp.isneginf`.
+pub fn isneginf(x: &Array) -> Result<Array> {
+    is_inf_of_sign(x, false)
+}
+
+/// `jnp.iscomplex`: a nonzero imaginary part (false for real dtypes).
+pub fn iscomplex(x: &Array) -> Result<Array> {
+    if x.dtype().is_complex() {
+        let im = imag(x)?;
+        not_equal(&im, &lit(0.0, im.dtype())?)
+    } else {
+        lax::broadcast_in_dim(&lit(0.0, DType::Bool)?, &x.try_shape()?, &[])
+    }
+}
+
+/// `jnp.isreal`: a zero imaginary part (true for real dtypes).
+pub fn isreal(x: &Array) -> Result<Array> {
+    logical_not(&iscomplex(x)?)
+}

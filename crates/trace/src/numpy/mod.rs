@@ -34,7 +34,10 @@ pub use nan::{
     allclose, isclose, isfinite, isinf, isnan, nan_to_num, nanmax, nanmean, nanmin, nanprod, nansum,
 };
 pub use order::{average, corrcoef, cov, median, percentile, quantile};
-pub use products::{cross, diff, inner, kron, meshgrid, outer, polyval, tensordot, vdot};
+pub use products::{
+    convolve, correlate, cross, diff, ediff1d, inner, kron, matvec, meshgrid, outer, polyval,
+    tensordot, trapezoid, vdot, vecdot, vecmat, ConvolveMode,
+};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};

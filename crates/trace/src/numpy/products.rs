@@ -206,3 +206,133 @@ pub fn cross(a: &Array, b: &Array) -> Result<Array> {
         }),
     }
 }
+
+/// `jnp.vecdot(a, b)`: `Σ conj(a)·b` over the last axes, broadcasting the
+/// rest.
+pub fn vecdot(a: &Array, b: &Array) -> Result<Array> {
+    let p = multiply(&super::conj(a)?, b)?;
+    super::sum(&p, -1isize, false)
+}
+
+/// `jnp.matvec(m, v)`: `m @ v` over the last axes, broadcasting the rest.
+pub fn matvec(m: &Array, v: &Array) -> Result<Array> {
+    let v = super::expand_dims(v, &[-2])?;
+    super::sum(&multiply(m, &v)?, -1isize, false)
+}
+
+/// `jnp.vecmat(v, m)`: `conj(v) @ m` over the last axes of `v` and the
+/// second-to-last of `m`, broadcasting the rest.
+pub fn vecmat(v: &Array, m: &Array) -> Result<Array> {
+    let v = super::expand_dims(&super::conj(v)?, &[-1])?;
+    super::sum(&multiply(&v, m)?, -2isize, false)
+}
+
+/// How [`convolve`] and [`correlate`] pad: NumPy's `mode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvolveMode {
+    /// Every overlap (length `n + m − 1`).
+    Full,
+    /// Centred, the length of the longer input.
+    Same,
+    /// Only complete overlaps (length `|n − m| + 1`).
+    Valid,
+}
+
+fn conv1d(x: &Array, y: &Array, mode: ConvolveMode, correlate: bool) -> Result<Array> {
+    let op = if correlate { "correlate" } else { "convolve" };
+    if x.ndim() != 1 || y.ndim() != 1 {
+        return Err(Error::ShapeMismatch {
+            op: format!("{op} (both inputs must be 1-D)"),
+            lhs: fmt_aval(x.aval()),
+            rhs: fmt_aval(y.aval()),
+        });
+    }
+    let a = super::promote::promote_dtypes_inexact(op, &[x, y])?;
+    let (mut x, mut y) = (a[0].clone(), a[1].clone());
+    let (n, m) = (x.try_shape()?[0], y.try_shape()?[0]);
+    if n == 0 || m == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{op}: inputs cannot be empty, got lengths {n} and {m}"
+        )));
+    }
+    let mut reverse = false;
+    if correlate {
+        y = super::conj(&y)?;
+        if n < m {
+            std::mem::swap(&mut x, &mut y);
+            reverse = true;
+        }
+    } else {
+        if n < m {
+            std::mem::swap(&mut x, &mut y);
+        }
+        y = lax::rev(&y, &[0])?;
+    }
+    let k = y.try_shape()?[0] as i64;
+    let pad = match mode {
+        ConvolveMode::Valid => (0, 0),
+        ConvolveMode::Same => (k / 2, k - k / 2 - 1),
+        ConvolveMode::Full => (k - 1, k - 1),
+    };
+    let out = lax::conv_general_dilated(
+        &super::reshape(&x, &[1, 1, -1])?,
+        &super::reshape(&y, &[1, 1, -1])?,
+        &[1],
+        lax::Padding::Explicit(vec![pad]),
+        lax::ConvOptions::default(),
+    )?;
+    let out = super::reshape(&out, &[-1])?;
+    if reverse {
+        lax::rev(&out, &[0])
+    } else {
+        Ok(out)
+    }
+}
+
+/// `jnp.convolve(a, v, mode)` of 1-D arrays.
+pub fn convolve(a: &Array, v: &Array, mode: ConvolveMode) -> Result<Array> {
+    conv1d(a, v, mode, false)
+}
+
+/// `jnp.correlate(a, v, mode)` of 1-D arrays: `c[k] = Σ a[n + k]·conj(v[n])`.
+pub fn correlate(a: &Array, v: &Array, mode: ConvolveMode) -> Result<Array> {
+    conv1d(a, v, mode, true)
+}
+
+/// `jnp.trapezoid(y, dx, axis)`: the trapezoidal rule with spacing `dx`.
+pub fn trapezoid(y: &Array, dx: f64, axis: isize) -> Result<Array> {
+    let y = super::promote::promote_dtypes_inexact("trapezoid", &[y])?.remove(0);
+    let shape = y.try_shape()?;
+    let ax = normalize_axis(axis, shape.len(), "trapezoid")?;
+    let n = shape[ax];
+    if n < 2 {
+        return super::sum(
+            &multiply(&y, &super::wrap::lit(0.0, y.dtype())?)?,
+            ax as isize,
+            false,
+        );
+    }
+    let cut = |lo: usize, hi: usize| {
+        let mut start = vec![0; shape.len()];
+        let mut limit = shape.clone();
+        start[ax] = lo;
+        limit[ax] = hi;
+        lax::slice(&y, &start, &limit, None)
+    };
+    let pairs = super::add(&cut(1, n)?, &cut(0, n - 1)?)?;
+    let half = super::wrap::lit(dx / 2.0, y.dtype())?;
+    super::sum(&multiply(&pairs, &half)?, ax as isize, false)
+}
+
+/// `jnp.ediff1d(x)`: the differences of consecutive flattened elements.
+pub fn ediff1d(x: &Array) -> Result<Array> {
+    let flat = super::ravel(x)?;
+    let n = flat.try_shape()?[0];
+    if n < 2 {
+        return lax::slice(&flat, &[0], &[0], None);
+    }
+    subtract(
+        &lax::slice(&flat, &[1], &[n], None)?,
+        &lax::slice(&flat, &[0], &[n - 1], None)?,
+    )
+}

@@ -357,3 +357,59 @@ pub fn append(arr: &Array, values: &Array, axis: Option<isize>) -> Result<Array>
         Some(a) => concatenate(&[arr.clone(), values.clone()], a),
     }
 }
+
+/// `jnp.matrix_transpose`: swaps the last two axes.
+pub fn matrix_transpose(x: &Array) -> Result<Array> {
+    if x.ndim() < 2 {
+        return Err(Error::InvalidArgument(format!(
+            "matrix_transpose: expected at least 2 axes, got {}",
+            fmt_aval(x.aval())
+        )));
+    }
+    swapaxes(x, -1, -2)
+}
+
+/// `jnp.rot90(x, k, axes)`: `k` quarter turns in the plane of `axes`,
+/// from the first axis towards the second.
+pub fn rot90(x: &Array, k: i64, axes: (isize, isize)) -> Result<Array> {
+    let n = x.ndim();
+    let (a, b) = (
+        normalize_axis(axes.0, n, "rot90")?,
+        normalize_axis(axes.1, n, "rot90")?,
+    );
+    if a == b {
+        return Err(Error::InvalidArgument(format!("rot90: both axes are {a}")));
+    }
+    let (a, b) = (a as isize, b as isize);
+    match k.rem_euclid(4) {
+        0 => Ok(x.clone()),
+        1 => swapaxes(&flip(x, Some(&[b]))?, a, b),
+        2 => flip(x, Some(&[a, b])),
+        _ => flip(&swapaxes(x, a, b)?, Some(&[b])),
+    }
+}
+
+/// `jnp.unstack(x, axis)`: the slices along `axis`, as a `Vec`.
+pub fn unstack(x: &Array, axis: isize) -> Result<Vec<Array>> {
+    let shape = x.try_shape()?;
+    let ax = normalize_axis(axis, shape.len(), "unstack")?;
+    (0..shape[ax])
+        .map(|i| {
+            let mut start = vec![0; shape.len()];
+            let mut limit = shape.clone();
+            start[ax] = i;
+            limit[ax] = i + 1;
+            lax::squeeze(&lax::slice(x, &start, &limit, None)?, &[ax])
+        })
+        .collect()
+}
+
+/// `jnp.broadcast_arrays`: every array broadcast to their common shape.
+pub fn broadcast_arrays(arrays: &[Array]) -> Result<Vec<Array>> {
+    let mut target: Vec<usize> = Vec::new();
+    for a in arrays {
+        target =
+            super::promote::broadcast_shape_lists("broadcast_arrays", &target, &a.try_shape()?)?;
+    }
+    arrays.iter().map(|a| broadcast_to(a, &target)).collect()
+}
