@@ -235,7 +235,7 @@ fn run(case: &Json) -> jaxon_trace::Result<Array> {
         )?,
         "ball" => jr::ball(&key, scalar("d") as usize, scalar("p"), sh.unwrap(), ft)?,
         "orthogonal" => jr::orthogonal(&key, scalar("n") as usize, sh.unwrap(), ft, None)?,
-        "binomial" => return Err(jaxon_trace::Error::InvalidArgument("todo".into())),
+        "binomial" => jr::binomial(&key, &fa("n"), &fa("p"), sh, ft)?,
         "poisson" => jr::poisson(&key, &farr(args.at("lam"), DType::F32), sh, DType::I32)?,
         "geometric" => jr::geometric(&key, &farr(args.at("p"), DType::F32), sh, DType::I32)?,
         "rademacher" => jr::rademacher(&key, sh.unwrap(), ft)?,

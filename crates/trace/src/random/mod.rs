@@ -12,6 +12,7 @@
 //! primitives inside nested `pjit`s; here they are inlined integer ops, so
 //! printed jaxprs differ while the values agree.
 
+mod binomial;
 mod continuous;
 mod discrete;
 mod gamma;
@@ -22,6 +23,7 @@ mod support;
 mod threefry;
 mod typed;
 
+pub use binomial::binomial;
 pub use continuous::{cauchy, double_sided_maxwell, maxwell, pareto, weibull_min};
 pub use discrete::{choice, geometric, poisson, rademacher};
 pub use gamma::{beta, chisquare, dirichlet, f, gamma, loggamma, t};
