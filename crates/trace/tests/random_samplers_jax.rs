@@ -349,6 +349,7 @@ fn sign_free(case: &Json, method: &str, got: &[f64], want: &[f64]) -> (Vec<f64>,
 fn compare(filter: impl Fn(&str) -> bool) -> (usize, Vec<String>) {
     let mut bad = Vec::new();
     let mut n = 0;
+    let mut worst_ulps = std::collections::BTreeMap::<String, u64>::new();
     for case in load() {
         let fname = case.at("fn").str().to_string();
         if !filter(&fname) {
@@ -402,6 +403,15 @@ fn compare(filter: impl Fn(&str) -> bool) -> (usize, Vec<String>) {
         let close = |g: f64, w: f64| {
             ulps(g, w, want_dt) <= budget || (g - w).abs() <= budget as f64 * eps * w.abs().max(1.0)
         };
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(&g, &w)| ulps(g, w, want_dt))
+            .max();
+        let entry = worst_ulps
+            .entry(format!("{fname} {want_dt:?}"))
+            .or_default();
+        *entry = (*entry).max(worst.unwrap_or(0));
         if let Some((g, w)) = got.iter().zip(&want).find(|(&g, &w)| !close(g, w)) {
             let u = ulps(*g, *w, want_dt);
             bad.push(format!(
@@ -409,7 +419,15 @@ fn compare(filter: impl Fn(&str) -> bool) -> (usize, Vec<String>) {
             ));
         }
     }
+    eprintln!("worst ulp distance from JAX per sampler: {worst_ulps:?}");
     (n, bad)
+}
+
+/// Every recorded case (the CPU backend's test runs this under
+/// `with_backend("cpu", ..)`).
+#[allow(dead_code)]
+pub fn check_all() {
+    check(|_| true);
 }
 
 fn check(filter: impl Fn(&str) -> bool) {
@@ -456,4 +474,90 @@ fn multivariate_samplers_match_jax() {
 #[test]
 fn binomial_matches_jax() {
     check(|f| f == "binomial");
+}
+
+/// `Err` with a message containing `needle`.
+fn expect_err(r: jaxon_trace::Result<Array>, needle: &str) {
+    match r {
+        Ok(a) => panic!(
+            "expected an error mentioning {needle:?}, got {:?}",
+            a.shape()
+        ),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(msg.contains(needle), "{msg:?} does not mention {needle:?}");
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let k = jr::key(0);
+    let a3 = Array::from_vec(vec![1.0f32, 2.0, 3.0], &[3]);
+    let p4 = Array::from_vec(vec![0.25f32; 4], &[4]);
+    // choice: too few elements without replacement, p of the wrong length,
+    // an empty population.
+    expect_err(
+        jr::choice(&k, 3usize, &[4], false, None, 0),
+        "larger sample",
+    );
+    expect_err(
+        jr::choice(&k, 5usize, &[2], true, Some(&p4), 0),
+        "p must be",
+    );
+    expect_err(
+        jr::choice(&k, 0usize, &[2], true, None, 0),
+        "greater than 0",
+    );
+    expect_err(jr::choice(&k, a3.clone(), &[2], true, None, 1), "axis");
+    // Shapes the parameters do not broadcast to.
+    expect_err(jr::gamma(&k, &a3, Some(&[2]), DType::F32), "broadcast");
+    expect_err(jr::beta(&k, &a3, &p4, None, DType::F32), "broadcast");
+    expect_err(jr::poisson(&k, &a3, Some(&[2]), DType::I32), "broadcast");
+    // Wrong dtypes.
+    expect_err(jr::gamma(&k, &a3, None, DType::I32), "float");
+    expect_err(jr::gamma(&k, &a3, None, DType::F16), "float32 or float64");
+    expect_err(jr::poisson(&k, &a3, None, DType::F32), "integer");
+    expect_err(jr::geometric(&k, &a3, None, DType::F32), "integer");
+    expect_err(jr::rademacher(&k, &[2], DType::Bool), "integer or float");
+    expect_err(jr::cauchy(&k, &[2], DType::I32), "float");
+    // Keys that are not a single threefry key.
+    let bad_key = Array::from_vec(vec![1u32, 2, 3], &[3]);
+    expect_err(jr::gamma(&bad_key, &a3, None, DType::F32), "key");
+    expect_err(jr::poisson(&bad_key, &a3, None, DType::I32), "key");
+    // Rank and method checks.
+    expect_err(
+        jr::dirichlet(&k, &Array::scalar(1.0f32), None, DType::F32),
+        "ndim",
+    );
+    let cov = Array::from_vec(vec![1.0f32; 4], &[2, 2]);
+    expect_err(
+        jr::multivariate_normal(&k, &a3, &cov, None, None, "cholesky"),
+        "cov.shape",
+    );
+    let m2 = Array::from_vec(vec![0.0f32; 2], &[2]);
+    expect_err(
+        jr::multivariate_normal(&k, &m2, &cov, None, None, "lu"),
+        "method",
+    );
+}
+
+#[test]
+fn samplers_stage_under_jit_with_traced_keys() {
+    // The same draws eagerly and compiled with the key as a jit argument.
+    let k = jr::key(7);
+    let lam = Array::from_vec(vec![0.5f32, 4.0, 12.0, 30.0], &[4]);
+    let a = Array::from_vec(vec![0.4f32, 1.0, 3.0, 8.0], &[4]);
+    let f = |xs: Vec<Array>| {
+        let (k, lam, a) = (&xs[0], &xs[1], &xs[2]);
+        let p = jaxon_trace::error::ok_or_raise(jr::poisson(k, lam, None, DType::I32));
+        let g = jaxon_trace::error::ok_or_raise(jr::gamma(k, a, None, DType::F32));
+        let c = jaxon_trace::error::ok_or_raise(jr::choice(k, 6usize, &[3], false, None, 0));
+        vec![p, g, c]
+    };
+    let eager = f(vec![k.clone(), lam.clone(), a.clone()]);
+    let staged = jaxon_trace::jit(f).call(vec![k, lam, a]).unwrap();
+    assert_eq!(eager[0].to_vec::<i32>(), staged[0].to_vec::<i32>());
+    assert_eq!(eager[1].to_vec::<f32>(), staged[1].to_vec::<f32>());
+    assert_eq!(eager[2].to_vec::<i32>(), staged[2].to_vec::<i32>());
 }
