@@ -16,6 +16,9 @@ fn select(pred: &Array, on_true: &Array, on_false: &Array) -> Result<Array> {
     lax::select_n(pred, &[on_false.clone(), on_true.clone()])
 }
 
+/// A loop carry of four arrays.
+type Carry = (Array, Array, Array, Array);
+
 /// Whether any element of a boolean array is true (a scalar).
 fn any(x: &Array) -> Result<Array> {
     let axes: Vec<usize> = (0..x.ndim()).collect();
@@ -61,23 +64,21 @@ fn inversion(key: &Array, count: &Array, prob: &Array, shape: &[usize]) -> Resul
     let log_q = lax::log1p(&lax::neg(prob)?)?;
     let zeros = jnp::zeros(shape, dt)?;
     let init = (Array::scalar(0i32), zeros.clone(), zeros, key.clone());
-    let cond = |(i, _n, sum, _k): (Array, Array, Array, Array)| -> Array {
-        ok_or_raise((|| {
-            let live = any(&lax::le(&sum, count)?)?;
-            lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(i32::MAX))?)
-        })())
+    let cond_step = |(i, _n, sum, _k): Carry| -> Result<Array> {
+        let live = any(&lax::le(&sum, count)?)?;
+        lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(i32::MAX))?)
     };
-    let body = |(i, num, sum, key): (Array, Array, Array, Array)| {
-        ok_or_raise((|| {
-            let (sub, key) = random::split2(&key)?;
-            let live = lax::le(&sum, count)?;
-            let num = select(&live, &lax::add(&num, &fconst(dt, 1.0))?, &num)?;
-            let u = random::uniform(&sub, shape, dt, &fconst(dt, 0.0), &fconst(dt, 1.0))?;
-            let geom = lax::ceil(&lax::div(&lax::log(&u)?, &log_q)?)?;
-            let sum = lax::add(&sum, &geom)?;
-            Ok((lax::add(&i, &Array::scalar(1i32))?, num, sum, key))
-        })())
+    let cond = |c: Carry| ok_or_raise(cond_step(c));
+    let body_step = |(i, num, sum, key): Carry| -> Result<Carry> {
+        let (sub, key) = random::split2(&key)?;
+        let live = lax::le(&sum, count)?;
+        let num = select(&live, &lax::add(&num, &fconst(dt, 1.0))?, &num)?;
+        let u = random::uniform(&sub, shape, dt, &fconst(dt, 0.0), &fconst(dt, 1.0))?;
+        let geom = lax::ceil(&lax::div(&lax::log(&u)?, &log_q)?)?;
+        let sum = lax::add(&sum, &geom)?;
+        Ok((lax::add(&i, &Array::scalar(1i32))?, num, sum, key))
     };
+    let body = |c: Carry| ok_or_raise(body_step(c));
     let (_, num, _, _) = while_loop(cond, body, init)?;
     lax::sub(&num, &fconst(dt, 1.0))
 }
@@ -109,46 +110,43 @@ fn btrs(key: &Array, count: &Array, prob: &Array, shape: &[usize]) -> Result<Arr
         broadcast_to(&Array::scalar(false), shape)?,
         key.clone(),
     );
-    let cond = |(i, _k, accepted, _key): (Array, Array, Array, Array)| -> Array {
-        ok_or_raise((|| {
-            let live = any(&lax::not(&accepted)?)?;
-            lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(i32::MAX))?)
-        })())
+    let cond_step = |(i, _k, accepted, _key): Carry| -> Result<Array> {
+        let live = any(&lax::not(&accepted)?)?;
+        lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(i32::MAX))?)
     };
-    let body = |(i, k_out, accepted, key): (Array, Array, Array, Array)| {
-        ok_or_raise((|| {
-            let keys = random::split(&key, 3)?;
-            let key = random::key_at(&keys, &[0])?;
-            let (lo, hi) = (c(0.0), c(1.0));
-            let u = random::uniform(&random::key_at(&keys, &[1])?, shape, dt, &lo, &hi)?;
-            let v = random::uniform(&random::key_at(&keys, &[2])?, shape, dt, &lo, &hi)?;
-            let u = lax::sub(&u, &c(0.5))?;
-            let us = lax::sub(&c(0.5), &lax::abs(&u)?)?;
-            let accept1 = lax::bitwise_and(&lax::ge(&us, &c(0.07))?, &lax::le(&v, &v_r)?)?;
-            let k = lax::div(&lax::mul(&c(2.0), &a)?, &us)?;
-            let k = lax::add(&lax::mul(&lax::add(&k, &b)?, &u)?, &cc)?;
-            let k = lax::floor(&k)?;
-            let reject = lax::bitwise_or(&lax::lt(&k, &c(0.0))?, &lax::gt(&k, count)?)?;
-            let denom = lax::add(&lax::div(&a, &lax::mul(&us, &us)?)?, &b)?;
-            let v = lax::log(&lax::div(&lax::mul(&v, &alpha)?, &denom)?)?;
-            let n_k1 = lax::add(&lax::sub(count, &k)?, &c(1.0))?;
-            let t2 = lax::log(&lax::div(&n_m1, &n_k1)?)?;
-            let t2 = lax::mul(&lax::add(count, &c(1.0))?, &t2)?;
-            let k1 = lax::add(&k, &c(1.0))?;
-            let t3 = lax::log(&lax::div(&lax::mul(&r, &n_k1)?, &k1)?)?;
-            let t3 = lax::mul(&lax::add(&k, &c(0.5))?, &t3)?;
-            let ub = lax::add(&lax::add(&t1, &t2)?, &t3)?;
-            let ub = lax::add(&lax::add(&ub, &st_m)?, &st_nm)?;
-            let ub = lax::sub(&ub, &stirling_tail(&k)?)?;
-            let ub = lax::sub(&ub, &stirling_tail(&lax::sub(count, &k)?)?)?;
-            let accept2 = lax::le(&v, &ub)?;
-            let accept =
-                lax::bitwise_or(&accept1, &lax::bitwise_and(&lax::not(&reject)?, &accept2)?)?;
-            let k_out = select(&accept, &k, &k_out)?;
-            let accepted = lax::bitwise_or(&accepted, &accept)?;
-            Ok((lax::add(&i, &Array::scalar(1i32))?, k_out, accepted, key))
-        })())
+    let cond = |c: Carry| ok_or_raise(cond_step(c));
+    let body_step = |(i, k_out, accepted, key): Carry| -> Result<Carry> {
+        let keys = random::split(&key, 3)?;
+        let key = random::key_at(&keys, &[0])?;
+        let (lo, hi) = (c(0.0), c(1.0));
+        let u = random::uniform(&random::key_at(&keys, &[1])?, shape, dt, &lo, &hi)?;
+        let v = random::uniform(&random::key_at(&keys, &[2])?, shape, dt, &lo, &hi)?;
+        let u = lax::sub(&u, &c(0.5))?;
+        let us = lax::sub(&c(0.5), &lax::abs(&u)?)?;
+        let accept1 = lax::bitwise_and(&lax::ge(&us, &c(0.07))?, &lax::le(&v, &v_r)?)?;
+        let k = lax::div(&lax::mul(&c(2.0), &a)?, &us)?;
+        let k = lax::add(&lax::mul(&lax::add(&k, &b)?, &u)?, &cc)?;
+        let k = lax::floor(&k)?;
+        let reject = lax::bitwise_or(&lax::lt(&k, &c(0.0))?, &lax::gt(&k, count)?)?;
+        let denom = lax::add(&lax::div(&a, &lax::mul(&us, &us)?)?, &b)?;
+        let v = lax::log(&lax::div(&lax::mul(&v, &alpha)?, &denom)?)?;
+        let n_k1 = lax::add(&lax::sub(count, &k)?, &c(1.0))?;
+        let t2 = lax::log(&lax::div(&n_m1, &n_k1)?)?;
+        let t2 = lax::mul(&lax::add(count, &c(1.0))?, &t2)?;
+        let k1 = lax::add(&k, &c(1.0))?;
+        let t3 = lax::log(&lax::div(&lax::mul(&r, &n_k1)?, &k1)?)?;
+        let t3 = lax::mul(&lax::add(&k, &c(0.5))?, &t3)?;
+        let ub = lax::add(&lax::add(&t1, &t2)?, &t3)?;
+        let ub = lax::add(&lax::add(&ub, &st_m)?, &st_nm)?;
+        let ub = lax::sub(&ub, &stirling_tail(&k)?)?;
+        let ub = lax::sub(&ub, &stirling_tail(&lax::sub(count, &k)?)?)?;
+        let accept2 = lax::le(&v, &ub)?;
+        let accept = lax::bitwise_or(&accept1, &lax::bitwise_and(&lax::not(&reject)?, &accept2)?)?;
+        let k_out = select(&accept, &k, &k_out)?;
+        let accepted = lax::bitwise_or(&accepted, &accept)?;
+        Ok((lax::add(&i, &Array::scalar(1i32))?, k_out, accepted, key))
     };
+    let body = |c: Carry| ok_or_raise(body_step(c));
     let (_, k, _, _) = while_loop(cond, body, init)?;
     Ok(k)
 }

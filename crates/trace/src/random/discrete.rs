@@ -25,6 +25,9 @@ fn select(pred: &Array, on_true: &Array, on_false: &Array) -> Result<Array> {
     lax::select_n(pred, &[on_false.clone(), on_true.clone()])
 }
 
+/// A loop carry of four arrays.
+type Carry = (Array, Array, Array, Array);
+
 /// Whether any element of a boolean array is true (a scalar).
 fn any(x: &Array) -> Result<Array> {
     let axes: Vec<usize> = (0..x.ndim()).collect();
@@ -45,28 +48,26 @@ fn poisson_knuth(key: &Array, lam: &Array, shape: &[usize], dtype: DType) -> Res
         key.clone(),
         jnp::zeros(shape, DType::F32)?,
     );
-    let cond = |(i, _k, _rng, log_prod): (Array, Array, Array, Array)| -> Array {
-        ok_or_raise((|| {
-            let live = any(&lax::gt(&log_prod, &neg_lam)?)?;
-            lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(MAX_ITERS))?)
-        })())
+    let cond_step = |(i, _k, _rng, log_prod): Carry| -> Result<Array> {
+        let live = any(&lax::gt(&log_prod, &neg_lam)?)?;
+        lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(MAX_ITERS))?)
     };
-    let body = |(i, k, rng, log_prod): (Array, Array, Array, Array)| {
-        ok_or_raise((|| {
-            let (rng, sub) = random::split2(&rng)?;
-            let live = lax::gt(&log_prod, &neg_lam)?;
-            let k = select(&live, &lax::add(&k, &iconst(dtype, 1)?)?, &k)?;
-            let u = random::uniform(
-                &sub,
-                shape,
-                DType::F32,
-                &Array::weak(0.0),
-                &Array::weak(1.0),
-            )?;
-            let i = lax::add(&i, &Array::scalar(1i32))?;
-            Ok((i, k, rng, lax::add(&log_prod, &lax::log(&u)?)?))
-        })())
+    let cond = |c: Carry| ok_or_raise(cond_step(c));
+    let body_step = |(i, k, rng, log_prod): Carry| -> Result<Carry> {
+        let (rng, sub) = random::split2(&rng)?;
+        let live = lax::gt(&log_prod, &neg_lam)?;
+        let k = select(&live, &lax::add(&k, &iconst(dtype, 1)?)?, &k)?;
+        let u = random::uniform(
+            &sub,
+            shape,
+            DType::F32,
+            &Array::weak(0.0),
+            &Array::weak(1.0),
+        )?;
+        let i = lax::add(&i, &Array::scalar(1i32))?;
+        Ok((i, k, rng, lax::add(&log_prod, &lax::log(&u)?)?))
     };
+    let body = |c: Carry| ok_or_raise(body_step(c));
     let (_, k, _, _) = while_loop(cond, body, init)?;
     lax::sub(&k, &iconst(dtype, 1)?)
 }
@@ -87,51 +88,48 @@ fn poisson_rejection(key: &Array, lam: &Array, shape: &[usize], dtype: DType) ->
         broadcast_to(&Array::scalar(false), shape)?,
         key.clone(),
     );
-    let cond = |(i, _k, accepted, _key): (Array, Array, Array, Array)| -> Array {
-        ok_or_raise((|| {
-            let live = any(&lax::not(&accepted)?)?;
-            lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(MAX_ITERS))?)
-        })())
+    let cond_step = |(i, _k, accepted, _key): Carry| -> Result<Array> {
+        let live = any(&lax::not(&accepted)?)?;
+        lax::bitwise_and(&live, &lax::lt(&i, &Array::scalar(MAX_ITERS))?)
     };
-    let body = |(i, k_out, accepted, key): (Array, Array, Array, Array)| {
-        ok_or_raise((|| {
-            let keys = random::split(&key, 3)?;
-            let key = random::key_at(&keys, &[0])?;
-            let (zero, one) = (Array::weak(0.0), Array::weak(1.0));
-            let u = random::uniform(
-                &random::key_at(&keys, &[1])?,
-                shape,
-                DType::F32,
-                &zero,
-                &one,
-            )?;
-            let v = random::uniform(
-                &random::key_at(&keys, &[2])?,
-                shape,
-                DType::F32,
-                &zero,
-                &one,
-            )?;
-            let u = lax::sub(&u, &c(0.5))?;
-            let us = lax::sub(&c(0.5), &lax::abs(&u)?)?;
-            let k = lax::div(&lax::mul(&c(2.0), &a)?, &us)?;
-            let k = lax::mul(&lax::add(&k, &b)?, &u)?;
-            let k = lax::floor(&lax::add(&lax::add(&k, lam)?, &c(0.43))?)?;
-            let denom = lax::add(&lax::div(&a, &lax::mul(&us, &us)?)?, &b)?;
-            let s = lax::log(&lax::div(&lax::mul(&v, &inv_alpha)?, &denom)?)?;
-            let t = lax::add(&lax::neg(lam)?, &lax::mul(&k, &log_lam)?)?;
-            let t = lax::sub(&t, &lax::lgamma(&lax::add(&k, &c(1.0))?)?)?;
-            let accept1 = lax::bitwise_and(&lax::ge(&us, &c(0.07))?, &lax::le(&v, &v_r)?)?;
-            let small = lax::bitwise_and(&lax::lt(&us, &c(0.013))?, &lax::gt(&v, &us)?)?;
-            let reject = lax::bitwise_or(&lax::lt(&k, &c(0.0))?, &small)?;
-            let accept2 = lax::le(&s, &t)?;
-            let accept =
-                lax::bitwise_or(&accept1, &lax::bitwise_and(&lax::not(&reject)?, &accept2)?)?;
-            let k_out = select(&accept, &k, &k_out)?;
-            let accepted = lax::bitwise_or(&accepted, &accept)?;
-            Ok((lax::add(&i, &Array::scalar(1i32))?, k_out, accepted, key))
-        })())
+    let cond = |c: Carry| ok_or_raise(cond_step(c));
+    let body_step = |(i, k_out, accepted, key): Carry| -> Result<Carry> {
+        let keys = random::split(&key, 3)?;
+        let key = random::key_at(&keys, &[0])?;
+        let (zero, one) = (Array::weak(0.0), Array::weak(1.0));
+        let u = random::uniform(
+            &random::key_at(&keys, &[1])?,
+            shape,
+            DType::F32,
+            &zero,
+            &one,
+        )?;
+        let v = random::uniform(
+            &random::key_at(&keys, &[2])?,
+            shape,
+            DType::F32,
+            &zero,
+            &one,
+        )?;
+        let u = lax::sub(&u, &c(0.5))?;
+        let us = lax::sub(&c(0.5), &lax::abs(&u)?)?;
+        let k = lax::div(&lax::mul(&c(2.0), &a)?, &us)?;
+        let k = lax::mul(&lax::add(&k, &b)?, &u)?;
+        let k = lax::floor(&lax::add(&lax::add(&k, lam)?, &c(0.43))?)?;
+        let denom = lax::add(&lax::div(&a, &lax::mul(&us, &us)?)?, &b)?;
+        let s = lax::log(&lax::div(&lax::mul(&v, &inv_alpha)?, &denom)?)?;
+        let t = lax::add(&lax::neg(lam)?, &lax::mul(&k, &log_lam)?)?;
+        let t = lax::sub(&t, &lax::lgamma(&lax::add(&k, &c(1.0))?)?)?;
+        let accept1 = lax::bitwise_and(&lax::ge(&us, &c(0.07))?, &lax::le(&v, &v_r)?)?;
+        let small = lax::bitwise_and(&lax::lt(&us, &c(0.013))?, &lax::gt(&v, &us)?)?;
+        let reject = lax::bitwise_or(&lax::lt(&k, &c(0.0))?, &small)?;
+        let accept2 = lax::le(&s, &t)?;
+        let accept = lax::bitwise_or(&accept1, &lax::bitwise_and(&lax::not(&reject)?, &accept2)?)?;
+        let k_out = select(&accept, &k, &k_out)?;
+        let accepted = lax::bitwise_or(&accepted, &accept)?;
+        Ok((lax::add(&i, &Array::scalar(1i32))?, k_out, accepted, key))
     };
+    let body = |c: Carry| ok_or_raise(body_step(c));
     let (_, k, _, _) = while_loop(cond, body, init)?;
     lax::convert_element_type(&k, dtype, false)
 }
