@@ -12,10 +12,22 @@
 //! primitives inside nested `pjit`s; here they are inlined integer ops, so
 //! printed jaxprs differ while the values agree.
 
+mod binomial;
+mod continuous;
+mod discrete;
+mod gamma;
+mod multivariate;
 mod permutation;
 mod samplers;
+mod support;
 mod threefry;
 mod typed;
+
+pub use binomial::binomial;
+pub use continuous::{cauchy, double_sided_maxwell, maxwell, pareto, weibull_min};
+pub use discrete::{choice, geometric, poisson, rademacher};
+pub use gamma::{beta, chisquare, dirichlet, f, gamma, loggamma, t};
+pub use multivariate::{ball, generalized_normal, multivariate_normal, orthogonal};
 
 pub use permutation::{permutation, permutation_along, Permutable};
 pub use samplers::{
