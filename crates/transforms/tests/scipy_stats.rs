@@ -14,6 +14,7 @@ use jaxon_trace::numpy::{self as jnp, All};
 use jaxon_trace::scipy::stats::*;
 use jaxon_trace::{jit, Array};
 use jaxon_transforms::grad;
+use jaxon_transforms::vmap;
 
 // ---------------------------------------------------------------- JSON --
 
@@ -140,7 +141,12 @@ impl J {
 
 /// `(shape, data)` of an encoded array.
 fn tensor(j: &J) -> (Vec<usize>, Vec<f64>) {
-    let shape = j.get("shape").arr().iter().map(|d| d.num() as usize).collect();
+    let shape = j
+        .get("shape")
+        .arr()
+        .iter()
+        .map(|d| d.num() as usize)
+        .collect();
     let data = j.get("data").arr().iter().map(J::num).collect();
     (shape, data)
 }
@@ -176,9 +182,8 @@ fn call(name: &str, a: &[Option<Array>]) -> Result<Array> {
         f(r(0), r(1), r(2), o(3), o(4))
     };
     let dl = |f: fn(&Array, &Array, Option<&Array>) -> Result<Array>| f(r(0), r(1), o(2));
-    let ddl = |f: fn(&Array, &Array, &Array, Option<&Array>) -> Result<Array>| {
-        f(r(0), r(1), r(2), o(3))
-    };
+    let ddl =
+        |f: fn(&Array, &Array, &Array, Option<&Array>) -> Result<Array>| f(r(0), r(1), r(2), o(3));
     match name {
         "norm.logpdf" => ls(norm::logpdf),
         "norm.pdf" => ls(norm::pdf),
@@ -409,4 +414,188 @@ fn gradients_match_jax() {
     }
     assert!(checked > 300, "{checked} gradients");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `d/dx_i sum(f)` by central differences in f64.
+fn central(f: &dyn Fn(&Array) -> Array, x: &[f64], shape: &[usize]) -> Vec<f64> {
+    let h = 1e-6;
+    (0..x.len())
+        .map(|i| {
+            let mut p = x.to_vec();
+            let mut m = x.to_vec();
+            p[i] += h;
+            m[i] -= h;
+            let s = |v: Vec<f64>| {
+                f(&Array::from_vec(v, shape))
+                    .to_vec::<f64>()
+                    .iter()
+                    .sum::<f64>()
+            };
+            (s(p) - s(m)) / (2.0 * h)
+        })
+        .collect()
+}
+
+#[test]
+fn gradients_match_central_differences() {
+    let a = |v: &[f64]| Array::from_vec(v.to_vec(), &[v.len()]);
+    let xs = [0.3, 1.7, 2.9, 4.2];
+    let checks: Vec<(&str, Box<dyn Fn(&Array) -> Array>)> = vec![
+        (
+            "norm.logcdf(x)",
+            Box::new(|x: &Array| norm::logcdf(&lax_neg(x), None, None).unwrap()),
+        ),
+        (
+            "gamma.logpdf(x, a=2.5, scale=1.5)",
+            Box::new(move |x: &Array| {
+                gamma::logpdf(
+                    x,
+                    &Array::scalar(2.5f64),
+                    None,
+                    Some(&Array::scalar(1.5f64)),
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "gamma.logpdf(1.3, a=x)",
+            Box::new(|x: &Array| gamma::logpdf(&Array::scalar(1.3f64), x, None, None).unwrap()),
+        ),
+        (
+            "t.logpdf(0.7, df=x)",
+            Box::new(|x: &Array| t::logpdf(&Array::scalar(0.7f64), x, None, None).unwrap()),
+        ),
+        (
+            "beta.logpdf(0.4, a=x, b=1.5)",
+            Box::new(|x: &Array| {
+                beta::logpdf(
+                    &Array::scalar(0.4f64),
+                    x,
+                    &Array::scalar(1.5f64),
+                    None,
+                    None,
+                )
+                .unwrap()
+            }),
+        ),
+        (
+            "truncnorm.logcdf(0.2, a=-x, b=x)",
+            Box::new(|x: &Array| {
+                truncnorm::logcdf(&Array::scalar(0.2f64), &lax_neg(x), x, None, None).unwrap()
+            }),
+        ),
+        (
+            "chi2.cdf(x, df=3)",
+            Box::new(|x: &Array| chi2::cdf(x, &Array::scalar(3.0f64), None, None).unwrap()),
+        ),
+        (
+            "vonmises.logpdf(1.1, kappa=x)",
+            Box::new(|x: &Array| vonmises::logpdf(&Array::scalar(1.1f64), x).unwrap()),
+        ),
+    ];
+    for (what, f) in &checks {
+        let want = central(f.as_ref(), &xs, &[4]);
+        let f2 = |x: Array| jnp::sum(&f(&x), All, false).unwrap();
+        let got = grad(f2)(a(&xs)).unwrap().to_vec::<f64>();
+        let bad = mismatches(&got, &want, 1e-6, 1e-7);
+        assert!(bad.is_empty(), "{what}: {}", bad.join(", "));
+    }
+    // The multivariate normal wrt its mean.
+    let cov = Array::from_vec(
+        vec![2.0f64, 0.3, 0.1, 0.3, 1.5, -0.2, 0.1, -0.2, 1.0],
+        &[3, 3],
+    );
+    let x = a(&[0.5, -1.0, 2.0]);
+    let f = |m: &Array| multivariate_normal::logpdf(&x, m, &cov).unwrap();
+    let want = central(&f, &[0.1, 0.2, -0.3], &[3]);
+    let got = grad(|m: Array| f(&m))(a(&[0.1, 0.2, -0.3]))
+        .unwrap()
+        .to_vec::<f64>();
+    let bad = mismatches(&got, &want, 1e-6, 1e-7);
+    assert!(bad.is_empty(), "mvn wrt mean: {}", bad.join(", "));
+}
+
+fn lax_neg(x: &Array) -> Array {
+    jaxon_trace::lax::neg(x).unwrap()
+}
+
+#[test]
+fn staged_and_batched_calls_agree_with_eager() {
+    let x = Array::from_vec(vec![-1.5f32, 0.2, 0.9, 3.0], &[4]);
+    let df = Array::from_vec(vec![1.0f32, 2.5, 4.0, 9.0], &[4]);
+    let eager = t::logpdf(&x, &df, None, None).unwrap().to_vec::<f32>();
+    let staged = jit(|v: Vec<Array>| t::logpdf(&v[0], &v[1], None, None).unwrap())
+        .call(vec![x.clone(), df.clone()])
+        .unwrap()
+        .to_vec::<f32>();
+    assert_eq!(eager, staged);
+    let staged = jit(|v: Vec<Array>| truncnorm::logcdf(&v[0], &v[1], &v[2], None, None).unwrap())
+        .call(vec![x.clone(), lax_neg(&df), df.clone()])
+        .unwrap()
+        .to_vec::<f32>();
+    let eager = truncnorm::logcdf(&x, &lax_neg(&df), &df, None, None)
+        .unwrap()
+        .to_vec::<f32>();
+    assert_eq!(eager, staged);
+    // vmap over rows of x against a loop of unbatched calls.
+    let xs = Array::from_vec(
+        (0..12).map(|i| i as f32 * 0.37 - 2.0).collect::<Vec<_>>(),
+        &[3, 4],
+    );
+    let batched = vmap(|r: Array| norm::logcdf(&r, None, Some(&Array::scalar(1.5f32))).unwrap())
+        .call(xs.clone())
+        .unwrap()
+        .to_vec::<f32>();
+    let rows = xs.to_vec::<f32>();
+    let mut looped = Vec::new();
+    for r in rows.chunks(4) {
+        let y = norm::logcdf(
+            &Array::from_vec(r.to_vec(), &[4]),
+            None,
+            Some(&Array::scalar(1.5f32)),
+        );
+        looped.extend(y.unwrap().to_vec::<f32>());
+    }
+    assert_eq!(batched, looped);
+}
+
+#[test]
+fn promotion_and_errors() {
+    // Integer arguments are promoted to the default float, as JAX does.
+    let k = Array::from_vec(vec![0i32, 1, 2, 5], &[4]);
+    let y = poisson::logpmf(&k, &Array::weak(2.0), None).unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    let y = norm::logpdf(&k, None, None).unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    // f64 stays f64 against weak defaults.
+    let x = Array::from_vec(vec![0.5f64, 1.0], &[2]);
+    assert_eq!(expon::cdf(&x, None, None).unwrap().dtype(), DType::F64);
+    // norm.ppf does not promote: an integer q is an error (JAX's TypeError).
+    assert!(norm::ppf(&k, None, None).is_err());
+    // Shapes that do not broadcast name both shapes.
+    let x3 = Array::from_vec(vec![0.1f32, 0.2, 0.3], &[3]);
+    let l4 = Array::from_vec(vec![0.0f32; 4], &[4]);
+    let shape_err = |r: Result<Array>| match r {
+        Err(Error::ShapeMismatch { lhs, rhs, .. }) => {
+            let both = format!("{lhs} {rhs}");
+            assert!(both.contains("[3]") && both.contains('4'), "{lhs} vs {rhs}");
+        }
+        other => panic!("expected a shape error, got {other:?}"),
+    };
+    shape_err(norm::logpdf(&x3, Some(&l4), None));
+    shape_err(gamma::cdf(&x3, &l4, None, None));
+    shape_err(beta::logpdf(&x3, &l4, &l4, None, None));
+    shape_err(truncnorm::logcdf(&x3, &l4, &l4, None, None));
+    shape_err(dirichlet::logpdf(&l4, &x3));
+    let mean = Array::from_vec(vec![0.0f32; 3], &[3]);
+    let cov4 = Array::from_vec(vec![0.0f32; 16], &[4, 4]);
+    shape_err(multivariate_normal::logpdf(&x3, &mean, &cov4));
+    // alpha must be 1-D.
+    let a2 = Array::from_vec(vec![1.0f32; 6], &[2, 3]);
+    assert!(matches!(
+        dirichlet::logpdf(&x3, &a2),
+        Err(Error::InvalidArgument(_))
+    ));
+    // A scalar x has no components.
+    assert!(dirichlet::logpdf(&Array::scalar(0.5f32), &x3).is_err());
 }

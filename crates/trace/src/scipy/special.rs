@@ -350,7 +350,10 @@ pub fn ndtri(p: &Array) -> Result<Array> {
     let ww = lax::square(&w)?;
     let ratio0 = lax::div(&polyval_const(&P0, &ww)?, &polyval_const(&Q0, &ww)?)?;
     let x_big = lax::add(&w, &lax::mul(&lax::mul(&w, &ww)?, &ratio0)?)?;
-    let x_big = lax::mul(&x_big, &lax::neg(&c(p, (2.0 * std::f64::consts::PI).sqrt())?)?)?;
+    let x_big = lax::mul(
+        &x_big,
+        &lax::neg(&c(p, (2.0 * std::f64::consts::PI).sqrt())?)?,
+    )?;
     let z = lax::sqrt(&lax::mul(&c(p, -2.0)?, &lax::log(&sanitized)?)?)?;
     let first = lax::sub(&z, &lax::div(&lax::log(&z)?, &z)?)?;
     let rz = lax::div(&one, &z)?;

@@ -47,10 +47,7 @@ pub fn logpdf(
         &xlog1py(&lax::sub(&b, &one)?, &lax::neg(&y)?)?,
     )?;
     let lp = lax::sub(&lax::add(&shape_term, &linear)?, &lax::log(&scale)?)?;
-    let outside = jnp::logical_or(
-        &lax::gt(&x, &lax::add(&loc, &scale)?)?,
-        &lax::lt(&x, &loc)?,
-    )?;
+    let outside = jnp::logical_or(&lax::gt(&x, &lax::add(&loc, &scale)?)?, &lax::lt(&x, &loc)?)?;
     let r = jnp::where_(&outside, &neg_inf(), &lp)?;
     let bad = jnp::logical_or(
         &jnp::logical_or(&lax::le(&a, &zero)?, &lax::le(&b, &zero)?)?,

@@ -25,10 +25,7 @@ pub fn logpmf(kk: &Array, n: &Array, p: &Array, loc: Option<&Array>) -> Result<A
             &gammaln(&plus1(&lax::sub(n, &y)?)?)?,
         )?,
     )?;
-    let linear = lax::add(
-        &xlogy(&y, p)?,
-        &xlog1py(&lax::sub(n, &y)?, &lax::neg(p)?)?,
-    )?;
+    let linear = lax::add(&xlogy(&y, p)?, &xlog1py(&lax::sub(n, &y)?, &lax::neg(p)?)?)?;
     let lp = lax::add(&comb, &linear)?;
     let cond = jnp::logical_or(
         &jnp::logical_and(&lax::eq(&y, &zero)?, &lax::eq(n, &zero)?)?,

@@ -43,7 +43,11 @@ pub fn cdf(x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Result<Arra
 pub fn logsf(x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Result<Array> {
     let [x, loc, scale] = args("expon.sf", x, loc, scale)?;
     let neg_scaled = lax::div(&lax::sub(&loc, &x)?, &scale)?;
-    jnp::where_(&lax::lt(&x, &loc)?, &jnp::zeros_like(&neg_scaled)?, &neg_scaled)
+    jnp::where_(
+        &lax::lt(&x, &loc)?,
+        &jnp::zeros_like(&neg_scaled)?,
+        &neg_scaled,
+    )
 }
 
 exp_of! {

@@ -15,7 +15,10 @@ fn args(name: &str, x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Re
 pub fn logpdf(x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Result<Array> {
     let [x, loc, scale] = args("laplace.logpdf", x, loc, scale)?;
     let linear = lax::div(&lax::abs(&lax::sub(&x, &loc)?)?, &scale)?;
-    lax::neg(&lax::add(&linear, &lax::log(&lax::mul(&k(&x, 2.0)?, &scale)?)?)?)
+    lax::neg(&lax::add(
+        &linear,
+        &lax::log(&lax::mul(&k(&x, 2.0)?, &scale)?)?,
+    )?)
 }
 
 exp_of! {
@@ -30,6 +33,9 @@ pub fn cdf(x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Result<Arra
     let half = k(&x, 0.5)?;
     let diff = lax::div(&lax::sub(&x, &loc)?, &scale)?;
     let lower = lax::mul(&half, &lax::exp(&diff)?)?;
-    let upper = lax::sub(&k(&x, 1.0)?, &lax::mul(&half, &lax::exp(&lax::neg(&diff)?)?)?)?;
+    let upper = lax::sub(
+        &k(&x, 1.0)?,
+        &lax::mul(&half, &lax::exp(&lax::neg(&diff)?)?)?,
+    )?;
     lax::select_n(&lax::le(&diff, &k(&x, 0.0)?)?, &[upper, lower])
 }

@@ -34,7 +34,10 @@ pub fn logpdf(x: &Array, mean: &Array, cov: &Array) -> Result<Array> {
             &jnp::multiply(&half, &jnp::square(&jnp::subtract(x, mean)?)?)?,
             cov,
         )?;
-        let norm = jnp::multiply(&Array::weak(0.5), &jnp::add(&log_two_pi(x)?, &jnp::log(cov)?)?)?;
+        let norm = jnp::multiply(
+            &Array::weak(0.5),
+            &jnp::add(&log_two_pi(x)?, &jnp::log(cov)?)?,
+        )?;
         return jnp::subtract(&q, &norm);
     };
     let y = jnp::subtract(x, mean)?;
@@ -80,7 +83,11 @@ pub fn logpdf(x: &Array, mean: &Array, cov: &Array) -> Result<Array> {
     )?;
     let z = lax::squeeze(&z, &[z.ndim() - 1])?;
     let ss = jnp::sum(&jnp::multiply(&z, &z)?, -1isize, false)?;
-    let diag = jnp::sum(&jnp::multiply(&l, &la::eye_like(&l, n, n)?)?, -1isize, false)?;
+    let diag = jnp::sum(
+        &jnp::multiply(&l, &la::eye_like(&l, n, n)?)?,
+        -1isize,
+        false,
+    )?;
     let logdet = jnp::sum(&jnp::log(&diag)?, -1isize, false)?;
     let first = jnp::subtract(
         &jnp::multiply(&half, &ss)?,

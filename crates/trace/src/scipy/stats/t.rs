@@ -17,9 +17,15 @@ pub fn logpdf(x: &Array, df: &Array, loc: Option<&Array>, scale: Option<&Array>)
     let half_df1 = lax::add(&half_df, &k(x, 0.5)?)?;
     let nconst = lax::mul(&lax::mul(scale, scale)?, &k(x, std::f64::consts::PI)?)?;
     let ntmp = lax::div(&lax::log(&lax::mul(&nconst, df)?)?, &two)?;
-    let normalize = lax::sub(&lax::add(&lax::lgamma(&half_df)?, &ntmp)?, &lax::lgamma(&half_df1)?)?;
+    let normalize = lax::sub(
+        &lax::add(&lax::lgamma(&half_df)?, &ntmp)?,
+        &lax::lgamma(&half_df1)?,
+    )?;
     let quadratic = lax::div(&lax::mul(&y, &y)?, df)?;
-    lax::neg(&lax::add(&normalize, &lax::mul(&half_df1, &lax::log1p(&quadratic)?)?)?)
+    lax::neg(&lax::add(
+        &normalize,
+        &lax::mul(&half_df1, &lax::log1p(&quadratic)?)?,
+    )?)
 }
 
 exp_of! {

@@ -35,13 +35,12 @@ fn args(
 fn broadcast_all(arrays: &[&Array]) -> Result<Vec<Array>> {
     let mut shape: Vec<usize> = Vec::new();
     for a in arrays {
-        shape = crate::numpy::promote::broadcast_shape_lists(
-            "truncnorm",
-            &shape,
-            &a.try_shape()?,
-        )?;
+        shape = crate::numpy::promote::broadcast_shape_lists("truncnorm", &shape, &a.try_shape()?)?;
     }
-    arrays.iter().map(|a| jnp::broadcast_to(a, &shape)).collect()
+    arrays
+        .iter()
+        .map(|a| jnp::broadcast_to(a, &shape))
+        .collect()
 }
 
 /// `log(exp(x) - exp(y))`: JAX's `logsumexp([x, y], b=[1, -1], axis=0)`

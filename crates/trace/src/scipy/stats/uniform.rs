@@ -17,10 +17,7 @@ fn args(name: &str, x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Re
 pub fn logpdf(x: &Array, loc: Option<&Array>, scale: Option<&Array>) -> Result<Array> {
     let [x, loc, scale] = args("uniform.logpdf", x, loc, scale)?;
     let log_probs = lax::neg(&lax::log(&scale)?)?;
-    let outside = jnp::logical_or(
-        &lax::gt(&x, &lax::add(&loc, &scale)?)?,
-        &lax::lt(&x, &loc)?,
-    )?;
+    let outside = jnp::logical_or(&lax::gt(&x, &lax::add(&loc, &scale)?)?, &lax::lt(&x, &loc)?)?;
     jnp::where_(&outside, &neg_inf(), &log_probs)
 }
 
