@@ -269,6 +269,29 @@ fn call(name: &str, a: &[Option<Array>]) -> Result<Array> {
         "truncnorm.logcdf" => ssls(truncnorm::logcdf),
         "truncnorm.sf" => ssls(truncnorm::sf),
         "truncnorm.logsf" => ssls(truncnorm::logsf),
+        "gumbel_r.logpdf" => ls(gumbel_r::logpdf),
+        "gumbel_r.pdf" => ls(gumbel_r::pdf),
+        "gumbel_r.logcdf" => ls(gumbel_r::logcdf),
+        "gumbel_r.cdf" => ls(gumbel_r::cdf),
+        "gumbel_r.sf" => ls(gumbel_r::sf),
+        "gumbel_r.logsf" => ls(gumbel_r::logsf),
+        "gumbel_r.ppf" => ls(gumbel_r::ppf),
+        "gumbel_l.logpdf" => ls(gumbel_l::logpdf),
+        "gumbel_l.pdf" => ls(gumbel_l::pdf),
+        "gumbel_l.logcdf" => ls(gumbel_l::logcdf),
+        "gumbel_l.cdf" => ls(gumbel_l::cdf),
+        "gumbel_l.sf" => ls(gumbel_l::sf),
+        "gumbel_l.logsf" => ls(gumbel_l::logsf),
+        "gumbel_l.ppf" => ls(gumbel_l::ppf),
+        "wrapcauchy.logpdf" => wrapcauchy::logpdf(r(0), r(1)),
+        "wrapcauchy.pdf" => wrapcauchy::pdf(r(0), r(1)),
+        "gennorm.logpdf" => gennorm::logpdf(r(0), r(1)),
+        "gennorm.pdf" => gennorm::pdf(r(0), r(1)),
+        "gennorm.cdf" => gennorm::cdf(r(0), r(1)),
+        "betabinom.logpmf" => betabinom::logpmf(r(0), r(1), r(2), r(3), o(4)),
+        "betabinom.pmf" => betabinom::pmf(r(0), r(1), r(2), r(3), o(4)),
+        "multinomial.logpmf" => multinomial::logpmf(r(0), r(1), r(2)),
+        "multinomial.pmf" => multinomial::pmf(r(0), r(1), r(2)),
         "dirichlet.logpdf" => dirichlet::logpdf(r(0), r(1)),
         "dirichlet.pdf" => dirichlet::pdf(r(0), r(1)),
         "multivariate_normal.logpdf" => multivariate_normal::logpdf(r(0), r(1), r(2)),
@@ -326,7 +349,14 @@ fn args_of(c: &J, dt: DType) -> Vec<Option<Array>> {
             J::Null => None,
             a => {
                 let (s, d) = tensor(a);
-                Some(make(&s, &d, dt))
+                if matches!(a.get("int"), J::Num(_)) {
+                    Some(Array::from_vec(
+                        d.iter().map(|&v| v as i32).collect::<Vec<_>>(),
+                        &s,
+                    ))
+                } else {
+                    Some(make(&s, &d, dt))
+                }
             }
         })
         .collect()
@@ -385,8 +415,10 @@ fn gradients_match_jax() {
             (1e-4, 1e-5)
         };
         for (i, g) in grads.iter().enumerate() {
-            if matches!(g, J::Null) {
-                continue;
+            match g {
+                J::Null => continue,
+                J::Str(s) if s == "jax-fails" => continue,
+                _ => {}
             }
             let base = args.clone();
             let nm = name.clone();
@@ -487,6 +519,15 @@ fn gradients_match_central_differences() {
         (
             "chi2.cdf(x, df=3)",
             Box::new(|x: &Array| chi2::cdf(x, &Array::scalar(3.0f64), None, None).unwrap()),
+        ),
+        (
+            // JAX 0.10.2 itself fails on this derivative (a float0 tangent).
+            "gumbel_r.logpdf(0.4, scale=x)",
+            Box::new(|x: &Array| gumbel_r::logpdf(&Array::scalar(0.4f64), None, Some(x)).unwrap()),
+        ),
+        (
+            "gumbel_l.ppf(0.3, scale=x)",
+            Box::new(|x: &Array| gumbel_l::ppf(&Array::scalar(0.3f64), None, Some(x)).unwrap()),
         ),
         (
             "vonmises.logpdf(1.1, kappa=x)",
@@ -596,6 +637,9 @@ fn promotion_and_errors() {
         dirichlet::logpdf(&x3, &a2),
         Err(Error::InvalidArgument(_))
     ));
+    // multinomial counts must be integers.
+    let p3 = Array::from_vec(vec![0.2f32, 0.3, 0.5], &[3]);
+    assert!(multinomial::logpmf(&x3, &Array::scalar(3i32), &p3).is_err());
     // A scalar x has no components.
     assert!(dirichlet::logpdf(&Array::scalar(0.5f32), &x3).is_err());
 }

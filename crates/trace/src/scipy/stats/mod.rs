@@ -25,15 +25,19 @@ use crate::numpy::promote::promote_args_inexact;
 
 pub mod bernoulli;
 pub mod beta;
+pub mod betabinom;
 pub mod binom;
 pub mod cauchy;
 pub mod chi2;
+mod circular;
 pub mod dirichlet;
 pub mod expon;
 pub mod gamma;
 pub mod geom;
+mod gumbel;
 pub mod laplace;
 pub mod logistic;
+pub mod multinomial;
 pub mod multivariate_normal;
 pub mod nbinom;
 pub mod norm;
@@ -43,6 +47,9 @@ pub mod t;
 pub mod truncnorm;
 pub mod uniform;
 pub mod vonmises;
+
+pub use circular::{gennorm, wrapcauchy};
+pub use gumbel::{gumbel_l, gumbel_r};
 
 /// JAX's `promote_args_inexact(name, *args)`.
 pub(crate) fn promote(name: &str, args: &[&Array]) -> Result<Vec<Array>> {
