@@ -169,6 +169,12 @@ fn to_f64(a: &Array) -> Vec<f64> {
 
 // ------------------------------------------------------------ dispatch --
 
+/// `f(x, a, b, loc, scale)`.
+type ThreeShapes = fn(&Array, &Array, &Array, Option<&Array>, Option<&Array>) -> Result<Array>;
+
+/// A named function of one f64 array, for central differences.
+type Check = (&'static str, Box<dyn Fn(&Array) -> Array>);
+
 /// Calls the named `jax.scipy.stats` function; a missing trailing
 /// argument (or JSON `null`) is JAX's default.
 fn call(name: &str, a: &[Option<Array>]) -> Result<Array> {
@@ -178,9 +184,7 @@ fn call(name: &str, a: &[Option<Array>]) -> Result<Array> {
     let sls = |f: fn(&Array, &Array, Option<&Array>, Option<&Array>) -> Result<Array>| {
         f(r(0), r(1), o(2), o(3))
     };
-    let ssls = |f: fn(&Array, &Array, &Array, Option<&Array>, Option<&Array>) -> Result<Array>| {
-        f(r(0), r(1), r(2), o(3), o(4))
-    };
+    let ssls = |f: ThreeShapes| f(r(0), r(1), r(2), o(3), o(4));
     let dl = |f: fn(&Array, &Array, Option<&Array>) -> Result<Array>| f(r(0), r(1), o(2));
     let ddl =
         |f: fn(&Array, &Array, &Array, Option<&Array>) -> Result<Array>| f(r(0), r(1), r(2), o(3));
@@ -472,7 +476,7 @@ fn central(f: &dyn Fn(&Array) -> Array, x: &[f64], shape: &[usize]) -> Vec<f64> 
 fn gradients_match_central_differences() {
     let a = |v: &[f64]| Array::from_vec(v.to_vec(), &[v.len()]);
     let xs = [0.3, 1.7, 2.9, 4.2];
-    let checks: Vec<(&str, Box<dyn Fn(&Array) -> Array>)> = vec![
+    let checks: Vec<Check> = vec![
         (
             "norm.logcdf(x)",
             Box::new(|x: &Array| norm::logcdf(&lax_neg(x), None, None).unwrap()),
