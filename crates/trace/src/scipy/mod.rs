@@ -1,4 +1,5 @@
-//! `jax.scipy`: the parts jaxon provides (`linalg`, `special`).
+//! `jax.scipy`: the parts jaxon provides (`linalg`, `special`, `stats`).
 
 pub mod linalg;
 pub mod special;
+pub mod stats;
