@@ -163,4 +163,15 @@ for mode in ["full", "same", "valid"]:
     case("correlate", [rand((3,)), rand((6,))], mode=mode)
 case("trapezoid", [rand((3, 5))], dx=0.5, axis=1)
 case("ediff1d", [rand((2, 3))])
+# Functions with several results: "outs" holds each.
+def multi(name, args, f):
+    cases.append({"name": name, "args": [enc(a) for a in args], "params": {},
+                  "outs": [enc(o) for o in f(*args)]})
+
+
+multi("divmod", [rand((7,)), np.array([2.0, -2.0, 0.5, 3.0, -1.5, 4.0, 1.0], "float32")], jnp.divmod)
+multi("divmod", [rand((6,), "int32"), np.array([2, -2, 3, -3, 5, 7], "int32")], jnp.divmod)
+multi("modf", [rand((8,), special=True)], jnp.modf)
+multi("unstack", [rand((3, 2))], lambda x: jnp.unstack(x, axis=1))
+multi("broadcast_arrays", [rand((3, 1)), rand((4,)), rand(())], jnp.broadcast_arrays)
 print(json.dumps({"jax": jax.__version__, "cases": cases}))
