@@ -24,10 +24,14 @@
 //!   `parse`, `check`, `interp`, `diff` or `pallas` with cargo-fuzz on stable (see
 //!   `fuzz.rs` and `docs/reliability.md`).
 //!
+//! `test-all` installs Open MPI (`mpi.rs`) when it is missing and it may, and
+//! then builds and tests jaxon's `mpi` feature too; otherwise it prints why not.
+//!
 //! Only the standard library is used, so that it builds on a fresh clone.
 
 mod fuzz;
 mod gpu_check;
+mod mpi;
 mod nvrtc;
 
 use std::io::{BufRead, BufReader};
@@ -269,6 +273,26 @@ fn test_all(args: &[String]) -> ExitCode {
         },
     });
 
+    // Open MPI for `jaxon::distributed`: with it, the facade's `mpi`
+    // feature is linted, documented and tested (`tests/distributed_mpi.rs`
+    // runs `mpirun -np 2`).
+    let mpi_setup = Instant::now();
+    let mpi = mpi::ensure();
+    results.push(StepResult {
+        name: "Open MPI for the distributed tests (jaxon's `mpi` feature)".into(),
+        ok: true,
+        time: mpi_setup.elapsed(),
+        note: match &mpi {
+            Ok(()) => "found".into(),
+            Err(e) => format!("skipped, the `mpi` feature is not built or tested: {e}"),
+        },
+    });
+    let features = if mpi.is_ok() {
+        "jaxon/ndarray,jaxon/mpi"
+    } else {
+        "jaxon/ndarray"
+    };
+
     let corpus = root.join(DEFAULT_CORPUS);
     let corpus = corpus.to_str().unwrap_or(DEFAULT_CORPUS);
     let api2 = root.join(API2_CORPUS);
@@ -276,32 +300,32 @@ fn test_all(args: &[String]) -> ExitCode {
     let steps = [
         Step::new("cargo fmt --all --check", &["fmt", "--all", "--check"]),
         Step::new(
-            "cargo clippy --workspace --all-targets --features jaxon/ndarray -- -D warnings",
+            &format!("cargo clippy --workspace --all-targets --features {features} -- -D warnings"),
             &[
                 "clippy",
                 "--workspace",
                 "--all-targets",
                 "--features",
-                "jaxon/ndarray",
+                features,
                 "--",
                 "-D",
                 "warnings",
             ],
         ),
         Step::new(
-            "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps --features jaxon/ndarray",
-            &["doc", "--workspace", "--no-deps", "--features", "jaxon/ndarray"],
+            &format!("RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps --features {features}"),
+            &["doc", "--workspace", "--no-deps", "--features", features],
         )
         .env("RUSTDOCFLAGS", "-D warnings"),
         // Optional features are tested too; --no-fail-fast so that one
         // failing test binary does not hide the ones after it.
         Step::new(
-            "cargo test --workspace --features jaxon/ndarray --no-fail-fast",
+            &format!("cargo test --workspace --features {features} --no-fail-fast"),
             &[
                 "test",
                 "--workspace",
                 "--features",
-                "jaxon/ndarray",
+                features,
                 "--no-fail-fast",
             ],
         ),

@@ -259,9 +259,22 @@ impl Default for CpuBackend {
     }
 }
 
+/// How many processes of one MPI job share this host (Open MPI's
+/// `OMPI_COMM_WORLD_LOCAL_SIZE`, MPICH's `MPI_LOCALNRANKS`), else 1: each
+/// takes an equal share of the cores, as data-parallel ranks should.
+fn local_processes() -> usize {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
 impl CpuBackend {
     /// A backend with an empty compilation cache, using every available
-    /// core for large kernels (`JAXON_CPU_THREADS` overrides the count) and
+    /// core for large kernels, or this process's share of them when MPI
+    /// started several processes on this host (`JAXON_CPU_THREADS`
+    /// overrides the count), and
     /// 256-bit tile routines where the CPU has AVX2 (`JAXON_CPU_WIDE_MATH=0`
     /// turns them off).
     pub fn new() -> CpuBackend {
@@ -269,13 +282,14 @@ impl CpuBackend {
             .ok()
             .and_then(|t| t.parse().ok())
             .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-            .unwrap_or(1);
+            .map_or(1, |n| n / local_processes());
         // `JAXON_CPU_WIDE_MATH=0` keeps every function inline at 128 bits.
         let wide = std::env::var("JAXON_CPU_WIDE_MATH").map_or(true, |v| v != "0");
         CpuBackend::with_threads(threads).with_wide_math(wide)
     }
 
-    /// A backend whose large kernels run on at most `threads` threads.
+    /// A backend whose large kernels run on at most `threads` threads (at
+    /// least one).
     pub fn with_threads(threads: usize) -> CpuBackend {
         CpuBackend {
             cache: Mutex::new(ProgramCache::new(program_cache::default_limit())),

@@ -69,6 +69,7 @@ pub use jaxon_trace::{
     set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static, WeakScalar,
 };
 pub use jaxon_trace::{index, nn, scipy};
+pub mod distributed;
 pub mod io;
 mod program;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};

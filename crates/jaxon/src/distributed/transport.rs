@@ -1,0 +1,420 @@
+//! The MPI transport of `jaxon::distributed` (the `mpi` feature): the
+//! session (MPI's world, initialised for serialised use from any thread)
+//! and the exchanges, each a nonblocking MPI collective polled against the
+//! collective timeout.
+//!
+//! Invariants:
+//! - One session per process, held in `SESSION`; every MPI call happens
+//!   under its lock (MPI_THREAD_SERIALIZED).
+//! - A buffer handed to a nonblocking MPI call is leaked for the call's
+//!   duration (`'static`, so MPI may write it whenever it likes) and taken
+//!   back only after MPI reports the call complete. On a timeout the call
+//!   cannot be cancelled: its buffers stay leaked, the session is poisoned,
+//!   and it is never finalized (MPI_Finalize would wait for the call).
+
+use super::plan::{stack, Kind, Plan, ReduceOp};
+use crate::{Error, Result};
+use jaxon_ir::{HostArray, Storage};
+use mpi::collective::SystemOperation;
+use mpi::datatype::Equivalence;
+use mpi::request::{Request, StaticScope};
+use mpi::topology::Communicator;
+use mpi::traits::*;
+use mpi::Threading;
+use num_complex::{Complex32, Complex64};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+struct State {
+    universe: mpi::environment::Universe,
+    rank: usize,
+    size: usize,
+    /// Why the session can no longer be used (a collective timed out).
+    poisoned: Option<String>,
+}
+
+// SAFETY: the universe is only touched under `SESSION`'s lock, and MPI is
+// initialised with `Threading::Serialized`, which allows calls from any
+// thread as long as they do not overlap.
+unsafe impl Send for State {}
+
+static SESSION: Mutex<Option<State>> = Mutex::new(None);
+
+fn lock() -> MutexGuard<'static, Option<State>> {
+    SESSION.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The joined group; leaving it finalizes MPI.
+pub(super) struct Session;
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(state) = lock().take() {
+            if state.poisoned.is_some() {
+                // A collective is still pending: finalizing would wait for
+                // it forever. Exit without it (mpirun reports the job).
+                std::mem::forget(state.universe);
+            }
+        }
+    }
+}
+
+pub(super) fn initialize() -> Result<Session> {
+    let mut slot = lock();
+    if slot.is_some() {
+        return Err(Error::InvalidArgument(
+            "distributed::initialize: this process has already joined its group".into(),
+        ));
+    }
+    let (universe, level) =
+        mpi::initialize_with_threading(Threading::Serialized).ok_or_else(|| {
+            Error::Unsupported(
+                "distributed::initialize: MPI was already initialised and finalised in this \
+             process (a group can be joined once)"
+                    .into(),
+            )
+        })?;
+    if level < Threading::Serialized {
+        return Err(Error::Unsupported(format!(
+            "distributed::initialize: the MPI library offers thread level {level:?}, \
+             jaxon needs Serialized"
+        )));
+    }
+    let world = universe.world();
+    let (rank, size) = (world.rank(), world.size());
+    *slot = Some(State {
+        universe,
+        rank: usize::try_from(rank).unwrap_or(0),
+        size: usize::try_from(size).unwrap_or(1),
+        poisoned: None,
+    });
+    tracing::debug!(rank, size, "joined the MPI world");
+    Ok(Session)
+}
+
+pub(super) fn rank_and_size() -> Option<(usize, usize)> {
+    lock().as_ref().map(|s| (s.rank, s.size))
+}
+
+/// A collective that did not complete in time.
+struct TimedOut;
+
+/// Polls `req` until it completes or `deadline` passes; on a timeout the
+/// request is forgotten (its buffers stay leaked).
+fn wait<D: ?Sized>(
+    mut req: Request<'static, D, StaticScope>,
+    deadline: Instant,
+) -> std::result::Result<(), TimedOut> {
+    let mut spins = 0u32;
+    loop {
+        match req.test() {
+            Ok(_) => return Ok(()),
+            Err(r) => req = r,
+        }
+        if Instant::now() >= deadline {
+            std::mem::forget(req);
+            return Err(TimedOut);
+        }
+        spins += 1;
+        if spins < 1000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+}
+
+/// A vector leaked for a nonblocking call: `'static` references to it, and
+/// the vector back once the call is complete.
+struct Leaked<T: 'static>(*mut [T]);
+
+impl<T: 'static> Leaked<T> {
+    fn new(v: Vec<T>) -> Leaked<T> {
+        Leaked(Box::into_raw(v.into_boxed_slice()))
+    }
+
+    /// SAFETY: no other reference to the buffer may be alive.
+    unsafe fn slice(&self) -> &'static [T] {
+        unsafe { &*self.0 }
+    }
+
+    /// SAFETY: no other reference to the buffer may be alive.
+    unsafe fn slice_mut(&self) -> &'static mut [T] {
+        unsafe { &mut *self.0 }
+    }
+
+    /// SAFETY: the call that borrowed the buffer has completed.
+    unsafe fn take(self) -> Vec<T> {
+        unsafe { Box::from_raw(self.0) }.into_vec()
+    }
+}
+
+struct Comm<'a> {
+    world: mpi::topology::SimpleCommunicator,
+    deadline: Instant,
+    state: &'a mut State,
+}
+
+impl Comm<'_> {
+    fn timed_out(&mut self, what: &str) -> Error {
+        let msg = format!(
+            "distributed: {what} on process {} of {} timed out after {:?}: another process \
+             did not take part (it may have died or be waiting elsewhere); this session can \
+             no longer be used",
+            self.state.rank,
+            self.state.size,
+            super::timeout()
+        );
+        self.state.poisoned = Some(msg.clone());
+        Error::Unsupported(msg)
+    }
+
+    fn all_gather<T: Equivalence + Copy + Default + 'static>(
+        &mut self,
+        mine: Vec<T>,
+        what: &str,
+    ) -> Result<Vec<T>> {
+        let n = mine.len() * self.state.size;
+        let send = Leaked::new(mine);
+        let recv = Leaked::new(vec![T::default(); n]);
+        // SAFETY: both buffers are only reachable through these references
+        // until the request completes.
+        let req = unsafe {
+            self.world
+                .immediate_all_gather_into(StaticScope, send.slice(), recv.slice_mut())
+        };
+        if wait(req, self.deadline).is_err() {
+            return Err(self.timed_out(what));
+        }
+        // SAFETY: the request completed.
+        unsafe {
+            drop(send.take());
+            Ok(recv.take())
+        }
+    }
+
+    fn all_reduce<T: Equivalence + Copy + Default + 'static>(
+        &mut self,
+        mine: Vec<T>,
+        op: ReduceOp,
+    ) -> Result<Vec<T>> {
+        let n = mine.len();
+        let send = Leaked::new(mine);
+        let recv = Leaked::new(vec![T::default(); n]);
+        let sys = match op {
+            ReduceOp::Sum | ReduceOp::Mean => SystemOperation::sum(),
+            ReduceOp::Max => SystemOperation::max(),
+            ReduceOp::Min => SystemOperation::min(),
+        };
+        // SAFETY: as in `all_gather`.
+        let req = unsafe {
+            self.world
+                .immediate_all_reduce_into(StaticScope, send.slice(), recv.slice_mut(), sys)
+        };
+        if wait(req, self.deadline).is_err() {
+            return Err(self.timed_out("all-reduce"));
+        }
+        // SAFETY: the request completed.
+        unsafe {
+            drop(send.take());
+            Ok(recv.take())
+        }
+    }
+
+    fn broadcast(&mut self, mut bytes: Vec<u8>, root: usize) -> Result<Vec<u8>> {
+        let root = i32::try_from(root).map_err(|_| Error::InvalidArgument("root".into()))?;
+        bytes.shrink_to_fit();
+        let buf = Leaked::new(bytes);
+        let proc = self.world.process_at_rank(root);
+        // SAFETY: as in `all_gather`.
+        let req = unsafe { proc.immediate_broadcast_into(StaticScope, buf.slice_mut()) };
+        if wait(req, self.deadline).is_err() {
+            return Err(self.timed_out("broadcast"));
+        }
+        // SAFETY: the request completed.
+        Ok(unsafe { buf.take() })
+    }
+}
+
+/// Runs `plan` with the other processes of the session.
+pub(super) fn exchange(plan: &Plan) -> Result<Vec<HostArray>> {
+    let mut guard = lock();
+    let state = guard.as_mut().ok_or_else(|| {
+        Error::InvalidArgument("distributed: no session (call distributed::initialize)".into())
+    })?;
+    if let Some(why) = &state.poisoned {
+        return Err(Error::Unsupported(why.clone()));
+    }
+    let mut comm = Comm {
+        world: state.universe.world(),
+        deadline: Instant::now() + super::timeout(),
+        state,
+    };
+    agree(&mut comm, plan)?;
+    match plan.kind {
+        Kind::Reduce(op) => reduce_all(&mut comm, &plan.leaves, op),
+        Kind::Gather => gather(&mut comm, &plan.leaves),
+        Kind::Broadcast(root) => {
+            let bytes: Vec<u8> = plan
+                .leaves
+                .iter()
+                .flat_map(HostArray::to_le_bytes)
+                .collect();
+            let bytes = comm.broadcast(bytes, root)?;
+            split(&plan.leaves, &bytes)
+        }
+    }
+}
+
+/// Every process's signature must equal this one's: else an error on
+/// every process, naming the first that differs.
+fn agree(comm: &mut Comm<'_>, plan: &Plan) -> Result<()> {
+    let root = match plan.kind {
+        Kind::Broadcast(r) => r as u64,
+        Kind::Reduce(_) | Kind::Gather => 0,
+    };
+    let mine = vec![plan.signature(), plan.leaves.len() as u64, root];
+    let all = comm.all_gather(mine.clone(), "the signature exchange")?;
+    for (p, theirs) in all.chunks(mine.len()).enumerate() {
+        if theirs != mine.as_slice() {
+            return Err(Error::InvalidArgument(format!(
+                "distributed: process {p} called a different collective than process {} \
+                 ({} leaves, signature {:#x}; here: {}, {} leaves, signature {:#x}); every \
+                 process must call the same collective on leaves of the same dtypes and shapes",
+                comm.state.rank,
+                theirs.get(1).copied().unwrap_or(0),
+                theirs.first().copied().unwrap_or(0),
+                plan.describe(),
+                mine[1],
+                mine[0],
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reduces every leaf. The floating and complex leaves travel packed, one
+/// MPI call for all the f32-computed ones (f32, f16, bf16, c64) and one
+/// for the f64 ones (f64, c128); other dtypes go one leaf per call.
+fn reduce_all(comm: &mut Comm<'_>, leaves: &[HostArray], op: ReduceOp) -> Result<Vec<HostArray>> {
+    let n = comm.state.size;
+    let mut narrow: Vec<f32> = Vec::new();
+    let mut wide: Vec<f64> = Vec::new();
+    for l in leaves {
+        match l.data() {
+            Storage::F32(v) => narrow.extend_from_slice(v),
+            Storage::F16(_) | Storage::BF16(_) => {
+                narrow.extend(l.to_f64_vec().into_iter().map(|x| x as f32))
+            }
+            Storage::C64(v) => narrow.extend(v.iter().flat_map(|z| [z.re, z.im])),
+            Storage::F64(v) => wide.extend_from_slice(v),
+            Storage::C128(v) => wide.extend(v.iter().flat_map(|z| [z.re, z.im])),
+            Storage::Bool(_)
+            | Storage::I8(_)
+            | Storage::I16(_)
+            | Storage::I32(_)
+            | Storage::I64(_)
+            | Storage::U8(_)
+            | Storage::U16(_)
+            | Storage::U32(_)
+            | Storage::U64(_)
+            | Storage::Key(_) => {}
+        }
+    }
+    let mut narrow = if narrow.is_empty() {
+        narrow
+    } else {
+        comm.all_reduce(narrow, op)?
+    };
+    let mut wide = if wide.is_empty() {
+        wide
+    } else {
+        comm.all_reduce(wide, op)?
+    };
+    if op == ReduceOp::Mean {
+        // As `psum(x) / n` in the leaf's dtype (f32 for the half types).
+        narrow.iter_mut().for_each(|x| *x /= n as f32);
+        wide.iter_mut().for_each(|x| *x /= n as f64);
+    }
+    let (mut narrow, mut wide) = (narrow.into_iter(), wide.into_iter());
+    let mut out = Vec::with_capacity(leaves.len());
+    for l in leaves {
+        let len = l.len();
+        let data = match l.data() {
+            Storage::F32(_) => Storage::F32(narrow.by_ref().take(len).collect()),
+            Storage::F16(_) | Storage::BF16(_) => {
+                let v: Vec<f64> = narrow.by_ref().take(len).map(f64::from).collect();
+                Storage::from_f64(l.dtype(), &v)
+            }
+            Storage::C64(_) => {
+                let v: Vec<f32> = narrow.by_ref().take(2 * len).collect();
+                Storage::C64(
+                    v.chunks_exact(2)
+                        .map(|p| Complex32::new(p[0], p[1]))
+                        .collect(),
+                )
+            }
+            Storage::F64(_) => Storage::F64(wide.by_ref().take(len).collect()),
+            Storage::C128(_) => {
+                let v: Vec<f64> = wide.by_ref().take(2 * len).collect();
+                Storage::C128(
+                    v.chunks_exact(2)
+                        .map(|p| Complex64::new(p[0], p[1]))
+                        .collect(),
+                )
+            }
+            Storage::Bool(v) => {
+                let r = comm.all_reduce(v.iter().map(|&b| u8::from(b)).collect(), op)?;
+                Storage::Bool(r.into_iter().map(|b| b != 0).collect())
+            }
+            Storage::I8(v) => Storage::I8(comm.all_reduce(v.clone(), op)?),
+            Storage::I16(v) => Storage::I16(comm.all_reduce(v.clone(), op)?),
+            Storage::I32(v) => Storage::I32(comm.all_reduce(v.clone(), op)?),
+            Storage::I64(v) => Storage::I64(comm.all_reduce(v.clone(), op)?),
+            Storage::U8(v) => Storage::U8(comm.all_reduce(v.clone(), op)?),
+            Storage::U16(v) => Storage::U16(comm.all_reduce(v.clone(), op)?),
+            Storage::U32(v) => Storage::U32(comm.all_reduce(v.clone(), op)?),
+            Storage::U64(v) => Storage::U64(comm.all_reduce(v.clone(), op)?),
+            Storage::Key(_) => {
+                return Err(Error::InvalidArgument(format!(
+                    "distributed: key leaves ({}) cannot be reduced",
+                    l.dtype()
+                )))
+            }
+        };
+        out.push(HostArray::new(l.shape().to_vec(), data)?);
+    }
+    Ok(out)
+}
+
+/// Every leaf's bytes from every process, stacked per leaf.
+fn gather(comm: &mut Comm<'_>, leaves: &[HostArray]) -> Result<Vec<HostArray>> {
+    let mine: Vec<u8> = leaves.iter().flat_map(HostArray::to_le_bytes).collect();
+    let per = mine.len();
+    let all = comm.all_gather(mine, "all_gather")?;
+    let parts: Vec<Vec<HostArray>> = (0..comm.state.size)
+        .map(|p| split(leaves, all.get(p * per..(p + 1) * per).unwrap_or(&[])))
+        .collect::<Result<_>>()?;
+    (0..leaves.len())
+        .map(|i| stack(parts.iter().map(|p| p[i].clone()).collect()))
+        .collect()
+}
+
+/// `bytes` cut into arrays of the dtypes and shapes of `like`.
+fn split(like: &[HostArray], bytes: &[u8]) -> Result<Vec<HostArray>> {
+    let mut at = 0;
+    like.iter()
+        .map(|l| {
+            let n = l.len() * l.dtype().size_bytes();
+            let part = bytes.get(at..at + n).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "distributed: received {} bytes, expected at least {}",
+                    bytes.len(),
+                    at + n
+                ))
+            })?;
+            at += n;
+            Ok(HostArray::from_le_bytes(l.dtype(), l.shape(), part)?)
+        })
+        .collect()
+}
