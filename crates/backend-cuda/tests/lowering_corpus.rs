@@ -61,7 +61,7 @@ fn run(
         Ok(c) => c,
         Err(e) => return Outcome::Fail(format!("parse: {e}")),
     };
-    let got = match lowering_util::run_sim(&closed, inputs) {
+    let got = match lowering_util::run_lowered(&closed, inputs) {
         Ok(g) => g,
         Err(IrError::Unsupported { primitive, .. }) => return Outcome::NotYet(primitive),
         Err(e) => return Outcome::Fail(e.to_string()),

@@ -34,8 +34,10 @@ pub mod plan;
 mod reduction;
 pub mod run;
 mod sort;
+mod special;
 mod structural;
 mod unsupported;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -325,7 +327,7 @@ pub(crate) fn lower_eqn(
         Primitive::Pallas(p) => unsupported::pallas(p),
         Primitive::Collective(p) => unsupported::collective(p),
         Primitive::Marker(p) => unsupported::marker(p),
-        Primitive::Window(p) => unsupported::window(p),
+        Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Random(p) => unsupported::random(p),
     }
 }

@@ -210,11 +210,27 @@ pub fn array_from_bytes(
     bytes: &[u8],
 ) -> std::result::Result<HostArray, jaxon_ir::IrError> {
     match dtype {
-        DType::C64 | DType::C128 | DType::KeyFry => Err(super::unsupported(
+        DType::C64 | DType::C128 => Err(super::unsupported(
             "complex",
             "complex dtypes are not supported by the cuda backend yet",
         )),
-        _ => HostArray::from_le_bytes(dtype, shape, bytes),
+        DType::KeyFry => Err(super::unsupported(
+            "key<fry>",
+            "typed PRNG key buffers are not supported by the cuda backend yet",
+        )),
+        DType::Bool
+        | DType::I8
+        | DType::I16
+        | DType::I32
+        | DType::I64
+        | DType::U8
+        | DType::U16
+        | DType::U32
+        | DType::U64
+        | DType::F16
+        | DType::BF16
+        | DType::F32
+        | DType::F64 => HostArray::from_le_bytes(dtype, shape, bytes),
     }
 }
 

@@ -1,11 +1,10 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives, windowed reductions, the random family, and the markers that simplify removes — each with one
+//! collectives, the random family, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
-//! here until someone decides about it; and the special functions (gamma
-//! family, `zeta`, Bessel, incomplete beta), which have no CUDA kernel yet.
+//! here until someone decides about it; complex dtypes and `fft`.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Random, State, Window};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Random, State};
 use jaxon_ir::{Atom, Aval, Binder, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -58,14 +57,6 @@ pub(crate) fn state(p: &State) -> Result<(), IrError> {
     Err(unsupported(p.name(), why))
 }
 
-/// The special-function elementwise primitives (`lgamma`, `digamma`,
-/// `igamma`, `igammac`, `igamma_grad_a`, `random_gamma_grad`,
-/// `polygamma`, `zeta`, `bessel_i0e`, `bessel_i1e`,
-/// `regularized_incomplete_beta`).
-pub(crate) fn special(name: &str) -> IrError {
-    unsupported(name, "special functions have no CUDA kernel yet")
-}
-
 /// Pallas primitives.
 pub(crate) fn pallas(p: &Pallas) -> Result<(), IrError> {
     let why = match p {
@@ -104,17 +95,6 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
             p.name()
         ))),
     }
-}
-
-/// Windowed reductions and their derivatives' selections.
-pub(crate) fn window(p: &Window) -> Result<(), IrError> {
-    let why = match p {
-        Window::ReduceWindow(_)
-        | Window::Generic(_)
-        | Window::SelectAndGatherAdd(_)
-        | Window::SelectAndScatterAdd(_) => "windowed reductions have no CUDA kernel yet",
-    };
-    Err(unsupported(p.name(), why))
 }
 
 /// The random family: no CUDA kernel yet (the threefry hash and the key
