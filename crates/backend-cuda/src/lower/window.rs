@@ -29,8 +29,9 @@ use crate::kir::{Expr, KernelBuilder};
 use jaxon_ir::primitive::{
     Elementwise, Primitive, SelectPrim, Window, WindowGeometry, WindowOp,
 };
-use jaxon_ir::{Atom, Binder, DType, Eqn, IrError, Jaxpr};
+use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Lowers one window equation.
 pub(crate) fn lower(
@@ -233,12 +234,18 @@ fn generic(
     ctx: &mut Ctx,
     jaxpr: &Jaxpr,
     eqn: &Eqn,
-    body: &Jaxpr,
+    body: &Arc<Jaxpr>,
     w: &WindowGeometry,
     env: &mut Env,
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
     let name = "reduce_window";
+    // Calls in the body (`jit` of `_where`, ...) are inlined first.
+    let simple = jaxon_ir::passes::simplify(
+        &ClosedJaxpr::new(body.clone(), Vec::new()),
+        jaxon_ir::primitive::Platform::Cuda,
+    )?;
+    let body: &Jaxpr = &simple.jaxpr;
     let n = eqn.inputs.len() / 2;
     if n == 0 || eqn.inputs.len() != 2 * n || eqn.outputs.len() != n {
         return Err(IrError::Invalid(format!("{name}: wrong number of operands")));
