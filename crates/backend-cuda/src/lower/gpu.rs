@@ -16,7 +16,7 @@
 
 use super::kernel::{finish, THREADS};
 use super::plan::{BufId, KArg, Program};
-use super::run::{array_from_bytes, host_bytes, run_steps, Target};
+use super::run::{array_from_bytes, fills, host_bytes, output_dtype, run_steps, Target};
 use crate::blas::lt::Blas;
 use crate::blas::GemmPlan;
 use crate::error::{CudaError, Result};
@@ -201,7 +201,7 @@ impl Loaded {
                 .buffers
                 .get(b.index())
                 .ok_or_else(|| no(format!("no buffer {} for a constant", b.0)))?;
-            if a.dtype() != decl.dtype || a.len() != decl.len {
+            if !fills(a, decl.dtype, decl.len) {
                 return Err(no(format!(
                     "a constant of {} x{} for a buffer of {} x{}",
                     a.dtype(),
@@ -255,7 +255,7 @@ impl Loaded {
         for ((decl, a), c) in prog.buffers.iter().zip(init).zip(&self.consts) {
             bufs.push(match a {
                 _ if c.is_some() => None,
-                Some(a) if a.dtype() == decl.dtype && a.len() == decl.len => {
+                Some(a) if fills(a, decl.dtype, decl.len) => {
                     Some(device.upload(decl.dtype, &host_bytes(a))?)
                 }
                 Some(a) => {
@@ -281,10 +281,12 @@ impl Loaded {
         run_steps(&mut t, prog, &prog.steps)?;
         prog.outputs
             .iter()
-            .map(|(b, shape)| {
+            .enumerate()
+            .map(|(i, (b, shape))| {
                 let buf = t.buf(*b)?;
                 let bytes = device.download(buf)?;
-                array_from_bytes(buf.dtype(), shape, &bytes).map_err(|e| no(e.to_string()))
+                let dt = output_dtype(prog, i, buf.dtype());
+                array_from_bytes(dt, shape, &bytes).map_err(|e| no(e.to_string()))
             })
             .collect()
     }

@@ -1,11 +1,11 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives, the random family, and the markers that simplify removes — each with one
+//! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; complex dtypes and `fft`.
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Random, State};
-use jaxon_ir::{Atom, Aval, Binder, IrError, Jaxpr};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Primitive, Random, State};
+use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
 /// input) with a complex value, nested jaxprs included.
@@ -31,6 +31,46 @@ pub(crate) fn complex(jaxpr: &Jaxpr) -> Result<(), IrError> {
         }
         for j in e.primitive.sub_jaxprs() {
             complex(j)?;
+        }
+    }
+    Ok(())
+}
+
+/// Key values outside the random family: an `Unsupported` error naming the
+/// first equation of the (simplified) jaxpr that takes or gives a
+/// `key<fry>` value and is not a key primitive. Keys are `u32` buffers of
+/// two words per key (`random.rs`); the other lowerings would move one
+/// word per key. Nested jaxprs are checked when they are lowered.
+pub(crate) fn keys(jaxpr: &Jaxpr) -> Result<(), IrError> {
+    let is_key = |a: &Aval| a.as_array().is_some_and(|x| x.dtype == DType::KeyFry);
+    for e in &jaxpr.eqns {
+        let key_primitive = matches!(
+            &e.primitive,
+            Primitive::Random(
+                Random::Seed(_)
+                    | Random::Wrap(_)
+                    | Random::Unwrap(_)
+                    | Random::Bits(_)
+                    | Random::Split(_)
+                    | Random::FoldIn(_)
+            )
+        );
+        if key_primitive {
+            continue;
+        }
+        let key_in = e.inputs.iter().any(|a| match a {
+            Atom::Lit(_) => false,
+            Atom::Var(v) => jaxpr.try_aval(*v).is_some_and(is_key),
+        });
+        let key_out = e.outputs.iter().any(|b| match b {
+            Binder::Var(v) => jaxpr.try_aval(*v).is_some_and(is_key),
+            Binder::Drop(a) => is_key(a),
+        });
+        if key_in || key_out {
+            return Err(unsupported(
+                e.primitive.name(),
+                "key<fry> values lower only through the random primitives yet",
+            ));
         }
     }
     Ok(())
@@ -95,20 +135,4 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
             p.name()
         ))),
     }
-}
-
-/// The random family: no CUDA kernel yet (the threefry hash and the key
-/// primitives run on the interpreter and the CPU backend).
-pub(crate) fn random(p: &Random) -> Result<(), IrError> {
-    let why = match p {
-        Random::Seed(_)
-        | Random::Wrap(_)
-        | Random::Unwrap(_)
-        | Random::Bits(_)
-        | Random::Split(_)
-        | Random::FoldIn(_)
-        | Random::Threefry2x32(_) => "typed PRNG keys and threefry2x32 have no CUDA kernel yet",
-        Random::Gamma(_) => "random_gamma has no CUDA kernel yet",
-    };
-    Err(unsupported(p.name(), why))
 }
