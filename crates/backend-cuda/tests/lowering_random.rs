@@ -159,12 +159,39 @@ fn uniform_floats_from_bits_as_jax_traces_them() {
 }
 
 #[test]
-fn keys_outside_the_random_family_are_unsupported() {
-    let text = "{ lambda ; k:key<fry>[2]. let s:key<fry>[1] = slice[limit_indices=(1,) start_indices=(0,) strides=None] k in (s,) }";
-    let closed = lowering_util::parse(text);
+fn keys_move_as_word_pairs() {
+    // `jax.random.split` unpacked as JAX traces it, and the other
+    // data-movement primitives on key arrays.
+    let text = "{ lambda ; a:key<fry>[] b:key<fry>[2,3]. let
+    l:key<fry>[2] = random_split[shape=(2,)] a
+    m:key<fry>[1] = slice[limit_indices=(1,) start_indices=(0,) strides=(1,)] l
+    n:key<fry>[] = squeeze[dimensions=(0,)] m
+    o:key<fry>[1] = slice[limit_indices=(2,) start_indices=(1,) strides=None] l
+    p:key<fry>[] = squeeze[dimensions=(0,)] o
+    q:u32[6] = random_bits[bit_width=32 shape=(6,)] n
+    r:u32[6] = random_bits[bit_width=32 shape=(6,)] p
+    c:key<fry>[3,2] = transpose[permutation=(1, 0)] b
+    d:key<fry>[6] = reshape[dimensions=None new_sizes=(6,) sharding=None] c
+    e:key<fry>[6] = rev[dimensions=(0,)] d
+    f:key<fry>[4,6] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(4, 6) sharding=None] e
+    h:u32[4,6,2] = random_bits[bit_width=32 shape=(2,)] f
+    i:u32[6,2] = random_unwrap e
+  in (q, r, h, i, f) }";
     let mut rng = Rng::new(393);
-    match lowering_util::run_lowered(&closed, &[keys(&mut rng, &[2])]) {
-        Err(jaxon_ir::IrError::Unsupported { primitive, .. }) => assert_eq!(primitive, "slice"),
+    for _ in 0..3 {
+        let args = [keys(&mut rng, &[]), keys(&mut rng, &[2, 3])];
+        check_with(text, &args, Tol::Exact);
+    }
+}
+
+#[test]
+fn keys_outside_the_random_family_and_data_movement_are_unsupported() {
+    let text = "{ lambda ; k:key<fry>[2] p:bool[2]. let s:key<fry>[2] = select_n p k k in (s,) }";
+    let closed = lowering_util::parse(text);
+    let mut rng = Rng::new(394);
+    let p = random(&mut rng, DType::Bool, &[2], Dist::Uniform(1.0));
+    match lowering_util::run_lowered(&closed, &[keys(&mut rng, &[2]), p]) {
+        Err(jaxon_ir::IrError::Unsupported { primitive, .. }) => assert_eq!(primitive, "select_n"),
         other => panic!("expected Unsupported, got {:?}", other.map(|v| v.len())),
     }
 }

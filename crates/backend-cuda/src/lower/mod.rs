@@ -29,6 +29,7 @@ mod gather;
 pub mod gpu;
 mod indexing;
 mod kernel;
+mod keys;
 mod linalg;
 pub mod plan;
 mod reduction;
@@ -331,6 +332,9 @@ pub(crate) fn lower_eqn(
     env: &mut Env,
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
+    if keys::is_key_movement(&eqn.primitive) && keys::gives_keys(jaxpr, eqn) {
+        return keys::lower(ctx, jaxpr, eqn, env, steps);
+    }
     match &eqn.primitive {
         Primitive::Elementwise(p) => elementwise::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Structural(p) => structural::lower(ctx, jaxpr, eqn, p, env, steps),

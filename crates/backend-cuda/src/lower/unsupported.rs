@@ -55,7 +55,7 @@ pub(crate) fn keys(jaxpr: &Jaxpr) -> Result<(), IrError> {
                     | Random::FoldIn(_)
             )
         );
-        if key_primitive {
+        if key_primitive || super::keys::is_key_movement(&e.primitive) {
             continue;
         }
         let key_in = e.inputs.iter().any(|a| match a {
@@ -69,7 +69,7 @@ pub(crate) fn keys(jaxpr: &Jaxpr) -> Result<(), IrError> {
         if key_in || key_out {
             return Err(unsupported(
                 e.primitive.name(),
-                "key<fry> values lower only through the random primitives yet",
+                "key<fry> values lower only through the random primitives and data movement yet",
             ));
         }
     }
