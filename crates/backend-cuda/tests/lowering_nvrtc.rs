@@ -184,6 +184,24 @@ fn extra_texts() -> Vec<String> {
         ));
     }
     out.push("{ lambda ; a:f16[9] b:f16[9]. let c:f16[9] = lgamma a d:f16[9] = igamma c b in (d,) }".into());
+    // The random family, keys moved as word pairs, and random_gamma.
+    for (dt, ldt) in [("f32", "False"), ("f64", "True")] {
+        out.push(format!(
+            "{{ lambda ; a:i64[] b:u32[] x:u32[] y:u32[] c:u32[4] d:u32[4] w:{dt}[2,3]. let
+    k:key<fry>[] = random_seed[impl=fry] a
+    e:key<fry>[] = random_fold_in k b
+    f:key<fry>[2] = random_split[shape=(2,)] e
+    g:u32[2,2] = random_unwrap f
+    h:key<fry>[2] = random_wrap[impl=fry] g
+    i:u64[2,3] = random_bits[bit_width=64 shape=(3,)] h
+    l:u8[2,3] = random_bits[bit_width=8 shape=(3,)] h
+    m:u32[4] n:u32[4] = threefry2x32 x y c d
+    s:key<fry>[1] = slice[limit_indices=(2,) start_indices=(1,) strides=None] f
+    t:key<fry>[] = squeeze[dimensions=(0,)] s
+    j:{dt}[2,3] = random_gamma[log_space={ldt}] t w
+  in (i, l, m, n, j) }}"
+        ));
+    }
     for (dt, op) in [
         ("f32", "reduce_window_sum"),
         ("f16", "reduce_window_max"),

@@ -1,5 +1,6 @@
 //! The random family: `random_seed`, `random_wrap`, `random_unwrap`,
-//! `random_bits`, `random_split`, `random_fold_in` and `threefry2x32`, with
+//! `random_bits`, `random_split`, `random_fold_in`, `threefry2x32` and
+//! `random_gamma`, with
 //! the threefry2x32 hash (20 rounds, Random123's rotations) as integer KIR
 //! — bit-exact against the interpreter (`ir::interp::ops::random`).
 //!
@@ -12,10 +13,17 @@
 //!
 //! Each kernel is one thread per result element (for `random_bits` and
 //! `random_split`: per key and counter), with no shared state.
+//!
+//! `random_gamma` is Marsaglia and Tsang's rejection sampler per element,
+//! with the interpreter's key splits, loop guards and float formats (f32
+//! samples compute in f32; the normal draws use `erf_inv`, which the
+//! simulator and CUDA evaluate within ulps of the interpreter's, so a
+//! sample agrees to within rounding unless a draw lands on the acceptance
+//! boundary).
 
 use super::kernel::{i64c, load, loop_kernel, store, strides};
 use super::plan::Step;
-use super::{atom_type, bind_outputs, unsupported, Ctx, Env};
+use super::{atom_type, bind_outputs, Ctx, Env};
 use crate::kir::{Expr, KernelBuilder};
 use jaxon_ir::primitive::Random;
 use jaxon_ir::{Atom, DType, Eqn, IrError, Jaxpr};
@@ -56,7 +64,7 @@ pub(crate) fn lower(
         Random::Split(sp) => counters(ctx, jaxpr, eqn, env, steps, name, &sp.shape, None),
         Random::FoldIn(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, true),
         Random::Threefry2x32(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, false),
-        Random::Gamma(_) => Err(unsupported(name, "random_gamma has no CUDA kernel yet")),
+        Random::Gamma(gp) => gamma(ctx, jaxpr, eqn, env, steps, gp.log_space),
     }
 }
 
@@ -319,6 +327,195 @@ fn broadcast_hash(
             store(k, args, ctx, outs[0].0, lin.clone(), y0)?;
             store(k, args, ctx, outs[1].0, lin.clone(), y1)
         }
+    })?;
+    steps.extend(step);
+    Ok(())
+}
+
+/// `uniform01(key)` in `f` (f32 or f64): the top mantissa bits of the
+/// key's first hash as a float in `[0, 1)`.
+fn uniform01(k: &mut KernelBuilder, f: DType, key: [Expr; 2]) -> Expr {
+    let [w0, w1] = threefry(k, key, [u32c(0), u32c(0)]);
+    if f == DType::F64 {
+        let b = (w0.cast(DType::U64) << Expr::int(DType::U64, 32)) | w1.cast(DType::U64);
+        let bits = (b >> Expr::int(DType::U64, 12)) | Expr::int(DType::U64, 0x3FF0_0000_0000_0000);
+        bits.bitcast(f) - Expr::constant(f, 1.0)
+    } else {
+        let bits = ((w0 ^ w1) >> u32c(9)) | u32c(0x3F80_0000);
+        bits.bitcast(f) - Expr::constant(f, 1.0)
+    }
+}
+
+/// A constant of `f` as the interpreter rounds it (`F::c`).
+fn fc(f: DType, v: f64) -> Expr {
+    Expr::constant(f, v)
+}
+
+/// A standard normal draw from `key`: `sqrt(2) erf_inv(u)` for `u`
+/// uniform in `(-1, 1)`.
+fn normal(k: &mut KernelBuilder, f: DType, key: [Expr; 2]) -> Expr {
+    let (lo, span) = if f == DType::F64 {
+        let lo = f64::from_bits(0xBFF0_0000_0000_0000 - 1);
+        (lo, 1.0 - lo)
+    } else {
+        let lo = f32::from_bits(0xBF80_0000 - 1);
+        (f64::from(lo), f64::from(1.0f32 - lo))
+    };
+    let u0 = uniform01(k, f, key);
+    let u = k.let_("nu", f, u0 * fc(f, span) + fc(f, lo));
+    let u = k.let_("nu", f, Expr::select(fc(f, lo).gt(Expr::var(u)), fc(f, lo), Expr::var(u)));
+    let e = if f == DType::F64 {
+        Expr::var(u).math(crate::kir::MathFn::ErfInv)
+    } else {
+        Expr::var(u).cast(DType::F64).math(crate::kir::MathFn::ErfInv).cast(f)
+    };
+    fc(f, std::f64::consts::SQRT_2) * e
+}
+
+/// Two new u32 key variables holding `key`.
+fn key_vars(k: &mut KernelBuilder, key: [Expr; 2]) -> [crate::kir::Var; 2] {
+    let [a, b] = key;
+    [k.let_("key0", DType::U32, a), k.let_("key1", DType::U32, b)]
+}
+
+fn kv(key: [crate::kir::Var; 2]) -> [Expr; 2] {
+    [Expr::var(key[0]), Expr::var(key[1])]
+}
+
+/// `random_gamma(keys, a)`: a `Gamma(a, 1)` sample (or its log) per
+/// element of `a`, keyed by the split of its key for its position.
+fn gamma(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+    log_space: bool,
+) -> Result<(), IrError> {
+    let name = "random_gamma";
+    let [ka, aa] = eqn.inputs.as_slice() else {
+        return Err(arity(name));
+    };
+    let (kd, kshape) = atom_type(jaxpr, ka)?;
+    let (f, ashape) = atom_type(jaxpr, aa)?;
+    if kd != DType::KeyFry {
+        return Err(IrError::ty(name, format!("expected a key<fry> array, got {kd}")));
+    }
+    if f != DType::F32 && f != DType::F64 {
+        return Err(IrError::ty(name, format!("a must be f32 or f64, got {f}")));
+    }
+    if !ashape.starts_with(&kshape) {
+        return Err(IrError::ty(
+            name,
+            format!("key shape {kshape:?} is not a prefix of {ashape:?}"),
+        ));
+    }
+    let per: usize = ashape[kshape.len()..].iter().product();
+    let (keys, alpha) = (env.atom(ka)?, env.atom(aa)?);
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
+    let (out, _, _) = outs.first().cloned().ok_or_else(|| arity(name))?;
+    let step = loop_kernel(ctx, name, &ashape, |k, args, ctx, lin, _| {
+        let ki = k.let_("ki", DType::I64, lin.clone() / i64c(per.max(1) as i64));
+        let ctr = (lin.clone() % i64c(per.max(1) as i64)).cast(DType::U32);
+        let k0 = load(k, args, ctx, keys, Expr::var(ki) * i64c(2))?;
+        let k1 = load(k, args, ctx, keys, Expr::var(ki) * i64c(2) + i64c(1))?;
+        let ek = threefry(k, [k0, k1], [u32c(0), ctr]);
+        let ekey = key_vars(k, ek);
+        let a0 = load(k, args, ctx, alpha, lin.clone())?;
+        let alpha_orig = k.let_("alpha0", f, a0);
+        let (zero, one) = (fc(f, 0.0), fc(f, 1.0));
+        let third = fc(f, 1.0 / 3.0);
+        let boost = k.let_("boost", DType::Bool, Expr::var(alpha_orig).ge(one.clone()));
+        let alpha = k.let_(
+            "alpha",
+            f,
+            Expr::select(Expr::var(boost), Expr::var(alpha_orig), Expr::var(alpha_orig) + one.clone()),
+        );
+        let d = k.let_("d", f, Expr::var(alpha) - third.clone());
+        let c = k.let_("c", f, third / Expr::var(d).math(crate::kir::MathFn::Sqrt));
+        let nk = threefry(k, kv(ekey), [u32c(0), u32c(0)]);
+        let key = key_vars(k, nk);
+        let sk = threefry(k, kv(ekey), [u32c(0), u32c(1)]);
+        let subkey = key_vars(k, sk);
+        let ub = uniform01(k, f, kv(subkey));
+        let u_boost = k.let_("u_boost", f, ub);
+        let x2 = k.let_("x2", f, zero.clone());
+        let v3 = k.let_("v3", f, one.clone());
+        let u = k.let_("u", f, fc(f, 2.0));
+        let guard = k.let_("guard", DType::U32, u32c(0));
+        let done = k.let_("done", DType::Bool, Expr::bool(false));
+        let ln = |x: Expr| x.math(crate::kir::MathFn::Log);
+        k.while_(Expr::var(done).unary(crate::kir::UnOp::Not), |k| {
+            let accept_fast =
+                Expr::var(u).lt(one.clone() - fc(f, 0.0331) * (Expr::var(x2) * Expr::var(x2)));
+            let accept_slow = ln(Expr::var(u)).lt(
+                Expr::var(x2) * fc(f, 0.5)
+                    + Expr::var(d) * ((one.clone() - Expr::var(v3)) + ln(Expr::var(v3))),
+            );
+            let stop = accept_fast.or(accept_slow).or(Expr::var(guard).gt(u32c(10_000)));
+            k.if_else(
+                stop,
+                |k| k.assign(done, Expr::bool(true)),
+                |k| {
+                    k.assign(guard, Expr::var(guard) + u32c(1));
+                    let ks0 = threefry(k, kv(key), [u32c(0), u32c(0)]);
+                    let ks0 = key_vars(k, ks0);
+                    let ks1 = threefry(k, kv(key), [u32c(0), u32c(1)]);
+                    let xkey = key_vars(k, ks1);
+                    let ks2 = threefry(k, kv(key), [u32c(0), u32c(2)]);
+                    let ukey = key_vars(k, ks2);
+                    k.assign(key[0], Expr::var(ks0[0]));
+                    k.assign(key[1], Expr::var(ks0[1]));
+                    let x = k.let_("x", f, zero.clone());
+                    let v = k.let_("v", f, fc(f, -1.0));
+                    let inner = k.let_("inner", DType::U32, u32c(0));
+                    let more = Expr::var(v).le(zero.clone()).and(Expr::var(inner).le(u32c(10_000)));
+                    k.while_(more, |k| {
+                        k.assign(inner, Expr::var(inner) + u32c(1));
+                        let nk = threefry(k, kv(xkey), [u32c(0), u32c(0)]);
+                        let nk = key_vars(k, nk);
+                        let sub = threefry(k, kv(xkey), [u32c(0), u32c(1)]);
+                        let sub = key_vars(k, sub);
+                        k.assign(xkey[0], Expr::var(nk[0]));
+                        k.assign(xkey[1], Expr::var(nk[1]));
+                        let z = normal(k, f, kv(sub));
+                        k.assign(x, z);
+                        k.assign(v, one.clone() + Expr::var(x) * Expr::var(c));
+                    });
+                    k.assign(x2, Expr::var(x) * Expr::var(x));
+                    k.assign(v3, (Expr::var(v) * Expr::var(v)) * Expr::var(v));
+                    let un = uniform01(k, f, kv(ukey));
+                    k.assign(u, un);
+                },
+            );
+        });
+        let log_boost = k.let_(
+            "log_boost",
+            f,
+            Expr::select(
+                Expr::var(boost),
+                zero.clone(),
+                (zero.clone() - Expr::var(u_boost)).math(crate::kir::MathFn::Log1p)
+                    * (one.clone() / Expr::var(alpha_orig)),
+            ),
+        );
+        let r = if log_space {
+            (ln(Expr::var(d)) + ln(Expr::var(v3))) + Expr::var(log_boost)
+        } else {
+            let b = Expr::select(
+                Expr::var(boost),
+                one.clone(),
+                Expr::var(log_boost).math(crate::kir::MathFn::Exp),
+            );
+            let z = k.let_("z", f, (Expr::var(d) * Expr::var(v3)) * b);
+            let tiny = if f == DType::F64 {
+                f64::MIN_POSITIVE
+            } else {
+                f64::from(f32::MIN_POSITIVE)
+            };
+            Expr::select(Expr::var(z).eq(zero), fc(f, tiny), Expr::var(z))
+        };
+        store(k, args, ctx, out, lin.clone(), r)
     })?;
     steps.extend(step);
     Ok(())

@@ -53,6 +53,7 @@ pub(crate) fn keys(jaxpr: &Jaxpr) -> Result<(), IrError> {
                     | Random::Bits(_)
                     | Random::Split(_)
                     | Random::FoldIn(_)
+                    | Random::Gamma(_)
             )
         );
         if key_primitive || super::keys::is_key_movement(&e.primitive) {
