@@ -56,11 +56,23 @@ pub(crate) fn lower(
             };
             let ol = ctx.decl(out)?.len;
             if sl != ol {
-                return Err(IrError::ty(name, "the key data and the keys differ in size"));
+                return Err(IrError::ty(
+                    name,
+                    "the key data and the keys differ in size",
+                ));
             }
             super::kernel::copy_into(ctx, steps, src, out, ol)
         }
-        Random::Bits(bp) => counters(ctx, jaxpr, eqn, env, steps, name, &bp.shape, Some(bp.bit_width)),
+        Random::Bits(bp) => counters(
+            ctx,
+            jaxpr,
+            eqn,
+            env,
+            steps,
+            name,
+            &bp.shape,
+            Some(bp.bit_width),
+        ),
         Random::Split(sp) => counters(ctx, jaxpr, eqn, env, steps, name, &sp.shape, None),
         Random::FoldIn(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, true),
         Random::Threefry2x32(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, false),
@@ -81,11 +93,7 @@ pub(crate) fn threefry(k: &mut KernelBuilder, key: [Expr; 2], x: [Expr; 2]) -> [
     let u = DType::U32;
     let k0 = k.let_("tf_k0", u, key[0].clone());
     let k1 = k.let_("tf_k1", u, key[1].clone());
-    let k2 = k.let_(
-        "tf_k2",
-        u,
-        Expr::var(k0) ^ Expr::var(k1) ^ u32c(PARITY),
-    );
+    let k2 = k.let_("tf_k2", u, Expr::var(k0) ^ Expr::var(k1) ^ u32c(PARITY));
     let ks = [k0, k1, k2];
     let a = k.let_("tf_a", u, x[0].clone() + Expr::var(k0));
     let b = k.let_("tf_b", u, x[1].clone() + Expr::var(k1));
@@ -120,7 +128,10 @@ fn seed(
     };
     let (d, shape) = atom_type(jaxpr, a)?;
     if !(d.is_int() || d.is_bool()) {
-        return Err(IrError::ty(name, format!("seeds must be integers, got {d}")));
+        return Err(IrError::ty(
+            name,
+            format!("seeds must be integers, got {d}"),
+        ));
     }
     let x = env.atom(a)?;
     let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
@@ -128,7 +139,11 @@ fn seed(
     let step = loop_kernel(ctx, name, &shape, |k, args, ctx, lin, _| {
         let s = load(k, args, ctx, x, lin.clone())?;
         let (hi, lo) = if d.bits() == 64 {
-            let s = if d == DType::U64 { s } else { s.bitcast(DType::U64) };
+            let s = if d == DType::U64 {
+                s
+            } else {
+                s.bitcast(DType::U64)
+            };
             let w = k.let_("seed", DType::U64, s);
             (
                 (Expr::var(w) >> Expr::int(DType::U64, 32)).cast(DType::U32),
@@ -167,7 +182,10 @@ fn counters(
     };
     let (kd, kshape) = atom_type(jaxpr, a)?;
     if kd != DType::KeyFry {
-        return Err(IrError::ty(name, format!("expected a key<fry> array, got {kd}")));
+        return Err(IrError::ty(
+            name,
+            format!("expected a key<fry> array, got {kd}"),
+        ));
     }
     let n: usize = shape.iter().product();
     if n as u128 > u128::from(u32::MAX) {
@@ -191,7 +209,11 @@ fn counters(
     let (out, od, oshape) = outs.first().cloned().ok_or_else(|| arity(name))?;
     let mut want = kshape.clone();
     want.extend_from_slice(shape);
-    let want_dt = if bit_width.is_some() { out_dt } else { DType::KeyFry };
+    let want_dt = if bit_width.is_some() {
+        out_dt
+    } else {
+        DType::KeyFry
+    };
     if oshape != want || od != want_dt {
         return Err(IrError::ty(
             name,
@@ -278,9 +300,16 @@ fn broadcast_hash(
     let mut shapes = Vec::new();
     for (j, a) in eqn.inputs.iter().enumerate() {
         let (d, s) = atom_type(jaxpr, a)?;
-        let want = if fold_in && j == 0 { DType::KeyFry } else { DType::U32 };
+        let want = if fold_in && j == 0 {
+            DType::KeyFry
+        } else {
+            DType::U32
+        };
         if d != want {
-            return Err(IrError::ty(name, format!("operand {j} is {d}, expected {want}")));
+            return Err(IrError::ty(
+                name,
+                format!("operand {j} is {d}, expected {want}"),
+            ));
         }
         shapes.push(s);
     }
@@ -363,11 +392,18 @@ fn normal(k: &mut KernelBuilder, f: DType, key: [Expr; 2]) -> Expr {
     };
     let u0 = uniform01(k, f, key);
     let u = k.let_("nu", f, u0 * fc(f, span) + fc(f, lo));
-    let u = k.let_("nu", f, Expr::select(fc(f, lo).gt(Expr::var(u)), fc(f, lo), Expr::var(u)));
+    let u = k.let_(
+        "nu",
+        f,
+        Expr::select(fc(f, lo).gt(Expr::var(u)), fc(f, lo), Expr::var(u)),
+    );
     let e = if f == DType::F64 {
         Expr::var(u).math(crate::kir::MathFn::ErfInv)
     } else {
-        Expr::var(u).cast(DType::F64).math(crate::kir::MathFn::ErfInv).cast(f)
+        Expr::var(u)
+            .cast(DType::F64)
+            .math(crate::kir::MathFn::ErfInv)
+            .cast(f)
     };
     fc(f, std::f64::consts::SQRT_2) * e
 }
@@ -399,7 +435,10 @@ fn gamma(
     let (kd, kshape) = atom_type(jaxpr, ka)?;
     let (f, ashape) = atom_type(jaxpr, aa)?;
     if kd != DType::KeyFry {
-        return Err(IrError::ty(name, format!("expected a key<fry> array, got {kd}")));
+        return Err(IrError::ty(
+            name,
+            format!("expected a key<fry> array, got {kd}"),
+        ));
     }
     if f != DType::F32 && f != DType::F64 {
         return Err(IrError::ty(name, format!("a must be f32 or f64, got {f}")));
@@ -429,7 +468,11 @@ fn gamma(
         let alpha = k.let_(
             "alpha",
             f,
-            Expr::select(Expr::var(boost), Expr::var(alpha_orig), Expr::var(alpha_orig) + one.clone()),
+            Expr::select(
+                Expr::var(boost),
+                Expr::var(alpha_orig),
+                Expr::var(alpha_orig) + one.clone(),
+            ),
         );
         let d = k.let_("d", f, Expr::var(alpha) - third.clone());
         let c = k.let_("c", f, third / Expr::var(d).math(crate::kir::MathFn::Sqrt));
@@ -448,11 +491,11 @@ fn gamma(
         k.while_(Expr::var(done).unary(crate::kir::UnOp::Not), |k| {
             let accept_fast =
                 Expr::var(u).lt(one.clone() - fc(f, 0.0331) * (Expr::var(x2) * Expr::var(x2)));
-            let accept_slow = ln(Expr::var(u)).lt(
-                Expr::var(x2) * fc(f, 0.5)
-                    + Expr::var(d) * ((one.clone() - Expr::var(v3)) + ln(Expr::var(v3))),
-            );
-            let stop = accept_fast.or(accept_slow).or(Expr::var(guard).gt(u32c(10_000)));
+            let accept_slow = ln(Expr::var(u)).lt(Expr::var(x2) * fc(f, 0.5)
+                + Expr::var(d) * ((one.clone() - Expr::var(v3)) + ln(Expr::var(v3))));
+            let stop = accept_fast
+                .or(accept_slow)
+                .or(Expr::var(guard).gt(u32c(10_000)));
             k.if_else(
                 stop,
                 |k| k.assign(done, Expr::bool(true)),
@@ -469,7 +512,9 @@ fn gamma(
                     let x = k.let_("x", f, zero.clone());
                     let v = k.let_("v", f, fc(f, -1.0));
                     let inner = k.let_("inner", DType::U32, u32c(0));
-                    let more = Expr::var(v).le(zero.clone()).and(Expr::var(inner).le(u32c(10_000)));
+                    let more = Expr::var(v)
+                        .le(zero.clone())
+                        .and(Expr::var(inner).le(u32c(10_000)));
                     k.while_(more, |k| {
                         k.assign(inner, Expr::var(inner) + u32c(1));
                         let nk = threefry(k, kv(xkey), [u32c(0), u32c(0)]);
