@@ -342,8 +342,8 @@ fn broadcast_hash(
             ([k0, k1], [u32c(0), m])
         } else {
             let mut w = Vec::new();
-            for j in 0..4 {
-                w.push(load(k, args, ctx, vals[j], at(j))?);
+            for (j, v) in vals.iter().enumerate() {
+                w.push(load(k, args, ctx, *v, at(j))?);
             }
             ([w[0].clone(), w[1].clone()], [w[2].clone(), w[3].clone()])
         };
