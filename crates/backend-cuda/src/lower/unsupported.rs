@@ -1,7 +1,9 @@
 //! The families that do not lower yet — state, Pallas and named-axis
 //! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
-//! here until someone decides about it; complex dtypes and `fft`.
+//! here until someone decides about it; complex dtypes and `fft`; and the
+//! check that keeps `key<fry>` values inside the random family and data
+//! movement ([`keys`]).
 
 use super::unsupported;
 use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Primitive, Random, State};
