@@ -42,8 +42,9 @@ fn unary_dist(op: UnaryOp) -> Option<(Dist, Tol)> {
         | U::Sinh
         | U::Cosh
         | U::Asinh => (u(5.0), Tol::Ulp(4)),
-        // No CUDA kernel yet (`lower/unsupported.rs`): `special_ops_are_unsupported`.
-        U::IsFinite | U::Not | U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => return None,
+        // Special functions: `tests/lowering_special.rs`.
+        U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => return None,
+        U::IsFinite | U::Not => return None,
         // Integer only: `unary_integer_and_bool_ops`.
         U::PopulationCount | U::Clz => return None,
     })
@@ -113,7 +114,7 @@ fn binary_ops_on_random_shapes() {
     for op in BinaryOp::ALL {
         use BinaryOp as B;
         let (dts, out): (&[&str], Option<&str>) = match op {
-            // No CUDA kernel yet: `special_ops_are_unsupported`.
+            // Special functions: `tests/lowering_special.rs`.
             B::Igamma
             | B::Igammac
             | B::IgammaGradA
@@ -464,39 +465,4 @@ fn dot_general_through_gemm_plans_and_kernels() {
         Dist::Uniform(2.0),
         Tol::Rel(1e-5),
     );
-}
-
-#[test]
-fn special_ops_are_unsupported() {
-    for op in ["lgamma", "digamma", "bessel_i0e", "bessel_i1e"] {
-        let text = format!("{{ lambda ; a:f32[4]. let b:f32[4] = {op} a in (b,) }}");
-        let closed = lowering_util::parse(&text);
-        let args = lowering_util::args_for(&text, 1, Dist::Uniform(2.0));
-        assert!(
-            matches!(
-                lowering_util::run_sim(&closed, &args),
-                Err(jaxon_ir::IrError::Unsupported { .. })
-            ),
-            "{op}"
-        );
-    }
-    for op in [
-        "igamma",
-        "igammac",
-        "igamma_grad_a",
-        "random_gamma_grad",
-        "polygamma",
-        "zeta",
-    ] {
-        let text = format!("{{ lambda ; a:f32[4] b:f32[4]. let c:f32[4] = {op} a b in (c,) }}");
-        let closed = lowering_util::parse(&text);
-        let args = lowering_util::args_for(&text, 1, Dist::Uniform(2.0));
-        assert!(
-            matches!(
-                lowering_util::run_sim(&closed, &args),
-                Err(jaxon_ir::IrError::Unsupported { .. })
-            ),
-            "{op}"
-        );
-    }
 }

@@ -159,6 +159,79 @@ fn extra_texts() -> Vec<String> {
   in (c,) }}"
         ));
     }
+    // The special functions (inline f64 KIR), one per kernel, and the
+    // window family.
+    for dt in ["f32", "f64"] {
+        for op in ["lgamma", "digamma", "bessel_i0e", "bessel_i1e"] {
+            out.push(format!(
+                "{{ lambda ; a:{dt}[9]. let b:{dt}[9] = {op} a in (b,) }}"
+            ));
+        }
+        for op in [
+            "igamma",
+            "igammac",
+            "igamma_grad_a",
+            "random_gamma_grad",
+            "zeta",
+            "polygamma",
+        ] {
+            out.push(format!(
+                "{{ lambda ; a:{dt}[9] b:{dt}[9]. let c:{dt}[9] = {op} a b in (c,) }}"
+            ));
+        }
+        out.push(format!(
+            "{{ lambda ; a:{dt}[9] b:{dt}[9] x:{dt}[9]. let c:{dt}[9] = regularized_incomplete_beta a b x in (c,) }}"
+        ));
+    }
+    out.push(
+        "{ lambda ; a:f16[9] b:f16[9]. let c:f16[9] = lgamma a d:f16[9] = igamma c b in (d,) }"
+            .into(),
+    );
+    // The random family, keys moved as word pairs, and random_gamma.
+    for (dt, ldt) in [("f32", "False"), ("f64", "True")] {
+        out.push(format!(
+            "{{ lambda ; a:i64[] b:u32[] x:u32[] y:u32[] c:u32[4] d:u32[4] w:{dt}[2,3]. let
+    k:key<fry>[] = random_seed[impl=fry] a
+    e:key<fry>[] = random_fold_in k b
+    f:key<fry>[2] = random_split[shape=(2,)] e
+    g:u32[2,2] = random_unwrap f
+    h:key<fry>[2] = random_wrap[impl=fry] g
+    i:u64[2,3] = random_bits[bit_width=64 shape=(3,)] h
+    l:u8[2,3] = random_bits[bit_width=8 shape=(3,)] h
+    m:u32[4] n:u32[4] = threefry2x32 x y c d
+    s:key<fry>[1] = slice[limit_indices=(2,) start_indices=(1,) strides=None] f
+    t:key<fry>[] = squeeze[dimensions=(0,)] s
+    j:{dt}[2,3] = random_gamma[log_space={ldt}] t w
+  in (i, l, m, n, j) }}"
+        ));
+    }
+    for (dt, op) in [
+        ("f32", "reduce_window_sum"),
+        ("f16", "reduce_window_max"),
+        ("i8", "reduce_window_min"),
+        ("bool", "reduce_window_max"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[5,7]. let b:{dt}[4,5] = {op}[base_dilation=(1, 2) padding=((1, 0), (0, -1)) window_dilation=(2, 1) window_dimensions=(2, 3) window_strides=(1, 2)] a in (b,) }}"
+        ));
+    }
+    for dt in ["f32", "f64", "u8"] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4,6] s:{dt}[2,3] c:{dt}[]. let
+    d:{dt}[4,6] = select_and_scatter_add[padding=((0, 0), (1, 0)) select_prim=ge window_dimensions=(2, 3) window_strides=(2, 2)] s a
+    e:{dt}[2,3] = select_and_gather_add[base_dilation=(1, 1) padding=((0, 0), (1, 0)) select_prim=le window_dilation=(1, 1) window_dimensions=(2, 3) window_strides=(2, 2)] d a
+    f:{dt}[3,5] = reduce_window[
+      base_dilation=(1, 1)
+      consts=()
+      jaxpr={{ lambda ; g:{dt}[] h:{dt}[]. let i:{dt}[] = max g h in (i,) }}
+      padding=((0, 0), (0, 0))
+      window_dilation=(1, 1)
+      window_dimensions=(2, 2)
+      window_strides=(1, 1)
+    ] a c
+  in (e, f) }}"
+        ));
+    }
     out
 }
 

@@ -44,8 +44,8 @@ pub(crate) fn lower(
         | Elementwise::ConvertElementType(_)
         | Elementwise::BitcastConvertType(_)
         | Elementwise::SelectN
-        | Elementwise::Clamp => fused::single(ctx, jaxpr, eqn, env, steps),
-        Elementwise::RegularizedIncompleteBeta => Err(super::unsupported::special(p.name())),
+        | Elementwise::Clamp
+        | Elementwise::RegularizedIncompleteBeta => fused::single(ctx, jaxpr, eqn, env, steps),
     }
 }
 
@@ -81,11 +81,17 @@ pub(crate) fn scalar(
         Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_) => {
             Err(unsupported(name, "complex numbers are not lowered yet"))
         }
-        Elementwise::Unary(op) => unary(*op, d, x),
+        Elementwise::Unary(op) => match super::special::unary(k, *op, d, &x) {
+            Some(r) => r,
+            None => unary(*op, d, x),
+        },
         Elementwise::Binary(op) => {
             let y = xs.get(1).cloned().ok_or_else(arity_err)?;
             let dy = ins[1];
-            binary(k, *op, d, dy, x, y)
+            match super::special::binary(k, *op, d, &x, &y) {
+                Some(r) => r,
+                None => binary(k, *op, d, dy, x, y),
+            }
         }
         Elementwise::IntegerPow(IntegerPowParams { y }) => integer_pow(k, d, x, *y),
         Elementwise::Round(RoundParams { rounding_method }) => {
@@ -158,7 +164,7 @@ pub(crate) fn scalar(
             }
             Ok(v.max(lo).min(hi))
         }
-        Elementwise::RegularizedIncompleteBeta => Err(super::unsupported::special(name)),
+        Elementwise::RegularizedIncompleteBeta => super::special::betainc_of(k, d, &xs),
     }
 }
 
@@ -235,7 +241,7 @@ fn unary(op: UnaryOp, d: DType, x: Expr) -> Result<Expr, IrError> {
         let one = Expr::constant(c, 1.0);
         let r = match op {
             U::Lgamma | U::Digamma | U::BesselI0e | U::BesselI1e => {
-                return Err(super::unsupported::special(name))
+                return Err(super::special::misrouted(name))
             }
             U::Neg => -x,
             U::Sign => Expr::select(
@@ -423,7 +429,7 @@ fn binary(
             | B::IgammaGradA
             | B::RandomGammaGrad
             | B::Polygamma
-            | B::Zeta => return Err(super::unsupported::special(name)),
+            | B::Zeta => return Err(super::special::misrouted(name)),
             B::And
             | B::Or
             | B::Xor

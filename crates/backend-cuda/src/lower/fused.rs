@@ -34,7 +34,12 @@ pub(crate) fn loop_group(
             .ok_or_else(|| IrError::Invalid(format!("cuda lowering: no equation {e}")))?;
         members.push((eqn, m.clone()));
     }
-    if !maps_are_sound(&members) {
+    // Keys move as word pairs, one equation at a time (`keys.rs`).
+    if !maps_are_sound(&members)
+        || members
+            .iter()
+            .any(|(e, _)| super::keys::gives_keys(jaxpr, e))
+    {
         return unfused(ctx, jaxpr, &members, env, steps);
     }
     kernel(ctx, jaxpr, &members, &group.space, env, steps)

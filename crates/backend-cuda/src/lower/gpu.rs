@@ -6,7 +6,9 @@
 //! A [`Loaded`] program holds what every run reuses: the device (one per
 //! process, opened at first use), the module's functions and a cuBLASLt
 //! handle. Making them costs milliseconds (NVRTC or its cache, the module
-//! load, the handle), so a jitted function pays it once, not per call.
+//! load, the handle), so a jitted function pays it once, not per call. The
+//! program's constants are immutable: they are uploaded once, when the
+//! program is loaded, and stay device-resident with the module.
 //!
 //! Invariants: every driver call goes through the guarded runtime, so a
 //! missing GPU, driver or NVRTC is a `CudaError`, never a panic; nothing is
@@ -14,7 +16,7 @@
 
 use super::kernel::{finish, THREADS};
 use super::plan::{BufId, KArg, Program};
-use super::run::{array_from_bytes, host_bytes, run_steps, Target};
+use super::run::{array_from_bytes, fills, host_bytes, output_dtype, run_steps, Target};
 use crate::blas::lt::Blas;
 use crate::blas::GemmPlan;
 use crate::error::{CudaError, Result};
@@ -69,6 +71,9 @@ pub struct Loaded {
     device: Arc<Device>,
     funcs: Vec<Function>,
     copies: Vec<(DType, Function)>,
+    /// The program's constants on the device, by buffer index (`None` for
+    /// the buffers that are not constants).
+    consts: Vec<Option<DeviceBuffer>>,
     blas: Option<Blas>,
 }
 
@@ -76,7 +81,9 @@ struct GpuTarget<'a> {
     device: &'a Arc<Device>,
     funcs: &'a [Function],
     copies: &'a [(DType, Function)],
-    bufs: Vec<DeviceBuffer>,
+    /// This run's buffers (`None` for the constants).
+    bufs: Vec<Option<DeviceBuffer>>,
+    consts: &'a [Option<DeviceBuffer>],
     blas: &'a mut Option<Blas>,
 }
 
@@ -89,8 +96,8 @@ fn no(what: String) -> CudaError {
 
 impl GpuTarget<'_> {
     fn buf(&self, b: BufId) -> Result<&DeviceBuffer> {
-        self.bufs
-            .get(b.index())
+        let own = self.bufs.get(b.index()).and_then(Option::as_ref);
+        own.or_else(|| self.consts.get(b.index()).and_then(Option::as_ref))
             .ok_or_else(|| no(format!("no buffer {}", b.0)))
     }
 }
@@ -188,10 +195,28 @@ impl Loaded {
         for (d, k) in dtypes.iter().zip(&copy_kernels) {
             copies.push((*d, module.function(k)?));
         }
+        let mut consts: Vec<Option<DeviceBuffer>> = prog.buffers.iter().map(|_| None).collect();
+        for (b, a) in &prog.consts {
+            let decl = prog
+                .buffers
+                .get(b.index())
+                .ok_or_else(|| no(format!("no buffer {} for a constant", b.0)))?;
+            if !fills(a, decl.dtype, decl.len) {
+                return Err(no(format!(
+                    "a constant of {} x{} for a buffer of {} x{}",
+                    a.dtype(),
+                    a.len(),
+                    decl.dtype,
+                    decl.len
+                )));
+            }
+            consts[b.index()] = Some(device.upload(decl.dtype, &host_bytes(a))?);
+        }
         Ok(Loaded {
             device,
             funcs,
             copies,
+            consts,
             blas: None,
         })
     }
@@ -219,16 +244,19 @@ impl Loaded {
                 *slot = Some(a);
             }
         }
-        for (b, a) in &prog.consts {
-            if let Some(slot) = init.get_mut(b.index()) {
-                *slot = Some(a);
-            }
+        if self.consts.len() != prog.buffers.len() {
+            return Err(no(format!(
+                "a program of {} buffers run with constants for {}",
+                prog.buffers.len(),
+                self.consts.len()
+            )));
         }
         let mut bufs = Vec::with_capacity(prog.buffers.len());
-        for (decl, a) in prog.buffers.iter().zip(init) {
+        for ((decl, a), c) in prog.buffers.iter().zip(init).zip(&self.consts) {
             bufs.push(match a {
-                Some(a) if a.dtype() == decl.dtype && a.len() == decl.len => {
-                    device.upload(decl.dtype, &host_bytes(a))?
+                _ if c.is_some() => None,
+                Some(a) if fills(a, decl.dtype, decl.len) => {
+                    Some(device.upload(decl.dtype, &host_bytes(a))?)
                 }
                 Some(a) => {
                     return Err(no(format!(
@@ -239,7 +267,7 @@ impl Loaded {
                         decl.len
                     )))
                 }
-                None => device.alloc(decl.dtype, decl.len)?,
+                None => Some(device.alloc(decl.dtype, decl.len)?),
             });
         }
         let mut t = GpuTarget {
@@ -247,15 +275,18 @@ impl Loaded {
             funcs: &self.funcs,
             copies: &self.copies,
             bufs,
+            consts: &self.consts,
             blas: &mut self.blas,
         };
         run_steps(&mut t, prog, &prog.steps)?;
         prog.outputs
             .iter()
-            .map(|(b, shape)| {
+            .enumerate()
+            .map(|(i, (b, shape))| {
                 let buf = t.buf(*b)?;
                 let bytes = device.download(buf)?;
-                array_from_bytes(buf.dtype(), shape, &bytes).map_err(|e| no(e.to_string()))
+                let dt = output_dtype(prog, i, buf.dtype());
+                array_from_bytes(dt, shape, &bytes).map_err(|e| no(e.to_string()))
             })
             .collect()
     }

@@ -29,13 +29,17 @@ mod gather;
 pub mod gpu;
 mod indexing;
 mod kernel;
+mod keys;
 mod linalg;
 pub mod plan;
+mod random;
 mod reduction;
 pub mod run;
 mod sort;
+mod special;
 mod structural;
 mod unsupported;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -88,6 +92,11 @@ impl Ctx {
     pub fn alloc(&mut self, dtype: DType, shape: &[usize]) -> Result<BufId, IrError> {
         let bytes = jaxon_ir::memory::check_alloc("cuda buffer", dtype, shape, 0)?;
         let len = bytes.checked_div(dtype.size_bytes()).unwrap_or(0);
+        // A key is two u32 words (`random.rs`).
+        let (dtype, len) = match dtype {
+            DType::KeyFry => (DType::U32, len * 2),
+            d => (d, len),
+        };
         self.prog.buffers.push(BufferDecl { dtype, len });
         let id = u32::try_from(self.prog.buffers.len() - 1)
             .map_err(|_| IrError::Invalid("cuda lowering: too many buffers".into()))?;
@@ -210,14 +219,22 @@ pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
     let mut steps = Vec::new();
     let outs = lower_closed(&mut ctx, closed, &in_vals, &mut steps)?;
     let mut outputs = Vec::new();
+    let mut output_dtypes = Vec::new();
     for (o, a) in outs.iter().zip(&closed.jaxpr.outvars) {
         let (dt, shape) = atom_type(&closed.jaxpr, a)?;
-        let buf = kernel::materialize(&mut ctx, &mut steps, *o, dt, shape.iter().product())?;
+        let n: usize = shape.iter().product();
+        let (bdt, len) = match dt {
+            DType::KeyFry => (DType::U32, n * 2),
+            d => (d, n),
+        };
+        let buf = kernel::materialize(&mut ctx, &mut steps, *o, bdt, len)?;
         outputs.push((buf, shape));
+        output_dtypes.push(dt);
     }
     ctx.prog.inputs = inputs;
     ctx.prog.steps = steps;
     ctx.prog.outputs = outputs;
+    ctx.prog.output_dtypes = output_dtypes;
     Ok(ctx.prog)
 }
 
@@ -238,6 +255,7 @@ pub(crate) fn lower_closed(
     }
     let simple = jaxon_ir::passes::simplify(closed, jaxon_ir::primitive::Platform::Cuda)?;
     let jaxpr = &simple.jaxpr;
+    unsupported::keys(jaxpr)?;
     if jaxpr.constvars.len() != simple.consts.len() {
         return Err(IrError::Invalid(
             "cuda lowering: constvars and consts differ in number".into(),
@@ -256,7 +274,7 @@ pub(crate) fn lower_closed(
 
 /// A constant array as a value (rank 0: a literal).
 fn constant(ctx: &mut Ctx, c: &HostArray) -> Result<Value, IrError> {
-    if c.ndim() == 0 && !c.is_empty() {
+    if c.ndim() == 0 && !c.is_empty() && c.dtype() != DType::KeyFry {
         let x = c.data();
         let lit = match c.dtype() {
             d if d.is_float() => Literal::new(x.get_f64(0), d),
@@ -314,6 +332,9 @@ pub(crate) fn lower_eqn(
     env: &mut Env,
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
+    if keys::is_key_movement(&eqn.primitive) && keys::gives_keys(jaxpr, eqn) {
+        return keys::lower(ctx, jaxpr, eqn, env, steps);
+    }
     match &eqn.primitive {
         Primitive::Elementwise(p) => elementwise::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Structural(p) => structural::lower(ctx, jaxpr, eqn, p, env, steps),
@@ -325,7 +346,7 @@ pub(crate) fn lower_eqn(
         Primitive::Pallas(p) => unsupported::pallas(p),
         Primitive::Collective(p) => unsupported::collective(p),
         Primitive::Marker(p) => unsupported::marker(p),
-        Primitive::Window(p) => unsupported::window(p),
-        Primitive::Random(p) => unsupported::random(p),
+        Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Random(p) => random::lower(ctx, jaxpr, eqn, p, env, steps),
     }
 }

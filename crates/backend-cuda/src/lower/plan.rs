@@ -162,6 +162,9 @@ pub struct Program {
     pub steps: Vec<Step>,
     /// Buffers of the results, with their shapes.
     pub outputs: Vec<(BufId, Vec<usize>)>,
+    /// The dtype of each result as the jaxpr types it: the buffer's, but
+    /// `key<fry>` for keys, which are `u32` buffers of two words per key.
+    pub output_dtypes: Vec<DType>,
 }
 
 impl Program {

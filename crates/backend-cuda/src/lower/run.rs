@@ -203,6 +203,21 @@ pub fn host_bytes(a: &HostArray) -> Vec<u8> {
     a.to_le_bytes()
 }
 
+/// Whether host array `a` fills a buffer of `dtype x len` (a `key<fry>`
+/// array fills a `u32` buffer of two words per key, with the same bytes).
+pub fn fills(a: &HostArray, dtype: DType, len: usize) -> bool {
+    match a.dtype() {
+        DType::KeyFry => dtype == DType::U32 && a.len().checked_mul(2) == Some(len),
+        d => d == dtype && a.len() == len,
+    }
+}
+
+/// The dtype result `i` of `prog` has on the host: its buffer's, or
+/// `key<fry>` for keys.
+pub fn output_dtype(prog: &Program, i: usize, buffer: DType) -> DType {
+    prog.output_dtypes.get(i).copied().unwrap_or(buffer)
+}
+
 /// Device bytes (whole elements of `dtype`) as a host array of `shape`.
 pub fn array_from_bytes(
     dtype: DType,
@@ -210,11 +225,24 @@ pub fn array_from_bytes(
     bytes: &[u8],
 ) -> std::result::Result<HostArray, jaxon_ir::IrError> {
     match dtype {
-        DType::C64 | DType::C128 | DType::KeyFry => Err(super::unsupported(
+        DType::C64 | DType::C128 => Err(super::unsupported(
             "complex",
             "complex dtypes are not supported by the cuda backend yet",
         )),
-        _ => HostArray::from_le_bytes(dtype, shape, bytes),
+        DType::KeyFry
+        | DType::Bool
+        | DType::I8
+        | DType::I16
+        | DType::I32
+        | DType::I64
+        | DType::U8
+        | DType::U16
+        | DType::U32
+        | DType::U64
+        | DType::F16
+        | DType::BF16
+        | DType::F32
+        | DType::F64 => HostArray::from_le_bytes(dtype, shape, bytes),
     }
 }
 
@@ -243,7 +271,7 @@ pub fn run_simulated(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray
         let slot = bufs
             .get_mut(b.index())
             .ok_or_else(|| sim_err(format!("no buffer {}", b.0)))?;
-        if slot.dtype != a.dtype() || slot.len() != a.len() {
+        if !fills(a, slot.dtype, slot.len()) {
             return Err(sim_err(format!(
                 "an argument of {} x{} for a buffer of {} x{}",
                 a.dtype(),
@@ -269,9 +297,11 @@ pub fn run_simulated(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray
     run_steps(&mut t, prog, &prog.steps)?;
     prog.outputs
         .iter()
-        .map(|(b, shape)| {
+        .enumerate()
+        .map(|(i, (b, shape))| {
             let buf = t.buf(*b)?;
-            array_from_bytes(buf.dtype, shape, &buf.bytes).map_err(|e| sim_err(e.to_string()))
+            let dt = output_dtype(prog, i, buf.dtype);
+            array_from_bytes(dt, shape, &buf.bytes).map_err(|e| sim_err(e.to_string()))
         })
         .collect()
 }

@@ -1,12 +1,13 @@
 //! The families that do not lower yet — state, Pallas and named-axis
-//! collectives, windowed reductions, the random family, and the markers that simplify removes — each with one
+//! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
-//! here until someone decides about it; and the special functions (gamma
-//! family, `zeta`, Bessel, incomplete beta), which have no CUDA kernel yet.
+//! here until someone decides about it; complex dtypes and `fft`; and the
+//! check that keeps `key<fry>` values inside the random family and data
+//! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Random, State, Window};
-use jaxon_ir::{Atom, Aval, Binder, IrError, Jaxpr};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Primitive, Random, State};
+use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
 /// input) with a complex value, nested jaxprs included.
@@ -37,6 +38,47 @@ pub(crate) fn complex(jaxpr: &Jaxpr) -> Result<(), IrError> {
     Ok(())
 }
 
+/// Key values outside the random family: an `Unsupported` error naming the
+/// first equation of the (simplified) jaxpr that takes or gives a
+/// `key<fry>` value and is not a key primitive. Keys are `u32` buffers of
+/// two words per key (`random.rs`); the other lowerings would move one
+/// word per key. Nested jaxprs are checked when they are lowered.
+pub(crate) fn keys(jaxpr: &Jaxpr) -> Result<(), IrError> {
+    let is_key = |a: &Aval| a.as_array().is_some_and(|x| x.dtype == DType::KeyFry);
+    for e in &jaxpr.eqns {
+        let key_primitive = matches!(
+            &e.primitive,
+            Primitive::Random(
+                Random::Seed(_)
+                    | Random::Wrap(_)
+                    | Random::Unwrap(_)
+                    | Random::Bits(_)
+                    | Random::Split(_)
+                    | Random::FoldIn(_)
+                    | Random::Gamma(_)
+            )
+        );
+        if key_primitive || super::keys::is_key_movement(&e.primitive) {
+            continue;
+        }
+        let key_in = e.inputs.iter().any(|a| match a {
+            Atom::Lit(_) => false,
+            Atom::Var(v) => jaxpr.try_aval(*v).is_some_and(is_key),
+        });
+        let key_out = e.outputs.iter().any(|b| match b {
+            Binder::Var(v) => jaxpr.try_aval(*v).is_some_and(is_key),
+            Binder::Drop(a) => is_key(a),
+        });
+        if key_in || key_out {
+            return Err(unsupported(
+                e.primitive.name(),
+                "key<fry> values lower only through the random primitives and data movement yet",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The complex-number elementwise primitives (`complex`, `real`, `imag`,
 /// `conj`), by name.
 pub(crate) fn complex_elementwise(name: &str) -> Result<(), IrError> {
@@ -56,14 +98,6 @@ pub(crate) fn state(p: &State) -> Result<(), IrError> {
         }
     };
     Err(unsupported(p.name(), why))
-}
-
-/// The special-function elementwise primitives (`lgamma`, `digamma`,
-/// `igamma`, `igammac`, `igamma_grad_a`, `random_gamma_grad`,
-/// `polygamma`, `zeta`, `bessel_i0e`, `bessel_i1e`,
-/// `regularized_incomplete_beta`).
-pub(crate) fn special(name: &str) -> IrError {
-    unsupported(name, "special functions have no CUDA kernel yet")
 }
 
 /// Pallas primitives.
@@ -104,31 +138,4 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
             p.name()
         ))),
     }
-}
-
-/// Windowed reductions and their derivatives' selections.
-pub(crate) fn window(p: &Window) -> Result<(), IrError> {
-    let why = match p {
-        Window::ReduceWindow(_)
-        | Window::Generic(_)
-        | Window::SelectAndGatherAdd(_)
-        | Window::SelectAndScatterAdd(_) => "windowed reductions have no CUDA kernel yet",
-    };
-    Err(unsupported(p.name(), why))
-}
-
-/// The random family: no CUDA kernel yet (the threefry hash and the key
-/// primitives run on the interpreter and the CPU backend).
-pub(crate) fn random(p: &Random) -> Result<(), IrError> {
-    let why = match p {
-        Random::Seed(_)
-        | Random::Wrap(_)
-        | Random::Unwrap(_)
-        | Random::Bits(_)
-        | Random::Split(_)
-        | Random::FoldIn(_)
-        | Random::Threefry2x32(_) => "typed PRNG keys and threefry2x32 have no CUDA kernel yet",
-        Random::Gamma(_) => "random_gamma has no CUDA kernel yet",
-    };
-    Err(unsupported(p.name(), why))
 }
