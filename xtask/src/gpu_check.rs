@@ -136,6 +136,27 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
         }
     };
     let mut stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    // The facade's GPU-residency test (`device_put` and `jit` under `cuda`).
+    match cargo()
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "jaxon",
+            "--test",
+            "device_put",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+    {
+        Ok(o) if o.status.success() => stdout.push_str(&String::from_utf8_lossy(&o.stdout)),
+        _ => {
+            eprintln!("gpu-check: building the facade's device_put test failed");
+            return ExitCode::FAILURE;
+        }
+    }
     // The examples too: diagnostics that print what a test cannot assert.
     match cargo()
         .args([

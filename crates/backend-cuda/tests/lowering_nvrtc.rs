@@ -183,7 +183,10 @@ fn extra_texts() -> Vec<String> {
             "{{ lambda ; a:{dt}[9] b:{dt}[9] x:{dt}[9]. let c:{dt}[9] = regularized_incomplete_beta a b x in (c,) }}"
         ));
     }
-    out.push("{ lambda ; a:f16[9] b:f16[9]. let c:f16[9] = lgamma a d:f16[9] = igamma c b in (d,) }".into());
+    out.push(
+        "{ lambda ; a:f16[9] b:f16[9]. let c:f16[9] = lgamma a d:f16[9] = igamma c b in (d,) }"
+            .into(),
+    );
     for (dt, op) in [
         ("f32", "reduce_window_sum"),
         ("f16", "reduce_window_max"),

@@ -85,21 +85,48 @@ fn unary_special_functions_on_every_branch() {
 #[test]
 fn incomplete_gamma_family_on_both_sides_of_the_switch() {
     let mut rng = Rng::new(191);
-    let edge_a = [f64::NAN, 1.0, 1.0, 1.0, -1.0, 0.0, f64::INFINITY, 2.0, 0.5, 3.0];
-    let edge_x = [1.0, f64::NAN, 0.0, f64::INFINITY, 1.0, 1.0, 1.0, -1.0, 1e-8, 1e3];
-    for op in [
-        "igamma",
-        "igammac",
-        "igamma_grad_a",
-        "random_gamma_grad",
-    ] {
+    let edge_a = [
+        f64::NAN,
+        1.0,
+        1.0,
+        1.0,
+        -1.0,
+        0.0,
+        f64::INFINITY,
+        2.0,
+        0.5,
+        3.0,
+    ];
+    let edge_x = [
+        1.0,
+        f64::NAN,
+        0.0,
+        f64::INFINITY,
+        1.0,
+        1.0,
+        1.0,
+        -1.0,
+        1e-8,
+        1e3,
+    ];
+    for op in ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad"] {
         for dt in FLOATS {
             let n = 67;
             let t = ty(dt, &[n]);
             let text = format!("{{ lambda ; a:{t} b:{t}. let c:{t} = {op} a b in (c,) }}");
             // Pairs drawn independently land on either side of x = a + 1.
-            let a = values(&mut rng, n, &edge_a, &[(0.05, 3.0), (1.0, 30.0), (0.5, 8.0)]);
-            let x = values(&mut rng, n, &edge_x, &[(0.0, 4.0), (0.5, 50.0), (5.0, 12.0)]);
+            let a = values(
+                &mut rng,
+                n,
+                &edge_a,
+                &[(0.05, 3.0), (1.0, 30.0), (0.5, 8.0)],
+            );
+            let x = values(
+                &mut rng,
+                n,
+                &edge_x,
+                &[(0.0, 4.0), (0.5, 50.0), (5.0, 12.0)],
+            );
             check_with(&text, &[array(dt, &a), array(dt, &x)], tol(dt));
         }
     }
@@ -138,10 +165,25 @@ fn zeta_and_polygamma_on_their_domains() {
         let text = format!("{{ lambda ; a:{t} b:{t}. let c:{t} = zeta a b in (c,) }}");
         // Large s reach the early exit of the direct sum; small s the tail.
         let s = values(&mut rng, n, &edge_s, &[(1.01, 4.0), (4.0, 80.0)]);
-        let q = values(&mut rng, n, &edge_q, &[(0.01, 3.0), (3.0, 40.0), (-4.0, 0.0)]);
+        let q = values(
+            &mut rng,
+            n,
+            &edge_q,
+            &[(0.01, 3.0), (3.0, 40.0), (-4.0, 0.0)],
+        );
         check_with(&text, &[array(dt, &s), array(dt, &q)], tol(dt));
     }
-    let edge_n = [f64::NAN, 0.0, 1.0, -1.0, 1.5, f64::INFINITY, 2.0, 3.0, 200.0];
+    let edge_n = [
+        f64::NAN,
+        0.0,
+        1.0,
+        -1.0,
+        1.5,
+        f64::INFINITY,
+        2.0,
+        3.0,
+        200.0,
+    ];
     let edge_x = [1.0, f64::NAN, -2.0, 1.0, 1.0, 1.0, -0.5, 0.0, 1.0];
     for dt in FLOATS {
         let n = 61;

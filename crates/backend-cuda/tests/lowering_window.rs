@@ -13,7 +13,12 @@ use jaxon_ir::{DType, HostArray};
 use lowering_util::{check_with, random, tuple, ty, Dist, Rng, Tol};
 
 /// A random window over an operand of `shape`, with its output shape.
-fn window(rng: &mut Rng, shape: &[usize], dilations: bool, negative_pad: bool) -> (WindowGeometry, Vec<usize>) {
+fn window(
+    rng: &mut Rng,
+    shape: &[usize],
+    dilations: bool,
+    negative_pad: bool,
+) -> (WindowGeometry, Vec<usize>) {
     loop {
         let r = shape.len();
         let w = WindowGeometry {
@@ -26,10 +31,22 @@ fn window(rng: &mut Rng, shape: &[usize], dilations: bool, negative_pad: bool) -
                 })
                 .collect(),
             base_dilation: (0..r)
-                .map(|_| if dilations { rng.range(1, 2) as usize } else { 1 })
+                .map(|_| {
+                    if dilations {
+                        rng.range(1, 2) as usize
+                    } else {
+                        1
+                    }
+                })
                 .collect(),
             window_dilation: (0..r)
-                .map(|_| if dilations { rng.range(1, 2) as usize } else { 1 })
+                .map(|_| {
+                    if dilations {
+                        rng.range(1, 2) as usize
+                    } else {
+                        1
+                    }
+                })
                 .collect(),
         };
         let out: Option<Vec<usize>> = (0..r).map(|d| w.out_dim(d, shape[d])).collect();
@@ -78,8 +95,14 @@ fn tied(rng: &mut Rng, dt: &str, shape: &[usize]) -> HostArray {
 fn reduce_window_sum_max_min_on_random_windows() {
     let mut rng = Rng::new(290);
     let dtypes: [(&str, &[&str]); 3] = [
-        ("reduce_window_sum", &["f32", "f64", "i32", "u8", "f16", "bool"]),
-        ("reduce_window_max", &["f32", "f64", "i32", "i8", "u16", "bf16", "bool"]),
+        (
+            "reduce_window_sum",
+            &["f32", "f64", "i32", "u8", "f16", "bool"],
+        ),
+        (
+            "reduce_window_max",
+            &["f32", "f64", "i32", "i8", "u16", "bf16", "bool"],
+        ),
         ("reduce_window_min", &["f32", "i64", "u32", "f16", "bool"]),
     ];
     for (op, dts) in dtypes {
@@ -117,7 +140,12 @@ fn generic_reduce_window_with_elementwise_bodies() {
         let g = geometry_text(&w);
         // An argmax-style pair reduction with a `jit` in its body, as
         // `jnp.argmax` over windows traces.
-        let (tf, ti, of, oi) = (ty("f32", &shape), ty("i32", &shape), ty("f32", &out), ty("i32", &out));
+        let (tf, ti, of, oi) = (
+            ty("f32", &shape),
+            ty("i32", &shape),
+            ty("f32", &out),
+            ty("i32", &out),
+        );
         let text = format!(
             "{{ lambda ; a:{tf} b:{ti} c:f32[] d:i32[]. let
     e:{of} f:{oi} = reduce_window[

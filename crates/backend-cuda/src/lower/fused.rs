@@ -36,7 +36,9 @@ pub(crate) fn loop_group(
     }
     // Keys move as word pairs, one equation at a time (`keys.rs`).
     if !maps_are_sound(&members)
-        || members.iter().any(|(e, _)| super::keys::gives_keys(jaxpr, e))
+        || members
+            .iter()
+            .any(|(e, _)| super::keys::gives_keys(jaxpr, e))
     {
         return unfused(ctx, jaxpr, &members, env, steps);
     }

@@ -29,7 +29,10 @@ pub(crate) fn is_key_movement(p: &Primitive) -> bool {
             )
     ) || matches!(
         p,
-        Primitive::Structural(Structural::Reshape(ReshapeParams { dimensions: None, .. }))
+        Primitive::Structural(Structural::Reshape(ReshapeParams {
+            dimensions: None,
+            ..
+        }))
     )
 }
 

@@ -48,11 +48,23 @@ pub(crate) fn lower(
             };
             let ol = ctx.decl(out)?.len;
             if sl != ol {
-                return Err(IrError::ty(name, "the key data and the keys differ in size"));
+                return Err(IrError::ty(
+                    name,
+                    "the key data and the keys differ in size",
+                ));
             }
             super::kernel::copy_into(ctx, steps, src, out, ol)
         }
-        Random::Bits(bp) => counters(ctx, jaxpr, eqn, env, steps, name, &bp.shape, Some(bp.bit_width)),
+        Random::Bits(bp) => counters(
+            ctx,
+            jaxpr,
+            eqn,
+            env,
+            steps,
+            name,
+            &bp.shape,
+            Some(bp.bit_width),
+        ),
         Random::Split(sp) => counters(ctx, jaxpr, eqn, env, steps, name, &sp.shape, None),
         Random::FoldIn(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, true),
         Random::Threefry2x32(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, false),
@@ -73,11 +85,7 @@ pub(crate) fn threefry(k: &mut KernelBuilder, key: [Expr; 2], x: [Expr; 2]) -> [
     let u = DType::U32;
     let k0 = k.let_("tf_k0", u, key[0].clone());
     let k1 = k.let_("tf_k1", u, key[1].clone());
-    let k2 = k.let_(
-        "tf_k2",
-        u,
-        Expr::var(k0) ^ Expr::var(k1) ^ u32c(PARITY),
-    );
+    let k2 = k.let_("tf_k2", u, Expr::var(k0) ^ Expr::var(k1) ^ u32c(PARITY));
     let ks = [k0, k1, k2];
     let a = k.let_("tf_a", u, x[0].clone() + Expr::var(k0));
     let b = k.let_("tf_b", u, x[1].clone() + Expr::var(k1));
@@ -112,7 +120,10 @@ fn seed(
     };
     let (d, shape) = atom_type(jaxpr, a)?;
     if !(d.is_int() || d.is_bool()) {
-        return Err(IrError::ty(name, format!("seeds must be integers, got {d}")));
+        return Err(IrError::ty(
+            name,
+            format!("seeds must be integers, got {d}"),
+        ));
     }
     let x = env.atom(a)?;
     let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
@@ -120,7 +131,11 @@ fn seed(
     let step = loop_kernel(ctx, name, &shape, |k, args, ctx, lin, _| {
         let s = load(k, args, ctx, x, lin.clone())?;
         let (hi, lo) = if d.bits() == 64 {
-            let s = if d == DType::U64 { s } else { s.bitcast(DType::U64) };
+            let s = if d == DType::U64 {
+                s
+            } else {
+                s.bitcast(DType::U64)
+            };
             let w = k.let_("seed", DType::U64, s);
             (
                 (Expr::var(w) >> Expr::int(DType::U64, 32)).cast(DType::U32),
@@ -159,7 +174,10 @@ fn counters(
     };
     let (kd, kshape) = atom_type(jaxpr, a)?;
     if kd != DType::KeyFry {
-        return Err(IrError::ty(name, format!("expected a key<fry> array, got {kd}")));
+        return Err(IrError::ty(
+            name,
+            format!("expected a key<fry> array, got {kd}"),
+        ));
     }
     let n: usize = shape.iter().product();
     if n as u128 > u128::from(u32::MAX) {
@@ -183,7 +201,11 @@ fn counters(
     let (out, od, oshape) = outs.first().cloned().ok_or_else(|| arity(name))?;
     let mut want = kshape.clone();
     want.extend_from_slice(shape);
-    let want_dt = if bit_width.is_some() { out_dt } else { DType::KeyFry };
+    let want_dt = if bit_width.is_some() {
+        out_dt
+    } else {
+        DType::KeyFry
+    };
     if oshape != want || od != want_dt {
         return Err(IrError::ty(
             name,
@@ -270,9 +292,16 @@ fn broadcast_hash(
     let mut shapes = Vec::new();
     for (j, a) in eqn.inputs.iter().enumerate() {
         let (d, s) = atom_type(jaxpr, a)?;
-        let want = if fold_in && j == 0 { DType::KeyFry } else { DType::U32 };
+        let want = if fold_in && j == 0 {
+            DType::KeyFry
+        } else {
+            DType::U32
+        };
         if d != want {
-            return Err(IrError::ty(name, format!("operand {j} is {d}, expected {want}")));
+            return Err(IrError::ty(
+                name,
+                format!("operand {j} is {d}, expected {want}"),
+            ));
         }
         shapes.push(s);
     }

@@ -100,7 +100,9 @@ fn pow(x: Expr, y: Expr) -> Expr {
 
 /// `x <= 0` and an integer: the poles of the gamma family.
 fn non_positive_integer(x: Expr) -> Expr {
-    x.clone().le(c(0.0)).and(x.clone().eq(x.math(MathFn::Floor)))
+    x.clone()
+        .le(c(0.0))
+        .and(x.clone().eq(x.math(MathFn::Floor)))
 }
 
 /// Whether the special-function primitives take this storage dtype.
@@ -191,9 +193,16 @@ pub(crate) fn betainc_of(k: &mut KernelBuilder, d: DType, xs: &[Expr]) -> Result
     let name = "regularized_incomplete_beta";
     float_only(name, d)?;
     let [a, b, x] = xs else {
-        return Err(IrError::Invalid(format!("{name}: wrong number of operands")));
+        return Err(IrError::Invalid(format!(
+            "{name}: wrong number of operands"
+        )));
     };
-    let r = betainc(k, widen(d, a.clone()), widen(d, b.clone()), widen(d, x.clone()));
+    let r = betainc(
+        k,
+        widen(d, a.clone()),
+        widen(d, b.clone()),
+        widen(d, x.clone()),
+    );
     Ok(match d {
         DType::F16 | DType::BF16 => r.cast(d).cast(DType::F32),
         _ => narrow(d, r),
@@ -230,11 +239,7 @@ fn cos_pi(k: &mut KernelBuilder, x: Expr) -> Expr {
         F,
         Expr::select(v(r0).gt(c(1.0)), c(2.0) - v(r0), v(r0)),
     );
-    Expr::select(
-        v(r).eq(c(0.5)),
-        c(0.0),
-        (c(PI) * v(r)).math(MathFn::Cos),
-    )
+    Expr::select(v(r).eq(c(0.5)), c(0.0), (c(PI) * v(r)).math(MathFn::Cos))
 }
 
 /// `log|Gamma(x)|`, `+inf` at the poles and at ±inf.
@@ -307,17 +312,10 @@ pub(crate) fn digamma(k: &mut KernelBuilder, x: Expr) -> Expr {
     let p = k.let_("dg_p", F, v(r2));
     let series = k.let_("dg_series", F, c(0.0));
     for (j, b) in BERNOULLI.iter().enumerate().take(7) {
-        k.assign(
-            series,
-            v(series) + c(b / (2.0 * (j as f64 + 1.0))) * v(p),
-        );
+        k.assign(series, v(series) + c(b / (2.0 * (j as f64 + 1.0))) * v(p));
         k.assign(p, v(p) * v(r2));
     }
-    let core = k.let_(
-        "dg_core",
-        F,
-        v(acc) + ln(v(w)) - c(0.5) / v(w) - v(series),
-    );
+    let core = k.let_("dg_core", F, v(acc) + ln(v(w)) - c(0.5) / v(w) - v(series));
     let cp = cos_pi(k, v(x));
     let sp = sin_pi(k, v(x));
     let reflected = v(core) - c(PI) * cp / sp;
@@ -336,9 +334,7 @@ pub(crate) fn zeta(k: &mut KernelBuilder, s: Expr, q: Expr) -> Expr {
     let s = k.let_("zt_s", F, s);
     let q = k.let_("zt_q", F, q);
     let q_pole = v(q).le(c(0.0)).and(v(q).eq(v(q).math(MathFn::Floor)));
-    let q_bad = v(q)
-        .le(c(0.0))
-        .and(v(s).ne(v(s).math(MathFn::Floor)));
+    let q_bad = v(q).le(c(0.0)).and(v(s).ne(v(s).math(MathFn::Floor)));
     let nan = is_nan(v(s)).or(is_nan(v(q)));
     let special = Expr::select(
         nan.clone(),
@@ -496,10 +492,7 @@ impl Dual {
 
 /// `a * b` of dual numbers as expressions (`v`, `d`).
 fn dmul(a: (Expr, Expr), b: (Expr, Expr)) -> (Expr, Expr) {
-    (
-        a.0.clone() * b.0.clone(),
-        a.1 * b.0 + a.0 * b.1,
-    )
+    (a.0.clone() * b.0.clone(), a.1 * b.0 + a.0 * b.1)
 }
 
 /// `a / b` of dual numbers: `v` is materialised first, as the
@@ -719,11 +712,7 @@ fn betainc(k: &mut KernelBuilder, a: Expr, b: Expr, x: Expr) -> Expr {
             let qap = k.let_("bi_qap", F, v(a) + c(1.0));
             let qam = k.let_("bi_qam", F, v(a) - c(1.0));
             let cc = k.let_("bi_c", F, c(1.0));
-            let d = k.let_(
-                "bi_d",
-                F,
-                c(1.0) / fix1(c(1.0) - v(qab) * v(x) / v(qap)),
-            );
+            let d = k.let_("bi_d", F, c(1.0) / fix1(c(1.0) - v(qab) * v(x) / v(qap)));
             let h = k.let_("bi_h", F, v(d));
             let m = k.let_("bi_m", F, c(1.0));
             let done = k.let_("bi_done", DType::Bool, Expr::bool(false));
@@ -741,8 +730,7 @@ fn betainc(k: &mut KernelBuilder, a: Expr, b: Expr, x: Expr) -> Expr {
                 let aa = k.let_(
                     "bi_aa2",
                     F,
-                    -(v(a) + v(m)) * (v(qab) + v(m)) * v(x)
-                        / ((v(a) + v(m2)) * (v(qap) + v(m2))),
+                    -(v(a) + v(m)) * (v(qab) + v(m)) * v(x) / ((v(a) + v(m2)) * (v(qap) + v(m2))),
                 );
                 k.assign(d, c(1.0) / fix1(c(1.0) + v(aa) * v(d)));
                 k.assign(cc, fix1(c(1.0) + v(aa) / v(cc)));
@@ -754,9 +742,7 @@ fn betainc(k: &mut KernelBuilder, a: Expr, b: Expr, x: Expr) -> Expr {
             let lab = lgamma(k, v(a) + v(b));
             let la = lgamma(k, v(a));
             let lb = lgamma(k, v(b));
-            let lfront = lab - la - lb
-                + v(a) * ln(v(x))
-                + v(b) * (-v(x)).math(MathFn::Log1p);
+            let lfront = lab - la - lb + v(a) * ln(v(x)) + v(b) * (-v(x)).math(MathFn::Log1p);
             let cf = k.let_("bi_cf", F, lfront.math(MathFn::Exp) * v(h) / v(a));
             k.assign(res, Expr::select(v(swap), c(1.0) - v(cf), v(cf)));
         });
@@ -785,10 +771,7 @@ fn bessel_ie(k: &mut KernelBuilder, nu: u32, x: Expr) -> Expr {
                     k.assign(j, v(j) + c(1.0));
                     k.assign(term, v(term) * (v(h2) / (v(j) * (v(j) + c(nuf)))));
                     k.assign(sum, v(sum) + v(term));
-                    k.assign(
-                        done,
-                        v(term).le(c(EPS) * v(sum)).or(v(j).gt(c(500.0))),
-                    );
+                    k.assign(done, v(term).le(c(EPS) * v(sum)).or(v(j).gt(c(500.0))));
                 });
                 k.assign(res, v(sum) * (-v(x)).math(MathFn::Exp));
             },

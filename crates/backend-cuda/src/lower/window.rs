@@ -22,13 +22,13 @@
 //! sequential order, so float sums are bit-identical and there are no
 //! races.
 
-use super::kernel::{compute, i64c, lit_expr, load, loop_kernel, multi_index, store, try_for, try_if};
+use super::kernel::{
+    compute, i64c, lit_expr, load, loop_kernel, multi_index, store, try_for, try_if,
+};
 use super::plan::Step;
 use super::{atom_type, bind_outputs, elementwise, unsupported, Ctx, Env, Value};
 use crate::kir::{Expr, KernelBuilder};
-use jaxon_ir::primitive::{
-    Elementwise, Primitive, SelectPrim, Window, WindowGeometry, WindowOp,
-};
+use jaxon_ir::primitive::{Elementwise, Primitive, SelectPrim, Window, WindowGeometry, WindowOp};
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,12 +56,12 @@ pub(crate) fn lower(
 
 /// The output shape of windows `w` over an operand of `shape`, checked.
 fn out_shape(name: &str, shape: &[usize], w: &WindowGeometry) -> Result<Vec<usize>, IrError> {
-    w.check(name, shape.len()).map_err(|e| IrError::ty(name, e))?;
+    w.check(name, shape.len())
+        .map_err(|e| IrError::ty(name, e))?;
     (0..shape.len())
         .map(|d| {
-            w.out_dim(d, shape[d]).ok_or_else(|| {
-                IrError::ty(name, format!("padding makes dimension {d} negative"))
-            })
+            w.out_dim(d, shape[d])
+                .ok_or_else(|| IrError::ty(name, format!("padding makes dimension {d} negative")))
         })
         .collect()
 }
@@ -126,7 +126,9 @@ fn for_taps(
 fn unary_io<'a>(name: &str, eqn: &'a Eqn) -> Result<(&'a Atom, &'a Binder), IrError> {
     match (eqn.inputs.as_slice(), eqn.outputs.as_slice()) {
         ([a], [b]) => Ok((a, b)),
-        _ => Err(IrError::Invalid(format!("{name}: wrong number of operands"))),
+        _ => Err(IrError::Invalid(format!(
+            "{name}: wrong number of operands"
+        ))),
     }
 }
 
@@ -248,10 +250,15 @@ fn generic(
     let body: &Jaxpr = &simple.jaxpr;
     let n = eqn.inputs.len() / 2;
     if n == 0 || eqn.inputs.len() != 2 * n || eqn.outputs.len() != n {
-        return Err(IrError::Invalid(format!("{name}: wrong number of operands")));
+        return Err(IrError::Invalid(format!(
+            "{name}: wrong number of operands"
+        )));
     }
     if body.invars.len() != 2 * n || body.outvars.len() != n || !body.constvars.is_empty() {
-        return Err(IrError::ty(name, "the body's arity does not match the operands"));
+        return Err(IrError::ty(
+            name,
+            "the body's arity does not match the operands",
+        ));
     }
     for e in &body.eqns {
         let ok = matches!(&e.primitive, Primitive::Elementwise(p) if !matches!(
@@ -261,7 +268,10 @@ fn generic(
         if !ok {
             return Err(unsupported(
                 name,
-                format!("a body with {} is not lowered (only elementwise bodies)", e.primitive.name()),
+                format!(
+                    "a body with {} is not lowered (only elementwise bodies)",
+                    e.primitive.name()
+                ),
             ));
         }
     }
@@ -280,7 +290,10 @@ fn generic(
     for (a, (_, d)) in eqn.inputs[n..].iter().zip(&xs) {
         let (id, is) = atom_type(jaxpr, a)?;
         if id != *d || !is.is_empty() {
-            return Err(IrError::ty(name, "init values must be scalars of the operands' dtypes"));
+            return Err(IrError::ty(
+                name,
+                "init values must be scalars of the operands' dtypes",
+            ));
         }
         inits.push(env.atom(a)?);
     }
@@ -449,7 +462,9 @@ fn select_in_window(
 fn binary_io<'a>(name: &str, eqn: &'a Eqn) -> Result<(&'a Atom, &'a Atom), IrError> {
     match (eqn.inputs.as_slice(), eqn.outputs.len()) {
         ([a, b], 1) => Ok((a, b)),
-        _ => Err(IrError::Invalid(format!("{name}: wrong number of operands"))),
+        _ => Err(IrError::Invalid(format!(
+            "{name}: wrong number of operands"
+        ))),
     }
 }
 
@@ -534,7 +549,10 @@ fn select_and_scatter_add(
         .cloned()
         .ok_or_else(|| IrError::Invalid(format!("{name}: no result")))?;
     if oshape != xs || od != sd {
-        return Err(IrError::ty(name, "the result must have the operand's shape, the source's dtype"));
+        return Err(IrError::ty(
+            name,
+            "the result must have the operand's shape, the source's dtype",
+        ));
     }
     // Kernel 1: the selection of every window.
     let selected = ctx.alloc(DType::I64, &want)?;
@@ -625,6 +643,13 @@ fn nest(
     };
     let o = k.var("o", DType::I64);
     try_for(k, o, (Expr::var(lo), Expr::var(hi), i64c(1)), |k| {
-        nest(k, ranges, d + 1, flat + Expr::var(o) * i64c(st[d]), st, body)
+        nest(
+            k,
+            ranges,
+            d + 1,
+            flat + Expr::var(o) * i64c(st[d]),
+            st,
+            body,
+        )
     })
 }

@@ -175,7 +175,8 @@ pub fn check_with(text: &str, args: &[HostArray], tol: Tol) {
     let closed = parse(text);
     let want = jaxon_ir::eval_closed_jaxpr(&closed, args)
         .unwrap_or_else(|e| panic!("interpreter: {e}\n{text}"));
-    let got = run_lowered(&closed, args).unwrap_or_else(|e| panic!("{}: {e}\n{text}", backend_name()));
+    let got =
+        run_lowered(&closed, args).unwrap_or_else(|e| panic!("{}: {e}\n{text}", backend_name()));
     assert_eq!(got.len(), want.len(), "{text}");
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         compare(&format!("result {i} of\n{text}\n"), g, w, tol);
