@@ -38,6 +38,14 @@ impl Buffer for CudaArray {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn block_until_ready(&self) -> Result<(), IrError> {
+        self.0
+            .buffer
+            .device()
+            .synchronize()
+            .map_err(|e| IrError::Eval(format!("cuda: {e}")))
+    }
 }
 
 /// The simulator backend, `"cuda-sim"`.
