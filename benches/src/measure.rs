@@ -142,10 +142,28 @@ pub fn timing_details(m: &Measurement, scale: f64, unit: &str, div: f64) -> Map<
     d
 }
 
+/// A suffix for every record name that lacks it (`_gpu` under
+/// `workloads --gpu`, where the CPU workloads run again on the GPU under
+/// the names of `bench_jax_gpu.py`).
+static SUFFIX: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Sets the record-name suffix (once per process).
+pub fn set_record_suffix(suffix: &'static str) {
+    let _ = SUFFIX.set(suffix);
+}
+
+/// `workload` with the record suffix, unless it already ends with it.
+pub fn record_name(workload: &str) -> String {
+    match SUFFIX.get() {
+        Some(sfx) if !workload.ends_with(sfx) => format!("{workload}{sfx}"),
+        _ => workload.to_string(),
+    }
+}
+
 /// Prints one JSON record in the schema of `bench_jax.py`.
 pub fn emit(workload: &str, metric: &str, value: f64, unit: &str, details: Map<String, Value>) {
     println!(
         "{}",
-        json!({"workload": workload, "metric": metric, "value": value, "unit": unit, "details": details})
+        json!({"workload": record_name(workload), "metric": metric, "value": value, "unit": unit, "details": details})
     );
 }

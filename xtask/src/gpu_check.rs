@@ -99,6 +99,11 @@ fi
 for b in @REST@; do
   step "$b" 90 "$here/bin/$b" --test-threads=1 --nocapture
 done
+# 6. The GPU workloads of issue 20 (`workloads --gpu --quick`), with what
+#    time is left; their JSON records are in the step's log.
+if [ -x "$here/tools/workloads" ]; then
+  step workloads-gpu 150 "$here/tools/workloads" --gpu --quick
+fi
 grep -h '^gpu-check:' "$out"/*.log | tee -a "$summary"
 echo "gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED) in ${SECONDS}s; logs in $out" \
   | tee -a "$summary"
@@ -136,6 +141,27 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
         }
     };
     let mut stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    // The facade's GPU-residency test (`device_put` and `jit` under `cuda`).
+    match cargo()
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "jaxon",
+            "--test",
+            "device_put",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+    {
+        Ok(o) if o.status.success() => stdout.push_str(&String::from_utf8_lossy(&o.stdout)),
+        _ => {
+            eprintln!("gpu-check: building the facade's device_put test failed");
+            return ExitCode::FAILURE;
+        }
+    }
     // The examples too: diagnostics that print what a test cannot assert.
     match cargo()
         .args([
@@ -174,6 +200,21 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    println!("==> building the GPU workloads binary (release)");
+    let workloads = cargo()
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "jaxon-benches",
+            "--bin",
+            "workloads",
+        ])
+        .status();
+    if !matches!(workloads, Ok(s) if s.success()) {
+        eprintln!("gpu-check: building the workloads binary failed");
+        return ExitCode::FAILURE;
+    }
     println!("==> building the conformance runner (release)");
     let runner = cargo()
         .args([
@@ -209,6 +250,10 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
             dir.join("tools/conformance"),
         ),
         (root.join(corpus), dir.join("data").join(&corpus_name)),
+        (
+            root.join("target/release/workloads"),
+            dir.join("tools/workloads"),
+        ),
     ];
     for (from, to) in &carried {
         if let Err(e) = fs::copy(from, to) {
@@ -216,9 +261,11 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let _ = Command::new("strip")
-        .arg(dir.join("tools/conformance"))
-        .status();
+    for tool in ["conformance", "workloads"] {
+        let _ = Command::new("strip")
+            .arg(dir.join("tools").join(tool))
+            .status();
+    }
     let mut examples = Vec::new();
     for exe in executables(&facade) {
         let name = test_name(&exe);

@@ -1,7 +1,13 @@
 //! `cargo xtask bench --json [--only A,B] [--quick] [--list]`: runs the
 //! workloads of `benches/WORKLOADS.md` and prints one JSON record per
 //! metric, in the schema of `benches/jax/bench_jax.py`.
+//!
+//! `workloads --gpu [--list] [--only A,B] [--quick] [--smoke]`: the GPU
+//! workloads, in the schema of `bench_jax_gpu.py`, on the `cuda` backend
+//! (`JAXON_GPU_BENCH_BACKEND` picks another; `--smoke` runs tiny sizes).
 
+use jaxon_benches::measure::set_record_suffix;
+use jaxon_benches::workloads::gpu::{gpu_backend, set_smoke, GPU_WORKLOADS};
 use jaxon_benches::workloads::{backend_name, Settings, WORKLOADS};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -9,12 +15,32 @@ use std::time::Duration;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
+    let gpu = args.iter().any(|a| a == "--gpu");
+    let table = if gpu { GPU_WORKLOADS } else { WORKLOADS };
     if args.iter().any(|a| a == "--list") {
-        for (name, metrics, _) in WORKLOADS {
+        for (name, metrics, _) in table {
             println!("{name} {}", metrics.join(","));
         }
         return ExitCode::SUCCESS;
     }
+    if gpu {
+        set_record_suffix("_gpu");
+        set_smoke(args.iter().any(|a| a == "--smoke"));
+        let backend = gpu_backend();
+        return match jaxon::with_backend(&backend, || run(table, &args, quick)) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("workloads --gpu: backend {backend}: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    run(table, &args, quick)
+}
+
+type Table = &'static [jaxon_benches::workloads::Workload];
+
+fn run(table: Table, args: &[String], quick: bool) -> ExitCode {
     let only: Option<Vec<String>> = args
         .iter()
         .position(|a| a == "--only")
@@ -32,7 +58,7 @@ fn main() -> ExitCode {
                         "reps": settings.reps, "quick": quick}})
     );
     let mut failed = false;
-    for (name, metrics, run) in WORKLOADS {
+    for (name, metrics, run) in table {
         let wanted = only
             .as_ref()
             .is_none_or(|o| o.iter().any(|w| w == name || metrics.contains(&w.as_str())));

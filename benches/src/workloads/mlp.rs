@@ -172,11 +172,18 @@ fn slow_reps(s: Settings) -> usize {
 
 /// One SGD step (lr 0.01) of the MLP, each step taking the previous params.
 pub fn mlp_train_step(s: Settings) {
+    train_step_workload(s, "mlp_train_step", &MLP_SIZES, MLP_BATCH);
+}
+
+/// One SGD step (lr 0.01) of an MLP of `sizes` on a batch of `batch`, each
+/// step taking the previous parameters, emitted as `name`.
+pub fn train_step_workload(s: Settings, name: &str, sizes: &[usize], batch: usize) {
     let step = jit(|(p, x, y): (Params, Array, Array)| {
         let (l, g): (Array, Params) = ok(value_and_grad_with(mlp_loss, 0)((p.clone(), x, y)));
         (sgd(&p, &g, 0.01), l)
     });
-    let (params, x, y) = mlp_data();
+    let params = init_mlp(sizes, 0);
+    let (x, y) = mlp_inputs(batch, sizes[0], sizes[sizes.len() - 1], 1, 2);
     let (p1, l0) = step.call((params, x.clone(), y.clone())).expect("runs");
     let (p2, l1) = step.call((p1, x.clone(), y.clone())).expect("runs");
     let mut state = Some(p2);
@@ -191,14 +198,11 @@ pub fn mlp_train_step(s: Settings) {
         s.min_time,
         0,
     );
-    let fwd: usize = MLP_SIZES
-        .windows(2)
-        .map(|w| 2 * MLP_BATCH * w[0] * w[1])
-        .sum();
-    let dx: usize = MLP_SIZES
+    let fwd: usize = sizes.windows(2).map(|w| 2 * batch * w[0] * w[1]).sum();
+    let dx: usize = sizes
         .windows(2)
         .skip(1)
-        .map(|w| 2 * MLP_BATCH * w[0] * w[1])
+        .map(|w| 2 * batch * w[0] * w[1])
         .sum();
     let tot = 2 * fwd + dx;
     let mut d = timing_details(&m, 1e3, "ms", 1.0);
@@ -211,11 +215,11 @@ pub fn mlp_train_step(s: Settings) {
     d.insert("loss_step0".into(), json!(l0.item::<f32>()));
     d.insert("loss_step1".into(), json!(l1.item::<f32>()));
     d.insert("lr".into(), json!(0.01));
-    d.insert("batch".into(), json!(MLP_BATCH));
-    d.insert("layers".into(), json!(MLP_SIZES));
+    d.insert("batch".into(), json!(batch));
+    d.insert("layers".into(), json!(sizes));
     d.insert("backend".into(), json!(backend_name()));
     emit(
-        "mlp_train_step",
+        name,
         "time_per_step",
         sig(m.median_s * 1e3, 4),
         "ms/step",
@@ -253,7 +257,7 @@ pub fn per_example_grads(s: Settings) {
             let g = f
                 .call((params.clone(), x.clone(), y.clone()))
                 .expect("runs");
-            std::hint::black_box(g[0].0.buffer());
+            super::ready(&g[0].0);
         },
         s.reps,
         if s.quick { Duration::ZERO } else { s.min_time },

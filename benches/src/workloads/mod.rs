@@ -4,6 +4,7 @@
 //! do not.
 
 mod dispatch;
+pub mod gpu;
 mod kernels;
 mod loops;
 mod mlp;
@@ -84,6 +85,12 @@ pub const WORKLOADS: &[Workload] = &[
 /// which the enclosing entry point (`make_jaxpr`, `jit(..).call`) catches.
 fn ok<T>(r: Result<T>) -> T {
     r.unwrap_or_else(|e| std::panic::resume_unwind(Box::new(e)))
+}
+
+/// Waits for `x`'s value (`block_until_ready`: a no-op for host arrays,
+/// a device synchronisation for GPU ones): the end of one unit of work.
+fn ready(x: &Array) {
+    std::hint::black_box(x.block_until_ready().expect("the computation succeeds"));
 }
 
 /// The name of the backend eager operations and `jit` run on.

@@ -16,6 +16,12 @@ pub trait Buffer: Debug + Send + Sync {
     fn to_host(&self) -> Result<HostArray, IrError>;
     /// Downcasting support for backends.
     fn as_any(&self) -> &dyn Any;
+    /// Waits until the array's value has been computed (work on a device
+    /// runs asynchronously), reporting the first error of that work. Host
+    /// buffers are always ready.
+    fn block_until_ready(&self) -> Result<(), IrError> {
+        Ok(())
+    }
 }
 
 /// A compiled jaxpr.

@@ -140,6 +140,16 @@ pub fn eval_backend() -> Result<std::sync::Arc<dyn ir::Backend>> {
     jaxon_trace::eval::current_backend()
 }
 
+/// `jax.device_put(x)`: `x`'s values placed on the current backend's
+/// device, so that the calls that take it do not copy it there again
+/// (under `cuda`, a GPU-resident array; the host backends hold their
+/// arrays in host memory anyway). A tracer is a concretization error.
+pub fn device_put(x: &Array) -> Result<Array> {
+    let host = x.try_to_host("device_put")?;
+    let buffer = eval_backend()?.to_device(&host)?;
+    Ok(Array::from_buffer_weak(buffer, x.weak_type()))
+}
+
 /// Empties every compile cache (JAX's `jax.clear_caches()`): the staged
 /// signatures of every live `jit` function, every thread's eager-operation
 /// cache and every registered backend's compiled programs. The next call

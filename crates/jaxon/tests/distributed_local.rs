@@ -14,9 +14,15 @@ fn a_group_of_one_keeps_every_definition() {
     let (s, si) = distributed::psum(&(x.clone(), i.clone())).unwrap();
     assert_eq!(s.to_vec::<f32>(), x.to_vec::<f32>());
     assert_eq!(si.to_vec::<i32>(), i.to_vec::<i32>());
-    assert_eq!(distributed::pmean(&x).unwrap().to_vec::<f32>(), x.to_vec::<f32>());
+    assert_eq!(
+        distributed::pmean(&x).unwrap().to_vec::<f32>(),
+        x.to_vec::<f32>()
+    );
     assert_eq!(distributed::pmax(&i).unwrap().to_vec::<i32>(), vec![3, -4]);
-    assert_eq!(distributed::pmin(&x).unwrap().to_vec::<f32>(), x.to_vec::<f32>());
+    assert_eq!(
+        distributed::pmin(&x).unwrap().to_vec::<f32>(),
+        x.to_vec::<f32>()
+    );
     let g = distributed::all_gather(&vec![x.clone(), i.clone()]).unwrap();
     assert_eq!(g[0].shape(), vec![1, 3]);
     assert_eq!(g[0].to_vec::<f32>(), x.to_vec::<f32>());
@@ -39,7 +45,10 @@ fn bad_calls_are_errors() {
     // naming the collective.
     let traced = make_jaxpr(|x: Array| jaxon::ok_or_raise(distributed::psum(&x)))(i.clone());
     let msg = traced.unwrap_err().to_string();
-    assert!(msg.contains("concretization") && msg.contains("distributed::psum"), "{msg}");
+    assert!(
+        msg.contains("concretization") && msg.contains("distributed::psum"),
+        "{msg}"
+    );
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -52,5 +61,8 @@ fn initialize_without_the_feature_names_it() {
 #[test]
 fn the_timeout_can_be_set() {
     distributed::set_timeout(std::time::Duration::from_millis(1500));
-    assert_eq!(distributed::timeout(), std::time::Duration::from_millis(1500));
+    assert_eq!(
+        distributed::timeout(),
+        std::time::Duration::from_millis(1500)
+    );
 }

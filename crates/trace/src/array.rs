@@ -220,6 +220,20 @@ impl Array {
         }
     }
 
+    /// `x.block_until_ready()`: waits until a concrete array's value has
+    /// been computed on its device (GPU work runs asynchronously) and
+    /// reports the first error of that work; a tracer is a concretization
+    /// error.
+    pub fn block_until_ready(&self) -> Result<&Array> {
+        match &self.0 {
+            Repr::Concrete(c) => {
+                c.buffer.block_until_ready()?;
+                Ok(self)
+            }
+            Repr::Tracer(_) => Err(self.concretization_error("block_until_ready")),
+        }
+    }
+
     /// An address identifying this array's shared representation, so traces
     /// can recognise the same captured value twice.
     pub fn identity(&self) -> usize {

@@ -3,15 +3,50 @@
 //! `cuda` lowers to the same program and runs it on a GPU through
 //! `runtime/` (an error naming what is missing when there is none).
 //!
+//! Arrays of the `cuda` backend stay on the GPU ([`CudaArray`]): a
+//! program's results are device buffers, bound to the next program's
+//! inputs without a copy, and read back only by `to_host` (`to_vec`).
+//!
 //! Invariant: both backends compile through [`super::lower`], so the plan
 //! the simulator checks is the plan a GPU runs.
 
-use super::gpu::Loaded;
+use super::gpu::{device0, Arg, Loaded, Resident};
 use super::plan::Program;
+use super::run::host_bytes;
 use super::run::run_simulated;
 use jaxon_ir::interp::HostBuffer;
-use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError};
+use jaxon_ir::{Backend, Buffer, ClosedJaxpr, DType, Executable, HostArray, IrError, ShapedArray};
+use std::any::Any;
 use std::sync::{Arc, Mutex};
+
+/// An array on the GPU: a `cuda` program's result, or a host array
+/// copied there by [`CudaBackend::to_device`].
+#[derive(Debug)]
+pub struct CudaArray(pub Resident);
+
+impl Buffer for CudaArray {
+    fn aval(&self) -> ShapedArray {
+        ShapedArray::of(self.0.dtype, &self.0.shape)
+    }
+
+    fn to_host(&self) -> Result<HostArray, IrError> {
+        self.0
+            .to_host()
+            .map_err(|e| IrError::Eval(format!("cuda: {e}")))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn block_until_ready(&self) -> Result<(), IrError> {
+        self.0
+            .buffer
+            .device()
+            .synchronize()
+            .map_err(|e| IrError::Eval(format!("cuda: {e}")))
+    }
+}
 
 /// The simulator backend, `"cuda-sim"`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -93,6 +128,7 @@ impl Backend for CudaSimBackend {
         Ok(Arc::new(SimExecutable { program }))
     }
 
+    /// The simulator's arrays live in host memory.
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
         Ok(Arc::new(HostBuffer {
             array: array.clone(),
@@ -121,8 +157,25 @@ pub struct GpuExecutable {
 
 impl Executable for GpuExecutable {
     fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
-        let arrays = host_arrays(args)?;
         let cuda = |e| IrError::Eval(format!("cuda: {e}"));
+        // Resident arrays are bound as they are; anything else comes from
+        // the host.
+        let hosts: Vec<Option<HostArray>> = args
+            .iter()
+            .map(|b| match b.as_any().downcast_ref::<CudaArray>() {
+                Some(_) => Ok(None),
+                None => b.to_host().map(Some),
+            })
+            .collect::<Result<_, IrError>>()?;
+        let bound: Vec<Arg<'_>> = args
+            .iter()
+            .zip(&hosts)
+            .map(|(b, h)| match (b.as_any().downcast_ref::<CudaArray>(), h) {
+                (Some(d), _) => Ok(Arg::Device(&d.0.buffer)),
+                (None, Some(h)) => Ok(Arg::Host(h)),
+                (None, None) => Err(IrError::Eval("cuda: an argument went missing".into())),
+            })
+            .collect::<Result<_, IrError>>()?;
         let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
             *slot = Some(Loaded::new(&self.program).map_err(cuda)?);
@@ -130,10 +183,10 @@ impl Executable for GpuExecutable {
         let loaded = slot
             .as_mut()
             .ok_or_else(|| IrError::Eval("cuda: the program is not loaded".into()))?;
-        let outs = loaded.run(&self.program, &arrays).map_err(cuda)?;
+        let outs = loaded.run_resident(&self.program, &bound).map_err(cuda)?;
         Ok(outs
             .into_iter()
-            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
+            .map(|r| Arc::new(CudaArray(r)) as Arc<dyn Buffer>)
             .collect())
     }
 }
@@ -152,9 +205,39 @@ impl Backend for CudaBackend {
         }))
     }
 
+    /// Copies `array` to GPU 0 (a key as two `u32` words per key). Complex
+    /// arrays, which no `cuda` program takes yet, stay on the host.
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
-        Ok(Arc::new(HostBuffer {
-            array: array.clone(),
-        }))
+        let device_dtype = match array.dtype() {
+            DType::C64 | DType::C128 => {
+                return Ok(Arc::new(HostBuffer {
+                    array: array.clone(),
+                }))
+            }
+            DType::KeyFry => DType::U32,
+            DType::Bool
+            | DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U16
+            | DType::U32
+            | DType::U64
+            | DType::F16
+            | DType::BF16
+            | DType::F32
+            | DType::F64 => array.dtype(),
+        };
+        let cuda = |e| IrError::Eval(format!("cuda: {e}"));
+        let device = device0().map_err(cuda)?;
+        let buffer = device
+            .upload(device_dtype, &host_bytes(array))
+            .map_err(cuda)?;
+        Ok(Arc::new(CudaArray(Resident {
+            buffer: Arc::new(buffer),
+            dtype: array.dtype(),
+            shape: array.shape().to_vec(),
+        })))
     }
 }

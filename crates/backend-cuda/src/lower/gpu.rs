@@ -55,7 +55,7 @@ pub fn copy_kernel(dtype: DType) -> Result<Kernel> {
 
 /// GPU 0, opened once per process. A failure is not kept: the next call
 /// tries again and reports the same error.
-fn device0() -> Result<Arc<Device>> {
+pub(crate) fn device0() -> Result<Arc<Device>> {
     static DEVICE: Mutex<Option<Arc<Device>>> = Mutex::new(None);
     let mut slot = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(d) = slot.as_ref() {
@@ -73,8 +73,40 @@ pub struct Loaded {
     copies: Vec<(DType, Function)>,
     /// The program's constants on the device, by buffer index (`None` for
     /// the buffers that are not constants).
-    consts: Vec<Option<DeviceBuffer>>,
+    consts: Vec<Option<Arc<DeviceBuffer>>>,
     blas: Option<Blas>,
+}
+
+/// An argument of [`Loaded::run_resident`]: host values to upload, or a
+/// buffer already on the device, bound to the program's input without a
+/// copy (programs never write their inputs: every equation writes buffers
+/// of its own, and loop carries are copies).
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// Values on the host.
+    Host(&'a HostArray),
+    /// A device buffer holding the input's elements, as the program
+    /// declares them (a key as two `u32` words).
+    Device(&'a Arc<DeviceBuffer>),
+}
+
+/// A result of [`Loaded::run_resident`], still on the device.
+#[derive(Clone, Debug)]
+pub struct Resident {
+    /// The elements.
+    pub buffer: Arc<DeviceBuffer>,
+    /// The dtype on the host (`key<fry>` for a `u32` word-pair buffer).
+    pub dtype: DType,
+    /// The shape.
+    pub shape: Vec<usize>,
+}
+
+impl Resident {
+    /// Copies the result to the host.
+    pub fn to_host(&self) -> Result<HostArray> {
+        let bytes = self.buffer.device().download(&self.buffer)?;
+        array_from_bytes(self.dtype, &self.shape, &bytes).map_err(|e| no(e.to_string()))
+    }
 }
 
 struct GpuTarget<'a> {
@@ -82,8 +114,8 @@ struct GpuTarget<'a> {
     funcs: &'a [Function],
     copies: &'a [(DType, Function)],
     /// This run's buffers (`None` for the constants).
-    bufs: Vec<Option<DeviceBuffer>>,
-    consts: &'a [Option<DeviceBuffer>],
+    bufs: Vec<Option<Arc<DeviceBuffer>>>,
+    consts: &'a [Option<Arc<DeviceBuffer>>],
     blas: &'a mut Option<Blas>,
 }
 
@@ -96,6 +128,10 @@ fn no(what: String) -> CudaError {
 
 impl GpuTarget<'_> {
     fn buf(&self, b: BufId) -> Result<&DeviceBuffer> {
+        self.shared(b).map(|a| &**a)
+    }
+
+    fn shared(&self, b: BufId) -> Result<&Arc<DeviceBuffer>> {
         let own = self.bufs.get(b.index()).and_then(Option::as_ref);
         own.or_else(|| self.consts.get(b.index()).and_then(Option::as_ref))
             .ok_or_else(|| no(format!("no buffer {}", b.0)))
@@ -195,7 +231,8 @@ impl Loaded {
         for (d, k) in dtypes.iter().zip(&copy_kernels) {
             copies.push((*d, module.function(k)?));
         }
-        let mut consts: Vec<Option<DeviceBuffer>> = prog.buffers.iter().map(|_| None).collect();
+        let mut consts: Vec<Option<Arc<DeviceBuffer>>> =
+            prog.buffers.iter().map(|_| None).collect();
         for (b, a) in &prog.consts {
             let decl = prog
                 .buffers
@@ -210,7 +247,7 @@ impl Loaded {
                     decl.len
                 )));
             }
-            consts[b.index()] = Some(device.upload(decl.dtype, &host_bytes(a))?);
+            consts[b.index()] = Some(Arc::new(device.upload(decl.dtype, &host_bytes(a))?));
         }
         Ok(Loaded {
             device,
@@ -221,8 +258,20 @@ impl Loaded {
         })
     }
 
-    /// Runs `prog` (the program this was loaded from) with `args`.
+    /// Runs `prog` (the program this was loaded from) with `args`, and
+    /// copies the results to the host.
     pub fn run(&mut self, prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray>> {
+        let args: Vec<Arg<'_>> = args.iter().map(Arg::Host).collect();
+        self.run_resident(prog, &args)?
+            .iter()
+            .map(Resident::to_host)
+            .collect()
+    }
+
+    /// Runs `prog` (the program this was loaded from) with `args`, leaving
+    /// the results on the device. A device argument whose buffer does not
+    /// match the input's declaration is an error naming both.
+    pub fn run_resident(&mut self, prog: &Program, args: &[Arg<'_>]) -> Result<Vec<Resident>> {
         if args.len() != prog.inputs.len() {
             return Err(no(format!(
                 "{} arguments for {} inputs",
@@ -237,13 +286,6 @@ impl Loaded {
                 self.funcs.len()
             )));
         }
-        let device = &self.device;
-        let mut init: Vec<Option<&HostArray>> = vec![None; prog.buffers.len()];
-        for (b, a) in prog.inputs.iter().zip(args) {
-            if let Some(slot) = init.get_mut(b.index()) {
-                *slot = Some(a);
-            }
-        }
         if self.consts.len() != prog.buffers.len() {
             return Err(no(format!(
                 "a program of {} buffers run with constants for {}",
@@ -251,14 +293,21 @@ impl Loaded {
                 self.consts.len()
             )));
         }
+        let device = &self.device;
+        let mut init: Vec<Option<Arg<'_>>> = vec![None; prog.buffers.len()];
+        for (b, a) in prog.inputs.iter().zip(args) {
+            if let Some(slot) = init.get_mut(b.index()) {
+                *slot = Some(*a);
+            }
+        }
         let mut bufs = Vec::with_capacity(prog.buffers.len());
         for ((decl, a), c) in prog.buffers.iter().zip(init).zip(&self.consts) {
             bufs.push(match a {
                 _ if c.is_some() => None,
-                Some(a) if fills(a, decl.dtype, decl.len) => {
-                    Some(device.upload(decl.dtype, &host_bytes(a))?)
+                Some(Arg::Host(a)) if fills(a, decl.dtype, decl.len) => {
+                    Some(Arc::new(device.upload(decl.dtype, &host_bytes(a))?))
                 }
-                Some(a) => {
+                Some(Arg::Host(a)) => {
                     return Err(no(format!(
                         "an argument of {} x{} for a buffer of {} x{}",
                         a.dtype(),
@@ -267,7 +316,25 @@ impl Loaded {
                         decl.len
                     )))
                 }
-                None => Some(device.alloc(decl.dtype, decl.len)?),
+                Some(Arg::Device(d))
+                    if d.dtype() == decl.dtype
+                        && d.len() == decl.len
+                        && Arc::ptr_eq(d.device(), device) =>
+                {
+                    Some(d.clone())
+                }
+                Some(Arg::Device(d)) => {
+                    return Err(no(format!(
+                        "a device argument of {} x{} (on {}) for a buffer of {} x{} (on {})",
+                        d.dtype(),
+                        d.len(),
+                        d.device().info().name,
+                        decl.dtype,
+                        decl.len,
+                        device.info().name
+                    )))
+                }
+                None => Some(Arc::new(device.alloc(decl.dtype, decl.len)?)),
             });
         }
         let mut t = GpuTarget {
@@ -283,10 +350,12 @@ impl Loaded {
             .iter()
             .enumerate()
             .map(|(i, (b, shape))| {
-                let buf = t.buf(*b)?;
-                let bytes = device.download(buf)?;
-                let dt = output_dtype(prog, i, buf.dtype());
-                array_from_bytes(dt, shape, &bytes).map_err(|e| no(e.to_string()))
+                let buffer = t.shared(*b)?.clone();
+                Ok(Resident {
+                    dtype: output_dtype(prog, i, buffer.dtype()),
+                    buffer,
+                    shape: shape.clone(),
+                })
             })
             .collect()
     }

@@ -7,6 +7,9 @@
 //!   table ([`BufId`]); a step only names buffers of the table, and a
 //!   kernel launch names a kernel of [`Program::kernels`] with one argument
 //!   per kernel parameter (checked again at launch by the consumer).
+//! - No step writes an input or constant buffer, so the GPU may bind a
+//!   resident array to an input without copying it (the simulator checks
+//!   this after every run).
 //! - Nothing here depends on where the plan runs: the simulator
 //!   ([`super::run::SimTarget`]) and the GPU runtime execute the same
 //!   [`Program`].

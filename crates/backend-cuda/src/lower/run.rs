@@ -295,6 +295,23 @@ pub fn run_simulated(prog: &Program, args: &[HostArray]) -> Result<Vec<HostArray
         limits: DeviceLimits::default(),
     };
     run_steps(&mut t, prog, &prog.steps)?;
+    // The GPU binds resident arrays to the inputs without copying them, so
+    // a program must never write its inputs (or its constants): check it
+    // here, where every lowering runs in the tests.
+    for (b, a) in prog
+        .inputs
+        .iter()
+        .zip(args)
+        .chain(prog.consts.iter().map(|(b, a)| (b, a)))
+    {
+        if t.buf(*b)?.bytes != host_bytes(a) {
+            return Err(sim_err(format!(
+                "the program wrote its input or constant buffer {}, which a resident array \
+                 may share",
+                b.0
+            )));
+        }
+    }
     prog.outputs
         .iter()
         .enumerate()

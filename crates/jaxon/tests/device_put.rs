@@ -1,0 +1,65 @@
+//! `jaxon::device_put`: the values on the current backend's device, equal
+//! to the input, usable by `jit`; under `cuda` (with a GPU) the array and
+//! a jitted function's results stay on the GPU.
+
+use jaxon::prelude::*;
+
+fn values() -> Array {
+    Array::from_vec(vec![1.5f32, -2.0, 0.25, 8.0, -0.5, 3.0], &[2, 3])
+}
+
+#[test]
+fn device_put_keeps_values_on_every_host_backend() {
+    for backend in ["cpu", "interpreter", "cuda-sim"] {
+        jaxon::with_backend(backend, || {
+            let x = jaxon::device_put(&values()).expect("device_put");
+            assert_eq!(x.shape(), vec![2, 3]);
+            assert_eq!(x.to_vec::<f32>(), values().to_vec::<f32>(), "{backend}");
+            let y = jit(|x: Array| (x * 2.0).sum(All)).call(x).expect("jit");
+            assert_eq!(y.item::<f32>(), 20.5, "{backend}");
+        })
+        .expect("backend");
+    }
+}
+
+#[test]
+fn device_put_of_a_tracer_is_a_concretization_error() {
+    let r = make_jaxpr(|x: Array| jaxon::ok_or_raise(jaxon::device_put(&x)))(values());
+    let msg = r.unwrap_err().to_string();
+    assert!(
+        msg.contains("concretization") && msg.contains("device_put"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn under_cuda_arrays_stay_on_the_gpu() {
+    if jaxon::backend_cuda::runtime::Device::open(0).is_err() {
+        println!("skipped: no GPU");
+        return;
+    }
+    jaxon::with_backend("cuda", || {
+        let x = jaxon::device_put(&values()).expect("device_put");
+        let on_gpu = |a: &Array| {
+            a.buffer().is_some_and(|b| {
+                b.as_any()
+                    .is::<jaxon::backend_cuda::lower::backend::CudaArray>()
+            })
+        };
+        assert!(on_gpu(&x), "device_put under cuda gives a GPU array");
+        let f = jit(|x: Array| x.sin() * 3.0 + 1.0);
+        let y = f.call(x).expect("jit on the GPU");
+        assert!(on_gpu(&y), "a jitted result stays on the GPU");
+        let z = f.call(y.clone()).expect("chained");
+        let want: Vec<f32> = values()
+            .to_vec::<f32>()
+            .iter()
+            .map(|v| (v.sin() * 3.0 + 1.0).sin() * 3.0 + 1.0)
+            .collect();
+        for (g, w) in z.to_vec::<f32>().iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} against {w}");
+        }
+        println!("gpu-check: device_put and jit keep arrays on the GPU");
+    })
+    .expect("cuda backend");
+}
