@@ -78,6 +78,8 @@ pub use jaxon_transforms::{
     vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
 pub use program::{call_jaxpr, load_jaxpr};
+/// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
+pub use jaxon_transforms::jacrev as jacobian;
 /// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
 /// functions built on transforms (`custom_linear_solve`, `map`,
 /// `custom_root`).

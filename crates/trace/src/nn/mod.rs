@@ -4,8 +4,10 @@
 //! (`activations.rs`) and `initializers` (`jax.nn.initializers`).
 
 mod activations;
+mod attention;
 pub mod initializers;
 
+pub use attention::dot_product_attention;
 pub use activations::{
     celu, elu, glu, hard_sigmoid, hard_silu, hard_tanh, leaky_relu, log_sigmoid, mish, relu6, selu,
     soft_sign, softplus, standardize,

@@ -32,13 +32,7 @@ pub fn quantile(x: &Array, qs: &[f64], axis: Option<isize>, keepdims: bool) -> R
     let d = x.dtype();
     let sorted = sort(&x, Some(ax as isize))?;
     let has_nan = any(&isnan(&x)?, ax as isize, true)?;
-    let pick = |i: usize| {
-        let mut start = vec![0; in_shape.len()];
-        let mut limit = in_shape.clone();
-        start[ax] = i;
-        limit[ax] = i + 1;
-        lax::slice(&sorted, &start, &limit, None)
-    };
+    let pick = |i: usize| slice_axis(&sorted, ax, i, i + 1);
     let mut outs = Vec::with_capacity(qs.len());
     for &q in qs {
         let pos = q * (n - 1) as f64;

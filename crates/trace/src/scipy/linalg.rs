@@ -8,6 +8,7 @@ use crate::lax;
 use crate::lax::linalg as la;
 use crate::numpy as jnp;
 use jaxon_ir::primitive::TriangularSolveParams;
+use jaxon_ir::DType;
 
 /// `jax.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)`
 /// for a matrix `b` (`trans`: 0 = `a`, 1 or 2 = `a^T`).
@@ -85,4 +86,39 @@ pub fn lu(a: &Array) -> Result<(Array, Array, Array)> {
     let sel = jnp::equal(&lax::expand_dims(&perm, &[perm.ndim()])?, &iota)?;
     let p = la::mt(&lax::convert_element_type(&sel, a.dtype(), false)?)?;
     Ok((p, l, u))
+}
+
+/// `jax.scipy.linalg.block_diag(*arrs)`: the arrays (scalars and 1-D
+/// arrays count as one row) along the diagonal of one zero matrix, in
+/// their promoted dtype; no arrays give a `[1, 0]` matrix, as in JAX.
+pub fn block_diag(arrays: &[Array]) -> Result<Array> {
+    if arrays.is_empty() {
+        return jnp::zeros(&[1, 0], DType::F32);
+    }
+    let mut mats = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        if a.ndim() > 2 {
+            return Err(Error::InvalidArgument(format!(
+                "block_diag: arguments must have at most 2 dimensions, got {}",
+                jaxon_ir::shape::fmt_aval(a.aval())
+            )));
+        }
+        mats.push(jnp::atleast_2d(a)?);
+    }
+    let refs: Vec<&Array> = mats.iter().collect();
+    let mats = jnp::promote::promote_dtypes("block_diag", &refs)?;
+    let widths = mats
+        .iter()
+        .map(|m| Ok(m.try_shape()?[1]))
+        .collect::<Result<Vec<usize>>>()?;
+    let total: usize = widths.iter().sum();
+    let mut before = 0;
+    let mut rows = Vec::with_capacity(mats.len());
+    for (m, w) in mats.iter().zip(&widths) {
+        let zero = lax::convert_element_type(&Array::weak(0.0), m.dtype(), false)?;
+        let cfg = [(0, 0, 0), (before as i64, (total - before - w) as i64, 0)];
+        rows.push(lax::pad(m, &zero, &cfg)?);
+        before += w;
+    }
+    lax::concatenate(&rows, 0)
 }
