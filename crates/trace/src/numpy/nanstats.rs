@@ -88,6 +88,7 @@ pub fn nanquantile(x: &Array, qs: &[f64], axis: Option<isize>, keepdims: bool) -
         )));
     }
     let x = promote_dtypes_inexact("nanquantile", &[x])?.remove(0);
+    let rank = x.ndim();
     let (x, ax) = match axis {
         Some(a) => (x.clone(), normalize_axis(a, x.ndim(), "nanquantile")?),
         None => (ravel(&x)?, 0),
@@ -123,10 +124,10 @@ pub fn nanquantile(x: &Array, qs: &[f64], axis: Option<isize>, keepdims: bool) -
             &multiply(&a, &subtract(&lit(1.0, d)?, &w)?)?,
             &multiply(&b, &w)?,
         )?;
-        outs.push(if keepdims && axis.is_some() {
-            v
-        } else {
-            lax::squeeze(&v, &[ax])?
+        outs.push(match (keepdims, axis) {
+            (true, Some(_)) => v,
+            (true, None) => lax::reshape(&v, &vec![1; rank])?,
+            (false, _) => lax::squeeze(&v, &[ax])?,
         });
     }
     match outs.len() {
