@@ -71,6 +71,8 @@ pub use jaxon_trace::{
 pub use jaxon_trace::{index, nn, scipy};
 pub mod io;
 mod program;
+/// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
+pub use jaxon_transforms::jacrev as jacobian;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
@@ -78,8 +80,6 @@ pub use jaxon_transforms::{
     vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
 pub use program::{call_jaxpr, load_jaxpr};
-/// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
-pub use jaxon_transforms::jacrev as jacobian;
 /// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
 /// functions built on transforms (`custom_linear_solve`, `map`,
 /// `custom_root`).

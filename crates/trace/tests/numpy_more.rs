@@ -329,11 +329,21 @@ fn bad_arguments_are_errors_naming_the_problem() {
     assert!(jnp::unique(&empty, Some(2), None).is_err());
     let q = Array::from_vec(vec![0f32; 2 * 3 * 4 * 5], &[2, 3, 4, 5]);
     let kv = Array::from_vec(vec![0f32; 2 * 3 * 3 * 5], &[2, 3, 3, 5]);
-    let s = e(nn::dot_product_attention(&q, &kv, &kv, None, None, None, false));
+    let s = e(nn::dot_product_attention(
+        &q, &kv, &kv, None, None, None, false,
+    ));
     assert!(s.contains("heads"), "{s}");
     let bad_mask = Array::from_vec(vec![0f32; 4], &[2, 2]);
     let k2 = Array::from_vec(vec![0f32; 2 * 3 * 2 * 5], &[2, 3, 2, 5]);
-    let s = e(nn::dot_product_attention(&q, &k2, &k2, None, Some(&bad_mask), None, false));
+    let s = e(nn::dot_product_attention(
+        &q,
+        &k2,
+        &k2,
+        None,
+        Some(&bad_mask),
+        None,
+        false,
+    ));
     assert!(s.contains("mask"), "{s}");
     let big = Array::from_vec(vec![0f32; 8], &[2, 2, 2]);
     assert!(scipy::linalg::block_diag(&[big]).is_err());
@@ -345,7 +355,10 @@ fn sizes_are_needed_under_jit() {
     let f = jaxon_trace::jit(|x: Array| {
         jaxon_trace::error::ok_or_raise(jnp::flatnonzero(&x, None, None))
     });
-    let e = f.call(x.clone()).expect_err("data-dependent size").to_string();
+    let e = f
+        .call(x.clone())
+        .expect_err("data-dependent size")
+        .to_string();
     assert!(e.contains("size"), "{e}");
     let g = jaxon_trace::jit(|x: Array| {
         jaxon_trace::error::ok_or_raise(jnp::unique(&x, Some(3), None))

@@ -98,7 +98,11 @@ fn attention_gradients_match_jax() {
             })())
         };
         let g = grad(f)(args[..3].to_vec()).expect("grad");
-        for (i, (gi, o)) in g.iter().zip(c["outs"].as_array().expect("outs")).enumerate() {
+        for (i, (gi, o)) in g
+            .iter()
+            .zip(c["outs"].as_array().expect("outs"))
+            .enumerate()
+        {
             let (shape, want) = decode(o);
             assert_eq!(gi.shape(), shape, "{p} d/darg{i}");
             close(&f64s(gi), &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{p} d/darg{i}: {e}"));
@@ -124,7 +128,9 @@ fn central(f: &dyn Fn(&Array) -> Array, x: &[f64], shape: &[usize]) -> Vec<f64> 
 
 /// Deterministic pseudo-random values in (-2, 2).
 fn values(n: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
             s = s
@@ -166,7 +172,11 @@ fn gradients_match_central_differences() {
                 jnp::multiply(&jnp::nanvar(x, 1isize, 1, false).unwrap(), &w).unwrap()
             })
         }),
-        ("nanstd(x)", vec![3, 4], Box::new(|x: &Array| jnp::nanstd(x, All, 0, false).unwrap())),
+        (
+            "nanstd(x)",
+            vec![3, 4],
+            Box::new(|x: &Array| jnp::nanstd(x, All, 0, false).unwrap()),
+        ),
         ("nanquantile(x, [0.3, 0.8], axis=0)", vec![5, 2], {
             Box::new(move |x: &Array| {
                 let q = jnp::nanquantile(x, &[0.3, 0.8], Some(0), false).unwrap();
@@ -232,7 +242,11 @@ fn vmap_matches_a_loop() {
     let mut looped = Vec::new();
     for r in rows.chunks(4) {
         let x = Array::from_vec(r.to_vec(), &[4]);
-        looped.extend(jnp::interp(&x, &xp, &fp, None, None, None).unwrap().to_vec::<f32>());
+        looped.extend(
+            jnp::interp(&x, &xp, &fp, None, None, None)
+                .unwrap()
+                .to_vec::<f32>(),
+        );
     }
     assert_eq!(batched.to_vec::<f32>(), looped);
     // gcd's while loop under vmap.
@@ -241,7 +255,10 @@ fn vmap_matches_a_loop() {
     let batched = vmap(|ab: (Array, Array)| ok_or_raise(jnp::gcd(&ab.0, &ab.1)))
         .call((a.clone(), b.clone()))
         .expect("vmap gcd");
-    assert_eq!(batched.to_vec::<i32>(), jnp::gcd(&a, &b).unwrap().to_vec::<i32>());
+    assert_eq!(
+        batched.to_vec::<i32>(),
+        jnp::gcd(&a, &b).unwrap().to_vec::<i32>()
+    );
     assert_eq!(batched.to_vec::<i32>(), vec![6, 7, 5, 25, 18, 3]);
     // unique with a static size, row by row.
     let u = Array::from_vec(vec![3i32, 1, 3, 2, 5, 5, 5, 1], &[2, 4]);
@@ -254,19 +271,21 @@ fn vmap_matches_a_loop() {
     assert_eq!(batched.0.to_vec::<i32>(), vec![1, 2, 3, -1, 1, 5, -1, -1]);
     assert_eq!(batched.1.to_vec::<i32>(), vec![1, 1, 2, 0, 1, 3, 0, 0]);
     // attention over a leading batch of [T, N, H] problems.
-    let q = Array::from_vec(values(2 * 3 * 2 * 4, 2).iter().map(|&v| v as f32).collect(), &[2, 3, 2, 4]);
-    let k = Array::from_vec(values(2 * 5 * 1 * 4, 3).iter().map(|&v| v as f32).collect(), &[2, 5, 1, 4]);
+    let q = Array::from_vec(
+        values(2 * 3 * 2 * 4, 2).iter().map(|&v| v as f32).collect(),
+        &[2, 3, 2, 4],
+    );
+    let k = Array::from_vec(
+        values(2 * 5 * 1 * 4, 3).iter().map(|&v| v as f32).collect(),
+        &[2, 5, 1, 4],
+    );
     let batched = vmap(|qk: (Array, Array)| {
-        ok_or_raise(nn::dot_product_attention(&qk.0, &qk.1, &qk.1, None, None, None, true))
+        ok_or_raise(nn::dot_product_attention(
+            &qk.0, &qk.1, &qk.1, None, None, None, true,
+        ))
     })
     .call((q.clone(), k.clone()))
     .expect("vmap attention");
     let whole = nn::dot_product_attention(&q, &k, &k, None, None, None, true).unwrap();
-    close(
-        &f64s(&batched),
-        &f64s(&whole),
-        1e-6,
-        1e-6,
-    )
-    .expect("vmap attention");
+    close(&f64s(&batched), &f64s(&whole), 1e-6, 1e-6).expect("vmap attention");
 }

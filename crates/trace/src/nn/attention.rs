@@ -50,7 +50,11 @@ pub fn dot_product_attention(
         match (unbatched, x.ndim()) {
             (true, 3) => lax::expand_dims(x, &[0]),
             (false, 4) => Ok(x.clone()),
-            _ => Err(bad_shapes("query and key/value must both be 3-D or 4-D", query, x)),
+            _ => Err(bad_shapes(
+                "query and key/value must both be 3-D or 4-D",
+                query,
+                x,
+            )),
         }
     };
     if !matches!(query.ndim(), 3 | 4) {
@@ -64,7 +68,11 @@ pub fn dot_product_attention(
     let (b, t, n, h) = (qs[0], qs[1], qs[2], qs[3]);
     let (s, kh) = (ks[1], ks[2]);
     if ks != vs || ks[0] != b || ks[3] != h {
-        return Err(bad_shapes("key and value must be [B, S, K, H] matching query", query, key));
+        return Err(bad_shapes(
+            "key and value must be [B, S, K, H] matching query",
+            query,
+            key,
+        ));
     }
     if kh == 0 || n % kh != 0 {
         return Err(bad_shapes(
@@ -84,11 +92,8 @@ pub fn dot_product_attention(
         (k, v)
     };
     let qk = jnp::promote::promote_dtypes("dot_product_attention", &[&q, &k])?;
-    let logits_dtype = jnp::result_type(
-        "dot_product_attention",
-        &[&qk[0], &Array::scalar(0f32)],
-    )?
-    .0;
+    let logits_dtype =
+        jnp::result_type("dot_product_attention", &[&qk[0], &Array::scalar(0f32)])?.0;
     let logits = jnp::einsum("BTNH,BSNH->BNTS", &qk)?;
     let logits = lax::convert_element_type(&logits, logits_dtype, false)?;
     let scale = scale.unwrap_or(1.0 / (h as f64).sqrt());

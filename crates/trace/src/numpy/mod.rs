@@ -47,17 +47,15 @@ pub use nanstats::{
     nanvar,
 };
 pub use order::{average, corrcoef, cov, median, percentile, quantile};
+pub use poly::{poly, polyadd, polyder, polyfit, polyint, polymul, polysub, vander};
 pub use products::{
     convolve, correlate, cross, diff, ediff1d, inner, kron, matvec, meshgrid, outer, polyval,
     tensordot, trapezoid, vdot, vecdot, vecmat, ConvolveMode,
 };
-pub use poly::{poly, polyadd, polyder, polyfit, polyint, polymul, polysub, vander};
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};
-pub use sets::{
-    argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, UniqueAll,
-};
+pub use sets::{argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, UniqueAll};
 pub use shapes::*;
 pub use splits::{
     array_split, diag_indices, dsplit, hsplit, tril_indices, tril_indices_from, triu_indices,

@@ -80,10 +80,7 @@ pub fn polyder(p: &Array, m: usize) -> Result<Array> {
             (0..m).map(|i| v - i as f64).product()
         })
         .collect();
-    multiply(
-        &slice_axis(&p, 0, 0, keep)?,
-        &consts(&coeff, p.dtype())?,
-    )
+    multiply(&slice_axis(&p, 0, 0, keep)?, &consts(&coeff, p.dtype())?)
 }
 
 /// `jnp.polyint(p, m, k)`: the `m`-th antiderivative with integration
@@ -147,7 +144,10 @@ pub fn vander(x: &Array, n: Option<usize>, increasing: bool) -> Result<Array> {
     }
     let col = lax::reshape(x, &[len, 1])?;
     let row = lax::reshape(&iota, &[1, n])?;
-    power(&broadcast_to(&col, &[len, n])?, &broadcast_to(&row, &[len, n])?)
+    power(
+        &broadcast_to(&col, &[len, n])?,
+        &broadcast_to(&row, &[len, n])?,
+    )
 }
 
 /// `jnp.polyfit(x, y, deg, w)`: the least-squares polynomial of degree
@@ -158,7 +158,9 @@ pub fn polyfit(x: &Array, y: &Array, deg: usize, w: Option<&Array>) -> Result<Ar
     one_d("polyfit", x)?;
     let n = x.size();
     if n == 0 {
-        return Err(Error::InvalidArgument("polyfit: x must not be empty".into()));
+        return Err(Error::InvalidArgument(
+            "polyfit: x must not be empty".into(),
+        ));
     }
     if y.ndim() < 1 || y.ndim() > 2 || y.try_shape()?[0] != n {
         return Err(Error::ShapeMismatch {
@@ -198,4 +200,3 @@ pub fn polyfit(x: &Array, y: &Array, deg: usize, w: Option<&Array>) -> Result<Ar
         divide(&c, &lax::reshape(&scale, &[order, 1])?)
     }
 }
-

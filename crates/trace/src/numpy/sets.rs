@@ -16,7 +16,10 @@ fn true_positions(mask: &Array, size: usize) -> Result<(Array, Array)> {
         let zero = zeros(&[size], DType::I32)?;
         return Ok((zero, all_false_of(size)?));
     }
-    let cs = cumsum(&lax::convert_element_type(mask, DType::I32, false)?, Some(0))?;
+    let cs = cumsum(
+        &lax::convert_element_type(mask, DType::I32, false)?,
+        Some(0),
+    )?;
     // The k-th true element sits after the elements whose running count
     // is at most k.
     let cs_row = broadcast_to(&lax::reshape(&cs, &[1, n])?, &[size, n])?;
@@ -35,7 +38,11 @@ fn all_false_of(size: usize) -> Result<Array> {
 
 /// The number of true elements of `mask`, read from concrete data.
 fn concrete_count(op: &str, mask: &Array) -> Result<usize> {
-    let s = sum(&lax::convert_element_type(mask, DType::I32, false)?, All, false)?;
+    let s = sum(
+        &lax::convert_element_type(mask, DType::I32, false)?,
+        All,
+        false,
+    )?;
     let host = s.try_to_host(op).map_err(|_| {
         Error::InvalidArgument(format!(
             "{op}: the size of the result depends on the data; pass `size` \
@@ -166,7 +173,10 @@ pub fn unique_all(x: &Array, size: Option<usize>, fill_value: Option<&Array>) ->
     }
     let indices = take(&perm, &ind, Some(0))?;
     let imask = lax::sub(
-        &cumsum(&lax::convert_element_type(&mask, DType::I32, false)?, Some(0))?,
+        &cumsum(
+            &lax::convert_element_type(&mask, DType::I32, false)?,
+            Some(0),
+        )?,
         &lit(1.0, DType::I32)?,
     )?;
     let unperm = argsort(&perm, Some(0))?;

@@ -16,9 +16,7 @@ pub fn array_split(x: &Array, sections: Sections, axis: isize) -> Result<Vec<Arr
             let ax = normalize_axis(axis, x.ndim(), "array_split")?;
             let n = x.try_shape()?[ax];
             let (part, r) = (n / k, n % k);
-            let points: Vec<usize> = (1..k)
-                .map(|i| i * part + i.min(r))
-                .collect();
+            let points: Vec<usize> = (1..k).map(|i| i * part + i.min(r)).collect();
             split(x, Sections::At(points), axis)
         }
         at => split(x, at, axis),

@@ -31,7 +31,10 @@ pub fn hanning(m: usize) -> Result<Array> {
         return w;
     }
     let c = cos_term(&centred(m)?, 1.0, m)?;
-    add(&lit(0.5, DType::F32)?, &multiply(&lit(0.5, DType::F32)?, &c)?)
+    add(
+        &lit(0.5, DType::F32)?,
+        &multiply(&lit(0.5, DType::F32)?, &c)?,
+    )
 }
 
 /// `jnp.hamming(m)`: `0.54 + 0.46 cos(pi n / (m-1))`.
@@ -40,7 +43,10 @@ pub fn hamming(m: usize) -> Result<Array> {
         return w;
     }
     let c = cos_term(&centred(m)?, 1.0, m)?;
-    add(&lit(0.54, DType::F32)?, &multiply(&lit(0.46, DType::F32)?, &c)?)
+    add(
+        &lit(0.54, DType::F32)?,
+        &multiply(&lit(0.46, DType::F32)?, &c)?,
+    )
 }
 
 /// `jnp.blackman(m)`: `0.42 - 0.5 cos(2 pi n/(m-1)) + 0.08 cos(4 pi n/(m-1))`
