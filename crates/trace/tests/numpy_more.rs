@@ -1,7 +1,7 @@
 //! The `jnp` functions of issue 21 — sets and indices with static sizes,
 //! `interp`, histograms, polynomials, `gcd`/`lcm`, the NaN statistics,
 //! window functions, splits — and `nn.dot_product_attention` and
-//! `scipy.linalg.block_diag`, against JAX 0.10.2's values on random
+//! `scipy.linalg.block_diag`/`expm`, against JAX 0.10.2's values on random
 //! inputs (`tests/data/jnp_more.json`, written by `gen_jnp_more.py`
 //! there): exact for integer and boolean results, within each case's
 //! relative tolerance for floats. Also the errors for bad arguments.
@@ -180,6 +180,7 @@ fn run(name: &str, a: &[Array], p: &Value) -> jaxon_trace::Result<Vec<Array>> {
         "histogram_bin_edges" => one(jnp::histogram_bin_edges(&a[0], &bins(p, a), range(p))),
         "dot_product_attention" => one(attention(p, a)),
         "block_diag" => one(scipy::linalg::block_diag(a)),
+        "expm" => one(scipy::linalg::expm(&a[0])),
         "nanvar" => one(jnp::nanvar(
             &a[0],
             axis(p),
@@ -347,6 +348,8 @@ fn bad_arguments_are_errors_naming_the_problem() {
     assert!(s.contains("mask"), "{s}");
     let big = Array::from_vec(vec![0f32; 8], &[2, 2, 2]);
     assert!(scipy::linalg::block_diag(&[big]).is_err());
+    let s = e(scipy::linalg::expm(&m));
+    assert!(s.contains("square") && s.contains("f32[2,3]"), "{s}");
 }
 
 #[test]

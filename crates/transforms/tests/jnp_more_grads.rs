@@ -2,7 +2,7 @@
 //! `nn.dot_product_attention`'s gradients against JAX 0.10.2's recorded
 //! ones (`crates/trace/tests/data/jnp_more.json`), gradients of `interp`,
 //! `nanvar`, `nanquantile`, the polynomial functions, `polyfit` and
-//! `block_diag` against central differences in f64, and `vmap` of
+//! `block_diag` and `expm` against central differences in f64, and `vmap` of
 //! `interp`, `gcd`, `unique` (static size) and attention against a loop
 //! of unbatched calls.
 
@@ -216,6 +216,17 @@ fn gradients_match_central_differences() {
                 let b = jnp::concatenate(&[b, Array::from_vec(vec![1.0; 4], &[4, 1])], 1).unwrap();
                 let m = scipy::linalg::block_diag(&[a.clone(), b]).unwrap();
                 jnp::multiply(&m, &w).unwrap()
+            })
+        }),
+        ("expm(A) (Padé 13 with squaring)", vec![3, 3], {
+            let w = Array::from_vec(values(9, 29), &[3, 3]);
+            Box::new(move |a: &Array| jnp::multiply(&scipy::linalg::expm(a).unwrap(), &w).unwrap())
+        }),
+        ("expm(A / 100) (Padé 3)", vec![3, 3], {
+            let w = Array::from_vec(values(9, 31), &[3, 3]);
+            Box::new(move |a: &Array| {
+                let small = jnp::multiply(a, &Array::scalar(0.01f64)).unwrap();
+                jnp::multiply(&scipy::linalg::expm(&small).unwrap(), &w).unwrap()
             })
         }),
     ];

@@ -2,7 +2,7 @@
 (`crates/trace/tests/numpy_more.rs`): the set, index, histogram,
 polynomial, NaN-statistics and window functions of `jnp`,
 `jax.nn.dot_product_attention` (values and gradients) and
-`jax.scipy.linalg.block_diag`. Each case names a function, its array
+`jax.scipy.linalg.block_diag` and `expm`. Each case names a function, its array
 arguments (dtype, shape, values), keyword parameters, JAX's results
 (`outs`, a list) and a relative tolerance (0: exact). Non-finite values
 are written as "nan", "inf" and "-inf". Run with JAX 0.10.2 on the CPU
@@ -202,5 +202,11 @@ for dt, tol in [("float32", F32), ("float64", F64)]:
     case("polyfit", lambda x, y: jnp.polyfit(x, y, 2), [xs, y2], ftol, deg=2)
     wts = (np.abs(rand((12,), dt)) + 0.1).astype(dt)
     case("polyfit", lambda x, y, w: jnp.polyfit(x, y, 1, w=w), [xs, ys, wts], ftol, deg=1)
+
+    for scale in [0.004, 0.1, 0.5, 1.2, 4.0, 30.0]:
+        am = (rand((3, 3), dt) * scale / 3).astype(dt)
+        case("expm", jsl.expm, [am], 1e-5 if dt == "float32" else 1e-12)
+    case("expm", jsl.expm, [(rand((2, 4, 4), dt) / 2).astype(dt)],
+         1e-5 if dt == "float32" else 1e-12)
 
 print(json.dumps({"jax": jax.__version__, "cases": cases}))
