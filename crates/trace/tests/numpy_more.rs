@@ -347,6 +347,8 @@ fn bad_arguments_are_errors_naming_the_problem() {
     ));
     assert!(s.contains("mask"), "{s}");
     let big = Array::from_vec(vec![0f32; 8], &[2, 2, 2]);
+    assert_eq!(jnp::diag_indices_from(&big).expect("cube").len(), 3);
+    assert!(jnp::diag_indices_from(&m).is_err());
     assert!(scipy::linalg::block_diag(&[big]).is_err());
     let s = e(scipy::linalg::expm(&m));
     assert!(s.contains("square") && s.contains("f32[2,3]"), "{s}");
@@ -366,6 +368,17 @@ fn sizes_are_needed_under_jit() {
     let g = jaxon_trace::jit(|x: Array| {
         jaxon_trace::error::ok_or_raise(jnp::unique(&x, Some(3), None))
     });
-    let u = g.call(x).expect("static size");
+    let u = g.call(x.clone()).expect("static size");
     assert_eq!(u.to_vec::<f32>(), vec![0.0, 1.0, 2.0]);
+    let (v, c) = jnp::unique_counts(&x).expect("eager");
+    assert_eq!(
+        (v.to_vec::<f32>(), c.to_vec::<i32>()),
+        (vec![0.0, 1.0, 2.0], vec![2, 1, 1])
+    );
+    let (_, inv) = jnp::unique_inverse(&x).expect("eager");
+    assert_eq!(inv.to_vec::<i32>(), vec![0, 1, 0, 2]);
+    assert_eq!(
+        jnp::unique_values(&x).expect("eager").to_vec::<f32>(),
+        vec![0.0, 1.0, 2.0]
+    );
 }

@@ -300,3 +300,17 @@ fn vmap_matches_a_loop() {
     let whole = nn::dot_product_attention(&q, &k, &k, None, None, None, true).unwrap();
     close(&f64s(&batched), &f64s(&whole), 1e-6, 1e-6).expect("vmap attention");
 }
+
+#[test]
+fn jacobian_is_jacrev() {
+    let x = Array::from_vec(vec![0.3f64, -1.2, 2.0], &[3]);
+    let f = |x: Array| ok_or_raise(jnp::polymul(&x, &x));
+    let j = jaxon_transforms::jacobian(f)(x.clone()).expect("jacobian");
+    let r = jaxon_transforms::jacrev(f)(x).expect("jacrev");
+    let (a, b) = (j.block(0, 0).expect("block"), r.block(0, 0).expect("block"));
+    assert_eq!(a.shape(), vec![5, 3]);
+    assert_eq!(f64s(a), f64s(b));
+    // d(p*p)/dp_0 = 2 p shifted: column 0 is 2 * [p0, p1, p2, 0, 0].
+    let col0: Vec<f64> = f64s(a).chunks(3).map(|row| row[0]).collect();
+    assert_eq!(col0, vec![0.6, -2.4, 4.0, 0.0, 0.0]);
+}

@@ -58,8 +58,8 @@ pub use search::{bincount, repeat, searchsorted};
 pub use sets::{argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, UniqueAll};
 pub use shapes::*;
 pub use splits::{
-    array_split, diag_indices, dsplit, hsplit, tril_indices, tril_indices_from, triu_indices,
-    triu_indices_from, vsplit,
+    array_split, diag_indices, diag_indices_from, dsplit, hsplit, tril_indices, tril_indices_from,
+    triu_indices, triu_indices_from, vsplit,
 };
 pub use stats::{logsumexp, std, var};
 pub use windows::{bartlett, blackman, hamming, hanning, kaiser};

@@ -199,6 +199,24 @@ pub fn unique_all(x: &Array, size: Option<usize>, fill_value: Option<&Array>) ->
     })
 }
 
+/// `jnp.unique_values(x)`: [`unique`] without a size (eager only).
+pub fn unique_values(x: &Array) -> Result<Array> {
+    unique(x, None, None)
+}
+
+/// `jnp.unique_counts(x)`: the distinct values and their counts.
+pub fn unique_counts(x: &Array) -> Result<(Array, Array)> {
+    let u = unique_all(x, None, None)?;
+    Ok((u.values, u.counts))
+}
+
+/// `jnp.unique_inverse(x)`: the distinct values and, for each element of
+/// `x`, the index of its value.
+pub fn unique_inverse(x: &Array) -> Result<(Array, Array)> {
+    let u = unique_all(x, None, None)?;
+    Ok((u.values, u.inverse_indices))
+}
+
 /// `jnp.isin(element, test_elements, invert)`: whether each element of
 /// `element` occurs in `test_elements` (any shape), as a bool array of
 /// `element`'s shape.

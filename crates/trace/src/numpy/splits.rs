@@ -111,3 +111,18 @@ pub fn triu_indices_from(x: &Array, k: i64) -> Result<(Array, Array)> {
 pub fn diag_indices(n: usize, ndim: usize) -> Result<Vec<Array>> {
     (0..ndim).map(|_| arange(n)).collect()
 }
+
+/// `jnp.diag_indices_from(x)`: [`diag_indices`] of an array whose axes
+/// all have the same length.
+pub fn diag_indices_from(x: &Array) -> Result<Vec<Array>> {
+    let shape = x.try_shape()?;
+    match shape.first() {
+        Some(&n) if shape.len() >= 2 && shape.iter().all(|&d| d == n) => {
+            diag_indices(n, shape.len())
+        }
+        _ => Err(Error::InvalidArgument(format!(
+            "diag_indices_from: input must be at least 2-D with all axes of equal length, got {}",
+            fmt_aval(x.aval())
+        ))),
+    }
+}
