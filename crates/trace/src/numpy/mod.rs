@@ -55,7 +55,10 @@ pub use products::{
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};
-pub use sets::{argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, UniqueAll};
+pub use sets::{
+    argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, unique_counts,
+    unique_inverse, unique_values, UniqueAll,
+};
 pub use shapes::*;
 pub use splits::{
     array_split, diag_indices, diag_indices_from, dsplit, hsplit, tril_indices, tril_indices_from,
