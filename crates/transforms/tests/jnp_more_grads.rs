@@ -287,7 +287,7 @@ fn vmap_matches_a_loop() {
         &[2, 3, 2, 4],
     );
     let k = Array::from_vec(
-        values(2 * 5 * 1 * 4, 3).iter().map(|&v| v as f32).collect(),
+        values(2 * 5 * 4, 3).iter().map(|&v| v as f32).collect(),
         &[2, 5, 1, 4],
     );
     let batched = vmap(|qk: (Array, Array)| {
