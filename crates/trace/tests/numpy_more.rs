@@ -382,3 +382,19 @@ fn sizes_are_needed_under_jit() {
         vec![0.0, 1.0, 2.0]
     );
 }
+
+#[test]
+fn quantiles_with_keepdims_and_no_axis_keep_every_axis() {
+    // JAX: jnp.quantile(ones((2, 3)), q, keepdims=True).shape == (1, 1),
+    // and (2, 1, 1) for two q's; the same for nanquantile.
+    let x = Array::from_vec(vec![1f32, 5.0, 2.0, 4.0, 3.0, 6.0], &[2, 3]);
+    let one = jnp::quantile(&x, &[0.5], None, true).expect("quantile");
+    assert_eq!(one.shape(), vec![1, 1]);
+    assert_eq!(one.to_vec::<f32>(), vec![3.5]);
+    let two = jnp::percentile(&x, &[50.0, 0.0], None, true).expect("percentile");
+    assert_eq!(two.shape(), vec![2, 1, 1]);
+    assert_eq!(two.to_vec::<f32>(), vec![3.5, 1.0]);
+    let nan = jnp::nanquantile(&x, &[0.5, 1.0], None, true).expect("nanquantile");
+    assert_eq!(nan.shape(), vec![2, 1, 1]);
+    assert_eq!(nan.to_vec::<f32>(), vec![3.5, 6.0]);
+}
