@@ -72,6 +72,8 @@ pub use jaxon_trace::{index, nn, scipy};
 pub mod distributed;
 pub mod io;
 mod program;
+/// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
+pub use jaxon_transforms::jacobian;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,

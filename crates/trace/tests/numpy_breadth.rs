@@ -10,6 +10,16 @@ use jaxon_trace::numpy as jnp;
 use jaxon_trace::Array;
 use serde_json::Value;
 
+/// `jnp_breadth.json`, read and parsed once for all the tests.
+static DATA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/jnp_breadth.json"
+    ))
+    .expect("jnp_breadth.json");
+    serde_json::from_str(&text).expect("json")
+});
+
 fn decode(v: &Value) -> (DType, Vec<usize>, Vec<f64>) {
     let dtype = match v["dtype"].as_str().expect("dtype") {
         "float32" => DType::F32,
@@ -251,12 +261,7 @@ fn transcendental(name: &str) -> bool {
 
 #[test]
 fn jnp_breadth_matches_jax() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/jnp_breadth.json"
-    ))
-    .expect("jnp_breadth.json");
-    let data: Value = serde_json::from_str(&text).expect("json");
+    let data = &*DATA;
     let cases = data["cases"].as_array().expect("cases");
     assert!(cases.len() > 100);
     for c in cases.iter().filter(|c| c["outs"].is_null()) {
@@ -313,12 +318,7 @@ fn run_multi(name: &str, a: &[Array]) -> jaxon_trace::Result<Vec<Array>> {
 
 #[test]
 fn functions_with_several_results_match_jax() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/jnp_breadth.json"
-    ))
-    .expect("jnp_breadth.json");
-    let data: Value = serde_json::from_str(&text).expect("json");
+    let data = &*DATA;
     let mut seen = 0;
     for c in data["cases"].as_array().expect("cases") {
         let Some(outs) = c["outs"].as_array() else {

@@ -221,6 +221,11 @@ pub fn jacrev<I: Pytree, O: Pytree, F: Fn(I) -> O>(f: F) -> impl Fn(I) -> Result
     move |x| jacobian_of(&f, x, jacrev_flat)
 }
 
+/// `jax.jacobian(f)`: JAX's alias of [`jacrev`] (reverse mode).
+pub fn jacobian<I: Pytree, O: Pytree, F: Fn(I) -> O>(f: F) -> impl Fn(I) -> Result<Jacobian> {
+    jacrev(f)
+}
+
 /// `hessian(f)(x)` of a scalar function: `jacfwd(jacrev(f))`. Block
 /// `(j, l)` has shape `in_j.shape ++ in_l.shape`.
 pub fn hessian<I: Pytree, F: Fn(I) -> Array>(f: F) -> impl Fn(I) -> Result<Jacobian> {

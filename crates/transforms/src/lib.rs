@@ -34,7 +34,7 @@ pub use batch::{
 };
 pub use checkpoint::{checkpoint, Checkpoint};
 pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
-pub use jac::{hessian, jacfwd, jacrev, Jacobian};
+pub use jac::{hessian, jacfwd, jacobian, jacrev, Jacobian};
 pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
 pub use transpose::{backward_pass, linear_transpose};

@@ -4,12 +4,14 @@
 //! (`activations.rs`) and `initializers` (`jax.nn.initializers`).
 
 mod activations;
+mod attention;
 pub mod initializers;
 
 pub use activations::{
     celu, elu, glu, hard_sigmoid, hard_silu, hard_tanh, leaky_relu, log_sigmoid, mish, relu6, selu,
     soft_sign, softplus, standardize,
 };
+pub use attention::dot_product_attention;
 
 use crate::array::Array;
 use crate::core::bind1;

@@ -157,7 +157,7 @@ pub fn signbit(x: &Array) -> Result<Array> {
         less(&bits, &lit(0.0, int)?)
     } else if d.is_bool() || d.is_unsigned_int() {
         // Never set.
-        lax::broadcast_in_dim(&lit(0.0, DType::Bool)?, &x.try_shape()?, &[])
+        all_false(x)
     } else {
         less(x, &lit(0.0, d)?)
     }
@@ -283,10 +283,16 @@ pub fn float_power(x: &Array, y: &Array) -> Result<Array> {
     power(&a[0], &a[1])
 }
 
+/// `false` in `x`'s shape (the answer of the sign and class tests for
+/// dtypes that cannot have the property).
+fn all_false(x: &Array) -> Result<Array> {
+    lax::broadcast_in_dim(&lit(0.0, DType::Bool)?, &x.try_shape()?, &[])
+}
+
 fn is_inf_of_sign(x: &Array, positive: bool) -> Result<Array> {
     let d = x.dtype();
     if !d.is_float() {
-        return lax::broadcast_in_dim(&lit(0.0, DType::Bool)?, &x.try_shape()?, &[]);
+        return all_false(x);
     }
     let inf = if positive {
         f64::INFINITY
@@ -312,7 +318,7 @@ pub fn iscomplex(x: &Array) -> Result<Array> {
         let im = imag(x)?;
         not_equal(&im, &lit(0.0, im.dtype())?)
     } else {
-        lax::broadcast_in_dim(&lit(0.0, DType::Bool)?, &x.try_shape()?, &[])
+        all_false(x)
     }
 }
 

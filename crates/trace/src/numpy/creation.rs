@@ -76,12 +76,16 @@ pub fn linspace(
 
 /// `jnp.eye(n, m, k, dtype)`: ones on the `k`-th diagonal.
 pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType) -> Result<Array> {
-    let m = m.unwrap_or(n);
+    let mask = eye_mask(n, m.unwrap_or(n), k)?;
+    lax::convert_element_type(&mask, dtype, false)
+}
+
+/// The boolean mask of `jnp.eye(n, m, k)`: `row + k == col`.
+pub(crate) fn eye_mask(n: usize, m: usize, k: i64) -> Result<Array> {
     let rows = lax::broadcasted_iota(DType::I32, &[n, m], 0)?;
     let cols = lax::broadcasted_iota(DType::I32, &[n, m], 1)?;
     let shifted = lax::add(&rows, &lit(k as f64, DType::I32)?)?;
-    let mask = lax::eq(&shifted, &cols)?;
-    lax::convert_element_type(&mask, dtype, false)
+    lax::eq(&shifted, &cols)
 }
 
 /// The boolean mask of `jnp.tri(n, m, k)`: `row + k >= col`.

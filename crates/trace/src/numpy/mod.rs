@@ -9,22 +9,31 @@ mod complex;
 mod creation;
 mod einsum;
 pub mod fft;
+mod histogram;
+mod integer;
 pub mod linalg;
 mod manip;
 mod nan;
+mod nanstats;
 mod order;
+mod poly;
 mod products;
 pub mod promote;
 mod reductions;
 mod search;
+mod sets;
 mod shapes;
+mod splits;
 mod stats;
+mod windows;
 mod wrap;
 
 pub use aliases::*;
 pub use complex::{angle, conj, conjugate, imag, real};
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use einsum::einsum;
+pub use histogram::{histogram, histogram_bin_edges, interp, Bins};
+pub use integer::{gcd, lcm};
 pub(crate) use manip::gather as manip_gather;
 pub use manip::{
     argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, take_along_axis, Sections,
@@ -33,7 +42,12 @@ pub(crate) use manip::{gather, wrap_negative};
 pub use nan::{
     allclose, isclose, isfinite, isinf, isnan, nan_to_num, nanmax, nanmean, nanmin, nanprod, nansum,
 };
+pub use nanstats::{
+    nanargmax, nanargmin, nancumprod, nancumsum, nanmedian, nanpercentile, nanquantile, nanstd,
+    nanvar,
+};
 pub use order::{average, corrcoef, cov, median, percentile, quantile};
+pub use poly::{poly, polyadd, polyder, polyfit, polyint, polymul, polysub, vander};
 pub use products::{
     convolve, correlate, cross, diff, ediff1d, inner, kron, matvec, meshgrid, outer, polyval,
     tensordot, trapezoid, vdot, vecdot, vecmat, ConvolveMode,
@@ -41,8 +55,17 @@ pub use products::{
 pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};
+pub use sets::{
+    argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, unique_counts,
+    unique_inverse, unique_values, UniqueAll,
+};
 pub use shapes::*;
+pub use splits::{
+    array_split, diag_indices, diag_indices_from, dsplit, hsplit, tril_indices, tril_indices_from,
+    triu_indices, triu_indices_from, vsplit,
+};
 pub use stats::{logsumexp, std, var};
+pub use windows::{bartlett, blackman, hamming, hanning, kaiser};
 pub(crate) use wrap::jitted;
 
 use crate::array::{Array, Element, WeakScalar};
@@ -544,6 +567,17 @@ pub fn stack(arrays: &[Array], axis: isize) -> Result<Array> {
         .map(|a| lax::expand_dims(a, &[axis]))
         .collect::<Result<Vec<_>>>()?;
     concatenate(&expanded, axis as isize)
+}
+
+/// `x[.., lo:hi, ..]` along axis `axis` (already normalised), every other
+/// axis whole.
+pub(crate) fn slice_axis(x: &Array, axis: usize, lo: usize, hi: usize) -> Result<Array> {
+    let shape = x.try_shape()?;
+    let mut start = vec![0; shape.len()];
+    let mut limit = shape;
+    start[axis] = lo;
+    limit[axis] = hi;
+    lax::slice(x, &start, &limit, None)
 }
 
 /// Resolves a possibly negative axis against `ndim`.

@@ -99,7 +99,7 @@ pub fn nan_to_num(x: &Array, nan: f64, posinf: Option<f64>, neginf: Option<f64>)
 }
 
 /// `x` with its NaNs replaced by `fill` (integers unchanged).
-fn fill_nan(x: &Array, fill: f64) -> Result<Array> {
+pub(super) fn fill_nan(x: &Array, fill: f64) -> Result<Array> {
     if x.dtype().is_float() {
         where_(&isnan(x)?, &lit(fill, x.dtype())?, x)
     } else {

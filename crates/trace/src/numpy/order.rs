@@ -18,6 +18,7 @@ pub fn quantile(x: &Array, qs: &[f64], axis: Option<isize>, keepdims: bool) -> R
         )));
     }
     let x = promote_dtypes_inexact("quantile", &[x])?.remove(0);
+    let rank = x.ndim();
     let (x, ax) = match axis {
         Some(a) => (x.clone(), normalize_axis(a, x.ndim(), "quantile")?),
         None => (ravel(&x)?, 0),
@@ -32,13 +33,7 @@ pub fn quantile(x: &Array, qs: &[f64], axis: Option<isize>, keepdims: bool) -> R
     let d = x.dtype();
     let sorted = sort(&x, Some(ax as isize))?;
     let has_nan = any(&isnan(&x)?, ax as isize, true)?;
-    let pick = |i: usize| {
-        let mut start = vec![0; in_shape.len()];
-        let mut limit = in_shape.clone();
-        start[ax] = i;
-        limit[ax] = i + 1;
-        lax::slice(&sorted, &start, &limit, None)
-    };
+    let pick = |i: usize| slice_axis(&sorted, ax, i, i + 1);
     let mut outs = Vec::with_capacity(qs.len());
     for &q in qs {
         let pos = q * (n - 1) as f64;
@@ -50,10 +45,10 @@ pub fn quantile(x: &Array, qs: &[f64], axis: Option<isize>, keepdims: bool) -> R
             &multiply(&b, &w)?,
         )?;
         let v = where_(&has_nan, &lit(f64::NAN, d)?, &v)?;
-        outs.push(if keepdims && axis.is_some() {
-            v
-        } else {
-            lax::squeeze(&v, &[ax])?
+        outs.push(match (keepdims, axis) {
+            (true, Some(_)) => v,
+            (true, None) => lax::reshape(&v, &vec![1; rank])?,
+            (false, _) => lax::squeeze(&v, &[ax])?,
         });
     }
     match outs.len() {

@@ -179,12 +179,8 @@ pub fn vdot(a: &Array, b: &Array) -> Result<Array> {
 pub fn cross(a: &Array, b: &Array) -> Result<Array> {
     let (sa, sb) = (a.try_shape()?, b.try_shape()?);
     let comp = |x: &Array, i: usize| -> Result<Array> {
-        let s = x.try_shape()?;
-        let mut start = vec![0; s.len()];
-        let mut limit = s.clone();
-        start[s.len() - 1] = i;
-        limit[s.len() - 1] = i + 1;
-        lax::squeeze(&lax::slice(x, &start, &limit, None)?, &[s.len() - 1])
+        let last = x.ndim() - 1;
+        lax::squeeze(&super::slice_axis(x, last, i, i + 1)?, &[last])
     };
     match (sa.last(), sb.last()) {
         (Some(3), Some(3)) => {
@@ -312,14 +308,10 @@ pub fn trapezoid(y: &Array, dx: f64, axis: isize) -> Result<Array> {
             false,
         );
     }
-    let cut = |lo: usize, hi: usize| {
-        let mut start = vec![0; shape.len()];
-        let mut limit = shape.clone();
-        start[ax] = lo;
-        limit[ax] = hi;
-        lax::slice(&y, &start, &limit, None)
-    };
-    let pairs = super::add(&cut(1, n)?, &cut(0, n - 1)?)?;
+    let pairs = super::add(
+        &super::slice_axis(&y, ax, 1, n)?,
+        &super::slice_axis(&y, ax, 0, n - 1)?,
+    )?;
     let half = super::wrap::lit(dx / 2.0, y.dtype())?;
     super::sum(&multiply(&pairs, &half)?, ax as isize, false)
 }

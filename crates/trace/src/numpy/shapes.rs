@@ -6,19 +6,13 @@
 use super::*;
 
 fn axes_of(op: &str, axes: &[isize], ndim: usize) -> Result<Vec<usize>> {
-    let mut v = axes
-        .iter()
-        .map(|&a| normalize_axis(a, ndim, op))
-        .collect::<Result<Vec<_>>>()?;
-    v.sort_unstable();
-    let n = v.len();
-    v.dedup();
-    if v.len() != n {
-        return Err(Error::InvalidArgument(format!(
-            "{op}: repeated axis in {axes:?}"
-        )));
-    }
-    Ok(v)
+    axes.into_axes(ndim).map_err(|e| match e {
+        Error::InvalidArgument(m) => {
+            let m = m.strip_prefix("reduction: ").unwrap_or(&m);
+            Error::InvalidArgument(format!("{op}: {m}"))
+        }
+        e => e,
+    })
 }
 
 /// `jnp.ravel`: the elements in row-major order, as a 1-D array.
@@ -141,14 +135,10 @@ pub fn roll(x: &Array, shift: isize, axis: Option<isize>) -> Result<Array> {
     if s == 0 {
         return Ok(x.clone());
     }
-    let cut = |lo: usize, hi: usize| {
-        let mut start = vec![0; shape.len()];
-        let mut limit = shape.clone();
-        start[ax] = lo;
-        limit[ax] = hi;
-        lax::slice(x, &start, &limit, None)
-    };
-    concatenate(&[cut(n - s, n)?, cut(0, n - s)?], ax as isize)
+    concatenate(
+        &[slice_axis(x, ax, n - s, n)?, slice_axis(x, ax, 0, n - s)?],
+        ax as isize,
+    )
 }
 
 /// `jnp.atleast_1d`: a scalar becomes `[1]`.
@@ -302,9 +292,7 @@ pub fn diag(v: &Array, k: isize) -> Result<Array> {
             } else {
                 lax::broadcast_in_dim(&padded, &[m, m], &[1])?
             };
-            let rows = lax::broadcasted_iota(DType::I32, &[m, m], 0)?;
-            let cols = lax::broadcasted_iota(DType::I32, &[m, m], 1)?;
-            let on = equal(&subtract(&cols, &rows)?, &Array::weak(k as i64))?;
+            let on = super::creation::eye_mask(m, m, k as i64)?;
             let zero = zeros(&[m, m], v.dtype())?;
             where_(&on, &laid, &zero)
         }
@@ -394,13 +382,7 @@ pub fn unstack(x: &Array, axis: isize) -> Result<Vec<Array>> {
     let shape = x.try_shape()?;
     let ax = normalize_axis(axis, shape.len(), "unstack")?;
     (0..shape[ax])
-        .map(|i| {
-            let mut start = vec![0; shape.len()];
-            let mut limit = shape.clone();
-            start[ax] = i;
-            limit[ax] = i + 1;
-            lax::squeeze(&lax::slice(x, &start, &limit, None)?, &[ax])
-        })
+        .map(|i| lax::squeeze(&slice_axis(x, ax, i, i + 1)?, &[ax]))
         .collect()
 }
 
