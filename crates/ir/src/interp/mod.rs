@@ -16,6 +16,7 @@ use crate::primitive::{
 };
 mod backend;
 mod control;
+mod spmd;
 pub mod ops;
 mod pallas;
 mod state;
@@ -350,6 +351,7 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
                 }
                 None => Err(IrError::Eval("custom_linear_solve: no solve jaxpr".into())),
             },
+            Control::ShardMap(p) => spmd::shard_map(ctx, p, &args),
         },
         Primitive::State(f) => match f {
             State::Get(GetParams { indexers }) => state::get(indexers, &args),

@@ -169,6 +169,7 @@ fn samples() -> Vec<Primitive> {
         op: ReduceOp::Max,
         axes: vec![1, 4],
         np_int64: vec![false, true],
+        out_sharding: None,
     }));
     v.extend(ArgOp::ALL.iter().map(|&op| {
         let (axes, index_dtype) = (vec![0], DType::I32);
