@@ -410,7 +410,11 @@ pub(crate) fn gather_like(gp: &AllGatherParams, x: &Array) -> Result<Array> {
             all_gather_dimension: 0,
             tiled: false,
             ..
-        } if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
+        } if axis_name.len() == 1
+            && (find_main(&axis_name[0]).is_some() || env_size(&axis_name[0]).is_some()) =>
+        {
+            all_gather(x, &axis_name[0])
+        }
         AllGatherParams { .. } => bind1(&gp.clone().into(), std::slice::from_ref(x)),
     }
 }
