@@ -36,7 +36,9 @@ pub fn own_jvp(case: &Case, rec: &JvpRecord, tol: Tolerance) -> Result<(), Strin
             .iter()
             .zip(&primals)
             .map(|(t, p)| match t {
-                Some(t) if t.dtype() != p.dtype() && t.dtype().is_float() && p.dtype().is_float() => {
+                Some(t)
+                    if t.dtype() != p.dtype() && t.dtype().is_float() && p.dtype().is_float() =>
+                {
                     lax::convert_element_type(t, p.dtype(), false).map(Some)
                 }
                 t => Ok(t.clone()),

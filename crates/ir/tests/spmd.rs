@@ -253,15 +253,33 @@ fn psum_over_one_axis_of_a_2x2_mesh() {
 
 #[test]
 fn a_spec_that_does_not_divide_is_an_error_naming_shape_and_spec() {
-    let t = one_op(2, &[3, 2], &[1, 2], &[1, 2], &[2, 2], "neg", "P('x',)", "P('x',)")
-        .replace("= neg c", "= neg c");
+    let t = one_op(
+        2,
+        &[3, 2],
+        &[1, 2],
+        &[1, 2],
+        &[2, 2],
+        "neg",
+        "P('x',)",
+        "P('x',)",
+    )
+    .replace("= neg c", "= neg c");
     let e = run(&t, &[]).unwrap_err();
     assert!(e.contains("P('x',)") && e.contains("[3, 2]"), "{e}");
 }
 
 #[test]
 fn an_axis_not_in_the_mesh_is_an_error_naming_it() {
-    let t = one_op(2, &[2, 2], &[1, 2], &[1, 2], &[2, 2], "neg", "P('y',)", "P('x',)");
+    let t = one_op(
+        2,
+        &[2, 2],
+        &[1, 2],
+        &[1, 2],
+        &[2, 2],
+        "neg",
+        "P('y',)",
+        "P('x',)",
+    );
     let e = run(&t, &[]).unwrap_err();
     assert!(e.contains("'y'"), "{e}");
     let x = HostArray::new(vec![2, 2], Storage::F32(vec![1.0; 4])).unwrap();
@@ -281,7 +299,16 @@ fn an_axis_not_in_the_mesh_is_an_error_naming_it() {
 
 #[test]
 fn a_body_whose_types_do_not_match_the_shards_is_an_error() {
-    let t = one_op(2, &[4, 2], &[4, 2], &[4, 2], &[8, 2], "neg", "P('x',)", "P('x',)");
+    let t = one_op(
+        2,
+        &[4, 2],
+        &[4, 2],
+        &[4, 2],
+        &[8, 2],
+        "neg",
+        "P('x',)",
+        "P('x',)",
+    );
     let e = run(&t, &[]).unwrap_err();
     assert!(e.contains("body input 0"), "{e}");
 }

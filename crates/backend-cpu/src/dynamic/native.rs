@@ -128,7 +128,9 @@ impl DynOp {
                 | Collective::ReduceScatter(_)
                 | Collective::Pvary(_)
                 | Collective::PsumInvariant(_),
-            ) => none("(a mesh collective) needs a shard_map, which the cpu backend does not run yet"),
+            ) => none(
+                "(a mesh collective) needs a shard_map, which the cpu backend does not run yet",
+            ),
             Primitive::Control(Control::ShardMap(_)) => {
                 none("(shard_map) is not supported by the cpu backend yet; use the interpreter")
             }

@@ -16,9 +16,9 @@ use crate::primitive::{
 };
 mod backend;
 mod control;
-mod spmd;
 pub mod ops;
 mod pallas;
+mod spmd;
 mod state;
 mod util;
 

@@ -100,11 +100,15 @@ pub(crate) fn shard_map(
             .map(|h| match h {
                 Ok(h) => h.join().unwrap_or_else(|_| {
                     comm.poison("a device's program panicked");
-                    Err(IrError::Eval("shard_map: a device's program panicked".into()))
+                    Err(IrError::Eval(
+                        "shard_map: a device's program panicked".into(),
+                    ))
                 }),
                 Err(e) => {
                     comm.poison("a device thread could not start");
-                    Err(IrError::Eval(format!("shard_map: cannot start a thread: {e}")))
+                    Err(IrError::Eval(format!(
+                        "shard_map: cannot start a thread: {e}"
+                    )))
                 }
             })
             .collect()

@@ -58,9 +58,7 @@ impl ParamsText for ReduceParams {
             Vec::new()
         };
         let out_sharding = match cx.p.get("out_sharding") {
-            Some(v) if !Params::is_none(v) => {
-                Some(super::sharding::parse_named_sharding(cx.p, v)?)
-            }
+            Some(v) if !Params::is_none(v) => Some(super::sharding::parse_named_sharding(cx.p, v)?),
             _ => None,
         };
         Ok(ReduceParams {

@@ -64,7 +64,10 @@ fn no_groups(cx: &ParseCx<'_, '_, '_>) -> PResult<()> {
 
 /// The axes and axis types of `Mesh(..)`/`AbstractMesh(..)` arguments;
 /// the other keyword arguments are returned as written.
-fn mesh_args(p: &Params<'_>, args: &[(Option<String>, Src)]) -> PResult<(Mesh, Vec<(String, String)>)> {
+fn mesh_args(
+    p: &Params<'_>,
+    args: &[(Option<String>, Src)],
+) -> PResult<(Mesh, Vec<(String, String)>)> {
     let mut mesh = Mesh::default();
     let mut rest = Vec::new();
     for (k, v) in args {
@@ -143,12 +146,9 @@ pub(crate) fn parse_spec(p: &Params<'_>, v: &Src) -> PResult<PartitionSpec> {
         spec.0.push(match &e.v {
             PValue::Word(w) if w == "None" => SpecEntry::None,
             PValue::Str => SpecEntry::Axis(quoted(p, e)?),
-            PValue::Tuple(items) => SpecEntry::Axes(
-                items
-                    .iter()
-                    .map(|a| quoted(p, a))
-                    .collect::<PResult<_>>()?,
-            ),
+            PValue::Tuple(items) => {
+                SpecEntry::Axes(items.iter().map(|a| quoted(p, a)).collect::<PResult<_>>()?)
+            }
             _ => return Err(p.bad(e, "`None`, an axis name or a tuple of names")),
         });
     }

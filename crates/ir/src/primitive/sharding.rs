@@ -154,7 +154,11 @@ impl Mesh {
     }
 
     /// The global sizes of an array whose per-device shards have `sizes`.
-    pub fn global_sizes(&self, spec: &PartitionSpec, sizes: &[usize]) -> Result<Vec<usize>, String> {
+    pub fn global_sizes(
+        &self,
+        spec: &PartitionSpec,
+        sizes: &[usize],
+    ) -> Result<Vec<usize>, String> {
         self.check_spec(spec, sizes.len())?;
         sizes
             .iter()
@@ -166,12 +170,12 @@ impl Mesh {
     /// The index of device `coords`' shard along dimension `d` of `spec`
     /// (mixed radix over the entry's axes, major first).
     pub fn shard_index(&self, spec: &PartitionSpec, d: usize, coords: &[usize]) -> usize {
-        spec.dim_axes(d).iter().fold(0, |acc, a| {
-            match (self.axis_pos(a), self.axis_size(a)) {
+        spec.dim_axes(d)
+            .iter()
+            .fold(0, |acc, a| match (self.axis_pos(a), self.axis_size(a)) {
                 (Some(p), Some(s)) => acc * s + coords.get(p).copied().unwrap_or(0),
                 _ => acc,
-            }
-        })
+            })
     }
 
     fn inner(&self) -> String {

@@ -121,7 +121,8 @@ impl Communicator {
         s.arrived += 1;
         if s.arrived == self.size {
             let values: Option<Vec<HostArray>> = s.slots.iter_mut().map(Option::take).collect();
-            let values = values.ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?;
+            let values =
+                values.ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?;
             let out = Arc::new(values);
             s.published = Some(out.clone());
             s.arrived = 0;

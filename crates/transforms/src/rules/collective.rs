@@ -21,8 +21,8 @@ use crate::batch::collectives::{gather_like, reduce_axes};
 use crate::batch::moveaxis;
 use crate::transpose::LinArg;
 use jaxon_ir::primitive::{
-    AllGatherParams, AllReduceParams, AllToAllParams, AxisIndexParams, Collective,
-    PpermuteParams, PsumInvariantParams, PvaryParams, ReduceScatterParams,
+    AllGatherParams, AllReduceParams, AllToAllParams, AxisIndexParams, Collective, PpermuteParams,
+    PsumInvariantParams, PvaryParams, ReduceScatterParams,
 };
 use jaxon_ir::primitive::{AxisRef, CollectiveOp};
 use jaxon_ir::{DType, Primitive, ShapedArray};
@@ -197,7 +197,10 @@ pub(crate) fn batch(
                 concat_axis: ap.concat_axis + 1,
                 ..ap.clone()
             };
-            Ok((vec![bind1(&q.into(), &[moveaxis(&v, d, 0)?])?], vec![Some(0)]))
+            Ok((
+                vec![bind1(&q.into(), &[moveaxis(&v, d, 0)?])?],
+                vec![Some(0)],
+            ))
         }
         Collective::ReduceScatter(rp) => {
             if rp.axis_name.iter().any(|a| here(a)) {
@@ -211,7 +214,10 @@ pub(crate) fn batch(
                 scatter_dimension: rp.scatter_dimension + 1,
                 ..rp.clone()
             };
-            Ok((vec![bind1(&q.into(), &[moveaxis(&v, d, 0)?])?], vec![Some(0)]))
+            Ok((
+                vec![bind1(&q.into(), &[moveaxis(&v, d, 0)?])?],
+                vec![Some(0)],
+            ))
         }
     }
 }

@@ -21,9 +21,10 @@ use jaxon_trace::{bind, Array};
 /// The jvp rules of the family.
 pub(crate) fn jvp(m: &Marker, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
     match m {
-        Marker::Name(_) | Marker::DevicePut(_) | Marker::Reshard(_) | Marker::ShardingConstraint(_) => {
-            Ok((bind(p, x)?, t.to_vec()))
-        }
+        Marker::Name(_)
+        | Marker::DevicePut(_)
+        | Marker::Reshard(_)
+        | Marker::ShardingConstraint(_) => Ok((bind(p, x)?, t.to_vec())),
         Marker::OptimizationBarrier(_) => {
             // Primal outputs come from primals alone (the jvp contract),
             // so the non-zero tangents go behind a barrier of their own.

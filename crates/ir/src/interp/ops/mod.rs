@@ -129,7 +129,11 @@ pub(crate) fn slice_block(
     sizes: &[usize],
 ) -> Result<HostArray, IrError> {
     let lo: Vec<i64> = start.iter().map(|&s| s as i64).collect();
-    let hi: Vec<i64> = start.iter().zip(sizes).map(|(&s, &n)| (s + n) as i64).collect();
+    let hi: Vec<i64> = start
+        .iter()
+        .zip(sizes)
+        .map(|(&s, &n)| (s + n) as i64)
+        .collect();
     indexing::slice(
         x,
         &crate::primitive::Ints::new(lo),
@@ -356,19 +360,21 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
         Primitive::Collective(f) => match super::spmd::collective(f, args) {
             Some(r) => r,
             None => match f {
-            Collective::AllReduce(AllReduceParams { op, axes }) => {
-                let (rop, pos) = positional_reduce(name, *op, axes)?;
-                one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
-            }
-            Collective::AllGather(AllGatherParams { axis_name, .. }) => {
-                Err(unbound(name, &axis_name.join(", ")))
-            }
-            Collective::AxisIndex(AxisIndexParams { axis_name }) => Err(unbound(name, axis_name)),
-            Collective::Ppermute(p) => Err(unbound(name, &p.axis_name.join(", "))),
-            Collective::AllToAll(p) => Err(unbound(name, &p.axis_name.join(", "))),
-            Collective::ReduceScatter(p) => Err(unbound(name, &p.axis_name.join(", "))),
-            Collective::Pvary(p) => Err(unbound(name, &p.axes.join(", "))),
-            Collective::PsumInvariant(p) => Err(unbound(name, &p.axes.join(", "))),
+                Collective::AllReduce(AllReduceParams { op, axes }) => {
+                    let (rop, pos) = positional_reduce(name, *op, axes)?;
+                    one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
+                }
+                Collective::AllGather(AllGatherParams { axis_name, .. }) => {
+                    Err(unbound(name, &axis_name.join(", ")))
+                }
+                Collective::AxisIndex(AxisIndexParams { axis_name }) => {
+                    Err(unbound(name, axis_name))
+                }
+                Collective::Ppermute(p) => Err(unbound(name, &p.axis_name.join(", "))),
+                Collective::AllToAll(p) => Err(unbound(name, &p.axis_name.join(", "))),
+                Collective::ReduceScatter(p) => Err(unbound(name, &p.axis_name.join(", "))),
+                Collective::Pvary(p) => Err(unbound(name, &p.axes.join(", "))),
+                Collective::PsumInvariant(p) => Err(unbound(name, &p.axes.join(", "))),
             },
         },
         Primitive::Marker(f) => match f {

@@ -31,7 +31,12 @@ use jaxon_trace::stage::{close, trace_flat, StageMode};
 use jaxon_trace::{bind, lax, numpy as jnp, Array};
 use std::sync::Arc;
 
-fn with_body(sp: &ShardMapParams, jaxpr: ClosedJaxpr, ins: Vec<PartitionSpec>, outs: Vec<PartitionSpec>) -> Primitive {
+fn with_body(
+    sp: &ShardMapParams,
+    jaxpr: ClosedJaxpr,
+    ins: Vec<PartitionSpec>,
+    outs: Vec<PartitionSpec>,
+) -> Primitive {
     ShardMapParams {
         jaxpr,
         mesh: sp.mesh.clone(),
@@ -106,7 +111,10 @@ pub(super) fn jvp(sp: &ShardMapParams, x: &[Array], t: &[Option<Array>]) -> Resu
             let v = linj.new_var(ShapedArray::of(ty.dtype, &[1]).with_weak(ty.weak_type));
             linj.invars[k] = v;
             pre.push(Eqn {
-                primitive: SqueezeParams { dimensions: vec![0] }.into(),
+                primitive: SqueezeParams {
+                    dimensions: vec![0],
+                }
+                .into(),
                 inputs: vec![Atom::Var(v)],
                 outputs: vec![Binder::Var(old)],
             });
@@ -170,7 +178,11 @@ fn unmentioned(sp: &ShardMapParams, spec: &PartitionSpec) -> Vec<String> {
 }
 
 /// `shard_map`: the body's transpose, inside a `shard_map` again.
-pub(super) fn transpose(sp: &ShardMapParams, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
+pub(super) fn transpose(
+    sp: &ShardMapParams,
+    args: &[LinArg],
+    cts: &[Option<Array>],
+) -> Result<Cts> {
     let body = &sp.jaxpr;
     let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
     let tj = transpose_jaxpr(body, &linear)?;
@@ -229,7 +241,8 @@ pub(super) fn transpose(sp: &ShardMapParams, args: &[LinArg], cts: &[Option<Arra
         if !rewrite {
             for (o, axes) in outs.iter_mut().zip(&in_sum) {
                 if !axes.is_empty() {
-                    let refs: Vec<AxisRef> = axes.iter().map(|a| AxisRef::Name(a.clone())).collect();
+                    let refs: Vec<AxisRef> =
+                        axes.iter().map(|a| AxisRef::Name(a.clone())).collect();
                     *o = reduce_axes(o, CollectiveOp::Sum, &refs)?;
                 }
             }
