@@ -27,8 +27,21 @@ fn tol(c: &Case) -> Tolerance {
     }
 }
 
-/// Cases whose own jvp, grad and vmap are checked (every case's are).
-const TRANSFORMED: &[&str] = &[];
+/// Cases whose own jvp, grad and vmap are checked: every case.
+const TRANSFORMED: &[&str] = &[
+    "pmap_func13",
+    "pmap_psum_pmean_axis_index",
+    "pmap_data_parallel_grad",
+    "shard_map_psum",
+    "shard_map_all_gather",
+    "shard_map_ppermute_ring",
+    "shard_map_all_to_all",
+    "shard_map_psum_scatter",
+    "shard_map_sharded_contraction",
+    "shard_map_check_vma_false_scan",
+    "shard_map_mesh_2x1_axis_index",
+    "with_sharding_constraint",
+];
 
 #[test]
 fn the_shard_corpus_has_twelve_cases() {
