@@ -123,7 +123,7 @@ pub(super) fn jvp(sp: &ShardMapParams, x: &[Array], t: &[Option<Array>]) -> Resu
         linj.eqns = pre;
         let rspec = residual_spec(sp);
         let mut kouts = sp.out_specs.clone();
-        kouts.extend(std::iter::repeat(rspec.clone()).take(nres));
+        kouts.extend(std::iter::repeat_n(rspec.clone(), nres));
         let known_p = with_body(
             sp,
             ClosedJaxpr {
