@@ -294,7 +294,13 @@ fn test_all(args: &[String]) -> ExitCode {
         ),
         Step::new(
             "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --no-deps --features jaxon/ndarray",
-            &["doc", "--workspace", "--no-deps", "--features", "jaxon/ndarray"],
+            &[
+                "doc",
+                "--workspace",
+                "--no-deps",
+                "--features",
+                "jaxon/ndarray",
+            ],
         )
         .env("RUSTDOCFLAGS", "-D warnings"),
         // Optional features are tested too; --no-fail-fast so that one
