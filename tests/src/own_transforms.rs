@@ -30,6 +30,20 @@ pub fn own_jvp(case: &Case, rec: &JvpRecord, tol: Tolerance) -> Result<(), Strin
         .map(|t| t.clone().map(Array::from_host))
         .collect();
     let (_, t_out) = jaxon_trace::catch_flat(|| {
+        // JAX records a Python float's tangent as f64 where the primal is a
+        // weak f32: the tangent takes its primal's float dtype.
+        let tangents = tangents
+            .iter()
+            .zip(&primals)
+            .map(|(t, p)| match t {
+                Some(t)
+                    if t.dtype() != p.dtype() && t.dtype().is_float() && p.dtype().is_float() =>
+                {
+                    lax::convert_element_type(t, p.dtype(), false).map(Some)
+                }
+                t => Ok(t.clone()),
+            })
+            .collect::<jaxon_trace::error::Result<Vec<_>>>()?;
         jvp_flat(|ins| eval_closed_jaxpr(&closed, &ins), &primals, &tangents)
     })
     .map_err(|e| format!("jvp error: {e}"))?;

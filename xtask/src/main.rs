@@ -4,7 +4,8 @@
 //!   with `RUSTDOCFLAGS="-D warnings"`, tests, then the JAX conformance
 //!   corpus (dev profile) with `--require parse,print,eval,transform` on the interpreter and
 //!   the CPU backend, and the api2 corpus's finished groups (`API2_GROUPS`,
-//!   known failures in `tests/data/known-failures-api2.txt`); prints a summary with
+//!   known failures in `tests/data/known-failures-api2.txt`) and the shard corpus on the
+//!   interpreter (`shard_map`; every check required); prints a summary with
 //!   timings and what was skipped and why; exits 1 if any step failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
@@ -45,6 +46,7 @@ pub(crate) const DEFAULT_CORPUS: &str = "tests/data/jax-0.10.2-public.jsonl";
 /// The second JAX corpus (issue 21's API), and the groups of it that
 /// `test-all` requires so far on both evaluators.
 const API2_CORPUS: &str = "tests/data/jax-0.10.2-api2-public.jsonl";
+const SHARD_CORPUS: &str = "tests/data/jax-0.10.2-shard-public.jsonl";
 const API2_GROUPS: &str = "complex,fft,linalg2,nn2,numpy2,random,solve,special,window";
 
 /// The repository root (the parent of this crate's directory).
@@ -297,6 +299,8 @@ fn test_all(args: &[String]) -> ExitCode {
     let corpus = corpus.to_str().unwrap_or(DEFAULT_CORPUS);
     let api2 = root.join(API2_CORPUS);
     let api2 = api2.to_str().unwrap_or(API2_CORPUS);
+    let shard = root.join(SHARD_CORPUS);
+    let shard = shard.to_str().unwrap_or(SHARD_CORPUS);
     let steps = [
         Step::new("cargo fmt --all --check", &["fmt", "--all", "--check"]),
         Step::new(
@@ -380,6 +384,22 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval,transform",
                 "--known-failures",
                 "tests/data/known-failures-api2.txt",
+            ],
+        ),
+        // The shard corpus (shard_map and collectives, two CPU devices) on
+        // the interpreter; the cpu backend does not run shard_map yet.
+        Step::new(
+            "conformance shard --require parse,print,eval,transform",
+            &[
+                "run",
+                "-p",
+                "jaxon-tests",
+                "--bin",
+                "conformance",
+                "--",
+                shard,
+                "--require",
+                "parse,print,eval,transform",
             ],
         ),
         Step::new(

@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 84;
+const N_VARIANTS: usize = 92;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -112,6 +112,14 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::Threefry2x32(_)) => (81, Lowered),
         Primitive::Random(Random::Gamma(_)) => (82, Lowered),
         Primitive::Window(Window::Generic(_)) => (83, Lowered),
+        Primitive::Control(Control::ShardMap(_)) => (84, NotYet("shard_map (NCCL)")),
+        Primitive::Collective(Collective::Ppermute(_)) => (85, NotYet("shard_map (NCCL)")),
+        Primitive::Collective(Collective::AllToAll(_)) => (86, NotYet("shard_map (NCCL)")),
+        Primitive::Collective(Collective::ReduceScatter(_)) => (87, NotYet("shard_map (NCCL)")),
+        Primitive::Collective(Collective::Pvary(_)) => (88, NotYet("shard_map (NCCL)")),
+        Primitive::Collective(Collective::PsumInvariant(_)) => (89, NotYet("shard_map (NCCL)")),
+        Primitive::Marker(Marker::Reshard(_)) => (90, NotYet("sharding markers")),
+        Primitive::Marker(Marker::ShardingConstraint(_)) => (91, NotYet("sharding markers")),
     }
 }
 

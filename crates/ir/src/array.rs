@@ -290,6 +290,11 @@ impl HostArray {
     }
 
     /// The storage.
+    pub fn into_storage(self) -> Storage {
+        self.data
+    }
+
+    /// The elements.
     pub fn data(&self) -> &Storage {
         &self.data
     }

@@ -113,6 +113,10 @@ pub struct Jaxpr {
     /// Which copies of this jaxpr share its variables (printing only; the
     /// default is a space of its own).
     pub var_space: VarSpace,
+    /// The varying manual axes JAX prints after some binders' types inside
+    /// a `shard_map` with `check_vma=True` (`c:f32[2]{V:x}`), sorted;
+    /// printing only: types and values do not depend on it.
+    pub vma: Vec<(Var, Vec<String>)>,
 }
 
 impl Jaxpr {
@@ -125,6 +129,14 @@ impl Jaxpr {
     pub fn new_var(&mut self, aval: impl Into<Aval>) -> Var {
         self.vars.push(aval.into());
         Var((self.vars.len() - 1) as u32)
+    }
+
+    /// The varying manual axes printed after `v`'s type, if any.
+    pub fn vma_of(&self, v: Var) -> Option<&[String]> {
+        self.vma
+            .iter()
+            .find(|(w, _)| *w == v)
+            .map(|(_, a)| a.as_slice())
     }
 
     /// The type of a variable of this jaxpr.

@@ -27,6 +27,7 @@ pub mod primitive;
 pub mod print;
 pub mod promotion;
 pub mod shape;
+pub mod spmd;
 
 pub use array::{HostArray, Storage};
 pub use aval::{AbstractRef, Aval, Dim, MemorySpace, Shape, ShapedArray};

@@ -196,6 +196,7 @@ impl Gen<'_> {
                             op: ReduceOp::Sum,
                             axes,
                             np_int64: Vec::new(),
+                            out_sharding: None,
                         })),
                         inputs: vec![Atom::Var(x)],
                         outputs: self.outputs(

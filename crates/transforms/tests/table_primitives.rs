@@ -355,6 +355,31 @@ fn table() -> Vec<Row> {
             format!("{{ lambda ; a:f64[1,3]. let b:f64[] = {op}[axes=(0, 1) axis_index_groups=None] a in (b,) }}"),
         ));
     }
+    // `shard_map` over a mesh of two devices (the interpreter's SPMD
+    // threads) with each mesh collective in its body; `check_vma=False`
+    // exercises the transpose's division and psum of replicated values.
+    for (vma, ins, outs, body, in_ty, g_in, g_out) in SHARD_ROWS {
+        u.push(row(
+            Diff,
+            -2.0,
+            2.0,
+            format!(
+                "{{ lambda ; a:{g_in}. let b:{g_out} = shard_map[check_vma={vma} \
+                 in_specs=({ins},) jaxpr={{ lambda ; c:{in_ty}. let {body} in (d,) }} \
+                 mesh=Mesh('x': 2, axis_types=(Auto,)) newly_manual_axes=frozenset({{'x'}}) \
+                 out_specs=({outs},)] a in (b,) }}"
+            ),
+        ));
+    }
+    u.push(row(
+        Diff,
+        -2.0,
+        2.0,
+        "{ lambda ; a:f64[4,2]. let b:f64[4,2] = reshard a; c:f64[4,2] = sharding_constraint[\
+         context_mesh=Mesh() layout=None sharding=NamedSharding(mesh=Mesh('x': 2, \
+         axis_types=(Auto,)), spec=P('x',), memory_kind=device) unconstrained_dims=frozenset({})] b; \
+         d:f64[4,2] = sin c in (d,) }",
+    ));
     for op in ["reduce_and", "reduce_or", "reduce_xor"] {
         u.push(row(
             NoDiff,
@@ -539,6 +564,12 @@ fn all_names() -> BTreeSet<String> {
 fn eqn_names(j: &Jaxpr, out: &mut BTreeSet<String>) {
     for e in &j.eqns {
         out.insert(e.primitive.name().to_string());
+        // A shard_map row covers the collectives of its body.
+        if e.primitive.name() == "shard_map" {
+            for sub in e.primitive.sub_jaxprs() {
+                eqn_names(sub, out);
+            }
+        }
     }
 }
 
@@ -667,6 +698,69 @@ fn table_covers_every_primitive() {
         all.len()
     );
 }
+
+/// `shard_map` rows: `(check_vma, in spec, out spec, body equations
+/// binding `d` from `c`, shard type, global in, global out)`.
+#[allow(clippy::type_complexity)]
+const SHARD_ROWS: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
+    (
+        "False",
+        "P('x',)",
+        "P()",
+        "d:f64[2,3] = psum[axes=('x',) axis_index_groups=None] c",
+        "f64[2,3]",
+        "f64[4,3]",
+        "f64[2,3]",
+    ),
+    (
+        "True",
+        "P('x',)",
+        "P()",
+        "d:f64[2,3] = psum_invariant[axes=('x',)] c",
+        "f64[2,3]",
+        "f64[4,3]",
+        "f64[2,3]",
+    ),
+    (
+        "True",
+        "P('x',)",
+        "P('x',)",
+        "e:f64[2,2] = sin c; d:f64[2,2] = ppermute[axis_name=('x',) perm=((0, 1), (1, 0))] e",
+        "f64[2,2]",
+        "f64[4,2]",
+        "f64[4,2]",
+    ),
+    (
+        "True",
+        "P('x',)",
+        "P('x',)",
+        "d:f64[1,4] = all_to_all[axis_index_groups=None axis_name=x concat_axis=1 split_axis=0 \
+         tiled=True] c",
+        "f64[2,2]",
+        "f64[4,2]",
+        "f64[2,4]",
+    ),
+    (
+        "True",
+        "P()",
+        "P('x',)",
+        "e:f64[4,3] = pvary[axes=('x',)] c; d:f64[2,3] = reduce_scatter[axis_index_groups=None \
+         axis_name=('x',) axis_size=2 scatter_dimension=0 tiled=True] e",
+        "f64[4,3]",
+        "f64[4,3]",
+        "f64[4,3]",
+    ),
+    (
+        "False",
+        "P('x',)",
+        "P()",
+        "d:f64[4,3] = all_gather[all_gather_dimension=0 axis_index_groups=None \
+         axis_name=('x',) axis_size=2 tiled=True] c",
+        "f64[2,3]",
+        "f64[4,3]",
+        "f64[4,3]",
+    ),
+];
 
 /// Rows for the state primitives, whose `Ref` operands exist only inside
 /// jaxprs: checked at the jaxpr level by `table_kit` (jvp against central

@@ -122,11 +122,25 @@ impl DynOp {
             Primitive::Collective(
                 Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
             ) => none("(a named-axis collective) is unbound in a compiled program"),
+            Primitive::Collective(
+                Collective::Ppermute(_)
+                | Collective::AllToAll(_)
+                | Collective::ReduceScatter(_)
+                | Collective::Pvary(_)
+                | Collective::PsumInvariant(_),
+            ) => none(
+                "(a mesh collective) needs a shard_map, which the cpu backend does not run yet",
+            ),
+            Primitive::Control(Control::ShardMap(_)) => {
+                none("(shard_map) is not supported by the cpu backend yet; use the interpreter")
+            }
             Primitive::Marker(
                 Marker::Name(_)
                 | Marker::DevicePut(_)
                 | Marker::OptimizationBarrier(_)
-                | Marker::PlatformIndex(_),
+                | Marker::PlatformIndex(_)
+                | Marker::Reshard(_)
+                | Marker::ShardingConstraint(_),
             ) => none("(a marker) should have been removed by `simplify`"),
             Primitive::State(State::Get(_) | State::Swap(_) | State::AddUpdate(_))
             | Primitive::Pallas(

@@ -768,6 +768,9 @@ fn nested(
                 )))
             }
         }
+        Primitive::Control(Control::ShardMap(_)) => Err(fail(
+            "shard_map is not supported by the cpu backend yet; use the interpreter".to_string(),
+        )),
         // `dynamic::body` makes nested steps of control flow only.
         p @ (Primitive::Elementwise(_)
         | Primitive::Structural(_)

@@ -450,7 +450,8 @@ fn nested(
             | Control::CustomJvpCall(_)
             | Control::CustomVjpCall(_)
             | Control::Remat(_)
-            | Control::CustomLinearSolve(_),
+            | Control::CustomLinearSolve(_)
+            | Control::ShardMap(_),
         )
         | Primitive::State(State::Swap(_) | State::AddUpdate(_))
         | Primitive::Pallas(

@@ -139,16 +139,27 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Control::CustomVjpCall(_)
             | Control::Remat(_)
             | Control::CustomLinearSolve(_) => unsupported(),
+            // SPMD over a mesh: the interpreter runs it; no native step yet.
+            Control::ShardMap(_) => unsupported(),
         },
         Primitive::Collective(
-            Collective::AllReduce(_) | Collective::AllGather(_) | Collective::AxisIndex(_),
+            Collective::AllReduce(_)
+            | Collective::AllGather(_)
+            | Collective::AxisIndex(_)
+            | Collective::Ppermute(_)
+            | Collective::AllToAll(_)
+            | Collective::ReduceScatter(_)
+            | Collective::Pvary(_)
+            | Collective::PsumInvariant(_),
         ) => unsupported(),
         // Removed by `simplify`.
         Primitive::Marker(
             Marker::Name(_)
             | Marker::DevicePut(_)
             | Marker::OptimizationBarrier(_)
-            | Marker::PlatformIndex(_),
+            | Marker::PlatformIndex(_)
+            | Marker::Reshard(_)
+            | Marker::ShardingConstraint(_),
         ) => unsupported(),
     }
 }

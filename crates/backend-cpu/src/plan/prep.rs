@@ -352,7 +352,8 @@ pub(crate) fn prep(
                     | Control::CustomJvpCall(_)
                     | Control::CustomVjpCall(_)
                     | Control::Remat(_)
-                    | Control::CustomLinearSolve(_),
+                    | Control::CustomLinearSolve(_)
+                    | Control::ShardMap(_),
                 )
                 | Primitive::Elementwise(_)
                 | Primitive::Structural(_)

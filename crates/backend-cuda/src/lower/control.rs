@@ -30,6 +30,7 @@ pub(crate) fn lower(
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
     match p {
+        Control::ShardMap(_) => super::unsupported::shard_map(),
         Control::Jit(JitParams { jaxpr: body, .. }) => {
             let args = values(env, &eqn.inputs)?;
             call(ctx, eqn, body, &args, env, steps)

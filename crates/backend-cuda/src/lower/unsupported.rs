@@ -122,8 +122,23 @@ pub(crate) fn collective(p: &Collective) -> Result<(), IrError> {
         Collective::AllGather(_) | Collective::AxisIndex(_) => {
             "named-axis collectives have a value only under vmap"
         }
+        Collective::Ppermute(_)
+        | Collective::AllToAll(_)
+        | Collective::ReduceScatter(_)
+        | Collective::Pvary(_)
+        | Collective::PsumInvariant(_) => {
+            "mesh collectives need shard_map, which has no CUDA lowering yet (no NCCL)"
+        }
     };
     Err(unsupported(p.name(), why))
+}
+
+/// `shard_map`: SPMD over a mesh of GPUs needs NCCL, not there yet.
+pub(crate) fn shard_map() -> Result<(), IrError> {
+    Err(unsupported(
+        "shard_map",
+        "SPMD over a device mesh has no CUDA lowering yet (no NCCL)",
+    ))
 }
 
 /// Markers are removed by `simplify` (for the cuda platform) before
@@ -133,7 +148,9 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
         Marker::Name(_)
         | Marker::DevicePut(_)
         | Marker::OptimizationBarrier(_)
-        | Marker::PlatformIndex(_) => Err(IrError::Invalid(format!(
+        | Marker::PlatformIndex(_)
+        | Marker::Reshard(_)
+        | Marker::ShardingConstraint(_) => Err(IrError::Invalid(format!(
             "cuda lowering: {} should have been removed by simplify",
             p.name()
         ))),

@@ -18,6 +18,7 @@ mod backend;
 mod control;
 pub mod ops;
 mod pallas;
+mod spmd;
 mod state;
 mod util;
 
@@ -350,6 +351,7 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
                 }
                 None => Err(IrError::Eval("custom_linear_solve: no solve jaxpr".into())),
             },
+            Control::ShardMap(p) => spmd::shard_map(ctx, p, &args),
         },
         Primitive::State(f) => match f {
             State::Get(GetParams { indexers }) => state::get(indexers, &args),

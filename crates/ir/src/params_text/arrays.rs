@@ -41,7 +41,11 @@ impl ParamsText for ReduceParams {
         };
         out.push(("axes", text(ints(&spelled))));
         if self.op == ReduceOp::Sum {
-            out.push(("out_sharding", text("None")));
+            let sharding = self
+                .out_sharding
+                .as_ref()
+                .map_or("None".to_string(), |s| s.to_string());
+            out.push(("out_sharding", text(sharding)));
         }
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
@@ -53,10 +57,15 @@ impl ParamsText for ReduceParams {
         } else {
             Vec::new()
         };
+        let out_sharding = match cx.p.get("out_sharding") {
+            Some(v) if !Params::is_none(v) => Some(super::sharding::parse_named_sharding(cx.p, v)?),
+            _ => None,
+        };
         Ok(ReduceParams {
             op: op_named(cx, &ReduceOp::ALL, ReduceOp::name)?,
             axes,
             np_int64,
+            out_sharding,
         })
     }
 }

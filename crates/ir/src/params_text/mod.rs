@@ -26,6 +26,7 @@ mod control;
 mod marker;
 mod pallas;
 mod random;
+mod sharding;
 mod state;
 mod table;
 #[cfg(test)]
@@ -222,12 +223,19 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Collective::AllReduce(x) => x,
             Collective::AllGather(x) => x,
             Collective::AxisIndex(x) => x,
+            Collective::Ppermute(x) => x,
+            Collective::AllToAll(x) => x,
+            Collective::ReduceScatter(x) => x,
+            Collective::Pvary(x) => x,
+            Collective::PsumInvariant(x) => x,
         },
         Primitive::Marker(f) => match f {
             Marker::Name(x) => x,
             Marker::DevicePut(x) => x,
             Marker::OptimizationBarrier(x) => x,
             Marker::PlatformIndex(x) => x,
+            Marker::Reshard(x) => x,
+            Marker::ShardingConstraint(x) => x,
         },
         Primitive::Window(f) => match f {
             Window::ReduceWindow(x) => x,
@@ -255,6 +263,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Control::CustomVjpCall(x) => x,
             Control::Remat(x) => x,
             Control::CustomLinearSolve(x) => x,
+            Control::ShardMap(x) => x,
         },
         Primitive::State(f) => match f {
             State::Get(x) => x,

@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 84;
+const VARIANTS: usize = 92;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -101,6 +101,7 @@ fn variant(p: &Primitive) -> usize {
             Control::CustomVjpCall(_) => 39,
             Control::Remat(_) => 40,
             Control::CustomLinearSolve(_) => 58,
+            Control::ShardMap(_) => 84,
         },
         Primitive::State(f) => match f {
             State::Get(_) => 41,
@@ -120,12 +121,19 @@ fn variant(p: &Primitive) -> usize {
             Collective::AllReduce(_) => 51,
             Collective::AllGather(_) => 52,
             Collective::AxisIndex(_) => 53,
+            Collective::Ppermute(_) => 85,
+            Collective::AllToAll(_) => 86,
+            Collective::ReduceScatter(_) => 87,
+            Collective::Pvary(_) => 88,
+            Collective::PsumInvariant(_) => 89,
         },
         Primitive::Marker(f) => match f {
             Marker::Name(_) => 54,
             Marker::DevicePut(_) => 55,
             Marker::OptimizationBarrier(_) => 56,
             Marker::PlatformIndex(_) => 57,
+            Marker::Reshard(_) => 90,
+            Marker::ShardingConstraint(_) => 91,
         },
         Primitive::Window(f) => match f {
             Window::ReduceWindow(_) => 72,
@@ -169,6 +177,7 @@ fn samples() -> Vec<Primitive> {
         op: ReduceOp::Max,
         axes: vec![1, 4],
         np_int64: vec![false, true],
+        out_sharding: None,
     }));
     v.extend(ArgOp::ALL.iter().map(|&op| {
         let (axes, index_dtype) = (vec![0], DType::I32);
@@ -499,6 +508,56 @@ fn samples() -> Vec<Primitive> {
         }
         .into(),
         OptimizationBarrierParams.into(),
+        ShardMapParams {
+            jaxpr: closed(),
+            mesh: Mesh::new(&[("x", 2)]),
+            in_specs: Vec::new(),
+            out_specs: Vec::new(),
+            newly_manual_axes: vec!["x".into()],
+            check_vma: true,
+        }
+        .into(),
+        PpermuteParams {
+            axis_name: vec!["x".into()],
+            perm: vec![(0, 1), (1, 0)],
+        }
+        .into(),
+        AllToAllParams {
+            axis_name: vec!["x".into()],
+            name_tuple: false,
+            split_axis: 0,
+            concat_axis: 0,
+            tiled: true,
+            axis_size: None,
+        }
+        .into(),
+        ReduceScatterParams {
+            axis_name: vec!["x".into()],
+            axis_size: 2,
+            scatter_dimension: 0,
+            tiled: true,
+        }
+        .into(),
+        PvaryParams {
+            axes: vec!["x".into()],
+        }
+        .into(),
+        PsumInvariantParams {
+            axes: vec!["x".into()],
+        }
+        .into(),
+        ReshardParams.into(),
+        ShardingConstraintParams {
+            context_mesh: Mesh::default(),
+            layout: "None".into(),
+            sharding: NamedSharding {
+                mesh: ShardingMesh::Concrete(Mesh::new(&[("x", 2)])),
+                spec: PartitionSpec(vec![SpecEntry::Axis("x".into())]),
+                memory_kind: Some("device".into()),
+            },
+            unconstrained_dims: Vec::new(),
+        }
+        .into(),
         CustomLinearSolveParams {
             const_lengths: LinearSolveTuple {
                 matvec: 1,

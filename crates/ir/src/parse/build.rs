@@ -182,6 +182,11 @@ impl<'a> Builder<'a> {
         };
         jaxpr.constvars = raw.constvars.iter().filter_map(|&v| var(v)).collect();
         jaxpr.invars = raw.invars.iter().filter_map(|&v| var(v)).collect();
+        jaxpr.vma = raw
+            .vma
+            .iter()
+            .filter_map(|(v, a)| var(*v).map(|nv| (nv, a.clone())))
+            .collect();
         for e in &raw.eqns {
             let inputs: Vec<Atom> = e
                 .inputs

@@ -29,6 +29,10 @@ pub(crate) enum PValue {
     Jaxpr(usize),
     /// `int32[2]` inside a call such as `ShapedArray(...)`.
     Type(ShapedArray),
+    /// A set, `{'a', 'b'}` (inside `frozenset(..)`).
+    Set(Vec<PV>),
+    /// `'x': 2`, a dict-like argument of `Mesh(..)`.
+    Pair(Box<PV>, Box<PV>),
 }
 
 /// A param value with its byte span.
@@ -79,6 +83,20 @@ impl Reader<'_> {
         let t = self.peek();
         let start = t.start;
         let v = match t.kind {
+            Tok::LBrace if matches!(self.kind_at(1), Tok::Str | Tok::RBrace) => {
+                self.bump();
+                let mut items = Vec::new();
+                while self.peek_kind() != Tok::RBrace {
+                    items.push(self.read_value()?);
+                    if self.peek_kind() == Tok::Comma {
+                        self.bump();
+                    } else if self.peek_kind() != Tok::RBrace {
+                        return Err(self.expected("`,` or `}` in the set"));
+                    }
+                }
+                self.bump();
+                PValue::Set(items)
+            }
             Tok::LBrace => PValue::Jaxpr(self.read_lambda()?),
             Tok::LParen | Tok::LBrack => {
                 self.bump();
@@ -190,6 +208,19 @@ impl Reader<'_> {
                             }
                         } else {
                             self.read_value()?
+                        };
+                        // `Mesh('x': 2, ..)`: a dict-like entry.
+                        let val = if key.is_none() && self.peek_kind() == Tok::Colon {
+                            self.bump();
+                            let rhs = self.read_value()?;
+                            let (start, end) = (val.start, rhs.end);
+                            PV {
+                                v: PValue::Pair(Box::new(val), Box::new(rhs)),
+                                start,
+                                end,
+                            }
+                        } else {
+                            val
                         };
                         args.push((key, val));
                         if self.peek_kind() == Tok::Comma {

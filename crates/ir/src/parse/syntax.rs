@@ -46,6 +46,8 @@ pub(crate) struct RawJaxpr {
     pub foreign: Vec<bool>,
     /// Byte offsets of the `{` and just past the `}`.
     pub span: (usize, usize),
+    /// The `{V:..}` varying axes written after binders' types.
+    pub vma: Vec<(Var, Vec<String>)>,
 }
 
 /// An equation as read.
@@ -404,8 +406,12 @@ impl<'a> Reader<'a> {
         let name_tok = self.expect(Tok::Word, "a variable name")?;
         self.expect(Tok::Colon, "`:` and a type")?;
         let aval = self.read_type(jx, scope)?;
+        let vma = self.read_vma()?;
         let name = self.slice(name_tok);
         let v = Var(jx.vars.len() as u32);
+        if let Some(axes) = vma {
+            jx.vma.push((v, axes));
+        }
         jx.vars.push(aval);
         jx.referenced.push(false);
         self.note_binder(jx, name);
@@ -418,6 +424,42 @@ impl<'a> Reader<'a> {
             scope.names.insert(name.to_string(), v);
         }
         Ok(v)
+    }
+
+    /// Reads the `{V:x}` or `{V:(a,b)}` that JAX glues to a type inside a
+    /// `shard_map` with `check_vma=True`, if there.
+    pub fn read_vma(&mut self) -> PResult<Option<Vec<String>>> {
+        let t = self.peek();
+        let glued = t.start == self.tok(self.pos.saturating_sub(1)).end;
+        let v = self.tok(self.pos + 1);
+        if !(t.kind == Tok::LBrace
+            && glued
+            && v.kind == Tok::Word
+            && self.slice(v) == "V"
+            && self.kind_at(2) == Tok::Colon)
+        {
+            return Ok(None);
+        }
+        self.bump();
+        self.bump();
+        self.bump();
+        let mut axes = Vec::new();
+        if self.peek_kind() == Tok::LParen {
+            self.bump();
+            while self.peek_kind() != Tok::RParen {
+                let w = self.expect(Tok::Word, "an axis name")?;
+                axes.push(self.slice(w).to_string());
+                if self.peek_kind() == Tok::Comma {
+                    self.bump();
+                }
+            }
+            self.bump();
+        } else {
+            let w = self.expect(Tok::Word, "an axis name")?;
+            axes.push(self.slice(w).to_string());
+        }
+        self.expect(Tok::RBrace, "`}` after the varying axes")?;
+        Ok(Some(axes))
     }
 
     /// Reads `f32[2,a]` or `Ref<space>{f32[2]}`.
@@ -674,6 +716,7 @@ impl<'a> Reader<'a> {
             return self.read_state_eqn(jx, scope, Vec::new(), start);
         }
         let mut pending = Vec::new();
+        let mut vmas = Vec::new();
         while self.peek_kind() == Tok::Word {
             if self.kind_at(1) == Tok::LBrack {
                 break;
@@ -685,6 +728,7 @@ impl<'a> Reader<'a> {
             let aval = self.read_type(jx, scope);
             self.eqn_binders.clear();
             pending.push((self.slice(name_tok), aval?));
+            vmas.push(self.read_vma()?);
             if self.peek_kind() == Tok::Comma {
                 self.bump();
             }
@@ -718,6 +762,11 @@ impl<'a> Reader<'a> {
             inputs.push(self.read_atom(jx, scope)?);
         }
         let outputs = self.bind_outputs(jx, scope, pending);
+        for (v, vma) in outputs.iter().zip(vmas) {
+            if let Some(axes) = vma {
+                jx.vma.push((*v, axes));
+            }
+        }
         jx.eqns.push(RawEqn {
             name,
             pos: name_tok.start,

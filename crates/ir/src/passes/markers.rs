@@ -57,7 +57,11 @@ fn resolve(jaxpr: &Jaxpr, platform: Platform) -> Result<Jaxpr, IrError> {
             return Ok(false);
         };
         let results: Vec<Atom> = match m {
-            Marker::Name(_) | Marker::DevicePut(_) | Marker::OptimizationBarrier(_) => eqn
+            Marker::Name(_)
+            | Marker::DevicePut(_)
+            | Marker::OptimizationBarrier(_)
+            | Marker::Reshard(_)
+            | Marker::ShardingConstraint(_) => eqn
                 .inputs
                 .iter()
                 .map(|a| map.atom(a))

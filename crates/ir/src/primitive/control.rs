@@ -24,6 +24,11 @@ pub enum Control {
     /// `custom_linear_solve[const_lengths jaxprs] *consts *b`: `x` with
     /// `matvec(x) = b`, computed as `solve(b)`; differentiated implicitly.
     CustomLinearSolve(CustomLinearSolveParams),
+    /// `shard_map[check_vma in_specs jaxpr mesh newly_manual_axes
+    /// out_specs] *xs`: the body runs once per device of the mesh (SPMD)
+    /// on each operand's shard, split by `in_specs`; results are
+    /// assembled by `out_specs`.
+    ShardMap(ShardMapParams),
 }
 
 impl Control {
@@ -39,6 +44,7 @@ impl Control {
             Control::CustomVjpCall(_) => "custom_vjp_call",
             Control::Remat(_) => "remat2",
             Control::CustomLinearSolve(_) => "custom_linear_solve",
+            Control::ShardMap(_) => "shard_map",
         }
     }
 }
@@ -230,6 +236,7 @@ impl Control {
             Control::Scan(p) => vec![at("jaxpr", Closed(&p.jaxpr))],
             Control::ForLoop(p) => vec![at("body_jaxpr", Closed(&p.body_jaxpr))],
             Control::Jit(p) => vec![at("jaxpr", Closed(&p.jaxpr))],
+            Control::ShardMap(p) => vec![at("jaxpr", Closed(&p.jaxpr))],
             Control::CustomJvpCall(p) => vec![at("call_jaxpr", Closed(&p.call_jaxpr))],
             Control::CustomVjpCall(p) => vec![at("call_jaxpr", Closed(&p.call_jaxpr))],
             Control::Remat(p) => vec![at("jaxpr", Open(&p.jaxpr))],
@@ -253,6 +260,7 @@ impl Control {
             Control::Scan(p) => vec![Closed(&mut p.jaxpr)],
             Control::ForLoop(p) => vec![Closed(&mut p.body_jaxpr)],
             Control::Jit(p) => vec![Closed(&mut p.jaxpr)],
+            Control::ShardMap(p) => vec![Closed(&mut p.jaxpr)],
             Control::CustomJvpCall(p) => vec![Closed(&mut p.call_jaxpr)],
             Control::CustomVjpCall(p) => vec![Closed(&mut p.call_jaxpr)],
             Control::Remat(p) => vec![Open(&mut p.jaxpr)],
@@ -271,4 +279,22 @@ impl Control {
             }
         }
     }
+}
+
+/// The params of `shard_map`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardMapParams {
+    /// The per-device body, on shard types.
+    pub jaxpr: ClosedJaxpr,
+    /// The device mesh.
+    pub mesh: Mesh,
+    /// How each operand is split over the mesh.
+    pub in_specs: Vec<PartitionSpec>,
+    /// How each result is assembled from the devices' results (axes not
+    /// named: the result is the same on those devices, device 0's is kept).
+    pub out_specs: Vec<PartitionSpec>,
+    /// The mesh axes the body is manual over, as printed.
+    pub newly_manual_axes: Vec<String>,
+    /// Whether the body's types track varying axes (`{V:x}`).
+    pub check_vma: bool,
 }

@@ -1,7 +1,8 @@
 //! The marker family: primitives that compute nothing but tell the compiler
 //! or the runtime something about their values.
 //!
-//! Invariant: `name`, `device_put` and `optimization_barrier` are identities
+//! Invariant: `name`, `device_put`, `optimization_barrier`, `reshard` and
+//! `sharding_constraint` are identities
 //! (result `i` is operand `i`, same type); `platform_index` reads no operand
 //! and gives an `i32` scalar that depends only on the platform that runs it.
 //! None of them holds a jaxpr or writes a `Ref`, so a backend may replace
@@ -22,6 +23,13 @@ pub enum Marker {
     /// `platform_index[platforms]`: the index of the entry of `platforms`
     /// naming the platform that runs the program (`None` matches any).
     PlatformIndex(PlatformIndexParams),
+    /// `reshard x`: moves `x` to another sharding; on one process, an
+    /// identity.
+    Reshard(ReshardParams),
+    /// `sharding_constraint[context_mesh layout sharding
+    /// unconstrained_dims] x`: `with_sharding_constraint`, an identity on
+    /// values.
+    ShardingConstraint(ShardingConstraintParams),
 }
 
 impl Marker {
@@ -32,6 +40,8 @@ impl Marker {
             Marker::DevicePut(_) => "device_put",
             Marker::OptimizationBarrier(_) => "optimization_barrier",
             Marker::PlatformIndex(_) => "platform_index",
+            Marker::Reshard(_) => "reshard",
+            Marker::ShardingConstraint(_) => "sharding_constraint",
         }
     }
 }
@@ -98,4 +108,21 @@ impl PlatformIndexParams {
             })
             .or_else(|| self.platforms.iter().position(Option::is_none))
     }
+}
+
+/// The params of `reshard` (JAX prints none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReshardParams;
+
+/// The params of `sharding_constraint`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardingConstraintParams {
+    /// The mesh of the enclosing `use_mesh` (`Mesh()` when none).
+    pub context_mesh: super::Mesh,
+    /// The layout, as printed (`None`).
+    pub layout: String,
+    /// The sharding asked for.
+    pub sharding: super::NamedSharding,
+    /// Dimensions left unconstrained.
+    pub unconstrained_dims: Vec<usize>,
 }

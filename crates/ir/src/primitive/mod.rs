@@ -26,6 +26,7 @@ mod pallas;
 mod params;
 mod random;
 mod reduction;
+mod sharding;
 mod state;
 mod structural;
 mod window;
@@ -43,6 +44,7 @@ pub use pallas::*;
 pub use params::*;
 pub use random::*;
 pub use reduction::*;
+pub use sharding::*;
 pub use state::*;
 pub use structural::*;
 pub use window::*;
@@ -217,6 +219,7 @@ into_primitive! {
         CustomVjpCall(CustomVjpCallParams),
         Remat(RematParams),
         CustomLinearSolve(CustomLinearSolveParams),
+        ShardMap(ShardMapParams),
     }
     State {
         Get(GetParams),
@@ -236,12 +239,19 @@ into_primitive! {
         AllReduce(AllReduceParams),
         AllGather(AllGatherParams),
         AxisIndex(AxisIndexParams),
+        Ppermute(PpermuteParams),
+        AllToAll(AllToAllParams),
+        ReduceScatter(ReduceScatterParams),
+        Pvary(PvaryParams),
+        PsumInvariant(PsumInvariantParams),
     }
     Marker {
         Name(NameParams),
         DevicePut(DevicePutParams),
         OptimizationBarrier(OptimizationBarrierParams),
         PlatformIndex(PlatformIndexParams),
+        Reshard(ReshardParams),
+        ShardingConstraint(ShardingConstraintParams),
     }
     Window {
         ReduceWindow(ReduceWindowParams),

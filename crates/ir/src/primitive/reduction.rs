@@ -43,6 +43,9 @@ pub struct ReduceParams {
     /// Per axis, whether JAX printed it `np.int64(..)` (empty: none did);
     /// only the text depends on it.
     pub np_int64: Vec<bool>,
+    /// `reduce_sum`'s `out_sharding` (`None`, or inside a `shard_map` a
+    /// `NamedSharding` over the abstract mesh); the values do not depend on it.
+    pub out_sharding: Option<NamedSharding>,
 }
 
 impl ReduceParams {
@@ -52,6 +55,7 @@ impl ReduceParams {
             op,
             axes,
             np_int64: Vec::new(),
+            out_sharding: None,
         }
     }
 }

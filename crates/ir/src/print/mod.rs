@@ -251,10 +251,15 @@ impl Printer {
             .iter()
             .map(|b| {
                 let n = self.names.binder(j, b);
-                let ty = match j.binder_aval(b) {
+                let mut ty = match j.binder_aval(b) {
                     Some(a) => self.aval_str(j, &a.clone()),
                     None => "?".to_string(),
                 };
+                if let crate::jaxpr::Binder::Var(v) = b {
+                    if let Some(axes) = j.vma_of(*v).filter(|a| !a.is_empty()) {
+                        ty.push_str(&vma_text(axes));
+                    }
+                }
                 format!("{n}:{ty}")
             })
             .collect();
@@ -366,5 +371,14 @@ impl Printer {
         let close = self.d.text("]");
         let all = self.d.concat(vec![nested, b1, close]);
         self.d.group(all)
+    }
+}
+
+/// JAX's varying-axes suffix: `{V:x}`, `{V:(a,b)}`.
+pub(crate) fn vma_text(axes: &[String]) -> String {
+    if axes.len() == 1 {
+        format!("{{V:{}}}", axes[0])
+    } else {
+        format!("{{V:({})}}", axes.join(","))
     }
 }

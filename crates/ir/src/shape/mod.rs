@@ -25,6 +25,7 @@ mod indexing;
 mod linalg;
 mod random;
 mod reduce;
+mod spmd;
 mod state;
 mod structural;
 mod window;
@@ -214,9 +215,14 @@ pub fn abstract_eval(
                 cx.arity(0)?;
                 one(ShapedArray::scalar(DType::I32))
             }
+            Collective::Ppermute(p) => one(spmd::ppermute(&cx, &p.axis_name, &p.perm)?),
+            Collective::AllToAll(p) => one(spmd::all_to_all(&cx, p)?),
+            Collective::ReduceScatter(p) => one(spmd::reduce_scatter(&cx, p)?),
+            Collective::Pvary(p) => one(spmd::same(&cx, &p.axes)?),
+            Collective::PsumInvariant(p) => one(spmd::same(&cx, &p.axes)?),
         },
         Primitive::Marker(f) => match f {
-            Marker::Name(_) => {
+            Marker::Name(_) | Marker::Reshard(_) | Marker::ShardingConstraint(_) => {
                 cx.arity(1)?;
                 one(cx.arr(0)?.clone())
             }
@@ -269,6 +275,7 @@ pub fn abstract_eval(
             }
             Control::Remat(RematParams { jaxpr, .. }) => control::call(&cx, jaxpr)?,
             Control::CustomLinearSolve(p) => control::linear_solve(&cx, p)?,
+            Control::ShardMap(p) => spmd::shard_map(&cx, p)?,
         },
         Primitive::State(f) => match f {
             State::Get(GetParams { indexers }) => one(state::get(&cx, indexers)?),

@@ -361,6 +361,7 @@ fn reductions() {
         op: ReduceOp::Sum,
         axes: vec![0, 2],
         np_int64: Vec::new(),
+        out_sharding: None,
     });
     assert_eq!(ev1(&r, &[t(F32, &[2, 3, 4])]), t(F32, &[3]));
     assert!(ev(&r, &[t(F32, &[2, 3])]).is_err());

@@ -52,7 +52,7 @@ impl Drop for AxisEnvGuard {
 }
 
 /// The size of the innermost enclosing vmap named `name`, on any stack.
-fn env_size(name: &str) -> Option<usize> {
+pub(crate) fn env_size(name: &str) -> Option<usize> {
     AXIS_ENV.with(|e| {
         e.borrow()
             .iter()
@@ -162,6 +162,13 @@ pub fn axis_index(axis_name: &str) -> Result<Array> {
 }
 
 fn collective(x: &Array, name: &str, op: Op) -> Result<Array> {
+    // No vmap names the axis: a `shard_map`'s mesh axis, resolved when the
+    // collective runs (by the SPMD interpreter), so it is bound as is.
+    if find_main(name).is_none() && env_size(name).is_none() {
+        if let Op::Sum | Op::Max | Op::Min = op {
+            return bind_collective(x, name, 0, op);
+        }
+    }
     match locate(name, op.name())? {
         Where::Direct(main, n) => apply(x, &main, n, op, name),
         Where::Staged(n) => bind_collective(x, name, n, op),
@@ -281,6 +288,11 @@ pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
                 axis_name.iter().any(|a| a == name)
             }
             Collective::AxisIndex(AxisIndexParams { axis_name }) => axis_name == name,
+            Collective::Ppermute(p) => p.axis_name.iter().any(|a| a == name),
+            Collective::AllToAll(p) => p.axis_name.iter().any(|a| a == name),
+            Collective::ReduceScatter(p) => p.axis_name.iter().any(|a| a == name),
+            Collective::Pvary(p) => p.axes.iter().any(|a| a == name),
+            Collective::PsumInvariant(p) => p.axes.iter().any(|a| a == name),
         },
         // Collectives hold no jaxprs; every other family may.
         Primitive::Elementwise(_)
@@ -398,7 +410,11 @@ pub(crate) fn gather_like(gp: &AllGatherParams, x: &Array) -> Result<Array> {
             all_gather_dimension: 0,
             tiled: false,
             ..
-        } if axis_name.len() == 1 => all_gather(x, &axis_name[0]),
+        } if axis_name.len() == 1
+            && (find_main(&axis_name[0]).is_some() || env_size(&axis_name[0]).is_some()) =>
+        {
+            all_gather(x, &axis_name[0])
+        }
         AllGatherParams { .. } => bind1(&gp.clone().into(), std::slice::from_ref(x)),
     }
 }

@@ -20,7 +20,10 @@ use super::{ct, not_linear, only, BatchOuts, Cts, JvpOuts};
 use crate::batch::collectives::{gather_like, reduce_axes};
 use crate::batch::moveaxis;
 use crate::transpose::LinArg;
-use jaxon_ir::primitive::{AllGatherParams, AllReduceParams, AxisIndexParams, Collective};
+use jaxon_ir::primitive::{
+    AllGatherParams, AllReduceParams, AllToAllParams, AxisIndexParams, Collective, PpermuteParams,
+    PsumInvariantParams, PvaryParams, ReduceScatterParams,
+};
 use jaxon_ir::primitive::{AxisRef, CollectiveOp};
 use jaxon_ir::{DType, Primitive, ShapedArray};
 use jaxon_trace::error::{Error, Result};
@@ -74,6 +77,19 @@ pub(crate) fn jvp(
             })?],
             vec![None],
         )),
+        // Linear in their operand.
+        Collective::Ppermute(_)
+        | Collective::AllToAll(_)
+        | Collective::ReduceScatter(_)
+        | Collective::Pvary(_)
+        | Collective::PsumInvariant(_) => {
+            let y = bind1(p, &x[..1])?;
+            let dt = t[0]
+                .as_ref()
+                .map(|t| bind1(p, std::slice::from_ref(t)))
+                .transpose()?;
+            Ok((vec![y], vec![dt]))
+        }
     }
 }
 
@@ -99,6 +115,42 @@ pub(crate) fn transpose(
             all_gather_transpose(gp, p, args[0].ty(), &ct(cts)?)?,
         )),
         Collective::AllReduce(_) | Collective::AxisIndex(_) => not_linear(p),
+        Collective::Ppermute(pp) => {
+            let inverse = PpermuteParams {
+                axis_name: pp.axis_name.clone(),
+                perm: pp.perm.iter().map(|(s, d)| (*d, *s)).collect(),
+            };
+            Ok(only(args, 0, bind1(&inverse.into(), &[ct(cts)?])?))
+        }
+        Collective::AllToAll(ap) => {
+            let back = AllToAllParams {
+                split_axis: ap.concat_axis,
+                concat_axis: ap.split_axis,
+                ..ap.clone()
+            };
+            Ok(only(args, 0, bind1(&back.into(), &[ct(cts)?])?))
+        }
+        Collective::ReduceScatter(rp) => {
+            let gather = AllGatherParams {
+                axis_name: rp.axis_name.clone(),
+                all_gather_dimension: rp.scatter_dimension,
+                axis_size: rp.axis_size,
+                tiled: rp.tiled,
+            };
+            Ok(only(args, 0, bind1(&gather.into(), &[ct(cts)?])?))
+        }
+        Collective::Pvary(vp) => {
+            let sum = PsumInvariantParams {
+                axes: vp.axes.clone(),
+            };
+            Ok(only(args, 0, bind1(&sum.into(), &[ct(cts)?])?))
+        }
+        Collective::PsumInvariant(sp) => {
+            let vary = PvaryParams {
+                axes: sp.axes.clone(),
+            };
+            Ok(only(args, 0, bind1(&vary.into(), &[ct(cts)?])?))
+        }
     }
 }
 
@@ -121,6 +173,51 @@ pub(crate) fn batch(
             } else {
                 Ok((vec![bind1(p, &[])?], vec![None]))
             }
+        }
+        Collective::Ppermute(PpermuteParams { axis_name, .. })
+        | Collective::Pvary(PvaryParams { axes: axis_name })
+        | Collective::PsumInvariant(PsumInvariantParams { axes: axis_name }) => {
+            if axis_name.iter().any(|a| here(a)) {
+                return mesh_only(p);
+            }
+            // Elementwise in the operand: the batch dim stays where it is.
+            let (v, d) = one(p, x, d)?;
+            Ok((vec![bind1(p, &[v])?], vec![d]))
+        }
+        Collective::AllToAll(ap) => {
+            if ap.axis_name.iter().any(|a| here(a)) {
+                return mesh_only(p);
+            }
+            let (v, d) = one(p, x, d)?;
+            let Some(d) = d else {
+                return Ok((vec![bind1(p, &[v])?], vec![None]));
+            };
+            let q = AllToAllParams {
+                split_axis: ap.split_axis + 1,
+                concat_axis: ap.concat_axis + 1,
+                ..ap.clone()
+            };
+            Ok((
+                vec![bind1(&q.into(), &[moveaxis(&v, d, 0)?])?],
+                vec![Some(0)],
+            ))
+        }
+        Collective::ReduceScatter(rp) => {
+            if rp.axis_name.iter().any(|a| here(a)) {
+                return mesh_only(p);
+            }
+            let (v, d) = one(p, x, d)?;
+            let Some(d) = d else {
+                return Ok((vec![bind1(p, &[v])?], vec![None]));
+            };
+            let q = ReduceScatterParams {
+                scatter_dimension: rp.scatter_dimension + 1,
+                ..rp.clone()
+            };
+            Ok((
+                vec![bind1(&q.into(), &[moveaxis(&v, d, 0)?])?],
+                vec![Some(0)],
+            ))
         }
     }
 }
@@ -290,6 +387,20 @@ fn all_gather_transpose(
     ct: &Array,
 ) -> Result<Array> {
     let shape = ty.static_sizes().unwrap_or_default();
+    // Over a shard_map's mesh axis (no vmap names it): JAX's psum_scatter.
+    if gp
+        .axis_name
+        .iter()
+        .all(|a| crate::batch::collectives::env_size(a).is_none())
+    {
+        let q = Primitive::from(ReduceScatterParams {
+            axis_name: gp.axis_name.clone(),
+            axis_size: gp.axis_size,
+            scatter_dimension: gp.all_gather_dimension,
+            tiled: gp.tiled,
+        });
+        return bind1(&q, std::slice::from_ref(ct));
+    }
     match gp {
         AllGatherParams {
             axis_name,
@@ -319,6 +430,14 @@ fn all_gather_transpose(
 }
 
 // -------------------------------------------------------------- batch --
+
+/// The mesh-only collectives over a vmap's own axis name.
+fn mesh_only(p: &Primitive) -> Result<BatchOuts> {
+    Err(Error::Unsupported(format!(
+        "`{}` over a vmap's axis name: it is defined over a shard_map's mesh axes only",
+        p.name()
+    )))
+}
 
 fn one(p: &Primitive, x: &[Array], d: &[Option<usize>]) -> Result<(Array, Option<usize>)> {
     match (x, d) {

@@ -21,7 +21,10 @@ use jaxon_trace::{bind, Array};
 /// The jvp rules of the family.
 pub(crate) fn jvp(m: &Marker, p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
     match m {
-        Marker::Name(_) | Marker::DevicePut(_) => Ok((bind(p, x)?, t.to_vec())),
+        Marker::Name(_)
+        | Marker::DevicePut(_)
+        | Marker::Reshard(_)
+        | Marker::ShardingConstraint(_) => Ok((bind(p, x)?, t.to_vec())),
         Marker::OptimizationBarrier(_) => {
             // Primal outputs come from primals alone (the jvp contract),
             // so the non-zero tangents go behind a barrier of their own.
@@ -52,7 +55,11 @@ pub(crate) fn transpose(
     cts: &[Option<Array>],
 ) -> Result<Cts> {
     match m {
-        Marker::Name(_) | Marker::DevicePut(_) | Marker::OptimizationBarrier(_) => Ok(args
+        Marker::Name(_)
+        | Marker::DevicePut(_)
+        | Marker::OptimizationBarrier(_)
+        | Marker::Reshard(_)
+        | Marker::ShardingConstraint(_) => Ok(args
             .iter()
             .zip(cts)
             .map(|(a, c)| match a {
@@ -73,9 +80,11 @@ pub(crate) fn batch(
     d: &[Option<usize>],
 ) -> Result<BatchOuts> {
     match m {
-        Marker::Name(_) | Marker::DevicePut(_) | Marker::OptimizationBarrier(_) => {
-            Ok((bind(p, x)?, d.to_vec()))
-        }
+        Marker::Name(_)
+        | Marker::DevicePut(_)
+        | Marker::OptimizationBarrier(_)
+        | Marker::Reshard(_)
+        | Marker::ShardingConstraint(_) => Ok((bind(p, x)?, d.to_vec())),
         Marker::PlatformIndex(_) => Ok((bind(p, x)?, vec![None])),
     }
 }

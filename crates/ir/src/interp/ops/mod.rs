@@ -94,6 +94,54 @@ use crate::primitive::Primitive;
 use crate::primitive::Random;
 use half::{bf16, f16};
 
+/// `concatenate`, for the SPMD rules.
+pub(crate) fn concatenate(args: &[HostArray], dim: usize) -> Result<HostArray, IrError> {
+    structural::concatenate(args, dim)
+}
+
+/// `stack`, for the SPMD rules.
+pub(crate) fn stack(args: &[HostArray], axis: usize) -> Result<HostArray, IrError> {
+    structural::stack(args, axis)
+}
+
+/// A binary elementwise op, for the SPMD rules.
+pub(crate) fn elementwise_binary(
+    op: crate::primitive::BinaryOp,
+    x: &HostArray,
+    y: &HostArray,
+) -> Result<HostArray, IrError> {
+    elementwise::binary(op, x, y)
+}
+
+/// A reduction over axes, for the SPMD rules.
+pub(crate) fn reduce_arrays(
+    op: crate::primitive::ReduceOp,
+    x: &HostArray,
+    axes: &[usize],
+) -> Result<HostArray, IrError> {
+    reduce::reduce(op, x, axes)
+}
+
+/// The box of `sizes` at `start` of `x`.
+pub(crate) fn slice_block(
+    x: &HostArray,
+    start: &[usize],
+    sizes: &[usize],
+) -> Result<HostArray, IrError> {
+    let lo: Vec<i64> = start.iter().map(|&s| s as i64).collect();
+    let hi: Vec<i64> = start
+        .iter()
+        .zip(sizes)
+        .map(|(&s, &n)| (s + n) as i64)
+        .collect();
+    indexing::slice(
+        x,
+        &crate::primitive::Ints::new(lo),
+        &crate::primitive::Ints::new(hi),
+        None,
+    )
+}
+
 /// Applies a first-order primitive to host arrays.
 ///
 /// Higher-order and stateful primitives (control flow, calls, state, Pallas)
@@ -308,20 +356,33 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 fft_lengths,
             }) => one(complex::fft(arg(name, args, 1, 0)?, *fft_type, fft_lengths)),
         },
-        Primitive::Collective(f) => match f {
-            Collective::AllReduce(AllReduceParams { op, axes }) => {
-                let (rop, pos) = positional_reduce(name, *op, axes)?;
-                one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
-            }
-            Collective::AllGather(AllGatherParams { axis_name, .. }) => {
-                Err(unbound(name, &axis_name.join(", ")))
-            }
-            Collective::AxisIndex(AxisIndexParams { axis_name }) => Err(unbound(name, axis_name)),
+        // Inside a `shard_map` naming its axes, a collective communicates.
+        Primitive::Collective(f) => match super::spmd::collective(f, args) {
+            Some(r) => r,
+            None => match f {
+                Collective::AllReduce(AllReduceParams { op, axes }) => {
+                    let (rop, pos) = positional_reduce(name, *op, axes)?;
+                    one(reduce::reduce(rop, arg(name, args, 1, 0)?, &pos))
+                }
+                Collective::AllGather(AllGatherParams { axis_name, .. }) => {
+                    Err(unbound(name, &axis_name.join(", ")))
+                }
+                Collective::AxisIndex(AxisIndexParams { axis_name }) => {
+                    Err(unbound(name, axis_name))
+                }
+                Collective::Ppermute(p) => Err(unbound(name, &p.axis_name.join(", "))),
+                Collective::AllToAll(p) => Err(unbound(name, &p.axis_name.join(", "))),
+                Collective::ReduceScatter(p) => Err(unbound(name, &p.axis_name.join(", "))),
+                Collective::Pvary(p) => Err(unbound(name, &p.axes.join(", "))),
+                Collective::PsumInvariant(p) => Err(unbound(name, &p.axes.join(", "))),
+            },
         },
         Primitive::Marker(f) => match f {
-            Marker::Name(_) | Marker::DevicePut(_) | Marker::OptimizationBarrier(_) => {
-                Ok(args.to_vec())
-            }
+            Marker::Name(_)
+            | Marker::DevicePut(_)
+            | Marker::OptimizationBarrier(_)
+            | Marker::Reshard(_)
+            | Marker::ShardingConstraint(_) => Ok(args.to_vec()),
             // The interpreter is the reference for the CPU.
             Marker::PlatformIndex(p) => {
                 let i = p.index_for(Platform::Cpu).ok_or_else(|| {
@@ -388,7 +449,8 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
 fn unbound(name: &str, axis: &str) -> IrError {
     IrError::Eval(format!(
         "{name}: unbound axis name '{axis}': collectives over a named axis are resolved by \
-         the vmap of that axis_name, and none encloses this equation"
+         the vmap of that axis_name or run inside a shard_map whose mesh has it, and none \
+         encloses this equation"
     ))
 }
 

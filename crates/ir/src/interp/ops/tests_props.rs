@@ -93,6 +93,7 @@ fn reduce_sum_ints_exact_and_transpose_roundtrip() {
             op: ReduceOp::Sum,
             axes: vec![0, 2],
             np_int64: Vec::new(),
+            out_sharding: None,
         }),
         std::slice::from_ref(&x),
     )

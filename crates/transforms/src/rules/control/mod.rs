@@ -30,6 +30,7 @@ mod jit;
 mod linear_solve;
 mod remat;
 mod scan;
+mod shard_map;
 mod while_;
 mod while_grad;
 
@@ -57,6 +58,7 @@ pub(crate) fn jvp(c: &Control, x: &[Array], t: &[Option<Array>]) -> Result<JvpOu
         Control::CustomVjpCall(cp) => custom::jvp_custom_vjp_call(cp, x, t),
         Control::Remat(rp) => remat::jvp(rp, x, t),
         Control::CustomLinearSolve(lp) => linear_solve::jvp(lp, x, t),
+        Control::ShardMap(sp) => shard_map::jvp(sp, x, t),
     }
 }
 
@@ -72,6 +74,7 @@ pub(crate) fn transpose(c: &Control, args: &[LinArg], cts: &[Option<Array>]) -> 
         Control::CustomVjpCall(cp) => custom::transpose_custom_vjp_call(cp, args, cts),
         Control::Remat(rp) => remat::transpose(rp, args, cts),
         Control::CustomLinearSolve(lp) => linear_solve::transpose(lp, args, cts),
+        Control::ShardMap(sp) => shard_map::transpose(sp, args, cts),
     }
 }
 
@@ -93,6 +96,7 @@ pub(crate) fn batch(
         Control::CustomVjpCall(cp) => custom::batch_custom_vjp_call(cp, x, d, n, axis),
         Control::Remat(rp) => remat::batch(rp, x, d, n, axis),
         Control::CustomLinearSolve(lp) => linear_solve::batch(lp, x, d, n, axis),
+        Control::ShardMap(sp) => shard_map::batch(sp, x, d, n, axis),
     }
 }
 

@@ -1,0 +1,293 @@
+//! SPMD execution between the devices of one process: a [`Communicator`]
+//! (barrier-and-slots exchange over shared memory) and the per-thread
+//! device context that collectives read.
+//!
+//! A `shard_map` runs one program instance per device of its mesh, each on
+//! its own thread; every instance executes the same collectives in the same
+//! order, so each collective is one [`Communicator::exchange`]: every device
+//! deposits its value, the last to arrive publishes all of them, and each
+//! device reads the values of its group (the devices that differ from it
+//! only along the collective's axes).
+//!
+//! Invariants: an exchange returns only when every device has deposited
+//! for the same round; if an instance fails (or finishes while others wait
+//! at a collective it will never reach), the communicator is poisoned and
+//! every waiting or later exchange returns an error instead of blocking.
+//! Waits are bounded by [`Communicator::timeout`] as a last resort.
+
+use crate::array::HostArray;
+use crate::error::IrError;
+use crate::primitive::Mesh;
+use std::cell::RefCell;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+#[derive(Default)]
+struct State {
+    /// This round's deposits, by rank.
+    slots: Vec<Option<HostArray>>,
+    /// How many devices deposited in this round.
+    arrived: usize,
+    /// How many instances have finished their program.
+    done: usize,
+    /// Completed rounds.
+    round: u64,
+    /// The values of the last completed round.
+    published: Option<Arc<Vec<HostArray>>>,
+    /// Why the communicator stopped, if it did.
+    poisoned: Option<String>,
+}
+
+/// The shared-memory exchange between the `size` devices of one mesh.
+pub struct Communicator {
+    size: usize,
+    state: Mutex<State>,
+    cond: Condvar,
+    timeout: Duration,
+}
+
+impl Communicator {
+    /// A communicator between `size` devices; a wait longer than `timeout`
+    /// fails.
+    pub fn new(size: usize, timeout: Duration) -> Communicator {
+        Communicator {
+            size,
+            state: Mutex::new(State {
+                slots: vec![None; size],
+                ..State::default()
+            }),
+            cond: Condvar::new(),
+            timeout,
+        }
+    }
+
+    /// The number of devices.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The wait limit.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A poisoned mutex means a thread panicked while holding it; the
+        // state is still consistent (every update is one assignment).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stops the communicator: every waiting and later exchange fails
+    /// with `why` (the first reason is kept).
+    pub fn poison(&self, why: &str) {
+        let mut s = self.lock();
+        if s.poisoned.is_none() {
+            s.poisoned = Some(why.to_string());
+        }
+        self.cond.notify_all();
+    }
+
+    /// Records that one instance finished its program: the others can no
+    /// longer complete a round that needs it.
+    pub fn finish(&self) {
+        let mut s = self.lock();
+        s.done += 1;
+        self.cond.notify_all();
+    }
+
+    fn failed(why: &str) -> IrError {
+        IrError::Eval(format!("collective aborted: {why}"))
+    }
+
+    /// Deposits `value` for device `rank` and returns every device's value
+    /// of this round, by rank.
+    pub fn exchange(&self, rank: usize, value: HostArray) -> Result<Arc<Vec<HostArray>>, IrError> {
+        if rank >= self.size {
+            return Err(IrError::Eval(format!(
+                "collective: device {rank} is not one of {}",
+                self.size
+            )));
+        }
+        let mut s = self.lock();
+        if let Some(why) = &s.poisoned {
+            return Err(Self::failed(why));
+        }
+        if s.slots[rank].is_some() {
+            return Err(IrError::Eval(format!(
+                "collective: device {rank} deposited twice in one round"
+            )));
+        }
+        s.slots[rank] = Some(value);
+        s.arrived += 1;
+        if s.arrived == self.size {
+            let values: Option<Vec<HostArray>> = s.slots.iter_mut().map(Option::take).collect();
+            let values =
+                values.ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?;
+            let out = Arc::new(values);
+            s.published = Some(out.clone());
+            s.arrived = 0;
+            s.round += 1;
+            self.cond.notify_all();
+            return Ok(out);
+        }
+        let round = s.round;
+        loop {
+            if let Some(why) = &s.poisoned {
+                return Err(Self::failed(why));
+            }
+            if s.round != round {
+                return s
+                    .published
+                    .clone()
+                    .ok_or_else(|| IrError::Eval("collective: nothing published".into()));
+            }
+            if s.arrived + s.done >= self.size && s.done > 0 {
+                let why = format!(
+                    "{} device(s) finished without reaching this collective (the devices' \
+                     programs diverged)",
+                    s.done
+                );
+                s.poisoned = Some(why.clone());
+                self.cond.notify_all();
+                return Err(Self::failed(&why));
+            }
+            let (next, timeout) = self
+                .cond
+                .wait_timeout(s, self.timeout)
+                .unwrap_or_else(|e| e.into_inner());
+            s = next;
+            if timeout.timed_out() && s.round == round && s.poisoned.is_none() {
+                let why = format!(
+                    "device {rank} waited more than {:?} for the other devices",
+                    self.timeout
+                );
+                s.poisoned = Some(why.clone());
+                self.cond.notify_all();
+                return Err(Self::failed(&why));
+            }
+        }
+    }
+}
+
+/// What a program instance knows about the device it runs on.
+#[derive(Clone)]
+pub struct DeviceContext {
+    /// The mesh.
+    pub mesh: Mesh,
+    /// This device's coordinates on the mesh.
+    pub coords: Vec<usize>,
+    /// The exchange shared by the mesh's devices.
+    pub comm: Arc<Communicator>,
+}
+
+impl DeviceContext {
+    /// This device's rank (row-major over the mesh axes).
+    pub fn rank(&self) -> usize {
+        self.mesh.rank(&self.coords)
+    }
+
+    /// The position and size of mesh axis `name`, or an error naming it.
+    pub fn axis(&self, prim: &str, name: &str) -> Result<(usize, usize), IrError> {
+        match (self.mesh.axis_pos(name), self.mesh.axis_size(name)) {
+            (Some(p), Some(s)) => Ok((p, s)),
+            _ => Err(IrError::Eval(format!(
+                "{prim}: axis '{name}' is not in scope (the enclosing shard_map's mesh is {})",
+                self.mesh
+            ))),
+        }
+    }
+
+    /// The ranks of this device's group over `axes` (the devices equal to
+    /// it off those axes), ordered by the mixed-radix index over `axes`
+    /// (major first), and this device's index in it.
+    pub fn group(&self, prim: &str, axes: &[String]) -> Result<(Vec<usize>, usize), IrError> {
+        let mut pos = Vec::with_capacity(axes.len());
+        for a in axes {
+            let (p, s) = self.axis(prim, a)?;
+            if pos.iter().any(|(q, _)| *q == p) {
+                return Err(IrError::Eval(format!("{prim}: axis '{a}' named twice")));
+            }
+            pos.push((p, s));
+        }
+        let n: usize = pos.iter().map(|(_, s)| s).product();
+        let mut ranks = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut c = self.coords.clone();
+            let mut r = i;
+            for (p, s) in pos.iter().rev() {
+                c[*p] = r % s;
+                r /= s;
+            }
+            ranks.push(self.mesh.rank(&c));
+        }
+        let me = pos.iter().fold(0, |acc, (p, s)| acc * s + self.coords[*p]);
+        Ok((ranks, me))
+    }
+
+    /// Exchanges `value` with every device and returns the values of this
+    /// device's group over `axes`, in group order, and this device's index.
+    pub fn gather_group(
+        &self,
+        prim: &str,
+        axes: &[String],
+        value: HostArray,
+    ) -> Result<(Vec<HostArray>, usize), IrError> {
+        let (ranks, me) = self.group(prim, axes)?;
+        let all = self.comm.exchange(self.rank(), value)?;
+        let mut out = Vec::with_capacity(ranks.len());
+        for r in ranks {
+            out.push(
+                all.get(r)
+                    .cloned()
+                    .ok_or_else(|| IrError::Eval(format!("{prim}: no value from device {r}")))?,
+            );
+        }
+        Ok((out, me))
+    }
+}
+
+thread_local! {
+    static CONTEXT: RefCell<Vec<DeviceContext>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `cx` as this thread's innermost device context.
+pub fn with_context<T>(cx: DeviceContext, f: impl FnOnce() -> T) -> T {
+    CONTEXT.with(|c| c.borrow_mut().push(cx));
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            CONTEXT.with(|c| {
+                c.borrow_mut().pop();
+            });
+        }
+    }
+    let _pop = Pop;
+    f()
+}
+
+/// The innermost device context whose mesh has every axis of `axes`, or
+/// `None` outside every `shard_map` naming them.
+pub fn context_for(axes: &[&str]) -> Option<DeviceContext> {
+    CONTEXT.with(|c| {
+        c.borrow()
+            .iter()
+            .rev()
+            .find(|cx| axes.iter().all(|a| cx.mesh.axis_pos(a).is_some()))
+            .cloned()
+    })
+}
+
+/// Whether this thread runs inside a `shard_map`.
+pub fn in_spmd() -> bool {
+    CONTEXT.with(|c| !c.borrow().is_empty())
+}
+
+/// The default wait limit of a collective (`JAXON_COLLECTIVE_TIMEOUT_S`,
+/// else 300 s).
+pub fn default_timeout() -> Duration {
+    let secs = std::env::var("JAXON_COLLECTIVE_TIMEOUT_S")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(300);
+    Duration::from_secs(secs.max(1))
+}
