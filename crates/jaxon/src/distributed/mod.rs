@@ -28,7 +28,7 @@
 //!   leaf's dtype and shape); a mismatch is an `Err` on every process,
 //!   naming the first process that differs, never a hang or corrupt data.
 //! - No collective waits forever: a process that does not take part within
-//!   [`timeout`] (default 300 s, `JAXON_COLLECTIVE_TIMEOUT` seconds, or
+//!   [`timeout`] (default 300 s, `JAXON_COLLECTIVE_TIMEOUT_S` seconds, or
 //!   [`set_timeout`]) makes the others' call an `Err`. The session is then
 //!   unusable (MPI cannot cancel a collective), and every later collective
 //!   returns the same error.
@@ -114,7 +114,7 @@ static TIMEOUT_MS: AtomicU64 = AtomicU64::new(0);
 /// How long a collective waits for the other processes before it fails.
 pub fn timeout() -> Duration {
     match TIMEOUT_MS.load(Ordering::Relaxed) {
-        0 => std::env::var("JAXON_COLLECTIVE_TIMEOUT")
+        0 => std::env::var("JAXON_COLLECTIVE_TIMEOUT_S")
             .ok()
             .and_then(|s| s.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s > 0.0)
