@@ -102,15 +102,15 @@ pub const GPU_WORKLOADS: &[GpuWorkload] = &[
 
 /// Runs a jitted function to a ready result once, then measures one call
 /// plus `block_until_ready` per unit.
-fn time_ready<F: Fn(Array) -> Array>(
-    f: &jaxon::Jit<F, Array, Array>,
-    x: &Array,
+fn time_ready<T: jaxon::pytree::Pytree + Clone, F: Fn(T) -> Array>(
+    f: &jaxon::Jit<F, T, Array>,
+    args: &T,
     s: Settings,
 ) -> (Array, Measurement) {
-    let first = f.call(x.clone()).expect("runs");
+    let first = f.call(args.clone()).expect("runs");
     ready(&first);
     let m = measure(
-        || ready(&f.call(x.clone()).expect("runs")),
+        || ready(&f.call(args.clone()).expect("runs")),
         s.reps,
         s.min_time,
         2,
@@ -124,11 +124,16 @@ fn on_device(x: Array) -> Array {
     x
 }
 
-fn bandwidth(name: &str, m: &Measurement, nbytes: f64, mut d: Map<String, Value>) {
-    d.insert("bytes".into(), json!(nbytes));
+/// Emits a record with the backend and the smoke flag in its details.
+fn emit_gpu(name: &str, metric: &str, value: f64, unit: &str, mut d: Map<String, Value>) {
     d.insert("backend".into(), json!(backend_name()));
     d.insert("smoke".into(), json!(smoke()));
-    emit(
+    emit(name, metric, value, unit, d);
+}
+
+fn bandwidth(name: &str, m: &Measurement, nbytes: f64, mut d: Map<String, Value>) {
+    d.insert("bytes".into(), json!(nbytes));
+    emit_gpu(
         name,
         "bandwidth",
         sig(nbytes / m.median_s / 1e9, 4),
@@ -226,15 +231,7 @@ fn layernorm(s: Settings) {
         let var = ok(jnp::mean(&(&c * &c), [1], true));
         c * (var + 1e-5).rsqrt() * g + b
     });
-    let args = (x, g, b);
-    let first = f.call(args.clone()).expect("runs");
-    ready(&first);
-    let m = measure(
-        || ready(&f.call(args.clone()).expect("runs")),
-        s.reps,
-        s.min_time,
-        2,
-    );
+    let (_, m) = time_ready(&f, &(x, g, b), s);
     let mut d = timing_details(&m, 1e3, "ms", 1.0);
     d.insert("shape".into(), json!([n, n]));
     bandwidth("layernorm_gpu", &m, (8 * n * n + 8 * n) as f64, d);
@@ -244,15 +241,7 @@ fn matmul(s: Settings, name: &str, n: usize, dtype: DType, seeds: (u64, u64)) {
     let a = on_device(normal(seeds.0, &[n, n]).astype(dtype));
     let b = on_device(normal(seeds.1, &[n, n]).astype(dtype));
     let f = jit(|(a, b): (Array, Array)| a.matmul(&b));
-    let args = (a.clone(), b.clone());
-    let first = f.call(args.clone()).expect("runs");
-    ready(&first);
-    let m = measure(
-        || ready(&f.call(args.clone()).expect("runs")),
-        s.reps,
-        s.min_time,
-        2,
-    );
+    let (first, m) = time_ready(&f, &(a.clone(), b.clone()), s);
     // Row 0 against an f64 product of the same rounded inputs.
     let (av, bv) = (
         a.astype(DType::F32).to_vec::<f32>(),
@@ -272,9 +261,7 @@ fn matmul(s: Settings, name: &str, n: usize, dtype: DType, seeds: (u64, u64)) {
     d.insert("n".into(), json!(n));
     d.insert("dtype".into(), json!(dtype.short_name()));
     d.insert("row0_rel_err".into(), json!(err));
-    d.insert("backend".into(), json!(backend_name()));
-    d.insert("smoke".into(), json!(smoke()));
-    emit(
+    emit_gpu(
         name,
         "throughput",
         sig(flops / m.median_s / 1e12, 4),
@@ -333,22 +320,12 @@ fn attention_fwd(s: Settings) {
         let p = ok(jaxon::nn::softmax(&logits, -1));
         ok(jnp::transpose(&p.matmul(&vh), Some(&[0, 2, 1, 3]))).astype(DType::BF16)
     });
-    let args = (q, k, v);
-    let first = f.call(args.clone()).expect("runs");
-    ready(&first);
-    let m = measure(
-        || ready(&f.call(args.clone()).expect("runs")),
-        s.reps,
-        s.min_time,
-        1,
-    );
+    let (_, m) = time_ready(&f, &(q, k, v), s);
     let flops = 4.0 * (b * h * t * t * dh) as f64 / 2.0;
     let mut d = timing_details(&m, 1e3, "ms", 1.0);
     d.insert("shape_btnh".into(), json!([b, t, h, dh]));
     d.insert("impl".into(), json!("jnp (XLA path)"));
-    d.insert("backend".into(), json!(backend_name()));
-    d.insert("smoke".into(), json!(smoke()));
-    emit(
+    emit_gpu(
         "attention_fwd_gpu",
         "throughput",
         sig(flops / m.median_s / 1e12, 4),

@@ -12,10 +12,10 @@
 
 use super::gpu::{device0, Arg, Loaded, Resident};
 use super::plan::Program;
-use super::run::host_bytes;
 use super::run::run_simulated;
+use super::run::{buffer_dtype, host_bytes};
 use jaxon_ir::interp::HostBuffer;
-use jaxon_ir::{Backend, Buffer, ClosedJaxpr, DType, Executable, HostArray, IrError, ShapedArray};
+use jaxon_ir::{Backend, Buffer, ClosedJaxpr, Executable, HostArray, IrError, ShapedArray};
 use std::any::Any;
 use std::sync::{Arc, Mutex};
 
@@ -208,26 +208,10 @@ impl Backend for CudaBackend {
     /// Copies `array` to GPU 0 (a key as two `u32` words per key). Complex
     /// arrays, which no `cuda` program takes yet, stay on the host.
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
-        let device_dtype = match array.dtype() {
-            DType::C64 | DType::C128 => {
-                return Ok(Arc::new(HostBuffer {
-                    array: array.clone(),
-                }))
-            }
-            DType::KeyFry => DType::U32,
-            DType::Bool
-            | DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::I64
-            | DType::U8
-            | DType::U16
-            | DType::U32
-            | DType::U64
-            | DType::F16
-            | DType::BF16
-            | DType::F32
-            | DType::F64 => array.dtype(),
+        let Some(device_dtype) = buffer_dtype(array.dtype()) else {
+            return Ok(Arc::new(HostBuffer {
+                array: array.clone(),
+            }));
         };
         let cuda = |e| IrError::Eval(format!("cuda: {e}"));
         let device = device0().map_err(cuda)?;

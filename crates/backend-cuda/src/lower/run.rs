@@ -224,13 +224,23 @@ pub fn array_from_bytes(
     shape: &[usize],
     bytes: &[u8],
 ) -> std::result::Result<HostArray, jaxon_ir::IrError> {
-    match dtype {
-        DType::C64 | DType::C128 => Err(super::unsupported(
+    match buffer_dtype(dtype) {
+        None => Err(super::unsupported(
             "complex",
             "complex dtypes are not supported by the cuda backend yet",
         )),
-        DType::KeyFry
-        | DType::Bool
+        Some(_) => HostArray::from_le_bytes(dtype, shape, bytes),
+    }
+}
+
+/// The element type of the device buffer that holds an array of `dtype`:
+/// itself, two `u32` words per key (`u32` with twice the length), or
+/// `None` for the complex dtypes, which no buffer holds yet.
+pub fn buffer_dtype(dtype: DType) -> Option<DType> {
+    match dtype {
+        DType::C64 | DType::C128 => None,
+        DType::KeyFry => Some(DType::U32),
+        DType::Bool
         | DType::I8
         | DType::I16
         | DType::I32
@@ -242,7 +252,7 @@ pub fn array_from_bytes(
         | DType::F16
         | DType::BF16
         | DType::F32
-        | DType::F64 => HostArray::from_le_bytes(dtype, shape, bytes),
+        | DType::F64 => Some(dtype),
     }
 }
 
