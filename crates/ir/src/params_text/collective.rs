@@ -22,8 +22,9 @@ fn name_of(cx: &ParseCx<'_, '_, '_>, v: &Src) -> PResult<String> {
     }
 }
 
-/// `axis_index_groups` must be `None`: groups are not supported by vmap.
-fn no_groups(cx: &ParseCx<'_, '_, '_>) -> PResult<()> {
+/// `axis_index_groups` must be `None`: groups are not supported (by
+/// `vmap` or by `shard_map`).
+pub(super) fn no_groups(cx: &ParseCx<'_, '_, '_>) -> PResult<()> {
     match cx.p.get("axis_index_groups") {
         Some(v) if !Params::is_none(v) => Err(bad(
             cx,

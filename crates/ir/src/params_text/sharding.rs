@@ -7,7 +7,8 @@
 //! `reduce_sum`'s `out_sharding` shares.
 
 use super::codec::{tuple, Bool, Closed, Num};
-use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed, Src};
+use super::collective::no_groups;
+use super::{Codec, ParamsText, ParseCx, PrintCx, Printed, Src};
 use crate::parse::params::{PValue, Params};
 use crate::parse::syntax::PResult;
 use crate::primitive::{
@@ -48,18 +49,6 @@ fn names(p: &Params<'_>, v: &Src) -> PResult<Vec<String>> {
 
 fn names_text(ns: &[String]) -> String {
     tuple(ns.iter().map(|n| format!("'{n}'")).collect())
-}
-
-/// `axis_index_groups` must be `None`.
-fn no_groups(cx: &ParseCx<'_, '_, '_>) -> PResult<()> {
-    match cx.p.get("axis_index_groups") {
-        Some(v) if !Params::is_none(v) => Err(bad(
-            cx,
-            v,
-            "axis_index_groups=None (groups are not supported)",
-        )),
-        _ => Ok(()),
-    }
 }
 
 /// The axes and axis types of `Mesh(..)`/`AbstractMesh(..)` arguments;
