@@ -42,4 +42,11 @@ pub trait Backend: Send + Sync {
     /// `jax.clear_caches()`), so the next `compile` of any jaxpr compiles
     /// afresh. Executables already handed out stay valid.
     fn clear_cache(&self) {}
+    /// How many devices of this backend a program's mesh may span in this
+    /// process (XLA's device count for the platform). A `shard_map` over a
+    /// mesh with more devices is an error on backends that run meshes on
+    /// real devices. The default is one device.
+    fn device_count(&self) -> usize {
+        1
+    }
 }
