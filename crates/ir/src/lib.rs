@@ -13,6 +13,7 @@ pub mod array;
 pub mod aval;
 pub mod backend;
 pub mod check;
+pub mod devices;
 pub mod dtype;
 pub mod dyntype;
 pub mod error;

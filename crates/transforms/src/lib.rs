@@ -21,7 +21,9 @@ pub mod lax_fns;
 pub mod linear_solve;
 pub mod linearize;
 pub mod partial_eval;
+pub mod prefix;
 mod rules;
+pub mod spmd;
 pub mod transpose;
 mod util;
 
@@ -37,4 +39,5 @@ pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
 pub use jac::{hessian, jacfwd, jacobian, jacrev, Jacobian};
 pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};
 pub use linearize::{grad, linearize, value_and_grad, vjp};
+pub use spmd::{make_mesh, pmap, shard_map, Pmap, ShardMap, Specs};
 pub use transpose::{backward_pass, linear_transpose};

@@ -87,4 +87,10 @@ impl Backend for InterpreterBackend {
             array: array.clone(),
         }))
     }
+
+    /// The host device count (`crate::devices`); 1 when it is malformed
+    /// (`jaxon::devices()` reports that as an error).
+    fn device_count(&self) -> usize {
+        crate::devices::host_device_count().unwrap_or(1)
+    }
 }

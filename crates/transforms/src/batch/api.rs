@@ -2,9 +2,9 @@
 //! axis sits in each input or output leaf.
 
 use super::{batch_flat, move_bdim};
+use crate::prefix::Prefix;
 use jaxon_trace::error::{catch_flat, Error, Result};
-use jaxon_trace::pytree::NodeKind;
-use jaxon_trace::{Array, Pytree, TreeDef};
+use jaxon_trace::{Array, Pytree};
 use std::marker::PhantomData;
 
 /// Where the mapped axis sits in the leaves of a pytree. `None` means the
@@ -14,66 +14,12 @@ use std::marker::PhantomData;
 /// Conversions make JAX's spellings work: `0`, `-1`, `None`,
 /// `(None, 0, 0)` for a tuple of three arguments, nested tuples, and
 /// `vec![...]` for lists.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Axes {
-    /// One axis (or none) for every leaf of this subtree.
-    All(Option<isize>),
-    /// One spec per child of the matching node (tuple, list, struct, map,
-    /// `Some`), in flattening order.
-    Tree(Vec<Axes>),
-    /// One axis per flattened leaf of this subtree.
-    Leaves(Vec<Option<isize>>),
-}
+pub type Axes = Prefix<Option<isize>>;
 
 impl Axes {
     /// Not mapped: `None` in JAX.
     pub fn none() -> Axes {
         Axes::All(None)
-    }
-
-    /// The per-leaf axes of a tree of structure `def`.
-    pub fn resolve(&self, def: &TreeDef, what: &str) -> Result<Vec<Option<isize>>> {
-        let mut out = Vec::with_capacity(def.num_leaves());
-        self.resolve_into(def, what, &mut out)?;
-        Ok(out)
-    }
-
-    fn resolve_into(&self, def: &TreeDef, what: &str, out: &mut Vec<Option<isize>>) -> Result<()> {
-        match self {
-            Axes::All(a) => {
-                out.extend(std::iter::repeat_n(*a, def.num_leaves()));
-                Ok(())
-            }
-            Axes::Leaves(v) => {
-                if v.len() != def.num_leaves() {
-                    return Err(Error::InvalidArgument(format!(
-                        "vmap {what}: {} axes given for a tree of {} leaves",
-                        v.len(),
-                        def.num_leaves()
-                    )));
-                }
-                out.extend_from_slice(v);
-                Ok(())
-            }
-            Axes::Tree(specs) => match def {
-                TreeDef::Node(kind, children) if children.len() == specs.len() => {
-                    for (s, c) in specs.iter().zip(children) {
-                        s.resolve_into(c, what, out)?;
-                    }
-                    Ok(())
-                }
-                // A `Some` node is transparent, as a one-element spec is for
-                // a single leaf.
-                TreeDef::Node(NodeKind::Some, children) if children.len() == 1 => {
-                    self.resolve_into(&children[0], what, out)
-                }
-                TreeDef::Leaf if specs.len() == 1 => specs[0].resolve_into(def, what, out),
-                _ => Err(Error::InvalidArgument(format!(
-                    "vmap {what}: a spec of {} entries does not match the tree structure {def:?}",
-                    specs.len()
-                ))),
-            },
-        }
     }
 }
 
@@ -94,29 +40,6 @@ impl From<Option<i32>> for Axes {
         Axes::All(a.map(|a| a as isize))
     }
 }
-
-impl From<Vec<Axes>> for Axes {
-    fn from(v: Vec<Axes>) -> Axes {
-        Axes::Tree(v)
-    }
-}
-
-macro_rules! tuple_axes {
-    ($($t:ident),+) => {
-        impl<$($t: Into<Axes>),+> From<($($t,)+)> for Axes {
-            #[allow(non_snake_case)]
-            fn from(($($t,)+): ($($t,)+)) -> Axes {
-                Axes::Tree(vec![$($t.into()),+])
-            }
-        }
-    };
-}
-tuple_axes!(A);
-tuple_axes!(A, B);
-tuple_axes!(A, B, C);
-tuple_axes!(A, B, C, D);
-tuple_axes!(A, B, C, D, E);
-tuple_axes!(A, B, C, D, E, G);
 
 /// `vmap(f)`: a vectorized version of `f`, configured by the builder
 /// methods and applied with [`Vmap::call`].
@@ -171,7 +94,7 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Vmap<F, I, O> {
     /// Applies the vectorized function.
     pub fn call(&self, args: I) -> Result<O> {
         let (leaves, in_def) = args.flatten();
-        let axes = self.in_axes.resolve(&in_def, "in_axes")?;
+        let axes = self.in_axes.resolve(&in_def, "vmap in_axes")?;
         let mut in_dims = Vec::with_capacity(leaves.len());
         let mut size: Option<(usize, String)> = self.axis_size.map(|n| (n, "axis_size".into()));
         for (i, (leaf, axis)) in leaves.iter().zip(&axes).enumerate() {
@@ -221,7 +144,7 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Vmap<F, I, O> {
                 self.axis_name.as_deref(),
             )?;
             let out_def = out_def.expect("set by the traced function");
-            let out_axes = self.out_axes.resolve(&out_def, "out_axes")?;
+            let out_axes = self.out_axes.resolve(&out_def, "vmap out_axes")?;
             let mut res = Vec::with_capacity(outs.len());
             for (i, ((v, d), axis)) in outs.into_iter().zip(out_axes).enumerate() {
                 match (d, axis) {

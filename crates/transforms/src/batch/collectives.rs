@@ -115,37 +115,53 @@ fn locate(name: &str, op: &str) -> Result<Where> {
     match env_size(name) {
         Some(n) => Ok(Where::Staged(n)),
         None => Err(Error::InvalidArgument(format!(
-            "{op}: unbound axis name '{name}': it is not the axis_name of an enclosing vmap"
+            "{op}: unbound axis name '{name}': no enclosing vmap or shard_map names it"
         ))),
     }
+}
+
+/// The size of mesh axis `name` for a mesh-only collective `op`: an error
+/// when a vmap names it (those collectives have no batching meaning) or no
+/// enclosing `shard_map` does.
+pub(crate) fn mesh_axis_size(name: &str, op: &str) -> Result<usize> {
+    if find_main(name).is_some() {
+        return Err(Error::Unsupported(format!(
+            "{op} over '{name}', a vmap's axis name: it is defined over a shard_map's mesh              axes only"
+        )));
+    }
+    env_size(name).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "{op}: unbound axis name '{name}': it is not an axis of an enclosing shard_map's mesh"
+        ))
+    })
 }
 
 /// `psum(x, axis_name)`: the sum of `x` over the members of the named
 /// axis; every member gets the same (unbatched) result.
 pub fn psum(x: &Array, axis_name: &str) -> Result<Array> {
-    collective(x, axis_name, Op::Sum)
+    user_collective(x, axis_name, Op::Sum)
 }
 
 /// `pmean(x, axis_name)`: the mean over the named axis (`psum` then a
 /// division by the axis size, as in JAX).
 pub fn pmean(x: &Array, axis_name: &str) -> Result<Array> {
-    collective(x, axis_name, Op::Mean)
+    user_collective(x, axis_name, Op::Mean)
 }
 
 /// `pmax(x, axis_name)`: the maximum over the named axis.
 pub fn pmax(x: &Array, axis_name: &str) -> Result<Array> {
-    collective(x, axis_name, Op::Max)
+    user_collective(x, axis_name, Op::Max)
 }
 
 /// `pmin(x, axis_name)`: the minimum over the named axis.
 pub fn pmin(x: &Array, axis_name: &str) -> Result<Array> {
-    collective(x, axis_name, Op::Min)
+    user_collective(x, axis_name, Op::Min)
 }
 
 /// `all_gather(x, axis_name)`: every member's `x`, stacked along a new
 /// leading axis.
 pub fn all_gather(x: &Array, axis_name: &str) -> Result<Array> {
-    collective(x, axis_name, Op::Gather)
+    user_collective(x, axis_name, Op::Gather)
 }
 
 /// `axis_index(axis_name)`: this member's index along the named axis (i32).
@@ -161,9 +177,17 @@ pub fn axis_index(axis_name: &str) -> Result<Array> {
     }
 }
 
+/// A user-called collective: the name must be bound by an enclosing vmap
+/// or `shard_map` (JAX's "unbound axis name" error otherwise).
+fn user_collective(x: &Array, name: &str, op: Op) -> Result<Array> {
+    locate(name, op.name())?;
+    collective(x, name, op)
+}
+
+/// The collective of `op` over `name`. The rules call it outside any
+/// tracing of the body too: a name no vmap binds is then a `shard_map`'s
+/// mesh axis, resolved when the collective runs, so it is bound as is.
 fn collective(x: &Array, name: &str, op: Op) -> Result<Array> {
-    // No vmap names the axis: a `shard_map`'s mesh axis, resolved when the
-    // collective runs (by the SPMD interpreter), so it is bound as is.
     if find_main(name).is_none() && env_size(name).is_none() {
         if let Op::Sum | Op::Max | Op::Min = op {
             return bind_collective(x, name, 0, op);

@@ -14,6 +14,7 @@ pub(crate) mod collectives;
 
 pub use api::{vmap, Axes, Vmap};
 pub use collectives::{all_gather, axis_index, pmax, pmean, pmin, psum};
+pub(crate) use collectives::{mesh_axis_size, AxisEnvGuard};
 
 use crate::rules::{self, BatchOuts};
 use jaxon_ir::{Aval, ClosedJaxpr, Primitive};
