@@ -416,6 +416,12 @@ impl Backend for CpuBackend {
         }))
     }
 
+    /// The host device count (`jaxon_ir::devices`); 1 when it is malformed
+    /// (`jaxon::devices()` reports that as an error).
+    fn device_count(&self) -> usize {
+        jaxon_ir::devices::host_device_count().unwrap_or(1)
+    }
+
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
         let bytes = array.len() * array.dtype().size_bytes();
         let array = if bytes >= run::hugepages::MIN_BYTES {

@@ -72,15 +72,24 @@ pub use jaxon_trace::{index, nn, scipy};
 pub mod distributed;
 pub mod io;
 mod program;
+pub mod sharding;
 /// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
 pub use jaxon_transforms::jacobian;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
+/// `P!(...)`: JAX's `PartitionSpec` (`P!()`, `P!("x")`, `P!(None, "x")`).
+pub use jaxon_transforms::P;
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
     jvp, linear_transpose, linear_transpose_tree, linearize, value_and_grad, value_and_grad_with,
     vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
 };
+pub use jaxon_transforms::{pmap, shard_map, Pmap, ShardMap, Specs};
 pub use program::{call_jaxpr, load_jaxpr};
+pub use sharding::{
+    addressable_shards, device_count, device_put_sharded, devices, local_device_count,
+    local_devices, make_mesh, named_sharding, set_cpu_device_count, sharding_of, Device, Mesh,
+    NamedSharding, PartitionSpec, Shard,
+};
 /// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
 /// functions built on transforms (`custom_linear_solve`, `map`,
 /// `custom_root`).
@@ -93,8 +102,11 @@ pub mod lax {
 /// `jax.ad_checkpoint.checkpoint_name`.
 pub use jaxon_trace::lax::checkpoint_name;
 
-/// Named-axis collectives for use inside `vmap(..).axis_name(..)`.
+/// Named-axis collectives: inside `vmap(..).axis_name(..)`, and inside
+/// [`shard_map`] and [`pmap`] over their mesh axes (`ppermute`,
+/// `all_to_all`, `psum_scatter` and `all_gather_with` over mesh axes only).
 pub mod collectives {
+    pub use jaxon_transforms::spmd::{all_gather_with, all_to_all, ppermute, psum_scatter};
     pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, pmin, psum};
 }
 

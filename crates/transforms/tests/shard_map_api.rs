@@ -236,18 +236,10 @@ fn jit_vmap_and_captured_values() {
     let batched = vmap(|x: Array| f((x, w.clone()))).call(xs.clone()).unwrap();
     for b in 0..3i32 {
         let one = f((
-            ok(jnp::take(
-                &xs,
-                &Array::from_vec(vec![b], &[]),
-                Some(0),
-            )),
+            ok(jnp::take(&xs, &Array::from_vec(vec![b], &[]), Some(0))),
             w.clone(),
         ));
-        let got = ok(jnp::take(
-            &batched,
-            &Array::from_vec(vec![b], &[]),
-            Some(0),
-        ));
+        let got = ok(jnp::take(&batched, &Array::from_vec(vec![b], &[]), Some(0)));
         close(
             "vmap(shard_map)",
             &got.to_vec::<f32>(),

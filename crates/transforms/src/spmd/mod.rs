@@ -128,8 +128,9 @@ pub fn make_mesh(shape: &[usize], names: &[&str]) -> Result<Mesh> {
     Ok(mesh)
 }
 
-/// Checks the mesh's invariant and that the current backend has its devices.
-pub(crate) fn check_mesh(mesh: &Mesh, what: &str) -> Result<()> {
+/// Checks the mesh's invariant and that the current backend has its
+/// devices; `what` names the caller in the error.
+pub fn check_mesh(mesh: &Mesh, what: &str) -> Result<()> {
     mesh.validate()
         .map_err(|e| Error::InvalidArgument(format!("{what}: {e}")))?;
     let backend = jaxon_trace::eval::current_backend()?;
