@@ -1,11 +1,11 @@
 //! The samplers of `jaxon_trace::random` on the CPU backend: every draw
 //! recorded from JAX 0.10.2 (`tests/data/random-samplers-jax.json`) is
 //! reproduced eagerly with the CPU backend as the evaluator, to the same
-//! standard as on the interpreter (`crates/trace/tests/random_samplers_jax.rs`,
+//! standard as on the interpreter (`crates/trace/tests/all/random_samplers_jax.rs`,
 //! included here), and a jitted program of several samplers gives the
 //! interpreter's values.
 
-#[path = "../../trace/tests/random_samplers_jax.rs"]
+#[path = "../../trace/tests/all/random_samplers_jax.rs"]
 #[allow(dead_code)]
 mod samplers;
 

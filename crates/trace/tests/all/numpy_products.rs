@@ -1,7 +1,7 @@
 //! `outer`, `kron`, `tensordot`, `polyval`, `diff` and `meshgrid` against
 //! loops over the elements on random inputs.
 
-mod common;
+use crate::common;
 
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::Array;

@@ -2,7 +2,7 @@
 //! evaluated in f64 on random inputs over a wide range (large magnitudes
 //! check the numerically stable forms), in f64 and f32.
 
-mod common;
+use crate::common;
 
 use jaxon_trace::{nn, Array};
 

@@ -3,7 +3,7 @@
 //! indices from the end, out-of-bounds ones the fill value, broadcasting
 //! of size-1 dimensions, `axis=None`).
 
-mod common;
+use crate::common;
 
 use jaxon_ir::print::print_jaxpr;
 use jaxon_trace::numpy as jnp;

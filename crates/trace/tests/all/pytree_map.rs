@@ -2,7 +2,7 @@
 //! several trees, `leaves`, `structure`, `reduce`), checked leaf by leaf
 //! against the same arithmetic on the flattened arrays.
 
-mod common;
+use crate::common;
 
 use jaxon_trace::pytree::{
     tree_leaves, tree_map, tree_map2, tree_map_n, tree_reduce, tree_structure,

@@ -1,7 +1,7 @@
 //! `round` (with decimals), `searchsorted`, `repeat` and `bincount` against
 //! loops over the elements.
 
-mod common;
+use crate::common;
 
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::Array;
