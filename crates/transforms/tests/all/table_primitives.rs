@@ -8,7 +8,7 @@
 //! absent. Non-differentiable rows check zero tangents; unsupported rows
 //! check the `Unsupported` error and say why.
 
-mod table_kit;
+use crate::table_kit;
 
 use table_kit::eager::{check_jvp, check_transpose, check_vmap, instance, jvp, Rng};
 
@@ -524,20 +524,20 @@ fn decomp_rows(u: &mut Vec<Row>) {
 /// the string arms of their exhaustive matches.
 fn all_names() -> BTreeSet<String> {
     let sources = [
-        include_str!("../../ir/src/primitive/ops.rs"),
-        include_str!("../../ir/src/primitive/elementwise.rs"),
-        include_str!("../../ir/src/primitive/structural.rs"),
-        include_str!("../../ir/src/primitive/indexing.rs"),
-        include_str!("../../ir/src/primitive/reduction.rs"),
-        include_str!("../../ir/src/primitive/linalg.rs"),
-        include_str!("../../ir/src/primitive/control.rs"),
-        include_str!("../../ir/src/primitive/state.rs"),
-        include_str!("../../ir/src/primitive/pallas.rs"),
+        include_str!("../../../ir/src/primitive/ops.rs"),
+        include_str!("../../../ir/src/primitive/elementwise.rs"),
+        include_str!("../../../ir/src/primitive/structural.rs"),
+        include_str!("../../../ir/src/primitive/indexing.rs"),
+        include_str!("../../../ir/src/primitive/reduction.rs"),
+        include_str!("../../../ir/src/primitive/linalg.rs"),
+        include_str!("../../../ir/src/primitive/control.rs"),
+        include_str!("../../../ir/src/primitive/state.rs"),
+        include_str!("../../../ir/src/primitive/pallas.rs"),
         // The family's names, not `CollectiveOp`'s (psum and friends are
         // checked by the collectives' own tests).
-        include_str!("../../ir/src/primitive/collective.rs"),
-        include_str!("../../ir/src/primitive/marker.rs"),
-        include_str!("../../ir/src/primitive/random.rs"),
+        include_str!("../../../ir/src/primitive/collective.rs"),
+        include_str!("../../../ir/src/primitive/marker.rs"),
+        include_str!("../../../ir/src/primitive/random.rs"),
     ];
     let mut names = BTreeSet::new();
     for src in sources {

@@ -2,7 +2,7 @@
 //! parsed jaxprs with `Ref` inputs (see `table_kit` for the checks).
 
 use jaxon_ir::primitive::{GetParams, State};
-mod table_kit;
+use crate::table_kit;
 
 use jaxon_ir::primitive::IndexEntry;
 use jaxon_ir::{ClosedJaxpr, Primitive};
