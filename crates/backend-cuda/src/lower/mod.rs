@@ -23,6 +23,7 @@ mod bitonic;
 mod control;
 mod conv;
 mod cumulative;
+mod decomp;
 mod elementwise;
 mod fused;
 mod gather;
