@@ -1,6 +1,6 @@
 //! The solves and decompositions of the linalg family that lower to KIR:
-//! `cholesky`, `triangular_solve`, `lu` (with pivots and permutation) and
-//! `tridiagonal_solve`, on batches of matrices (the trailing two dims).
+//! `cholesky`, `triangular_solve`, `lu` (with pivots and permutation), `qr`
+//! and `tridiagonal_solve`, on batches of matrices (the trailing two dims).
 //!
 //! Each is the interpreter's algorithm (`ir::interp::ops::decomp_kernels`)
 //! written in KIR, step for step and in f64 (an `f64` scratch buffer per
@@ -9,13 +9,14 @@
 //! row by row with NaN factors for a matrix that is not positive definite,
 //! forward/back substitution in the interpreter's summation order, LU with
 //! LAPACK's partial pivoting (the first largest `|a|`, no elimination under
-//! a zero pivot), the Thomas algorithm for tridiagonal systems.
+//! a zero pivot), Householder QR, the Thomas algorithm for tridiagonal
+//! systems.
 //!
-//! Parallelism: `cholesky` and `lu` run one thread per matrix; the solves
+//! Parallelism: `cholesky`, `lu` and `qr` run one thread per matrix; the solves
 //! one thread per independent right-hand side (a column of `b`, or a row
 //! for `left_side=False`). Small matrices are what the corpus has; a
 //! blocked, one-block-per-matrix version in shared memory is future work.
-//! `qr`, `eigh` and `svd` are not lowered yet (`linalg.rs`).
+//! `eigh` and `svd` are not lowered yet (`linalg.rs`).
 
 use super::kernel::{compute, i64c, load, loop_kernel, store, try_for, try_if, Args};
 use super::plan::{BufId, Step};
@@ -439,6 +440,160 @@ pub(crate) fn tridiagonal_solve(
         try_for(k, i, (i64c(0), i64c(mi), i64c(1)), |k| {
             let v = ldb(k, args, ctx, dp, si(var(i)))?;
             st(k, args, ctx, out, bi(var(i)), v)
+        })
+    })?;
+    steps.extend(step);
+    Ok(())
+}
+
+/// `qr a` (no pivoting): Householder reflections as the interpreter
+/// applies them (`beta = -sign(alpha) hypot(alpha, |x|)`, `v[j] = 1`), `q`
+/// accumulated backwards from the identity; one thread per matrix. The
+/// hypotenuse is `s sqrt(1 + (t/s)²)`, within an ulp of the host's `hypot`.
+pub(crate) fn qr(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    p: &jaxon_ir::primitive::QrParams,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let name = "qr";
+    if p.pivoting {
+        return Err(IrError::ty(name, "pivoting=True is not supported"));
+    }
+    let [a] = eqn.inputs.as_slice() else {
+        return Err(IrError::Invalid(format!("{name}: expected one operand")));
+    };
+    let (d, shape) = atom_type(jaxpr, a)?;
+    let (nb, m, n) = matrices(name, d, &shape)?;
+    let av = env.atom(a)?;
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
+    let [(q_out, q_d, _), (r_out, r_d, _)] = outs.as_slice() else {
+        return Err(IrError::Invalid(format!("{name}: expected two results")));
+    };
+    let (q_out, r_out) = ((*q_out, *q_d), (*r_out, *r_d));
+    let kmin = m.min(n);
+    let qc = if p.full_matrices { m } else { kmin };
+    if nb == 0 || m * qc + qc * n == 0 {
+        return Ok(());
+    }
+    let (mi, ni, ki, qi) = (m as i64, n as i64, kmin as i64, qc as i64);
+    let rb = ctx.alloc(F64, &[(nb * m * n).max(1)])?;
+    let vb = ctx.alloc(F64, &[(nb * kmin * m).max(1)])?;
+    let tb = ctx.alloc(F64, &[(nb * kmin).max(1)])?;
+    let qb = ctx.alloc(F64, &[(nb * m * qc).max(1)])?;
+    let step = loop_kernel(ctx, name, &[nb], |k, args, ctx, _, idx| {
+        let b = idx[0].clone();
+        let rbase = k.let_("rbase", I64, b.clone() * i64c(mi * ni));
+        let vbase = k.let_("vbase", I64, b.clone() * i64c(ki * mi));
+        let tbase = k.let_("tbase", I64, b.clone() * i64c(ki));
+        let qbase = k.let_("qbase", I64, b.clone() * i64c(mi * qi));
+        let obase = k.let_("obase", I64, b * i64c(qi * ni));
+        let ra = move |i: Expr, c: Expr| var(rbase) + i * i64c(ni) + c;
+        let va = move |j: Expr, i: Expr| var(vbase) + j * i64c(mi) + i;
+        let qa = move |i: Expr, c: Expr| var(qbase) + i * i64c(qi) + c;
+        let (t, i, j, c) = (
+            k.var("t", I64),
+            k.var("i", I64),
+            k.var("j", I64),
+            k.var("c", I64),
+        );
+        try_for(k, t, (i64c(0), i64c(mi * ni), i64c(1)), |k| {
+            let v = ld(k, args, ctx, av, d, var(rbase) + var(t))?;
+            st(k, args, ctx, (rb, F64), var(rbase) + var(t), v)
+        })?;
+        let w = k.var("w", F64);
+        try_for(k, j, (i64c(0), i64c(ki), i64c(1)), |k| {
+            let alpha = ldb(k, args, ctx, rb, ra(var(j), var(j)))?;
+            let alpha = k.let_("alpha", F64, alpha);
+            let xs = k.let_("xs", F64, f64c(0.0));
+            try_for(k, i, (var(j) + i64c(1), i64c(mi), i64c(1)), |k| {
+                let x = ldb(k, args, ctx, rb, ra(var(i), var(j)))?;
+                let x = k.let_("x", F64, x);
+                k.assign(xs, var(xs) + var(x) * var(x));
+                Ok(())
+            })?;
+            let xnorm = k.let_("xnorm", F64, var(xs).math(MathFn::Sqrt));
+            try_for(k, i, (i64c(0), i64c(mi), i64c(1)), |k| {
+                let one = Expr::select(var(i).eq(var(j)), f64c(1.0), f64c(0.0));
+                st(k, args, ctx, (vb, F64), va(var(j), var(i)), one)
+            })?;
+            let tau = k.let_("tau", F64, f64c(0.0));
+            try_if(k, var(xnorm).ne(f64c(0.0)), |k| {
+                let (aa, xx) = (var(alpha).unary(UnOp::Abs), var(xnorm).unary(UnOp::Abs));
+                let s = k.let_("hs", F64, aa.clone().max(xx.clone()));
+                let r = k.let_("hr", F64, aa.min(xx) / var(s));
+                let h = var(s) * (f64c(1.0) + var(r) * var(r)).math(MathFn::Sqrt);
+                let beta = Expr::Math(MathFn::CopySign, vec![h, var(alpha)]);
+                let beta = k.let_("beta", F64, -beta);
+                k.assign(tau, (var(beta) - var(alpha)) / var(beta));
+                try_for(k, i, (var(j) + i64c(1), i64c(mi), i64c(1)), |k| {
+                    let x = ldb(k, args, ctx, rb, ra(var(i), var(j)))?;
+                    let v = x / (var(alpha) - var(beta));
+                    st(k, args, ctx, (vb, F64), va(var(j), var(i)), v)?;
+                    st(k, args, ctx, (rb, F64), ra(var(i), var(j)), f64c(0.0))
+                })?;
+                st(k, args, ctx, (rb, F64), ra(var(j), var(j)), var(beta))?;
+                try_for(k, c, (var(j) + i64c(1), i64c(ni), i64c(1)), |k| {
+                    k.assign(w, f64c(-0.0));
+                    try_for(k, i, (var(j), i64c(mi), i64c(1)), |k| {
+                        let v = ldb(k, args, ctx, vb, va(var(j), var(i)))?;
+                        let x = ldb(k, args, ctx, rb, ra(var(i), var(c)))?;
+                        k.assign(w, var(w) + v * x);
+                        Ok(())
+                    })?;
+                    try_for(k, i, (var(j), i64c(mi), i64c(1)), |k| {
+                        let v = ldb(k, args, ctx, vb, va(var(j), var(i)))?;
+                        let x = ldb(k, args, ctx, rb, ra(var(i), var(c)))?;
+                        let y = x - var(tau) * v * var(w);
+                        st(k, args, ctx, (rb, F64), ra(var(i), var(c)), y)
+                    })
+                })
+            })?;
+            st(k, args, ctx, (tb, F64), var(tbase) + var(j), var(tau))
+        })?;
+        // q: the reflections applied backwards to the identity.
+        try_for(k, i, (i64c(0), i64c(mi), i64c(1)), |k| {
+            try_for(k, c, (i64c(0), i64c(qi), i64c(1)), |k| {
+                let one = Expr::select(var(i).eq(var(c)), f64c(1.0), f64c(0.0));
+                st(k, args, ctx, (qb, F64), qa(var(i), var(c)), one)
+            })
+        })?;
+        let jj = k.var("jj", I64);
+        try_for(k, jj, (i64c(0), i64c(ki), i64c(1)), |k| {
+            let jr = k.let_("jr", I64, i64c(ki - 1) - var(jj));
+            let tau = ldb(k, args, ctx, tb, var(tbase) + var(jr))?;
+            let tau = k.let_("tq", F64, tau);
+            try_for(k, c, (i64c(0), i64c(qi), i64c(1)), |k| {
+                k.assign(w, f64c(-0.0));
+                try_for(k, i, (var(jr), i64c(mi), i64c(1)), |k| {
+                    let v = ldb(k, args, ctx, vb, va(var(jr), var(i)))?;
+                    let x = ldb(k, args, ctx, qb, qa(var(i), var(c)))?;
+                    k.assign(w, var(w) + v * x);
+                    Ok(())
+                })?;
+                try_for(k, i, (var(jr), i64c(mi), i64c(1)), |k| {
+                    let v = ldb(k, args, ctx, vb, va(var(jr), var(i)))?;
+                    let x = ldb(k, args, ctx, qb, qa(var(i), var(c)))?;
+                    let y = x - var(tau) * v * var(w);
+                    st(k, args, ctx, (qb, F64), qa(var(i), var(c)), y)
+                })
+            })
+        })?;
+        try_for(k, t, (i64c(0), i64c(mi * qi), i64c(1)), |k| {
+            let v = ldb(k, args, ctx, qb, var(qbase) + var(t))?;
+            st(k, args, ctx, q_out, var(qbase) + var(t), v)
+        })?;
+        // r: the first `qc` rows of the reduced matrix, zero rows below `m`.
+        try_for(k, i, (i64c(0), i64c(qi), i64c(1)), |k| {
+            try_for(k, c, (i64c(0), i64c(ni), i64c(1)), |k| {
+                let inside = var(i).lt(i64c(mi));
+                let row = Expr::select(inside.clone(), var(i), i64c(0));
+                let v = ldb(k, args, ctx, rb, ra(row, var(c)))?;
+                let v = Expr::select(inside, v, f64c(0.0));
+                st(k, args, ctx, r_out, var(obase) + var(i) * i64c(ni) + var(c), v)
+            })
         })
     })?;
     steps.extend(step);
