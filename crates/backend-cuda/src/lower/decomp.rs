@@ -16,7 +16,7 @@
 //! one thread per independent right-hand side (a column of `b`, or a row
 //! for `left_side=False`). Small matrices are what the corpus has; a
 //! blocked, one-block-per-matrix version in shared memory is future work.
-//! `eigh` and `svd` are not lowered yet (`linalg.rs`).
+//! `eigh` is in `decomp_jacobi`; `svd` is not lowered yet (`linalg.rs`).
 
 use super::kernel::{compute, i64c, load, loop_kernel, store, try_for, try_if, Args};
 use super::plan::{BufId, Step};
@@ -28,16 +28,16 @@ use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 const F64: DType = DType::F64;
 const I64: DType = DType::I64;
 
-fn f64c(v: f64) -> Expr {
+pub(super) fn f64c(v: f64) -> Expr {
     Expr::constant(F64, v)
 }
 
-fn var(v: crate::kir::Var) -> Expr {
+pub(super) fn var(v: crate::kir::Var) -> Expr {
     Expr::var(v)
 }
 
 /// Element `index` of `v` (of dtype `d`) widened to `f64`.
-fn ld(
+pub(super) fn ld(
     k: &mut KernelBuilder,
     args: &mut Args,
     ctx: &Ctx,
@@ -50,7 +50,7 @@ fn ld(
 }
 
 /// Element `index` of the `f64` scratch buffer `b`.
-fn ldb(
+pub(super) fn ldb(
     k: &mut KernelBuilder,
     args: &mut Args,
     ctx: &Ctx,
@@ -62,7 +62,7 @@ fn ldb(
 
 /// Stores the `f64` value `x` to element `index` of `b` (of dtype `d`),
 /// rounded to `d`'s compute dtype.
-fn st(
+pub(super) fn st(
     k: &mut KernelBuilder,
     args: &mut Args,
     ctx: &Ctx,
@@ -80,7 +80,7 @@ fn st(
 
 /// The batch size and trailing `(rows, cols)` of a floating operand of
 /// rank >= 2.
-fn matrices(name: &str, d: DType, shape: &[usize]) -> Result<(usize, usize, usize), IrError> {
+pub(super) fn matrices(name: &str, d: DType, shape: &[usize]) -> Result<(usize, usize, usize), IrError> {
     if !d.is_float() || shape.len() < 2 {
         return Err(IrError::ty(
             name,

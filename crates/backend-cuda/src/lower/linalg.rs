@@ -4,7 +4,8 @@
 //! permuted into `[batch, rows, cols]` by a copy kernel first; integer and
 //! mixed-type products as a KIR kernel (one thread per output element).
 //! Convolutions lower in `conv` (a direct-convolution kernel); `cholesky`,
-//! `triangular_solve`, `lu`, `qr` and `tridiagonal_solve` in `decomp`.
+//! `triangular_solve`, `lu`, `qr` and `tridiagonal_solve` in `decomp`, `eigh`
+//! in `decomp_jacobi`.
 //!
 //! Invariants: a GEMM step is only emitted for a type combination
 //! `GemmPlan::validate` accepts and for a non-empty product; an empty
@@ -40,7 +41,8 @@ pub(crate) fn lower(
         Linalg::Lu => super::decomp::lu(ctx, jaxpr, eqn, env, steps),
         Linalg::TridiagonalSolve(_) => super::decomp::tridiagonal_solve(ctx, jaxpr, eqn, env, steps),
         Linalg::Qr(params) => super::decomp::qr(ctx, jaxpr, eqn, params, env, steps),
-        Linalg::Eigh(_) | Linalg::Svd(_) => Err(unsupported(
+        Linalg::Eigh(params) => super::decomp_jacobi::eigh(ctx, jaxpr, eqn, params, env, steps),
+        Linalg::Svd(_) => Err(unsupported(
             p.name(),
             "matrix decompositions have no GPU kernel yet (cuSOLVER)",
         )),

@@ -24,6 +24,7 @@ mod control;
 mod conv;
 mod cumulative;
 mod decomp;
+mod decomp_jacobi;
 mod elementwise;
 mod fused;
 mod gather;
