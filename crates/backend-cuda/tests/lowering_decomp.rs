@@ -2,10 +2,11 @@
 //! `lower/decomp_jacobi.rs`) on `cuda-sim` against the reference
 //! interpreter: `cholesky`, `triangular_solve` (every flag, both sides),
 //! `lu`, `qr` (reduced and full, tall and wide), `eigh` (either triangle,
-//! sorted or not) and `tridiagonal_solve`, on random batches and sizes (0
+//! sorted or not), `svd` (with and without `u`/`vt`, reduced and full,
+//! tall, wide and rank-deficient) and `tridiagonal_solve`, on random batches and sizes (0
 //! and 1 included) in f32 and f64, with NaN, ±inf and ties for the
 //! factorizations; plus reconstructions (`L Lᵀ = A`, `Q R = A`, `P A = L U`,
-//! `A V = V diag(w)`) of the simulator's results.
+//! `A V = V diag(w)`, `U diag(s) Vt = A`) of the simulator's results.
 
 mod lowering_util;
 use jaxon_ir::{DType, HostArray};
@@ -266,6 +267,68 @@ fn tridiagonal_solve_matches() {
             let du = random(&mut rng, d, &with(&b, &[m]), Dist::Uniform(1.0));
             let bv = random(&mut rng, d, &with(&b, &[m, n]), Dist::Uniform(3.0));
             check_with(&text, &[dl, dd, du, bv], Tol::Exact);
+        }
+    }
+}
+
+#[test]
+fn svd_matches_and_reconstructs() {
+    let mut rng = Rng::new(807);
+    for dt in ["f32", "f64"] {
+        let d = DType::from_name(dt).expect("dtype");
+        for trial in 0..12 {
+            let b = batch(&mut rng);
+            let (m, n) = (rng.pick(&[1, 2, 3, 5]), rng.pick(&[1, 2, 3, 4, 6]));
+            let (kk, full, uv) = (m.min(n), trial % 2 == 0, trial % 3 != 2);
+            let (uc, vr) = if full { (m, n) } else { (kk, kk) };
+            let py = |x: bool| if x { "True" } else { "False" };
+            let outs = if uv {
+                format!(
+                    "s:{} u:{} v:{}",
+                    ty(dt, &with(&b, &[kk])),
+                    ty(dt, &with(&b, &[m, uc])),
+                    ty(dt, &with(&b, &[vr, n]))
+                )
+            } else {
+                format!("s:{}", ty(dt, &with(&b, &[kk])))
+            };
+            let names = if uv { "s, u, v" } else { "s," };
+            let text = format!(
+                "{{ lambda ; a:{t}. let {outs} = svd[algorithm=None compute_uv={} full_matrices={} subset_by_index=None] a in ({names}) }}",
+                py(uv),
+                py(full),
+                t = ty(dt, &with(&b, &[m, n]))
+            );
+            let shape = with(&b, &[m, n]);
+            let a = match trial % 4 {
+                // Rank-deficient: repeated rows (u is completed).
+                1 => {
+                    let row = random(&mut rng, d, &[n], Dist::Uniform(2.0)).to_f64_vec();
+                    let vals: Vec<f64> = (0..shape.iter().product::<usize>())
+                        .map(|i| row[i % n] * ((i / n) % m + 1) as f64)
+                        .collect();
+                    HostArray::from_f64(d, &shape, &vals).expect("rank one")
+                }
+                3 => awkward(&mut rng, d, &shape),
+                _ => random(&mut rng, d, &shape, Dist::Uniform(2.0)),
+            };
+            check_with(&text, std::slice::from_ref(&a), Tol::Exact);
+            if dt == "f64" && uv && trial % 4 != 3 {
+                let r = run(&text, std::slice::from_ref(&a));
+                let av = a.to_f64_vec();
+                let nb: usize = b.iter().product();
+                for t in 0..nb {
+                    let (s, u, v) = (&r[0][t * kk..], &r[1][t * m * uc..], &r[2][t * vr * n..]);
+                    for i in 0..m {
+                        for j in 0..n {
+                            let x: f64 = (0..kk).map(|q| u[i * uc + q] * s[q] * v[q * n + j]).sum();
+                            let want = av[t * m * n + i * n + j];
+                            assert!((x - want).abs() < 1e-10 * (1.0 + want.abs()), "{t} {i} {j}");
+                        }
+                    }
+                    assert!(s[..kk].windows(2).all(|p| p[0] >= p[1]));
+                }
+            }
         }
     }
 }

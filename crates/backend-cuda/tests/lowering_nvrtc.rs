@@ -12,13 +12,13 @@ use jaxon_backend_cuda::lower::{gpu::copy_kernel, lower};
 use jaxon_backend_cuda::nvrtc::{self, Arch, Compiler, Request};
 use jaxon_ir::{parse_closed_jaxpr, DType};
 
-/// The one-thread-per-matrix `qr` and `eigh` kernels (`lower/decomp.rs`,
-/// `decomp_jacobi.rs`) may save one or two 64-bit registers around the
+/// The one-thread-per-matrix `qr`, `eigh` and `svd` kernels
+/// (`lower/decomp.rs`, `decomp_jacobi.rs`, `decomp_svd.rs`) may save one or two 64-bit registers around the
 /// calls of the f64 division and square-root slow paths (ptxas reports
 /// them as an 8-16 byte spill); anything larger fails.
 fn sequential_decomposition(name: &str, spill_bytes: u32) -> bool {
     let base = name.split_once('_').map_or(name, |(_, b)| b);
-    (base.starts_with("qr_") || base.starts_with("eigh_")) && spill_bytes <= 16
+    ["qr_", "eigh_", "svd_"].iter().any(|p| base.starts_with(p)) && spill_bytes <= 16
 }
 
 fn corpus_kernels() -> Vec<Kernel> {
@@ -254,7 +254,10 @@ fn extra_texts() -> Vec<String> {
     l:{dt}[2,3,3] m:{dt}[2,3,4] = qr[full_matrices=True pivoting=False use_magma=None] c
     n:{dt}[2,4,4] o:{dt}[2,4] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] a
     p:{dt}[2,4,3] = tridiagonal_solve[perturb_singular=False] t t t b
-  in (d, e, f, g, h, i, j, k, l, m, n, o, p) }}"
+    q:{dt}[2,3] r:{dt}[2,4,4] s:{dt}[2,3,3] = svd[algorithm=None compute_uv=True full_matrices=True subset_by_index=None] b
+    u:{dt}[2,3] v:{dt}[2,3,3] w:{dt}[2,3,4] = svd[algorithm=None compute_uv=True full_matrices=False subset_by_index=None] c
+    x:{dt}[2,3] = svd[algorithm=None compute_uv=False full_matrices=False subset_by_index=None] c
+  in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x) }}"
         ));
     }
     out

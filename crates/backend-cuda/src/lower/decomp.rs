@@ -16,7 +16,7 @@
 //! one thread per independent right-hand side (a column of `b`, or a row
 //! for `left_side=False`). Small matrices are what the corpus has; a
 //! blocked, one-block-per-matrix version in shared memory is future work.
-//! `eigh` is in `decomp_jacobi`; `svd` is not lowered yet (`linalg.rs`).
+//! `eigh` is in `decomp_jacobi`, `svd` in `decomp_svd`.
 
 use super::kernel::{compute, i64c, load, loop_kernel, store, try_for, try_if, Args};
 use super::plan::{BufId, Step};

@@ -13,7 +13,7 @@ use super::decomp::{f64c, ld, ldb, matrices, st, var};
 use super::kernel::{i64c, loop_kernel, try_for, try_if};
 use super::plan::Step;
 use super::{atom_type, bind_outputs, Ctx, Env};
-use crate::kir::{Expr, MathFn, UnOp};
+use crate::kir::{Expr, KernelBuilder, MathFn, UnOp, Var};
 use jaxon_ir::primitive::EighParams;
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
@@ -25,10 +25,21 @@ const SWEEPS: i64 = 100;
 
 /// The IEEE total-order key of an `f64` as an `i64` (signed comparison of
 /// keys is `f64::total_cmp`).
-fn total_key(x: Expr) -> Expr {
+pub(super) fn total_key(x: Expr) -> Expr {
     let bits = x.bitcast(I64);
     let flip = (bits.clone() >> i64c(63)) & i64c(i64::MAX);
     bits ^ flip
+}
+
+/// Sets `(c, sn)` to the Jacobi rotation zeroing the off-diagonal of
+/// `[[app, apq], [apq, aqq]]`, as `decomp_kernels::jacobi_rotation`.
+pub(super) fn rotation(k: &mut KernelBuilder, (app, aqq, apq): (Expr, Expr, Expr), c: Var, sn: Var) {
+    let theta = k.let_("theta", F64, (aqq - app) / (f64c(2.0) * apq));
+    let sign = Expr::Math(MathFn::CopySign, vec![f64c(1.0), var(theta)]);
+    let root = (var(theta) * var(theta) + f64c(1.0)).math(MathFn::Sqrt);
+    let tt = k.let_("tt", F64, sign / (var(theta).unary(UnOp::Abs) + root));
+    k.assign(c, f64c(1.0) / (var(tt) * var(tt) + f64c(1.0)).math(MathFn::Sqrt));
+    k.assign(sn, var(tt) * var(c));
 }
 
 /// `eigh a`: `(v, w)`, eigenvectors as columns, one thread per matrix.
@@ -103,7 +114,7 @@ pub(crate) fn eigh(
         let off = k.var("off", F64);
         let (c, sn) = (k.var("c", F64), k.var("sn", F64));
         // Rotates the logical columns p, q of `s` by (c, sn).
-        let rotate_s = |k: &mut crate::kir::KernelBuilder, args: &mut super::kernel::Args| {
+        let rotate_s = |k: &mut KernelBuilder, args: &mut super::kernel::Args| {
             try_for(k, kk, (i64c(0), i64c(ni), i64c(1)), |k| {
                 let xp = ldb(k, args, ctx, sb, sa(var(kk), var(pp)))?;
                 let xp = k.let_("xp", F64, xp);
@@ -141,21 +152,7 @@ pub(crate) fn eigh(
                             try_if(k, var(apq).ne(f64c(0.0)), |k| {
                                 let app = ldb(k, args, ctx, sb, sa(var(pp), var(pp)))?;
                                 let aqq = ldb(k, args, ctx, sb, sa(var(qq), var(qq)))?;
-                                let theta =
-                                    k.let_("theta", F64, (aqq - app) / (f64c(2.0) * var(apq)));
-                                let sign =
-                                    Expr::Math(MathFn::CopySign, vec![f64c(1.0), var(theta)]);
-                                let root =
-                                    (var(theta) * var(theta) + f64c(1.0)).math(MathFn::Sqrt);
-                                let tt = k.let_(
-                                    "tt",
-                                    F64,
-                                    sign / (var(theta).unary(UnOp::Abs) + root),
-                                );
-                                let cc = f64c(1.0)
-                                    / (var(tt) * var(tt) + f64c(1.0)).math(MathFn::Sqrt);
-                                k.assign(c, cc);
-                                k.assign(sn, var(tt) * var(c));
+                                rotation(k, (app, aqq, var(apq)), c, sn);
                                 rotate_s(k, args)?;
                                 k.assign(tr, var(tr).unary(UnOp::Not));
                                 rotate_s(k, args)?;

@@ -5,7 +5,7 @@
 //! mixed-type products as a KIR kernel (one thread per output element).
 //! Convolutions lower in `conv` (a direct-convolution kernel); `cholesky`,
 //! `triangular_solve`, `lu`, `qr` and `tridiagonal_solve` in `decomp`, `eigh`
-//! in `decomp_jacobi`.
+//! in `decomp_jacobi`, `svd` in `decomp_svd`.
 //!
 //! Invariants: a GEMM step is only emitted for a type combination
 //! `GemmPlan::validate` accepts and for a non-empty product; an empty
@@ -42,10 +42,7 @@ pub(crate) fn lower(
         Linalg::TridiagonalSolve(_) => super::decomp::tridiagonal_solve(ctx, jaxpr, eqn, env, steps),
         Linalg::Qr(params) => super::decomp::qr(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Eigh(params) => super::decomp_jacobi::eigh(ctx, jaxpr, eqn, params, env, steps),
-        Linalg::Svd(_) => Err(unsupported(
-            p.name(),
-            "matrix decompositions have no GPU kernel yet (cuSOLVER)",
-        )),
+        Linalg::Svd(params) => super::decomp_svd::svd(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Fft(params) => super::unsupported::fft(params),
     }
 }

@@ -25,6 +25,7 @@ mod conv;
 mod cumulative;
 mod decomp;
 mod decomp_jacobi;
+mod decomp_svd;
 mod elementwise;
 mod fused;
 mod gather;
