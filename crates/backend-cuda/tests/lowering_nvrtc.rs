@@ -13,12 +13,13 @@ use jaxon_backend_cuda::nvrtc::{self, Arch, Compiler, Request};
 use jaxon_ir::{parse_closed_jaxpr, DType};
 
 /// The one-thread-per-matrix `qr`, `eigh` and `svd` kernels
-/// (`lower/decomp.rs`, `decomp_jacobi.rs`, `decomp_svd.rs`) may save one or two 64-bit registers around the
-/// calls of the f64 division and square-root slow paths (ptxas reports
-/// them as an 8-16 byte spill); anything larger fails.
+/// (`lower/decomp.rs`, `decomp_jacobi.rs`, `decomp_svd.rs`) use under 64
+/// registers but save a few 64-bit values around the calls of the f64
+/// division and square-root slow paths (ptxas reports them as spills of
+/// 8-32 bytes, the stack frame of those calls); anything larger fails.
 fn sequential_decomposition(name: &str, spill_bytes: u32) -> bool {
     let base = name.split_once('_').map_or(name, |(_, b)| b);
-    ["qr_", "eigh_", "svd_"].iter().any(|p| base.starts_with(p)) && spill_bytes <= 16
+    ["qr_", "eigh_", "svd_"].iter().any(|p| base.starts_with(p)) && spill_bytes <= 32
 }
 
 fn corpus_kernels() -> Vec<Kernel> {
