@@ -180,7 +180,11 @@ fn qr_matches_and_reconstructs() {
             );
             let a = random(&mut rng, d, &with(&b, &[m, n]), Dist::Uniform(2.0));
             // `hypot` is computed as `s sqrt(1 + (t/s)²)`: within ulps.
-            let tol = if dt == "f64" { Tol::Rel(1e-13) } else { Tol::Rel(1e-6) };
+            let tol = if dt == "f64" {
+                Tol::Rel(1e-13)
+            } else {
+                Tol::Rel(1e-6)
+            };
             check_with(&text, std::slice::from_ref(&a), tol);
             if dt == "f64" {
                 let r = run(&text, std::slice::from_ref(&a));

@@ -80,7 +80,11 @@ pub(super) fn st(
 
 /// The batch size and trailing `(rows, cols)` of a floating operand of
 /// rank >= 2.
-pub(super) fn matrices(name: &str, d: DType, shape: &[usize]) -> Result<(usize, usize, usize), IrError> {
+pub(super) fn matrices(
+    name: &str,
+    d: DType,
+    shape: &[usize],
+) -> Result<(usize, usize, usize), IrError> {
     if !d.is_float() || shape.len() < 2 {
         return Err(IrError::ty(
             name,
@@ -315,7 +319,14 @@ pub(crate) fn lu(
             st(k, args, ctx, (w, F64), var(base) + var(t), v)
         })?;
         try_for(k, t, (i64c(0), i64c(mi), i64c(1)), |k| {
-            store(k, args, ctx, perm.0, var(pbase) + var(t), int(var(t), perm.1))
+            store(
+                k,
+                args,
+                ctx,
+                perm.0,
+                var(pbase) + var(t),
+                int(var(t), perm.1),
+            )
         })?;
         let (j, i, c) = (k.var("j", I64), k.var("i", I64), k.var("c", I64));
         try_for(k, j, (i64c(0), i64c(kmin), i64c(1)), |k| {
@@ -352,7 +363,14 @@ pub(crate) fn lu(
                     try_for(k, c, (var(j) + i64c(1), i64c(ni), i64c(1)), |k| {
                         let xic = ldb(k, args, ctx, w, at(var(i), var(c)))?;
                         let xjc = ldb(k, args, ctx, w, at(var(j), var(c)))?;
-                        st(k, args, ctx, (w, F64), at(var(i), var(c)), xic - var(f) * xjc)
+                        st(
+                            k,
+                            args,
+                            ctx,
+                            (w, F64),
+                            at(var(i), var(c)),
+                            xic - var(f) * xjc,
+                        )
                     })
                 })
             })
@@ -404,7 +422,11 @@ pub(crate) fn tridiagonal_solve(
         let dbase = k.let_("dbase", I64, idx[0].clone() * i64c(mi));
         let bbase = k.let_("bbase", I64, idx[0].clone() * i64c(mi * ni));
         let col = k.let_("col", I64, idx[1].clone());
-        let sbase = k.let_("sbase", I64, (idx[0].clone() * i64c(ni) + var(col)) * i64c(mi));
+        let sbase = k.let_(
+            "sbase",
+            I64,
+            (idx[0].clone() * i64c(ni) + var(col)) * i64c(mi),
+        );
         let bi = move |i: Expr| var(bbase) + i * i64c(ni) + var(col);
         let di = move |i: Expr| var(dbase) + i;
         let si = move |i: Expr| var(sbase) + i;
@@ -592,7 +614,14 @@ pub(crate) fn qr(
                 let row = Expr::select(inside.clone(), var(i), i64c(0));
                 let v = ldb(k, args, ctx, rb, ra(row, var(c)))?;
                 let v = Expr::select(inside, v, f64c(0.0));
-                st(k, args, ctx, r_out, var(obase) + var(i) * i64c(ni) + var(c), v)
+                st(
+                    k,
+                    args,
+                    ctx,
+                    r_out,
+                    var(obase) + var(i) * i64c(ni) + var(c),
+                    v,
+                )
             })
         })
     })?;

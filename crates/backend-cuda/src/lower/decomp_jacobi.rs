@@ -33,12 +33,20 @@ pub(super) fn total_key(x: Expr) -> Expr {
 
 /// Sets `(c, sn)` to the Jacobi rotation zeroing the off-diagonal of
 /// `[[app, apq], [apq, aqq]]`, as `decomp_kernels::jacobi_rotation`.
-pub(super) fn rotation(k: &mut KernelBuilder, (app, aqq, apq): (Expr, Expr, Expr), c: Var, sn: Var) {
+pub(super) fn rotation(
+    k: &mut KernelBuilder,
+    (app, aqq, apq): (Expr, Expr, Expr),
+    c: Var,
+    sn: Var,
+) {
     let theta = k.let_("theta", F64, (aqq - app) / (f64c(2.0) * apq));
     let sign = Expr::Math(MathFn::CopySign, vec![f64c(1.0), var(theta)]);
     let root = (var(theta) * var(theta) + f64c(1.0)).math(MathFn::Sqrt);
     let tt = k.let_("tt", F64, sign / (var(theta).unary(UnOp::Abs) + root));
-    k.assign(c, f64c(1.0) / (var(tt) * var(tt) + f64c(1.0)).math(MathFn::Sqrt));
+    k.assign(
+        c,
+        f64c(1.0) / (var(tt) * var(tt) + f64c(1.0)).math(MathFn::Sqrt),
+    );
     k.assign(sn, var(tt) * var(c));
 }
 
@@ -81,9 +89,7 @@ pub(crate) fn eigh(
         let tr = k.let_("tr", DType::Bool, Expr::bool(false));
         let pa = move |i: Expr, j: Expr| var(base) + i * i64c(ni) + j;
         // The logical matrix `s`: the physical one, transposed when `tr`.
-        let sa = move |i: Expr, j: Expr| {
-            Expr::select(var(tr), pa(j.clone(), i.clone()), pa(i, j))
-        };
+        let sa = move |i: Expr, j: Expr| Expr::select(var(tr), pa(j.clone(), i.clone()), pa(i, j));
         let (i, j, t) = (k.var("i", I64), k.var("j", I64), k.var("t", I64));
         try_for(k, i, (i64c(0), i64c(ni), i64c(1)), |k| {
             try_for(k, j, (i64c(0), i64c(ni), i64c(1)), |k| {

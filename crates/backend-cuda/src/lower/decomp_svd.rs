@@ -45,7 +45,9 @@ pub(crate) fn svd(
         return Err(IrError::Invalid(format!("{name}: expected {want} results")));
     }
     let s_out = (outs[0].0, outs[0].1);
-    let uv_out = p.compute_uv.then(|| ((outs[1].0, outs[1].1), (outs[2].0, outs[2].1)));
+    let uv_out = p
+        .compute_uv
+        .then(|| ((outs[1].0, outs[1].1), (outs[2].0, outs[2].1)));
     if nb * m * n == 0 {
         return Ok(());
     }
@@ -110,7 +112,14 @@ pub(crate) fn svd(
                 k.assign(acc, var(acc) + var(x) * var(x));
                 Ok(())
             })?;
-            st(k, args, ctx, (nrm, F64), ca(var(c)), var(acc).math(MathFn::Sqrt))
+            st(
+                k,
+                args,
+                ctx,
+                (nrm, F64),
+                ca(var(c)),
+                var(acc).math(MathFn::Sqrt),
+            )
         })?;
         let rank = k.var("rank", I64);
         let tiny = k.let_("tiny", F64, f64c(0.0));
@@ -200,7 +209,10 @@ fn sweeps(
     ctx: &Ctx,
     (ub, vb): (super::plan::BufId, super::plan::BufId),
     (ri, ci): (i64, i64),
-    (ua, va): (impl Fn(Expr, Expr) -> Expr + Copy, impl Fn(Expr, Expr) -> Expr + Copy),
+    (ua, va): (
+        impl Fn(Expr, Expr) -> Expr + Copy,
+        impl Fn(Expr, Expr) -> Expr + Copy,
+    ),
 ) -> Result<(), IrError> {
     let go = k.let_("go", DType::Bool, Expr::bool(true));
     let rotated = k.var("rotated", DType::Bool);
@@ -246,9 +258,9 @@ fn sweeps(
                         k.assign(ga, var(ga) + var(xp) * var(xq));
                         Ok(())
                     })?;
-                    let small = var(ga).unary(UnOp::Abs).le(
-                        f64c(1e-16) * (var(al) * var(be)).math(MathFn::Sqrt),
-                    );
+                    let small = var(ga)
+                        .unary(UnOp::Abs)
+                        .le(f64c(1e-16) * (var(al) * var(be)).math(MathFn::Sqrt));
                     let skip = var(ga).eq(f64c(0.0)).or(small);
                     try_if(k, skip.unary(UnOp::Not), |k| {
                         k.assign(rotated, Expr::bool(true));
@@ -342,7 +354,14 @@ fn complete(
                         store(k, args, ctx, state, wa(var(slot)), i64c(2))?;
                         try_for(k, r, (i64c(0), i64c(ri), i64c(1)), |k| {
                             let uv = ldb(k, args, ctx, cand, xa(var(r)))?;
-                            st(k, args, ctx, (ob, F64), oa(var(r), var(slot)), uv / var(nrm2))
+                            st(
+                                k,
+                                args,
+                                ctx,
+                                (ob, F64),
+                                oa(var(r), var(slot)),
+                                uv / var(nrm2),
+                            )
                         })
                     })
                 })();

@@ -39,7 +39,9 @@ pub(crate) fn lower(
             super::decomp::triangular_solve(ctx, jaxpr, eqn, params, env, steps)
         }
         Linalg::Lu => super::decomp::lu(ctx, jaxpr, eqn, env, steps),
-        Linalg::TridiagonalSolve(_) => super::decomp::tridiagonal_solve(ctx, jaxpr, eqn, env, steps),
+        Linalg::TridiagonalSolve(_) => {
+            super::decomp::tridiagonal_solve(ctx, jaxpr, eqn, env, steps)
+        }
         Linalg::Qr(params) => super::decomp::qr(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Eigh(params) => super::decomp_jacobi::eigh(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Svd(params) => super::decomp_svd::svd(ctx, jaxpr, eqn, params, env, steps),
