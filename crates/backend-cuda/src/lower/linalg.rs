@@ -3,7 +3,9 @@
 //! transposed operands folded into the plan's strides and other layouts
 //! permuted into `[batch, rows, cols]` by a copy kernel first; integer and
 //! mixed-type products as a KIR kernel (one thread per output element).
-//! Convolutions lower in `conv` (a direct-convolution kernel).
+//! Convolutions lower in `conv` (a direct-convolution kernel); `cholesky`,
+//! `triangular_solve`, `lu`, `qr` and `tridiagonal_solve` in `decomp`, `eigh`
+//! in `decomp_jacobi`, `svd` in `decomp_svd`.
 //!
 //! Invariants: a GEMM step is only emitted for a type combination
 //! `GemmPlan::validate` accepts and for a non-empty product; an empty
@@ -32,16 +34,17 @@ pub(crate) fn lower(
         Linalg::ConvGeneralDilated(params) => {
             super::conv::conv(ctx, jaxpr, eqn, params, env, steps)
         }
-        Linalg::Cholesky
-        | Linalg::TriangularSolve(_)
-        | Linalg::Lu
-        | Linalg::Qr(_)
-        | Linalg::Eigh(_)
-        | Linalg::Svd(_)
-        | Linalg::TridiagonalSolve(_) => Err(unsupported(
-            p.name(),
-            "matrix decompositions have no GPU kernel yet (cuSOLVER)",
-        )),
+        Linalg::Cholesky => super::decomp::cholesky(ctx, jaxpr, eqn, env, steps),
+        Linalg::TriangularSolve(params) => {
+            super::decomp::triangular_solve(ctx, jaxpr, eqn, params, env, steps)
+        }
+        Linalg::Lu => super::decomp::lu(ctx, jaxpr, eqn, env, steps),
+        Linalg::TridiagonalSolve(_) => {
+            super::decomp::tridiagonal_solve(ctx, jaxpr, eqn, env, steps)
+        }
+        Linalg::Qr(params) => super::decomp::qr(ctx, jaxpr, eqn, params, env, steps),
+        Linalg::Eigh(params) => super::decomp_jacobi::eigh(ctx, jaxpr, eqn, params, env, steps),
+        Linalg::Svd(params) => super::decomp_svd::svd(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Fft(params) => super::unsupported::fft(params),
     }
 }
