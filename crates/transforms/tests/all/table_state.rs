@@ -1,8 +1,8 @@
 //! jvp and vmap of the state primitives `get`, `swap` and `addupdate` on
 //! parsed jaxprs with `Ref` inputs (see `table_kit` for the checks).
 
-use jaxon_ir::primitive::{GetParams, State};
 use crate::table_kit;
+use jaxon_ir::primitive::{GetParams, State};
 
 use jaxon_ir::primitive::IndexEntry;
 use jaxon_ir::{ClosedJaxpr, Primitive};

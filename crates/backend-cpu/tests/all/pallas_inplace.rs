@@ -13,7 +13,7 @@ use jaxon_trace::numpy as jnp;
 use jaxon_trace::Array;
 use std::sync::Arc;
 
-mod pallas_util;
+use crate::pallas_util;
 use pallas_util::*;
 
 /// Output blocks that are not one run of memory, written in place by the

@@ -5,7 +5,7 @@
 //! and no compiled plan holds a step other than a kernel, a GEMM, a native
 //! step or a nested body.
 
-mod common;
+use crate::common;
 use common::values;
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{eval_closed_jaxpr, parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};

@@ -2,7 +2,7 @@
 //! on seeded random inputs: `reduce_window_*` over f32/f64/ints with
 //! padding and dilations, and the selections of their derivatives.
 
-mod common;
+use crate::common;
 use common::{check, Dist, Tol};
 
 #[test]

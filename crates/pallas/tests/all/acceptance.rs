@@ -5,7 +5,7 @@
 //! vmapped over a batch), layer norm forward and backward (a `custom_vjp`
 //! whose backward pass is a kernel) and flash attention's forward pass.
 
-mod common;
+use crate::common;
 
 use common::{assert_arrays_close, Rng};
 use jaxon_ir::DType::F32;

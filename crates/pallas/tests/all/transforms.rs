@@ -3,7 +3,7 @@
 //! user's axes), jvp builds one kernel for primals and tangents (checked
 //! against the analytic derivative), and plain reverse mode fails clearly.
 
-mod common;
+use crate::common;
 
 use common::{assert_close, Rng};
 use jaxon_ir::DType::F32;

@@ -3,7 +3,7 @@
 //! traced start, integer-array indices, masked loads/stores, program ids,
 //! atomics, `dot`, `when` and `fori_loop` inside kernels.
 
-mod common;
+use crate::common;
 
 use common::{assert_close, Rng};
 use jaxon_ir::DType::{F32, I32};

@@ -5,7 +5,7 @@
 //! included here), and a jitted program of several samplers gives the
 //! interpreter's values.
 
-#[path = "../../trace/tests/all/random_samplers_jax.rs"]
+#[path = "../../../trace/tests/all/random_samplers_jax.rs"]
 #[allow(dead_code)]
 mod samplers;
 

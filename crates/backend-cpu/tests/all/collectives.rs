@@ -3,7 +3,7 @@
 //! JAX 0.10.2's `make_jaxpr(vmap(jit(f), axis_name='i'))` body, compared
 //! with the interpreter on random inputs.
 
-mod common;
+use crate::common;
 use common::{assert_close, parse, random_args, run, Dist, Tol};
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::interp::InterpreterBackend;

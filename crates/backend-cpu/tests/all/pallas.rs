@@ -19,7 +19,7 @@ use jaxon_trace::numpy::{self as jnp, All};
 use jaxon_trace::{nn, Array};
 use std::sync::Arc;
 
-mod pallas_util;
+use crate::pallas_util;
 use pallas_util::*;
 
 fn add_kernel(r: &[Ref]) {

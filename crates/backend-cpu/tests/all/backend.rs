@@ -2,7 +2,7 @@
 //! reuses compiled programs (but never mixes up constants), arguments are
 //! checked against the compiled types.
 
-mod common;
+use crate::common;
 use common::{parse, run};
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::interp::InterpreterBackend;

@@ -4,7 +4,7 @@
 //! indices, native steps (GEMM, cumsum) inside loop bodies, and results
 //! that alias inputs or each other.
 
-mod common;
+use crate::common;
 use common::{check, parse, run, Dist, Tol};
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::interp::InterpreterBackend;

@@ -2,7 +2,7 @@
 //! (`rev`, a square `transpose`) below a `reshape` must not be read through
 //! the reshape's flat map, which would drop the reordering.
 
-mod common;
+use crate::common;
 use common::{check, Dist, Tol};
 
 #[test]

@@ -6,16 +6,13 @@
 //! odd sizes that leave vector tails). Results must match bit for bit
 //! where the arithmetic is exact, else within the stated tolerance.
 
+use crate::common;
+use common::{check, parse, Dist, Tol};
 use jaxon_ir::primitive::{
     AddUpdateParams, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Marker, Pallas,
     Random, Reduction, State, Structural, SwapParams, Window,
 };
-mod common;
-use common::{check, parse, Dist, Tol};
 
-#[cfg(target_os = "linux")]
-#[global_allocator]
-static ALLOC: common::guard::GuardAlloc = common::guard::GuardAlloc;
 use jaxon_ir::primitive::{ArgOp, BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
 use jaxon_ir::{Jaxpr, Primitive};
 use std::collections::BTreeSet;

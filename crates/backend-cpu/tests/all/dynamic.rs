@@ -3,7 +3,7 @@
 //! `for_loop`, `while`, `cond`) compile once and run for every size,
 //! matching the reference interpreter.
 
-mod common;
+use crate::common;
 use common::values;
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{eval_closed_jaxpr, parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};

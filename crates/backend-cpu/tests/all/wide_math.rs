@@ -5,14 +5,10 @@
 //! at an inaccessible page, so a routine reading or writing past a row's
 //! end faults.
 
-mod common;
+use crate::common;
 use common::{run, same_bits, wide_and_narrow, Rng};
 use jaxon_ir::interp::InterpreterBackend;
 use jaxon_ir::{parse_closed_jaxpr, DType, HostArray};
-
-#[cfg(target_os = "linux")]
-#[global_allocator]
-static ALLOC: common::guard::GuardAlloc = common::guard::GuardAlloc;
 
 /// Runs `f` with guard pages on (where the platform has them).
 fn guarded(f: impl FnOnce()) {

@@ -8,7 +8,7 @@
 //! result's dtype; each function has a documented bound (`ULP_TABLE`).
 //! Run with `--nocapture` to print the measured table.
 
-mod common;
+use crate::common;
 use common::{run, same_bits, wide_and_narrow, Rng};
 use jaxon_backend_cpu::CpuBackend;
 use jaxon_ir::{parse_closed_jaxpr, DType, HostArray, Storage};

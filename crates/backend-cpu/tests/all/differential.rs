@@ -5,13 +5,8 @@
 //! bound plus one (the interpreter's libm is itself within about an ulp);
 //! reassociated float sums and GEMM within a relative tolerance.
 
-mod common;
+use crate::common;
 use common::{check, Dist, Tol};
-
-/// Every execution in `check` runs with guard pages after each array.
-#[cfg(target_os = "linux")]
-#[global_allocator]
-static ALLOC: common::guard::GuardAlloc = common::guard::GuardAlloc;
 
 const SHAPES: &[&[usize]] = &[&[], &[1], &[3], &[17], &[5, 19], &[2, 3, 9]];
 

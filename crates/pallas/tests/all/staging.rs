@@ -3,8 +3,8 @@
 //! evaluates to the same values; `jit` runs it; and every user error is
 //! reported with JAX's wording.
 
+use crate::common;
 use jaxon_ir::primitive::{Pallas, PallasCallParams};
-mod common;
 
 use common::Rng;
 use jaxon_ir::DType::{F32, I32};
