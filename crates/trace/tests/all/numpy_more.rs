@@ -242,7 +242,7 @@ fn jnp_more_matches_jax() {
     for (n, c) in cases.iter().enumerate() {
         let name = c["name"].as_str().expect("name");
         if name.ends_with("_grad") {
-            continue; // gradients: crates/transforms/tests/jnp_more_grads.rs
+            continue; // gradients: crates/transforms/tests/all/jnp_more_grads.rs
         }
         let args: Vec<Array> = c["args"]
             .as_array()

@@ -1,5 +1,5 @@
 """Records JAX's values for jaxon's `jnp` breadth test
-(`crates/trace/tests/numpy_breadth.rs`): each case names a jnp function,
+(`crates/trace/tests/all/numpy_breadth.rs`): each case names a jnp function,
 its array arguments (dtype, shape, values) and keyword parameters, and
 JAX's result. Non-finite values are written as the strings "nan", "inf"
 and "-inf". Run with JAX 0.10.2 on the CPU (float64 cases with `jax_enable_x64`, the

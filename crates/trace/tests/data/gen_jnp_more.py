@@ -1,5 +1,5 @@
 """Records JAX's values for jaxon's `numpy_more` test
-(`crates/trace/tests/numpy_more.rs`): the set, index, histogram,
+(`crates/trace/tests/all/numpy_more.rs`): the set, index, histogram,
 polynomial, NaN-statistics and window functions of `jnp`,
 `jax.nn.dot_product_attention` (values and gradients) and
 `jax.scipy.linalg.block_diag` and `expm`. Each case names a function, its array

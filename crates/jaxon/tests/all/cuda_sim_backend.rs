@@ -158,7 +158,7 @@ fn jaxon_backend_env_selects_cuda_sim() {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "jaxon_backend_env_selects_cuda_sim",
+                    "cuda_sim_backend::jaxon_backend_env_selects_cuda_sim",
                     "--nocapture",
                 ])
                 .env("JAXON_BACKEND", "cuda-sim")

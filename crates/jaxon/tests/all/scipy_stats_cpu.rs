@@ -4,7 +4,7 @@
 //! (`erf`, `igamma`, `betainc`, `lgamma`, `bessel_i0e`, `cholesky`,
 //! `triangular_solve`, `custom_jvp_call`, ...) lowers and agrees. The
 //! values themselves are checked against JAX in
-//! `crates/transforms/tests/scipy_stats.rs`.
+//! `crates/transforms/tests/all/scipy_stats.rs`.
 
 use jaxon::ok_or_raise as r;
 use jaxon::prelude::*;

@@ -3,7 +3,7 @@
 //! losses are JAX's (recorded by `examples/data/jax_cnn/generate.py`), on
 //! the CPU backend and on the interpreter.
 
-#[path = "../examples/cnn_train.rs"]
+#[path = "../../examples/cnn_train.rs"]
 mod example;
 
 #[test]
