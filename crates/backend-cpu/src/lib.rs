@@ -270,14 +270,37 @@ fn local_processes() -> usize {
         .max(1)
 }
 
+/// The number of CPU devices `JAXON_CPU_DEVICES` asks for (default 1, as
+/// XLA's host-platform device count); a value that is not a whole number
+/// of at least 1 is an error naming it.
+pub fn devices_from_env() -> Result<usize, IrError> {
+    match std::env::var("JAXON_CPU_DEVICES") {
+        Err(std::env::VarError::NotPresent) => Ok(1),
+        Err(e) => Err(IrError::Invalid(format!("JAXON_CPU_DEVICES: {e}"))),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(IrError::Invalid(format!(
+                "JAXON_CPU_DEVICES={v:?}: expected a whole number of devices, at least 1"
+            ))),
+        },
+    }
+}
+
 impl CpuBackend {
     /// A backend with an empty compilation cache, using every available
     /// core for large kernels, or this process's share of them when MPI
     /// started several processes on this host (`JAXON_CPU_THREADS`
     /// overrides the count), and
     /// 256-bit tile routines where the CPU has AVX2 (`JAXON_CPU_WIDE_MATH=0`
-    /// turns them off).
+    /// turns them off). It has `JAXON_CPU_DEVICES` CPU devices (default
+    /// 1); a bad value is reported on stderr once and 1 is used
+    /// ([`devices_from_env`] returns the error).
     pub fn new() -> CpuBackend {
+        let devices = devices_from_env().unwrap_or_else(|e| {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| eprintln!("jaxon: {e}; using 1 cpu device"));
+            1
+        });
         let threads = std::env::var("JAXON_CPU_THREADS")
             .ok()
             .and_then(|t| t.parse().ok())
@@ -285,7 +308,18 @@ impl CpuBackend {
             .map_or(1, |n| n / local_processes());
         // `JAXON_CPU_WIDE_MATH=0` keeps every function inline at 128 bits.
         let wide = std::env::var("JAXON_CPU_WIDE_MATH").map_or(true, |v| v != "0");
-        CpuBackend::with_threads(threads).with_wide_math(wide)
+        CpuBackend::with_threads(threads)
+            .with_wide_math(wide)
+            .with_devices(devices)
+    }
+
+    /// This backend with `devices` CPU devices (at least 1): a
+    /// `shard_map` runs one instance of its body per device of its mesh,
+    /// on its own thread, each with an equal share of the backend's
+    /// threads; a mesh larger than `devices` is a compile error.
+    pub fn with_devices(mut self, devices: usize) -> CpuBackend {
+        self.opts.devices = devices.max(1);
+        self
     }
 
     /// A backend whose large kernels run on at most `threads` threads (at
@@ -296,7 +330,10 @@ impl CpuBackend {
             dyn_cache: Mutex::new(ProgramCache::new(program_cache::default_limit())),
             pool: Arc::new(run::pool::Pool::default()),
             threads: threads.max(1),
-            opts: util::Options::default(),
+            opts: util::Options {
+                devices: 1,
+                ..util::Options::default()
+            },
         }
     }
 
@@ -375,6 +412,10 @@ impl CpuBackend {
 impl Backend for CpuBackend {
     fn name(&self) -> &str {
         "cpu"
+    }
+
+    fn device_count(&self) -> usize {
+        self.opts.devices.max(1)
     }
 
     fn clear_cache(&self) {

@@ -15,6 +15,9 @@ pub(crate) struct Options {
     /// Keep f32 transcendental functions inline at 128 bits even where the
     /// CPU runs their 256-bit tile routines (the results are the same).
     pub narrow_math: bool,
+    /// The backend's CPU devices (a `shard_map` mesh may span at most
+    /// this many; 0 is read as 1).
+    pub devices: usize,
 }
 
 /// A short description of equation `i` for error messages.
