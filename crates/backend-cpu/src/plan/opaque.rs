@@ -185,12 +185,10 @@ pub(crate) fn opaque_step(
 /// (a mesh larger than the devices, a body that does not compile).
 fn cannot_run(jaxpr: &Jaxpr, e: usize, why: &IrError) -> IrError {
     match why {
-        IrError::Unsupported { .. } => why.clone(),
-        _ => IrError::Invalid(format!(
-            "{} ({})",
-            why,
-            crate::util::describe_eqn(jaxpr, e)
-        )),
+        IrError::Invalid(m) => {
+            IrError::Invalid(format!("{m} ({})", crate::util::describe_eqn(jaxpr, e)))
+        }
+        _ => why.clone(),
     }
 }
 
