@@ -18,7 +18,11 @@ fn cpu(devices: usize) -> CpuBackend {
     CpuBackend::with_threads(2).with_devices(devices)
 }
 
-fn try_run(b: &dyn Backend, closed: &ClosedJaxpr, args: &[HostArray]) -> Result<Vec<HostArray>, String> {
+fn try_run(
+    b: &dyn Backend,
+    closed: &ClosedJaxpr,
+    args: &[HostArray],
+) -> Result<Vec<HostArray>, String> {
     let exe = b.compile(closed).map_err(|e| e.to_string())?;
     let bufs: Vec<_> = args
         .iter()
@@ -401,7 +405,13 @@ fn a_scan_with_psum_in_its_body_runs_per_device() {
     }
     check(&got[0], &carry, 1e-5, "scan with psum");
     let want = try_run(&InterpreterBackend, &closed, &args).unwrap();
-    assert_close(&got[0], &want[0], Tol::Rel(1e-6), 1.0, "scan vs interpreter");
+    assert_close(
+        &got[0],
+        &want[0],
+        Tol::Rel(1e-6),
+        1.0,
+        "scan vs interpreter",
+    );
 }
 
 #[test]
@@ -484,10 +494,45 @@ fn the_device_count_comes_from_the_environment() {
     assert_eq!(CpuBackend::new().device_count(), 3);
     for bad in ["0", "two", "-1"] {
         std::env::set_var("JAXON_CPU_DEVICES", bad);
-        let e = jaxon_backend_cpu::devices_from_env().unwrap_err().to_string();
+        let e = jaxon_backend_cpu::devices_from_env()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("JAXON_CPU_DEVICES"), "{e}");
         assert_eq!(CpuBackend::new().device_count(), 1);
     }
     std::env::remove_var("JAXON_CPU_DEVICES");
     assert_eq!(CpuBackend::new().device_count(), 1);
+}
+
+#[test]
+fn devices_reaching_different_psums_fail() {
+    // Device 0 sums one element, device 1 two: the buffer path sees the
+    // mismatch and fails both instead of reading past a buffer.
+    let t = parse(
+        "{ lambda ; a:f32[2]. let
+    b:f32[2] = shard_map[
+      check_vma=False
+      in_specs=(P('x',),)
+      jaxpr={ lambda ; c:f32[1]. let
+          d:i32[] = axis_index[axis_name=x] 
+          e:f32[1] = cond[
+            branches=(
+              { lambda ; f:f32[1]. let k:f32[1] = psum[axes=('x',) axis_index_groups=None] f in (k,) }
+              { lambda ; g:f32[1]. let
+                  i:f32[2] = concatenate[dimension=0] g g
+                  h:f32[2] = psum[axes=('x',) axis_index_groups=None] i
+                  j:f32[1] = slice[limit_indices=(1,) start_indices=(0,) strides=(1,)] h
+                in (j,) }
+            )
+          ] d c
+        in (e,) }
+      mesh=Mesh('x': 2, axis_types=(Auto,))
+      newly_manual_axes=frozenset({'x'})
+      out_specs=(P('x',),)
+    ] a
+  in (b,) }",
+    );
+    let x = HostArray::from_f64(DType::F32, &[2], &[1.0, 2.0]).unwrap();
+    let e = try_run(&cpu(2), &t, &[x]).unwrap_err();
+    assert!(e.contains("did not reach the same psum"), "{e}");
 }

@@ -36,10 +36,7 @@ pub fn named_axes(c: &Collective) -> Vec<String> {
 /// (this thread's device context, [`crate::spmd::with_context`]); `None`
 /// when no enclosing `shard_map` has them (the caller falls back to the
 /// positional/vmap semantics or reports the unbound axis).
-pub fn collective(
-    c: &Collective,
-    args: &[HostArray],
-) -> Option<Result<Vec<HostArray>, IrError>> {
+pub fn collective(c: &Collective, args: &[HostArray]) -> Option<Result<Vec<HostArray>, IrError>> {
     let axes = named_axes(c);
     if axes.is_empty() {
         return None;

@@ -130,13 +130,16 @@ impl NativeOp for MeshCollective {
         jaxon_ir::interp::ops::eval_op(&Primitive::Collective(self.c.clone()), &owned)
     }
 
-    unsafe fn run_raw(&self, ins: &[RawArg<'_>], outs: &[RawArg<'_>]) -> Option<Result<(), IrError>> {
+    unsafe fn run_raw(
+        &self,
+        ins: &[RawArg<'_>],
+        outs: &[RawArg<'_>],
+    ) -> Option<Result<(), IrError>> {
         let axes = self.sum_axes.as_ref()?;
         let ([x], [y]) = (ins, outs) else {
             return None;
         };
-        if x.dtype != y.dtype || x.shape != y.shape || !matches!(x.dtype, DType::F32 | DType::F64)
-        {
+        if x.dtype != y.dtype || x.shape != y.shape || !matches!(x.dtype, DType::F32 | DType::F64) {
             return None;
         }
         let refs: Vec<&str> = axes.iter().map(String::as_str).collect();
@@ -157,9 +160,13 @@ struct SumBufs {
     dst: usize,
 }
 
-/// Elements summed per block: the block of the first result stays in
-/// cache while it is copied to the others.
-const BLOCK: usize = 1 << 14;
+/// Elements summed per block: the block's sum stays in L1 while it is
+/// written to every result.
+const BLOCK: usize = 4096;
+
+/// A block of sums, aligned for vector loads and stores.
+#[repr(C, align(64))]
+struct Acc([u8; BLOCK * 8]);
 
 /// `psum` over `axes` of `len` elements at `src` into `dst`: a
 /// reduce-scatter into every group member's result.
@@ -193,7 +200,8 @@ unsafe fn psum_raw(
         }
     }
     if let Some(r) = bad {
-        let why = format!("psum: device {r} did not reach the same psum (dtype {dtype}, {len} elements)");
+        let why =
+            format!("psum: device {r} did not reach the same psum (dtype {dtype}, {len} elements)");
         cx.comm.poison(&why);
         return Err(IrError::Eval(why));
     }
@@ -217,31 +225,141 @@ unsafe fn psum_raw(
 /// Every member's `src` and `dst` hold at least `hi` elements of `T`, the
 /// range `lo..hi` of the results is written by no one else meanwhile, and
 /// no operand is written (module invariants).
-unsafe fn sum_chunk<T: Copy + std::ops::Add<Output = T>>(group: &[&SumBufs], lo: usize, hi: usize) {
-    let Some((first, rest)) = group.split_first() else {
-        return;
-    };
+unsafe fn sum_chunk<T: Lane>(group: &[&SumBufs], lo: usize, hi: usize) {
+    let mut acc = Box::new(Acc([0; BLOCK * 8]));
+    let es = std::mem::size_of::<T>();
     let mut start = lo;
     while start < hi {
         let n = BLOCK.min(hi - start);
-        // SAFETY: `start..start + n` lies in `lo..hi` (the contract).
-        let acc = unsafe { std::slice::from_raw_parts_mut((first.dst as *mut T).add(start), n) };
-        // SAFETY: as above; operands are only read.
-        let s0 = unsafe { std::slice::from_raw_parts((first.src as *const T).add(start), n) };
-        acc.copy_from_slice(s0);
-        for m in rest {
-            // SAFETY: as above.
-            let s = unsafe { std::slice::from_raw_parts((m.src as *const T).add(start), n) };
-            for (a, b) in acc.iter_mut().zip(s) {
-                *a = *a + *b;
-            }
+        let acc = acc.0.as_mut_ptr();
+        for (k, m) in group.iter().enumerate() {
+            // SAFETY: `start..start + n` lies in `lo..hi` (the contract);
+            // `acc` holds `BLOCK` elements of at most 8 bytes.
+            unsafe { T::add_into(acc, (m.src as *const u8).add(start * es), n, k == 0) };
         }
-        for m in rest {
+        for m in group {
             // SAFETY: as above; results of different members are distinct
             // buffers.
-            let d = unsafe { std::slice::from_raw_parts_mut((m.dst as *mut T).add(start), n) };
-            d.copy_from_slice(acc);
+            unsafe { stream_copy((m.dst as *mut u8).add(start * es), acc, n * es) };
         }
         start += n;
     }
+    fence();
+}
+
+/// An element type with a vector sum.
+trait Lane: Copy {
+    /// `acc[i] = src[i]` when `first`, else `acc[i] = acc[i] + src[i]`,
+    /// for `n` elements.
+    ///
+    /// # Safety
+    /// `acc` (aligned to 64) and `src` hold `n` elements of `Self`.
+    unsafe fn add_into(acc: *mut u8, src: *const u8, n: usize, first: bool);
+}
+
+impl Lane for f32 {
+    unsafe fn add_into(acc: *mut u8, src: *const u8, n: usize, first: bool) {
+        let (acc, src) = (acc.cast::<f32>(), src.cast::<f32>());
+        let mut i = 0;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_add_ps, _mm_load_ps, _mm_loadu_ps, _mm_store_ps};
+            while i + 4 <= n {
+                // SAFETY: `i + 4 <= n`; `acc + i` is 16-aligned (`acc` is
+                // 64-aligned, `i` a multiple of 4); SSE is baseline on x86-64.
+                unsafe {
+                    let s = _mm_loadu_ps(src.add(i));
+                    let v = if first {
+                        s
+                    } else {
+                        _mm_add_ps(_mm_load_ps(acc.add(i)), s)
+                    };
+                    _mm_store_ps(acc.add(i), v);
+                }
+                i += 4;
+            }
+        }
+        while i < n {
+            // SAFETY: `i < n`.
+            unsafe {
+                let s = *src.add(i);
+                *acc.add(i) = if first { s } else { *acc.add(i) + s };
+            }
+            i += 1;
+        }
+    }
+}
+
+impl Lane for f64 {
+    unsafe fn add_into(acc: *mut u8, src: *const u8, n: usize, first: bool) {
+        let (acc, src) = (acc.cast::<f64>(), src.cast::<f64>());
+        let mut i = 0;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_add_pd, _mm_load_pd, _mm_loadu_pd, _mm_store_pd};
+            while i + 2 <= n {
+                // SAFETY: as for f32, with 2 lanes; SSE2 is baseline.
+                unsafe {
+                    let s = _mm_loadu_pd(src.add(i));
+                    let v = if first {
+                        s
+                    } else {
+                        _mm_add_pd(_mm_load_pd(acc.add(i)), s)
+                    };
+                    _mm_store_pd(acc.add(i), v);
+                }
+                i += 2;
+            }
+        }
+        while i < n {
+            // SAFETY: `i < n`.
+            unsafe {
+                let s = *src.add(i);
+                *acc.add(i) = if first { s } else { *acc.add(i) + s };
+            }
+            i += 1;
+        }
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` with non-temporal stores where
+/// `dst` is 16-aligned (the result is not read again soon; streaming it
+/// saves reading each line before writing it), plain ones at the edges.
+///
+/// # Safety
+/// `src` holds `len` readable bytes, `dst` `len` writable ones, not
+/// overlapping. Call [`fence`] before another thread reads `dst`.
+unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    let i = {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let head = dst.align_offset(16).min(len);
+        // SAFETY: `head <= len`.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, head) };
+        let mut i = head;
+        while i + 16 <= len {
+            // SAFETY: `i + 16 <= len`; `dst + i` is 16-aligned; SSE2 is
+            // baseline on x86-64.
+            unsafe {
+                let v = _mm_loadu_si128(src.add(i).cast::<__m128i>());
+                _mm_stream_si128(dst.add(i).cast::<__m128i>(), v);
+            }
+            i += 16;
+        }
+        i
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let i = 0;
+    // SAFETY: `i <= len`.
+    unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i) };
+}
+
+/// Orders this thread's non-temporal stores before its later stores (the
+/// barrier's lock), so peers see the results.
+fn fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is baseline on x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
