@@ -13,7 +13,7 @@
 use super::{with_context, Communicator, DeviceContext};
 use crate::array::HostArray;
 use crate::error::IrError;
-use crate::interp::ops::{concatenate, slice_block};
+use crate::interp::ops::concatenate;
 use crate::primitive::{Mesh, PartitionSpec};
 use std::sync::Arc;
 
@@ -30,7 +30,70 @@ fn shard_of(
     let start: Vec<usize> = (0..x.ndim())
         .map(|d| mesh.shard_index(spec, d, coords) * sizes[d])
         .collect();
-    slice_block(x, &start, &sizes)
+    copy_box(x, &start, &sizes)
+}
+
+/// The box of `sizes` at `start` of `x` (inside it), copied as runs of
+/// contiguous elements.
+fn copy_box(x: &HostArray, start: &[usize], sizes: &[usize]) -> Result<HostArray, IrError> {
+    let shape = x.shape();
+    let rank = shape.len();
+    if start.len() != rank
+        || sizes.len() != rank
+        || (0..rank).any(|d| start[d] + sizes[d] > shape[d])
+    {
+        return Err(IrError::Eval(format!(
+            "shard_map: a box of {sizes:?} at {start:?} is not inside {shape:?}"
+        )));
+    }
+    // Dimensions past `k` are whole: each run is contiguous.
+    let k = (0..rank).rev().find(|&d| sizes[d] != shape[d]).unwrap_or(0);
+    let mut strides = vec![1usize; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    let run = if rank == 0 { 1 } else { sizes[k] * strides[k] };
+    let outer = &sizes[..k.min(rank)];
+    let count: usize = outer.iter().product();
+    let mut offsets = Vec::with_capacity(count);
+    let mut idx = vec![0usize; outer.len()];
+    for _ in 0..count {
+        let base = if rank == 0 { 0 } else { start[k] * strides[k] };
+        offsets.push(
+            idx.iter()
+                .enumerate()
+                .fold(base, |acc, (d, i)| acc + (start[d] + i) * strides[d]),
+        );
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < outer[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    fn runs<T: Clone>(v: &[T], offsets: &[usize], run: usize) -> Vec<T> {
+        let mut out = Vec::with_capacity(offsets.len() * run);
+        for &o in offsets {
+            out.extend_from_slice(&v[o..o + run]);
+        }
+        out
+    }
+    let n: usize = sizes.iter().product();
+    let data = if n == 0 {
+        crate::array::Storage::zeros(x.dtype(), 0)
+    } else {
+        use crate::array::Storage as S;
+        macro_rules! each {
+            ($($var:ident),*) => {
+                match x.data() {
+                    $(S::$var(v) => S::$var(runs(v, &offsets, run)),)*
+                }
+            };
+        }
+        each!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C64, C128, Key)
+    };
+    HostArray::new(sizes.to_vec(), data)
 }
 
 /// Each device's operands (by rank): `args` split by `in_specs`. Errors

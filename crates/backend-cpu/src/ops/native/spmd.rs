@@ -232,10 +232,15 @@ unsafe fn sum_chunk<T: Lane>(group: &[&SumBufs], lo: usize, hi: usize) {
     while start < hi {
         let n = BLOCK.min(hi - start);
         let acc = acc.0.as_mut_ptr();
-        for (k, m) in group.iter().enumerate() {
+        // Two members per pass, left to right: ((s0 + s1) + s2) + s3 ..
+        for (k, pair) in group.chunks(2).enumerate() {
             // SAFETY: `start..start + n` lies in `lo..hi` (the contract);
             // `acc` holds `BLOCK` elements of at most 8 bytes.
-            unsafe { T::add_into(acc, (m.src as *const u8).add(start * es), n, k == 0) };
+            unsafe {
+                let a = (pair[0].src as *const u8).add(start * es);
+                let b = pair.get(1).map(|m| (m.src as *const u8).add(start * es));
+                T::add_into(acc, a, b, n, k == 0)
+            };
         }
         for m in group {
             // SAFETY: as above; results of different members are distinct
@@ -248,78 +253,106 @@ unsafe fn sum_chunk<T: Lane>(group: &[&SumBufs], lo: usize, hi: usize) {
 }
 
 /// An element type with a vector sum.
-trait Lane: Copy {
-    /// `acc[i] = src[i]` when `first`, else `acc[i] = acc[i] + src[i]`,
-    /// for `n` elements.
+trait Lane: Copy + std::ops::Add<Output = Self> {
+    /// `acc[i] = (acc[i] + a[i]) + b[i]` for `n` elements, without the
+    /// `acc[i]` term when `first`, without `b` when it is `None`.
     ///
     /// # Safety
-    /// `acc` (aligned to 64) and `src` hold `n` elements of `Self`.
-    unsafe fn add_into(acc: *mut u8, src: *const u8, n: usize, first: bool);
+    /// `acc` (aligned to 64), `a` and `b` hold `n` elements of `Self`.
+    unsafe fn add_into(acc: *mut u8, a: *const u8, b: Option<*const u8>, n: usize, first: bool) {
+        let (acc, a) = (acc.cast::<Self>(), a.cast::<Self>());
+        let b = b.map(<*const u8>::cast::<Self>);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the function's contract.
+        let mut i = unsafe { Self::add_vec(acc, a, b, n, first) };
+        #[cfg(not(target_arch = "x86_64"))]
+        let mut i = 0;
+        while i < n {
+            // SAFETY: `i < n`.
+            unsafe {
+                let mut v = *a.add(i);
+                if !first {
+                    v = *acc.add(i) + v;
+                }
+                if let Some(b) = b {
+                    v = v + *b.add(i);
+                }
+                *acc.add(i) = v;
+            }
+            i += 1;
+        }
+    }
+
+    /// [`Lane::add_into`] on whole 64-byte groups; returns how many
+    /// elements it did.
+    ///
+    /// # Safety
+    /// As [`Lane::add_into`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn add_vec(
+        acc: *mut Self,
+        a: *const Self,
+        b: Option<*const Self>,
+        n: usize,
+        first: bool,
+    ) -> usize;
+}
+
+/// The body of [`Lane::add_vec`] for one vector type: four 16-byte
+/// vectors (64 bytes) per step, SSE/SSE2 (baseline on x86-64).
+macro_rules! add_vec {
+    ($t:ty, $lanes:expr, $load:ident, $loadu:ident, $add:ident, $store:ident) => {
+        #[cfg(target_arch = "x86_64")]
+        unsafe fn add_vec(
+            acc: *mut $t,
+            a: *const $t,
+            b: Option<*const $t>,
+            n: usize,
+            first: bool,
+        ) -> usize {
+            use std::arch::x86_64::{$add, $load, $loadu, $store};
+            let step = 4 * $lanes;
+            let mut i = 0;
+            while i + step <= n {
+                // SAFETY: `i + step <= n`; `acc + i` is 16-aligned (`acc`
+                // is 64-aligned and `i` a multiple of the lanes).
+                unsafe {
+                    let (p, q) = (acc.add(i), a.add(i));
+                    let mut v0 = $loadu(q);
+                    let mut v1 = $loadu(q.add($lanes));
+                    let mut v2 = $loadu(q.add(2 * $lanes));
+                    let mut v3 = $loadu(q.add(3 * $lanes));
+                    if !first {
+                        v0 = $add($load(p), v0);
+                        v1 = $add($load(p.add($lanes)), v1);
+                        v2 = $add($load(p.add(2 * $lanes)), v2);
+                        v3 = $add($load(p.add(3 * $lanes)), v3);
+                    }
+                    if let Some(b) = b {
+                        let r = b.add(i);
+                        v0 = $add(v0, $loadu(r));
+                        v1 = $add(v1, $loadu(r.add($lanes)));
+                        v2 = $add(v2, $loadu(r.add(2 * $lanes)));
+                        v3 = $add(v3, $loadu(r.add(3 * $lanes)));
+                    }
+                    $store(p, v0);
+                    $store(p.add($lanes), v1);
+                    $store(p.add(2 * $lanes), v2);
+                    $store(p.add(3 * $lanes), v3);
+                }
+                i += step;
+            }
+            i
+        }
+    };
 }
 
 impl Lane for f32 {
-    unsafe fn add_into(acc: *mut u8, src: *const u8, n: usize, first: bool) {
-        let (acc, src) = (acc.cast::<f32>(), src.cast::<f32>());
-        let mut i = 0;
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_add_ps, _mm_load_ps, _mm_loadu_ps, _mm_store_ps};
-            while i + 4 <= n {
-                // SAFETY: `i + 4 <= n`; `acc + i` is 16-aligned (`acc` is
-                // 64-aligned, `i` a multiple of 4); SSE is baseline on x86-64.
-                unsafe {
-                    let s = _mm_loadu_ps(src.add(i));
-                    let v = if first {
-                        s
-                    } else {
-                        _mm_add_ps(_mm_load_ps(acc.add(i)), s)
-                    };
-                    _mm_store_ps(acc.add(i), v);
-                }
-                i += 4;
-            }
-        }
-        while i < n {
-            // SAFETY: `i < n`.
-            unsafe {
-                let s = *src.add(i);
-                *acc.add(i) = if first { s } else { *acc.add(i) + s };
-            }
-            i += 1;
-        }
-    }
+    add_vec!(f32, 4, _mm_load_ps, _mm_loadu_ps, _mm_add_ps, _mm_store_ps);
 }
 
 impl Lane for f64 {
-    unsafe fn add_into(acc: *mut u8, src: *const u8, n: usize, first: bool) {
-        let (acc, src) = (acc.cast::<f64>(), src.cast::<f64>());
-        let mut i = 0;
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_add_pd, _mm_load_pd, _mm_loadu_pd, _mm_store_pd};
-            while i + 2 <= n {
-                // SAFETY: as for f32, with 2 lanes; SSE2 is baseline.
-                unsafe {
-                    let s = _mm_loadu_pd(src.add(i));
-                    let v = if first {
-                        s
-                    } else {
-                        _mm_add_pd(_mm_load_pd(acc.add(i)), s)
-                    };
-                    _mm_store_pd(acc.add(i), v);
-                }
-                i += 2;
-            }
-        }
-        while i < n {
-            // SAFETY: `i < n`.
-            unsafe {
-                let s = *src.add(i);
-                *acc.add(i) = if first { s } else { *acc.add(i) + s };
-            }
-            i += 1;
-        }
-    }
+    add_vec!(f64, 2, _mm_load_pd, _mm_loadu_pd, _mm_add_pd, _mm_store_pd);
 }
 
 /// Copies `len` bytes from `src` to `dst` with non-temporal stores where
@@ -337,9 +370,22 @@ unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
         // SAFETY: `head <= len`.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, head) };
         let mut i = head;
-        while i + 16 <= len {
-            // SAFETY: `i + 16 <= len`; `dst + i` is 16-aligned; SSE2 is
+        while i + 64 <= len {
+            // SAFETY: `i + 64 <= len`; `dst + i` is 16-aligned; SSE2 is
             // baseline on x86-64.
+            unsafe {
+                let (s, d) = (src.add(i).cast::<__m128i>(), dst.add(i).cast::<__m128i>());
+                let (v0, v1) = (_mm_loadu_si128(s), _mm_loadu_si128(s.add(1)));
+                let (v2, v3) = (_mm_loadu_si128(s.add(2)), _mm_loadu_si128(s.add(3)));
+                _mm_stream_si128(d, v0);
+                _mm_stream_si128(d.add(1), v1);
+                _mm_stream_si128(d.add(2), v2);
+                _mm_stream_si128(d.add(3), v3);
+            }
+            i += 64;
+        }
+        while i + 16 <= len {
+            // SAFETY: as above, one vector.
             unsafe {
                 let v = _mm_loadu_si128(src.add(i).cast::<__m128i>());
                 _mm_stream_si128(dst.add(i).cast::<__m128i>(), v);
