@@ -118,6 +118,19 @@
 //!   call; loops and branches run their bodies' steps from a native driver;
 //!   every other primitive is a native step with the runtime shapes
 //!   (strided copies, axis folds, the native ops built for those shapes).
+//! - SPMD on CPU devices: the backend has `JAXON_CPU_DEVICES` devices
+//!   (default 1, as XLA's host-platform device count;
+//!   [`CpuBackend::with_devices`]). A `shard_map` compiles its body once
+//!   (`plan/spmd.rs`) and runs one instance per device of its mesh, each
+//!   on its own thread inside its `jaxon_ir::spmd` device context, with
+//!   an equal share of the backend's threads (`ops/native/spmd.rs`);
+//!   operands are split and results assembled as the interpreter does
+//!   (the same code). The mesh collectives are native steps exchanging
+//!   through the instance's communicator (shared memory); `psum` of
+//!   f32/f64 runs on the buffers as a reduce-scatter into every member's
+//!   result. A mesh larger than the devices is a compile error naming
+//!   both; one failing instance poisons the communicator, so the others
+//!   fail instead of waiting.
 //! - Not yet: `Ref` operands of `for_loop`.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
@@ -151,7 +164,9 @@
 //! back), `team` (handing a borrowed closure to helper threads while its
 //! caller waits) and `dot` (the `gemm` call, its column blocks, viewing
 //! raw operand buffers, and the packed GEMM's register tiles, panel
-//! cast, prefetches and tile writes). The
+//! cast, prefetches and tile writes), besides the native ops that run on
+//! raw buffers (`ops/native/pallas`, `ops/native/spmd`: `psum` reading
+//! and writing its peers' buffers between two barriers). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!
