@@ -130,5 +130,9 @@ fn every_jaxpr_evaluates_to_jax_values_on_two_cpu_devices() {
     let c = &cases()[3];
     let closed = parse_closed_jaxpr(&c.jaxpr, c.consts.clone()).expect("parses");
     let e = run_on(&one, &closed, &c.inputs).unwrap_err();
-    assert!(e.contains("has 2 devices") && e.contains("has 1"), "{}: {e}", c.name);
+    assert!(
+        e.contains("has 2 devices") && e.contains("has 1"),
+        "{}: {e}",
+        c.name
+    );
 }
