@@ -364,7 +364,9 @@ impl Lane for f64 {
 /// overlapping. Call [`fence`] before another thread reads `dst`.
 unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    let i = {
+    let i = if !streaming() {
+        0
+    } else {
         use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
         let head = dst.align_offset(16).min(len);
         // SAFETY: `head <= len`.
@@ -398,6 +400,13 @@ unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
     let i = 0;
     // SAFETY: `i <= len`.
     unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i) };
+}
+
+/// Whether results are written with non-temporal stores
+/// (`JAXON_CPU_PSUM_STREAM=0` turns them off, for measuring).
+fn streaming() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("JAXON_CPU_PSUM_STREAM").map_or(true, |v| v != "0"))
 }
 
 /// Orders this thread's non-temporal stores before its later stores (the
