@@ -1,5 +1,6 @@
 //! The shard corpus (`tests/data/jax-0.10.2-shard-public.jsonl`, JAX 0.10.2
-//! on two CPU devices) on the interpreter: every jaxpr and grad jaxpr
+//! on two CPU devices) on the interpreter (and the cpu backend with two
+//! CPU devices): every jaxpr and grad jaxpr
 //! parses, prints back byte for byte and evaluates to JAX's values; the
 //! own transforms (jvp, grad, vmap) match JAX's for the cases listed in
 //! `TRANSFORMED`.
@@ -86,4 +87,52 @@ fn own_transforms_match_jax() {
             own_vmap(&c, v, tol(&c)).unwrap_or_else(|e| panic!("{}: vmap: {e}", c.name));
         }
     }
+}
+
+/// Compiles and runs `closed` on `backend`.
+fn run_on(
+    backend: &dyn jaxon_ir::Backend,
+    closed: &jaxon_ir::ClosedJaxpr,
+    inputs: &[jaxon_ir::HostArray],
+) -> Result<Vec<jaxon_ir::HostArray>, String> {
+    let exe = backend.compile(closed).map_err(|e| e.to_string())?;
+    let bufs = inputs
+        .iter()
+        .map(|a| backend.to_device(a).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?;
+    exe.execute(&bufs)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|b| b.to_host().map_err(|e| e.to_string()))
+        .collect()
+}
+
+#[test]
+fn every_jaxpr_evaluates_to_jax_values_on_two_cpu_devices() {
+    let cpu = jaxon_backend_cpu::CpuBackend::new().with_devices(2);
+    for c in cases() {
+        let closed = parse_closed_jaxpr(&c.jaxpr, c.consts.clone())
+            .unwrap_or_else(|e| panic!("{}: parse: {e}", c.name));
+        let out = run_on(&cpu, &closed, &c.inputs)
+            .unwrap_or_else(|e| panic!("{}: cpu eval: {e}", c.name));
+        compare_outputs(&out, &c.outputs, tol(&c)).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        if let Some(g) = &c.grad {
+            let gc = parse_closed_jaxpr(&g.jaxpr, g.consts.clone())
+                .unwrap_or_else(|e| panic!("{}: grad parse: {e}", c.name));
+            let out = run_on(&cpu, &gc, &c.inputs)
+                .unwrap_or_else(|e| panic!("{}: cpu grad eval: {e}", c.name));
+            compare_outputs(&out, &g.outputs, tol(&c))
+                .unwrap_or_else(|e| panic!("{}: cpu grad: {e}", c.name));
+        }
+    }
+    // One device is too few for these meshes: an error naming both counts.
+    let one = jaxon_backend_cpu::CpuBackend::new().with_devices(1);
+    let c = &cases()[3];
+    let closed = parse_closed_jaxpr(&c.jaxpr, c.consts.clone()).expect("parses");
+    let e = run_on(&one, &closed, &c.inputs).unwrap_err();
+    assert!(
+        e.contains("has 2 devices") && e.contains("has 1"),
+        "{}: {e}",
+        c.name
+    );
 }

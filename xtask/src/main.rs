@@ -5,7 +5,8 @@
 //!   corpus (dev profile) with `--require parse,print,eval,transform` on the interpreter and
 //!   the CPU backend, and the api2 corpus's finished groups (`API2_GROUPS`,
 //!   known failures in `tests/data/known-failures-api2.txt`) and the shard corpus on the
-//!   interpreter (`shard_map`; every check required); prints a summary with
+//!   interpreter and on the CPU backend with two CPU devices (`--cpu-devices 2`;
+//!   `shard_map`; every check required); prints a summary with
 //!   timings and what was skipped and why; exits 1 if any step failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
@@ -410,7 +411,7 @@ fn test_all(args: &[String]) -> ExitCode {
             ],
         ),
         // The shard corpus (shard_map and collectives, two CPU devices) on
-        // the interpreter; the cpu backend does not run shard_map yet.
+        // the interpreter.
         Step::new(
             "conformance shard --require parse,print,eval,transform",
             &[
@@ -421,6 +422,25 @@ fn test_all(args: &[String]) -> ExitCode {
                 "conformance",
                 "--",
                 shard,
+                "--require",
+                "parse,print,eval,transform",
+            ],
+        ),
+        // The shard corpus on the cpu backend with two CPU devices.
+        Step::new(
+            "conformance shard --backend cpu --require parse,print,eval,transform",
+            &[
+                "run",
+                "-p",
+                "jaxon-tests",
+                "--bin",
+                "conformance",
+                "--",
+                shard,
+                "--backend",
+                "cpu",
+                "--cpu-devices",
+                "2",
                 "--require",
                 "parse,print,eval,transform",
             ],

@@ -9,6 +9,7 @@ mod kernels;
 mod loops;
 mod mlp;
 mod pallas;
+mod spmd;
 
 pub use dispatch::{chain, dispatch_tiny, trace_chain_1000};
 pub use kernels::{eltwise_fused_16m, matmul_1024, matmul_2048, reduce_sum_rows, softmax_4096};
@@ -18,6 +19,7 @@ pub use mlp::{
     mlp_value_and_grad, per_example_grads, trace_mlp_grad, Params, MLP_BATCH, MLP_SIZES,
 };
 pub use pallas::{pallas_add_interpret, pallas_matmul_gelu, pallas_matmul_interpret};
+pub use spmd::psum_64mib_cpu2;
 
 use jaxon::prelude::*;
 use std::time::Duration;
@@ -78,6 +80,13 @@ pub const WORKLOADS: &[Workload] = &[
         "pallas_matmul_gelu",
         &["pallas_matmul_gelu"],
         pallas_matmul_gelu,
+    ),
+    // Not in WORKLOADS.md: issue 22's psum between 2 CPU devices, with
+    // its 64 MiB copy anchor.
+    (
+        "psum_64mib_cpu2",
+        &["copy_64mib", "psum_64mib_cpu2"],
+        psum_64mib_cpu2,
     ),
 ];
 

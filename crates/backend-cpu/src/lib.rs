@@ -118,6 +118,19 @@
 //!   call; loops and branches run their bodies' steps from a native driver;
 //!   every other primitive is a native step with the runtime shapes
 //!   (strided copies, axis folds, the native ops built for those shapes).
+//! - SPMD on CPU devices: the backend has `JAXON_CPU_DEVICES` devices
+//!   (default 1, as XLA's host-platform device count;
+//!   [`CpuBackend::with_devices`]). A `shard_map` compiles its body once
+//!   (`plan/spmd.rs`) and runs one instance per device of its mesh, each
+//!   on its own thread inside its `jaxon_ir::spmd` device context, with
+//!   an equal share of the backend's threads (`ops/native/spmd.rs`);
+//!   operands are split and results assembled as the interpreter does
+//!   (the same code). The mesh collectives are native steps exchanging
+//!   through the instance's communicator (shared memory); `psum` of
+//!   f32/f64 runs on the buffers as a reduce-scatter into every member's
+//!   result. A mesh larger than the devices is a compile error naming
+//!   both; one failing instance poisons the communicator, so the others
+//!   fail instead of waiting.
 //! - Not yet: `Ref` operands of `for_loop`.
 //!
 //! Elementwise rules are bit-identical to the reference interpreter (XLA's
@@ -151,7 +164,9 @@
 //! back), `team` (handing a borrowed closure to helper threads while its
 //! caller waits) and `dot` (the `gemm` call, its column blocks, viewing
 //! raw operand buffers, and the packed GEMM's register tiles, panel
-//! cast, prefetches and tile writes). The
+//! cast, prefetches and tile writes), besides the native ops that run on
+//! raw buffers (`ops/native/pallas`, `ops/native/spmd`: `psum` reading
+//! and writing its peers' buffers between two barriers). The
 //! helpers kernels call (`kernel/libm.rs`) are safe `extern "C"` functions
 //! whose addresses are `fn` items, valid for the whole program.
 //!
@@ -270,14 +285,29 @@ fn local_processes() -> usize {
         .max(1)
 }
 
+/// The host device count (`jaxon_ir::devices::host_device_count`: the count
+/// set with `set_host_device_count`, else `JAXON_CPU_DEVICES`, else 1, as
+/// XLA's host-platform device count); a value that is not a whole number
+/// from 1 to 4096 is an error naming it.
+pub fn devices_from_env() -> Result<usize, IrError> {
+    jaxon_ir::devices::host_device_count()
+}
+
 impl CpuBackend {
     /// A backend with an empty compilation cache, using every available
     /// core for large kernels, or this process's share of them when MPI
     /// started several processes on this host (`JAXON_CPU_THREADS`
     /// overrides the count), and
     /// 256-bit tile routines where the CPU has AVX2 (`JAXON_CPU_WIDE_MATH=0`
-    /// turns them off).
+    /// turns them off). It has the host device count of CPU devices
+    /// ([`devices_from_env`], read whenever it is needed; 1 by default); a
+    /// bad `JAXON_CPU_DEVICES` is reported on stderr once and 1 is used
+    /// ([`devices_from_env`] returns the error).
     pub fn new() -> CpuBackend {
+        if let Err(e) = devices_from_env() {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| eprintln!("jaxon: {e}; using 1 cpu device"));
+        }
         let threads = std::env::var("JAXON_CPU_THREADS")
             .ok()
             .and_then(|t| t.parse().ok())
@@ -286,6 +316,15 @@ impl CpuBackend {
         // `JAXON_CPU_WIDE_MATH=0` keeps every function inline at 128 bits.
         let wide = std::env::var("JAXON_CPU_WIDE_MATH").map_or(true, |v| v != "0");
         CpuBackend::with_threads(threads).with_wide_math(wide)
+    }
+
+    /// This backend with `devices` CPU devices (at least 1): a
+    /// `shard_map` runs one instance of its body per device of its mesh,
+    /// on its own thread, each with an equal share of the backend's
+    /// threads; a mesh larger than `devices` is a compile error.
+    pub fn with_devices(mut self, devices: usize) -> CpuBackend {
+        self.opts.devices = devices.max(1);
+        self
     }
 
     /// A backend whose large kernels run on at most `threads` threads (at
@@ -377,6 +416,10 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
+    fn device_count(&self) -> usize {
+        self.opts.device_count()
+    }
+
     fn clear_cache(&self) {
         lock(&self.cache).clear();
         lock(&self.dyn_cache).clear();
@@ -414,12 +457,6 @@ impl Backend for CpuBackend {
             threads: self.threads,
             pool: self.pool.clone(),
         }))
-    }
-
-    /// The host device count (`jaxon_ir::devices`); 1 when it is malformed
-    /// (`jaxon::devices()` reports that as an error).
-    fn device_count(&self) -> usize {
-        jaxon_ir::devices::host_device_count().unwrap_or(1)
     }
 
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {

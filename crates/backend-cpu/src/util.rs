@@ -15,6 +15,21 @@ pub(crate) struct Options {
     /// Keep f32 transcendental functions inline at 128 bits even where the
     /// CPU runs their 256-bit tile routines (the results are the same).
     pub narrow_math: bool,
+    /// The backend's CPU devices (a `shard_map` mesh may span at most
+    /// this many); 0: the host device count at the time of asking
+    /// (`jaxon_ir::devices`: `set_host_device_count`, else
+    /// `JAXON_CPU_DEVICES`, else 1).
+    pub devices: usize,
+}
+
+impl Options {
+    /// The device count these options stand for (at least 1).
+    pub(crate) fn device_count(&self) -> usize {
+        match self.devices {
+            0 => jaxon_ir::devices::host_device_count().unwrap_or(1),
+            n => n,
+        }
+    }
 }
 
 /// A short description of equation `i` for error messages.

@@ -20,7 +20,8 @@
 use crate::{Array, Error, Result};
 use jaxon_ir::array::HostArray;
 use jaxon_ir::backend::Buffer;
-use jaxon_ir::primitive::{Indexing, Ints, Primitive, ShardingMesh, SliceParams};
+use jaxon_ir::primitive::ShardingMesh;
+use jaxon_ir::spmd as run;
 use jaxon_ir::{IrError, ShapedArray};
 pub use jaxon_transforms::spmd::{make_mesh, Mesh, NamedSharding, PartitionSpec, SpecEntry, Specs};
 use std::any::Any;
@@ -145,49 +146,6 @@ fn block(
     Ok((start, sizes))
 }
 
-/// Whether device `rank` holds the first copy of its block (coordinate 0
-/// along every axis its spec does not name).
-fn canonical(sharding: &NamedSharding, rank: usize) -> bool {
-    let mesh = sharding.mesh.mesh();
-    let named = sharding.spec.all_axes();
-    let coords = mesh.coords(rank);
-    mesh.axes
-        .iter()
-        .zip(&coords)
-        .all(|((a, _), c)| *c == 0 || named.contains(&a.as_str()))
-}
-
-fn slice_host(x: &HostArray, start: &[usize], sizes: &[usize]) -> Result<HostArray, IrError> {
-    let ints = |v: Vec<i64>| Ints::new(v);
-    let p = Primitive::Indexing(Indexing::Slice(SliceParams {
-        start_indices: ints(start.iter().map(|&s| s as i64).collect()),
-        limit_indices: ints(
-            start
-                .iter()
-                .zip(sizes)
-                .map(|(&s, &n)| (s + n) as i64)
-                .collect(),
-        ),
-        strides: None,
-    }));
-    let mut out = jaxon_ir::interp::ops::eval_op(&p, std::slice::from_ref(x))?;
-    out.pop()
-        .ok_or_else(|| IrError::Eval("slice: no result".into()))
-}
-
-fn place_host(into: HostArray, block: HostArray, start: &[usize]) -> Result<HostArray, IrError> {
-    let mut args = vec![into, block];
-    args.extend(
-        start
-            .iter()
-            .map(|&s| HostArray::scalar(jaxon_ir::DType::I64, s as f64)),
-    );
-    let p = Primitive::Indexing(Indexing::DynamicUpdateSlice);
-    let mut out = jaxon_ir::interp::ops::eval_op(&p, &args)?;
-    out.pop()
-        .ok_or_else(|| IrError::Eval("dynamic_update_slice: no result".into()))
-}
-
 impl Buffer for ShardedBuffer {
     fn aval(&self) -> ShapedArray {
         self.aval.clone()
@@ -195,19 +153,16 @@ impl Buffer for ShardedBuffer {
 
     /// Assembles the blocks (the first copy of each).
     fn to_host(&self) -> Result<HostArray, IrError> {
-        let global = self
-            .aval
-            .static_sizes()
-            .ok_or_else(|| IrError::Eval("a sharded array of a dynamic shape".into()))?;
-        let mut out = HostArray::zeros(self.aval.dtype, &global);
-        for (rank, shard) in self.shards.iter().enumerate() {
-            if canonical(&self.sharding, rank) {
-                let (start, _) = block(&self.sharding, &global, rank)
-                    .map_err(|e| IrError::Eval(e.to_string()))?;
-                out = place_host(out, shard.to_host()?, &start)?;
-            }
-        }
-        Ok(out)
+        let blocks = self
+            .shards
+            .iter()
+            .map(|s| Ok(vec![s.to_host()?]))
+            .collect::<Result<Vec<_>, IrError>>()?;
+        let mesh = self.sharding.mesh.mesh();
+        let mut whole = run::assemble(mesh, std::slice::from_ref(&self.sharding.spec), blocks)?;
+        whole
+            .pop()
+            .ok_or_else(|| IrError::Eval("a sharded array with no blocks".into()))
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -227,14 +182,14 @@ pub fn device_put_sharded(x: &Array, sharding: &NamedSharding) -> Result<Array> 
     let mesh = sharding.mesh.mesh();
     jaxon_transforms::spmd::check_mesh(mesh, "device_put")?;
     let host = x.try_to_host("device_put")?;
-    let global = host.shape().to_vec();
     let backend = crate::eval_backend()?;
-    let shards = (0..mesh.size())
-        .map(|rank| {
-            let (start, sizes) = block(sharding, &global, rank)?;
-            Ok(backend.to_device(&slice_host(&host, &start, &sizes)?)?)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let blocks = run::split_operands(mesh, std::slice::from_ref(&sharding.spec), &[&host])
+        .map_err(|e| Error::InvalidArgument(format!("device_put: {e}")))?;
+    let shards = blocks
+        .into_iter()
+        .flatten()
+        .map(|b| backend.to_device(&b))
+        .collect::<Result<Vec<_>, IrError>>()?;
     let buffer = ShardedBuffer {
         aval: host.aval(),
         sharding: sharding.clone(),

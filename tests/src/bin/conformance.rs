@@ -9,7 +9,8 @@
 //! Usage:
 //! `conformance CORPUS.jsonl [--require parse,print,eval]
 //!  [--backend interpreter|cpu|cuda-sim|cuda] [--allow-unsupported]
-//!  [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE]`
+//!  [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE]
+//!  [--cpu-devices N]`
 //!
 //! `--require` takes check names or kinds (`parse` covers `parse` and
 //! `grad_parse`); the exit status is 1 if any required check fails, 2 on a
@@ -18,6 +19,8 @@
 //! `--backend cpu` evaluates on the Cranelift backend instead of the
 //! reference interpreter. Evaluations it cannot compile yet are reported as
 //! `FAIL (unsupported)` and summarised by primitive at the end.
+//! `--cpu-devices N` gives it N CPU devices (else `JAXON_CPU_DEVICES`,
+//! default 1): the shard corpus needs 2.
 //! `--backend cuda-sim` evaluates the CUDA lowering's launch plans on the
 //! kernel simulator (`jaxon-backend-cuda`), reported the same way; it is
 //! slow and not part of the required conformance run. `--backend cuda`
@@ -89,6 +92,9 @@ impl EvalBackend {
 /// The marker of evaluations the chosen backend cannot compile yet.
 const UNSUPPORTED: &str = "unsupported: ";
 
+/// The CPU backend's device count (`--cpu-devices`).
+static CPU_DEVICES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 struct Options {
     corpus: String,
     backend: EvalBackend,
@@ -141,7 +147,8 @@ fn read_known(path: &str) -> Result<Vec<(String, String)>, String> {
 fn usage() -> String {
     "usage: conformance CORPUS.jsonl [--require parse,print,eval] \
      [--backend interpreter|cpu|cuda-sim|cuda] [--allow-unsupported] \
-     [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE]"
+     [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE] \
+     [--cpu-devices N]"
         .to_string()
 }
 
@@ -199,6 +206,17 @@ fn parse_args() -> Result<Options, String> {
                     .parse()
                     .map_err(|_| format!("--timeout: bad seconds {s:?}"))?;
                 timeout = Duration::from_secs(secs);
+            }
+            "--cpu-devices" => {
+                let s = value("--cpu-devices")?;
+                let n: usize = s
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| format!("--cpu-devices: bad device count {s:?}"))?;
+                CPU_DEVICES
+                    .set(n)
+                    .map_err(|_| "--cpu-devices given twice".to_string())?;
             }
             "-h" | "--help" => return Err(usage()),
             a if a.starts_with("--") => return Err(format!("unknown option {a}\n{}", usage())),
@@ -275,7 +293,13 @@ fn evaluate(
 ) -> Result<Vec<HostArray>, String> {
     match backend {
         EvalBackend::Interpreter => eval_closed_jaxpr(closed, inputs).map_err(|e| e.to_string()),
-        EvalBackend::Cpu => run_on(&CpuBackend::new(), closed, inputs),
+        EvalBackend::Cpu => {
+            let cpu = match CPU_DEVICES.get() {
+                Some(&n) => CpuBackend::new().with_devices(n),
+                None => CpuBackend::new(),
+            };
+            run_on(&cpu, closed, inputs)
+        }
         EvalBackend::CudaSim => run_on(&CudaSimBackend::new(), closed, inputs),
         EvalBackend::Cuda => run_on(&CudaBackend::new(), closed, inputs),
     }

@@ -57,8 +57,14 @@ impl Opaque {
     }
 }
 
-/// Builds what opaque equation `e` compiles to, or an error naming it.
-pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, IrError> {
+/// Builds what opaque equation `e` compiles to, or an error naming it
+/// (`opts`: the backend's, for a `shard_map` body compiled here).
+pub(crate) fn opaque_step(
+    jaxpr: &Jaxpr,
+    e: usize,
+    eqn: &Eqn,
+    opts: crate::util::Options,
+) -> Result<Opaque, IrError> {
     // Elementwise ops reach here only when the planner could not fuse
     // them (dynamic shapes, `Ref` operands).
     let unfused = || Err(cannot(jaxpr, e, "only static shapes are supported yet"));
@@ -139,19 +145,30 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Control::CustomVjpCall(_)
             | Control::Remat(_)
             | Control::CustomLinearSolve(_) => unsupported(),
-            // SPMD over a mesh: the interpreter runs it; no native step yet.
-            Control::ShardMap(_) => unsupported(),
+            // SPMD over a mesh: the body compiled once, one instance per
+            // device (`plan::spmd`).
+            Control::ShardMap(p) => {
+                let op = crate::plan::spmd::shard_map_op(p, opts)
+                    .map_err(|m| cannot_run(jaxpr, e, &m))?;
+                step(eqn, Box::new(op)).map(Opaque::Step)
+            }
         },
+        // Exchanges through the running `shard_map` instance's
+        // communicator (`ops::native::spmd`).
         Primitive::Collective(
-            Collective::AllReduce(_)
+            c @ (Collective::AllReduce(_)
             | Collective::AllGather(_)
             | Collective::AxisIndex(_)
             | Collective::Ppermute(_)
             | Collective::AllToAll(_)
             | Collective::ReduceScatter(_)
             | Collective::Pvary(_)
-            | Collective::PsumInvariant(_),
-        ) => unsupported(),
+            | Collective::PsumInvariant(_)),
+        ) => {
+            let ins = in_shapes(jaxpr, e, eqn)?;
+            let op = crate::ops::native::spmd::MeshCollective::new(c, &ins);
+            step(eqn, Box::new(op)).map(Opaque::Step)
+        }
         // Removed by `simplify`.
         Primitive::Marker(
             Marker::Name(_)
@@ -161,6 +178,17 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Marker::Reshard(_)
             | Marker::ShardingConstraint(_),
         ) => unsupported(),
+    }
+}
+
+/// A compile error of equation `e` that is not "unsupported": bad input
+/// (a mesh larger than the devices, a body that does not compile).
+fn cannot_run(jaxpr: &Jaxpr, e: usize, why: &IrError) -> IrError {
+    match why {
+        IrError::Invalid(m) => {
+            IrError::Invalid(format!("{m} ({})", crate::util::describe_eqn(jaxpr, e)))
+        }
+        _ => why.clone(),
     }
 }
 

@@ -366,7 +366,7 @@ pub(crate) fn prep(
                 | Primitive::Marker(_)
                 | Primitive::Window(_)
                 | Primitive::Random(_) => {
-                    let step = opaque_step(jaxpr, e, eqn)?;
+                    let step = opaque_step(jaxpr, e, eqn, t.opts)?;
                     match step {
                         Opaque::Gemm {
                             plan,

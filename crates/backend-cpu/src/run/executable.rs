@@ -34,6 +34,16 @@ impl CpuExecutable {
     /// a reused arena. Small programs' working lists live on the stack: a
     /// dispatch allocates only what it returns.
     pub(crate) fn run(&self, args: &[&HostArray]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        self.run_threads(args, self.threads)
+    }
+
+    /// [`CpuExecutable::run`] with large kernels on at most `threads`
+    /// threads (a `shard_map` instance's share).
+    pub(crate) fn run_threads(
+        &self,
+        args: &[&HostArray],
+        threads: usize,
+    ) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
         let p = &*self.program;
         if args.len() != p.in_avals.len() || self.consts.len() != p.n_consts {
             return Err(run_error(format!(
@@ -93,7 +103,7 @@ impl CpuExecutable {
         };
         let ctx = crate::run::runtime::RunCtx {
             program: p,
-            threads: self.threads,
+            threads: threads.max(1),
             error: Mutex::new(None),
         };
         let res = crate::run::runtime::call_program(p.entry, io, &mut arena, &ctx);

@@ -15,17 +15,30 @@
 //! every waiting or later exchange returns an error instead of blocking.
 //! Waits are bounded by [`Communicator::timeout`] as a last resort.
 
+mod collective;
+mod run;
+
+pub use collective::{collective, named_axes};
+pub use run::{assemble, run_instances, shard_map, split_operands};
+
 use crate::array::HostArray;
 use crate::error::IrError;
 use crate::primitive::Mesh;
+use std::any::Any;
 use std::cell::RefCell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+/// What a device deposits in one round: an array (the generic
+/// collectives), or anything else its peers know how to read (a backend's
+/// buffer addresses, nothing at all for a barrier). Deposits are moved in,
+/// never cloned.
+pub type Token = Arc<dyn Any + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     /// This round's deposits, by rank.
-    slots: Vec<Option<HostArray>>,
+    slots: Vec<Option<Token>>,
     /// How many devices deposited in this round.
     arrived: usize,
     /// How many instances have finished their program.
@@ -33,7 +46,7 @@ struct State {
     /// Completed rounds.
     round: u64,
     /// The values of the last completed round.
-    published: Option<Arc<Vec<HostArray>>>,
+    published: Option<Arc<Vec<Token>>>,
     /// Why the communicator stopped, if it did.
     poisoned: Option<String>,
 }
@@ -100,8 +113,21 @@ impl Communicator {
     }
 
     /// Deposits `value` for device `rank` and returns every device's value
-    /// of this round, by rank.
-    pub fn exchange(&self, rank: usize, value: HostArray) -> Result<Arc<Vec<HostArray>>, IrError> {
+    /// of this round, by rank (each an `Arc<HostArray>`).
+    pub fn exchange(&self, rank: usize, value: HostArray) -> Result<Arc<Vec<Token>>, IrError> {
+        self.exchange_token(rank, Arc::new(value))
+    }
+
+    /// Waits until every device has reached this round (and so finished
+    /// everything it did before it).
+    pub fn barrier(&self, rank: usize) -> Result<(), IrError> {
+        self.exchange_token(rank, Arc::new(())).map(|_| ())
+    }
+
+    /// Deposits any token for device `rank` and returns every device's
+    /// token of this round, by rank. Everything a device did before it
+    /// deposited happens before every device's return.
+    pub fn exchange_token(&self, rank: usize, value: Token) -> Result<Arc<Vec<Token>>, IrError> {
         if rank >= self.size {
             return Err(IrError::Eval(format!(
                 "collective: device {rank} is not one of {}",
@@ -120,7 +146,7 @@ impl Communicator {
         s.slots[rank] = Some(value);
         s.arrived += 1;
         if s.arrived == self.size {
-            let values: Option<Vec<HostArray>> = s.slots.iter_mut().map(Option::take).collect();
+            let values: Option<Vec<Token>> = s.slots.iter_mut().map(Option::take).collect();
             let values =
                 values.ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?;
             let out = Arc::new(values);
@@ -236,11 +262,11 @@ impl DeviceContext {
         let all = self.comm.exchange(self.rank(), value)?;
         let mut out = Vec::with_capacity(ranks.len());
         for r in ranks {
-            out.push(
-                all.get(r)
-                    .cloned()
-                    .ok_or_else(|| IrError::Eval(format!("{prim}: no value from device {r}")))?,
-            );
+            let v = all
+                .get(r)
+                .and_then(|t| t.downcast_ref::<HostArray>())
+                .ok_or_else(|| IrError::Eval(format!("{prim}: no array from device {r}")))?;
+            out.push(v.clone());
         }
         Ok((out, me))
     }

@@ -29,6 +29,7 @@ mod misc;
 pub(crate) mod pallas;
 mod random;
 mod sort;
+pub(crate) mod spmd;
 pub(crate) mod state;
 mod strided;
 mod window;

@@ -357,7 +357,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
             }) => one(complex::fft(arg(name, args, 1, 0)?, *fft_type, fft_lengths)),
         },
         // Inside a `shard_map` naming its axes, a collective communicates.
-        Primitive::Collective(f) => match super::spmd::collective(f, args) {
+        Primitive::Collective(f) => match crate::spmd::collective(f, args) {
             Some(r) => r,
             None => match f {
                 Collective::AllReduce(AllReduceParams { op, axes }) => {
