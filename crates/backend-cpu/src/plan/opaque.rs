@@ -161,6 +161,8 @@ pub(crate) fn opaque_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Opaque, 
             | Marker::Reshard(_)
             | Marker::ShardingConstraint(_),
         ) => unsupported(),
+        // Host callbacks: a step that calls back into Rust.
+        Primitive::Callback(_) => native(),
     }
 }
 
@@ -279,6 +281,7 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::Marker(_)
         | Primitive::Window(_)
         | Primitive::Random(_) => built_step(jaxpr, e, eqn),
+        Primitive::Callback(_) => built_step(jaxpr, e, eqn),
     }
 }
 
