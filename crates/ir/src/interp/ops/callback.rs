@@ -220,6 +220,8 @@ fn block(
             };
             if k > 0 {
                 if line_len + 1 + s.len() + 1 > 75 {
+                    let kept = out.trim_end().len();
+                    out.truncate(kept);
                     out.push('\n');
                     out.push_str(&" ".repeat(indent));
                     line_len = indent;
@@ -274,6 +276,8 @@ struct ElemFormat<'a> {
     kind: DTypeKind,
     float: FloatStyle,
     width: usize,
+    /// Single or half precision: shortest reprs of an `f32`.
+    single: bool,
 }
 
 /// NumPy's float style for one array: positional with at most `frac`
@@ -299,9 +303,13 @@ impl<'a> ElemFormat<'a> {
             kind,
             float: FloatStyle::Positional { int_w: 0, frac: 0 },
             width: 0,
+            single: matches!(
+                a.dtype(),
+                DType::F32 | DType::F16 | DType::BF16 | DType::C64
+            ),
         };
         if kind == DTypeKind::Float {
-            el.float = float_style(a, &shown);
+            el.float = float_style(a, &shown, el.single);
         }
         el.width = shown.iter().map(|&i| el.raw(i).len()).max().unwrap_or(0);
         el
@@ -310,7 +318,7 @@ impl<'a> ElemFormat<'a> {
     /// A 0-d array: no padding.
     fn scalar(&self, i: usize) -> String {
         match self.kind {
-            DTypeKind::Float => shortest(self.a.data(), i),
+            DTypeKind::Float => fmt_f64(self.a.data().get_f64(i)),
             _ => self.raw(i),
         }
     }
@@ -335,7 +343,7 @@ impl<'a> ElemFormat<'a> {
                 Storage::U64(v) => v[i].to_string(),
                 _ => d.get_i64(i).to_string(),
             },
-            DTypeKind::Float => float_cell(d.get_f64(i), self.float),
+            DTypeKind::Float => float_cell(d.get_f64(i), self.float, self.single),
             DTypeKind::Complex => {
                 let z = d.get_c128(i);
                 let sign = if z.im < 0.0 || (z.im == 0.0 && z.im.is_sign_negative()) {
@@ -345,8 +353,8 @@ impl<'a> ElemFormat<'a> {
                 };
                 format!(
                     "{}{sign}{}j",
-                    trim_float(z.re, 8),
-                    trim_float(z.im.abs(), 8)
+                    trim_float(z.re, 8, self.single),
+                    trim_float(z.im.abs(), 8, self.single)
                 )
             }
             DTypeKind::Key => match d {
@@ -358,7 +366,7 @@ impl<'a> ElemFormat<'a> {
 }
 
 /// NumPy's choice of float style for the shown elements.
-fn float_style(a: &HostArray, shown: &[usize]) -> FloatStyle {
+fn float_style(a: &HostArray, shown: &[usize], single: bool) -> FloatStyle {
     let d = a.data();
     let finite: Vec<f64> = shown
         .iter()
@@ -384,7 +392,7 @@ fn float_style(a: &HostArray, shown: &[usize]) -> FloatStyle {
     let mut frac = 0;
     let mut int_w = 0;
     for x in &finite {
-        let s = trim_float(*x, 8);
+        let s = trim_float(*x, 8, single);
         let (int, f) = s.split_once('.').unwrap_or((&s, ""));
         frac = frac.max(f.len());
         int_w = int_w.max(int.len());
@@ -393,7 +401,7 @@ fn float_style(a: &HostArray, shown: &[usize]) -> FloatStyle {
 }
 
 /// One float in `style`, padded as NumPy pads within an array.
-fn float_cell(x: f64, style: FloatStyle) -> String {
+fn float_cell(x: f64, style: FloatStyle, single: bool) -> String {
     if x.is_nan() {
         return "nan".into();
     }
@@ -402,7 +410,7 @@ fn float_cell(x: f64, style: FloatStyle) -> String {
     }
     match style {
         FloatStyle::Positional { int_w, frac } => {
-            let s = trim_float(x, 8);
+            let s = trim_float(x, 8, single);
             let (int, f) = s.split_once('.').unwrap_or((&s, ""));
             format!("{int:>int_w$}.{f:<frac$}")
         }
@@ -419,8 +427,12 @@ fn float_cell(x: f64, style: FloatStyle) -> String {
 
 /// `x` with at most `prec` fraction digits, trailing zeros dropped, and a
 /// `.` kept (`1.`, `2.5`).
-fn trim_float(x: f64, prec: usize) -> String {
-    let shortest = format!("{x}");
+fn trim_float(x: f64, prec: usize, single: bool) -> String {
+    let shortest = if single {
+        format!("{}", x as f32)
+    } else {
+        format!("{x}")
+    };
     let frac_len = shortest.split_once('.').map_or(0, |(_, f)| f.len());
     let s = if frac_len > prec {
         format!("{x:.prec$}")
@@ -438,21 +450,8 @@ fn trim_float(x: f64, prec: usize) -> String {
     s
 }
 
-/// A 0-d float as NumPy's `str` prints it: the shortest repr of its dtype.
-fn shortest(d: &Storage, i: usize) -> String {
-    let s = match d {
-        Storage::F32(v) => fmt_f32(v[i]),
-        Storage::F16(v) => fmt_f32(v[i].to_f32()),
-        Storage::BF16(v) => fmt_f32(v[i].to_f32()),
-        _ => fmt_f64(d.get_f64(i)),
-    };
-    s
-}
-
-fn fmt_f32(x: f32) -> String {
-    special(x as f64).unwrap_or_else(|| python_float(format!("{x}"), (x as f64).abs()))
-}
-
+/// A 0-d float as JAX's callback prints it: Python's repr of its value as
+/// a double (`0.10000000149011612` for `f32` 0.1).
 fn fmt_f64(x: f64) -> String {
     special(x).unwrap_or_else(|| python_float(format!("{x}"), x.abs()))
 }
