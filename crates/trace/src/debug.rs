@@ -4,14 +4,16 @@
 //! `jvp`/`grad` (the primal values; no tangent contribution).
 //!
 //! ```
+//! use jaxon_trace::error::ok_or_raise;
 //! use jaxon_trace::{debug, jit, Array};
-//! let (_, text) = debug::capture_output(|| {
+//! let (y, text) = debug::capture_output(|| {
 //!     let f = jit(|x: Array| {
-//!         debug::print("x={}", &[&x])?;
-//!         Ok(&x * 2.0f32)
+//!         ok_or_raise(debug::print("x={}", &[&x]));
+//!         &x + &x
 //!     });
 //!     f.call(Array::from_vec(vec![1.0f32, 2.5], &[2]))
 //! });
+//! assert_eq!(y.unwrap().to_vec::<f32>(), vec![2.0, 5.0]);
 //! assert_eq!(text, "x=[1.  2.5]\n");
 //! ```
 
