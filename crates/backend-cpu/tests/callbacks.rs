@@ -47,8 +47,7 @@ fn print_eagerly_and_under_jit() {
         let (y, out) = debug::capture_output(|| f.call(vec3()));
         assert_eq!(y.unwrap().to_vec::<f32>(), vec![2.0, 5.0, -6.5], "{b}");
         assert_eq!(
-            out,
-            "[ 1.    2.5  -3.25] [ 2.   5.  -6.5] {} [ 1.    2.5  -3.25]\n",
+            out, "[ 1.    2.5  -3.25] [ 2.   5.  -6.5] {} [ 1.    2.5  -3.25]\n",
             "{b}"
         );
         // A second call prints again (the print is not traced away).
@@ -134,7 +133,9 @@ fn debug_callback_sees_values() {
             let y = x.exp();
             ok_or_raise(debug::callback(
                 move |xs: &[HostArray]| {
-                    let v: Vec<f32> = (0..xs[0].len()).map(|i| xs[0].data().get_f64(i) as f32).collect();
+                    let v: Vec<f32> = (0..xs[0].len())
+                        .map(|i| xs[0].data().get_f64(i) as f32)
+                        .collect();
                     s.lock().map_err(|e| e.to_string())?.push(v);
                     Ok(())
                 },
@@ -164,7 +165,9 @@ fn host_sin(xs: &[HostArray]) -> Result<Vec<HostArray>, String> {
     let v: Vec<f32> = (0..a.len())
         .map(|i| (a.data().get_f64(i) as f32).sin())
         .collect();
-    Ok(vec![HostArray::new(a.shape().to_vec(), Storage::F32(v)).map_err(|e| e.to_string())?])
+    Ok(vec![
+        HostArray::new(a.shape().to_vec(), Storage::F32(v)).map_err(|e| e.to_string())?
+    ])
 }
 
 fn f32_aval(shape: &[usize]) -> ShapedArray {
@@ -185,19 +188,30 @@ fn pure_callback_runs_and_batches() {
         };
         let eager = f(VmapMethod::Sequential)(x.clone()).to_vec::<f32>();
         let jitted = jit(f(VmapMethod::Sequential)).call(x.clone()).unwrap();
-        for ((e, j), (w, v)) in eager.iter().zip(jitted.to_vec::<f32>()).zip(want.iter().zip(x.to_vec::<f32>())) {
+        for ((e, j), (w, v)) in eager
+            .iter()
+            .zip(jitted.to_vec::<f32>())
+            .zip(want.iter().zip(x.to_vec::<f32>()))
+        {
             assert_eq!(*e, w + v, "{b}");
             assert_eq!(j, w + v, "{b}");
         }
         // vmap against a loop of unbatched calls, for each method.
-        let xs = Array::from_vec((0..6).map(|i| i as f32 * 0.7 - 2.0).collect::<Vec<_>>(), &[2, 3]);
+        let xs = Array::from_vec(
+            (0..6).map(|i| i as f32 * 0.7 - 2.0).collect::<Vec<_>>(),
+            &[2, 3],
+        );
         let rows: Vec<f32> = (0..2)
             .flat_map(|i| {
                 let row = Array::from_vec(xs.to_vec::<f32>()[i * 3..i * 3 + 3].to_vec(), &[3]);
                 f(VmapMethod::Sequential)(row).to_vec::<f32>()
             })
             .collect();
-        for m in [VmapMethod::Sequential, VmapMethod::ExpandDims, VmapMethod::BroadcastAll] {
+        for m in [
+            VmapMethod::Sequential,
+            VmapMethod::ExpandDims,
+            VmapMethod::BroadcastAll,
+        ] {
             let got = vmap(f(m)).call(xs.clone()).unwrap().to_vec::<f32>();
             assert_eq!(got, rows, "{b} {m:?}");
             let got = jit(move |x: Array| vmap(f(m)).call(x).unwrap())
@@ -206,15 +220,26 @@ fn pure_callback_runs_and_batches() {
                 .to_vec::<f32>();
             assert_eq!(got, rows, "{b} {m:?} under jit");
         }
-        let err = vmap(f(VmapMethod::Unbatchable)).call(xs.clone()).unwrap_err().to_string();
+        let err = vmap(f(VmapMethod::Unbatchable))
+            .call(xs.clone())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("vmap_method"), "{b}: {err}");
         // Not differentiable, as in JAX.
         let loss = |x: Array| f(VmapMethod::Sequential)(x).sum(jaxon_trace::numpy::All);
         let err = grad(loss)(x.clone()).unwrap_err().to_string();
-        assert!(err.contains("pure_callback does not support differentiation"), "{b}: {err}");
+        assert!(
+            err.contains("pure_callback does not support differentiation"),
+            "{b}: {err}"
+        );
         // A result of the wrong type is an error naming it.
         let wrong = jit(|x: Array| {
-            let y = ok_or_raise(pure_callback(host_sin, &[f32_aval(&[4])], &[&x], VmapMethod::Sequential));
+            let y = ok_or_raise(pure_callback(
+                host_sin,
+                &[f32_aval(&[4])],
+                &[&x],
+                VmapMethod::Sequential,
+            ));
             y[0].clone()
         });
         let err = wrong.call(vec3()).unwrap_err().to_string();

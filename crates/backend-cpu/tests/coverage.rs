@@ -7,8 +7,8 @@
 //! where the arithmetic is exact, else within the stated tolerance.
 
 use jaxon_ir::primitive::{
-    AddUpdateParams, Callback, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Marker, Pallas,
-    Random, Reduction, State, Structural, SwapParams, Window,
+    AddUpdateParams, Callback, Collective, Control, Elementwise, GetParams, Indexing, Linalg,
+    Marker, Pallas, Random, Reduction, State, Structural, SwapParams, Window,
 };
 mod common;
 use common::{check, parse, Dist, Tol};

@@ -9,8 +9,8 @@
 
 mod lowering_util;
 use jaxon_ir::primitive::{
-    Callback, Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Random, Reduction, State,
-    Structural, Window,
+    Callback, Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Random,
+    Reduction, State, Structural, Window,
 };
 use jaxon_ir::{IrError, Jaxpr, Primitive};
 use lowering_util::{check, parse, run_lowered, Dist, Tol};

@@ -10,7 +10,10 @@ use jaxon_ir::print::print_jaxpr;
 use jaxon_ir::{eval_closed_jaxpr, passes, HostArray, Storage};
 
 fn text(name: &str) -> String {
-    let path = format!("{}/tests/data/callbacks/{name}.txt", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/data/callbacks/{name}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(path).expect("test data")
 }
 
@@ -69,9 +72,15 @@ fn numpy_formatting_matches_jax() {
     let long: Vec<f32> = (0..30).map(|i| i as f32 * 1.5).collect();
     let cases: Vec<(HostArray, &str)> = vec![
         (f32s(&[1.0, 2.5, -3.25], &[3]), "[ 1.    2.5  -3.25]"),
-        (f32s(&[1.0, 2.5, 3.0, 4.0], &[2, 2]), "[[1.  2.5]\n [3.  4. ]]"),
+        (
+            f32s(&[1.0, 2.5, 3.0, 4.0], &[2, 2]),
+            "[[1.  2.5]\n [3.  4. ]]",
+        ),
         (f32s(&[0.1], &[]), "0.10000000149011612"),
-        (f32s(&[1.0 / 3.0, 2.0 / 3.0], &[2]), "[0.33333334 0.6666667 ]"),
+        (
+            f32s(&[1.0 / 3.0, 2.0 / 3.0], &[2]),
+            "[0.33333334 0.6666667 ]",
+        ),
         (
             HostArray::new(vec![3], Storage::F64(vec![0.1, 1e-5, 3.0])).unwrap(),
             "[1.e-01 1.e-05 3.e+00]",
@@ -127,7 +136,9 @@ fn dce_keeps_debug_prints_and_bad_format_is_an_error() {
 
     let bad = text("print1").replace("fmt=x={}", "fmt=x={} {}");
     let t = parse_closed_jaxpr(&bad, Vec::new()).unwrap();
-    let err = eval_closed_jaxpr(&t, &[f32s(&[1.0], &[])]).unwrap_err().to_string();
+    let err = eval_closed_jaxpr(&t, &[f32s(&[1.0], &[])])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no positional argument 1"), "{err}");
 
     // An operand tree that does not match the operands is a parse error.

@@ -44,8 +44,8 @@ use crate::parse::params::{Params, PV as Src};
 use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
-    Callback, Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Random,
-    Reduction, State, Structural, Window,
+    Callback, Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive,
+    Random, Reduction, State, Structural, Window,
 };
 use crate::print::PV;
 

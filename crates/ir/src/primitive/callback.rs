@@ -179,7 +179,10 @@ impl DebugPrintParams {
         let open = inner.find('{').ok_or_else(bad)?;
         let positional = inner[..open].matches('*').count();
         let mut names = Vec::new();
-        for entry in inner[open..].trim_matches(|c| c == '{' || c == '}').split(',') {
+        for entry in inner[open..]
+            .trim_matches(|c| c == '{' || c == '}')
+            .split(',')
+        {
             let entry = entry.trim();
             if entry.is_empty() {
                 continue;
@@ -188,7 +191,11 @@ impl DebugPrintParams {
             if leaf.trim() != "*" {
                 return Err(bad());
             }
-            names.push(key.trim().trim_matches(|c| c == '\'' || c == '"').to_string());
+            names.push(
+                key.trim()
+                    .trim_matches(|c| c == '\'' || c == '"')
+                    .to_string(),
+            );
         }
         Ok((positional, names))
     }

@@ -7,11 +7,11 @@
 
 use crate::primitive::{
     AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, BitcastConvertTypeParams, BroadcastInDimParams, Callback, Collective, ConcatenateParams,
-    CondParams, Control, ConvertElementTypeParams, CumulativeParams, CustomJvpCallParams,
-    CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
-    ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg, LoadParams,
-    Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
+    AtomicRmwParams, BitcastConvertTypeParams, BroadcastInDimParams, Callback, Collective,
+    ConcatenateParams, CondParams, Control, ConvertElementTypeParams, CumulativeParams,
+    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg,
+    LoadParams, Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
     ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, ScanParams,
     ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
     StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,

@@ -19,6 +19,7 @@ use jaxon_ir::primitive::{
     TopKParams, TransposeParams,
 };
 pub(crate) mod boxdot;
+mod callback;
 mod conv;
 mod copies;
 mod decomp;
@@ -27,7 +28,6 @@ mod elem;
 mod gather;
 mod misc;
 pub(crate) mod pallas;
-mod callback;
 mod random;
 mod sort;
 pub(crate) mod state;

@@ -149,10 +149,16 @@ fn format_with_spec(a: &HostArray, spec: Option<&str>, fmt: &str) -> Result<Stri
         return Ok(format_array(a));
     };
     if a.len() != 1 || !a.shape().is_empty() {
-        return Err(fmt_err(fmt, &format!("format spec `{spec}` on a non-scalar array")));
+        return Err(fmt_err(
+            fmt,
+            &format!("format spec `{spec}` on a non-scalar array"),
+        ));
     }
     let x = a.data().get_f64(0);
-    let prec = |s: &str| s.parse::<usize>().map_err(|_| fmt_err(fmt, "bad precision"));
+    let prec = |s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| fmt_err(fmt, "bad precision"))
+    };
     if let Some(p) = spec.strip_prefix('.').and_then(|s| s.strip_suffix('f')) {
         return Ok(format!("{x:.*}", prec(p)?));
     }
@@ -373,7 +379,11 @@ fn float_style(a: &HostArray, shown: &[usize], single: bool) -> FloatStyle {
         .map(|&i| d.get_f64(i))
         .filter(|x| x.is_finite())
         .collect();
-    let abs: Vec<f64> = finite.iter().map(|x| x.abs()).filter(|x| *x != 0.0).collect();
+    let abs: Vec<f64> = finite
+        .iter()
+        .map(|x| x.abs())
+        .filter(|x| *x != 0.0)
+        .collect();
     let max = abs.iter().cloned().fold(0.0, f64::max);
     let min = abs.iter().cloned().fold(f64::INFINITY, f64::min);
     let scientific = !abs.is_empty() && (max >= 1e8 || min < 1e-4 || max / min > 1e3);
@@ -383,7 +393,10 @@ fn float_style(a: &HostArray, shown: &[usize], single: bool) -> FloatStyle {
             .map(|x| {
                 let s = format!("{:.8e}", x.abs());
                 let m = s.split('e').next().unwrap_or("");
-                m.trim_end_matches('0').trim_end_matches('.').len().saturating_sub(2)
+                m.trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .len()
+                    .saturating_sub(2)
             })
             .max()
             .unwrap_or(0);
@@ -479,7 +492,11 @@ fn python_float(s: String, abs: f64) -> String {
         } else {
             format!("{first}.{rest}")
         };
-        return format!("{sign}{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+        return format!(
+            "{sign}{mantissa}e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        );
     }
     if s.contains('.') {
         s
@@ -498,7 +515,10 @@ pub fn call_for_effect(
 
 /// `pure_callback`: calls the host function and checks its results against
 /// the declared types.
-pub fn pure_callback(p: &PureCallbackParams, args: &[HostArray]) -> Result<Vec<HostArray>, IrError> {
+pub fn pure_callback(
+    p: &PureCallbackParams,
+    args: &[HostArray],
+) -> Result<Vec<HostArray>, IrError> {
     let outs = p.callback.call("pure_callback", args)?;
     if outs.len() != p.result_avals.len() {
         return Err(IrError::Eval(format!(

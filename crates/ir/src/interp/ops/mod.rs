@@ -91,9 +91,9 @@ mod testutil;
 use crate::array::{HostArray, Storage};
 use crate::dtype::DType;
 use crate::error::IrError;
+use crate::primitive::Callback;
 use crate::primitive::Primitive;
 use crate::primitive::Random;
-use crate::primitive::Callback;
 use half::{bf16, f16};
 
 /// `concatenate`, for the SPMD rules.
