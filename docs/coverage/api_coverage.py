@@ -26,7 +26,7 @@ X = "crates/transforms/src"
 
 # JAX module -> the jaxon source folders or files that hold its functions.
 MODULES = {
-    "jax": [X, "crates/jaxon/src", f"{T}/jit.rs", f"{T}/eval.rs", f"{T}/staging.rs", f"{T}/stage.rs"],
+    "jax": [X, "crates/jaxon/src", f"{T}/callback.rs", f"{T}/jit.rs", f"{T}/eval.rs", f"{T}/staging.rs", f"{T}/stage.rs"],
     "jax.numpy": [f"{T}/numpy", f"{T}/ops.rs", f"{T}/array.rs", f"{T}/index"],
     "jax.numpy.linalg": [f"{T}/numpy/linalg.rs"],
     "jax.numpy.fft": [f"{T}/numpy/fft.rs"],

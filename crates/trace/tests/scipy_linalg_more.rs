@@ -1,8 +1,10 @@
 //! `jax.scipy.linalg`'s SciPy spellings, `lu_solve` and the special
-//! matrices against JAX 0.10.2's values (`tests/data/scipy_linalg_more.json`,
+//! matrices, and `jnp.linalg`'s array-API spellings (`trace`, `cross`,
+//! `vector_norm`, `multi_dot`, `matrix_rank`, `cond`, ...) against JAX 0.10.2's values (`tests/data/scipy_linalg_more.json`,
 //! written by `gen_scipy_linalg_more.py` there), and their errors.
 
 use jaxon_ir::DType;
+use jaxon_trace::numpy::linalg as jl;
 use jaxon_trace::scipy::linalg as sl;
 use jaxon_trace::Array;
 use serde_json::Value;
@@ -24,6 +26,7 @@ fn decode(v: &Value) -> (DType, Vec<usize>, Vec<f64>) {
     let dtype = match v["dtype"].as_str().expect("dtype") {
         "float32" => DType::F32,
         "int32" => DType::I32,
+        "int64" => DType::I64,
         other => panic!("dtype {other}"),
     };
     let shape = v["shape"]
@@ -104,6 +107,20 @@ fn values_match_jax() {
                 continue;
             }
             "svd_s" => vec![sl::svd(&args[0], true).unwrap().1],
+            "jnp_trace" => vec![jl::trace(&args[0], 1).unwrap()],
+            "jnp_diagonal" => vec![jl::diagonal(&args[0], -1).unwrap()],
+            "jnp_cross" => vec![jl::cross(&args[0], &args[1]).unwrap()],
+            "jnp_vecdot" => vec![jl::vecdot(&args[0], &args[1]).unwrap()],
+            "jnp_vector_norm2" => vec![jl::vector_norm(&args[0], Some(&[1]), false, 2.0).unwrap()],
+            "jnp_vector_norm3" => vec![jl::vector_norm(&args[0], None, false, 3.0).unwrap()],
+            "jnp_vector_norm_inf" => {
+                vec![jl::vector_norm(&args[0], Some(&[0]), false, f64::INFINITY).unwrap()]
+            }
+            "jnp_vector_norm0" => vec![jl::vector_norm(&args[0], None, false, 0.0).unwrap()],
+            "jnp_multi_dot" => vec![jl::multi_dot(&args).unwrap()],
+            "jnp_matrix_rank" => vec![jl::matrix_rank(&args[0], None).unwrap()],
+            "jnp_cond" => vec![jl::cond(&args[0]).unwrap()],
+            "jnp_matrix_transpose" => vec![jl::matrix_transpose(&args[0]).unwrap()],
             other => panic!("unknown case {other}"),
         };
         for (g, w) in got.iter().zip(outs) {
@@ -142,4 +159,8 @@ fn bad_arguments_are_errors() {
         .contains("rows"));
     assert!(sl::lu_solve(&sq, &piv, &Array::from_vec(vec![1.0f32; 2], &[2]), 3).is_err());
     assert!(sl::helmert(0, true).is_err());
+    assert!(jl::cross(&m, &m).is_ok());
+    assert!(jl::cross(&v, &Array::from_vec(vec![1.0f32; 2], &[2])).is_err());
+    assert!(jl::multi_dot(&[m.clone()]).is_err());
+    assert!(jl::matrix_rank(&v, None).is_err());
 }
