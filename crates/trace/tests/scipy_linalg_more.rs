@@ -161,6 +161,6 @@ fn bad_arguments_are_errors() {
     assert!(sl::helmert(0, true).is_err());
     assert!(jl::cross(&m, &m).is_ok());
     assert!(jl::cross(&v, &Array::from_vec(vec![1.0f32; 2], &[2])).is_err());
-    assert!(jl::multi_dot(&[m.clone()]).is_err());
+    assert!(jl::multi_dot(std::slice::from_ref(&m)).is_err());
     assert!(jl::matrix_rank(&v, None).is_err());
 }
