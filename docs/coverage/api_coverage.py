@@ -35,7 +35,7 @@ MODULES = {
     "jax.nn.initializers": [f"{T}/nn"],
     "jax.random": [f"{T}/random"],
     "jax.scipy.special": [f"{T}/scipy/special.rs", f"{T}/scipy"],
-    "jax.scipy.linalg": [f"{T}/scipy/linalg.rs"],
+    "jax.scipy.linalg": [f"{T}/scipy/linalg.rs", f"{T}/scipy/linalg_more.rs"],
     "jax.scipy.stats.norm": [f"{T}/scipy/stats"],
     "jax.scipy.stats.gamma": [f"{T}/scipy/stats"],
     "jax.scipy.stats.beta": [f"{T}/scipy/stats"],
