@@ -26,7 +26,7 @@ X = "crates/transforms/src"
 
 # JAX module -> the jaxon source folders or files that hold its functions.
 MODULES = {
-    "jax": [X, "crates/jaxon/src", f"{T}/jit.rs", f"{T}/eval.rs", f"{T}/staging.rs", f"{T}/stage.rs"],
+    "jax": [X, "crates/jaxon/src", f"{T}/callback.rs", f"{T}/jit.rs", f"{T}/eval.rs", f"{T}/staging.rs", f"{T}/stage.rs"],
     "jax.numpy": [f"{T}/numpy", f"{T}/ops.rs", f"{T}/array.rs", f"{T}/index"],
     "jax.numpy.linalg": [f"{T}/numpy/linalg.rs"],
     "jax.numpy.fft": [f"{T}/numpy/fft.rs"],
@@ -35,7 +35,7 @@ MODULES = {
     "jax.nn.initializers": [f"{T}/nn"],
     "jax.random": [f"{T}/random"],
     "jax.scipy.special": [f"{T}/scipy/special.rs", f"{T}/scipy"],
-    "jax.scipy.linalg": [f"{T}/scipy/linalg.rs"],
+    "jax.scipy.linalg": [f"{T}/scipy/linalg.rs", f"{T}/scipy/linalg_more.rs"],
     "jax.scipy.stats.norm": [f"{T}/scipy/stats"],
     "jax.scipy.stats.gamma": [f"{T}/scipy/stats"],
     "jax.scipy.stats.beta": [f"{T}/scipy/stats"],

@@ -9,8 +9,8 @@
 
 mod lowering_util;
 use jaxon_ir::primitive::{
-    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Random, Reduction, State,
-    Structural, Window,
+    Callback, Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Random,
+    Reduction, State, Structural, Window,
 };
 use jaxon_ir::{IrError, Jaxpr, Primitive};
 use lowering_util::{check, parse, run_lowered, Dist, Tol};
@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 92;
+const N_VARIANTS: usize = 95;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -120,6 +120,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::PsumInvariant(_)) => (89, NotYet("shard_map (NCCL)")),
         Primitive::Marker(Marker::Reshard(_)) => (90, NotYet("sharding markers")),
         Primitive::Marker(Marker::ShardingConstraint(_)) => (91, NotYet("sharding markers")),
+        Primitive::Callback(Callback::DebugPrint(_)) => (92, NotYet("host callbacks")),
+        Primitive::Callback(Callback::DebugCallback(_)) => (93, NotYet("host callbacks")),
+        Primitive::Callback(Callback::PureCallback(_)) => (94, NotYet("host callbacks")),
     }
 }
 

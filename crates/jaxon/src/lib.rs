@@ -68,7 +68,9 @@ pub use jaxon_trace::{
     catch, catch_flat, eval_shape, jit, make_jaxpr, numpy, pytree, raise, random, register_backend,
     set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static, WeakScalar,
 };
-pub use jaxon_trace::{index, nn, scipy};
+pub use jaxon_trace::{debug, index, nn, scipy};
+/// `jax.pure_callback`: a host function inside traced code.
+pub use jaxon_trace::{pure_callback, VmapMethod};
 pub mod distributed;
 pub mod io;
 mod program;

@@ -13,8 +13,10 @@
 extern crate self as jaxon_trace;
 
 pub mod array;
+pub mod callback;
 pub mod control;
 pub mod core;
+pub mod debug;
 pub mod dynshape;
 pub mod error;
 pub mod eval;
@@ -33,6 +35,7 @@ pub mod stage;
 pub mod staging;
 
 pub use array::{Array, Element, WeakScalar};
+pub use callback::{pure_callback, VmapMethod};
 pub use control::{cond, fori_loop, scan, switch, while_loop, LoopBound};
 pub use core::{
     bind, bind1, new_base_main, new_dynamic_main, new_main, MainGuard, MainTrace, Trace,

@@ -466,7 +466,7 @@ pub fn scalar_literal(host: &HostArray) -> Literal {
 
 /// Whether an equation must be kept even when nothing reads its results.
 fn has_effect(eqn: &Eqn, vars: &[Aval]) -> bool {
-    let writes = eqn.primitive.writes_refs();
+    let writes = eqn.primitive.writes_refs() || eqn.primitive.has_host_effect();
     // A higher-order equation handed a `Ref` may write through it.
     writes
         || eqn.inputs.iter().any(|a| match a {

@@ -257,7 +257,8 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
             | Primitive::Collective(_)
             | Primitive::Marker(_)
             | Primitive::Window(_)
-            | Primitive::Random(_) => native()?,
+            | Primitive::Random(_)
+            | Primitive::Callback(_) => native()?,
         };
         steps.push(step);
         e += 1;

@@ -114,7 +114,8 @@ impl DynOp {
                 | Linalg::TridiagonalSolve(_),
             )
             | Primitive::Window(_)
-            | Primitive::Random(_) => native(),
+            | Primitive::Random(_)
+            | Primitive::Callback(_) => native(),
             // Complex programs never reach the dynamic-shape compiler.
             Primitive::Linalg(Linalg::Fft(_)) => {
                 none("(a complex-number primitive) runs on the complex slow path only")

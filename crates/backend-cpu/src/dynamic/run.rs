@@ -782,6 +782,7 @@ fn nested(
         | Primitive::Collective(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
+        | Primitive::Random(_)
+        | Primitive::Callback(_)) => Err(fail(format!("`{}` has no nested body", p.name()))),
     }
 }

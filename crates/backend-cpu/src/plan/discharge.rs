@@ -172,7 +172,8 @@ fn writes_ref(p: &Primitive) -> bool {
         | Primitive::Collective(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_) => false,
+        | Primitive::Random(_)
+        | Primitive::Callback(_) => false,
     }
 }
 
@@ -470,7 +471,8 @@ fn nested(
         | Primitive::Collective(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_) => Err(unsupported(
+        | Primitive::Random(_)
+        | Primitive::Callback(_) => Err(unsupported(
             name,
             "a `Ref` operand (only state primitives, `scan`, `while` and `cond` take refs)",
         )),

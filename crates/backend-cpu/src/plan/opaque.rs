@@ -178,6 +178,8 @@ pub(crate) fn opaque_step(
             | Marker::Reshard(_)
             | Marker::ShardingConstraint(_),
         ) => unsupported(),
+        // Host callbacks: a step that calls back into Rust.
+        Primitive::Callback(_) => native(),
     }
 }
 
@@ -307,6 +309,7 @@ pub(crate) fn native_step(jaxpr: &Jaxpr, e: usize, eqn: &Eqn) -> Result<Step, Ir
         | Primitive::Marker(_)
         | Primitive::Window(_)
         | Primitive::Random(_) => built_step(jaxpr, e, eqn),
+        Primitive::Callback(_) => built_step(jaxpr, e, eqn),
     }
 }
 

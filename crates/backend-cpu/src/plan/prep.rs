@@ -365,7 +365,8 @@ pub(crate) fn prep(
                 | Primitive::Collective(_)
                 | Primitive::Marker(_)
                 | Primitive::Window(_)
-                | Primitive::Random(_) => {
+                | Primitive::Random(_)
+                | Primitive::Callback(_) => {
                     let step = opaque_step(jaxpr, e, eqn, t.opts)?;
                     match step {
                         Opaque::Gemm {

@@ -9,8 +9,8 @@
 use crate::common;
 use common::{check, parse, Dist, Tol};
 use jaxon_ir::primitive::{
-    AddUpdateParams, Collective, Control, Elementwise, GetParams, Indexing, Linalg, Marker, Pallas,
-    Random, Reduction, State, Structural, SwapParams, Window,
+    AddUpdateParams, Callback, Collective, Control, Elementwise, GetParams, Indexing, Linalg,
+    Marker, Pallas, Random, Reduction, State, Structural, SwapParams, Window,
 };
 
 use jaxon_ir::primitive::{ArgOp, BinaryOp, CumulativeOp, ReduceOp, ScatterKind, UnaryOp};
@@ -27,7 +27,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 92;
+const N_VARIANTS: usize = 95;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -134,11 +134,20 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::PsumInvariant(_)) => (89, Excluded(SPMD)),
         Primitive::Marker(Marker::Reshard(_)) => (90, Excluded(SPMD)),
         Primitive::Marker(Marker::ShardingConstraint(_)) => (91, Excluded(SPMD)),
+        Primitive::Callback(Callback::DebugPrint(_)) => (92, Excluded(CALLBACK)),
+        Primitive::Callback(Callback::DebugCallback(_)) => (93, Excluded(CALLBACK)),
+        Primitive::Callback(Callback::PureCallback(_)) => (94, Excluded(CALLBACK)),
     }
 }
 
 /// The tags of the excluded variants (they never occur in a case).
-const EXCLUDED_TAGS: &[usize] = &[47, 48, 49, 52, 53, 84, 85, 86, 87, 88, 89, 90, 91];
+const EXCLUDED_TAGS: &[usize] = &[
+    47, 48, 49, 52, 53, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94,
+];
+
+/// Why the callbacks are excluded: they call back into the Rust program,
+/// which a parsed text has no function for; `tests/callbacks.rs` runs them.
+const CALLBACK: &str = "host callbacks: tested from Rust in tests/callbacks.rs";
 
 /// Why the SPMD primitives are excluded: `shard_map` runs on the
 /// interpreter only (no native step yet); the markers are tested there.

@@ -14,9 +14,11 @@ mod common;
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static ALLOC: common::guard::GuardAlloc = common::guard::GuardAlloc;
+
 mod pallas_util;
 
 mod backend;
+mod callbacks;
 mod collectives;
 mod control_flow;
 mod coverage;

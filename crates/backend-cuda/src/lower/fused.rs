@@ -231,7 +231,8 @@ pub(crate) fn eval_members(
                 | Primitive::Collective(_)
                 | Primitive::Marker(_)
                 | Primitive::Window(_)
-                | Primitive::Random(_) => {
+                | Primitive::Random(_)
+                | Primitive::Callback(_) => {
                     return Err(IrError::Invalid(format!(
                         "cuda lowering: {} cannot be a fused member",
                         eqn.primitive.name()

@@ -351,5 +351,6 @@ pub(crate) fn lower_eqn(
         Primitive::Marker(p) => unsupported::marker(p),
         Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Random(p) => random::lower(ctx, jaxpr, eqn, p, env, steps),
+        Primitive::Callback(p) => unsupported::callback(p),
     }
 }

@@ -271,7 +271,8 @@ fn eval_eqn(ctx: &Ctx, prim: &Primitive, args: Vec<Value>) -> Result<Vec<Value>,
         | Primitive::Collective(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_) => {
+        | Primitive::Random(_)
+        | Primitive::Callback(_) => {
             let arrays = arrays(prim, args)?;
             Ok(ops::eval_op(prim, &arrays)?
                 .into_iter()

@@ -20,6 +20,7 @@
 //! (`print(parse(t)) == t`) on JAX's own texts.
 
 mod arrays;
+mod callback;
 mod codec;
 mod collective;
 mod control;
@@ -43,8 +44,8 @@ use crate::parse::params::{Params, PV as Src};
 use crate::parse::state::StateForm;
 use crate::parse::syntax::PResult;
 use crate::primitive::{
-    Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive, Random,
-    Reduction, State, Structural, Window,
+    Callback, Collective, Control, Elementwise, Indexing, Linalg, Marker, Pallas, Primitive,
+    Random, Reduction, State, Structural, Window,
 };
 use crate::print::PV;
 
@@ -278,6 +279,11 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Pallas::AtomicRmw(x) => x,
             Pallas::AtomicCas(x) => x,
             Pallas::PallasCall(x) => x,
+        },
+        Primitive::Callback(f) => match f {
+            Callback::DebugPrint(x) => x,
+            Callback::DebugCallback(x) => x,
+            Callback::PureCallback(x) => x,
         },
     })
 }

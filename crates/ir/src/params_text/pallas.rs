@@ -25,7 +25,7 @@ fn text(s: impl Into<String>) -> PV<'static> {
 }
 
 /// `ShapedArray(float32[4,4])`, as `str(ShapedArray)` prints.
-fn shaped_array(a: &ShapedArray) -> String {
+pub(super) fn shaped_array(a: &ShapedArray) -> String {
     let dims: Vec<String> = a
         .shape
         .iter()
@@ -148,7 +148,7 @@ impl ParamsText for PallasCallParams {
 }
 
 /// `ShapedArray(float32[4])` (or a bare `float32[4]`).
-fn shaped_array_of(p: &Params, x: &Src) -> PResult<ShapedArray> {
+pub(super) fn shaped_array_of(p: &Params, x: &Src) -> PResult<ShapedArray> {
     match &x.v {
         PValue::Call(_, args) => match args.as_slice() {
             [(

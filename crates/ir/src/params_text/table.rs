@@ -149,6 +149,9 @@ params_text! {
     }
     ; hand {
         RoundParams "round",
+        DebugPrintParams "debug_print",
+        DebugCallbackParams "debug_callback",
+        PureCallbackParams "pure_callback",
         BroadcastInDimParams "broadcast_in_dim",
         ReshapeParams "reshape",
         IotaParams "iota",

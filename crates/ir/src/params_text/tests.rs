@@ -4,7 +4,7 @@
 
 use super::table::{parser_of, NAMES};
 use super::text_of;
-use crate::aval::ShapedArray;
+use crate::aval::{Dim, ShapedArray};
 use crate::dtype::DType;
 use crate::jaxpr::{ClosedJaxpr, Jaxpr};
 use crate::primitive::*;
@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 92;
+const VARIANTS: usize = 95;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -151,6 +151,11 @@ fn variant(p: &Primitive) -> usize {
             Random::Threefry2x32(_) => 81,
             Random::Gamma(_) => 82,
         },
+        Primitive::Callback(f) => match f {
+            Callback::DebugPrint(_) => 92,
+            Callback::DebugCallback(_) => 93,
+            Callback::PureCallback(_) => 94,
+        },
     }
 }
 
@@ -254,6 +259,20 @@ fn samples() -> Vec<Primitive> {
         RandomFoldInParams.into(),
         Threefry2x32Params.into(),
         Primitive::from(RandomGammaParams { log_space: true }),
+        DebugPrintParams::new("x={}", 1, &[], false).into(),
+        DebugCallbackParams {
+            callback: HostCallback::parsed("<function f at 0xXXXXXXXXXXXX>"),
+            effect: "Debug".into(),
+            partitioned: false,
+        }
+        .into(),
+        PureCallbackParams {
+            callback: HostCallback::parsed("<function f at 0xXXXXXXXXXXXX>"),
+            result_avals: vec![ShapedArray::new(f32, vec![Dim::Const(2)])],
+            sharding: "None".into(),
+            vmap_method: Some("sequential".into()),
+        }
+        .into(),
     ]);
     v.extend(CollectiveOp::ALL.iter().map(|&op| {
         let axes = vec![AxisRef::Pos(0)];

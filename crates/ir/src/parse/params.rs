@@ -33,7 +33,13 @@ pub(crate) enum PValue {
     Set(Vec<PV>),
     /// `'x': 2`, a dict-like argument of `Mesh(..)`.
     Pair(Box<PV>, Box<PV>),
+    /// Raw text that is not a Python repr (see [`RAW_KEYS`]).
+    Raw,
 }
+
+/// Params whose values are read as raw text: `debug_print`'s format string
+/// and operand tree, the callbacks' function reprs.
+pub(crate) const RAW_KEYS: &[&str] = &["fmt", "in_tree", "callback"];
 
 /// A param value with its byte span.
 #[derive(Debug, Clone)]
@@ -58,7 +64,11 @@ impl Reader<'_> {
         while self.peek_kind() != Tok::RBrack {
             let key_tok = self.expect(Tok::Word, "a param name or `]`")?;
             self.expect(Tok::Eq, "`=` after the param name")?;
-            let value = self.read_value()?;
+            let value = if RAW_KEYS.contains(&self.slice(key_tok)) {
+                self.read_raw()?
+            } else {
+                self.read_value()?
+            };
             params.push(Param {
                 key: self.slice(key_tok).to_string(),
                 value,
@@ -69,6 +79,47 @@ impl Reader<'_> {
         }
         self.bump();
         Ok(params)
+    }
+
+    /// Reads a value that is not a Python repr (a format string, a
+    /// `PyTreeDef`, a function's repr): the text to the end of its line,
+    /// or a `<...>` repr to its closing `>`.
+    fn read_raw(&mut self) -> PResult<PV> {
+        let start = self.tok(self.pos.saturating_sub(1)).end;
+        let rest = self.text.get(start..).unwrap_or("");
+        let len = if rest.starts_with('<') {
+            let mut depth = 0usize;
+            let mut end = None;
+            for (i, c) in rest.char_indices() {
+                match c {
+                    '<' => depth += 1,
+                    '>' if depth > 0 => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                    '\n' => break,
+                    _ => {}
+                }
+            }
+            end.ok_or_else(|| self.err_at(start, "unterminated `<...>` value"))?
+        } else {
+            rest.find('\n').unwrap_or(rest.len())
+        };
+        let end = start + rest[..len].trim_end().len();
+        while self.peek_kind() != Tok::Eof && self.peek().start < end {
+            if self.peek().end > end {
+                return Err(self.err_at(self.peek().start, "a token runs past the raw value"));
+            }
+            self.bump();
+        }
+        Ok(PV {
+            v: PValue::Raw,
+            start,
+            end,
+        })
     }
 
     /// Reads one Python-repr value.

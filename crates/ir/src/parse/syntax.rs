@@ -122,6 +122,9 @@ pub(crate) struct LetBinding {
 
 /// The arena id of the `let` named `name` visible at byte `pos` (the
 /// innermost, when nested documents bind the same name).
+/// Primitives JAX prints without results or `=` (`debug_print[..] a`).
+const NO_RESULTS: &[&str] = &["debug_print", "debug_callback"];
+
 pub(crate) fn let_named(lets: &[LetBinding], name: &str, pos: usize) -> Option<usize> {
     lets.iter()
         .filter(|l| l.name == name && l.scope.0 <= pos && pos < l.scope.1)
@@ -711,13 +714,17 @@ impl<'a> Reader<'a> {
 
     fn read_eqn(&mut self, jx: &mut RawJaxpr, scope: &mut Scope) -> PResult<()> {
         let start = self.peek().start;
+        // An equation without results (`debug_print[...] a`).
+        let no_results = self.peek_kind() == Tok::Word
+            && self.kind_at(1) == Tok::LBrack
+            && NO_RESULTS.contains(&self.slice(self.peek()));
         // An arrow form that starts with `ref[...]` (store / addupdate).
-        if self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::LBrack {
+        if !no_results && self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::LBrack {
             return self.read_state_eqn(jx, scope, Vec::new(), start);
         }
         let mut pending = Vec::new();
         let mut vmas = Vec::new();
-        while self.peek_kind() == Tok::Word {
+        while !no_results && self.peek_kind() == Tok::Word {
             if self.kind_at(1) == Tok::LBrack {
                 break;
             }
@@ -735,10 +742,12 @@ impl<'a> Reader<'a> {
         }
         let arrow = matches!(self.peek_kind(), Tok::Arrow)
             || (self.peek_kind() == Tok::Word && self.kind_at(1) == Tok::LBrack);
-        if arrow {
+        if arrow && !no_results {
             return self.read_state_eqn(jx, scope, pending, start);
         }
-        self.expect(Tok::Eq, "`=` after the binders")?;
+        if !no_results {
+            self.expect(Tok::Eq, "`=` after the binders")?;
+        }
         let name_tok = self.expect(Tok::Word, "a primitive name")?;
         let name = self.slice(name_tok).to_string();
         let mut params = Vec::new();

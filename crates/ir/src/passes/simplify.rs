@@ -155,9 +155,10 @@ fn inline_eqns(
 
 /// True when an equation must stay even if its results are unused (or must
 /// not be merged with an identical one): it writes through a `Ref`, or reads
-/// or passes one (whose contents may change between two reads).
+/// or passes one (whose contents may change between two reads), or calls
+/// the host for an effect (`debug_print`).
 pub fn has_effect(jaxpr: &Jaxpr, eqn: &Eqn) -> bool {
-    let effect_prim = eqn.primitive.writes_refs();
+    let effect_prim = eqn.primitive.writes_refs() || eqn.primitive.has_host_effect();
     let is_ref = |a: &Atom| match a {
         Atom::Var(v) => jaxpr.try_aval(*v).is_none_or(Aval::is_ref),
         Atom::Lit(_) => false,

@@ -14,6 +14,7 @@
 //!   the elementwise/reduction families share a variant per family, keyed by
 //!   their op enum.
 
+mod callback;
 mod collective;
 mod control;
 mod elementwise;
@@ -31,6 +32,7 @@ mod state;
 mod structural;
 mod window;
 
+pub use callback::*;
 pub use collective::*;
 pub use control::*;
 pub use elementwise::*;
@@ -81,6 +83,8 @@ pub enum Primitive {
     Window(Window),
     /// Typed PRNG keys and the primitives on them.
     Random(Random),
+    /// Calls into the host program (`debug_print`, `pure_callback`, ...).
+    Callback(Callback),
 }
 
 impl Primitive {
@@ -99,6 +103,7 @@ impl Primitive {
             Primitive::Marker(p) => p.name(),
             Primitive::Window(p) => p.name(),
             Primitive::Random(p) => p.name(),
+            Primitive::Callback(p) => p.name(),
         }
     }
 }
@@ -268,5 +273,10 @@ into_primitive! {
         FoldIn(RandomFoldInParams),
         Threefry2x32(Threefry2x32Params),
         Gamma(RandomGammaParams),
+    }
+    Callback {
+        DebugPrint(DebugPrintParams),
+        DebugCallback(DebugCallbackParams),
+        PureCallback(PureCallbackParams),
     }
 }

@@ -65,7 +65,8 @@ impl Primitive {
             | Primitive::State(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Random(_) => Vec::new(),
+            | Primitive::Random(_)
+            | Primitive::Callback(_) => Vec::new(),
         }
     }
 
@@ -83,7 +84,8 @@ impl Primitive {
             | Primitive::State(_)
             | Primitive::Collective(_)
             | Primitive::Marker(_)
-            | Primitive::Random(_) => Vec::new(),
+            | Primitive::Random(_)
+            | Primitive::Callback(_) => Vec::new(),
         }
     }
 
@@ -126,7 +128,21 @@ impl Primitive {
             | Primitive::Collective(_)
             | Primitive::Marker(_)
             | Primitive::Window(_)
-            | Primitive::Random(_) => false,
+            | Primitive::Random(_)
+            | Primitive::Callback(_) => false,
+        }
+    }
+
+    /// Whether running the primitive calls into the host for an effect
+    /// (`debug_print`, `debug_callback`), itself or in a jaxpr it holds:
+    /// such an equation is kept even when nobody reads its results.
+    pub fn has_host_effect(&self) -> bool {
+        match self {
+            Primitive::Callback(c) => c.has_effect(),
+            _ => self
+                .sub_jaxprs()
+                .iter()
+                .any(|j| j.eqns.iter().any(|e| e.primitive.has_host_effect())),
         }
     }
 }

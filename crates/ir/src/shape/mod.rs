@@ -7,11 +7,11 @@
 
 use crate::primitive::{
     AddUpdateParams, AllGatherParams, AllReduceParams, ArgReduceParams, AtomicCasParams,
-    AtomicRmwParams, BitcastConvertTypeParams, BroadcastInDimParams, Collective, ConcatenateParams,
-    CondParams, Control, ConvertElementTypeParams, CumulativeParams, CustomJvpCallParams,
-    CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise, Empty2Params,
-    ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg, LoadParams,
-    Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
+    AtomicRmwParams, BitcastConvertTypeParams, BroadcastInDimParams, Callback, Collective,
+    ConcatenateParams, CondParams, Control, ConvertElementTypeParams, CumulativeParams,
+    CustomJvpCallParams, CustomVjpCallParams, DotGeneralParams, DynamicSliceParams, Elementwise,
+    Empty2Params, ForLoopParams, GatherParams, GetParams, Indexing, IotaParams, JitParams, Linalg,
+    LoadParams, Marker, PadParams, Pallas, PallasCallParams, PlatformIndexParams, ReduceParams,
     ReducePrecisionParams, Reduction, RematParams, ReshapeParams, RevParams, ScanParams,
     ScatterParams, SliceParams, SortParams, SplitParams, SqueezeParams, StackParams, State,
     StoreParams, Structural, SwapParams, TileParams, TopKParams, TransposeParams, WhileParams,
@@ -238,6 +238,27 @@ pub fn abstract_eval(
             }
         },
         Primitive::Random(f) => arrays(random::random(&cx, f)?),
+        Primitive::Callback(f) => {
+            for i in 0..cx.avals.len() {
+                cx.arr(i)?;
+            }
+            match f {
+                Callback::DebugPrint(p) => {
+                    let (n, names) = p.arg_names()?;
+                    if n + names.len() != cx.avals.len() {
+                        return Err(cx.err(format!(
+                            "the operand tree `{}` has {} leaves, got {} operands",
+                            p.in_tree,
+                            n + names.len(),
+                            cx.avals.len()
+                        )));
+                    }
+                    Vec::new()
+                }
+                Callback::DebugCallback(_) => Vec::new(),
+                Callback::PureCallback(p) => arrays(p.result_avals.clone()),
+            }
+        }
         Primitive::Window(f) => match f {
             Window::ReduceWindow(x) => one(window::reduce_window(&cx, &x.window)?),
             Window::Generic(x) => arrays(window::generic(&cx, &x.jaxpr, &x.window)?),

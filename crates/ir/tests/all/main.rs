@@ -6,6 +6,7 @@
 //! backend, environment variables, panic hooks, global caches) stay in
 //! their own binaries beside this folder.
 
+mod callbacks;
 mod deep_input;
 mod gather_scatter_oob;
 mod huge_shapes;

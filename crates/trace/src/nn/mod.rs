@@ -6,12 +6,17 @@
 mod activations;
 mod attention;
 pub mod initializers;
+mod more;
 
 pub use activations::{
     celu, elu, glu, hard_sigmoid, hard_silu, hard_tanh, leaky_relu, log_sigmoid, mish, relu6, selu,
     soft_sign, softplus, standardize,
 };
 pub use attention::dot_product_attention;
+pub use more::{
+    hard_swish, identity, log1mexp, logmeanexp, sparse_plus, sparse_sigmoid, squareplus, swish,
+    tanh,
+};
 
 use crate::array::Array;
 use crate::core::bind1;

@@ -320,3 +320,126 @@ pub fn norm(x: &Array, ord: Option<&str>, axis: Option<&[isize]>, keepdims: bool
         ))),
     }
 }
+
+/// `jnp.linalg.matmul(a, b)`.
+pub fn matmul(a: &Array, b: &Array) -> Result<Array> {
+    jnp::matmul(a, b)
+}
+
+/// `jnp.linalg.outer(a, b)` (1-D operands).
+pub fn outer(a: &Array, b: &Array) -> Result<Array> {
+    jnp::outer(a, b)
+}
+
+/// `jnp.linalg.tensordot(a, b, axes)`.
+pub fn tensordot(a: &Array, b: &Array, axes: (&[isize], &[isize])) -> Result<Array> {
+    jnp::tensordot(a, b, axes)
+}
+
+/// `jnp.linalg.trace(x, offset)`: over the last two axes.
+pub fn trace(x: &Array, offset: isize) -> Result<Array> {
+    jnp::trace(x, offset, -2, -1)
+}
+
+/// `jnp.linalg.diagonal(x, offset)`: over the last two axes.
+pub fn diagonal(x: &Array, offset: isize) -> Result<Array> {
+    jnp::diagonal(x, offset, -2, -1)
+}
+
+/// `jnp.linalg.matrix_transpose(x)`: the last two axes swapped.
+pub fn matrix_transpose(x: &Array) -> Result<Array> {
+    jnp::matrix_transpose(x)
+}
+
+/// `jnp.linalg.vecdot(a, b)`: over the last axes.
+pub fn vecdot(a: &Array, b: &Array) -> Result<Array> {
+    jnp::vecdot(a, b)
+}
+
+/// `jnp.linalg.cross(a, b)`: 3-vectors along the last axes.
+pub fn cross(a: &Array, b: &Array) -> Result<Array> {
+    if a.try_shape()?.last() != Some(&3) || b.try_shape()?.last() != Some(&3) {
+        return Err(Error::InvalidArgument(
+            "linalg.cross: both operands need a last axis of size 3".into(),
+        ));
+    }
+    jnp::cross(a, b)
+}
+
+/// `jnp.linalg.vector_norm(x, axis, keepdims, ord)`: `ord` a number, or
+/// `inf`/`-inf` as `f64::INFINITY`/`f64::NEG_INFINITY`; `axis` `None`
+/// flattens.
+pub fn vector_norm(x: &Array, axis: Option<&[isize]>, keepdims: bool, ord: f64) -> Result<Array> {
+    let x = jnp::promote::promote_dtypes_inexact("vector_norm", &[x])?.remove(0);
+    let all: Vec<isize> = (0..x.ndim() as isize).collect();
+    let axes = axis.unwrap_or(&all).to_vec();
+    let a = jnp::abs(&x)?;
+    if ord == f64::INFINITY {
+        return jnp::max(&a, axes.as_slice(), keepdims);
+    }
+    if ord == f64::NEG_INFINITY {
+        return jnp::min(&a, axes.as_slice(), keepdims);
+    }
+    if ord == 0.0 {
+        let nz = jnp::not_equal(&a, &lit(0.0, a.dtype())?)?;
+        let nz = lax::convert_element_type(&nz, a.dtype(), false)?;
+        return jnp::sum(&nz, axes.as_slice(), keepdims);
+    }
+    if ord == 1.0 {
+        return jnp::sum(&a, axes.as_slice(), keepdims);
+    }
+    let p = lit(ord, a.dtype())?;
+    let s = jnp::sum(&jnp::power(&a, &p)?, axes.as_slice(), keepdims)?;
+    jnp::power(&s, &lit(1.0 / ord, a.dtype())?)
+}
+
+/// `jnp.linalg.multi_dot(arrays)`: the product of the matrices, left to
+/// right (1-D ends as vectors).
+pub fn multi_dot(arrays: &[Array]) -> Result<Array> {
+    let (first, rest) = arrays
+        .split_first()
+        .ok_or_else(|| Error::InvalidArgument("multi_dot: expected at least two arrays".into()))?;
+    if rest.is_empty() {
+        return Err(Error::InvalidArgument(
+            "multi_dot: expected at least two arrays".into(),
+        ));
+    }
+    rest.iter()
+        .try_fold(first.clone(), |acc, m| jnp::matmul(&acc, m))
+}
+
+/// `jnp.linalg.matrix_rank(m, rtol)`: singular values above
+/// `rtol * max(s)` (default `rtol`: `max(m, n) * eps`).
+pub fn matrix_rank(m: &Array, rtol: Option<f64>) -> Result<Array> {
+    let (r, c) = match m.try_shape()?.as_slice() {
+        [.., r, c] => (*r, *c),
+        s => {
+            return Err(Error::InvalidArgument(format!(
+                "matrix_rank: expected a matrix, got shape {s:?}"
+            )))
+        }
+    };
+    let s = svdvals(m)?;
+    let eps = match s.dtype() {
+        jaxon_ir::DType::F64 => f64::EPSILON,
+        _ => f32::EPSILON as f64,
+    };
+    let rtol = rtol.unwrap_or(r.max(c) as f64 * eps);
+    let smax = jnp::max(&s, -1isize, true)?;
+    let tol = jnp::multiply(&smax, &lit(rtol, s.dtype())?)?;
+    let above = jnp::greater(&s, &tol)?;
+    jnp::sum(
+        &lax::convert_element_type(&above, jaxon_ir::DType::I32, false)?,
+        -1isize,
+        false,
+    )
+}
+
+/// `jnp.linalg.cond(x)` (the 2-norm condition number): the largest
+/// singular value over the smallest.
+pub fn cond(x: &Array) -> Result<Array> {
+    let s = svdvals(x)?;
+    let hi = jnp::max(&s, -1isize, false)?;
+    let lo = jnp::min(&s, -1isize, false)?;
+    jnp::divide(&hi, &lo)
+}

@@ -10,6 +10,11 @@ use crate::numpy as jnp;
 use jaxon_ir::primitive::TriangularSolveParams;
 use jaxon_ir::DType;
 
+pub use super::linalg_more::{
+    cholesky, circulant, companion, det, eigh, fiedler, hadamard, hankel, helmert, hilbert, inv,
+    leslie, lu_solve, qr, solve, svd, toeplitz,
+};
+
 /// `jax.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)`
 /// for a matrix `b` (`trans`: 0 = `a`, 1 or 2 = `a^T`).
 pub fn solve_triangular(

@@ -329,7 +329,8 @@ pub(crate) fn mentions_axis(p: &Primitive, name: &str) -> bool {
         | Primitive::Pallas(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_) => p
+        | Primitive::Random(_)
+        | Primitive::Callback(_) => p
             .sub_jaxprs()
             .iter()
             .any(|j| j.eqns.iter().any(|e| mentions_axis(&e.primitive, name))),

@@ -135,6 +135,7 @@ fn batch_rule(
         Primitive::Marker(m) => rules::marker::batch(m, p, x, d),
         Primitive::Window(w) => rules::window::batch(w, p, x, d, n),
         Primitive::Random(r) => rules::random::batch(r, p, x, d, n),
+        Primitive::Callback(c) => rules::callback::batch(c, p, x, d, n),
     }
 }
 

@@ -103,6 +103,7 @@ fn jvp_rule(p: &Primitive, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> 
         Primitive::Marker(m) => rules::marker::jvp(m, p, x, t),
         Primitive::Window(w) => rules::window::jvp(w, p, x, t),
         Primitive::Random(r) => rules::random::jvp(r, p, x, t),
+        Primitive::Callback(c) => rules::callback::jvp(c, p, x, t),
     }
 }
 

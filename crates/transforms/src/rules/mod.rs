@@ -25,6 +25,7 @@
 //! trace below, eager or staged. This file holds the helpers rules of
 //! several families share.
 
+pub(crate) mod callback;
 pub(crate) mod collective;
 pub(crate) mod control;
 pub(crate) mod decomp;

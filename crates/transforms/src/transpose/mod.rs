@@ -99,6 +99,7 @@ pub(crate) fn transpose_rule(p: &Primitive, args: &[LinArg], cts: &[Option<Array
         Primitive::Marker(m) => rules::marker::transpose(m, p, args, cts),
         Primitive::Window(w) => rules::window::transpose(w, p, args, cts),
         Primitive::Random(r) => rules::random::transpose(r, p, args, cts),
+        Primitive::Callback(c) => rules::callback::transpose(c, p, args, cts),
     }
 }
 

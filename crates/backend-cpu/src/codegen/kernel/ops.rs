@@ -101,7 +101,8 @@ fn fused(prim: &Primitive) -> Fused<'_> {
         | Primitive::Collective(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_) => Fused::No,
+        | Primitive::Random(_)
+        | Primitive::Callback(_) => Fused::No,
     }
 }
 

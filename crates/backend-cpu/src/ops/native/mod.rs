@@ -19,6 +19,7 @@ use jaxon_ir::primitive::{
     TopKParams, TransposeParams,
 };
 pub(crate) mod boxdot;
+mod callback;
 mod conv;
 mod copies;
 mod decomp;
@@ -165,6 +166,7 @@ pub(crate) fn build_op(
         Primitive::Linalg(p) => linalg_op(p, ins, outs),
         Primitive::Window(p) => Ok(Box::new(window::WindowOp::new(p))),
         Primitive::Random(p) => Ok(Box::new(random::RandomOp::new(p))),
+        Primitive::Callback(p) => Ok(Box::new(callback::CallbackOp::new(p))),
         // Control flow runs its bodies; refs and Pallas primitives have
         // their own steps (`opaque::native_step`); collectives are unbound in a
         // compiled program; markers are removed by `simplify`.

@@ -26,6 +26,7 @@ pub mod decomp_kernels;
 /// Whole-array bit-level conversions, shared with backends that run them
 /// natively.
 pub use convert::{bitcast, reduce_precision};
+pub mod callback;
 mod complex;
 /// Complex kernels and the reference FFT, shared with backends that run them
 /// natively.
@@ -90,6 +91,7 @@ mod testutil;
 use crate::array::{HostArray, Storage};
 use crate::dtype::DType;
 use crate::error::IrError;
+use crate::primitive::Callback;
 use crate::primitive::Primitive;
 use crate::primitive::Random;
 use half::{bf16, f16};
@@ -418,6 +420,13 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 x.select_prim,
                 &x.geometry(),
             )),
+        },
+        Primitive::Callback(f) => match f {
+            Callback::DebugPrint(p) => callback::debug_print(p, args).map(|()| Vec::new()),
+            Callback::DebugCallback(p) => {
+                callback::call_for_effect(&p.callback, args).map(|()| Vec::new())
+            }
+            Callback::PureCallback(p) => callback::pure_callback(p, args),
         },
         Primitive::Random(f) => match f {
             Random::Seed(_) => one(random::seed(arg(name, args, 1, 0)?)),
