@@ -157,18 +157,18 @@ fn open() -> Result<libloading::Library> {
         Ok(path) if !path.is_empty() => vec![path],
         _ => LIBRARY_NAMES.iter().map(|s| s.to_string()).collect(),
     };
-    let mut last = String::new();
+    let mut why = Vec::new();
     for name in &names {
         // SAFETY: loading NCCL runs its (trivial) initialisers only.
         match unsafe { libloading::Library::new(name) } {
             Ok(lib) => return Ok(lib),
-            Err(e) => last = format!("{e}"),
+            Err(e) => match std::error::Error::source(&e) {
+                Some(cause) => why.push(format!("{cause}")),
+                None => why.push(format!("{name}: {e}")),
+            },
         }
     }
-    Err(missing(format!(
-        "could not open {} ({last})",
-        names.join(" or ")
-    )))
+    Err(missing(format!("could not open {}", why.join("; "))))
 }
 
 fn load() -> Result<Api> {
