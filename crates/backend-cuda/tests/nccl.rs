@@ -315,14 +315,20 @@ fn without_nccl_or_gpu_the_calls_are_errors_not_panics() {
         Err(e) => panic!("an unexpected error: {e}"),
     }
     match nccl_unique_id() {
-        Ok(id) => assert_eq!(NcclId::from_bytes(id.as_bytes()), Ok(id)),
+        Ok(id) => {
+            println!("NCCL made the id {id:?}");
+            assert_eq!(NcclId::from_bytes(id.as_bytes()), Ok(id));
+        }
         Err(e) => assert!(
             matches!(e, CudaError::NcclMissing(_) | CudaError::Nccl(_)),
             "{e}"
         ),
     }
     match nccl_version() {
-        Ok(v) => assert!(v >= jaxon_backend_cuda::nccl::MIN_VERSION, "{v:?}"),
+        Ok(v) => {
+            println!("NCCL {}.{}.{} loaded", v.0, v.1, v.2);
+            assert!(v >= jaxon_backend_cuda::nccl::MIN_VERSION, "{v:?}");
+        }
         Err(e) => assert!(matches!(e, CudaError::NcclMissing(_)), "{e}"),
     }
     // Asked twice: the outcome is cached, and still an error, not a panic.
