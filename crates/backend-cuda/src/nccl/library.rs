@@ -8,9 +8,9 @@
 //! - A missing library, a missing entry point or an NCCL older than
 //!   [`MIN_VERSION`] is [`CudaError::NcclMissing`] naming `libnccl.so.2`,
 //!   never a panic. cudarc's own loader (`cudarc::nccl::sys`) is not used:
-//!   it looks only for `libnccl.so` (the development symlink, absent where
-//!   only the runtime package or the `nvidia-nccl` wheel is installed) and
-//!   panics on a missing library or symbol.
+//!   of NCCL's names it tries `libnccl.so` (the development symlink, absent
+//!   where only the runtime package or an `nvidia-nccl` wheel is installed)
+//!   but never `libnccl.so.2`, and it panics on a missing library or symbol.
 //! - The outcome is cached: the library is opened once per process.
 //! - Entry points return `c_int`, not cudarc's `ncclResult_t` enum, so a
 //!   status code newer than the bindings cannot be an invalid enum value.
