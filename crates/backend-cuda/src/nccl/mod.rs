@@ -6,10 +6,10 @@
 //! and `all_to_all` need, on [`DeviceBuffer`]s.
 //!
 //! Invariants:
-//! - NCCL is opened at the first call ([`library`]); without it, or without
+//! - NCCL is opened at the first call (`library.rs`); without it, or without
 //!   a GPU, every entry point returns [`crate::CudaError::NcclMissing`] or
 //!   [`crate::CudaError::NoDevice`], never panics.
-//! - Arguments are checked ([`wire`]) before anything is queued: a dtype
+//! - Arguments are checked (`wire.rs`) before anything is queued: a dtype
 //!   NCCL cannot reduce, buffers of different lengths or dtypes, the wrong
 //!   number of buffers, a buffer on another device, a rank out of range.
 //! - Every collective queues its NCCL calls on each device's one stream
