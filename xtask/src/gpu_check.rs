@@ -2,7 +2,8 @@
 //! stripped, into `target/gpu-check/` (ignored by git) beside a script that
 //! runs them all on a machine with an NVIDIA GPU and writes a report, then
 //! prints the device command that carries the folder and runs the script.
-//! The conformance runner and the JAX corpus travel too: the script runs
+//! The NCCL test binary runs as its own step, with `libnccl.so.2` found
+//! on the machine when it has one. The conformance runner and the JAX corpus travel too: the script runs
 //! the corpus on the GPU (`--backend cuda`), and so do the facade's examples.
 //! The folder is packed into `target/gc-bundle/gc.tar.xz` for the trip.
 //!
@@ -69,6 +70,31 @@ step() { # name, timeout, command (a program: `timeout` cannot run a function)..
 # 1. The runtime, every catalogue kernel against its host reference and the
 #    simulator, cuBLASLt against its model.
 step gpu 120 "$here/bin/gpu" --test-threads=1 --nocapture
+# 1b. NCCL (`bin/nccl`): collectives on a communicator of size 1, and of
+#    size 2 when there are two GPUs, against the host. libnccl.so.2 is
+#    looked for in the loader's cache and in Python's `nvidia/nccl/lib`;
+#    when found, a skip is a failure (JAXON_REQUIRE_NCCL), otherwise the
+#    step records that NCCL was not tested.
+if [ -x "$here/bin/nccl" ]; then
+  nccl_dir="" nccl_found=""
+  ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2' && nccl_found=1
+  ldp="${LD_LIBRARY_PATH:-}"
+  for d in ${ldp//:/ }; do [ -e "$d/libnccl.so.2" ] && nccl_found=1; done
+  if [ -z "$nccl_found" ]; then
+    for py in python3 python; do
+      d="$($py -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)"
+      [ -n "$d" ] && [ -e "$d/libnccl.so.2" ] && { nccl_dir="$d"; nccl_found=1; break; }
+    done
+  fi
+  if [ -n "$nccl_found" ]; then
+    step nccl 90 env JAXON_REQUIRE_NCCL=1 LD_LIBRARY_PATH="${nccl_dir:+$nccl_dir:}${LD_LIBRARY_PATH:-}" \
+      "$here/bin/nccl" --test-threads=1 --nocapture
+  else
+    step nccl 90 "$here/bin/nccl" --test-threads=1 --nocapture
+    echo "gpu-check: nccl: no libnccl.so.2 on this machine; only the missing-library path ran" \
+      | tee -a "$summary"
+  fi
+fi
 # 2. The jaxpr lowering on the device: JAX's corpus (unsupported primitives
 #    are listed, not failed) and the differential tests against the
 #    interpreter.
@@ -294,13 +320,17 @@ pub fn gpu_check(root: &Path, cargo: impl Fn() -> Command) -> ExitCode {
         }
         names.push(name);
     }
+    if !names.iter().any(|n| n == "nccl") {
+        eprintln!("gpu-check: the `nccl` test binary was not built");
+        return ExitCode::FAILURE;
+    }
     if !names.iter().any(|n| n == "gpu") {
         eprintln!("gpu-check: the `gpu` test binary was not built");
         return ExitCode::FAILURE;
     }
     let (lowering, rest): (Vec<_>, Vec<_>) = names
         .iter()
-        .filter(|n| *n != "gpu")
+        .filter(|n| *n != "gpu" && *n != "nccl")
         .cloned()
         .partition(|n| n.starts_with("lowering"));
     let script = RUN_SH

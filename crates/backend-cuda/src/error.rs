@@ -52,6 +52,23 @@ pub enum CudaError {
     /// A CUDA driver call failed.
     #[error("CUDA driver: {0}")]
     Driver(String),
+    /// NCCL could not be loaded: `libnccl.so.2` is missing, too old, or
+    /// lacks an entry point; the message says which.
+    #[error("NCCL is not available: {0}")]
+    NcclMissing(String),
+    /// An NCCL call failed; the message is NCCL's own.
+    #[error("NCCL: {0}")]
+    Nccl(String),
+    /// A collective's arguments do not fit its communicator: a dtype NCCL
+    /// cannot carry, buffers of different lengths, the wrong number of
+    /// buffers, a rank out of range.
+    #[error("NCCL {op}: {message}")]
+    Collective {
+        /// The collective, e.g. `all_reduce`.
+        op: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Reading or writing the on-disk kernel cache failed.
     #[error("kernel cache: {0}")]
     Cache(String),

@@ -20,6 +20,7 @@ pub mod error;
 pub mod host;
 pub mod kir;
 pub mod lower;
+pub mod nccl;
 pub mod nvrtc;
 pub mod runtime;
 pub mod sim;

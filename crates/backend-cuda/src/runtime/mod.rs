@@ -180,6 +180,11 @@ impl Device {
         &self.info
     }
 
+    /// The device's ordinal (its index in the driver's list).
+    pub fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
     /// Makes the device's context current on this thread.
     pub(crate) fn bind(&self) -> Result<()> {
         self.ctx
