@@ -118,6 +118,13 @@ impl Step {
         }
     }
 
+    /// A run of the conformance runner with `args` (after its `--`).
+    fn conformance(name: &str, args: &[&str]) -> Step {
+        let mut all = vec!["run", "-p", "jaxon-tests", "--bin", "conformance", "--"];
+        all.extend_from_slice(args);
+        Step::new(name, &all)
+    }
+
     /// Sets `key=value` for this step's command.
     fn env(mut self, key: &'static str, value: &'static str) -> Step {
         self.env.push((key, value));
@@ -362,15 +369,9 @@ fn test_all(args: &[String]) -> ExitCode {
         // The corpora run on the dev profile (opt-level 1, already built by
         // `cargo test`, see `step_command`): all five runs take about 3 s,
         // where a release build cost CI 450 s of its 30 minutes.
-        Step::new(
+        Step::conformance(
             "conformance --require parse,print,eval,transform",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 corpus,
                 "--require",
                 "parse,print,eval,transform",
@@ -378,15 +379,9 @@ fn test_all(args: &[String]) -> ExitCode {
                 "tests/data/known-failures.txt",
             ],
         ),
-        Step::new(
+        Step::conformance(
             "conformance --backend cpu --require parse,print,eval",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 corpus,
                 "--backend",
                 "cpu",
@@ -394,15 +389,9 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval",
             ],
         ),
-        Step::new(
+        Step::conformance(
             "conformance api2 (required groups) --require parse,print,eval,transform",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 api2,
                 "--groups",
                 API2_GROUPS,
@@ -414,30 +403,18 @@ fn test_all(args: &[String]) -> ExitCode {
         ),
         // The shard corpus (shard_map and collectives, two CPU devices) on
         // the interpreter.
-        Step::new(
+        Step::conformance(
             "conformance shard --require parse,print,eval,transform",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 shard,
                 "--require",
                 "parse,print,eval,transform",
             ],
         ),
         // The shard corpus on the cpu backend with two CPU devices.
-        Step::new(
+        Step::conformance(
             "conformance shard --backend cpu --require parse,print,eval,transform",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 shard,
                 "--backend",
                 "cpu",
@@ -450,15 +427,9 @@ fn test_all(args: &[String]) -> ExitCode {
         // The CUDA lowering on the kernel simulator: every value it computes
         // must be right; primitives it does not lower yet (complex, the
         // complex `fft`) are reported, not failed.
-        Step::new(
+        Step::conformance(
             "conformance --backend cuda-sim --allow-unsupported --require parse,print,eval",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 corpus,
                 "--backend",
                 "cuda-sim",
@@ -467,15 +438,9 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval",
             ],
         ),
-        Step::new(
+        Step::conformance(
             "conformance api2 --backend cuda-sim --allow-unsupported --require parse,print,eval",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 api2,
                 "--backend",
                 "cuda-sim",
@@ -484,15 +449,9 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval",
             ],
         ),
-        Step::new(
+        Step::conformance(
             "conformance api2 (required groups) --backend cpu --require parse,print,eval,transform",
             &[
-                "run",
-                "-p",
-                "jaxon-tests",
-                "--bin",
-                "conformance",
-                "--",
                 api2,
                 "--groups",
                 API2_GROUPS,
