@@ -160,3 +160,15 @@ pub fn pin(x: &Array, target: &[jaxon_trace::dynshape::Size]) -> Result<Array> {
     }
     jaxon_trace::dynshape::reshape(x, target)
 }
+
+/// `axis` (negative: from the end) as an index into `rank` dimensions;
+/// `what` names the argument in the error (`"vmap in_axes (input leaf 0)"`).
+pub(crate) fn normalize_axis(axis: isize, rank: usize, what: &str) -> Result<usize> {
+    let r = rank as isize;
+    if axis >= r || axis < -r {
+        return Err(jaxon_trace::error::Error::InvalidArgument(format!(
+            "{what}: axis {axis} is out of bounds for an array of rank {rank}"
+        )));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}

@@ -104,7 +104,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Vmap<F, I, O> {
             };
             // Other axes may be dynamic; the mapped one must be static.
             let dims = &leaf.ty().shape;
-            let d = normalize(axis, dims.len(), &format!("in_axes (input leaf {i})"))?;
+            let d = crate::util::normalize_axis(
+                axis,
+                dims.len(),
+                &format!("vmap in_axes (input leaf {i})"),
+            )?;
             let mut shape = vec![0; dims.len()];
             shape[d] = dims[d]
                 .as_const()
@@ -157,7 +161,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Vmap<F, I, O> {
                     (None, None) => res.push(v),
                     (d, Some(axis)) => {
                         let rank = v.ndim() + usize::from(d.is_none());
-                        let to = normalize(axis, rank, &format!("out_axes (output leaf {i})"))?;
+                        let to = crate::util::normalize_axis(
+                            axis,
+                            rank,
+                            &format!("vmap out_axes (output leaf {i})"),
+                        )?;
                         res.push(move_bdim(&v, d, to, n)?);
                     }
                 }
@@ -169,15 +177,4 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Vmap<F, I, O> {
 
 fn fmt_ty(x: &Array) -> String {
     jaxon_ir::shape::fmt_aval(x.aval())
-}
-
-/// `axis` (negative: from the end) as an index into `rank` dimensions.
-fn normalize(axis: isize, rank: usize, what: &str) -> Result<usize> {
-    let r = rank as isize;
-    if axis >= r || axis < -r {
-        return Err(Error::InvalidArgument(format!(
-            "vmap {what}: axis {axis} is out of bounds for an array of rank {rank}"
-        )));
-    }
-    Ok(if axis < 0 { axis + r } else { axis } as usize)
 }

@@ -16,17 +16,6 @@ fn bind_one(c: Collective, x: &Array) -> Result<Array> {
     bind1(&Primitive::Collective(c), std::slice::from_ref(x))
 }
 
-/// `axis` of `x` (negative: from the end), checked against its rank.
-fn dim(x: &Array, axis: isize, op: &str, what: &str) -> Result<usize> {
-    let r = x.ndim() as isize;
-    if axis >= r || axis < -r {
-        return Err(Error::InvalidArgument(format!(
-            "{op}: {what} {axis} is out of bounds for an array of rank {r}"
-        )));
-    }
-    Ok(if axis < 0 { axis + r } else { axis } as usize)
-}
-
 /// `ppermute(x, axis_name, perm)`: device `src` sends its `x` to device
 /// `dst` for each `(src, dst)` pair (indices along the axis); a device no
 /// pair sends to receives zeros. Each source and each destination appears
@@ -67,8 +56,8 @@ pub fn all_to_all(
     concat_axis: isize,
 ) -> Result<Array> {
     let n = mesh_axis_size(axis_name, "all_to_all")?;
-    let split = dim(x, split_axis, "all_to_all", "split_axis")?;
-    let concat = dim(x, concat_axis, "all_to_all", "concat_axis")?;
+    let split = crate::util::normalize_axis(split_axis, x.ndim(), "all_to_all split_axis")?;
+    let concat = crate::util::normalize_axis(concat_axis, x.ndim(), "all_to_all concat_axis")?;
     let shape = x.try_shape()?;
     if shape[split] % n != 0 {
         return Err(Error::InvalidArgument(format!(
@@ -101,7 +90,11 @@ pub fn psum_scatter(
     tiled: bool,
 ) -> Result<Array> {
     let n = mesh_axis_size(axis_name, "psum_scatter")?;
-    let d = dim(x, scatter_dimension, "psum_scatter", "scatter_dimension")?;
+    let d = crate::util::normalize_axis(
+        scatter_dimension,
+        x.ndim(),
+        "psum_scatter scatter_dimension",
+    )?;
     let shape = x.try_shape()?;
     let fits = if tiled {
         shape[d] % n == 0

@@ -39,17 +39,6 @@ pub fn pmap<I: Pytree, O: Pytree, F: Fn(I) -> O>(f: F) -> Pmap<F, I, O> {
     }
 }
 
-/// `axis` (negative: from the end) into `rank` dimensions.
-fn normalize(axis: isize, rank: usize, what: &str) -> Result<usize> {
-    let r = rank as isize;
-    if axis >= r || axis < -r {
-        return Err(Error::InvalidArgument(format!(
-            "pmap {what}: axis {axis} is out of bounds for an array of rank {rank}"
-        )));
-    }
-    Ok(if axis < 0 { axis + r } else { axis } as usize)
-}
-
 impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Pmap<F, I, O> {
     /// Names the mapped axis, for the collectives in `f`.
     pub fn axis_name(mut self, name: &str) -> Self {
@@ -84,7 +73,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Pmap<F, I, O> {
                 specs.push(PartitionSpec::default());
                 continue;
             };
-            let d = normalize(*a, x.ndim(), &format!("in_axes (input leaf {i})"))?;
+            let d = crate::util::normalize_axis(
+                *a,
+                x.ndim(),
+                &format!("pmap in_axes (input leaf {i})"),
+            )?;
             let size = x.try_shape()?[d];
             match n {
                 Some((m, j)) if m != size => {
@@ -148,7 +141,11 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Pmap<F, I, O> {
                 .enumerate()
                 .map(|(i, (o, a))| match a {
                     Some(a) => {
-                        let to = normalize(*a, o.ndim(), &format!("out_axes (result leaf {i})"))?;
+                        let to = crate::util::normalize_axis(
+                            *a,
+                            o.ndim(),
+                            &format!("pmap out_axes (result leaf {i})"),
+                        )?;
                         jnp::moveaxis(&o, &[0], &[to as isize])
                     }
                     None => Ok(o),
