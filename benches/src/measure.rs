@@ -161,7 +161,17 @@ pub fn record_name(workload: &str) -> String {
 }
 
 /// Prints one JSON record in the schema of `bench_jax.py`.
-pub fn emit(workload: &str, metric: &str, value: f64, unit: &str, details: Map<String, Value>) {
+/// Every record's `details` also name the CPU model and the ISA path the
+/// CPU kernels ran (`jaxon_backend_cpu::isa`), so tables from different
+/// machines, or from one machine under `JAXON_CPU_ISA`, never mix.
+pub fn emit(workload: &str, metric: &str, value: f64, unit: &str, mut details: Map<String, Value>) {
+    use jaxon_backend_cpu::isa;
+    static CPU: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let cpu = CPU.get_or_init(isa::cpu_model);
+    details.entry("cpu").or_insert_with(|| json!(cpu));
+    details
+        .entry("cpu_isa")
+        .or_insert_with(|| json!(isa::isa().name()));
     println!(
         "{}",
         json!({"workload": record_name(workload), "metric": metric, "value": value, "unit": unit, "details": details})

@@ -7,6 +7,7 @@ mod dispatch;
 pub mod gpu;
 mod kernels;
 mod loops;
+mod machine;
 mod mlp;
 mod pallas;
 mod spmd;
@@ -14,6 +15,7 @@ mod spmd;
 pub use dispatch::{chain, dispatch_tiny, trace_chain_1000};
 pub use kernels::{eltwise_fused_16m, matmul_1024, matmul_2048, reduce_sum_rows, softmax_4096};
 pub use loops::{fori_loop_1000, scan_rnn};
+pub use machine::{copy_bandwidth_cpu, fma_peak_cpu};
 pub use mlp::{
     compile_mlp_grad, init_mlp, loss1, mlp_data, mlp_inputs, mlp_loss, mlp_train_step,
     mlp_value_and_grad, per_example_grads, trace_mlp_grad, Params, MLP_BATCH, MLP_SIZES,
@@ -40,6 +42,14 @@ pub type Workload = (&'static str, &'static [&'static str], fn(Settings));
 
 /// Every workload implemented here, in WORKLOADS.md order.
 pub const WORKLOADS: &[Workload] = &[
+    // Not in WORKLOADS.md: issue 24's physical anchors, measured in the
+    // same run as the workloads they bound.
+    ("fma_peak_cpu", &["fma_peak_cpu"], fma_peak_cpu),
+    (
+        "copy_bandwidth_cpu",
+        &["copy_bandwidth_cpu"],
+        copy_bandwidth_cpu,
+    ),
     ("trace_chain_1000", &["trace_chain_1000"], trace_chain_1000),
     ("trace_mlp_grad", &["trace_mlp_grad"], trace_mlp_grad),
     ("compile_mlp_grad", &["compile_mlp_grad"], compile_mlp_grad),

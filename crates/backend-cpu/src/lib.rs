@@ -246,6 +246,7 @@ mod compile;
 mod complex;
 mod dynamic;
 mod error;
+pub mod isa;
 mod ops;
 mod plan;
 mod program_cache;

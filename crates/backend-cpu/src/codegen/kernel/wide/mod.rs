@@ -36,14 +36,7 @@ pub(crate) const ADD: u32 = 2;
 
 /// Whether this CPU runs the tile routines.
 pub(crate) fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::isa::has(crate::isa::Isa::Avx2)
 }
 
 /// The address of the tile routine of `op` on `dt`, if there is one and

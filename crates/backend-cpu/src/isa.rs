@@ -1,0 +1,194 @@
+//! The instruction sets the host kernels use: what the CPU has, detected
+//! once per process, capped by `JAXON_CPU_ISA=scalar|avx2|avx512`.
+//!
+//! Three paths exist, each a superset of the one before:
+//!
+//! | [`Isa`] | needs | kernels |
+//! |---|---|---|
+//! | `Scalar` | nothing beyond the target | the `gemm` crate, inline Cranelift code |
+//! | `Avx2` | AVX2 and FMA | 6×16 `ymm` GEMM tiles, 256-bit `wide` routines |
+//! | `Avx512` | AVX-512 F, BW, DQ and VL (x86-64-v4) | 14×32 `zmm` GEMM tiles, 512-bit `wide` routines, `vdpbf16ps` where AVX-512 BF16 is present |
+//!
+//! The cap exists so that one machine tests every path it can run: CI on
+//! an AVX-512 machine runs the differential and ulp suites again under
+//! `JAXON_CPU_ISA=avx2` and `=scalar`. A cap above what the CPU has means
+//! what the CPU has; an unknown value is ignored with a warning, so a typo
+//! never turns a fast path off silently without a word.
+//!
+//! Invariant: [`isa`] never names an instruction set the CPU lacks. Every
+//! `unsafe` intrinsic path in this crate is entered only after [`isa`] (or
+//! [`has`]) said yes for it; that is what makes `#[target_feature]` calls
+//! sound.
+
+use std::sync::OnceLock;
+
+/// An instruction-set level of the host kernels, ordered from the
+/// narrowest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Isa {
+    /// Portable code only.
+    Scalar,
+    /// 256-bit AVX2 with FMA.
+    Avx2,
+    /// 512-bit AVX-512 F/BW/DQ/VL.
+    Avx512,
+}
+
+impl Isa {
+    /// The name `JAXON_CPU_ISA` takes and benchmark records print.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    /// The level named `s` (`JAXON_CPU_ISA`'s spelling), if any.
+    pub fn parse(s: &str) -> Option<Isa> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "scalar" | "none" => Some(Isa::Scalar),
+            "avx2" => Some(Isa::Avx2),
+            "avx512" | "avx-512" => Some(Isa::Avx512),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Isa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The widest level this CPU supports, ignoring `JAXON_CPU_ISA`.
+pub fn detected() -> Isa {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+            // Every AVX-512 CPU also has AVX2 and FMA.
+            Isa::Avx512
+        } else if has!("avx2") && has!("fma") {
+            Isa::Avx2
+        } else {
+            Isa::Scalar
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Isa::Scalar
+    }
+}
+
+/// The level the kernels use: [`detected`], capped by `JAXON_CPU_ISA`.
+/// Read once per process.
+pub fn isa() -> Isa {
+    static ISA: OnceLock<Isa> = OnceLock::new();
+    *ISA.get_or_init(|| {
+        let found = detected();
+        let Some(raw) = std::env::var_os("JAXON_CPU_ISA") else {
+            return found;
+        };
+        let raw = raw.to_string_lossy();
+        match Isa::parse(&raw) {
+            Some(cap) => {
+                let chosen = cap.min(found);
+                tracing::info!(cap = %cap, detected = %found, chosen = %chosen, "JAXON_CPU_ISA");
+                chosen
+            }
+            None => {
+                tracing::warn!(
+                    value = %raw,
+                    "JAXON_CPU_ISA is not one of scalar, avx2, avx512: ignored, using {found}"
+                );
+                found
+            }
+        }
+    })
+}
+
+/// Whether the kernels may use `level` (the cap included).
+pub fn has(level: Isa) -> bool {
+    isa() >= level
+}
+
+/// Whether `dot_general` on bf16 may use AVX-512 BF16's `vdpbf16ps`: the
+/// level is [`Isa::Avx512`] and the CPU has the extension.
+pub fn has_avx512_bf16() -> bool {
+    static BF16: OnceLock<bool> = OnceLock::new();
+    *BF16.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            has(Isa::Avx512) && std::arch::is_x86_feature_detected!("avx512bf16")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// The CPU's model name (`/proc/cpuinfo`'s, else the CPUID brand string),
+/// for benchmark records and logs.
+pub fn cpu_model() -> String {
+    if let Ok(text) = std::fs::read_to_string("/proc/cpuinfo") {
+        if let Some(name) = text
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .and_then(|rest| rest.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+        {
+            return name;
+        }
+    }
+    brand_string().unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The CPUID brand string (leaves 0x8000_0002..=0x8000_0004).
+fn brand_string() -> Option<String> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // Leaf 0x8000_0000 reports the highest extended leaf, checked
+        // before reading more.
+        let max = __cpuid(0x8000_0000).eax;
+        if max < 0x8000_0004 {
+            return None;
+        }
+        let mut bytes = Vec::with_capacity(48);
+        for leaf in 0x8000_0002u32..=0x8000_0004 {
+            let r = __cpuid(leaf);
+            for word in [r.eax, r.ebx, r.ecx, r.edx] {
+                bytes.extend_from_slice(&word.to_le_bytes());
+            }
+        }
+        let s = String::from_utf8_lossy(&bytes);
+        Some(s.trim_matches(char::from(0)).trim().to_string())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_order() {
+        for level in [Isa::Scalar, Isa::Avx2, Isa::Avx512] {
+            assert_eq!(Isa::parse(level.name()), Some(level));
+        }
+        assert_eq!(Isa::parse("AVX-512"), Some(Isa::Avx512));
+        assert_eq!(Isa::parse("sse9"), None);
+        assert!(Isa::Scalar < Isa::Avx2 && Isa::Avx2 < Isa::Avx512);
+        assert!(isa() <= detected());
+    }
+
+    #[test]
+    fn the_model_name_is_not_empty() {
+        assert!(!cpu_model().is_empty());
+    }
+}
