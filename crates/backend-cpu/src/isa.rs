@@ -129,6 +129,77 @@ pub fn has_avx512_bf16() -> bool {
     })
 }
 
+/// The data-cache sizes the GEMM's blocking is sized from, in bytes, per
+/// core (L3: per package).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caches {
+    /// Level-1 data cache.
+    pub l1d: usize,
+    /// Level-2 cache.
+    pub l2: usize,
+    /// Level-3 cache (0 when there is none).
+    pub l3: usize,
+}
+
+impl Caches {
+    /// What a machine that reports nothing is assumed to have: the
+    /// smallest of the x86 servers so far (Zen 2/3: 32 KiB, 512 KiB).
+    pub const FALLBACK: Caches = Caches {
+        l1d: 32 << 10,
+        l2: 512 << 10,
+        l3: 8 << 20,
+    };
+}
+
+/// The cache sizes of CPU 0, from Linux's `sysfs` (`/sys/devices/system/
+/// cpu/cpu0/cache/index*/`), read once; [`Caches::FALLBACK`] for any level
+/// it does not report. `JAXON_CPU_L1D`, `JAXON_CPU_L2` (bytes) override
+/// them, for tuning runs.
+pub fn caches() -> Caches {
+    static CACHES: OnceLock<Caches> = OnceLock::new();
+    *CACHES.get_or_init(|| {
+        let mut c = Caches::FALLBACK;
+        let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+        for index in 0..8 {
+            let at = dir.join(format!("index{index}"));
+            let read = |f: &str| std::fs::read_to_string(at.join(f)).ok();
+            let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+            else {
+                continue;
+            };
+            let Some(bytes) = parse_size(&size) else {
+                continue;
+            };
+            match (level.trim(), kind.trim()) {
+                ("1", "Data" | "Unified") => c.l1d = bytes,
+                ("2", _) => c.l2 = bytes,
+                ("3", _) => c.l3 = bytes,
+                _ => {}
+            }
+        }
+        let env = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse().ok());
+        if let Some(v) = env("JAXON_CPU_L1D") {
+            c.l1d = v;
+        }
+        if let Some(v) = env("JAXON_CPU_L2") {
+            c.l2 = v;
+        }
+        c
+    })
+}
+
+/// `sysfs`'s size spelling: `32K`, `1024K`, `32M`, or plain bytes.
+fn parse_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, scale) = match s.as_bytes().last()? {
+        b'K' | b'k' => (&s[..s.len() - 1], 1 << 10),
+        b'M' | b'm' => (&s[..s.len() - 1], 1 << 20),
+        b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    digits.parse::<usize>().ok()?.checked_mul(scale)
+}
+
 /// The CPU's model name (`/proc/cpuinfo`'s, else the CPUID brand string),
 /// for benchmark records and logs.
 pub fn cpu_model() -> String {
@@ -185,6 +256,16 @@ mod tests {
         assert_eq!(Isa::parse("sse9"), None);
         assert!(Isa::Scalar < Isa::Avx2 && Isa::Avx2 < Isa::Avx512);
         assert!(isa() <= detected());
+    }
+
+    #[test]
+    fn cache_sizes_parse_and_are_plausible() {
+        assert_eq!(parse_size("32K\n"), Some(32 << 10));
+        assert_eq!(parse_size("1M"), Some(1 << 20));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("K"), None);
+        let c = caches();
+        assert!(c.l1d >= 4 << 10 && c.l2 >= c.l1d, "{c:?}");
     }
 
     #[test]
