@@ -8,7 +8,10 @@
 //!   interpreter and on the CPU backend with two CPU devices (`--cpu-devices 2`;
 //!   `shard_map`; every check required), and both corpora on the CUDA
 //!   lowering's kernel simulator (`--backend cuda-sim --allow-unsupported`:
-//!   values must be right, unlowered primitives are listed); prints a summary with
+//!   values must be right, unlowered primitives are listed); then, for each
+//!   CPU kernel path narrower than the machine's (`JAXON_CPU_ISA=avx2`,
+//!   `scalar`), the CPU backend's differential, per-primitive and ulp
+//!   suites and both corpora on the cpu backend again; prints a summary with
 //!   timings and what was skipped and why; exits 1 if any step failed.
 //! - `cargo xtask conformance [FILE] [ARGS...]`: the conformance runner
 //!   (release build) on FILE (default: the public JAX 0.10.2 corpus).
@@ -463,7 +466,10 @@ fn test_all(args: &[String]) -> ExitCode {
                 "tests/data/known-failures-api2.txt",
             ],
         ),
-    ];
+    ]
+    .into_iter()
+    .chain(narrower_isa_steps(features, corpus, api2))
+    .collect::<Vec<_>>();
     let planned = results.len() + steps.len();
 
     for step in steps {
@@ -526,6 +532,78 @@ fn test_all(args: &[String]) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The CPU kernel paths narrower than this machine's widest, as
+/// `JAXON_CPU_ISA` spells them: on an AVX-512 machine `avx2` and
+/// `scalar`, on an AVX2 one `scalar` (the same test as
+/// `jaxon_backend_cpu::isa::detected`).
+fn narrower_isas() -> Vec<&'static str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        let avx512 = has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl");
+        if avx512 {
+            vec!["avx2", "scalar"]
+        } else if has!("avx2") && has!("fma") {
+            vec!["scalar"]
+        } else {
+            Vec::new()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Vec::new()
+    }
+}
+
+/// The steps that test the CPU backend again under each narrower kernel
+/// path (issue 24): its differential, per-primitive and ulp suites, run
+/// from the test binary `cargo test --workspace` built (the same
+/// features, so nothing is rebuilt), and both corpora on the cpu backend.
+fn narrower_isa_steps(features: &'static str, corpus: &str, api2: &str) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for isa in narrower_isas() {
+        steps.push(
+            Step::new(
+                &format!("JAXON_CPU_ISA={isa} cargo test (backend-cpu kernel suites)"),
+                &[
+                    "test",
+                    "--workspace",
+                    "--features",
+                    features,
+                    "--test",
+                    "all",
+                    "--",
+                    "differential::",
+                    "coverage::",
+                    "math_ulp::",
+                    "wide_math::",
+                    "dot_half::",
+                ],
+            )
+            .env("JAXON_CPU_ISA", isa),
+        );
+        for (name, file) in [("", corpus), ("api2 ", api2)] {
+            let mut args = vec![file, "--backend", "cpu", "--require", "parse,print,eval"];
+            if !name.is_empty() {
+                args.extend([
+                    "--groups",
+                    API2_GROUPS,
+                    "--known-failures",
+                    "tests/data/known-failures-api2.txt",
+                ]);
+            }
+            steps.push(
+                Step::conformance(
+                    &format!("JAXON_CPU_ISA={isa} conformance {name}--backend cpu --require parse,print,eval"),
+                    &args,
+                )
+                .env("JAXON_CPU_ISA", isa),
+            );
+        }
+    }
+    steps
 }
 
 fn conformance(args: &[String]) -> ExitCode {

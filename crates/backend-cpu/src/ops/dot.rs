@@ -24,6 +24,8 @@
 //! alias the operands (it is a distinct `&mut` slice).
 
 #[cfg(target_arch = "x86_64")]
+mod direct;
+#[cfg(target_arch = "x86_64")]
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
 mod packed;
@@ -473,6 +475,11 @@ fn own_gemm<T: GemmScalar>(p: Product<'_, T>, dst: &mut [T], threads: usize) -> 
     #[cfg(target_arch = "x86_64")]
     if packed::wanted::<T>(p.m, p.k, p.n) {
         packed::gemm(p, dst, threads);
+        return true;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if direct::wanted(&p) {
+        direct::gemm(p, dst, threads);
         return true;
     }
     let _ = (p, dst, threads);

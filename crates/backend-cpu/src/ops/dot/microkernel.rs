@@ -37,18 +37,21 @@ pub(super) fn prefetch<T>(values: &[T]) {
     }
 }
 
-/// A register tile: `dst[r][t] (+)= Σ_p a[p·mr + r] · c[p·nr + t]` for
+/// A register tile: `dst[r][t] (+)= Σ_p a[p·mr + r] · c[p·crs + t]` for
 /// `r < rows`, `t < cols`, overwritten when `overwrite`, else added to.
+/// `c` is a packed panel (`crs = nr`) or, for `direct`, the rows of an
+/// unpacked row-major operand (`crs` its row stride).
 ///
 /// # Safety
 /// The CPU supports the tile's instruction set; `a` holds `depth·mr`
-/// values and `c` `depth·nr`; `dst + r·drs + t` is valid for reads and
-/// writes, and touched by no other thread during the call, for every
-/// `r < rows ≤ mr` and `t < cols ≤ nr`.
+/// values and `c` at least `(depth - 1)·crs + nr`; `dst + r·drs + t` is
+/// valid for reads and writes, and touched by no other thread during the
+/// call, for every `r < rows ≤ mr` and `t < cols ≤ nr`.
 pub(super) type TileFn<T> = unsafe fn(
     depth: usize,
     a: &[T],
     c: &[T],
+    crs: usize,
     dst: *mut T,
     drs: usize,
     overwrite: bool,
@@ -112,6 +115,7 @@ impl<T: Tile> Kernel<T> {
         depth: usize,
         a: &[T],
         c: &[T],
+        crs: usize,
         dst: *mut T,
         drs: usize,
         overwrite: bool,
@@ -120,7 +124,7 @@ impl<T: Tile> Kernel<T> {
     ) {
         // SAFETY: the caller's contract; the kernel exists only for an
         // instruction set this CPU has.
-        unsafe { (self.tile)(depth, a, c, dst, drs, overwrite, rows, cols) }
+        unsafe { (self.tile)(depth, a, c, crs, dst, drs, overwrite, rows, cols) }
     }
 }
 
@@ -139,6 +143,7 @@ macro_rules! register_tile {
             depth: usize,
             a: &[$t],
             c: &[$t],
+            crs: usize,
             dst: *mut $t,
             drs: usize,
             overwrite: bool,
@@ -147,7 +152,8 @@ macro_rules! register_tile {
         ) {
             const MR: usize = $mr;
             const NR: usize = 2 * $lanes;
-            assert!(a.len() >= depth * MR && c.len() >= depth * NR && rows <= MR && cols <= NR);
+            let c_needs = depth.checked_sub(1).map_or(0, |d| d * crs + NR);
+            assert!(a.len() >= depth * MR && c.len() >= c_needs && rows <= MR && cols <= NR);
             // The destination rows are far apart (whole result rows);
             // start fetching them now so the final read-modify-write does
             // not stall.
@@ -163,7 +169,7 @@ macro_rules! register_tile {
                 // SAFETY: `p < depth`, and the panels hold `depth` steps
                 // (asserted).
                 let (c0, c1, ar) = unsafe {
-                    let cv = cp.add(p * NR);
+                    let cv = cp.add(p * crs);
                     ($load(cv), $load(cv.add($lanes)), ap.add(p * MR))
                 };
                 for (r, row) in acc.iter_mut().enumerate() {

@@ -279,6 +279,7 @@ impl<T: Tile> Chunk<T> {
                                 kc,
                                 &block_a[row * kc..],
                                 &block_c[col * kc..],
+                                nr,
                                 out.at(at),
                                 drs,
                                 overwrite,
