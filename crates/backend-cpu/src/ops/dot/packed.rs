@@ -1,26 +1,28 @@
 //! f32 and f64 GEMM of our own for large products: both operands packed
 //! into cache-sized panels in one parallel pass, then tiles of the result
 //! handed out dynamically to up to `threads` threads (`share_ranges`, the
-//! split kernels' scheduler), each tile a loop of
-//! `microkernel` calls (6×16 in f32, 6×8 in f64).
+//! split kernels' scheduler), each tile a loop of `microkernel` calls (the
+//! register tile of `isa::isa()`: 6×16/6×8 on AVX2, 12×32/12×16 on
+//! AVX-512, f32/f64).
 //!
-//! Why not `gemm`'s threading: on this machine's two cores it reached (f32)
+//! Why not `gemm`'s threading: on a two-core Zen 3 it reached (f32)
 //! 95–120 GFLOP/s at 1024³ where XLA reaches 140–170, although one core of
 //! either runs at 80–90. Two things cost it: packing buffers that are
 //! fresh pages on every call (two threads faulting at once serialise on
 //! the address space), and fixed halves, so the call waits for the slower
 //! of two shared vCPUs. Here the packed panels live in a per-thread cache
-//! reused from call to call, and tiles are small enough (44 per 1024²
+//! reused from call to call, and tiles are small enough (tens per 1024²
 //! result) for a fast core to take more of them.
 //!
 //! Layout. A chunk of the product (at most [`CHUNK_MN`] rows and columns
 //! and [`CHUNK_K`] of depth, so the panels stay bounded) is cut into depth
-//! blocks of [`KC`]. In each block, `a` becomes row panels of `MR` rows
-//! and `c` column panels of `NR` columns, each stored depth-major (all of
+//! blocks of `kc`. In each block, `a` becomes row panels of `mr` rows
+//! and `c` column panels of `nr` columns, each stored depth-major (all of
 //! a panel's values of one depth step together), zero-padded past the
 //! last row or column. A tile runs, for each depth block, its column
-//! panels (each 16 KiB, in L1) against its row panels (the tile's 96 KiB
-//! of `a` in f32, 192 KiB in f64, in L2). While one column panel runs,
+//! panels (each half of L1) against its row panels (the tile's block of
+//! `a`, 3/16 of L2). [`Blocking`] derives `kc` and the tile's rows from the
+//! cache sizes the machine reports. While one column panel runs,
 //! the next is fetched into L1 a slice per register tile: the panels come
 //! from L3 or memory, a fetch the hardware prefetcher does not start in
 //! time. Packing reads each depth step of a contiguous operand as one run
