@@ -13,6 +13,7 @@
 //! rectangles of `dst`, a unique borrow distinct from the operands.
 
 use super::microkernel::{Kernel, Tile};
+use super::packed::{pack_width, with_panels};
 use super::split::SharedDst;
 use super::{Product, View};
 use crate::run::sched::share_ranges;
@@ -62,56 +63,59 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
     };
     let rows_apart = m <= 1 || drs >= n;
     assert!(c.cs == 1 && rows_apart && a.covers(m, k) && c.covers(k, n) && d.covers(m, n) && k > 0);
-    // `a` as depth-major row panels of `mr` rows, zero-padded.
+    // `a` as depth-major row panels of `mr` rows, zero-padded, and the
+    // last, partial column strip of `c` zero-padded to `nr`, in the
+    // calling thread's panel cache.
     let panels = m.div_ceil(mr);
-    let mut pa = vec![T::default(); panels * mr * k];
-    for (g, panel) in pa.chunks_exact_mut(mr * k).enumerate() {
-        for r in 0..mr.min(m - g * mr) {
-            let row = g * mr + r;
-            for p in 0..k {
-                panel[p * mr + r] = a.data[row * a.rs + p * a.cs];
-            }
-        }
-    }
-    // The last, partial column strip of `c`, zero-padded to `nr`.
     let whole = n / nr;
     let tail = n - whole * nr;
-    let mut strip = vec![T::default(); if tail > 0 { k * nr } else { 0 }];
-    for (p, step) in strip.chunks_exact_mut(nr).enumerate() {
-        step[..tail].copy_from_slice(&c.data[p * c.rs + whole * nr..][..tail]);
-    }
-    let strips = n.div_ceil(nr);
-    let out = SharedDst(dst.as_mut_ptr());
-    let tile = |t: usize| {
-        let (s, g) = (t / panels, t % panels);
-        let (row, col) = (g * mr, s * nr);
-        let (cv, crs) = if s < whole {
-            (&c.data[col..], c.rs)
-        } else {
-            (&strip[..], nr)
-        };
-        // SAFETY: the module invariant: entries `(row + r, col + t)` of
-        // `dst` for `r < min(mr, m - row)`, `t < min(nr, n - col)` lie
-        // inside the checked product and belong to this tile alone; the
-        // panel holds `k·mr` values and `cv` `(k - 1)·crs + nr` (a whole
-        // strip of `c`, checked by `covers`, or the padded tail).
-        unsafe {
-            kernel.run(
-                k,
-                &pa[g * mr * k..],
-                cv,
-                crs,
-                out.at(row * drs + col),
-                drs,
-                !acc,
-                mr.min(m - row),
-                nr.min(n - col),
-            )
-        }
-    };
-    share_ranges(panels * strips, 1, threads, |lo, hi| {
-        (lo..hi).for_each(tile)
-    });
+    let strip_len = if tail > 0 { k * nr } else { 0 };
+    with_panels(
+        panels * mr * k,
+        strip_len,
+        |pa: &mut [T], strip: &mut [T]| {
+            let pa = &mut pa[..panels * mr * k];
+            pack_width(pa, a, 0, m, 0, k, mr);
+            let strip = &mut strip[..strip_len];
+            for (p, step) in strip.chunks_exact_mut(nr).enumerate() {
+                step[..tail].copy_from_slice(&c.data[p * c.rs + whole * nr..][..tail]);
+                step[tail..].fill(T::default());
+            }
+            let strips = n.div_ceil(nr);
+            let out = SharedDst(dst.as_mut_ptr());
+            let tile = |t: usize| {
+                let (s, g) = (t / panels, t % panels);
+                let (row, col) = (g * mr, s * nr);
+                let (cv, crs) = if s < whole {
+                    (&c.data[col..], c.rs)
+                } else {
+                    (&strip[..], nr)
+                };
+                // SAFETY: the module invariant: entries `(row + r, col + t)`
+                // of `dst` for `r < min(mr, m - row)`, `t < min(nr, n - col)`
+                // lie inside the checked product and belong to this tile
+                // alone; the panel holds `k·mr` values and `cv` `(k - 1)·crs
+                // + nr` (a whole strip of `c`, checked by `covers`, or the
+                // padded tail).
+                unsafe {
+                    kernel.run(
+                        k,
+                        &pa[g * mr * k..],
+                        cv,
+                        crs,
+                        out.at(row * drs + col),
+                        drs,
+                        !acc,
+                        mr.min(m - row),
+                        nr.min(n - col),
+                    )
+                }
+            };
+            share_ranges(panels * strips, 1, threads, |lo, hi| {
+                (lo..hi).for_each(tile)
+            });
+        },
+    );
 }
 
 #[cfg(test)]

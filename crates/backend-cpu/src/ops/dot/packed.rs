@@ -333,7 +333,7 @@ fn pack_cols<T: Tile>(
 
 /// [`pack_panels`] with the panel widths of the kernels as constants, so
 /// each copy of a depth step is a few moves, not a call to `memcpy`.
-fn pack_width<T: Copy + Default>(
+pub(super) fn pack_width<T: Copy + Default>(
     out: &mut [T],
     v: View<'_, T>,
     first: usize,
@@ -462,7 +462,7 @@ thread_local! {
 const KEEP_LINES: usize = 24 << 14;
 
 /// Runs `f` on panel buffers of at least `a_len` and `c_len` values.
-fn with_panels<T: Tile>(a_len: usize, c_len: usize, f: impl FnOnce(&mut [T], &mut [T])) {
+pub(super) fn with_panels<T: Tile>(a_len: usize, c_len: usize, f: impl FnOnce(&mut [T], &mut [T])) {
     // Taken out of the cell, so a nested call (rayon may run another
     // product on this thread while it waits) finds it empty, not borrowed.
     let [mut pa, mut pc] = PANELS.take();
