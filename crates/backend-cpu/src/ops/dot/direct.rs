@@ -1,8 +1,9 @@
 //! Small and skinny products (the RNN's `32×256 · 256×256` per step) with
-//! `c` read in place: only `a` is packed into row panels (a few KiB), and
-//! the register tiles of `microkernel` load each depth step of `c`
-//! straight from its row (`crs` = its row stride), so no call copies the
-//! larger operand. The last column strip, when `n` is not a multiple of
+//! both operands read in place: the register tiles of `microkernel`
+//! broadcast `a`'s values from its rows (`StridedFn`) and load each depth
+//! step of `c` straight from its row (`crs` = its row stride), so a call
+//! copies neither operand (packing `a`'s rows cost the Pallas matmul's
+//! 64-row blocks 15–19% of their time). The last column strip, when `n` is not a multiple of
 //! the tile width, is copied into a zero-padded panel, so no load reads
 //! past `c`. Tiles (one row panel by one column strip, the whole depth in
 //! registers) are handed out to threads in column-major order, so a
@@ -13,7 +14,7 @@
 //! rectangles of `dst`, a unique borrow distinct from the operands.
 
 use super::microkernel::{Kernel, Tile};
-use super::packed::{pack_width, with_panels};
+use super::packed::with_panels;
 use super::split::SharedDst;
 use super::{Product, View};
 use crate::run::sched::share_ranges;
@@ -21,8 +22,9 @@ use crate::run::sched::share_ranges;
 /// Products of at least this many multiply-adds: below it `gemm`'s small
 /// kernels (no threads, no packing at all) win.
 const MIN_WORK: usize = 1 << 18;
-/// At most this many values of `a` are packed per call (256 KiB in f32),
-/// so the packed panels stay in L2.
+/// At most this many values of `a` per call (256 KiB in f32): larger
+/// operands are worth packing (`packed`'s panels stay in L2 where `a`'s
+/// rows might not).
 const MAX_A: usize = 1 << 16;
 
 /// Whether [`gemm`] should run `p` (a product too small for `packed`).
@@ -63,59 +65,52 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
     };
     let rows_apart = m <= 1 || drs >= n;
     assert!(c.cs == 1 && rows_apart && a.covers(m, k) && c.covers(k, n) && d.covers(m, n) && k > 0);
-    // `a` as depth-major row panels of `mr` rows, zero-padded, and the
-    // last, partial column strip of `c` zero-padded to `nr`, in the
-    // calling thread's panel cache.
+    // The last, partial column strip of `c`, zero-padded to `nr`, in the
+    // calling thread's panel cache; `a` is read in place.
     let panels = m.div_ceil(mr);
     let whole = n / nr;
     let tail = n - whole * nr;
     let strip_len = if tail > 0 { k * nr } else { 0 };
-    with_panels(
-        panels * mr * k,
-        strip_len,
-        |pa: &mut [T], strip: &mut [T]| {
-            let pa = &mut pa[..panels * mr * k];
-            pack_width(pa, a, 0, m, 0, k, mr);
-            let strip = &mut strip[..strip_len];
-            for (p, step) in strip.chunks_exact_mut(nr).enumerate() {
-                step[..tail].copy_from_slice(&c.data[p * c.rs + whole * nr..][..tail]);
-                step[tail..].fill(T::default());
-            }
-            let strips = n.div_ceil(nr);
-            let out = SharedDst(dst.as_mut_ptr());
-            let tile = |t: usize| {
-                let (s, g) = (t / panels, t % panels);
-                let (row, col) = (g * mr, s * nr);
-                let (cv, crs) = if s < whole {
-                    (&c.data[col..], c.rs)
-                } else {
-                    (&strip[..], nr)
-                };
-                // SAFETY: the module invariant: entries `(row + r, col + t)`
-                // of `dst` for `r < min(mr, m - row)`, `t < min(nr, n - col)`
-                // lie inside the checked product and belong to this tile
-                // alone; the panel holds `k·mr` values and `cv` `(k - 1)·crs
-                // + nr` (a whole strip of `c`, checked by `covers`, or the
-                // padded tail).
-                unsafe {
-                    kernel.run(
-                        k,
-                        &pa[g * mr * k..],
-                        cv,
-                        crs,
-                        out.at(row * drs + col),
-                        drs,
-                        !acc,
-                        mr.min(m - row),
-                        nr.min(n - col),
-                    )
-                }
+    with_panels(0, strip_len, |_: &mut [T], strip: &mut [T]| {
+        let strip = &mut strip[..strip_len];
+        for (p, step) in strip.chunks_exact_mut(nr).enumerate() {
+            step[..tail].copy_from_slice(&c.data[p * c.rs + whole * nr..][..tail]);
+            step[tail..].fill(T::default());
+        }
+        let strips = n.div_ceil(nr);
+        let out = SharedDst(dst.as_mut_ptr());
+        let tile = |t: usize| {
+            let (s, g) = (t / panels, t % panels);
+            let (row, col) = (g * mr, s * nr);
+            let (cv, crs) = if s < whole {
+                (&c.data[col..], c.rs)
+            } else {
+                (&strip[..], nr)
             };
-            share_ranges(panels * strips, 1, threads, |lo, hi| {
-                (lo..hi).for_each(tile)
-            });
-        },
-    );
+            // SAFETY: the module invariant: entries `(row + r, col + t)`
+            // of `dst` for `r < min(mr, m - row)`, `t < min(nr, n - col)`
+            // lie inside the checked product and belong to this tile
+            // alone; `a` from row `row` holds its rows' `k` values
+            // (`covers`), and `cv` `(k - 1)·crs + nr` (a whole strip of
+            // `c`, checked by `covers`, or the padded tail).
+            unsafe {
+                kernel.run_strided(
+                    k,
+                    (&a.data[row * a.rs..], a.rs, a.cs),
+                    cv,
+                    crs,
+                    out.at(row * drs + col),
+                    drs,
+                    !acc,
+                    mr.min(m - row),
+                    nr.min(n - col),
+                )
+            }
+        };
+        share_ranges(panels * strips, 1, threads, |lo, hi| {
+            (lo..hi).for_each(tile)
+        });
+    });
 }
 
 #[cfg(test)]

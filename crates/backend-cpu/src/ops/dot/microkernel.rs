@@ -59,6 +59,25 @@ pub(super) type TileFn<T> = unsafe fn(
     cols: usize,
 );
 
+/// A register tile reading `a` in place: as [`TileFn`] with `a`'s value
+/// `(r, p)` at `a[r·ars + p·acs]` (`direct`: an unpacked operand).
+///
+/// # Safety
+/// As [`TileFn`], with `a` holding index `(rows - 1)·ars + (depth - 1)·acs`.
+pub(super) type StridedFn<T> = unsafe fn(
+    depth: usize,
+    a: &[T],
+    ars: usize,
+    acs: usize,
+    c: &[T],
+    crs: usize,
+    dst: *mut T,
+    drs: usize,
+    overwrite: bool,
+    rows: usize,
+    cols: usize,
+);
+
 /// One register tile and its shape.
 pub(super) struct Kernel<T> {
     /// Rows of the tile (`a`'s panel height).
@@ -70,6 +89,8 @@ pub(super) struct Kernel<T> {
     pub(super) isa: Isa,
     /// The tile itself.
     pub(super) tile: TileFn<T>,
+    /// The same tile reading `a` in place.
+    pub(super) strided: StridedFn<T>,
 }
 
 impl<T> Clone for Kernel<T> {
@@ -126,13 +147,36 @@ impl<T: Tile> Kernel<T> {
         // instruction set this CPU has.
         unsafe { (self.tile)(depth, a, c, crs, dst, drs, overwrite, rows, cols) }
     }
+
+    /// Runs the tile on an unpacked `a`.
+    ///
+    /// # Safety
+    /// As [`StridedFn`], minus the instruction set.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) unsafe fn run_strided(
+        &self,
+        depth: usize,
+        a: (&[T], usize, usize),
+        c: &[T],
+        crs: usize,
+        dst: *mut T,
+        drs: usize,
+        overwrite: bool,
+        rows: usize,
+        cols: usize,
+    ) {
+        let (a, ars, acs) = a;
+        // SAFETY: as `run`.
+        unsafe { (self.strided)(depth, a, ars, acs, c, crs, dst, drs, overwrite, rows, cols) }
+    }
 }
 
 /// Defines one register-tile function: `$mr` rows of two vectors of
 /// `$lanes` lanes, compiled with `$feature`.
 macro_rules! register_tile {
     (
-        $name:ident, $t:ty, $v:ty, $lanes:expr, $mr:expr, $feature:literal,
+        $name:ident, $strided:ident, $t:ty, $v:ty, $lanes:expr, $mr:expr, $feature:literal,
         $zero:ident, $load:ident, $bcast:expr, $fma:ident, $add:ident, $store:ident
     ) => {
         /// # Safety
@@ -151,9 +195,56 @@ macro_rules! register_tile {
             cols: usize,
         ) {
             const MR: usize = $mr;
+            assert!(a.len() >= depth * MR);
+            // SAFETY: the packed panel holds `depth` steps of `MR` rows
+            // (asserted); the rest is the caller's contract. The strides
+            // are constants here, so the inlined loop is the packed one.
+            unsafe { $strided::<true>(depth, a, 1, MR, c, crs, dst, drs, overwrite, rows, cols) }
+        }
+
+        /// As [`StridedFn`], with this tile's instruction set; `PACKED`:
+        /// `a` is a zero-padded panel (`ars = 1`, `acs = MR`), whose
+        /// offsets are then constants.
+        ///
+        /// # Safety
+        /// As [`StridedFn`].
+        #[allow(clippy::too_many_arguments)]
+        #[target_feature(enable = $feature)]
+        #[inline]
+        unsafe fn $strided<const PACKED: bool>(
+            depth: usize,
+            a: &[$t],
+            ars: usize,
+            acs: usize,
+            c: &[$t],
+            crs: usize,
+            dst: *mut $t,
+            drs: usize,
+            overwrite: bool,
+            rows: usize,
+            cols: usize,
+        ) {
+            const MR: usize = $mr;
             const NR: usize = 2 * $lanes;
             let c_needs = depth.checked_sub(1).map_or(0, |d| d * crs + NR);
-            assert!(a.len() >= depth * MR && c.len() >= c_needs && rows <= MR && cols <= NR);
+            let last_row = if PACKED {
+                MR - 1
+            } else {
+                rows.saturating_sub(1)
+            };
+            let a_needs = match depth.checked_sub(1) {
+                Some(p) => p * acs + last_row * ars + 1,
+                None => 0,
+            };
+            assert!(
+                a.len() >= a_needs && c.len() >= c_needs && rows <= MR && cols <= NR && rows > 0
+            );
+            // Unpacked, rows past `rows` repeat the last one (their sums
+            // are never stored), so no read leaves `a`.
+            let mut at = [0usize; MR];
+            for (r, o) in at.iter_mut().enumerate() {
+                *o = if PACKED { r } else { r.min(last_row) * ars };
+            }
             // The destination rows are far apart (whole result rows);
             // start fetching them now so the final read-modify-write does
             // not stall.
@@ -166,16 +257,15 @@ macro_rules! register_tile {
             let mut acc = [[$zero(); 2]; MR];
             let (ap, cp) = (a.as_ptr(), c.as_ptr());
             for p in 0..depth {
-                // SAFETY: `p < depth`, and the panels hold `depth` steps
-                // (asserted).
+                // SAFETY: `p < depth`: inside `c` (asserted).
                 let (c0, c1, ar) = unsafe {
                     let cv = cp.add(p * crs);
-                    ($load(cv), $load(cv.add($lanes)), ap.add(p * MR))
+                    ($load(cv), $load(cv.add($lanes)), ap.add(p * acs))
                 };
                 for (r, row) in acc.iter_mut().enumerate() {
-                    // SAFETY: `r < MR`, inside this step's `MR` values of
-                    // `a`.
-                    let x = $bcast(unsafe { *ar.add(r) });
+                    // SAFETY: `at[r] ≤ (rows - 1)·ars`, inside `a`
+                    // (asserted).
+                    let x = $bcast(unsafe { *ar.add(at[r]) });
                     row[0] = $fma(x, c0, row[0]);
                     row[1] = $fma(x, c1, row[1]);
                 }
@@ -232,6 +322,7 @@ const MR_ZMM: usize = 12;
 
 register_tile!(
     ymm_f32,
+    ymm_f32_strided,
     f32,
     __m256,
     8,
@@ -246,6 +337,7 @@ register_tile!(
 );
 register_tile!(
     ymm_f64,
+    ymm_f64_strided,
     f64,
     __m256d,
     4,
@@ -260,6 +352,7 @@ register_tile!(
 );
 register_tile!(
     zmm_f32,
+    zmm_f32_strided,
     f32,
     __m512,
     16,
@@ -274,6 +367,7 @@ register_tile!(
 );
 register_tile!(
     zmm_f64,
+    zmm_f64_strided,
     f64,
     __m512d,
     8,
@@ -288,20 +382,27 @@ register_tile!(
 );
 
 /// One family's kernel: `mr` rows, two vectors of `lanes`.
-fn kernel<T>(mr: usize, lanes: usize, isa: Isa, tile: TileFn<T>) -> Option<Kernel<T>> {
+fn kernel<T>(
+    mr: usize,
+    lanes: usize,
+    isa: Isa,
+    tile: TileFn<T>,
+    strided: StridedFn<T>,
+) -> Option<Kernel<T>> {
     Some(Kernel {
         mr,
         nr: 2 * lanes,
         isa,
         tile,
+        strided,
     })
 }
 
 impl Tile for f32 {
     fn family(level: Isa) -> Option<Kernel<f32>> {
         match level {
-            Isa::Avx512 => kernel(MR_ZMM, 16, level, zmm_f32),
-            Isa::Avx2 => kernel(MR_YMM, 8, level, ymm_f32),
+            Isa::Avx512 => kernel(MR_ZMM, 16, level, zmm_f32, zmm_f32_strided::<false>),
+            Isa::Avx2 => kernel(MR_YMM, 8, level, ymm_f32, ymm_f32_strided::<false>),
             Isa::Scalar => None,
         }
     }
@@ -310,8 +411,8 @@ impl Tile for f32 {
 impl Tile for f64 {
     fn family(level: Isa) -> Option<Kernel<f64>> {
         match level {
-            Isa::Avx512 => kernel(MR_ZMM, 8, level, zmm_f64),
-            Isa::Avx2 => kernel(MR_YMM, 4, level, ymm_f64),
+            Isa::Avx512 => kernel(MR_ZMM, 8, level, zmm_f64, zmm_f64_strided::<false>),
+            Isa::Avx2 => kernel(MR_YMM, 4, level, ymm_f64, ymm_f64_strided::<false>),
             Isa::Scalar => None,
         }
     }
