@@ -320,7 +320,7 @@ impl Gen {
         let es = self.gdt.size_bytes() as i64;
         let mut slots: Vec<Option<Value>> = vec![None; self.nodes.len()];
         for &(p, _) in &plan.wide {
-            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, (TILE * es) as u32, 5);
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, (TILE * es) as u32, 6);
             let ss = b.create_sized_stack_slot(data);
             slots[p] = Some(b.ins().stack_addr(I64, ss, 0));
         }
