@@ -298,16 +298,30 @@ macro_rules! width {
             pub(super) const DIVIDE: (Tile32, Tile64) = (div_f32::entry, div_f64::entry);
 
             pub(super) const REDUCE: [((Row32, Rows32), (Row64, Rows64)); 3] = [
-                ((sum_f32::one, sum_f32::block), (sum_f64::one, sum_f64::block)),
-                ((max_f32::one, max_f32::block), (max_f64::one, max_f64::block)),
-                ((min_f32::one, min_f32::block), (min_f64::one, min_f64::block)),
+                (
+                    (sum_f32::one, sum_f32::block),
+                    (sum_f64::one, sum_f64::block),
+                ),
+                (
+                    (max_f32::one, max_f32::block),
+                    (max_f64::one, max_f64::block),
+                ),
+                (
+                    (min_f32::one, min_f32::block),
+                    (min_f64::one, min_f64::block),
+                ),
             ];
         }
     };
 }
 
 width!(avx2, "avx2,fma", Avx2F32, Avx2F64);
-width!(avx512, "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma", Avx512F32, Avx512F64);
+width!(
+    avx512,
+    "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma",
+    Avx512F32,
+    Avx512F64
+);
 
 /// The index of `op`'s routine in a width's `UNARY` table.
 fn unary_slot(op: UnaryOp) -> Option<usize> {

@@ -76,7 +76,15 @@ type BlockFn<T> = unsafe extern "C" fn(*const T, usize, *mut T, isize);
 
 /// Runs the tile routine at `addr` on `xs` (in place when `in_place`),
 /// checking it writes nothing past the end.
-fn apply<T: El>(addr: usize, xs: &[T], mode: u32, s: f64, o: f64, c: f64, in_place: bool) -> Vec<T> {
+fn apply<T: El>(
+    addr: usize,
+    xs: &[T],
+    mode: u32,
+    s: f64,
+    o: f64,
+    c: f64,
+    in_place: bool,
+) -> Vec<T> {
     // SAFETY: `addr` is a tile routine of element type `T`, handed out by
     // `wide` for a width this CPU runs.
     let f: TileFn<T> = unsafe { std::mem::transmute::<usize, TileFn<T>>(addr) };
@@ -91,7 +99,10 @@ fn apply<T: El>(addr: usize, xs: &[T], mode: u32, s: f64, o: f64, c: f64, in_pla
     };
     // SAFETY: both buffers hold `n` elements.
     unsafe { f(src, out.as_mut_ptr(), n, T::of(s), T::of(o), mode, T::of(c)) };
-    assert!(out[n..].iter().all(|v| v.bits() == sentinel.bits()), "wrote past {n}");
+    assert!(
+        out[n..].iter().all(|v| v.bits() == sentinel.bits()),
+        "wrote past {n}"
+    );
     out.truncate(n);
     out
 }
@@ -129,9 +140,33 @@ const CASES: [Case; 12] = [
 fn inputs<T: El>(op: UnaryOp, (lo, hi): (f64, f64)) -> Vec<T> {
     let mut r = Rng(0x5eed_1234);
     let mut v: Vec<f64> = vec![
-        0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1.0, -1.0, 0.5, -0.5, 1e-30,
-        -1e-30, 88.72, 88.73, -87.3, -103.9, -104.1, 709.78, 709.79, -745.1, -745.2, 1e-300,
-        f64::MAX, f64::MIN_POSITIVE, 1e-40, 1e-45, 5e-324, 1e-310,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        1e-30,
+        -1e-30,
+        88.72,
+        88.73,
+        -87.3,
+        -103.9,
+        -104.1,
+        709.78,
+        709.79,
+        -745.1,
+        -745.2,
+        1e-300,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        1e-40,
+        1e-45,
+        5e-324,
+        1e-310,
     ];
     let n = 6000;
     v.extend((0..n).map(|i| lo + (hi - lo) * (i as f64 + r.unit()) / n as f64));
@@ -164,7 +199,11 @@ fn ulp_err<T: El>(got: f64, want: f64) -> f64 {
     if want.is_infinite() || got.is_infinite() {
         let max = if f32w { f32::MAX as f64 } else { f64::MAX };
         let (g, w) = (got.clamp(-max, max), want.clamp(-max, max));
-        return if g == w { 1.0 } else { ulp_err::<T>(g, w) + 1.0 };
+        return if g == w {
+            1.0
+        } else {
+            ulp_err::<T>(g, w) + 1.0
+        };
     }
     let (mant, min_exp) = if f32w { (23, -126) } else { (52, -1022) };
     let w = T::of(want).get();
@@ -404,7 +443,11 @@ fn reductions<T: El>() {
                 // SAFETY: ROW_BLOCK rows `stride` apart of `n` elements,
                 // states STATE_BYTES apart.
                 unsafe { block(rows.as_ptr(), n, by_block.as_mut_ptr(), stride as isize) };
-                assert_bits(&by_block, &by_one, &format!("{op:?} {:?} {w} n {n} block", T::DT));
+                assert_bits(
+                    &by_block,
+                    &by_one,
+                    &format!("{op:?} {:?} {w} n {n} block", T::DT),
+                );
                 match &first {
                     None => first = Some(by_one),
                     Some(f) => assert_bits(f, &by_one, &format!("{op:?} {w} n {n} vs avx2")),
@@ -427,7 +470,11 @@ fn widths_follow_the_cpu_not_the_cap() {
     for w in [Isa::Scalar, Isa::Avx2, Isa::Avx512] {
         let runs = w != Isa::Scalar && w <= detected;
         assert_eq!(widths().contains(&w), runs, "{w}");
-        assert_eq!(routine_at(w, UnaryOp::Exp, DType::F32).is_some(), runs, "{w}");
+        assert_eq!(
+            routine_at(w, UnaryOp::Exp, DType::F32).is_some(),
+            runs,
+            "{w}"
+        );
         assert_eq!(routine_at(w, UnaryOp::Abs, DType::F32), None);
         assert_eq!(reduction_at(w, ReduceOp::Prod, DType::F32), None);
         assert_eq!(divide_at(w, DType::I32), None);

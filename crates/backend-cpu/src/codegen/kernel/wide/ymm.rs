@@ -245,7 +245,12 @@ macro_rules! ymm_tile {
             }
             #[inline(always)]
             fn is_nan(&mut self, a: [$f; 2]) -> [$f; 2] {
-                unsafe { [$cmp::<_CMP_UNORD_Q>(a[0], a[0]), $cmp::<_CMP_UNORD_Q>(a[1], a[1])] }
+                unsafe {
+                    [
+                        $cmp::<_CMP_UNORD_Q>(a[0], a[0]),
+                        $cmp::<_CMP_UNORD_Q>(a[1], a[1]),
+                    ]
+                }
             }
             #[inline(always)]
             fn nan_or(&mut self, a: [$f; 2], b: [$f; 2]) -> [$f; 2] {
