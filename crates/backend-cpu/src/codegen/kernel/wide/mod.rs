@@ -57,7 +57,7 @@ pub(crate) fn available() -> bool {
 
 /// The widths the routines exist at that this CPU can run, whatever the
 /// `JAXON_CPU_ISA` cap (for tests that run every one).
-#[allow(dead_code)]
+#[cfg(test)]
 pub(crate) fn widths() -> Vec<Isa> {
     [Isa::Avx2, Isa::Avx512]
         .into_iter()
