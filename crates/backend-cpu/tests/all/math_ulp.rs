@@ -378,7 +378,8 @@ fn pow_f32_ulp_and_special_values() {
     );
 }
 
-/// The 256-bit tile routines compute the inline code's bits: every
+/// The tile routines (at the process's ISA level: 512 or 256 bits)
+/// compute the inline code's bits: every
 /// function, f32 and f64, on its whole sweep (specials, subnormals, random
 /// bit patterns), over a length that leaves partial tiles and vectors.
 #[test]

@@ -1,4 +1,7 @@
-//! The 256-bit AVX2 tile routines inside fused groups (kernel `tiled.rs`):
+//! The tile routines inside fused groups (kernel `tiled.rs`), at the
+//! process's ISA level (512-bit on an AVX-512 machine; 256-bit under
+//! `JAXON_CPU_ISA=avx2`; the unit tests `codegen::kernel::wide::tests`
+//! run every width the CPU has in one process):
 //! every group is run with them and with everything inline at 128 bits, and
 //! the two must agree bit for bit (NaN payloads aside), and with the
 //! interpreter or an f64 reference. Every run is guarded: each array ends

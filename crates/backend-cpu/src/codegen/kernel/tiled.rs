@@ -1,13 +1,15 @@
 //! Tiled inner loops: a group whose members include float transcendental
-//! functions or divisions by a scalar runs them as 256-bit tile routines
-//! (`wide.rs`) instead of inline 128-bit code, and its row reductions too.
+//! functions or divisions by a scalar runs them as tile routines
+//! (`wide/`: 512-bit where the ISA level is AVX-512, else 256-bit) instead
+//! of inline 128-bit code, and its row reductions too.
 //!
 //! The inner loop walks tiles of [`TILE`] indices. For each tile, every
 //! such member ("wide member", in order) first has its argument computed
 //! by inline code into a stack slot, then its routine maps the slot in
 //! place; last, the group's result is computed from the leaves and the
-//! slots and stored or accumulated as usual. Slots hold 2 KiB each and stay
-//! in L1, so the group still reads each input and writes its output once.
+//! slots and stored or accumulated as usual. Slots hold 2 KiB each (64-byte
+//! aligned, for `zmm` loads) and stay in L1, so the group still reads each
+//! input and writes its output once.
 //!
 //! Invariants: a wide member's argument depends only on leaves, literals,
 //! and members before it (which are either inline or already in their
@@ -320,7 +322,7 @@ impl Gen {
         let es = self.gdt.size_bytes() as i64;
         let mut slots: Vec<Option<Value>> = vec![None; self.nodes.len()];
         for &(p, _) in &plan.wide {
-            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, (TILE * es) as u32, 5);
+            let data = StackSlotData::new(StackSlotKind::ExplicitSlot, (TILE * es) as u32, 6);
             let ss = b.create_sized_stack_slot(data);
             slots[p] = Some(b.ins().stack_addr(I64, ss, 0));
         }

@@ -1,18 +1,30 @@
-//! The tile routines themselves: `extern "C"` entry points instantiating
-//! `math.rs` with [`Avx2F32`] and [`Avx2F64`], division by a scalar, and
-//! the row reductions, each compiled with AVX2 and FMA enabled.
+//! The tile routines themselves, at every width: `extern "C"` entry points
+//! instantiating `math.rs` and the row reductions (`rows.rs`) with the
+//! `ymm` lanes ([`Avx2F32`], [`Avx2F64`]: module `avx2`, compiled with
+//! AVX2 and FMA) and with the `zmm` lanes ([`Avx512F32`], [`Avx512F64`]:
+//! module `avx512`, compiled with AVX-512 F/DQ/BW/VL), from one macro
+//! ([`width!`]) so both have the same functions in the same table order.
 //!
 //! Invariant: the routines touch exactly the `n` elements they are given
-//! (a partial last vector goes through a padded stack copy), so callers
-//! may pass the end of any buffer.
+//! (a partial last vector goes through [`Tile::load_part`] and
+//! [`Tile::store_part`]), so callers may pass the end of any buffer.
 
 use super::super::lanes::Lanes;
 use super::super::math;
+use super::rows::{self, Max, Min, Sum};
+use super::tile::Tile;
 use super::ymm::{Avx2F32, Avx2F64};
-use super::{ADD, MUL, ROW_BLOCK, STATE_BYTES};
+use super::zmm::{Avx512F32, Avx512F64};
+use super::{ADD, MUL};
+use crate::isa::Isa;
 use jaxon_ir::primitive::{ReduceOp, UnaryOp};
 use jaxon_ir::DType;
-use std::arch::x86_64::*;
+
+/// A routine's function of its argument `x` (and, for binary ones, the
+/// scalar operand `c`), as a type, so the mapping loop is generic in it.
+trait Func {
+    fn apply<L: Lanes>(l: &mut L, x: L::F, c: L::F) -> L::F;
+}
 
 /// A routine's function applied to `x` (and, for binary ones, the scalar
 /// operand `c`).
@@ -32,363 +44,177 @@ fn div_by<L: Lanes>(l: &mut L, x: L::F, c: L::F) -> L::F {
     l.div(x, c)
 }
 
-/// Defines one tile routine per function, for element type `$t` in `$w`
-/// lanes of type `$v` handled by `$lanes`. The argument of lane `k` is
-/// `src[k]`, times `scale` when `mode & MUL`, plus `offset` when `mode &
-/// ADD` (two roundings, as the inline code has them); four vectors at a
-/// time (each function is one long dependency chain: interleaving hides
-/// its latency), then one, then the padded tail.
+/// The argument of a lane: `x`, times `s` when `MUL`, plus `o` when
+/// `ADD` (two roundings, as the inline code has them).
+#[inline(always)]
+fn arg<L: Lanes, const MUL: bool, const ADD: bool>(l: &mut L, x: L::F, s: L::F, o: L::F) -> L::F {
+    let x = if MUL { l.mul(x, s) } else { x };
+    if ADD {
+        l.add(x, o)
+    } else {
+        x
+    }
+}
+
+/// Maps `n` values of `src` to `dst` through `G`: four vectors at a time
+/// (each function is one long dependency chain: interleaving hides its
+/// latency), then one, then the partial last vector.
+///
+/// # Safety
+/// `src` and `dst` are valid for `n` elements (they may be equal); the
+/// CPU has `L`'s instructions (the caller is compiled with them).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn map<L: Tile, G: Func, const MUL: bool, const ADD: bool>(
+    l: &mut L,
+    src: *const L::E,
+    dst: *mut L::E,
+    n: usize,
+    scale: L::E,
+    offset: L::E,
+    c: L::E,
+) {
+    let w = L::W;
+    let (s, o, c) = (l.splat(scale), l.splat(offset), l.splat(c));
+    let mut i = 0;
+    // SAFETY (every block below): each access is below `n` in both
+    // buffers.
+    while i + 4 * w <= n {
+        unsafe {
+            let x0 = l.load(src.add(i));
+            let x1 = l.load(src.add(i + w));
+            let x2 = l.load(src.add(i + 2 * w));
+            let x3 = l.load(src.add(i + 3 * w));
+            let x0 = arg::<L, MUL, ADD>(l, x0, s, o);
+            let x1 = arg::<L, MUL, ADD>(l, x1, s, o);
+            let x2 = arg::<L, MUL, ADD>(l, x2, s, o);
+            let x3 = arg::<L, MUL, ADD>(l, x3, s, o);
+            let y0 = G::apply(l, x0, c);
+            let y1 = G::apply(l, x1, c);
+            let y2 = G::apply(l, x2, c);
+            let y3 = G::apply(l, x3, c);
+            l.store(dst.add(i), y0);
+            l.store(dst.add(i + w), y1);
+            l.store(dst.add(i + 2 * w), y2);
+            l.store(dst.add(i + 3 * w), y3);
+        }
+        i += 4 * w;
+    }
+    while i + w <= n {
+        unsafe {
+            let x = l.load(src.add(i));
+            let x = arg::<L, MUL, ADD>(l, x, s, o);
+            let y = G::apply(l, x, c);
+            l.store(dst.add(i), y);
+        }
+        i += w;
+    }
+    if i < n {
+        unsafe {
+            let x = l.load_part(src.add(i), n - i);
+            let x = arg::<L, MUL, ADD>(l, x, s, o);
+            let y = G::apply(l, x, c);
+            l.store_part(dst.add(i), n - i, y);
+        }
+    }
+}
+
+/// Defines one tile routine per function, each in a module of its name
+/// (`entry`), for element type `$t` on lanes `$lanes`, compiled with the
+/// target features `$feat`.
 macro_rules! tile_routines {
-    (
-        $t:ty, $w:literal, $lanes:ident, $load:ident, $store:ident, $set1:ident,
-        $mul:ident, $add:ident;
-        $($name:ident => $kind:ident $f:path;)*
-    ) => {$(
-        /// # Safety
-        /// `src` and `dst` are valid for `n` elements (they may be equal);
-        /// the CPU supports AVX2 and FMA.
-        unsafe extern "C" fn $name(
-            src: *const $t,
-            dst: *mut $t,
-            n: usize,
-            scale: $t,
-            offset: $t,
-            mode: u32,
-            c: $t,
-        ) {
-            #[target_feature(enable = "avx2,fma")]
-            unsafe fn run<const MUL: bool, const ADD: bool>(
+    ($feat:literal, $lanes:ident, $t:ty; $($name:ident => $kind:ident $f:path;)*) => {$(
+        mod $name {
+            use super::*;
+
+            struct G;
+
+            impl Func for G {
+                #[inline(always)]
+                fn apply<L: Lanes>(l: &mut L, x: L::F, c: L::F) -> L::F {
+                    call!($kind $f, l, x, c)
+                }
+            }
+
+            /// # Safety
+            /// `src` and `dst` are valid for `n` elements (they may be
+            /// equal); the CPU has the features `$feat`.
+            pub(super) unsafe extern "C" fn entry(
                 src: *const $t,
                 dst: *mut $t,
                 n: usize,
                 scale: $t,
                 offset: $t,
+                mode: u32,
                 c: $t,
             ) {
-                let mut l = $lanes(());
-                let (s, o, c) = ($set1(scale), $set1(offset), $set1(c));
-                let arg = |x| {
-                    let x = if MUL { $mul(x, s) } else { x };
-                    if ADD { $add(x, o) } else { x }
-                };
-                let mut i = 0;
-                while i + 4 * $w <= n {
-                    // SAFETY: i + 4w <= n, inside both buffers.
+                #[target_feature(enable = $feat)]
+                unsafe fn run<const MUL: bool, const ADD: bool>(
+                    src: *const $t,
+                    dst: *mut $t,
+                    n: usize,
+                    scale: $t,
+                    offset: $t,
+                    c: $t,
+                ) {
+                    // SAFETY: the caller's contract is `map`'s.
                     unsafe {
-                        let x0 = arg($load(src.add(i)));
-                        let x1 = arg($load(src.add(i + $w)));
-                        let x2 = arg($load(src.add(i + 2 * $w)));
-                        let x3 = arg($load(src.add(i + 3 * $w)));
-                        let y0 = call!($kind $f, &mut l, x0, c);
-                        let y1 = call!($kind $f, &mut l, x1, c);
-                        let y2 = call!($kind $f, &mut l, x2, c);
-                        let y3 = call!($kind $f, &mut l, x3, c);
-                        $store(dst.add(i), y0);
-                        $store(dst.add(i + $w), y1);
-                        $store(dst.add(i + 2 * $w), y2);
-                        $store(dst.add(i + 3 * $w), y3);
-                    }
-                    i += 4 * $w;
-                }
-                while i + $w <= n {
-                    // SAFETY: i + w <= n, inside both buffers.
-                    unsafe {
-                        let y = call!($kind $f, &mut l, arg($load(src.add(i))), c);
-                        $store(dst.add(i), y);
-                    }
-                    i += $w;
-                }
-                if i < n {
-                    let mut buf = [0.0 as $t; $w];
-                    // SAFETY: the n - i < w remaining elements are inside
-                    // both buffers; `buf` holds w.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(src.add(i), buf.as_mut_ptr(), n - i);
-                        let y = call!($kind $f, &mut l, arg($load(buf.as_ptr())), c);
-                        $store(buf.as_mut_ptr(), y);
-                        std::ptr::copy_nonoverlapping(buf.as_ptr(), dst.add(i), n - i);
+                        map::<$lanes, G, MUL, ADD>(&mut $lanes(()), src, dst, n, scale, offset, c)
                     }
                 }
-            }
-            // SAFETY: the caller's contract is `run`'s.
-            unsafe {
-                match (mode & MUL != 0, mode & ADD != 0) {
-                    (false, false) => run::<false, false>(src, dst, n, scale, offset, c),
-                    (true, false) => run::<true, false>(src, dst, n, scale, offset, c),
-                    (false, true) => run::<false, true>(src, dst, n, scale, offset, c),
-                    (true, true) => run::<true, true>(src, dst, n, scale, offset, c),
+                // SAFETY: the caller's contract is `run`'s.
+                unsafe {
+                    match (mode & MUL != 0, mode & ADD != 0) {
+                        (false, false) => run::<false, false>(src, dst, n, scale, offset, c),
+                        (true, false) => run::<true, false>(src, dst, n, scale, offset, c),
+                        (false, true) => run::<false, true>(src, dst, n, scale, offset, c),
+                        (true, true) => run::<true, true>(src, dst, n, scale, offset, c),
+                    }
                 }
             }
         }
     )*};
 }
 
-tile_routines! {
-    f32, 8, Avx2F32, _mm256_loadu_ps, _mm256_storeu_ps, _mm256_set1_ps,
-    _mm256_mul_ps, _mm256_add_ps;
-    exp_f32 => unary math::exp;
-    expm1_f32 => unary math::expm1;
-    log_f32 => unary math::log;
-    log1p_f32 => unary math::log1p;
-    tanh_f32 => unary math::tanh;
-    logistic_f32 => unary math::logistic;
-    sin_f32 => unary math::sin;
-    cos_f32 => unary math::cos;
-    tan_f32 => unary math::tan;
-    exp2_f32 => unary math::exp2;
-    sinh_f32 => unary math::sinh;
-    cosh_f32 => unary math::cosh;
-    div_f32 => binary div_by;
-}
-
-tile_routines! {
-    f64, 4, Avx2F64, _mm256_loadu_pd, _mm256_storeu_pd, _mm256_set1_pd,
-    _mm256_mul_pd, _mm256_add_pd;
-    exp_f64 => unary math::exp;
-    expm1_f64 => unary math::expm1;
-    log_f64 => unary math::log;
-    log1p_f64 => unary math::log1p;
-    tanh_f64 => unary math::tanh;
-    logistic_f64 => unary math::logistic;
-    sin_f64 => unary math::sin;
-    cos_f64 => unary math::cos;
-    tan_f64 => unary math::tan;
-    exp2_f64 => unary math::exp2;
-    sinh_f64 => unary math::sinh;
-    cosh_f64 => unary math::cosh;
-    div_f64 => binary div_by;
-}
-
-/// Defines the row reductions for element type `$t` over an accumulator
-/// state `acc` of `4 * $nw + 1` elements: the inline code's four
-/// `$nw`-lane accumulators (two `ymm` of `$w` lanes here) and its scalar
-/// tail. Elements go to the lanes `2 * $w` at a time, then `$nw` at a time
-/// into the first accumulator, then one at a time into the scalar: the
-/// inline code's order, so sums round identically. Max and min also keep
-/// per-lane NaN masks (the lane operation alone would drop a NaN).
-///
-/// Each op gets two entry points in a module of its name: `one` reduces
-/// one row; `block` reduces [`ROW_BLOCK`] rows `stride` elements apart in
-/// lockstep, each row in `one`'s order (so with `one`'s bits), their
-/// states [`STATE_BYTES`] apart. Streams from several rows keep more of a
-/// core's memory requests in flight than one row does.
+/// Defines the row reductions (`rows.rs`) for element type `$t` on lanes
+/// `$lanes`, compiled with `$feat`: per op a module of its name with
+/// `one` (one row) and `block` ([`super::ROW_BLOCK`] rows).
 macro_rules! row_reductions {
-    (
-        $t:ty, $v:ty, $w:literal, $nw:literal, $load:ident, $load128:ident, $store:ident,
-        $low:ident, $insert:ident, $cmp:ident, $unord128:ident, $or:ident, $or128:ident,
-        $blendv:ident, $set1:ident;
-        $($name:ident: $wide:expr, $narrow:expr, $scalar:expr, $nan_sticky:expr;)*
-    ) => {$(
+    ($feat:literal, $lanes:ident, $t:ty; $($name:ident: $op:ty;)*) => {$(
         mod $name {
             use super::*;
 
-            /// A row's running state: the two accumulators and their NaN
-            /// masks.
-            struct State {
-                a: $v,
-                b: $v,
-                na: $v,
-                nb: $v,
-            }
-
             /// # Safety
-            /// `acc` is valid for `2 * w + 1` elements; the CPU supports
-            /// AVX2.
-            #[target_feature(enable = "avx2,fma")]
-            #[inline]
-            unsafe fn load_state(acc: *const $t) -> State {
-                // SAFETY: the caller's contract.
-                unsafe {
-                    let (a, b) = ($load(acc), $load(acc.add($w)));
-                    State { a, b, na: $cmp::<_CMP_UNORD_Q>(a, a), nb: $cmp::<_CMP_UNORD_Q>(b, b) }
-                }
-            }
-
-            /// Takes `2 * w` elements at `src`.
-            ///
-            /// # Safety
-            /// `src` is valid for `2 * w` elements; the CPU supports AVX2.
-            #[target_feature(enable = "avx2,fma")]
-            #[inline]
-            unsafe fn step(s: &mut State, src: *const $t) {
-                // SAFETY: the caller's contract.
-                unsafe {
-                    let x = $load(src);
-                    let y = $load(src.add($w));
-                    if $nan_sticky {
-                        s.na = $or(s.na, $cmp::<_CMP_UNORD_Q>(x, x));
-                        s.nb = $or(s.nb, $cmp::<_CMP_UNORD_Q>(y, y));
-                    }
-                    s.a = $wide(s.a, x);
-                    s.b = $wide(s.b, y);
-                }
-            }
-
-            /// Takes elements `i..n` of the row at `src` (fewer than
-            /// `2 * w` whole chunks' worth remain for the wide lanes) and
-            /// stores the state to `acc`.
-            ///
-            /// # Safety
-            /// `src` is valid for `n` elements and `acc` for `2 * w + 1`;
-            /// the CPU supports AVX2.
-            #[target_feature(enable = "avx2,fma")]
-            #[inline]
-            unsafe fn finish(mut s: State, src: *const $t, mut i: usize, n: usize, acc: *mut $t) {
-                // SAFETY: every access is below `n` in `src` and below
-                // 2w + 1 in `acc`.
-                unsafe {
-                    let mut lo = $low(s.a);
-                    let mut nlo = $low(s.na);
-                    while i + $nw <= n {
-                        let x = $load128(src.add(i));
-                        if $nan_sticky {
-                            nlo = $or128(nlo, $unord128(x, x));
-                        }
-                        lo = $narrow(lo, x);
-                        i += $nw;
-                    }
-                    s.a = $insert::<0>(s.a, lo);
-                    s.na = $insert::<0>(s.na, nlo);
-                    if $nan_sticky {
-                        s.a = $blendv(s.a, $set1(<$t>::NAN), s.na);
-                        s.b = $blendv(s.b, $set1(<$t>::NAN), s.nb);
-                    }
-                    $store(acc, s.a);
-                    $store(acc.add($w), s.b);
-                    let mut r = *acc.add(2 * $w);
-                    while i < n {
-                        r = $scalar(r, *src.add(i));
-                        i += 1;
-                    }
-                    *acc.add(2 * $w) = r;
-                }
-            }
-
-            /// # Safety
-            /// `src` is valid for `n` elements and `acc` for `2 * w + 1`;
-            /// the CPU supports AVX2.
-            pub(in super::super) unsafe extern "C" fn one(src: *const $t, n: usize, acc: *mut $t) {
-                #[target_feature(enable = "avx2,fma")]
+            /// `src` is valid for `n` elements and `acc` for a state; the
+            /// CPU has the features `$feat`.
+            pub(super) unsafe extern "C" fn one(src: *const $t, n: usize, acc: *mut $t) {
+                #[target_feature(enable = $feat)]
                 unsafe fn run(src: *const $t, n: usize, acc: *mut $t) {
-                    // SAFETY: every access is below `n` in `src` and below
-                    // 2w + 1 in `acc`.
-                    unsafe {
-                        let mut s = load_state(acc);
-                        let mut i = 0;
-                        while i + 2 * $w <= n {
-                            step(&mut s, src.add(i));
-                            i += 2 * $w;
-                        }
-                        finish(s, src, i, n, acc);
-                    }
+                    // SAFETY: the caller's contract is `rows::one`'s.
+                    unsafe { rows::one::<$lanes, $op>(&mut $lanes(()), src, n, acc) }
                 }
                 // SAFETY: the caller's contract is `run`'s.
                 unsafe { run(src, n, acc) }
             }
 
             /// # Safety
-            /// Rows `q < ROW_BLOCK` at `src + q·stride` are valid for `n`
-            /// elements each, states at `acc + q·STATE_BYTES` bytes for
-            /// `2 * w + 1` elements each; the CPU supports AVX2.
-            pub(in super::super) unsafe extern "C" fn block(
+            /// As `rows::block`; the CPU has the features `$feat`.
+            pub(super) unsafe extern "C" fn block(
                 src: *const $t,
                 n: usize,
                 acc: *mut $t,
                 stride: isize,
             ) {
-                #[target_feature(enable = "avx2,fma")]
+                #[target_feature(enable = $feat)]
                 unsafe fn run(src: *const $t, n: usize, acc: *mut $t, stride: isize) {
-                    let row = |q: usize| src.wrapping_offset(q as isize * stride);
-                    let state = |q: usize| acc.wrapping_byte_add(q * STATE_BYTES);
-                    // SAFETY: every access is below `n` in a row and below
-                    // 2w + 1 in a state (the caller's contract).
-                    unsafe {
-                        let mut s: [State; ROW_BLOCK] =
-                            std::array::from_fn(|q| load_state(state(q)));
-                        let mut i = 0;
-                        while i + 2 * $w <= n {
-                            for (q, s) in s.iter_mut().enumerate() {
-                                step(s, row(q).add(i));
-                            }
-                            i += 2 * $w;
-                        }
-                        for (q, s) in s.into_iter().enumerate() {
-                            finish(s, row(q), i, n, state(q));
-                        }
-                    }
+                    // SAFETY: the caller's contract is `rows::block`'s.
+                    unsafe { rows::block::<$lanes, $op>(&mut $lanes(()), src, n, acc, stride) }
                 }
                 // SAFETY: the caller's contract is `run`'s.
                 unsafe { run(src, n, acc, stride) }
             }
         }
     )*};
-}
-
-// IEEE maximum/minimum of non-NaN lanes, +0 above -0: x86 `max` returns
-// its second operand on ties, so both orders are taken and their bits
-// combined (and: +0 wins a max; or: -0 wins a min).
-macro_rules! ieee_max_min {
-    ($($max:ident, $min:ident: $v:ty, $vmax:ident, $vmin:ident, $and:ident, $or:ident;)*) => {$(
-        #[inline(always)]
-        unsafe fn $max(a: $v, x: $v) -> $v {
-            unsafe { $and($vmax(a, x), $vmax(x, a)) }
-        }
-        #[inline(always)]
-        unsafe fn $min(a: $v, x: $v) -> $v {
-            unsafe { $or($vmin(a, x), $vmin(x, a)) }
-        }
-    )*};
-}
-
-ieee_max_min! {
-    max8, min8: __m256, _mm256_max_ps, _mm256_min_ps, _mm256_and_ps, _mm256_or_ps;
-    max4, min4: __m128, _mm_max_ps, _mm_min_ps, _mm_and_ps, _mm_or_ps;
-    max4d, min4d: __m256d, _mm256_max_pd, _mm256_min_pd, _mm256_and_pd, _mm256_or_pd;
-    max2d, min2d: __m128d, _mm_max_pd, _mm_min_pd, _mm_and_pd, _mm_or_pd;
-}
-
-/// The scalar accumulators' IEEE maximum and minimum (NaN wins; +0 above
-/// -0).
-macro_rules! scalar_max_min {
-    ($($max:ident, $min:ident: $t:ty;)*) => {$(
-        fn $max(a: $t, x: $t) -> $t {
-            match (a.is_nan() || x.is_nan(), a == x) {
-                (true, _) => <$t>::NAN,
-                (false, true) => <$t>::from_bits(a.to_bits() & x.to_bits()),
-                (false, false) => a.max(x),
-            }
-        }
-        fn $min(a: $t, x: $t) -> $t {
-            match (a.is_nan() || x.is_nan(), a == x) {
-                (true, _) => <$t>::NAN,
-                (false, true) => <$t>::from_bits(a.to_bits() | x.to_bits()),
-                (false, false) => a.min(x),
-            }
-        }
-    )*};
-}
-
-scalar_max_min! {
-    max1, min1: f32;
-    max1d, min1d: f64;
-}
-
-row_reductions! {
-    f32, __m256, 8, 4, _mm256_loadu_ps, _mm_loadu_ps, _mm256_storeu_ps,
-    _mm256_castps256_ps128, _mm256_insertf128_ps, _mm256_cmp_ps, _mm_cmpunord_ps,
-    _mm256_or_ps, _mm_or_ps, _mm256_blendv_ps, _mm256_set1_ps;
-    reduce_sum_f32: |a, x| _mm256_add_ps(a, x), |a, x| _mm_add_ps(a, x), |a: f32, x: f32| a + x, false;
-    reduce_max_f32: |a, x| max8(a, x), |a, x| max4(a, x), max1, true;
-    reduce_min_f32: |a, x| min8(a, x), |a, x| min4(a, x), min1, true;
-}
-
-row_reductions! {
-    f64, __m256d, 4, 2, _mm256_loadu_pd, _mm_loadu_pd, _mm256_storeu_pd,
-    _mm256_castpd256_pd128, _mm256_insertf128_pd, _mm256_cmp_pd, _mm_cmpunord_pd,
-    _mm256_or_pd, _mm_or_pd, _mm256_blendv_pd, _mm256_set1_pd;
-    reduce_sum_f64: |a, x| _mm256_add_pd(a, x), |a, x| _mm_add_pd(a, x), |a: f64, x: f64| a + x, false;
-    reduce_max_f64: |a, x| max4d(a, x), |a, x| max2d(a, x), max1d, true;
-    reduce_min_f64: |a, x| min4d(a, x), |a, x| min2d(a, x), min1d, true;
 }
 
 type Tile32 = unsafe extern "C" fn(*const f32, *mut f32, usize, f32, f32, u32, f32);
@@ -398,21 +224,120 @@ type Row64 = unsafe extern "C" fn(*const f64, usize, *mut f64);
 type Rows32 = unsafe extern "C" fn(*const f32, usize, *mut f32, isize);
 type Rows64 = unsafe extern "C" fn(*const f64, usize, *mut f64, isize);
 
-/// The routine of `op` on `dt` (the caller checked the CPU).
-pub(super) fn routine(op: UnaryOp, dt: DType) -> Option<usize> {
-    let (f, d): (Tile32, Tile64) = match op {
-        UnaryOp::Exp => (exp_f32, exp_f64),
-        UnaryOp::Expm1 => (expm1_f32, expm1_f64),
-        UnaryOp::Log => (log_f32, log_f64),
-        UnaryOp::Log1p => (log1p_f32, log1p_f64),
-        UnaryOp::Tanh => (tanh_f32, tanh_f64),
-        UnaryOp::Logistic => (logistic_f32, logistic_f64),
-        UnaryOp::Sin => (sin_f32, sin_f64),
-        UnaryOp::Cos => (cos_f32, cos_f64),
-        UnaryOp::Tan => (tan_f32, tan_f64),
-        UnaryOp::Exp2 => (exp2_f32, exp2_f64),
-        UnaryOp::Sinh => (sinh_f32, sinh_f64),
-        UnaryOp::Cosh => (cosh_f32, cosh_f64),
+/// Every routine of one width, in module `$m`: the unary functions in
+/// [`unary_slot`]'s order, the division and the row reductions in
+/// [`reduce_slot`]'s order.
+macro_rules! width {
+    ($m:ident, $feat:literal, $l32:ident, $l64:ident) => {
+        mod $m {
+            use super::*;
+
+            tile_routines! {
+                $feat, $l32, f32;
+                exp_f32 => unary math::exp;
+                expm1_f32 => unary math::expm1;
+                log_f32 => unary math::log;
+                log1p_f32 => unary math::log1p;
+                tanh_f32 => unary math::tanh;
+                logistic_f32 => unary math::logistic;
+                sin_f32 => unary math::sin;
+                cos_f32 => unary math::cos;
+                tan_f32 => unary math::tan;
+                exp2_f32 => unary math::exp2;
+                sinh_f32 => unary math::sinh;
+                cosh_f32 => unary math::cosh;
+                div_f32 => binary div_by;
+            }
+
+            tile_routines! {
+                $feat, $l64, f64;
+                exp_f64 => unary math::exp;
+                expm1_f64 => unary math::expm1;
+                log_f64 => unary math::log;
+                log1p_f64 => unary math::log1p;
+                tanh_f64 => unary math::tanh;
+                logistic_f64 => unary math::logistic;
+                sin_f64 => unary math::sin;
+                cos_f64 => unary math::cos;
+                tan_f64 => unary math::tan;
+                exp2_f64 => unary math::exp2;
+                sinh_f64 => unary math::sinh;
+                cosh_f64 => unary math::cosh;
+                div_f64 => binary div_by;
+            }
+
+            row_reductions! {
+                $feat, $l32, f32;
+                sum_f32: Sum;
+                max_f32: Max;
+                min_f32: Min;
+            }
+
+            row_reductions! {
+                $feat, $l64, f64;
+                sum_f64: Sum;
+                max_f64: Max;
+                min_f64: Min;
+            }
+
+            pub(super) const UNARY: [(Tile32, Tile64); 12] = [
+                (exp_f32::entry, exp_f64::entry),
+                (expm1_f32::entry, expm1_f64::entry),
+                (log_f32::entry, log_f64::entry),
+                (log1p_f32::entry, log1p_f64::entry),
+                (tanh_f32::entry, tanh_f64::entry),
+                (logistic_f32::entry, logistic_f64::entry),
+                (sin_f32::entry, sin_f64::entry),
+                (cos_f32::entry, cos_f64::entry),
+                (tan_f32::entry, tan_f64::entry),
+                (exp2_f32::entry, exp2_f64::entry),
+                (sinh_f32::entry, sinh_f64::entry),
+                (cosh_f32::entry, cosh_f64::entry),
+            ];
+
+            pub(super) const DIVIDE: (Tile32, Tile64) = (div_f32::entry, div_f64::entry);
+
+            pub(super) const REDUCE: [((Row32, Rows32), (Row64, Rows64)); 3] = [
+                (
+                    (sum_f32::one, sum_f32::block),
+                    (sum_f64::one, sum_f64::block),
+                ),
+                (
+                    (max_f32::one, max_f32::block),
+                    (max_f64::one, max_f64::block),
+                ),
+                (
+                    (min_f32::one, min_f32::block),
+                    (min_f64::one, min_f64::block),
+                ),
+            ];
+        }
+    };
+}
+
+width!(avx2, "avx2,fma", Avx2F32, Avx2F64);
+width!(
+    avx512,
+    "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma",
+    Avx512F32,
+    Avx512F64
+);
+
+/// The index of `op`'s routine in a width's `UNARY` table.
+fn unary_slot(op: UnaryOp) -> Option<usize> {
+    Some(match op {
+        UnaryOp::Exp => 0,
+        UnaryOp::Expm1 => 1,
+        UnaryOp::Log => 2,
+        UnaryOp::Log1p => 3,
+        UnaryOp::Tanh => 4,
+        UnaryOp::Logistic => 5,
+        UnaryOp::Sin => 6,
+        UnaryOp::Cos => 7,
+        UnaryOp::Tan => 8,
+        UnaryOp::Exp2 => 9,
+        UnaryOp::Sinh => 10,
+        UnaryOp::Cosh => 11,
         // Cheap enough inline, or not yet written over `Lanes`.
         UnaryOp::Neg
         | UnaryOp::Sign
@@ -442,32 +367,48 @@ pub(super) fn routine(op: UnaryOp, dt: DType) -> Option<usize> {
         | UnaryOp::StopGradient
         | UnaryOp::PopulationCount
         | UnaryOp::Clz => return None,
+    })
+}
+
+/// The index of `op`'s routines in a width's `REDUCE` table.
+fn reduce_slot(op: ReduceOp) -> Option<usize> {
+    match op {
+        ReduceOp::Sum => Some(0),
+        ReduceOp::Max => Some(1),
+        ReduceOp::Min => Some(2),
+        ReduceOp::Prod | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => None,
+    }
+}
+
+/// The routine of `op` on `dt` at `level` (the caller checked the CPU).
+pub(super) fn routine(level: Isa, op: UnaryOp, dt: DType) -> Option<usize> {
+    let k = unary_slot(op)?;
+    let (f, d) = match level {
+        Isa::Scalar => return None,
+        Isa::Avx2 => avx2::UNARY[k],
+        Isa::Avx512 => avx512::UNARY[k],
     };
     pick(dt, f as usize, d as usize)
 }
 
-/// The routine dividing by a scalar operand on `dt`.
-pub(super) fn divide(dt: DType) -> Option<usize> {
-    let (f, d): (Tile32, Tile64) = (div_f32, div_f64);
+/// The routine dividing by a scalar operand on `dt` at `level`.
+pub(super) fn divide(level: Isa, dt: DType) -> Option<usize> {
+    let (f, d) = match level {
+        Isa::Scalar => return None,
+        Isa::Avx2 => avx2::DIVIDE,
+        Isa::Avx512 => avx512::DIVIDE,
+    };
     pick(dt, f as usize, d as usize)
 }
 
-/// The one-row and the block-of-rows reduction of `op` on `dt`.
-pub(super) fn reduction(op: ReduceOp, dt: DType) -> Option<(usize, usize)> {
-    let (f, d): ((Row32, Rows32), (Row64, Rows64)) = match op {
-        ReduceOp::Sum => (
-            (reduce_sum_f32::one, reduce_sum_f32::block),
-            (reduce_sum_f64::one, reduce_sum_f64::block),
-        ),
-        ReduceOp::Max => (
-            (reduce_max_f32::one, reduce_max_f32::block),
-            (reduce_max_f64::one, reduce_max_f64::block),
-        ),
-        ReduceOp::Min => (
-            (reduce_min_f32::one, reduce_min_f32::block),
-            (reduce_min_f64::one, reduce_min_f64::block),
-        ),
-        ReduceOp::Prod | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => return None,
+/// The one-row and the block-of-rows reduction of `op` on `dt` at
+/// `level`.
+pub(super) fn reduction(level: Isa, op: ReduceOp, dt: DType) -> Option<(usize, usize)> {
+    let k = reduce_slot(op)?;
+    let (f, d) = match level {
+        Isa::Scalar => return None,
+        Isa::Avx2 => avx2::REDUCE[k],
+        Isa::Avx512 => avx512::REDUCE[k],
     };
     match dt {
         DType::F32 => Some((f.0 as usize, f.1 as usize)),

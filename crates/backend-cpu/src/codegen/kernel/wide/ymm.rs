@@ -1,6 +1,6 @@
-//! [`Lanes`] on `ymm` registers (AVX2 and FMA): eight f32 lanes
-//! ([`Avx2F32`]) and four f64 lanes ([`Avx2F64`]), one macro instantiated
-//! with each type's intrinsics.
+//! [`Lanes`], [`Tile`] and [`Rows`] on `ymm` registers (AVX2 and FMA):
+//! eight f32 lanes ([`Avx2F32`]) and four f64 lanes ([`Avx2F64`]), one
+//! macro per trait instantiated with each type's intrinsics.
 //!
 //! Every operation is one instruction, or two where x86 differs from IEEE
 //! (`neg`, `abs`: sign-bit masks; `nonzero`: compare and invert), and
@@ -8,8 +8,11 @@
 //! the same bits here as in the inline code. `at_least`/`at_most` are one
 //! `max`/`min` each: x86 returns the second operand when unordered, and
 //! with `x` second a NaN stays, exactly as the compare-and-select default.
+//! A partial vector goes through a zero-padded stack copy; a row
+//! reduction's 64 bytes of accumulators are two `ymm` registers.
 
 use super::super::lanes::{Cmp, Lanes};
+use super::tile::{Rows, Tile};
 use jaxon_ir::DType;
 use std::arch::x86_64::*;
 
@@ -180,4 +183,130 @@ ymm_lanes! {
     or: _mm256_or_pd, cmpeqi: _mm256_cmpeq_epi64, to_f: _mm256_castsi256_pd,
     to_i: _mm256_castpd_si256, blendv: _mm256_blendv_pd, addi: _mm256_add_epi64,
     subi: _mm256_sub_epi64, sll: _mm256_sll_epi64, srl: _mm256_srl_epi64
+}
+
+macro_rules! ymm_tile {
+    (
+        $ty:ident, $f:ty, $elem:ty, $w:literal, set1: $set1:ident, load: $load:ident,
+        store: $store:ident, cmp: $cmp:ident, or: $or:ident, and: $and:ident,
+        blendv: $blendv:ident, add: $add:ident, max: $max:ident, min: $min:ident,
+        low: $low:ident, insert: $insert:ident
+    ) => {
+        // SAFETY (every `unsafe` block in these impls): as for `Lanes`
+        // above, plus the pointer contracts the callers keep.
+        impl Tile for $ty {
+            type E = $elem;
+            const W: usize = $w;
+
+            #[inline(always)]
+            fn splat(&mut self, e: $elem) -> $f {
+                unsafe { $set1(e) }
+            }
+            #[inline(always)]
+            unsafe fn load(&mut self, p: *const $elem) -> $f {
+                unsafe { $load(p) }
+            }
+            #[inline(always)]
+            unsafe fn store(&mut self, p: *mut $elem, v: $f) {
+                unsafe { $store(p, v) }
+            }
+            #[inline(always)]
+            unsafe fn load_part(&mut self, p: *const $elem, k: usize) -> $f {
+                let mut buf = [0.0 as $elem; $w];
+                unsafe {
+                    std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), k);
+                    $load(buf.as_ptr())
+                }
+            }
+            #[inline(always)]
+            unsafe fn store_part(&mut self, p: *mut $elem, k: usize, v: $f) {
+                let mut buf = [0.0 as $elem; $w];
+                unsafe {
+                    $store(buf.as_mut_ptr(), v);
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), p, k);
+                }
+            }
+        }
+
+        impl Rows for $ty {
+            type Acc = [$f; 2];
+            type Nan = [$f; 2];
+
+            #[inline(always)]
+            unsafe fn load_acc(&mut self, p: *const $elem) -> [$f; 2] {
+                unsafe { [$load(p), $load(p.add($w))] }
+            }
+            #[inline(always)]
+            unsafe fn store_acc(&mut self, p: *mut $elem, a: [$f; 2]) {
+                unsafe {
+                    $store(p, a[0]);
+                    $store(p.add($w), a[1]);
+                }
+            }
+            #[inline(always)]
+            fn is_nan(&mut self, a: [$f; 2]) -> [$f; 2] {
+                unsafe {
+                    [
+                        $cmp::<_CMP_UNORD_Q>(a[0], a[0]),
+                        $cmp::<_CMP_UNORD_Q>(a[1], a[1]),
+                    ]
+                }
+            }
+            #[inline(always)]
+            fn nan_or(&mut self, a: [$f; 2], b: [$f; 2]) -> [$f; 2] {
+                unsafe { [$or(a[0], b[0]), $or(a[1], b[1])] }
+            }
+            #[inline(always)]
+            fn fill_nan(&mut self, a: [$f; 2], m: [$f; 2]) -> [$f; 2] {
+                unsafe {
+                    let nan = $set1(<$elem>::NAN);
+                    [$blendv(a[0], nan, m[0]), $blendv(a[1], nan, m[1])]
+                }
+            }
+            #[inline(always)]
+            fn acc_add(&mut self, a: [$f; 2], x: [$f; 2]) -> [$f; 2] {
+                unsafe { [$add(a[0], x[0]), $add(a[1], x[1])] }
+            }
+            #[inline(always)]
+            fn acc_max(&mut self, a: [$f; 2], x: [$f; 2]) -> [$f; 2] {
+                unsafe {
+                    [
+                        $and($max(a[0], x[0]), $max(x[0], a[0])),
+                        $and($max(a[1], x[1]), $max(x[1], a[1])),
+                    ]
+                }
+            }
+            #[inline(always)]
+            fn acc_min(&mut self, a: [$f; 2], x: [$f; 2]) -> [$f; 2] {
+                unsafe {
+                    [
+                        $or($min(a[0], x[0]), $min(x[0], a[0])),
+                        $or($min(a[1], x[1]), $min(x[1], a[1])),
+                    ]
+                }
+            }
+            #[inline(always)]
+            fn low(&mut self, a: [$f; 2]) -> <$elem as super::tile::Elem>::H {
+                unsafe { $low(a[0]) }
+            }
+            #[inline(always)]
+            fn with_low(&mut self, a: [$f; 2], lo: <$elem as super::tile::Elem>::H) -> [$f; 2] {
+                unsafe { [$insert::<0>(a[0], lo), a[1]] }
+            }
+        }
+    };
+}
+
+ymm_tile! {
+    Avx2F32, __m256, f32, 8, set1: _mm256_set1_ps, load: _mm256_loadu_ps,
+    store: _mm256_storeu_ps, cmp: _mm256_cmp_ps, or: _mm256_or_ps, and: _mm256_and_ps,
+    blendv: _mm256_blendv_ps, add: _mm256_add_ps, max: _mm256_max_ps, min: _mm256_min_ps,
+    low: _mm256_castps256_ps128, insert: _mm256_insertf128_ps
+}
+
+ymm_tile! {
+    Avx2F64, __m256d, f64, 4, set1: _mm256_set1_pd, load: _mm256_loadu_pd,
+    store: _mm256_storeu_pd, cmp: _mm256_cmp_pd, or: _mm256_or_pd, and: _mm256_and_pd,
+    blendv: _mm256_blendv_pd, add: _mm256_add_pd, max: _mm256_max_pd, min: _mm256_min_pd,
+    low: _mm256_castpd256_pd128, insert: _mm256_insertf128_pd
 }
