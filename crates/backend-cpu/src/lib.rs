@@ -64,11 +64,12 @@
 //!   regularized_incomplete_beta`) call out-of-line Rust helpers
 //!   (`kernel/libm.rs`: std's libm and the interpreter's scalar functions,
 //!   so they are bit-identical to it; scalar code).
-//! - 256-bit tiles (`kernel/wide/`, `kernel/tiled.rs`): Cranelift 0.135
+//! - Wide tiles (`kernel/wide/`, `kernel/tiled.rs`): Cranelift 0.135
 //!   emits at most 128-bit vectors, so on CPUs with AVX2 and FMA `exp
 //!   expm1 log log1p tanh logistic sin cos tan exp2 sinh cosh`, division
 //!   by a scalar and row `reduce_sum/max/min` are also precompiled as
-//!   8-lane f32 and 4-lane f64 routines from the same `math.rs` source
+//!   8-lane f32 and 4-lane f64 `ymm` routines, and 16-lane/8-lane `zmm`
+//!   ones used where `isa::isa()` is AVX-512, from the same `math.rs` source
 //!   (the `Lanes` trait), and a fused float loop over long rows runs them
 //!   over 512-element tiles held in stack slots while the rest of the
 //!   group stays inline. Results are bit-identical to the inline code;
@@ -299,7 +300,7 @@ impl CpuBackend {
     /// core for large kernels, or this process's share of them when MPI
     /// started several processes on this host (`JAXON_CPU_THREADS`
     /// overrides the count), and
-    /// 256-bit tile routines where the CPU has AVX2 (`JAXON_CPU_WIDE_MATH=0`
+    /// wide tile routines where the CPU has AVX2 or AVX-512 (`JAXON_CPU_WIDE_MATH=0`
     /// turns them off). It has the host device count of CPU devices
     /// ([`devices_from_env`], read whenever it is needed; 1 by default); a
     /// bad `JAXON_CPU_DEVICES` is reported on stderr once and 1 is used
@@ -349,8 +350,8 @@ impl CpuBackend {
     }
 
     /// Whether f32 `exp`, `log`, `tanh`, `logistic`, `sin`, `cos` and their
-    /// kin run as precompiled 256-bit AVX2 routines over tiles of each
-    /// fused loop, where the CPU has AVX2 and FMA (on by default). Off,
+    /// kin run as precompiled AVX2 or AVX-512 routines (the widest that
+    /// `isa::isa()` allows) over tiles of each fused loop (on by default). Off,
     /// they are emitted inline at 128 bits. Both give the same bits.
     pub fn with_wide_math(mut self, on: bool) -> CpuBackend {
         self.opts.narrow_math = !on;

@@ -1,7 +1,7 @@
 //! `Lanes`: the lane-wise operations the transcendental approximations
 //! (`math.rs`) are written in, so that each algorithm exists once and runs
 //! both as emitted Cranelift code ([`Clif`]: scalar, `F32X4`, `F64X2`) and
-//! as precompiled 256-bit AVX2 code (`wide.rs`).
+//! as precompiled AVX2 and AVX-512 code (`wide/ymm.rs`, `wide/zmm.rs`).
 //!
 //! Invariants every implementation keeps, so that the two give the same
 //! bits for the same inputs:
