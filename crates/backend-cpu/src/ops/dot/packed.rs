@@ -42,6 +42,13 @@ use std::sync::{Mutex, PoisonError};
 const CHUNK_MN: usize = 4096;
 /// Depth of a chunk, rounded down to a multiple of the depth block.
 const CHUNK_K: usize = 1024;
+/// Columns of a tile (rounded up to a multiple of `nr`): see
+/// [`Blocking::tile_n`].
+const TILE_N: usize = 256;
+/// Rows of a tile at most, whatever L2 holds: tiles stay small enough
+/// that two threads share even the MLP's 256-row products evenly (Zen 4,
+/// 1 MiB L2, would otherwise take 384-row tiles).
+const MAX_TILE_M: usize = 192;
 
 /// How products of one element type are cut on this machine: the register
 /// tile, and block sizes from the caches that `isa::caches` reports.
@@ -71,15 +78,12 @@ impl<T: Tile> Blocking<T> {
     fn new(kernel: Kernel<T>, caches: crate::isa::Caches) -> Blocking<T> {
         let size = std::mem::size_of::<T>();
         let kc = (caches.l1d / 2 / (kernel.nr * size)).clamp(32, 512) / 16 * 16;
-        let rows = (caches.l2 * 3 / 16 / (kc * size)).clamp(kernel.mr, 1024);
-        let tile_m = tuned("JAXON_GEMM_TILE_M").unwrap_or(rows / kernel.mr * kernel.mr);
-        let kc = tuned("JAXON_GEMM_KC").unwrap_or(kc);
-        let tile_n = tuned("JAXON_GEMM_TILE_N").unwrap_or(256);
+        let rows = (caches.l2 * 3 / 16 / (kc * size)).clamp(kernel.mr, MAX_TILE_M);
         Blocking {
             kernel,
             kc,
-            tile_m: tile_m.next_multiple_of(kernel.mr),
-            tile_n: tile_n.next_multiple_of(kernel.nr),
+            tile_m: rows / kernel.mr * kernel.mr,
+            tile_n: TILE_N.next_multiple_of(kernel.nr),
             chunk_k: CHUNK_K.max(kc) / kc * kc,
         }
     }
@@ -90,10 +94,6 @@ impl<T: Tile> Blocking<T> {
     }
 }
 
-/// TEMPORARY tuning knob.
-fn tuned(name: &str) -> Option<usize> {
-    std::env::var(name).ok()?.parse().ok()
-}
 /// Panels packed by one work item.
 const PANELS_PER_ITEM: usize = 8;
 

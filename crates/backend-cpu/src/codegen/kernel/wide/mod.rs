@@ -50,11 +50,6 @@ pub(crate) const MUL: u32 = 1;
 /// Routine `mode` bit: then add `offset`.
 pub(crate) const ADD: u32 = 2;
 
-/// Whether this CPU runs the tile routines (at the `JAXON_CPU_ISA` cap).
-pub(crate) fn available() -> bool {
-    crate::isa::has(Isa::Avx2)
-}
-
 /// The widths the routines exist at that this CPU can run, whatever the
 /// `JAXON_CPU_ISA` cap (for tests that run every one).
 #[cfg(test)]

@@ -35,7 +35,7 @@ macro_rules! ymm_lanes {
     ) => {
         // SAFETY (every `unsafe` block in this impl): the type exists only
         // inside a routine of `routines.rs`, which `wide::routine` hands out
-        // only after `available()` confirmed AVX2 and FMA; the intrinsics
+        // only after `isa::isa()` confirmed AVX2 and FMA; the intrinsics
         // need nothing else.
         impl Lanes for $ty {
             type F = $f;
