@@ -24,6 +24,10 @@
 //! alias the operands (it is a distinct `&mut` slice).
 
 #[cfg(target_arch = "x86_64")]
+mod bf16;
+#[cfg(target_arch = "x86_64")]
+mod bf16_tile;
+#[cfg(target_arch = "x86_64")]
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
 mod packed;
