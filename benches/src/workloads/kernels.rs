@@ -117,13 +117,7 @@ fn matmul(n: usize, dtype: DType, name: &str, s: Settings) {
     );
     d.insert("backend".into(), json!(backend_name()));
     d.insert("dtype".into(), json!(format!("{dtype:?}")));
-    emit(
-        name,
-        "throughput",
-        sig(gf, 4),
-        "GFLOP/s",
-        d,
-    );
+    emit(name, "throughput", sig(gf, 4), "GFLOP/s", d);
 }
 
 /// `jit(a @ b)`, square f32 of side 1024.

@@ -70,11 +70,7 @@ pub const WORKLOADS: &[Workload] = &[
     ("matmul_1024", &["matmul_1024"], matmul_1024),
     ("matmul_2048", &["matmul_2048"], matmul_2048),
     // Not in WORKLOADS.md: issue 24's bf16 GEMM (`vdpbf16ps`).
-    (
-        "matmul_bf16_1024",
-        &["matmul_bf16_1024"],
-        matmul_bf16_1024,
-    ),
+    ("matmul_bf16_1024", &["matmul_bf16_1024"], matmul_bf16_1024),
     ("mlp_train_step", &["mlp_train_step"], mlp_train_step),
     (
         "per_example_grads",

@@ -6,7 +6,10 @@
 //! 6 rows by one register tile wide) or else by the `gemm` crate. Other
 //! layouts are permuted into
 //! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
-//! a plain triple loop (with wrap-around like the interpreter). A plan may
+//! a plain triple loop (with wrap-around like the interpreter). bf16 and
+//! f16 products (`CastDot`'s) are packed from their bits by `bf16`, into
+//! `vdpbf16ps` pair panels (AVX-512 BF16) or widened f32 panels, summed in
+//! f32 and rounded once. A plan may
 //! read an operand from inside a larger array (`with_operand_view`), add
 //! its product to the destination (`dst += l·r`, `gemm`'s `read_dst`) and
 //! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
@@ -14,8 +17,9 @@
 //!
 //! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
 //! and strides), its callers [`gemm_strided`] and `split` (which check
-//! its contract), `packed` (its panels' cast and its tiles' writes) and
-//! `microkernel` (the register tiles' intrinsics), each stating its
+//! its contract), `packed` and `bf16` (their panels' casts and their
+//! tiles' writes), `microkernel` and `bf16_tile` (the register tiles'
+//! intrinsics), each stating its
 //! invariant, and to `DotPlan::run_raw`, which views the buffers
 //! generated code passes as slices (their invariant: each pointer holds the
 //! elements of its operand's type, see `runtime`). Invariant relied on by

@@ -82,8 +82,12 @@ fn exact(case: Case, a: &HostArray, c: &HostArray) -> (Vec<f64>, Vec<f64>) {
             for q in 0..n {
                 let (mut s, mut g) = (0.0, 0.0);
                 for t in 0..k {
-                    let x = a.data().get_f64(i * m * k + if ta { t * m + p } else { p * k + t });
-                    let y = c.data().get_f64(i * k * n + if tc { q * k + t } else { t * n + q });
+                    let x = a
+                        .data()
+                        .get_f64(i * m * k + if ta { t * m + p } else { p * k + t });
+                    let y = c
+                        .data()
+                        .get_f64(i * k * n + if tc { q * k + t } else { t * n + q });
                     s += x * y;
                     g += (x * y).abs();
                 }
@@ -103,7 +107,11 @@ fn check(dt: (&str, &str), out: (&str, &str), u: f64, tiny: f64) {
     for case in CASES {
         let text = program(case, dt, out);
         let closed = parse(&text);
-        let args = random_args(&closed, case.1 as u64 * 31 + case.2 as u64, Dist::Uniform(1.0));
+        let args = random_args(
+            &closed,
+            case.1 as u64 * 31 + case.2 as u64,
+            Dist::Uniform(1.0),
+        );
         let got = &run(&cpu, &closed, &args)[0];
         let oracle = &run(&interp, &closed, &args)[0];
         let (want, mag) = exact(case, &args[0], &args[1]);
@@ -129,17 +137,32 @@ fn check(dt: (&str, &str), out: (&str, &str), u: f64, tiny: f64) {
 
 #[test]
 fn bf16_dot_matches_f64_and_the_interpreter() {
-    check(("bf16", "bfloat16"), ("bf16", "bfloat16"), 2f64.powi(-8), 0.0);
+    check(
+        ("bf16", "bfloat16"),
+        ("bf16", "bfloat16"),
+        2f64.powi(-8),
+        0.0,
+    );
 }
 
 #[test]
 fn bf16_dot_into_f32_matches_f64_and_the_interpreter() {
-    check(("bf16", "bfloat16"), ("f32", "float32"), 2f64.powi(-24), 0.0);
+    check(
+        ("bf16", "bfloat16"),
+        ("f32", "float32"),
+        2f64.powi(-24),
+        0.0,
+    );
 }
 
 #[test]
 fn f16_dot_matches_f64_and_the_interpreter() {
-    check(("f16", "float16"), ("f16", "float16"), 2f64.powi(-11), 2f64.powi(-25));
+    check(
+        ("f16", "float16"),
+        ("f16", "float16"),
+        2f64.powi(-11),
+        2f64.powi(-25),
+    );
 }
 
 #[test]

@@ -32,7 +32,7 @@ use super::microkernel::{self, Kernel};
 use super::split::SharedDst;
 use super::{DotPlan, View};
 use crate::run::sched::share_ranges;
-use half::slice::HalfFloatSliceExt;
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use jaxon_ir::{DType, HostArray, IrError, Storage};
 use std::sync::{Mutex, PoisonError};
 
@@ -117,11 +117,16 @@ impl Blocking {
     }
 }
 
-/// `JAXON_CPU_PACKED_GEMM=0` sends half-precision products back to the
-/// cast path, as it sends f32 ones to `gemm` (side-by-side timing).
+/// `JAXON_CPU_HALF_GEMM=0` (or `JAXON_CPU_PACKED_GEMM=0`, which sends
+/// f32 products to `gemm`) sends half-precision products back to the cast
+/// path, for side-by-side timing.
 fn switched_off() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| std::env::var_os("JAXON_CPU_PACKED_GEMM").is_some_and(|v| v == "0"))
+    *OFF.get_or_init(|| {
+        ["JAXON_CPU_HALF_GEMM", "JAXON_CPU_PACKED_GEMM"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some_and(|v| v == "0"))
+    })
 }
 
 impl DotPlan {
@@ -164,11 +169,8 @@ impl DotPlan {
             gemm::Parallelism::Rayon(t) => t,
             gemm::Parallelism::None => 1,
         };
-        let run = || -> Result<HostArray, IrError> {
-            let mut acc = jaxon_ir::memory::try_zeros("dot_general", DType::F32, &[b * m * n])?;
-            let Storage::F32(d) = &mut acc else {
-                return Err(crate::error::run_error("dot_general: f32 zeros"));
-            };
+        let len = b * m * n;
+        let multiply = |d: &mut [f32]| {
             for (i, (ol, or)) in st.batch_offsets().into_iter().enumerate() {
                 let av = View {
                     data: &a[ol..],
@@ -183,25 +185,26 @@ impl DotPlan {
                 let dst = &mut d[i * m * n..(i + 1) * m * n];
                 product(blocking, m, k, n, av, cv, dst, threads);
             }
-            let data = match (out, acc) {
-                (DType::F32, acc) => acc,
-                (DType::BF16, Storage::F32(v)) => {
-                    let mut h = vec![half::bf16::ZERO; v.len()];
-                    h.convert_from_f32_slice(&v);
-                    Storage::BF16(h)
-                }
-                (DType::F16, Storage::F32(v)) => {
-                    let mut h = vec![half::f16::ZERO; v.len()];
-                    h.convert_from_f32_slice(&v);
-                    Storage::F16(h)
-                }
-                (d, _) => {
+        };
+        let run = || -> Result<HostArray, IrError> {
+            let mut data = jaxon_ir::memory::try_zeros("dot_general", out, &[len])?;
+            match &mut data {
+                Storage::F32(d) => multiply(d),
+                Storage::BF16(h) => with_scratch(len, |d| {
+                    multiply(d);
+                    narrow(d, h.reinterpret_cast_mut(), Half::Bf16, threads);
+                })?,
+                Storage::F16(h) => with_scratch(len, |d| {
+                    multiply(d);
+                    narrow(d, h.reinterpret_cast_mut(), Half::F16, threads);
+                })?,
+                _ => {
                     return Err(IrError::UnsupportedDType {
                         primitive: "dot_general".into(),
-                        dtype: d,
+                        dtype: out,
                     })
                 }
-            };
+            }
             HostArray::new(self.out_shape.clone(), data)
         };
         Some(run())
@@ -288,7 +291,14 @@ impl Chunk {
 
     /// Packs this chunk's `a` into `pa` and `cᵀ` (`c` with rows and
     /// columns swapped) into `pc`.
-    fn pack(&self, a: View<'_, u16>, ct: View<'_, u16>, pa: &mut [u32], pc: &mut [u32], threads: usize) {
+    fn pack(
+        &self,
+        a: View<'_, u16>,
+        ct: View<'_, u16>,
+        pa: &mut [u32],
+        pc: &mut [u32],
+        threads: usize,
+    ) {
         let (mr, nr) = (self.b.mr, self.b.nr);
         let (mp, np) = (self.m.next_multiple_of(mr), self.n.next_multiple_of(nr));
         let mut items = Vec::new();
@@ -368,7 +378,14 @@ impl Chunk {
                         unsafe {
                             match format {
                                 Format::Pairs => bf16_tile::zmm_bf16(
-                                    kc, ap, cp, out.at(at), drs, overwrite, rows, cols,
+                                    kc,
+                                    ap,
+                                    cp,
+                                    out.at(at),
+                                    drs,
+                                    overwrite,
+                                    rows,
+                                    cols,
                                 ),
                                 Format::Widen(kernel, _) => kernel.run(
                                     kc,
@@ -461,7 +478,15 @@ fn widen(half: Half, src: &[u16], dst: &mut [f32]) {
 /// Packs one panel of depth pairs: lane `r < h` of step `s` is
 /// `v[l0 + r, d0 + 2s] | v[l0 + r, d0 + 2s + 1] << 16` (zero at or past
 /// `d1`); lanes from `h` on are zero.
-fn pack_pairs(panel: &mut [u32], v: View<'_, u16>, l0: usize, h: usize, d0: usize, d1: usize, w: usize) {
+fn pack_pairs(
+    panel: &mut [u32],
+    v: View<'_, u16>,
+    l0: usize,
+    h: usize,
+    d0: usize,
+    d1: usize,
+    w: usize,
+) {
     panel.fill(0);
     let (whole, odd) = ((d1 - d0) / 2, (d1 - d0) % 2 == 1);
     if v.cs == 1 {
@@ -504,6 +529,66 @@ fn pack_pairs(panel: &mut [u32], v: View<'_, u16>, l0: usize, h: usize, d0: usiz
             }
         }
     }
+}
+
+/// Rounds `src` to nearest even into `dst` (half-precision bits of
+/// `half`), in parallel pieces. bf16: a branch-free form of `half`'s
+/// rounding (NaN stays NaN, quieted), which the compiler vectorises; f16:
+/// `half`'s, F16C where the CPU has it.
+fn narrow(src: &[f32], dst: &mut [u16], half: Half, threads: usize) {
+    const PIECE: usize = 1 << 16;
+    let pieces: Vec<Mutex<Option<(&[f32], &mut [u16])>>> = src
+        .chunks(PIECE)
+        .zip(dst.chunks_mut(PIECE))
+        .map(|p| Mutex::new(Some(p)))
+        .collect();
+    let run = |(s, d): (&[f32], &mut [u16])| match half {
+        Half::Bf16 => {
+            for (o, &x) in d.iter_mut().zip(s) {
+                *o = round_bf16(x);
+            }
+        }
+        Half::F16 => {
+            let h: &mut [half::f16] = d.reinterpret_cast_mut();
+            h.convert_from_f32_slice(s);
+        }
+    };
+    share_ranges(pieces.len(), 1, threads, |lo, hi| {
+        for slot in &pieces[lo..hi] {
+            let piece = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            piece.map(run);
+        }
+    });
+}
+
+/// `x` rounded to the nearest bf16, ties to even (`half::bf16::from_f32`'s
+/// result, without its branch).
+#[inline(always)]
+fn round_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16;
+    let nan = (b >> 16) | 0x40;
+    (if x.is_nan() { nan } else { rounded }) as u16
+}
+
+/// An f32 buffer kept from call to call on the calling thread (the
+/// result before rounding; fresh pages cost as they do for panels).
+fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) -> Result<(), IrError> {
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut buf = SCRATCH.take();
+    if buf.len() < len {
+        buf = match jaxon_ir::memory::try_zeros("dot_general", DType::F32, &[len])? {
+            Storage::F32(v) => v,
+            _ => return Err(crate::error::run_error("dot_general: f32 scratch")),
+        };
+    }
+    f(&mut buf[..len]);
+    if buf.len() <= KEEP_WORDS {
+        SCRATCH.set(buf);
+    }
+    Ok(())
 }
 
 /// The panel words as the f32 values they hold (`Widen` stores f32 bits).
@@ -563,7 +648,8 @@ mod tests {
     /// Every format this CPU has, for both halves.
     fn formats() -> Vec<Format> {
         let mut out = Vec::new();
-        if crate::isa::detected() >= Isa::Avx512 && std::arch::is_x86_feature_detected!("avx512bf16")
+        if crate::isa::detected() >= Isa::Avx512
+            && std::arch::is_x86_feature_detected!("avx512bf16")
         {
             out.push(Format::Pairs);
         } else {
@@ -576,6 +662,25 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The branch-free rounding is `half`'s, bit for bit: ties, the
+    /// largest finite values (rounding to infinity), denormals, NaNs.
+    #[test]
+    fn bf16_rounding_is_halfs() {
+        let specials = [
+            0x7f7f_8000u32,
+            0x7f7f_ffff,
+            0x0000_8000,
+            0x0001_8000,
+            0x7fc0_0001,
+            0xff80_0001,
+            0x8000_0000,
+        ];
+        for b in (0..=u32::MAX).step_by(65_521).chain(specials) {
+            let x = f32::from_bits(b);
+            assert_eq!(round_bf16(x), half::bf16::from_f32(x).to_bits(), "{b:#x}");
+        }
     }
 
     /// Each case, each format, this machine's blocking and a tiny one (many
@@ -610,8 +715,16 @@ mod tests {
                     let cv: Vec<u16> = values(k * n, 2).into_iter().map(to_bits).collect();
                     let (ars, acs) = if ta { (1, m) } else { (k, 1) };
                     let (crs, ccs) = if tc { (1, k) } else { (n, 1) };
-                    let a = View { data: &av, rs: ars, cs: acs };
-                    let c = View { data: &cv, rs: crs, cs: ccs };
+                    let a = View {
+                        data: &av,
+                        rs: ars,
+                        cs: acs,
+                    };
+                    let c = View {
+                        data: &cv,
+                        rs: crs,
+                        cs: ccs,
+                    };
                     for threads in [1, 2] {
                         let mut dst = vec![f32::NAN; m * n];
                         product(b, m, k, n, a, c, &mut dst, threads);

@@ -152,12 +152,20 @@ mod tests {
         }
         let steps = 37;
         let v = super::super::test_values(steps * (MR + NR) * 2, 7);
-        let bits: Vec<u16> = v.iter().map(|&x| half::bf16::from_f64(x).to_bits()).collect();
+        let bits: Vec<u16> = v
+            .iter()
+            .map(|&x| half::bf16::from_f64(x).to_bits())
+            .collect();
         let val = |b: u16| half::bf16::from_bits(b).to_f64();
         let pair = |i: usize| u32::from(bits[2 * i]) | u32::from(bits[2 * i + 1]) << 16;
         let a: Vec<u32> = (0..steps * MR).map(pair).collect();
         let c: Vec<u32> = (steps * MR..steps * (MR + NR)).map(pair).collect();
-        for (rows, cols, overwrite) in [(MR, NR, true), (MR, NR, false), (5, 19, true), (7, 3, false)] {
+        for (rows, cols, overwrite) in [
+            (MR, NR, true),
+            (MR, NR, false),
+            (5, 19, true),
+            (7, 3, false),
+        ] {
             let drs = NR + 3;
             let mut dst: Vec<f32> = (0..MR * drs).map(|i| i as f32 * 0.25).collect();
             let start = dst.clone();

@@ -4,7 +4,8 @@
 //! batched `dot` call; strides, padding (negative too), input and kernel
 //! dilation fold into the patch gather. f16/bf16 compute in f32 and round
 //! once at the end, as the interpreter does. Also the `dot_general`s the
-//! gemm step cannot take directly (f16/bf16, bool, mixed dtypes).
+//! gemm step cannot take directly (f16/bf16, bool, mixed dtypes); bf16 ×
+//! bf16 and f16 × f16 ones go to `ops::dot::bf16` first, without casts.
 
 use super::{map_same, next_index, strides, Elem, NativeOp};
 use crate::error::run_error;
