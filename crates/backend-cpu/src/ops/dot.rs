@@ -30,6 +30,8 @@
 #[cfg(target_arch = "x86_64")]
 mod bf16;
 #[cfg(target_arch = "x86_64")]
+mod bf16_pack;
+#[cfg(target_arch = "x86_64")]
 mod bf16_tile;
 #[cfg(target_arch = "x86_64")]
 mod microkernel;
