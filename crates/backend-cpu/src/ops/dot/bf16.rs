@@ -483,6 +483,9 @@ mod tests {
         (12, 2, 32, true, true),
     ];
 
+    /// A half format's rounding from f64 and widening to f64.
+    type Conversions = (fn(f64) -> u16, fn(u16) -> f64);
+
     /// Every format this CPU has, for both halves.
     fn formats() -> Vec<Format> {
         let mut out = Vec::new();
@@ -517,7 +520,7 @@ mod tests {
                 Format::Pairs => Half::Bf16,
                 Format::Widen(_, h) => h,
             };
-            let (to_bits, value): (fn(f64) -> u16, fn(u16) -> f64) = match half {
+            let (to_bits, value): Conversions = match half {
                 Half::Bf16 => (
                     |x| half::bf16::from_f64(x).to_bits(),
                     |b| half::bf16::from_bits(b).to_f64(),

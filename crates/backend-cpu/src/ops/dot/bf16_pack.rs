@@ -136,18 +136,21 @@ fn pack_pairs(
     }
 }
 
+/// A piece of the f32 result and of the rounded one.
+type Piece<'a> = (&'a [f32], &'a mut [u16]);
+
 /// Rounds `src` to nearest even into `dst` (half-precision bits of
 /// `half`), in parallel pieces. bf16: a branch-free form of `half`'s
 /// rounding (NaN stays NaN, quieted), which the compiler vectorises; f16:
 /// `half`'s, F16C where the CPU has it.
 pub(super) fn narrow(src: &[f32], dst: &mut [u16], half: Half, threads: usize) {
     const PIECE: usize = 1 << 16;
-    let pieces: Vec<Mutex<Option<(&[f32], &mut [u16])>>> = src
+    let pieces: Vec<Mutex<Option<Piece<'_>>>> = src
         .chunks(PIECE)
         .zip(dst.chunks_mut(PIECE))
         .map(|p| Mutex::new(Some(p)))
         .collect();
-    let run = |(s, d): (&[f32], &mut [u16])| match half {
+    let run = |(s, d): Piece<'_>| match half {
         Half::Bf16 => {
             for (o, &x) in d.iter_mut().zip(s) {
                 *o = round_bf16(x);
