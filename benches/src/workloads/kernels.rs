@@ -1,5 +1,5 @@
 //! The single-kernel workloads: `eltwise_fused_16M`, `softmax_4096`,
-//! `reduce_sum_rows`, `matmul_1024`, `matmul_2048`.
+//! `reduce_sum_rows`, `matmul_1024`, `matmul_2048`, `matmul_bf16_1024`.
 
 use super::{backend_name, normal, ok, uniform, Settings};
 use crate::measure::{emit, measure, sig, timing_details, Measurement};
@@ -93,13 +93,14 @@ pub fn reduce_sum_rows(s: Settings) {
     bandwidth("reduce_sum_rows", &m, (4 * n * n + 4 * n) as f64, d);
 }
 
-fn matmul(n: usize, s: Settings) {
-    let a = normal(6, &[n, n]);
-    let b = normal(7, &[n, n]);
+fn matmul(n: usize, dtype: DType, name: &str, s: Settings) {
+    let a = normal(6, &[n, n]).astype(dtype);
+    let b = normal(7, &[n, n]).astype(dtype);
     let f = jit(|(a, b): (Array, Array)| a.matmul(&b));
     let (c, m) = time_jit(&f, (a.clone(), b.clone()), s);
-    // One entry against an f64 dot product.
-    let (av, bv, cv) = (a.to_vec::<f32>(), b.to_vec::<f32>(), c.to_vec::<f32>());
+    // One entry against an f64 dot product (of the rounded operands).
+    let f32s = |x: &Array| x.astype(DType::F32).to_vec::<f32>();
+    let (av, bv, cv) = (f32s(&a), f32s(&b), f32s(&c));
     let (i, j) = (n / 3, n / 2 + 1);
     let exact: f64 = (0..n)
         .map(|k| av[i * n + k] as f64 * bv[k * n + j] as f64)
@@ -115,21 +116,21 @@ fn matmul(n: usize, s: Settings) {
         json!((cv[i * n + j] as f64 - exact).abs()),
     );
     d.insert("backend".into(), json!(backend_name()));
-    emit(
-        &format!("matmul_{n}"),
-        "throughput",
-        sig(gf, 4),
-        "GFLOP/s",
-        d,
-    );
+    d.insert("dtype".into(), json!(format!("{dtype:?}")));
+    emit(name, "throughput", sig(gf, 4), "GFLOP/s", d);
 }
 
 /// `jit(a @ b)`, square f32 of side 1024.
 pub fn matmul_1024(s: Settings) {
-    matmul(1024, s)
+    matmul(1024, DType::F32, "matmul_1024", s)
 }
 
 /// `jit(a @ b)`, square f32 of side 2048.
 pub fn matmul_2048(s: Settings) {
-    matmul(2048, s)
+    matmul(2048, DType::F32, "matmul_2048", s)
+}
+
+/// `jit(a @ b)`, square bf16 of side 1024 (f32 accumulation, one rounding).
+pub fn matmul_bf16_1024(s: Settings) {
+    matmul(1024, DType::BF16, "matmul_bf16_1024", s)
 }

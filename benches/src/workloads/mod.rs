@@ -13,7 +13,9 @@ mod pallas;
 mod spmd;
 
 pub use dispatch::{chain, dispatch_tiny, trace_chain_1000};
-pub use kernels::{eltwise_fused_16m, matmul_1024, matmul_2048, reduce_sum_rows, softmax_4096};
+pub use kernels::{
+    eltwise_fused_16m, matmul_1024, matmul_2048, matmul_bf16_1024, reduce_sum_rows, softmax_4096,
+};
 pub use loops::{fori_loop_1000, scan_rnn};
 pub use machine::{copy_bandwidth_cpu, fma_peak_cpu};
 pub use mlp::{
@@ -67,6 +69,8 @@ pub const WORKLOADS: &[Workload] = &[
     ("reduce_sum_rows", &["reduce_sum_rows"], reduce_sum_rows),
     ("matmul_1024", &["matmul_1024"], matmul_1024),
     ("matmul_2048", &["matmul_2048"], matmul_2048),
+    // Not in WORKLOADS.md: issue 24's bf16 GEMM (`vdpbf16ps`).
+    ("matmul_bf16_1024", &["matmul_bf16_1024"], matmul_bf16_1024),
     ("mlp_train_step", &["mlp_train_step"], mlp_train_step),
     (
         "per_example_grads",

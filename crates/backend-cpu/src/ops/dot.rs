@@ -2,11 +2,16 @@
 //! contracting dimensions each flatten to one stride (every layout of a
 //! matrix product, transposed or not) are read in place: each batch index
 //! is one strided product, run by our packed GEMM (`packed`, on x86-64
-//! with AVX2 and FMA, for products of at least 2^24 multiply-adds at least
-//! 6 rows by one register tile wide) or else by the `gemm` crate. Other
+//! with AVX2 or AVX-512, for products of at least 2^24 multiply-adds at
+//! least one register tile tall and wide), by `direct` (smaller products
+//! whose `c` has contiguous rows: no operand copied) or else by the
+//! `gemm` crate. Other
 //! layouts are permuted into
 //! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
-//! a plain triple loop (with wrap-around like the interpreter). A plan may
+//! a plain triple loop (with wrap-around like the interpreter). bf16 and
+//! f16 products (`CastDot`'s) are packed from their bits by `bf16`, into
+//! `vdpbf16ps` pair panels (AVX-512 BF16) or widened f32 panels, summed in
+//! f32 and rounded once. A plan may
 //! read an operand from inside a larger array (`with_operand_view`), add
 //! its product to the destination (`dst += l·r`, `gemm`'s `read_dst`) and
 //! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
@@ -14,8 +19,9 @@
 //!
 //! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
 //! and strides), its callers [`gemm_strided`] and `split` (which check
-//! its contract), `packed` (its panels' cast and its tiles' writes) and
-//! `microkernel` (the register tiles' intrinsics), each stating its
+//! its contract), `packed` and `bf16` (their panels' casts and their
+//! tiles' writes), `microkernel` and `bf16_tile` (the register tiles'
+//! intrinsics), each stating its
 //! invariant, and to `DotPlan::run_raw`, which views the buffers
 //! generated code passes as slices (their invariant: each pointer holds the
 //! elements of its operand's type, see `runtime`). Invariant relied on by
@@ -23,6 +29,12 @@
 //! lies inside its slice (checked before the call), and `dst` does not
 //! alias the operands (it is a distinct `&mut` slice).
 
+#[cfg(target_arch = "x86_64")]
+mod bf16;
+#[cfg(target_arch = "x86_64")]
+mod bf16_pack;
+#[cfg(target_arch = "x86_64")]
+mod bf16_tile;
 #[cfg(target_arch = "x86_64")]
 mod direct;
 #[cfg(target_arch = "x86_64")]

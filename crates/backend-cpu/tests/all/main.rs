@@ -23,6 +23,7 @@ mod collectives;
 mod control_flow;
 mod coverage;
 mod differential;
+mod dot_half;
 mod dynamic;
 mod dynamic_native;
 mod fusion_maps;

@@ -4,7 +4,8 @@
 //! batched `dot` call; strides, padding (negative too), input and kernel
 //! dilation fold into the patch gather. f16/bf16 compute in f32 and round
 //! once at the end, as the interpreter does. Also the `dot_general`s the
-//! gemm step cannot take directly (f16/bf16, bool, mixed dtypes).
+//! gemm step cannot take directly (f16/bf16, bool, mixed dtypes); bf16 ×
+//! bf16 and f16 × f16 ones go to `ops::dot::bf16` first, without casts.
 
 use super::{map_same, next_index, strides, Elem, NativeOp};
 use crate::error::run_error;
@@ -56,7 +57,10 @@ fn finish(r: HostArray, dt: DType) -> Result<HostArray, IrError> {
 
 /// A `dot_general` in a dtype the gemm step does not take: operands are
 /// cast to the result dtype (the interpreter's rule), multiplied in
-/// f32 (f16/bf16) or i64 (bool), then rounded.
+/// f32 (f16/bf16) or i64 (bool), then rounded. bf16 × bf16 and f16 × f16
+/// products (result in that dtype or f32) skip the casts on x86-64: the
+/// GEMM of `ops::dot::bf16` packs their bits directly, with the same
+/// single rounding.
 #[derive(Debug)]
 pub(crate) struct CastDot {
     plan: DotPlan,
@@ -84,6 +88,12 @@ impl NativeOp for CastDot {
         let [l, r] = inputs else {
             return Err(run_error("dot_general operands"));
         };
+        // bf16 and f16 operands are packed straight from their bits
+        // (`ops::dot::bf16`) where the layout and the CPU allow.
+        #[cfg(target_arch = "x86_64")]
+        if let Some(out) = self.plan.run_half(l, r, self.dtype, threads) {
+            return Ok(vec![out?]);
+        }
         let cdt = compute_dtype(self.dtype);
         let lc = cast(&cast(l, self.dtype)?, cdt)?;
         let rc = cast(&cast(r, self.dtype)?, cdt)?;
