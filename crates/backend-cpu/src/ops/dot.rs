@@ -527,6 +527,24 @@ struct Product<'a, T> {
     acc: bool,
 }
 
+#[cfg(target_arch = "x86_64")]
+impl<T> Product<'_, T> {
+    /// Whether every index the product reads or writes lies inside its
+    /// operands and `dst`, and rows of `dst` are at least `n` apart (so
+    /// tiles write disjoint elements): the contract of our own GEMMs.
+    fn fits(&self, dst: &[T]) -> bool {
+        let d = View {
+            data: dst,
+            rs: self.drs,
+            cs: 1,
+        };
+        (self.m <= 1 || self.drs >= self.n)
+            && self.a.covers(self.m, self.k)
+            && self.c.covers(self.k, self.n)
+            && d.covers(self.m, self.n)
+    }
+}
+
 impl DotPlan {
     /// The product of an empty contraction (or of empty free dimensions)
     /// into `d`: zeros, or, when accumulating, the destination plus zero

@@ -129,7 +129,15 @@ pub(crate) fn run(threads: usize, f: &(dyn Fn() + Sync)) -> bool {
         .saturating_sub(1)
         .min(team.helpers.load(Ordering::Relaxed));
     if wanted == 0 {
-        f();
+        // Alone (one CPU), but still a job: a call from inside `f` is
+        // refused like one from inside a shared job (on a one-CPU
+        // machine it ran, and the nesting test failed).
+        IN_JOB.set(true);
+        let mine = panic::catch_unwind(AssertUnwindSafe(f));
+        IN_JOB.set(false);
+        if let Err(payload) = mine {
+            panic::resume_unwind(payload);
+        }
         return true;
     }
     let _busy = match team.busy.try_lock() {

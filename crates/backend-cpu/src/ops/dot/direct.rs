@@ -9,14 +9,14 @@
 //! registers) are handed out to threads in column-major order, so a
 //! thread's consecutive tiles share a strip of `c` in L1.
 //!
-//! Invariant (the `unsafe` below): the product is checked against
-//! `View::covers` before anything runs, and tiles write disjoint
+//! Invariant (the `unsafe` below): the product is checked with
+//! `Product::fits` before anything runs, and tiles write disjoint
 //! rectangles of `dst`, a unique borrow distinct from the operands.
 
 use super::microkernel::{Kernel, Tile};
 use super::packed::with_panels;
 use super::split::SharedDst;
-use super::{Product, View};
+use super::Product;
 use crate::run::sched::share_ranges;
 
 /// Products of at least this many multiply-adds: below it `gemm`'s small
@@ -48,6 +48,7 @@ pub(super) fn gemm<T: Tile>(p: Product<'_, T>, dst: &mut [T], threads: usize) {
 
 /// [`gemm`] with the given kernel (tests run every kernel the CPU has).
 fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threads: usize) {
+    assert!(p.fits(dst) && p.c.cs == 1 && p.k > 0);
     let Product {
         m,
         k,
@@ -58,13 +59,6 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
         acc,
     } = p;
     let (mr, nr) = (kernel.mr, kernel.nr);
-    let d = View {
-        data: &*dst,
-        rs: drs,
-        cs: 1,
-    };
-    let rows_apart = m <= 1 || drs >= n;
-    assert!(c.cs == 1 && rows_apart && a.covers(m, k) && c.covers(k, n) && d.covers(m, n) && k > 0);
     // The last, partial column strip of `c`, zero-padded to `nr`, in the
     // calling thread's panel cache; `a` is read in place.
     let panels = m.div_ceil(mr);
@@ -116,6 +110,7 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
 #[cfg(test)]
 mod tests {
     use super::super::test_values as values;
+    use super::super::View;
     use super::*;
     use crate::isa::Isa;
 

@@ -28,8 +28,8 @@
 //! time. Packing reads each depth step of a contiguous operand as one run
 //! and fetches the run a few steps ahead, for the same reason.
 //!
-//! Invariant (the `unsafe` below): the whole product is checked against
-//! `View::covers` before anything runs; tiles write disjoint rectangles of
+//! Invariant (the `unsafe` below): the whole product is checked with
+//! `Product::fits` before anything runs; tiles write disjoint rectangles of
 //! `dst`, which is a unique borrow distinct from the operands.
 
 use super::microkernel::{self, Kernel, Tile};
@@ -134,6 +134,7 @@ pub(super) fn gemm<T: Tile>(p: Product<'_, T>, dst: &mut [T], threads: usize) {
 
 /// [`gemm`] with the given blocking (tests run every kernel the CPU has).
 fn gemm_with<T: Tile>(b: Blocking<T>, p: Product<'_, T>, dst: &mut [T], threads: usize) {
+    assert!(p.fits(dst));
     let Product {
         m,
         k,
@@ -143,14 +144,6 @@ fn gemm_with<T: Tile>(b: Blocking<T>, p: Product<'_, T>, dst: &mut [T], threads:
         drs,
         acc,
     } = p;
-    let d = View {
-        data: &*dst,
-        rs: drs,
-        cs: 1,
-    };
-    // Rows at least `n` apart: tiles then write disjoint elements.
-    let rows_apart = m <= 1 || drs >= n;
-    assert!(rows_apart && a.covers(m, k) && c.covers(k, n) && d.covers(m, n));
     let out = SharedDst(dst.as_mut_ptr());
     let (mr, nr, chunk_k) = (b.kernel.mr, b.kernel.nr, b.chunk_k);
     let a_len = m.min(CHUNK_MN).next_multiple_of(mr) * k.min(chunk_k);
