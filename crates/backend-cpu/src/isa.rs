@@ -200,20 +200,50 @@ fn parse_size(s: &str) -> Option<usize> {
     digits.parse::<usize>().ok()?.checked_mul(scale)
 }
 
-/// The CPU's model name (`/proc/cpuinfo`'s, else the CPUID brand string),
-/// for benchmark records and logs.
+/// The CPU's model name (`/proc/cpuinfo`'s, else the CPUID brand string)
+/// with its CPUID family and model, for benchmark records and logs:
+/// virtual machines often report only a vendor line ("AMD EPYC"), and the
+/// family and model tell Zen 3 (25/1), Zen 4 (25/17) and Zen 5 (26/..)
+/// apart.
 pub fn cpu_model() -> String {
-    if let Ok(text) = std::fs::read_to_string("/proc/cpuinfo") {
-        if let Some(name) = text
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .and_then(|rest| rest.split_once(':'))
-            .map(|(_, v)| v.trim().to_string())
-        {
-            return name;
-        }
+    let name = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .and_then(|rest| rest.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .or_else(brand_string)
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    match family_model() {
+        Some((family, model)) => format!("{name} (family {family}, model {model})"),
+        None => name,
     }
-    brand_string().unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The CPUID display family and model (leaf 1), on x86-64.
+fn family_model() -> Option<(u32, u32)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let eax = std::arch::x86_64::__cpuid(1).eax;
+        let (base_family, base_model) = ((eax >> 8) & 0xF, (eax >> 4) & 0xF);
+        let family = if base_family == 0xF {
+            base_family + ((eax >> 20) & 0xFF)
+        } else {
+            base_family
+        };
+        let model = if base_family == 0x6 || base_family == 0xF {
+            base_model + (((eax >> 16) & 0xF) << 4)
+        } else {
+            base_model
+        };
+        Some((family, model))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
 }
 
 /// The CPUID brand string (leaves 0x8000_0002..=0x8000_0004).

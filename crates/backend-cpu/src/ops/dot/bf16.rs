@@ -29,7 +29,8 @@
 
 use super::bf16_pack::{narrow, pack_panels};
 use super::bf16_tile;
-use super::microkernel::{self, Kernel};
+use super::microkernel::Kernel;
+use super::packed::Schedule;
 use super::split::SharedDst;
 use super::{DotPlan, View};
 use crate::run::sched::share_ranges;
@@ -338,75 +339,53 @@ impl Chunk {
     /// Multiplies the packed panels into `dst` (rows `drs` apart), tile by
     /// tile.
     fn multiply(&self, pa: &[u32], pc: &[u32], out: &SharedDst<f32>, drs: usize, threads: usize) {
-        let Blocking {
-            format,
-            mr,
-            nr,
-            tile_m,
-            tile_n,
-            ..
-        } = self.b;
-        let (mp, np) = (self.m.next_multiple_of(mr), self.n.next_multiple_of(nr));
-        let tiles_n = self.n.div_ceil(tile_n);
-        let tile = |t: usize| {
-            let (r0, t0) = ((t / tiles_n) * tile_m, (t % tiles_n) * tile_n);
-            let (r1, t1) = ((r0 + tile_m).min(self.m), (t0 + tile_n).min(self.n));
-            for (q, kc) in self.blocks() {
-                let (block_a, block_c) = (&pa[q * mp..], &pc[q * np..]);
-                let overwrite = q == 0 && !self.acc;
-                let panels = (r1 - r0).div_ceil(mr);
-                for col in (t0..t1).step_by(nr) {
-                    // Fetch the next column panel into L1 while this one
-                    // runs, a slice per row panel (as `packed` does).
-                    let next = if col + nr < t1 {
-                        &block_c[(col + nr) * kc..][..nr * kc]
-                    } else {
-                        &[]
-                    };
-                    let slice = next.len().div_ceil(panels);
-                    for (j, row) in (r0..r1).step_by(mr).enumerate() {
-                        let part = next.get(j * slice..).unwrap_or(&[]);
-                        microkernel::prefetch(&part[..slice.min(part.len())]);
-                        let at = (self.i0 + row) * drs + self.j0 + col;
-                        let (ap, cp) = (&block_a[row * kc..], &block_c[col * kc..]);
-                        let (rows, cols) = (mr.min(r1 - row), nr.min(t1 - col));
-                        // SAFETY: the module invariant: the entries
-                        // `(i0 + row + r, j0 + col + t)` of `dst`, for `r`
-                        // and `t` under the counts passed, lie inside the
-                        // checked product and belong to this tile alone;
-                        // each format's tile exists only for an
-                        // instruction set this CPU has.
-                        unsafe {
-                            match format {
-                                Format::Pairs => bf16_tile::zmm_bf16(
-                                    kc,
-                                    ap,
-                                    cp,
-                                    out.at(at),
-                                    drs,
-                                    overwrite,
-                                    rows,
-                                    cols,
-                                ),
-                                Format::Widen(kernel, _) => kernel.run(
-                                    kc,
-                                    as_f32(ap),
-                                    as_f32(cp),
-                                    kernel.nr,
-                                    out.at(at),
-                                    drs,
-                                    overwrite,
-                                    rows,
-                                    cols,
-                                ),
-                            }
-                        }
-                    }
+        let b = self.b;
+        let schedule = Schedule {
+            i0: self.i0,
+            j0: self.j0,
+            m: self.m,
+            n: self.n,
+            depth: self.steps,
+            acc: self.acc,
+            mr: b.mr,
+            nr: b.nr,
+            kc: b.kc,
+            tile_m: b.tile_m,
+            tile_n: b.tile_n,
+            drs,
+        };
+        schedule.run(pa, pc, threads, |t| {
+            // SAFETY: the module invariant: the entries `(i0 + row + r,
+            // j0 + col + t)` of `dst`, for `r` and `t` under the counts
+            // passed, lie inside the checked product and belong to this
+            // tile alone; each format's tile exists only for an
+            // instruction set this CPU has.
+            unsafe {
+                match b.format {
+                    Format::Pairs => bf16_tile::zmm_bf16(
+                        t.kc,
+                        t.a,
+                        t.c,
+                        out.at(t.at),
+                        drs,
+                        t.overwrite,
+                        t.rows,
+                        t.cols,
+                    ),
+                    Format::Widen(kernel, _) => kernel.run(
+                        t.kc,
+                        as_f32(t.a),
+                        as_f32(t.c),
+                        kernel.nr,
+                        out.at(t.at),
+                        drs,
+                        t.overwrite,
+                        t.rows,
+                        t.cols,
+                    ),
                 }
             }
-        };
-        let tiles = self.m.div_ceil(tile_m) * tiles_n;
-        share_ranges(tiles, 1, threads, |lo, hi| (lo..hi).for_each(tile));
+        });
     }
 }
 

@@ -241,24 +241,110 @@ impl<T: Tile> Chunk<T> {
 
     /// Multiplies the packed panels into `dst`, tile by tile.
     fn multiply(&self, pa: &[T], pc: &[T], out: &SharedDst<T>, drs: usize, threads: usize) {
-        let Blocking {
-            kernel,
-            tile_m,
-            tile_n,
-            ..
-        } = self.b;
-        let (mr, nr) = (kernel.mr, kernel.nr);
+        let kernel = self.b.kernel;
+        let schedule = Schedule {
+            i0: self.i0,
+            j0: self.j0,
+            m: self.m,
+            n: self.n,
+            depth: self.k,
+            acc: self.acc,
+            mr: kernel.mr,
+            nr: kernel.nr,
+            kc: self.b.kc,
+            tile_m: self.b.tile_m,
+            tile_n: self.b.tile_n,
+            drs,
+        };
+        schedule.run(pa, pc, threads, |t| {
+            // SAFETY: the module invariant: the entries `(i0 + row + r,
+            // j0 + col + t)` of `dst`, for `r` and `t` under the counts
+            // passed, lie inside the checked product and belong to this
+            // tile alone.
+            unsafe {
+                kernel.run(
+                    t.kc,
+                    t.a,
+                    t.c,
+                    kernel.nr,
+                    out.at(t.at),
+                    drs,
+                    t.overwrite,
+                    t.rows,
+                    t.cols,
+                )
+            }
+        });
+    }
+}
+
+/// How a chunk of packed panels is multiplied, for both packed GEMMs (f32
+/// and f64 here, bf16 and f16 in `bf16`): tiles of `tile_m × tile_n`
+/// results taken by up to `threads` threads from a shared counter; in
+/// each, per depth block of `kc` steps, the column panels (`nr` wide)
+/// against the tile's row panels (`mr` tall), the next column panel
+/// fetched into L1 a slice per row panel while one runs (it comes from L3
+/// or memory, which the hardware prefetcher does not start in time: +15%
+/// at 1024³ and 2048³ on two Zen 3 threads, 14 of 16 paired runs).
+pub(super) struct Schedule {
+    /// The chunk's first row and column in `dst`.
+    pub(super) i0: usize,
+    pub(super) j0: usize,
+    /// The chunk's rows, columns and depth steps.
+    pub(super) m: usize,
+    pub(super) n: usize,
+    pub(super) depth: usize,
+    /// Whether the first depth block adds to `dst`.
+    pub(super) acc: bool,
+    pub(super) mr: usize,
+    pub(super) nr: usize,
+    pub(super) kc: usize,
+    pub(super) tile_m: usize,
+    pub(super) tile_n: usize,
+    /// `dst`'s row stride.
+    pub(super) drs: usize,
+}
+
+/// One register-tile call of a [`Schedule`].
+pub(super) struct TileCall<'p, P> {
+    /// Depth steps of this block.
+    pub(super) kc: usize,
+    /// The row panel and the column panel, from their first value.
+    pub(super) a: &'p [P],
+    pub(super) c: &'p [P],
+    /// The index in `dst` of the tile's first entry.
+    pub(super) at: usize,
+    /// Whether the tile overwrites `dst` (else adds to it).
+    pub(super) overwrite: bool,
+    /// The tile's rows (≤ `mr`) and columns (≤ `nr`).
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+}
+
+impl Schedule {
+    /// Runs `call` for every register tile of the chunk whose panels, per
+    /// depth block, are `pa` (`mr`-row panels, rows padded to `mr`) and
+    /// `pc` (`nr`-column panels).
+    pub(super) fn run<P: Sync>(
+        &self,
+        pa: &[P],
+        pc: &[P],
+        threads: usize,
+        call: impl Fn(TileCall<'_, P>) + Sync,
+    ) {
+        let (mr, nr, kc) = (self.mr, self.nr, self.kc);
         let (mp, np) = (self.m.next_multiple_of(mr), self.n.next_multiple_of(nr));
-        let tiles_n = self.n.div_ceil(tile_n);
+        let tiles_n = self.n.div_ceil(self.tile_n);
         let tile = |t: usize| {
-            let (r0, t0) = ((t / tiles_n) * tile_m, (t % tiles_n) * tile_n);
-            let (r1, t1) = ((r0 + tile_m).min(self.m), (t0 + tile_n).min(self.n));
-            for (q, kc) in self.blocks() {
+            let (r0, t0) = ((t / tiles_n) * self.tile_m, (t % tiles_n) * self.tile_n);
+            let (r1, t1) = (
+                (r0 + self.tile_m).min(self.m),
+                (t0 + self.tile_n).min(self.n),
+            );
+            for q in (0..self.depth).step_by(kc) {
+                let kc = kc.min(self.depth - q);
                 let (block_a, block_c) = (&pa[q * mp..], &pc[q * np..]);
                 let overwrite = q == 0 && !self.acc;
-                // The next column panel comes from L3 or memory: fetch it,
-                // a slice per row panel, while this one is in L1 (+15% at
-                // 1024³ and 2048³ on two threads, 14 of 16 paired runs).
                 let panels = (r1 - r0).div_ceil(mr);
                 for col in (t0..t1).step_by(nr) {
                     let next = if col + nr < t1 {
@@ -270,29 +356,20 @@ impl<T: Tile> Chunk<T> {
                     for (j, row) in (r0..r1).step_by(mr).enumerate() {
                         let part = next.get(j * slice..).unwrap_or(&[]);
                         microkernel::prefetch(&part[..slice.min(part.len())]);
-                        let at = (self.i0 + row) * drs + self.j0 + col;
-                        // SAFETY: the module invariant: the entries
-                        // `(i0 + row + r, j0 + col + t)` of `dst`, for `r`
-                        // and `t` under the counts passed, lie inside the
-                        // checked product and belong to this tile alone.
-                        unsafe {
-                            kernel.run(
-                                kc,
-                                &block_a[row * kc..],
-                                &block_c[col * kc..],
-                                nr,
-                                out.at(at),
-                                drs,
-                                overwrite,
-                                mr.min(r1 - row),
-                                nr.min(t1 - col),
-                            )
-                        }
+                        call(TileCall {
+                            kc,
+                            a: &block_a[row * kc..],
+                            c: &block_c[col * kc..],
+                            at: (self.i0 + row) * self.drs + self.j0 + col,
+                            overwrite,
+                            rows: mr.min(r1 - row),
+                            cols: nr.min(t1 - col),
+                        });
                     }
                 }
             }
         };
-        let tiles = self.m.div_ceil(tile_m) * tiles_n;
+        let tiles = self.m.div_ceil(self.tile_m) * tiles_n;
         share_ranges(tiles, 1, threads, |lo, hi| (lo..hi).for_each(tile));
     }
 }
