@@ -3,9 +3,9 @@
 //! matrix product, transposed or not) are read in place: each batch index
 //! is one strided product, run by our packed GEMM (`packed`, on x86-64
 //! with AVX2 or AVX-512, for products of at least 2^24 multiply-adds at
-//! least one register tile tall and wide), by `direct` (smaller products
-//! whose `c` has contiguous rows: no operand copied) or else by the
-//! `gemm` crate. Other
+//! least one register tile tall and wide), by `direct` (opt-in: smaller
+//! products whose `c` has contiguous rows, no operand copied) or else by
+//! the `gemm` crate. Other
 //! layouts are permuted into
 //! `[batch, M, K]` and `[batch, K, N]` row-major copies first; integers use
 //! a plain triple loop (with wrap-around like the interpreter). bf16 and

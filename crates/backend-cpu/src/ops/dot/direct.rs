@@ -32,11 +32,21 @@ pub(super) fn wanted<T: Tile>(p: &Product<'_, T>) -> bool {
     Kernel::<T>::choose().is_some_and(|kernel| {
         let work = p.m.saturating_mul(p.k).saturating_mul(p.n);
         p.c.cs == 1
+            && !switched_off()
             && p.k > 0
             && p.n >= kernel.nr
             && work >= MIN_WORK
             && p.m.saturating_mul(p.k) <= MAX_A
     })
+}
+
+/// Off unless `JAXON_CPU_DIRECT_GEMM=1`: on Zen 4 it lost to `gemm`'s
+/// small kernels on the Pallas matmul's 64×256·256×64 blocks (0.194 ms
+/// against 0.168–0.174 per call) and tied on the RNN (alternating runs),
+/// so it stays opt-in, tested, until a machine shows it ahead.
+fn switched_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("JAXON_CPU_DIRECT_GEMM").is_none_or(|v| v != "1"))
 }
 
 /// Runs `p` into `dst` on up to `threads` threads. Needs [`wanted`] to
