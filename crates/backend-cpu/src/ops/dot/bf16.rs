@@ -30,7 +30,7 @@
 use super::bf16_pack::{narrow, pack_panels};
 use super::bf16_tile;
 use super::microkernel::Kernel;
-use super::packed::Schedule;
+use super::packed::{block_sizes, Schedule};
 use super::split::SharedDst;
 use super::{DotPlan, View};
 use crate::run::sched::share_ranges;
@@ -88,9 +88,8 @@ impl Format {
     }
 }
 
-/// Block sizes, in packed steps of 4 bytes per lane, from the caches
-/// (`packed`'s rules): a column panel fills half of L1, a tile's block of
-/// `a` 3/16 of L2.
+/// Block sizes, in packed steps of 4 bytes per lane, from the caches by
+/// `packed::block_sizes` (the f32 GEMM's rules).
 #[derive(Clone, Copy)]
 struct Blocking {
     format: Format,
@@ -105,15 +104,14 @@ struct Blocking {
 impl Blocking {
     fn new(format: Format, caches: crate::isa::Caches) -> Blocking {
         let (mr, nr) = format.tile_shape();
-        let kc = (caches.l1d / 2 / (nr * 4)).clamp(32, 512) / 16 * 16;
-        let rows = (caches.l2 * 3 / 16 / (kc * 4)).clamp(mr, 1024);
+        let (kc, tile_m, tile_n) = block_sizes(mr, nr, 4, caches);
         Blocking {
             format,
             mr,
             nr,
             kc,
-            tile_m: rows / mr * mr,
-            tile_n: 256usize.next_multiple_of(nr),
+            tile_m,
+            tile_n,
             chunk: CHUNK_STEPS.max(kc) / kc * kc,
         }
     }

@@ -79,17 +79,30 @@ struct Blocking<T> {
     chunk_k: usize,
 }
 
+/// The block sizes of an `mr × nr` register tile over packed steps of
+/// `step_bytes` per lane, for `caches`: `(kc, tile_m, tile_n)` as
+/// [`Blocking`] documents them (the bf16/f16 GEMM uses the same rules).
+pub(super) fn block_sizes(
+    mr: usize,
+    nr: usize,
+    step_bytes: usize,
+    caches: crate::isa::Caches,
+) -> (usize, usize, usize) {
+    let kc = (caches.l1d / 2 / (nr * step_bytes)).clamp(MIN_KC, 512) / 16 * 16;
+    let rows = (caches.l2 * 3 / 16 / (kc * step_bytes)).clamp(mr, MAX_TILE_M);
+    (kc, rows / mr * mr, TILE_N.next_multiple_of(nr))
+}
+
 impl<T: Tile> Blocking<T> {
     /// The blocking of `kernel` for `caches`.
     fn new(kernel: Kernel<T>, caches: crate::isa::Caches) -> Blocking<T> {
-        let size = std::mem::size_of::<T>();
-        let kc = (caches.l1d / 2 / (kernel.nr * size)).clamp(MIN_KC, 512) / 16 * 16;
-        let rows = (caches.l2 * 3 / 16 / (kc * size)).clamp(kernel.mr, MAX_TILE_M);
+        let (kc, tile_m, tile_n) =
+            block_sizes(kernel.mr, kernel.nr, std::mem::size_of::<T>(), caches);
         Blocking {
             kernel,
             kc,
-            tile_m: rows / kernel.mr * kernel.mr,
-            tile_n: TILE_N.next_multiple_of(kernel.nr),
+            tile_m,
+            tile_n,
             chunk_k: CHUNK_K.max(kc) / kc * kc,
         }
     }
