@@ -60,12 +60,20 @@ pub use jaxon_trace::control::{
 /// `size_of`), and creation and structural operations that accept them.
 pub use jaxon_trace::dynshape;
 pub use jaxon_trace::error::ok_or_raise;
+pub use jaxon_trace::jit::{disable_jit, DisableJit};
 pub use jaxon_trace::pytree::{
     tree_leaves, tree_leaves_with_path, tree_map, tree_map2, tree_map_n, tree_reduce,
     tree_structure, Pytree, TreeDef,
 };
+/// `jax.tree_util`: flatten and unflatten, key paths, `tree_all`,
+/// `tree_transpose`.
+pub use jaxon_trace::tree_util;
+pub use jaxon_trace::tree_util::{
+    keystr, tree_all, tree_flatten, tree_flatten_with_path, tree_map_with_path, tree_transpose,
+    tree_unflatten, KeyPath, PathKey,
+};
 pub use jaxon_trace::{
-    catch, catch_flat, eval_shape, jit, make_jaxpr, numpy, pytree, raise, random, register_backend,
+    catch, catch_flat, eval_shape, jit, make_jaxpr, pytree, raise, random, register_backend,
     set_default_backend, with_backend, Array, Element, Error, Jit, Result, Static, WeakScalar,
 };
 pub use jaxon_trace::{debug, index, nn, scipy};
@@ -88,17 +96,26 @@ pub use jaxon_transforms::{
 pub use jaxon_transforms::{pmap, shard_map, Pmap, ShardMap, Specs};
 pub use program::{call_jaxpr, load_jaxpr};
 pub use sharding::{
-    addressable_shards, device_count, device_put_sharded, devices, local_device_count,
-    local_devices, make_mesh, named_sharding, set_cpu_device_count, sharding_of, Device, Mesh,
-    NamedSharding, PartitionSpec, Shard,
+    addressable_shards, default_backend, device_count, device_put_sharded, devices,
+    local_device_count, local_devices, make_mesh, named_sharding, set_cpu_device_count,
+    sharding_of, Device, Mesh, NamedSharding, PartitionSpec, Shard,
 };
-/// `jax.lax`: one function per primitive (`jaxon_trace::lax`), and the
+/// `jax.numpy`: `jaxon_trace::numpy`, and `vectorize` (built on `vmap`).
+pub mod numpy {
+    pub use jaxon_trace::numpy::*;
+    pub use jaxon_transforms::vectorize::{vectorize, Vectorized};
+}
+
+/// `jax.lax`: one function per primitive (`jaxon_trace::lax`), the
 /// functions built on transforms (`custom_linear_solve`, `map`,
-/// `custom_root`).
+/// `custom_root`) and the named-axis collectives (also in
+/// [`collectives`]).
 pub mod lax {
     pub use jaxon_trace::lax::*;
     pub use jaxon_transforms::lax_fns::{custom_root, map, RootSolver};
     pub use jaxon_transforms::linear_solve::{custom_linear_solve, Solver, Transpose};
+    pub use jaxon_transforms::spmd::{all_to_all, ppermute, psum_scatter};
+    pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, pmin, psum};
 }
 
 /// `jax.ad_checkpoint.checkpoint_name`.
@@ -164,6 +181,24 @@ pub fn device_put(x: &Array) -> Result<Array> {
     let host = x.try_to_host("device_put")?;
     let buffer = eval_backend()?.to_device(&host)?;
     Ok(Array::from_buffer_weak(buffer, x.weak_type()))
+}
+
+/// `jax.device_get(x)`: every array leaf of `x` copied to host memory (a
+/// tracer is a concretization error). Host arrays come back unchanged in
+/// value; GPU-resident ones are read back.
+pub fn device_get<T: Pytree>(x: &T) -> Result<T> {
+    let (leaves, def) = x.flatten();
+    let host = leaves
+        .iter()
+        .map(|a| Ok(Array::from_host(a.try_to_host("device_get")?)))
+        .collect::<Result<Vec<_>>>()?;
+    T::unflatten(&def, host)
+}
+
+/// `jax.typeof(x)` (`typeof` is reserved in Rust): `x`'s abstract value,
+/// its shape and dtype (`f32[2,3]`), for concrete arrays and tracers alike.
+pub fn typeof_(x: &Array) -> ir::Aval {
+    x.aval().clone()
 }
 
 /// Empties every compile cache (JAX's `jax.clear_caches()`): the staged

@@ -74,6 +74,13 @@ fn platform() -> Result<&'static str> {
     })
 }
 
+/// `jax.default_backend()`: the platform of the backend that runs
+/// programs now, `"cpu"` (the CPU backend, the interpreter) or `"gpu"`
+/// (`cuda`, `cuda-sim`).
+pub fn default_backend() -> Result<&'static str> {
+    platform()
+}
+
 /// `jax.devices()`: every device of every process, process by process.
 pub fn devices() -> Result<Vec<Device>> {
     let (n, platform) = (local_device_count()?, platform()?);

@@ -12,7 +12,7 @@
 use crate::array::Array;
 use crate::core::{bind, find_top_trace};
 use crate::dynshape::Size;
-use crate::error::{catch_flat, Error, Result};
+use crate::error::{catch, catch_flat, Error, Result};
 use crate::eval::{backend, current_backend, EvalTrace};
 use crate::jit_cache::{default_cache_limit, leading, Cache, Key, Landed, LeafKey, Lookup};
 use crate::pytree::{Pytree, TreeDef};
@@ -25,6 +25,54 @@ use jaxon_ir::{DType, Dim};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+thread_local! {
+    /// How many [`DisableJit`] guards this thread holds.
+    static JIT_DISABLED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn jit_disabled() -> bool {
+    JIT_DISABLED.with(|d| d.get() > 0)
+}
+
+/// While held, every [`Jit::call`] on this thread runs its function
+/// directly, op by op, instead of staging and compiling it (JAX's
+/// `with jax.disable_jit():`), to step through or print inside it. Returned
+/// by [`disable_jit`]; jit is enabled again when the last guard drops.
+#[must_use = "jit stays disabled only while the guard is held"]
+pub struct DisableJit {
+    _not_send: PhantomData<*const ()>,
+}
+
+/// `jax.disable_jit()`: see [`DisableJit`].
+///
+/// ```
+/// use jaxon_trace::jit::{disable_jit, jit};
+/// use jaxon_trace::Array;
+///
+/// let f = jit(|x: Array| &x * 2.0);
+/// let x = Array::from_vec(vec![1f32, 2.0], &[2]);
+/// {
+///     let _eager = disable_jit();
+///     assert_eq!(f.call(x.clone())?.to_vec::<f32>(), [2.0, 4.0]);
+///     assert_eq!(f.trace_count(), 0);
+/// }
+/// f.call(x)?;
+/// assert_eq!(f.trace_count(), 1);
+/// # Ok::<(), jaxon_trace::Error>(())
+/// ```
+pub fn disable_jit() -> DisableJit {
+    JIT_DISABLED.with(|d| d.set(d.get() + 1));
+    DisableJit {
+        _not_send: PhantomData,
+    }
+}
+
+impl Drop for DisableJit {
+    fn drop(&mut self) {
+        JIT_DISABLED.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
 
 /// A jitted function; call it with [`Jit::call`].
 pub struct Jit<F, I, O> {
@@ -148,6 +196,9 @@ impl<I: Pytree, O: Pytree, F: Fn(I) -> O> Jit<F, I, O> {
     /// axes automatically: each distinct size becomes an implicit leading
     /// operand of the `jit` equation.
     pub fn call(&self, args: I) -> Result<O> {
+        if jit_disabled() {
+            return catch(|| (self.f)(args));
+        }
         let (leaves, in_def) = args.flatten();
         let auto = match &self.abstracted {
             Some(_) => None,

@@ -33,6 +33,7 @@ pub mod random;
 pub mod scipy;
 pub mod stage;
 pub mod staging;
+pub mod tree_util;
 
 pub use array::{Array, Element, WeakScalar};
 pub use callback::{pure_callback, VmapMethod};

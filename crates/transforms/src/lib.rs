@@ -26,6 +26,7 @@ mod rules;
 pub mod spmd;
 pub mod transpose;
 mod util;
+pub mod vectorize;
 
 pub use api::{
     grad_and_aux, grad_with, linear_transpose_tree, value_and_grad_with, Argnums, GradOutput,

@@ -6,6 +6,7 @@
 //! backend, environment variables, panic hooks, global caches) stay in
 //! their own binaries beside this folder.
 
+mod api_top;
 mod cnn_train;
 mod cuda_sim_backend;
 mod default_backend;

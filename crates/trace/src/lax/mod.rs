@@ -8,6 +8,7 @@
 mod assoc_scan;
 mod complex;
 mod conv;
+mod in_dim;
 pub mod linalg;
 mod markers;
 mod window;
@@ -16,6 +17,10 @@ pub use assoc_scan::associative_scan;
 pub use complex::{complex, conj, fft, imag, real};
 pub use conv::{
     conv, conv_dimension_numbers, conv_general_dilated, conv_transpose, ConvOptions, Padding,
+};
+pub use in_dim::{
+    broadcast_shapes, dtype, dynamic_index_in_dim, dynamic_slice_in_dim,
+    dynamic_update_index_in_dim, dynamic_update_slice_in_dim, select,
 };
 pub use markers::{checkpoint_name, optimization_barrier};
 pub use window::{

@@ -285,3 +285,79 @@ pub use glorot_normal as xavier_normal;
 pub use glorot_uniform as xavier_uniform;
 pub use he_normal as kaiming_normal;
 pub use he_uniform as kaiming_uniform;
+
+/// `orthogonal(scale, column_axis)`: a draw whose columns along
+/// `column_axis` are orthonormal (or whose rows are, when there are fewer
+/// of them), uniform under the Haar measure, times `scale`. The shape has
+/// at least 2 axes; `column_axis` counts from the end when negative.
+pub fn orthogonal(scale: f64, column_axis: isize) -> Initializer {
+    Initializer::new("orthogonal", move |key, shape, dtype| {
+        float_only("orthogonal", dtype)?;
+        if shape.len() < 2 {
+            return Err(Error::InvalidArgument(format!(
+                "nn.initializers.orthogonal: the shape needs at least 2 axes, got {shape:?}"
+            )));
+        }
+        let axis = normalize_axis(column_axis, shape.len())?;
+        if shape.contains(&0) {
+            return jnp::zeros(shape, dtype);
+        }
+        let n_cols = shape[axis];
+        let n_rows = shape.iter().product::<usize>() / n_cols;
+        let q = random::orthogonal(key, n_rows, &[], dtype, Some(n_cols))?;
+        let mut rows_then_cols: Vec<isize> = shape
+            .iter()
+            .enumerate()
+            .filter(|&(d, _)| d != axis)
+            .map(|(_, &s)| s as isize)
+            .collect();
+        rows_then_cols.push(n_cols as isize);
+        let q = jnp::reshape(&q, &rows_then_cols)?;
+        let q = jnp::moveaxis(&q, &[-1], &[axis as isize])?;
+        lax::mul(&lit(scale, dtype)?, &q)
+    })
+}
+
+/// `delta_orthogonal(scale, column_axis)`: a convolution kernel of rank 3,
+/// 4 or 5 (spatial axes, then in and out features, in ≤ out) that is zero
+/// except at the spatial centre, where it holds an [`orthogonal`] matrix.
+pub fn delta_orthogonal(scale: f64, column_axis: isize) -> Initializer {
+    Initializer::new("delta_orthogonal", move |key, shape, dtype| {
+        float_only("delta_orthogonal", dtype)?;
+        let r = shape.len();
+        if !(3..=5).contains(&r) {
+            return Err(Error::InvalidArgument(format!(
+                "nn.initializers.delta_orthogonal: the shape needs 3, 4 or 5 axes, got {shape:?}"
+            )));
+        }
+        let (fan_in, fan_out) = (shape[r - 2], shape[r - 1]);
+        if fan_out < fan_in {
+            return Err(Error::InvalidArgument(format!(
+                "nn.initializers.delta_orthogonal: fan_in ({fan_in}) must be at most fan_out ({fan_out})"
+            )));
+        }
+        let ortho = orthogonal(scale, column_axis).init(key, &[fan_in, fan_out], dtype)?;
+        let mut one_site = vec![1usize; r - 2];
+        one_site.extend([fan_in, fan_out]);
+        let ortho = lax::reshape(&ortho, &one_site)?;
+        let starts = shape[..r - 2]
+            .iter()
+            .map(|&k| (k.saturating_sub(1) / 2) as i32)
+            .chain([0, 0])
+            .map(Array::scalar)
+            .collect::<Vec<_>>();
+        lax::dynamic_update_slice(&jnp::zeros(shape, dtype)?, &ortho, &starts)
+    })
+}
+
+fn normalize_axis(axis: isize, rank: usize) -> Result<usize> {
+    let a = if axis < 0 { axis + rank as isize } else { axis };
+    usize::try_from(a)
+        .ok()
+        .filter(|&a| a < rank)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "nn.initializers: axis {axis} is out of bounds for rank {rank}"
+            ))
+        })
+}

@@ -5,8 +5,10 @@
 //! `jnp` emits for the same call, so staged jaxprs print as JAX's do.
 
 mod aliases;
+mod block;
 mod complex;
 mod creation;
+mod dtypes;
 mod einsum;
 pub mod fft;
 mod histogram;
@@ -29,8 +31,12 @@ mod windows;
 mod wrap;
 
 pub use aliases::*;
+pub use block::{block, Block};
 pub use complex::{angle, conj, conjugate, imag, real};
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
+pub use dtypes::{
+    asarray, bitwise_count, iscomplexobj, isrealobj, issubdtype, promote_types, DTypeCategory,
+};
 pub use einsum::einsum;
 pub use histogram::{histogram, histogram_bin_edges, interp, Bins};
 pub use integer::{gcd, lcm};

@@ -8,6 +8,7 @@
 
 mod common;
 
+mod api_breadth;
 mod control_golden;
 mod control_more;
 mod control_numeric;

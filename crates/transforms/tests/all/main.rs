@@ -27,6 +27,7 @@ mod scipy_stats;
 mod shard_map_api;
 mod table_primitives;
 mod table_state;
+mod vectorize;
 mod vmap_collectives_staged;
 mod vmap_compose;
 mod vmap_golden;
