@@ -61,6 +61,9 @@ pub use jaxon_trace::control::{
 pub use jaxon_trace::dynshape;
 pub use jaxon_trace::error::ok_or_raise;
 pub use jaxon_trace::jit::{disable_jit, DisableJit};
+pub use jaxon_trace::numpy::{
+    numpy_dtype_promotion, numpy_rank_promotion, DtypePromotion, PromotionGuard, RankPromotion,
+};
 pub use jaxon_trace::pytree::{
     tree_leaves, tree_leaves_with_path, tree_map, tree_map2, tree_map_n, tree_reduce,
     tree_structure, Pytree, TreeDef,
@@ -98,7 +101,7 @@ pub use program::{call_jaxpr, load_jaxpr};
 pub use sharding::{
     addressable_shards, default_backend, device_count, device_put_sharded, devices,
     local_device_count, local_devices, make_mesh, named_sharding, set_cpu_device_count,
-    sharding_of, Device, Mesh, NamedSharding, PartitionSpec, Shard,
+    sharding_of, with_sharding_constraint, Device, Mesh, NamedSharding, PartitionSpec, Shard,
 };
 /// `jax.numpy`: `jaxon_trace::numpy`, and `vectorize` (built on `vmap`).
 pub mod numpy {
@@ -111,6 +114,7 @@ pub mod numpy {
 /// `custom_root`) and the named-axis collectives (also in
 /// [`collectives`]).
 pub mod lax {
+    pub use crate::sharding::with_sharding_constraint;
     pub use jaxon_trace::lax::*;
     pub use jaxon_transforms::lax_fns::{custom_root, map, RootSolver};
     pub use jaxon_transforms::linear_solve::{custom_linear_solve, Solver, Transpose};

@@ -205,6 +205,33 @@ pub fn device_put_sharded(x: &Array, sharding: &NamedSharding) -> Result<Array> 
     Ok(Array::from_buffer_weak(Arc::new(buffer), x.weak_type()))
 }
 
+/// `jax.lax.with_sharding_constraint(x, sharding)`: the same values, laid
+/// out as `sharding` says. On a concrete array it is
+/// [`device_put_sharded`]; inside a trace it stages JAX's
+/// `sharding_constraint` equation (an identity on values for every
+/// transform and backend), after checking that `sharding` fits `x`.
+pub fn with_sharding_constraint(x: &Array, sharding: &NamedSharding) -> Result<Array> {
+    let mesh = sharding.mesh.mesh();
+    jaxon_transforms::spmd::check_mesh(mesh, "with_sharding_constraint")?;
+    let shape = x.try_shape()?;
+    mesh.shard_sizes(&sharding.spec, &shape)
+        .map_err(|e| Error::InvalidArgument(format!("with_sharding_constraint: {e}")))?;
+    if !x.is_tracer() {
+        return device_put_sharded(x, sharding);
+    }
+    let mut sharding = sharding.clone();
+    sharding.memory_kind.get_or_insert_with(|| "device".into());
+    let params = jaxon_ir::primitive::ShardingConstraintParams {
+        context_mesh: jaxon_ir::primitive::Mesh::new(&[]),
+        layout: "None".into(),
+        sharding,
+        unconstrained_dims: Vec::new(),
+    };
+    let mut out = jaxon_trace::bind(&params.into(), std::slice::from_ref(x))?;
+    out.pop()
+        .ok_or_else(|| Error::InvalidArgument("sharding_constraint gave no result".into()))
+}
+
 fn sharded(x: &Array) -> Option<&ShardedBuffer> {
     x.buffer()?.as_any().downcast_ref::<ShardedBuffer>()
 }

@@ -7,7 +7,8 @@ use jaxon::collectives::psum;
 use jaxon::prelude::*;
 use jaxon::{
     addressable_shards, device_count, device_put_sharded, devices, local_devices, make_mesh,
-    named_sharding, pmap, set_cpu_device_count, shard_map, sharding_of, P,
+    named_sharding, pmap, set_cpu_device_count, shard_map, sharding_of, with_sharding_constraint,
+    P,
 };
 
 fn four_devices() {
@@ -100,4 +101,38 @@ fn sharding_errors_name_the_shapes_and_the_devices() {
     assert!(e.contains("needs 6 devices") && e.contains("has 4"), "{e}");
     let e = make_mesh(&[2], &["a", "b"]).unwrap_err().to_string();
     assert!(e.contains("2 names"), "{e}");
+}
+
+#[test]
+fn with_sharding_constraint_places_or_stages() {
+    four_devices();
+    let mesh = make_mesh(&[2, 2], &["a", "b"]).unwrap();
+    let x = rand(&[4, 6], 7);
+    let s = named_sharding(&mesh, P!("a", "b"));
+    // Concrete: the array is placed as asked.
+    let y = with_sharding_constraint(&x, &s).unwrap();
+    assert_eq!(sharding_of(&y), Some(s.clone()));
+    assert_eq!(y.to_vec::<f32>(), x.to_vec::<f32>());
+    // Traced: a `sharding_constraint` equation, as JAX prints it, and an
+    // identity on values under jit and grad.
+    let f = |x: Array| with_sharding_constraint(&(&x * 2.0), &s).unwrap().sin();
+    let text = make_jaxpr(f)(x.clone()).unwrap().to_string();
+    assert!(text.contains("sharding_constraint["), "{text}");
+    assert!(
+        text.contains("sharding=NamedSharding(mesh=Mesh('a': 2, 'b': 2, axis_types=(Auto, Auto)), spec=P('a', 'b'), memory_kind=device)"),
+        "{text}"
+    );
+    let want: Vec<f32> = x.to_vec::<f32>().iter().map(|v| (2.0 * v).sin()).collect();
+    let got = jit(f).call(x.clone()).unwrap().to_vec::<f32>();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() < 1e-6, "{g} vs {w}");
+    }
+    let g = grad(|x: Array| f(x).sum(jnp::All))(x.clone()).unwrap();
+    for (g, v) in g.to_vec::<f32>().iter().zip(x.to_vec::<f32>()) {
+        assert!((g - 2.0 * (2.0 * v).cos()).abs() < 1e-5);
+    }
+    // A sharding that does not fit: 6 columns over a 4-way axis product.
+    let bad = named_sharding(&mesh, P!(None, ("a", "b")));
+    let e = with_sharding_constraint(&x, &bad).unwrap_err().to_string();
+    assert!(e.contains("with_sharding_constraint"), "{e}");
 }

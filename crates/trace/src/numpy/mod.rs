@@ -7,6 +7,7 @@
 mod aliases;
 mod block;
 mod complex;
+mod config;
 mod creation;
 mod dtypes;
 mod einsum;
@@ -33,6 +34,10 @@ mod wrap;
 pub use aliases::*;
 pub use block::{block, Block};
 pub use complex::{angle, conj, conjugate, imag, real};
+pub use config::{
+    dtype_promotion, numpy_dtype_promotion, numpy_rank_promotion, rank_promotion, DtypePromotion,
+    PromotionGuard, RankPromotion,
+};
 pub use creation::{arange_dtype, arange_range, eye, linspace, tri, tril, triu};
 pub use dtypes::{
     asarray, bitwise_count, iscomplexobj, isrealobj, issubdtype, promote_types, DTypeCategory,

@@ -7,6 +7,7 @@
 //! primitives accept them); other operands of lower rank get leading
 //! size-1 dimensions through `broadcast_in_dim`.
 
+use super::config::{dtype_promotion, rank_promotion, DtypePromotion, RankPromotion};
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::lax;
@@ -16,6 +17,23 @@ use jaxon_ir::DType;
 /// The dtype and weak flag `op`'s operands promote to.
 pub fn result_type(op: &str, args: &[&Array]) -> Result<(DType, bool)> {
     let pairs: Vec<(DType, bool)> = args.iter().map(|a| (a.dtype(), a.weak_type())).collect();
+    if dtype_promotion() == DtypePromotion::Strict && !strict_allows(&pairs) {
+        let names: Vec<String> = pairs
+            .iter()
+            .map(|&(d, w)| {
+                if w {
+                    format!("weak {d}")
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect();
+        return Err(Error::InvalidArgument(format!(
+            "{op}: input dtypes ({}) have no implicit promotion path when \
+             numpy_dtype_promotion is strict; cast the inputs explicitly",
+            names.join(", ")
+        )));
+    }
     let (mut dtype, weak) = jaxon_ir::result_type(&pairs).map_err(|e| Error::DTypeMismatch {
         op: op.to_string(),
         lhs: args.first().map(|a| fmt_aval(a.aval())).unwrap_or_default(),
@@ -32,6 +50,30 @@ pub fn result_type(op: &str, args: &[&Array]) -> Result<(DType, bool)> {
         d => d,
     };
     Ok((dtype, weak))
+}
+
+/// Whether strict dtype promotion allows these operands: the strongly
+/// typed ones share one dtype, and each weakly typed one (a Rust literal)
+/// is of that dtype's kind or a narrower one (a weak int joins integers,
+/// floats and complex numbers; a weak float joins floats and complex
+/// numbers), as JAX's strict lattice.
+fn strict_allows(pairs: &[(DType, bool)]) -> bool {
+    let mut strong = pairs.iter().filter(|(_, w)| !w).map(|&(d, _)| d);
+    let Some(d) = strong.next() else {
+        return true;
+    };
+    let reaches = |w: DType| {
+        if w.is_int() {
+            d.is_int() || d.is_inexact()
+        } else if w.is_float() {
+            d.is_inexact()
+        } else if w.is_complex() {
+            d.is_complex()
+        } else {
+            w == d
+        }
+    };
+    strong.all(|s| s == d) && pairs.iter().filter(|(_, w)| *w).all(|&(w, _)| reaches(w))
 }
 
 /// Converts every operand to `op`'s promoted dtype.
@@ -93,6 +135,34 @@ pub fn broadcast_shape_lists(op: &str, sa: &[usize], sb: &[usize]) -> Result<Vec
         .collect()
 }
 
+/// Under `numpy_rank_promotion` `raise` (`warn`), operands of different
+/// nonzero ranks are an error (a warning) naming their types.
+fn check_rank_promotion(op: &str, args: &[Array]) -> Result<()> {
+    let mode = rank_promotion();
+    if mode == RankPromotion::Allow {
+        return Ok(());
+    }
+    let mut ranked = args.iter().filter(|a| a.ndim() > 0);
+    let Some(first) = ranked.next() else {
+        return Ok(());
+    };
+    let Some(other) = ranked.find(|a| a.ndim() != first.ndim()) else {
+        return Ok(());
+    };
+    let (lhs, rhs) = (fmt_aval(first.aval()), fmt_aval(other.aval()));
+    match mode {
+        RankPromotion::Raise => Err(Error::InvalidArgument(format!(
+            "{op}: operands of types {lhs} and {rhs} would need implicit rank promotion, \
+             which numpy_rank_promotion forbids (raise); add the axes explicitly"
+        ))),
+        RankPromotion::Warn => {
+            tracing::warn!("{op}: implicit rank promotion of {lhs} and {rhs}");
+            Ok(())
+        }
+        RankPromotion::Allow => Ok(()),
+    }
+}
+
 /// Rank promotion: operands of rank > 0 below the highest rank get leading
 /// size-1 dimensions. Checks the shapes broadcast.
 pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
@@ -106,6 +176,7 @@ pub fn promote_shapes(op: &str, args: Vec<Array>) -> Result<Vec<Array>> {
     } else {
         return Ok(args);
     }
+    check_rank_promotion(op, &args)?;
     // Dynamic dimensions are equal only when they are the same variable;
     // only a static 1 broadcasts against them.
     if args.iter().any(crate::dynshape::is_dynamic) {

@@ -377,3 +377,69 @@ fn orthogonal_initializers_match_jax() {
         .init(&jr::key(0), &[3, 3], DType::F32)
         .is_err());
 }
+
+#[test]
+fn strict_dtype_promotion_matches_jax() {
+    use jnp::{numpy_dtype_promotion, DtypePromotion};
+    let x = Array::from_vec(vec![1f32, 2.0, 3.0], &[3]);
+    let h = lax::convert_element_type(&x, DType::F16, false).unwrap();
+    let i = Array::from_vec(vec![1i32, 2, 3], &[3]);
+    let u = Array::from_vec(vec![1u32, 2, 3], &[3]);
+    let b = Array::from_vec(vec![true, false, true], &[3]);
+    let c = lax::convert_element_type(&x, DType::C64, false).unwrap();
+    let add = |a: &Array, b: &Array| jnp::add(a, b).map(|r| r.dtype());
+    // Standard promotion first: f32 + i32 is f32.
+    assert_eq!(add(&x, &i).unwrap(), DType::F32);
+    {
+        let _strict = numpy_dtype_promotion(DtypePromotion::Strict);
+        // JAX 0.10.2 under numpy_dtype_promotion('strict'):
+        assert_eq!(add(&x, &Array::weak(1.0)).unwrap(), DType::F32); // f32 + 1.0
+        assert_eq!(add(&x, &Array::weak(1i64)).unwrap(), DType::F32); // f32 + 1
+        assert_eq!(add(&u, &Array::weak(1i64)).unwrap(), DType::U32); // u32 + 1
+        assert_eq!(add(&c, &Array::weak(1.0)).unwrap(), DType::C64); // c64 + 1.0
+        assert_eq!(add(&x, &x).unwrap(), DType::F32);
+        assert_eq!(add(&b, &Array::scalar(true)).unwrap(), DType::Bool); // b + True
+        assert!(add(&i, &Array::weak(1.0)).is_err()); // i32 + 1.0
+        assert!(add(&b, &Array::weak(1i64)).is_err()); // bool + 1
+        let err = add(&x, &h).unwrap_err().to_string(); // f32 + f16
+        assert!(
+            err.contains("f32") && err.contains("f16") && err.contains("strict"),
+            "{err}"
+        );
+        assert!(add(&x, &i).is_err()); // f32 + i32
+        {
+            // Guards nest and restore.
+            let _std = numpy_dtype_promotion(DtypePromotion::Standard);
+            assert_eq!(add(&x, &h).unwrap(), DType::F32);
+        }
+        assert!(add(&x, &h).is_err());
+        // Another thread has its own mode.
+        let (x2, i2) = (x.to_vec::<f32>(), i.to_vec::<i32>());
+        std::thread::spawn(move || {
+            let x = Array::from_vec(x2, &[3]);
+            let i = Array::from_vec(i2, &[3]);
+            assert_eq!(jnp::add(&x, &i).unwrap().dtype(), DType::F32);
+        })
+        .join()
+        .unwrap();
+    }
+    assert_eq!(add(&x, &h).unwrap(), DType::F32);
+}
+
+#[test]
+fn rank_promotion_raise_matches_jax() {
+    use jnp::{numpy_rank_promotion, RankPromotion};
+    let v = Array::from_vec(vec![1f32, 2.0, 3.0], &[3]);
+    let m = Array::from_vec(vec![1f32; 6], &[2, 3]);
+    let row = Array::from_vec(vec![1f32; 3], &[1, 3]);
+    let _raise = numpy_rank_promotion(RankPromotion::Raise);
+    // JAX: (3,) + (2,3) raises; (3,) + scalar, (3,) + (3,) and (1,3) + (2,3)
+    // are fine.
+    let err = jnp::add(&v, &m).unwrap_err().to_string();
+    assert!(err.contains("f32[3]") && err.contains("f32[2,3]"), "{err}");
+    assert_eq!(jnp::add(&v, &Array::scalar(2f32)).unwrap().shape(), [3]);
+    assert_eq!(jnp::add(&v, &v).unwrap().shape(), [3]);
+    assert_eq!(jnp::add(&row, &m).unwrap().shape(), [2, 3]);
+    let _warn = numpy_rank_promotion(RankPromotion::Warn);
+    assert_eq!(jnp::add(&v, &m).unwrap().shape(), [2, 3]);
+}
