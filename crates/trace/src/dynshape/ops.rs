@@ -147,7 +147,7 @@ pub fn dynamic_slice(x: &Array, starts: &[Array], slice_sizes: &[Size]) -> Resul
         .collect::<Result<Vec<_>>>()?;
     if let Some(stat) = norm.iter().map(Size::as_const).collect::<Option<Vec<_>>>() {
         if !super::is_dynamic(x) {
-            return lax::dynamic_slice(x, starts, &stat);
+            return lax::dynamic_slice_clamped(x, starts, &stat);
         }
     }
     let full_sizes = sizes(x)?;
@@ -312,7 +312,7 @@ pub fn concatenate(xs: &[Array], axis: usize) -> Result<Array> {
                 }
             })
             .collect();
-        out = lax::dynamic_update_slice(&out, x, &starts)?;
+        out = lax::dynamic_update_slice_clamped(&out, x, &starts)?;
         offset = add_sizes(&offset, &s[axis])?;
     }
     Ok(out)

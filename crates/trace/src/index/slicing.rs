@@ -147,6 +147,6 @@ pub(crate) fn try_dynamic(x: &Array, entries: &[Entry]) -> Result<Option<Array>>
         .iter()
         .map(|(dim, s)| wrap_start(s, shape[*dim]))
         .collect::<Result<Vec<_>>>()?;
-    let out = lax::dynamic_slice(x, &starts, &sizes)?;
+    let out = lax::dynamic_slice_clamped(x, &starts, &sizes)?;
     finish(out, entries, &squeeze).map(Some)
 }

@@ -12,17 +12,33 @@ use crate::error::{Error, Result};
 use crate::numpy::zeros;
 use jaxon_ir::DType;
 
+/// `starts` of a slice of `x` with negative values counted from the end of
+/// their axes (JAX's `_dynamic_slice_indices`); a count that does not match
+/// `x`'s rank is left for the primitive's shape rule to report.
+pub(super) fn wrap_starts(op: &str, x: &Array, starts: &[Array]) -> Result<Vec<Array>> {
+    let shape = x.try_shape()?;
+    if starts.len() != shape.len() || starts.iter().any(|s| s.ndim() != 0) {
+        return Ok(starts.to_vec());
+    }
+    starts
+        .iter()
+        .zip(&shape)
+        .map(|(s, &n)| wrap_negative(op, s, n))
+        .collect()
+}
+
 /// `start` with a negative value counted from the end of an axis of size
 /// `dim`, as JAX's `lax.dynamic_slice` reads it: computed here for a
-/// concrete index, staged as `select_n(start < 0, start, start + dim)` for
-/// a traced one. Unsigned indices are left alone.
-fn wrap_negative(start: &Array, dim: usize) -> Result<Array> {
+/// concrete index (no equation for a non-negative one), staged as
+/// `select_n(start < 0, start, start + dim)` for a traced one. Unsigned
+/// indices are left alone.
+fn wrap_negative(op: &str, start: &Array, dim: usize) -> Result<Array> {
     let d = start.dtype();
     if !d.is_signed_int() {
         return Ok(start.clone());
     }
     if !start.is_tracer() {
-        let v = start.try_to_host("dynamic_slice_in_dim")?.data().get_f64(0);
+        let v = start.try_to_host(op)?.data().get_f64(0);
         if v >= 0.0 {
             return Ok(start.clone());
         }
@@ -33,9 +49,8 @@ fn wrap_negative(start: &Array, dim: usize) -> Result<Array> {
     select_n(&negative, &[start.clone(), wrapped])
 }
 
-/// The start indices of a slice along `axis` only: `start` there (negative
-/// values counted from the end), a zero of `start`'s dtype on every other
-/// axis.
+/// The start indices of a slice along `axis` only: `start` there, a zero
+/// of `start`'s dtype on every other axis.
 fn starts_on(op: &str, x: &Array, start: &Array, axis: usize) -> Result<Vec<Array>> {
     if axis >= x.ndim() {
         return Err(Error::InvalidArgument(format!(
@@ -50,7 +65,6 @@ fn starts_on(op: &str, x: &Array, start: &Array, axis: usize) -> Result<Vec<Arra
         )));
     }
     let zero = zeros(&[], start.dtype())?;
-    let start = &wrap_negative(start, x.shape()[axis])?;
     Ok((0..x.ndim())
         .map(|d| {
             if d == axis {

@@ -311,8 +311,19 @@ pub fn slice(
     )
 }
 
-/// `lax.dynamic_slice(x, starts, sizes)`: starts clamp into bounds.
+/// `lax.dynamic_slice(x, starts, sizes)`: a negative start counts from the
+/// end of its axis (JAX's `allow_negative_indices=True`), then every start
+/// clamps into bounds.
 pub fn dynamic_slice(x: &Array, starts: &[Array], sizes: &[usize]) -> Result<Array> {
+    let starts = in_dim::wrap_starts("dynamic_slice", x, starts)?;
+    dynamic_slice_clamped(x, &starts, sizes)
+}
+
+/// The `dynamic_slice` primitive alone (JAX's `dynamic_slice_p.bind`):
+/// starts clamp into bounds, negative ones to 0. The transformation rules
+/// and the indexing code, which wrap or bound their starts themselves,
+/// stage this.
+pub fn dynamic_slice_clamped(x: &Array, starts: &[Array], sizes: &[usize]) -> Result<Array> {
     let mut args = vec![x.clone()];
     args.extend(starts.iter().cloned());
     bind1(
@@ -323,8 +334,17 @@ pub fn dynamic_slice(x: &Array, starts: &[Array], sizes: &[usize]) -> Result<Arr
     )
 }
 
-/// `lax.dynamic_update_slice(x, update, starts)`.
+/// `lax.dynamic_update_slice(x, update, starts)`: a negative start counts
+/// from the end of its axis, then every start clamps so that `update`
+/// fits.
 pub fn dynamic_update_slice(x: &Array, update: &Array, starts: &[Array]) -> Result<Array> {
+    let starts = in_dim::wrap_starts("dynamic_update_slice", x, starts)?;
+    dynamic_update_slice_clamped(x, update, &starts)
+}
+
+/// The `dynamic_update_slice` primitive alone (see
+/// [`dynamic_slice_clamped`]).
+pub fn dynamic_update_slice_clamped(x: &Array, update: &Array, starts: &[Array]) -> Result<Array> {
     let mut args = vec![x.clone(), update.clone()];
     args.extend(starts.iter().cloned());
     bind1(&Primitive::Indexing(Indexing::DynamicUpdateSlice), &args)

@@ -320,6 +320,37 @@ pub fn argsort(x: &Array, axis: Option<isize>) -> Result<Array> {
     })
 }
 
+/// `jnp.lexsort(keys, axis)`: `i32` indices that sort along `axis` by the
+/// last key, ties broken by the one before it, and so on (a stable sort).
+/// The keys must share one shape.
+pub fn lexsort(keys: &[Array], axis: isize) -> Result<Array> {
+    let Some(first) = keys.first() else {
+        return Err(Error::InvalidArgument(
+            "lexsort: needs at least one key".into(),
+        ));
+    };
+    let shape = first.try_shape()?;
+    if let Some(k) = keys.iter().find(|k| k.shape() != shape) {
+        return Err(Error::ShapeMismatch {
+            op: "lexsort".into(),
+            lhs: fmt_aval(first.aval()),
+            rhs: fmt_aval(k.aval()),
+        });
+    }
+    if shape.is_empty() {
+        return Err(Error::InvalidArgument(
+            "lexsort: the keys must have at least one axis".into(),
+        ));
+    }
+    let axis = normalize_axis(axis, shape.len(), "lexsort")?;
+    let mut operands: Vec<Array> = keys.iter().rev().cloned().collect();
+    operands.push(lax::broadcasted_iota(DType::I32, &shape, axis)?);
+    let n = keys.len();
+    lax::sort(&operands, axis, true, n)?
+        .pop()
+        .ok_or_else(|| Error::InvalidArgument("lexsort: sort returned nothing".into()))
+}
+
 fn cumulative(
     name: &'static str,
     op: CumulativeOp,

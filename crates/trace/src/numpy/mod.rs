@@ -47,7 +47,8 @@ pub use histogram::{histogram, histogram_bin_edges, interp, Bins};
 pub use integer::{gcd, lcm};
 pub(crate) use manip::gather as manip_gather;
 pub use manip::{
-    argsort, cummax, cummin, cumprod, cumsum, pad, sort, split, take, take_along_axis, Sections,
+    argsort, cummax, cummin, cumprod, cumsum, lexsort, pad, sort, split, take, take_along_axis,
+    Sections,
 };
 pub(crate) use manip::{gather, wrap_negative};
 pub use nan::{
@@ -67,8 +68,8 @@ pub use promote::{broadcast_shapes, broadcast_to, result_type};
 pub use reductions::*;
 pub use search::{bincount, repeat, searchsorted};
 pub use sets::{
-    argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, unique_counts,
-    unique_inverse, unique_values, UniqueAll,
+    argwhere, digitize, flatnonzero, isin, nonzero, unique, unique_all, unique_all_axis,
+    unique_axis, unique_counts, unique_inverse, unique_values, UniqueAll,
 };
 pub use shapes::*;
 pub use splits::{

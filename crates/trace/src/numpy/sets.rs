@@ -199,6 +199,130 @@ pub fn unique_all(x: &Array, size: Option<usize>, fill_value: Option<&Array>) ->
     })
 }
 
+/// `jnp.unique(x, axis=axis, return_index=True, return_inverse=True,
+/// return_counts=True, size=, fill_value=)`: the distinct slices of `x`
+/// along `axis`, sorted lexicographically (the first element most
+/// significant; NaNs equal to each other and last). `values` keeps `x`'s
+/// other axes; `indices`, `inverse_indices` (one per slice of `x`) and
+/// `counts` are 1-D. Padding slices are `fill_value` (default the first
+/// slice), with index 0 and count 0.
+pub fn unique_all_axis(
+    x: &Array,
+    axis: isize,
+    size: Option<usize>,
+    fill_value: Option<&Array>,
+) -> Result<UniqueAll> {
+    let shape = x.try_shape()?;
+    if shape.is_empty() {
+        return Err(Error::InvalidArgument(
+            "unique: an axis of a 0-d array".into(),
+        ));
+    }
+    let ax = normalize_axis(axis, shape.len(), "unique")?;
+    let n = shape[ax];
+    let front = moveaxis(x, &[ax as isize], &[0])?;
+    let rest: Vec<usize> = front.try_shape()?[1..].to_vec();
+    let m: usize = rest.iter().product();
+    if n == 0 || m == 0 {
+        return unique_empty_slices(x.dtype(), n, &rest, ax, size, fill_value);
+    }
+    let rows = lax::reshape(&front, &[n, m])?;
+    // Columns as lexsort keys, the first column last (most significant).
+    let cols: Vec<Array> = (0..m)
+        .rev()
+        .map(|j| lax::reshape(&slice_axis(&rows, 1, j, j + 1)?, &[n]))
+        .collect::<Result<_>>()?;
+    let perm = lexsort(&cols, 0)?;
+    let aux = take(&rows, &perm, Some(0))?;
+    let (hi, lo) = (slice_axis(&aux, 0, 1, n)?, slice_axis(&aux, 0, 0, n - 1)?);
+    let mut differ = not_equal(&hi, &lo)?;
+    if aux.dtype().is_float() {
+        let both_nan = logical_and(&isnan(&hi)?, &isnan(&lo)?)?;
+        differ = logical_and(&differ, &logical_not(&both_nan)?)?;
+    }
+    let neq = any(&differ, 1usize, false)?;
+    let mask = concatenate(&[ones(&[1], DType::Bool)?, neq], 0)?;
+    let size = match size {
+        Some(s) => s,
+        None => concrete_count("unique", &mask)?,
+    };
+    let (ind, valid) = true_positions(&mask, size)?;
+    let mut values = take(&aux, &ind, Some(0))?;
+    if let Some(f) = fill_value {
+        let f = lax::convert_element_type(f, values.dtype(), false)?;
+        let valid_rows = lax::broadcast_in_dim(&valid, &[size, m], &[0])?;
+        values = where_(&valid_rows, &values, &f)?;
+    }
+    let mut vshape = vec![size];
+    vshape.extend(&rest);
+    let values = moveaxis(&lax::reshape(&values, &vshape)?, &[0], &[ax as isize])?;
+    let indices = take(&perm, &ind, Some(0))?;
+    let imask = lax::sub(
+        &cumsum(
+            &lax::convert_element_type(&mask, DType::I32, false)?,
+            Some(0),
+        )?,
+        &lit(1.0, DType::I32)?,
+    )?;
+    let unperm = argsort(&perm, Some(0))?;
+    let inverse_indices = take(&imask, &unperm, Some(0))?;
+    let (ends, evalid) = true_positions(&mask, size + 1)?;
+    let ends = where_(&evalid, &ends, &lit(n as f64, DType::I32)?)?;
+    let counts = lax::sub(
+        &slice_axis(&ends, 0, 1, size + 1)?,
+        &slice_axis(&ends, 0, 0, size)?,
+    )?;
+    let counts = where_(&valid, &counts, &lit(0.0, DType::I32)?)?;
+    Ok(UniqueAll {
+        values,
+        indices,
+        inverse_indices,
+        counts,
+    })
+}
+
+/// [`unique_all_axis`] when there are no slices (`n == 0`) or the slices
+/// are empty (all equal: one distinct slice, counted `n` times).
+fn unique_empty_slices(
+    dtype: DType,
+    n: usize,
+    rest: &[usize],
+    axis: usize,
+    size: Option<usize>,
+    fill_value: Option<&Array>,
+) -> Result<UniqueAll> {
+    let s = size.unwrap_or(n.min(1));
+    let mut vshape = vec![s];
+    vshape.extend(rest);
+    let values = match fill_value {
+        Some(f) => full(&vshape, f, Some(dtype))?,
+        None if n == 0 && s > 0 && rest.iter().product::<usize>() > 0 => {
+            return Err(Error::InvalidArgument(
+                "unique: for an empty input with a nonzero size, fill_value must be given".into(),
+            ))
+        }
+        None => zeros(&vshape, dtype)?,
+    };
+    let counts: Vec<i32> = (0..s).map(|i| if i == 0 { n as i32 } else { 0 }).collect();
+    Ok(UniqueAll {
+        values: moveaxis(&values, &[0], &[axis as isize])?,
+        indices: zeros(&[s], DType::I32)?,
+        inverse_indices: zeros(&[n], DType::I32)?,
+        counts: Array::try_from_vec(counts, &[s])?,
+    })
+}
+
+/// `jnp.unique(x, axis=axis, size=, fill_value=)`: the distinct slices of
+/// `x` along `axis` (see [`unique_all_axis`]).
+pub fn unique_axis(
+    x: &Array,
+    axis: isize,
+    size: Option<usize>,
+    fill_value: Option<&Array>,
+) -> Result<Array> {
+    Ok(unique_all_axis(x, axis, size, fill_value)?.values)
+}
+
 /// `jnp.unique_values(x)`: [`unique`] without a size (eager only).
 pub fn unique_values(x: &Array) -> Result<Array> {
     unique(x, None, None)

@@ -443,3 +443,98 @@ fn rank_promotion_raise_matches_jax() {
     let _warn = numpy_rank_promotion(RankPromotion::Warn);
     assert_eq!(jnp::add(&v, &m).unwrap().shape(), [2, 3]);
 }
+
+#[test]
+fn dynamic_slice_wraps_negative_starts_like_jax() {
+    let x = Array::from_vec((0..5).map(|i| i as f32).collect(), &[5]);
+    let at = |i: i32| {
+        lax::dynamic_slice(&x, &[Array::scalar(i)], &[2])
+            .unwrap()
+            .to_vec::<f32>()
+    };
+    // JAX: dynamic_slice_in_dim(arange(5.), -2 / -1 / -7, 2) = [3,4], [3,4], [0,1].
+    assert_eq!(
+        [at(-2), at(-1), at(-7), at(1)],
+        [[3.0, 4.0], [3.0, 4.0], [0.0, 1.0], [1.0, 2.0]]
+    );
+    // Traced: JAX stages `lt`, `add`, `select_n` before the slice.
+    let f = jaxon_trace::jit(|(x, i): (Array, Array)| lax::dynamic_slice(&x, &[i], &[2]).unwrap());
+    assert_eq!(
+        f.call((x.clone(), Array::scalar(-2i32)))
+            .unwrap()
+            .to_vec::<f32>(),
+        [3.0, 4.0]
+    );
+    let text = f
+        .lower((x.clone(), Array::scalar(-2i32)))
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("lt") && text.contains("select_n") && text.contains("dynamic_slice["),
+        "{text}"
+    );
+    // The primitive alone clamps a negative start to 0.
+    let c = lax::dynamic_slice_clamped(&x, &[Array::scalar(-2i32)], &[2]).unwrap();
+    assert_eq!(c.to_vec::<f32>(), [0.0, 1.0]);
+    // Updates wrap too: write [9, 9] at -2.
+    let u = Array::from_vec(vec![9f32, 9.0], &[2]);
+    let y = lax::dynamic_update_slice(&x, &u, &[Array::scalar(-2i32)]).unwrap();
+    assert_eq!(y.to_vec::<f32>(), [0.0, 1.0, 2.0, 9.0, 9.0]);
+}
+
+#[test]
+fn unique_along_an_axis_matches_jax_and_a_set() {
+    let x = Array::from_vec(vec![1i32, 2, 1, 2, 3, 0, 3, 1, 1, 2, 1, 2], &[3, 4]);
+    let v = |a: &Array| a.to_vec::<i32>();
+    // JAX: unique(x, axis=0, return_index/inverse/counts).
+    let u = jnp::unique_all_axis(&x, 0, None, None).unwrap();
+    assert_eq!(u.values.shape(), [2, 4]);
+    assert_eq!(v(&u.values), [1, 2, 1, 2, 3, 0, 3, 1]);
+    assert_eq!(
+        (v(&u.indices), v(&u.inverse_indices), v(&u.counts)),
+        (vec![0, 1], vec![0, 1, 0], vec![2, 1])
+    );
+    // axis=1: columns [1,3,1], [2,0,2], [1,3,1], [2,1,2].
+    let u = jnp::unique_all_axis(&x, 1, None, None).unwrap();
+    assert_eq!(u.values.shape(), [3, 3]);
+    assert_eq!(v(&u.values), [1, 2, 2, 3, 0, 1, 1, 2, 2]);
+    assert_eq!(
+        (v(&u.indices), v(&u.inverse_indices), v(&u.counts)),
+        (vec![0, 1, 3], vec![0, 1, 0, 2], vec![2, 1, 1])
+    );
+    // size=3, fill_value=-1 pads a row.
+    let u = jnp::unique_all_axis(&x, 0, Some(3), Some(&Array::scalar(-1i32))).unwrap();
+    assert_eq!(v(&u.values), [1, 2, 1, 2, 3, 0, 3, 1, -1, -1, -1, -1]);
+    assert_eq!(
+        (v(&u.indices), v(&u.counts)),
+        (vec![0, 1, 0], vec![2, 1, 0])
+    );
+    // NaN rows are equal to each other and sort last (JAX: [[0, 2], [nan, 1]]).
+    let nan = f64::NAN;
+    let f = Array::from_vec(vec![nan, 1.0, nan, 1.0, 0.0, 2.0], &[3, 2]);
+    let got = jnp::unique_axis(&f, 0, None, None).unwrap().to_vec::<f64>();
+    assert_eq!(got[..2], [0.0, 2.0]);
+    assert!(got[2].is_nan() && got[3] == 1.0 && got.len() == 4);
+    // Random small-integer rows against a sorted set of rows.
+    for seed in 0..6u64 {
+        let (n, m) = (7 + seed as usize, 3);
+        let data = ints(n * m, 0, 2, 40 + seed);
+        let xs = Array::from_vec(data.clone(), &[n, m]);
+        let u = jnp::unique_all_axis(&xs, 0, None, None).unwrap();
+        let rows: std::collections::BTreeSet<Vec<i32>> =
+            data.chunks(m).map(<[i32]>::to_vec).collect();
+        let want: Vec<i32> = rows.iter().flatten().copied().collect();
+        assert_eq!(v(&u.values), want, "seed {seed}");
+        let inv = v(&u.inverse_indices);
+        let uv = v(&u.values);
+        for (r, &k) in data.chunks(m).zip(&inv) {
+            assert_eq!(r, &uv[k as usize * m..(k as usize + 1) * m]);
+        }
+        assert_eq!(v(&u.counts).iter().sum::<i32>(), n as i32);
+    }
+    assert!(jnp::unique_axis(&x, 2, None, None).is_err());
+    // JAX: lexsort(([1,2,1,0], [0,0,1,0])) == [3, 0, 1, 2].
+    let k0 = Array::from_vec(vec![1i32, 2, 1, 0], &[4]);
+    let k1 = Array::from_vec(vec![0i32, 0, 1, 0], &[4]);
+    assert_eq!(v(&jnp::lexsort(&[k0, k1], -1).unwrap()), [3, 0, 1, 2]);
+}

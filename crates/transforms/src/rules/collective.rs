@@ -418,7 +418,7 @@ fn all_gather_transpose(
                 .collect();
             let mut sizes = shape.clone();
             sizes.insert(dim, 1);
-            let sl = lax::dynamic_slice(&s, &starts, &sizes)?;
+            let sl = lax::dynamic_slice_clamped(&s, &starts, &sizes)?;
             lax::reshape(&sl, &shape)
         }
         AllGatherParams { .. } => Err(Error::Unsupported(format!(

@@ -65,7 +65,7 @@ pub(crate) fn transpose(
                 .collect::<Result<_>>()?;
             let z = zeros(args[0].ty())?;
             let mut out = vec![None; args.len()];
-            out[0] = Some(lax::dynamic_update_slice(&z, &ct(cts)?, &starts)?);
+            out[0] = Some(lax::dynamic_update_slice_clamped(&z, &ct(cts)?, &starts)?);
             Ok(out)
         }
         Indexing::DynamicUpdateSlice => dynamic_update_slice_transpose(p, args, cts),
@@ -264,7 +264,7 @@ fn dynamic_update_slice_transpose(
         let us = args[1].sizes()?;
         if lin(0) {
             let z = dynshape::zeros(&us, upd.dtype)?;
-            out[0] = Some(lax::dynamic_update_slice(&c, &z, &starts)?);
+            out[0] = Some(lax::dynamic_update_slice_clamped(&c, &z, &starts)?);
         }
         if lin(1) {
             out[1] = Some(dynshape::dynamic_slice(&c, &starts, &us)?);
@@ -272,10 +272,14 @@ fn dynamic_update_slice_transpose(
         return Ok(out);
     }
     if lin(0) {
-        out[0] = Some(lax::dynamic_update_slice(&c, &zeros(upd)?, &starts)?);
+        out[0] = Some(lax::dynamic_update_slice_clamped(
+            &c,
+            &zeros(upd)?,
+            &starts,
+        )?);
     }
     if lin(1) {
-        out[1] = Some(lax::dynamic_slice(&c, &starts, &sizes(upd))?);
+        out[1] = Some(lax::dynamic_slice_clamped(&c, &starts, &sizes(upd))?);
     }
     Ok(out)
 }

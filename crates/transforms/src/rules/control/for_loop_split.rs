@@ -126,7 +126,7 @@ fn set_row(stack: &Array, k: &Array, x: &Array) -> Result<Array> {
     let zero = Array::from_host(jaxon_ir::HostArray::scalar(DType::I64, 0.0));
     let mut starts = vec![k.clone()];
     starts.extend(std::iter::repeat_n(zero, x.ndim()));
-    lax::dynamic_update_slice(stack, &x1, &starts)
+    lax::dynamic_update_slice_clamped(stack, &x1, &starts)
 }
 
 /// The rule: a known loop (primal results and carry stacks) and a linear
