@@ -276,3 +276,36 @@ fn catalogue_kernels_compile_without_spills() {
         }
     }
 }
+
+#[test]
+fn the_memory_cache_is_bounded_and_clears() {
+    if !nvrtc_or_skip("memory_cache_bound") {
+        return;
+    }
+    let kernels = suite::all();
+    let sources: Vec<(String, String)> = kernels
+        .iter()
+        .take(3)
+        .map(|k| (k.name.clone(), print_module(&[k])))
+        .collect();
+    assert_eq!(sources.len(), 3, "the suite has at least three kernels");
+    let compiler = Compiler::new(None).with_memory_limit(2);
+    let origin = |i: usize| {
+        let (name, src) = &sources[i];
+        compiler.compile(src, Arch::SM80, name).unwrap().origin
+    };
+    assert_eq!(origin(0), Origin::Nvrtc);
+    assert_eq!(origin(1), Origin::Nvrtc);
+    assert_eq!(origin(0), Origin::Memory, "a hit refreshes module 0");
+    assert_eq!(origin(2), Origin::Nvrtc);
+    assert_eq!(
+        compiler.memory_len(),
+        2,
+        "module 1, the least recently used, is out"
+    );
+    assert_eq!(origin(0), Origin::Memory);
+    assert_eq!(origin(1), Origin::Nvrtc, "evicted, so compiled again");
+    compiler.clear_memory();
+    assert_eq!(compiler.memory_len(), 0);
+    assert_eq!(origin(2), Origin::Nvrtc, "cleared, so compiled again");
+}

@@ -20,6 +20,7 @@ pub mod error;
 pub mod interp;
 pub mod jaxpr;
 pub mod literal;
+pub mod lru;
 pub mod memory;
 mod params_text;
 pub mod parse;

@@ -196,6 +196,13 @@ impl Backend for CudaBackend {
         "cuda"
     }
 
+    /// Empties the NVRTC compiler's memory cache (`jax.clear_caches()`);
+    /// executables already compiled keep their loaded modules, and the
+    /// disk cache stays.
+    fn clear_cache(&self) {
+        crate::nvrtc::Compiler::global().clear_memory();
+    }
+
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
         let program = super::lower(jaxpr)?;

@@ -6,7 +6,8 @@
 //!   resource report into [`KernelResources`] per kernel.
 //! - [`compile_kernels`] verifies and prints KIR kernels, then compiles them.
 //! - [`compile_many`] serves cache hits and compiles the misses in parallel.
-//! - Caches: a [`Compiler`] holds a memory cache and a disk folder
+//! - Caches: a [`Compiler`] holds a bounded memory cache (LRU,
+//!   `JAXON_CUDA_KERNEL_CACHE_SIZE` modules) and a disk folder
 //!   ([`cache::default_dir`]: `$JAXON_CACHE_DIR`, `$XDG_CACHE_HOME/jaxon/kernels`
 //!   or `~/.cache/jaxon/kernels`); the free functions use
 //!   [`Compiler::global`]. Keys hash the source, options, arch and NVRTC's
@@ -27,7 +28,7 @@ pub use resources::{parse_ptxas_log, KernelResources};
 
 use crate::error::{CudaError, Result};
 use crate::kir::{verify, Kernel};
-use std::collections::HashMap;
+use jaxon_ir::lru::{self, Lru};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -151,20 +152,50 @@ fn dump(name: &str, ext: &str, text: &str) {
     }
 }
 
-/// A compiler: NVRTC with a memory cache and an optional disk cache.
+/// Modules a compiler's memory cache keeps unless configured otherwise
+/// (`JAXON_CUDA_KERNEL_CACHE_SIZE`).
+pub const DEFAULT_MEMORY_CACHE_SIZE: usize = 4096;
+
+/// A compiler: NVRTC with a bounded memory cache (least recently used
+/// out) and an optional disk cache.
 pub struct Compiler {
-    memory: Mutex<HashMap<u128, Arc<Compiled>>>,
+    memory: Mutex<Lru<u128, Arc<Compiled>>>,
     disk: Option<PathBuf>,
 }
 
 impl Compiler {
     /// A compiler with an empty memory cache and `disk` as its disk cache
-    /// (`None`: no disk cache).
+    /// (`None`: no disk cache). The memory cache keeps
+    /// `JAXON_CUDA_KERNEL_CACHE_SIZE` modules, else
+    /// [`DEFAULT_MEMORY_CACHE_SIZE`].
     pub fn new(disk: Option<PathBuf>) -> Compiler {
+        let limit = lru::limit_from_env("JAXON_CUDA_KERNEL_CACHE_SIZE", DEFAULT_MEMORY_CACHE_SIZE);
         Compiler {
-            memory: Mutex::new(HashMap::new()),
+            memory: Mutex::new(Lru::new(limit)),
             disk,
         }
+    }
+
+    /// This compiler with a memory cache of at most `limit` modules (at
+    /// least 1).
+    pub fn with_memory_limit(self, limit: usize) -> Compiler {
+        self.memory_cache().set_limit(limit);
+        self
+    }
+
+    fn memory_cache(&self) -> std::sync::MutexGuard<'_, Lru<u128, Arc<Compiled>>> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many modules the memory cache holds.
+    pub fn memory_len(&self) -> usize {
+        self.memory_cache().len()
+    }
+
+    /// Empties the memory cache (the disk cache stays): what
+    /// `jaxon::clear_caches()` does to the `cuda` backend's compiler.
+    pub fn clear_memory(&self) {
+        self.memory_cache().clear();
     }
 
     /// A compiler with the default disk cache ([`cache::default_dir`]).
@@ -184,16 +215,14 @@ impl Compiler {
     }
 
     fn memory_get(&self, key: u128) -> Option<Compiled> {
-        let m = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(&key).map(|c| Compiled {
+        self.memory_cache().get(&key).map(|c| Compiled {
             origin: Origin::Memory,
-            ..(**c).clone()
+            ..(*c).clone()
         })
     }
 
     fn memory_put(&self, c: &Compiled) {
-        let mut m = self.memory.lock().unwrap_or_else(|e| e.into_inner());
-        m.insert(c.key, Arc::new(c.clone()));
+        self.memory_cache().insert(c.key, Arc::new(c.clone()));
     }
 
     /// A cache hit (memory, then disk), if any.
