@@ -253,6 +253,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Random::FoldIn(x) => x,
             Random::Threefry2x32(x) => x,
             Random::Gamma(x) => x,
+            Random::RngBitGenerator(x) => x,
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => x,

@@ -11,7 +11,7 @@
 use super::codec::{
     is_word, Axes, Bool, Closed, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape, Word,
 };
-use super::random::Impl;
+use super::random::{Alg, Impl};
 use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::params::PValue;
 use crate::parse::syntax::PResult;
@@ -75,6 +75,12 @@ params_text! {
     RandomBitsParams "random_bits" { bit_width: "bit_width" Num, shape: "shape" Axes }
     RandomSplitParams "random_split" { shape: "shape" Axes }
     RandomGammaParams "random_gamma" { log_space: "log_space" Bool }
+    RngBitGeneratorParams "rng_bit_generator" {
+        algorithm: "algorithm" Alg,
+        dtype: "dtype" Dt,
+        shape: "shape" Axes;
+        "out_sharding" = "None"
+    }
     IntegerPowParams "integer_pow" { y: "y" Num }
     ReducePrecisionParams "reduce_precision" {
         exponent_bits: "exponent_bits" Num,

@@ -273,6 +273,7 @@ into_primitive! {
         FoldIn(RandomFoldInParams),
         Threefry2x32(Threefry2x32Params),
         Gamma(RandomGammaParams),
+        RngBitGenerator(RngBitGeneratorParams),
     }
     Callback {
         DebugPrint(DebugPrintParams),

@@ -10,6 +10,7 @@ mod complex;
 mod conv;
 pub mod linalg;
 mod markers;
+mod rng;
 mod window;
 
 pub use assoc_scan::associative_scan;
@@ -18,6 +19,7 @@ pub use conv::{
     conv, conv_dimension_numbers, conv_general_dilated, conv_transpose, ConvOptions, Padding,
 };
 pub use markers::{checkpoint_name, optimization_barrier};
+pub use rng::{rng_bit_generator, RandomAlgorithm};
 pub use window::{
     reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum, reduce_window_with,
 };

@@ -21,6 +21,7 @@ mod lax_fns;
 mod linear_solve;
 mod perturbation;
 mod random_samplers_grad;
+mod rng_bit_generator;
 mod rules_conv;
 mod rules_extra;
 mod scipy_stats;

@@ -47,6 +47,7 @@ pub use special_fns::{
     igammac_f64, lgamma_f64, polygamma_f64, random_gamma_grad_f64, zeta_f64,
 };
 pub mod random;
+pub mod rng_bit;
 mod structural;
 mod window;
 mod window_generic;
@@ -447,6 +448,9 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 2, 1)?,
                 x.log_space,
             )),
+            Random::RngBitGenerator(x) => {
+                rng_bit::rng_bit_generator(arg(name, args, 1, 0)?, x.algorithm, x.dtype, &x.shape)
+            }
         },
         Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
             format!("{name} is handled by the interpreter core, not by eval_op"),
