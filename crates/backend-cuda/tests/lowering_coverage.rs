@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 96;
+const N_VARIANTS: usize = 97;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -112,6 +112,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::Threefry2x32(_)) => (81, Lowered),
         Primitive::Random(Random::Gamma(_)) => (82, Lowered),
         Primitive::Random(Random::RngBitGenerator(_)) => (95, NotYet("XLA's RngBitGenerator")),
+        Primitive::Linalg(Linalg::Schur(_)) => (96, NotYet("real Schur decomposition")),
         Primitive::Window(Window::Generic(_)) => (83, Lowered),
         Primitive::Control(Control::ShardMap(_)) => (84, NotYet("shard_map (NCCL)")),
         Primitive::Collective(Collective::Ppermute(_)) => (85, NotYet("shard_map (NCCL)")),
@@ -415,6 +416,17 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
     f:f32[3] = real e
     g:f32[3] = imag e
   in (f, g) }"
+                .into(),
+        ),
+        (
+            "schur",
+            "{ lambda ; a:f32[3,3]. let
+    b:f32[3,3] c:f32[3,3] = schur[
+      compute_schur_vectors=True
+      select_callable=None
+      sort_eig_vals=False
+    ] a
+  in (b, c) }"
                 .into(),
         ),
         (

@@ -27,7 +27,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 96;
+const N_VARIANTS: usize = 97;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -126,6 +126,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::Threefry2x32(_)) => (81, Tested),
         Primitive::Random(Random::Gamma(_)) => (82, Tested),
         Primitive::Random(Random::RngBitGenerator(_)) => (95, Tested),
+        Primitive::Linalg(Linalg::Schur(_)) => (96, Tested),
         Primitive::Window(Window::Generic(_)) => (83, Tested),
         Primitive::Control(Control::ShardMap(_)) => (84, Excluded(SPMD)),
         Primitive::Collective(Collective::Ppermute(_)) => (85, Excluded(SPMD)),
@@ -726,7 +727,8 @@ fn decomp_cases() -> Vec<Case> {
     y:{dt}[2,4,4] z:{dt}[2,4] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] c
     ba:{dt}[2,4,4] = mul y y
     bb:{dt}[2,4,2] = tridiagonal_solve[perturb_singular=False] t u t k
-  in (d, l, m, n, o, p, q, s, x, z, ba, bb) }}"
+    bc:{dt}[2,4,4] bd:{dt}[2,4,4] = schur[compute_schur_vectors=True select_callable=None sort_eig_vals=False] a
+  in (d, l, m, n, o, p, q, s, x, z, ba, bb, bc, bd) }}"
         );
         v.push(case(pre + &body, Dist::Between(1.0, 2.0), Tol::Rel(1e-3)));
     }

@@ -217,6 +217,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Linalg::Qr(x) => x,
             Linalg::Eigh(x) => x,
             Linalg::Svd(x) => x,
+            Linalg::Schur(x) => x,
             Linalg::TridiagonalSolve(x) => x,
             Linalg::Fft(x) => x,
         },

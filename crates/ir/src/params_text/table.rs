@@ -150,6 +150,11 @@ params_text! {
         full_matrices: "full_matrices" Bool;
         "algorithm" = "None", "subset_by_index" = "None"
     }
+    SchurParams "schur" {
+        compute_schur_vectors: "compute_schur_vectors" Bool,
+        sort_eig_vals: "sort_eig_vals" Bool or false;
+        "select_callable" = "None"
+    }
     TridiagonalSolveParams "tridiagonal_solve" {
         perturb_singular: "perturb_singular" Bool or false,
     }

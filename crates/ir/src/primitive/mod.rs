@@ -210,6 +210,7 @@ into_primitive! {
         TriangularSolve(TriangularSolveParams),
         Qr(QrParams),
         Eigh(EighParams),
+        Schur(SchurParams),
         Svd(SvdParams),
         TridiagonalSolve(TridiagonalSolveParams),
         Fft(FftParams),

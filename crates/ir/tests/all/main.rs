@@ -12,4 +12,5 @@ mod gather_scatter_oob;
 mod huge_shapes;
 mod rng_bit_generator;
 mod roundtrip_prop;
+mod schur;
 mod spmd;

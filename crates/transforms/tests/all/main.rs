@@ -24,6 +24,7 @@ mod random_samplers_grad;
 mod rng_bit_generator;
 mod rules_conv;
 mod rules_extra;
+mod schur;
 mod scipy_stats;
 mod shard_map_api;
 mod table_primitives;

@@ -48,6 +48,7 @@ pub use special_fns::{
 };
 pub mod random;
 pub mod rng_bit;
+pub mod schur;
 mod structural;
 mod window;
 mod window_generic;
@@ -348,6 +349,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 &decomp::Reference,
             ),
             Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p, &decomp::Reference),
+            Linalg::Schur(p) => decomp::schur(arg(name, args, 1, 0)?, p, &decomp::Reference),
             Linalg::TridiagonalSolve(_) => one(decomp::tridiagonal_solve([
                 arg(name, args, 4, 0)?,
                 arg(name, args, 4, 1)?,
