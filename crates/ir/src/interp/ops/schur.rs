@@ -176,7 +176,7 @@ pub fn real_schur(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
         iter += 1;
         // The double shift: the trailing 2x2's trace and determinant, or
         // an exceptional shift every tenth step.
-        let (s, tt) = if iter % 10 == 0 {
+        let (s, tt) = if iter.is_multiple_of(10) {
             let e = t.at(hi, hi - 1).abs() + t.at(hi - 1, hi - 2).abs();
             (1.5 * e, e * e)
         } else {
