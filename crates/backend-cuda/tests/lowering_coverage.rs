@@ -22,7 +22,7 @@ enum Row {
     NotYet(&'static str),
 }
 
-const N_VARIANTS: usize = 95;
+const N_VARIANTS: usize = 97;
 
 fn row(p: &Primitive) -> (usize, Row) {
     use Row::{Lowered, NotYet};
@@ -111,6 +111,8 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::FoldIn(_)) => (80, Lowered),
         Primitive::Random(Random::Threefry2x32(_)) => (81, Lowered),
         Primitive::Random(Random::Gamma(_)) => (82, Lowered),
+        Primitive::Random(Random::RngBitGenerator(_)) => (95, NotYet("XLA's RngBitGenerator")),
+        Primitive::Linalg(Linalg::Schur(_)) => (96, NotYet("real Schur decomposition")),
         Primitive::Window(Window::Generic(_)) => (83, Lowered),
         Primitive::Control(Control::ShardMap(_)) => (84, NotYet("shard_map (NCCL)")),
         Primitive::Collective(Collective::Ppermute(_)) => (85, NotYet("shard_map (NCCL)")),
@@ -414,6 +416,29 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
     f:f32[3] = real e
     g:f32[3] = imag e
   in (f, g) }"
+                .into(),
+        ),
+        (
+            "schur",
+            "{ lambda ; a:f32[3,3]. let
+    b:f32[3,3] c:f32[3,3] = schur[
+      compute_schur_vectors=True
+      select_callable=None
+      sort_eig_vals=False
+    ] a
+  in (b, c) }"
+                .into(),
+        ),
+        (
+            "rng_bit_generator",
+            "{ lambda ; a:u32[4]. let
+    b:u32[4] c:u32[2,3] = rng_bit_generator[
+      algorithm=RNG_PHILOX
+      dtype=uint32
+      out_sharding=None
+      shape=(2, 3)
+    ] a
+  in (b, c) }"
                 .into(),
         ),
         (

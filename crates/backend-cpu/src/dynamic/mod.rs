@@ -245,6 +245,7 @@ fn body(closed: &ClosedJaxpr, ks: &mut Kernels) -> Result<Body, IrError> {
                 | Linalg::Qr(_)
                 | Linalg::Eigh(_)
                 | Linalg::Svd(_)
+                | Linalg::Schur(_)
                 | Linalg::TridiagonalSolve(_)
                 | Linalg::Fft(_),
             )

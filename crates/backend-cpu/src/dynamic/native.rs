@@ -111,6 +111,7 @@ impl DynOp {
                 | Linalg::Qr(_)
                 | Linalg::Eigh(_)
                 | Linalg::Svd(_)
+                | Linalg::Schur(_)
                 | Linalg::TridiagonalSolve(_),
             )
             | Primitive::Window(_)

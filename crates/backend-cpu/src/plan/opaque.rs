@@ -126,6 +126,7 @@ pub(crate) fn opaque_step(
             | Linalg::Qr(_)
             | Linalg::Eigh(_)
             | Linalg::Svd(_)
+            | Linalg::Schur(_)
             | Linalg::TridiagonalSolve(_),
         ) => native(),
         Primitive::Linalg(Linalg::Fft(_)) => unsupported(),

@@ -27,7 +27,7 @@ enum Row {
 }
 
 /// Number of `Primitive` variants; `row` gives each a distinct tag below it.
-const N_VARIANTS: usize = 95;
+const N_VARIANTS: usize = 97;
 
 /// The row of every primitive, with the variant's tag.
 fn row(p: &Primitive) -> (usize, Row) {
@@ -125,6 +125,8 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::FoldIn(_)) => (80, Tested),
         Primitive::Random(Random::Threefry2x32(_)) => (81, Tested),
         Primitive::Random(Random::Gamma(_)) => (82, Tested),
+        Primitive::Random(Random::RngBitGenerator(_)) => (95, Tested),
+        Primitive::Linalg(Linalg::Schur(_)) => (96, Tested),
         Primitive::Window(Window::Generic(_)) => (83, Tested),
         Primitive::Control(Control::ShardMap(_)) => (84, Excluded(SPMD)),
         Primitive::Collective(Collective::Ppermute(_)) => (85, Excluded(SPMD)),
@@ -725,7 +727,8 @@ fn decomp_cases() -> Vec<Case> {
     y:{dt}[2,4,4] z:{dt}[2,4] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] c
     ba:{dt}[2,4,4] = mul y y
     bb:{dt}[2,4,2] = tridiagonal_solve[perturb_singular=False] t u t k
-  in (d, l, m, n, o, p, q, s, x, z, ba, bb) }}"
+    bc:{dt}[2,4,4] bd:{dt}[2,4,4] = schur[compute_schur_vectors=True select_callable=None sort_eig_vals=False] a
+  in (d, l, m, n, o, p, q, s, x, z, ba, bb, bc, bd) }}"
         );
         v.push(case(pre + &body, Dist::Between(1.0, 2.0), Tol::Rel(1e-3)));
     }
@@ -1099,6 +1102,7 @@ fn random_cases() -> Vec<Case> {
         "{ lambda ; a:i32[] . let b:key<fry>[] = random_seed[impl=fry] a; c:u32[2,3] = random_bits[bit_width=32 shape=(2, 3)] b; d:key<fry>[] = random_seed[impl=fry] a; e:u8[5] = random_bits[bit_width=8 shape=(5,)] d in (c, e) }",
         "{ lambda ; a:u32[3,2] b:u32[3]. let c:key<fry>[3] = random_wrap[impl=fry] a; d:key<fry>[3] = random_fold_in c b; e:key<fry>[3,2] = random_split[shape=(2,)] d; f:u32[3,2,2] = random_unwrap e; g:u64[3,4] = random_bits[bit_width=64 shape=(4,)] d in (f, g) }",
         "{ lambda ; a:u32[] b:u32[] c:u32[6] d:u32[6]. let e:u32[6] f:u32[6] = threefry2x32 a b c d in (e, f) }",
+        "{ lambda ; a:u32[4]. let b:u32[4] c:u8[3,5] = rng_bit_generator[algorithm=RNG_THREE_FRY dtype=uint8 out_sharding=None shape=(3, 5)] a; d:u32[4] e:u64[7] = rng_bit_generator[algorithm=RNG_PHILOX dtype=uint64 out_sharding=None shape=(7,)] b; f:u32[4] g:u16[] = rng_bit_generator[algorithm=RNG_DEFAULT dtype=uint16 out_sharding=None shape=()] d in (c, e, f, g) }",
     ];
     let mut v: Vec<Case> = texts
         .iter()

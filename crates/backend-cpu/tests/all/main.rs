@@ -34,5 +34,6 @@ mod memory;
 mod pallas;
 mod pallas_inplace;
 mod random_samplers_cpu;
+mod rng_bit_generator_cpu;
 mod wide_math;
 mod window_ops;

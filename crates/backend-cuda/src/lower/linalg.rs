@@ -5,7 +5,7 @@
 //! mixed-type products as a KIR kernel (one thread per output element).
 //! Convolutions lower in `conv` (a direct-convolution kernel); `cholesky`,
 //! `triangular_solve`, `lu`, `qr` and `tridiagonal_solve` in `decomp`, `eigh`
-//! in `decomp_jacobi`, `svd` in `decomp_svd`.
+//! in `decomp_jacobi`, `svd` in `decomp_svd`; `schur` is not lowered yet.
 //!
 //! Invariants: a GEMM step is only emitted for a type combination
 //! `GemmPlan::validate` accepts and for a non-empty product; an empty
@@ -46,6 +46,10 @@ pub(crate) fn lower(
         Linalg::Eigh(params) => super::decomp_jacobi::eigh(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Svd(params) => super::decomp_svd::svd(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Fft(params) => super::unsupported::fft(params),
+        Linalg::Schur(_) => Err(unsupported(
+            "schur",
+            "the real Schur decomposition is not lowered yet; the CPU backend runs it",
+        )),
     }
 }
 

@@ -217,6 +217,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Linalg::Qr(x) => x,
             Linalg::Eigh(x) => x,
             Linalg::Svd(x) => x,
+            Linalg::Schur(x) => x,
             Linalg::TridiagonalSolve(x) => x,
             Linalg::Fft(x) => x,
         },
@@ -253,6 +254,7 @@ pub(crate) fn text_of(p: &Primitive) -> Option<&dyn ParamsText> {
             Random::FoldIn(x) => x,
             Random::Threefry2x32(x) => x,
             Random::Gamma(x) => x,
+            Random::RngBitGenerator(x) => x,
         },
         Primitive::Control(f) => match f {
             Control::Cond(x) => x,

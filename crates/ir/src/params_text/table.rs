@@ -11,7 +11,7 @@
 use super::codec::{
     is_word, Axes, Bool, Closed, Dt, IntsT, IntsTuples, Num, OptAxes, OptIntsT, Shape, Word,
 };
-use super::random::Impl;
+use super::random::{Alg, Impl};
 use super::{bad, Codec, ParamsText, ParseCx, PrintCx, Printed};
 use crate::parse::params::PValue;
 use crate::parse::syntax::PResult;
@@ -75,6 +75,12 @@ params_text! {
     RandomBitsParams "random_bits" { bit_width: "bit_width" Num, shape: "shape" Axes }
     RandomSplitParams "random_split" { shape: "shape" Axes }
     RandomGammaParams "random_gamma" { log_space: "log_space" Bool }
+    RngBitGeneratorParams "rng_bit_generator" {
+        algorithm: "algorithm" Alg,
+        dtype: "dtype" Dt,
+        shape: "shape" Axes;
+        "out_sharding" = "None"
+    }
     IntegerPowParams "integer_pow" { y: "y" Num }
     ReducePrecisionParams "reduce_precision" {
         exponent_bits: "exponent_bits" Num,
@@ -143,6 +149,11 @@ params_text! {
         compute_uv: "compute_uv" Bool,
         full_matrices: "full_matrices" Bool;
         "algorithm" = "None", "subset_by_index" = "None"
+    }
+    SchurParams "schur" {
+        compute_schur_vectors: "compute_schur_vectors" Bool,
+        sort_eig_vals: "sort_eig_vals" Bool or false;
+        "select_callable" = "None"
     }
     TridiagonalSolveParams "tridiagonal_solve" {
         perturb_singular: "perturb_singular" Bool or false,

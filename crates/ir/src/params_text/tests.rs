@@ -28,7 +28,7 @@ fn every_op_keyed_name_is_a_row() {
 }
 
 /// The number of `Primitive` variants [`variant`] numbers.
-const VARIANTS: usize = 95;
+const VARIANTS: usize = 97;
 
 /// The variant of `p`, numbered. Exhaustive: a new variant does not compile
 /// here until it is numbered, and the test below fails until it has a
@@ -88,6 +88,7 @@ fn variant(p: &Primitive) -> usize {
             Linalg::Qr(_) => 62,
             Linalg::Eigh(_) => 63,
             Linalg::Svd(_) => 64,
+            Linalg::Schur(_) => 96,
             Linalg::TridiagonalSolve(_) => 65,
             Linalg::Fft(_) => 71,
         },
@@ -150,6 +151,7 @@ fn variant(p: &Primitive) -> usize {
             Random::FoldIn(_) => 80,
             Random::Threefry2x32(_) => 81,
             Random::Gamma(_) => 82,
+            Random::RngBitGenerator(_) => 95,
         },
         Primitive::Callback(f) => match f {
             Callback::DebugPrint(_) => 92,
@@ -259,6 +261,12 @@ fn samples() -> Vec<Primitive> {
         RandomFoldInParams.into(),
         Threefry2x32Params.into(),
         Primitive::from(RandomGammaParams { log_space: true }),
+        RngBitGeneratorParams {
+            algorithm: RandomAlgorithm::Philox,
+            dtype: DType::U8,
+            shape: vec![2, 3],
+        }
+        .into(),
         DebugPrintParams::new("x={}", 1, &[], false).into(),
         DebugCallbackParams {
             callback: HostCallback::parsed("<function f at 0xXXXXXXXXXXXX>"),
@@ -628,6 +636,11 @@ fn samples() -> Vec<Primitive> {
         .into(),
         TridiagonalSolveParams {
             perturb_singular: false,
+        }
+        .into(),
+        SchurParams {
+            compute_schur_vectors: true,
+            sort_eig_vals: false,
         }
         .into(),
     ]);

@@ -24,6 +24,9 @@ pub enum Linalg {
     Eigh(EighParams),
     /// `svd[...] x`: `(s,)` or `(s, u, vt)`.
     Svd(SvdParams),
+    /// `schur[compute_schur_vectors select_callable sort_eig_vals] x`:
+    /// `(t,)` or `(t, z)`, the real Schur form and its orthogonal vectors.
+    Schur(SchurParams),
     /// `tridiagonal_solve[perturb_singular] dl d du b`.
     TridiagonalSolve(TridiagonalSolveParams),
     /// `fft[fft_lengths fft_type] x`: a discrete Fourier transform over the
@@ -43,6 +46,7 @@ impl Linalg {
             Linalg::Qr(_) => "qr",
             Linalg::Eigh(_) => "eigh",
             Linalg::Svd(_) => "svd",
+            Linalg::Schur(_) => "schur",
             Linalg::TridiagonalSolve(_) => "tridiagonal_solve",
             Linalg::Fft(_) => "fft",
         }
@@ -174,4 +178,13 @@ pub struct SvdParams {
 pub struct TridiagonalSolveParams {
     /// Perturb zero pivots (not supported: must be `False`).
     pub perturb_singular: bool,
+}
+
+/// The params of `schur` (`select_callable=None` is printed as a constant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchurParams {
+    /// Also return the Schur vectors `z`.
+    pub compute_schur_vectors: bool,
+    /// Sort the eigenvalues (not supported: must be `False`).
+    pub sort_eig_vals: bool,
 }

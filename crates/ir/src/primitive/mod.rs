@@ -210,6 +210,7 @@ into_primitive! {
         TriangularSolve(TriangularSolveParams),
         Qr(QrParams),
         Eigh(EighParams),
+        Schur(SchurParams),
         Svd(SvdParams),
         TridiagonalSolve(TridiagonalSolveParams),
         Fft(FftParams),
@@ -273,6 +274,7 @@ into_primitive! {
         FoldIn(RandomFoldInParams),
         Threefry2x32(Threefry2x32Params),
         Gamma(RandomGammaParams),
+        RngBitGenerator(RngBitGeneratorParams),
     }
     Callback {
         DebugPrint(DebugPrintParams),

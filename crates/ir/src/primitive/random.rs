@@ -1,9 +1,12 @@
 //! The random family: JAX's typed-key PRNG primitives (`random_seed`,
 //! `random_wrap`, `random_unwrap`, `random_bits`, `random_split`,
-//! `random_fold_in`), the `threefry2x32` hash, and `random_gamma`.
+//! `random_fold_in`), the `threefry2x32` hash, `random_gamma`, and XLA's
+//! stateless `rng_bit_generator`.
 //!
 //! Keys are arrays of dtype `key<fry>` ([`crate::DType::KeyFry`]); one key
 //! element holds the two `u32` words of a threefry2x32 key.
+//! `rng_bit_generator` takes raw keys instead: a `u32[4]` (JAX's form) or a
+//! `u64[2]`, holding XLA's 128-bit generator state.
 
 /// A PRNG implementation, as JAX names it in `impl=` params.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +62,9 @@ pub enum Random {
     Threefry2x32(Threefry2x32Params),
     /// `random_gamma[log_space] keys a`: one Gamma(a, 1) sample per key.
     Gamma(RandomGammaParams),
+    /// `rng_bit_generator[algorithm dtype out_sharding shape] key`: XLA's
+    /// `RngBitGenerator`, the new key and unsigned bits of `shape`.
+    RngBitGenerator(RngBitGeneratorParams),
 }
 
 impl Random {
@@ -73,6 +79,7 @@ impl Random {
             Random::FoldIn(_) => "random_fold_in",
             Random::Threefry2x32(_) => "threefry2x32",
             Random::Gamma(_) => "random_gamma",
+            Random::RngBitGenerator(_) => "rng_bit_generator",
         }
     }
 }
@@ -124,4 +131,45 @@ pub struct Threefry2x32Params;
 pub struct RandomGammaParams {
     /// Whether the sample is returned as its logarithm.
     pub log_space: bool,
+}
+
+/// The bit-generation algorithm of `rng_bit_generator` (JAX's
+/// `lax.RandomAlgorithm`, printed by its member name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RandomAlgorithm {
+    /// The platform's default; XLA's CPU (and so jaxon) uses Philox.
+    Default,
+    /// Threefry-2x32 with XLA's counter layout.
+    ThreeFry,
+    /// Philox-4x32 with 10 rounds.
+    Philox,
+}
+
+impl RandomAlgorithm {
+    /// Every algorithm.
+    pub const ALL: [RandomAlgorithm; 3] = [
+        RandomAlgorithm::Default,
+        RandomAlgorithm::ThreeFry,
+        RandomAlgorithm::Philox,
+    ];
+
+    /// The name JAX prints (`RNG_DEFAULT`, `RNG_THREE_FRY`, `RNG_PHILOX`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RandomAlgorithm::Default => "RNG_DEFAULT",
+            RandomAlgorithm::ThreeFry => "RNG_THREE_FRY",
+            RandomAlgorithm::Philox => "RNG_PHILOX",
+        }
+    }
+}
+
+/// The params of `rng_bit_generator` (`out_sharding` always prints `None`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RngBitGeneratorParams {
+    /// The bit-generation algorithm.
+    pub algorithm: RandomAlgorithm,
+    /// The dtype of the bits: `u8`, `u16`, `u32` or `u64`.
+    pub dtype: crate::DType,
+    /// The shape of the bits.
+    pub shape: Vec<usize>,
 }

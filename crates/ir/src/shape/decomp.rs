@@ -1,5 +1,5 @@
 //! Shape rules of the matrix decompositions and solves: `cholesky`,
-//! `triangular_solve`, `lu`, `qr`, `eigh`, `svd`, `tridiagonal_solve`.
+//! `triangular_solve`, `lu`, `qr`, `eigh`, `svd`, `schur`, `tridiagonal_solve`.
 //!
 //! Invariants: the matrices are the two trailing dims (static sizes), any
 //! leading dims are batch dims shared by every operand; operands are
@@ -9,7 +9,7 @@ use super::{fmt_ty, Cx};
 use crate::aval::{Dim, ShapedArray};
 use crate::dtype::DType;
 use crate::error::IrError;
-use crate::primitive::{QrParams, SvdParams, TriangularSolveParams};
+use crate::primitive::{QrParams, SchurParams, SvdParams, TriangularSolveParams};
 
 /// Operand `i` as a floating array of rank at least `min_rank` whose
 /// trailing `min_rank` dims are static: the array, its batch dims and its
@@ -130,6 +130,21 @@ pub(crate) fn eigh(cx: &Cx) -> Result<Vec<ShapedArray>, IrError> {
         arr(x.dtype, &batch, &[n, n]),
         arr(x.dtype, &batch, &[n]),
     ])
+}
+
+/// `schur x`: `(t,)` or `(t, z)`, both of `x`'s type; real operands only.
+pub(crate) fn schur(cx: &Cx, p: &SchurParams) -> Result<Vec<ShapedArray>, IrError> {
+    cx.arity(1)?;
+    if p.sort_eig_vals {
+        return Err(cx.err("sort_eig_vals=True is not supported"));
+    }
+    let (x, batch, n) = square(cx)?;
+    let t = arr(x.dtype, &batch, &[n, n]);
+    Ok(if p.compute_schur_vectors {
+        vec![t.clone(), t]
+    } else {
+        vec![t]
+    })
 }
 
 /// `svd x`: `(s,)` or `(s, u, vt)`.

@@ -192,6 +192,7 @@ pub fn abstract_eval(
             Linalg::Qr(x) => arrays(decomp::qr(&cx, x)?),
             Linalg::Eigh(_) => arrays(decomp::eigh(&cx)?),
             Linalg::Svd(x) => arrays(decomp::svd(&cx, x)?),
+            Linalg::Schur(x) => arrays(decomp::schur(&cx, x)?),
             Linalg::TridiagonalSolve(x) => one(decomp::tridiagonal_solve(&cx, x.perturb_singular)?),
             Linalg::Fft(x) => one(linalg::fft(&cx, x)?),
         },

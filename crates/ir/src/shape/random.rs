@@ -2,6 +2,8 @@
 //! splits append their `shape` to the keys' shape; `random_fold_in` and
 //! `threefry2x32` broadcast (rank-0 operands, or equal ranks with size-1
 //! dims); `random_gamma` keeps `a`'s type, whose shape starts with the keys'.
+//! `rng_bit_generator` takes a raw `u32[4]` or `u64[2]` key (the only
+//! states JAX lowers) and returns it typed as given, with unsigned bits.
 
 use super::Cx;
 use crate::aval::{Dim, Shape, ShapedArray};
@@ -124,6 +126,30 @@ pub(crate) fn random(cx: &Cx, p: &Random) -> Result<Vec<ShapedArray>, IrError> {
             vec![
                 ShapedArray::new(DType::U32, s.clone()),
                 ShapedArray::new(DType::U32, s),
+            ]
+        }
+        Random::RngBitGenerator(x) => {
+            cx.arity(1)?;
+            let k = cx.arr(0)?;
+            let ok = matches!(
+                (k.dtype, k.shape.as_slice()),
+                (DType::U32, [Dim::Const(4)]) | (DType::U64, [Dim::Const(2)])
+            );
+            if !ok {
+                return Err(cx.err(format!(
+                    "the key must be u32[4] or u64[2], got {}",
+                    super::fmt_aval(&crate::aval::Aval::Array(k.clone()))
+                )));
+            }
+            if !matches!(x.dtype, DType::U8 | DType::U16 | DType::U32 | DType::U64) {
+                return Err(cx.err(format!(
+                    "dtype must be uint8, uint16, uint32 or uint64, got {}",
+                    x.dtype
+                )));
+            }
+            vec![
+                k.clone(),
+                ShapedArray::new(x.dtype, extended(&[], &x.shape)),
             ]
         }
         Random::Gamma(_) => {

@@ -10,5 +10,7 @@ mod callbacks;
 mod deep_input;
 mod gather_scatter_oob;
 mod huge_shapes;
+mod rng_bit_generator;
 mod roundtrip_prop;
+mod schur;
 mod spmd;

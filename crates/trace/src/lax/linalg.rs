@@ -1,5 +1,5 @@
 //! `jax.lax.linalg`: the matrix decomposition and solve primitives
-//! (`cholesky`, `triangular_solve`, `lu`, `qr`, `eigh`, `svd`,
+//! (`cholesky`, `triangular_solve`, `lu`, `qr`, `eigh`, `svd`, `schur`,
 //! `tridiagonal_solve`), each over the two trailing dims with any leading
 //! batch dims, plus the small matrix helpers their rules share.
 
@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::numpy as jnp;
 use crate::Array;
 use jaxon_ir::primitive::{
-    EighParams, Linalg, QrParams, SvdParams, TriangularSolveParams, TridiagonalSolveParams,
+    EighParams, Linalg, QrParams, SchurParams, SvdParams, TriangularSolveParams,
+    TridiagonalSolveParams,
 };
 use jaxon_ir::Primitive;
 
@@ -59,6 +60,20 @@ pub fn eigh(x: &Array, lower: bool, sort_eigenvalues: bool) -> Result<(Array, Ar
     };
     let [v, w] = take("eigh", bind(&p.into(), std::slice::from_ref(x))?)?;
     Ok((v, w))
+}
+
+/// `lax.linalg.schur(x, compute_schur_vectors, sort_eig_vals)`: `[t]` or
+/// `[t, z]`, the real Schur form of each trailing square matrix (`x = z t
+/// z^T`, `z` orthogonal, `t` quasi upper triangular with 2x2 blocks for
+/// complex-conjugate eigenvalue pairs). Real operands only;
+/// `sort_eig_vals=true` is an error, and there is no `select_callable`.
+/// Not differentiable (as in JAX).
+pub fn schur(x: &Array, compute_schur_vectors: bool, sort_eig_vals: bool) -> Result<Vec<Array>> {
+    let p = SchurParams {
+        compute_schur_vectors,
+        sort_eig_vals,
+    };
+    bind(&p.into(), std::slice::from_ref(x))
 }
 
 /// The `svd` primitive: `[s]` or `[s, u, vt]`.

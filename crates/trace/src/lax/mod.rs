@@ -11,6 +11,7 @@ mod conv;
 mod in_dim;
 pub mod linalg;
 mod markers;
+mod rng;
 mod window;
 
 pub use assoc_scan::associative_scan;
@@ -23,6 +24,7 @@ pub use in_dim::{
     dynamic_update_index_in_dim, dynamic_update_slice_in_dim, select,
 };
 pub use markers::{checkpoint_name, optimization_barrier};
+pub use rng::{rng_bit_generator, RandomAlgorithm};
 pub use window::{
     reduce_window, reduce_window_max, reduce_window_min, reduce_window_sum, reduce_window_with,
 };

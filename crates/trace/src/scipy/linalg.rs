@@ -12,7 +12,7 @@ use jaxon_ir::DType;
 
 pub use super::linalg_more::{
     cholesky, circulant, companion, det, eigh, fiedler, hadamard, hankel, helmert, hilbert, inv,
-    leslie, lu_solve, qr, solve, svd, toeplitz,
+    leslie, lu_solve, qr, schur, solve, svd, toeplitz,
 };
 
 /// `jax.scipy.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)`

@@ -1,6 +1,6 @@
 //! More of `jax.scipy.linalg`: SciPy's spellings of the decompositions
 //! (`cholesky` upper by default, `qr` complete by default, `svd`, `eigh`,
-//! `inv`, `det`, `solve`), `lu_solve` from `lu_factor`'s pivots, and the
+//! `inv`, `det`, `solve`, `schur` in its real form), `lu_solve` from `lu_factor`'s pivots, and the
 //! special matrices (`toeplitz`, `hankel`, `circulant`, `fiedler`,
 //! `companion`, `leslie`, `hilbert`, `helmert`, `hadamard`), as JAX
 //! defines them; re-exported from [`super::linalg`].
@@ -279,4 +279,39 @@ pub fn hadamard(n: usize, dtype: DType) -> Result<Array> {
         .flat_map(|i| (0..n).map(move |j| if (i & j).count_ones() % 2 == 0 { 1 } else { -1 }))
         .collect();
     lax::convert_element_type(&Array::from_vec(v, &[n, n]), dtype, false)
+}
+
+/// `jax.scipy.linalg.schur(a, output)`: `(t, z)` with `a = z t z^T`, staged
+/// as JAX stages it (a `jit` named `_schur` around one `schur` equation).
+/// `output` is `"real"` (quasi upper triangular `t`); `"complex"` needs
+/// complex decompositions, which jaxon does not have yet: an error.
+pub fn schur(a: &Array, output: &str) -> Result<(Array, Array)> {
+    matrix("schur", a)?;
+    match output {
+        "real" => {}
+        "complex" => {
+            return Err(Error::Unsupported(
+                "schur: output='complex' is not supported yet (no complex decompositions)".into(),
+            ))
+        }
+        o => {
+            return Err(Error::InvalidArgument(format!(
+                "schur: output must be 'real' or 'complex', got '{o}'"
+            )))
+        }
+    }
+    let f = |x: &[Array]| la::schur(&x[0], true, false);
+    let args = vec![a.clone()];
+    let top = crate::core::find_top_trace(&args)?;
+    let outs = if top.trace().as_any().is::<crate::eval::EvalTrace>() {
+        f(&args)?
+    } else {
+        crate::jit::jit(move |x: Vec<Array>| crate::error::ok_or_raise(f(&x)))
+            .name("_schur")
+            .call(args)?
+    };
+    let [t, z]: [Array; 2] = outs
+        .try_into()
+        .map_err(|_| Error::InvalidArgument("schur: expected two results".into()))?;
+    Ok((t, z))
 }

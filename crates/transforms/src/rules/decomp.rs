@@ -31,6 +31,10 @@ pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
         Linalg::Eigh(ep) => eigh_jvp(p, ep.lower, ep.sort_eigenvalues, &x[0], t[0].as_ref()),
         Linalg::Svd(sp) => svd_jvp(sp, &x[0], t[0].as_ref()),
         Linalg::TridiagonalSolve(_) => tridiagonal_jvp(x, t),
+        // As JAX: `schur` has no differentiation rule.
+        Linalg::Schur(_) => Err(Error::Unsupported(
+            "differentiation of `schur` is not supported (JAX defines no jvp for it)".into(),
+        )),
         Linalg::DotGeneral(_) | Linalg::ConvGeneralDilated(_) | Linalg::Fft(_) => Err(
             Error::InvalidArgument(format!("{} is not a decomposition", p.name())),
         ),
@@ -74,6 +78,7 @@ pub(crate) fn transpose(
         | Linalg::Qr(_)
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
+        | Linalg::Schur(_)
         | Linalg::DotGeneral(_)
         | Linalg::ConvGeneralDilated(_)
         | Linalg::Fft(_) => not_linear(p),

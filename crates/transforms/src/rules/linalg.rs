@@ -38,6 +38,7 @@ pub(crate) fn jvp(l: &Linalg, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
         | Linalg::Qr(_)
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
+        | Linalg::Schur(_)
         | Linalg::TridiagonalSolve(_) => super::decomp::jvp(l, p, x, t),
         Linalg::Fft(_) => super::linear_in(p, x, t, &[true]),
     }
@@ -59,6 +60,7 @@ pub(crate) fn transpose(
         | Linalg::Qr(_)
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
+        | Linalg::Schur(_)
         | Linalg::TridiagonalSolve(_) => super::decomp::transpose(l, p, args, cts),
         Linalg::Fft(fp) => Ok(only(args, 0, fft_transpose(fp, &ct(cts)?)?)),
     }
@@ -81,6 +83,7 @@ pub(crate) fn batch(
         | Linalg::Qr(_)
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
+        | Linalg::Schur(_)
         | Linalg::TridiagonalSolve(_) => super::decomp::batch(p, x, d, n),
         // The transform acts on trailing axes: a leading batch dim is free.
         Linalg::Fft(_) => {

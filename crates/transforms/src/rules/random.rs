@@ -1,6 +1,7 @@
 //! Rules of the random family (`random_seed`, `random_wrap`,
 //! `random_unwrap`, `random_bits`, `random_split`, `random_fold_in`,
-//! `threefry2x32`, `random_gamma`): jvp, transpose and batching, side by side.
+//! `threefry2x32`, `random_gamma`, `rng_bit_generator`): jvp, transpose and
+//! batching, side by side.
 //!
 //! Invariants, as JAX's: keys and bits carry no tangent (JAX's `float0`,
 //! here no tangent); `random_gamma`'s tangent is `t_a * random_gamma_grad(a,
@@ -9,12 +10,15 @@
 //! Batching moves batch dimensions to the front: keys lead every shape, so
 //! the batched primitive is the same primitive; the broadcasting members
 //! (`random_fold_in`, `threefry2x32`) first broadcast every operand to the
-//! full batched shape.
+//! full batched shape. `rng_bit_generator` batches as JAX's rule does:
+//! one call on the first key with the batch size prepended to `shape`, the
+//! new first key written back over the batch of keys (so batch member `i`
+//! is not the unbatched call on key `i`: JAX's documented behaviour).
 
 use super::{all_front, front1, BatchOuts, Cts, JvpOuts};
 use crate::batch::to_front;
 use crate::transpose::LinArg;
-use jaxon_ir::primitive::{BinaryOp, Random, RandomGammaParams, UnaryOp};
+use jaxon_ir::primitive::{BinaryOp, Random, RandomGammaParams, RngBitGeneratorParams, UnaryOp};
 use jaxon_ir::{DType, Primitive};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::{bind, bind1, lax, Array};
@@ -28,7 +32,8 @@ pub(crate) fn jvp(r: &Random, p: &Primitive, x: &[Array], t: &[Option<Array>]) -
         | Random::Bits(_)
         | Random::Split(_)
         | Random::FoldIn(_)
-        | Random::Threefry2x32(_) => super::no_tangent(p, x),
+        | Random::Threefry2x32(_)
+        | Random::RngBitGenerator(_) => super::no_tangent(p, x),
         Random::Gamma(RandomGammaParams { log_space }) => {
             let y = bind1(p, x)?;
             let dt = match t.get(1).and_then(Option::as_ref) {
@@ -79,7 +84,8 @@ pub(crate) fn transpose(
         | Random::Split(_)
         | Random::FoldIn(_)
         | Random::Threefry2x32(_)
-        | Random::Gamma(_) => super::not_linear(p),
+        | Random::Gamma(_)
+        | Random::RngBitGenerator(_) => super::not_linear(p),
     }
 }
 
@@ -148,5 +154,41 @@ pub(crate) fn batch(
             let k = outs.len();
             Ok((outs, vec![Some(0); k]))
         }
+        Random::RngBitGenerator(rp) => rng_bit_generator_batch(rp, p, x, d, n),
     }
+}
+
+/// JAX's `_rng_bit_generator_batching_rule` (module header).
+fn rng_bit_generator_batch(
+    rp: &RngBitGeneratorParams,
+    p: &Primitive,
+    x: &[Array],
+    d: &[Option<usize>],
+    n: usize,
+) -> Result<BatchOuts> {
+    let [key] = x else {
+        return Err(Error::InvalidArgument(format!(
+            "rng_bit_generator takes one key, got {} operands",
+            x.len()
+        )));
+    };
+    let Some(b) = d.first().copied().flatten() else {
+        return Ok((bind(p, x)?, vec![None, None]));
+    };
+    let keys = to_front(key, Some(b), n)?;
+    let words = keys.try_shape()?.get(1).copied().unwrap_or(0);
+    let first = lax::squeeze(&lax::slice(&keys, &[0, 0], &[1, words], None)?, &[0])?;
+    let mut shape = vec![n];
+    shape.extend_from_slice(&rp.shape);
+    let q = Primitive::from(RngBitGeneratorParams {
+        shape,
+        ..rp.clone()
+    });
+    let mut outs = bind(&q, &[first])?;
+    let bits = outs.pop().expect("rng_bit_generator has two results");
+    let new_key = outs.pop().expect("rng_bit_generator has two results");
+    let zero = Array::scalar(0i32);
+    let row = lax::expand_dims(&new_key, &[0])?;
+    let keys = lax::dynamic_update_slice(&keys, &row, &[zero.clone(), zero])?;
+    Ok((vec![keys, bits], vec![Some(0), Some(0)]))
 }

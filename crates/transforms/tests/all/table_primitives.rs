@@ -512,6 +512,7 @@ fn decomp_rows(u: &mut Vec<Row>) {
     for (m, n, k) in [(4, 3, 3), (3, 3, 3), (2, 4, 2)] {
         u.push(row(Diff, -1.0, 1.0, format!("{{ lambda ; a:f64[{m},{n}]. let q:f64[{m},{k}] r:f64[{k},{n}] = qr[full_matrices=False pivoting=False use_magma=None] a in (q, r) }}")));
     }
+    u.push(row(Kind::NoJvp("JAX defines no jvp for schur"), -1.0, 1.0, "{ lambda ; a:f64[4,4]. let b:f64[4,4] c:f64[4,4] = schur[compute_schur_vectors=True select_callable=None sort_eig_vals=False] a in (b, c) }"));
     u.push(row(Diff, -1.0, 1.0, "{ lambda ; a:f64[3,3]. let b:f64[3,3] = transpose[permutation=(1, 0)] a ; c:f64[3,3] = add a b ; v:f64[3,3] w:f64[3] = eigh[algorithm=None lower=True sort_eigenvalues=True subset_by_index=None] c in (v, w) }"));
     u.push(row(Diff, -1.0, 1.0, "{ lambda ; a:f64[4,3]. let s:f64[3] = svd[algorithm=None compute_uv=False full_matrices=True subset_by_index=None] a in (s,) }"));
     for (m, n, k) in [(4, 3, 3), (2, 3, 2)] {
@@ -805,6 +806,13 @@ const NAMED_AXIS_ROWS: &[(&str, &str)] = &[
 /// (then its jvp must fail with `Unsupported` or carry no tangent, and its
 /// vmap must fail with `Unsupported`).
 const KERNEL_ROWS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "rng_bit_generator",
+        "vmap is JAX's rule (every member's bits from the first key), not a loop: checked \
+         against JAX's recorded vmap results, and a shared key against a loop, by \
+         `rng_bit_generator.rs`; no tangent (integer outputs)",
+        None,
+    ),
     (
         "random_gamma",
         "jvp is JAX's implicit reparameterization, not the sampler's pathwise derivative: \

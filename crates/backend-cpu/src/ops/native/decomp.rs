@@ -1,5 +1,5 @@
 //! The matrix decompositions and solves (`cholesky`, `triangular_solve`,
-//! `lu`, `qr`, `eigh`, `svd`, `tridiagonal_solve`) as native steps: the
+//! `lu`, `qr`, `eigh`, `svd`, `schur`, `tridiagonal_solve`) as native steps: the
 //! interpreter's batching and checks over faer's factorisations
 //! (`decomp_faer.rs`); `qr` (LAPACK's reflector signs) and the O(n)
 //! `tridiagonal_solve` keep the reference kernels. Values agree with the
@@ -41,6 +41,7 @@ impl NativeOp for Decomp {
             (Linalg::Qr(p), [x]) => d::qr(x, p, &Faer),
             (Linalg::Eigh(p), [x]) => d::eigh(x, p.lower, p.sort_eigenvalues, &Faer),
             (Linalg::Svd(p), [x]) => d::svd(x, p, &Faer),
+            (Linalg::Schur(p), [x]) => d::schur(x, p, &Faer),
             (Linalg::TridiagonalSolve(_), [dl, dd, du, b]) => {
                 Ok(vec![d::tridiagonal_solve([dl, dd, du, b])?])
             }

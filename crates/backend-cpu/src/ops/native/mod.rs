@@ -349,6 +349,7 @@ fn linalg_op(
         | Linalg::Qr(_)
         | Linalg::Eigh(_)
         | Linalg::Svd(_)
+        | Linalg::Schur(_)
         | Linalg::TridiagonalSolve(_) => Box::new(decomp::Decomp::new(p)),
         Linalg::DotGeneral(DotGeneralParams {
             dimension_numbers,

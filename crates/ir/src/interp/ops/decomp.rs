@@ -13,7 +13,7 @@ use super::decomp_kernels as k;
 use crate::array::HostArray;
 use crate::dtype::DType;
 use crate::error::IrError;
-use crate::primitive::{QrParams, SvdParams, TriangularSolveParams};
+use crate::primitive::{QrParams, SchurParams, SvdParams, TriangularSolveParams};
 
 /// The per-matrix algorithms of the decompositions, on row-major f64
 /// matrices, with the signatures and conventions of
@@ -45,6 +45,11 @@ pub trait MatrixKernels {
     /// See [`k::eigh`].
     fn eigh(&self, a: &[f64], n: usize, lower: bool, sort: bool) -> (Vec<f64>, Vec<f64>) {
         k::eigh(a, n, lower, sort)
+    }
+    /// The real Schur form `(t, z)` of a square matrix: see
+    /// [`super::schur::real_schur`].
+    fn schur(&self, a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
+        super::schur::real_schur(a, n)
     }
     /// See [`k::svd`].
     fn svd(&self, a: &[f64], m: usize, n: usize, full: bool) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
@@ -207,6 +212,31 @@ pub fn eigh(
         out(x.dtype(), &b, &[n, n], &vs)?,
         out(x.dtype(), &b, &[n], &w)?,
     ])
+}
+
+/// `schur x`: `(t,)` or `(t, z)`.
+pub fn schur(
+    x: &HostArray,
+    p: &SchurParams,
+    ks: &dyn MatrixKernels,
+) -> Result<Vec<HostArray>, IrError> {
+    let (b, t, v) = split("schur", x, 2)?;
+    let n = t[0];
+    if t[1] != n || p.sort_eig_vals {
+        return Err(IrError::ty(
+            "schur",
+            "expected square matrices and sort_eig_vals=False",
+        ));
+    }
+    let [tt, z] = per_matrix(&v, n * n, |a| {
+        let (tt, z) = ks.schur(a, n);
+        [tt, z]
+    });
+    let mut outs = vec![out(x.dtype(), &b, &[n, n], &tt)?];
+    if p.compute_schur_vectors {
+        outs.push(out(x.dtype(), &b, &[n, n], &z)?);
+    }
+    Ok(outs)
 }
 
 /// `svd x`: `(s,)` or `(s, u, vt)`.

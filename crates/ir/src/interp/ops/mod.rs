@@ -47,6 +47,8 @@ pub use special_fns::{
     igammac_f64, lgamma_f64, polygamma_f64, random_gamma_grad_f64, zeta_f64,
 };
 pub mod random;
+pub mod rng_bit;
+pub mod schur;
 mod structural;
 mod window;
 mod window_generic;
@@ -347,6 +349,7 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 &decomp::Reference,
             ),
             Linalg::Svd(p) => decomp::svd(arg(name, args, 1, 0)?, p, &decomp::Reference),
+            Linalg::Schur(p) => decomp::schur(arg(name, args, 1, 0)?, p, &decomp::Reference),
             Linalg::TridiagonalSolve(_) => one(decomp::tridiagonal_solve([
                 arg(name, args, 4, 0)?,
                 arg(name, args, 4, 1)?,
@@ -447,6 +450,9 @@ pub fn eval_op(primitive: &Primitive, args: &[HostArray]) -> Result<Vec<HostArra
                 arg(name, args, 2, 1)?,
                 x.log_space,
             )),
+            Random::RngBitGenerator(x) => {
+                rng_bit::rng_bit_generator(arg(name, args, 1, 0)?, x.algorithm, x.dtype, &x.shape)
+            }
         },
         Primitive::Control(_) | Primitive::State(_) | Primitive::Pallas(_) => Err(IrError::Eval(
             format!("{name} is handled by the interpreter core, not by eval_op"),
