@@ -9,8 +9,15 @@
 //! a `remat2[differentiated=True]` whose body recomputes the forward pass
 //! before running it backwards, as JAX's grad jaxprs show. Batching batches
 //! the body; `remat2` has no consts, so the batched body's become operands.
+//!
+//! With a policy that saves something (`RematParams::policy`, the text of
+//! a [`Policy`]), the jvp is `remat_saved.rs`'s instead: the saveable
+//! values the tangents need are computed by the forward pass and passed
+//! to the differentiated `remat2` as residuals. Every `remat2` a rule
+//! binds keeps the policy text, as JAX's do.
 
 use crate::batch::batch_jaxpr_named;
+use crate::checkpoint_policies::Policy;
 use crate::custom::open;
 use crate::jvp::jvp_flat;
 use crate::rules::{BatchOuts, Cts, JvpOuts};
@@ -23,11 +30,40 @@ use jaxon_trace::stage::{trace_flat, StageMode};
 use jaxon_trace::{bind, Array};
 use std::sync::Arc;
 
+/// The `remat2[differentiated=True]` of `body`, with `rp`'s
+/// `prevent_cse` and policy.
+pub(super) fn differentiated(rp: &RematParams, body: Jaxpr) -> Primitive {
+    Primitive::from(RematParams {
+        jaxpr: Arc::new(body),
+        prevent_cse: rp.prevent_cse,
+        differentiated: true,
+        policy: rp.policy.clone(),
+    })
+}
+
+/// The policy of `rp`, read back from its text.
+fn policy(rp: &RematParams) -> Result<Option<Policy>> {
+    rp.policy
+        .as_deref()
+        .map(|s| {
+            Policy::parse(s).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "remat2: differentiating under the checkpoint policy {s} \
+                     (only jax.checkpoint_policies are known)"
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// The jvp of `remat2` (see the module doc).
 pub(super) fn jvp(rp: &RematParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
-    let RematParams {
-        jaxpr, prevent_cse, ..
-    } = rp;
+    if let Some(p) = policy(rp)? {
+        if !p.saves_nothing() {
+            return super::remat_saved::jvp(rp, &p, x, t);
+        }
+    }
+    let jaxpr = &rp.jaxpr;
     let primals_out = bind(&rp.clone().into(), x)?;
     let mut avals: Vec<Aval> = x.iter().map(|a| a.aval().clone()).collect();
     avals.extend(t.iter().flatten().map(|a| a.aval().clone()));
@@ -48,15 +84,7 @@ pub(super) fn jvp(rp: &RematParams, x: &[Array], t: &[Option<Array>]) -> Result<
     let (body, mut operands) = open(staged.jaxpr, staged.consts);
     operands.extend_from_slice(x);
     operands.extend(t.iter().flatten().cloned());
-    let touts = bind(
-        &Primitive::from(RematParams {
-            jaxpr: Arc::new(body),
-            prevent_cse: *prevent_cse,
-            differentiated: true,
-            policy: None,
-        }),
-        &operands,
-    )?;
+    let touts = bind(&differentiated(rp, body), &operands)?;
     let mut it = touts.into_iter();
     let tangents = out_nz
         .iter()
@@ -68,9 +96,7 @@ pub(super) fn jvp(rp: &RematParams, x: &[Array], t: &[Option<Array>]) -> Result<
 /// The transpose of `remat2`: a `remat2[differentiated=True]` running the
 /// body's transpose, which recomputes the forward values it needs.
 pub(super) fn transpose(rp: &RematParams, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
-    let RematParams {
-        jaxpr, prevent_cse, ..
-    } = rp;
+    let jaxpr = &rp.jaxpr;
     let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
     let closed = ClosedJaxpr {
         jaxpr: jaxpr.clone(),
@@ -96,15 +122,7 @@ pub(super) fn transpose(rp: &RematParams, args: &[LinArg], cts: &[Option<Array>]
             }
         });
     }
-    let outs = bind(
-        &Primitive::from(RematParams {
-            jaxpr: Arc::new(body),
-            prevent_cse: *prevent_cse,
-            differentiated: true,
-            policy: None,
-        }),
-        &operands,
-    )?;
+    let outs = bind(&differentiated(rp, body), &operands)?;
     let mut it = outs.into_iter();
     Ok(linear
         .iter()
