@@ -428,3 +428,75 @@ fn the_policy_prints_as_jax_prints_it_and_parses_back() {
         assert_eq!(g.2.to_vec::<f32>(), want.2.to_vec::<f32>());
     }
 }
+
+#[test]
+fn second_order_derivatives_under_a_policy_match_the_plain_ones() {
+    // Reverse over reverse (the backward remat2 is differentiated again,
+    // under its policy) and forward over reverse.
+    let xs = (arr(&[2, 3], 11), arr(&[3, 4], 12), arr(&[4, 5], 13));
+    let vs = (arr(&[2, 3], 14), arr(&[3, 4], 15), arr(&[4, 5], 16));
+    type A3 = (Array, Array, Array);
+    let gsum = |f: Checkpoint<A3, Array>| {
+        move |a: A3| {
+            let g = ok_or_raise(grad(|a: A3| f.call(a).unwrap())(a));
+            (&g.0 * &g.0).sum(All) + g.1.sin().sum(All) + (&g.2 * &g.2).sum(All)
+        }
+    };
+    let plain = |a: A3| {
+        let g = ok_or_raise(grad(small)(a));
+        (&g.0 * &g.0).sum(All) + g.1.sin().sum(All) + (&g.2 * &g.2).sum(All)
+    };
+    let want = grad(plain)(xs.clone()).unwrap();
+    let (_, want_t) = jaxon_transforms::jvp(plain, xs.clone(), vs.clone()).unwrap();
+    for p in [
+        nothing_saveable(),
+        dots_saveable(),
+        save_only_these_names(["h"]),
+        everything_saveable(),
+        save_from_both_policies(
+            save_any_names_but_these(["x"]),
+            dots_with_no_batch_dims_saveable(),
+        ),
+    ] {
+        eprintln!("{p}");
+        let got = grad(gsum(checkpoint(small).policy(p.clone())))(xs.clone()).unwrap();
+        close(&got.0, &want.0, 1e-12);
+        close(&got.1, &want.1, 1e-12);
+        close(&got.2, &want.2, 1e-12);
+        let f = gsum(checkpoint(small).policy(p));
+        let (_, t) = jaxon_transforms::jvp(f, xs.clone(), vs.clone()).unwrap();
+        close(&t, &want_t, 1e-12);
+    }
+}
+
+#[test]
+fn integer_operands_and_outputs_pass_through_a_policy() {
+    // An i32 operand (no tangent) and an i32 output (no cotangent).
+    let body = |(x, k): (Array, Array)| {
+        let kf = ok_or_raise(lax::convert_element_type(&k, jaxon_ir::DType::F64, false));
+        let y = ok_or_raise(numpy::matmul(&x, &x)).tanh() * kf;
+        (y, k.clone() * k)
+    };
+    let x = arr(&[3, 3], 9);
+    let k = Array::from_vec(vec![2i32, -1, 3], &[3]);
+    let want = grad(|x: Array| {
+        body((x, Array::from_vec(vec![2i32, -1, 3], &[3])))
+            .0
+            .sum(All)
+    })(x.clone())
+    .unwrap();
+    for p in [dots_saveable(), everything_saveable(), nothing_saveable()] {
+        let f = checkpoint(body).policy(p);
+        let (_, kk) = f.call((x.clone(), k.clone())).unwrap();
+        assert_eq!(kk.to_vec::<i32>(), vec![4, 1, 9]);
+        let kc = k.clone();
+        // The i32 output is computed (and dropped) under grad too.
+        let g = grad(move |x: Array| {
+            let (y, kk) = f.call((x, kc.clone())).unwrap();
+            y.sum(All)
+                + ok_or_raise(lax::convert_element_type(&kk, jaxon_ir::DType::F64, false)).sum(All)
+        })(x.clone())
+        .unwrap();
+        close(&g, &want, 1e-12);
+    }
+}
