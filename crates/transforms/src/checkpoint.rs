@@ -2,17 +2,17 @@
 //! intermediate values are not saved for the backward pass, except those a
 //! [`Policy`] marks saveable (`jax.checkpoint(f, policy=...)`).
 //!
-//! The jvp of `remat2` binds the primal `remat2` on the primals, and a
-//! second `remat2[differentiated=True]` computing only the tangents from
-//! `(primals, tangents)`: it recomputes the forward values it needs. Under
-//! `linearize` the first runs now and the second is recorded in the linear
-//! jaxpr with only the primal *inputs* as residuals; its transpose is again
-//! a `remat2[differentiated=True]` whose body recomputes the forward pass
-//! before running it backwards, as JAX's grad jaxprs show. With a policy,
-//! the forward pass also computes the saveable values the tangents need
-//! and hands them to the differentiated `remat2` as residuals, which then
-//! recomputes only the rest. Those rules are `rules/control/remat.rs` and
-//! `rules/control/remat_saved.rs`; this file holds the API. The policy
+//! The jvp of `remat2` computes the primal outputs inline (as JAX's
+//! partial evaluation of `remat2` does), together with the values the
+//! policy saves, and binds a `remat2[differentiated=True]` computing only
+//! the tangents from `(saved values, primal inputs, tangents)`: it
+//! recomputes the other forward values it needs. Under `linearize` it is
+//! recorded in the linear jaxpr with the saved values and primal inputs as
+//! residuals (only the inputs without a policy); its transpose is again a
+//! `remat2[differentiated=True]` whose body recomputes the forward pass
+//! before running it backwards, as JAX's grad jaxprs show. Those rules are
+//! `rules/control/remat.rs` and `rules/control/remat_saved.rs`; this file
+//! holds the API. The policy
 //! travels in `RematParams::policy` as its printed text.
 
 use crate::checkpoint_policies::Policy;

@@ -500,3 +500,41 @@ fn integer_operands_and_outputs_pass_through_a_policy() {
         close(&g, &want, 1e-12);
     }
 }
+
+#[test]
+fn a_policy_looks_inside_a_jit_in_the_body() {
+    // h = jit(tanh(x @ w1)); sum(sin(h @ w2)). JAX 0.10.2's grad jaxpr
+    // under dots_saveable saves the dot inside the jit (its backward
+    // remat2 has the 4 transposed dots only and recomputes the tanh);
+    // nothing_saveable recomputes both dots (6).
+    let inner = std::sync::Arc::new(jit(|(x, w1): (Array, Array)| {
+        ok_or_raise(numpy::matmul(&x, &w1)).tanh()
+    }));
+    let xs = (arr(&[2, 3], 51), arr(&[3, 4], 52), arr(&[4, 5], 53));
+    let body = {
+        let inner = inner.clone();
+        move |(x, w1, w2): (Array, Array, Array)| {
+            let h = inner.call((x, w1)).unwrap();
+            ok_or_raise(numpy::matmul(&h, &w2)).sin().sum(All)
+        }
+    };
+    let want = grad(body.clone())(xs.clone()).unwrap();
+    for (p, dots, tanhs) in [(nothing_saveable(), 6, 1), (dots_saveable(), 4, 1)] {
+        eprintln!("{p}");
+        let c = checkpoint(body.clone()).policy(p);
+        let c2 = c.clone();
+        let gj = make_jaxpr(move |a: (Array, Array, Array)| {
+            let (a, b, c) = ok_or_raise(grad(|a: (Array, Array, Array)| c2.call(a).unwrap())(a));
+            vec![a, b, c]
+        })(xs.clone())
+        .unwrap();
+        let (_, rp) = backward(&gj.jaxpr);
+        let shown = print_jaxpr(&gj.jaxpr);
+        assert_eq!(count(&rp.jaxpr, &is_dot), dots, "{shown}");
+        assert_eq!(count(&rp.jaxpr, &is_tanh), tanhs, "{shown}");
+        let g = grad(move |a: (Array, Array, Array)| c.call(a).unwrap())(xs.clone()).unwrap();
+        close(&g.0, &want.0, 1e-12);
+        close(&g.1, &want.1, 1e-12);
+        close(&g.2, &want.2, 1e-12);
+    }
+}

@@ -1,32 +1,26 @@
 //! Rules of `remat2` (`checkpoint`): jvp, transpose and batching, side by
 //! side.
 //!
-//! The jvp binds the primal `remat2` on the primals, and a second
-//! `remat2[differentiated=True]` computing only the tangents from
-//! `(primals, tangents)`: it recomputes the forward values it needs. Under
-//! `linearize` the first runs now and the second is recorded in the linear
-//! jaxpr with only the primal *inputs* as residuals; its transpose is again
-//! a `remat2[differentiated=True]` whose body recomputes the forward pass
-//! before running it backwards, as JAX's grad jaxprs show. Batching batches
-//! the body; `remat2` has no consts, so the batched body's become operands.
-//!
-//! With a policy that saves something (`RematParams::policy`, the text of
-//! a [`Policy`]), the jvp is `remat_saved.rs`'s instead: the saveable
-//! values the tangents need are computed by the forward pass and passed
-//! to the differentiated `remat2` as residuals. Every `remat2` a rule
-//! binds keeps the policy text, as JAX's do.
+//! The jvp (`remat_saved.rs`) computes the primal outputs inline, with
+//! the values the policy (`RematParams::policy`, the text of a
+//! [`Policy`]) saves, and binds a `remat2[differentiated=True]` computing
+//! only the tangents from `(saved values, primal inputs, tangents)`: it
+//! recomputes the other forward values it needs. Without a policy nothing
+//! is saved: under `linearize` only the primal *inputs* are residuals. The
+//! transpose is again a `remat2[differentiated=True]` whose body
+//! recomputes the forward pass before running it backwards, as JAX's grad
+//! jaxprs show. Batching batches the body; `remat2` has no consts, so the
+//! batched body's become operands. Every `remat2` a rule binds keeps the
+//! policy text, as JAX's do.
 
 use crate::batch::batch_jaxpr_named;
 use crate::checkpoint_policies::Policy;
 use crate::custom::open;
-use crate::jvp::jvp_flat;
 use crate::rules::{BatchOuts, Cts, JvpOuts};
 use crate::transpose::{transpose_jaxpr, LinArg};
 use jaxon_ir::primitive::RematParams;
-use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};
+use jaxon_ir::{ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::error::{Error, Result};
-use jaxon_trace::interpret::eval_jaxpr;
-use jaxon_trace::stage::{trace_flat, StageMode};
 use jaxon_trace::{bind, Array};
 use std::sync::Arc;
 
@@ -56,41 +50,11 @@ fn policy(rp: &RematParams) -> Result<Option<Policy>> {
         .transpose()
 }
 
-/// The jvp of `remat2` (see the module doc).
+/// The jvp of `remat2` (see the module doc): `remat_saved.rs`'s split,
+/// under the policy (none saves only the inputs).
 pub(super) fn jvp(rp: &RematParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
-    if let Some(p) = policy(rp)? {
-        if !p.saves_nothing() {
-            return super::remat_saved::jvp(rp, &p, x, t);
-        }
-    }
-    let jaxpr = &rp.jaxpr;
-    let primals_out = bind(&rp.clone().into(), x)?;
-    let mut avals: Vec<Aval> = x.iter().map(|a| a.aval().clone()).collect();
-    avals.extend(t.iter().flatten().map(|a| a.aval().clone()));
-    let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
-    let n = x.len();
-    let mut out_nz = Vec::new();
-    let staged = trace_flat(StageMode::Base, &avals, |args| {
-        let (ps, ts) = args.split_at(n);
-        let mut it = ts.iter().cloned();
-        let tangents: Vec<Option<Array>> = nonzero
-            .iter()
-            .map(|nz| if *nz { it.next() } else { None })
-            .collect();
-        let (_, tout) = jvp_flat(|ins| eval_jaxpr(jaxpr, &[], &ins), ps, &tangents)?;
-        out_nz = tout.iter().map(Option::is_some).collect();
-        Ok(tout.into_iter().flatten().collect())
-    })?;
-    let (body, mut operands) = open(staged.jaxpr, staged.consts);
-    operands.extend_from_slice(x);
-    operands.extend(t.iter().flatten().cloned());
-    let touts = bind(&differentiated(rp, body), &operands)?;
-    let mut it = touts.into_iter();
-    let tangents = out_nz
-        .iter()
-        .map(|nz| if *nz { it.next() } else { None })
-        .collect();
-    Ok((primals_out, tangents))
+    let p = policy(rp)?.unwrap_or(Policy::NothingSaveable);
+    super::remat_saved::jvp(rp, &p, x, t)
 }
 
 /// The transpose of `remat2`: a `remat2[differentiated=True]` running the

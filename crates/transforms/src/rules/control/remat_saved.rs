@@ -1,5 +1,5 @@
-//! The jvp of a `remat2` with a policy that saves something (JAX's
-//! `remat_partial_eval` with `pe.partial_eval_jaxpr_custom`).
+//! The jvp of a `remat2` under its policy (JAX's `remat_partial_eval`
+//! with `pe.partial_eval_jaxpr_custom`; no policy is `nothing_saveable`).
 //!
 //! The body is linearized ([`linearize_jaxpr`]): a known half computing
 //! the primal outputs and every residual the linear half reads, and the
@@ -18,8 +18,12 @@
 //!
 //! Invariant: the primal and tangent values are those of the body's jvp
 //! whatever the policy; the policy only moves work between the passes. A
-//! `jit`, `scan` or other call equation inside the body is one equation
-//! to the policy (JAX recurses into some of them).
+//! `jit` inside the body is inlined first, so the policy sees its
+//! equations, as JAX's partial evaluation recurses into `jit`s (JAX keeps
+//! the `jit` boundary in both passes; we do not). A `scan`, `cond` or
+//! other control-flow equation is one equation to the policy: saved
+//! whole only by `everything_saveable`, else recomputed whole (JAX
+//! recurses into `scan` and `cond` too).
 
 use super::remat::differentiated;
 use crate::checkpoint_policies::Policy;
@@ -27,13 +31,14 @@ use crate::custom::open;
 use crate::partial_eval::{dce_jaxpr, linearize_jaxpr};
 use crate::rules::JvpOuts;
 use crate::util::has_tangent;
-use jaxon_ir::primitive::RematParams;
-use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, Var};
+use jaxon_ir::primitive::{Control, RematParams};
+use jaxon_ir::{Atom, Aval, Binder, ClosedJaxpr, Jaxpr, Primitive, Var};
 use jaxon_trace::error::{Error, Result};
 use jaxon_trace::interpret::{eval_closed_jaxpr, eval_jaxpr, literal_array};
-use jaxon_trace::stage::{trace_flat, StageMode};
+use jaxon_trace::stage::{close, trace_flat, StageMode};
 use jaxon_trace::{bind, Array};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Where a residual of the known half comes from.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,15 +49,14 @@ enum Source {
     Saved(Var),
 }
 
-/// The jvp of `remat2` under a policy that saves something (see the
-/// module doc).
+/// The jvp of `remat2` under `policy` (see the module doc).
 pub(super) fn jvp(
     rp: &RematParams,
     policy: &Policy,
     x: &[Array],
     t: &[Option<Array>],
 ) -> Result<JvpOuts> {
-    let closed = ClosedJaxpr::without_consts(rp.jaxpr.clone());
+    let closed = inline_jits(&rp.jaxpr)?;
     let nonzero: Vec<bool> = t
         .iter()
         .zip(x)
@@ -125,7 +129,7 @@ pub(super) fn jvp(
     // the saved values, bound inline.
     let mut fwd = lin.known.clone();
     {
-        let j = std::sync::Arc::make_mut(&mut fwd.jaxpr);
+        let j = Arc::make_mut(&mut fwd.jaxpr);
         j.outvars.truncate(n_out);
         j.outvars.extend(saved.iter().map(|v| Atom::Var(*v)));
     }
@@ -218,4 +222,67 @@ pub(super) fn jvp(
         .map(|nz| if *nz { it.next() } else { None })
         .collect();
     Ok((primals_out, tangents_out))
+}
+
+fn is_jit(p: &Primitive) -> bool {
+    matches!(p, Primitive::Control(Control::Jit(_)))
+}
+
+/// The body with its `jit` equations (at any depth) inlined.
+fn inline_jits(body: &Arc<Jaxpr>) -> Result<ClosedJaxpr> {
+    if !body.eqns.iter().any(|e| is_jit(&e.primitive)) {
+        return Ok(ClosedJaxpr::without_consts(body.clone()));
+    }
+    let avals: Vec<Aval> = body.invars.iter().map(|v| body.aval(*v).clone()).collect();
+    close(trace_flat(StageMode::Base, &avals, |args| {
+        eval_inlined(body, &[], &args)
+    })?)
+}
+
+/// Evaluates `j` by binding its equations, a `jit`'s callee in place of
+/// the `jit` equation.
+fn eval_inlined(j: &Jaxpr, consts: &[Array], args: &[Array]) -> Result<Vec<Array>> {
+    let mut env: Vec<Option<Array>> = vec![None; j.vars.len()];
+    for (v, x) in j
+        .constvars
+        .iter()
+        .zip(consts)
+        .chain(j.invars.iter().zip(args))
+    {
+        env[v.index()] = Some(x.clone());
+    }
+    let read = |env: &[Option<Array>], a: &Atom| -> Result<Array> {
+        match a {
+            Atom::Lit(l) => Ok(literal_array(l)),
+            Atom::Var(v) => env.get(v.index()).cloned().flatten().ok_or_else(|| {
+                Error::InvalidArgument(format!("remat2 policy: unbound variable {v:?}"))
+            }),
+        }
+    };
+    for e in &j.eqns {
+        let ins = e
+            .inputs
+            .iter()
+            .map(|a| read(&env, a))
+            .collect::<Result<Vec<_>>>()?;
+        let outs = match &e.primitive {
+            Primitive::Control(Control::Jit(jp)) => {
+                let cs: Vec<Array> = jp
+                    .jaxpr
+                    .consts
+                    .iter()
+                    .cloned()
+                    .map(Array::from_host)
+                    .collect();
+                eval_inlined(&jp.jaxpr.jaxpr, &cs, &ins)?
+            }
+            p => bind(p, &ins)?,
+        };
+        for (b, o) in e.outputs.iter().zip(outs) {
+            if let Binder::Var(v) = b {
+                env[v.index()] = Some(o);
+            }
+        }
+    }
+    j.outvars.iter().map(|a| read(&env, a)).collect()
 }
