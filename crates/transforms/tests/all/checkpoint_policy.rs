@@ -538,3 +538,51 @@ fn a_policy_looks_inside_a_jit_in_the_body() {
         close(&g.2, &want.2, 1e-12);
     }
 }
+
+/// JAX 0.10.2's `make_jaxpr(grad(lambda a, b: f(a, b).sum(), (0, 1)))`
+/// for `f = checkpoint(lambda a, b: sin(a @ b),
+/// policy=dots_with_no_batch_dims_saveable)` (the corpus case
+/// `checkpoint_policy_dots` with `sin` for `tanh`, whose jvp rule is
+/// written differently here), less what our staging does not produce:
+/// the `reduce_precision` JAX puts on each saved value
+/// (`_insert_reduce_precision`, against XLA's excess precision) and the
+/// dead forward `sin`/`reduce_sum`.
+const CORPUS_DOTS_GRAD: &str = "{ lambda ; a:f32[2,3] b:f32[3,3]. let
+    c:f32[2,3] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      preferred_element_type=float32
+    ] a b
+    d:f32[2,3] = broadcast_in_dim 1.0:f32[]
+    e:f32[2,3] f:f32[3,3] = remat2[
+      differentiated=True
+      jaxpr={ lambda ; g:f32[2,3] h:f32[2,3] i:f32[3,3] j:f32[2,3]. let
+          k:f32[2,3] = cos g
+          l:f32[2,3] = mul j k
+          m:f32[3,3] = dot_general[
+            dimension_numbers=(([0], [0]), ([], []))
+            preferred_element_type=float32
+          ] l h
+          n:f32[3,3] = transpose[permutation=(1, 0)] m
+          o:f32[2,3] = dot_general[
+            dimension_numbers=(([1], [1]), ([], []))
+            preferred_element_type=float32
+          ] l i
+        in (o, n) }
+      policy=DotsSaveable(only_if_no_batch_dims=True)
+      prevent_cse=True
+    ] c a b d
+  in (e, f) }";
+
+#[test]
+fn the_grad_jaxpr_is_jaxs_for_the_corpus_policy_case() {
+    let a = Array::from_vec(vec![0.5f32; 6], &[2, 3]);
+    let b = Array::from_vec(vec![0.25f32; 9], &[3, 3]);
+    let c = checkpoint(|(a, b): (Array, Array)| ok_or_raise(numpy::matmul(&a, &b)).sin())
+        .policy(dots_with_no_batch_dims_saveable());
+    let gj = make_jaxpr(move |ab: (Array, Array)| {
+        let (ga, gb) = ok_or_raise(grad(|ab: (Array, Array)| c.call(ab).unwrap().sum(All))(ab));
+        vec![ga, gb]
+    })((a, b))
+    .unwrap();
+    assert_eq!(print_jaxpr(&gj.jaxpr), CORPUS_DOTS_GRAD);
+}
