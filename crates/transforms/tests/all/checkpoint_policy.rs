@@ -586,3 +586,50 @@ fn the_grad_jaxpr_is_jaxs_for_the_corpus_policy_case() {
     .unwrap();
     assert_eq!(print_jaxpr(&gj.jaxpr), CORPUS_DOTS_GRAD);
 }
+
+#[test]
+fn a_scan_and_a_cond_inside_the_body_are_saved_or_recomputed_whole() {
+    // h = x @ w1 (named), then a scan of tanh(c @ w) steps over h's rows,
+    // then a cond on the sign of the sum: every policy's gradient is the
+    // one without checkpoint.
+    let body = |(x, w1, w): (Array, Array, Array)| {
+        let h = ok_or_raise(lax::checkpoint_name(
+            &ok_or_raise(numpy::matmul(&x, &w1)),
+            "h",
+        ));
+        let c0 = ok_or_raise(numpy::zeros(&[4], jaxon_ir::DType::F64));
+        let (c, ys) = ok_or_raise(jaxon_trace::scan(
+            |c: Array, row: Array| {
+                let c = (ok_or_raise(numpy::matmul(&c, &w)) + row).tanh();
+                (c.clone(), c.sin())
+            },
+            c0,
+            h,
+            None,
+            false,
+        ));
+        let s = ys.sum(All);
+        let pos = ok_or_raise(numpy::greater(&s, &Array::weak(0.0)));
+        ok_or_raise(jaxon_trace::cond(
+            &pos,
+            |(c, s): (Array, Array)| (&c * &c).sum(All) * s,
+            |(c, s): (Array, Array)| c.exp().sum(All) + s,
+            (c, s),
+        ))
+    };
+    let xs = (arr(&[3, 2], 61), arr(&[2, 4], 62), arr(&[4, 4], 63));
+    let want = grad(body)(xs.clone()).unwrap();
+    for p in [
+        nothing_saveable(),
+        dots_saveable(),
+        save_only_these_names(["h"]),
+        everything_saveable(),
+    ] {
+        eprintln!("{p}");
+        let f = checkpoint(body).policy(p);
+        let got = grad(move |a: (Array, Array, Array)| f.call(a).unwrap())(xs.clone()).unwrap();
+        close(&got.0, &want.0, 1e-12);
+        close(&got.1, &want.1, 1e-12);
+        close(&got.2, &want.2, 1e-12);
+    }
+}
