@@ -633,3 +633,26 @@ fn a_scan_and_a_cond_inside_the_body_are_saved_or_recomputed_whole() {
         close(&got.2, &want.2, 1e-12);
     }
 }
+
+#[test]
+fn a_custom_python_policy_in_a_parsed_jaxpr_saves_nothing() {
+    // JAX prints a user's policy function as an opaque repr; such a
+    // jaxpr still differentiates (recomputing everything).
+    let f32s = |shape: &[usize], seed| {
+        let n = shape.iter().product();
+        let v: Vec<f32> = rand(n, seed, -1.0, 1.0).iter().map(|x| *x as f32).collect();
+        Array::from_vec(v, shape)
+    };
+    let xs = (f32s(&[2, 3], 1), f32s(&[3, 4], 2), f32s(&[4, 5], 3));
+    let text = STAGED_GOLDEN.replace("POLICY", "<function my_policy at 0xXXXXXXXXXXXX>");
+    let parsed = parse_closed_jaxpr(&text, vec![]).unwrap();
+    assert_eq!(print_jaxpr(&parsed.jaxpr), text);
+    let run = |a: (Array, Array, Array)| {
+        ok_or_raise(eval_closed_jaxpr(&parsed, &[a.0, a.1, a.2])).remove(0)
+    };
+    let g = grad(run)(xs.clone()).unwrap();
+    let c = checkpoint(small).policy(nothing_saveable());
+    let want = grad(move |a: (Array, Array, Array)| c.call(a).unwrap())(xs.clone()).unwrap();
+    assert_eq!(g.0.to_vec::<f32>(), want.0.to_vec::<f32>());
+    assert_eq!(g.2.to_vec::<f32>(), want.2.to_vec::<f32>());
+}

@@ -35,26 +35,21 @@ pub(super) fn differentiated(rp: &RematParams, body: Jaxpr) -> Primitive {
     })
 }
 
-/// The policy of `rp`, read back from its text.
-fn policy(rp: &RematParams) -> Result<Option<Policy>> {
+/// The policy of `rp`, read back from its text. A text that is no
+/// `jax.checkpoint_policies` policy (a custom Python policy in a parsed
+/// JAX jaxpr) saves nothing: a policy changes what is recomputed, never
+/// the values.
+fn policy(rp: &RematParams) -> Policy {
     rp.policy
         .as_deref()
-        .map(|s| {
-            Policy::parse(s).ok_or_else(|| {
-                Error::Unsupported(format!(
-                    "remat2: differentiating under the checkpoint policy {s} \
-                     (only jax.checkpoint_policies are known)"
-                ))
-            })
-        })
-        .transpose()
+        .and_then(Policy::parse)
+        .unwrap_or(Policy::NothingSaveable)
 }
 
 /// The jvp of `remat2` (see the module doc): `remat_saved.rs`'s split,
 /// under the policy (none saves only the inputs).
 pub(super) fn jvp(rp: &RematParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
-    let p = policy(rp)?.unwrap_or(Policy::NothingSaveable);
-    super::remat_saved::jvp(rp, &p, x, t)
+    super::remat_saved::jvp(rp, &policy(rp), x, t)
 }
 
 /// The transpose of `remat2`: a `remat2[differentiated=True]` running the
