@@ -86,6 +86,8 @@ pub mod distributed;
 pub mod io;
 mod program;
 pub mod sharding;
+/// `jax.checkpoint_policies`: what [`checkpoint`]`(f).policy(..)` saves.
+pub use jaxon_transforms::checkpoint_policies;
 /// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
 pub use jaxon_transforms::jacobian;
 pub use jaxon_transforms::linearize::{Linearized, Pullback};
@@ -93,8 +95,9 @@ pub use jaxon_transforms::linearize::{Linearized, Pullback};
 pub use jaxon_transforms::P;
 pub use jaxon_transforms::{
     checkpoint, custom_jvp, custom_vjp, grad, grad_and_aux, grad_with, hessian, jacfwd, jacrev,
-    jvp, linear_transpose, linear_transpose_tree, linearize, value_and_grad, value_and_grad_with,
-    vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput, Jacobian, Vmap,
+    jvp, linear_transpose, linear_transpose_tree, linearize, remat, value_and_grad,
+    value_and_grad_with, vjp, vmap, Argnums, Axes, Checkpoint, CustomJvp, CustomVjp, GradOutput,
+    Jacobian, Vmap,
 };
 pub use jaxon_transforms::{pmap, shard_map, Pmap, ShardMap, Specs};
 pub use program::{call_jaxpr, load_jaxpr};

@@ -14,6 +14,7 @@
 pub mod api;
 pub mod batch;
 pub mod checkpoint;
+pub mod checkpoint_policies;
 pub mod custom;
 pub mod jac;
 pub mod jvp;
@@ -35,7 +36,7 @@ pub use batch::{
     all_gather, axis_index, batch_jaxpr, batch_jaxpr_named, pmax, pmean, pmin, psum, vmap, Axes,
     BatchTrace, Vmap,
 };
-pub use checkpoint::{checkpoint, Checkpoint};
+pub use checkpoint::{checkpoint, remat, Checkpoint};
 pub use custom::{custom_jvp, custom_vjp, CustomJvp, CustomVjp};
 pub use jac::{hessian, jacfwd, jacobian, jacrev, Jacobian};
 pub use jvp::{jvp, jvp_jaxpr, jvp_jaxpr_with, JvpOutputs, JvpTrace};

@@ -64,7 +64,13 @@ impl Reader<'_> {
         while self.peek_kind() != Tok::RBrack {
             let key_tok = self.expect(Tok::Word, "a param name or `]`")?;
             self.expect(Tok::Eq, "`=` after the param name")?;
-            let value = if RAW_KEYS.contains(&self.slice(key_tok)) {
+            // `remat2`'s `policy=<function everything_saveable at 0x..>`.
+            let fn_repr = self.slice(key_tok) == "policy"
+                && self
+                    .text
+                    .get(self.tok(self.pos.saturating_sub(1)).end..)
+                    .is_some_and(|r| r.starts_with('<'));
+            let value = if fn_repr || RAW_KEYS.contains(&self.slice(key_tok)) {
                 self.read_raw()?
             } else {
                 self.read_value()?

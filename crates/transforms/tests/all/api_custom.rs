@@ -326,10 +326,12 @@ fn checkpoint_recomputes_the_forward_pass_in_the_backward_pass() {
     // Without checkpoint: the three forward sins run once.
     assert_eq!(count(&gp.jaxpr, &is_sin, true), 3);
     assert_eq!(count(&gp.jaxpr, &is_remat, true), 0);
-    // With it: no sin outside remat2 equations; the forward remat2 has
-    // three, and the backward remat2 recomputes the two its cosines need.
-    assert_eq!(count(&gr.jaxpr, &is_sin, false), 0);
-    assert_eq!(count(&gr.jaxpr, &is_remat, false), 2);
+    // With it, as in JAX 0.10.2's grad jaxpr: the forward pass runs inline
+    // (three sins outside any remat2, JAX's partial evaluation of remat2
+    // evaluates its known half inline), and the one backward remat2
+    // recomputes the two sins its cosines need from the input.
+    assert_eq!(count(&gr.jaxpr, &is_sin, false), 3);
+    assert_eq!(count(&gr.jaxpr, &is_remat, false), 1);
     assert_eq!(count(&gr.jaxpr, &is_sin, true), 5);
     // And the gradients agree, in f64.
     let xs = rand(4, 31, -1.5, 1.5);

@@ -13,6 +13,7 @@ mod api_custom;
 mod api_jac;
 mod cf_ad;
 mod cf_nested;
+mod checkpoint_policy;
 mod dyn_grad;
 mod dyn_transforms;
 mod golden_grad;

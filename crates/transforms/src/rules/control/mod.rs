@@ -29,6 +29,7 @@ mod for_loop_split;
 mod jit;
 mod linear_solve;
 mod remat;
+mod remat_saved;
 mod scan;
 mod shard_map;
 mod while_;

@@ -1,76 +1,61 @@
 //! Rules of `remat2` (`checkpoint`): jvp, transpose and batching, side by
 //! side.
 //!
-//! The jvp binds the primal `remat2` on the primals, and a second
-//! `remat2[differentiated=True]` computing only the tangents from
-//! `(primals, tangents)`: it recomputes the forward values it needs. Under
-//! `linearize` the first runs now and the second is recorded in the linear
-//! jaxpr with only the primal *inputs* as residuals; its transpose is again
-//! a `remat2[differentiated=True]` whose body recomputes the forward pass
-//! before running it backwards, as JAX's grad jaxprs show. Batching batches
-//! the body; `remat2` has no consts, so the batched body's become operands.
+//! The jvp (`remat_saved.rs`) computes the primal outputs inline, with
+//! the values the policy (`RematParams::policy`, the text of a
+//! [`Policy`]) saves, and binds a `remat2[differentiated=True]` computing
+//! only the tangents from `(saved values, primal inputs, tangents)`: it
+//! recomputes the other forward values it needs. Without a policy nothing
+//! is saved: under `linearize` only the primal *inputs* are residuals. The
+//! transpose is again a `remat2[differentiated=True]` whose body
+//! recomputes the forward pass before running it backwards, as JAX's grad
+//! jaxprs show. Batching batches the body; `remat2` has no consts, so the
+//! batched body's become operands. Every `remat2` a rule binds keeps the
+//! policy text, as JAX's do.
 
 use crate::batch::batch_jaxpr_named;
+use crate::checkpoint_policies::Policy;
 use crate::custom::open;
-use crate::jvp::jvp_flat;
 use crate::rules::{BatchOuts, Cts, JvpOuts};
 use crate::transpose::{transpose_jaxpr, LinArg};
 use jaxon_ir::primitive::RematParams;
-use jaxon_ir::{Aval, ClosedJaxpr, Jaxpr, Primitive};
+use jaxon_ir::{ClosedJaxpr, Jaxpr, Primitive};
 use jaxon_trace::error::{Error, Result};
-use jaxon_trace::interpret::eval_jaxpr;
-use jaxon_trace::stage::{trace_flat, StageMode};
 use jaxon_trace::{bind, Array};
 use std::sync::Arc;
 
-/// The jvp of `remat2` (see the module doc).
+/// The `remat2[differentiated=True]` of `body`, with `rp`'s
+/// `prevent_cse` and policy.
+pub(super) fn differentiated(rp: &RematParams, body: Jaxpr) -> Primitive {
+    Primitive::from(RematParams {
+        jaxpr: Arc::new(body),
+        prevent_cse: rp.prevent_cse,
+        differentiated: true,
+        policy: rp.policy.clone(),
+    })
+}
+
+/// The policy of `rp`, read back from its text. A text that is no
+/// `jax.checkpoint_policies` policy (a custom Python policy in a parsed
+/// JAX jaxpr) saves nothing: a policy changes what is recomputed, never
+/// the values.
+fn policy(rp: &RematParams) -> Policy {
+    rp.policy
+        .as_deref()
+        .and_then(Policy::parse)
+        .unwrap_or(Policy::NothingSaveable)
+}
+
+/// The jvp of `remat2` (see the module doc): `remat_saved.rs`'s split,
+/// under the policy (none saves only the inputs).
 pub(super) fn jvp(rp: &RematParams, x: &[Array], t: &[Option<Array>]) -> Result<JvpOuts> {
-    let RematParams {
-        jaxpr, prevent_cse, ..
-    } = rp;
-    let primals_out = bind(&rp.clone().into(), x)?;
-    let mut avals: Vec<Aval> = x.iter().map(|a| a.aval().clone()).collect();
-    avals.extend(t.iter().flatten().map(|a| a.aval().clone()));
-    let nonzero: Vec<bool> = t.iter().map(Option::is_some).collect();
-    let n = x.len();
-    let mut out_nz = Vec::new();
-    let staged = trace_flat(StageMode::Base, &avals, |args| {
-        let (ps, ts) = args.split_at(n);
-        let mut it = ts.iter().cloned();
-        let tangents: Vec<Option<Array>> = nonzero
-            .iter()
-            .map(|nz| if *nz { it.next() } else { None })
-            .collect();
-        let (_, tout) = jvp_flat(|ins| eval_jaxpr(jaxpr, &[], &ins), ps, &tangents)?;
-        out_nz = tout.iter().map(Option::is_some).collect();
-        Ok(tout.into_iter().flatten().collect())
-    })?;
-    let (body, mut operands) = open(staged.jaxpr, staged.consts);
-    operands.extend_from_slice(x);
-    operands.extend(t.iter().flatten().cloned());
-    let touts = bind(
-        &Primitive::from(RematParams {
-            jaxpr: Arc::new(body),
-            prevent_cse: *prevent_cse,
-            differentiated: true,
-            policy: None,
-        }),
-        &operands,
-    )?;
-    let mut it = touts.into_iter();
-    let tangents = out_nz
-        .iter()
-        .map(|nz| if *nz { it.next() } else { None })
-        .collect();
-    Ok((primals_out, tangents))
+    super::remat_saved::jvp(rp, &policy(rp), x, t)
 }
 
 /// The transpose of `remat2`: a `remat2[differentiated=True]` running the
 /// body's transpose, which recomputes the forward values it needs.
 pub(super) fn transpose(rp: &RematParams, args: &[LinArg], cts: &[Option<Array>]) -> Result<Cts> {
-    let RematParams {
-        jaxpr, prevent_cse, ..
-    } = rp;
+    let jaxpr = &rp.jaxpr;
     let linear: Vec<bool> = args.iter().map(LinArg::is_linear).collect();
     let closed = ClosedJaxpr {
         jaxpr: jaxpr.clone(),
@@ -96,15 +81,7 @@ pub(super) fn transpose(rp: &RematParams, args: &[LinArg], cts: &[Option<Array>]
             }
         });
     }
-    let outs = bind(
-        &Primitive::from(RematParams {
-            jaxpr: Arc::new(body),
-            prevent_cse: *prevent_cse,
-            differentiated: true,
-            policy: None,
-        }),
-        &operands,
-    )?;
+    let outs = bind(&differentiated(rp, body), &operands)?;
     let mut it = outs.into_iter();
     Ok(linear
         .iter()
