@@ -19,6 +19,7 @@ mod dyn_transforms;
 mod golden_grad;
 mod jnp_more_grads;
 mod lax_fns;
+mod linalg_nn_grads;
 mod linear_solve;
 mod perturbation;
 mod random_samplers_grad;
