@@ -172,25 +172,8 @@ pub fn unique_all(x: &Array, size: Option<usize>, fill_value: Option<&Array>) ->
         values = where_(&valid, &values, &f)?;
     }
     let indices = take(&perm, &ind, Some(0))?;
-    let imask = lax::sub(
-        &cumsum(
-            &lax::convert_element_type(&mask, DType::I32, false)?,
-            Some(0),
-        )?,
-        &lit(1.0, DType::I32)?,
-    )?;
-    let unperm = argsort(&perm, Some(0))?;
-    let inverse = take(&imask, &unperm, Some(0))?;
+    let (inverse, counts) = inverse_and_counts(&mask, &perm, &valid, n, size)?;
     let inverse_indices = lax::reshape(&inverse, &out_shape)?;
-    // Each count is the distance to the next first occurrence (or the end).
-    let (ends, evalid) = true_positions(&mask, size + 1)?;
-    let end = lit(n as f64, DType::I32)?;
-    let ends = where_(&evalid, &ends, &end)?;
-    let counts = lax::sub(
-        &slice_axis(&ends, 0, 1, size + 1)?,
-        &slice_axis(&ends, 0, 0, size)?,
-    )?;
-    let counts = where_(&valid, &counts, &lit(0.0, DType::I32)?)?;
     Ok(UniqueAll {
         values,
         indices,
@@ -257,22 +240,7 @@ pub fn unique_all_axis(
     vshape.extend(&rest);
     let values = moveaxis(&lax::reshape(&values, &vshape)?, &[0], &[ax as isize])?;
     let indices = take(&perm, &ind, Some(0))?;
-    let imask = lax::sub(
-        &cumsum(
-            &lax::convert_element_type(&mask, DType::I32, false)?,
-            Some(0),
-        )?,
-        &lit(1.0, DType::I32)?,
-    )?;
-    let unperm = argsort(&perm, Some(0))?;
-    let inverse_indices = take(&imask, &unperm, Some(0))?;
-    let (ends, evalid) = true_positions(&mask, size + 1)?;
-    let ends = where_(&evalid, &ends, &lit(n as f64, DType::I32)?)?;
-    let counts = lax::sub(
-        &slice_axis(&ends, 0, 1, size + 1)?,
-        &slice_axis(&ends, 0, 0, size)?,
-    )?;
-    let counts = where_(&valid, &counts, &lit(0.0, DType::I32)?)?;
+    let (inverse_indices, counts) = inverse_and_counts(&mask, &perm, &valid, n, size)?;
     Ok(UniqueAll {
         values,
         indices,
@@ -321,6 +289,36 @@ pub fn unique_axis(
     fill_value: Option<&Array>,
 ) -> Result<Array> {
     Ok(unique_all_axis(x, axis, size, fill_value)?.values)
+}
+
+/// For sorted elements (or slices) whose first occurrences `mask` marks,
+/// `perm` being the sort's permutation of the `n` originals: each
+/// original's index among the distinct values (`inverse`), and how often
+/// each of the `size` distinct values occurs (0 where `valid` is false;
+/// the distance from its first occurrence to the next, or to the end).
+fn inverse_and_counts(
+    mask: &Array,
+    perm: &Array,
+    valid: &Array,
+    n: usize,
+    size: usize,
+) -> Result<(Array, Array)> {
+    let rank = lax::sub(
+        &cumsum(
+            &lax::convert_element_type(mask, DType::I32, false)?,
+            Some(0),
+        )?,
+        &lit(1.0, DType::I32)?,
+    )?;
+    let inverse = take(&rank, &argsort(perm, Some(0))?, Some(0))?;
+    let (ends, evalid) = true_positions(mask, size + 1)?;
+    let ends = where_(&evalid, &ends, &lit(n as f64, DType::I32)?)?;
+    let counts = lax::sub(
+        &slice_axis(&ends, 0, 1, size + 1)?,
+        &slice_axis(&ends, 0, 0, size)?,
+    )?;
+    let counts = where_(valid, &counts, &lit(0.0, DType::I32)?)?;
+    Ok((inverse, counts))
 }
 
 /// `jnp.unique_values(x)`: [`unique`] without a size (eager only).
