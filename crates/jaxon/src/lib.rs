@@ -86,7 +86,7 @@ pub mod distributed;
 pub mod io;
 mod program;
 pub mod sharding;
-/// `jax.checkpoint_policies`: what [`checkpoint`]`(f).policy(..)` saves.
+/// `jax.checkpoint_policies`: what [`checkpoint()`]`(f).policy(..)` saves.
 pub use jaxon_transforms::checkpoint_policies;
 /// `jax.jacobian`: JAX's alias of [`jacrev`] (reverse mode).
 pub use jaxon_transforms::jacobian;

@@ -29,7 +29,7 @@
 //! (the function policies inside by name, e.g. `everything_saveable`):
 //! JAX prints an opaque closure there, which could not be read back.
 //!
-//! [`checkpoint`]: crate::checkpoint
+//! [`checkpoint`]: crate::checkpoint()
 
 use jaxon_ir::primitive::{DotGeneralParams, Linalg, Marker};
 use jaxon_ir::Primitive;
