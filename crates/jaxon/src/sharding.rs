@@ -227,9 +227,7 @@ pub fn with_sharding_constraint(x: &Array, sharding: &NamedSharding) -> Result<A
         sharding,
         unconstrained_dims: Vec::new(),
     };
-    let mut out = jaxon_trace::bind(&params.into(), std::slice::from_ref(x))?;
-    out.pop()
-        .ok_or_else(|| Error::InvalidArgument("sharding_constraint gave no result".into()))
+    jaxon_trace::core::bind1(&params.into(), std::slice::from_ref(x))
 }
 
 fn sharded(x: &Array) -> Option<&ShardedBuffer> {

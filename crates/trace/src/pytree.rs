@@ -438,46 +438,13 @@ pub fn tree_leaves_with_path<T: Pytree>(tree: &T) -> Vec<(String, Array)> {
 }
 
 /// The key path of every leaf of `def`, as [`tree_leaves_with_path`]
-/// writes them.
+/// writes them: [`crate::tree_util::leaf_key_paths`] with the bare keys
+/// joined by `.`.
 pub fn leaf_paths(def: &TreeDef) -> Vec<String> {
-    fn walk(def: &TreeDef, prefix: &str, out: &mut Vec<String>) {
-        let join = |key: &str| {
-            if prefix.is_empty() {
-                key.to_string()
-            } else {
-                format!("{prefix}.{key}")
-            }
-        };
-        match def {
-            TreeDef::Leaf => out.push(prefix.to_string()),
-            TreeDef::Static(_) => {}
-            TreeDef::Node(kind, children) => match kind {
-                NodeKind::Tuple | NodeKind::List | NodeKind::FixedArray => {
-                    for (i, c) in children.iter().enumerate() {
-                        walk(c, &join(&i.to_string()), out);
-                    }
-                }
-                NodeKind::None | NodeKind::Some => {
-                    for c in children {
-                        walk(c, prefix, out);
-                    }
-                }
-                NodeKind::Map(keys) => {
-                    for (k, c) in keys.iter().zip(children) {
-                        walk(c, &join(k), out);
-                    }
-                }
-                NodeKind::Struct { fields, .. } => {
-                    for (f, c) in fields.iter().zip(children) {
-                        walk(c, &join(f), out);
-                    }
-                }
-            },
-        }
-    }
-    let mut out = Vec::new();
-    walk(def, "", &mut out);
-    out
+    crate::tree_util::leaf_key_paths(def)
+        .iter()
+        .map(|p| crate::tree_util::keystr_simple(p, "."))
+        .collect()
 }
 
 // Paths the `#[derive(Pytree)]` expansion names.
