@@ -1,4 +1,4 @@
-//! The families that do not lower yet — state, Pallas and named-axis
+//! The families that do not lower yet — state and named-axis
 //! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; complex dtypes and `fft`; and the
@@ -6,9 +6,7 @@
 //! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{
-    Callback, Collective, FftParams, Marker, Pallas, Primitive, Random, State,
-};
+use jaxon_ir::primitive::{Callback, Collective, FftParams, Marker, Primitive, Random, State};
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -98,20 +96,6 @@ pub(crate) fn state(p: &State) -> Result<(), IrError> {
         State::Get(_) | State::Swap(_) | State::AddUpdate(_) => {
             "Ref state is not lowered yet (discharge it first)"
         }
-    };
-    Err(unsupported(p.name(), why))
-}
-
-/// Pallas primitives.
-pub(crate) fn pallas(p: &Pallas) -> Result<(), IrError> {
-    let why = match p {
-        Pallas::PallasCall(_) => "pallas_call is not lowered yet",
-        Pallas::ProgramId(_)
-        | Pallas::NumPrograms(_)
-        | Pallas::Load(_)
-        | Pallas::Store(_)
-        | Pallas::AtomicRmw(_)
-        | Pallas::AtomicCas(_) => "Pallas kernel primitives lower only inside pallas_call",
     };
     Err(unsupported(p.name(), why))
 }

@@ -1,0 +1,462 @@
+//! `pallas_call` on `cuda-sim` (or the GPU under
+//! `JAXON_LOWERING_BACKEND=cuda`) against the reference interpreter (JAX's
+//! interpret mode) on seeded random inputs: blocked elementwise kernels on
+//! sizes that leave partial edge blocks, in f32, f64, i32, bf16 and bool;
+//! `program_id`/`num_programs` and dynamic slices; masked row softmax; a
+//! matmul with a `fori_loop` over `k` blocks, a fused GELU and a `when`
+//! branch (small blocks in shared memory, large ones in global scratch);
+//! an output revisited along a grid axis (programs in order); atomics and
+//! aliasing (bit-exact, order-dependent results included); layer norm's
+//! backward kernel; flash attention's forward pass (a loop of three
+//! carries); and JAX's own text of a masked store whose old values are
+//! used.
+
+mod lowering_util;
+use jaxon_ir::DType::{Bool, BF16, F32, F64, I32};
+use jaxon_ir::{ClosedJaxpr, HostArray};
+use jaxon_pallas::*;
+use jaxon_trace::error::ok_or_raise;
+use jaxon_trace::numpy::{self as jnp, All};
+use jaxon_trace::{nn, Array};
+use lowering_util::{compare, parse, random, run_lowered, Dist, Rng, Tol};
+
+/// Stages `f` over arrays of the arguments' types.
+fn stage(f: impl Fn(Vec<Array>) -> Vec<Array> + 'static, args: &[HostArray]) -> ClosedJaxpr {
+    let arrays: Vec<Array> = args.iter().cloned().map(Array::from_host).collect();
+    let j = jaxon_trace::make_jaxpr(move |xs: Vec<Array>| f(xs))(arrays).unwrap();
+    assert!(jaxon_ir::print::print_jaxpr(&j.jaxpr).contains("pallas_call"));
+    j
+}
+
+/// Runs the staged program on the simulator and the interpreter.
+fn check_closed(what: &str, j: &ClosedJaxpr, args: &[HostArray], tol: Tol) {
+    let want =
+        jaxon_ir::eval_closed_jaxpr(j, args).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+    let got = run_lowered(j, args).unwrap_or_else(|e| panic!("{what}: cuda: {e}"));
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        compare(&format!("{what}: result {i}"), g, w, tol);
+    }
+}
+
+fn check_call(what: &str, call: PallasCall, args: &[HostArray], tol: Tol) {
+    let j = stage(move |xs| call.call(&xs).unwrap(), args);
+    check_closed(what, &j, args, tol);
+}
+
+fn add_kernel(r: &[Ref]) {
+    let x = load(&r[0], ()).read();
+    let y = load(&r[1], ()).read();
+    store(&r[2], (), x * 2.0 + y);
+}
+
+fn and_kernel(r: &[Ref]) {
+    let x = load(&r[0], ()).read();
+    let y = load(&r[1], ()).read();
+    store(&r[2], (), ok_or_raise(jnp::logical_xor(&x, &y)));
+}
+
+#[test]
+fn blocked_elementwise_with_partial_edge_blocks() {
+    let mut rng = Rng::new(901);
+    for (n, blk) in [(1, 8), (7, 4), (33, 8), (100, 32), (1000, 128), (130, 256)] {
+        for d in [F32, F64, I32] {
+            let args = [
+                random(&mut rng, d, &[n], Dist::Uniform(50.0)),
+                random(&mut rng, d, &[n], Dist::Uniform(50.0)),
+            ];
+            let spec = || BlockSpec::map1([Some(blk)], |i| (i,));
+            let call = pallas_call(add_kernel, shape_dtype(&[n], d))
+                .grid(n.div_ceil(blk))
+                .in_specs(vec![spec(), spec()])
+                .out_spec(spec());
+            check_call(&format!("add {d}[{n}] / {blk}"), call, &args, Tol::Exact);
+        }
+        let args = [
+            random(&mut rng, Bool, &[n], Dist::Uniform(1.0)),
+            random(&mut rng, Bool, &[n], Dist::Uniform(1.0)),
+        ];
+        let spec = || BlockSpec::map1([Some(blk)], |i| (i,));
+        let call = pallas_call(and_kernel, shape_dtype(&[n], Bool))
+            .grid(n.div_ceil(blk))
+            .in_specs(vec![spec(), spec()])
+            .out_spec(spec());
+        check_call(&format!("xor bool[{n}] / {blk}"), call, &args, Tol::Exact);
+    }
+    // 2-D blocks over a (37, 5) array: both dimensions have partial blocks,
+    // and num_programs scales the result; bf16 in and out.
+    let k = |r: &[Ref]| {
+        let x = load(&r[0], ()).read().astype(F32);
+        let n = (num_programs(0) * 10 + num_programs(1)).astype(F32);
+        store(&r[1], (), (x * 3.0 + n).astype(BF16));
+    };
+    let args = [random(&mut rng, BF16, &[37, 5], Dist::Uniform(4.0))];
+    let spec = || BlockSpec::map2([Some(8), Some(2)], |i, j| (i, j));
+    let call = pallas_call(k, shape_dtype(&[37, 5], BF16))
+        .grid([5, 3])
+        .in_specs(vec![spec()])
+        .out_spec(spec());
+    check_call("bf16 2-D blocks", call, &args, Tol::Exact);
+}
+
+#[test]
+fn program_id_and_dynamic_slices() {
+    let mut rng = Rng::new(902);
+    let n = 21;
+    let k = |r: &[Ref]| {
+        let i = program_id(0);
+        let x = r[0].get(ix![ds(&i, 1)]);
+        r[1].set(ix![ds(&i, 1)], x.exp() - 1.0);
+    };
+    let args = [random(&mut rng, F32, &[n], Dist::Uniform(3.0))];
+    check_call(
+        "exp per program",
+        pallas_call(k, shape_dtype(&[n], F32)).grid(n),
+        &args,
+        Tol::Ulp(2),
+    );
+    // Each program writes its reversed row (a `rev` and a transpose of a
+    // squeezed block) and the row's max position.
+    let k = |r: &[Ref]| {
+        let row = r[0].load();
+        r[1].store(ok_or_raise(jnp::flip(&row, None)));
+        r[2].store(row.argmax(Some(0)).astype(I32));
+    };
+    let args = [random(&mut rng, I32, &[6, 9], Dist::Uniform(20.0))];
+    let call = pallas_call(k, vec![shape_dtype(&[6, 9], I32), shape_dtype(&[6], I32)])
+        .grid(6)
+        .in_specs(vec![BlockSpec::map1([None, Some(9)], |i| (i, 0))])
+        .out_specs(vec![
+            BlockSpec::map1([None, Some(9)], |i| (i, 0)),
+            BlockSpec::map1([None::<usize>], |i| i),
+        ]);
+    check_call("rev and argmax rows", call, &args, Tol::Exact);
+}
+
+#[test]
+fn row_softmax_masked_to_a_power_of_two() {
+    for (rows, cols) in [(7usize, 1usize), (33, 125), (300, 37)] {
+        let block = cols.next_power_of_two();
+        let k = move |r: &[Ref]| {
+            let col = ok_or_raise(jnp::arange(block));
+            let m = col.lt(cols as i32);
+            let row = load(&r[0], ..).mask(&m).other(f32::NEG_INFINITY).read();
+            let e = (&row - row.max(All)).exp();
+            store(&r[1], .., &e / e.sum(All)).mask(&m);
+        };
+        let call = pallas_call(k, shape_dtype(&[rows, cols], F32))
+            .grid(rows)
+            .in_specs(vec![BlockSpec::map1([None, Some(block)], |i| (i, 0))])
+            .out_spec(BlockSpec::map1([None, Some(block)], |i| (i, 0)));
+        let args = [random(
+            &mut Rng::new(903),
+            F32,
+            &[rows, cols],
+            Dist::Uniform(8.0),
+        )];
+        check_call(
+            &format!("softmax {rows}x{cols}"),
+            call,
+            &args,
+            Tol::Rel(1e-6),
+        );
+    }
+}
+
+/// `(m, kk) @ (kk, n)` in `(bm, bn)` blocks with a loop over `bk`-wide
+/// slices of `k`, GELU fused, and program (0, *) overwriting its first row
+/// with the block's sum through `when`.
+fn matmul(m: usize, kk: usize, n: usize, bm: usize, bn: usize, bk: usize) -> PallasCall {
+    let kernel = move |r: &[Ref]| {
+        let (x_ref, y_ref, o_ref) = (&r[0], &r[1], &r[2]);
+        let acc0 = ok_or_raise(jnp::zeros(&[bm, bn], F32));
+        let acc = ok_or_raise(fori_loop(
+            0,
+            kk / bk,
+            |k, acc: Array| {
+                let start = &k * bk as i32;
+                let x = x_ref.get(ix![.., ds(&start, bk)]);
+                let y = y_ref.get(ix![ds(&start, bk), ..]);
+                acc + dot(&x, &y)
+            },
+            acc0,
+        ));
+        o_ref.set(ix![.., ..], ok_or_raise(nn::gelu(&acc, true)));
+        when(&program_id(0).eq(0), || {
+            o_ref.set(ix![0, ..], acc.sum(All).broadcast_to(&[bn]));
+        });
+    };
+    pallas_call(kernel, shape_dtype(&[m, n], F32))
+        .grid([m.div_ceil(bm), n.div_ceil(bn)])
+        .in_specs(vec![
+            BlockSpec::map2([bm, kk], |i, _| (i, 0)),
+            BlockSpec::map2([kk, bn], |_, j| (0, j)),
+        ])
+        .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)))
+}
+
+#[test]
+fn matmul_gelu_loop_and_when_in_shared_and_global_memory() {
+    let mut rng = Rng::new(904);
+    // (m, k, n, bm, bn, bk): small blocks fit shared memory; 64x64 blocks
+    // with k = 64 take more than its budget and use global scratch. The
+    // first shapes leave partial blocks along m and n.
+    for (m, kk, n, bm, bn, bk) in [
+        (20, 16, 12, 8, 8, 4),
+        (16, 8, 16, 16, 16, 8),
+        (64, 64, 64, 64, 64, 32),
+    ] {
+        let args = [
+            random(&mut rng, F32, &[m, kk], Dist::Uniform(1.0)),
+            random(&mut rng, F32, &[kk, n], Dist::Uniform(1.0)),
+        ];
+        let call = matmul(m, kk, n, bm, bn, bk);
+        check_call(&format!("matmul {m}x{kk}x{n}"), call, &args, Tol::Rel(1e-5));
+    }
+}
+
+#[test]
+fn revisited_output_block_accumulates_in_grid_order() {
+    // o[i] = sum_k x[i, k-block] over a (rows, k) grid: the output block
+    // ignores axis 1, so the programs along it run in order; axis 1 comes
+    // first to check that the order is the grid's, not the launch's.
+    let (rows, cols, bk) = (6, 40, 8);
+    let k = |r: &[Ref]| {
+        when(&program_id(0).eq(0), || r[1].store(0.0));
+        let x = r[0].load();
+        let s = x.sum(All);
+        r[1].store(r[1].load() * 0.5 + s);
+    };
+    let call = pallas_call(k, shape_dtype(&[rows], F32))
+        .grid([cols / bk, rows])
+        .in_specs(vec![BlockSpec::map2([None, Some(bk)], |k, i| (i, k))])
+        .out_spec(BlockSpec::map2([None::<usize>], |_, i| (i,)));
+    let args = [random(
+        &mut Rng::new(905),
+        F32,
+        &[rows, cols],
+        Dist::Uniform(2.0),
+    )];
+    check_call("revisited accumulator", call, &args, Tol::Exact);
+}
+
+#[test]
+fn atomics_aliasing_masked_store_and_addupdate_bit_exact() {
+    let mut rng = Rng::new(906);
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        r[2].store(0);
+        let m = ok_or_raise(jnp::arange(8)).ge(3);
+        store(&r[2], .., &x).mask(&m);
+        r[2].add(0, 100);
+        let old = atomic_add(&r[3], 0, 7);
+        r[4].set(0, old);
+        let prev = atomic_max(&r[3], 1, 1000);
+        r[4].set(1, prev);
+    };
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[8], I32),
+            shape_dtype(&[2], I32),
+            shape_dtype(&[2], I32),
+        ],
+    )
+    .in_specs(vec![BlockSpec::whole(), BlockSpec::whole()])
+    .input_output_aliases(&[(1, 1)]);
+    let args = [
+        random(&mut rng, I32, &[8], Dist::Uniform(1000.0)),
+        random(&mut rng, I32, &[2], Dist::Uniform(1000.0)),
+    ];
+    check_call("aliases and atomics", call, &args, Tol::Exact);
+    // Programs accumulate into one output block with atomics; the CAS's old
+    // value depends on the order of the programs.
+    let k = |r: &[Ref]| {
+        let s = r[0].load().sum(All);
+        atomic_add(&r[1], 0, &s);
+        atomic_max(&r[1], 1, &s);
+        atomic_xor(&r[1], 2, &s);
+        let old = atomic_cas(&r[1], 3, 0, &s);
+        atomic_add(&r[1], 4, &old);
+    };
+    let call = pallas_call(k, shape_dtype(&[5], I32))
+        .grid(5)
+        .in_specs(vec![BlockSpec::map1([Some(2)], |i| (i,))])
+        .out_spec(BlockSpec::whole());
+    let args = [random(&mut rng, I32, &[9], Dist::Uniform(1000.0))];
+    check_call("ordered atomics", call, &args, Tol::Exact);
+    // Float atomics over a vector with a mask.
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let m = x.gt(0.0);
+        atomic_add(&r[1], .., &x);
+        let old = atomic_min(&r[2], .., &x);
+        r[3].store(old);
+        drop(m);
+    };
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[4], F32),
+            shape_dtype(&[4], F32),
+            shape_dtype(&[4], F32),
+        ],
+    )
+    .grid(3)
+    .in_specs(vec![BlockSpec::map1([None, Some(4)], |i| (i, 0))])
+    .out_specs(vec![
+        BlockSpec::whole(),
+        BlockSpec::whole(),
+        BlockSpec::whole(),
+    ]);
+    let args = [random(&mut rng, F32, &[3, 4], Dist::Uniform(5.0))];
+    check_call("float atomics", call, &args, Tol::Exact);
+}
+
+#[test]
+fn layer_norm_backward_kernel() {
+    let (n, d) = (9, 24);
+    let k = move |r: &[Ref]| {
+        let (x, w, mean, rstd, dy) = (
+            r[0].load(),
+            r[1].load(),
+            r[2].load(),
+            r[3].load(),
+            r[4].load(),
+        );
+        let xhat = (&x - &mean) * &rstd;
+        let g = &dy * &w;
+        let c1 = (&xhat * &g).mean(All);
+        let c2 = g.mean(All);
+        r[5].store((&g - &xhat * &c1 - &c2) * &rstd);
+        when(&program_id(0).eq(0), || {
+            r[6].store(0.0);
+            r[7].store(0.0);
+        });
+        atomic_add(&r[6], .., &dy * &xhat);
+        atomic_add(&r[7], .., &dy);
+    };
+    let row = || BlockSpec::map1([None, Some(d)], |i| (i, 0));
+    let vec = || BlockSpec::map1([d], |_| 0);
+    let one = || BlockSpec::map1([None::<usize>], |i| i);
+    let call = pallas_call(
+        k,
+        vec![
+            shape_dtype(&[n, d], F32),
+            shape_dtype(&[d], F32),
+            shape_dtype(&[d], F32),
+        ],
+    )
+    .grid(n)
+    .in_specs(vec![row(), vec(), one(), one(), row()])
+    .out_specs(vec![row(), vec(), vec()]);
+    let mut rng = Rng::new(907);
+    let args = [
+        random(&mut rng, F32, &[n, d], Dist::Uniform(1.0)),
+        random(&mut rng, F32, &[d], Dist::Uniform(1.0)),
+        random(&mut rng, F32, &[n], Dist::Uniform(1.0)),
+        random(&mut rng, F32, &[n], Dist::Uniform(1.0)),
+        random(&mut rng, F32, &[n, d], Dist::Uniform(1.0)),
+    ];
+    check_call("layer norm backward", call, &args, Tol::Rel(1e-6));
+}
+
+#[test]
+fn flash_attention_forward_kernel() {
+    let (bh, s, d, block_q, block_k) = (2, 32, 8, 16, 8);
+    let scale = 1.0 / (d as f64).sqrt();
+    let kernel = move |r: &[Ref]| {
+        let q = r[0].load() * scale;
+        let m0 = ok_or_raise(jnp::full(
+            &[block_q],
+            &Array::weak(f32::NEG_INFINITY),
+            Some(F32),
+        ));
+        let l0 = ok_or_raise(jnp::zeros(&[block_q], F32));
+        let a0 = ok_or_raise(jnp::zeros(&[block_q, d], F32));
+        let (_, l, acc) = ok_or_raise(fori_loop(
+            0,
+            s / block_k,
+            |j, (m, l, acc): (Array, Array, Array)| {
+                let start = &j * block_k as i32;
+                let kb = r[1].get(ix![ds(&start, block_k), ..]);
+                let vb = r[2].get(ix![ds(&start, block_k), ..]);
+                let sc = dot_t(&q, &kb, false, true);
+                let m_new = ok_or_raise(jnp::maximum(&m, &sc.max(1)));
+                let p = (&sc - m_new.reshape(&[-1, 1])).exp();
+                let alpha = (&m - &m_new).exp();
+                let l = l * &alpha + p.sum(1);
+                let acc = acc * alpha.reshape(&[-1, 1]) + dot(&p, &vb);
+                (m_new, l, acc)
+            },
+            (m0, l0, a0),
+        ));
+        r[3].store(acc / l.reshape(&[-1, 1]));
+    };
+    let qspec = || BlockSpec::map2([None, Some(block_q), Some(d)], |b, i| (b, i, 0));
+    let kvspec = || BlockSpec::map2([None, Some(s), Some(d)], |b, _| (b, 0, 0));
+    let call = pallas_call(kernel, shape_dtype(&[bh, s, d], F32))
+        .grid([bh, s / block_q])
+        .in_specs(vec![qspec(), kvspec(), kvspec()])
+        .out_spec(qspec());
+    let mut rng = Rng::new(908);
+    let args: Vec<HostArray> = (0..3)
+        .map(|_| random(&mut rng, F32, &[bh, s, d], Dist::Uniform(1.0)))
+        .collect();
+    check_call("flash attention", call, &args, Tol::Rel(1e-5));
+}
+
+/// JAX's text of a kernel whose masked store's old values are used:
+/// `i32[7]` in blocks of 4 (the last one partial), output 0 aliased to `b`.
+const MASKED_STORE_RESULT: &str = "{ lambda ; a:i32[7] b:i32[7]. let
+    c:i32[7] d:i32[7] = pallas_call[
+      compiler_params=None
+      cost_estimate=None
+      debug=False
+      grid_mapping=GridMapping(grid=(2,), block_mappings=(BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; e:i32[]. let
+          
+        in (e,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; f:i32[]. let
+          
+        in (f,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; g:i32[]. let
+          
+        in (g,) }), BlockMapping(block_shape=(Blocked(block_size=4),), array_aval=ShapedArray(int32[7]), index_map={ lambda ; h:i32[]. let
+          
+        in (h,) })))
+      input_output_aliases=((1, 0),)
+      interpret=False
+      jaxpr={ lambda ; i:Ref<default>{i32[4]} j:Ref<default>{i32[4]} k:Ref<default>{i32[4]}
+          l:Ref<default>{i32[4]}. let
+          m:i32[4] = iota[dimension=0 dtype=int32 shape=(4,) sharding=None] 
+          n:i32[] = program_id[axis=0] 
+          o:i32[] = mul n 4:i32[]
+          p:i32[4] = add m o
+          q:bool[4] = lt p 5:i32[]
+          r:i32[4] <- i[...]
+          s:i32[4], k[...] <- k[...], r mask=q
+          _:i32[4], l[...] <- l[...], s
+        in () }
+      mesh=None
+      metadata=None
+      name=masked_store_result
+      out_avals=(ShapedArray(int32[7]), ShapedArray(int32[7]))
+    ] a b
+  in (c, d) }";
+
+#[test]
+fn jax_text_masked_store_result() {
+    let j = parse(MASKED_STORE_RESULT);
+    let mut rng = Rng::new(909);
+    let args = [
+        random(&mut rng, I32, &[7], Dist::Uniform(99.0)),
+        random(&mut rng, I32, &[7], Dist::Uniform(99.0)),
+    ];
+    check_closed("masked store result", &j, &args, Tol::Exact);
+}
+
+#[test]
+fn kernel_primitives_outside_a_kernel_are_errors() {
+    let text = "{ lambda ; . let a:i32[] = program_id[axis=0]  in (a,) }";
+    let j = parse(text);
+    let e = run_lowered(&j, &[]).unwrap_err().to_string();
+    assert!(e.contains("program_id") && e.contains("outside"), "{e}");
+}
