@@ -28,20 +28,37 @@ fn stage(f: impl Fn(Vec<Array>) -> Vec<Array> + 'static, args: &[HostArray]) -> 
     j
 }
 
-/// Runs the staged program on the simulator and the interpreter.
-fn check_closed(what: &str, j: &ClosedJaxpr, args: &[HostArray], tol: Tol) {
-    let want =
-        jaxon_ir::eval_closed_jaxpr(j, args).unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
-    let got = run_lowered(j, args).unwrap_or_else(|e| panic!("{what}: cuda: {e}"));
-    assert_eq!(got.len(), want.len());
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        compare(&format!("{what}: result {i}"), g, w, tol);
-    }
+/// One program and its inputs, compared with `tol`.
+struct Case {
+    what: String,
+    program: ClosedJaxpr,
+    args: Vec<HostArray>,
+    tol: Tol,
 }
 
-fn check_call(what: &str, call: PallasCall, args: &[HostArray], tol: Tol) {
-    let j = stage(move |xs| call.call(&xs).unwrap(), args);
-    check_closed(what, &j, args, tol);
+impl Case {
+    fn call(what: &str, call: PallasCall, args: &[HostArray], tol: Tol) -> Case {
+        let program = stage(move |xs| call.call(&xs).unwrap(), args);
+        Case {
+            what: what.to_string(),
+            program,
+            args: args.to_vec(),
+            tol,
+        }
+    }
+
+    /// Runs the program on the simulator (or GPU) and the interpreter.
+    fn check(&self) {
+        let what = &self.what;
+        let want = jaxon_ir::eval_closed_jaxpr(&self.program, &self.args)
+            .unwrap_or_else(|e| panic!("{what}: interpreter: {e}"));
+        let got =
+            run_lowered(&self.program, &self.args).unwrap_or_else(|e| panic!("{what}: cuda: {e}"));
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            compare(&format!("{what}: result {i}"), g, w, self.tol);
+        }
+    }
 }
 
 fn add_kernel(r: &[Ref]) {
@@ -56,8 +73,8 @@ fn and_kernel(r: &[Ref]) {
     store(&r[2], (), ok_or_raise(jnp::logical_xor(&x, &y)));
 }
 
-#[test]
-fn blocked_elementwise_with_partial_edge_blocks() {
+fn blocked_elementwise_with_partial_edge_blocks_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let mut rng = Rng::new(901);
     for (n, blk) in [(1, 8), (7, 4), (33, 8), (100, 32), (1000, 128), (130, 256)] {
         for d in [F32, F64, I32] {
@@ -70,7 +87,12 @@ fn blocked_elementwise_with_partial_edge_blocks() {
                 .grid(n.div_ceil(blk))
                 .in_specs(vec![spec(), spec()])
                 .out_spec(spec());
-            check_call(&format!("add {d}[{n}] / {blk}"), call, &args, Tol::Exact);
+            cases.push(Case::call(
+                &format!("add {d}[{n}] / {blk}"),
+                call,
+                &args,
+                Tol::Exact,
+            ));
         }
         let args = [
             random(&mut rng, Bool, &[n], Dist::Uniform(1.0)),
@@ -81,7 +103,12 @@ fn blocked_elementwise_with_partial_edge_blocks() {
             .grid(n.div_ceil(blk))
             .in_specs(vec![spec(), spec()])
             .out_spec(spec());
-        check_call(&format!("xor bool[{n}] / {blk}"), call, &args, Tol::Exact);
+        cases.push(Case::call(
+            &format!("xor bool[{n}] / {blk}"),
+            call,
+            &args,
+            Tol::Exact,
+        ));
     }
     // 2-D blocks over a (37, 5) array: both dimensions have partial blocks,
     // and num_programs scales the result; bf16 in and out.
@@ -96,11 +123,19 @@ fn blocked_elementwise_with_partial_edge_blocks() {
         .grid([5, 3])
         .in_specs(vec![spec()])
         .out_spec(spec());
-    check_call("bf16 2-D blocks", call, &args, Tol::Exact);
+    cases.push(Case::call("bf16 2-D blocks", call, &args, Tol::Exact));
+    cases
 }
 
 #[test]
-fn program_id_and_dynamic_slices() {
+fn blocked_elementwise_with_partial_edge_blocks() {
+    for c in blocked_elementwise_with_partial_edge_blocks_cases() {
+        c.check();
+    }
+}
+
+fn program_id_and_dynamic_slices_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let mut rng = Rng::new(902);
     let n = 21;
     let k = |r: &[Ref]| {
@@ -109,12 +144,12 @@ fn program_id_and_dynamic_slices() {
         r[1].set(ix![ds(&i, 1)], x.exp() - 1.0);
     };
     let args = [random(&mut rng, F32, &[n], Dist::Uniform(3.0))];
-    check_call(
+    cases.push(Case::call(
         "exp per program",
         pallas_call(k, shape_dtype(&[n], F32)).grid(n),
         &args,
         Tol::Ulp(2),
-    );
+    ));
     // Each program writes its reversed row (a `rev` and a transpose of a
     // squeezed block) and the row's max position.
     let k = |r: &[Ref]| {
@@ -130,11 +165,19 @@ fn program_id_and_dynamic_slices() {
             BlockSpec::map1([None, Some(9)], |i| (i, 0)),
             BlockSpec::map1([None::<usize>], |i| i),
         ]);
-    check_call("rev and argmax rows", call, &args, Tol::Exact);
+    cases.push(Case::call("rev and argmax rows", call, &args, Tol::Exact));
+    cases
 }
 
 #[test]
-fn row_softmax_masked_to_a_power_of_two() {
+fn program_id_and_dynamic_slices() {
+    for c in program_id_and_dynamic_slices_cases() {
+        c.check();
+    }
+}
+
+fn row_softmax_masked_to_a_power_of_two_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     for (rows, cols) in [(7usize, 1usize), (33, 125), (300, 37)] {
         let block = cols.next_power_of_two();
         let k = move |r: &[Ref]| {
@@ -154,12 +197,20 @@ fn row_softmax_masked_to_a_power_of_two() {
             &[rows, cols],
             Dist::Uniform(8.0),
         )];
-        check_call(
+        cases.push(Case::call(
             &format!("softmax {rows}x{cols}"),
             call,
             &args,
             Tol::Rel(1e-6),
-        );
+        ));
+    }
+    cases
+}
+
+#[test]
+fn row_softmax_masked_to_a_power_of_two() {
+    for c in row_softmax_masked_to_a_power_of_two_cases() {
+        c.check();
     }
 }
 
@@ -195,8 +246,8 @@ fn matmul(m: usize, kk: usize, n: usize, bm: usize, bn: usize, bk: usize) -> Pal
         .out_spec(BlockSpec::map2([bm, bn], |i, j| (i, j)))
 }
 
-#[test]
-fn matmul_gelu_loop_and_when_in_shared_and_global_memory() {
+fn matmul_gelu_loop_and_when_in_shared_and_global_memory_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let mut rng = Rng::new(904);
     // (m, k, n, bm, bn, bk): small blocks fit shared memory; 64x64 blocks
     // with k = 64 take more than its budget and use global scratch. The
@@ -211,12 +262,25 @@ fn matmul_gelu_loop_and_when_in_shared_and_global_memory() {
             random(&mut rng, F32, &[kk, n], Dist::Uniform(1.0)),
         ];
         let call = matmul(m, kk, n, bm, bn, bk);
-        check_call(&format!("matmul {m}x{kk}x{n}"), call, &args, Tol::Rel(1e-5));
+        cases.push(Case::call(
+            &format!("matmul {m}x{kk}x{n}"),
+            call,
+            &args,
+            Tol::Rel(1e-5),
+        ));
     }
+    cases
 }
 
 #[test]
-fn revisited_output_block_accumulates_in_grid_order() {
+fn matmul_gelu_loop_and_when_in_shared_and_global_memory() {
+    for c in matmul_gelu_loop_and_when_in_shared_and_global_memory_cases() {
+        c.check();
+    }
+}
+
+fn revisited_output_block_accumulates_in_grid_order_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     // o[i] = sum_k x[i, k-block] over a (rows, k) grid: the output block
     // ignores axis 1, so the programs along it run in order; axis 1 comes
     // first to check that the order is the grid's, not the launch's.
@@ -237,11 +301,19 @@ fn revisited_output_block_accumulates_in_grid_order() {
         &[rows, cols],
         Dist::Uniform(2.0),
     )];
-    check_call("revisited accumulator", call, &args, Tol::Exact);
+    cases.push(Case::call("revisited accumulator", call, &args, Tol::Exact));
+    cases
 }
 
 #[test]
-fn atomics_aliasing_masked_store_and_addupdate_bit_exact() {
+fn revisited_output_block_accumulates_in_grid_order() {
+    for c in revisited_output_block_accumulates_in_grid_order_cases() {
+        c.check();
+    }
+}
+
+fn atomics_aliasing_masked_store_and_addupdate_bit_exact_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let mut rng = Rng::new(906);
     let k = |r: &[Ref]| {
         let x = r[0].load();
@@ -268,7 +340,7 @@ fn atomics_aliasing_masked_store_and_addupdate_bit_exact() {
         random(&mut rng, I32, &[8], Dist::Uniform(1000.0)),
         random(&mut rng, I32, &[2], Dist::Uniform(1000.0)),
     ];
-    check_call("aliases and atomics", call, &args, Tol::Exact);
+    cases.push(Case::call("aliases and atomics", call, &args, Tol::Exact));
     // Programs accumulate into one output block with atomics; the CAS's old
     // value depends on the order of the programs.
     let k = |r: &[Ref]| {
@@ -284,7 +356,7 @@ fn atomics_aliasing_masked_store_and_addupdate_bit_exact() {
         .in_specs(vec![BlockSpec::map1([Some(2)], |i| (i,))])
         .out_spec(BlockSpec::whole());
     let args = [random(&mut rng, I32, &[9], Dist::Uniform(1000.0))];
-    check_call("ordered atomics", call, &args, Tol::Exact);
+    cases.push(Case::call("ordered atomics", call, &args, Tol::Exact));
     // Float atomics over a vector with a mask.
     let k = |r: &[Ref]| {
         let x = r[0].load();
@@ -310,11 +382,19 @@ fn atomics_aliasing_masked_store_and_addupdate_bit_exact() {
         BlockSpec::whole(),
     ]);
     let args = [random(&mut rng, F32, &[3, 4], Dist::Uniform(5.0))];
-    check_call("float atomics", call, &args, Tol::Exact);
+    cases.push(Case::call("float atomics", call, &args, Tol::Exact));
+    cases
 }
 
 #[test]
-fn layer_norm_backward_kernel() {
+fn atomics_aliasing_masked_store_and_addupdate_bit_exact() {
+    for c in atomics_aliasing_masked_store_and_addupdate_bit_exact_cases() {
+        c.check();
+    }
+}
+
+fn layer_norm_backward_kernel_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let (n, d) = (9, 24);
     let k = move |r: &[Ref]| {
         let (x, w, mean, rstd, dy) = (
@@ -358,11 +438,24 @@ fn layer_norm_backward_kernel() {
         random(&mut rng, F32, &[n], Dist::Uniform(1.0)),
         random(&mut rng, F32, &[n, d], Dist::Uniform(1.0)),
     ];
-    check_call("layer norm backward", call, &args, Tol::Rel(1e-6));
+    cases.push(Case::call(
+        "layer norm backward",
+        call,
+        &args,
+        Tol::Rel(1e-6),
+    ));
+    cases
 }
 
 #[test]
-fn flash_attention_forward_kernel() {
+fn layer_norm_backward_kernel() {
+    for c in layer_norm_backward_kernel_cases() {
+        c.check();
+    }
+}
+
+fn flash_attention_forward_kernel_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let (bh, s, d, block_q, block_k) = (2, 32, 8, 16, 8);
     let scale = 1.0 / (d as f64).sqrt();
     let kernel = move |r: &[Ref]| {
@@ -403,7 +496,15 @@ fn flash_attention_forward_kernel() {
     let args: Vec<HostArray> = (0..3)
         .map(|_| random(&mut rng, F32, &[bh, s, d], Dist::Uniform(1.0)))
         .collect();
-    check_call("flash attention", call, &args, Tol::Rel(1e-5));
+    cases.push(Case::call("flash attention", call, &args, Tol::Rel(1e-5)));
+    cases
+}
+
+#[test]
+fn flash_attention_forward_kernel() {
+    for c in flash_attention_forward_kernel_cases() {
+        c.check();
+    }
 }
 
 /// JAX's text of a kernel whose masked store's old values are used:
@@ -442,15 +543,28 @@ const MASKED_STORE_RESULT: &str = "{ lambda ; a:i32[7] b:i32[7]. let
     ] a b
   in (c, d) }";
 
-#[test]
-fn jax_text_masked_store_result() {
+fn jax_text_masked_store_result_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
     let j = parse(MASKED_STORE_RESULT);
     let mut rng = Rng::new(909);
     let args = [
         random(&mut rng, I32, &[7], Dist::Uniform(99.0)),
         random(&mut rng, I32, &[7], Dist::Uniform(99.0)),
     ];
-    check_closed("masked store result", &j, &args, Tol::Exact);
+    cases.push(Case {
+        what: "masked store result".into(),
+        program: j,
+        args: args.to_vec(),
+        tol: Tol::Exact,
+    });
+    cases
+}
+
+#[test]
+fn jax_text_masked_store_result() {
+    for c in jax_text_masked_store_result_cases() {
+        c.check();
+    }
 }
 
 #[test]
@@ -459,4 +573,33 @@ fn kernel_primitives_outside_a_kernel_are_errors() {
     let j = parse(text);
     let e = run_lowered(&j, &[]).unwrap_err().to_string();
     assert!(e.contains("program_id") && e.contains("outside"), "{e}");
+}
+
+/// Every case of this file.
+fn all_cases() -> Vec<Case> {
+    let mut all = Vec::new();
+    all.extend(blocked_elementwise_with_partial_edge_blocks_cases());
+    all.extend(program_id_and_dynamic_slices_cases());
+    all.extend(row_softmax_masked_to_a_power_of_two_cases());
+    all.extend(matmul_gelu_loop_and_when_in_shared_and_global_memory_cases());
+    all.extend(revisited_output_block_accumulates_in_grid_order_cases());
+    all.extend(atomics_aliasing_masked_store_and_addupdate_bit_exact_cases());
+    all.extend(layer_norm_backward_kernel_cases());
+    all.extend(flash_attention_forward_kernel_cases());
+    all.extend(jax_text_masked_store_result_cases());
+    all
+}
+
+#[test]
+fn every_pallas_kernel_compiles_with_nvrtc() {
+    let mut kernels = Vec::new();
+    for (i, c) in all_cases().iter().enumerate() {
+        let p = jaxon_backend_cuda::lower::lower(&c.program)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.what));
+        for mut k in p.kernels {
+            k.name = format!("p{i}_{}", k.name);
+            kernels.push(k);
+        }
+    }
+    lowering_util::nvrtc_check("lowering_pallas", &kernels, |_, _| false);
 }

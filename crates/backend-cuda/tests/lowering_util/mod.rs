@@ -9,6 +9,9 @@
 
 #![allow(dead_code)]
 
+mod nvrtc;
+pub use nvrtc::nvrtc_check;
+
 use jaxon_backend_cuda::lower::{CudaBackend, CudaSimBackend};
 use jaxon_ir::{parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
 
