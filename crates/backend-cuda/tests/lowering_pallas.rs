@@ -575,9 +575,113 @@ fn kernel_primitives_outside_a_kernel_are_errors() {
     assert!(e.contains("program_id") && e.contains("outside"), "{e}");
 }
 
+/// Data movement, reductions, `select_n`, a `while` with a trip count
+/// from `program_id`, a `cond` returning an array, `dynamic_update_slice`,
+/// `swap`'s old values and `addupdate`, in f32, f16 and i32, on row blocks
+/// of random sizes that leave a partial last block.
+fn kernel_primitives_cases() -> Vec<Case> {
+    use jaxon_ir::DType::F16;
+    let mut cases = Vec::new();
+    let mut rng = Rng::new(910);
+    for (rows, cols, br) in [(5usize, 3usize, 2usize), (9, 7, 4), (16, 12, 16), (3, 1, 8)] {
+        for d in [F32, F16, I32] {
+            let k = move |r: &[Ref]| {
+                let x = r[0].load();
+                let pid = program_id(0);
+                // transpose, concatenate, reductions over either axis.
+                let t = ok_or_raise(jnp::transpose(&x, None));
+                let c = ok_or_raise(jnp::concatenate(&[x.clone(), &x * 2], 1));
+                let mx = x.max(1);
+                let mn = t.min(1);
+                let am = x.argmin(Some(1)).astype(F32);
+                // select_n through where.
+                let pos = x.gt(0);
+                let s = ok_or_raise(jnp::where_(&pos, &x, &(&x * 3)));
+                // while with a program-dependent trip count.
+                let (_, w) = ok_or_raise(jaxon_trace::while_loop(
+                    |(i, _): (Array, Array)| i.le(&pid),
+                    |(i, acc): (Array, Array)| (&i + 1, acc + &x),
+                    (Array::from_vec(vec![0i32], &[]), x.clone()),
+                ));
+                // cond returning an array.
+                let odd = (&pid % 2).eq(1);
+                let cnd = ok_or_raise(jaxon_trace::cond(
+                    &odd,
+                    |v: Array| &v - 1,
+                    |v: Array| &v * 2,
+                    x.clone(),
+                ));
+                // dynamic_update_slice at a program-dependent row.
+                let row = ok_or_raise(jnp::ones(&[1, x.shape()[1]], x.dtype()));
+                let zero = Array::from_vec(vec![0i32], &[]);
+                let du = ok_or_raise(jaxon_trace::lax::dynamic_update_slice(
+                    &x,
+                    &row,
+                    &[&pid % 3, zero],
+                ));
+                r[1].store(s + w + cnd + du + c.sum(1).reshape(&[-1, 1]).astype(x.dtype()));
+                r[2].store((mx.astype(F32) + am + mn.sum(All).astype(F32)).astype(F32));
+                // swap's old values and addupdate on the first output.
+                let old = r[1].swap(ix![0, ..], t.sum(1).astype(x.dtype()));
+                r[1].add(
+                    ix![1.., ..],
+                    old.broadcast_to(&[x.shape()[0] - 1, x.shape()[1]]),
+                );
+            };
+            let args = [random(&mut rng, d, &[rows, cols], Dist::Uniform(4.0))];
+            let call = pallas_call(
+                k,
+                vec![shape_dtype(&[rows, cols], d), shape_dtype(&[rows], F32)],
+            )
+            .grid(rows.div_ceil(br))
+            .in_specs(vec![BlockSpec::map1([br, cols], |i| (i, 0))])
+            .out_specs(vec![
+                BlockSpec::map1([br, cols], |i| (i, 0)),
+                BlockSpec::map1([br], |i| (i,)),
+            ]);
+            let tol = if d == F32 {
+                Tol::Rel(1e-6)
+            } else if d == F16 {
+                Tol::Rel(1e-3)
+            } else {
+                Tol::Exact
+            };
+            cases.push(Case::call(
+                &format!("kernel primitives {d}[{rows},{cols}] / {br}"),
+                call,
+                &args,
+                tol,
+            ));
+        }
+    }
+    cases
+}
+
+#[test]
+fn kernel_primitives_on_random_shapes() {
+    for c in kernel_primitives_cases() {
+        let text = jaxon_ir::print::print_jaxpr(&c.program.jaxpr);
+        for p in [
+            "while[",
+            "cond[",
+            "dynamic_update_slice",
+            "argmin",
+            "transpose",
+            "concatenate",
+            "select_n",
+            "reduce_min",
+            "] += ",
+        ] {
+            assert!(text.contains(p), "{}: no {p} in\n{text}", c.what);
+        }
+        c.check();
+    }
+}
+
 /// Every case of this file.
 fn all_cases() -> Vec<Case> {
     let mut all = Vec::new();
+    all.extend(kernel_primitives_cases());
     all.extend(blocked_elementwise_with_partial_edge_blocks_cases());
     all.extend(program_id_and_dynamic_slices_cases());
     all.extend(row_softmax_masked_to_a_power_of_two_cases());
