@@ -678,10 +678,82 @@ fn kernel_primitives_on_random_shapes() {
     }
 }
 
+/// Loops whose results read their own carries: a `scan` whose stacked
+/// result is the *old* carry and whose carries swap places through
+/// elementwise expressions (left lazy by the lowering), forwards and in
+/// reverse, and a `fori_loop` carrying a scalar and a row.
+fn loop_carry_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    let mut rng = Rng::new(911);
+    for reverse in [false, true] {
+        let k = move |r: &[Ref]| {
+            let x = r[0].load();
+            let rows = x.shape()[0];
+            let a0 = x.sum(0);
+            let b0 = x.max(0);
+            let ((a, bb), ys) = ok_or_raise(jaxon_trace::scan(
+                |(a, bb): (Array, Array), xi: Array| {
+                    let na = &bb * 0.5 + &xi;
+                    let nb = &a - &xi * 2.0;
+                    ((na, nb), a)
+                },
+                (a0, b0),
+                x,
+                None,
+                reverse,
+            ));
+            assert_eq!(ys.shape()[0], rows);
+            r[1].store(ys);
+            r[2].store(&a + &bb);
+        };
+        let (rows, cols) = (5usize, 6usize);
+        let args = [random(&mut rng, F32, &[rows, cols], Dist::Uniform(3.0))];
+        let call = pallas_call(
+            k,
+            vec![shape_dtype(&[rows, cols], F32), shape_dtype(&[cols], F32)],
+        );
+        cases.push(Case::call(
+            &format!("scan carries (reverse={reverse})"),
+            call,
+            &args,
+            Tol::Rel(1e-6),
+        ));
+    }
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        let (s, row) = ok_or_raise(fori_loop(
+            0,
+            4,
+            |i, (s, row): (Array, Array)| {
+                let f = i.astype(F32);
+                (&s + row.sum(All), (&row * 0.5 + &f) - &s)
+            },
+            (Array::scalar(1f32), x),
+        ));
+        r[1].store(&row + &s);
+    };
+    let args = [random(&mut rng, F32, &[7], Dist::Uniform(3.0))];
+    cases.push(Case::call(
+        "fori_loop scalar and row",
+        pallas_call(k, shape_dtype(&[7], F32)),
+        &args,
+        Tol::Rel(1e-6),
+    ));
+    cases
+}
+
+#[test]
+fn loops_whose_results_read_their_carries() {
+    for c in loop_carry_cases() {
+        c.check();
+    }
+}
+
 /// Every case of this file.
 fn all_cases() -> Vec<Case> {
     let mut all = Vec::new();
     all.extend(kernel_primitives_cases());
+    all.extend(loop_carry_cases());
     all.extend(blocked_elementwise_with_partial_edge_blocks_cases());
     all.extend(program_id_and_dynamic_slices_cases());
     all.extend(row_softmax_masked_to_a_power_of_two_cases());

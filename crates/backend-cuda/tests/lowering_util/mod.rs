@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 mod nvrtc;
+#[allow(unused_imports)]
 pub use nvrtc::nvrtc_check;
 
 use jaxon_backend_cuda::lower::{CudaBackend, CudaSimBackend};

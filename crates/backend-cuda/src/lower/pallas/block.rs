@@ -26,7 +26,7 @@
 use super::super::kernel::{compute, i64c, lit_expr, multi_index};
 use super::super::plan::BufId;
 use super::super::{unsupported, Ctx};
-use super::{control, ops, refs};
+use super::{control, lazy, ops, refs};
 use crate::kir::{Expr, KernelBuilder, ParamId, SharedId, Space, Stmt};
 use jaxon_ir::primitive::Primitive;
 use jaxon_ir::{Atom, Aval, Binder, DType, Eqn, HostArray, IrError, Jaxpr, Var as JVar};
@@ -65,6 +65,8 @@ pub(crate) enum BVal {
     Array(Region),
     /// A mutable reference.
     Ref(refs::RefView),
+    /// An elementwise value evaluated where it is used (`lazy.rs`).
+    Lazy(std::rc::Rc<lazy::Lazy>),
 }
 
 /// Where the values of a program live.
@@ -125,6 +127,8 @@ pub(crate) struct Block<'a> {
     pub ids: Vec<Expr>,
     /// The grid.
     pub grid: Vec<usize>,
+    /// The variables of the jaxpr being run that may stay lazy.
+    lazy: std::collections::HashSet<JVar>,
 }
 
 impl<'a> Block<'a> {
@@ -143,6 +147,7 @@ impl<'a> Block<'a> {
             tid: Expr::var(tid),
             ids: Vec::new(),
             grid: Vec::new(),
+            lazy: Default::default(),
         }
     }
 
@@ -265,6 +270,19 @@ impl<'a> Block<'a> {
                 Ok(self.ld(r.space, r.dtype, r.base + e, None))
             }
             BVal::Ref(_) => Err(IrError::ty("pallas_call", "a Ref used as an array")),
+            BVal::Lazy(l) => {
+                let l = l.clone();
+                let idx = multi_index(&mut self.k, e, &l.shape);
+                l.at(self, &idx)
+            }
+        }
+    }
+
+    /// `v` in block memory if it is lazy, else `v`.
+    pub fn materialize(&mut self, v: BVal) -> Result<BVal, IrError> {
+        match v {
+            BVal::Lazy(l) => self.produce(l.dtype, &l.shape.clone(), |b, idx| l.at(b, idx)),
+            BVal::Scalar(..) | BVal::Array(_) | BVal::Ref(_) => Ok(v),
         }
     }
 
@@ -349,7 +367,7 @@ impl<'a> Block<'a> {
                 self.k.assign(*v, x.clone());
                 Ok(())
             }
-            (BVal::Array(d), s @ (BVal::Array(_) | BVal::Scalar(..))) => {
+            (BVal::Array(d), s @ (BVal::Array(_) | BVal::Scalar(..) | BVal::Lazy(_))) => {
                 let d = d.clone();
                 let s = s.clone();
                 self.each(d.len(), move |b, e| {
@@ -373,6 +391,7 @@ impl<'a> Block<'a> {
                 BVal::Scalar(Expr::var(x), *d)
             }
             BVal::Array(r) => BVal::Array(self.alloc(r.dtype, &r.shape)?),
+            BVal::Lazy(l) => BVal::Array(self.alloc(l.dtype, &l.shape)?),
             BVal::Ref(r) => return Ok(BVal::Ref(r.clone())),
         };
         self.assign(&s, v)?;
@@ -435,12 +454,26 @@ impl<'a> Block<'a> {
         for (v, a) in jaxpr.invars.iter().zip(args) {
             env.insert(*v, a);
         }
+        let outer = std::mem::replace(&mut self.lazy, lazy::lazy_vars(jaxpr));
+        let res = self.eqns(jaxpr, &mut env);
+        self.lazy = outer;
+        res?;
+        jaxpr.outvars.iter().map(|a| self.atom(&env, a)).collect()
+    }
+
+    fn eqns(&mut self, jaxpr: &Jaxpr, env: &mut HashMap<JVar, BVal>) -> Result<(), IrError> {
         for eqn in &jaxpr.eqns {
-            let ins = eqn
+            let mut ins = eqn
                 .inputs
                 .iter()
-                .map(|a| self.atom(&env, a))
+                .map(|a| self.atom(env, a))
                 .collect::<Result<Vec<_>, _>>()?;
+            if !lazy::reads_once(&eqn.primitive) {
+                ins = ins
+                    .into_iter()
+                    .map(|v| self.materialize(v))
+                    .collect::<Result<_, _>>()?;
+            }
             let outs = self.eqn(jaxpr, eqn, ins)?;
             if outs.len() != eqn.outputs.len() {
                 return Err(IrError::Invalid(format!(
@@ -456,7 +489,12 @@ impl<'a> Block<'a> {
                 }
             }
         }
-        jaxpr.outvars.iter().map(|a| self.atom(&env, a)).collect()
+        Ok(())
+    }
+
+    /// Whether the result `b` of an elementwise equation may stay lazy.
+    pub fn may_defer(&self, b: &Binder) -> bool {
+        matches!(b, Binder::Var(v) if self.lazy.contains(v))
     }
 
     /// One equation: the family `match`.
@@ -468,7 +506,12 @@ impl<'a> Block<'a> {
             .map(|b| out_type(jaxpr, b, name))
             .collect::<Result<_, _>>()?;
         match &eqn.primitive {
-            Primitive::Elementwise(p) => ops::elementwise(self, p, &ins, &outs),
+            Primitive::Elementwise(p) => match (eqn.outputs.as_slice(), outs.as_slice()) {
+                ([b], [(d, shape)]) if !shape.is_empty() && self.may_defer(b) => {
+                    Ok(vec![lazy::Lazy::value(p, &ins, *d, shape)])
+                }
+                _ => ops::elementwise(self, p, &ins, &outs),
+            },
             Primitive::Structural(p) => ops::structural(self, p, &ins, &outs),
             Primitive::Indexing(p) => ops::indexing(self, p, &ins, &outs),
             Primitive::Reduction(p) => ops::reduction(self, p, &ins, &outs),

@@ -145,7 +145,9 @@ fn update_carries(
             Atom::Lit(_) => false,
         });
     let results = &results[..carries.len().min(results.len())];
-    if permuted {
+    // A lazy result may read a carry that an earlier copy rewrites.
+    let lazy = results.iter().any(|r| matches!(r, BVal::Lazy(_)));
+    if permuted || lazy {
         let temps = storage(b, results)?;
         copy_all(b, carries, &temps)
     } else {
@@ -229,7 +231,7 @@ fn scan(b: &mut Block, s: &ScanParams, ins: Vec<BVal>) -> Result<Vec<BVal>, IrEr
             args.push(item(b, x, Expr::var(it))?);
         }
         let outs = call(b, &s.jaxpr, args)?;
-        update_carries(b, body, nc, &carries, &outs)?;
+        // The stacked results first: they may read this iteration's carries.
         for (y, o) in ys.iter().zip(outs.iter().skip(nk)) {
             let n: usize = y.shape[1..].iter().product();
             let mut dst = y.clone();
@@ -237,7 +239,7 @@ fn scan(b: &mut Block, s: &ScanParams, ins: Vec<BVal>) -> Result<Vec<BVal>, IrEr
             dst.shape.remove(0);
             b.assign(&BVal::Array(dst), o)?;
         }
-        Ok(())
+        update_carries(b, body, nc, &carries, &outs)
     })();
     let inner = b.k.end_body();
     res?;

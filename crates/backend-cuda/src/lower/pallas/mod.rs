@@ -13,6 +13,7 @@
 mod block;
 mod call;
 mod control;
+mod lazy;
 mod ops;
 mod refs;
 

@@ -40,6 +40,7 @@ pub(crate) fn shape_of(v: &BVal) -> Vec<usize> {
         BVal::Scalar(..) => Vec::new(),
         BVal::Array(r) => r.shape.clone(),
         BVal::Ref(r) => r.shape.clone(),
+        BVal::Lazy(l) => l.shape.clone(),
     }
 }
 
@@ -49,11 +50,15 @@ pub(crate) fn dtype_of(v: &BVal) -> DType {
         BVal::Scalar(_, d) => *d,
         BVal::Array(r) => r.dtype,
         BVal::Ref(r) => r.dtype,
+        BVal::Lazy(l) => l.dtype,
     }
 }
 
 /// Element `idx` (a multi-index of the value's shape) of `v`.
 pub(crate) fn at(b: &mut Block, v: &BVal, idx: &[Expr]) -> Result<Expr, IrError> {
+    if let BVal::Lazy(l) = v {
+        return l.at(b, idx);
+    }
     let lin = affine(0, &strides(&shape_of(v)), idx);
     b.elem(v, lin)
 }
@@ -61,7 +66,7 @@ pub(crate) fn at(b: &mut Block, v: &BVal, idx: &[Expr]) -> Result<Expr, IrError>
 /// Element `idx` of the result's index space read from `v` with NumPy
 /// broadcasting (trailing dimensions aligned, size-1 dimensions repeated):
 /// the tracer stages `sub x[16,8] m[16,1]` inside kernels as it is.
-fn broadcast_at(b: &mut Block, v: &BVal, idx: &[Expr]) -> Result<Expr, IrError> {
+pub(crate) fn broadcast_at(b: &mut Block, v: &BVal, idx: &[Expr]) -> Result<Expr, IrError> {
     let vs = shape_of(v);
     if vs.len() > idx.len() {
         return Err(IrError::ty(
@@ -322,7 +327,9 @@ fn clamped_starts(
                 .cast(DType::I64)
                 .max(i64c(0))
                 .min(i64c(n.saturating_sub(w) as i64))),
-            BVal::Array(_) | BVal::Ref(_) => Err(IrError::ty(name, "start indices are scalars")),
+            BVal::Array(_) | BVal::Ref(_) | BVal::Lazy(_) => {
+                Err(IrError::ty(name, "start indices are scalars"))
+            }
         })
         .collect()
 }

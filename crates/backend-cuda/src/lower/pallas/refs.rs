@@ -433,7 +433,7 @@ fn operand(ins: &[BVal], k: usize, prim: &str) -> Result<BVal, IrError> {
 fn value_at(b: &mut Block, v: &BVal, idx: &[Expr]) -> Result<Expr, IrError> {
     match v {
         BVal::Scalar(e, _) => Ok(e.clone()),
-        BVal::Array(_) | BVal::Ref(_) => at(b, v, idx),
+        BVal::Array(_) | BVal::Ref(_) | BVal::Lazy(_) => at(b, v, idx),
     }
 }
 
