@@ -86,6 +86,7 @@ pub use jaxon_trace::{debug, index, nn, scipy};
 pub use jaxon_trace::{pure_callback, VmapMethod};
 pub mod distributed;
 pub mod io;
+mod placement;
 mod program;
 pub mod sharding;
 /// `jax.checkpoint_policies`: what [`checkpoint()`]`(f).policy(..)` saves.
@@ -102,6 +103,7 @@ pub use jaxon_transforms::{
     Jacobian, Vmap,
 };
 pub use jaxon_transforms::{pmap, shard_map, Pmap, ShardMap, Specs};
+pub use placement::{device_put_on, ArrayDevices};
 pub use program::{call_jaxpr, load_jaxpr};
 pub use sharding::{
     addressable_shards, default_backend, device_count, device_put_sharded, devices,
@@ -249,6 +251,7 @@ pub mod jax_to_jaxon {}
 pub mod prelude {
     pub use crate::numpy as jnp;
     pub use crate::numpy::All;
+    pub use crate::placement::ArrayDevices;
     pub use crate::{
         cond, fori_loop, grad, hessian, jacfwd, jacrev, jit, jvp, lax, make_jaxpr, random, scan,
         switch, value_and_grad, vjp, vmap, while_loop, Array, DType, Error, Result, Static,

@@ -79,3 +79,67 @@ fn the_default_backend_is_the_gpu_where_one_is_present() {
         if gpu { "cuda" } else { "cpu" }
     );
 }
+
+#[test]
+fn arrays_know_their_devices_and_move_between_them() {
+    use jaxon::ArrayDevices;
+    let x = values();
+    assert_eq!(x.device().expect("device").to_string(), "CpuDevice(id=0)");
+    assert_eq!(x.devices().expect("devices").len(), 1);
+    // To the host device: same values, still on the CPU.
+    let cpu0 = jaxon::Device {
+        id: 0,
+        process_index: 0,
+        platform: "cpu",
+    };
+    let y = jaxon::device_put_on(&x, &cpu0).expect("device_put");
+    assert_eq!(y.to_vec::<f32>(), x.to_vec::<f32>());
+    assert_eq!(y.device().expect("device"), cpu0);
+    // A traced array has no device yet.
+    let r = make_jaxpr(|x: Array| {
+        let e = x.devices().unwrap_err();
+        assert!(e.to_string().contains("concretization"), "{e}");
+        x
+    })(values());
+    assert!(r.is_ok());
+    // GPU 1 is not driven; GPU 0 works where there is a GPU and is an
+    // error naming what is missing where there is none.
+    let gpu = |id| jaxon::Device {
+        id,
+        process_index: 0,
+        platform: "gpu",
+    };
+    let e = jaxon::device_put_on(&x, &gpu(1)).unwrap_err().to_string();
+    assert!(e.contains("GPU 0 only"), "{e}");
+    match jaxon::device_put_on(&x, &gpu(0)) {
+        Ok(g) => {
+            assert_eq!(g.device().expect("device").to_string(), "CudaDevice(id=0)");
+            assert_eq!(g.to_vec::<f32>(), x.to_vec::<f32>());
+            let back = jaxon::device_put_on(&g, &cpu0).expect("back");
+            assert_eq!(back.device().expect("device"), cpu0);
+        }
+        Err(e) => {
+            assert!(
+                jaxon::backend_cuda::runtime::Device::open(0).is_err(),
+                "{e}"
+            );
+            println!("no GPU: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_sharded_array_is_on_its_mesh_devices() {
+    use jaxon::ArrayDevices;
+    jaxon::set_cpu_device_count(2).expect("2 devices");
+    let mesh = jaxon::make_mesh(&[2], &["x"]).expect("mesh");
+    let s = jaxon::named_sharding(&mesh, jaxon::P!("x"));
+    let x = jaxon::device_put_sharded(&values(), &s).expect("sharded");
+    let ds = x.devices().expect("devices");
+    assert_eq!(ds.len(), 2);
+    let e = x.device().unwrap_err().to_string();
+    assert!(
+        e.contains("sharded over CpuDevice(id=0), CpuDevice(id=1)"),
+        "{e}"
+    );
+}

@@ -1,4 +1,5 @@
-//! The facade makes the CPU backend the default, and eager operations run on it.
+//! The facade makes the CPU backend the default on a machine without a GPU,
+//! and eager operations run on it.
 
 use jaxon::prelude::*;
 
@@ -6,6 +7,12 @@ use jaxon::prelude::*;
 fn cpu_is_the_default_backend_and_runs_eager_ops() {
     if std::env::var("JAXON_BACKEND").is_ok() {
         eprintln!("skipped: JAXON_BACKEND overrides the default");
+        return;
+    }
+    let gpu = jaxon::backend_cuda::runtime::device_count().is_ok_and(|n| n > 0)
+        && jaxon::backend_cuda::nvrtc::nvrtc_version().is_ok();
+    if gpu {
+        eprintln!("skipped: this machine has a GPU, the default backend (device_put.rs checks it)");
         return;
     }
     let b = jaxon::eval_backend().expect("a backend");
