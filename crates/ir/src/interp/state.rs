@@ -49,30 +49,6 @@ enum Ent {
     Int(Vec<usize>, Vec<Option<usize>>),
 }
 
-/// The position of the first operand after the ref and its index operands.
-fn value_pos(indexers: &[Indexer]) -> usize {
-    let mut end = 1;
-    for ix in indexers {
-        for e in &ix.entries {
-            let k = match e {
-                IndexEntry::Slice {
-                    start: IndexValue::Dynamic(k),
-                    ..
-                }
-                | IndexEntry::Int(IndexValue::Dynamic(k))
-                | IndexEntry::Array(k) => *k,
-                IndexEntry::Slice {
-                    start: IndexValue::Static(_),
-                    ..
-                }
-                | IndexEntry::Int(IndexValue::Static(_)) => 0,
-            };
-            end = end.max(k + 1);
-        }
-    }
-    end
-}
-
 fn operand<'a>(prim: &str, args: &'a [Value], k: usize) -> Result<&'a HostArray, IrError> {
     match args.get(k) {
         Some(Value::Array(a)) if k > 0 => Ok(a),
@@ -391,7 +367,7 @@ fn rmw_storage(
 
 /// `get`: reads the indexed elements.
 pub(crate) fn get(indexers: &[Indexer], args: &[Value]) -> Result<Vec<Value>, IrError> {
-    check_arity("get", args, value_pos(indexers))?;
+    check_arity("get", args, crate::primitive::value_operand(indexers))?;
     let (buf, view) = open("get", indexers, args, Mode::Clamp)?;
     let pos = all_in_bounds("get", &view)?;
     let pos: Vec<usize> = pos.into_iter().flatten().collect();
@@ -401,7 +377,7 @@ pub(crate) fn get(indexers: &[Indexer], args: &[Value]) -> Result<Vec<Value>, Ir
 
 /// `swap`: writes a value, returning the old one.
 pub(crate) fn swap(indexers: &[Indexer], args: &[Value]) -> Result<Vec<Value>, IrError> {
-    let vp = value_pos(indexers);
+    let vp = crate::primitive::value_operand(indexers);
     check_arity("swap", args, vp + 1)?;
     let (mut buf, view) = open("swap", indexers, args, Mode::Clamp)?;
     all_in_bounds("swap", &view)?;
@@ -412,7 +388,7 @@ pub(crate) fn swap(indexers: &[Indexer], args: &[Value]) -> Result<Vec<Value>, I
 
 /// `addupdate`: adds a value in place.
 pub(crate) fn addupdate(indexers: &[Indexer], args: &[Value]) -> Result<Vec<Value>, IrError> {
-    let vp = value_pos(indexers);
+    let vp = crate::primitive::value_operand(indexers);
     check_arity("addupdate", args, vp + 1)?;
     let (mut buf, view) = open("addupdate", indexers, args, Mode::Clamp)?;
     all_in_bounds("addupdate", &view)?;
@@ -444,7 +420,7 @@ pub(crate) fn load(
     has_other: bool,
     args: &[Value],
 ) -> Result<Vec<Value>, IrError> {
-    let vp = value_pos(indexers);
+    let vp = crate::primitive::value_operand(indexers);
     check_arity("load", args, vp + has_mask as usize + has_other as usize)?;
     let (buf, view) = open("load", indexers, args, Mode::Pallas)?;
     let mask = if has_mask {
@@ -481,7 +457,7 @@ pub(crate) fn store(
     has_mask: bool,
     args: &[Value],
 ) -> Result<Vec<Value>, IrError> {
-    let vp = value_pos(indexers);
+    let vp = crate::primitive::value_operand(indexers);
     check_arity("store", args, vp + 1 + has_mask as usize)?;
     let (mut buf, view) = open("store", indexers, args, Mode::Pallas)?;
     let val = value_arg("store", args, vp, &buf, &view)?;
@@ -510,7 +486,7 @@ pub(crate) fn atomic_rmw(
     op: AtomicOp,
     args: &[Value],
 ) -> Result<Vec<Value>, IrError> {
-    let vp = value_pos(indexers);
+    let vp = crate::primitive::value_operand(indexers);
     let has_mask = args.len() == vp + 2;
     if !has_mask {
         check_arity("atomic_rmw", args, vp + 1)?;
@@ -560,7 +536,7 @@ fn cas_lanes<T: Elem>(buf: &mut [T], pos: &[Option<usize>], cmp: &[T], val: &[T]
 
 /// Pallas `atomic_cas`: `ref, *idx, cmp, val`; returns the old values.
 pub(crate) fn atomic_cas(indexers: &[Indexer], args: &[Value]) -> Result<Vec<Value>, IrError> {
-    let vp = value_pos(indexers);
+    let vp = crate::primitive::value_operand(indexers);
     check_arity("atomic_cas", args, vp + 2)?;
     let (mut buf, view) = open("atomic_cas", indexers, args, Mode::Pallas)?;
     let cmp = value_arg("atomic_cas", args, vp, &buf, &view)?;

@@ -289,31 +289,7 @@ pub(crate) fn next_index(idx: &mut [usize], shape: &[usize]) -> bool {
     false
 }
 
-/// NumPy broadcast of two shapes, or `None` if incompatible.
-pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![0; n];
-    for (i, o) in out.iter_mut().enumerate() {
-        let x = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let y = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        *o = if x == y || y == 1 {
-            x
-        } else if x == 1 {
-            y
-        } else {
-            return None;
-        };
-    }
-    Some(out)
-}
+pub(crate) use crate::shape::broadcast_sizes as broadcast_shapes;
 
 /// The flat position in an array of shape `src` (broadcast to the
 /// multi-index `idx` of a larger shape) of the element at `idx`.

@@ -199,6 +199,32 @@ pub struct Indexer {
     pub entries: Vec<IndexEntry>,
 }
 
+/// The position of the first operand after a `Ref` (operand 0) and the
+/// index operands its `indexers` name: where a state or Pallas
+/// primitive's value (then mask, other) operands start.
+pub fn value_operand(indexers: &[Indexer]) -> usize {
+    let mut end = 1;
+    for ix in indexers {
+        for e in &ix.entries {
+            let k = match e {
+                IndexEntry::Slice {
+                    start: IndexValue::Dynamic(k),
+                    ..
+                }
+                | IndexEntry::Int(IndexValue::Dynamic(k))
+                | IndexEntry::Array(k) => *k,
+                IndexEntry::Slice {
+                    start: IndexValue::Static(_),
+                    ..
+                }
+                | IndexEntry::Int(IndexValue::Static(_)) => 0,
+            };
+            end = end.max(k + 1);
+        }
+    }
+    end
+}
+
 /// `atomic_rmw`'s operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {

@@ -335,6 +335,32 @@ pub fn abstract_eval(
     })
 }
 
+/// NumPy broadcast of two shapes, or `None` if incompatible.
+pub fn broadcast_sizes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for (i, o) in out.iter_mut().enumerate() {
+        let x = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let y = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
+        *o = if x == y || y == 1 {
+            x
+        } else if x == 1 {
+            y
+        } else {
+            return None;
+        };
+    }
+    Some(out)
+}
+
 /// The dimension "result `k` of this same equation" (JAX's `OutDBIdx`), used
 /// in [`abstract_eval`] results whose size is computed by the equation.
 pub fn out_dim(k: usize) -> Dim {

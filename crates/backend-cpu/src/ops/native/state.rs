@@ -94,30 +94,6 @@ fn broadcast_flat(src: &[usize], idx: &[usize]) -> usize {
     })
 }
 
-/// The position of the first operand after the ref and its index operands.
-fn value_pos(indexers: &[Indexer]) -> usize {
-    let mut end = 1;
-    for ix in indexers {
-        for e in &ix.entries {
-            let k = match e {
-                IndexEntry::Slice {
-                    start: IndexValue::Dynamic(k),
-                    ..
-                }
-                | IndexEntry::Int(IndexValue::Dynamic(k))
-                | IndexEntry::Array(k) => *k,
-                IndexEntry::Slice {
-                    start: IndexValue::Static(_),
-                    ..
-                }
-                | IndexEntry::Int(IndexValue::Static(_)) => 0,
-            };
-            end = Ord::max(end, k + 1);
-        }
-    }
-    end
-}
-
 fn scalar(prim: &str, v: &IndexValue, args: &[&HostArray]) -> Result<(i64, bool), IrError> {
     match v {
         IndexValue::Static(i) => Ok((*i, true)),
@@ -555,7 +531,7 @@ impl StateOp {
         let (r, [out]) = (ins.first()?, outs) else {
             return None;
         };
-        if out.dtype != r.dtype || ins.len() != value_pos(&self.indexers) {
+        if out.dtype != r.dtype || ins.len() != jaxon_ir::primitive::value_operand(&self.indexers) {
             return None;
         }
         // The index operands, all integer scalars; the ref's slot is a
@@ -625,7 +601,7 @@ impl NativeOp for StateOp {
 
     fn run(&self, args: &[&HostArray], _: usize) -> Result<Vec<HostArray>, IrError> {
         let prim = self.kind.name();
-        let vp = value_pos(&self.indexers);
+        let vp = jaxon_ir::primitive::value_operand(&self.indexers);
         let want = match self.kind {
             Kind::Get => vp,
             Kind::Swap | Kind::AddUpdate => vp + 1,

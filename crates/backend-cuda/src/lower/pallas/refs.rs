@@ -232,7 +232,7 @@ fn analyse(
             Ent::Arr(a) => shape_of(a),
             Ent::Int(_) | Ent::Slice { .. } => Vec::new(),
         };
-        bshape = broadcast(&bshape, &s)
+        bshape = jaxon_ir::shape::broadcast_sizes(&bshape, &s)
             .ok_or_else(|| IrError::ty(prim, "index arrays do not broadcast"))?;
     }
     let contiguous = int_dims.windows(2).all(|w| w[1] == w[0] + 1);
@@ -260,30 +260,6 @@ fn analyse(
         insert_at,
         bshape,
     })
-}
-
-fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let n = a.len().max(b.len());
-    (0..n)
-        .map(|i| {
-            let x = if i + a.len() >= n {
-                a[i + a.len() - n]
-            } else {
-                1
-            };
-            let y = if i + b.len() >= n {
-                b[i + b.len() - n]
-            } else {
-                1
-            };
-            match (x, y) {
-                (x, y) if x == y => Some(x),
-                (1, y) => Some(y),
-                (x, 1) => Some(x),
-                _ => None,
-            }
-        })
-        .collect()
 }
 
 impl Chain {
@@ -392,30 +368,6 @@ impl Chain {
     }
 }
 
-/// The position of the first operand after the ref and its index operands.
-fn value_pos(indexers: &[Indexer]) -> usize {
-    let mut end = 1;
-    for ix in indexers {
-        for e in &ix.entries {
-            let k = match e {
-                IndexEntry::Slice {
-                    start: IndexValue::Dynamic(k),
-                    ..
-                }
-                | IndexEntry::Int(IndexValue::Dynamic(k))
-                | IndexEntry::Array(k) => *k,
-                IndexEntry::Slice {
-                    start: IndexValue::Static(_),
-                    ..
-                }
-                | IndexEntry::Int(IndexValue::Static(_)) => 0,
-            };
-            end = end.max(k + 1);
-        }
-    }
-    end
-}
-
 fn the_ref(ins: &[BVal], prim: &str) -> Result<RefView, IrError> {
     match ins.first() {
         Some(BVal::Ref(r)) => Ok(r.clone()),
@@ -511,14 +463,14 @@ pub(super) fn state(
         }
         State::Swap(SwapParams { indexers }) => {
             let ch = Chain::new(&r, indexers, ins, Mode::Clamp, prim)?;
-            let val = operand(ins, value_pos(indexers), prim)?;
+            let val = operand(ins, jaxon_ir::primitive::value_operand(indexers), prim)?;
             let old = read(b, &r, &ch)?;
             write(b, &r, &ch, &val, None, false)?;
             Ok(vec![old])
         }
         State::AddUpdate(AddUpdateParams { indexers }) => {
             let ch = Chain::new(&r, indexers, ins, Mode::Clamp, prim)?;
-            let val = operand(ins, value_pos(indexers), prim)?;
+            let val = operand(ins, jaxon_ir::primitive::value_operand(indexers), prim)?;
             write(b, &r, &ch, &val, None, true)?;
             Ok(Vec::new())
         }
@@ -553,7 +505,7 @@ pub(super) fn pallas(
         }) => {
             let r = the_ref(ins, prim)?;
             let ch = Chain::new(&r, indexers, ins, Mode::Pallas, prim)?;
-            let vp = value_pos(indexers);
+            let vp = jaxon_ir::primitive::value_operand(indexers);
             let mask = has_mask.then(|| operand(ins, vp, prim)).transpose()?;
             let other = has_other
                 .then(|| operand(ins, vp + usize::from(*has_mask), prim))
@@ -589,7 +541,7 @@ pub(super) fn pallas(
         Pallas::Store(StoreParams { indexers, has_mask }) => {
             let r = the_ref(ins, prim)?;
             let ch = Chain::new(&r, indexers, ins, Mode::Pallas, prim)?;
-            let vp = value_pos(indexers);
+            let vp = jaxon_ir::primitive::value_operand(indexers);
             let val = operand(ins, vp, prim)?;
             let mask = has_mask.then(|| operand(ins, vp + 1, prim)).transpose()?;
             let old = read(b, &r, &ch)?;
@@ -599,7 +551,7 @@ pub(super) fn pallas(
         Pallas::AtomicRmw(AtomicRmwParams { indexers, op }) => {
             let r = the_ref(ins, prim)?;
             let ch = Chain::new(&r, indexers, ins, Mode::Pallas, prim)?;
-            let vp = value_pos(indexers);
+            let vp = jaxon_ir::primitive::value_operand(indexers);
             let val = operand(ins, vp, prim)?;
             let mask = (ins.len() == vp + 2)
                 .then(|| operand(ins, vp + 1, prim))
@@ -614,7 +566,7 @@ pub(super) fn pallas(
         Pallas::AtomicCas(AtomicCasParams { indexers }) => {
             let r = the_ref(ins, prim)?;
             let ch = Chain::new(&r, indexers, ins, Mode::Pallas, prim)?;
-            let vp = value_pos(indexers);
+            let vp = jaxon_ir::primitive::value_operand(indexers);
             let (cmp, val) = (operand(ins, vp, prim)?, operand(ins, vp + 1, prim)?);
             atomic(b, &r, &ch, move |b, _, old, idx| {
                 let c = value_at(b, &cmp, idx)?;
