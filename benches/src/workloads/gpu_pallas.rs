@@ -8,7 +8,8 @@
 
 use super::{normal, ok, Settings};
 use crate::measure::{sig, timing_details};
-use jaxon::pallas::{dot, dot_t, fori_loop, load, pallas_call, shape_dtype, BlockSpec, Ref};
+use jaxon::pallas::ops::FlashAttention;
+use jaxon::pallas::{dot, fori_loop, load, pallas_call, shape_dtype, BlockSpec, Ref};
 use jaxon::prelude::*;
 use serde_json::json;
 
@@ -126,58 +127,14 @@ pub(super) fn pallas_softmax(s: Settings) {
     );
 }
 
-/// Causal flash attention forward in `jaxon::pallas` on `[B, N, T, D]`
-/// (heads first): grid (B·N, T/bq), a `fori_loop` over the key blocks up
-/// to the diagonal with the online softmax; returns the attention of
-/// `q`, `k`, `v` (bf16) in f32.
+/// Causal flash attention forward (`jaxon::pallas::ops::flash_attention`)
+/// on heads-first `[B·N, T, D]` operands, blocks of `bq` queries and keys.
 pub(super) fn flash_attention(q: &Array, k: &Array, v: &Array, bq: usize) -> Array {
-    let (bh, t, dh) = (q.shape()[0], q.shape()[1], q.shape()[2]);
-    let scale = 1.0 / (dh as f64).sqrt();
-    let kernel = move |r: &[Ref]| {
-        let qb = r[0].load().astype(DType::F32) * scale;
-        let qi = jaxon::pallas::program_id(1);
-        let m0 = ok(jnp::full(
-            &[bq],
-            &Array::weak(f32::NEG_INFINITY),
-            Some(DType::F32),
-        ));
-        let l0 = ok(jnp::zeros(&[bq], DType::F32));
-        let a0 = ok(jnp::zeros(&[bq, dh], DType::F32));
-        let rows = ok(jnp::arange(bq)).reshape(&[-1, 1]) + &qi * bq as i32;
-        let (_, l, acc) = ok(fori_loop(
-            0,
-            &qi + 1,
-            |j, (m, l, acc): (Array, Array, Array)| {
-                let start = &j * bq as i32;
-                let kb = r[1]
-                    .get(jaxon::pallas::ix![jaxon::pallas::ds(&start, bq), ..])
-                    .astype(DType::F32);
-                let vb = r[2]
-                    .get(jaxon::pallas::ix![jaxon::pallas::ds(&start, bq), ..])
-                    .astype(DType::F32);
-                let cols = ok(jnp::arange(bq)).reshape(&[1, -1]) + &start;
-                let sc = dot_t(&qb, &kb, false, true);
-                let sc = ok(jnp::where_(
-                    &cols.le(&rows),
-                    &sc,
-                    &Array::scalar(f32::NEG_INFINITY),
-                ));
-                let m_new = ok(jnp::maximum(&m, &sc.max(1)));
-                let p = (&sc - m_new.reshape(&[-1, 1])).exp();
-                let alpha = (&m - &m_new).exp();
-                let l = l * &alpha + p.sum(1);
-                let acc = acc * alpha.reshape(&[-1, 1]) + dot(&p, &vb);
-                (m_new, l, acc)
-            },
-            (m0, l0, a0),
-        ));
-        r[3].store(acc / l.reshape(&[-1, 1]));
+    let p = FlashAttention {
+        block_q: bq,
+        block_k: bq,
+        causal: true,
+        scale: None,
     };
-    let qspec = || BlockSpec::map2([None, Some(bq), Some(dh)], |b, i| (b, i, 0));
-    let kvspec = || BlockSpec::map2([None, Some(t), Some(dh)], |b, _| (b, 0, 0));
-    let call = pallas_call(kernel, shape_dtype(&[bh, t, dh], DType::F32))
-        .grid([bh, t / bq])
-        .in_specs(vec![qspec(), kvspec(), kvspec()])
-        .out_spec(qspec());
-    ok(call.call1(&[q.clone(), k.clone(), v.clone()]))
+    ok(jaxon::pallas::ops::flash_attention(q, k, v, &p))
 }

@@ -455,48 +455,37 @@ fn layer_norm_backward_kernel() {
 }
 
 fn flash_attention_forward_kernel_cases() -> Vec<Case> {
+    use jaxon_pallas::ops::{flash_attention_call, FlashAttention};
     let mut cases = Vec::new();
-    let (bh, s, d, block_q, block_k) = (2, 32, 8, 16, 8);
-    let scale = 1.0 / (d as f64).sqrt();
-    let kernel = move |r: &[Ref]| {
-        let q = r[0].load() * scale;
-        let m0 = ok_or_raise(jnp::full(
-            &[block_q],
-            &Array::weak(f32::NEG_INFINITY),
-            Some(F32),
-        ));
-        let l0 = ok_or_raise(jnp::zeros(&[block_q], F32));
-        let a0 = ok_or_raise(jnp::zeros(&[block_q, d], F32));
-        let (_, l, acc) = ok_or_raise(fori_loop(
-            0,
-            s / block_k,
-            |j, (m, l, acc): (Array, Array, Array)| {
-                let start = &j * block_k as i32;
-                let kb = r[1].get(ix![ds(&start, block_k), ..]);
-                let vb = r[2].get(ix![ds(&start, block_k), ..]);
-                let sc = dot_t(&q, &kb, false, true);
-                let m_new = ok_or_raise(jnp::maximum(&m, &sc.max(1)));
-                let p = (&sc - m_new.reshape(&[-1, 1])).exp();
-                let alpha = (&m - &m_new).exp();
-                let l = l * &alpha + p.sum(1);
-                let acc = acc * alpha.reshape(&[-1, 1]) + dot(&p, &vb);
-                (m_new, l, acc)
-            },
-            (m0, l0, a0),
-        ));
-        r[3].store(acc / l.reshape(&[-1, 1]));
-    };
-    let qspec = || BlockSpec::map2([None, Some(block_q), Some(d)], |b, i| (b, i, 0));
-    let kvspec = || BlockSpec::map2([None, Some(s), Some(d)], |b, _| (b, 0, 0));
-    let call = pallas_call(kernel, shape_dtype(&[bh, s, d], F32))
-        .grid([bh, s / block_q])
-        .in_specs(vec![qspec(), kvspec(), kvspec()])
-        .out_spec(qspec());
     let mut rng = Rng::new(908);
-    let args: Vec<HostArray> = (0..3)
-        .map(|_| random(&mut rng, F32, &[bh, s, d], Dist::Uniform(1.0)))
-        .collect();
-    cases.push(Case::call("flash attention", call, &args, Tol::Rel(1e-5)));
+    // (batch·heads, seq, head_dim, block_q, block_k, causal, dtype)
+    for (bh, s, d, bq, bk, causal, dt) in [
+        (2, 32, 8, 16, 8, false, F32),
+        (3, 24, 4, 8, 4, true, F32),
+        (2, 16, 8, 8, 8, true, BF16),
+    ] {
+        let p = FlashAttention {
+            block_q: bq,
+            block_k: bk,
+            causal,
+            scale: None,
+        };
+        let call = flash_attention_call([bh, s, d], dt, &p).expect("blocks divide");
+        let args: Vec<HostArray> = (0..3)
+            .map(|_| random(&mut rng, dt, &[bh, s, d], Dist::Uniform(1.0)))
+            .collect();
+        let tol = if dt == F32 {
+            Tol::Rel(1e-5)
+        } else {
+            Tol::Rel(1e-2)
+        };
+        cases.push(Case::call(
+            &format!("flash attention {dt}[{bh},{s},{d}] / ({bq},{bk}) causal={causal}"),
+            call,
+            &args,
+            tol,
+        ));
+    }
     cases
 }
 

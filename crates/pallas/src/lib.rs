@@ -31,6 +31,7 @@
 
 mod call;
 mod index;
+pub mod ops;
 mod prims;
 mod refs;
 mod spec;

@@ -10,5 +10,6 @@ mod common;
 
 mod acceptance;
 mod kernel_api;
+mod ops;
 mod staging;
 mod transforms;
