@@ -498,7 +498,7 @@ fn operand(rw: &mut Rw, a: &Atom, sh: &[usize]) -> Result<C, IrError> {
         let x = rw.convert(x, rdt, CD, &s);
         let x = rw.materialize(x, CD, &s);
         if s.as_slice() != sh {
-            broadcast(rw, x, CD, sh)
+            broadcast(rw, x, CD, &s, sh)
         } else {
             x
         }
@@ -509,12 +509,15 @@ fn operand(rw: &mut Rw, a: &Atom, sh: &[usize]) -> Result<C, IrError> {
     })
 }
 
-/// A rank-0 array broadcast to `sh`.
-fn broadcast(rw: &mut Rw, x: Atom, dt: DType, sh: &[usize]) -> Atom {
+/// An array of shape `from` broadcast to `sh`, numpy style (trailing
+/// dimensions aligned, size-1 dimensions stretched), as the interpreter
+/// broadcasts the operands of binary ops.
+fn broadcast(rw: &mut Rw, x: Atom, dt: DType, from: &[usize], sh: &[usize]) -> Atom {
+    let lead = sh.len().saturating_sub(from.len()) as i64;
     let p = Primitive::Structural(Structural::BroadcastInDim(
         jaxon_ir::primitive::BroadcastInDimParams {
             shape: sh.iter().map(|&d| Some(d)).collect(),
-            broadcast_dimensions: Ints::new(Vec::new()),
+            broadcast_dimensions: Ints::new((0..from.len() as i64).map(|d| d + lead).collect()),
         },
     ));
     rw.emit1(p, vec![x], dt, sh)
@@ -731,7 +734,7 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
                 let x = rw.convert(x, d, rdt, &s);
                 let x = rw.materialize(x, rdt, &s);
                 parts.push(if s != sh {
-                    broadcast(rw, x, rdt, &sh)
+                    broadcast(rw, x, rdt, &s, &sh)
                 } else {
                     x
                 });
