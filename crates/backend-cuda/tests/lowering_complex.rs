@@ -138,12 +138,9 @@ fn complex_elementwise_match_the_interpreter() {
             let t = ty(c, &s);
             let rt = ty(r, &s);
             let bt = ty("bool", &s);
-            for (k, args) in [
-                crandom(&mut rng, d, &s, 2.0),
-                cawkward(&mut rng, d, &s),
-            ]
-            .into_iter()
-            .enumerate()
+            for (k, args) in [crandom(&mut rng, d, &s, 2.0), cawkward(&mut rng, d, &s)]
+                .into_iter()
+                .enumerate()
             {
                 let y = crandom(&mut rng, d, &s, 2.0);
                 let y = if k == 0 { y } else { cawkward(&mut rng, d, &s) };
@@ -183,7 +180,11 @@ fn complex_conversions_and_data_movement_match_the_interpreter() {
     let mut rng = Rng::new(12);
     for d in [DType::C64, DType::C128] {
         let (c, r) = (name(d), real_name(d));
-        let other = if d == DType::C64 { DType::C128 } else { DType::C64 };
+        let other = if d == DType::C64 {
+            DType::C128
+        } else {
+            DType::C64
+        };
         for s in [vec![0, 3], vec![1, 1], vec![3, 5], vec![4, 7]] {
             let (m, n) = (s[0], s[1]);
             let t = ty(c, &s);
@@ -215,7 +216,16 @@ fn complex_conversions_and_data_movement_match_the_interpreter() {
             );
             let args = [
                 crandom(&mut rng, d, &s, 1.5),
-                rrandom(&mut rng, if d == DType::C64 { DType::F32 } else { DType::F64 }, &s, 2.0),
+                rrandom(
+                    &mut rng,
+                    if d == DType::C64 {
+                        DType::F32
+                    } else {
+                        DType::F64
+                    },
+                    &s,
+                    2.0,
+                ),
                 rrandom(&mut rng, DType::Bool, &s, 1.0),
             ];
             // Products and sums: the error scales with the array.
@@ -260,7 +270,11 @@ fn fft_of_every_kind_matches_the_interpreter() {
     let lens = [1usize, 2, 3, 5, 8, 12, 17, 64];
     for d in [DType::C64, DType::C128] {
         let (c, r) = (name(d), real_name(d));
-        let rd = if d == DType::C64 { DType::F32 } else { DType::F64 };
+        let rd = if d == DType::C64 {
+            DType::F32
+        } else {
+            DType::F64
+        };
         for &n in &lens {
             // One axis, batched.
             let shapes: Vec<Vec<usize>> = vec![vec![n], vec![3, n]];
@@ -269,7 +283,13 @@ fn fft_of_every_kind_matches_the_interpreter() {
             }
         }
         // Two and three axes.
-        for dims in [vec![3, 5], vec![8, 4], vec![2, 12, 5], vec![3, 2, 17], vec![1, 4, 4]] {
+        for dims in [
+            vec![3, 5],
+            vec![8, 4],
+            vec![2, 12, 5],
+            vec![3, 2, 17],
+            vec![1, 4, 4],
+        ] {
             let nd = dims.len();
             one_case(&mut rng, d, c, r, rd, &dims, nd);
             let mut batched = vec![2];
