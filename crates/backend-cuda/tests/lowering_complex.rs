@@ -54,7 +54,7 @@ fn crandom(rng: &mut Rng, d: DType, s: &[usize], r: f64) -> HostArray {
 /// Complex values whose parts are often NaN, infinite or signed zeros.
 fn cawkward(rng: &mut Rng, d: DType, s: &[usize]) -> HostArray {
     let n: usize = s.iter().product();
-    let mut part = |rng: &mut Rng| match rng.range(0, 8) {
+    let part = |rng: &mut Rng| match rng.range(0, 8) {
         0 => f64::NAN,
         1 => f64::INFINITY,
         2 => f64::NEG_INFINITY,

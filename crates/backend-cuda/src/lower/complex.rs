@@ -15,8 +15,8 @@
 //! - **Inside the program** a complex value is two real arrays of shape `S`
 //!   (or two real literals). Data movement (structural, indexing, scatter
 //!   with `set`/`add`, `select_n`), `reduce_sum` and `cumsum` apply the
-//!   same primitive to each part; arithmetic expands into real equations
-//!   ([`complex_math`](super::complex_math)), computed in `f64` for both
+//!   same primitive to each part (rules in `complex_ops.rs`); arithmetic
+//!   expands into real equations ([`complex_math`](super::complex_math)), computed in `f64` for both
 //!   dtypes — the interpreter computes in `Complex64` and rounds, so `c64`
 //!   results agree with it to an ulp or so — with the formulas of
 //!   `num_complex`, which the interpreter uses; `dot_general` becomes four
@@ -28,7 +28,7 @@
 //! `Unsupported`; every primitive on complex values that has no rule here
 //! is refused by name, never lowered as if it were real.
 
-use super::complex_math as cm;
+use super::complex_ops as cm;
 use jaxon_ir::aval::static_shape;
 use jaxon_ir::primitive::{
     BroadcastInDimParams, ConcatenateParams, ConvertElementTypeParams, Elementwise, Ints,

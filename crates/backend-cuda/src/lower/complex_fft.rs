@@ -58,7 +58,7 @@ fn irfft_matrices(n: usize, rows: usize) -> (Vec<f64>, Vec<f64>) {
     let scale = 1.0 / n as f64;
     for k in 0..rows {
         let w = if k >= 1 && k + rows <= n { 2.0 } else { 1.0 };
-        let real_only = k == 0 || (n % 2 == 0 && k == n / 2);
+        let real_only = k == 0 || (n.is_multiple_of(2) && k == n / 2);
         for t in 0..n {
             let kt = (k as u128 * t as u128 % n as u128) as f64;
             let a = 2.0 * std::f64::consts::PI * kt / n as f64;

@@ -23,6 +23,7 @@ mod bitonic;
 mod complex;
 mod complex_fft;
 mod complex_math;
+mod complex_ops;
 mod control;
 mod conv;
 mod cumulative;

@@ -234,7 +234,8 @@ pub fn array_from_bytes(
 
 /// The element type of the device buffer that holds an array of `dtype`:
 /// itself, two `u32` words per key (`u32` with twice the length), or
-/// `None` for the complex dtypes, which no buffer holds yet.
+/// `None` for the complex dtypes, which stay on the host until a program
+/// takes them (as interleaved parts, see [`fills`]).
 pub fn buffer_dtype(dtype: DType) -> Option<DType> {
     match dtype {
         DType::C64 | DType::C128 => None,
