@@ -325,3 +325,86 @@ fn one_case(rng: &mut Rng, d: DType, c: &str, r: &str, rd: DType, shape: &[usize
     ];
     check(&text, &args, fft_tol(d, total), true);
 }
+
+/// `abs`, `sign` and `log` on parts near the ends of the dtype's range:
+/// the scaled hypot neither overflows nor underflows where the
+/// interpreter's `hypot` does not.
+#[test]
+fn complex_abs_is_hypot_safe() {
+    let mut rng = Rng::new(15);
+    for (d, big) in [(DType::C64, 1e37), (DType::C128, 1e307)] {
+        let s = [16];
+        let v: Vec<Complex64> = (0..16)
+            .map(|i| {
+                let scale = if i % 2 == 0 { big } else { 1.0 / big };
+                Complex64::new(
+                    scale * (2.0 * rng.unit() - 1.0),
+                    scale * (2.0 * rng.unit() - 1.0),
+                )
+            })
+            .collect();
+        let x = HostArray::from_c128(d, &s, &v).expect("array");
+        let (c, r) = (name(d), real_name(d));
+        let text = format!(
+            "{{ lambda ; a:{c}[16]. let
+    b:{r}[16] = abs a
+    e:{c}[16] = sign a
+    f:{c}[16] = log a
+  in (b, e, f) }}"
+        );
+        check(&text, &[x], tol(d), false);
+    }
+}
+
+/// Slices, gathers and scatters move both parts.
+#[test]
+fn complex_indexing_matches_the_interpreter() {
+    let mut rng = Rng::new(16);
+    for d in [DType::C64, DType::C128] {
+        let c = name(d);
+        for mode in ["CLIP", "FILL_OR_DROP"] {
+            let text = format!(
+                "{{ lambda ; a:{c}[6,5] i:i32[7,1] u:{c}[7,5] k:i32[]. let
+    b:{c}[2,3] = slice[limit_indices=(5, 4) start_indices=(1, 1) strides=(2, 1)] a
+    e:{c}[1,5] = slice[limit_indices=(1, 5) start_indices=(0, 0) strides=None] a
+    f:{c}[5] = squeeze[dimensions=(0,)] e
+    g:{c}[3,2] = dynamic_slice[slice_sizes=(3, 2)] a k k
+    h:{c}[6,5] = dynamic_update_slice a g k k
+    l:{c}[6,2] m:{c}[6,3] = split[axis=1 sizes=(2, 3)] a
+    n:{c}[7,5] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      slice_sizes=(1, 5)
+      unique_indices=False
+    ] a i
+    o:{c}[6,5] = scatter-add[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      unique_indices=False
+      update_consts=()
+      update_jaxpr={{ lambda ; p:{c}[] q:{c}[]. let r:{c}[] = add p q in (r,) }}
+    ] a i u
+    s:{c}[6,5] = scatter[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=True
+      mode=GatherScatterMode.{mode}
+      unique_indices=True
+      update_consts=()
+      update_jaxpr=None
+    ] a i u
+  in (b, f, g, h, l, m, n, o, s) }}"
+            );
+            let idx: Vec<f64> = (0..7).map(|_| rng.range(-1, 7) as f64).collect();
+            let args = [
+                crandom(&mut rng, d, &[6, 5], 2.0),
+                HostArray::from_f64(DType::I32, &[7, 1], &idx).expect("indices"),
+                crandom(&mut rng, d, &[7, 5], 2.0),
+                HostArray::from_f64(DType::I32, &[], &[rng.range(0, 5) as f64]).expect("k"),
+            ];
+            check(&text, &args, tol(d), true);
+        }
+    }
+}

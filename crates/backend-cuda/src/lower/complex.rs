@@ -130,8 +130,15 @@ pub(crate) fn split(closed: &ClosedJaxpr) -> Result<Split, IrError> {
         rw.map.insert(*v, val);
     }
     for e in &src.eqns {
+        // A scatter's combiner is a scalar jaxpr the rule replaces.
+        let combiner = matches!(
+            e.primitive,
+            Primitive::Indexing(jaxon_ir::primitive::Indexing::Scatter(_))
+        );
         for j in e.primitive.sub_jaxprs() {
-            super::unsupported::complex(j)?;
+            if !combiner {
+                super::unsupported::complex(j)?;
+            }
         }
         rw.eqn(e)?;
     }
@@ -376,6 +383,12 @@ impl Rw<'_> {
     /// operands, once on the imaginary parts (real operands shared); every
     /// output must be complex. For data movement and the linear ops.
     pub fn per_part(&mut self, e: &Eqn, p: Primitive) -> Result<(), IrError> {
+        self.per_part2(e, p.clone(), p)
+    }
+
+    /// [`Rw::per_part`] with a different primitive for each part (a
+    /// gather's fill value: `NaN + 0j`, so 0 for the imaginary part).
+    pub fn per_part2(&mut self, e: &Eqn, p: Primitive, p_im: Primitive) -> Result<(), IrError> {
         let mut re_in = Vec::new();
         let mut im_in = Vec::new();
         for a in &e.inputs {
@@ -401,8 +414,8 @@ impl Rw<'_> {
             }
             outs.push((d.real_dtype(), s));
         }
-        let re = self.emit(p.clone(), re_in, &outs);
-        let im = self.emit(p, im_in, &outs);
+        let re = self.emit(p, re_in, &outs);
+        let im = self.emit(p_im, im_in, &outs);
         for ((b, r), i) in e.outputs.iter().zip(re).zip(im) {
             self.bind(b, Val::Cx(Pair { re: r, im: i }));
         }

@@ -12,8 +12,8 @@ use super::complex::{
 };
 use super::complex_math::{C, CD, E};
 use jaxon_ir::primitive::{
-    BinaryOp, CumulativeOp, DotGeneralParams, Elementwise, Indexing, Ints, Linalg, PadParams,
-    Primitive, ReduceOp, ReduceParams, Reduction, ScatterKind, Structural, UnaryOp,
+    BinaryOp, CumulativeOp, DotGeneralParams, Elementwise, FillValue, Indexing, Ints, Linalg,
+    PadParams, Primitive, ReduceOp, ReduceParams, Reduction, ScatterKind, Structural, UnaryOp,
 };
 use jaxon_ir::{Atom, DType, Eqn, IrError, Literal};
 
@@ -85,12 +85,31 @@ pub(crate) fn rewrite(rw: &mut Rw, e: &Eqn) -> Result<(), IrError> {
             Structural::Iota(_) | Structural::Empty2(_) => Err(refuse(name, "no complex lowering")),
         },
         Primitive::Indexing(i) => match i {
-            Indexing::Slice(_)
-            | Indexing::DynamicSlice(_)
-            | Indexing::DynamicUpdateSlice
-            | Indexing::Gather(_) => same(rw),
+            Indexing::Slice(_) | Indexing::DynamicSlice(_) | Indexing::DynamicUpdateSlice => {
+                same(rw)
+            }
+            Indexing::Gather(g) => {
+                // A complex fill is `fill + 0j` (NaN + 0j by default).
+                let mut gi = g.clone();
+                gi.fill_value = Some(FillValue::Float(0.0));
+                let im = Primitive::Indexing(Indexing::Gather(gi));
+                rw.per_part2(e, e.primitive.clone(), im)
+            }
             Indexing::Scatter(p) => match p.kind {
-                ScatterKind::Set | ScatterKind::Add => same(rw),
+                ScatterKind::Set | ScatterKind::Add => {
+                    // The combiner on the parts: `add` of the component
+                    // dtype (a plain scatter has none).
+                    let (od, _) = out1(rw, e)?;
+                    let mut q = p.clone();
+                    q.update_jaxpr = match p.kind {
+                        ScatterKind::Add => Some(std::sync::Arc::new(real_add(od.real_dtype()))),
+                        ScatterKind::Set
+                        | ScatterKind::Mul
+                        | ScatterKind::Min
+                        | ScatterKind::Max => None,
+                    };
+                    rw.per_part(e, Primitive::Indexing(Indexing::Scatter(q)))
+                }
                 ScatterKind::Mul | ScatterKind::Min | ScatterKind::Max => {
                     Err(refuse(name, "only scatter and scatter-add lower"))
                 }
@@ -137,6 +156,25 @@ pub(crate) fn rewrite(rw: &mut Rw, e: &Eqn) -> Result<(), IrError> {
         | Primitive::Random(_)
         | Primitive::Callback(_) => Err(refuse(name, "no complex lowering")),
     }
+}
+
+/// `{ lambda ; p:dt[] q:dt[]. let r:dt[] = add p q in (r,) }`.
+fn real_add(dt: DType) -> jaxon_ir::Jaxpr {
+    let mut j = jaxon_ir::Jaxpr::new();
+    let scalar = || jaxon_ir::ShapedArray::new(dt, jaxon_ir::aval::static_shape(&[]));
+    let (p, q, r) = (
+        j.new_var(scalar()),
+        j.new_var(scalar()),
+        j.new_var(scalar()),
+    );
+    j.invars = vec![p, q];
+    j.eqns.push(Eqn {
+        primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add)),
+        inputs: vec![Atom::Var(p), Atom::Var(q)],
+        outputs: vec![jaxon_ir::Binder::Var(r)],
+    });
+    j.outvars = vec![Atom::Var(r)];
+    j
 }
 
 /// The one output's type.
