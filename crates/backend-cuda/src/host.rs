@@ -9,7 +9,8 @@ use jaxon_ir::DType;
 
 /// `values`, each converted to `dtype` as a KIR cast would, as bytes.
 pub fn encode(dtype: DType, values: &[f64]) -> Vec<u8> {
-    // Complex dtypes never lower (`lower::unsupported::complex`); capped so
+    // Complex values never reach a buffer (`lower::complex` splits them
+    // into parts); capped so
     // that they cannot index past a `u64`.
     let size = dtype.size_bytes().min(8);
     let mut out = Vec::with_capacity(values.len() * size);

@@ -66,7 +66,7 @@ fn corpus_kernels() -> Vec<Kernel> {
 /// Programs beyond the corpus: the issue-19 lowerings (`reduce_precision`,
 /// scans, gathers, scatters on the owner-computes and atomic paths, sorts,
 /// top-k and convolutions) in the dtypes the corpus lacks; the
-/// decompositions and solves.
+/// decompositions and solves; complex dtypes and `fft`.
 fn extra_texts() -> Vec<String> {
     let mut out = Vec::new();
     for (dt, e, m) in [("f32", 5, 10), ("f64", 8, 7), ("f16", 4, 3), ("bf16", 5, 2)] {
@@ -240,6 +240,48 @@ fn extra_texts() -> Vec<String> {
       window_strides=(1, 1)
     ] a c
   in (e, f) }}"
+        ));
+    }
+    // Complex dtypes (`lower/complex.rs`): every elementwise rule, the
+    // reductions, dot_general and every fft kind, on c64 and c128.
+    for (c, r, j) in [("c64", "f32", "complex64"), ("c128", "f64", "complex128")] {
+        out.push(format!(
+            "{{ lambda ; a:{c}[3,4] b:{c}[3,4] x:{r}[3,4] h:{c}[3,3]. let
+    c1:{c}[3,4] = exp a
+    c2:{c}[3,4] = log c1
+    c3:{c}[3,4] = sqrt c2
+    c4:{c}[3,4] = rsqrt c3
+    c5:{c}[3,4] = sign c4
+    c6:{c}[3,4] = expm1 c5
+    c7:{c}[3,4] = log1p c6
+    c8:{c}[3,4] = sin c7
+    c9:{c}[3,4] = cos c8
+    d1:{c}[3,4] = tan c9
+    d2:{c}[3,4] = tanh d1
+    d3:{c}[3,4] = sinh d2
+    d4:{c}[3,4] = cosh d3
+    d5:{c}[3,4] = logistic d4
+    d6:{c}[3,4] = exp2 d5
+    d7:{c}[3,4] = mul d6 b
+    d8:{c}[3,4] = div d7 a
+    d9:{c}[3,4] = pow d8 b
+    e1:{c}[3,4] = integer_pow[y=-3] d9
+    e2:{r}[3,4] = abs e1
+    e3:bool[3,4] = eq e1 a
+    e4:bool[3,4] = is_finite e1
+    e5:{c}[3,4] = complex e2 x
+    e6:{c}[3,4] = conj[input_dtype={j}] e5
+    e7:{r}[3,4] = real e6
+    e8:{c}[3,4] = convert_element_type[new_dtype={j} weak_type=False] e7
+    e9:{c}[4] = reduce_prod[axes=(0,) out_sharding=None] e8
+    f1:{c}[3] = reduce_sum[axes=(1,) out_sharding=None] e8
+    f2:{c}[3,4] = cumsum[axis=1 reverse=False] e8
+    f3:{c}[3,4] = dot_general[dimension_numbers=(([1], [0]), ([], [])) precision=None preferred_element_type={j}] h a
+    f4:{c}[3,4] = fft[fft_lengths=(3, 4) fft_type=0] f3
+    f5:{c}[3,4] = fft[fft_lengths=(4,) fft_type=1] f4
+    f6:{c}[3,3] = fft[fft_lengths=(4,) fft_type=2] x
+    f7:{r}[3,4] = fft[fft_lengths=(3, 4) fft_type=3] f6
+  in (e3, e4, e9, f1, f2, f5, f7) }}"
         ));
     }
     // The decompositions and solves (`lower/decomp.rs`, `decomp_jacobi.rs`).

@@ -213,7 +213,7 @@ impl Backend for CudaBackend {
     }
 
     /// Copies `array` to GPU 0 (a key as two `u32` words per key). Complex
-    /// arrays, which no `cuda` program takes yet, stay on the host.
+    /// arrays stay on the host; a program takes them as interleaved parts.
     fn to_device(&self, array: &HostArray) -> Result<Arc<dyn Buffer>, IrError> {
         let Some(device_dtype) = buffer_dtype(array.dtype()) else {
             return Ok(Arc::new(HostBuffer {

@@ -40,7 +40,7 @@ pub(crate) fn lit_expr(l: &Literal) -> Expr {
         Scalar::Int(i) => Const::int(d, i),
         Scalar::UInt(u) => Const::int(d, u as i64),
         Scalar::Float(x) => Const::from_f64(compute(d), x),
-        // Complex dtypes never lower (`unsupported::complex`).
+        // Complex values never reach a kernel (`complex.rs` splits them).
         Scalar::Complex(re, _) => Const::from_f64(compute(d), re),
     };
     if d.is_float() {

@@ -20,6 +20,10 @@
 
 pub mod backend;
 mod bitonic;
+mod complex;
+mod complex_fft;
+mod complex_math;
+mod complex_ops;
 mod control;
 mod conv;
 mod cumulative;
@@ -210,6 +214,17 @@ pub(crate) fn bind_outputs(
 
 /// Lowers a closed jaxpr to a program.
 pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
+    if complex::has_complex(&closed.jaxpr) {
+        let split = complex::split(closed)?;
+        return lower_real(&split.closed, &split.out_complex);
+    }
+    lower_real(closed, &vec![None; closed.jaxpr.outvars.len()])
+}
+
+/// Lowers a closed jaxpr without complex values; output `i` with
+/// `out_complex[i] = Some(c)` is a `[..., 2]` real array that the host
+/// sees as a complex array of dtype `c` (`complex.rs`).
+fn lower_real(closed: &ClosedJaxpr, out_complex: &[Option<DType>]) -> Result<Program, IrError> {
     unsupported::complex(&closed.jaxpr)?;
     let mut ctx = Ctx::new();
     let mut inputs = Vec::new();
@@ -232,8 +247,16 @@ pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
             d => (d, n),
         };
         let buf = kernel::materialize(&mut ctx, &mut steps, *o, bdt, len)?;
-        outputs.push((buf, shape));
-        output_dtypes.push(dt);
+        match out_complex.get(outputs.len()).copied().flatten() {
+            Some(c) => {
+                outputs.push((buf, shape[..shape.len().saturating_sub(1)].to_vec()));
+                output_dtypes.push(c);
+            }
+            None => {
+                outputs.push((buf, shape));
+                output_dtypes.push(dt);
+            }
+        }
     }
     ctx.prog.inputs = inputs;
     ctx.prog.steps = steps;

@@ -208,6 +208,10 @@ pub fn host_bytes(a: &HostArray) -> Vec<u8> {
 pub fn fills(a: &HostArray, dtype: DType, len: usize) -> bool {
     match a.dtype() {
         DType::KeyFry => dtype == DType::U32 && a.len().checked_mul(2) == Some(len),
+        // Interleaved (real, imaginary) parts (`complex.rs`).
+        DType::C64 | DType::C128 => {
+            dtype == a.dtype().real_dtype() && a.len().checked_mul(2) == Some(len)
+        }
         d => d == dtype && a.len() == len,
     }
 }
@@ -224,18 +228,14 @@ pub fn array_from_bytes(
     shape: &[usize],
     bytes: &[u8],
 ) -> std::result::Result<HostArray, jaxon_ir::IrError> {
-    match buffer_dtype(dtype) {
-        None => Err(super::unsupported(
-            "complex",
-            "complex dtypes are not supported by the cuda backend yet",
-        )),
-        Some(_) => HostArray::from_le_bytes(dtype, shape, bytes),
-    }
+    // A complex array's bytes are its interleaved parts (`complex.rs`).
+    HostArray::from_le_bytes(dtype, shape, bytes)
 }
 
 /// The element type of the device buffer that holds an array of `dtype`:
 /// itself, two `u32` words per key (`u32` with twice the length), or
-/// `None` for the complex dtypes, which no buffer holds yet.
+/// `None` for the complex dtypes, which stay on the host until a program
+/// takes them (as interleaved parts, see [`fills`]).
 pub fn buffer_dtype(dtype: DType) -> Option<DType> {
     match dtype {
         DType::C64 | DType::C128 => None,

@@ -1,7 +1,9 @@
 //! The families that do not lower yet — state and named-axis
 //! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
-//! here until someone decides about it; complex dtypes and `fft`; and the
+//! here until someone decides about it; complex values in nested jaxprs
+//! (top-level ones are rewritten to real pairs by `complex.rs`) and the
+//! complex arms the rewrite makes unreachable; and the
 //! check that keeps `key<fry>` values inside the random family and data
 //! movement ([`keys`]).
 
@@ -10,9 +12,11 @@ use jaxon_ir::primitive::{Callback, Collective, FftParams, Marker, Primitive, Ra
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
-/// input) with a complex value, nested jaxprs included.
+/// input) with a complex value, nested jaxprs included. `lower` rewrites a
+/// jaxpr that fails this check (`complex.rs`); the rewrite calls it on
+/// nested jaxprs.
 pub(crate) fn complex(jaxpr: &Jaxpr) -> Result<(), IrError> {
-    let why = "complex dtypes (c64, c128) are not lowered yet";
+    let why = "complex dtypes (c64, c128) lower only outside nested jaxprs (control flow)";
     let is_c = |a: &Aval| a.array().dtype.is_complex();
     for v in jaxpr.invars.iter().chain(&jaxpr.constvars) {
         if jaxpr.try_aval(*v).is_some_and(is_c) {

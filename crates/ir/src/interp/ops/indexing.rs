@@ -282,7 +282,8 @@ fn fill_storage(dtype: DType, fill: Option<FillValue>) -> Storage {
         Some(FillValue::Float(f)) => f,
         None => match dtype {
             DType::Bool => 1.0,
-            d if d.is_float() => f64::NAN,
+            // NaN + 0j for complex dtypes, as `np.complex64(np.nan)`.
+            d if d.is_float() || d.is_complex() => f64::NAN,
             DType::I8 => i8::MIN as f64,
             DType::I16 => i16::MIN as f64,
             DType::I32 => i32::MIN as f64,
@@ -473,6 +474,16 @@ pub(crate) fn scatter(
         (Lifted::I(d), Lifted::I(s)) => combine(d, s, &targets, int_op(kind)),
         (Lifted::U(d), Lifted::U(s)) => combine(d, s, &targets, uint_op(kind)),
         (Lifted::B(d), Lifted::B(s)) => combine(d, s, &targets, bool_op(kind)),
+        // Complex: set, add and mul (computed in `Complex64`, rounded by
+        // `lower`); complex numbers have no order for min and max.
+        (Lifted::C(d), Lifted::C(s)) => match kind {
+            ScatterKind::Set => combine(d, s, &targets, |_, b| b),
+            ScatterKind::Add => combine(d, s, &targets, |a, b| a + b),
+            ScatterKind::Mul => combine(d, s, &targets, |a, b| a * b),
+            ScatterKind::Min | ScatterKind::Max => {
+                return Err(IrError::ty(name, "not defined for complex dtypes"))
+            }
+        },
         _ => return Err(IrError::ty(name, "dtype mismatch")),
     }
     HostArray::new(x.shape().to_vec(), lower(dst, x.dtype()))

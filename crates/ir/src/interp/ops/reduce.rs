@@ -31,7 +31,9 @@ pub(crate) fn int_bounds(dtype: DType) -> (i64, u64) {
     } else {
         (
             0,
-            if bits == 64 {
+            // Only integer dtypes use these; c128 (128 bits) must not
+            // overflow the shift.
+            if bits >= 64 {
                 u64::MAX
             } else {
                 (1u64 << bits) - 1

@@ -212,3 +212,43 @@ fn scatter_add_batching() {
     let p = Primitive::from(ScatterParams { kind: ScatterKind::Add, dimension_numbers: ScatterDimensionNumbers { update_window_dims: Ints::new(vec![]), inserted_window_dims: Ints::new(vec![1]), scatter_dims_to_operand_dims: Ints::new(vec![1]), operand_batching_dims: Ints::new(vec![0]), scatter_indices_batching_dims: Ints::new(vec![0]) }, indices_are_sorted: false, mode: GatherScatterMode::FillOrDrop, unique_indices: false, update_jaxpr: None });
     check(&p, &[arr(DType::F32, &[2, 4], &[-0.7768253087997437, 0.9334455132484436, -2.999723196029663, -2.141911745071411, 2.153855323791504, 1.0968598127365112, -1.0078002214431763, -2.851102828979492]), arr(DType::I32, &[2, 3, 1], &[1.0, 3.0, 1.0, 0.0, 0.0, 7.0]), arr(DType::F32, &[2, 3], &[-2.7467825412750244, -0.6625049114227295, 2.6580679416656494, 2.5116724967956543, -1.1116381883621216, -0.7666742205619812])], &[(DType::F32, &[2, 4][..], &[-0.7768253087997437, 0.8447308540344238, -2.999723196029663, -2.8044166564941406, 3.553889751434326, 1.0968598127365112, -1.0078002214431763, -2.851102828979492][..])], 1e-06);
 }
+
+/// Not golden: complex `scatter-add` and `scatter-mul` with repeated and
+/// dropped indices against a loop over the targets.
+#[test]
+fn scatter_complex_matches_a_loop() {
+    use crate::array::HostArray;
+    use num_complex::Complex64 as C;
+    let dn = ScatterDimensionNumbers {
+        update_window_dims: Ints::new(vec![]),
+        inserted_window_dims: Ints::new(vec![0]),
+        scatter_dims_to_operand_dims: Ints::new(vec![0]),
+        operand_batching_dims: Ints::new(vec![]),
+        scatter_indices_batching_dims: Ints::new(vec![]),
+    };
+    let x: Vec<C> = (0..5).map(|k| C::new(k as f64 * 0.5 - 1.0, 1.5 - k as f64 * 0.25)).collect();
+    let u: Vec<C> = (0..7).map(|k| C::new(0.75 - k as f64 * 0.5, k as f64 * 0.125 + 0.5)).collect();
+    let idx = [1i64, 3, 1, 5, -1, 1, 4];
+    for (kind, f) in [
+        (ScatterKind::Add, (|a, b| a + b) as fn(C, C) -> C),
+        (ScatterKind::Mul, |a, b| a * b),
+        (ScatterKind::Set, |_, b| b),
+    ] {
+        let mut want = x.clone();
+        for (k, &i) in idx.iter().enumerate() {
+            if (0..5).contains(&i) {
+                want[i as usize] = f(want[i as usize], u[k]);
+            }
+        }
+        let got = super::indexing::scatter(
+            &HostArray::from_c128(DType::C128, &[5], &x).unwrap(),
+            &HostArray::from_f64(DType::I32, &[7, 1], &idx.map(|i| i as f64)).unwrap(),
+            &HostArray::from_c128(DType::C128, &[7], &u).unwrap(),
+            kind,
+            &dn,
+            GatherScatterMode::FillOrDrop,
+        )
+        .unwrap();
+        assert_eq!(got.to_c128_vec(), want, "{kind:?}");
+    }
+}

@@ -1,0 +1,410 @@
+//! Complex dtypes and `fft` on `cuda-sim` (or the GPU under
+//! `JAXON_LOWERING_BACKEND=cuda`) against the reference interpreter:
+//! every complex primitive the rewrite lowers, on `c64` and `c128`, on
+//! random shapes including empty, one-element and odd ones; the
+//! elementwise ops again on values with NaN, infinite and signed-zero
+//! parts; FFT, IFFT, RFFT and IRFFT on lengths 1, 2, 3, 5, 8, 12, 17 and 64
+//! over one to three trailing axes.
+//!
+//! Invariant of the comparison: a part is NaN in both results or neither;
+//! otherwise parts differ by at most `rel` times the larger of the
+//! element's magnitude and the array's largest magnitude scaled by
+//! `scale_rel` (for sums and transforms, whose error scales with the
+//! whole array).
+
+mod lowering_util;
+use jaxon_ir::{DType, HostArray};
+use lowering_util::{parse, run_lowered, tuple, Rng};
+use num_complex::Complex64;
+
+fn name(d: DType) -> &'static str {
+    match d {
+        DType::C64 => "c64",
+        _ => "c128",
+    }
+}
+
+fn real_name(d: DType) -> &'static str {
+    match d {
+        DType::C64 => "f32",
+        _ => "f64",
+    }
+}
+
+fn jax_name(d: DType) -> &'static str {
+    match d {
+        DType::C64 => "complex64",
+        _ => "complex128",
+    }
+}
+
+fn ty(d: &str, s: &[usize]) -> String {
+    lowering_util::ty(d, s)
+}
+
+/// Random complex values with parts in `[-r, r]`.
+fn crandom(rng: &mut Rng, d: DType, s: &[usize], r: f64) -> HostArray {
+    let n: usize = s.iter().product();
+    let v: Vec<Complex64> = (0..n)
+        .map(|_| Complex64::new(r * (2.0 * rng.unit() - 1.0), r * (2.0 * rng.unit() - 1.0)))
+        .collect();
+    HostArray::from_c128(d, s, &v).expect("array")
+}
+
+/// Complex values whose parts are often NaN, infinite or signed zeros.
+fn cawkward(rng: &mut Rng, d: DType, s: &[usize]) -> HostArray {
+    let n: usize = s.iter().product();
+    let part = |rng: &mut Rng| match rng.range(0, 8) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => f64::NEG_INFINITY,
+        3 => 0.0,
+        4 => -0.0,
+        _ => rng.range(-4, 4) as f64 * 0.75,
+    };
+    let v: Vec<Complex64> = (0..n)
+        .map(|_| Complex64::new(part(rng), part(rng)))
+        .collect();
+    HostArray::from_c128(d, s, &v).expect("array")
+}
+
+fn rrandom(rng: &mut Rng, d: DType, s: &[usize], r: f64) -> HostArray {
+    lowering_util::random(rng, d, s, lowering_util::Dist::Uniform(r))
+}
+
+/// Asserts `got` matches `want` (see the module docs).
+fn compare(what: &str, got: &HostArray, want: &HostArray, rel: f64, scale_rel: bool) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (g, w) = (got.to_c128_vec(), want.to_c128_vec());
+    let max = w
+        .iter()
+        .filter(|z| z.re.is_finite() && z.im.is_finite())
+        .fold(0.0f64, |m, z| m.max(z.norm()));
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let mag = if scale_rel { max } else { b.norm() }.max(1e-30);
+        for (x, y) in [(a.re, b.re), (a.im, b.im)] {
+            let ok = (x.is_nan() && y.is_nan())
+                || x == y
+                || (x.is_finite() && y.is_finite() && (x - y).abs() <= rel * mag);
+            assert!(ok, "{what}: element {i}: got {a}, expected {b} (rel {rel})");
+        }
+    }
+}
+
+/// Runs `text` on the backend and the interpreter.
+fn check(text: &str, args: &[HostArray], rel: f64, scale_rel: bool) {
+    let closed = parse(text);
+    let want = jaxon_ir::eval_closed_jaxpr(&closed, args)
+        .unwrap_or_else(|e| panic!("interpreter: {e}\n{text}"));
+    let got = run_lowered(&closed, args).unwrap_or_else(|e| panic!("backend: {e}\n{text}"));
+    assert_eq!(got.len(), want.len());
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        compare(&format!("result {k} of\n{text}\n"), g, w, rel, scale_rel);
+    }
+}
+
+/// The per-element tolerance of `d`: the interpreter computes in `f64`
+/// and rounds, as the rewrite does, so a few ulps of the part's dtype.
+fn tol(d: DType) -> f64 {
+    match d {
+        DType::C64 => 4e-7,
+        _ => 1e-14,
+    }
+}
+
+const UNARY: [&str; 17] = [
+    "neg", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "sign", "sin", "cos", "tan",
+    "tanh", "sinh", "cosh", "logistic", "square",
+];
+
+fn shapes(rng: &mut Rng) -> Vec<Vec<usize>> {
+    vec![
+        vec![0],
+        vec![1],
+        vec![],
+        vec![7],
+        vec![3, 5],
+        rng.shape(3, 4),
+    ]
+}
+
+#[test]
+fn complex_elementwise_match_the_interpreter() {
+    let mut rng = Rng::new(11);
+    for d in [DType::C64, DType::C128] {
+        let (c, r) = (name(d), real_name(d));
+        for s in shapes(&mut rng) {
+            let t = ty(c, &s);
+            let rt = ty(r, &s);
+            let bt = ty("bool", &s);
+            for (k, args) in [crandom(&mut rng, d, &s, 2.0), cawkward(&mut rng, d, &s)]
+                .into_iter()
+                .enumerate()
+            {
+                let y = crandom(&mut rng, d, &s, 2.0);
+                let y = if k == 0 { y } else { cawkward(&mut rng, d, &s) };
+                for op in UNARY {
+                    let text = format!("{{ lambda ; a:{t}. let b:{t} = {op} a in (b,) }}");
+                    check(&text, std::slice::from_ref(&args), tol(d), false);
+                }
+                let text = format!(
+                    "{{ lambda ; a:{t} b:{t}. let
+    c:{t} = add a b
+    d:{t} = sub a b
+    e:{t} = mul a b
+    f:{t} = div a b
+    g:{rt} = abs a
+    h:bool{sh} = eq a b
+    i:bool{sh} = ne a a
+    j:bool{sh} = is_finite a
+    k:{rt} = real a
+    l:{rt} = imag b
+    m:{t} = conj[input_dtype={j}] a
+    n:{t} = complex l k
+    o:{t} = integer_pow[y=3] a
+    p:{t} = integer_pow[y=-2] b
+    q:{t} = pow a b
+  in (c, d, e, f, g, h, i, j, k, l, m, n, o, p, q) }}",
+                    sh = &bt[4..],
+                    j = jax_name(d),
+                );
+                check(&text, &[args.clone(), y], tol(d), false);
+            }
+        }
+    }
+}
+
+#[test]
+fn complex_conversions_and_data_movement_match_the_interpreter() {
+    let mut rng = Rng::new(12);
+    for d in [DType::C64, DType::C128] {
+        let (c, r) = (name(d), real_name(d));
+        let other = if d == DType::C64 {
+            DType::C128
+        } else {
+            DType::C64
+        };
+        for s in [vec![0, 3], vec![1, 1], vec![3, 5], vec![4, 7]] {
+            let (m, n) = (s[0], s[1]);
+            let t = ty(c, &s);
+            let text = format!(
+                "{{ lambda ; a:{t} x:{rt} p:bool[{m},{n}]. let
+    b:{tt} = transpose[permutation=(1, 0)] a
+    e:{c}[{mn}] = reshape[dimensions=None new_sizes=({mn},) sharding=None] a
+    f:{c}[{m},{n2}] = concatenate[dimension=1] a a
+    g:{c}[{m},{np}] = pad[padding_config=((0, 0, 0), (1, 2, 0))] a (1+2j):{c}[]
+    h:{t} = rev[dimensions=(0, 1)] a
+    i:{c}[2,{m},{n}] = broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(2, {m}, {n}) sharding=None] a
+    j:{t} = select_n p a h
+    k:{t} = convert_element_type[new_dtype={jn} weak_type=False] x
+    l:{ot} = convert_element_type[new_dtype={jo} weak_type=False] a
+    o:{c}[{n}] = reduce_sum[axes=(0,) out_sharding=None] a
+    q:{c}[{m}] = reduce_prod[axes=(1,) out_sharding=None] a
+    u:{c}[] = reduce_prod[axes=(0, 1) out_sharding=None] a
+    v:{t} = cumsum[axis=1 reverse=False] a
+    w:{t} = add k (1.5+0j):{c}[]
+  in (b, e, f, g, h, i, j, k, l, o, q, u, v, w) }}",
+                rt = ty(r, &s),
+                tt = ty(c, &[n, m]),
+                mn = m * n,
+                n2 = 2 * n,
+                np = n + 3,
+                jn = jax_name(d),
+                jo = jax_name(other),
+                ot = ty(name(other), &s),
+            );
+            let args = [
+                crandom(&mut rng, d, &s, 1.5),
+                rrandom(
+                    &mut rng,
+                    if d == DType::C64 {
+                        DType::F32
+                    } else {
+                        DType::F64
+                    },
+                    &s,
+                    2.0,
+                ),
+                rrandom(&mut rng, DType::Bool, &s, 1.0),
+            ];
+            // Products and sums: the error scales with the array.
+            let rel = if d == DType::C64 { 1e-5 } else { 1e-12 };
+            check(&text, &args, rel, true);
+        }
+    }
+}
+
+#[test]
+fn complex_dot_general_matches_the_interpreter() {
+    let mut rng = Rng::new(13);
+    for d in [DType::C64, DType::C128] {
+        let c = name(d);
+        for (m, k, n) in [(1, 1, 1), (3, 5, 2), (4, 0, 3), (7, 9, 5)] {
+            let text = format!(
+                "{{ lambda ; a:{c}[2,{m},{k}] b:{c}[2,{k},{n}]. let
+    r:{c}[2,{m},{n}] = dot_general[dimension_numbers=(([2], [1]), ([0], [0])) precision=None preferred_element_type={j}] a b
+  in (r,) }}",
+                j = jax_name(d)
+            );
+            let args = [
+                crandom(&mut rng, d, &[2, m, k], 1.0),
+                crandom(&mut rng, d, &[2, k, n], 1.0),
+            ];
+            let rel = if d == DType::C64 { 1e-5 } else { 1e-12 };
+            check(&text, &args, rel, true);
+        }
+    }
+}
+
+/// The FFT tolerance: relative to the largest magnitude, growing with
+/// `n` (1e-4 for `c64`, 1e-10 for `c128` at the largest sizes).
+fn fft_tol(d: DType, n: usize) -> f64 {
+    let base = if d == DType::C64 { 2e-6 } else { 1e-13 };
+    base * (n as f64).max(1.0).sqrt().max(1.0) * 4.0
+}
+
+#[test]
+fn fft_of_every_kind_matches_the_interpreter() {
+    let mut rng = Rng::new(14);
+    let lens = [1usize, 2, 3, 5, 8, 12, 17, 64];
+    for d in [DType::C64, DType::C128] {
+        let (c, r) = (name(d), real_name(d));
+        let rd = if d == DType::C64 {
+            DType::F32
+        } else {
+            DType::F64
+        };
+        for &n in &lens {
+            // One axis, batched.
+            let shapes: Vec<Vec<usize>> = vec![vec![n], vec![3, n]];
+            for lengths in shapes {
+                one_case(&mut rng, d, c, r, rd, &lengths, 1);
+            }
+        }
+        // Two and three axes.
+        for dims in [
+            vec![3, 5],
+            vec![8, 4],
+            vec![2, 12, 5],
+            vec![3, 2, 17],
+            vec![1, 4, 4],
+        ] {
+            let nd = dims.len();
+            one_case(&mut rng, d, c, r, rd, &dims, nd);
+            let mut batched = vec![2];
+            batched.extend(&dims);
+            one_case(&mut rng, d, c, r, rd, &batched, nd);
+        }
+    }
+}
+
+/// FFT, IFFT, RFFT and IRFFT over the last `nd` axes of `shape`.
+fn one_case(rng: &mut Rng, d: DType, c: &str, r: &str, rd: DType, shape: &[usize], nd: usize) {
+    let rank = shape.len();
+    let lengths = &shape[rank - nd..];
+    let total: usize = lengths.iter().product();
+    let t = ty(c, shape);
+    let rt = ty(r, shape);
+    let mut half = shape.to_vec();
+    half[rank - 1] = shape[rank - 1] / 2 + 1;
+    let ht = ty(c, &half);
+    let lt = tuple(lengths);
+    let text = format!(
+        "{{ lambda ; a:{t} x:{rt} h:{ht}. let
+    b:{t} = fft[fft_lengths={lt} fft_type=0] a
+    e:{t} = fft[fft_lengths={lt} fft_type=1] a
+    f:{ht} = fft[fft_lengths={lt} fft_type=2] x
+    g:{rt} = fft[fft_lengths={lt} fft_type=3] h
+  in (b, e, f, g) }}"
+    );
+    let args = [
+        crandom(rng, d, shape, 1.0),
+        rrandom(rng, rd, shape, 1.0),
+        crandom(rng, d, &half, 1.0),
+    ];
+    check(&text, &args, fft_tol(d, total), true);
+}
+
+/// `abs`, `sign` and `log` on parts near the ends of the dtype's range:
+/// the scaled hypot neither overflows nor underflows where the
+/// interpreter's `hypot` does not.
+#[test]
+fn complex_abs_is_hypot_safe() {
+    let mut rng = Rng::new(15);
+    for (d, big) in [(DType::C64, 1e37), (DType::C128, 1e307)] {
+        let s = [16];
+        let v: Vec<Complex64> = (0..16)
+            .map(|i| {
+                let scale = if i % 2 == 0 { big } else { 1.0 / big };
+                Complex64::new(
+                    scale * (2.0 * rng.unit() - 1.0),
+                    scale * (2.0 * rng.unit() - 1.0),
+                )
+            })
+            .collect();
+        let x = HostArray::from_c128(d, &s, &v).expect("array");
+        let (c, r) = (name(d), real_name(d));
+        let text = format!(
+            "{{ lambda ; a:{c}[16]. let
+    b:{r}[16] = abs a
+    e:{c}[16] = sign a
+    f:{c}[16] = log a
+  in (b, e, f) }}"
+        );
+        check(&text, &[x], tol(d), false);
+    }
+}
+
+/// Slices, gathers and scatters move both parts.
+#[test]
+fn complex_indexing_matches_the_interpreter() {
+    let mut rng = Rng::new(16);
+    for d in [DType::C64, DType::C128] {
+        let c = name(d);
+        for mode in ["CLIP", "FILL_OR_DROP"] {
+            let text = format!(
+                "{{ lambda ; a:{c}[6,5] i:i32[7,1] u:{c}[7,5] k:i32[]. let
+    b:{c}[2,3] = slice[limit_indices=(5, 4) start_indices=(1, 1) strides=(2, 1)] a
+    e:{c}[1,5] = slice[limit_indices=(1, 5) start_indices=(0, 0) strides=None] a
+    f:{c}[5] = squeeze[dimensions=(0,)] e
+    g:{c}[3,2] = dynamic_slice[slice_sizes=(3, 2)] a k k
+    h:{c}[6,5] = dynamic_update_slice a g k k
+    l:{c}[6,2] m:{c}[6,3] = split[axis=1 sizes=(2, 3)] a
+    n:{c}[7,5] = gather[
+      dimension_numbers=GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,), operand_batching_dims=(), start_indices_batching_dims=())
+      fill_value=None
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      slice_sizes=(1, 5)
+      unique_indices=False
+    ] a i
+    o:{c}[6,5] = scatter-add[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      unique_indices=False
+      update_consts=()
+      update_jaxpr={{ lambda ; p:{c}[] q:{c}[]. let r:{c}[] = add p q in (r,) }}
+    ] a i u
+    s:{c}[6,5] = scatter[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=True
+      mode=GatherScatterMode.{mode}
+      unique_indices=True
+      update_consts=()
+      update_jaxpr=None
+    ] a i u
+  in (b, f, g, h, l, m, n, o, s) }}"
+            );
+            let idx: Vec<f64> = (0..7).map(|_| rng.range(-1, 7) as f64).collect();
+            let args = [
+                crandom(&mut rng, d, &[6, 5], 2.0),
+                HostArray::from_f64(DType::I32, &[7, 1], &idx).expect("indices"),
+                crandom(&mut rng, d, &[7, 5], 2.0),
+                HostArray::from_f64(DType::I32, &[], &[rng.range(0, 5) as f64]).expect("k"),
+            ];
+            check(&text, &args, tol(d), true);
+        }
+    }
+}
