@@ -261,6 +261,24 @@ fn extra_texts() -> Vec<String> {
   in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x) }}"
         ));
     }
+    // `for_loop` with runtime bounds: the index, counter, trip-count and
+    // predicate kernels (`lower/for_loop.rs`).
+    for it in ["i32", "i64", "u32"] {
+        out.push(format!(
+            "{{ lambda ; a:f32[5] l:{it}[] h:{it}[] s:{it}[]. let
+    b:f32[5] = for_loop[
+      apply_reverse_transform=True
+      body_jaxpr={{ lambda ; i:{it}[] x:f32[5]. let
+          f:f32[] = convert_element_type[new_dtype=float32 weak_type=False] i
+          y:f32[5] = add x f
+        in (y,) }}
+      body_nconsts=0
+      nimplicit=0
+      preserve_dimensions=False
+    ] l h s 0:{it}[] a
+  in (b,) }}"
+        ));
+    }
     out
 }
 

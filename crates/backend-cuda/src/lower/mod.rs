@@ -27,6 +27,7 @@ mod decomp;
 mod decomp_jacobi;
 mod decomp_svd;
 mod elementwise;
+mod for_loop;
 mod fused;
 mod gather;
 pub mod gpu;
