@@ -77,9 +77,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Control(Control::CustomVjpCall(_)) => (39, Lowered),
         Primitive::Control(Control::Remat(_)) => (40, Lowered),
         Primitive::Control(Control::CustomLinearSolve(_)) => (58, Lowered),
-        Primitive::State(State::Get(_)) => (41, NotYet("Ref state")),
-        Primitive::State(State::Swap(_)) => (42, NotYet("Ref state")),
-        Primitive::State(State::AddUpdate(_)) => (43, NotYet("Ref state")),
+        Primitive::State(State::Get(_)) => (41, Lowered),
+        Primitive::State(State::Swap(_)) => (42, Lowered),
+        Primitive::State(State::AddUpdate(_)) => (43, Lowered),
         Primitive::Pallas(Pallas::ProgramId(_)) => (44, NotYet("pallas_call")),
         Primitive::Pallas(Pallas::NumPrograms(_)) => (45, NotYet("pallas_call")),
         Primitive::Pallas(Pallas::Load(_)) => (46, NotYet("pallas_call")),
@@ -434,6 +434,14 @@ const FIRST_ORDER: &str = "{ lambda ; a:f32[3,4] b:i32[] c:f32[2,2] d:bool[3,4].
     ] bq br
   in (m, n, t, u, v, w, x, y, z, ba, bb, bd, be, bf, bg, bh, bj, bk, bl, bm, bn, bo, bs) }";
 
+/// Ref state on a top-level `Ref` argument (checked in
+/// `tests/lowering_misc.rs` too).
+const STATE: &str = "{ lambda ; a:Ref<default>{f32[4,5]} b:f32[5] c:i32[]. let
+    e:f32[5] <- a[c,:]
+    a[1,:] += b
+    f:f32[5], a[2,:] <- a[2,:], e
+  in (e, f) }";
+
 /// Samples of not-yet primitives: compiling each must fail as unsupported.
 fn not_yet_samples() -> Vec<(&'static str, String)> {
     vec![
@@ -483,6 +491,13 @@ fn every_lowered_primitive_is_exercised_and_every_other_is_listed() {
     }
     check(FIRST_ORDER, 7, Dist::Uniform(2.0), Tol::Rel(1e-6));
     tags(&parse(FIRST_ORDER).jaxpr, &mut seen);
+    let state = parse(STATE);
+    lowering_util::check_state_closed(
+        &state,
+        &lowering_util::args_for(STATE, 8, Dist::Uniform(4.0)),
+        STATE,
+    );
+    tags(&state.jaxpr, &mut seen);
     // The op-keyed members: every unary and binary op appears in
     // tests/lowering.rs; the rows above name each variant once.
     let mut lowered = Vec::new();
@@ -560,10 +575,11 @@ fn the_lowered_rows_are_the_expected_ones() {
         tags(&parse(text).jaxpr, &mut seen);
     }
     tags(&parse(FIRST_ORDER).jaxpr, &mut seen);
+    tags(&parse(STATE).jaxpr, &mut seen);
     let expected_lowered: BTreeSet<usize> = [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
-        25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 59, 60, 61, 62, 63, 64, 65,
-        66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 90, 91,
+        25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 59, 60, 61, 62,
+        63, 64, 65, 66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 90, 91,
     ]
     .into_iter()
     .collect();

@@ -190,3 +190,102 @@ fn sharding_markers_are_identities() {
         check_with(&text, &[a], Tol::Ulp(2));
     }
 }
+
+/// [`lowering_util::check_state_closed`] on `text` with array indices.
+fn check_state(text: &str, args: &[HostArray]) {
+    lowering_util::check_state_closed(&lowering_util::with_array_indices(parse(text)), args, text);
+}
+
+/// Random arguments for `text`'s inputs (refs as their arrays); integer
+/// inputs in `-r..=r`, which for indices reaches past both ends.
+fn state_args(text: &str, rng: &mut Rng, r: f64) -> Vec<HostArray> {
+    let closed = lowering_util::with_array_indices(parse(text));
+    closed
+        .jaxpr
+        .in_avals()
+        .iter()
+        .map(|a| {
+            let arr = a.array();
+            let shape = arr.static_sizes().expect("static");
+            random(rng, arr.dtype, &shape, Dist::Uniform(r))
+        })
+        .collect()
+}
+
+#[test]
+fn ref_state_reads_and_writes_in_place() {
+    let cases = [
+        // Several writes per ref, dynamic starts past both ends, reads
+        // between writes, a value broadcast into a row.
+        "{ lambda ; a:Ref<default>{f32[4,5]} b:f32[5] c:i32[] d:f32[2,5]. let
+    e:f32[5] <- a[c,:]
+    a[1,:] += b
+    f:f32[2,5], a[1:3,:] <- a[1:3,:], d
+    g:f32[5] = mul e 2.0:f32[]
+    a[-1,:] += g
+    h:f32[4,5] <- a[...]
+    a[c:c+2,:] += d
+  in (e, f, h) }",
+        // Integer-array indices with duplicates: writes in order.
+        "{ lambda ; a:Ref<default>{i32[6]} b:i32[3] c:i32[3] d:i32[]. let
+    e:i32[3] <- a[b]
+    a[b] += c
+    f:i32[3], a[d:d+3] <- a[d:d+3], e
+    g:i32[3], a[b] <- a[b], f
+    h:i32[6] <- a[...]
+  in (e, f, g, h) }",
+        // f16 in place (rounded after every add), a column slice.
+        "{ lambda ; a:Ref<default>{f16[3,4]} b:f16[]. let
+    a[:,1:3] += b
+    c:f16[3] <- a[:,2]
+    a[:,1:3] += b
+  in (c,) }",
+        // A ref only read and one written twice.
+        "{ lambda ; a:Ref<default>{f32[3]} b:Ref<default>{f32[3]} c:f32[3]. let
+    d:f32[3] <- a[...]
+    b[...] += d
+    e:f32[3], b[...] <- b[...], c
+    f:f32[3] <- b[...]
+  in (e, f) }",
+        // Non-adjacent array indices (their dims go first) and a 3-d ref.
+        "{ lambda ; a:Ref<default>{f32[3,4,5]} i:i32[2] j:i32[2] v:f32[2,4]. let
+    b:f32[2,4] <- a[i,:,j]
+    a[i,:,j] += v
+    c:f32[3,4,5] <- a[...]
+  in (b, c) }",
+        // Empty refs and views.
+        "{ lambda ; a:Ref<default>{f32[0,3]} b:Ref<default>{f32[4,0]} c:f32[4,0]. let
+    d:f32[0,3] <- a[...]
+    e:f32[4,0], b[...] <- b[...], c
+  in (d, e) }",
+    ];
+    let mut rng = Rng::new(505);
+    for text in cases {
+        for _ in 0..4 {
+            let args = state_args(text, &mut rng, 7.0);
+            check_state(text, &args);
+        }
+    }
+}
+
+#[test]
+fn ref_state_on_random_shapes() {
+    let mut rng = Rng::new(506);
+    for _ in 0..12 {
+        let n = rng.pick(&[1usize, 2, 5, 7]);
+        let m = rng.pick(&[1usize, 3, 4]);
+        let w = rng.range(1, n as i64) as usize;
+        let (dt, r) = rng.pick(&[("f32", 4.0), ("f64", 4.0), ("i32", 9.0), ("u8", 9.0)]);
+        let text = format!(
+            "{{ lambda ; a:Ref<default>{{{dt}[{n},{m}]}} s:i32[] x:{dt}[{w},{m}] y:{dt}[{m}]. let
+    b:{dt}[{w},{m}] <- a[s:s+{w},:]
+    a[s:s+{w},:] += x
+    c:{dt}[{w},{m}], a[0:{w},:] <- a[0:{w},:], b
+    a[s,:] += y
+    d:{dt}[{m}] <- a[-1,:]
+  in (b, c, d) }}"
+        );
+        let args = state_args(&text, &mut rng, r);
+        check_state(&text, &args);
+    }
+}

@@ -12,6 +12,8 @@ use jaxon_backend_cuda::lower::{gpu::copy_kernel, lower};
 use jaxon_backend_cuda::nvrtc::{self, Arch, Compiler, Request};
 use jaxon_ir::{parse_closed_jaxpr, DType};
 
+mod lowering_util;
+
 /// The one-thread-per-matrix `qr`, `eigh` and `svd` kernels
 /// (`lower/decomp.rs`, `decomp_jacobi.rs`, `decomp_svd.rs`) use under 64
 /// registers but save a few 64-bit values around the calls of the f64
@@ -55,6 +57,7 @@ fn corpus_kernels() -> Vec<Kernel> {
     }
     for (i, text) in extra_texts().iter().enumerate() {
         let closed = parse_closed_jaxpr(text, Vec::new()).expect("extra texts parse");
+        let closed = lowering_util::with_array_indices(closed);
         let p = lower(&closed).expect("extra texts lower");
         for mut k in p.kernels {
             k.name = format!("x{i}_{}", k.name);
@@ -259,6 +262,20 @@ fn extra_texts() -> Vec<String> {
     u:{dt}[2,3] v:{dt}[2,3,3] w:{dt}[2,3,4] = svd[algorithm=None compute_uv=True full_matrices=False subset_by_index=None] c
     x:{dt}[2,3] = svd[algorithm=None compute_uv=False full_matrices=False subset_by_index=None] c
   in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x) }}"
+        ));
+    }
+    // Ref state (`lower/state.rs`): slices with dynamic starts (one thread
+    // per element) and integer arrays (one thread, in order), f32 and f16.
+    for dt in ["f32", "f16"] {
+        out.push(format!(
+            "{{ lambda ; a:Ref<default>{{{dt}[4,5]}} b:{dt}[5] c:i32[] d:{dt}[2,5] i:i32[3] v:{dt}[3,5]. let
+    e:{dt}[5] <- a[c,:]
+    a[1,:] += b
+    f:{dt}[2,5], a[c:c+2,:] <- a[c:c+2,:], d
+    g:{dt}[3,5] <- a[i,:]
+    a[i,:] += v
+    h:{dt}[3,5], a[i,:] <- a[i,:], g
+  in (e, f, g, h) }}"
         ));
     }
     // `for_loop` with runtime bounds: the index, counter, trip-count and

@@ -1,4 +1,4 @@
-//! The families that do not lower yet — state, Pallas and named-axis
+//! The families that do not lower yet — Pallas and named-axis
 //! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; complex dtypes and `fft`; and the
@@ -6,9 +6,7 @@
 //! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{
-    Callback, Collective, FftParams, Marker, Pallas, Primitive, Random, State,
-};
+use jaxon_ir::primitive::{Callback, Collective, FftParams, Marker, Pallas, Primitive, Random};
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -90,16 +88,6 @@ pub(crate) fn complex_elementwise(name: &str) -> Result<(), IrError> {
 /// `fft`.
 pub(crate) fn fft(_: &FftParams) -> Result<(), IrError> {
     Err(unsupported("fft", "FFTs are not lowered yet"))
-}
-
-/// State primitives (`get`, `swap`, `addupdate`).
-pub(crate) fn state(p: &State) -> Result<(), IrError> {
-    let why = match p {
-        State::Get(_) | State::Swap(_) | State::AddUpdate(_) => {
-            "Ref state is not lowered yet (discharge it first)"
-        }
-    };
-    Err(unsupported(p.name(), why))
 }
 
 /// Pallas primitives.
