@@ -122,9 +122,9 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Collective(Collective::PsumInvariant(_)) => (89, NotYet("shard_map (NCCL)")),
         Primitive::Marker(Marker::Reshard(_)) => (90, Lowered),
         Primitive::Marker(Marker::ShardingConstraint(_)) => (91, Lowered),
-        Primitive::Callback(Callback::DebugPrint(_)) => (92, NotYet("host callbacks")),
-        Primitive::Callback(Callback::DebugCallback(_)) => (93, NotYet("host callbacks")),
-        Primitive::Callback(Callback::PureCallback(_)) => (94, NotYet("host callbacks")),
+        Primitive::Callback(Callback::DebugPrint(_)) => (92, Lowered),
+        Primitive::Callback(Callback::DebugCallback(_)) => (93, Lowered),
+        Primitive::Callback(Callback::PureCallback(_)) => (94, Lowered),
     }
 }
 
@@ -442,6 +442,32 @@ const STATE: &str = "{ lambda ; a:Ref<default>{f32[4,5]} b:f32[5] c:i32[]. let
     f:f32[5], a[2,:] <- a[2,:], e
   in (e, f) }";
 
+/// Host callbacks (the host function is set by the test).
+const CALLBACKS: &str = "{ lambda ; a:f32[3]. let
+    b:f32[3] = pure_callback[
+      callback=_FlatCallback(callback_func=<function f at 0xXXXXXXXXXXXX>, in_tree=PyTreeDef(((*,), {})))
+      result_avals=(ShapedArray(float32[3]),)
+      sharding=None
+      vmap_method=sequential
+    ] a
+    debug_callback[
+      callback=<function g at 0xXXXXXXXXXXXX>
+      effect=Debug
+      partitioned=False
+    ] b
+    debug_print[
+      fmt=b={}
+      has_placeholders=True
+      in_tree=PyTreeDef(((*,), {}))
+      logging_record=None
+      np_printoptions=(('edgeitems', 3), ('threshold', 1000), ('floatmode', 'maxprec'), ('precision', 8), ('suppress', False), ('linewidth', 75), ('nanstr', 'nan'), ('infstr', 'inf'), ('sign', '-'), ('formatter', None), ('legacy', False), ('override_repr', None))
+      ordered=False
+      partitioned=False
+      static_args=()
+    ] b
+    c:f32[3] = mul b 3.0:f32[]
+  in (c,) }";
+
 /// Samples of not-yet primitives: compiling each must fail as unsupported.
 fn not_yet_samples() -> Vec<(&'static str, String)> {
     vec![
@@ -498,6 +524,27 @@ fn every_lowered_primitive_is_exercised_and_every_other_is_listed() {
         STATE,
     );
     tags(&state.jaxpr, &mut seen);
+    // Host callbacks, calling a host function that doubles its operand
+    // (checked in `tests/lowering_callback.rs` too).
+    let double: jaxon_ir::primitive::HostFn =
+        std::sync::Arc::new(|xs: &[jaxon_ir::HostArray]| {
+            let x = xs.first().ok_or("no operand")?;
+            let v: Vec<f64> = x.to_f64_vec().iter().map(|a| 2.0 * a).collect();
+            Ok(vec![jaxon_ir::HostArray::from_f64(
+                x.dtype(),
+                x.shape(),
+                &v,
+            )
+            .map_err(|e| e.to_string())?])
+        });
+    let callbacks = lowering_util::closed_with(CALLBACKS, &double);
+    let args = lowering_util::args_for(CALLBACKS, 9, Dist::Uniform(2.0));
+    let want = jaxon_ir::eval_closed_jaxpr(&callbacks, &args).expect("interpreter");
+    let got = run_lowered(&callbacks, &args).expect("cuda-sim");
+    for (g, w) in got.iter().zip(&want) {
+        lowering_util::compare(CALLBACKS, g, w, Tol::Exact);
+    }
+    tags(&callbacks.jaxpr, &mut seen);
     // The op-keyed members: every unary and binary op appears in
     // tests/lowering.rs; the rows above name each variant once.
     let mut lowered = Vec::new();
@@ -576,10 +623,11 @@ fn the_lowered_rows_are_the_expected_ones() {
     }
     tags(&parse(FIRST_ORDER).jaxpr, &mut seen);
     tags(&parse(STATE).jaxpr, &mut seen);
+    tags(&parse(CALLBACKS).jaxpr, &mut seen);
     let expected_lowered: BTreeSet<usize> = [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
         25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 59, 60, 61, 62,
-        63, 64, 65, 66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 90, 91,
+        63, 64, 65, 66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 90, 91, 92, 93, 94,
     ]
     .into_iter()
     .collect();

@@ -20,6 +20,7 @@
 
 pub mod backend;
 mod bitonic;
+mod callback;
 mod control;
 mod conv;
 mod cumulative;
@@ -380,6 +381,6 @@ pub(crate) fn lower_eqn(
         Primitive::Marker(p) => unsupported::marker(p),
         Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Random(p) => random::lower(ctx, jaxpr, eqn, p, env, steps),
-        Primitive::Callback(p) => unsupported::callback(p),
+        Primitive::Callback(p) => callback::lower(ctx, jaxpr, eqn, p, env, steps),
     }
 }

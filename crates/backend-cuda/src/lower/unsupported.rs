@@ -6,7 +6,7 @@
 //! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{Callback, Collective, FftParams, Marker, Pallas, Primitive, Random};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Primitive, Random};
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -144,15 +144,5 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
             "cuda lowering: {} should have been removed by simplify",
             p.name()
         ))),
-    }
-}
-
-/// Host callbacks (`debug_print`, `debug_callback`, `pure_callback`) need
-/// a device-to-host round trip in the runtime; not lowered yet.
-pub(crate) fn callback(p: &Callback) -> Result<(), IrError> {
-    match p {
-        Callback::DebugPrint(_) | Callback::DebugCallback(_) | Callback::PureCallback(_) => Err(
-            unsupported(p.name(), "host callbacks have no CUDA lowering yet"),
-        ),
     }
 }

@@ -335,3 +335,32 @@ pub fn with_array_indices(mut c: jaxon_ir::ClosedJaxpr) -> jaxon_ir::ClosedJaxpr
     }
     c
 }
+
+/// `j` with every `pure_callback` and `debug_callback` (nested ones
+/// included) calling `f`.
+pub fn with_fn(j: &jaxon_ir::Jaxpr, f: &jaxon_ir::primitive::HostFn) -> jaxon_ir::Jaxpr {
+    let mut out = j.clone();
+    for e in &mut out.eqns {
+        let mut p = e.primitive.map_sub_jaxprs(&mut |s| with_fn(s, f));
+        match &mut p {
+            jaxon_ir::Primitive::Callback(jaxon_ir::primitive::Callback::PureCallback(c)) => {
+                c.callback = jaxon_ir::primitive::HostCallback::new("<test fn>", f.clone());
+            }
+            jaxon_ir::Primitive::Callback(jaxon_ir::primitive::Callback::DebugCallback(c)) => {
+                c.callback = jaxon_ir::primitive::HostCallback::new("<test fn>", f.clone());
+            }
+            _ => {}
+        }
+        e.primitive = p;
+    }
+    out
+}
+
+/// `text` parsed, its callbacks calling `f` ([`with_fn`]).
+pub fn closed_with(text: &str, f: &jaxon_ir::primitive::HostFn) -> ClosedJaxpr {
+    let c = parse(text);
+    ClosedJaxpr {
+        jaxpr: std::sync::Arc::new(with_fn(&c.jaxpr, f)),
+        consts: c.consts.clone(),
+    }
+}
