@@ -111,7 +111,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::FoldIn(_)) => (80, Lowered),
         Primitive::Random(Random::Threefry2x32(_)) => (81, Lowered),
         Primitive::Random(Random::Gamma(_)) => (82, Lowered),
-        Primitive::Random(Random::RngBitGenerator(_)) => (95, NotYet("XLA's RngBitGenerator")),
+        Primitive::Random(Random::RngBitGenerator(_)) => (95, Lowered),
         Primitive::Linalg(Linalg::Schur(_)) => (96, NotYet("real Schur decomposition")),
         Primitive::Window(Window::Generic(_)) => (83, Lowered),
         Primitive::Control(Control::ShardMap(_)) => (84, NotYet("shard_map (NCCL)")),
@@ -350,6 +350,23 @@ fn control_cases() -> Vec<(&'static str, Tol)> {
             Tol::Rel(1e-6),
         ),
         (
+            "{ lambda ; a:u32[4] k:u64[2]. let
+    b:u32[4] c:u32[2,3] = rng_bit_generator[
+      algorithm=RNG_PHILOX
+      dtype=uint32
+      out_sharding=None
+      shape=(2, 3)
+    ] a
+    d:u64[2] e:u8[5] = rng_bit_generator[
+      algorithm=RNG_THREE_FRY
+      dtype=uint8
+      out_sharding=None
+      shape=(5,)
+    ] k
+  in (b, c, d, e) }",
+            Tol::Exact,
+        ),
+        (
             "{ lambda ; a:f32[3,3] b:f32[3,2] t:f32[3]. let
     g:f32[3,3] = dot_general[dimension_numbers=(([1], [1]), ([], [])) preferred_element_type=float32] a a
     s:f32[3,3] = add g 3.0:f32[]
@@ -493,18 +510,6 @@ fn not_yet_samples() -> Vec<(&'static str, String)> {
   in (b, c) }"
                 .into(),
         ),
-        (
-            "rng_bit_generator",
-            "{ lambda ; a:u32[4]. let
-    b:u32[4] c:u32[2,3] = rng_bit_generator[
-      algorithm=RNG_PHILOX
-      dtype=uint32
-      out_sharding=None
-      shape=(2, 3)
-    ] a
-  in (b, c) }"
-                .into(),
-        ),
     ]
 }
 
@@ -627,7 +632,7 @@ fn the_lowered_rows_are_the_expected_ones() {
     let expected_lowered: BTreeSet<usize> = [
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
         25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 59, 60, 61, 62,
-        63, 64, 65, 66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 90, 91, 92, 93, 94,
+        63, 64, 65, 66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 90, 91, 92, 93, 94, 95,
     ]
     .into_iter()
     .collect();

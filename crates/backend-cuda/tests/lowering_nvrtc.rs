@@ -278,6 +278,19 @@ fn extra_texts() -> Vec<String> {
   in (e, f, g, h) }}"
         ));
     }
+    // `rng_bit_generator` (`lower/rng_bit.rs`): every algorithm, narrow
+    // and 64-bit words, both key types.
+    for alg in ["RNG_DEFAULT", "RNG_THREE_FRY", "RNG_PHILOX"] {
+        for (dt, long) in [("u8", "uint8"), ("u32", "uint32"), ("u64", "uint64")] {
+            for key in ["u32[4]", "u64[2]"] {
+                out.push(format!(
+                    "{{ lambda ; a:{key}. let
+    b:{key} c:{dt}[3,4] = rng_bit_generator[algorithm={alg} dtype={long} out_sharding=None shape=(3, 4)] a
+  in (b, c) }}"
+                ));
+            }
+        }
+    }
     // `for_loop` with runtime bounds: the index, counter, trip-count and
     // predicate kernels (`lower/for_loop.rs`).
     for it in ["i32", "i64", "u32"] {

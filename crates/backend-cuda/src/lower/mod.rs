@@ -39,6 +39,7 @@ mod linalg;
 pub mod plan;
 mod random;
 mod reduction;
+mod rng_bit;
 pub mod run;
 mod sort;
 mod special;
