@@ -5,6 +5,7 @@
 
 mod dispatch;
 pub mod gpu;
+mod gpu_pallas;
 mod kernels;
 mod loops;
 mod machine;

@@ -6,13 +6,10 @@
 //! Without NVRTC the test prints a skip line and passes, unless
 //! `JAXON_REQUIRE_NVRTC=1`.
 
-use jaxon_backend_cuda::cuda_c::print_module;
+mod lowering_util;
 use jaxon_backend_cuda::kir::Kernel;
 use jaxon_backend_cuda::lower::{gpu::copy_kernel, lower};
-use jaxon_backend_cuda::nvrtc::{self, Arch, Compiler, Request};
 use jaxon_ir::{parse_closed_jaxpr, DType};
-
-mod lowering_util;
 
 /// The one-thread-per-matrix `qr`, `eigh` and `svd` kernels
 /// (`lower/decomp.rs`, `decomp_jacobi.rs`, `decomp_svd.rs`) use under 64
@@ -314,60 +311,7 @@ fn extra_texts() -> Vec<String> {
 
 #[test]
 fn every_generated_kernel_compiles_for_sm80_and_sm90() {
-    if let Err(e) = nvrtc::nvrtc_version() {
-        if std::env::var("JAXON_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
-            panic!("JAXON_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}");
-        }
-        println!("lowering_nvrtc: skipped: NVRTC not found (run `cargo xtask nvrtc-path`): {e}");
-        return;
-    }
     let kernels = corpus_kernels();
     assert!(kernels.len() > 50, "only {} kernels", kernels.len());
-    // One module per 64 kernels keeps the compile count small.
-    let sources: Vec<(String, String)> = kernels
-        .chunks(64)
-        .enumerate()
-        .map(|(i, ks)| {
-            let refs: Vec<&Kernel> = ks.iter().collect();
-            (format!("lowered_{i}"), print_module(&refs))
-        })
-        .collect();
-    let compiler = Compiler::new(None);
-    let mut reqs = Vec::new();
-    for arch in [Arch::SM80, Arch::SM90] {
-        for (name, src) in &sources {
-            reqs.push(Request {
-                source: src,
-                arch,
-                name,
-            });
-        }
-    }
-    let results = compiler.compile_many(&reqs);
-    let mut failures = Vec::new();
-    for (req, r) in reqs.iter().zip(&results) {
-        match r {
-            Err(e) => failures.push(format!("{} {}: {e}", req.name, req.arch)),
-            Ok(c) => {
-                for k in &kernels {
-                    if let Some(res) = c.resources_of(&k.name) {
-                        if (res.spill_stores_bytes > 0 || res.spill_loads_bytes > 0)
-                            && !sequential_decomposition(&k.name, res.spill_stores_bytes)
-                        {
-                            failures.push(format!("{} {}: spills {res:?}", k.name, req.arch));
-                        }
-                        if res.registers > 255 || res.shared_bytes > 48 * 1024 {
-                            failures.push(format!("{} {}: over budget {res:?}", k.name, req.arch));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    println!(
-        "lowering_nvrtc: {} kernels in {} modules for sm_80 and sm_90",
-        kernels.len(),
-        sources.len()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    lowering_util::nvrtc_check("lowering_nvrtc", &kernels, sequential_decomposition);
 }

@@ -32,14 +32,16 @@
 //! # Backends
 //!
 //! Eager operations and `jit` run on the CPU backend (`jaxon-backend-cpu`,
-//! Cranelift-compiled native code) by default. The reference interpreter
+//! Cranelift-compiled native code) by default on a machine without a GPU.
+//! The reference interpreter
 //! stays registered as `"interpreter"`: select it for a block with
 //! [`with_backend`], for the process with [`set_default_backend`], or from
 //! the environment with `JAXON_BACKEND=interpreter`. The CUDA backends are
-//! registered too, never as the default: `"cuda-sim"` runs the CUDA
-//! lowering's launch plans on the kernel simulator (no GPU needed; for
-//! testing, slow), and `"cuda"` runs them on a GPU (an error naming what is
-//! missing when there is none). Primitives the CUDA lowering does not cover
+//! registered too: `"cuda"` runs the CUDA lowering's launch plans on a GPU
+//! and, as in JAX, is the default on a machine with a GPU (and NVRTC);
+//! `JAXON_BACKEND=cpu` keeps such a machine on the CPU. `"cuda-sim"` runs
+//! the same plans on the kernel simulator (no GPU needed; for testing,
+//! slow; never the default). Primitives the CUDA lowering does not cover
 //! yet are an [`Error`] naming the primitive, not a panic.
 
 #![warn(missing_docs)]
@@ -136,8 +138,8 @@ pub mod collectives {
     pub use jaxon_transforms::{all_gather, axis_index, pmax, pmean, pmin, psum};
 }
 
-/// The CPU backend, registered under `"cpu"` with the highest priority, so
-/// it is the default backend of every program that links this crate.
+/// The CPU backend, registered under `"cpu"`: the default backend of every
+/// program that links this crate, unless the machine has a GPU.
 pub use jaxon_backend_cpu as backend_cpu;
 
 inventory::submit! {
@@ -145,33 +147,46 @@ inventory::submit! {
         name: "cpu",
         priority: 10,
         make: || std::sync::Arc::new(jaxon_backend_cpu::CpuBackend::new()),
+        available: jaxon_trace::eval::always,
     }
 }
 
 /// The CUDA backends (`jaxon-backend-cuda`): `"cuda-sim"` runs the lowered
-/// launch plans on the kernel simulator (no GPU needed; slow, for testing),
-/// `"cuda"` runs the same plans on GPU 0. Both register below `"cpu"` and
-/// below the interpreter, so neither is ever the default: select one with
-/// [`with_backend`] or `JAXON_BACKEND`.
+/// launch plans on the kernel simulator (no GPU needed; slow, for testing;
+/// never the default), `"cuda"` runs the same plans on GPU 0. As in JAX,
+/// `"cuda"` is the default backend when the machine has a GPU (and NVRTC to
+/// compile for it), else `"cpu"`; `JAXON_BACKEND` or [`with_backend`]
+/// chooses otherwise.
 pub use jaxon_backend_cuda as backend_cuda;
+
+/// Whether this machine can run the `cuda` backend: a driver with at least
+/// one device, and NVRTC. Asked once, when the backend registry is built;
+/// without a driver it costs one failed `dlopen`.
+fn gpu_present() -> bool {
+    let devices = jaxon_backend_cuda::runtime::device_count().unwrap_or(0);
+    devices > 0 && jaxon_backend_cuda::nvrtc::nvrtc_version().is_ok()
+}
 
 inventory::submit! {
     jaxon_trace::eval::BackendProvider {
         name: "cuda-sim",
         priority: -10,
         make: || std::sync::Arc::new(jaxon_backend_cuda::lower::CudaSimBackend::new()),
+        available: jaxon_trace::eval::always,
     }
 }
 
-// Registering `cuda` touches no driver: `CudaBackend::new` only records the
+// Creating `cuda` touches no driver: `CudaBackend::new` only records the
 // choice, and the device (driver, NVRTC, cuBLASLt) is opened when a program
 // first runs, so a machine without a GPU gets an error naming what is
-// missing at that point, never at start-up.
+// missing at that point, never at start-up. `gpu_present` decides whether
+// it is the default.
 inventory::submit! {
     jaxon_trace::eval::BackendProvider {
         name: "cuda",
-        priority: -20,
+        priority: 20,
         make: || std::sync::Arc::new(jaxon_backend_cuda::lower::CudaBackend::new()),
+        available: gpu_present,
     }
 }
 

@@ -63,3 +63,19 @@ fn under_cuda_arrays_stay_on_the_gpu() {
     })
     .expect("cuda backend");
 }
+
+#[test]
+fn the_default_backend_is_the_gpu_where_one_is_present() {
+    if std::env::var_os("JAXON_BACKEND").is_some() {
+        println!("skipped: JAXON_BACKEND chooses the backend");
+        return;
+    }
+    let gpu = jaxon::backend_cuda::runtime::device_count().is_ok_and(|n| n > 0)
+        && jaxon::backend_cuda::nvrtc::nvrtc_version().is_ok();
+    let want = if gpu { "gpu" } else { "cpu" };
+    assert_eq!(jaxon::default_backend().expect("backend"), want);
+    assert_eq!(
+        jaxon::eval_backend().expect("backend").name(),
+        if gpu { "cuda" } else { "cpu" }
+    );
+}

@@ -11,8 +11,9 @@
 //! Backends register themselves through [`BackendProvider`]s collected at
 //! link time (`inventory`): the interpreter always, and whatever a linking
 //! crate submits (the `jaxon` facade submits the CPU backend). The provider
-//! with the highest priority is the default unless `JAXON_BACKEND` names
-//! another.
+//! with the highest priority among those available on the machine is the
+//! default (a GPU backend when a GPU is present, as in JAX) unless
+//! `JAXON_BACKEND` names another.
 
 use crate::array::Array;
 use crate::core::{MainTrace, Trace};
@@ -195,11 +196,44 @@ fn compile_one(
 pub struct BackendProvider {
     /// The name the backend registers under (its [`Backend::name`]).
     pub name: &'static str,
-    /// The highest priority is the default backend, unless the environment
-    /// variable `JAXON_BACKEND` names another registered backend.
+    /// The highest priority among the [`available`](Self::available)
+    /// providers is the default backend, unless the environment variable
+    /// `JAXON_BACKEND` names another registered backend.
     pub priority: i32,
     /// Creates the backend.
     pub make: fn() -> Arc<dyn Backend>,
+    /// Whether the backend can run programs on this machine (a GPU backend
+    /// asks for a device). Only decides the default: an unavailable backend
+    /// stays registered and reports what is missing when it is used.
+    pub available: fn() -> bool,
+}
+
+/// Always available (the host backends).
+pub fn always() -> bool {
+    true
+}
+
+/// The default backend's name: `env` (`JAXON_BACKEND`) when it names a
+/// registered backend, else the available provider of highest priority
+/// (ties by name), else the interpreter. `providers` are
+/// `(name, priority, available)`.
+pub fn choose_default(providers: &[(&str, i32, bool)], env: Option<&str>) -> String {
+    if let Some(name) = env {
+        if providers.iter().any(|p| p.0 == name) {
+            return name.to_string();
+        }
+    }
+    let mut best: Option<(&str, i32)> = None;
+    for &(name, priority, available) in providers {
+        let better = match best {
+            None => true,
+            Some((b, bp)) => priority > bp || (priority == bp && name < b),
+        };
+        if available && better {
+            best = Some((name, priority));
+        }
+    }
+    best.map_or("interpreter", |b| b.0).to_string()
 }
 
 inventory::collect!(BackendProvider);
@@ -209,31 +243,31 @@ inventory::submit! {
         name: "interpreter",
         priority: 0,
         make: || Arc::new(InterpreterBackend::new()),
+        available: always,
     }
 }
 
 fn registry() -> &'static RwLock<Registry> {
     static REGISTRY: OnceLock<RwLock<Registry>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        let mut providers: Vec<&BackendProvider> = inventory::iter::<BackendProvider>().collect();
-        // Highest priority first; ties by name, so the choice is stable.
-        providers.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.name.cmp(b.name)));
+        let providers: Vec<&BackendProvider> = inventory::iter::<BackendProvider>().collect();
         let backends: BTreeMap<String, Arc<dyn Backend>> = providers
             .iter()
             .map(|p| (p.name.to_string(), (p.make)()))
             .collect();
-        let preferred = providers.first().map_or("interpreter", |p| p.name);
-        let default = match std::env::var("JAXON_BACKEND") {
-            Ok(name) if backends.contains_key(&name) => name,
-            Ok(name) => {
-                tracing::warn!(
-                    "JAXON_BACKEND={name} is not a registered backend ({}); using {preferred}",
-                    backends.keys().cloned().collect::<Vec<_>>().join(", ")
-                );
-                preferred.to_string()
-            }
-            Err(_) => preferred.to_string(),
-        };
+        let table: Vec<(&str, i32, bool)> = providers
+            .iter()
+            .map(|p| (p.name, p.priority, (p.available)()))
+            .collect();
+        let env = std::env::var("JAXON_BACKEND").ok();
+        let default = choose_default(&table, env.as_deref());
+        if let Some(name) = env.as_deref().filter(|n| !backends.contains_key(*n)) {
+            tracing::warn!(
+                "JAXON_BACKEND={name} is not a registered backend ({}); using {default}",
+                backends.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        tracing::debug!("default backend: {default}");
         RwLock::new(Registry { backends, default })
     })
 }
@@ -323,4 +357,32 @@ pub fn with_backend<R>(name: &str, f: impl FnOnce() -> R) -> Result<R> {
     let prev = OVERRIDE.with(|o| o.borrow_mut().replace(b));
     let _reset = Reset(prev);
     Ok(f())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose_default;
+
+    const MACHINE: [(&str, i32, bool); 4] = [
+        ("interpreter", 0, true),
+        ("cpu", 10, true),
+        ("cuda-sim", -10, true),
+        ("cuda", 20, false),
+    ];
+
+    #[test]
+    fn the_gpu_is_the_default_only_where_one_is_present() {
+        assert_eq!(choose_default(&MACHINE, None), "cpu");
+        let mut gpu = MACHINE;
+        gpu[3].2 = true;
+        assert_eq!(choose_default(&gpu, None), "cuda");
+        // The environment wins when it names a registered backend, even an
+        // unavailable one (its errors then say what is missing).
+        assert_eq!(choose_default(&MACHINE, Some("cuda")), "cuda");
+        assert_eq!(choose_default(&gpu, Some("cpu")), "cpu");
+        assert_eq!(choose_default(&MACHINE, Some("tpu")), "cpu");
+        assert_eq!(choose_default(&[], None), "interpreter");
+        // Ties go by name, so the choice does not depend on link order.
+        assert_eq!(choose_default(&[("b", 1, true), ("a", 1, true)], None), "a");
+    }
 }

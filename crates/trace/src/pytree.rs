@@ -4,6 +4,14 @@
 //! Invariants: `T::unflatten(&def, leaves)` of `t.flatten()` rebuilds `t`;
 //! static leaves (Rust scalars, `Static<T>`) live in the `TreeDef`, so they
 //! are part of a jit cache key and never become tracers.
+//!
+//! Depth: a recursive type (`struct Tree { x: Array, kids: Vec<Tree> }`)
+//! makes trees as deep as its values. Every recursion over trees — the
+//! container impls here, `TreeDef`'s clone, equality, hash, debug output
+//! and `num_leaves`, the walks in `tree_util` — runs through [`deep`],
+//! which moves onto a fresh heap-allocated stack segment when the thread's
+//! stack runs low, and `TreeDef`'s drop is iterative; so a tree of any
+//! depth flattens, compares, hashes and drops without a stack overflow.
 
 use crate::array::Array;
 use crate::error::{Error, Result};
@@ -13,8 +21,19 @@ use std::fmt::{self, Debug};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+/// Runs `f` with at least 128 KiB of stack left: when a deep tree's
+/// recursion has used the thread's stack up, `f` continues on a fresh
+/// 2 MiB segment allocated on the heap (`stacker`). Recursions over pytrees
+/// go through it, so nesting depth is bounded by memory, not by the stack.
+#[inline]
+pub fn deep<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, f)
+}
+
 /// The structure of a pytree, without its array leaves.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Clone, equality, hashing and debug output recurse through [`deep`]; drop
+/// is iterative.
 pub enum TreeDef {
     /// One array leaf.
     Leaf,
@@ -48,14 +67,85 @@ pub enum NodeKind {
     },
 }
 
+impl Clone for TreeDef {
+    fn clone(&self) -> TreeDef {
+        deep(|| match self {
+            TreeDef::Leaf => TreeDef::Leaf,
+            TreeDef::Static(s) => TreeDef::Static(s.clone()),
+            TreeDef::Node(k, children) => TreeDef::Node(k.clone(), children.clone()),
+        })
+    }
+}
+
+impl PartialEq for TreeDef {
+    fn eq(&self, other: &TreeDef) -> bool {
+        deep(|| match (self, other) {
+            (TreeDef::Leaf, TreeDef::Leaf) => true,
+            (TreeDef::Static(a), TreeDef::Static(b)) => a == b,
+            (TreeDef::Node(k, a), TreeDef::Node(l, b)) => k == l && a == b,
+            (TreeDef::Leaf | TreeDef::Static(_) | TreeDef::Node(..), _) => false,
+        })
+    }
+}
+
+impl Eq for TreeDef {}
+
+impl Hash for TreeDef {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        deep(|| {
+            std::mem::discriminant(self).hash(state);
+            match self {
+                TreeDef::Leaf => {}
+                TreeDef::Static(s) => s.hash(state),
+                TreeDef::Node(k, children) => {
+                    k.hash(state);
+                    children.hash(state);
+                }
+            }
+        })
+    }
+}
+
+impl Debug for TreeDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        deep(|| match self {
+            TreeDef::Leaf => f.write_str("Leaf"),
+            TreeDef::Static(s) => f.debug_tuple("Static").field(s).finish(),
+            TreeDef::Node(k, children) => f.debug_tuple("Node").field(k).field(children).finish(),
+        })
+    }
+}
+
+impl Drop for TreeDef {
+    /// Iterative: children are moved onto a work list before they drop, so
+    /// no drop recurses.
+    fn drop(&mut self) {
+        let TreeDef::Node(_, children) = self else {
+            return;
+        };
+        if children
+            .iter()
+            .all(|c| !matches!(c, TreeDef::Node(_, cc) if !cc.is_empty()))
+        {
+            return;
+        }
+        let mut work = std::mem::take(children);
+        while let Some(mut c) = work.pop() {
+            if let TreeDef::Node(_, cc) = &mut c {
+                work.append(cc);
+            }
+        }
+    }
+}
+
 impl TreeDef {
     /// The number of array leaves.
     pub fn num_leaves(&self) -> usize {
-        match self {
+        deep(|| match self {
             TreeDef::Leaf => 1,
             TreeDef::Static(_) => 0,
             TreeDef::Node(_, children) => children.iter().map(TreeDef::num_leaves).sum(),
-        }
+        })
     }
 
     /// The children of a node of `kind`, or a structure-mismatch error.
@@ -72,8 +162,17 @@ impl TreeDef {
 }
 
 fn mismatch(expected: &str, got: &TreeDef) -> Error {
+    let mut shown = format!("{got:?}");
+    if shown.len() > 400 {
+        let cut = (0..=400)
+            .rev()
+            .find(|&i| shown.is_char_boundary(i))
+            .unwrap_or(0);
+        shown.truncate(cut);
+        shown.push_str(" …");
+    }
     Error::InvalidArgument(format!(
-        "pytree structure mismatch: expected a {expected}, got {got:?}"
+        "pytree structure mismatch: expected a {expected}, got {shown}"
     ))
 }
 
@@ -292,16 +391,30 @@ tuple_pytree!(8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 impl<T: Pytree> Pytree for Vec<T> {
     fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
-        TreeDef::Node(
-            NodeKind::List,
-            self.iter().map(|x| x.flatten_into(leaves)).collect(),
-        )
+        deep(|| {
+            TreeDef::Node(
+                NodeKind::List,
+                self.iter().map(|x| x.flatten_into(leaves)).collect(),
+            )
+        })
     }
     fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
-        def.children_of(&NodeKind::List, None)?
-            .iter()
-            .map(|c| T::unflatten_from(c, leaves))
-            .collect()
+        deep(|| {
+            def.children_of(&NodeKind::List, None)?
+                .iter()
+                .map(|c| T::unflatten_from(c, leaves))
+                .collect()
+        })
+    }
+}
+
+/// A box is transparent: its value's tree (boxes make recursive types).
+impl<T: Pytree> Pytree for Box<T> {
+    fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
+        deep(|| (**self).flatten_into(leaves))
+    }
+    fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
+        deep(|| T::unflatten_from(def, leaves).map(Box::new))
     }
 }
 
@@ -325,38 +438,40 @@ impl<T: Pytree, const N: usize> Pytree for [T; N] {
 
 impl<T: Pytree> Pytree for Option<T> {
     fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
-        match self {
+        deep(|| match self {
             None => TreeDef::Node(NodeKind::None, Vec::new()),
             Some(x) => TreeDef::Node(NodeKind::Some, vec![x.flatten_into(leaves)]),
-        }
+        })
     }
     fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
-        match def {
+        deep(|| match def {
             TreeDef::Node(NodeKind::None, _) => Ok(None),
             TreeDef::Node(NodeKind::Some, c) if c.len() == 1 => {
                 Ok(Some(T::unflatten_from(&c[0], leaves)?))
             }
             other => Err(mismatch("Option", other)),
-        }
+        })
     }
 }
 
 impl<T: Pytree> Pytree for BTreeMap<String, T> {
     fn flatten_into(&self, leaves: &mut Vec<Array>) -> TreeDef {
-        TreeDef::Node(
-            NodeKind::Map(self.keys().cloned().collect()),
-            self.values().map(|x| x.flatten_into(leaves)).collect(),
-        )
+        deep(|| {
+            TreeDef::Node(
+                NodeKind::Map(self.keys().cloned().collect()),
+                self.values().map(|x| x.flatten_into(leaves)).collect(),
+            )
+        })
     }
     fn unflatten_from(def: &TreeDef, leaves: &mut dyn Iterator<Item = Array>) -> Result<Self> {
-        match def {
+        deep(|| match def {
             TreeDef::Node(NodeKind::Map(keys), children) if keys.len() == children.len() => keys
                 .iter()
                 .zip(children)
                 .map(|(k, c)| Ok((k.clone(), T::unflatten_from(c, leaves)?)))
                 .collect(),
             other => Err(mismatch("map", other)),
-        }
+        })
     }
 }
 

@@ -87,6 +87,9 @@ pub fn tree_unflatten<T: Pytree>(def: &TreeDef, leaves: Vec<Array>) -> Result<T>
 /// The key path of every array leaf of `def`, in flattening order.
 pub fn leaf_key_paths(def: &TreeDef) -> Vec<KeyPath> {
     fn walk(def: &TreeDef, path: &mut KeyPath, out: &mut Vec<KeyPath>) {
+        crate::pytree::deep(|| walk_node(def, path, out))
+    }
+    fn walk_node(def: &TreeDef, path: &mut KeyPath, out: &mut Vec<KeyPath>) {
         let mut step = |key: PathKey, child: &TreeDef, out: &mut Vec<KeyPath>| {
             path.push(key);
             walk(child, path, out);
@@ -195,14 +198,14 @@ pub fn treedef_children(def: &TreeDef) -> Vec<TreeDef> {
 /// `outer` with every array leaf replaced by `inner` (JAX's
 /// `treedef.compose`).
 pub fn treedef_compose(outer: &TreeDef, inner: &TreeDef) -> TreeDef {
-    match outer {
+    crate::pytree::deep(|| match outer {
         TreeDef::Leaf => inner.clone(),
         TreeDef::Static(_) => outer.clone(),
         TreeDef::Node(kind, children) => TreeDef::Node(
             kind.clone(),
             children.iter().map(|c| treedef_compose(c, inner)).collect(),
         ),
-    }
+    })
 }
 
 /// `jax.tree_util.tree_transpose(outer, inner, tree)`: turns a tree of

@@ -135,13 +135,13 @@ fn short_type_name<F>() -> String {
 /// Whether two structures agree, static leaves compared by position only
 /// (a rule need not reproduce the inputs' static values).
 fn same_structure(a: &TreeDef, b: &TreeDef) -> bool {
-    match (a, b) {
+    jaxon_trace::pytree::deep(|| match (a, b) {
         (TreeDef::Leaf, TreeDef::Leaf) | (TreeDef::Static(_), TreeDef::Static(_)) => true,
         (TreeDef::Node(ka, ca), TreeDef::Node(kb, cb)) => {
             ka == kb && ca.len() == cb.len() && ca.iter().zip(cb).all(|(x, y)| same_structure(x, y))
         }
         _ => false,
-    }
+    })
 }
 
 /// An error unless a rule's result `got` has the structure `want`.

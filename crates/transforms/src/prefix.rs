@@ -31,6 +31,10 @@ impl<T: Clone> Prefix<T> {
     }
 
     fn resolve_into(&self, def: &TreeDef, what: &str, out: &mut Vec<T>) -> Result<()> {
+        jaxon_trace::pytree::deep(|| self.resolve_node(def, what, out))
+    }
+
+    fn resolve_node(&self, def: &TreeDef, what: &str, out: &mut Vec<T>) -> Result<()> {
         match self {
             Prefix::All(a) => {
                 out.extend(std::iter::repeat_n(a.clone(), def.num_leaves()));

@@ -171,6 +171,31 @@ impl KernelBuilder {
         self.bodies.pop().expect("pushed above")
     }
 
+    /// Sets the length of shared array `s`, for builders that learn it only
+    /// after the code that indexes it (a pool handed out piece by piece).
+    pub fn set_shared_len(&mut self, s: SharedId, len: u32) {
+        if let Some(a) = self.kernel.shared.get_mut(s.0 as usize) {
+            a.len = len;
+        }
+    }
+
+    /// Starts a nested body for a builder that cannot use the closure forms
+    /// (its body builder needs more than the `KernelBuilder`); the
+    /// statements pushed until [`KernelBuilder::end_body`] form the body.
+    pub fn begin_body(&mut self) {
+        self.bodies.push(Vec::new());
+    }
+
+    /// Ends the body begun by [`KernelBuilder::begin_body`] and returns it
+    /// (empty if none was begun).
+    pub fn end_body(&mut self) -> Vec<Stmt> {
+        if self.bodies.len() > 1 {
+            self.bodies.pop().unwrap_or_default()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// `if cond { then }`.
     pub fn if_(&mut self, cond: Expr, then: impl FnOnce(&mut Self)) {
         let then = self.nested(then);

@@ -74,6 +74,12 @@ pub struct Loaded {
     /// The program's constants on the device, by buffer index (`None` for
     /// the buffers that are not constants).
     consts: Vec<Option<Arc<DeviceBuffer>>>,
+    /// The program's intermediate buffers, by buffer index, allocated at
+    /// the first run and reused by every later one, so a steady-state call
+    /// allocates only its results (which outlive it). Runs take `&mut
+    /// self` and queue on the device's one stream, so a run's kernels see
+    /// these buffers only after the previous run's kernels are done.
+    scratch: Vec<Option<Arc<DeviceBuffer>>>,
     blas: Option<Blas>,
 }
 
@@ -281,6 +287,7 @@ impl Loaded {
             funcs,
             copies,
             consts,
+            scratch: prog.buffers.iter().map(|_| None).collect(),
             blas: None,
         })
     }
@@ -327,8 +334,21 @@ impl Loaded {
                 *slot = Some(*a);
             }
         }
+        if self.scratch.len() != prog.buffers.len() {
+            return Err(no(format!(
+                "a program of {} buffers run with scratch for {}",
+                prog.buffers.len(),
+                self.scratch.len()
+            )));
+        }
+        let mut escapes = vec![false; prog.buffers.len()];
+        for (b, _) in &prog.outputs {
+            if let Some(e) = escapes.get_mut(b.index()) {
+                *e = true;
+            }
+        }
         let mut bufs = Vec::with_capacity(prog.buffers.len());
-        for ((decl, a), c) in prog.buffers.iter().zip(init).zip(&self.consts) {
+        for (i, ((decl, a), c)) in prog.buffers.iter().zip(init).zip(&self.consts).enumerate() {
             bufs.push(match a {
                 _ if c.is_some() => None,
                 Some(Arg::Host(a)) if fills(a, decl.dtype, decl.len) => {
@@ -361,7 +381,15 @@ impl Loaded {
                         device.info().name
                     )))
                 }
-                None => Some(Arc::new(device.alloc(decl.dtype, decl.len)?)),
+                None if escapes[i] => Some(Arc::new(device.alloc(decl.dtype, decl.len)?)),
+                None => match &self.scratch[i] {
+                    Some(b) => Some(b.clone()),
+                    None => {
+                        let b = Arc::new(device.alloc(decl.dtype, decl.len)?);
+                        self.scratch[i] = Some(b.clone());
+                        Some(b)
+                    }
+                },
             });
         }
         let mut t = GpuTarget {

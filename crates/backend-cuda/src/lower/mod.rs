@@ -36,6 +36,7 @@ mod indexing;
 mod kernel;
 mod keys;
 mod linalg;
+mod pallas;
 pub mod plan;
 mod random;
 mod reduction;
@@ -377,7 +378,7 @@ pub(crate) fn lower_eqn(
         Primitive::Linalg(p) => linalg::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Control(p) => control::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::State(p) => state::lower(ctx, jaxpr, eqn, p, env, steps),
-        Primitive::Pallas(p) => unsupported::pallas(p),
+        Primitive::Pallas(p) => pallas::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Collective(p) => unsupported::collective(p),
         Primitive::Marker(p) => unsupported::marker(p),
         Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),

@@ -1,4 +1,4 @@
-//! The families that do not lower yet — Pallas and named-axis
+//! The families that do not lower yet — named-axis
 //! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; complex dtypes and `fft`; and the
@@ -6,7 +6,7 @@
 //! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Pallas, Primitive, Random};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Primitive, Random};
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -88,20 +88,6 @@ pub(crate) fn complex_elementwise(name: &str) -> Result<(), IrError> {
 /// `fft`.
 pub(crate) fn fft(_: &FftParams) -> Result<(), IrError> {
     Err(unsupported("fft", "FFTs are not lowered yet"))
-}
-
-/// Pallas primitives.
-pub(crate) fn pallas(p: &Pallas) -> Result<(), IrError> {
-    let why = match p {
-        Pallas::PallasCall(_) => "pallas_call is not lowered yet",
-        Pallas::ProgramId(_)
-        | Pallas::NumPrograms(_)
-        | Pallas::Load(_)
-        | Pallas::Store(_)
-        | Pallas::AtomicRmw(_)
-        | Pallas::AtomicCas(_) => "Pallas kernel primitives lower only inside pallas_call",
-    };
-    Err(unsupported(p.name(), why))
 }
 
 /// Named-axis collectives (positional all-reduces become reductions in

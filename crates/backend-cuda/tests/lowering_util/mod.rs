@@ -9,6 +9,11 @@
 
 #![allow(dead_code)]
 
+mod nvrtc;
+// Not every test binary that includes these helpers compiles kernels.
+#[allow(unused_imports)]
+pub use nvrtc::nvrtc_check;
+
 use jaxon_backend_cuda::lower::{CudaBackend, CudaSimBackend};
 use jaxon_ir::{parse_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
 

@@ -35,6 +35,7 @@ mod numpy_products;
 mod numpy_promotion;
 mod numpy_search;
 mod numpy_values;
+mod pytree_deep;
 mod pytree_derive;
 mod pytree_map;
 mod random_jax;
