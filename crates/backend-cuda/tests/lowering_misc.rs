@@ -289,3 +289,43 @@ fn ref_state_on_random_shapes() {
         check_state(&text, &args);
     }
 }
+
+#[test]
+fn refs_written_inside_loop_bodies_update_in_place() {
+    let mut rng = Rng::new(507);
+    let text = "{ lambda ; a:Ref<default>{f32[3]} xs:f32[4,3] k:f32[]. let
+    c:f32[] ys:f32[4,3] = scan[
+      _split_transpose=False
+      jaxpr={ lambda ; r:Ref<default>{f32[3]} s:f32[] x:f32[3]. let
+          r[...] += x
+          y:f32[3] <- r[...]
+          t:f32[] = reduce_sum[axes=(0,) out_sharding=None] y
+          u:f32[] = add s t
+        in (u, y) }
+      length=4
+      linear=(False, False, False)
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] a k xs
+  in (c, ys) }";
+    for _ in 0..3 {
+        let args = state_args(text, &mut rng, 3.0);
+        check_state(text, &args);
+    }
+    // A ref written in one branch of a runtime `cond`, then read.
+    let text = "{ lambda ; a:Ref<default>{i32[5]} p:i32[] v:i32[2]. let
+    x:i32[2] = cond[
+      branches=(
+        { lambda ; r:Ref<default>{i32[5]} w:i32[2]. let r[1:3] += w in (w,) }
+        { lambda ; r:Ref<default>{i32[5]} w:i32[2]. let q:i32[2], r[3:5] <- r[3:5], w in (q,) }
+      )
+    ] p a v
+    b:i32[5] <- a[...]
+  in (x, b) }";
+    for _ in 0..4 {
+        let args = state_args(text, &mut rng, 3.0);
+        check_state(text, &args);
+    }
+}

@@ -8,6 +8,9 @@
 //! in equation order and `simplify` and the fusion planner keep the
 //! effectful equations in order (`passes::has_effect`; each is an opaque
 //! group), so reads and writes of a ref happen as the jaxpr orders them.
+//! A ref passed to `cond`, `while`, `scan` or a call is bound to the same
+//! buffer in the body, whose steps then update it in place — the effect
+//! JAX's discharge of those primitives describes.
 //!
 //! Indexing follows the interpreter (`interp/state.rs`, clamping mode):
 //! indexers apply one after another, each entry a slice (its start clamped
