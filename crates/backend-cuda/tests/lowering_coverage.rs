@@ -112,7 +112,7 @@ fn row(p: &Primitive) -> (usize, Row) {
         Primitive::Random(Random::Threefry2x32(_)) => (81, Lowered),
         Primitive::Random(Random::Gamma(_)) => (82, Lowered),
         Primitive::Random(Random::RngBitGenerator(_)) => (95, Lowered),
-        Primitive::Linalg(Linalg::Schur(_)) => (96, NotYet("real Schur decomposition")),
+        Primitive::Linalg(Linalg::Schur(_)) => (96, Lowered),
         Primitive::Window(Window::Generic(_)) => (83, Lowered),
         Primitive::Control(Control::ShardMap(_)) => (84, NotYet("shard_map (NCCL)")),
         Primitive::Collective(Collective::Ppermute(_)) => (85, NotYet("shard_map (NCCL)")),
@@ -428,7 +428,8 @@ fn control_cases() -> Vec<(&'static str, Tol)> {
     u:f32[3] = add t 4.0:f32[]
     x:f32[3,2] = tridiagonal_solve[perturb_singular=False] t u t b
     y:f32[3] z:f32[3,3] ba:f32[3,3] = svd[algorithm=None compute_uv=True full_matrices=True subset_by_index=None] a
-  in (c, d, e, f, h, q, r, v, w, x, y, z, ba) }",
+    bb:f32[3,3] bc:f32[3,3] = schur[compute_schur_vectors=True select_callable=None sort_eig_vals=False] a
+  in (c, d, e, f, h, q, r, v, w, x, y, z, ba, bb, bc) }",
             Tol::Rel(1e-6),
         ),
     ]
@@ -537,30 +538,17 @@ const CALLBACKS: &str = "{ lambda ; a:f32[3]. let
 
 /// Samples of not-yet primitives: compiling each must fail as unsupported.
 fn not_yet_samples() -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "complex",
-            "{ lambda ; a:f32[3] b:f32[3]. let
+    vec![(
+        "complex",
+        "{ lambda ; a:f32[3] b:f32[3]. let
     c:c64[3] = complex a b
     d:c64[3] = fft[fft_lengths=(3,) fft_type=0] c
     e:c64[3] = conj[input_dtype=complex64] d
     f:f32[3] = real e
     g:f32[3] = imag e
   in (f, g) }"
-                .into(),
-        ),
-        (
-            "schur",
-            "{ lambda ; a:f32[3,3]. let
-    b:f32[3,3] c:f32[3,3] = schur[
-      compute_schur_vectors=True
-      select_callable=None
-      sort_eig_vals=False
-    ] a
-  in (b, c) }"
-                .into(),
-        ),
-    ]
+            .into(),
+    )]
 }
 
 #[test]
@@ -683,7 +671,7 @@ fn the_lowered_rows_are_the_expected_ones() {
         0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
         25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
         48, 49, 50, 59, 60, 61, 62, 63, 64, 65, 66, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
-        90, 91, 92, 93, 94, 95,
+        90, 91, 92, 93, 94, 95, 96,
     ]
     .into_iter()
     .collect();

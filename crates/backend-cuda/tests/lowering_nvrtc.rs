@@ -257,8 +257,9 @@ fn extra_texts() -> Vec<String> {
     p:{dt}[2,4,3] = tridiagonal_solve[perturb_singular=False] t t t b
     q:{dt}[2,3] r:{dt}[2,4,4] s:{dt}[2,3,3] = svd[algorithm=None compute_uv=True full_matrices=True subset_by_index=None] b
     u:{dt}[2,3] v:{dt}[2,3,3] w:{dt}[2,3,4] = svd[algorithm=None compute_uv=True full_matrices=False subset_by_index=None] c
+    sa:{dt}[2,4,4] sb:{dt}[2,4,4] = schur[compute_schur_vectors=True select_callable=None sort_eig_vals=False] a
     x:{dt}[2,3] = svd[algorithm=None compute_uv=False full_matrices=False subset_by_index=None] c
-  in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x) }}"
+  in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x, sa, sb) }}"
         ));
     }
     // Ref state (`lower/state.rs`): slices with dynamic starts (one thread

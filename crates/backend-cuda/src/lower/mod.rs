@@ -26,6 +26,7 @@ mod conv;
 mod cumulative;
 mod decomp;
 mod decomp_jacobi;
+mod decomp_schur;
 mod decomp_svd;
 mod elementwise;
 mod for_loop;
