@@ -54,6 +54,7 @@ fn corpus_kernels() -> Vec<Kernel> {
     }
     for (i, text) in extra_texts().iter().enumerate() {
         let closed = parse_closed_jaxpr(text, Vec::new()).expect("extra texts parse");
+        let closed = lowering_util::with_array_indices(closed);
         let p = lower(&closed).expect("extra texts lower");
         for mut k in p.kernels {
             k.name = format!("x{i}_{}", k.name);
@@ -298,8 +299,54 @@ fn extra_texts() -> Vec<String> {
     p:{dt}[2,4,3] = tridiagonal_solve[perturb_singular=False] t t t b
     q:{dt}[2,3] r:{dt}[2,4,4] s:{dt}[2,3,3] = svd[algorithm=None compute_uv=True full_matrices=True subset_by_index=None] b
     u:{dt}[2,3] v:{dt}[2,3,3] w:{dt}[2,3,4] = svd[algorithm=None compute_uv=True full_matrices=False subset_by_index=None] c
+    sa:{dt}[2,4,4] sb:{dt}[2,4,4] = schur[compute_schur_vectors=True select_callable=None sort_eig_vals=False] a
     x:{dt}[2,3] = svd[algorithm=None compute_uv=False full_matrices=False subset_by_index=None] c
-  in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x) }}"
+  in (d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, u, v, w, x, sa, sb) }}"
+        ));
+    }
+    // Ref state (`lower/state.rs`): slices with dynamic starts (one thread
+    // per element) and integer arrays (one thread, in order), f32 and f16.
+    for dt in ["f32", "f16"] {
+        out.push(format!(
+            "{{ lambda ; a:Ref<default>{{{dt}[4,5]}} b:{dt}[5] c:i32[] d:{dt}[2,5] i:i32[3] v:{dt}[3,5]. let
+    e:{dt}[5] <- a[c,:]
+    a[1,:] += b
+    f:{dt}[2,5], a[c:c+2,:] <- a[c:c+2,:], d
+    g:{dt}[3,5] <- a[i,:]
+    a[i,:] += v
+    h:{dt}[3,5], a[i,:] <- a[i,:], g
+  in (e, f, g, h) }}"
+        ));
+    }
+    // `rng_bit_generator` (`lower/rng_bit.rs`): every algorithm, narrow
+    // and 64-bit words, both key types.
+    for alg in ["RNG_DEFAULT", "RNG_THREE_FRY", "RNG_PHILOX"] {
+        for (dt, long) in [("u8", "uint8"), ("u32", "uint32"), ("u64", "uint64")] {
+            for key in ["u32[4]", "u64[2]"] {
+                out.push(format!(
+                    "{{ lambda ; a:{key}. let
+    b:{key} c:{dt}[3,4] = rng_bit_generator[algorithm={alg} dtype={long} out_sharding=None shape=(3, 4)] a
+  in (b, c) }}"
+                ));
+            }
+        }
+    }
+    // `for_loop` with runtime bounds: the index, counter, trip-count and
+    // predicate kernels (`lower/for_loop.rs`).
+    for it in ["i32", "i64", "u32"] {
+        out.push(format!(
+            "{{ lambda ; a:f32[5] l:{it}[] h:{it}[] s:{it}[]. let
+    b:f32[5] = for_loop[
+      apply_reverse_transform=True
+      body_jaxpr={{ lambda ; i:{it}[] x:f32[5]. let
+          f:f32[] = convert_element_type[new_dtype=float32 weak_type=False] i
+          y:f32[5] = add x f
+        in (y,) }}
+      body_nconsts=0
+      nimplicit=0
+      preserve_dimensions=False
+    ] l h s 0:{it}[] a
+  in (b,) }}"
         ));
     }
     out

@@ -4,7 +4,7 @@
 //! of the stacked inputs in and of the stacked outputs out around its
 //! body's steps (no readback). Calls (`jit`, `custom_jvp_call`,
 //! `custom_vjp_call`, `remat2`) are inlined: their bodies' steps bind the
-//! call's results directly. `for_loop` does not lower yet.
+//! call's results directly. `for_loop` is in `for_loop.rs`.
 //!
 //! Invariants: a nested body is lowered once, into buffers of the same
 //! program, and its steps are rerun; loop carries live in the loop's result
@@ -13,7 +13,7 @@
 
 use super::kernel::{copy_into, materialize};
 use super::plan::{BufId, CarryUpdate, ScanSlice, Step};
-use super::{atom_type, bind_outputs, lower_closed, unsupported, Ctx, Env, Value};
+use super::{atom_type, bind_outputs, lower_closed, Ctx, Env, Value};
 use jaxon_ir::primitive::{
     CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams,
     ScanParams, WhileParams,
@@ -83,7 +83,7 @@ pub(crate) fn lower(
         Control::Cond(params) => cond(ctx, jaxpr, eqn, params, env, steps),
         Control::While(params) => while_(ctx, jaxpr, eqn, params, env, steps),
         Control::Scan(params) => scan(ctx, jaxpr, eqn, params, env, steps),
-        Control::ForLoop(_) => Err(unsupported(p.name(), "for_loop is not lowered yet")),
+        Control::ForLoop(params) => super::for_loop::lower(ctx, jaxpr, eqn, params, env, steps),
     }
 }
 
@@ -182,7 +182,7 @@ fn cond(
 }
 
 /// The carry updates from a body's results into the carry buffers.
-fn carry_updates(
+pub(crate) fn carry_updates(
     ctx: &mut Ctx,
     steps: &mut Vec<Step>,
     vals: &[Value],

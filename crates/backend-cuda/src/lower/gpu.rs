@@ -195,6 +195,33 @@ impl Target for GpuTarget<'_> {
             .launch(f, LaunchDims::linear(blocks, THREADS), &args)
     }
 
+    fn read(&mut self, b: BufId) -> Result<Vec<u8>> {
+        let buf = self.buf(b)?;
+        self.device.download(buf)
+    }
+
+    /// Replaces this run's buffer `b` with a new one holding `bytes` (kernel
+    /// arguments are resolved at each launch, so later steps see it).
+    fn write(&mut self, b: BufId, bytes: &[u8]) -> Result<()> {
+        let (dtype, len) = {
+            let old = self.buf(b)?;
+            (old.dtype(), old.len())
+        };
+        if len * dtype.size_bytes() != bytes.len() {
+            return Err(no(format!(
+                "{} bytes written to a buffer of {dtype} x{len}",
+                bytes.len()
+            )));
+        }
+        let slot = self
+            .bufs
+            .get_mut(b.index())
+            .and_then(Option::as_mut)
+            .ok_or_else(|| no(format!("buffer {} is not writable", b.0)))?;
+        *slot = Arc::new(self.device.upload(dtype, bytes)?);
+        Ok(())
+    }
+
     fn read_i64(&mut self, b: BufId) -> Result<i64> {
         let buf = self.buf(b)?;
         let bytes = self.device.download(buf)?;

@@ -46,10 +46,7 @@ pub(crate) fn lower(
         Linalg::Eigh(params) => super::decomp_jacobi::eigh(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Svd(params) => super::decomp_svd::svd(ctx, jaxpr, eqn, params, env, steps),
         Linalg::Fft(params) => super::unsupported::fft(params),
-        Linalg::Schur(_) => Err(unsupported(
-            "schur",
-            "the real Schur decomposition is not lowered yet; the CPU backend runs it",
-        )),
+        Linalg::Schur(params) => super::decomp_schur::schur(ctx, jaxpr, eqn, params, env, steps),
     }
 }
 

@@ -20,6 +20,7 @@
 
 pub mod backend;
 mod bitonic;
+mod callback;
 mod complex;
 mod complex_fft;
 mod complex_math;
@@ -29,8 +30,10 @@ mod conv;
 mod cumulative;
 mod decomp;
 mod decomp_jacobi;
+mod decomp_schur;
 mod decomp_svd;
 mod elementwise;
+mod for_loop;
 mod fused;
 mod gather;
 pub mod gpu;
@@ -42,9 +45,11 @@ mod pallas;
 pub mod plan;
 mod random;
 mod reduction;
+mod rng_bit;
 pub mod run;
 mod sort;
 mod special;
+mod state;
 mod structural;
 mod unsupported;
 mod window;
@@ -229,13 +234,36 @@ fn lower_real(closed: &ClosedJaxpr, out_complex: &[Option<DType>]) -> Result<Pro
     let mut ctx = Ctx::new();
     let mut inputs = Vec::new();
     let mut in_vals = Vec::new();
+    let mut steps = Vec::new();
+    // `Ref` arguments: a buffer of their own, updated in place and
+    // returned after the results (`state.rs`).
+    let mut refs = Vec::new();
     for v in &closed.jaxpr.invars {
+        if let Some(jaxon_ir::Aval::Ref(r)) = closed.jaxpr.try_aval(*v) {
+            let (dt, shape) = (r.inner.dtype, r.inner.static_sizes());
+            let shape = shape.ok_or_else(|| unsupported("ref", "dynamic Ref shapes"))?;
+            if dt == DType::KeyFry {
+                return Err(unsupported("ref", "Refs of keys do not lower yet"));
+            }
+            let b = ctx.alloc(dt, &shape)?;
+            let own = ctx.alloc(dt, &shape)?;
+            kernel::copy_into(
+                &mut ctx,
+                &mut steps,
+                Value::Buf(b),
+                own,
+                shape.iter().product(),
+            )?;
+            inputs.push(b);
+            in_vals.push(Value::Buf(own));
+            refs.push((own, dt, shape));
+            continue;
+        }
         let (dt, shape) = atom_type(&closed.jaxpr, &Atom::Var(*v))?;
         let b = ctx.alloc(dt, &shape)?;
         inputs.push(b);
         in_vals.push(Value::Buf(b));
     }
-    let mut steps = Vec::new();
     let outs = lower_closed(&mut ctx, closed, &in_vals, &mut steps)?;
     let mut outputs = Vec::new();
     let mut output_dtypes = Vec::new();
@@ -257,6 +285,10 @@ fn lower_real(closed: &ClosedJaxpr, out_complex: &[Option<DType>]) -> Result<Pro
                 output_dtypes.push(dt);
             }
         }
+    }
+    for (own, dt, shape) in refs {
+        outputs.push((own, shape));
+        output_dtypes.push(dt);
     }
     ctx.prog.inputs = inputs;
     ctx.prog.steps = steps;
@@ -369,12 +401,12 @@ pub(crate) fn lower_eqn(
         Primitive::Reduction(p) => reduction::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Linalg(p) => linalg::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Control(p) => control::lower(ctx, jaxpr, eqn, p, env, steps),
-        Primitive::State(p) => unsupported::state(p),
+        Primitive::State(p) => state::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Pallas(p) => pallas::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Collective(p) => unsupported::collective(p),
         Primitive::Marker(p) => unsupported::marker(p),
         Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Random(p) => random::lower(ctx, jaxpr, eqn, p, env, steps),
-        Primitive::Callback(p) => unsupported::callback(p),
+        Primitive::Callback(p) => callback::lower(ctx, jaxpr, eqn, p, env, steps),
     }
 }

@@ -1,6 +1,6 @@
 //! The launch plan a jaxpr lowers to: a table of buffers, the kernels, and
 //! the steps that run them — kernel launches, GEMM library calls, copies,
-//! and host-driven control flow over nested step lists.
+//! host callbacks, and host-driven control flow over nested step lists.
 //!
 //! Invariants:
 //! - Every jaxpr value lives in its own dense, row-major buffer of the
@@ -132,6 +132,18 @@ pub enum Step {
         /// The carry updates after each body run.
         carry: Vec<CarryUpdate>,
     },
+    /// A host callback (`debug_print`, `debug_callback`, `pure_callback`):
+    /// reads `args` back to the host, calls the callback's host function,
+    /// and writes its results (checked against their declared types) into
+    /// `outs`.
+    Host {
+        /// The callback equation's primitive (its params hold the function).
+        call: jaxon_ir::primitive::Callback,
+        /// The operands, with their shapes.
+        args: Vec<(BufId, Vec<usize>)>,
+        /// The result buffers, with their shapes.
+        outs: Vec<(BufId, Vec<usize>)>,
+    },
     /// `length` iterations (backwards if `reverse`): copy each `xs` slice in,
     /// run `body`, apply `carry`, copy each `ys` slice out.
     Scan {
@@ -177,7 +189,10 @@ impl Program {
             for s in steps {
                 out.push(s);
                 match s {
-                    Step::Launch { .. } | Step::Gemm { .. } | Step::Copy { .. } => {}
+                    Step::Launch { .. }
+                    | Step::Gemm { .. }
+                    | Step::Copy { .. }
+                    | Step::Host { .. } => {}
                     Step::Cond { branches, .. } => branches.iter().for_each(|b| walk(b, out)),
                     Step::While { cond, body, .. } => {
                         walk(cond, out);

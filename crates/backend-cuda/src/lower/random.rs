@@ -1,7 +1,6 @@
 //! The random family: `random_seed`, `random_wrap`, `random_unwrap`,
 //! `random_bits`, `random_split`, `random_fold_in`, `threefry2x32` and
-//! `random_gamma` (`rng_bit_generator` does not lower yet: an
-//! `Unsupported` error), with
+//! `random_gamma` (`rng_bit_generator` is in `rng_bit.rs`), with
 //! the threefry2x32 hash (20 rounds, Random123's rotations) as integer KIR
 //! — bit-exact against the interpreter (`ir::interp::ops::random`).
 //!
@@ -78,11 +77,7 @@ pub(crate) fn lower(
         Random::FoldIn(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, true),
         Random::Threefry2x32(_) => broadcast_hash(ctx, jaxpr, eqn, env, steps, name, false),
         Random::Gamma(gp) => gamma(ctx, jaxpr, eqn, env, steps, gp.log_space),
-        Random::RngBitGenerator(_) => Err(super::unsupported(
-            name,
-            "XLA's RngBitGenerator (Philox/Threefry state) is not lowered yet; the CPU \
-             backend and the interpreter run it",
-        )),
+        Random::RngBitGenerator(rp) => super::rng_bit::lower(ctx, jaxpr, eqn, rp, env, steps),
     }
 }
 

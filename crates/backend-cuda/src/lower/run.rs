@@ -2,7 +2,9 @@
 //! [`Target`] (the simulator here, the GPU runtime in `backend.rs`), and the
 //! conversions between `HostArray`s and device bytes.
 //!
-//! Invariants: steps run in order; a `Cond` index is clamped into the
+//! Invariants: steps run in order; a `Host` step reads its operands back,
+//! calls the host function and writes its results before the next step;
+//! a `Cond` index is clamped into the
 //! branch range (a bool index is 0 or 1); a `While` body runs only after
 //! its predicate read true; a `Scan` copies its stacked results out before
 //! updating its carries; carry updates copy every source to its temporary
@@ -13,6 +15,7 @@ use crate::blas::{model, GemmPlan};
 use crate::error::{CudaError, Result};
 use crate::kir::{Kernel, LaunchDims};
 use crate::sim::{self, Arg, DeviceLimits, SimBuffer};
+use jaxon_ir::primitive::Callback;
 use jaxon_ir::{DType, HostArray};
 
 /// Where a plan runs: buffers of the program's table, kernels by index.
@@ -32,6 +35,77 @@ pub trait Target {
     ) -> Result<()>;
     /// Reads element 0 of a bool or integer buffer.
     fn read_i64(&mut self, b: BufId) -> Result<i64>;
+    /// Reads a whole buffer to the host (little-endian elements).
+    fn read(&mut self, b: BufId) -> Result<Vec<u8>>;
+    /// Overwrites a whole buffer with `bytes` from the host.
+    fn write(&mut self, b: BufId, bytes: &[u8]) -> Result<()>;
+}
+
+fn callback_err(name: &str, message: String) -> CudaError {
+    CudaError::Launch {
+        kernel: name.to_string(),
+        message,
+    }
+}
+
+/// Runs a host callback step: operands read back, the host function
+/// called (as the interpreter calls it), results checked and written.
+fn host_call<T: Target>(
+    t: &mut T,
+    prog: &Program,
+    call: &Callback,
+    args: &[(BufId, Vec<usize>)],
+    outs: &[(BufId, Vec<usize>)],
+) -> Result<()> {
+    use jaxon_ir::interp::ops::callback as cb;
+    let name = call.name();
+    let decl = |b: BufId| {
+        prog.buffers
+            .get(b.index())
+            .copied()
+            .ok_or_else(|| callback_err(name, format!("no buffer {}", b.0)))
+    };
+    let mut arrays = Vec::with_capacity(args.len());
+    for (b, shape) in args {
+        let d = decl(*b)?;
+        let bytes = if d.len == 0 { Vec::new() } else { t.read(*b)? };
+        let a = array_from_bytes(d.dtype, shape, &bytes)
+            .map_err(|e| callback_err(name, e.to_string()))?;
+        arrays.push(a);
+    }
+    let results = match call {
+        Callback::DebugPrint(p) => cb::debug_print(p, &arrays).map(|()| Vec::new()),
+        Callback::DebugCallback(p) => {
+            cb::call_for_effect(&p.callback, &arrays).map(|()| Vec::new())
+        }
+        Callback::PureCallback(p) => cb::pure_callback(p, &arrays),
+    }
+    .map_err(|e| callback_err(name, e.to_string()))?;
+    if results.len() != outs.len() {
+        return Err(callback_err(
+            name,
+            format!("{} results for {} outputs", results.len(), outs.len()),
+        ));
+    }
+    for (r, (b, shape)) in results.iter().zip(outs) {
+        let d = decl(*b)?;
+        if r.shape() != &shape[..] || !fills(r, d.dtype, d.len) {
+            return Err(callback_err(
+                name,
+                format!(
+                    "a result of {}{:?} for {}{:?}",
+                    r.dtype(),
+                    r.shape(),
+                    d.dtype,
+                    shape
+                ),
+            ));
+        }
+        if d.len > 0 {
+            t.write(*b, &host_bytes(r))?;
+        }
+    }
+    Ok(())
 }
 
 fn update<T: Target>(
@@ -62,6 +136,7 @@ pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result
                 dst_offset,
                 len,
             } => t.copy(*src, *src_offset, *dst, *dst_offset, *len)?,
+            Step::Host { call, args, outs } => host_call(t, prog, call, args, outs)?,
             Step::Cond { index, branches } => {
                 let i = t.read_i64(*index)?;
                 let last = branches.len().saturating_sub(1) as i64;
@@ -187,6 +262,26 @@ impl Target for SimTarget<'_> {
         }
         let bytes = s.bytes[src_off * w..(src_off + len) * w].to_vec();
         self.bufs[dst.index()].bytes[dst_off * w..(dst_off + len) * w].copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn read(&mut self, b: BufId) -> Result<Vec<u8>> {
+        Ok(self.buf(b)?.bytes.clone())
+    }
+
+    fn write(&mut self, b: BufId, bytes: &[u8]) -> Result<()> {
+        let slot = self
+            .bufs
+            .get_mut(b.index())
+            .ok_or_else(|| sim_err(format!("no buffer {}", b.0)))?;
+        if slot.bytes.len() != bytes.len() {
+            return Err(sim_err(format!(
+                "{} bytes written to a buffer of {}",
+                bytes.len(),
+                slot.bytes.len()
+            )));
+        }
+        slot.bytes.copy_from_slice(bytes);
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-//! The families that do not lower yet — state and named-axis
+//! The families that do not lower yet — named-axis
 //! collectives, and the markers that simplify removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; complex values in nested jaxprs
@@ -8,7 +8,7 @@
 //! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{Callback, Collective, FftParams, Marker, Primitive, Random, State};
+use jaxon_ir::primitive::{Collective, FftParams, Marker, Primitive, Random};
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -94,16 +94,6 @@ pub(crate) fn fft(_: &FftParams) -> Result<(), IrError> {
     Err(unsupported("fft", "FFTs are not lowered yet"))
 }
 
-/// State primitives (`get`, `swap`, `addupdate`).
-pub(crate) fn state(p: &State) -> Result<(), IrError> {
-    let why = match p {
-        State::Get(_) | State::Swap(_) | State::AddUpdate(_) => {
-            "Ref state is not lowered yet (discharge it first)"
-        }
-    };
-    Err(unsupported(p.name(), why))
-}
-
 /// Named-axis collectives (positional all-reduces become reductions in
 /// `ir::passes::simplify` before lowering).
 pub(crate) fn collective(p: &Collective) -> Result<(), IrError> {
@@ -144,15 +134,5 @@ pub(crate) fn marker(p: &Marker) -> Result<(), IrError> {
             "cuda lowering: {} should have been removed by simplify",
             p.name()
         ))),
-    }
-}
-
-/// Host callbacks (`debug_print`, `debug_callback`, `pure_callback`) need
-/// a device-to-host round trip in the runtime; not lowered yet.
-pub(crate) fn callback(p: &Callback) -> Result<(), IrError> {
-    match p {
-        Callback::DebugPrint(_) | Callback::DebugCallback(_) | Callback::PureCallback(_) => Err(
-            unsupported(p.name(), "host callbacks have no CUDA lowering yet"),
-        ),
     }
 }

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 mod nvrtc;
+// Not every test binary that includes these helpers compiles kernels.
 #[allow(unused_imports)]
 pub use nvrtc::nvrtc_check;
 
@@ -261,4 +262,110 @@ pub fn awkward(rng: &mut Rng, dtype: DType, shape: &[usize]) -> HostArray {
         })
         .collect();
     HostArray::from_f64(dtype, shape, &vals).expect("array")
+}
+
+/// Runs a stateful jaxpr (named `what` in failures) on the backend and the
+/// interpreter — refs as interpreter `Ref`s, their final values appended
+/// to the results, the backends' calling convention — and compares every
+/// result exactly.
+pub fn check_state_closed(closed: &ClosedJaxpr, args: &[HostArray], what: &str) {
+    use jaxon_ir::{Aval, Value};
+    let vals: Vec<Value> = closed
+        .jaxpr
+        .in_avals()
+        .iter()
+        .zip(args)
+        .map(|(a, x)| match a {
+            Aval::Ref(_) => Value::new_ref(x.clone()),
+            Aval::Array(_) => Value::Array(x.clone()),
+        })
+        .collect();
+    let outs = jaxon_ir::eval_jaxpr(&closed.jaxpr, &[], &vals)
+        .unwrap_or_else(|e| panic!("interpreter: {e}\n{what}"));
+    let mut want: Vec<HostArray> = outs
+        .into_iter()
+        .map(|v| match v {
+            Value::Array(a) => a,
+            Value::Ref(_) => panic!("ref output"),
+        })
+        .collect();
+    for v in &vals {
+        if let Value::Ref(r) = v {
+            want.push(r.lock().expect("lock").clone());
+        }
+    }
+    let got =
+        run_lowered(closed, args).unwrap_or_else(|e| panic!("{}: {e}\n{what}", backend_name()));
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        compare(&format!("result {i} of\n{what}\n"), g, w, Tol::Exact);
+    }
+}
+
+/// JAX's text prints an integer-array index like a scalar one; the parser
+/// reads scalars. Turns every dynamic index whose operand is not a scalar
+/// into an array index.
+pub fn with_array_indices(mut c: jaxon_ir::ClosedJaxpr) -> jaxon_ir::ClosedJaxpr {
+    use jaxon_ir::primitive::{
+        AddUpdateParams, GetParams, IndexEntry, IndexValue, State, SwapParams,
+    };
+    use jaxon_ir::Primitive;
+    let j = std::sync::Arc::make_mut(&mut c.jaxpr);
+    let vars = j.vars.clone();
+    for e in &mut j.eqns {
+        let ranks: Vec<usize> = e
+            .inputs
+            .iter()
+            .map(|a| match a {
+                jaxon_ir::Atom::Var(v) => vars[v.index()].shape().len(),
+                jaxon_ir::Atom::Lit(_) => 0,
+            })
+            .collect();
+        if let Primitive::State(
+            State::Get(GetParams { indexers })
+            | State::Swap(SwapParams { indexers })
+            | State::AddUpdate(AddUpdateParams { indexers }),
+        ) = &mut e.primitive
+        {
+            for ix in indexers {
+                for en in &mut ix.entries {
+                    if let IndexEntry::Int(IndexValue::Dynamic(k)) = *en {
+                        if ranks[k] > 0 {
+                            *en = IndexEntry::Array(k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    c
+}
+
+/// `j` with every `pure_callback` and `debug_callback` (nested ones
+/// included) calling `f`.
+pub fn with_fn(j: &jaxon_ir::Jaxpr, f: &jaxon_ir::primitive::HostFn) -> jaxon_ir::Jaxpr {
+    let mut out = j.clone();
+    for e in &mut out.eqns {
+        let mut p = e.primitive.map_sub_jaxprs(&mut |s| with_fn(s, f));
+        match &mut p {
+            jaxon_ir::Primitive::Callback(jaxon_ir::primitive::Callback::PureCallback(c)) => {
+                c.callback = jaxon_ir::primitive::HostCallback::new("<test fn>", f.clone());
+            }
+            jaxon_ir::Primitive::Callback(jaxon_ir::primitive::Callback::DebugCallback(c)) => {
+                c.callback = jaxon_ir::primitive::HostCallback::new("<test fn>", f.clone());
+            }
+            _ => {}
+        }
+        e.primitive = p;
+    }
+    out
+}
+
+/// `text` parsed, its callbacks calling `f` ([`with_fn`]).
+pub fn closed_with(text: &str, f: &jaxon_ir::primitive::HostFn) -> ClosedJaxpr {
+    let c = parse(text);
+    ClosedJaxpr {
+        jaxpr: std::sync::Arc::new(with_fn(&c.jaxpr, f)),
+        consts: c.consts.clone(),
+    }
 }

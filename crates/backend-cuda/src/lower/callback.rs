@@ -1,0 +1,44 @@
+//! The callback family (`debug_print`, `debug_callback`, `pure_callback`):
+//! one `Step::Host` each, which reads the operands back to the host, calls
+//! the host function the equation holds (as the interpreter does, through
+//! `interp::ops::callback`), and writes the results into fresh buffers
+//! (`run.rs`). The simulator and the GPU runtime run the same step.
+//!
+//! Invariants: literal operands are materialised first, so every operand
+//! is a buffer of its declared shape; `key<fry>` operands or results do
+//! not lower (`unsupported::keys` refuses them first); the effectful
+//! callbacks stay in equation order because `simplify` keeps them
+//! (`passes::has_effect`) and each is an opaque group, run in order.
+
+use super::kernel::materialize;
+use super::plan::Step;
+use super::{atom_type, bind_outputs, Ctx, Env};
+use jaxon_ir::primitive::Callback;
+use jaxon_ir::{Eqn, IrError, Jaxpr};
+
+/// Lowers a callback equation to a host step.
+pub(crate) fn lower(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    eqn: &Eqn,
+    p: &Callback,
+    env: &mut Env,
+    steps: &mut Vec<Step>,
+) -> Result<(), IrError> {
+    let mut args = Vec::with_capacity(eqn.inputs.len());
+    for a in &eqn.inputs {
+        let (dt, shape) = atom_type(jaxpr, a)?;
+        let b = materialize(ctx, steps, env.atom(a)?, dt, shape.iter().product())?;
+        args.push((b, shape));
+    }
+    let outs = bind_outputs(ctx, jaxpr, eqn, env)?
+        .into_iter()
+        .map(|(b, _, shape)| (b, shape))
+        .collect();
+    steps.push(Step::Host {
+        call: p.clone(),
+        args,
+        outs,
+    });
+    Ok(())
+}
