@@ -53,7 +53,10 @@ fn results_stay_on_the_device_and_chain_without_copies() {
     let out2 = gx.execute(&out).unwrap();
     let want1 = eval_closed_jaxpr(&f, &[x, y]).unwrap();
     let want2 = eval_closed_jaxpr(&g, &want1).unwrap();
-    compare("f", &out[0].to_host().unwrap(), &want1[0], Tol::Ulp(4));
+    // `sin(a)·b + 1` cancels near -1, and the GPU's `sinf` is within 2 ulp
+    // of the host's (NVRTC may also contract the FMA): relative to the
+    // result's scale, not in ulps of each element (H100, 2026-11-27).
+    compare("f", &out[0].to_host().unwrap(), &want1[0], Tol::Rel(2e-6));
     for (i, (o, w)) in out2.iter().zip(&want2).enumerate() {
         resident(o);
         compare(

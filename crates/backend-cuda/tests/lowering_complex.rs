@@ -389,9 +389,9 @@ fn complex_indexing_matches_the_interpreter() {
     ] a i u
     s:{c}[6,5] = scatter[
       dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
-      indices_are_sorted=True
+      indices_are_sorted=False
       mode=GatherScatterMode.{mode}
-      unique_indices=True
+      unique_indices=False
       update_consts=()
       update_jaxpr=None
     ] a i u

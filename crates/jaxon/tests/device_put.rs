@@ -132,14 +132,18 @@ fn arrays_know_their_devices_and_move_between_them() {
 fn a_sharded_array_is_on_its_mesh_devices() {
     use jaxon::ArrayDevices;
     jaxon::set_cpu_device_count(2).expect("2 devices");
-    let mesh = jaxon::make_mesh(&[2], &["x"]).expect("mesh");
-    let s = jaxon::named_sharding(&mesh, jaxon::P!("x"));
-    let x = jaxon::device_put_sharded(&values(), &s).expect("sharded");
-    let ds = x.devices().expect("devices");
-    assert_eq!(ds.len(), 2);
-    let e = x.device().unwrap_err().to_string();
-    assert!(
-        e.contains("sharded over CpuDevice(id=0), CpuDevice(id=1)"),
-        "{e}"
-    );
+    // On the CPU backend: a GPU machine's default backend has one device.
+    jaxon::with_backend("cpu", || {
+        let mesh = jaxon::make_mesh(&[2], &["x"]).expect("mesh");
+        let s = jaxon::named_sharding(&mesh, jaxon::P!("x"));
+        let x = jaxon::device_put_sharded(&values(), &s).expect("sharded");
+        let ds = x.devices().expect("devices");
+        assert_eq!(ds.len(), 2);
+        let e = x.device().unwrap_err().to_string();
+        assert!(
+            e.contains("sharded over CpuDevice(id=0), CpuDevice(id=1)"),
+            "{e}"
+        );
+    })
+    .expect("backend");
 }
