@@ -7,8 +7,8 @@
 //!   known failures in `tests/data/known-failures-api2.txt`) and the shard corpus on the
 //!   interpreter and on the CPU backend with two CPU devices (`--cpu-devices 2`;
 //!   `shard_map`; every check required), and both corpora on the CUDA
-//!   lowering's kernel simulator (`--backend cuda-sim --allow-unsupported`:
-//!   values must be right, unlowered primitives are listed); then, for each
+//!   lowering's kernel simulator (`--backend cuda-sim`: every program
+//!   lowers and every value is right, gradients included); then, for each
 //!   CPU kernel path narrower than the machine's (`JAXON_CPU_ISA=avx2`,
 //!   `scalar`), the CPU backend's differential, per-primitive and ulp
 //!   suites and both corpora on the cpu backend again; prints a summary with
@@ -253,11 +253,6 @@ fn skipped_work(root: &Path) -> Vec<String> {
              `cargo xtask gpu-check` builds them for a GPU machine"
                 .to_string(),
         );
-        out.push(
-            "conformance --backend cuda-sim: runs with --allow-unsupported (complex numbers \
-             and the complex fft do not lower yet; a wrong value still fails)"
-                .to_string(),
-        );
     }
     if !has("crates/transforms") {
         out.push(
@@ -427,30 +422,22 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval,transform",
             ],
         ),
-        // The CUDA lowering on the kernel simulator: every value it computes
-        // must be right; primitives it does not lower yet (complex, the
-        // complex `fft`) are reported, not failed.
+        // The CUDA lowering on the kernel simulator: every program of both
+        // corpora lowers, and every value and gradient it computes is right
+        // (nothing is allowed to be unsupported).
         Step::conformance(
-            "conformance --backend cuda-sim --allow-unsupported --require parse,print,eval",
+            "conformance --backend cuda-sim --require parse,print,eval,grad_eval",
             &[
                 corpus,
                 "--backend",
                 "cuda-sim",
-                "--allow-unsupported",
                 "--require",
-                "parse,print,eval",
+                "parse,print,eval,grad_eval",
             ],
         ),
         Step::conformance(
-            "conformance api2 --backend cuda-sim --allow-unsupported --require parse,print,eval",
-            &[
-                api2,
-                "--backend",
-                "cuda-sim",
-                "--allow-unsupported",
-                "--require",
-                "parse,print,eval",
-            ],
+            "conformance api2 --backend cuda-sim --require parse,print,eval",
+            &[api2, "--backend", "cuda-sim", "--require", "parse,print,eval"],
         ),
         Step::conformance(
             "conformance api2 (required groups) --backend cpu --require parse,print,eval,transform",
