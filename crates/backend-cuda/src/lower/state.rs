@@ -94,31 +94,6 @@ impl View {
     }
 }
 
-/// NumPy broadcasting of two shapes (right-aligned).
-fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let mut out = vec![1; n];
-    for (i, o) in out.iter_mut().enumerate() {
-        let x = if i + a.len() >= n {
-            a[i + a.len() - n]
-        } else {
-            1
-        };
-        let y = if i + b.len() >= n {
-            b[i + b.len() - n]
-        } else {
-            1
-        };
-        *o = match (x, y) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            _ => return None,
-        };
-    }
-    Some(out)
-}
-
 /// The levels of `indexers` on a ref of `ref_shape` (operand types from
 /// `eqn`), checked as the interpreter checks them.
 fn view(
@@ -209,7 +184,7 @@ fn view(
         let mut bshape = Vec::new();
         for &d in &int_dims {
             if let Ent::Array { shape: s, .. } = &ents[d] {
-                bshape = broadcast(&bshape, s)
+                bshape = jaxon_ir::shape::broadcast_sizes(&bshape, s)
                     .ok_or_else(|| IrError::ty(prim, "index arrays do not broadcast"))?;
             }
         }
@@ -459,7 +434,9 @@ pub(crate) fn lower(
             }
             let val = vals[value_at];
             let (vdt, vshape) = array_type(jaxpr, &eqn.inputs[value_at])?;
-            if vdt != dt || broadcast(&vshape, &shape).as_deref() != Some(&shape[..]) {
+            if vdt != dt
+                || jaxon_ir::shape::broadcast_sizes(&vshape, &shape).as_deref() != Some(&shape[..])
+            {
                 return Err(IrError::ty(
                     prim,
                     "the value's type is not the indexed Ref's",
