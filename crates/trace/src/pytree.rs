@@ -32,8 +32,9 @@ pub fn deep<R>(f: impl FnOnce() -> R) -> R {
 
 /// The structure of a pytree, without its array leaves.
 ///
-/// Clone, equality, hashing and debug output recurse through [`deep`]; drop
-/// is iterative.
+/// Clone, equality, hashing and debug output recurse through [`deep`] at
+/// interior nodes only (a leaf costs no stack check on the dispatch path);
+/// drop is iterative.
 pub enum TreeDef {
     /// One array leaf.
     Leaf,
@@ -69,22 +70,22 @@ pub enum NodeKind {
 
 impl Clone for TreeDef {
     fn clone(&self) -> TreeDef {
-        deep(|| match self {
+        match self {
             TreeDef::Leaf => TreeDef::Leaf,
             TreeDef::Static(s) => TreeDef::Static(s.clone()),
-            TreeDef::Node(k, children) => TreeDef::Node(k.clone(), children.clone()),
-        })
+            TreeDef::Node(k, children) => deep(|| TreeDef::Node(k.clone(), children.clone())),
+        }
     }
 }
 
 impl PartialEq for TreeDef {
     fn eq(&self, other: &TreeDef) -> bool {
-        deep(|| match (self, other) {
+        match (self, other) {
             (TreeDef::Leaf, TreeDef::Leaf) => true,
             (TreeDef::Static(a), TreeDef::Static(b)) => a == b,
-            (TreeDef::Node(k, a), TreeDef::Node(l, b)) => k == l && a == b,
+            (TreeDef::Node(k, a), TreeDef::Node(l, b)) => k == l && deep(|| a == b),
             (TreeDef::Leaf | TreeDef::Static(_) | TreeDef::Node(..), _) => false,
-        })
+        }
     }
 }
 
@@ -92,27 +93,27 @@ impl Eq for TreeDef {}
 
 impl Hash for TreeDef {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        deep(|| {
-            std::mem::discriminant(self).hash(state);
-            match self {
-                TreeDef::Leaf => {}
-                TreeDef::Static(s) => s.hash(state),
-                TreeDef::Node(k, children) => {
-                    k.hash(state);
-                    children.hash(state);
-                }
+        std::mem::discriminant(self).hash(state);
+        match self {
+            TreeDef::Leaf => {}
+            TreeDef::Static(s) => s.hash(state),
+            TreeDef::Node(k, children) => {
+                k.hash(state);
+                deep(|| children.hash(state));
             }
-        })
+        }
     }
 }
 
 impl Debug for TreeDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        deep(|| match self {
+        match self {
             TreeDef::Leaf => f.write_str("Leaf"),
             TreeDef::Static(s) => f.debug_tuple("Static").field(s).finish(),
-            TreeDef::Node(k, children) => f.debug_tuple("Node").field(k).field(children).finish(),
-        })
+            TreeDef::Node(k, children) => {
+                deep(|| f.debug_tuple("Node").field(k).field(children).finish())
+            }
+        }
     }
 }
 
@@ -141,11 +142,11 @@ impl Drop for TreeDef {
 impl TreeDef {
     /// The number of array leaves.
     pub fn num_leaves(&self) -> usize {
-        deep(|| match self {
+        match self {
             TreeDef::Leaf => 1,
             TreeDef::Static(_) => 0,
-            TreeDef::Node(_, children) => children.iter().map(TreeDef::num_leaves).sum(),
-        })
+            TreeDef::Node(_, children) => deep(|| children.iter().map(TreeDef::num_leaves).sum()),
+        }
     }
 
     /// The children of a node of `kind`, or a structure-mismatch error.

@@ -55,8 +55,30 @@ impl E<'_, '_> {
             | BinaryOp::Gt
             | BinaryOp::Ge
             | BinaryOp::And
-            | BinaryOp::Or => DType::Bool,
-            _ => CD,
+            | BinaryOp::Or
+            | BinaryOp::LtTo
+            | BinaryOp::LeTo => DType::Bool,
+            BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Div
+            | BinaryOp::Rem
+            | BinaryOp::Pow
+            | BinaryOp::Max
+            | BinaryOp::Min
+            | BinaryOp::Atan2
+            | BinaryOp::Nextafter
+            | BinaryOp::Xor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRightArithmetic
+            | BinaryOp::ShiftRightLogical
+            | BinaryOp::AddAny
+            | BinaryOp::Igamma
+            | BinaryOp::Igammac
+            | BinaryOp::IgammaGradA
+            | BinaryOp::RandomGammaGrad
+            | BinaryOp::Polygamma
+            | BinaryOp::Zeta => CD,
         };
         self.rw.emit1(
             Primitive::Elementwise(Elementwise::Binary(op)),

@@ -104,7 +104,7 @@ pub(crate) fn lower(
     }
     let name = ctx.name(p.name.as_deref().unwrap_or("pallas_call"));
     for placement in [Placement::Shared, Placement::Global] {
-        match build(ctx, p, &bufs, n_in, &name, placement)? {
+        match build(ctx, p, &bufs, n_in, &written, &name, placement)? {
             Built::TooBig => continue,
             Built::Empty => break,
             Built::Launch(step) => {
@@ -132,6 +132,7 @@ fn build(
     p: &PallasCallParams,
     bufs: &[(BufId, DType, Vec<usize>)],
     n_in: usize,
+    written: &[bool],
     name: &str,
     placement: Placement,
 ) -> Result<Built, IrError> {
@@ -143,7 +144,6 @@ fn build(
         return Ok(Built::Empty);
     }
     let blocks = n_par.min(MAX_BLOCKS);
-    let written = written_invars(&p.kernel);
     let mut b = Block::new(ctx, name, placement);
     b.grid = grid.clone();
     // Scratch refs, once per thread block.
@@ -185,7 +185,7 @@ fn build(
         b.k.begin_body();
     }
     b.ids = ids.clone();
-    let res = program(&mut b, p, bufs, n_in, &written, &scratch);
+    let res = program(&mut b, p, bufs, n_in, written, &scratch);
     for (&a, v) in seq.iter().zip(&seq_vars).rev() {
         let body = b.k.end_body();
         b.k.push(Stmt::For {

@@ -557,7 +557,7 @@ pub(super) fn pallas(
                 .then(|| operand(ins, vp + 1, prim))
                 .transpose()?;
             let op = *op;
-            atomic(b, &r, &ch, move |b, _, old, idx| {
+            atomic(b, &r, &ch, move |b, old, idx| {
                 let v = value_at(b, &val, idx)?;
                 let m = mask.as_ref().map(|m| value_at(b, m, idx)).transpose()?;
                 Ok((combine(op, r.dtype, old, v)?, m))
@@ -568,7 +568,7 @@ pub(super) fn pallas(
             let ch = Chain::new(&r, indexers, ins, Mode::Pallas, prim)?;
             let vp = jaxon_ir::primitive::value_operand(indexers);
             let (cmp, val) = (operand(ins, vp, prim)?, operand(ins, vp + 1, prim)?);
-            atomic(b, &r, &ch, move |b, _, old, idx| {
+            atomic(b, &r, &ch, move |b, old, idx| {
                 let c = value_at(b, &cmp, idx)?;
                 let v = value_at(b, &val, idx)?;
                 Ok((Expr::select(old.clone().eq(c), v, old), None))
@@ -607,7 +607,7 @@ fn atomic(
     b: &mut Block,
     r: &RefView,
     ch: &Chain,
-    f: impl FnOnce(&mut Block, &RefView, Expr, &[Expr]) -> Result<(Expr, Option<Expr>), IrError>,
+    f: impl FnOnce(&mut Block, Expr, &[Expr]) -> Result<(Expr, Option<Expr>), IrError>,
 ) -> Result<Vec<BVal>, IrError> {
     let d = r.dtype;
     let shape = ch.shape.clone();
@@ -621,7 +621,7 @@ fn atomic(
             let idx = multi_index(&mut b.k, Expr::var(lane), &shape);
             let (addr, valid) = ch.resolve(b, &r2, &idx)?;
             let probe = b.k.let_("old", compute(d), Expr::constant(compute(d), 0.0));
-            let (new, m) = f(b, &r2, Expr::var(probe), &idx)?;
+            let (new, m) = f(b, Expr::var(probe), &idx)?;
             let on = match (&m, &valid) {
                 (Some(m), Some(v)) => Some(m.clone().and(v.clone())),
                 (Some(x), None) | (None, Some(x)) => Some(x.clone()),
