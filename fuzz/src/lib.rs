@@ -91,8 +91,9 @@ fn next(s: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Random inputs for `j`'s invars: floats in [-3, 3) (never all zeros or
-/// ones), integers in [-4, 24) (indices in and out of range), random bools.
+/// Random inputs for `j`'s invars: floats (and complex numbers' real
+/// parts) in [-3, 3) (never all zeros or ones), integers in [-4, 24)
+/// (indices in and out of range), random bools.
 fn inputs(j: &Jaxpr, mut s: u64) -> Option<Vec<HostArray>> {
     j.invars
         .iter()
@@ -108,7 +109,7 @@ fn inputs(j: &Jaxpr, mut s: u64) -> Option<Vec<HostArray>> {
             let vals: Vec<f64> = (0..n)
                 .map(|_| {
                     let r = next(&mut s);
-                    if dt.is_float() {
+                    if dt.is_inexact() {
                         ((r >> 11) as f64 / (1u64 << 53) as f64) * 6.0 - 3.0
                     } else if dt == DType::Bool {
                         (r & 1) as f64
@@ -166,6 +167,16 @@ fn close(g: f64, w: f64) -> bool {
 /// a million (`nearby`) is close to `want` (a chaotic program, such as an
 /// unrolled iteration of `sin`, amplifies one rounding difference into any
 /// value, and backends may round differently).
+/// The elements of `a` as `f64`s; a complex element gives its real then
+/// its imaginary part.
+fn parts(a: &HostArray) -> Vec<f64> {
+    if a.dtype().is_complex() {
+        a.to_c128_vec().iter().flat_map(|z| [z.re, z.im]).collect()
+    } else {
+        a.to_f64_vec()
+    }
+}
+
 fn agree(got: &HostArray, want: &HostArray, nearby: Option<&HostArray>) -> Result<(), String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
         return Err(format!(
@@ -176,9 +187,9 @@ fn agree(got: &HostArray, want: &HostArray, nearby: Option<&HostArray>) -> Resul
             want.shape()
         ));
     }
-    let float = want.dtype().is_float();
-    let near = nearby.map(HostArray::to_f64_vec);
-    for (i, (g, w)) in got.to_f64_vec().iter().zip(want.to_f64_vec()).enumerate() {
+    let float = want.dtype().is_inexact();
+    let near = nearby.map(parts);
+    for (i, (g, w)) in parts(got).iter().zip(parts(want)).enumerate() {
         let ok = if !float {
             *g == w
         } else {
@@ -188,7 +199,13 @@ fn agree(got: &HostArray, want: &HostArray, nearby: Option<&HostArray>) -> Resul
             !stable || close(*g, w)
         };
         if !ok {
-            return Err(format!("element {i}: cpu {g}, interpreter {w}"));
+            let at = if want.dtype().is_complex() {
+                let part = if i % 2 == 0 { "real" } else { "imaginary" };
+                format!("element {} ({part} part)", i / 2)
+            } else {
+                format!("element {i}")
+            };
+            return Err(format!("{at}: cpu {g}, interpreter {w}"));
         }
     }
     Ok(())

@@ -4,7 +4,7 @@
 //! Arithmetic is computed in `f64` for `c64` and `c128` alike (operands
 //! converted up, results rounded back), with `num_complex`'s formulas —
 //! the interpreter's — so that results agree with it to a few ulps:
-//! `mul` `(ac - bd, ad + bc)`, `div` by the squared norm, `abs` a scaled
+//! `mul` `(ac - bd, ad + bc)`, `div` as XLA divides (`complex_div.rs`), `abs` a scaled
 //! hypot (`m·sqrt(1 + (n/m)²)`, infinite if a part is), `exp` with
 //! `num_complex`'s corner cases for infinite and NaN parts, `log`
 //! `(ln|z|, atan2)`, `sqrt` with its branch rules, the trigonometric and
@@ -30,18 +30,24 @@ pub(crate) struct C {
 pub(crate) struct E<'r, 'a> {
     pub rw: &'r mut Rw<'a>,
     pub sh: Vec<usize>,
+    /// The dtype equations are emitted in: [`CD`], except inside
+    /// [`E::cdiv`] for `c64` (`f32`, as XLA divides).
+    pub cd: DType,
 }
 
-impl E<'_, '_> {
+impl<'r, 'a> E<'r, 'a> {
+    pub fn new(rw: &'r mut Rw<'a>, sh: Vec<usize>) -> Self {
+        E { rw, sh, cd: CD }
+    }
     pub fn k(&self, v: f64) -> Atom {
-        Atom::Lit(Literal::new(v, CD))
+        Atom::Lit(Literal::new(v, self.cd))
     }
     pub fn u(&mut self, op: UnaryOp, x: Atom) -> Atom {
         let sh = self.sh.clone();
         self.rw.emit1(
             Primitive::Elementwise(Elementwise::Unary(op)),
             vec![x],
-            CD,
+            self.cd,
             &sh,
         )
     }
@@ -78,7 +84,7 @@ impl E<'_, '_> {
             | BinaryOp::IgammaGradA
             | BinaryOp::RandomGammaGrad
             | BinaryOp::Polygamma
-            | BinaryOp::Zeta => CD,
+            | BinaryOp::Zeta => self.cd,
         };
         self.rw.emit1(
             Primitive::Elementwise(Elementwise::Binary(op)),
@@ -147,12 +153,12 @@ impl E<'_, '_> {
     /// `p ? t : f`.
     pub fn sel(&mut self, p: Atom, f: Atom, t: Atom) -> Atom {
         let sh = self.sh.clone();
-        let f = self.rw.materialize(f, CD, &sh);
-        let t = self.rw.materialize(t, CD, &sh);
+        let f = self.rw.materialize(f, self.cd, &sh);
+        let t = self.rw.materialize(t, self.cd, &sh);
         self.rw.emit1(
             Primitive::Elementwise(Elementwise::SelectN),
             vec![p, f, t],
-            CD,
+            self.cd,
             &sh,
         )
     }
@@ -177,21 +183,6 @@ impl E<'_, '_> {
         C {
             re: self.sub(ac, bd),
             im: self.add(ad, bc),
-        }
-    }
-    pub fn cdiv(&mut self, x: C, y: C) -> C {
-        let cc = self.mul(y.re, y.re);
-        let dd = self.mul(y.im, y.im);
-        let ns = self.add(cc, dd);
-        let ac = self.mul(x.re, y.re);
-        let bd = self.mul(x.im, y.im);
-        let bc = self.mul(x.im, y.re);
-        let ad = self.mul(x.re, y.im);
-        let re = self.add(ac, bd);
-        let im = self.sub(bc, ad);
-        C {
-            re: self.div(re, ns),
-            im: self.div(im, ns),
         }
     }
     pub fn cinv(&mut self, z: C) -> C {

@@ -216,7 +216,7 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
             UnaryOp::Neg => rw.per_part(e, e.primitive.clone()),
             UnaryOp::Abs | UnaryOp::IsFinite => {
                 let z = operand(rw, arg(e, 0)?, &sh)?;
-                let mut m = E { rw, sh: sh.clone() };
+                let mut m = E::new(rw, sh.clone());
                 let r = if *op == UnaryOp::Abs {
                     let h = m.hypot(z.re, z.im);
                     m.rw.convert(h, CD, od, &sh)
@@ -264,7 +264,7 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
             | UnaryOp::PopulationCount
             | UnaryOp::Clz => {
                 let z = operand(rw, arg(e, 0)?, &sh)?;
-                let mut m = E { rw, sh: sh.clone() };
+                let mut m = E::new(rw, sh.clone());
                 let r = m.cunary(*op, z)?;
                 let pr = result(rw, r, rdt, &sh);
                 bind1(rw, e, Val::Cx(pr))
@@ -275,10 +275,10 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
             BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Eq | BinaryOp::Ne => {
                 let x = operand(rw, arg(e, 0)?, &sh)?;
                 let y = operand(rw, arg(e, 1)?, &sh)?;
-                let mut m = E { rw, sh: sh.clone() };
+                let mut m = E::new(rw, sh.clone());
                 let r = match op {
                     BinaryOp::Mul => m.cmul(x, y),
-                    BinaryOp::Div => m.cdiv(x, y),
+                    BinaryOp::Div => m.cdiv(x, y, rdt),
                     BinaryOp::Pow => m.cpow(x, y),
                     _ => {
                         let a = m.b(BinaryOp::Eq, x.re, y.re);
@@ -317,7 +317,7 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
         },
         Elementwise::IntegerPow(ip) => {
             let z = operand(rw, arg(e, 0)?, &sh)?;
-            let mut m = E { rw, sh: sh.clone() };
+            let mut m = E::new(rw, sh.clone());
             let r = m.cipow(z, ip.y);
             let pr = result(rw, r, rdt, &sh);
             bind1(rw, e, Val::Cx(pr))
@@ -507,10 +507,7 @@ fn reduce_prod(rw: &mut Rw, e: &Eqn, p: &ReduceParams) -> Result<(), IrError> {
             re: rw.emit1(hi.clone(), vec![cur.re], CD, &half),
             im: rw.emit1(hi, vec![cur.im], CD, &half),
         };
-        let mut m = E {
-            rw,
-            sh: half.to_vec(),
-        };
+        let mut m = E::new(rw, half.to_vec());
         cur = m.cmul(a, b);
         len = h;
     }

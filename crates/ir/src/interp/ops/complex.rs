@@ -1,5 +1,6 @@
 //! Complex kernels of the interpreter: elementwise ops on `c64`/`c128`
-//! (computed in `Complex64`, rounded back to `c64`), the `complex`, `real`,
+//! (computed in `Complex64`, rounded back to `c64`; division as XLA
+//! divides, in the operands' precision: `complex_div.rs`), the `complex`, `real`,
 //! `imag` and `conj` primitives, and `fft` (a reference radix-2 transform,
 //! Bluestein's algorithm for other lengths).
 
@@ -98,6 +99,14 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
     HostArray::new(shape, Storage::from_c128(dt, &out))
 }
 
+/// `x / y` for `c64` operands, computed in `f32` as XLA does (the operands
+/// came from `c64` storage, so narrowing them is exact).
+fn div_in_f32(x: C, y: C) -> C {
+    let n = |z: C| num_complex::Complex32::new(z.re as f32, z.im as f32);
+    let q = super::complex_div::div_c64(n(x), n(y));
+    C::new(q.re.into(), q.im.into())
+}
+
 /// `x ** y` for a complex base and a complex exponent, with `0 ** 0 = 1`.
 fn pow(x: C, y: C) -> C {
     if y.re == 0.0 && y.im == 0.0 {
@@ -134,7 +143,8 @@ pub(crate) fn binary(
         BinaryOp::Add | BinaryOp::AddAny => |p, q| p + q,
         BinaryOp::Sub => |p, q| p - q,
         BinaryOp::Mul => |p, q| p * q,
-        BinaryOp::Div => |p, q| p / q,
+        BinaryOp::Div if dt == DType::C64 => div_in_f32,
+        BinaryOp::Div => super::complex_div::div_c128,
         BinaryOp::Pow => pow,
         _ => return Err(unsupported(op.name(), dt)),
     };

@@ -28,6 +28,8 @@ pub mod decomp_kernels;
 pub use convert::{bitcast, reduce_precision};
 pub mod callback;
 mod complex;
+/// Complex division with XLA's semantics, shared with every backend.
+pub mod complex_div;
 /// Complex kernels and the reference FFT, shared with backends that run them
 /// natively.
 pub use complex::{complex, conj, dft, fft, real_imag};
