@@ -46,6 +46,11 @@ mkdir -p "$out"
 # 2026-11-26).
 export JAXON_REQUIRE_GPU=1 JAXON_REQUIRE_NVRTC=1 RUST_BACKTRACE=1 CUDA_CACHE_DISABLE=1
 export JAXON_CACHE_DIR="$out/kernel-cache"
+# The correctness steps compare with exact f32 oracles (the interpreter,
+# JAX's CPU outputs), so f32 products run in full f32 there, as JAX's own
+# tests set `jax_default_matmul_precision`; `lowering_tf32` checks the
+# GPU's default, TF32, and the workloads run at that default.
+export JAXON_DEFAULT_MATMUL_PRECISION=float32
 summary="$out/summary.txt"
 : > "$summary"
 status=0
@@ -128,7 +133,7 @@ done
 # 6. The GPU workloads of issue 20 (`workloads --gpu --quick`), with what
 #    time is left; their JSON records are in the step's log.
 if [ -x "$here/tools/workloads" ]; then
-  step workloads-gpu 150 "$here/tools/workloads" --gpu --quick
+  step workloads-gpu 150 env -u JAXON_DEFAULT_MATMUL_PRECISION "$here/tools/workloads" --gpu --quick
 fi
 grep -h '^gpu-check:' "$out"/*.log | tee -a "$summary"
 echo "gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED) in ${SECONDS}s; logs in $out" \

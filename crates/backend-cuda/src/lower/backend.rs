@@ -12,6 +12,7 @@
 
 use super::gpu::{device0, Arg, Loaded, Resident};
 use super::plan::Program;
+use super::precision::LowerOptions;
 use super::run::run_simulated;
 use super::run::{buffer_dtype, host_bytes};
 use jaxon_ir::interp::HostBuffer;
@@ -124,7 +125,7 @@ impl Backend for CudaSimBackend {
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
-        let program = super::lower(jaxpr)?;
+        let program = super::lower_with(jaxpr, LowerOptions::simulator()?)?;
         Ok(Arc::new(SimExecutable { program }))
     }
 
@@ -205,7 +206,7 @@ impl Backend for CudaBackend {
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
-        let program = super::lower(jaxpr)?;
+        let program = super::lower_with(jaxpr, LowerOptions::gpu()?)?;
         Ok(Arc::new(GpuExecutable {
             program,
             loaded: Mutex::new(None),

@@ -142,7 +142,10 @@ fn dot_general(
         return Ok(());
     }
     let gemm = if dl == dr && kk > 0 {
-        gemm_types(dl, od)
+        gemm_types(dl, od).map(|c| match (dl, c) {
+            (DType::F32, Compute::F32) => ctx.opts.f32_matmul.compute(p.precision),
+            _ => c,
+        })
     } else {
         None
     };

@@ -44,6 +44,7 @@ mod keys;
 mod linalg;
 mod pallas;
 pub mod plan;
+pub mod precision;
 mod random;
 mod reduction;
 mod rng_bit;
@@ -87,13 +88,16 @@ pub(crate) enum Value {
 pub(crate) struct Ctx {
     pub prog: Program,
     names: HashMap<String, usize>,
+    /// The choices this program is lowered with.
+    pub opts: precision::LowerOptions,
 }
 
 impl Ctx {
-    fn new() -> Ctx {
+    fn new(opts: precision::LowerOptions) -> Ctx {
         Ctx {
             prog: Program::default(),
             names: HashMap::new(),
+            opts,
         }
     }
 
@@ -218,21 +222,31 @@ pub(crate) fn bind_outputs(
     Ok(out)
 }
 
-/// Lowers a closed jaxpr to a program.
+/// Lowers a closed jaxpr to a program with the default options (full
+/// `f32` products).
 pub fn lower(closed: &ClosedJaxpr) -> Result<Program, IrError> {
+    lower_with(closed, precision::LowerOptions::default())
+}
+
+/// Lowers a closed jaxpr to a program with `opts`.
+pub fn lower_with(closed: &ClosedJaxpr, opts: precision::LowerOptions) -> Result<Program, IrError> {
     if complex::has_complex(&closed.jaxpr) {
         let split = complex::split(closed)?;
-        return lower_real(&split.closed, &split.out_complex);
+        return lower_real(&split.closed, &split.out_complex, opts);
     }
-    lower_real(closed, &vec![None; closed.jaxpr.outvars.len()])
+    lower_real(closed, &vec![None; closed.jaxpr.outvars.len()], opts)
 }
 
 /// Lowers a closed jaxpr without complex values; output `i` with
 /// `out_complex[i] = Some(c)` is a `[..., 2]` real array that the host
 /// sees as a complex array of dtype `c` (`complex.rs`).
-fn lower_real(closed: &ClosedJaxpr, out_complex: &[Option<DType>]) -> Result<Program, IrError> {
+fn lower_real(
+    closed: &ClosedJaxpr,
+    out_complex: &[Option<DType>],
+    opts: precision::LowerOptions,
+) -> Result<Program, IrError> {
     unsupported::complex(&closed.jaxpr)?;
-    let mut ctx = Ctx::new();
+    let mut ctx = Ctx::new(opts);
     let mut inputs = Vec::new();
     let mut in_vals = Vec::new();
     let mut steps = Vec::new();

@@ -1,0 +1,135 @@
+//! `f32` products at the default precision on TensorFloat-32, as JAX runs
+//! them on a GPU (`lower/precision.rs`): with
+//! `JAXON_DEFAULT_MATMUL_PRECISION=tensorfloat32` (set by this binary, a
+//! process of its own), a `dot_general` with `precision=None` rounds its
+//! operands to tf32 and sums in `f32`, while `Precision.HIGHEST` stays full
+//! `f32`; an unknown value is a compile error naming the accepted ones.
+//! Runs on `cuda-sim` (which models the rounding), or on the GPU under
+//! `JAXON_LOWERING_BACKEND=cuda` (cuBLASLt's TF32 kernels).
+
+mod lowering_util;
+
+use jaxon_backend_cuda::blas::model::tf32;
+use jaxon_backend_cuda::lower::precision::ENV;
+use jaxon_backend_cuda::lower::CudaSimBackend;
+use jaxon_ir::{Backend, DType, HostArray};
+use lowering_util::{backend_name, parse, run_lowered, Rng};
+
+const M: usize = 48;
+const K: usize = 200;
+const N: usize = 40;
+
+fn product(precision: &str) -> String {
+    format!(
+        "{{ lambda ; a:f32[{M},{K}] b:f32[{K},{N}]. let
+    c:f32[{M},{N}] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision={precision}
+      preferred_element_type=float32
+    ] a b
+  in (c,) }}"
+    )
+}
+
+/// `Σ_k f(a[i,k]) · f(b[k,j])` in `f64`, and `Σ_k |a[i,k] · b[k,j]|`.
+fn reference(a: &[f64], b: &[f64], f: fn(f64) -> f64) -> (Vec<f64>, Vec<f64>) {
+    let mut sum = vec![0.0; M * N];
+    let mut mag = vec![0.0; M * N];
+    for i in 0..M {
+        for j in 0..N {
+            for k in 0..K {
+                let (x, y) = (a[i * K + k], b[k * N + j]);
+                sum[i * N + j] += f(x) * f(y);
+                mag[i * N + j] += (x * y).abs();
+            }
+        }
+    }
+    (sum, mag)
+}
+
+fn inputs() -> (HostArray, HostArray) {
+    let mut rng = Rng::new(21);
+    let mut draw = |n: usize| -> Vec<f64> { (0..n).map(|_| rng.unit() * 4.0 - 2.0).collect() };
+    let (a, b) = (draw(M * K), draw(K * N));
+    (
+        HostArray::from_f64(DType::F32, &[M, K], &a).unwrap(),
+        HostArray::from_f64(DType::F32, &[K, N], &b).unwrap(),
+    )
+}
+
+fn run(precision: &str, a: &HostArray, b: &HostArray) -> Vec<f64> {
+    let out = run_lowered(&parse(&product(precision)), &[a.clone(), b.clone()])
+        .unwrap_or_else(|e| panic!("{}: {e}", backend_name()));
+    out[0].to_f64_vec()
+}
+
+#[test]
+fn default_precision_products_are_tf32_and_highest_ones_f32() {
+    // This binary's only test: nothing else reads the environment while
+    // it is set.
+    std::env::set_var(ENV, "tensorfloat32");
+    let (a, b) = inputs();
+    let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+    let (want_tf32, mag) = reference(&av, &bv, tf32);
+    let (want_f32, _) = reference(&av, &bv, |x| x);
+    // The simulator models `cvt.rna.tf32.f32` exactly, so only the f32
+    // summation differs; cuBLASLt may round operands differently (one tf32
+    // ulp, 2^-10 relative, on each).
+    let tol = if backend_name() == "cuda" {
+        2f64.powi(-9)
+    } else {
+        1e-5
+    };
+    let got = run("None", &a, &b);
+    let mut off_f32 = 0;
+    for (i, g) in got.iter().enumerate() {
+        assert!(
+            (g - want_tf32[i]).abs() <= tol * mag[i],
+            "{}: c[{i}] = {g}, the tf32 product is {} (exact {})",
+            backend_name(),
+            want_tf32[i],
+            want_f32[i]
+        );
+        if (g - want_f32[i]).abs() > 1e-5 * mag[i] {
+            off_f32 += 1;
+        }
+    }
+    assert!(
+        off_f32 > M * N / 4,
+        "{}: only {off_f32} of {} elements show tf32 rounding",
+        backend_name(),
+        M * N
+    );
+    let highest = run("(Precision.HIGHEST, Precision.HIGHEST)", &a, &b);
+    for (i, g) in highest.iter().enumerate() {
+        assert!(
+            (g - want_f32[i]).abs() <= 1e-5 * mag[i],
+            "{}: HIGHEST c[{i}] = {g}, exact {}",
+            backend_name(),
+            want_f32[i]
+        );
+    }
+
+    std::env::set_var(ENV, "float32");
+    let full = run("None", &a, &b);
+    for (i, g) in full.iter().enumerate() {
+        assert!(
+            (g - want_f32[i]).abs() <= 1e-5 * mag[i],
+            "{}: float32 c[{i}] = {g}, exact {}",
+            backend_name(),
+            want_f32[i]
+        );
+    }
+
+    std::env::set_var(ENV, "tf33");
+    let err = CudaSimBackend::new()
+        .compile(&parse(&product("None")))
+        .err()
+        .expect("an unknown precision is refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("tf33") && msg.contains("tensorfloat32"),
+        "{msg}"
+    );
+    std::env::remove_var(ENV);
+}
