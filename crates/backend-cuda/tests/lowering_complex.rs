@@ -113,9 +113,10 @@ fn tol(d: DType) -> f64 {
     }
 }
 
-const UNARY: [&str; 17] = [
+const UNARY: [&str; 23] = [
     "neg", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "sign", "sin", "cos", "tan",
-    "tanh", "sinh", "cosh", "logistic", "square",
+    "tanh", "sinh", "cosh", "logistic", "square", "asin", "acos", "atan", "asinh", "acosh",
+    "atanh",
 ];
 
 fn shapes(rng: &mut Rng) -> Vec<Vec<usize>> {
@@ -171,6 +172,37 @@ fn complex_elementwise_match_the_interpreter() {
                 );
                 check(&text, &[args.clone(), y], tol(d), false);
             }
+        }
+    }
+}
+
+/// The inverse functions at their poles and branch points (`atan(±i)`,
+/// `atanh(±1)`, `asin(±1)`, `acosh(±1)`, zeros of both signs), where the
+/// formulas divide by zero or take the logarithm of zero.
+#[test]
+fn complex_inverse_functions_at_their_special_points() {
+    let pts = [
+        (0.0, 1.0),
+        (0.0, -1.0),
+        (-0.0, 1.0),
+        (1.0, 0.0),
+        (-1.0, 0.0),
+        (1.0, -0.0),
+        (0.0, 0.0),
+        (-0.0, -0.0),
+        (2.0, 0.0),
+        (-2.0, -0.0),
+        (0.0, 2.0),
+        (f64::INFINITY, 1.0),
+        (1.0, f64::NAN),
+    ];
+    let v: Vec<Complex64> = pts.iter().map(|&(r, i)| Complex64::new(r, i)).collect();
+    for d in [DType::C64, DType::C128] {
+        let t = ty(name(d), &[v.len()]);
+        let a = HostArray::from_c128(d, &[v.len()], &v).expect("array");
+        for op in ["asin", "acos", "atan", "asinh", "acosh", "atanh"] {
+            let text = format!("{{ lambda ; a:{t}. let b:{t} = {op} a in (b,) }}");
+            check(&text, std::slice::from_ref(&a), tol(d), false);
         }
     }
 }

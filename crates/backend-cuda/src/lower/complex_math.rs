@@ -428,14 +428,14 @@ impl<'r, 'a> E<'r, 'a> {
             U::Neg | U::Abs | U::IsFinite | U::Copy | U::StopGradient => {
                 return Err(refuse(op.name(), "handled by the caller"))
             }
+            U::Asin => self.casin(z),
+            U::Acos => self.cacos(z),
+            U::Atan => self.catan(z),
+            U::Asinh => self.casinh(z),
+            U::Acosh => self.cacosh(z),
+            U::Atanh => self.catanh(z),
             U::Floor
             | U::Ceil
-            | U::Asin
-            | U::Acos
-            | U::Atan
-            | U::Asinh
-            | U::Acosh
-            | U::Atanh
             | U::Cbrt
             | U::Not
             | U::Erf

@@ -22,6 +22,7 @@ pub mod backend;
 mod bitonic;
 mod callback;
 mod complex;
+mod complex_arc;
 mod complex_div;
 mod complex_fft;
 mod complex_math;
