@@ -440,3 +440,114 @@ fn complex_indexing_matches_the_interpreter() {
         }
     }
 }
+
+/// Complex values through `scan` (complex carries, stacked operands and
+/// results, a complex constant operand, reversed), `while` (a complex
+/// carry beside a real counter, a complex-valued predicate input), `cond`
+/// (complex operands and results, a complex literal in a branch) and a
+/// `scan` whose carries are real but whose body computes in complex.
+#[test]
+fn complex_values_through_control_flow_match_the_interpreter() {
+    let mut rng = Rng::new(23);
+    for d in [DType::C64, DType::C128] {
+        let (c, r) = (name(d), real_name(d));
+        let (t3, t73) = (ty(c, &[3]), ty(c, &[7, 3]));
+        let (r3, r73) = (ty(r, &[3]), ty(r, &[7, 3]));
+        let scan = format!(
+            "{{ lambda ; w:{t3} a:{t3} xs:{t73} q:{r73}. let
+    b:{t3} ys:{t73} zs:{r73} = scan[
+      jaxpr={{ lambda ; u:{t3} z:{t3} x:{t3} p:{r3}. let
+          e:{t3} = mul z u
+          f:{t3} = add e x
+          g:{r3} = real f
+          h:{r3} = add g p
+        in (f, f, h) }}
+      length=7
+      num_carry=1
+      num_consts=1
+      reverse=True
+      unroll=1
+    ] w a xs q
+  in (b, ys, zs) }}"
+        );
+        let args = [
+            crandom(&mut rng, d, &[3], 0.9),
+            crandom(&mut rng, d, &[3], 1.0),
+            crandom(&mut rng, d, &[7, 3], 1.0),
+            rrandom(&mut rng, d.real_dtype(), &[7, 3], 1.0),
+        ];
+        check(&scan, &args, tol(d) * 8.0, true);
+
+        let real_carry = format!(
+            "{{ lambda ; a:{r3} xs:{r73}. let
+    b:{r3} ys:{r73} = scan[
+      jaxpr={{ lambda ; s:{r3} x:{r3}. let
+          z:{t3} = complex s x
+          e:{t3} = mul z (0.5+1j):{c}[]
+          f:{t3} = exp e
+          g:{r3} = imag f
+          h:{r3} = abs f
+        in (g, h) }}
+      length=7
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] a xs
+  in (b, ys) }}"
+        );
+        let args = [
+            rrandom(&mut rng, d.real_dtype(), &[3], 1.0),
+            rrandom(&mut rng, d.real_dtype(), &[7, 3], 1.0),
+        ];
+        check(&real_carry, &args, tol(d) * 8.0, true);
+
+        let while_ = format!(
+            "{{ lambda ; k:{t3} a:{t3}. let
+    n:i32[] b:{t3} = while[
+      body_jaxpr={{ lambda ; s:{t3} i:i32[] e:{t3}. let
+          f:{t3} = mul e s
+          g:{t3} = add f (0.25-0.5j):{c}[]
+          j:i32[] = add i 1:i32[]
+        in (j, g) }}
+      body_nconsts=1
+      cond_jaxpr={{ lambda ; m:{t3} t:i32[] u:{t3}. let
+          v:{r3} = abs u
+          w:{r3} = abs m
+          x:{r}[] = reduce_max[axes=(0,) out_sharding=None] v
+          y:bool[] = lt x 4.0:{r}[]
+          z:bool[] = lt t 9:i32[]
+          o:bool[] = and y z
+        in (o,) }}
+      cond_nconsts=1
+    ] k k 0:i32[] a
+  in (n, b) }}"
+        );
+        let args = [
+            crandom(&mut rng, d, &[3], 1.0),
+            crandom(&mut rng, d, &[3], 1.0),
+        ];
+        check(&while_, &args, tol(d) * 8.0, true);
+
+        let cond = format!(
+            "{{ lambda ; p:i32[] a:{t3} b:{r3}. let
+    c:{t3} e:{r3} = cond[
+      branches=(
+        {{ lambda ; d:{t3} f:{r3}. let g:{t3} = mul d d
+          h:{r3} = real g in (g, h) }}
+        {{ lambda ; i:{t3} j:{r3}. let k:{t3} = add i 2j:{c}[]
+          l:{r3} = imag k in (k, l) }}
+      )
+    ] p a b
+  in (c, e) }}"
+        );
+        for p in [0, 1, 5] {
+            let args = [
+                HostArray::from_f64(DType::I32, &[], &[p as f64]).unwrap(),
+                crandom(&mut rng, d, &[3], 1.0),
+                rrandom(&mut rng, d.real_dtype(), &[3], 1.0),
+            ];
+            check(&cond, &args, tol(d), false);
+        }
+    }
+}

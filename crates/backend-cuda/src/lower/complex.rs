@@ -23,8 +23,9 @@
 //!   real products, `reduce_prod` a pairwise tree of complex products,
 //!   and `fft` dense DFT products ([`complex_fft`](super::complex_fft)).
 //!
-//! Invariants: the rewritten jaxpr has no complex value anywhere; a
-//! complex value inside a nested jaxpr (control flow) is refused with
+//! Invariants: the rewritten jaxpr has no complex value anywhere; complex
+//! values inside `cond`, `while` and `scan` bodies are rewritten with them
+//! (`complex_nested.rs`), inside other nested jaxprs refused with
 //! `Unsupported`; every primitive on complex values that has no rule here
 //! is refused by name, never lowered as if it were real.
 
@@ -61,7 +62,7 @@ pub(crate) struct Rw<'a> {
     pub src: &'a Jaxpr,
     pub out: Jaxpr,
     pub consts: Vec<HostArray>,
-    map: HashMap<Var, Val>,
+    pub(crate) map: HashMap<Var, Val>,
 }
 
 /// Whether `jaxpr` (nested jaxprs included) has a complex value.
@@ -80,14 +81,20 @@ pub(crate) struct Split {
 /// module docs); the jaxpr is simplified first, so calls are inlined.
 pub(crate) fn split(closed: &ClosedJaxpr) -> Result<Split, IrError> {
     let simple = jaxon_ir::passes::simplify(closed, jaxon_ir::primitive::Platform::Cuda)?;
-    let src = &simple.jaxpr;
+    split_inner(&simple)
+}
+
+/// [`split`] without the simplification: complex invars and outvars
+/// become real `S ++ [2]` arrays, complex constants pairs of real ones.
+pub(crate) fn split_inner(closed: &ClosedJaxpr) -> Result<Split, IrError> {
+    let src = &closed.jaxpr;
     let mut rw = Rw {
         src,
         out: Jaxpr::new(),
         consts: Vec::new(),
         map: HashMap::new(),
     };
-    for (v, c) in src.constvars.iter().zip(simple.consts.iter()) {
+    for (v, c) in src.constvars.iter().zip(closed.consts.iter()) {
         let val = if c.dtype().is_complex() {
             let rdt = c.dtype().real_dtype();
             let z = c.to_c128_vec();
@@ -104,24 +111,12 @@ pub(crate) fn split(closed: &ClosedJaxpr) -> Result<Split, IrError> {
     for v in &src.invars {
         let (dt, shape) = rw.src_type(&Atom::Var(*v))?;
         let val = if dt.is_complex() {
-            let rdt = dt.real_dtype();
-            let mut s2 = shape.clone();
-            s2.push(2);
-            let w = rw.out.new_var(ShapedArray::new(rdt, static_shape(&s2)));
+            let w = rw.out.new_var(ShapedArray::new(
+                dt.real_dtype(),
+                static_shape(&interleaved(&shape)),
+            ));
             rw.out.invars.push(w);
-            let part = |rw: &mut Rw, k: usize| -> Result<Atom, IrError> {
-                let mut start = vec![0; shape.len()];
-                start.push(k as i64);
-                let mut limit: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-                limit.push(k as i64 + 1);
-                let mut s1 = shape.clone();
-                s1.push(1);
-                let p = rw.emit1(slice_prim(start, limit), vec![Atom::Var(w)], rdt, &s1);
-                Ok(rw.emit1(reshape_prim(&shape), vec![p], rdt, &shape))
-            };
-            let re = part(&mut rw, 0)?;
-            let im = part(&mut rw, 1)?;
-            Val::Cx(Pair { re, im })
+            Val::Cx(rw.unpack(Atom::Var(w), dt, &shape))
         } else {
             let w = rw.out.new_var(ShapedArray::new(dt, static_shape(&shape)));
             rw.out.invars.push(w);
@@ -130,6 +125,10 @@ pub(crate) fn split(closed: &ClosedJaxpr) -> Result<Split, IrError> {
         rw.map.insert(*v, val);
     }
     for e in &src.eqns {
+        if super::complex_nested::applies(&rw, e)? {
+            super::complex_nested::rewrite(&mut rw, e)?;
+            continue;
+        }
         // A scatter's combiner is a scalar jaxpr the rule replaces.
         let combiner = matches!(
             e.primitive,
@@ -151,19 +150,7 @@ pub(crate) fn split(closed: &ClosedJaxpr) -> Result<Split, IrError> {
                 out_complex.push(None);
             }
             Val::Cx(p) => {
-                let rdt = dt.real_dtype();
-                let mut s1 = shape.clone();
-                s1.push(1);
-                let mut s2 = shape.clone();
-                s2.push(2);
-                let re = rw.materialize(p.re, rdt, &shape);
-                let im = rw.materialize(p.im, rdt, &shape);
-                let re = rw.emit1(reshape_prim(&s1), vec![re], rdt, &s1);
-                let im = rw.emit1(reshape_prim(&s1), vec![im], rdt, &s1);
-                let cat = Primitive::Structural(Structural::Concatenate(ConcatenateParams {
-                    dimension: shape.len(),
-                }));
-                let w = rw.emit1(cat, vec![re, im], rdt, &s2);
+                let w = rw.pack(p, dt, &shape);
                 rw.out.outvars.push(w);
                 out_complex.push(Some(dt));
             }
@@ -173,6 +160,13 @@ pub(crate) fn split(closed: &ClosedJaxpr) -> Result<Split, IrError> {
         closed: ClosedJaxpr::new(rw.out, rw.consts),
         out_complex,
     })
+}
+
+/// `shape ++ [2]`: the real shape of a complex array in memory.
+pub(crate) fn interleaved(shape: &[usize]) -> Vec<usize> {
+    let mut s = shape.to_vec();
+    s.push(2);
+    s
 }
 
 /// `slice` of `start..limit` (unit strides).
@@ -206,6 +200,41 @@ pub(crate) fn convert_prim(dt: DType) -> Primitive {
 }
 
 impl Rw<'_> {
+    /// The parts of `w`, a real `shape ++ [2]` array holding a complex
+    /// array of dtype `dt` and `shape` (slices of the last axis).
+    pub fn unpack(&mut self, w: Atom, dt: DType, shape: &[usize]) -> Pair {
+        let rdt = dt.real_dtype();
+        let mut part = |k: i64| {
+            let mut start = vec![0; shape.len()];
+            start.push(k);
+            let mut limit: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            limit.push(k + 1);
+            let mut s1 = shape.to_vec();
+            s1.push(1);
+            let p = self.emit1(slice_prim(start, limit), vec![w], rdt, &s1);
+            self.emit1(reshape_prim(shape), vec![p], rdt, shape)
+        };
+        let re = part(0);
+        let im = part(1);
+        Pair { re, im }
+    }
+
+    /// `p` (a complex array of dtype `dt` and `shape`) as one real
+    /// `shape ++ [2]` array, parts interleaved.
+    pub fn pack(&mut self, p: Pair, dt: DType, shape: &[usize]) -> Atom {
+        let rdt = dt.real_dtype();
+        let mut s1 = shape.to_vec();
+        s1.push(1);
+        let re = self.materialize(p.re, rdt, shape);
+        let im = self.materialize(p.im, rdt, shape);
+        let re = self.emit1(reshape_prim(&s1), vec![re], rdt, &s1);
+        let im = self.emit1(reshape_prim(&s1), vec![im], rdt, &s1);
+        let cat = Primitive::Structural(Structural::Concatenate(ConcatenateParams {
+            dimension: shape.len(),
+        }));
+        self.emit1(cat, vec![re, im], rdt, &interleaved(shape))
+    }
+
     /// A new constant input of the rewritten jaxpr.
     fn constant(&mut self, c: HostArray) -> Result<Atom, IrError> {
         let v = self
