@@ -7,12 +7,16 @@
 //! call's results directly. `for_loop` is in `for_loop.rs`.
 //!
 //! Invariants: a nested body is lowered once, into buffers of the same
-//! program, and its steps are rerun; loop carries live in the loop's result
-//! buffers and are updated through temporaries (see `plan::CarryUpdate`);
+//! program, and its steps are rerun; `while` and `scan` carries live in
+//! buffers of the loop's own (copied into its results after the loop), and
+//! are updated by exchanging memory with a result the body computes afresh,
+//! or else through temporaries (see `plan::CarryUpdate`);
 //! a literal branch index picks its branch at lowering time.
 
 use super::kernel::{copy_into, materialize};
-use super::plan::{BufId, CarryUpdate, ScanSlice, Step};
+use super::plan::{BufId, CarryUpdate, KArg, ScanSlice, Step};
+use crate::kir::ParamKind;
+use std::collections::HashSet;
 use super::{atom_type, bind_outputs, lower_closed, Ctx, Env, Value};
 use jaxon_ir::primitive::{
     CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams,
@@ -181,27 +185,199 @@ fn cond(
     }
 }
 
-/// The carry updates from a body's results into the carry buffers.
+/// The carry updates from a body's results into the carry buffers. With
+/// `exchange`, a result the body computes afresh (see [`fresh_writes`]),
+/// distinct from every other carry's, is exchanged with its carry buffer
+/// instead of copied (the caller guarantees the carry buffers are the
+/// loop's own, see `plan::CarryUpdate`).
 pub(crate) fn carry_updates(
     ctx: &mut Ctx,
     steps: &mut Vec<Step>,
     vals: &[Value],
     carries: &[(BufId, DType, Vec<usize>)],
+    exchange: bool,
 ) -> Result<Vec<CarryUpdate>, IrError> {
+    let mut srcs = Vec::new();
+    for (v, (_, dt, shape)) in vals.iter().zip(carries) {
+        srcs.push(materialize(ctx, steps, *v, *dt, shape.iter().product())?);
+    }
+    let fresh = if exchange {
+        fresh_writes(ctx, steps)
+    } else {
+        HashSet::new()
+    };
     let mut ups = Vec::new();
-    for (v, (dst, dt, shape)) in vals.iter().zip(carries) {
-        let len = shape.iter().product();
-        let src = materialize(ctx, steps, *v, *dt, len)?;
-        if src != *dst && len > 0 {
-            let temp = ctx.alloc(*dt, shape)?;
-            ups.push(CarryUpdate {
-                src,
-                temp,
-                dst: *dst,
-            });
+    for (k, (src, (dst, dt, shape))) in srcs.iter().zip(carries).enumerate() {
+        let len: usize = shape.iter().product();
+        if *src == *dst || len == 0 {
+            continue;
         }
+        let unique = srcs.iter().enumerate().all(|(j, s)| j == k || s != src);
+        let carry_buf = carries.iter().any(|(c, _, _)| c == src);
+        let temp = if fresh.contains(src) && unique && !carry_buf {
+            None
+        } else {
+            Some(ctx.alloc(*dt, shape)?)
+        };
+        ups.push(CarryUpdate {
+            src: *src,
+            temp,
+            dst: *dst,
+        });
     }
     Ok(ups)
+}
+
+/// The buffers whose first use in `steps` (the top level of a loop body)
+/// writes all of them: a kernel's writable parameter (and no read of it by
+/// the same launch), a GEMM's result that does not accumulate, a whole-
+/// buffer copy's destination, a host callback's result. Their contents
+/// before the body runs are never read, so such a buffer may trade its
+/// memory with a carry's between iterations. Nested steps count as reads.
+fn fresh_writes(ctx: &Ctx, steps: &[Step]) -> HashSet<BufId> {
+    let mut seen = HashSet::new();
+    let mut fresh = HashSet::new();
+    let mut visit = |reads: &[BufId], writes: &[BufId]| {
+        for b in reads {
+            seen.insert(*b);
+        }
+        for b in writes {
+            if seen.insert(*b) {
+                fresh.insert(*b);
+            }
+        }
+    };
+    for s in steps {
+        match s {
+            Step::Launch { kernel, args, .. } => {
+                let params = ctx.prog.kernels.get(*kernel).map(|k| &k.params[..]);
+                let (mut reads, mut writes) = (Vec::new(), Vec::new());
+                for (i, a) in args.iter().enumerate() {
+                    let KArg::Buffer(b) = a else { continue };
+                    let writable = params.and_then(|p| p.get(i)).is_some_and(|p| {
+                        matches!(p.kind, ParamKind::Global { writable: true, .. })
+                    });
+                    if writable {
+                        writes.push(*b);
+                    } else {
+                        reads.push(*b);
+                    }
+                }
+                // A buffer passed twice, once read-only, is read.
+                writes.retain(|b| !reads.contains(b));
+                visit(&reads, &writes);
+            }
+            Step::Gemm { plan, a, b, out } => {
+                if plan.accumulate {
+                    visit(&[*a, *b, *out], &[]);
+                } else {
+                    visit(&[*a, *b], &[*out]);
+                }
+            }
+            Step::Copy {
+                src,
+                src_offset: _,
+                dst,
+                dst_offset,
+                len,
+            } => {
+                let whole = *dst_offset == 0
+                    && ctx.prog.buffers.get(dst.index()).is_some_and(|d| d.len == *len);
+                if whole {
+                    visit(&[*src], &[*dst]);
+                } else {
+                    visit(&[*src, *dst], &[]);
+                }
+            }
+            Step::Host { args, outs, .. } => {
+                let reads: Vec<BufId> = args.iter().map(|(b, _)| *b).collect();
+                let writes: Vec<BufId> = outs.iter().map(|(b, _)| *b).collect();
+                visit(&reads, &writes);
+            }
+            Step::Cond { .. } | Step::While { .. } | Step::Scan { .. } => {
+                visit(&step_buffers(s), &[]);
+            }
+        }
+    }
+    fresh
+}
+
+/// Every buffer a step (and the steps nested in it) names.
+fn step_buffers(s: &Step) -> Vec<BufId> {
+    let mut out = Vec::new();
+    let nested = |steps: &[Step], out: &mut Vec<BufId>| {
+        for t in steps {
+            out.extend(step_buffers(t));
+        }
+    };
+    match s {
+        Step::Launch { args, .. } => out.extend(args.iter().filter_map(|a| match a {
+            KArg::Buffer(b) => Some(*b),
+            KArg::Scalar(_) => None,
+        })),
+        Step::Gemm { a, b, out: o, .. } => out.extend([*a, *b, *o]),
+        Step::Copy { src, dst, .. } => out.extend([*src, *dst]),
+        Step::Host { args, outs, .. } => out.extend(args.iter().chain(outs).map(|(b, _)| *b)),
+        Step::Cond { index, branches } => {
+            out.push(*index);
+            for b in branches {
+                nested(b, &mut out);
+            }
+        }
+        Step::While {
+            cond,
+            pred,
+            body,
+            carry,
+        } => {
+            out.push(*pred);
+            nested(cond, &mut out);
+            nested(body, &mut out);
+            for c in carry {
+                out.extend([c.src, c.dst].into_iter().chain(c.temp));
+            }
+        }
+        Step::Scan {
+            xs, body, carry, ys, ..
+        } => {
+            out.extend(xs.iter().chain(ys).flat_map(|x| [x.stacked, x.item]));
+            nested(body, &mut out);
+            for c in carry {
+                out.extend([c.src, c.dst].into_iter().chain(c.temp));
+            }
+        }
+    }
+    out
+}
+
+/// The loop's own carry buffers: one new buffer per carry, holding a copy
+/// of `init`, which the body reads and the carry updates write (the
+/// results `outs` get the final carries after the loop, see
+/// [`finish_carries`]), so that exchanges never touch a buffer the program
+/// hands out.
+fn own_carries(
+    ctx: &mut Ctx,
+    steps: &mut Vec<Step>,
+    init: &[Value],
+    outs: &[(BufId, DType, Vec<usize>)],
+) -> Result<Vec<(BufId, DType, Vec<usize>)>, IrError> {
+    let mut own = Vec::new();
+    for (dt, shape) in outs.iter().map(|(_, d, s)| (*d, s.clone())) {
+        own.push((ctx.alloc(dt, &shape)?, dt, shape));
+    }
+    copy_results(ctx, steps, init, &own)?;
+    Ok(own)
+}
+
+/// Copies the loop's own carries into its results.
+fn finish_carries(
+    ctx: &mut Ctx,
+    steps: &mut Vec<Step>,
+    own: &[(BufId, DType, Vec<usize>)],
+    outs: &[(BufId, DType, Vec<usize>)],
+) -> Result<(), IrError> {
+    let vals: Vec<Value> = own.iter().map(|(b, _, _)| Value::Buf(*b)).collect();
+    copy_results(ctx, steps, &vals, outs)
 }
 
 fn while_(
@@ -220,8 +396,8 @@ fn while_(
     let (cconsts, rest) = all.split_at(cn);
     let (bconsts, init) = rest.split_at(bn);
     let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
-    copy_results(ctx, steps, init, &outs)?;
-    let carries: Vec<Value> = outs.iter().map(|(b, _, _)| Value::Buf(*b)).collect();
+    let own = own_carries(ctx, steps, init, &outs)?;
+    let carries: Vec<Value> = own.iter().map(|(b, _, _)| Value::Buf(*b)).collect();
     let mut csteps = Vec::new();
     let cargs: Vec<Value> = cconsts.iter().chain(&carries).copied().collect();
     let cvals = lower_closed(ctx, &p.cond_jaxpr, &cargs, &mut csteps)?;
@@ -238,14 +414,14 @@ fn while_(
             "while: body results and carries differ".into(),
         ));
     }
-    let carry = carry_updates(ctx, &mut bsteps, &bvals, &outs)?;
+    let carry = carry_updates(ctx, &mut bsteps, &bvals, &own, true)?;
     steps.push(Step::While {
         cond: csteps,
         pred,
         body: bsteps,
         carry,
     });
-    Ok(())
+    finish_carries(ctx, steps, &own, &outs)
 }
 
 fn scan(
@@ -279,12 +455,12 @@ fn scan(
     }
     let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
     let (carry_outs, y_outs) = outs.split_at(ncar);
-    copy_results(ctx, steps, &all[nc..nc + ncar], carry_outs)?;
+    let own = own_carries(ctx, steps, &all[nc..nc + ncar], carry_outs)?;
     let mut bsteps = Vec::new();
     let bargs: Vec<Value> = all[..nc]
         .iter()
         .copied()
-        .chain(carry_outs.iter().map(|(b, _, _)| Value::Buf(*b)))
+        .chain(own.iter().map(|(b, _, _)| Value::Buf(*b)))
         .chain(items)
         .collect();
     let bvals = lower_closed(ctx, &p.jaxpr, &bargs, &mut bsteps)?;
@@ -293,7 +469,7 @@ fn scan(
             "scan: body results and outputs differ".into(),
         ));
     }
-    let carry = carry_updates(ctx, &mut bsteps, &bvals[..ncar], carry_outs)?;
+    let carry = carry_updates(ctx, &mut bsteps, &bvals[..ncar], &own, true)?;
     let mut ys = Vec::new();
     for (v, (stacked, dt, shape)) in bvals[ncar..].iter().zip(y_outs) {
         let len: usize = shape[1..].iter().product();
@@ -312,5 +488,5 @@ fn scan(
         carry,
         ys,
     });
-    Ok(())
+    finish_carries(ctx, steps, &own, carry_outs)
 }

@@ -99,14 +99,14 @@ pub(crate) fn lower(
             "for_loop: body results and carries differ".into(),
         ));
     }
-    let mut carry = super::control::carry_updates(ctx, &mut body, &bvals, &outs)?;
+    let mut carry = super::control::carry_updates(ctx, &mut body, &bvals, &outs, false)?;
     let next = ctx.alloc(DType::I64, &[])?;
     gather_kernel(ctx, &mut body, "for_next", next, &[], |k, args, ctx, _| {
         Ok(load(k, args, ctx, Value::Buf(counter), i64c(0))? + i64c(1))
     })?;
     carry.push(CarryUpdate {
         src: next,
-        temp: ctx.alloc(DType::I64, &[])?,
+        temp: Some(ctx.alloc(DType::I64, &[])?),
         dst: counter,
     });
     match (lo, hi, step) {

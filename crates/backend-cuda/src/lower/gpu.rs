@@ -222,6 +222,28 @@ impl Target for GpuTarget<'_> {
         Ok(())
     }
 
+    /// Exchanges this run's buffers `a` and `b` (kernel arguments are
+    /// resolved at each launch). Both are the run's own: a constant or a
+    /// missing buffer is an error.
+    fn swap(&mut self, a: BufId, b: BufId) -> Result<()> {
+        let owned = |t: &Self, x: BufId| {
+            t.bufs
+                .get(x.index())
+                .and_then(Option::as_ref)
+                .map(|d| (d.dtype(), d.len()))
+                .ok_or_else(|| no(format!("buffer {} cannot be exchanged", x.0)))
+        };
+        let (ta, tb) = (owned(self, a)?, owned(self, b)?);
+        if ta != tb {
+            return Err(no(format!(
+                "swap of buffer {} ({:?}) and {} ({:?})",
+                a.0, ta, b.0, tb
+            )));
+        }
+        self.bufs.swap(a.index(), b.index());
+        Ok(())
+    }
+
     fn read_i64(&mut self, b: BufId) -> Result<i64> {
         let buf = self.buf(b)?;
         let bytes = self.device.download(buf)?;

@@ -50,14 +50,19 @@ pub enum KArg {
     Scalar(Const),
 }
 
-/// A carry update of a loop: `src` is copied to `temp`, and after every
-/// update's first copy, `temp` to `dst`.
+/// A carry update of a loop. With a `temp`, `src` is copied to `temp`,
+/// and after every update's first copy, `temp` to `dst`. Without one, after
+/// those copies, `src` and `dst` exchange their memory (no data moves):
+/// the lowering only does so where `src` is a buffer the body writes whole
+/// before reading it, distinct from every other carry's `src`, and `dst` an
+/// internal buffer of the loop (never an input, a constant or a result of
+/// the program).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CarryUpdate {
     /// The body's result.
     pub src: BufId,
-    /// A temporary of the same type.
-    pub temp: BufId,
+    /// A temporary of the same type, or `None` for an exchange.
+    pub temp: Option<BufId>,
     /// The carry buffer the next iteration reads.
     pub dst: BufId,
 }

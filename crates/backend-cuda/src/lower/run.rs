@@ -8,7 +8,8 @@
 //! branch range (a bool index is 0 or 1); a `While` body runs only after
 //! its predicate read true; a `Scan` copies its stacked results out before
 //! updating its carries; carry updates copy every source to its temporary
-//! before writing any destination.
+//! before writing any destination, and exchange buffers only after those
+//! copies.
 
 use super::plan::{BufId, CarryUpdate, KArg, Program, ScanSlice, Step};
 use crate::blas::{model, GemmPlan};
@@ -39,6 +40,9 @@ pub trait Target {
     fn read(&mut self, b: BufId) -> Result<Vec<u8>>;
     /// Overwrites a whole buffer with `bytes` from the host.
     fn write(&mut self, b: BufId, bytes: &[u8]) -> Result<()>;
+    /// Exchanges the memory behind two buffers of one type (a carry
+    /// update without a copy; see `plan::CarryUpdate`).
+    fn swap(&mut self, a: BufId, b: BufId) -> Result<()>;
 }
 
 fn callback_err(name: &str, message: String) -> CudaError {
@@ -114,10 +118,15 @@ fn update<T: Target>(
     lens: &dyn Fn(BufId) -> usize,
 ) -> Result<()> {
     for c in carry {
-        t.copy(c.src, 0, c.temp, 0, lens(c.temp))?;
+        if let Some(temp) = c.temp {
+            t.copy(c.src, 0, temp, 0, lens(temp))?;
+        }
     }
     for c in carry {
-        t.copy(c.temp, 0, c.dst, 0, lens(c.temp))?;
+        match c.temp {
+            Some(temp) => t.copy(temp, 0, c.dst, 0, lens(temp))?,
+            None => t.swap(c.src, c.dst)?,
+        }
     }
     Ok(())
 }
@@ -282,6 +291,23 @@ impl Target for SimTarget<'_> {
             )));
         }
         slot.bytes.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn swap(&mut self, a: BufId, b: BufId) -> Result<()> {
+        let (x, y) = (self.buf(a)?, self.buf(b)?);
+        if x.dtype != y.dtype || x.len() != y.len() {
+            return Err(sim_err(format!(
+                "swap of buffer {} ({} x{}) and {} ({} x{})",
+                a.0,
+                x.dtype,
+                x.len(),
+                b.0,
+                y.dtype,
+                y.len()
+            )));
+        }
+        self.bufs.swap(a.index(), b.index());
         Ok(())
     }
 
