@@ -13,7 +13,7 @@ use jaxon_ir::primitive::{
     AddUpdateParams, AtomicCasParams, AtomicRmwParams, GetParams, LoadParams, StoreParams,
     SwapParams,
 };
-use jaxon_ir::primitive::{AtomicOp, Indexer};
+use jaxon_ir::primitive::{AtomicOp, IndexEntry, IndexValue, Indexer};
 use jaxon_ir::shape::fmt_aval;
 use jaxon_ir::{abstract_eval, Atom, Aval, DType, Primitive, ShapedArray, Var};
 use jaxon_trace::error::{ok_or_raise, Error, Result};
@@ -327,8 +327,60 @@ impl Drop for Store {
     }
 }
 
+/// `indexers` and their operands `ops` (eqn inputs `1..`) with every
+/// static integer index made an `i32` scalar operand, and the operands
+/// renumbered in order of appearance: JAX's `atomic_rmw` takes its integer
+/// indices as operands, and its printed `args_tree` has no place for a
+/// static one.
+fn int_indices_as_operands(
+    indexers: Vec<Indexer>,
+    ops: Vec<Array>,
+) -> Result<(Vec<Indexer>, Vec<Array>)> {
+    let mut out_ops: Vec<Array> = Vec::with_capacity(ops.len());
+    let mut operand = |a: Option<&Array>| -> Result<usize> {
+        let a = a.ok_or_else(|| Error::InvalidArgument("atomic_rmw: a missing index".into()))?;
+        out_ops.push(a.clone());
+        Ok(out_ops.len())
+    };
+    let old = |k: usize| ops.get(k.wrapping_sub(1));
+    let mut out = Vec::with_capacity(indexers.len());
+    for ix in indexers {
+        let mut entries = Vec::with_capacity(ix.entries.len());
+        for e in ix.entries {
+            entries.push(match e {
+                IndexEntry::Int(IndexValue::Static(k)) => {
+                    let k = i32::try_from(k).map_err(|_| {
+                        Error::InvalidArgument(format!("atomic_rmw: index {k} does not fit i32"))
+                    })?;
+                    IndexEntry::Int(IndexValue::Dynamic(operand(Some(&Array::scalar(k)))?))
+                }
+                IndexEntry::Int(IndexValue::Dynamic(k)) => {
+                    IndexEntry::Int(IndexValue::Dynamic(operand(old(k))?))
+                }
+                IndexEntry::Slice {
+                    start: IndexValue::Dynamic(k),
+                    size,
+                    stride,
+                } => IndexEntry::Slice {
+                    start: IndexValue::Dynamic(operand(old(k))?),
+                    size,
+                    stride,
+                },
+                e @ IndexEntry::Slice {
+                    start: IndexValue::Static(_),
+                    ..
+                } => e,
+                IndexEntry::Array(k) => IndexEntry::Array(operand(old(k))?),
+            });
+        }
+        out.push(Indexer { entries });
+    }
+    Ok((out, out_ops))
+}
+
 fn atomic(r: &Ref, idx: RefIndex, op: AtomicOp, v: Array) -> Result<Array> {
     let (indexers, ops) = r.lowered(idx, "atomic_rmw")?;
+    let (indexers, ops) = int_indices_as_operands(indexers, ops)?;
     let t = r.indexed_type(&indexers, &ops)?;
     let v = fit(v, &t, "the atomic operand")?;
     let out = bind(

@@ -15,14 +15,14 @@
 
 use super::kernel::{copy_into, materialize};
 use super::plan::{BufId, CarryUpdate, KArg, ScanSlice, Step};
-use crate::kir::ParamKind;
-use std::collections::HashSet;
 use super::{atom_type, bind_outputs, lower_closed, Ctx, Env, Value};
+use crate::kir::ParamKind;
 use jaxon_ir::primitive::{
     CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, JitParams, RematParams,
     ScanParams, WhileParams,
 };
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr};
+use std::collections::HashSet;
 
 /// Lowers a control-flow or call equation.
 pub(crate) fn lower(
@@ -282,7 +282,11 @@ fn fresh_writes(ctx: &Ctx, steps: &[Step]) -> HashSet<BufId> {
                 len,
             } => {
                 let whole = *dst_offset == 0
-                    && ctx.prog.buffers.get(dst.index()).is_some_and(|d| d.len == *len);
+                    && ctx
+                        .prog
+                        .buffers
+                        .get(dst.index())
+                        .is_some_and(|d| d.len == *len);
                 if whole {
                     visit(&[*src], &[*dst]);
                 } else {
@@ -338,7 +342,11 @@ fn step_buffers(s: &Step) -> Vec<BufId> {
             }
         }
         Step::Scan {
-            xs, body, carry, ys, ..
+            xs,
+            body,
+            carry,
+            ys,
+            ..
         } => {
             out.extend(xs.iter().chain(ys).flat_map(|x| [x.stacked, x.item]));
             nested(body, &mut out);

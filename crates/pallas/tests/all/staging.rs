@@ -10,7 +10,7 @@ use common::Rng;
 use jaxon_ir::DType::{F32, I32};
 use jaxon_pallas::*;
 use jaxon_trace::error::ok_or_raise;
-use jaxon_trace::{jit, lax, make_jaxpr, Array};
+use jaxon_trace::{jit, lax, make_jaxpr, numpy as jnp, Array};
 
 fn add_call() -> PallasCall {
     let add = |r: &[Ref]| r[2].store(r[0].load() + r[1].load());
@@ -227,4 +227,45 @@ fn debug_and_default_name() {
         info.contains("BlockMapping(block_shape=(2,), array_aval=i32[8]"),
         "{info}"
     );
+}
+
+/// Atomics at static integer indices print as JAX prints them (the index
+/// an `i32` operand, `*` in the `args_tree`), parse back to the same text,
+/// and evaluate as the kernel did; a dynamic index after a static one
+/// keeps its place.
+#[test]
+fn atomics_at_static_indices_print_and_parse_back() {
+    let k = |r: &[Ref]| {
+        let x = r[0].load();
+        r[1].store(jnp::zeros(&[3, 4], I32).unwrap());
+        let i = program_id(0);
+        let old = atomic_add(&r[1], ix![1, i.clone()], x.sum(jnp::All));
+        atomic_max(&r[1], ix![2, 3], old);
+        atomic_add(&r[1], ix![0, 0], 5);
+    };
+    let call = pallas_call(k, shape_dtype(&[3, 4], I32))
+        .grid(1)
+        .interpret(true);
+    let mut rng = Rng::new(13);
+    let a = rng.i32s(6, -9, 9);
+    let x = Array::from_vec(a.clone(), &[6]);
+    let run = call.clone();
+    let direct = run.call1(std::slice::from_ref(&x)).unwrap().to_vec::<i32>();
+    let closed = make_jaxpr(move |x: Array| call.call1(&[x]).unwrap())(x.clone()).unwrap();
+    let text = closed.to_string();
+    assert!(text.contains("atomic_rmw["), "{text}");
+    let parsed = jaxon_ir::parse_closed_jaxpr(&text, vec![]).unwrap();
+    assert_eq!(parsed.to_string(), text);
+    let outs = jaxon_ir::eval_closed_jaxpr(&parsed, &[x.try_to_host("test").unwrap()]).unwrap();
+    assert_eq!(
+        outs[0].data().clone(),
+        jaxon_ir::Storage::I32(direct.clone())
+    );
+    // [1, program 0] gets the sum; [2, 3] the max of 0 and the old value
+    // (0); [0, 0] gets 5.
+    let sum: i32 = a.iter().sum();
+    let mut want = vec![0; 12];
+    want[4] = sum;
+    want[0] = 5;
+    assert_eq!(direct, want);
 }
