@@ -196,7 +196,24 @@ pub(crate) fn eval_members(
     members: &[(&Eqn, IndexMap)],
     idx: &[Expr],
 ) -> Result<HashMap<Var, Expr>, IrError> {
-    let mut vals: HashMap<Var, Expr> = HashMap::new();
+    eval_members_with(k, args, ctx, jaxpr, env, members, idx, HashMap::new())
+}
+
+/// [`eval_members`] with the values of some variables given (`pre`, in
+/// the compute dtype, each already the element the members read at `idx`:
+/// the caller has checked their index maps), instead of loaded.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn eval_members_with(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    jaxpr: &Jaxpr,
+    env: &Env,
+    members: &[(&Eqn, IndexMap)],
+    idx: &[Expr],
+    pre: HashMap<Var, Expr>,
+) -> Result<HashMap<Var, Expr>, IrError> {
+    let mut vals: HashMap<Var, Expr> = pre;
     for (eqn, map) in members {
         let mut xs = Vec::new();
         let mut dts = Vec::new();

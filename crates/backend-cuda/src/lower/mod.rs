@@ -50,6 +50,7 @@ pub mod precision;
 mod random;
 mod reduction;
 mod rng_bit;
+mod rowrun;
 pub mod run;
 mod sort;
 mod special;
@@ -382,7 +383,14 @@ fn lower_body(
 ) -> Result<(), IrError> {
     use jaxon_ir::passes::{plan_fusion, GroupKind};
     let plan = plan_fusion(jaxpr)?;
-    for group in &plan.groups {
+    let mut gi = 0;
+    while let Some(group) = plan.groups.get(gi) {
+        if let Some(last) = rowrun::find(jaxpr, &plan, gi) {
+            rowrun::lower(ctx, jaxpr, &plan, (gi, last), env, steps)?;
+            gi = last + 1;
+            continue;
+        }
+        gi += 1;
         match &group.kind {
             GroupKind::Loop => fused::loop_group(ctx, jaxpr, group, env, steps)?,
             GroupKind::Reduce { op, axes } => {
