@@ -267,11 +267,20 @@ fn fresh_writes(ctx: &Ctx, steps: &[Step]) -> HashSet<BufId> {
                 writes.retain(|b| !reads.contains(b));
                 visit(&reads, &writes);
             }
-            Step::Gemm { plan, a, b, out } => {
+            Step::Gemm {
+                plan,
+                a,
+                b,
+                out,
+                bias,
+            } => {
+                let mut reads = vec![*a, *b];
+                reads.extend(*bias);
                 if plan.accumulate {
-                    visit(&[*a, *b, *out], &[]);
+                    reads.push(*out);
+                    visit(&reads, &[]);
                 } else {
-                    visit(&[*a, *b], &[*out]);
+                    visit(&reads, &[*out]);
                 }
             }
             Step::Copy {
@@ -319,7 +328,9 @@ fn step_buffers(s: &Step) -> Vec<BufId> {
             KArg::Buffer(b) => Some(*b),
             KArg::Scalar(_) => None,
         })),
-        Step::Gemm { a, b, out: o, .. } => out.extend([*a, *b, *o]),
+        Step::Gemm {
+            a, b, out: o, bias, ..
+        } => out.extend([*a, *b, *o].into_iter().chain(*bias)),
         Step::Copy { src, dst, .. } => out.extend([*src, *dst]),
         Step::Host { args, outs, .. } => out.extend(args.iter().chain(outs).map(|(b, _)| *b)),
         Step::Cond { index, branches } => {

@@ -160,12 +160,20 @@ impl Target for GpuTarget<'_> {
         self.device.launch(f, dims, &dargs)
     }
 
-    fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()> {
+    fn gemm(
+        &mut self,
+        plan: &GemmPlan,
+        a: BufId,
+        b: BufId,
+        out: BufId,
+        bias: Option<BufId>,
+    ) -> Result<()> {
         if self.blas.is_none() {
             *self.blas = Some(Blas::new(self.device)?);
         }
         let blas = self.blas.as_ref().ok_or_else(|| no("cuBLASLt".into()))?;
-        blas.gemm(plan, self.buf(a)?, self.buf(b)?, self.buf(out)?, None)
+        let bias = bias.map(|x| self.buf(x)).transpose()?;
+        blas.gemm(plan, self.buf(a)?, self.buf(b)?, self.buf(out)?, bias)
     }
 
     fn copy(

@@ -263,6 +263,7 @@ fn dot_general(
         a: abuf,
         b: bbuf,
         out,
+        bias: None,
     });
     Ok(())
 }

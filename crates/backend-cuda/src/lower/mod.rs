@@ -36,6 +36,7 @@ mod decomp_jacobi;
 mod decomp_schur;
 mod decomp_svd;
 mod elementwise;
+mod epilogue;
 mod for_loop;
 mod fused;
 mod gather;
@@ -388,6 +389,23 @@ fn lower_body(
         if let Some(last) = rowrun::find(jaxpr, &plan, gi) {
             rowrun::lower(ctx, jaxpr, &plan, (gi, last), env, steps)?;
             gi = last + 1;
+            continue;
+        }
+        if let Some(fused) = epilogue::find(jaxpr, &plan, gi) {
+            let eqn = jaxpr.eqns.get(group.root()).ok_or_else(|| {
+                IrError::Invalid(format!("cuda lowering: no equation {}", group.root()))
+            })?;
+            lower_eqn(ctx, jaxpr, eqn, env, steps)?;
+            let product = match eqn.outputs.first() {
+                Some(Binder::Var(v)) => Some(*v),
+                _ => None,
+            };
+            let applied = match product {
+                Some(d) => epilogue::apply(&fused, d, ctx, env, steps)?,
+                None => false,
+            };
+            // Fused: the next group is done; else it lowers as usual.
+            gi += if applied { 2 } else { 1 };
             continue;
         }
         gi += 1;

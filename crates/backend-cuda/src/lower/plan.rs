@@ -102,6 +102,8 @@ pub enum Step {
         b: BufId,
         /// The result.
         out: BufId,
+        /// The bias vector of a bias epilogue (`plan.epilogue.has_bias()`).
+        bias: Option<BufId>,
     },
     /// Copies `len` elements of `src` from `src_offset` to `dst` at
     /// `dst_offset` (same dtype).

@@ -23,8 +23,15 @@ use jaxon_ir::{DType, HostArray};
 pub trait Target {
     /// Launches kernel `kernel` of the program.
     fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()>;
-    /// Runs a GEMM plan.
-    fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()>;
+    /// Runs a GEMM plan (with `bias` for a bias epilogue).
+    fn gemm(
+        &mut self,
+        plan: &GemmPlan,
+        a: BufId,
+        b: BufId,
+        out: BufId,
+        bias: Option<BufId>,
+    ) -> Result<()>;
     /// Copies `len` elements between buffers of one dtype.
     fn copy(
         &mut self,
@@ -137,7 +144,13 @@ pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result
     for s in steps {
         match s {
             Step::Launch { kernel, dims, args } => t.launch(*kernel, *dims, args)?,
-            Step::Gemm { plan, a, b, out } => t.gemm(plan, *a, *b, *out)?,
+            Step::Gemm {
+                plan,
+                a,
+                b,
+                out,
+                bias,
+            } => t.gemm(plan, *a, *b, *out, *bias)?,
             Step::Copy {
                 src,
                 src_offset,
@@ -239,11 +252,22 @@ impl Target for SimTarget<'_> {
         Ok(())
     }
 
-    fn gemm(&mut self, plan: &GemmPlan, a: BufId, b: BufId, out: BufId) -> Result<()> {
+    fn gemm(
+        &mut self,
+        plan: &GemmPlan,
+        a: BufId,
+        b: BufId,
+        out: BufId,
+        bias: Option<BufId>,
+    ) -> Result<()> {
         let av = self.buf(a)?.to_f64();
         let bv = self.buf(b)?.to_f64();
+        let biv = match bias {
+            Some(x) => self.buf(x)?.to_f64(),
+            None => Vec::new(),
+        };
         let mut ov = self.buf(out)?.to_f64();
-        model::run(plan, &av, &bv, &[], &mut ov)?;
+        model::run(plan, &av, &bv, &biv, &mut ov)?;
         let dt = self.buf(out)?.dtype;
         self.bufs[out.index()] = SimBuffer::from_f64(dt, &ov);
         Ok(())

@@ -1,0 +1,132 @@
+//! GEMM epilogues (`lower/epilogue.rs`): `x @ w + b`, `relu(x @ w)` and
+//! `relu(x @ w + b)` as JAX prints them lower to one GEMM with cuBLASLt's
+//! `BIAS`, `RELU` or `RELU_BIAS` epilogue (asserted on the plan), and give
+//! the interpreter's values on `cuda-sim` (or the GPU under
+//! `JAXON_LOWERING_BACKEND=cuda`), for plain, batched and transposed
+//! products in f32 and bf16. Programs that do not fit the rules (the
+//! product read again, a bias along the rows, a nonzero clamp) keep their
+//! separate kernel and the same values.
+
+mod lowering_util;
+
+use jaxon_backend_cuda::blas::Epilogue;
+use jaxon_backend_cuda::lower::plan::Step;
+use lowering_util::{args_for, check_with, parse, Dist, Tol};
+
+/// The epilogues of the plan's GEMMs, and its number of kernel launches.
+fn plan_of(text: &str) -> (Vec<Epilogue>, usize) {
+    let prog = jaxon_backend_cuda::lower::lower(&parse(text)).expect("lowers");
+    let steps = prog.all_steps();
+    let epis = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Gemm { plan, .. } => Some(plan.epilogue),
+            _ => None,
+        })
+        .collect();
+    let launches = steps
+        .iter()
+        .filter(|s| matches!(s, Step::Launch { .. }))
+        .count();
+    (epis, launches)
+}
+
+fn run(text: &str, seed: u64, tol: Tol) {
+    let args = args_for(text, seed, Dist::Uniform(2.0));
+    check_with(text, &args, tol);
+}
+
+fn layer(dt: &str, m: usize, k: usize, n: usize, bias: bool, relu: bool, t: bool) -> String {
+    let (wty, dims) = if t {
+        (format!("{dt}[{n},{k}]"), "(([1], [1]), ([], []))")
+    } else {
+        (format!("{dt}[{k},{n}]"), "(([1], [0]), ([], []))")
+    };
+    let mut body = format!(
+        "    d:{dt}[{m},{n}] = dot_general[
+      dimension_numbers={dims}
+      preferred_element_type={pet}
+    ] a b\n",
+        pet = if dt == "bf16" { "bfloat16" } else { "float32" },
+    );
+    let mut last = "d";
+    if bias {
+        body += &format!(
+            "    e:{dt}[1,{n}] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, {n}) sharding=None] c
+    f:{dt}[{m},{n}] = add d e\n"
+        );
+        last = "f";
+    }
+    if relu {
+        body += &format!("    g:{dt}[{m},{n}] = max {last} 0.0:{dt}[]\n");
+        last = "g";
+    }
+    format!("{{ lambda ; a:{dt}[{m},{k}] b:{wty} c:{dt}[{n}]. let\n{body}  in ({last},) }}")
+}
+
+#[test]
+fn bias_and_relu_run_inside_the_gemm() {
+    let cases = [
+        ("f32", 8, 16, 12, true, true, false, Epilogue::BiasRelu),
+        ("f32", 37, 300, 129, true, false, false, Epilogue::Bias),
+        ("f32", 5, 64, 33, false, true, false, Epilogue::Relu),
+        ("f32", 16, 40, 24, true, true, true, Epilogue::BiasRelu),
+        ("bf16", 32, 64, 48, true, true, false, Epilogue::BiasRelu),
+    ];
+    for (i, (dt, m, k, n, bias, relu, t, want)) in cases.into_iter().enumerate() {
+        let text = layer(dt, m, k, n, bias, relu, t);
+        let (epis, launches) = plan_of(&text);
+        assert_eq!(epis, [want], "{text}");
+        assert_eq!(launches, 0, "a separate kernel is left:\n{text}");
+        let tol = if dt == "bf16" {
+            Tol::Rel(1e-2)
+        } else {
+            Tol::Rel(1e-5)
+        };
+        run(&text, i as u64, tol);
+    }
+}
+
+#[test]
+fn batched_products_take_the_bias_along_their_last_axis() {
+    let text = "{ lambda ; a:f32[3,5,7] b:f32[3,7,9] c:f32[9]. let
+    d:f32[3,5,9] = dot_general[
+      dimension_numbers=(([2], [1]), ([0], [0]))
+      preferred_element_type=float32
+    ] a b
+    e:f32[1,1,9] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(1, 1, 9) sharding=None] c
+    f:f32[3,5,9] = add e d
+    g:f32[3,5,9] = max 0.0:f32[] f
+  in (g,) }";
+    assert_eq!(plan_of(text), (vec![Epilogue::BiasRelu], 0));
+    run(text, 7, Tol::Rel(1e-5));
+}
+
+#[test]
+fn products_outside_the_rules_keep_their_kernel() {
+    let texts = [
+        // The product is a result too.
+        "{ lambda ; a:f32[6,10] b:f32[10,4] c:f32[4]. let
+    d:f32[6,4] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[1,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 4) sharding=None] c
+    f:f32[6,4] = add d e
+  in (f, d) }",
+        // A bias along the rows.
+        "{ lambda ; a:f32[6,10] b:f32[10,4] c:f32[6]. let
+    d:f32[6,4] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[6,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(6, 1) sharding=None] c
+    f:f32[6,4] = add d e
+  in (f,) }",
+        // A clamp at 1, not a ReLU.
+        "{ lambda ; a:f32[6,10] b:f32[10,4]. let
+    d:f32[6,4] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    g:f32[6,4] = max d 1.0:f32[]
+  in (g,) }",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        let (epis, launches) = plan_of(text);
+        assert_eq!(epis, [Epilogue::None], "{text}");
+        assert!(launches >= 1, "{text}");
+        run(text, 20 + i as u64, Tol::Rel(1e-5));
+    }
+}
