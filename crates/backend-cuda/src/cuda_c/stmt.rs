@@ -1,7 +1,7 @@
 //! Printing KIR statements: memory accesses (vector accesses as one aligned
-//! struct load/store), atomics (float min/max as CAS loops), barriers,
-//! shuffles (16-bit values moved as 32-bit), `mma.sync` as inline PTX, and
-//! structured control flow.
+//! struct load/store; a loaded pair of 16-bit elements as one 32-bit word),
+//! atomics (float min/max as CAS loops), barriers, shuffles (16-bit values
+//! moved as 32-bit), `mma.sync` as inline PTX, and structured control flow.
 //!
 //! Invariant: every statement reads all of its operands before it writes
 //! any destination, so a destination that also appears in an operand (a
@@ -44,6 +44,14 @@ impl Printer<'_> {
                 let load = |p: &mut Self| {
                     if let [one] = names.as_slice() {
                         p.line(&format!("{one} = *({addr});"));
+                    } else if let ([lo, hi], 2) = (names.as_slice(), t.size_bytes()) {
+                        // Two 16-bit elements as one 32-bit word: a struct
+                        // of two shorts can land in local memory (ptxas
+                        // reports a stack frame and spills on sm_90).
+                        let ct = c_type(t);
+                        p.line(&format!("const kir_u32 kir_w = *(const kir_u32*)({addr});"));
+                        p.line(&format!("{lo} = ({ct})(kir_w & 0xffffu);"));
+                        p.line(&format!("{hi} = ({ct})(kir_w >> 16);"));
                     } else {
                         let vt = vec_type(t, names.len());
                         p.line(&format!("const {vt} kir_t = *(const {vt}*)({addr});"));

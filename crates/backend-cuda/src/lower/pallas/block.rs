@@ -26,6 +26,7 @@
 use super::super::kernel::{compute, i64c, lit_expr, multi_index};
 use super::super::plan::BufId;
 use super::super::{unsupported, Ctx};
+use super::mma::ALIGN;
 use super::{control, lazy, ops, refs};
 use crate::kir::{Expr, KernelBuilder, ParamId, SharedId, Space, Stmt};
 use jaxon_ir::primitive::Primitive;
@@ -200,11 +201,18 @@ impl<'a> Block<'a> {
             }
         };
         let pool = &mut self.pools.pools[i];
-        let off = pool.len as i64;
-        pool.len = pool
+        // Every region starts at a multiple of ALIGN elements (and so does
+        // every slot of global scratch), for aligned vector accesses.
+        let overflow = || IrError::Invalid("pallas_call: block memory overflows".into());
+        let start = pool
             .len
+            .checked_next_multiple_of(ALIGN)
+            .ok_or_else(overflow)?;
+        let off = start as i64;
+        pool.len = start
             .checked_add(n)
-            .ok_or_else(|| IrError::Invalid("pallas_call: block memory overflows".into()))?;
+            .and_then(|e| e.checked_next_multiple_of(ALIGN))
+            .ok_or_else(overflow)?;
         let base = match pool.slot {
             Some(s) => Expr::block_x().cast(DType::I64) * Expr::param(s) + i64c(off),
             None => i64c(off),

@@ -14,6 +14,7 @@ mod block;
 mod call;
 mod control;
 mod lazy;
+mod mma;
 mod ops;
 mod refs;
 

@@ -494,6 +494,9 @@ fn dot(
     let name = "dot_general";
     let (d, shape) = one(outs, name)?.clone();
     let (x, y) = (arg(ins, 0, name)?.clone(), arg(ins, 1, name)?.clone());
+    if let Some(v) = super::mma::dot(b, dn, &x, &y, d, &shape)? {
+        return Ok(vec![v]);
+    }
     let (xs, ys) = (shape_of(&x), shape_of(&y));
     let (xd, yd) = (dtype_of(&x), dtype_of(&y));
     let free = |rank: usize, batch: &[usize], contract: &[usize]| -> Vec<usize> {
