@@ -125,7 +125,12 @@ fn plan(dn: &DotDimensionNumbers, x: &BVal, y: &BVal, d: DType, shape: &[usize])
         return None;
     }
     let (tm, tn) = (m.div_ceil(16), n.div_ceil(8));
-    let fit = |t: usize| [4, 2, 1].into_iter().find(|f| t % f == 0).unwrap_or(1);
+    let fit = |t: usize| {
+        [4, 2, 1]
+            .into_iter()
+            .find(|&f| t.is_multiple_of(f))
+            .unwrap_or(1)
+    };
     let (mut mt, mut nt) = (fit(tm), fit(tn));
     // Fewer, larger warp tiles reuse fragments more; keep all warps busy.
     while batch * (tm / mt) * (tn / nt) < WARPS as usize && mt * nt > 1 {
@@ -240,7 +245,7 @@ pub(super) fn dot(
                         op: &p.a,
                         row: &arow,
                         rows: p.m,
-                        ragged: p.m % 16 != 0,
+                        ragged: !p.m.is_multiple_of(16),
                         dr,
                         kcol: &kcol,
                         dk,
@@ -259,7 +264,7 @@ pub(super) fn dot(
                         op: &p.b,
                         row: &brow,
                         rows: p.n,
-                        ragged: p.n % 8 != 0,
+                        ragged: !p.n.is_multiple_of(8),
                         dr: (8 * ni) as i64,
                         kcol: &kcol,
                         dk: 8 * pair as i64,
@@ -302,10 +307,12 @@ pub(super) fn dot(
                             x.cast(d)
                         }
                     };
-                    let rows_in = (p.m % 16 != 0).then(|| row.lt(ic(ix, p.m as i64)));
-                    if p.n % 2 == 0 {
-                        let mask =
-                            and_opt(rows_in, (p.n % 8 != 0).then(|| cn.lt(ic(ix, p.n as i64))));
+                    let rows_in = (!p.m.is_multiple_of(16)).then(|| row.lt(ic(ix, p.m as i64)));
+                    if p.n.is_multiple_of(2) {
+                        let mask = and_opt(
+                            rows_in,
+                            (!p.n.is_multiple_of(8)).then(|| cn.lt(ic(ix, p.n as i64))),
+                        );
                         k.store(out.space, at, vec![v(0), v(1)], mask);
                     } else {
                         for j in 0..2 {
@@ -363,8 +370,8 @@ impl SubTile<'_> {
             .ragged
             .then(|| (self.row.clone() + ic(self.ix, self.dr)).lt(ic(self.ix, self.rows as i64)));
         let kc = self.kcol.clone() + ic(self.ix, self.dk);
-        let ragged_k = self.kmax % 16 != 0;
-        if o.k_stride == 1 && self.kmax % 2 == 0 {
+        let ragged_k = !self.kmax.is_multiple_of(16);
+        if o.k_stride == 1 && self.kmax.is_multiple_of(2) {
             // Even k and even K: both elements are in or out together, and
             // the pair is adjacent and aligned.
             let mask = and_opt(
