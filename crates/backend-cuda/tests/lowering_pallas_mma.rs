@@ -4,7 +4,8 @@
 //! revisited output, `a @ b.T` / `a.T @ b`, batched `dot_general`, bf16
 //! results, block shapes that are not multiples of the 16×8×16 tile
 //! (masked), blocks in shared memory and in global scratch, and JAX's
-//! bf16 flash attention (`pl.dot(q, k.T)`, `pl.dot(p.astype(bf16), v)`);
+//! bf16 flash attention (`pl.dot(q, k.T)`, `pl.dot(p.astype(bf16), v)`)
+//! and `jaxon_pallas::ops::flash_attention` in bf16 and f16;
 //! on `cuda-sim` (or the GPU under `JAXON_LOWERING_BACKEND=cuda`) against
 //! the reference interpreter.
 //!
@@ -335,6 +336,27 @@ fn flash_cases() -> Vec<Case> {
         cases.push(Case::call(
             &format!("bf16 mha [{bh},{t},{d}] / ({bq},{bk}) causal={causal}"),
             mha([bh, t, d], bq, bk, causal),
+            &args,
+            Tol::Rel(1e-2),
+            true,
+        ));
+    }
+    // The library's kernel (`jaxon_pallas::ops`, JAX's `mha` products).
+    for (dt, causal) in [(BF16, true), (F16, false)] {
+        let (bh, t, d) = (2, 64, 32);
+        let p = jaxon_pallas::ops::FlashAttention {
+            block_q: 32,
+            block_k: 16,
+            causal,
+            scale: None,
+        };
+        let call = jaxon_pallas::ops::flash_attention_call([bh, t, d], dt, &p).expect("divides");
+        let args: Vec<HostArray> = (0..3)
+            .map(|_| random(&mut rng, dt, &[bh, t, d], Dist::Uniform(1.0)))
+            .collect();
+        cases.push(Case::call(
+            &format!("ops::flash_attention {dt} causal={causal}"),
+            call,
             &args,
             Tol::Rel(1e-2),
             true,
