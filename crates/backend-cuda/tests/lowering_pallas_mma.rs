@@ -11,6 +11,8 @@
 //!
 //! Every eligible case asserts that its kernel holds `mma` statements, so
 //! a silent fall back to the FMA loop fails; f32 dots assert the opposite.
+//! Whole tiles in shared memory must load their fragments by `ldmatrix`
+//! (plain and `.trans`), ragged ones and global scratch by masked loads.
 //!
 //! Tolerances: bf16/f16 products are exact in f32, so the results differ
 //! from the interpreter's only by f32 accumulation order (the tensor core
@@ -48,15 +50,26 @@ struct Case {
     mma: bool,
 }
 
-fn has_mma(body: &[Stmt]) -> bool {
-    body.iter().any(|s| match s {
-        Stmt::Mma { .. } => true,
-        Stmt::If {
-            then, otherwise, ..
-        } => has_mma(then) || has_mma(otherwise),
-        Stmt::For { body, .. } | Stmt::While { body, .. } => has_mma(body),
-        _ => false,
+/// Whether `body` holds a statement that `is` picks.
+fn holds(body: &[Stmt], is: &dyn Fn(&Stmt) -> bool) -> bool {
+    body.iter().any(|s| {
+        is(s)
+            || match s {
+                Stmt::If {
+                    then, otherwise, ..
+                } => holds(then, is) || holds(otherwise, is),
+                Stmt::For { body, .. } | Stmt::While { body, .. } => holds(body, is),
+                _ => false,
+            }
     })
+}
+
+fn has_mma(body: &[Stmt]) -> bool {
+    holds(body, &|s| matches!(s, Stmt::Mma { .. }))
+}
+
+fn has_ldmatrix(body: &[Stmt]) -> bool {
+    holds(body, &|s| matches!(s, Stmt::LdMatrix { .. }))
 }
 
 impl Case {
@@ -136,8 +149,10 @@ fn matmul_cases() -> Vec<Case> {
     let mut rng = Rng::new(931);
     // (m, k, n, [bm, bn, bk], operand dtype, result dtype, on tensor cores).
     // 16·8·16 multiples first; then blocks with M % 16, N % 8 and K % 16
-    // left over (masked), odd ones (element-wise masks), 64×64 blocks that
-    // overflow shared memory (global scratch), and f32 (the FMA loop).
+    // left over (masked), odd ones (element-wise masks), 64×64 blocks whose
+    // f32 values overflow shared memory (f32 in global scratch, the bf16
+    // tiles shared), 128×128×128 blocks (everything in global scratch),
+    // and f32 (the FMA loop).
     for (m, kk, n, blocks, dt, out, mma) in [
         (32, 32, 32, [32, 32, 16], BF16, F32, true),
         (64, 64, 64, [32, 16, 32], F16, F32, true),
@@ -145,6 +160,7 @@ fn matmul_cases() -> Vec<Case> {
         (48, 24, 36, [24, 12, 8], BF16, F32, true),
         (10, 18, 14, [5, 7, 9], F16, F16, true),
         (128, 64, 128, [64, 64, 64], BF16, F32, true),
+        (128, 128, 128, [128, 128, 128], BF16, F32, true),
         (32, 32, 32, [32, 32, 16], F32, F32, false),
     ] {
         let args = [
@@ -369,6 +385,34 @@ fn flash_cases() -> Vec<Case> {
 fn bf16_flash_attention_on_tensor_cores() {
     for c in flash_cases() {
         c.check();
+    }
+}
+
+/// Fragments come by `ldmatrix` where both operands are whole tiles in
+/// shared memory (plain and transposed), and by masked loads otherwise.
+#[test]
+fn ldmatrix_for_whole_tiles_in_shared_memory_only() {
+    let uses = |c: &Case| c.kernels().iter().any(|k| has_ldmatrix(&k.body));
+    let matmuls = matmul_cases();
+    // Whole tiles (32³ bf16, 64³ f16 blocks, 64³ with f32 in scratch),
+    // ragged (24×12×8, 5×7×9), operands in global scratch (128³ blocks).
+    for (i, want) in [
+        (0, true),
+        (1, true),
+        (3, false),
+        (4, false),
+        (5, true),
+        (6, false),
+    ] {
+        assert_eq!(uses(&matmuls[i]), want, "{}", matmuls[i].what);
+    }
+    // Attention with whole tiles; head_dim 24 and 8-key blocks are ragged.
+    let flash = flash_cases();
+    for (i, c) in flash.iter().enumerate() {
+        assert_eq!(uses(c), i != 2, "{}", c.what);
+    }
+    for c in &k_grid_cases() {
+        assert!(uses(c), "{}: no ldmatrix", c.what);
     }
 }
 

@@ -5,9 +5,9 @@
 //! - a rank-0 array is a **uniform scalar**: a local that every thread of
 //!   the block computes alike (program ids, loop counters, reductions to a
 //!   scalar, index arithmetic);
-//! - any other array lives in a **region** of block memory (shared memory
-//!   when the program's values fit, else a per-block slot of global scratch;
-//!   [`Pools`]), its elements spread over the threads cyclically
+//! - any other array lives in a **region** of block memory (one pool per
+//!   dtype, in shared memory when it fits, else a per-block slot of global
+//!   scratch; [`Pools`], [`Placement`]), its elements spread over the threads cyclically
 //!   (`e = tid + k · THREADS`);
 //! - a `Ref` is a view of a global operand window or of a scratch region
 //!   (`refs.rs`).
@@ -70,13 +70,28 @@ pub(crate) enum BVal {
     Lazy(std::rc::Rc<lazy::Lazy>),
 }
 
-/// Where the values of a program live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where the values of a program live: each dtype's pool is one
+/// shared-memory array, or one global scratch buffer with a slot per
+/// launched block.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Placement {
-    /// One shared-memory array per dtype.
+    /// Every pool in shared memory.
     Shared,
-    /// One global scratch buffer per dtype, a slot per launched block.
+    /// The pools of these dtypes in global scratch, the others shared (the
+    /// large f32 values of a kernel in scratch, its bf16 tiles shared).
+    Split(Vec<DType>),
+    /// Every pool in global scratch.
     Global,
+}
+
+impl Placement {
+    fn global(&self, d: DType) -> bool {
+        match self {
+            Placement::Shared => false,
+            Placement::Split(g) => g.contains(&d),
+            Placement::Global => true,
+        }
+    }
 }
 
 /// One dtype's pool of block memory.
@@ -171,8 +186,8 @@ impl<'a> Block<'a> {
             Some(i) => i,
             None => {
                 let i = self.pools.pools.len();
-                let pool = match self.pools.placement {
-                    Placement::Shared => {
+                let pool = match self.pools.placement.global(dtype) {
+                    false => {
                         let s = self.k.shared(&format!("pool_{dtype}"), dtype, 0);
                         Pool {
                             dtype,
@@ -182,7 +197,7 @@ impl<'a> Block<'a> {
                             len: 0,
                         }
                     }
-                    Placement::Global => {
+                    true => {
                         let g = self.k.global(&format!("scratch_{dtype}"), dtype, true);
                         self.params.push(ArgSlot::Scratch(i));
                         let s = self.k.scalar(&format!("slot_{dtype}"), DType::I64);
@@ -225,13 +240,17 @@ impl<'a> Block<'a> {
         })
     }
 
-    /// The bytes one program's values take.
-    pub(super) fn pool_bytes(&self) -> usize {
+    /// The bytes each dtype's pool takes per program, and whether it is
+    /// in shared memory.
+    pub(super) fn pool_bytes(&self) -> Vec<(DType, usize, bool)> {
         self.pools
             .pools
             .iter()
-            .map(|p| p.len.saturating_mul(p.dtype.size_bytes()))
-            .fold(0, usize::saturating_add)
+            .map(|p| {
+                let bytes = p.len.saturating_mul(p.dtype.size_bytes());
+                (p.dtype, bytes, p.shared.is_some())
+            })
+            .collect()
     }
 
     /// The parameters and pool sizes, once the body is built.

@@ -33,7 +33,7 @@
 
 use super::super::kernel::round_to;
 use super::block::{BVal, Block, Region, THREADS};
-use crate::kir::{Const, Expr, MmaShape, Space, Var};
+use crate::kir::{Const, Expr, MmaShape, SharedId, Space, Var};
 use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::{DType, IrError};
 
@@ -185,10 +185,45 @@ pub(super) fn dot(
     let (wm, wn) = (mp / (16 * p.mt), np / (8 * p.nt));
     let tiles = (p.batch * wm * wn) as i64;
     let warp = k.let_("warp", ix, tid.clone() / ic(ix, 32));
-    let lane = tid % ic(ix, 32);
+    let lane = tid.clone() % ic(ix, 32);
     let g = k.let_("g", ix, lane.clone() / ic(ix, 4));
     let t = k.let_("t", ix, lane % ic(ix, 4));
     let (g, t) = (Expr::var(g), Expr::var(t));
+    // ldmatrix: lane l names row l % 8 of matrix l / 8.
+    let lane = Expr::var(k.let_("lane", ix, tid.clone() % ic(ix, 32)));
+    let lr = Expr::var(k.let_("lr", ix, lane.clone() % ic(ix, 8)));
+    let lm = lane.clone() / ic(ix, 8);
+    let (m_lo, m_hi) = (
+        Expr::var(k.let_("lm0", ix, lm.clone() % ic(ix, 2) * ic(ix, 8))),
+        Expr::var(k.let_("lm1", ix, lm / ic(ix, 2) * ic(ix, 8))),
+    );
+    let (ld_a, ld_b) = (
+        ldmatrix_space(&p.a, p.m.is_multiple_of(16) && p.k.is_multiple_of(16)),
+        ldmatrix_space(&p.b, p.n.is_multiple_of(8) && p.k.is_multiple_of(16)),
+    );
+    // The lane's (row, k) offsets: its own fragment elements', or the
+    // ldmatrix row it names (A: matrix i at rows 8·(i & 1), k 8·(i >> 1);
+    // B: k 8·(i & 1), rows 8·(i >> 1); the lane's row runs along the
+    // stored rows: the free dimension when k is contiguous, else k).
+    let offsets = |o: &Operand, ld: bool, a: bool| -> (Expr, Expr) {
+        if !ld {
+            return (g.clone(), t.clone() * ic(ix, 2));
+        }
+        let (rows, ks) = if a {
+            (m_lo.clone(), m_hi.clone())
+        } else {
+            (m_hi.clone(), m_lo.clone())
+        };
+        if o.k_stride == 1 {
+            (rows + lr.clone(), ks)
+        } else {
+            (rows, ks + lr.clone())
+        }
+    };
+    let (off_a, off_b) = (
+        offsets(&p.a, ld_a.is_some(), true),
+        offsets(&p.b, ld_b.is_some(), false),
+    );
     let acc: Vec<Var> = (0..4 * p.mt * p.nt)
         .map(|_| k.var("acc", DType::F32))
         .collect();
@@ -210,16 +245,20 @@ pub(super) fn dot(
         let n0 = w % ic(ix, wn as i64) * ic(ix, (8 * p.nt) as i64);
         let n0 = k.let_("n0", ix, n0);
         let (bi, m0, n0) = (Expr::var(bi), Expr::var(m0), Expr::var(n0));
-        // Per lane: the element of A at (m0 + g, 2t) and of B at
-        // (n0 + g, 2t) for k0 = 0, and their rows and columns.
-        let lane_base = |k: &mut crate::kir::KernelBuilder, o: &Operand, r0: &Expr| {
-            let e = o.region.base.clone().cast(ix)
-                + bi.clone() * ic(ix, o.batch_stride)
-                + (r0.clone() + g.clone()) * ic(ix, o.row_stride)
-                + t.clone() * ic(ix, 2 * o.k_stride);
-            Expr::var(k.let_("lb", ix, e))
-        };
-        let (la, lb) = (lane_base(k, &p.a, &m0), lane_base(k, &p.b, &n0));
+        // Per lane: the element of A at (m0, 0) + off_a and of B at
+        // (n0, 0) + off_b for k0 = 0.
+        let lane_base =
+            |k: &mut crate::kir::KernelBuilder, o: &Operand, r0: &Expr, off: &(Expr, Expr)| {
+                let e = o.region.base.clone().cast(ix)
+                    + bi.clone() * ic(ix, o.batch_stride)
+                    + (r0.clone() + off.0.clone()) * ic(ix, o.row_stride)
+                    + off.1.clone() * ic(ix, o.k_stride);
+                Expr::var(k.let_("lb", ix, e))
+            };
+        let (la, lb) = (
+            lane_base(k, &p.a, &m0, &off_a),
+            lane_base(k, &p.b, &n0, &off_b),
+        );
         let arow = Expr::var(k.let_("ar", ix, m0.clone() + g.clone()));
         let brow = Expr::var(k.let_("br", ix, n0.clone() + g.clone()));
         let col = Expr::var(k.let_("col", ix, t.clone() * ic(ix, 2)));
@@ -236,7 +275,22 @@ pub(super) fn dot(
                 Expr::var(k.let_("lp", ix, e))
             };
             let (pa, pb) = (step(k, &la, &p.a), step(k, &lb, &p.b));
-            for (mi, regs) in fa.iter().enumerate() {
+            if let Some(sid) = ld_a {
+                for (mi, regs) in fa.iter().enumerate() {
+                    let at = pa.clone() + ic(ix, 16 * mi as i64 * p.a.row_stride);
+                    k.ldmatrix(regs, sid, at, p.a.k_stride != 1);
+                }
+            }
+            if let Some(sid) = ld_b {
+                // Two 8-column tiles per x4 where there are pairs.
+                let per = if p.nt.is_multiple_of(2) { 2 } else { 1 };
+                for (q, regs) in fb.chunks(per).enumerate() {
+                    let dst: Vec<Var> = regs.concat();
+                    let at = pb.clone() + ic(ix, (8 * per * q) as i64 * p.b.row_stride);
+                    k.ldmatrix(&dst, sid, at, p.b.k_stride != 1);
+                }
+            }
+            for (mi, regs) in fa.iter().enumerate().filter(|_| ld_a.is_none()) {
                 // a_i: row g + 8·[i ∈ {2,3,6,7}], k 2t + (i & 1) + 8·[i ≥ 4].
                 for pair in 0..4 {
                     let (dr, dk) = ((16 * mi + 8 * (pair & 1)) as i64, 8 * (pair >> 1) as i64);
@@ -256,7 +310,7 @@ pub(super) fn dot(
                     sub.load(k, &regs[2 * pair..2 * pair + 2]);
                 }
             }
-            for (ni, regs) in fb.iter().enumerate() {
+            for (ni, regs) in fb.iter().enumerate().filter(|_| ld_b.is_none()) {
                 // b_i: k 2t + (i & 1) + 8·[i ≥ 2], column g.
                 for pair in 0..2 {
                     let sub = SubTile {
@@ -327,6 +381,18 @@ pub(super) fn dot(
     });
     k.barrier();
     Ok(Some(BVal::Array(out)))
+}
+
+/// The shared array an operand's fragments come from by `ldmatrix`: its
+/// region is in shared memory and `whole` (no dimension is padded, so no
+/// load needs a mask); row addresses are then multiples of 8 elements
+/// (16 bytes), as the region base ([`ALIGN`]) and the stored row length
+/// (a multiple of 8) are.
+fn ldmatrix_space(o: &Operand, whole: bool) -> Option<SharedId> {
+    match o.region.space {
+        Space::Shared(s) if whole => Some(s),
+        Space::Shared(_) | Space::Global(_) => None,
+    }
 }
 
 /// An integer constant of the index dtype.
