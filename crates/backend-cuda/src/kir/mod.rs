@@ -19,8 +19,9 @@
 //!   bits, then sign- or zero-extends); and gives `x != 0` into `bool` (NaN
 //!   gives true). These are Rust's `as` semantics.
 //! - **Storage-only dtypes.** `f16` and `bf16` may be loaded, stored, cast,
-//!   bitcast, selected, and moved through shuffles and `mma`; arithmetic,
-//!   comparisons and math functions on them are rejected by the verifier.
+//!   bitcast, selected, and moved through shuffles, `ldmatrix` and `mma`;
+//!   arithmetic, comparisons and math functions on them are rejected by the
+//!   verifier.
 //!   Lowering computes in `f32` and rounds on the way out, as XLA does on GPUs.
 //! - **Memory is indexed in elements** of the buffer's dtype, never bytes.
 //!   `bool` is one byte in memory (0 or 1).

@@ -12,21 +12,27 @@
 //! tiles of `MT × NT` of them (register blocking: an `A` fragment serves
 //! `NT` tiles, a `B` fragment `MT`); warp `w` of the block's four owns the
 //! warp tiles `w, w + 4, …`. Each walks `K` in steps of 16, loading its
-//! fragments straight from the operands' regions in PTX's lane layout (two
-//! consecutive `k` as one 2-element access where they are adjacent in
-//! memory), and accumulates in `4 · MT · NT` `f32` registers; the result is
-//! rounded to the output dtype and stored once. Sizes that are not
-//! multiples of the tile (`M % 16`, `N % 8`, `K % 16`) are padded: masked
-//! loads give 0 past the edge and masked stores drop the padding.
+//! fragments, and accumulates in `4 · MT · NT` `f32` registers; the result
+//! is rounded to the output dtype and stored once. An operand that is a
+//! whole number of tiles in shared memory loads its fragments by
+//! `ldmatrix` (`.x4` per `A` tile and per pair of `B` tiles, `.trans` when
+//! `k` is not the contiguous dimension); otherwise element by element in
+//! PTX's lane layout (two consecutive `k` as one 2-element access where
+//! they are adjacent in memory), where sizes that are not multiples of the
+//! tile (`M % 16`, `N % 8`, `K % 16`) are padded: masked loads give 0 past
+//! the edge and masked stores drop the padding.
 //!
 //! Invariants:
 //! - The step is `barrier; per-warp tiles; barrier` like [`Block::each`],
 //!   so it reads operands written before it and its result is visible after.
 //! - The tile loop's bounds are warp-uniform (its start is the warp index),
-//!   so all 32 lanes of a warp reach every `mma` together, as `mma.sync`
-//!   requires; no barrier is inside it.
+//!   so all 32 lanes of a warp reach every `mma` and `ldmatrix` together,
+//!   as `.sync.aligned` requires; no barrier is inside it.
+//! - Index arithmetic is `i32` when the operands and the result are all in
+//!   shared memory (smaller than 2³¹ elements), else `i64`.
 //! - Region bases are multiples of [`ALIGN`] elements (`Block::alloc`), so
-//!   a pair access at an even element offset is aligned.
+//!   a pair access at an even element offset is aligned and an `ldmatrix`
+//!   row (8 elements from a multiple of 8) is 16-byte aligned.
 //! - Accumulation order differs from the FMA loop's (16-wide `k` chunks,
 //!   each summed by the tensor core); results agree within `f32` rounding
 //!   of the sum, not bit for bit.

@@ -6,10 +6,11 @@
 //! scalars (`control.rs`). The other Pallas primitives only exist inside a
 //! kernel.
 //!
-//! Values live in shared memory (or global scratch), a thread per element;
-//! half-precision dots are `mma.sync.m16n8k16` per warp with register
-//! blocking, other dots an FMA loop. `ldmatrix` fragment loads and
-//! `cp.async` pipelines are the GPU performance work's.
+//! Values live in shared memory (or global scratch, per dtype), a thread
+//! per element; half-precision dots are `mma.sync.m16n8k16` per warp with
+//! register blocking and `ldmatrix` fragments, other dots an FMA loop.
+//! `cp.async` pipelines and register-resident accumulators are the GPU
+//! performance work's.
 
 mod block;
 mod call;
