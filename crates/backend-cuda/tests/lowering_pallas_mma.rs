@@ -416,6 +416,58 @@ fn ldmatrix_for_whole_tiles_in_shared_memory_only() {
     }
 }
 
+/// The kernels of the `pallas_matmul_bf16_gpu` (128×128 blocks, `k`
+/// steps of 64) and `attention_fwd_gpu` (bf16, head_dim 128, blocks of 64,
+/// causal) workloads on small grids: lowered and compiled, not run.
+fn workload_cases() -> Vec<Case> {
+    let mut rng = Rng::new(935);
+    let n = 256;
+    let args = [
+        random(&mut rng, BF16, &[n, n], Dist::Uniform(1.0)),
+        random(&mut rng, BF16, &[n, n], Dist::Uniform(1.0)),
+    ];
+    let mm = Case::call(
+        "pallas_matmul_bf16 blocks",
+        matmul(n, n, n, [128, 128, 64], BF16),
+        &args,
+        Tol::Rel(1e-2),
+        true,
+    );
+    let p = jaxon_pallas::ops::FlashAttention {
+        block_q: 64,
+        block_k: 64,
+        causal: true,
+        scale: None,
+    };
+    let call = jaxon_pallas::ops::flash_attention_call([2, 128, 128], BF16, &p).expect("divides");
+    let args: Vec<HostArray> = (0..3)
+        .map(|_| random(&mut rng, BF16, &[2, 128, 128], Dist::Uniform(1.0)))
+        .collect();
+    let fa = Case::call(
+        "attention_fwd flash blocks",
+        call,
+        &args,
+        Tol::Rel(1e-2),
+        true,
+    );
+    vec![mm, fa]
+}
+
+#[test]
+fn workload_kernels_use_tensor_cores() {
+    let cases = workload_cases();
+    for c in &cases {
+        assert!(
+            c.kernels().iter().any(|k| has_mma(&k.body)),
+            "{}: no mma",
+            c.what
+        );
+    }
+    // The matmul's bf16 tiles stay in shared memory beside its f32 values
+    // in global scratch, so they load by ldmatrix.
+    assert!(cases[0].kernels().iter().any(|k| has_ldmatrix(&k.body)));
+}
+
 #[test]
 fn tensor_core_kernels_compile_with_nvrtc_without_spills() {
     let mut kernels = Vec::new();
@@ -424,6 +476,7 @@ fn tensor_core_kernels_compile_with_nvrtc_without_spills() {
         k_grid_cases(),
         batched_cases(),
         flash_cases(),
+        workload_cases(),
     ];
     for (i, c) in all.iter().flatten().enumerate() {
         for mut k in c.kernels() {

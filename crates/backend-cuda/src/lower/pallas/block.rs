@@ -544,7 +544,10 @@ impl<'a> Block<'a> {
             Primitive::Reduction(p) => ops::reduction(self, p, &ins, &outs),
             Primitive::Linalg(p) => ops::linalg(self, p, &ins, &outs),
             Primitive::Control(p) => control::lower(self, eqn, p, ins),
-            Primitive::State(p) => refs::state(self, p, &ins, &outs),
+            Primitive::State(p) => {
+                let used = eqn.outputs.iter().any(|b| matches!(b, Binder::Var(_)));
+                refs::state(self, p, &ins, &outs, used)
+            }
             Primitive::Pallas(p) => refs::pallas(self, p, &ins, &outs),
             Primitive::Collective(_)
             | Primitive::Marker(_)

@@ -168,7 +168,7 @@ pub(super) fn dot(
     d: DType,
     shape: &[usize],
 ) -> Result<Option<BVal>, IrError> {
-    let Some(p) = plan(dn, x, y, d, shape) else {
+    let Some(mut p) = plan(dn, x, y, d, shape) else {
         return Ok(None);
     };
     let out = blk.alloc(d, shape)?;
@@ -180,6 +180,17 @@ pub(super) fn dot(
     } else {
         DType::I64
     };
+    if ix == DType::I64 {
+        // 64-bit addresses take twice the registers: at most 8 tiles of
+        // accumulators per warp (16 made ptxas spill on sm_80).
+        while p.mt * p.nt > 8 {
+            if p.mt >= p.nt {
+                p.mt /= 2;
+            } else {
+                p.nt /= 2;
+            }
+        }
+    }
     let tid = blk.tid.clone().cast(ix);
     let k = &mut blk.k;
     let ab = p.a.region.dtype;
