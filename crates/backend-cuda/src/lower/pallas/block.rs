@@ -18,6 +18,9 @@
 //!   before it, and no later step writes what an earlier one still reads.
 //! - Regions are written once per evaluation of their equation (loop bodies
 //!   rewrite theirs on every iteration, after a barrier).
+//! - `w = dot_general x y; z = add r w` with `w` used once runs as one
+//!   tensor-core step when `mma.rs` takes it (`mma::dot_add`): `z`'s region
+//!   is accumulated from `r`, `w` never exists.
 //! - Control flow branches only on uniform scalars, so every barrier is
 //!   reached by the whole block.
 //! - No catch-all arm: the family `match` in [`Block::eqn`] is exhaustive,
@@ -27,7 +30,7 @@ use super::super::kernel::{compute, i64c, lit_expr, multi_index};
 use super::super::plan::BufId;
 use super::super::{unsupported, Ctx};
 use super::mma::ALIGN;
-use super::{control, lazy, ops, refs};
+use super::{control, lazy, mma, ops, refs};
 use crate::kir::{Expr, KernelBuilder, ParamId, SharedId, Space, Stmt};
 use jaxon_ir::primitive::Primitive;
 use jaxon_ir::{Atom, Aval, Binder, DType, Eqn, HostArray, IrError, Jaxpr, Var as JVar};
@@ -489,7 +492,12 @@ impl<'a> Block<'a> {
     }
 
     fn eqns(&mut self, jaxpr: &Jaxpr, env: &mut HashMap<JVar, BVal>) -> Result<(), IrError> {
-        for eqn in &jaxpr.eqns {
+        let mut fused = false;
+        for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+            // The `add` that `mma::dot_add` folded into the dot before it.
+            if std::mem::take(&mut fused) {
+                continue;
+            }
             let mut ins = eqn
                 .inputs
                 .iter()
@@ -500,6 +508,11 @@ impl<'a> Block<'a> {
                     .into_iter()
                     .map(|v| self.materialize(v))
                     .collect::<Result<_, _>>()?;
+            }
+            if let Some((z, v)) = mma::dot_add(self, jaxpr, i, &ins, env)? {
+                env.insert(z, v);
+                fused = true;
+                continue;
             }
             let outs = self.eqn(jaxpr, eqn, ins)?;
             if outs.len() != eqn.outputs.len() {
@@ -568,7 +581,11 @@ pub(crate) fn in_kernel(primitive: &str) -> IrError {
 
 /// The type of an output binder: dtype and static shape (a `Ref`'s inner
 /// type for a `Ref`).
-fn out_type(jaxpr: &Jaxpr, b: &Binder, name: &str) -> Result<(DType, Vec<usize>), IrError> {
+pub(super) fn out_type(
+    jaxpr: &Jaxpr,
+    b: &Binder,
+    name: &str,
+) -> Result<(DType, Vec<usize>), IrError> {
     let aval = jaxpr
         .binder_aval(b)
         .ok_or_else(|| IrError::Invalid(format!("pallas_call: {name}'s output has no type")))?;

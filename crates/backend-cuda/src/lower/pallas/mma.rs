@@ -28,8 +28,8 @@
 //! - The tile loop's bounds are warp-uniform (its start is the warp index),
 //!   so all 32 lanes of a warp reach every `mma` and `ldmatrix` together,
 //!   as `.sync.aligned` requires; no barrier is inside it.
-//! - Index arithmetic is `i32` when the operands and the result are all in
-//!   shared memory (smaller than 2³¹ elements), else `i64`.
+//! - Tile-local indices are `i32`; element addresses are `i32` in shared
+//!   memory (smaller than 2³¹ elements) and `i64` in global scratch.
 //! - Region bases are multiples of [`ALIGN`] elements (`Block::alloc`), so
 //!   a pair access at an even element offset is aligned and an `ldmatrix`
 //!   row (8 elements from a multiple of 8) is 16-byte aligned.
@@ -38,10 +38,14 @@
 //!   of the sum, not bit for bit.
 
 use super::super::kernel::round_to;
-use super::block::{BVal, Block, Region, THREADS};
-use crate::kir::{Const, Expr, MmaShape, SharedId, Space, Var};
+use super::block::{out_type, BVal, Block, Region, THREADS};
+use super::ops::{dtype_of, shape_of};
+use crate::kir::{Const, Expr, KernelBuilder, MmaShape, SharedId, Space, Var};
 use jaxon_ir::primitive::DotDimensionNumbers;
+use jaxon_ir::primitive::{BinaryOp, Elementwise, Linalg, Primitive};
+use jaxon_ir::{Atom, Binder, Jaxpr, Var as JVar};
 use jaxon_ir::{DType, IrError};
+use std::collections::HashMap;
 
 /// The element alignment of every region's base.
 pub(super) const ALIGN: usize = 8;
@@ -159,7 +163,9 @@ fn plan(dn: &DotDimensionNumbers, x: &BVal, y: &BVal, d: DType, shape: &[usize])
 }
 
 /// `dot_general` on tensor cores when eligible: the result region, or
-/// `None` for the FMA path.
+/// `None` for the FMA path. With `addend` (an f32 region of the result's
+/// shape, the result f32) the result is `addend + x · y`, the sum
+/// accumulated from the addend (`acc + dot(x, y)` in one step).
 pub(super) fn dot(
     blk: &mut Block,
     dn: &DotDimensionNumbers,
@@ -167,23 +173,29 @@ pub(super) fn dot(
     y: &BVal,
     d: DType,
     shape: &[usize],
+    addend: Option<&Region>,
 ) -> Result<Option<BVal>, IrError> {
     let Some(mut p) = plan(dn, x, y, d, shape) else {
         return Ok(None);
     };
+    if addend.is_some_and(|r| r.dtype != DType::F32 || r.shape != shape || d != DType::F32) {
+        return Ok(None);
+    }
     let out = blk.alloc(d, shape)?;
     // Shared memory indices fit i32, which keeps the tile loop's address
     // arithmetic cheap (and ptxas from spilling the unrolled `k` loop).
+    // Tile-local values (lanes, tiles, rows, k) are i32 (`ix`); element
+    // addresses are i32 in shared memory and i64 in global scratch, for the
+    // operands (`ia`, the hot loop) and the result and addend (`io`).
     let shared = |r: &Region| matches!(r.space, Space::Shared(_));
-    let ix = if shared(&p.a.region) && shared(&p.b.region) && shared(&out) {
-        DType::I32
-    } else {
-        DType::I64
-    };
-    if ix == DType::I64 {
-        // 64-bit addresses take twice the registers: at most 8 tiles of
-        // accumulators per warp (16 made ptxas spill on sm_80).
-        while p.mt * p.nt > 8 {
+    let width = |s: bool| if s { DType::I32 } else { DType::I64 };
+    let ix = DType::I32;
+    let ia = width(shared(&p.a.region) && shared(&p.b.region));
+    let io = width(shared(&out) && addend.is_none_or(shared));
+    if ia == DType::I64 {
+        // 64-bit addresses take twice the registers: at most 4 tiles of
+        // accumulators per warp (8 and 16 made ptxas spill on sm_80).
+        while p.mt * p.nt > 4 {
             if p.mt >= p.nt {
                 p.mt /= 2;
             } else {
@@ -264,14 +276,13 @@ pub(super) fn dot(
         let (bi, m0, n0) = (Expr::var(bi), Expr::var(m0), Expr::var(n0));
         // Per lane: the element of A at (m0, 0) + off_a and of B at
         // (n0, 0) + off_b for k0 = 0.
-        let lane_base =
-            |k: &mut crate::kir::KernelBuilder, o: &Operand, r0: &Expr, off: &(Expr, Expr)| {
-                let e = o.region.base.clone().cast(ix)
-                    + bi.clone() * ic(ix, o.batch_stride)
-                    + (r0.clone() + off.0.clone()) * ic(ix, o.row_stride)
-                    + off.1.clone() * ic(ix, o.k_stride);
-                Expr::var(k.let_("lb", ix, e))
-            };
+        let lane_base = |k: &mut KernelBuilder, o: &Operand, r0: &Expr, off: &(Expr, Expr)| {
+            let e = o.region.base.clone().cast(ia)
+                + bi.clone().cast(ia) * ic(ia, o.batch_stride)
+                + (r0.clone() + off.0.clone()).cast(ia) * ic(ia, o.row_stride)
+                + off.1.clone().cast(ia) * ic(ia, o.k_stride);
+            Expr::var(k.let_("lb", ia, e))
+        };
         let (la, lb) = (
             lane_base(k, &p.a, &m0, &off_a),
             lane_base(k, &p.b, &n0, &off_b),
@@ -279,22 +290,64 @@ pub(super) fn dot(
         let arow = Expr::var(k.let_("ar", ix, m0.clone() + g.clone()));
         let brow = Expr::var(k.let_("br", ix, n0.clone() + g.clone()));
         let col = Expr::var(k.let_("col", ix, t.clone() * ic(ix, 2)));
-        for &v in &acc {
-            k.assign(v, Expr::f32(0.0));
+        // c_i: row g + 8·[i ≥ 2], column 2t + (i & 1); `each_c(k, f)` calls `f(k, i, rel, w,
+        // mask)` sees accumulators i..i+w at element `rel` of the result
+        // (w = 2 where the pair is adjacent and aligned), masked if ragged.
+        let each_c = |k: &mut KernelBuilder, f: &mut CVisit| {
+            for mi in 0..p.mt {
+                for ni in 0..p.nt {
+                    for half in 0..2 {
+                        let row = arow.clone() + ic(ix, (16 * mi + 8 * half) as i64);
+                        let cn = n0.clone() + col.clone() + ic(ix, (8 * ni) as i64);
+                        let rel = bi.clone().cast(io) * ic(io, (p.m * p.n) as i64)
+                            + row.clone().cast(io) * ic(io, p.n as i64)
+                            + cn.clone().cast(io);
+                        let i = 4 * (mi * p.nt + ni) + 2 * half;
+                        let rows_in = (!p.m.is_multiple_of(16)).then(|| row.lt(ic(ix, p.m as i64)));
+                        if p.n.is_multiple_of(2) {
+                            let cols_in =
+                                (!p.n.is_multiple_of(8)).then(|| cn.lt(ic(ix, p.n as i64)));
+                            f(k, i, rel, 2, and_opt(rows_in, cols_in));
+                        } else {
+                            for j in 0..2 {
+                                let c = cn.clone() + ic(ix, j as i64);
+                                let mask = and_opt(rows_in.clone(), Some(c.lt(ic(ix, p.n as i64))));
+                                f(k, i + j, rel.clone() + ic(io, j as i64), 1, mask);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        match addend {
+            None => {
+                for &v in &acc {
+                    k.assign(v, Expr::f32(0.0));
+                }
+            }
+            Some(r) => each_c(k, &mut |k, i, rel, w, mask| {
+                let at = r.base.clone().cast(io) + rel;
+                k.load(
+                    &acc[i..i + w],
+                    r.space,
+                    at,
+                    mask.map(|m| (m, Expr::f32(0.0))),
+                );
+            }),
         }
         let kk = Expr::var(k0);
         k.for_(k0, ic(ix, 0), ic(ix, kp as i64), ic(ix, 16), |k| {
             let kcol = kk.clone() + col.clone();
             // This step's lane pointers: every fragment element is a
             // constant offset from them.
-            let step = |k: &mut crate::kir::KernelBuilder, l: &Expr, o: &Operand| {
-                let e = l.clone() + kk.clone() * ic(ix, o.k_stride);
-                Expr::var(k.let_("lp", ix, e))
+            let step = |k: &mut KernelBuilder, l: &Expr, o: &Operand| {
+                let e = l.clone() + kk.clone().cast(ia) * ic(ia, o.k_stride);
+                Expr::var(k.let_("lp", ia, e))
             };
             let (pa, pb) = (step(k, &la, &p.a), step(k, &lb, &p.b));
             if let Some(sid) = ld_a {
                 for (mi, regs) in fa.iter().enumerate() {
-                    let at = pa.clone() + ic(ix, 16 * mi as i64 * p.a.row_stride);
+                    let at = pa.clone() + ic(ia, 16 * mi as i64 * p.a.row_stride);
                     k.ldmatrix(regs, sid, at, p.a.k_stride != 1);
                 }
             }
@@ -303,7 +356,7 @@ pub(super) fn dot(
                 let per = if p.nt.is_multiple_of(2) { 2 } else { 1 };
                 for (q, regs) in fb.chunks(per).enumerate() {
                     let dst: Vec<Var> = regs.concat();
-                    let at = pb.clone() + ic(ix, (8 * per * q) as i64 * p.b.row_stride);
+                    let at = pb.clone() + ic(ia, (8 * per * q) as i64 * p.b.row_stride);
                     k.ldmatrix(&dst, sid, at, p.b.k_stride != 1);
                 }
             }
@@ -323,6 +376,7 @@ pub(super) fn dot(
                         kmax: p.k,
                         zero: &zero,
                         ix,
+                        ia,
                     };
                     sub.load(k, &regs[2 * pair..2 * pair + 2]);
                 }
@@ -342,6 +396,7 @@ pub(super) fn dot(
                         kmax: p.k,
                         zero: &zero,
                         ix,
+                        ia,
                     };
                     sub.load(k, &regs[2 * pair..2 * pair + 2]);
                 }
@@ -359,45 +414,74 @@ pub(super) fn dot(
                 }
             }
         });
-        // c_i: row g + 8·[i ≥ 2], column 2t + (i & 1).
-        for mi in 0..p.mt {
-            for ni in 0..p.nt {
-                for half in 0..2 {
-                    let row = arow.clone() + ic(ix, (16 * mi + 8 * half) as i64);
-                    let cn = n0.clone() + col.clone() + ic(ix, (8 * ni) as i64);
-                    let at = out.base.clone().cast(ix)
-                        + bi.clone() * ic(ix, (p.m * p.n) as i64)
-                        + row.clone() * ic(ix, p.n as i64)
-                        + cn.clone();
-                    let i = 4 * (mi * p.nt + ni) + 2 * half;
-                    let v = |j: usize| {
-                        let x = round_to(d, Expr::var(acc[i + j]));
-                        if d == DType::F32 {
-                            x
-                        } else {
-                            x.cast(d)
-                        }
-                    };
-                    let rows_in = (!p.m.is_multiple_of(16)).then(|| row.lt(ic(ix, p.m as i64)));
-                    if p.n.is_multiple_of(2) {
-                        let mask = and_opt(
-                            rows_in,
-                            (!p.n.is_multiple_of(8)).then(|| cn.lt(ic(ix, p.n as i64))),
-                        );
-                        k.store(out.space, at, vec![v(0), v(1)], mask);
-                    } else {
-                        for j in 0..2 {
-                            let c = cn.clone() + ic(ix, j as i64);
-                            let mask = and_opt(rows_in.clone(), Some(c.lt(ic(ix, p.n as i64))));
-                            k.store(out.space, at.clone() + ic(ix, j as i64), vec![v(j)], mask);
-                        }
-                    }
+        each_c(k, &mut |k, i, rel, w, mask| {
+            let v = |j: usize| {
+                let x = round_to(d, Expr::var(acc[i + j]));
+                if d == DType::F32 {
+                    x
+                } else {
+                    x.cast(d)
                 }
-            }
-        }
+            };
+            let at = out.base.clone().cast(io) + rel;
+            k.store(out.space, at, (0..w).map(v).collect(), mask);
+        });
     });
     k.barrier();
     Ok(Some(BVal::Array(out)))
+}
+
+/// `w = dot_general x y` (equation `i` of `jaxpr`, operands `ins`) followed
+/// by `z = add r w` (or `add w r`), `w` used nowhere else, `r` an f32
+/// value of the result's shape, on tensor cores: `z` and its region,
+/// accumulated from `r` in one step. `None` when the pattern or the dot is
+/// not eligible (the equations then lower one by one).
+pub(super) fn dot_add(
+    blk: &mut Block,
+    jaxpr: &Jaxpr,
+    i: usize,
+    ins: &[BVal],
+    env: &HashMap<JVar, BVal>,
+) -> Result<Option<(JVar, BVal)>, IrError> {
+    let eqn = &jaxpr.eqns[i];
+    let Primitive::Linalg(Linalg::DotGeneral(params)) = &eqn.primitive else {
+        return Ok(None);
+    };
+    let (Some(next), [Binder::Var(w)], [x, y]) = (jaxpr.eqns.get(i + 1), &eqn.outputs[..], ins)
+    else {
+        return Ok(None);
+    };
+    let add = Primitive::Elementwise(Elementwise::Binary(BinaryOp::Add));
+    let (true, [Binder::Var(z)]) = (next.primitive == add, &next.outputs[..]) else {
+        return Ok(None);
+    };
+    let r = match &next.inputs[..] {
+        [Atom::Var(a), Atom::Var(b)] if b == w && a != w => *a,
+        [Atom::Var(a), Atom::Var(b)] if a == w && b != w => *b,
+        _ => return Ok(None),
+    };
+    let uses = jaxpr
+        .eqns
+        .iter()
+        .flat_map(|e| &e.inputs)
+        .chain(&jaxpr.outvars)
+        .filter(|a| matches!(a, Atom::Var(v) if v == w))
+        .count();
+    let (d, shape) = out_type(jaxpr, &eqn.outputs[0], "dot_general")?;
+    let dn = &params.dimension_numbers;
+    let Some(rv) = env.get(&r) else {
+        return Ok(None);
+    };
+    let r_fits = matches!(rv, BVal::Array(_) | BVal::Lazy(_))
+        && shape_of(rv) == shape
+        && dtype_of(rv) == DType::F32;
+    if uses != 1 || d != DType::F32 || !r_fits || plan(dn, x, y, d, &shape).is_none() {
+        return Ok(None);
+    }
+    let BVal::Array(region) = blk.materialize(rv.clone())? else {
+        return Ok(None);
+    };
+    Ok(dot(blk, dn, x, y, d, &shape, Some(&region))?.map(|v| (*z, v)))
 }
 
 /// The shared array an operand's fragments come from by `ldmatrix`: its
@@ -411,6 +495,10 @@ fn ldmatrix_space(o: &Operand, whole: bool) -> Option<SharedId> {
         Space::Shared(_) | Space::Global(_) => None,
     }
 }
+
+/// A visitor of result elements: builder, first accumulator, element
+/// offset, width, mask (see `each_c` in [`dot`]).
+type CVisit<'f> = dyn FnMut(&mut KernelBuilder, usize, Expr, usize, Option<Expr>) + 'f;
 
 /// An integer constant of the index dtype.
 fn ic(ix: DType, v: i64) -> Expr {
@@ -440,14 +528,16 @@ struct SubTile<'e> {
     dk: i64,
     kmax: usize,
     zero: &'e Expr,
-    /// The index dtype.
+    /// The dtype of tile-local indices.
     ix: DType,
+    /// The dtype of element addresses.
+    ia: DType,
 }
 
 impl SubTile<'_> {
-    fn load(&self, k: &mut crate::kir::KernelBuilder, dst: &[Var]) {
+    fn load(&self, k: &mut KernelBuilder, dst: &[Var]) {
         let o = self.op;
-        let at = self.base.clone() + ic(self.ix, self.dr * o.row_stride + self.dk * o.k_stride);
+        let at = self.base.clone() + ic(self.ia, self.dr * o.row_stride + self.dk * o.k_stride);
         let space = o.region.space;
         let row_in = self
             .ragged
@@ -468,7 +558,7 @@ impl SubTile<'_> {
                     (kc.clone() + ic(self.ix, j as i64)).lt(ic(self.ix, self.kmax as i64))
                 });
                 let mask = and_opt(row_in.clone(), kin);
-                let idx = at.clone() + ic(self.ix, j as i64 * o.k_stride);
+                let idx = at.clone() + ic(self.ia, j as i64 * o.k_stride);
                 k.load(&[v], space, idx, mask.map(|m| (m, self.zero.clone())));
             }
         }

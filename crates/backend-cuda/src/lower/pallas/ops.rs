@@ -496,7 +496,7 @@ fn dot(
     let name = "dot_general";
     let (d, shape) = one(outs, name)?.clone();
     let (x, y) = (arg(ins, 0, name)?.clone(), arg(ins, 1, name)?.clone());
-    if let Some(v) = super::mma::dot(b, dn, &x, &y, d, &shape)? {
+    if let Some(v) = super::mma::dot(b, dn, &x, &y, d, &shape, None)? {
         return Ok(vec![v]);
     }
     let (xs, ys) = (shape_of(&x), shape_of(&y));
