@@ -22,6 +22,10 @@
 //! tile (`M % 16`, `N % 8`, `K % 16`) are padded: masked loads give 0 past
 //! the edge and masked stores drop the padding.
 //!
+//! `acc + dot(x, y)` (the dot's only use, `acc` f32) is one step
+//! ([`dot_add`]): the accumulators start from `acc` instead of 0, so the
+//! dot's own region and the add's pass do not exist.
+//!
 //! Invariants:
 //! - The step is `barrier; per-warp tiles; barrier` like [`Block::each`],
 //!   so it reads operands written before it and its result is visible after.
@@ -290,9 +294,10 @@ pub(super) fn dot(
         let arow = Expr::var(k.let_("ar", ix, m0.clone() + g.clone()));
         let brow = Expr::var(k.let_("br", ix, n0.clone() + g.clone()));
         let col = Expr::var(k.let_("col", ix, t.clone() * ic(ix, 2)));
-        // c_i: row g + 8·[i ≥ 2], column 2t + (i & 1); `each_c(k, f)` calls `f(k, i, rel, w,
-        // mask)` sees accumulators i..i+w at element `rel` of the result
-        // (w = 2 where the pair is adjacent and aligned), masked if ragged.
+        // c_i: row g + 8·[i ≥ 2], column 2t + (i & 1). `each_c(k, f)` calls
+        // `f(k, i, rel, w, mask)` for accumulators i..i+w at element `rel`
+        // of the result (w = 2 where the pair is adjacent and aligned),
+        // masked where the result is ragged.
         let each_c = |k: &mut KernelBuilder, f: &mut CVisit| {
             for mi in 0..p.mt {
                 for ni in 0..p.nt {
