@@ -186,11 +186,10 @@ pub(super) fn dot(
         return Ok(None);
     }
     let out = blk.alloc(d, shape)?;
-    // Shared memory indices fit i32, which keeps the tile loop's address
-    // arithmetic cheap (and ptxas from spilling the unrolled `k` loop).
     // Tile-local values (lanes, tiles, rows, k) are i32 (`ix`); element
     // addresses are i32 in shared memory and i64 in global scratch, for the
-    // operands (`ia`, the hot loop) and the result and addend (`io`).
+    // operands (`ia`, the hot loop) and the result and addend (`io`). i64
+    // address arithmetic in the unrolled `k` loop made ptxas spill.
     let shared = |r: &Region| matches!(r.space, Space::Shared(_));
     let width = |s: bool| if s { DType::I32 } else { DType::I64 };
     let ix = DType::I32;
@@ -218,12 +217,11 @@ pub(super) fn dot(
     let (wm, wn) = (mp / (16 * p.mt), np / (8 * p.nt));
     let tiles = (p.batch * wm * wn) as i64;
     let warp = k.let_("warp", ix, tid.clone() / ic(ix, 32));
-    let lane = tid.clone() % ic(ix, 32);
+    let lane = Expr::var(k.let_("lane", ix, tid % ic(ix, 32)));
     let g = k.let_("g", ix, lane.clone() / ic(ix, 4));
-    let t = k.let_("t", ix, lane % ic(ix, 4));
+    let t = k.let_("t", ix, lane.clone() % ic(ix, 4));
     let (g, t) = (Expr::var(g), Expr::var(t));
     // ldmatrix: lane l names row l % 8 of matrix l / 8.
-    let lane = Expr::var(k.let_("lane", ix, tid.clone() % ic(ix, 32)));
     let lr = Expr::var(k.let_("lr", ix, lane.clone() % ic(ix, 8)));
     let lm = lane.clone() / ic(ix, 8);
     let (m_lo, m_hi) = (
