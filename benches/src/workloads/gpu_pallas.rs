@@ -2,9 +2,10 @@
 //! and the flash-attention variant of `attention_fwd_gpu`), written with
 //! `jaxon::pallas` as the portable `pallas_call` kernels of
 //! `bench_jax_gpu.py`. They run on the CUDA backend's `pallas_call`
-//! lowering (one thread block per program, an FMA `dot`); tensor cores
-//! are issue 20's. Each checks its result against the same computation
-//! written with `jnp` on the same backend.
+//! lowering (one thread block per program; bf16 `dot`s on tensor cores,
+//! `mma.sync`, since 2026-11-27, untimed on a GPU yet). Each checks its
+//! result against the same computation written with `jnp` on the same
+//! backend.
 
 use super::{normal, ok, Settings};
 use crate::measure::{sig, timing_details};

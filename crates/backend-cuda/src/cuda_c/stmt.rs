@@ -1,6 +1,7 @@
 //! Printing KIR statements: memory accesses (vector accesses as one aligned
-//! struct load/store), atomics (float min/max as CAS loops), barriers,
-//! shuffles (16-bit values moved as 32-bit), `mma.sync` as inline PTX, and
+//! struct load/store; a loaded pair of 16-bit elements as one 32-bit word),
+//! atomics (float min/max as CAS loops), barriers, shuffles (16-bit values
+//! moved as 32-bit), `mma.sync` and `ldmatrix` as inline PTX, and
 //! structured control flow.
 //!
 //! Invariant: every statement reads all of its operands before it writes
@@ -9,7 +10,7 @@
 
 use super::prelude::{c_type, vec_type};
 use super::Printer;
-use crate::kir::{AtomicOp, BinOp, Expr, MmaShape, ShuffleKind, Stmt};
+use crate::kir::{AtomicOp, BinOp, Expr, MmaShape, SharedId, ShuffleKind, Space, Stmt};
 use jaxon_ir::DType;
 
 impl Printer<'_> {
@@ -44,6 +45,14 @@ impl Printer<'_> {
                 let load = |p: &mut Self| {
                     if let [one] = names.as_slice() {
                         p.line(&format!("{one} = *({addr});"));
+                    } else if let ([lo, hi], 2) = (names.as_slice(), t.size_bytes()) {
+                        // Two 16-bit elements as one 32-bit word: a struct
+                        // of two shorts can land in local memory (ptxas
+                        // reports a stack frame and spills on sm_90).
+                        let ct = c_type(t);
+                        p.line(&format!("const kir_u32 kir_w = *(const kir_u32*)({addr});"));
+                        p.line(&format!("{lo} = ({ct})(kir_w & 0xffffu);"));
+                        p.line(&format!("{hi} = ({ct})(kir_w >> 16);"));
                     } else {
                         let vt = vec_type(t, names.len());
                         p.line(&format!("const {vt} kir_t = *(const {vt}*)({addr});"));
@@ -141,6 +150,12 @@ impl Printer<'_> {
                 self.line(&line);
             }
             Stmt::Mma { shape, d, a, b, c } => self.mma(*shape, d, a, b, c),
+            Stmt::LdMatrix {
+                dst,
+                shared,
+                index,
+                trans,
+            } => self.ldmatrix(dst, *shared, index, *trans),
             Stmt::If {
                 cond,
                 then,
@@ -196,6 +211,34 @@ impl Printer<'_> {
         if !close.is_empty() {
             self.line(close);
         }
+    }
+
+    fn ldmatrix(&mut self, dst: &[crate::kir::Var], shared: SharedId, index: &Expr, trans: bool) {
+        let space = Space::Shared(shared);
+        let t = c_type(self.space_dtype(space));
+        let addr = format!("&{}[{}]", self.space(space), self.expr(index).0);
+        let d: Vec<String> = dst.iter().map(|v| self.var(*v)).collect();
+        let n = d.len() / 2;
+        let regs: Vec<String> = (0..n).map(|i| format!("%{i}")).collect();
+        let outs: Vec<String> = (0..n).map(|i| format!("\"=r\"(kir_m[{i}])")).collect();
+        let instr = format!(
+            "ldmatrix.sync.aligned.m8n8.x{n}{}.shared.b16",
+            if trans { ".trans" } else { "" }
+        );
+        self.block("{", "}", |p| {
+            p.line(&format!("kir_u32 kir_m[{}];", n.max(1)));
+            p.line(&format!(
+                "asm volatile(\"{instr} {{{}}}, [%{n}];\" : {} : \"r\"((kir_u32)__cvta_generic_to_shared({addr})));",
+                regs.join(", "),
+                outs.join(", ")
+            ));
+            for (i, pair) in d.chunks(2).enumerate() {
+                if let [lo, hi] = pair {
+                    p.line(&format!("{lo} = ({t})(kir_m[{i}] & 0xffffu);"));
+                    p.line(&format!("{hi} = ({t})(kir_m[{i}] >> 16);"));
+                }
+            }
+        });
     }
 
     fn mma(&mut self, shape: MmaShape, d: &[crate::kir::Var], a: &[Expr], b: &[Expr], c: &[Expr]) {

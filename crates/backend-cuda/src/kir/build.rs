@@ -165,6 +165,16 @@ impl KernelBuilder {
         self.push(Stmt::Mma { shape, d, a, b, c });
     }
 
+    /// A warp-collective `ldmatrix` (see [`Stmt::LdMatrix`]).
+    pub fn ldmatrix(&mut self, dst: &[Var], shared: SharedId, index: Expr, trans: bool) {
+        self.push(Stmt::LdMatrix {
+            dst: dst.to_vec(),
+            shared,
+            index,
+            trans,
+        });
+    }
+
     fn nested(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
         self.bodies.push(Vec::new());
         f(self);

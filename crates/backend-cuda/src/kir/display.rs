@@ -196,6 +196,20 @@ impl Kernel {
                 exprs(b),
                 exprs(c)
             ),
+            Stmt::LdMatrix {
+                dst,
+                shared,
+                index,
+                trans,
+            } => writeln!(
+                out,
+                "{pad}{} = ldmatrix.x{}{} {}[{}]",
+                vars(dst),
+                dst.len() / 2,
+                if *trans { ".trans" } else { "" },
+                self.space_name(Space::Shared(*shared)),
+                self.expr_text(index)
+            ),
             Stmt::If {
                 cond,
                 then,

@@ -19,8 +19,9 @@
 //!   bits, then sign- or zero-extends); and gives `x != 0` into `bool` (NaN
 //!   gives true). These are Rust's `as` semantics.
 //! - **Storage-only dtypes.** `f16` and `bf16` may be loaded, stored, cast,
-//!   bitcast, selected, and moved through shuffles and `mma`; arithmetic,
-//!   comparisons and math functions on them are rejected by the verifier.
+//!   bitcast, selected, and moved through shuffles, `ldmatrix` and `mma`;
+//!   arithmetic, comparisons and math functions on them are rejected by the
+//!   verifier.
 //!   Lowering computes in `f32` and rounds on the way out, as XLA does on GPUs.
 //! - **Memory is indexed in elements** of the buffer's dtype, never bytes.
 //!   `bool` is one byte in memory (0 or 1).
@@ -504,6 +505,25 @@ pub enum Stmt {
         b: Vec<Expr>,
         /// The accumulator inputs.
         c: Vec<Expr>,
+    },
+    /// A warp-collective load of 8×8 matrices of 16-bit elements from
+    /// shared memory (PTX `ldmatrix.sync.aligned.m8n8`), for `mma`
+    /// fragments. With `n = dst.len() / 2` matrices (1, 2 or 4), lane `l`
+    /// (of the first `8n`) gives in `index` the element index of row
+    /// `l % 8` of matrix `l / 8` (8 consecutive elements, a multiple of 8;
+    /// the other lanes' indices are ignored). Lane `l` then receives
+    /// elements `(l / 4, 2·(l % 4) + j)` of matrix `i` in `dst[2i + j]`,
+    /// or `(2·(l % 4) + j, l / 4)` with `trans`. All 32 lanes of a warp
+    /// execute it together.
+    LdMatrix {
+        /// Destinations, of the array's 16-bit dtype; 2, 4 or 8.
+        dst: Vec<Var>,
+        /// The shared array read.
+        shared: SharedId,
+        /// The lane's row index (any integer dtype).
+        index: Expr,
+        /// Whether each matrix is transposed.
+        trans: bool,
     },
     /// `if cond { then } else { otherwise }`.
     If {

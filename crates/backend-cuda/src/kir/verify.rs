@@ -322,6 +322,24 @@ fn stmt(k: &Kernel, s: &Stmt, divergent: bool) -> Result<(), String> {
             }
             Ok(())
         }
+        Stmt::LdMatrix {
+            dst, shared, index, ..
+        } => {
+            let t = space(k, Space::Shared(*shared), false)?;
+            if t.size_bytes() != 2 {
+                return Err(format!("ldmatrix of a {t} array (16-bit elements only)"));
+            }
+            if !matches!(dst.len(), 2 | 4 | 8) {
+                return Err(format!("ldmatrix into {} variables (2, 4 or 8)", dst.len()));
+            }
+            for d in dst {
+                if var_dtype(k, *d)? != t {
+                    return Err(format!("ldmatrix of {t} into a variable of another dtype"));
+                }
+            }
+            expect_int(k, index, "an ldmatrix index")?;
+            Ok(())
+        }
         Stmt::If {
             cond,
             then,

@@ -170,6 +170,12 @@ impl Machine<'_> {
                 width,
             } => self.shuffle(*dst, *kind, value, lane, *width, lanes),
             Stmt::Mma { shape, d, a, b, c } => self.mma(*shape, d, a, b, c, lanes),
+            Stmt::LdMatrix {
+                dst,
+                shared,
+                index,
+                trans,
+            } => self.ldmatrix(dst, Space::Shared(*shared), index, *trans, lanes),
             Stmt::If {
                 cond,
                 then,
@@ -559,6 +565,46 @@ impl Machine<'_> {
             .collect();
         self.stats.shuffles += lanes.len() as u64 / 32;
         self.set(dst, lanes, &out)
+    }
+
+    /// `ldmatrix`: per warp, lane `8i + r` names row `r` of matrix `i`
+    /// (8 aligned elements); each lane takes its fragment elements.
+    fn ldmatrix(
+        &mut self,
+        dst: &[Var],
+        space: Space,
+        index: &Expr,
+        trans: bool,
+        lanes: &[u32],
+    ) -> Result<()> {
+        let n = dst.len() / 2;
+        if !matches!(n, 1 | 2 | 4) || !dst.len().is_multiple_of(2) {
+            return Err(self.invalid(format!("ldmatrix into {} variables", dst.len())));
+        }
+        self.check_warps(lanes, "ldmatrix")?;
+        let (idt, iv) = self.eval(index, lanes)?;
+        let mut out = vec![vec![0u64; lanes.len()]; dst.len()];
+        for w0 in (0..lanes.len()).step_by(32) {
+            let mut rows = [[0u64; 8]; 32];
+            for (row, lane) in rows.iter_mut().zip(w0..).take(8 * n) {
+                let t = lanes[lane];
+                let base = self.check_access(t, "ldmatrix", space, idt, iv[lane], 8)?;
+                for (e, x) in row.iter_mut().enumerate() {
+                    self.touch(space, t, base + e, Access::Read)?;
+                    *x = self.get(space, base + e)?;
+                }
+            }
+            for l in 0..32 {
+                for (j, col) in out.iter_mut().enumerate() {
+                    let (r, c) = mma::ldmatrix_coord(l, j % 2, trans);
+                    col[w0 + l] = rows[8 * (j / 2) + r][c];
+                }
+            }
+        }
+        for (&v, col) in dst.iter().zip(&out) {
+            self.set(v, lanes, col)?;
+        }
+        Ok(())
     }
 
     fn mma(

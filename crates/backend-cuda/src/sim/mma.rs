@@ -12,6 +12,9 @@
 //! - `C`/`D` (16×8 f32), both shapes: `c_i` at row `groupID + 8·[i ≥ 2]`,
 //!   column `tig·2 + (i & 1)`.
 //!
+//! `ldmatrix` (m8n8, 16-bit): lane `l` receives elements
+//! `(l / 4, 2·(l % 4) + j)` of each matrix, or their transposes.
+//!
 //! Arithmetic: operands are exact in `f64` (tf32 operands are first rounded
 //! to 10 mantissa bits, ties away from zero, as `cvt.rna.tf32.f32` does),
 //! products and the sum over `k` are formed in `f64`, `c` is added and the
@@ -59,6 +62,18 @@ pub fn b_coord(shape: MmaShape, lane: usize, i: usize) -> (usize, usize) {
 pub fn c_coord(lane: usize, i: usize) -> (usize, usize) {
     let (g, t) = (lane >> 2, lane % 4);
     (g + if i >= 2 { 8 } else { 0 }, t * 2 + (i & 1))
+}
+
+/// The (row, column) of an 8×8 matrix that `ldmatrix` gives lane `lane`
+/// as element `j` (0 or 1) of its register: `(lane / 4, 2·(lane % 4) + j)`,
+/// transposed with `trans`.
+pub fn ldmatrix_coord(lane: usize, j: usize, trans: bool) -> (usize, usize) {
+    let (g, t) = (lane >> 2, lane % 4);
+    if trans {
+        (2 * t + j, g)
+    } else {
+        (g, 2 * t + j)
+    }
 }
 
 /// `x`'s bits rounded to tf32 (10 mantissa bits), to nearest with ties

@@ -5,9 +5,9 @@
 //! - a rank-0 array is a **uniform scalar**: a local that every thread of
 //!   the block computes alike (program ids, loop counters, reductions to a
 //!   scalar, index arithmetic);
-//! - any other array lives in a **region** of block memory (shared memory
-//!   when the program's values fit, else a per-block slot of global scratch;
-//!   [`Pools`]), its elements spread over the threads cyclically
+//! - any other array lives in a **region** of block memory (one pool per
+//!   dtype, in shared memory when it fits, else a per-block slot of global
+//!   scratch; [`Pools`], [`Placement`]), its elements spread over the threads cyclically
 //!   (`e = tid + k · THREADS`);
 //! - a `Ref` is a view of a global operand window or of a scratch region
 //!   (`refs.rs`).
@@ -18,6 +18,9 @@
 //!   before it, and no later step writes what an earlier one still reads.
 //! - Regions are written once per evaluation of their equation (loop bodies
 //!   rewrite theirs on every iteration, after a barrier).
+//! - `w = dot_general x y; z = add r w` with `w` used once runs as one
+//!   tensor-core step when `mma.rs` takes it (`mma::dot_add`): `z`'s region
+//!   is accumulated from `r`, `w` never exists.
 //! - Control flow branches only on uniform scalars, so every barrier is
 //!   reached by the whole block.
 //! - No catch-all arm: the family `match` in [`Block::eqn`] is exhaustive,
@@ -26,7 +29,8 @@
 use super::super::kernel::{compute, i64c, lit_expr, multi_index};
 use super::super::plan::BufId;
 use super::super::{unsupported, Ctx};
-use super::{control, lazy, ops, refs};
+use super::mma::ALIGN;
+use super::{control, lazy, mma, ops, refs};
 use crate::kir::{Expr, KernelBuilder, ParamId, SharedId, Space, Stmt};
 use jaxon_ir::primitive::Primitive;
 use jaxon_ir::{Atom, Aval, Binder, DType, Eqn, HostArray, IrError, Jaxpr, Var as JVar};
@@ -69,13 +73,28 @@ pub(crate) enum BVal {
     Lazy(std::rc::Rc<lazy::Lazy>),
 }
 
-/// Where the values of a program live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where the values of a program live: each dtype's pool is one
+/// shared-memory array, or one global scratch buffer with a slot per
+/// launched block.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Placement {
-    /// One shared-memory array per dtype.
+    /// Every pool in shared memory.
     Shared,
-    /// One global scratch buffer per dtype, a slot per launched block.
+    /// The pools of these dtypes in global scratch, the others shared (the
+    /// large f32 values of a kernel in scratch, its bf16 tiles shared).
+    Split(Vec<DType>),
+    /// Every pool in global scratch.
     Global,
+}
+
+impl Placement {
+    fn global(&self, d: DType) -> bool {
+        match self {
+            Placement::Shared => false,
+            Placement::Split(g) => g.contains(&d),
+            Placement::Global => true,
+        }
+    }
 }
 
 /// One dtype's pool of block memory.
@@ -170,8 +189,8 @@ impl<'a> Block<'a> {
             Some(i) => i,
             None => {
                 let i = self.pools.pools.len();
-                let pool = match self.pools.placement {
-                    Placement::Shared => {
+                let pool = match self.pools.placement.global(dtype) {
+                    false => {
                         let s = self.k.shared(&format!("pool_{dtype}"), dtype, 0);
                         Pool {
                             dtype,
@@ -181,7 +200,7 @@ impl<'a> Block<'a> {
                             len: 0,
                         }
                     }
-                    Placement::Global => {
+                    true => {
                         let g = self.k.global(&format!("scratch_{dtype}"), dtype, true);
                         self.params.push(ArgSlot::Scratch(i));
                         let s = self.k.scalar(&format!("slot_{dtype}"), DType::I64);
@@ -200,11 +219,18 @@ impl<'a> Block<'a> {
             }
         };
         let pool = &mut self.pools.pools[i];
-        let off = pool.len as i64;
-        pool.len = pool
+        // Every region starts at a multiple of ALIGN elements (and so does
+        // every slot of global scratch), for aligned vector accesses.
+        let overflow = || IrError::Invalid("pallas_call: block memory overflows".into());
+        let start = pool
             .len
+            .checked_next_multiple_of(ALIGN)
+            .ok_or_else(overflow)?;
+        let off = start as i64;
+        pool.len = start
             .checked_add(n)
-            .ok_or_else(|| IrError::Invalid("pallas_call: block memory overflows".into()))?;
+            .and_then(|e| e.checked_next_multiple_of(ALIGN))
+            .ok_or_else(overflow)?;
         let base = match pool.slot {
             Some(s) => Expr::block_x().cast(DType::I64) * Expr::param(s) + i64c(off),
             None => i64c(off),
@@ -217,13 +243,17 @@ impl<'a> Block<'a> {
         })
     }
 
-    /// The bytes one program's values take.
-    pub(super) fn pool_bytes(&self) -> usize {
+    /// The bytes each dtype's pool takes per program, and whether it is
+    /// in shared memory.
+    pub(super) fn pool_bytes(&self) -> Vec<(DType, usize, bool)> {
         self.pools
             .pools
             .iter()
-            .map(|p| p.len.saturating_mul(p.dtype.size_bytes()))
-            .fold(0, usize::saturating_add)
+            .map(|p| {
+                let bytes = p.len.saturating_mul(p.dtype.size_bytes());
+                (p.dtype, bytes, p.shared.is_some())
+            })
+            .collect()
     }
 
     /// The parameters and pool sizes, once the body is built.
@@ -462,7 +492,12 @@ impl<'a> Block<'a> {
     }
 
     fn eqns(&mut self, jaxpr: &Jaxpr, env: &mut HashMap<JVar, BVal>) -> Result<(), IrError> {
-        for eqn in &jaxpr.eqns {
+        let mut fused = false;
+        for (i, eqn) in jaxpr.eqns.iter().enumerate() {
+            // The `add` that `mma::dot_add` folded into the dot before it.
+            if std::mem::take(&mut fused) {
+                continue;
+            }
             let mut ins = eqn
                 .inputs
                 .iter()
@@ -473,6 +508,11 @@ impl<'a> Block<'a> {
                     .into_iter()
                     .map(|v| self.materialize(v))
                     .collect::<Result<_, _>>()?;
+            }
+            if let Some((z, v)) = mma::dot_add(self, jaxpr, i, &ins, env)? {
+                env.insert(z, v);
+                fused = true;
+                continue;
             }
             let outs = self.eqn(jaxpr, eqn, ins)?;
             if outs.len() != eqn.outputs.len() {
@@ -517,7 +557,10 @@ impl<'a> Block<'a> {
             Primitive::Reduction(p) => ops::reduction(self, p, &ins, &outs),
             Primitive::Linalg(p) => ops::linalg(self, p, &ins, &outs),
             Primitive::Control(p) => control::lower(self, eqn, p, ins),
-            Primitive::State(p) => refs::state(self, p, &ins, &outs),
+            Primitive::State(p) => {
+                let used = eqn.outputs.iter().any(|b| matches!(b, Binder::Var(_)));
+                refs::state(self, p, &ins, &outs, used)
+            }
             Primitive::Pallas(p) => refs::pallas(self, p, &ins, &outs),
             Primitive::Collective(_)
             | Primitive::Marker(_)
@@ -538,7 +581,11 @@ pub(crate) fn in_kernel(primitive: &str) -> IrError {
 
 /// The type of an output binder: dtype and static shape (a `Ref`'s inner
 /// type for a `Ref`).
-fn out_type(jaxpr: &Jaxpr, b: &Binder, name: &str) -> Result<(DType, Vec<usize>), IrError> {
+pub(super) fn out_type(
+    jaxpr: &Jaxpr,
+    b: &Binder,
+    name: &str,
+) -> Result<(DType, Vec<usize>), IrError> {
     let aval = jaxpr
         .binder_aval(b)
         .ok_or_else(|| IrError::Invalid(format!("pallas_call: {name}'s output has no type")))?;

@@ -16,8 +16,10 @@
 //!   operands in global memory ([`RefView`]); a window over the edge masks
 //!   the part outside the array.
 //! - **Memory.** The body's array values take shared memory when one
-//!   program's values fit [`SHARED_BUDGET`], else a slot of global scratch
-//!   per thread block; scratch refs (kernel inputs past the operands) are
+//!   program's values fit [`SHARED_BUDGET`]; else the largest dtype pools
+//!   move to a slot of global scratch per thread block until the rest fits
+//!   (bf16 tiles stay shared beside f32 accumulators in scratch), else all
+//!   do; scratch refs (kernel inputs past the operands) are
 //!   regions too, filled with the uninitialised value once per block.
 
 use super::super::kernel::{copy_into, finish, i64c, materialize};
@@ -103,25 +105,50 @@ pub(crate) fn lower(
         }
     }
     let name = ctx.name(p.name.as_deref().unwrap_or("pallas_call"));
-    for placement in [Placement::Shared, Placement::Global] {
-        match build(ctx, p, &bufs, n_in, &written, &name, placement)? {
-            Built::TooBig => continue,
-            Built::Empty => break,
+    let mut placement = Placement::Shared;
+    loop {
+        match build(ctx, p, &bufs, n_in, &written, &name, placement.clone())? {
+            Built::TooBig(pools) => placement = wider(&placement, pools),
+            Built::Empty => return Ok(()),
             Built::Launch(step) => {
                 steps.push(step);
-                break;
+                return Ok(());
             }
         }
     }
-    Ok(())
+}
+
+/// The next placement to try after `placement` overflowed shared memory
+/// with the pools `pools` (dtype, bytes): from all-shared, the largest
+/// pools move to global scratch until the rest fits; then everything.
+fn wider(placement: &Placement, mut pools: Vec<(DType, usize, bool)>) -> Placement {
+    if *placement != Placement::Shared {
+        return Placement::Global;
+    }
+    pools.sort_by_key(|&(_, bytes, _)| std::cmp::Reverse(bytes));
+    let mut left: usize = pools.iter().map(|p| p.1).sum();
+    let mut global = Vec::new();
+    for &(d, bytes, _) in &pools {
+        if left <= SHARED_BUDGET {
+            break;
+        }
+        global.push(d);
+        left -= bytes;
+    }
+    if global.len() == pools.len() {
+        Placement::Global
+    } else {
+        Placement::Split(global)
+    }
 }
 
 /// What [`build`] made.
 enum Built {
     /// The grid has no programs: nothing to launch.
     Empty,
-    /// The values do not fit shared memory: build again with global scratch.
-    TooBig,
+    /// The shared pools overflow shared memory: build again with more
+    /// pools in global scratch. The pools' dtypes, bytes and placements.
+    TooBig(Vec<(DType, usize, bool)>),
     /// The launch of the kernel.
     Launch(Step),
 }
@@ -205,8 +232,10 @@ fn build(
         step: Expr::grid_dim_x().cast(DType::I64),
         body,
     });
-    if placement == Placement::Shared && b.pool_bytes() > SHARED_BUDGET {
-        return Ok(Built::TooBig);
+    let pools = b.pool_bytes();
+    let shared: usize = pools.iter().filter(|p| p.2).map(|p| p.1).sum();
+    if shared > SHARED_BUDGET {
+        return Ok(Built::TooBig(pools));
     }
     let (mut k, params, pools) = b.finish();
     for pool in &pools {

@@ -1,19 +1,22 @@
 //! The Pallas family on CUDA: `pallas_call` lowers to one kernel with one
 //! thread block per program (`call.rs`); the kernel body is evaluated by
 //! the block (`block.rs`), array primitives as per-element values
-//! (`ops.rs`), refs as windows of global memory (`refs.rs`) and control
-//! flow on uniform scalars (`control.rs`). The other Pallas primitives only
-//! exist inside a kernel.
+//! (`ops.rs`), f16/bf16 `dot_general` on tensor cores (`mma.rs`), refs as
+//! windows of global memory (`refs.rs`) and control flow on uniform
+//! scalars (`control.rs`). The other Pallas primitives only exist inside a
+//! kernel.
 //!
-//! This is the correct, simple lowering the CUDA backend issue asks for:
-//! values in shared memory (or global scratch), a thread per element, and
-//! an FMA `dot`. Register tiles, `mma.sync` and `cp.async` pipelines are
-//! the GPU performance work's.
+//! Values live in shared memory (or global scratch, per dtype), a thread
+//! per element; half-precision dots are `mma.sync.m16n8k16` per warp with
+//! register blocking and `ldmatrix` fragments, other dots an FMA loop.
+//! `cp.async` pipelines and register-resident accumulators are the GPU
+//! performance work's.
 
 mod block;
 mod call;
 mod control;
 mod lazy;
+mod mma;
 mod ops;
 mod refs;
 

@@ -2,8 +2,9 @@
 //! output element at its multi-index ([`Block::produce`]): elementwise ops
 //! through the backend's scalar table (`elementwise::scalar`), data
 //! movement as index arithmetic, reductions and `dot_general` as loops over
-//! the reduced elements in one thread (an FMA dot; tensor cores are the
-//! performance issue's), each thread producing its own output elements.
+//! the reduced elements in one thread (an FMA dot), each thread producing
+//! its own output elements; a `dot_general` that `mma.rs` takes (f16/bf16
+//! operands) runs on tensor cores instead.
 //!
 //! Invariant: every family enum is matched exhaustively; a primitive that
 //! does not lower in a kernel is `in_kernel`'s `Unsupported` error.
@@ -459,8 +460,9 @@ pub(super) fn reduction(
     Ok(vec![v])
 }
 
-/// `dot_general`: one output element per thread step, an FMA loop over the
-/// contracting elements in the accumulator dtype.
+/// `dot_general`: on tensor cores when `mma::dot` takes it, else one
+/// output element per thread step, an FMA loop over the contracting
+/// elements in the accumulator dtype.
 pub(super) fn linalg(
     b: &mut Block,
     p: &Linalg,
@@ -494,6 +496,9 @@ fn dot(
     let name = "dot_general";
     let (d, shape) = one(outs, name)?.clone();
     let (x, y) = (arg(ins, 0, name)?.clone(), arg(ins, 1, name)?.clone());
+    if let Some(v) = super::mma::dot(b, dn, &x, &y, d, &shape, None)? {
+        return Ok(vec![v]);
+    }
     let (xs, ys) = (shape_of(&x), shape_of(&y));
     let (xd, yd) = (dtype_of(&x), dtype_of(&y));
     let free = |rank: usize, batch: &[usize], contract: &[usize]| -> Vec<usize> {

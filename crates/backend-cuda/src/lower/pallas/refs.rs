@@ -447,12 +447,15 @@ fn write(
     })
 }
 
-/// `get`, `swap`, `addupdate` on a ref.
+/// `get`, `swap`, `addupdate` on a ref. A `swap` whose old value is
+/// dropped (`used` false: `x_ref[...] = v`) does not read it; its result is
+/// then a placeholder nothing binds.
 pub(super) fn state(
     b: &mut Block,
     p: &State,
     ins: &[BVal],
-    _outs: &[(DType, Vec<usize>)],
+    outs: &[(DType, Vec<usize>)],
+    used: bool,
 ) -> Result<Vec<BVal>, IrError> {
     let prim = p.name();
     let r = the_ref(ins, prim)?;
@@ -464,6 +467,11 @@ pub(super) fn state(
         State::Swap(SwapParams { indexers }) => {
             let ch = Chain::new(&r, indexers, ins, Mode::Clamp, prim)?;
             let val = operand(ins, jaxon_ir::primitive::value_operand(indexers), prim)?;
+            if !used {
+                write(b, &r, &ch, &val, None, false)?;
+                let d = outs.first().map_or(r.dtype, |o| o.0);
+                return Ok(vec![BVal::Scalar(uninit_c(d), d)]);
+            }
             let old = read(b, &r, &ch)?;
             write(b, &r, &ch, &val, None, false)?;
             Ok(vec![old])

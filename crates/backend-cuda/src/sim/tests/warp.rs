@@ -1,7 +1,7 @@
 //! Tests of warp operations: shuffle reductions and every shuffle kind and
 //! width against PTX's `shfl.sync` pseudo-code, and `mma` against a scalar
 //! matmul of fragments laid out from the PTX ISA's formulas (typed here
-//! independently of `sim::mma`).
+//! independently of `sim::mma`), and `ldmatrix` against its lane layout.
 
 use super::{run, Rng};
 use crate::kir::{Expr, KernelBuilder, LaunchDims, MmaShape, ShuffleKind, Var};
@@ -287,4 +287,78 @@ fn tf32_rounding_is_rna() {
     assert!(f32::from_bits(tf32_rna(f32::NAN.to_bits())).is_nan());
     // The largest finite f32 rounds to infinity.
     assert_eq!(tf32_rna(f32::MAX.to_bits()), f32::INFINITY.to_bits());
+}
+
+/// `ldmatrix` for two warps: a shared array filled with distinct values,
+/// lane `l` naming a row at a random 8-aligned index; every lane's
+/// elements checked against PTX's layout (lane `l` holds row `l / 4`,
+/// columns `2·(l % 4)`, `+1` of each matrix, transposed with `.trans`).
+fn check_ldmatrix(n: usize, trans: bool, seed: u64) {
+    let rows = 64usize;
+    let mut k = KernelBuilder::new("ldm", 64);
+    let src = k.global("src", DType::U16, false);
+    let at = k.global("at", DType::U32, false);
+    let out = k.global("out", DType::U16, true);
+    let sh = k.shared("sh", DType::U16, (rows * 8) as u32);
+    let tid = k.let_("tid", DType::U32, Expr::thread_x());
+    let x = k.var("x", DType::U16);
+    let e = k.var("e", DType::U32);
+    k.for_(
+        e,
+        var(tid),
+        Expr::u32((rows * 8) as u32),
+        Expr::u32(64),
+        |k| {
+            k.load(&[x], src.into(), var(e), None);
+            k.store(sh.into(), var(e), vec![var(x)], None);
+        },
+    );
+    k.barrier();
+    let row = k.var("row", DType::U32);
+    k.load(&[row], at.into(), var(tid), None);
+    let dst: Vec<Var> = (0..2 * n).map(|_| k.var("d", DType::U16)).collect();
+    k.ldmatrix(&dst, sh, var(row) * Expr::u32(8), trans);
+    for (j, &d) in dst.iter().enumerate() {
+        let i = var(tid) * Expr::u32((2 * n) as u32) + Expr::u32(j as u32);
+        k.store(out.into(), i, vec![var(d)], None);
+    }
+    let kernel = k.finish().unwrap();
+    let mut rng = Rng::new(seed);
+    let vals: Vec<u64> = (0..rows * 8).map(|i| i as u64).collect();
+    let at_rows: Vec<u64> = (0..64).map(|_| rng.next_u64() % rows as u64).collect();
+    let mut bufs = vec![
+        SimBuffer::from_bits(DType::U16, &vals),
+        SimBuffer::from_bits(DType::U32, &at_rows),
+        SimBuffer::zeroed(DType::U16, 64 * 2 * n),
+    ];
+    let args = [Arg::Buffer(0), Arg::Buffer(1), Arg::Buffer(2)];
+    run(&kernel, LaunchDims::linear(1, 64), &mut bufs, &args).unwrap();
+    let got = bufs[2].to_bits();
+    for w in 0..2 {
+        for l in 0..32 {
+            for m in 0..n {
+                for j in 0..2 {
+                    let (r, c) = if trans {
+                        ((l % 4) * 2 + j, l / 4)
+                    } else {
+                        (l / 4, (l % 4) * 2 + j)
+                    };
+                    let want = at_rows[w * 32 + 8 * m + r] * 8 + c as u64;
+                    let t = w * 32 + l;
+                    assert_eq!(
+                        got[t * 2 * n + 2 * m + j],
+                        want,
+                        "x{n} trans={trans} lane {t}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ldmatrix_matches_the_ptx_layout() {
+    for (n, trans, seed) in [(1, false, 30), (2, true, 31), (4, false, 32), (4, true, 33)] {
+        check_ldmatrix(n, trans, seed);
+    }
 }
