@@ -25,10 +25,12 @@
 //!   loaded once per row into registers);
 //! - at least one full reduce, and `32 <= C <= 16 · 256`;
 //! - the row loop is uniform over the block (rows are blocks' grid-stride
-//!   indices), so every barrier is reached by all threads.
+//!   indices), so every barrier is reached by all threads;
+//! - a value kept in registers is rounded to its dtype (f16/bf16 values
+//!   are computed in f32), as storing and reloading it would round it.
 
 use super::fused::{eval_members_with, maps_are_sound};
-use super::kernel::{compute, finish, i64c, load, multi_index, store, Args, THREADS};
+use super::kernel::{compute, finish, i64c, load, multi_index, round_to, store, Args, THREADS};
 use super::plan::{BufId, Step};
 use super::reduction::{acc_dtype, combine, identity};
 use super::{atom_type, bind_outputs, out_type, Ctx, Env};
@@ -361,7 +363,9 @@ pub(crate) fn lower(
                                             .get(&m.root)
                                             .cloned()
                                             .ok_or_else(|| bad("the root was not evaluated"))?;
-                                        k.assign(r, v);
+                                        // Rounded to the result's dtype, as a
+                                        // store and reload would.
+                                        k.assign(r, round_to(m.out_dtype, v));
                                         if m.escapes {
                                             store(k, &mut args, c_ro, m.out, lin(e), Expr::var(r))?;
                                         }
@@ -416,7 +420,7 @@ pub(crate) fn lower(
                                 .get(&m.root)
                                 .cloned()
                                 .ok_or_else(|| bad("the root was not evaluated"))?;
-                            let s = k.let_("s", compute(m.out_dtype), v);
+                            let s = k.let_("s", compute(m.out_dtype), round_to(m.out_dtype, v));
                             if m.escapes {
                                 let mut res = Ok(());
                                 k.if_(Expr::var(tid).eq(i64c(0)), |k| {
@@ -598,5 +602,5 @@ fn reduce_row(
     } else {
         Expr::var(t)
     };
-    Ok(k.let_("row_value", cd, v))
+    Ok(k.let_("row_value", cd, round_to(m.out_dtype, v)))
 }
