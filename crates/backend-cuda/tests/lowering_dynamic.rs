@@ -500,7 +500,7 @@ fn dynamic_ops() -> Vec<(&'static str, Op)> {
                 let n: Size = ok_or_raise(dyn_::size_of(x, 0)).into();
                 let m = ok_or_raise(dyn_::broadcast_in_dim(x, &[n.clone(), n], &[1]));
                 let t = m.transpose(&[1, 0]);
-                (&m * 2.0 - &t).max(1usize)
+                (&m * 2.0 - &t).max(1usize).sum(jnp::All)
             }),
         ),
     ]
@@ -559,4 +559,247 @@ fn dynamic_slice_of_a_dynamic_matrix_with_a_traced_size() {
     .map(|&(n, m, s, k)| vec![i64s(n), i64s(m), i64s(s), i64s(k)])
     .collect();
     agree("dynamic_slice", &j, &inputs, 1e-14);
+}
+
+fn iota(n: &Array) -> Array {
+    ok_or_raise(dyn_::iota(DType::F64, n))
+}
+
+#[test]
+fn traced_dynamic_control_flow_matches_the_interpreter() {
+    let _g = lock();
+    use jaxon_trace::control::while_loop;
+    let sizes: Vec<Vec<HostArray>> = [0i64, 1, 2, 6, 77].map(|n| vec![i64s(n)]).to_vec();
+    // A while loop whose carries share the argument's dimension.
+    let shared = |sz: Array| {
+        let a = iota(&sz);
+        let (x, y, _) = ok_or_raise(while_loop(
+            |(_x, _y, k): (Array, Array, Array)| k.lt(5),
+            |(x, y, k): (Array, Array, Array)| (&x + &y, &y * 2.0, k + 1),
+            (a.clone(), a, Array::scalar(0i64)),
+        ));
+        (x, y)
+    };
+    agree(
+        "while_shared",
+        &make_jaxpr(shared)(Array::scalar(3i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
+    // A while body adding a captured array of the same dimension.
+    let captured = |sz: Array| {
+        let a0 = iota(&sz);
+        let (a, _) = ok_or_raise(while_loop(
+            |(_a, k): (Array, Array)| k.lt(3),
+            |(a, k): (Array, Array)| (&a + &a0, k + 1),
+            (a0.clone(), Array::scalar(0i64)),
+        ));
+        a
+    };
+    agree(
+        "while_captured",
+        &make_jaxpr(captured)(Array::scalar(3i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
+    // A cond whose branches keep the input dimension.
+    let keeps = |(sz, p): (Array, Array)| {
+        let a = iota(&sz);
+        let b = ok_or_raise(cond(&p, |x: Array| x.sin(), |x: Array| x.cos(), a.clone()));
+        &a + &b
+    };
+    let j = make_jaxpr(keeps)((Array::scalar(3i64), Array::scalar(true))).unwrap();
+    let inputs: Vec<Vec<HostArray>> = [0i64, 1, 5, 40]
+        .iter()
+        .flat_map(|&n| {
+            [true, false].map(|p| vec![i64s(n), HostArray::scalar(DType::Bool, p as u8 as f64)])
+        })
+        .collect();
+    agree("cond_keeps", &j, &inputs, 1e-14);
+    // Branches of different sizes give a dimension computed on the device:
+    // refused at compile time.
+    let differ = |(sz, p): (Array, Array)| {
+        let a = iota(&sz);
+        ok_or_raise(cond(
+            &p,
+            |x: Array| x * 2.0,
+            |x: Array| ok_or_raise(dyn_::concatenate(&[x.clone(), x], 0)),
+            a,
+        ))
+    };
+    let j = make_jaxpr(differ)((Array::scalar(3i64), Array::scalar(true))).unwrap();
+    refused(&j, "dimension variable");
+}
+
+/// Elementwise ops, reductions and a matmul (as in the CPU backend's
+/// transforms tests).
+fn g(x: &Array) -> Array {
+    let y = x.sin() * x;
+    let s = y.sum(jnp::All);
+    &s * ok_or_raise(jnp::matmul(x, x)) + (&y * 0.5).max(jnp::All)
+}
+
+#[test]
+fn jvp_vmap_and_grad_of_dynamic_programs() {
+    let _g = lock();
+    use jaxon_transforms::{grad, jvp, vmap};
+    let sizes: Vec<Vec<HostArray>> = [1i64, 2, 7, 64].map(|n| vec![i64s(n)]).to_vec();
+    let x_of = |n: &Array| iota(n) * 0.37 - 0.8;
+    let tangent = make_jaxpr(move |n: Array| {
+        let x = x_of(&n);
+        let t = x.cos();
+        ok_or_raise(jvp(|x: Array| g(&x), x, t)).1
+    })(Array::scalar(3i64))
+    .unwrap();
+    agree("jvp", &tangent, &sizes, 1e-12);
+    let batched = make_jaxpr(move |n: Array| {
+        let x = x_of(&n);
+        let xs = ok_or_raise(dyn_::broadcast_in_dim(
+            &x,
+            &[Size::Const(3), (&n).into()],
+            &[1],
+        ));
+        ok_or_raise(vmap(|x: Array| g(&x)).call(&xs * &xs.cos()))
+    })(Array::scalar(3i64))
+    .unwrap();
+    agree("vmap", &batched, &sizes, 1e-12);
+    for (name, f) in dynamic_ops() {
+        let f = std::rc::Rc::new(f);
+        let f3 = f.clone();
+        let cot = make_jaxpr(move |n: Array| ok_or_raise(grad(|x: Array| f3(&x))(x_of(&n))))(
+            Array::scalar(3i64),
+        )
+        .unwrap_or_else(|e| panic!("{name} grad: {e}"));
+        agree(&format!("grad_{name}"), &cot, &sizes, 1e-12);
+    }
+    // vmap of a cond over a batch of predicates (a select per row).
+    let f = |n: Array| {
+        let x = iota(&n) * 0.3 - 0.5;
+        let xs = ok_or_raise(dyn_::broadcast_in_dim(
+            &x,
+            &[Size::Const(3), (&n).into()],
+            &[1],
+        ));
+        let xs = &xs * &xs.cos();
+        let ps = Array::from_vec(vec![true, false, true], &[3]);
+        ok_or_raise(
+            vmap(|(p, x): (Array, Array)| {
+                ok_or_raise(cond(
+                    &p,
+                    |x: Array| x.sin() * 2.0,
+                    |x: Array| x.cos() + &x,
+                    x,
+                ))
+            })
+            .call((ps, xs)),
+        )
+    };
+    agree(
+        "vmap_cond",
+        &make_jaxpr(f)(Array::scalar(4i64)).unwrap(),
+        &sizes,
+        1e-14,
+    );
+}
+
+#[test]
+fn fori_loop_over_a_dynamic_carry() {
+    let _g = lock();
+    use jaxon_trace::control::fori_loop;
+    let f = jit(|c: Array| {
+        ok_or_raise(fori_loop(
+            0,
+            20,
+            |i: Array, c: Array| {
+                let i = ok_or_raise(jaxon_trace::lax::convert_element_type(
+                    &i,
+                    DType::F64,
+                    false,
+                ));
+                &c * 0.99 + c.sin() * 0.01 + i * 1e-3
+            },
+            c,
+        ))
+    })
+    .abstracted_axes(&[&[(0, "n")]]);
+    let lowered = f.lower(Array::from_vec(vec![0.5; 3], &[3])).unwrap();
+    let n_implicit = lowered.jaxpr.invars.len() - 1;
+    let mut rng = Rng::new(9);
+    let inputs: Vec<Vec<HostArray>> = [0usize, 1, 7, 64, 500]
+        .iter()
+        .map(|&n| {
+            let mut a: Vec<HostArray> = [n][..n_implicit].iter().map(|&s| i64s(s as i64)).collect();
+            a.push(f64s(&mut rng, &[n]));
+            a
+        })
+        .collect();
+    agree("fori", &lowered, &inputs, 1e-14);
+}
+
+/// The same programs on a GPU through the `cuda` backend: one executable
+/// (one NVRTC compile and module load) for every size.
+#[test]
+fn dynamic_programs_run_on_the_gpu() {
+    let _g = lock();
+    use jaxon_backend_cuda::lower::CudaBackend;
+    if let Err(e) = jaxon_backend_cuda::runtime::Device::open(0) {
+        assert!(
+            std::env::var_os("JAXON_REQUIRE_GPU").is_none(),
+            "JAXON_REQUIRE_GPU is set but no GPU opened: {e}"
+        );
+        println!("skipped: {e}");
+        return;
+    }
+    let backend = CudaBackend::new();
+    let cases = [SEED_000, SEED_003, ONES_PLUS_ONE];
+    for text in cases {
+        let j = parse_closed_jaxpr(text, Vec::new()).unwrap();
+        let exe = backend.compile(&j).unwrap();
+        for n in [0i64, 1, 5, 1000, 100_000] {
+            let args = [i64s(n)];
+            let bufs: Vec<_> = args.iter().map(|a| backend.to_device(a).unwrap()).collect();
+            let got = exe.execute(&bufs).unwrap();
+            let want = eval_closed_jaxpr(&j, &args).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.to_host().unwrap().to_f64_vec(), w.to_f64_vec(), "n {n}");
+            }
+        }
+    }
+    let f = jit(|(a, b): (Array, Array)| ok_or_raise(jnp::matmul(&a, &b)).tanh().sum(0usize))
+        .abstracted_axes(&[&[(0, "n"), (1, "k")], &[(0, "k"), (1, "m")]]);
+    let j = f
+        .lower((
+            Array::from_vec(vec![0.0; 6], &[2, 3]),
+            Array::from_vec(vec![0.0; 12], &[3, 4]),
+        ))
+        .unwrap();
+    let exe = backend.compile(&j).unwrap();
+    let n_implicit = j.jaxpr.invars.len() - 2;
+    let mut rng = Rng::new(5);
+    for (n, k, m) in [
+        (1usize, 1usize, 1usize),
+        (3, 0, 2),
+        (100, 64, 33),
+        (513, 40, 7),
+    ] {
+        let mut args: Vec<HostArray> = [n, k, m][..n_implicit]
+            .iter()
+            .map(|&s| i64s(s as i64))
+            .collect();
+        args.push(f64s(&mut rng, &[n, k]));
+        args.push(f64s(&mut rng, &[k, m]));
+        let bufs: Vec<_> = args.iter().map(|a| backend.to_device(a).unwrap()).collect();
+        let got = exe.execute(&bufs).unwrap();
+        let want = eval_closed_jaxpr(&j, &args).unwrap();
+        for (a, b) in got[0]
+            .to_host()
+            .unwrap()
+            .to_f64_vec()
+            .iter()
+            .zip(want[0].to_f64_vec())
+        {
+            assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
+    println!("gpu-check: dynamic shapes: 4 programs, one executable each for every size");
 }
