@@ -711,7 +711,8 @@ fn eqn(
             }
             Err(cannot(
                 q,
-                "an elementwise equation whose operands are neither its shape nor scalars",
+                "an elementwise equation on complex values or keys, or whose operands are \
+                 neither its shape nor scalars",
             ))
         }
         Primitive::Structural(p) => super::ops::structural(b, jaxpr, q, p, scope, steps),

@@ -11,13 +11,13 @@
 //! without a dynamic lowering is `Unsupported`, naming the equation.
 
 use super::build::{
-    bind_outputs, cannot, copy_into, gather, load, materialize, multi_index, offset, ty, SArgs,
-    Scope, B, DV,
+    bind_outputs, cannot, copy_into, gather, load, materialize, multi_index, offset, store, ty,
+    SArgs, Scope, B, DV,
 };
 use super::sym::{strides, Sz, SzOp};
 use super::{SGemm, SStep};
-use crate::kir::{Expr, KernelBuilder};
-use crate::lower::kernel::{compute, i64c};
+use crate::kir::{Expr, KernelBuilder, ShuffleKind};
+use crate::lower::kernel::{compute, finish, i64c, THREADS};
 use crate::lower::reduction::{acc_dtype, combine, identity};
 use jaxon_ir::primitive::{
     BroadcastInDimParams, ConcatenateParams, DotDimensionNumbers, DotGeneralParams,
@@ -448,45 +448,71 @@ pub(crate) fn reduction(
     let kst: Vec<Sz> = kept.iter().map(|&d| xst[d].clone()).collect();
     let rst: Vec<Sz> = red.iter().map(|&d| xst[d].clone()).collect();
     let nred = Sz::prod(&rshape);
+    let nout = Sz::prod(&kshape);
+    if nout == Sz::C(0) {
+        return Ok(());
+    }
     let op = *op;
     let acc_t = acc_dtype(xdt);
-    gather(
-        b,
-        steps,
-        q.primitive.name(),
-        out,
-        &kshape,
-        |k, args, b, idx| {
-            let base = offset(k, args, &kst, idx);
+    // One warp per output element, in a warp-uniform grid-stride loop: its
+    // lanes stride over the reduced elements, then combine by shuffles.
+    let name = b.name(q.primitive.name());
+    let mut k = KernelBuilder::new(&name, THREADS);
+    let mut args = SArgs::new();
+    let n_out = args.size(&mut k, &nout);
+    let kdims: Vec<Expr> = kshape.iter().map(|s| args.size(&mut k, s)).collect();
+    let rdims: Vec<Expr> = rshape.iter().map(|s| args.size(&mut k, s)).collect();
+    let n_red = args.size(&mut k, &nred);
+    let o = k.var("o", DType::I64);
+    let start = (Expr::global_thread_id_x() / Expr::u32(32)).cast(DType::I64);
+    let step = (Expr::grid_dim_x() * Expr::block_dim_x() / Expr::u32(32)).cast(DType::I64);
+    let bref: &B = b;
+    let mut res = Ok(());
+    k.for_(o, start, n_out, step, |k| {
+        res = (|| {
+            let oi = multi_index(k, Expr::var(o), &kshape, &kdims);
+            let base = offset(k, &mut args, &kst, &oi);
             let base = k.let_("base", DType::I64, base);
             let acc = k.let_("acc", acc_t, identity(op, xdt));
             let j = k.var("j", DType::I64);
-            let n = args.size(k, &nred);
-            let rdims: Vec<Expr> = rshape.iter().map(|s| args.size(k, s)).collect();
-            let mut res = Ok(());
-            k.for_(j, i64c(0), n, i64c(1), |k| {
-                res = (|| {
+            let mut inner = Ok(());
+            k.for_(j, Expr::lane().cast(DType::I64), n_red, i64c(32), |k| {
+                inner = (|| {
                     let ri = multi_index(k, Expr::var(j), &rshape, &rdims);
-                    let at = Expr::var(base) + offset(k, args, &rst, &ri);
-                    let v = load(k, args, b, x, at)?;
-                    let v = if compute(xdt) != acc_t {
-                        v.cast(acc_t)
-                    } else {
-                        v
-                    };
+                    let at = Expr::var(base) + offset(k, &mut args, &rst, &ri);
+                    let v = load(k, &mut args, bref, x, at)?;
+                    let v = if compute(xdt) != acc_t { v.cast(acc_t) } else { v };
                     k.assign(acc, combine(op, xdt, Expr::var(acc), v));
                     Ok(())
                 })();
             });
-            res?;
-            let r = Expr::var(acc);
-            Ok(if acc_t != compute(odt) {
-                r.cast(compute(odt))
+            inner?;
+            let other = k.var("other", acc_t);
+            for s in [16, 8, 4, 2, 1] {
+                k.shuffle(other, ShuffleKind::Xor, Expr::var(acc), Expr::u32(s), 32);
+                k.assign(acc, combine(op, xdt, Expr::var(acc), Expr::var(other)));
+            }
+            let v = if acc_t != compute(odt) {
+                Expr::var(acc).cast(compute(odt))
             } else {
-                r
-            })
-        },
-    )
+                Expr::var(acc)
+            };
+            let mut st = Ok(());
+            k.if_(Expr::lane().eq(Expr::u32(0)), |k| {
+                st = store(k, &mut args, bref, out, Expr::var(o), v);
+            });
+            st
+        })();
+    });
+    res?;
+    let kernel = finish(k)?;
+    let id = b.kernel(kernel);
+    steps.push(SStep::Launch {
+        kernel: id,
+        n: Sz::bin(SzOp::Mul, nout, Sz::C(32)),
+        args: args.args,
+    });
+    Ok(())
 }
 
 /// The dimensions of `rank` that are neither batch nor contracting.
