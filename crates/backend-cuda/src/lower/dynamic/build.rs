@@ -717,7 +717,7 @@ fn eqn(
         }
         Primitive::Structural(p) => super::ops::structural(b, jaxpr, q, p, scope, steps),
         Primitive::Indexing(p) => super::ops::indexing(b, jaxpr, q, p, scope, steps),
-        Primitive::Reduction(p) => super::ops::reduction(b, jaxpr, q, p, scope, steps),
+        Primitive::Reduction(p) => super::reduce::lower(b, jaxpr, q, p, scope, steps),
         Primitive::Linalg(p) => super::ops::linalg(b, jaxpr, q, p, scope, steps),
         Primitive::Control(p) => super::control::lower(b, jaxpr, q, p, scope, steps),
         Primitive::State(_)

@@ -41,6 +41,7 @@
 mod build;
 mod control;
 mod ops;
+mod reduce;
 pub(crate) mod sym;
 
 use super::plan::{BufId, BufferDecl, CarryUpdate, KArg, Program, ScanSlice, Step};

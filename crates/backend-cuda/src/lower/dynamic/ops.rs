@@ -2,8 +2,7 @@
 //! elementwise runs: layout (`broadcast_in_dim`, `reshape`, `squeeze`,
 //! `transpose`, `rev`, `iota`, `concatenate`, `pad`), indexing (`slice`,
 //! `dynamic_slice`, `dynamic_update_slice`, `gather` in the clamping
-//! modes), reductions along axes, and
-//! `dot_general` (a GEMM whose plan is resolved per call; integer and mixed
+//! modes), and `dot_general` (a GEMM whose plan is resolved per call; integer and mixed
 //! products as a kernel). Each builds its kernels once, with sizes and
 //! strides as size parameters.
 //!
@@ -11,18 +10,16 @@
 //! without a dynamic lowering is `Unsupported`, naming the equation.
 
 use super::build::{
-    bind_outputs, cannot, copy_into, gather, load, materialize, multi_index, offset, store, ty,
-    SArgs, Scope, B, DV,
+    bind_outputs, cannot, copy_into, gather, load, materialize, offset, ty, SArgs, Scope, B, DV,
 };
 use super::sym::{strides, Sz, SzOp};
 use super::{SGemm, SStep};
-use crate::kir::{Expr, KernelBuilder, ShuffleKind};
-use crate::lower::kernel::{compute, finish, i64c, THREADS};
-use crate::lower::reduction::{acc_dtype, combine, identity};
+use crate::kir::{Expr, KernelBuilder};
+use crate::lower::kernel::{compute, i64c};
 use jaxon_ir::primitive::{
     BroadcastInDimParams, ConcatenateParams, DotDimensionNumbers, DotGeneralParams,
     DynamicSliceParams, GatherParams, GatherScatterMode, Indexing, IotaParams, Linalg, PadParams,
-    ReduceParams, Reduction, RevParams, SliceParams, Structural, TransposeParams,
+    RevParams, SliceParams, Structural, TransposeParams,
 };
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
@@ -414,105 +411,6 @@ fn gather_op(
         let at = offset(k, args, &xst, &xi);
         load(k, args, b, x, at)
     })
-}
-
-/// Lowers a reduction equation.
-pub(crate) fn reduction(
-    b: &mut B,
-    jaxpr: &Jaxpr,
-    q: &Eqn,
-    p: &Reduction,
-    scope: &mut Scope,
-    steps: &mut Vec<SStep>,
-) -> Result<(), IrError> {
-    let ReduceParams { op, axes, .. } = match p {
-        Reduction::Reduce(rp) => rp,
-        Reduction::ArgReduce(_)
-        | Reduction::Cumulative(_)
-        | Reduction::Sort(_)
-        | Reduction::TopK(_) => return Err(cannot(q, "no dynamic-shape lowering yet")),
-    };
-    one_output(q)?;
-    let x = scope.atom(&q.inputs[0])?;
-    let (xdt, xs) = ty(jaxpr, scope, &q.inputs[0])?;
-    let outs = bind_outputs(b, jaxpr, q, scope)?;
-    let (out, odt, _) = outs[0].clone();
-    if axes.iter().any(|&a| a >= xs.len()) {
-        return Err(IrError::ty(q.primitive.name(), "axis out of range"));
-    }
-    let xst = strides(&xs);
-    let kept: Vec<usize> = (0..xs.len()).filter(|d| !axes.contains(d)).collect();
-    let red: Vec<usize> = (0..xs.len()).filter(|d| axes.contains(d)).collect();
-    let kshape: Vec<Sz> = kept.iter().map(|&d| xs[d].clone()).collect();
-    let rshape: Vec<Sz> = red.iter().map(|&d| xs[d].clone()).collect();
-    let kst: Vec<Sz> = kept.iter().map(|&d| xst[d].clone()).collect();
-    let rst: Vec<Sz> = red.iter().map(|&d| xst[d].clone()).collect();
-    let nred = Sz::prod(&rshape);
-    let nout = Sz::prod(&kshape);
-    if nout == Sz::C(0) {
-        return Ok(());
-    }
-    let op = *op;
-    let acc_t = acc_dtype(xdt);
-    // One warp per output element, in a warp-uniform grid-stride loop: its
-    // lanes stride over the reduced elements, then combine by shuffles.
-    let name = b.name(q.primitive.name());
-    let mut k = KernelBuilder::new(&name, THREADS);
-    let mut args = SArgs::new();
-    let n_out = args.size(&mut k, &nout);
-    let kdims: Vec<Expr> = kshape.iter().map(|s| args.size(&mut k, s)).collect();
-    let rdims: Vec<Expr> = rshape.iter().map(|s| args.size(&mut k, s)).collect();
-    let n_red = args.size(&mut k, &nred);
-    let o = k.var("o", DType::I64);
-    let start = (Expr::global_thread_id_x() / Expr::u32(32)).cast(DType::I64);
-    let step = (Expr::grid_dim_x() * Expr::block_dim_x() / Expr::u32(32)).cast(DType::I64);
-    let bref: &B = b;
-    let mut res = Ok(());
-    k.for_(o, start, n_out, step, |k| {
-        res = (|| {
-            let oi = multi_index(k, Expr::var(o), &kshape, &kdims);
-            let base = offset(k, &mut args, &kst, &oi);
-            let base = k.let_("base", DType::I64, base);
-            let acc = k.let_("acc", acc_t, identity(op, xdt));
-            let j = k.var("j", DType::I64);
-            let mut inner = Ok(());
-            k.for_(j, Expr::lane().cast(DType::I64), n_red, i64c(32), |k| {
-                inner = (|| {
-                    let ri = multi_index(k, Expr::var(j), &rshape, &rdims);
-                    let at = Expr::var(base) + offset(k, &mut args, &rst, &ri);
-                    let v = load(k, &mut args, bref, x, at)?;
-                    let v = if compute(xdt) != acc_t { v.cast(acc_t) } else { v };
-                    k.assign(acc, combine(op, xdt, Expr::var(acc), v));
-                    Ok(())
-                })();
-            });
-            inner?;
-            let other = k.var("other", acc_t);
-            for s in [16, 8, 4, 2, 1] {
-                k.shuffle(other, ShuffleKind::Xor, Expr::var(acc), Expr::u32(s), 32);
-                k.assign(acc, combine(op, xdt, Expr::var(acc), Expr::var(other)));
-            }
-            let v = if acc_t != compute(odt) {
-                Expr::var(acc).cast(compute(odt))
-            } else {
-                Expr::var(acc)
-            };
-            let mut st = Ok(());
-            k.if_(Expr::lane().eq(Expr::u32(0)), |k| {
-                st = store(k, &mut args, bref, out, Expr::var(o), v);
-            });
-            st
-        })();
-    });
-    res?;
-    let kernel = finish(k)?;
-    let id = b.kernel(kernel);
-    steps.push(SStep::Launch {
-        kernel: id,
-        n: Sz::bin(SzOp::Mul, nout, Sz::C(32)),
-        args: args.args,
-    });
-    Ok(())
 }
 
 /// The dimensions of `rank` that are neither batch nor contracting.

@@ -1,0 +1,267 @@
+//! Dynamic-shape reductions: `reduce_*` along any axes (one warp per
+//! output element, lanes striding over the reduced elements, shuffles
+//! combining them, as the static lowering does), `argmax`/`argmin` along
+//! one axis and the cumulative family (`cumsum`, `cumprod`, `cummax`,
+//! `cummin`, `cumlogsumexp`) along one axis, one thread per output element
+//! or per line walking it in order (so cumulative sums round as the
+//! interpreter's do).
+//!
+//! Invariants: the kernels are built once with sizes and strides as size
+//! parameters; `argmax`/`argmin` give the first index of the extremum, the
+//! first NaN winning; over an empty axis (which the interpreter refuses)
+//! they give index 0.
+
+use super::build::{
+    bind_outputs, cannot, gather, load, loop_kernel, multi_index, offset, store, ty, SArgs, Scope,
+    B,
+};
+use super::sym::{strides, Sz, SzOp};
+use super::SStep;
+use crate::kir::{Expr, KernelBuilder, ShuffleKind, UnOp};
+use crate::lower::kernel::{compute, finish, i64c, THREADS};
+use crate::lower::reduction::{acc_dtype, combine, identity};
+use jaxon_ir::primitive::{ArgOp, ArgReduceParams, CumulativeParams, ReduceParams, Reduction};
+use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
+
+fn one_output(q: &Eqn) -> Result<(), IrError> {
+    if q.outputs.len() != 1 || q.inputs.is_empty() {
+        return Err(IrError::Invalid(format!(
+            "{}: expected one output and an operand",
+            q.primitive.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Lowers a reduction equation.
+pub(crate) fn lower(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    p: &Reduction,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    let ReduceParams { op, axes, .. } = match p {
+        Reduction::Reduce(rp) => rp,
+        Reduction::ArgReduce(ap) => return arg_reduce(b, jaxpr, q, ap, scope, steps),
+        Reduction::Cumulative(cp) => return cumulative(b, jaxpr, q, cp, scope, steps),
+        Reduction::Sort(_) | Reduction::TopK(_) => {
+            return Err(cannot(q, "no dynamic-shape lowering yet"))
+        }
+    };
+    one_output(q)?;
+    let x = scope.atom(&q.inputs[0])?;
+    let (xdt, xs) = ty(jaxpr, scope, &q.inputs[0])?;
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let (out, odt, _) = outs[0].clone();
+    if axes.iter().any(|&a| a >= xs.len()) {
+        return Err(IrError::ty(q.primitive.name(), "axis out of range"));
+    }
+    let xst = strides(&xs);
+    let kept: Vec<usize> = (0..xs.len()).filter(|d| !axes.contains(d)).collect();
+    let red: Vec<usize> = (0..xs.len()).filter(|d| axes.contains(d)).collect();
+    let kshape: Vec<Sz> = kept.iter().map(|&d| xs[d].clone()).collect();
+    let rshape: Vec<Sz> = red.iter().map(|&d| xs[d].clone()).collect();
+    let kst: Vec<Sz> = kept.iter().map(|&d| xst[d].clone()).collect();
+    let rst: Vec<Sz> = red.iter().map(|&d| xst[d].clone()).collect();
+    let nred = Sz::prod(&rshape);
+    let nout = Sz::prod(&kshape);
+    if nout == Sz::C(0) {
+        return Ok(());
+    }
+    let op = *op;
+    let acc_t = acc_dtype(xdt);
+    // One warp per output element, in a warp-uniform grid-stride loop: its
+    // lanes stride over the reduced elements, then combine by shuffles.
+    let name = b.name(q.primitive.name());
+    let mut k = KernelBuilder::new(&name, THREADS);
+    let mut args = SArgs::new();
+    let n_out = args.size(&mut k, &nout);
+    let kdims: Vec<Expr> = kshape.iter().map(|s| args.size(&mut k, s)).collect();
+    let rdims: Vec<Expr> = rshape.iter().map(|s| args.size(&mut k, s)).collect();
+    let n_red = args.size(&mut k, &nred);
+    let o = k.var("o", DType::I64);
+    let start = (Expr::global_thread_id_x() / Expr::u32(32)).cast(DType::I64);
+    let step = (Expr::grid_dim_x() * Expr::block_dim_x() / Expr::u32(32)).cast(DType::I64);
+    let bref: &B = b;
+    let mut res = Ok(());
+    k.for_(o, start, n_out, step, |k| {
+        res = (|| {
+            let oi = multi_index(k, Expr::var(o), &kshape, &kdims);
+            let base = offset(k, &mut args, &kst, &oi);
+            let base = k.let_("base", DType::I64, base);
+            let acc = k.let_("acc", acc_t, identity(op, xdt));
+            let j = k.var("j", DType::I64);
+            let mut inner = Ok(());
+            k.for_(j, Expr::lane().cast(DType::I64), n_red, i64c(32), |k| {
+                inner = (|| {
+                    let ri = multi_index(k, Expr::var(j), &rshape, &rdims);
+                    let at = Expr::var(base) + offset(k, &mut args, &rst, &ri);
+                    let v = load(k, &mut args, bref, x, at)?;
+                    let v = if compute(xdt) != acc_t {
+                        v.cast(acc_t)
+                    } else {
+                        v
+                    };
+                    k.assign(acc, combine(op, xdt, Expr::var(acc), v));
+                    Ok(())
+                })();
+            });
+            inner?;
+            let other = k.var("other", acc_t);
+            for s in [16, 8, 4, 2, 1] {
+                k.shuffle(other, ShuffleKind::Xor, Expr::var(acc), Expr::u32(s), 32);
+                k.assign(acc, combine(op, xdt, Expr::var(acc), Expr::var(other)));
+            }
+            let v = if acc_t != compute(odt) {
+                Expr::var(acc).cast(compute(odt))
+            } else {
+                Expr::var(acc)
+            };
+            let mut st = Ok(());
+            k.if_(Expr::lane().eq(Expr::u32(0)), |k| {
+                st = store(k, &mut args, bref, out, Expr::var(o), v);
+            });
+            st
+        })();
+    });
+    res?;
+    let kernel = finish(k)?;
+    let id = b.kernel(kernel);
+    steps.push(SStep::Launch {
+        kernel: id,
+        n: Sz::bin(SzOp::Mul, nout, Sz::C(32)),
+        args: args.args,
+    });
+    Ok(())
+}
+
+/// `argmax`/`argmin` along one axis: one thread per output element walks
+/// the axis in order.
+fn arg_reduce(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    p: &ArgReduceParams,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    one_output(q)?;
+    let &[axis] = p.axes.as_slice() else {
+        return Err(IrError::ty(q.primitive.name(), "expected one axis"));
+    };
+    let x = scope.atom(&q.inputs[0])?;
+    let (d, xs) = ty(jaxpr, scope, &q.inputs[0])?;
+    if axis >= xs.len() {
+        return Err(IrError::ty(q.primitive.name(), "axis out of range"));
+    }
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let (out, od, os) = outs[0].clone();
+    let xst = strides(&xs);
+    let kept: Vec<usize> = (0..xs.len()).filter(|&k| k != axis).collect();
+    let kst: Vec<Sz> = kept.iter().map(|&k| xst[k].clone()).collect();
+    let (float, max) = (d.is_float(), p.op == ArgOp::Argmax);
+    let cv = compute(d);
+    let (n_axis, s_axis) = (xs[axis].clone(), xst[axis].clone());
+    gather(b, steps, q.primitive.name(), out, &os, |k, args, b, idx| {
+        let base = offset(k, args, &kst, idx);
+        let base = k.let_("base", DType::I64, base);
+        let bv = k.let_("bv", cv, Expr::constant(cv, 0.0));
+        let bi = k.let_("bi", DType::I64, i64c(-1));
+        let r = k.var("r", DType::I64);
+        let n = args.size(k, &n_axis);
+        let st = args.size(k, &s_axis);
+        let mut res = Ok(());
+        k.for_(r, i64c(0), n, i64c(1), |k| {
+            res = (|| {
+                let v = load(k, args, b, x, Expr::var(base) + Expr::var(r) * st.clone())?;
+                let v = k.let_("v", cv, v);
+                let (new, best) = (Expr::var(v), Expr::var(bv));
+                let gt = if max {
+                    new.clone().gt(best.clone())
+                } else {
+                    new.clone().lt(best.clone())
+                };
+                let beats = if float {
+                    let nn = new.unary(UnOp::IsNan);
+                    let bn = best.unary(UnOp::IsNan);
+                    nn.and(bn.clone().unary(UnOp::Not))
+                        .or(bn.unary(UnOp::Not).and(gt))
+                } else {
+                    gt
+                };
+                let first = Expr::var(bi).lt(i64c(0));
+                k.if_(first.or(beats), |k| {
+                    k.assign(bv, Expr::var(v));
+                    k.assign(bi, Expr::var(r));
+                });
+                Ok(())
+            })();
+        });
+        res?;
+        Ok(Expr::var(bi).max(i64c(0)).cast(compute(od)))
+    })
+}
+
+/// The cumulative family along one axis: one thread per line (every
+/// index but the axis's) walks it in order, forwards or in `reverse`.
+fn cumulative(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    p: &CumulativeParams,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    one_output(q)?;
+    let x = scope.atom(&q.inputs[0])?;
+    let (d, xs) = ty(jaxpr, scope, &q.inputs[0])?;
+    let axis = p.axis;
+    if axis >= xs.len() {
+        return Err(IrError::ty(q.primitive.name(), "axis out of range"));
+    }
+    if p.op == jaxon_ir::primitive::CumulativeOp::Cumlogsumexp && !d.is_float() {
+        return Err(cannot(q, "cumlogsumexp of a non-float dtype"));
+    }
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let (out, _, _) = outs[0].clone();
+    let xst = strides(&xs);
+    let mut lines = xs.clone();
+    lines[axis] = Sz::C(1);
+    let (n_axis, s_axis) = (xs[axis].clone(), xst[axis].clone());
+    let (op, rev) = (p.op, p.reverse);
+    loop_kernel(
+        b,
+        steps,
+        q.primitive.name(),
+        &lines,
+        |k, args, b, _, idx| {
+            let base = offset(k, args, &xst, idx);
+            let base = k.let_("base", DType::I64, base);
+            let n = args.size(k, &n_axis);
+            let st = args.size(k, &s_axis);
+            let acc = k.var("acc", compute(d));
+            let r = k.var("r", DType::I64);
+            let mut res = Ok(());
+            k.for_(r, i64c(0), n.clone(), i64c(1), |k| {
+                res = (|| {
+                    let pos = if rev {
+                        n.clone() - i64c(1) - Expr::var(r)
+                    } else {
+                        Expr::var(r)
+                    };
+                    let e = k.let_("e", DType::I64, Expr::var(base) + pos * st.clone());
+                    let v = load(k, args, b, x, Expr::var(e))?;
+                    let v = k.let_("v", compute(d), v);
+                    let next =
+                        crate::lower::cumulative::combine(k, op, d, Expr::var(acc), Expr::var(v))?;
+                    let next = Expr::select(Expr::var(r).eq(i64c(0)), Expr::var(v), next);
+                    k.assign(acc, next);
+                    store(k, args, b, out, Expr::var(e), Expr::var(acc))
+                })();
+            });
+            res
+        },
+    )
+}
