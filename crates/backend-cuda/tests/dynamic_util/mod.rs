@@ -7,9 +7,9 @@
 
 #![allow(dead_code)]
 
-use crate::lowering_util::{nvrtc_check, random, Dist, Rng};
+use crate::lowering_util::{backend_name, nvrtc_check, random, Dist, Rng};
 use jaxon_backend_cuda::lower::dynamic;
-use jaxon_backend_cuda::lower::CudaSimBackend;
+use jaxon_backend_cuda::lower::{CudaBackend, CudaSimBackend};
 use jaxon_ir::{eval_closed_jaxpr, Backend, ClosedJaxpr, DType, HostArray};
 use jaxon_trace::dynshape::{self as dyn_, Size};
 use jaxon_trace::error::ok_or_raise;
@@ -31,12 +31,17 @@ pub fn f64s(rng: &mut Rng, shape: &[usize]) -> HostArray {
     random(rng, DType::F64, shape, Dist::Uniform(1.0))
 }
 
-/// Compiles `j` once on `cuda-sim`, runs it for every argument list of
-/// `inputs` and compares with the interpreter (relative `tol`); asserts
-/// that no kernel was built after the compile, and compiles the kernels
-/// with NVRTC.
+/// Compiles `j` once on `cuda-sim` (on the GPU under
+/// `JAXON_LOWERING_BACKEND=cuda`, as `cargo xtask gpu-check` runs the
+/// lowering tests), runs it for every argument list of `inputs` and
+/// compares with the interpreter (relative `tol`); asserts that no kernel
+/// was built after the compile, and compiles the kernels with NVRTC.
 pub fn agree(label: &str, j: &ClosedJaxpr, inputs: &[Vec<HostArray>], tol: f64) {
-    let backend = CudaSimBackend::new();
+    let backend: Box<dyn Backend> = if backend_name() == "cuda" {
+        Box::new(CudaBackend::new())
+    } else {
+        Box::new(CudaSimBackend::new())
+    };
     let exe = backend
         .compile(j)
         .unwrap_or_else(|e| panic!("{label}: {e}"));
