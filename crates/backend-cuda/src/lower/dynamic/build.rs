@@ -711,8 +711,8 @@ fn eqn(
             }
             Err(cannot(
                 q,
-                "an elementwise equation on complex values or keys, or whose operands are \
-                 neither its shape nor scalars",
+                "no dynamic-shape lowering for this elementwise equation (bitcasts, \
+                 complex values, keys, or operands neither its shape nor scalars)",
             ))
         }
         Primitive::Structural(p) => super::ops::structural(b, jaxpr, q, p, scope, steps),

@@ -313,7 +313,13 @@ fn steps(ss: &[SStep], vals: &[i64], bufs: &[BufferDecl]) -> Result<Vec<Step>, I
                     g.n.size(vals)? as u64,
                     g.k.size(vals)? as u64,
                 );
-                if bt * m * n == 0 {
+                let elems = bt.checked_mul(m).and_then(|x| x.checked_mul(n));
+                let elems = elems.ok_or_else(|| {
+                    IrError::Eval(format!(
+                        "cuda dynamic shapes: a {bt}x{m}x{n} product overflows"
+                    ))
+                })?;
+                if elems == 0 {
                     continue;
                 }
                 if k == 0 {

@@ -353,6 +353,7 @@ fn gather_op(
     let [xa, ia] = q.inputs.as_slice() else {
         return Err(IrError::Invalid("gather: expected two operands".into()));
     };
+    one_output(q)?;
     let dn = &g.dimension_numbers;
     match g.mode {
         GatherScatterMode::Clip | GatherScatterMode::PromiseInBounds => {}
@@ -473,6 +474,7 @@ pub(crate) fn linalg(
             "dot_general: expected two operands".into(),
         ));
     };
+    one_output(q)?;
     let (dl, ls) = ty(jaxpr, scope, la)?;
     let (dr, rs) = ty(jaxpr, scope, ra)?;
     let DotDimensionNumbers {
