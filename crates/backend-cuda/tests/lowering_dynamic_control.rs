@@ -314,3 +314,60 @@ fn fori_loop_over_a_dynamic_carry() {
         .collect();
     agree("fori", &lowered, &inputs, 1e-14);
 }
+
+/// A `for_loop` whose upper bound is computed from array data: a `While`
+/// on a trip count computed on the device (literal and size bounds are a
+/// `Scan` of a size-expression length, with no readback).
+const DATA_BOUND: &str = "{ lambda ; a:i64[] b:f64[a]. let
+    c:f64[] = reduce_sum[axes=(0,) out_sharding=None] b
+    d:i64[] = convert_element_type[new_dtype=int64 weak_type=False] c
+    e:f64[a] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; f:i64[] i:i64[] g:f64[f]. let
+          h:f64[f] = mul g 2.0:f64[]
+        in (h,) }
+      body_nconsts=1
+      nimplicit=0
+      preserve_dimensions=True
+    ] a 0:i64[] d 1:i64[] 0:i64[] b
+  in (e,) }";
+
+#[test]
+fn for_loop_bounds_from_data_and_from_sizes() {
+    let _g = lock();
+    let j = jaxon_ir::parse_closed_jaxpr(DATA_BOUND, Vec::new()).unwrap();
+    let mut rng = Rng::new(21);
+    let inputs: Vec<Vec<HostArray>> = [0usize, 1, 5, 40]
+        .iter()
+        .map(|&n| {
+            let x = lowering_util::random(
+                &mut rng,
+                DType::F64,
+                &[n],
+                lowering_util::Dist::Between(0.0, 1.5),
+            );
+            vec![i64s(n as i64), x]
+        })
+        .collect();
+    agree("data_bound", &j, &inputs, 0.0);
+    let prog = jaxon_backend_cuda::lower::dynamic::compile(&j).unwrap();
+    let p = prog.instantiate(&[5, 0]).unwrap();
+    assert!(p
+        .all_steps()
+        .iter()
+        .any(|s| matches!(s, jaxon_backend_cuda::lower::plan::Step::While { .. })));
+    // The seed's literal bounds: a Scan, no While.
+    let j = jaxon_ir::parse_closed_jaxpr(SEED_000, Vec::new()).unwrap();
+    let p = jaxon_backend_cuda::lower::dynamic::compile(&j)
+        .unwrap()
+        .instantiate(&[5])
+        .unwrap();
+    let steps = p.all_steps();
+    assert!(steps.iter().any(|s| matches!(
+        s,
+        jaxon_backend_cuda::lower::plan::Step::Scan { length: 10, .. }
+    )));
+    assert!(!steps
+        .iter()
+        .any(|s| matches!(s, jaxon_backend_cuda::lower::plan::Step::While { .. })));
+}

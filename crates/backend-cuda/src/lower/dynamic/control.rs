@@ -3,6 +3,11 @@
 //! once; calls (`jit`, `custom_jvp_call`, `custom_vjp_call`, `remat2`) are
 //! inlined.
 //!
+//! A `for_loop` whose bounds the host knows (literals or sizes) and whose
+//! step is a positive literal is a `Scan` step of a size-expression length
+//! (no readback per iteration); otherwise a `While` on a trip count
+//! computed on the device.
+//!
 //! Invariants: a loop's carries keep their shapes (a body result whose
 //! resolved shape differs from its carry's is `Unsupported`, naming the
 //! equation), and a carry is a dimension variable of the body only when
@@ -13,7 +18,7 @@ use super::build::{
     bind_outputs, body, cannot, copy_into, gather, i64_lit, load, materialize, ty, Out, Scope, B,
     DV,
 };
-use super::sym::Sz;
+use super::sym::{Sz, SzOp};
 use super::SStep;
 use crate::lower::kernel::i64c;
 use crate::lower::plan::{BufId, CarryUpdate};
@@ -483,6 +488,32 @@ fn for_loop(
         temp: b.alloc(DType::I64, &[])?,
         dst: counter,
     });
+    // Bounds the host knows and a positive literal step: the trip count is
+    // a size expression, `max(0, (hi - lo + step - 1) / step)` (truncating;
+    // a non-positive numerator gives at most 0), and the loop a `Scan` step
+    // with no readback per iteration.
+    let host_step = match q.inputs.get(head + 2) {
+        Some(Atom::Lit(l)) => l.as_i64().filter(|&s| s > 0),
+        _ => None,
+    };
+    if let (Some(lo_s), Some(hi_s), Some(st)) = (
+        scope.size_of(&q.inputs[head]),
+        scope.size_of(&q.inputs[head + 1]),
+        host_step,
+    ) {
+        let num = Sz::bin(SzOp::Add, Sz::bin(SzOp::Sub, hi_s, lo_s), Sz::C(st - 1));
+        let length = Sz::bin(SzOp::Max, Sz::C(0), Sz::bin(SzOp::Div, num, Sz::C(st)));
+        steps.push(SStep::Scan {
+            length,
+            reverse: false,
+            xs: Vec::new(),
+            body: bsteps,
+            carry,
+            ys: Vec::new(),
+        });
+        bind_carries(q, scope, &bufs, &cargs);
+        return Ok(());
+    }
     let trips = b.alloc(DType::I64, &[])?;
     let rev = p.apply_reverse_transform;
     gather(b, steps, "for_trips", trips, &[], |k, args, b, _| {
