@@ -271,6 +271,56 @@ fn dynamic_slice_of_a_dynamic_matrix_with_a_traced_size() {
     agree("dynamic_slice", &j, &inputs, 1e-14);
 }
 
+/// A `scatter-add` of rows over dynamic sizes (what the transpose of a
+/// row gather gives), in each out-of-bounds mode, with repeated and
+/// out-of-range indices.
+fn scatter_rows(dt: &str, mode: &str) -> String {
+    format!(
+        "{{ lambda ; a:i64[] b:i64[] c:i64[] x:{dt}[a,b] i:i32[c,1] u:{dt}[c,b]. let
+    y:{dt}[a,b] = scatter-add[
+      dimension_numbers=ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,), operand_batching_dims=(), scatter_indices_batching_dims=())
+      indices_are_sorted=False
+      mode=GatherScatterMode.{mode}
+      unique_indices=False
+      update_consts=()
+      update_jaxpr={{ lambda ; p:{dt}[] q:{dt}[]. let r:{dt}[] = add p q in (r,) }}
+    ] x i u
+  in (y,) }}"
+    )
+}
+
+#[test]
+fn scatter_add_of_rows_over_dynamic_sizes() {
+    let _g = lock();
+    let mut rng = Rng::new(31);
+    for (dt, dtype, tol) in [("f32", DType::F32, 1e-5), ("i32", DType::I32, 0.0)] {
+        for mode in ["CLIP", "FILL_OR_DROP", "PROMISE_IN_BOUNDS"] {
+            let j = parse_closed_jaxpr(&scatter_rows(dt, mode), Vec::new()).unwrap();
+            let inputs: Vec<Vec<HostArray>> = [
+                (4usize, 3usize, 6usize),
+                (1, 1, 1),
+                (9, 5, 20),
+                (3, 0, 2),
+                (5, 2, 0),
+            ]
+            .iter()
+            .map(|&(a, b, c)| {
+                let dist = Dist::Between(-2.0, a as f64 + 2.0);
+                vec![
+                    i64s(a as i64),
+                    i64s(b as i64),
+                    i64s(c as i64),
+                    random(&mut rng, dtype, &[a, b], Dist::Uniform(4.0)),
+                    random(&mut rng, DType::I32, &[c, 1], dist),
+                    random(&mut rng, dtype, &[c, b], Dist::Uniform(4.0)),
+                ]
+            })
+            .collect();
+            agree(&format!("scatter_{dt}_{mode}"), &j, &inputs, tol);
+        }
+    }
+}
+
 /// The same programs on a GPU through the `cuda` backend: one executable
 /// (one NVRTC compile and module load) for every size.
 #[test]

@@ -25,12 +25,14 @@
 //! What lowers: fused runs of elementwise equations over one shape (with
 //! scalar operands and broadcasts of scalars), `broadcast_in_dim`,
 //! `reshape`, `squeeze`, `transpose`, `rev`, `iota`, `concatenate`, `pad`,
-//! `slice`, `dynamic_slice`, `dynamic_update_slice`, reductions along axes
-//! (`reduce_*`), `dot_general` (batched, any layout; GEMM for the cuBLASLt
-//! types, a kernel otherwise), `cond`, `while`, `scan`, `for_loop` and
-//! inlined calls. Everything else is a compile-time `Unsupported` error
-//! naming the equation, as is a dimension computed from array data or a
-//! loop counter, and a loop whose carry changes shape.
+//! `slice`, `dynamic_slice`, `dynamic_update_slice`, `gather` (clamping
+//! modes), `scatter-add` (atomics), reductions along axes (`reduce_*`),
+//! `argmax`/`argmin`, the cumulative family, `dot_general` (batched, any
+//! layout; GEMM for the cuBLASLt types, a kernel otherwise), `cond`,
+//! `while`, `scan`, `for_loop` and inlined calls. Everything else is a
+//! compile-time `Unsupported` error naming the equation, as is a dimension
+//! computed from array data or a loop counter, and a loop whose carry
+//! changes shape.
 //!
 //! Invariants: a dimension variable's value is known on the host before
 //! the run (it is a size expression of the arguments), so every buffer of
@@ -42,6 +44,7 @@ mod build;
 mod control;
 mod ops;
 mod reduce;
+mod scatter;
 pub(crate) mod sym;
 
 use super::plan::{BufId, BufferDecl, CarryUpdate, KArg, Program, ScanSlice, Step};

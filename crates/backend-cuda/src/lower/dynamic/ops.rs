@@ -2,7 +2,7 @@
 //! elementwise runs: layout (`broadcast_in_dim`, `reshape`, `squeeze`,
 //! `transpose`, `rev`, `iota`, `concatenate`, `pad`), indexing (`slice`,
 //! `dynamic_slice`, `dynamic_update_slice`, `gather` in the clamping
-//! modes), and `dot_general` (a GEMM whose plan is resolved per call; integer and mixed
+//! modes; `scatter-add` in `scatter.rs`), and `dot_general` (a GEMM whose plan is resolved per call; integer and mixed
 //! products as a kernel). Each builds its kernels once, with sizes and
 //! strides as size parameters.
 //!
@@ -252,7 +252,7 @@ pub(crate) fn indexing(
     steps: &mut Vec<SStep>,
 ) -> Result<(), IrError> {
     match p {
-        Indexing::Scatter(_) => return Err(cannot(q, "no dynamic-shape lowering yet")),
+        Indexing::Scatter(sp) => return super::scatter::lower(b, jaxpr, q, sp, scope, steps),
         Indexing::Gather(g) => return gather_op(b, jaxpr, q, g, scope, steps),
         Indexing::Slice(_) | Indexing::DynamicSlice(_) | Indexing::DynamicUpdateSlice => {
             one_output(q)?
