@@ -271,6 +271,70 @@ fn dynamic_slice_of_a_dynamic_matrix_with_a_traced_size() {
     agree("dynamic_slice", &j, &inputs, 1e-14);
 }
 
+/// The trace crate's `dyn_create` programs: a nested `jit` returning an
+/// array of a new size (`n + 1`) with that size, `concatenate` returning
+/// its size sum, and `reshape`/`iota`/row sums/`dynamic_slice` with traced
+/// sizes.
+const NESTED_JIT: &str = "{ lambda ; a:i64[]. let
+    b:i64[] c:f64[b] = jit[
+      name=inner
+      jaxpr={ lambda ; a:i64[]. let
+          b:i64[] = add a 1:i64[]
+          c:f64[b] = broadcast_in_dim[broadcast_dimensions=() shape=(None,)] 1.0:f64[]
+            b
+        in (b, c) }
+    ] a
+    d:f64[] = reduce_sum[axes=(0,) out_sharding=None] c
+    e:f64[] = mul d 2.0:f64[]
+  in (e, c) }";
+
+#[test]
+fn traced_dynamic_creation_programs_match_the_interpreter() {
+    let _g = lock();
+    let sizes: Vec<Vec<HostArray>> = [0i64, 1, 4, 33].map(|n| vec![i64s(n)]).to_vec();
+    agree(
+        "nested_jit",
+        &parse_closed_jaxpr(NESTED_JIT, Vec::new()).unwrap(),
+        &sizes,
+        0.0,
+    );
+    let concat = |n: Array| {
+        let a = ok_or_raise(dyn_::iota(DType::F64, &n));
+        ok_or_raise(dyn_::concatenate(&[a.clone(), &a * 10.0], 0))
+    };
+    agree(
+        "concat_sum",
+        &make_jaxpr(concat)(Array::scalar(2i64)).unwrap(),
+        &sizes,
+        0.0,
+    );
+    let f = |(n, k, s): (Array, Array, Array)| {
+        let two_n = ok_or_raise(dyn_::mul_sizes(&dyn_::Size::Const(2), &(&n).into()));
+        let x = ok_or_raise(dyn_::iota(DType::F64, two_n));
+        let m = ok_or_raise(dyn_::reshape(&x, &[dyn_::Size::Const(2), (&n).into()]));
+        let rows = m.sum(1usize);
+        let sl = ok_or_raise(dyn_::dynamic_slice(&x, &[s], &[(&k).into()]));
+        (rows, sl)
+    };
+    let j = make_jaxpr(f)((
+        Array::scalar(3i64),
+        Array::scalar(2i64),
+        Array::scalar(1i64),
+    ))
+    .unwrap();
+    let inputs: Vec<Vec<HostArray>> = [
+        (3i64, 2i64, 1i64),
+        (5, 4, 3),
+        (4, 3, 7),
+        (1, 0, 0),
+        (64, 100, -3),
+    ]
+    .iter()
+    .map(|&(n, k, s)| vec![i64s(n), i64s(k), i64s(s)])
+    .collect();
+    agree("reshape_slice", &j, &inputs, 0.0);
+}
+
 /// A `scatter-add` of rows over dynamic sizes (what the transpose of a
 /// row gather gives), in each out-of-bounds mode, with repeated and
 /// out-of-range indices.
