@@ -227,11 +227,11 @@ fn dynamic_ops_match_the_interpreter() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         agree(name, &primal, &sizes, 1e-12);
     }
-    // sort has no dynamic lowering yet: refused by name.
-    let sorted =
-        make_jaxpr(move |n: Array| ok_or_raise(jnp::sort(&x_of(&n), Some(0))))(Array::scalar(3i64))
-            .unwrap();
-    refused(&sorted, "sort");
+    // top_k has no dynamic lowering yet: refused by name.
+    let top = make_jaxpr(move |n: Array| ok_or_raise(jaxon_trace::lax::top_k(&x_of(&n), 1)).0)(
+        Array::scalar(3i64),
+    );
+    refused(&top.expect("top_k traces on a dynamic axis"), "top_k");
 }
 
 #[test]
@@ -333,6 +333,38 @@ fn traced_dynamic_creation_programs_match_the_interpreter() {
     .map(|&(n, k, s)| vec![i64s(n), i64s(k), i64s(s)])
     .collect();
     agree("reshape_slice", &j, &inputs, 0.0);
+}
+
+/// A two-operand `sort` along the dynamic minor axis of a matrix, one key:
+/// ties keep their order (stable) and NaNs go last.
+const SORT2: &str = "{ lambda ; a:i64[] b:i64[] x:f32[a,b] y:i32[a,b]. let
+    c:f32[a,b] d:i32[a,b] = sort[dimension=1 is_stable=True num_keys=1] x y
+  in (c, d) }";
+
+#[test]
+fn stable_sort_of_two_operands_along_a_dynamic_axis() {
+    let _g = lock();
+    let j = parse_closed_jaxpr(SORT2, Vec::new()).unwrap();
+    let mut rng = Rng::new(41);
+    let inputs: Vec<Vec<HostArray>> = [(1usize, 1usize), (3, 7), (2, 0), (4, 65)]
+        .iter()
+        .map(|&(a, b)| {
+            // Few distinct keys (ties), some NaNs.
+            let keys: Vec<f64> = (0..a * b)
+                .map(|i| match rng.range(0, 5) {
+                    0 => f64::NAN,
+                    v => (v as f64) - 2.0 + if i % 2 == 0 { 0.0 } else { -0.0 },
+                })
+                .collect();
+            vec![
+                i64s(a as i64),
+                i64s(b as i64),
+                HostArray::from_f64(DType::F32, &[a, b], &keys).unwrap(),
+                random(&mut rng, DType::I32, &[a, b], Dist::Between(-100.0, 100.0)),
+            ]
+        })
+        .collect();
+    agree("sort2", &j, &inputs, 0.0);
 }
 
 /// A `scatter-add` of rows over dynamic sizes (what the transpose of a

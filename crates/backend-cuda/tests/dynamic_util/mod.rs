@@ -184,6 +184,10 @@ pub fn dynamic_ops() -> Vec<(&'static str, Op)> {
             }),
         ),
         (
+            "sort",
+            Box::new(move |x: &Array| sum(ok_or_raise(jnp::sort(&x.sin(), Some(0))) * x)),
+        ),
+        (
             "concatenate",
             Box::new(move |x: &Array| {
                 sum(ok_or_raise(dyn_::concatenate(&[x.clone(), x * 2.0], 0)).sin())

@@ -4,7 +4,11 @@
 //! one axis and the cumulative family (`cumsum`, `cumprod`, `cummax`,
 //! `cummin`, `cumlogsumexp`) along one axis, one thread per output element
 //! or per line walking it in order (so cumulative sums round as the
-//! interpreter's do).
+//! interpreter's do), and `sort` (several operands, `num_keys`
+//! lexicographic keys) as the static lowering's rank kernel: one thread
+//! per element counts the elements of its line that come before it (keys,
+//! then position: stable, NaNs last) and writes every operand there, so
+//! each output element is written once (quadratic in the line length).
 //!
 //! Invariants: the kernels are built once with sizes and strides as size
 //! parameters; `argmax`/`argmin` give the first index of the extremum, the
@@ -20,7 +24,9 @@ use super::SStep;
 use crate::kir::{Expr, KernelBuilder, ShuffleKind, UnOp};
 use crate::lower::kernel::{compute, finish, i64c, THREADS};
 use crate::lower::reduction::{acc_dtype, combine, identity};
-use jaxon_ir::primitive::{ArgOp, ArgReduceParams, CumulativeParams, ReduceParams, Reduction};
+use jaxon_ir::primitive::{
+    ArgOp, ArgReduceParams, CumulativeParams, ReduceParams, Reduction, SortParams,
+};
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
 fn one_output(q: &Eqn) -> Result<(), IrError> {
@@ -46,9 +52,8 @@ pub(crate) fn lower(
         Reduction::Reduce(rp) => rp,
         Reduction::ArgReduce(ap) => return arg_reduce(b, jaxpr, q, ap, scope, steps),
         Reduction::Cumulative(cp) => return cumulative(b, jaxpr, q, cp, scope, steps),
-        Reduction::Sort(_) | Reduction::TopK(_) => {
-            return Err(cannot(q, "no dynamic-shape lowering yet"))
-        }
+        Reduction::Sort(sp) => return sort(b, jaxpr, q, sp, scope, steps),
+        Reduction::TopK(_) => return Err(cannot(q, "no dynamic-shape lowering yet")),
     };
     one_output(q)?;
     let x = scope.atom(&q.inputs[0])?;
@@ -264,4 +269,101 @@ fn cumulative(
             res
         },
     )
+}
+
+/// `sort` along one axis by ranks (see the header).
+fn sort(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    p: &SortParams,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    use crate::lower::sort::{sort_cmp, Key};
+    let first = q
+        .inputs
+        .first()
+        .ok_or_else(|| IrError::Invalid("sort: no operands".into()))?;
+    let (_, shape) = ty(jaxpr, scope, first)?;
+    let axis = p.dimension;
+    if axis >= shape.len() {
+        return Err(IrError::ty(
+            "sort",
+            format!("dimension {axis} out of range"),
+        ));
+    }
+    if p.num_keys == 0 || p.num_keys > q.inputs.len() || q.outputs.len() != q.inputs.len() {
+        return Err(IrError::ty(
+            "sort",
+            format!("num_keys {} for {} operands", p.num_keys, q.inputs.len()),
+        ));
+    }
+    let mut ops = Vec::new();
+    for a in &q.inputs {
+        let (d, s) = ty(jaxpr, scope, a)?;
+        if s != shape {
+            return Err(IrError::ty("sort", "operand shapes differ"));
+        }
+        ops.push((scope.atom(a)?, d));
+    }
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let st = strides(&shape);
+    let (n_axis, s_axis) = (shape[axis].clone(), st[axis].clone());
+    let nk = p.num_keys;
+    loop_kernel(b, steps, "sort", &shape, |k, args, b, lin, idx| {
+        let ast = args.size(k, &s_axis);
+        let len = args.size(k, &n_axis);
+        let pos = k.let_("pos", DType::I64, idx[axis].clone());
+        let base = k.let_(
+            "base",
+            DType::I64,
+            lin.clone() - Expr::var(pos) * ast.clone(),
+        );
+        let mut mine = Vec::new();
+        for (v, d) in &ops[..nk] {
+            let x = load(k, args, b, *v, lin.clone())?;
+            let x = k.let_("key", compute(*d), x);
+            mine.push(Key {
+                d: *d,
+                v: Expr::var(x),
+            });
+        }
+        let rank = k.let_("rank", DType::I64, i64c(0));
+        let j = k.var("j", DType::I64);
+        let mut res = Ok(());
+        k.for_(j, i64c(0), len, i64c(1), |k| {
+            res = (|| {
+                let e = k.let_(
+                    "e",
+                    DType::I64,
+                    Expr::var(base) + Expr::var(j) * ast.clone(),
+                );
+                let mut theirs = Vec::new();
+                for (v, d) in &ops[..nk] {
+                    let x = load(k, args, b, *v, Expr::var(e))?;
+                    let x = k.let_("key", compute(*d), x);
+                    theirs.push(Key {
+                        d: *d,
+                        v: Expr::var(x),
+                    });
+                }
+                let mut before = Expr::var(j).lt(Expr::var(pos));
+                for (t, m) in theirs.iter().zip(&mine).rev() {
+                    let (lt, eq) = sort_cmp(t, m);
+                    before = lt.or(eq.and(before));
+                }
+                let bv = k.let_("before", DType::Bool, before);
+                k.assign(rank, Expr::var(rank) + Expr::var(bv).cast(DType::I64));
+                Ok(())
+            })();
+        });
+        res?;
+        let dst = k.let_("dst", DType::I64, Expr::var(base) + Expr::var(rank) * ast);
+        for ((v, _), (out, _, _)) in ops.iter().zip(&outs) {
+            let x = load(k, args, b, *v, lin.clone())?;
+            store(k, args, b, *out, Expr::var(dst), x)?;
+        }
+        Ok(())
+    })
 }
