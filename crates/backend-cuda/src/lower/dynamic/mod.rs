@@ -27,12 +27,12 @@
 //! `reshape`, `squeeze`, `transpose`, `rev`, `iota`, `concatenate`, `pad`,
 //! `slice`, `dynamic_slice`, `dynamic_update_slice`, `gather` (clamping
 //! modes), `scatter-add` (atomics), reductions along axes (`reduce_*`),
-//! `argmax`/`argmin`, the cumulative family, `sort`, `dot_general` (batched, any
-//! layout; GEMM for the cuBLASLt types, a kernel otherwise), `cond`,
-//! `while`, `scan`, `for_loop` and inlined calls. Everything else is a
-//! compile-time `Unsupported` error naming the equation, as is a dimension
-//! computed from array data or a loop counter, and a loop whose carry
-//! changes shape.
+//! `argmax`/`argmin`, the cumulative family, `sort`, `dot_general`
+//! (batched, any layout; GEMM for the cuBLASLt types, a kernel otherwise),
+//! `cond`, `while`, `scan`, `for_loop` and inlined calls. Everything else
+//! is a compile-time `Unsupported` error naming the equation, as is a
+//! dimension computed from array data or a loop counter, and a loop whose
+//! carry changes shape.
 //!
 //! Invariants: a dimension variable's value is known on the host before
 //! the run (it is a size expression of the arguments), so every buffer of
