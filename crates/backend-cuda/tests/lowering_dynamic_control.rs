@@ -124,7 +124,7 @@ fn loops_and_branches_with_dynamic_carries() {
     };
     refused(
         &make_jaxpr(grow)(Array::scalar(3i64)).unwrap(),
-        "dimension variable",
+        "inside `while`",
     );
     // A while loop over a fixed-size dynamic carry with a runtime trip count.
     let halve = |sz: Array| {

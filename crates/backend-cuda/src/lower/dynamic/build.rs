@@ -498,13 +498,19 @@ pub(crate) fn body(
         .collect()
 }
 
-/// `err` with the equation it arose in named, when it names none.
+/// `err` with the equation it arose in named: the equation itself when
+/// the error names none, else the enclosing loop, branch or call.
 fn at_eqn(err: IrError, q: &Eqn, e: usize) -> IrError {
+    let name = q.primitive.name();
     match err {
-        IrError::Unsupported { primitive, why, .. } if primitive == "dynamic shape" => unsupported(
-            q.primitive.name(),
-            format!("equation {e} ({}): {why}", q.primitive.name()),
-        ),
+        IrError::Unsupported { primitive, why, .. } if primitive == "dynamic shape" => {
+            unsupported(name, format!("equation {e} ({name}): {why}"))
+        }
+        IrError::Unsupported { primitive, why, .. }
+            if matches!(q.primitive, Primitive::Control(_)) && primitive != name =>
+        {
+            unsupported(&primitive, format!("{why}; inside `{name}` (equation {e})"))
+        }
         err => err,
     }
 }
