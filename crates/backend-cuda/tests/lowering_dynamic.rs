@@ -417,6 +417,42 @@ fn scatter_add_of_rows_over_dynamic_sizes() {
     }
 }
 
+/// `jit` with abstracted axes on the registered `cuda-sim` backend: one
+/// trace and one compile serve every size (the trace crate's counters).
+#[test]
+fn jit_on_cuda_sim_compiles_once_for_every_size() {
+    let _g = lock();
+    jaxon_trace::register_backend(std::sync::Arc::new(CudaSimBackend::new()));
+    let f = jit(|(x, y, w): (Array, Array, Array)| {
+        let xv = ok_or_raise(jnp::matmul(&x, &w));
+        ok_or_raise(dyn_::concatenate(&[xv.tanh(), y], 0))
+    })
+    .backend("cuda-sim")
+    .abstracted_axes(&[&[(0, "n")], &[(0, "m")]]);
+    let mut rng = Rng::new(51);
+    for (n, m) in [(2usize, 1usize), (3, 4), (1, 1), (65, 9), (0, 2)] {
+        let xs = random(&mut rng, DType::F64, &[n, 3], Dist::Uniform(1.0)).to_f64_vec();
+        let ys = random(&mut rng, DType::F64, &[m], Dist::Uniform(1.0)).to_f64_vec();
+        let w = vec![1.0, -2.0, 0.5];
+        let out = f
+            .call((
+                Array::from_vec(xs.clone(), &[n, 3]),
+                Array::from_vec(ys.clone(), &[m]),
+                Array::from_vec(w.clone(), &[3]),
+            ))
+            .unwrap();
+        let mut want: Vec<f64> = (0..n)
+            .map(|r| (0..3).map(|c| xs[r * 3 + c] * w[c]).sum::<f64>().tanh())
+            .collect();
+        want.extend(&ys);
+        assert_eq!(out.shape(), vec![n + m]);
+        for (a, b) in out.to_vec::<f64>().iter().zip(&want) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+    }
+    assert_eq!((f.trace_count(), f.compile_count()), (1, 1));
+}
+
 /// The same programs on a GPU through the `cuda` backend: one executable
 /// (one NVRTC compile and module load) for every size.
 #[test]
