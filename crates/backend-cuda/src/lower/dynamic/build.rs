@@ -541,7 +541,31 @@ fn host_size(scope: &mut Scope, q: &Eqn) {
                 BinaryOp::Rem => SzOp::Rem,
                 BinaryOp::Max => SzOp::Max,
                 BinaryOp::Min => SzOp::Min,
-                _ => return,
+                BinaryOp::AddAny => SzOp::Add,
+                // Not size arithmetic: the result sizes nothing.
+                BinaryOp::Pow
+                | BinaryOp::Atan2
+                | BinaryOp::Nextafter
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::ShiftLeft
+                | BinaryOp::ShiftRightArithmetic
+                | BinaryOp::ShiftRightLogical
+                | BinaryOp::Eq
+                | BinaryOp::Ne
+                | BinaryOp::Lt
+                | BinaryOp::Le
+                | BinaryOp::Gt
+                | BinaryOp::Ge
+                | BinaryOp::LtTo
+                | BinaryOp::LeTo
+                | BinaryOp::Igamma
+                | BinaryOp::Igammac
+                | BinaryOp::IgammaGradA
+                | BinaryOp::RandomGammaGrad
+                | BinaryOp::Polygamma
+                | BinaryOp::Zeta => return,
             };
             Sz::bin(op, x.clone(), y.clone())
         }
