@@ -227,11 +227,21 @@ fn dynamic_ops_match_the_interpreter() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         agree(name, &primal, &sizes, 1e-12);
     }
-    // top_k has no dynamic lowering yet: refused by name.
-    let top = make_jaxpr(move |n: Array| ok_or_raise(jaxon_trace::lax::top_k(&x_of(&n), 1)).0)(
-        Array::scalar(3i64),
-    );
-    refused(&top.expect("top_k traces on a dynamic axis"), "top_k");
+    // top_k of 3 (its values and indices), for sizes of at least 3; fewer
+    // elements is an error at the call, as in the interpreter.
+    let top = make_jaxpr(move |n: Array| {
+        let (v, i) = ok_or_raise(jaxon_trace::lax::top_k(&x_of(&n).sin(), 3));
+        (v, i)
+    })(Array::scalar(5i64))
+    .unwrap();
+    let big: Vec<Vec<HostArray>> = [3i64, 7, 64, 301].map(|n| vec![i64s(n)]).to_vec();
+    agree("top_k", &top, &big, 0.0);
+    let exe = CudaSimBackend::new().compile(&top).unwrap();
+    let err = exe
+        .execute(&[CudaSimBackend::new().to_device(&i64s(2)).unwrap()])
+        .expect_err("top_k of 3 out of 2 must fail")
+        .to_string();
+    assert!(err.contains("top_k") && err.contains("3 > 2"), "{err}");
 }
 
 #[test]

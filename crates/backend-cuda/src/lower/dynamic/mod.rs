@@ -27,7 +27,7 @@
 //! `reshape`, `squeeze`, `transpose`, `rev`, `iota`, `concatenate`, `pad`,
 //! `slice`, `dynamic_slice`, `dynamic_update_slice`, `gather` (clamping
 //! modes), `scatter-add` (atomics), reductions along axes (`reduce_*`),
-//! `argmax`/`argmin`, the cumulative family, `sort`, `dot_general`
+//! `argmax`/`argmin`, the cumulative family, `sort`, `top_k`, `dot_general`
 //! (batched, any layout; GEMM for the cuBLASLt types, a kernel otherwise),
 //! `cond`, `while`, `scan`, `for_loop` and inlined calls. Everything else
 //! is a compile-time `Unsupported` error naming the equation, as is a
@@ -136,6 +136,10 @@ pub(crate) enum SStep {
         body: Vec<SStep>,
         carry: Vec<CarryUpdate>,
     },
+    /// A check at instantiation: `small <= large`, else the error `what`
+    /// (a size the interpreter refuses, such as `top_k` of more elements
+    /// than the axis has). No step runs.
+    Require { small: Sz, large: Sz, what: String },
     Scan {
         length: Sz,
         reverse: bool,
@@ -369,6 +373,14 @@ fn steps(ss: &[SStep], vals: &[i64], bufs: &[BufferDecl]) -> Result<Vec<Step>, I
                         dst_offset: dst_off.size(vals)?,
                         len,
                     });
+                }
+            }
+            SStep::Require { small, large, what } => {
+                let (a, b) = (small.eval(vals)?, large.eval(vals)?);
+                if a > b {
+                    return Err(IrError::Eval(format!(
+                        "cuda dynamic shapes: {what} ({a} > {b})"
+                    )));
                 }
             }
             SStep::Cond { index, branches } => out.push(Step::Cond {

@@ -8,12 +8,15 @@
 //! lexicographic keys) as the static lowering's rank kernel: one thread
 //! per element counts the elements of its line that come before it (keys,
 //! then position: stable, NaNs last) and writes every operand there, so
-//! each output element is written once (quadratic in the line length).
+//! each output element is written once (quadratic in the line length);
+//! `top_k` likewise, descending in the IEEE total order, ties by the lower
+//! index.
 //!
 //! Invariants: the kernels are built once with sizes and strides as size
 //! parameters; `argmax`/`argmin` give the first index of the extremum, the
-//! first NaN winning; over an empty axis (which the interpreter refuses)
-//! they give index 0.
+//! first NaN winning; an empty axis is an error at the call, as in the
+//! interpreter (`SStep::Require`), and so is `top_k` of more elements than
+//! its axis has.
 
 use super::build::{
     bind_outputs, cannot, gather, load, loop_kernel, multi_index, offset, store, ty, SArgs, Scope,
@@ -25,7 +28,7 @@ use crate::kir::{Expr, KernelBuilder, ShuffleKind, UnOp};
 use crate::lower::kernel::{compute, finish, i64c, THREADS};
 use crate::lower::reduction::{acc_dtype, combine, identity};
 use jaxon_ir::primitive::{
-    ArgOp, ArgReduceParams, CumulativeParams, ReduceParams, Reduction, SortParams,
+    ArgOp, ArgReduceParams, CumulativeParams, ReduceParams, Reduction, SortParams, TopKParams,
 };
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
@@ -53,7 +56,7 @@ pub(crate) fn lower(
         Reduction::ArgReduce(ap) => return arg_reduce(b, jaxpr, q, ap, scope, steps),
         Reduction::Cumulative(cp) => return cumulative(b, jaxpr, q, cp, scope, steps),
         Reduction::Sort(sp) => return sort(b, jaxpr, q, sp, scope, steps),
-        Reduction::TopK(_) => return Err(cannot(q, "no dynamic-shape lowering yet")),
+        Reduction::TopK(tp) => return top_k(b, jaxpr, q, tp, scope, steps),
     };
     one_output(q)?;
     let x = scope.atom(&q.inputs[0])?;
@@ -166,6 +169,11 @@ fn arg_reduce(
     let xst = strides(&xs);
     let kept: Vec<usize> = (0..xs.len()).filter(|&k| k != axis).collect();
     let kst: Vec<Sz> = kept.iter().map(|&k| xst[k].clone()).collect();
+    steps.push(SStep::Require {
+        small: Sz::C(1),
+        large: xs[axis].clone(),
+        what: format!("{}: cannot reduce an empty axis", q.primitive.name()),
+    });
     let (float, max) = (d.is_float(), p.op == ArgOp::Argmax);
     let cv = compute(d);
     let (n_axis, s_axis) = (xs[axis].clone(), xst[axis].clone());
@@ -365,5 +373,96 @@ fn sort(
             store(k, args, b, *out, Expr::var(dst), x)?;
         }
         Ok(())
+    })
+}
+
+/// `top_k` along `axis` by ranks: each element's rank in its line,
+/// descending in the total order with ties by the lower index; the first
+/// `k` ranks are written with their `i32` positions.
+fn top_k(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    p: &TopKParams,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    use crate::lower::sort::total_key;
+    let [a] = q.inputs.as_slice() else {
+        return Err(IrError::Invalid("top_k: expected one operand".into()));
+    };
+    let (d, xs) = ty(jaxpr, scope, a)?;
+    let axis = p.axis;
+    if axis >= xs.len() {
+        return Err(IrError::ty("top_k", format!("axis {axis} out of range")));
+    }
+    let x = scope.atom(a)?;
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let (vals, idxs, os) = match outs.as_slice() {
+        [(v, _, os), (i, DType::I32, _)] => (*v, *i, os.clone()),
+        _ => return Err(IrError::ty("top_k", "expected values and i32 indices")),
+    };
+    steps.push(SStep::Require {
+        small: Sz::C(p.k as i64),
+        large: xs[axis].clone(),
+        what: format!("top_k: k = {} exceeds the axis", p.k),
+    });
+    let (xst, ost) = (strides(&xs), strides(&os));
+    let (n_axis, s_axis, o_axis) = (xs[axis].clone(), xst[axis].clone(), ost[axis].clone());
+    let kk = p.k as i64;
+    let kd = match compute(d) {
+        DType::F32 => DType::I32,
+        DType::F64 => DType::I64,
+        DType::Bool => DType::U32,
+        c => c,
+    };
+    loop_kernel(b, steps, "top_k", &xs, |k, args, b, lin, idx| {
+        let ast = args.size(k, &s_axis);
+        let oast = args.size(k, &o_axis);
+        let len = args.size(k, &n_axis);
+        let pos = k.let_("pos", DType::I64, idx[axis].clone());
+        let base = k.let_(
+            "base",
+            DType::I64,
+            lin.clone() - Expr::var(pos) * ast.clone(),
+        );
+        let mut oi = idx.to_vec();
+        oi[axis] = i64c(0);
+        let obase = offset(k, args, &ost, &oi);
+        let obase = k.let_("obase", DType::I64, obase);
+        let xv = load(k, args, b, x, lin.clone())?;
+        let xv = k.let_("xv", compute(d), xv);
+        let mine = k.let_("mk", kd, total_key(d, Expr::var(xv)));
+        let rank = k.let_("rank", DType::I64, i64c(0));
+        let j = k.var("j", DType::I64);
+        let mut res = Ok(());
+        k.for_(j, i64c(0), len, i64c(1), |k| {
+            res = (|| {
+                let t = load(k, args, b, x, Expr::var(base) + Expr::var(j) * ast.clone())?;
+                let theirs = k.let_("tk", kd, total_key(d, t));
+                let before = Expr::var(theirs).gt(Expr::var(mine)).or(Expr::var(theirs)
+                    .eq(Expr::var(mine))
+                    .and(Expr::var(j).lt(Expr::var(pos))));
+                k.assign(rank, Expr::var(rank) + before.cast(DType::I64));
+                Ok(())
+            })();
+        });
+        res?;
+        let mut st = Ok(());
+        k.if_(Expr::var(rank).lt(i64c(kk)), |k| {
+            st = (|| {
+                let dst = k.let_("dst", DType::I64, Expr::var(obase) + Expr::var(rank) * oast);
+                store(k, args, b, vals, Expr::var(dst), Expr::var(xv))?;
+                store(
+                    k,
+                    args,
+                    b,
+                    idxs,
+                    Expr::var(dst),
+                    Expr::var(pos).cast(DType::I32),
+                )
+            })();
+        });
+        st
     })
 }
