@@ -345,6 +345,33 @@ fn traced_dynamic_creation_programs_match_the_interpreter() {
     agree("reshape_slice", &j, &inputs, 0.0);
 }
 
+/// `split` along a static axis of a matrix with a dynamic one, `tile`
+/// and `stack` of dynamic operands.
+const SPLIT_TILE_STACK: &str = "{ lambda ; a:i64[] x:f32[a,5] y:f32[a]. let
+    b:f32[a,2] c:f32[a,3] = split[axis=1 sizes=(2, 3)] x
+    d:f32[a,6] = tile[reps=(1, 3)] b
+    e:f32[2,a] = stack[axis=0] y y
+    f:f32[a,2] = stack[axis=1] y y
+  in (c, d, e, f) }";
+
+#[test]
+fn split_tile_and_stack_over_a_dynamic_axis() {
+    let _g = lock();
+    let j = parse_closed_jaxpr(SPLIT_TILE_STACK, Vec::new()).unwrap();
+    let mut rng = Rng::new(61);
+    let inputs: Vec<Vec<HostArray>> = [0usize, 1, 4, 33]
+        .iter()
+        .map(|&a| {
+            vec![
+                i64s(a as i64),
+                random(&mut rng, DType::F32, &[a, 5], Dist::Uniform(3.0)),
+                random(&mut rng, DType::F32, &[a], Dist::Uniform(3.0)),
+            ]
+        })
+        .collect();
+    agree("split_tile_stack", &j, &inputs, 0.0);
+}
+
 /// A two-operand `sort` along the dynamic minor axis of a matrix, one key:
 /// ties keep their order (stable) and NaNs go last.
 const SORT2: &str = "{ lambda ; a:i64[] b:i64[] x:f32[a,b] y:i32[a,b]. let

@@ -25,6 +25,7 @@
 //! What lowers: fused runs of elementwise equations over one shape (with
 //! scalar operands and broadcasts of scalars), `broadcast_in_dim`,
 //! `reshape`, `squeeze`, `transpose`, `rev`, `iota`, `concatenate`, `pad`,
+//! `split`, `tile`, `stack`, `empty2`,
 //! `slice`, `dynamic_slice`, `dynamic_update_slice`, `gather` (clamping
 //! modes), `scatter-add` (atomics), reductions along axes (`reduce_*`),
 //! `argmax`/`argmin`, the cumulative family, `sort`, `top_k`, `dot_general`

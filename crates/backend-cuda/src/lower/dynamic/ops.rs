@@ -1,6 +1,7 @@
 //! Dynamic-shape lowerings of the first-order primitives outside
 //! elementwise runs: layout (`broadcast_in_dim`, `reshape`, `squeeze`,
-//! `transpose`, `rev`, `iota`, `concatenate`, `pad`), indexing (`slice`,
+//! `transpose`, `rev`, `iota`, `concatenate`, `pad`, `split`, `tile`,
+//! `stack`, `empty2`), indexing (`slice`,
 //! `dynamic_slice`, `dynamic_update_slice`, `gather` in the clamping
 //! modes; `scatter-add` in `scatter.rs`), and `dot_general` (a GEMM whose plan is resolved per call; integer and mixed
 //! products as a kernel). Each builds its kernels once, with sizes and
@@ -43,10 +44,21 @@ pub(crate) fn structural(
     steps: &mut Vec<SStep>,
 ) -> Result<(), IrError> {
     match p {
-        Structural::Split(_)
-        | Structural::Tile(_)
-        | Structural::Stack(_)
-        | Structural::Empty2(_) => return Err(cannot(q, "no dynamic-shape lowering yet")),
+        Structural::Split(sp) => return split(b, jaxpr, q, sp.axis, scope, steps),
+        Structural::Tile(_) => {
+            one_output(q)?;
+            return tile(b, jaxpr, q, scope, steps);
+        }
+        Structural::Stack(st) => return stack(b, jaxpr, q, st.axis, scope, steps),
+        Structural::Empty2(_) => {
+            // An uninitialised value: zeros, deterministically.
+            let outs = bind_outputs(b, jaxpr, q, scope)?;
+            for (out, dt, shape) in outs {
+                let zero = DV::Lit(jaxon_ir::Literal::new(0.0, dt));
+                copy_into(b, steps, zero, out, &Sz::prod(&shape))?;
+            }
+            return Ok(());
+        }
         Structural::BroadcastInDim(_)
         | Structural::Reshape(_)
         | Structural::Squeeze(_)
@@ -198,8 +210,120 @@ pub(crate) fn structural(
         | Structural::Split(_)
         | Structural::Tile(_)
         | Structural::Stack(_)
-        | Structural::Empty2(_) => Err(cannot(q, "no dynamic-shape lowering yet")),
+        | Structural::Empty2(_) => Err(IrError::Invalid(format!(
+            "cuda lowering: {} is lowered before this match",
+            q.primitive.name()
+        ))),
     }
+}
+
+/// `split` along `axis`: output `j` is the operand from the sum of the
+/// earlier outputs' sizes along the axis.
+fn split(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    axis: usize,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    let a = q
+        .inputs
+        .first()
+        .ok_or_else(|| IrError::Invalid("split: no operand".into()))?;
+    let x = scope.atom(a)?;
+    let (_, xs) = ty(jaxpr, scope, a)?;
+    if axis >= xs.len() {
+        return Err(IrError::ty("split", "axis out of range"));
+    }
+    let xst = strides(&xs);
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let mut at = Sz::C(0);
+    for (out, _, os) in outs {
+        if os.len() != xs.len() {
+            return Err(IrError::ty("split", "a piece of another rank"));
+        }
+        let start = at.clone();
+        gather(b, steps, "split", out, &os, |k, args, b, idx| {
+            let mut xi = idx.to_vec();
+            xi[axis] = xi[axis].clone() + args.size(k, &start);
+            let o = offset(k, args, &xst, &xi);
+            load(k, args, b, x, o)
+        })?;
+        at = Sz::bin(SzOp::Add, at, os[axis].clone());
+    }
+    Ok(())
+}
+
+/// `tile`: each result index reads the operand at the index modulo the
+/// operand's size on every axis.
+fn tile(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    let x = scope.atom(&q.inputs[0])?;
+    let (_, xs) = ty(jaxpr, scope, &q.inputs[0])?;
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let (out, _, os) = outs[0].clone();
+    if os.len() != xs.len() {
+        return Err(IrError::ty("tile", "reps of another rank"));
+    }
+    let xst = strides(&xs);
+    gather(b, steps, "tile", out, &os, |k, args, b, idx| {
+        let xi: Vec<Expr> = idx
+            .iter()
+            .zip(&xs)
+            .zip(&os)
+            .map(|((i, n), o)| {
+                if n == o {
+                    i.clone()
+                } else {
+                    i.clone() % args.size(k, n)
+                }
+            })
+            .collect();
+        let o = offset(k, args, &xst, &xi);
+        load(k, args, b, x, o)
+    })
+}
+
+/// `stack` along a new `axis`: operand `j` fills index `j` of the axis.
+fn stack(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    axis: usize,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    if q.outputs.len() != 1 {
+        return Err(IrError::Invalid("stack: expected one result".into()));
+    }
+    let mut ops = Vec::new();
+    for a in &q.inputs {
+        let (dt, s) = ty(jaxpr, scope, a)?;
+        ops.push((scope.atom(a)?, dt, s));
+    }
+    let outs = bind_outputs(b, jaxpr, q, scope)?;
+    let (out, _, os) = outs[0].clone();
+    let ost = strides(&os);
+    for (j, (v, dt, s)) in ops.into_iter().enumerate() {
+        if s.len() + 1 != os.len() || axis > s.len() {
+            return Err(IrError::ty("stack", "operand rank"));
+        }
+        let v = materialize(b, steps, v, dt, &s)?;
+        super::build::loop_kernel(b, steps, "stack", &s, |k, args, b, lin, idx| {
+            let mut oi = idx.to_vec();
+            oi.insert(axis, i64c(j as i64));
+            let xv = load(k, args, b, DV::Buf(v), lin.clone())?;
+            let o = offset(k, args, &ost, &oi);
+            super::build::store(k, args, b, out, o, xv)
+        })?;
+    }
+    Ok(())
 }
 
 /// Reads `v` at `index` where `mask` holds (zero elsewhere).
