@@ -376,3 +376,78 @@ fn for_loop_bounds_from_data_and_from_sizes() {
         .iter()
         .any(|s| matches!(s, jaxon_backend_cuda::lower::plan::Step::While { .. })));
 }
+
+/// A `debug_callback` in a `for_loop` over a dynamically sized carry: one
+/// compile; per size, one call per iteration seeing what the interpreter's
+/// calls see.
+const DEBUG_LOOP: &str = "{ lambda ; s:i64[] a:f32[s] k:i32[]. let
+    b:f32[s] c:i32[] = for_loop[
+      apply_reverse_transform=False
+      body_jaxpr={ lambda ; d:i64[] i:i32[] x:f32[d] m:i32[]. let
+          debug_callback[
+            callback=<function f at 0xXXXXXXXXXXXX>
+            effect=Debug
+            partitioned=False
+          ] i x m
+          y:f32[d] = sin x
+          z:i32[] = add m i
+        in (y, z) }
+      body_nconsts=1
+      nimplicit=0
+      preserve_dimensions=True
+    ] s 0:i32[] k 1:i32[] 0:i32[] a 7:i32[]
+  in (b, c) }";
+
+#[test]
+fn debug_callback_in_a_dynamic_loop_runs_once_per_iteration() {
+    use jaxon_backend_cuda::lower::CudaSimBackend;
+    use jaxon_ir::primitive::HostFn;
+    use jaxon_ir::Backend;
+    use std::sync::{Arc, Mutex};
+    let _g = lock();
+    type Log = Arc<Mutex<Vec<Vec<f64>>>>;
+    let seen = |log: Log| -> HostFn {
+        Arc::new(move |xs: &[HostArray]| {
+            let row: Vec<f64> = xs.iter().flat_map(|x| x.to_f64_vec()).collect();
+            log.lock().map_err(|e| e.to_string())?.push(row);
+            Ok(Vec::new())
+        })
+    };
+    let (li, lb): (Log, Log) = (Arc::default(), Arc::default());
+    let want_j = lowering_util::closed_with(DEBUG_LOOP, &seen(li.clone()));
+    let got_j = lowering_util::closed_with(DEBUG_LOOP, &seen(lb.clone()));
+    let backend = CudaSimBackend::new();
+    let exe = backend.compile(&got_j).unwrap();
+    let mut rng = Rng::new(71);
+    for (n, trips) in [(0usize, 2i64), (1, 0), (5, 3), (40, 4)] {
+        li.lock().unwrap().clear();
+        lb.lock().unwrap().clear();
+        let args = vec![
+            i64s(n as i64),
+            lowering_util::random(
+                &mut rng,
+                DType::F32,
+                &[n],
+                lowering_util::Dist::Uniform(2.0),
+            ),
+            HostArray::from_f64(DType::I32, &[], &[trips as f64]).unwrap(),
+        ];
+        let want = jaxon_ir::eval_closed_jaxpr(&want_j, &args).unwrap();
+        let bufs: Vec<_> = args.iter().map(|a| backend.to_device(a).unwrap()).collect();
+        let got = exe.execute(&bufs).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            for (x, y) in g.to_host().unwrap().to_f64_vec().iter().zip(w.to_f64_vec()) {
+                assert!((x - y).abs() <= 1e-6 * (1.0 + y.abs()), "{x} vs {y}");
+            }
+        }
+        let (li, lb) = (li.lock().unwrap(), lb.lock().unwrap());
+        assert_eq!(lb.len(), trips as usize, "one call per iteration");
+        assert_eq!(lb.len(), li.len());
+        for (b, i) in lb.iter().zip(li.iter()) {
+            assert_eq!(b.len(), i.len());
+            for (x, y) in b.iter().zip(i) {
+                assert!((x - y).abs() <= 1e-6 * (1.0 + y.abs()), "{x} vs {y}");
+            }
+        }
+    }
+}

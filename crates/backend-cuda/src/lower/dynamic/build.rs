@@ -750,14 +750,43 @@ fn eqn(
         Primitive::Reduction(p) => super::reduce::lower(b, jaxpr, q, p, scope, steps),
         Primitive::Linalg(p) => super::ops::linalg(b, jaxpr, q, p, scope, steps),
         Primitive::Control(p) => super::control::lower(b, jaxpr, q, p, scope, steps),
+        Primitive::Callback(c) => callback(b, jaxpr, q, c, scope, steps),
         Primitive::State(_)
         | Primitive::Pallas(_)
         | Primitive::Collective(_)
         | Primitive::Marker(_)
         | Primitive::Window(_)
-        | Primitive::Random(_)
-        | Primitive::Callback(_) => Err(cannot(q, "no dynamic-shape lowering yet")),
+        | Primitive::Random(_) => Err(cannot(q, "no dynamic-shape lowering yet")),
     }
+}
+
+/// A host callback: its operands (literals materialised) read back, the
+/// host function called, its results written (`run.rs`'s `Step::Host`),
+/// with the shapes of the call.
+fn callback(
+    b: &mut B,
+    jaxpr: &Jaxpr,
+    q: &Eqn,
+    c: &jaxon_ir::primitive::Callback,
+    scope: &mut Scope,
+    steps: &mut Vec<SStep>,
+) -> Result<(), IrError> {
+    let mut args = Vec::with_capacity(q.inputs.len());
+    for a in &q.inputs {
+        let (dt, shape) = ty(jaxpr, scope, a)?;
+        let buf = materialize(b, steps, scope.atom(a)?, dt, &shape)?;
+        args.push((buf, shape));
+    }
+    let outs = bind_outputs(b, jaxpr, q, scope)?
+        .into_iter()
+        .map(|(buf, _, shape)| (buf, shape))
+        .collect();
+    steps.push(SStep::Host {
+        call: c.clone(),
+        args,
+        outs,
+    });
+    Ok(())
 }
 
 /// A `DType::I64` literal.

@@ -30,7 +30,8 @@
 //! modes), `scatter-add` (atomics), reductions along axes (`reduce_*`),
 //! `argmax`/`argmin`, the cumulative family, `sort`, `top_k`, `dot_general`
 //! (batched, any layout; GEMM for the cuBLASLt types, a kernel otherwise),
-//! `cond`, `while`, `scan`, `for_loop` and inlined calls. Everything else
+//! `cond`, `while`, `scan`, `for_loop`, inlined calls and host callbacks
+//! (`debug_print`, `debug_callback`, `pure_callback`). Everything else
 //! is a compile-time `Unsupported` error naming the equation, as is a
 //! dimension computed from array data or a loop counter, and a loop whose
 //! carry changes shape.
@@ -136,6 +137,13 @@ pub(crate) enum SStep {
         pred: BufId,
         body: Vec<SStep>,
         carry: Vec<CarryUpdate>,
+    },
+    /// A host callback (see [`Step::Host`]), operand and result shapes
+    /// resolved per call.
+    Host {
+        call: jaxon_ir::primitive::Callback,
+        args: Vec<(BufId, Vec<Sz>)>,
+        outs: Vec<(BufId, Vec<Sz>)>,
     },
     /// A check at instantiation: `small <= large`, else the error `what`
     /// (a size the interpreter refuses, such as `top_k` of more elements
@@ -375,6 +383,21 @@ fn steps(ss: &[SStep], vals: &[i64], bufs: &[BufferDecl]) -> Result<Vec<Step>, I
                         len,
                     });
                 }
+            }
+            SStep::Host { call, args, outs } => {
+                let shaped = |v: &[(BufId, Vec<Sz>)]| {
+                    v.iter()
+                        .map(|(b, s)| {
+                            let s = s.iter().map(|d| d.size(vals)).collect::<Result<_, _>>()?;
+                            Ok((*b, s))
+                        })
+                        .collect::<Result<Vec<_>, IrError>>()
+                };
+                out.push(Step::Host {
+                    call: call.clone(),
+                    args: shaped(args)?,
+                    outs: shaped(outs)?,
+                });
             }
             SStep::Require { small, large, what } => {
                 let (a, b) = (small.eval(vals)?, large.eval(vals)?);
