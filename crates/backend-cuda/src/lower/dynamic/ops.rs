@@ -155,9 +155,7 @@ pub(crate) fn structural(
                 }
                 let v = materialize(b, steps, scope.atom(a)?, dt, &s)?;
                 let off = Sz::bin(SzOp::Mul, at_axis.clone(), ost[d].clone());
-                let ist = strides(&s);
                 super::build::loop_kernel(b, steps, "concat", &s, |k, args, b, lin, idx| {
-                    let _ = &ist;
                     let xv = load(k, args, b, DV::Buf(v), lin.clone())?;
                     let o = offset(k, args, &ost, idx) + args.size(k, &off);
                     super::build::store(k, args, b, out, o, xv)
@@ -383,7 +381,7 @@ pub(crate) fn indexing(
         }
     }
     let x = scope.atom(&q.inputs[0])?;
-    let (xdt, xs) = ty(jaxpr, scope, &q.inputs[0])?;
+    let (_, xs) = ty(jaxpr, scope, &q.inputs[0])?;
     let xst = strides(&xs);
     let r = xs.len();
     match p {
@@ -444,7 +442,6 @@ pub(crate) fn indexing(
             let (out, _, os) = outs[0].clone();
             copy_into(b, steps, x, out, &Sz::prod(&os))?;
             let ost = strides(&os);
-            let _ = xdt;
             super::build::loop_kernel(b, steps, "update_slice", &us, |k, args, b, lin, idx| {
                 let mut oi = Vec::new();
                 for d in 0..r {
