@@ -372,6 +372,34 @@ fn split_tile_and_stack_over_a_dynamic_axis() {
     agree("split_tile_stack", &j, &inputs, 0.0);
 }
 
+/// A same-width `bitcast_convert_type` and `regularized_incomplete_beta`
+/// in one fused run over a dynamic axis.
+const BITCAST_BETAINC: &str = "{ lambda ; n:i64[] a:f32[n] b:f32[n] x:f32[n]. let
+    c:i32[n] = bitcast_convert_type[new_dtype=int32] x
+    d:f32[n] = regularized_incomplete_beta a b x
+    e:f32[n] = mul d 2.0:f32[]
+  in (c, e) }";
+
+#[test]
+fn bitcasts_and_special_functions_fuse_over_a_dynamic_axis() {
+    let _g = lock();
+    let j = parse_closed_jaxpr(BITCAST_BETAINC, Vec::new()).unwrap();
+    let mut rng = Rng::new(81);
+    let inputs: Vec<Vec<HostArray>> = [0usize, 1, 9, 70]
+        .iter()
+        .map(|&n| {
+            vec![
+                i64s(n as i64),
+                random(&mut rng, DType::F32, &[n], Dist::Between(0.5, 4.0)),
+                random(&mut rng, DType::F32, &[n], Dist::Between(0.5, 4.0)),
+                random(&mut rng, DType::F32, &[n], Dist::Between(0.0, 1.0)),
+            ]
+        })
+        .collect();
+    // The static lowering's betainc is the interpreter's series in f64.
+    agree("bitcast_betainc", &j, &inputs, 1e-6);
+}
+
 /// A two-operand `sort` along the dynamic minor axis of a matrix, one key:
 /// ties keep their order (stable) and NaNs go last.
 const SORT2: &str = "{ lambda ; a:i64[] b:i64[] x:f32[a,b] y:i32[a,b]. let
