@@ -5,9 +5,9 @@
 //! Design:
 //! - **Compile once** (`build.rs`, `ops.rs`, `control.rs`): one walk over
 //!   the jaxpr and its nested bodies declares every buffer with a length
-//!   that is a size expression ([`sym::Sz`]) over the program's integer
+//!   that is a size expression (`sym::Sz`) over the program's integer
 //!   scalar inputs, builds every kernel once with its sizes and strides as
-//!   `Scalar(I64)` parameters, and emits symbolic steps ([`SStep`]): launches
+//!   `Scalar(I64)` parameters, and emits symbolic steps (`SStep`): launches
 //!   whose grid is computed from a size expression, copies, GEMMs whose
 //!   [`GemmPlan`] is resolved per call, and host-driven `cond`/`while`/
 //!   `scan`/`for_loop` over nested step lists.
