@@ -400,6 +400,52 @@ fn bitcasts_and_special_functions_fuse_over_a_dynamic_axis() {
     agree("bitcast_betainc", &j, &inputs, 1e-6);
 }
 
+/// A reduction of an elementwise run (nothing else of the run used
+/// later) is one kernel: the warp-per-output reduction evaluates the run.
+/// A run result also used later keeps its own kernel.
+#[test]
+fn a_reduction_of_an_elementwise_run_fuses_into_one_kernel() {
+    let _g = lock();
+    let x_of = |n: &Array| iota(n) * 0.37 - 0.8;
+    let fused = make_jaxpr(move |n: Array| {
+        let x = x_of(&n);
+        let m = ok_or_raise(dyn_::broadcast_in_dim(
+            &x,
+            &[dyn_::Size::Const(3), (&n).into()],
+            &[1],
+        ));
+        (
+            (&m.exp() * 2.0 - &m).sum(1usize),
+            (x.sin() * 3.0).max(jnp::All),
+        )
+    })(Array::scalar(3i64))
+    .unwrap();
+    let kernels = |j: &jaxon_ir::ClosedJaxpr| -> Vec<String> {
+        dynamic::compile(j)
+            .unwrap()
+            .kernels()
+            .iter()
+            .map(|k| k.name.clone())
+            .collect()
+    };
+    let names = kernels(&fused);
+    assert!(
+        names.iter().filter(|n| n.starts_with("dyn_ew_")).count() == 1,
+        "only x's own run stores: {names:?}"
+    );
+    let sizes: Vec<Vec<HostArray>> = [0i64, 1, 7, 300].map(|n| vec![i64s(n)]).to_vec();
+    agree("fused_reduce", &fused, &sizes, 1e-12);
+    // The run's result is also returned: stored by its own kernel.
+    let kept = make_jaxpr(move |n: Array| {
+        let y = x_of(&n).exp();
+        (y.sum(jnp::All), y)
+    })(Array::scalar(3i64))
+    .unwrap();
+    let names = kernels(&kept);
+    assert!(names.iter().any(|n| n.starts_with("dyn_ew_")), "{names:?}");
+    agree("kept_run", &kept, &sizes, 1e-12);
+}
+
 /// A two-operand `sort` along the dynamic minor axis of a matrix, one key:
 /// ties keep their order (stable) and NaNs go last.
 const SORT2: &str = "{ lambda ; a:i64[] b:i64[] x:f32[a,b] y:i32[a,b]. let

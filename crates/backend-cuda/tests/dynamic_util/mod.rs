@@ -63,7 +63,9 @@ pub fn agree(label: &str, j: &ClosedJaxpr, inputs: &[Vec<HostArray>], tol: f64) 
             );
             for (a, b) in g.to_f64_vec().iter().zip(w.to_f64_vec()) {
                 assert!(
-                    (a - b).abs() <= tol * b.abs().max(1.0) || (a.is_nan() && b.is_nan()),
+                    *a == b
+                        || (a - b).abs() <= tol * b.abs().max(1.0)
+                        || (a.is_nan() && b.is_nan()),
                     "{label} {shapes:?}: {a} vs {b}"
                 );
             }

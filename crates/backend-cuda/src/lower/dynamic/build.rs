@@ -22,12 +22,12 @@ use super::{SArg, SStep};
 use crate::kir::{Expr, Kernel, KernelBuilder, ParamId};
 use crate::lower::kernel::{compute, finish, i64c, lit_expr, THREADS};
 use crate::lower::plan::BufId;
-use crate::lower::{elementwise, unsupported};
-use jaxon_ir::primitive::{BinaryOp, ConvertElementTypeParams, Elementwise, Primitive, Structural};
+use crate::lower::unsupported;
+use jaxon_ir::primitive::{BinaryOp, ConvertElementTypeParams, Elementwise, Primitive};
 use jaxon_ir::{
     Atom, Binder, ClosedJaxpr, DType, Dim, Eqn, HostArray, IrError, Jaxpr, Literal, Scalar, Var,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A value during compilation: a buffer or a scalar literal.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -470,14 +470,15 @@ pub(crate) fn body(
     }
     let mut e = 0;
     while e < jaxpr.eqns.len() {
-        let end = run_end(jaxpr, &scope, e);
+        let end = super::fuse::run_end(jaxpr, &scope, e);
         if end > e {
-            elementwise_run(b, jaxpr, &mut scope, e, end, steps)
+            let reduced = super::fuse::lower(b, jaxpr, &mut scope, e, end, steps)
                 .map_err(|err| at_eqn(err, &jaxpr.eqns[e], e))?;
-            for q in &jaxpr.eqns[e..end] {
+            let last = if reduced { end + 1 } else { end };
+            for q in &jaxpr.eqns[e..last] {
                 host_size(&mut scope, q);
             }
-            e = end;
+            e = last;
             continue;
         }
         let q = &jaxpr.eqns[e];
@@ -572,156 +573,6 @@ fn host_size(scope: &mut Scope, q: &Eqn) {
         _ => return,
     };
     scope.sizes.insert(*out, s);
-}
-
-/// Whether `q` can be a member of an elementwise run over `shape`: an
-/// elementwise equation or a broadcast of a scalar, with one output of
-/// that shape, whose array operands have that shape or are scalars.
-fn run_member(jaxpr: &Jaxpr, scope: &Scope, q: &Eqn, shape: &[Sz]) -> bool {
-    let [o] = q.outputs.as_slice() else {
-        return false;
-    };
-    let ok_prim = match &q.primitive {
-        // Complex values never reach a kernel; a width-changing bitcast
-        // has operands of another shape and fails the check below.
-        Primitive::Elementwise(e) => !matches!(
-            e,
-            Elementwise::Complex | Elementwise::Real | Elementwise::Imag | Elementwise::Conj(_)
-        ),
-        Primitive::Structural(Structural::BroadcastInDim(_)) => q
-            .inputs
-            .first()
-            .and_then(|a| ty(jaxpr, scope, a).ok())
-            .is_some_and(|(_, s)| s.is_empty()),
-        _ => false,
-    };
-    if !ok_prim {
-        return false;
-    }
-    let Ok((odt, oshape)) = out_ty(jaxpr, scope, o) else {
-        return false;
-    };
-    if oshape != shape || odt.is_complex() || odt == DType::KeyFry {
-        return false;
-    }
-    let operands = match &q.primitive {
-        Primitive::Structural(_) => &q.inputs[..1],
-        _ => &q.inputs[..],
-    };
-    operands.iter().all(|a| match ty(jaxpr, scope, a) {
-        Ok((dt, s)) => !dt.is_complex() && dt != DType::KeyFry && (s.is_empty() || s == shape),
-        Err(_) => false,
-    })
-}
-
-/// The end of the elementwise run starting at `e` (`e` when there is
-/// none).
-fn run_end(jaxpr: &Jaxpr, scope: &Scope, e: usize) -> usize {
-    let Some(first) = jaxpr.eqns.get(e) else {
-        return e;
-    };
-    let Some(Ok((_, shape))) = first.outputs.first().map(|o| out_ty(jaxpr, scope, o)) else {
-        return e;
-    };
-    let mut end = e;
-    while end < jaxpr.eqns.len() && run_member(jaxpr, scope, &jaxpr.eqns[end], &shape) {
-        end += 1;
-    }
-    end
-}
-
-/// One kernel for the elementwise equations `e..end` (all over one
-/// shape): each member computed per element, the results used after the
-/// run stored.
-fn elementwise_run(
-    b: &mut B,
-    jaxpr: &Jaxpr,
-    scope: &mut Scope,
-    e: usize,
-    end: usize,
-    steps: &mut Vec<SStep>,
-) -> Result<(), IrError> {
-    let members = &jaxpr.eqns[e..end];
-    let mut used: HashSet<Var> = HashSet::new();
-    for q in &jaxpr.eqns[end..] {
-        used.extend(q.inputs.iter().filter_map(|a| match a {
-            Atom::Var(v) => Some(*v),
-            Atom::Lit(_) => None,
-        }));
-    }
-    used.extend(jaxpr.outvars.iter().filter_map(|a| match a {
-        Atom::Var(v) => Some(*v),
-        Atom::Lit(_) => None,
-    }));
-    let (_, shape) = out_ty(jaxpr, scope, &members[0].outputs[0])?;
-    // Stored results.
-    let mut stored = Vec::new();
-    for q in members {
-        if let Binder::Var(v) = &q.outputs[0] {
-            if used.contains(v) {
-                let (dt, _) = out_ty(jaxpr, scope, &q.outputs[0])?;
-                let buf = b.alloc(dt, &shape)?;
-                stored.push((*v, buf));
-            }
-        }
-    }
-    // Operand types before binding the results.
-    let mut op_types = Vec::new();
-    for q in members {
-        let mut ts = Vec::new();
-        for a in &q.inputs {
-            ts.push(ty(jaxpr, scope, a)?);
-        }
-        op_types.push((ts, out_ty(jaxpr, scope, &q.outputs[0])?.0));
-    }
-    let scope_ro: &Scope = scope;
-    let name = format!("ew_{}", members[members.len() - 1].primitive.name());
-    loop_kernel(b, steps, &name, &shape, |k, args, b, lin, _| {
-        let mut vals: HashMap<Var, Expr> = HashMap::new();
-        for (q, (ts, odt)) in members.iter().zip(&op_types) {
-            let n_ops = match &q.primitive {
-                Primitive::Structural(_) => 1,
-                _ => q.inputs.len(),
-            };
-            let mut xs = Vec::new();
-            let mut dts = Vec::new();
-            for (a, (dt, s)) in q.inputs.iter().zip(ts).take(n_ops) {
-                dts.push(*dt);
-                let x = match a {
-                    Atom::Var(v) if vals.contains_key(v) => vals[v].clone(),
-                    a => {
-                        let at = if s.is_empty() { i64c(0) } else { lin.clone() };
-                        load(k, args, b, scope_ro.atom(a)?, at)?
-                    }
-                };
-                xs.push(x);
-            }
-            let r = match &q.primitive {
-                Primitive::Elementwise(ew) => elementwise::scalar(k, ew, *odt, &dts, xs)
-                    .map_err(|err| cannot(q, err.to_string()))?,
-                _ => xs
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| IrError::Invalid("broadcast without operand".into()))?,
-            };
-            let v = k.let_("v", compute(*odt), r);
-            if let Binder::Var(var) = &q.outputs[0] {
-                vals.insert(*var, Expr::var(v));
-            }
-        }
-        for (v, buf) in &stored {
-            let x = vals
-                .get(v)
-                .cloned()
-                .ok_or_else(|| IrError::Invalid("cuda lowering: a run result is missing".into()))?;
-            store(k, args, b, *buf, lin.clone(), x)?;
-        }
-        Ok(())
-    })?;
-    for (v, buf) in stored {
-        scope.bind(v, DV::Buf(buf), None);
-    }
-    Ok(())
 }
 
 /// Lowers one equation: the one match over the primitive families.

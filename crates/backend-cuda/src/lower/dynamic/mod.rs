@@ -23,7 +23,8 @@
 //!   not depend on sizes.
 //!
 //! What lowers: fused runs of elementwise equations over one shape (with
-//! scalar operands and broadcasts of scalars), `broadcast_in_dim`,
+//! scalar operands and broadcasts of scalars; into a following reduction
+//! when nothing else of the run is used later, `fuse.rs`), `broadcast_in_dim`,
 //! `reshape`, `squeeze`, `transpose`, `rev`, `iota`, `concatenate`, `pad`,
 //! `split`, `tile`, `stack`, `empty2`,
 //! `slice`, `dynamic_slice`, `dynamic_update_slice`, `gather` (clamping
@@ -44,6 +45,7 @@
 
 mod build;
 mod control;
+mod fuse;
 mod ops;
 mod reduce;
 mod scatter;

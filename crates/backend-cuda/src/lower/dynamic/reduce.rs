@@ -26,9 +26,11 @@ use super::sym::{strides, Sz, SzOp};
 use super::SStep;
 use crate::kir::{Expr, KernelBuilder, ShuffleKind, UnOp};
 use crate::lower::kernel::{compute, finish, i64c, THREADS};
+use crate::lower::plan::BufId;
 use crate::lower::reduction::{acc_dtype, combine, identity};
 use jaxon_ir::primitive::{
-    ArgOp, ArgReduceParams, CumulativeParams, ReduceParams, Reduction, SortParams, TopKParams,
+    ArgOp, ArgReduceParams, CumulativeParams, ReduceOp, ReduceParams, Reduction, SortParams,
+    TopKParams,
 };
 use jaxon_ir::{DType, Eqn, IrError, Jaxpr};
 
@@ -63,10 +65,51 @@ pub(crate) fn lower(
     let (xdt, xs) = ty(jaxpr, scope, &q.inputs[0])?;
     let outs = bind_outputs(b, jaxpr, q, scope)?;
     let (out, odt, _) = outs[0].clone();
+    let red = Reduce {
+        q,
+        op: *op,
+        axes,
+        xdt,
+        xs: &xs,
+        out,
+        odt,
+    };
+    reduce_kernel(b, steps, &red, |k, args, b, at| load(k, args, b, x, at))
+}
+
+/// A reduction to lower: its equation, operand type and result buffer.
+pub(crate) struct Reduce<'a> {
+    pub q: &'a Eqn,
+    pub op: ReduceOp,
+    pub axes: &'a [usize],
+    pub xdt: DType,
+    pub xs: &'a [Sz],
+    pub out: BufId,
+    pub odt: DType,
+}
+
+/// The warp-per-output reduction kernel of `r`; `value` gives the
+/// operand's element at a linear index (a load, or fused producers
+/// evaluated there).
+pub(crate) fn reduce_kernel(
+    b: &mut B,
+    steps: &mut Vec<SStep>,
+    r: &Reduce<'_>,
+    mut value: impl FnMut(&mut KernelBuilder, &mut SArgs, &B, Expr) -> Result<Expr, IrError>,
+) -> Result<(), IrError> {
+    let Reduce {
+        q,
+        op,
+        axes,
+        xdt,
+        xs,
+        out,
+        odt,
+    } = *r;
     if axes.iter().any(|&a| a >= xs.len()) {
         return Err(IrError::ty(q.primitive.name(), "axis out of range"));
     }
-    let xst = strides(&xs);
+    let xst = strides(xs);
     let kept: Vec<usize> = (0..xs.len()).filter(|d| !axes.contains(d)).collect();
     let red: Vec<usize> = (0..xs.len()).filter(|d| axes.contains(d)).collect();
     let kshape: Vec<Sz> = kept.iter().map(|&d| xs[d].clone()).collect();
@@ -78,7 +121,6 @@ pub(crate) fn lower(
     if nout == Sz::C(0) {
         return Ok(());
     }
-    let op = *op;
     let acc_t = acc_dtype(xdt);
     // One warp per output element, in a warp-uniform grid-stride loop: its
     // lanes stride over the reduced elements, then combine by shuffles.
@@ -106,7 +148,7 @@ pub(crate) fn lower(
                 inner = (|| {
                     let ri = multi_index(k, Expr::var(j), &rshape, &rdims);
                     let at = Expr::var(base) + offset(k, &mut args, &rst, &ri);
-                    let v = load(k, &mut args, bref, x, at)?;
+                    let v = value(k, &mut args, bref, at)?;
                     let v = if compute(xdt) != acc_t {
                         v.cast(acc_t)
                     } else {
