@@ -7,6 +7,12 @@
 //! shared-memory races. Every kernel is tested for values on the simulator
 //! on machines with no GPU, and on a GPU whenever one is present.
 //!
+//! Jaxprs lower to launch plans in [`lower`]; a jaxpr with dimension
+//! variables compiles once into a symbolic plan (`lower::dynamic`: sizes
+//! are kernel parameters, grids and GEMM plans are computed per call) that
+//! is instantiated for each call's sizes, so one compiled program (and one
+//! NVRTC module on a GPU) serves every size.
+//!
 //! Invariants:
 //! - Nothing here panics when CUDA, NVRTC or a GPU is missing: every driver
 //!   and NVRTC entry point is guarded and reports a [`CudaError`].

@@ -10,6 +10,7 @@
 //! Invariant: both backends compile through [`super::lower`], so the plan
 //! the simulator checks is the plan a GPU runs.
 
+use super::dynamic::DynProgram;
 use super::gpu::{device0, Arg, Loaded, Resident};
 use super::plan::Program;
 use super::precision::LowerOptions;
@@ -91,7 +92,7 @@ impl Executable for SimExecutable {
 /// Checks that all of a program's buffers together fit the memory limit
 /// (each was checked on its own when it was declared): the simulator holds
 /// them all at once.
-fn check_program_memory(prog: &super::plan::Program) -> Result<(), IrError> {
+pub(crate) fn check_program_memory(prog: &super::plan::Program) -> Result<(), IrError> {
     let total = prog.buffers.iter().try_fold(0usize, |acc, d| {
         d.len
             .checked_mul(d.dtype.size_bytes())
@@ -125,6 +126,10 @@ impl Backend for CudaSimBackend {
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
+        if super::dynamic::is_dynamic(&jaxpr.jaxpr) {
+            let program = super::dynamic::compile(jaxpr)?;
+            return Ok(Arc::new(DynSimExecutable { program }));
+        }
         let program = super::lower_with(jaxpr, LowerOptions::simulator()?)?;
         Ok(Arc::new(SimExecutable { program }))
     }
@@ -158,37 +163,100 @@ pub struct GpuExecutable {
 
 impl Executable for GpuExecutable {
     fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
-        let cuda = |e| IrError::Eval(format!("cuda: {e}"));
-        // Resident arrays are bound as they are; anything else comes from
-        // the host.
-        let hosts: Vec<Option<HostArray>> = args
-            .iter()
-            .map(|b| match b.as_any().downcast_ref::<CudaArray>() {
-                Some(_) => Ok(None),
-                None => b.to_host().map(Some),
-            })
-            .collect::<Result<_, IrError>>()?;
-        let bound: Vec<Arg<'_>> = args
-            .iter()
-            .zip(&hosts)
-            .map(|(b, h)| match (b.as_any().downcast_ref::<CudaArray>(), h) {
-                (Some(d), _) => Ok(Arg::Device(&d.0.buffer)),
-                (None, Some(h)) => Ok(Arg::Host(h)),
-                (None, None) => Err(IrError::Eval("cuda: an argument went missing".into())),
-            })
-            .collect::<Result<_, IrError>>()?;
-        let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.is_none() {
-            *slot = Some(Loaded::new(&self.program).map_err(cuda)?);
-        }
-        let loaded = slot
-            .as_mut()
-            .ok_or_else(|| IrError::Eval("cuda: the program is not loaded".into()))?;
-        let outs = loaded.run_resident(&self.program, &bound).map_err(cuda)?;
+        run_gpu(&self.program, &self.loaded, args)
+    }
+}
+
+/// Runs `program` on the GPU with `args`, loading it into `loaded` at the
+/// first call (a later call must run a program with the same kernels).
+fn run_gpu(
+    program: &Program,
+    loaded: &Mutex<Option<Loaded>>,
+    args: &[Arc<dyn Buffer>],
+) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+    let cuda = |e| IrError::Eval(format!("cuda: {e}"));
+    // Resident arrays are bound as they are; anything else comes from
+    // the host.
+    let hosts: Vec<Option<HostArray>> = args
+        .iter()
+        .map(|b| match b.as_any().downcast_ref::<CudaArray>() {
+            Some(_) => Ok(None),
+            None => b.to_host().map(Some),
+        })
+        .collect::<Result<_, IrError>>()?;
+    let bound: Vec<Arg<'_>> = args
+        .iter()
+        .zip(&hosts)
+        .map(|(b, h)| match (b.as_any().downcast_ref::<CudaArray>(), h) {
+            (Some(d), _) => Ok(Arg::Device(&d.0.buffer)),
+            (None, Some(h)) => Ok(Arg::Host(h)),
+            (None, None) => Err(IrError::Eval("cuda: an argument went missing".into())),
+        })
+        .collect::<Result<_, IrError>>()?;
+    let mut slot = loaded.lock().unwrap_or_else(|p| p.into_inner());
+    if slot.is_none() {
+        *slot = Some(Loaded::new(program).map_err(cuda)?);
+    }
+    let loaded = slot
+        .as_mut()
+        .ok_or_else(|| IrError::Eval("cuda: the program is not loaded".into()))?;
+    let outs = loaded.run_resident(program, &bound).map_err(cuda)?;
+    Ok(outs
+        .into_iter()
+        .map(|r| Arc::new(CudaArray(r)) as Arc<dyn Buffer>)
+        .collect())
+}
+
+/// A dynamic-shape program compiled for the simulator: instantiated for
+/// each call's sizes, its kernels built once.
+pub struct DynSimExecutable {
+    /// The compiled program.
+    pub program: DynProgram,
+}
+
+impl Executable for DynSimExecutable {
+    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let arrays = host_arrays(args)?;
+        let outs = super::dynamic::run_simulated(&self.program, &arrays)?;
         Ok(outs
             .into_iter()
-            .map(|r| Arc::new(CudaArray(r)) as Arc<dyn Buffer>)
+            .map(|array| Arc::new(HostBuffer { array }) as Arc<dyn Buffer>)
             .collect())
+    }
+}
+
+/// A dynamic-shape program compiled for a GPU: each call's instantiation
+/// runs on the module loaded (and compiled by NVRTC) at the first call,
+/// since the kernels do not depend on the sizes.
+pub struct DynGpuExecutable {
+    /// The compiled program.
+    pub program: DynProgram,
+    loaded: Mutex<Option<Loaded>>,
+}
+
+impl Executable for DynGpuExecutable {
+    fn execute(&self, args: &[Arc<dyn Buffer>]) -> Result<Vec<Arc<dyn Buffer>>, IrError> {
+        let mut vals = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for (k, a) in args.iter().enumerate() {
+            let aval = a.aval();
+            let shape = aval
+                .static_sizes()
+                .ok_or_else(|| IrError::Invalid("cuda: an argument with a dynamic shape".into()))?;
+            vals.push(if self.program.is_size_input(k) && shape.is_empty() {
+                let h = match a.as_any().downcast_ref::<HostBuffer>() {
+                    Some(h) => h.array.clone(),
+                    None => a.to_host()?,
+                };
+                h.data().get_i64(0)
+            } else {
+                0
+            });
+            types.push((aval.dtype, shape));
+        }
+        self.program.check_args(&vals, &types)?;
+        let program = self.program.instantiate(&vals)?;
+        run_gpu(&program, &self.loaded, args)
     }
 }
 
@@ -206,6 +274,13 @@ impl Backend for CudaBackend {
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
+        if super::dynamic::is_dynamic(&jaxpr.jaxpr) {
+            let program = super::dynamic::compile(jaxpr)?;
+            return Ok(Arc::new(DynGpuExecutable {
+                program,
+                loaded: Mutex::new(None),
+            }));
+        }
         let program = super::lower_with(jaxpr, LowerOptions::gpu()?)?;
         Ok(Arc::new(GpuExecutable {
             program,

@@ -232,7 +232,7 @@ fn scan_step(
 }
 
 /// `op(a, b)` on compute-dtype values of storage dtype `d`.
-fn combine(
+pub(crate) fn combine(
     k: &mut KernelBuilder,
     op: CumulativeOp,
     d: DType,

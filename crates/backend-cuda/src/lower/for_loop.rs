@@ -167,7 +167,13 @@ fn i64_lit(v: i64) -> Literal {
 /// The trip count `for_loop_trips` computes, as an `i64` expression: the
 /// ceiling of `(hi - lo) / step` clamped at 0, and 0 for a step the
 /// interpreter refuses.
-fn trip_count(k: &mut crate::kir::KernelBuilder, lo: Expr, hi: Expr, st: Expr, rev: bool) -> Expr {
+pub(crate) fn trip_count(
+    k: &mut crate::kir::KernelBuilder,
+    lo: Expr,
+    hi: Expr,
+    st: Expr,
+    rev: bool,
+) -> Expr {
     let zero = || i64c(0);
     let ok = if rev {
         st.clone().ne(zero())

@@ -412,9 +412,12 @@ impl Loaded {
                     )))
                 }
                 None if escapes[i] => Some(Arc::new(device.alloc(decl.dtype, decl.len)?)),
+                // A dynamic-shape program's instantiations share buffer
+                // indices but not lengths: scratch of another length is
+                // replaced.
                 None => match &self.scratch[i] {
-                    Some(b) => Some(b.clone()),
-                    None => {
+                    Some(b) if b.len() == decl.len && b.dtype() == decl.dtype => Some(b.clone()),
+                    _ => {
                         let b = Arc::new(device.alloc(decl.dtype, decl.len)?);
                         self.scratch[i] = Some(b.clone());
                         Some(b)

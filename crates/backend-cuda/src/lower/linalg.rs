@@ -61,7 +61,7 @@ fn prod(shape: &[usize], dims: &[usize]) -> usize {
 }
 
 /// The GEMM types for operands of `d` into `out`, if cuBLASLt has them.
-fn gemm_types(d: DType, out: DType) -> Option<Compute> {
+pub(crate) fn gemm_types(d: DType, out: DType) -> Option<Compute> {
     match (d, out) {
         (DType::F32, DType::F32)
         | (DType::F16, DType::F16)

@@ -14,7 +14,8 @@
 //! Invariants:
 //! - Every value is a dense row-major buffer or a scalar literal
 //!   (`Value`); literals are folded into kernels as constants.
-//! - Only static shapes lower; a dynamic dimension is `Unsupported`.
+//! - Only static shapes lower here; a jaxpr with dimension variables
+//!   compiles through `dynamic` instead (the backends check `is_dynamic`).
 //! - Lowering never panics on a malformed jaxpr: missing variables, bad
 //!   arities and shape mismatches are `IrError`s.
 
@@ -35,6 +36,7 @@ mod decomp;
 mod decomp_jacobi;
 mod decomp_schur;
 mod decomp_svd;
+pub mod dynamic;
 mod elementwise;
 mod epilogue;
 mod for_loop;

@@ -53,7 +53,7 @@ pub(crate) fn sort_cmp(a: &Key, b: &Key) -> (Expr, Expr) {
 
 /// `x`'s key in `top_k`'s total order, as an integer (floats: their bits
 /// with the magnitude bits flipped below zero, as the interpreter does).
-fn total_key(d: DType, x: Expr) -> Expr {
+pub(crate) fn total_key(d: DType, x: Expr) -> Expr {
     match compute(d) {
         DType::F32 => {
             let b = x.bitcast(DType::I32);
