@@ -35,38 +35,15 @@ pub(crate) fn lower(
 ) -> Result<(), IrError> {
     match p {
         Control::ShardMap(_) => super::unsupported::shard_map(),
-        Control::Jit(JitParams { jaxpr: body, .. }) => {
-            let args = values(env, &eqn.inputs)?;
-            call(ctx, eqn, body, &args, env, steps)
-        }
-        Control::CustomJvpCall(CustomJvpCallParams {
-            call_jaxpr,
-            num_consts,
-            ..
-        })
-        | Control::CustomVjpCall(CustomVjpCallParams {
-            call_jaxpr,
-            num_consts,
-            ..
-        }) => {
+        Control::Jit(_)
+        | Control::CustomJvpCall(_)
+        | Control::CustomVjpCall(_)
+        | Control::Remat(_) => {
             let all = values(env, &eqn.inputs)?;
-            let args = if call_jaxpr.jaxpr.invars.len() == all.len() {
-                all
-            } else {
-                all.get(*num_consts..).unwrap_or(&[]).to_vec()
-            };
-            call(ctx, eqn, call_jaxpr, &args, env, steps)
-        }
-        Control::Remat(RematParams { jaxpr: body, .. }) => {
-            let args = values(env, &eqn.inputs)?;
-            call(
-                ctx,
-                eqn,
-                &ClosedJaxpr::without_consts(body.clone()),
-                &args,
-                env,
-                steps,
-            )
+            let (callee, skip) = inlined_call(p, all.len())
+                .ok_or_else(|| IrError::Invalid(format!("{}: not a call", p.name())))?;
+            let args = all.get(skip..).unwrap_or(&[]).to_vec();
+            call(ctx, eqn, &callee, &args, env, steps)
         }
         // What JAX runs: `solve` on its consts and `b` (usually inlined by
         // `simplify` already).
@@ -88,6 +65,47 @@ pub(crate) fn lower(
         Control::While(params) => while_(ctx, jaxpr, eqn, params, env, steps),
         Control::Scan(params) => scan(ctx, jaxpr, eqn, params, env, steps),
         Control::ForLoop(params) => super::for_loop::lower(ctx, jaxpr, eqn, params, env, steps),
+    }
+}
+
+/// The jaxpr a call equation (`jit`, `custom_jvp_call`, `custom_vjp_call`,
+/// `remat2`) runs inlined, and how many of its `n_inputs` leading operands
+/// that jaxpr does not take (a custom rule's consts when the body does not
+/// list them); `None` for the other control primitives. Shared by the
+/// static and the dynamic lowering.
+pub(crate) fn inlined_call(
+    p: &Control,
+    n_inputs: usize,
+) -> Option<(std::borrow::Cow<'_, ClosedJaxpr>, usize)> {
+    use std::borrow::Cow;
+    match p {
+        Control::Jit(JitParams { jaxpr, .. }) => Some((Cow::Borrowed(jaxpr), 0)),
+        Control::CustomJvpCall(CustomJvpCallParams {
+            call_jaxpr,
+            num_consts,
+            ..
+        })
+        | Control::CustomVjpCall(CustomVjpCallParams {
+            call_jaxpr,
+            num_consts,
+            ..
+        }) => {
+            let skip = if call_jaxpr.jaxpr.invars.len() == n_inputs {
+                0
+            } else {
+                *num_consts
+            };
+            Some((Cow::Borrowed(call_jaxpr), skip))
+        }
+        Control::Remat(RematParams { jaxpr, .. }) => {
+            Some((Cow::Owned(ClosedJaxpr::without_consts(jaxpr.clone())), 0))
+        }
+        Control::Cond(_)
+        | Control::While(_)
+        | Control::Scan(_)
+        | Control::ForLoop(_)
+        | Control::CustomLinearSolve(_)
+        | Control::ShardMap(_) => None,
     }
 }
 

@@ -22,10 +22,7 @@ use super::sym::{Sz, SzOp};
 use super::SStep;
 use crate::lower::kernel::i64c;
 use crate::lower::plan::{BufId, CarryUpdate};
-use jaxon_ir::primitive::{
-    CondParams, Control, CustomJvpCallParams, CustomVjpCallParams, ForLoopParams, JitParams,
-    RematParams, ScanParams, WhileParams,
-};
+use jaxon_ir::primitive::{CondParams, Control, ForLoopParams, ScanParams, WhileParams};
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr};
 
 /// Lowers a control-flow or call equation.
@@ -47,38 +44,15 @@ pub(crate) fn lower(
         Control::ShardMap(_) | Control::CustomLinearSolve(_) => {
             Err(cannot(q, "no dynamic-shape lowering yet"))
         }
-        Control::Jit(JitParams { jaxpr: callee, .. }) => {
-            let a = args(scope, &q.inputs)?;
-            call(b, q, callee, &a, scope, steps)
-        }
-        Control::CustomJvpCall(CustomJvpCallParams {
-            call_jaxpr,
-            num_consts,
-            ..
-        })
-        | Control::CustomVjpCall(CustomVjpCallParams {
-            call_jaxpr,
-            num_consts,
-            ..
-        }) => {
+        Control::Jit(_)
+        | Control::CustomJvpCall(_)
+        | Control::CustomVjpCall(_)
+        | Control::Remat(_) => {
             let all = args(scope, &q.inputs)?;
-            let a = if call_jaxpr.jaxpr.invars.len() == all.len() {
-                all
-            } else {
-                all.get(*num_consts..).unwrap_or(&[]).to_vec()
-            };
-            call(b, q, call_jaxpr, &a, scope, steps)
-        }
-        Control::Remat(RematParams { jaxpr: callee, .. }) => {
-            let a = args(scope, &q.inputs)?;
-            call(
-                b,
-                q,
-                &ClosedJaxpr::without_consts(callee.clone()),
-                &a,
-                scope,
-                steps,
-            )
+            let (callee, skip) = super::super::control::inlined_call(p, all.len())
+                .ok_or_else(|| cannot(q, "not a call"))?;
+            let a = all.get(skip..).unwrap_or(&[]).to_vec();
+            call(b, q, &callee, &a, scope, steps)
         }
         Control::Cond(c) => cond(b, jaxpr, q, c, scope, steps),
         Control::While(w) => while_(b, jaxpr, q, w, scope, steps),
