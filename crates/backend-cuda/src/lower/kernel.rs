@@ -138,15 +138,28 @@ pub(crate) fn load(
         Value::Buf(b) => {
             let d = ctx.decl(b)?.dtype;
             let p = args.buffer(k, ctx, b, false)?;
-            let x = k.var("x", d);
-            k.load(&[x], p.into(), index, None);
-            Ok(if compute(d) != d {
-                Expr::var(x).cast(compute(d))
-            } else {
-                Expr::var(x)
-            })
+            Ok(load_typed(k, p, d, index))
         }
     }
+}
+
+/// Element `index` of the `d` buffer parameter `p`, in `d`'s compute
+/// dtype (the one typed load of the static and dynamic lowerings).
+pub(crate) fn load_typed(k: &mut KernelBuilder, p: ParamId, d: DType, index: Expr) -> Expr {
+    let x = k.var("x", d);
+    k.load(&[x], p.into(), index, None);
+    if compute(d) != d {
+        Expr::var(x).cast(compute(d))
+    } else {
+        Expr::var(x)
+    }
+}
+
+/// Stores the compute-dtype `x` to element `index` of the `d` buffer
+/// parameter `p`, rounded to `d`.
+pub(crate) fn store_typed(k: &mut KernelBuilder, p: ParamId, d: DType, index: Expr, x: Expr) {
+    let x = if compute(d) != d { x.cast(d) } else { x };
+    k.store(p.into(), index, vec![x], None);
 }
 
 /// Stores the compute-dtype value `x` to element `index` of `b`.
@@ -160,8 +173,7 @@ pub(crate) fn store(
 ) -> Result<(), IrError> {
     let d = ctx.decl(b)?.dtype;
     let p = args.buffer(k, ctx, b, true)?;
-    let x = if compute(d) != d { x.cast(d) } else { x };
-    k.store(p.into(), index, vec![x], None);
+    store_typed(k, p, d, index, x);
     Ok(())
 }
 

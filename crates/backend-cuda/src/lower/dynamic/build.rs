@@ -20,7 +20,7 @@
 use super::sym::{Sz, SzOp};
 use super::{SArg, SStep};
 use crate::kir::{Expr, Kernel, KernelBuilder, ParamId};
-use crate::lower::kernel::{compute, finish, i64c, lit_expr, THREADS};
+use crate::lower::kernel::{finish, i64c, lit_expr, load_typed, store_typed, THREADS};
 use crate::lower::plan::BufId;
 use crate::lower::unsupported;
 use jaxon_ir::primitive::{BinaryOp, ConvertElementTypeParams, Elementwise, Primitive};
@@ -252,13 +252,7 @@ pub(crate) fn load(
         DV::Buf(buf) => {
             let d = b.dtype(buf)?;
             let p = args.buffer(k, b, buf, false)?;
-            let x = k.var("x", d);
-            k.load(&[x], p.into(), index, None);
-            Ok(if compute(d) != d {
-                Expr::var(x).cast(compute(d))
-            } else {
-                Expr::var(x)
-            })
+            Ok(load_typed(k, p, d, index))
         }
     }
 }
@@ -274,8 +268,7 @@ pub(crate) fn store(
 ) -> Result<(), IrError> {
     let d = b.dtype(buf)?;
     let p = args.buffer(k, b, buf, true)?;
-    let x = if compute(d) != d { x.cast(d) } else { x };
-    k.store(p.into(), index, vec![x], None);
+    store_typed(k, p, d, index, x);
     Ok(())
 }
 
