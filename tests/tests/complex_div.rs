@@ -190,3 +190,126 @@ fn the_fuzzers_division_by_zero_gives_jaxs_values() {
         }
     }
 }
+
+/// One block of `complex-maxmin-jax.txt`: per line, two complex values.
+fn pairs(lines: &mut std::str::Lines<'_>, n: usize) -> Vec<(Complex64, Complex64)> {
+    (0..n)
+        .map(|_| {
+            let v: Vec<f64> = lines
+                .next()
+                .expect("a line")
+                .split(' ')
+                .map(|w| w.parse().expect("a number"))
+                .collect();
+            (Complex64::new(v[0], v[1]), Complex64::new(v[2], v[3]))
+        })
+        .collect()
+}
+
+/// Whether `got` is `want` exactly: NaN for NaN, zeros with their signs.
+fn same_bits(got: Complex64, want: Complex64) -> bool {
+    let eq = |g: f64, w: f64| {
+        (g.is_nan() && w.is_nan()) || (g == w && g.is_sign_negative() == w.is_sign_negative())
+    };
+    eq(got.re, want.re) && eq(got.im, want.im)
+}
+
+/// Complex `max`/`min` elementwise (all three evaluators) and reduced over
+/// rows (interpreter and CPU; the CUDA rewrite refuses complex reductions
+/// to an extremum) equal JAX's bit for bit on ties, signed zeros,
+/// infinities and NaNs (`data/complex-maxmin-jax.txt`).
+#[test]
+fn complex_max_and_min_follow_xla_order() {
+    let text = include_str!("../data/complex-maxmin-jax.txt");
+    let mut lines = text.lines();
+    let head = lines.next().expect("header");
+    let values: Vec<f64> = head
+        .split("values: ")
+        .nth(1)
+        .expect("values")
+        .split(' ')
+        .map(|v| v.parse().expect("a value"))
+        .collect();
+    let k = values.len();
+    while let Some(block) = lines.next() {
+        let (name, count) = block.split_once(' ').expect("block header");
+        let dtype = DType::from_name(name).expect("dtype");
+        let n: usize = count.parse().expect("count");
+        let want = pairs(&mut lines, n);
+        let (rname, rcount) = lines
+            .next()
+            .expect("reduce header")
+            .split_once(' ')
+            .expect("header");
+        assert_eq!(rname, "reduce");
+        let rows: usize = rcount.parse().expect("count");
+        let rwant = pairs(&mut lines, rows);
+        let x: Vec<Complex64> = (0..n)
+            .map(|i| Complex64::new(values[i / k.pow(3)], values[i / k.pow(2) % k]))
+            .collect();
+        let y: Vec<Complex64> = (0..n)
+            .map(|i| Complex64::new(values[i / k % k], values[i % k]))
+            .collect();
+        let ty = format!("{}[{n}]", dtype.short_name());
+        let rty = format!("{}[{rows},{}]", dtype.short_name(), n / rows);
+        let elementwise = ClosedJaxpr::without_consts(
+            parse_jaxpr(&format!(
+                "{{ lambda ; a:{ty} b:{ty}. let c:{ty} = max a b
+    d:{ty} = min a b in (c, d) }}"
+            ))
+            .expect("parses"),
+        );
+        let rt = format!("{}[{rows}]", dtype.short_name());
+        let reduced = ClosedJaxpr::without_consts(
+            parse_jaxpr(&format!(
+                "{{ lambda ; a:{rty}. let b:{rt} = reduce_max[axes=(1,) out_sharding=None] a
+    c:{rt} = reduce_min[axes=(1,) out_sharding=None] a in (b, c) }}"
+            ))
+            .expect("parses"),
+        );
+        let xa = HostArray::from_c128(dtype, &[n], &x).expect("array");
+        let ya = HostArray::from_c128(dtype, &[n], &y).expect("array");
+        let ra = HostArray::from_c128(dtype, &[rows, n / rows], &x).expect("array");
+        let backends: [(&dyn Backend, &str, bool); 3] = [
+            (&InterpreterBackend, "interpreter", true),
+            (&CpuBackend::with_threads(1), "cpu", true),
+            (&CudaSimBackend, "cuda-sim", false),
+        ];
+        for (backend, bname, reduces) in backends {
+            let run = |j: &ClosedJaxpr, args: &[&HostArray]| -> Vec<Vec<Complex64>> {
+                let exe = backend.compile(j).expect("compiles");
+                let bufs: Vec<_> = args
+                    .iter()
+                    .map(|a| backend.to_device(a).expect("to device"))
+                    .collect();
+                exe.execute(&bufs)
+                    .expect("runs")
+                    .iter()
+                    .map(|b| b.to_host().expect("reads").to_c128_vec())
+                    .collect()
+            };
+            let got = run(&elementwise, &[&xa, &ya]);
+            for (i, (mx, mn)) in want.iter().enumerate() {
+                assert!(
+                    same_bits(got[0][i], *mx) && same_bits(got[1][i], *mn),
+                    "{bname} {name}: max/min({}, {}) = {}, {}; JAX {mx}, {mn}",
+                    x[i],
+                    y[i],
+                    got[0][i],
+                    got[1][i]
+                );
+            }
+            if reduces {
+                let got = run(&reduced, &[&ra]);
+                for (r, (mx, mn)) in rwant.iter().enumerate() {
+                    assert!(
+                        same_bits(got[0][r], *mx) && same_bits(got[1][r], *mn),
+                        "{bname} {name}: row {r} reduce_max/min = {}, {}; JAX {mx}, {mn}",
+                        got[0][r],
+                        got[1][r]
+                    );
+                }
+            }
+        }
+    }
+}

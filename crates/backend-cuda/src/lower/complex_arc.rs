@@ -1,5 +1,6 @@
-//! The complex inverse trigonometric and hyperbolic functions of the
-//! rewrite (`asin`, `acos`, `atan`, `asinh`, `acosh`, `atanh`), by the
+//! Complex `max`/`min` (XLA's lexicographic order) and the complex
+//! inverse trigonometric and hyperbolic functions of the rewrite (`asin`,
+//! `acos`, `atan`, `asinh`, `acosh`, `atanh`), the latter by the
 //! interpreter's formulas (`num_complex`'s), operation for operation, so
 //! that infinities and NaNs propagate as they do there:
 //!
@@ -44,6 +45,28 @@ impl E<'_, '_> {
         let re = self.add(ac, bd);
         let im = self.sub(bc, ad);
         self.unscale(re, im, n)
+    }
+
+    /// XLA's `max x y` on complex numbers: `x` if `x > y` in the order by
+    /// real then imaginary part (a NaN part compares false), else `y`.
+    pub fn cmax(&mut self, x: C, y: C) -> C {
+        let gt = self.lex_greater(x, y);
+        self.selc(gt, y, x)
+    }
+
+    /// XLA's `min x y`: `x` if `x < y` in that order, else `y`.
+    pub fn cmin(&mut self, x: C, y: C) -> C {
+        let lt = self.lex_greater(y, x);
+        self.selc(lt, y, x)
+    }
+
+    /// `x > y` by real part, then imaginary part.
+    fn lex_greater(&mut self, x: C, y: C) -> jaxon_ir::Atom {
+        let re_gt = self.b(BinaryOp::Gt, x.re, y.re);
+        let re_eq = self.b(BinaryOp::Eq, x.re, y.re);
+        let im_gt = self.b(BinaryOp::Gt, x.im, y.im);
+        let tie = self.and(re_eq, im_gt);
+        self.or(re_gt, tie)
     }
 
     /// `z == (re, im)`, part by part.

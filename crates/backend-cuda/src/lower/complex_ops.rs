@@ -272,7 +272,13 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
         },
         Elementwise::Binary(op) => match op {
             BinaryOp::Add | BinaryOp::AddAny | BinaryOp::Sub => rw.per_part(e, e.primitive.clone()),
-            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow | BinaryOp::Eq | BinaryOp::Ne => {
+            BinaryOp::Mul
+            | BinaryOp::Div
+            | BinaryOp::Pow
+            | BinaryOp::Max
+            | BinaryOp::Min
+            | BinaryOp::Eq
+            | BinaryOp::Ne => {
                 let x = operand(rw, arg(e, 0)?, &sh)?;
                 let y = operand(rw, arg(e, 1)?, &sh)?;
                 let mut m = E::new(rw, sh.clone());
@@ -280,6 +286,8 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
                     BinaryOp::Mul => m.cmul(x, y),
                     BinaryOp::Div => m.cdiv(x, y, rdt),
                     BinaryOp::Pow => m.cpow(x, y),
+                    BinaryOp::Max => m.cmax(x, y),
+                    BinaryOp::Min => m.cmin(x, y),
                     _ => {
                         let a = m.b(BinaryOp::Eq, x.re, y.re);
                         let b = m.b(BinaryOp::Eq, x.im, y.im);
@@ -292,8 +300,6 @@ fn elementwise(rw: &mut Rw, e: &Eqn, p: &Elementwise) -> Result<(), IrError> {
                 bind1(rw, e, Val::Cx(pr))
             }
             BinaryOp::Rem
-            | BinaryOp::Max
-            | BinaryOp::Min
             | BinaryOp::Atan2
             | BinaryOp::Nextafter
             | BinaryOp::And

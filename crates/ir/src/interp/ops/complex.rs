@@ -99,6 +99,31 @@ pub(crate) fn unary(op: UnaryOp, x: &HostArray) -> Result<HostArray, IrError> {
     HostArray::new(shape, Storage::from_c128(dt, &out))
 }
 
+/// Whether `x > y` in XLA's order of complex numbers: by real part, then
+/// imaginary part; a comparison with a NaN part is false.
+fn greater(x: C, y: C) -> bool {
+    x.re > y.re || (x.re == y.re && x.im > y.im)
+}
+
+/// `max x y` as XLA computes it on complex numbers: `x` if `x > y`
+/// (lexicographically), else `y` — so ties and NaNs give `y`.
+pub(crate) fn max(x: C, y: C) -> C {
+    if greater(x, y) {
+        x
+    } else {
+        y
+    }
+}
+
+/// `min x y`: `x` if `x < y` (lexicographically), else `y`.
+pub(crate) fn min(x: C, y: C) -> C {
+    if greater(y, x) {
+        x
+    } else {
+        y
+    }
+}
+
 /// `x / y` for `c64` operands, computed in `f32` as XLA does (the operands
 /// came from `c64` storage, so narrowing them is exact).
 fn div_in_f32(x: C, y: C) -> C {
@@ -146,6 +171,8 @@ pub(crate) fn binary(
         BinaryOp::Div if dt == DType::C64 => div_in_f32,
         BinaryOp::Div => super::complex_div::div_c128,
         BinaryOp::Pow => pow,
+        BinaryOp::Max => max,
+        BinaryOp::Min => min,
         _ => return Err(unsupported(op.name(), dt)),
     };
     let out: Vec<C> = (0..n).map(|i| f(at(&a, i), at(&b, i))).collect();

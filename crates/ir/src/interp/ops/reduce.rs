@@ -122,9 +122,23 @@ pub(crate) fn reduce(op: ReduceOp, x: &HostArray, axes: &[usize]) -> Result<Host
                 num_complex::Complex64::new(1.0, 0.0),
                 |a, b| a * b,
             ),
-            ReduceOp::Max | ReduceOp::Min | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
-                return Err(unsupported(name, dt))
-            }
+            // XLA's order (real part, then imaginary part), folded in
+            // element order from JAX's identities `∓inf + 0j`.
+            ReduceOp::Max => fold(
+                &v,
+                &pos,
+                n,
+                num_complex::Complex64::new(f64::NEG_INFINITY, 0.0),
+                super::complex::max,
+            ),
+            ReduceOp::Min => fold(
+                &v,
+                &pos,
+                n,
+                num_complex::Complex64::new(f64::INFINITY, 0.0),
+                super::complex::min,
+            ),
+            ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => return Err(unsupported(name, dt)),
         }),
         Lifted::B(v) => Lifted::B(match op {
             ReduceOp::Sum | ReduceOp::Or | ReduceOp::Max => fold(&v, &pos, n, false, |a, b| a | b),
