@@ -130,3 +130,15 @@ fn products_outside_the_rules_keep_their_kernel() {
         run(text, 20 + i as u64, Tol::Rel(1e-5));
     }
 }
+
+/// Review: a right operand with two free dimensions makes the GEMM's `n`
+/// their product (15), while the bias runs along the last one only (5).
+#[test]
+fn review_bias_on_a_product_with_two_right_free_dims() {
+    let text = "{ lambda ; a:f32[4,8] b:f32[8,3,5] c:f32[5]. let
+    d:f32[4,3,5] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[1,1,5] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(1, 1, 5) sharding=None] c
+    f:f32[4,3,5] = add d e
+  in (f,) }";
+    run(text, 31, Tol::Rel(1e-5));
+}
