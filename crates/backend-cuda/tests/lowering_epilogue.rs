@@ -142,3 +142,16 @@ fn review_bias_on_a_product_with_two_right_free_dims() {
   in (f,) }";
     run(text, 31, Tol::Rel(1e-5));
 }
+
+/// Review: a right operand with no free dimension makes the product's last
+/// axis a left free one (the GEMM's `n` is 1); the bias along it must not
+/// be the GEMM's per-column bias (which would add `c[0]` everywhere).
+#[test]
+fn review_bias_along_a_left_free_dim() {
+    let text = "{ lambda ; a:f32[3,6,8] b:f32[8] c:f32[6]. let
+    d:f32[3,6] = dot_general[dimension_numbers=(([2], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[1,6] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 6) sharding=None] c
+    f:f32[3,6] = add d e
+  in (f,) }";
+    run(text, 32, Tol::Rel(1e-5));
+}
