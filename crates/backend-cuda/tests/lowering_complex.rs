@@ -551,3 +551,54 @@ fn complex_values_through_control_flow_match_the_interpreter() {
         }
     }
 }
+
+/// Review: complex literals as branch results, pass-through complex
+/// carries, dropped complex results, and a `while` nested in a `scan`.
+#[test]
+fn review_complex_literals_drops_and_nesting_in_control_flow() {
+    let mut rng = Rng::new(77);
+    let cond = "{ lambda ; p:i32[] a:c64[]. let
+    c:c64[] = cond[
+      branches=(
+        { lambda ; d:c64[]. let  in ((1+2j):c64[],) }
+        { lambda ; e:c64[]. let  in (e,) }
+      )
+    ] p a
+  in (c,) }";
+    for p in [0, 1] {
+        let args = [
+            HostArray::from_f64(DType::I32, &[], &[p as f64]).unwrap(),
+            crandom(&mut rng, DType::C64, &[], 1.0),
+        ];
+        check(cond, &args, tol(DType::C64), false);
+    }
+    let nested = "{ lambda ; a:c64[2] xs:c64[5,2]. let
+    b:c64[2] _:c64[2] ys:c64[5,2] = scan[
+      jaxpr={ lambda ; u:c64[2] v:c64[2] x:c64[2]. let
+          _:i32[] w:c64[2] z:c64[2] = while[
+            body_jaxpr={ lambda ; i:i32[] e:c64[2] f:c64[2]. let
+                g:c64[2] = mul e (0.5+0.5j):c64[]
+                h:c64[2] = add g f
+                j:i32[] = add i 1:i32[]
+              in (j, h, f) }
+            body_nconsts=0
+            cond_jaxpr={ lambda ; t:i32[] m:c64[2] o:c64[2]. let
+                y:bool[] = lt t 3:i32[]
+              in (y,) }
+            cond_nconsts=0
+          ] 0:i32[] u x
+          q:c64[2] = sub w z
+        in (w, u, q) }
+      length=5
+      num_carry=2
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] a a xs
+  in (b, ys) }";
+    let args = [
+        crandom(&mut rng, DType::C64, &[2], 1.0),
+        crandom(&mut rng, DType::C64, &[5, 2], 1.0),
+    ];
+    check(nested, &args, tol(DType::C64) * 8.0, true);
+}
