@@ -602,3 +602,35 @@ fn review_complex_literals_drops_and_nesting_in_control_flow() {
     ];
     check(nested, &args, tol(DType::C64) * 8.0, true);
 }
+
+/// Review: complex literals as the operands of `while` and `scan`.
+#[test]
+fn review_complex_literal_loop_operands() {
+    let mut rng = Rng::new(78);
+    let text = "{ lambda ; xs:c128[4]. let
+    _:i32[] b:c128[] = while[
+      body_jaxpr={ lambda ; s:c128[] i:i32[] e:c128[]. let
+          f:c128[] = mul e s
+          j:i32[] = add i 1:i32[]
+        in (j, f) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; t:i32[] u:c128[]. let
+          z:bool[] = lt t 3:i32[]
+        in (z,) }
+      cond_nconsts=0
+    ] (0.5-1j):c128[] 0:i32[] (2+0.25j):c128[]
+    c:c128[] ys:c128[4] = scan[
+      jaxpr={ lambda ; k:c128[] u:c128[] x:c128[]. let
+          g:c128[] = mul u k
+          h:c128[] = add g x
+        in (h, g) }
+      length=4
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] (0-1j):c128[] b xs
+  in (c, ys) }";
+    let args = [crandom(&mut rng, DType::C128, &[4], 1.0)];
+    check(text, &args, tol(DType::C128) * 8.0, true);
+}

@@ -253,3 +253,18 @@ fn review_row_runs_over_odd_dtypes_and_shapes() {
         check_with(text, &args, Tol::Rel(2e-3));
     }
 }
+
+/// Review: a dropped (dead) row-wise value inside what would be a run.
+#[test]
+fn review_a_dropped_value_inside_a_run() {
+    let text = "{ lambda ; a:f32[3,64]. let
+    b:f32[3] = reduce_max[axes=(1,) out_sharding=None] a
+    c:f32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(3, 1) sharding=None] b
+    d:f32[3,64] = sub a c
+    _:f32[3,64] = exp d
+    _:f32[3] = reduce_min[axes=(1,) out_sharding=None] d
+    e:f32[3,64] = exp d
+    f:f32[3] = reduce_sum[axes=(1,) out_sharding=None] e
+  in (f,) }";
+    run(text, 60, Tol::Rel(1e-5));
+}
