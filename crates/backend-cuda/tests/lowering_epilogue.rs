@@ -193,9 +193,9 @@ fn review_fused_results_exchanged_as_loop_carries() {
     assert_eq!(once, twice);
     // The fusions happened inside the body and its results are exchanged.
     let steps = prog.all_steps();
-    assert!(steps.iter().any(
-        |s| matches!(s, Step::Gemm { plan, .. } if plan.epilogue == Epilogue::BiasRelu)
-    ));
+    assert!(steps
+        .iter()
+        .any(|s| matches!(s, Step::Gemm { plan, .. } if plan.epilogue == Epilogue::BiasRelu)));
     let exchanged = steps.iter().any(|s| match s {
         Step::While { carry, .. } => carry.iter().any(|u| u.temp.is_none()),
         _ => false,
