@@ -634,3 +634,30 @@ fn review_complex_literal_loop_operands() {
     let args = [crandom(&mut rng, DType::C128, &[4], 1.0)];
     check(text, &args, tol(DType::C128) * 8.0, true);
 }
+
+/// Review: `c64` division whose `f32` intermediates overflow or underflow
+/// where `f64` ones would not (XLA's, and the interpreter's, NaNs and
+/// zeros), and a `c64` product fed to a division.
+#[test]
+fn review_c64_division_overflows_in_f32() {
+    let x = [
+        Complex64::new(3e38, 3e38),
+        Complex64::new(1e-30, 2e-30),
+        Complex64::new(1e20, -1e20),
+        Complex64::new(1.0, 1.0),
+    ];
+    let y = [
+        Complex64::new(2e38, 2e38),
+        Complex64::new(1e20, 1e-25),
+        Complex64::new(1e-20, 3e-20),
+        Complex64::new(3e-39, 1e-45),
+    ];
+    let a = HostArray::from_c128(DType::C64, &[4], &x).expect("x");
+    let b = HostArray::from_c128(DType::C64, &[4], &y).expect("y");
+    let text = "{ lambda ; a:c64[4] b:c64[4]. let
+    c:c64[4] = div a b
+    d:c64[4] = mul a a
+    e:c64[4] = div d b
+  in (c, e) }";
+    check(text, &[a, b], tol(DType::C64), false);
+}
