@@ -551,3 +551,113 @@ fn complex_values_through_control_flow_match_the_interpreter() {
         }
     }
 }
+
+/// Review: complex literals as branch results, pass-through complex
+/// carries, dropped complex results, and a `while` nested in a `scan`.
+#[test]
+fn review_complex_literals_drops_and_nesting_in_control_flow() {
+    let mut rng = Rng::new(77);
+    let cond = "{ lambda ; p:i32[] a:c64[]. let
+    c:c64[] = cond[
+      branches=(
+        { lambda ; d:c64[]. let  in ((1+2j):c64[],) }
+        { lambda ; e:c64[]. let  in (e,) }
+      )
+    ] p a
+  in (c,) }";
+    for p in [0, 1] {
+        let args = [
+            HostArray::from_f64(DType::I32, &[], &[p as f64]).unwrap(),
+            crandom(&mut rng, DType::C64, &[], 1.0),
+        ];
+        check(cond, &args, tol(DType::C64), false);
+    }
+    let nested = "{ lambda ; a:c64[2] xs:c64[5,2]. let
+    b:c64[2] _:c64[2] ys:c64[5,2] = scan[
+      jaxpr={ lambda ; u:c64[2] v:c64[2] x:c64[2]. let
+          _:i32[] w:c64[2] z:c64[2] = while[
+            body_jaxpr={ lambda ; i:i32[] e:c64[2] f:c64[2]. let
+                g:c64[2] = mul e (0.5+0.5j):c64[]
+                h:c64[2] = add g f
+                j:i32[] = add i 1:i32[]
+              in (j, h, f) }
+            body_nconsts=0
+            cond_jaxpr={ lambda ; t:i32[] m:c64[2] o:c64[2]. let
+                y:bool[] = lt t 3:i32[]
+              in (y,) }
+            cond_nconsts=0
+          ] 0:i32[] u x
+          q:c64[2] = sub w z
+        in (w, u, q) }
+      length=5
+      num_carry=2
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] a a xs
+  in (b, ys) }";
+    let args = [
+        crandom(&mut rng, DType::C64, &[2], 1.0),
+        crandom(&mut rng, DType::C64, &[5, 2], 1.0),
+    ];
+    check(nested, &args, tol(DType::C64) * 8.0, true);
+}
+
+/// Review: complex literals as the operands of `while` and `scan`.
+#[test]
+fn review_complex_literal_loop_operands() {
+    let mut rng = Rng::new(78);
+    let text = "{ lambda ; xs:c128[4]. let
+    _:i32[] b:c128[] = while[
+      body_jaxpr={ lambda ; s:c128[] i:i32[] e:c128[]. let
+          f:c128[] = mul e s
+          j:i32[] = add i 1:i32[]
+        in (j, f) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; t:i32[] u:c128[]. let
+          z:bool[] = lt t 3:i32[]
+        in (z,) }
+      cond_nconsts=0
+    ] (0.5-1j):c128[] 0:i32[] (2+0.25j):c128[]
+    c:c128[] ys:c128[4] = scan[
+      jaxpr={ lambda ; k:c128[] u:c128[] x:c128[]. let
+          g:c128[] = mul u k
+          h:c128[] = add g x
+        in (h, g) }
+      length=4
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] (0-1j):c128[] b xs
+  in (c, ys) }";
+    let args = [crandom(&mut rng, DType::C128, &[4], 1.0)];
+    check(text, &args, tol(DType::C128) * 8.0, true);
+}
+
+/// Review: `c64` division whose `f32` intermediates overflow or underflow
+/// where `f64` ones would not (XLA's, and the interpreter's, NaNs and
+/// zeros), and a `c64` product fed to a division.
+#[test]
+fn review_c64_division_overflows_in_f32() {
+    let x = [
+        Complex64::new(3e38, 3e38),
+        Complex64::new(1e-30, 2e-30),
+        Complex64::new(1e20, -1e20),
+        Complex64::new(1.0, 1.0),
+    ];
+    let y = [
+        Complex64::new(2e38, 2e38),
+        Complex64::new(1e20, 1e-25),
+        Complex64::new(1e-20, 3e-20),
+        Complex64::new(3e-39, 1e-45),
+    ];
+    let a = HostArray::from_c128(DType::C64, &[4], &x).expect("x");
+    let b = HostArray::from_c128(DType::C64, &[4], &y).expect("y");
+    let text = "{ lambda ; a:c64[4] b:c64[4]. let
+    c:c64[4] = div a b
+    d:c64[4] = mul a a
+    e:c64[4] = div d b
+  in (c, e) }";
+    check(text, &[a, b], tol(DType::C64), false);
+}

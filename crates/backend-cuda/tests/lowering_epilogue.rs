@@ -130,3 +130,75 @@ fn products_outside_the_rules_keep_their_kernel() {
         run(text, 20 + i as u64, Tol::Rel(1e-5));
     }
 }
+
+/// Review: a right operand with two free dimensions makes the GEMM's `n`
+/// their product (15), while the bias runs along the last one only (5).
+#[test]
+fn review_bias_on_a_product_with_two_right_free_dims() {
+    let text = "{ lambda ; a:f32[4,8] b:f32[8,3,5] c:f32[5]. let
+    d:f32[4,3,5] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[1,1,5] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(1, 1, 5) sharding=None] c
+    f:f32[4,3,5] = add d e
+  in (f,) }";
+    run(text, 31, Tol::Rel(1e-5));
+}
+
+/// Review: a right operand with no free dimension makes the product's last
+/// axis a left free one (the GEMM's `n` is 1); the bias along it must not
+/// be the GEMM's per-column bias (which would add `c[0]` everywhere).
+#[test]
+fn review_bias_along_a_left_free_dim() {
+    let text = "{ lambda ; a:f32[3,6,8] b:f32[8] c:f32[6]. let
+    d:f32[3,6] = dot_general[dimension_numbers=(([2], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[1,6] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 6) sharding=None] c
+    f:f32[3,6] = add d e
+  in (f,) }";
+    run(text, 32, Tol::Rel(1e-5));
+}
+
+/// Review: a GEMM with a fused epilogue and a row run (softmax) writing a
+/// `while` body's results, which the loop then exchanges with its carries
+/// instead of copying; three iterations, two carries, one passed through
+/// into the other.
+#[test]
+fn review_fused_results_exchanged_as_loop_carries() {
+    let text = "{ lambda ; w:f32[64,64] c:f32[64] a:f32[4,64]. let
+    _:i32[] r:f32[4,64] s:f32[4,64] = while[
+      body_jaxpr={ lambda ; w2:f32[64,64] c2:f32[64] i:i32[] x:f32[4,64] y:f32[4,64]. let
+          d:f32[4,64] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] x w2
+          e:f32[1,64] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 64) sharding=None] c2
+          f:f32[4,64] = add d e
+          g:f32[4,64] = max f 0.0:f32[]
+          b1:f32[4] = reduce_max[axes=(1,) out_sharding=None] g
+          b2:f32[4,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 1) sharding=None] b1
+          b3:f32[4,64] = sub g b2
+          b4:f32[4,64] = exp b3
+          b5:f32[4] = reduce_sum[axes=(1,) out_sharding=None] b4
+          b6:f32[4,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 1) sharding=None] b5
+          b7:f32[4,64] = div b4 b6
+          j:i32[] = add i 1:i32[]
+        in (j, b7, x) }
+      body_nconsts=2
+      cond_jaxpr={ lambda ; t:i32[] u:f32[4,64] v:f32[4,64]. let
+          z:bool[] = lt t 3:i32[]
+        in (z,) }
+      cond_nconsts=0
+    ] w c 0:i32[] a a
+  in (r, s) }";
+    run(text, 41, Tol::Rel(1e-5));
+    let prog = jaxon_backend_cuda::lower::lower(&parse(text)).expect("lowers");
+    let args = args_for(text, 42, Dist::Uniform(2.0));
+    let once = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).expect("runs");
+    let twice = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).expect("runs");
+    assert_eq!(once, twice);
+    // The fusions happened inside the body and its results are exchanged.
+    let steps = prog.all_steps();
+    assert!(steps
+        .iter()
+        .any(|s| matches!(s, Step::Gemm { plan, .. } if plan.epilogue == Epilogue::BiasRelu)));
+    let exchanged = steps.iter().any(|s| match s {
+        Step::While { carry, .. } => carry.iter().any(|u| u.temp.is_none()),
+        _ => false,
+    });
+    assert!(exchanged, "no carry is exchanged");
+}

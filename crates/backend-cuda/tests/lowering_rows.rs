@@ -182,3 +182,89 @@ fn row_run_kernels_compile_for_sm80_and_sm90() {
         name.contains("row_run") && bytes <= 32
     });
 }
+
+/// Review: row runs over integer, bool and narrow dtypes, a size-1 row
+/// dimension, one row, a per-row input read by a scalar member, and a run
+/// value transposed after the run.
+#[test]
+fn review_row_runs_over_odd_dtypes_and_shapes() {
+    let texts = [
+        "{ lambda ; a:i32[5,40]. let
+    b:i32[5] = reduce_max[axes=(1,) out_sharding=None] a
+    c:i32[5,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(5, 1) sharding=None] b
+    d:i32[5,40] = sub a c
+    e:i32[5] = reduce_sum[axes=(1,) out_sharding=None] d
+    f:i32[5,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(5, 1) sharding=None] e
+    g:i32[5,40] = mul d f
+  in (g, e) }",
+        "{ lambda ; a:i8[4,300]. let
+    b:i8[4] = reduce_sum[axes=(1,) out_sharding=None] a
+    c:i8[4,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 1) sharding=None] b
+    d:i8[4,300] = add a c
+    e:i8[4] = reduce_min[axes=(1,) out_sharding=None] d
+    f:i8[4,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(4, 1) sharding=None] e
+    g:i8[4,300] = sub d f
+  in (g, b) }",
+        "{ lambda ; a:f32[3,100]. let
+    b:f32[3] = reduce_max[axes=(1,) out_sharding=None] a
+    c:f32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(3, 1) sharding=None] b
+    d:bool[3,100] = lt a c
+    e:bool[3] = reduce_and[axes=(1,) out_sharding=None] d
+    f:bool[3,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(3, 1) sharding=None] e
+    g:bool[3,100] = or d f
+    h:f32[3,100] = convert_element_type[new_dtype=float32 weak_type=False sharding=None] g
+  in (h, e) }",
+        "{ lambda ; a:f16[2,1,3,33] w:f16[2,1,3]. let
+    b:f16[2,1,3] = reduce_max[axes=(3,) out_sharding=None] a
+    c:f16[2,1,3,1] = broadcast_in_dim[broadcast_dimensions=(0, 1, 2) shape=(2, 1, 3, 1) sharding=None] b
+    d:f16[2,1,3,33] = sub a c
+    e:f16[2,1,3,33] = exp d
+    f:f16[2,1,3] = reduce_sum[axes=(3,) out_sharding=None] e
+    g:f16[2,1,3] = mul f w
+    h:f16[2,1,3,1] = broadcast_in_dim[broadcast_dimensions=(0, 1, 2) shape=(2, 1, 3, 1) sharding=None] g
+    i:f16[2,1,3,33] = div e h
+  in (i, g) }",
+        "{ lambda ; a:f32[1,4096]. let
+    b:f32[1] = reduce_max[axes=(1,) out_sharding=None] a
+    c:f32[1,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(1, 1) sharding=None] b
+    d:f32[1,4096] = sub a c
+    e:f32[1,4096] = exp d
+    f:f32[1] = reduce_sum[axes=(1,) out_sharding=None] e
+    h:f32[1,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(1, 1) sharding=None] f
+    i:f32[1,4096] = div e h
+  in (i,) }",
+        "{ lambda ; a:f32[64,64]. let
+    b:f32[64] = reduce_max[axes=(1,) out_sharding=None] a
+    c:f32[64,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(64, 1) sharding=None] b
+    d:f32[64,64] = sub a c
+    e:f32[64,64] = exp d
+    f:f32[64] = reduce_sum[axes=(1,) out_sharding=None] e
+    h:f32[1,64] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 64) sharding=None] f
+    i:f32[64,64] = div e h
+    j:f32[64,64] = transpose[permutation=(1, 0)] e
+    k:f32[64,64] = add i j
+  in (k,) }",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        // One kernel, but for the last, whose division reads the row sums
+        // along the columns (the run stops before it).
+        assert_eq!(launches(text), if i == 5 { 2 } else { 1 }, "{text}");
+        let args = args_for(text, 50 + i as u64, Dist::Uniform(3.0));
+        check_with(text, &args, Tol::Rel(2e-3));
+    }
+}
+
+/// Review: a dropped (dead) row-wise value inside what would be a run.
+#[test]
+fn review_a_dropped_value_inside_a_run() {
+    let text = "{ lambda ; a:f32[3,64]. let
+    b:f32[3] = reduce_max[axes=(1,) out_sharding=None] a
+    c:f32[3,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(3, 1) sharding=None] b
+    d:f32[3,64] = sub a c
+    _:f32[3,64] = exp d
+    _:f32[3] = reduce_min[axes=(1,) out_sharding=None] d
+    e:f32[3,64] = exp d
+    f:f32[3] = reduce_sum[axes=(1,) out_sharding=None] e
+  in (f,) }";
+    run(text, 60, Tol::Rel(1e-5));
+}

@@ -17,8 +17,9 @@
 //! output of the jaxpr); the group's result has the product's shape and
 //! dtype; the bias is a rank-1 value of the product's dtype whose length
 //! is the product's last dimension, broadcast with
-//! `broadcast_dimensions=(rank - 1,)`; the fusion happens only when the
-//! product's last step is the GEMM that writes it (the KIR fallback for
+//! `broadcast_dimensions=(rank - 1,)` and as long as the GEMM's columns
+//! (all the right operand's free dimensions); the fusion happens only when
+//! the product's last step is the GEMM that writes it (the KIR fallback for
 //! integer products keeps the group).
 
 use super::plan::{BufId, Step};
@@ -202,9 +203,16 @@ pub(crate) fn apply(
             Value::Lit(_) => return Ok(false),
         },
     };
+    let len = |x: BufId| ctx.decl(x).map(|d| d.len as u64);
+    // The GEMM's columns are all the right operand's free dimensions; a
+    // bias along only the last of several does not fit.
+    if let Some(b) = bias_buf {
+        if len(b)? != plan.n {
+            return Ok(false);
+        }
+    }
     let mut fused = *plan;
     fused.epilogue = f.epilogue;
-    let len = |x: BufId| ctx.decl(x).map(|d| d.len as u64);
     fused
         .validate(
             len(*a)?,
