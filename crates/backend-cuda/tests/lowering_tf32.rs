@@ -2,8 +2,8 @@
 //! them on a GPU (`lower/precision.rs`): with
 //! `JAXON_DEFAULT_MATMUL_PRECISION=tensorfloat32` (set by this binary, a
 //! process of its own), a `dot_general` with `precision=None` rounds its
-//! operands to tf32 and sums in `f32`, while `Precision.HIGHEST` stays full
-//! `f32`; an unknown value is a compile error naming the accepted ones.
+//! operands to tf32 and sums in `f32` (in a dynamic-shape program too),
+//! while `Precision.HIGHEST` stays full `f32`; an unknown value is a compile error naming the accepted ones.
 //! Runs on `cuda-sim` (which models the rounding), or on the GPU under
 //! `JAXON_LOWERING_BACKEND=cuda` (cuBLASLt's TF32 kernels).
 
@@ -109,6 +109,37 @@ fn default_precision_products_are_tf32_and_highest_ones_f32() {
             want_f32[i]
         );
     }
+
+    // A dynamic-shape program (rows as an argument) takes the same choice.
+    let dynamic = format!(
+        "{{ lambda ; n:i64[] a:f32[n,{K}] b:f32[{K},{N}]. let
+    c:f32[n,{N}] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=float32
+    ] a b
+  in (c,) }}"
+    );
+    let rows = HostArray::from_f64(DType::I64, &[], &[M as f64]).unwrap();
+    let got = run_lowered(&parse(&dynamic), &[rows, a.clone(), b.clone()])
+        .unwrap_or_else(|e| panic!("{}: {e}", backend_name()))[0]
+        .to_f64_vec();
+    for (i, g) in got.iter().enumerate() {
+        assert!(
+            (g - want_tf32[i]).abs() <= tol * mag[i],
+            "{}: dynamic c[{i}] = {g}, the tf32 product is {}",
+            backend_name(),
+            want_tf32[i]
+        );
+    }
+    assert!(
+        got.iter()
+            .zip(&want_f32)
+            .zip(&mag)
+            .any(|((g, w), m)| (g - w).abs() > 1e-5 * m),
+        "{}: the dynamic product shows no tf32 rounding",
+        backend_name()
+    );
 
     std::env::set_var(ENV, "float32");
     let full = run("None", &a, &b);

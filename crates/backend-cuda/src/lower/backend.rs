@@ -127,7 +127,7 @@ impl Backend for CudaSimBackend {
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
         if super::dynamic::is_dynamic(&jaxpr.jaxpr) {
-            let program = super::dynamic::compile(jaxpr)?;
+            let program = super::dynamic::compile_with(jaxpr, LowerOptions::simulator()?)?;
             return Ok(Arc::new(DynSimExecutable { program }));
         }
         let program = super::lower_with(jaxpr, LowerOptions::simulator()?)?;
@@ -275,7 +275,7 @@ impl Backend for CudaBackend {
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
         if super::dynamic::is_dynamic(&jaxpr.jaxpr) {
-            let program = super::dynamic::compile(jaxpr)?;
+            let program = super::dynamic::compile_with(jaxpr, LowerOptions::gpu()?)?;
             return Ok(Arc::new(DynGpuExecutable {
                 program,
                 loaded: Mutex::new(None),

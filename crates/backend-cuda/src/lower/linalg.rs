@@ -60,6 +60,25 @@ fn prod(shape: &[usize], dims: &[usize]) -> usize {
     dims.iter().map(|&d| shape[d]).product()
 }
 
+/// The GEMM arithmetic of a product of `d` operands into `out` at
+/// `precision` under `opts` (TF32 for f32 at the default precision where
+/// the options say so), if cuBLASLt has those types. Shared by the static
+/// and dynamic lowerings.
+pub(crate) fn gemm_compute(
+    opts: &super::precision::LowerOptions,
+    d: DType,
+    out: DType,
+    precision: Option<(
+        jaxon_ir::primitive::Precision,
+        jaxon_ir::primitive::Precision,
+    )>,
+) -> Option<Compute> {
+    gemm_types(d, out).map(|c| match (d, c) {
+        (DType::F32, Compute::F32) => opts.f32_matmul.compute(precision),
+        _ => c,
+    })
+}
+
 /// The GEMM types for operands of `d` into `out`, if cuBLASLt has them.
 pub(crate) fn gemm_types(d: DType, out: DType) -> Option<Compute> {
     match (d, out) {
@@ -142,10 +161,7 @@ fn dot_general(
         return Ok(());
     }
     let gemm = if dl == dr && kk > 0 {
-        gemm_types(dl, od).map(|c| match (dl, c) {
-            (DType::F32, Compute::F32) => ctx.opts.f32_matmul.compute(p.precision),
-            _ => c,
-        })
+        gemm_compute(&ctx.opts, dl, od, p.precision)
     } else {
         None
     };

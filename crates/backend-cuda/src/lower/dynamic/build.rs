@@ -39,6 +39,8 @@ pub(crate) enum DV {
 /// What a compilation builds.
 #[derive(Default)]
 pub(crate) struct B {
+    /// The choices the program is lowered with (TF32 products).
+    pub opts: crate::lower::precision::LowerOptions,
     pub kernels: Vec<Kernel>,
     pub buffers: Vec<(DType, Sz)>,
     pub consts: Vec<(BufId, HostArray)>,

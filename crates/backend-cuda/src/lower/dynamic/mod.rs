@@ -177,10 +177,19 @@ pub struct DynProgram {
 }
 
 /// Compiles `closed`, a jaxpr with dynamic dimensions, once for every
-/// size.
+/// size, with the default options (full `f32` products).
 pub fn compile(closed: &ClosedJaxpr) -> Result<DynProgram, IrError> {
+    compile_with(closed, crate::lower::precision::LowerOptions::default())
+}
+
+/// [`compile`] with `opts`.
+pub fn compile_with(
+    closed: &ClosedJaxpr,
+    opts: crate::lower::precision::LowerOptions,
+) -> Result<DynProgram, IrError> {
     let jaxpr = &closed.jaxpr;
     let mut b = B::default();
+    b.opts = opts;
     let mut types = Scope::default();
     let mut size_inputs = Vec::new();
     for (k, v) in jaxpr.invars.iter().enumerate() {

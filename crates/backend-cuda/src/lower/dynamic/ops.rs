@@ -576,7 +576,9 @@ pub(crate) fn linalg(
     steps: &mut Vec<SStep>,
 ) -> Result<(), IrError> {
     let DotGeneralParams {
-        dimension_numbers, ..
+        dimension_numbers,
+        precision,
+        ..
     } = match p {
         Linalg::DotGeneral(d) => d,
         Linalg::ConvGeneralDilated(_)
@@ -627,7 +629,8 @@ pub(crate) fn linalg(
     let a = permuted(b, steps, lv, dl, &ls, &l_perm)?;
     let bb = permuted(b, steps, rv, dr, &rs, &r_perm)?;
     let oshape = [bn.clone(), m.clone(), n.clone()];
-    if let (true, Some(compute_kind)) = (dl == dr, crate::lower::linalg::gemm_types(dl, od)) {
+    let gemm = crate::lower::linalg::gemm_compute(&b.opts, dl, od, *precision);
+    if let (true, Some(compute_kind)) = (dl == dr, gemm) {
         // An empty contraction stores zeros: a fill kernel, built once.
         let mut zsteps = Vec::new();
         copy_into(
