@@ -30,7 +30,7 @@ use jaxon_pallas::*;
 use jaxon_trace::error::ok_or_raise;
 use jaxon_trace::numpy as jnp;
 use jaxon_trace::{lax, Array};
-use lowering_util::{compare, random, run_lowered, Dist, Rng, Tol};
+use lowering_util::{compare, holds, random, run_lowered, Dist, Rng, Tol};
 
 /// Stages `f` over arrays of the arguments' types.
 fn stage(f: impl Fn(Vec<Array>) -> Vec<Array> + 'static, args: &[HostArray]) -> ClosedJaxpr {
@@ -48,20 +48,6 @@ struct Case {
     args: Vec<HostArray>,
     tol: Tol,
     mma: bool,
-}
-
-/// Whether `body` holds a statement that `is` picks.
-fn holds(body: &[Stmt], is: &dyn Fn(&Stmt) -> bool) -> bool {
-    body.iter().any(|s| {
-        is(s)
-            || match s {
-                Stmt::If {
-                    then, otherwise, ..
-                } => holds(then, is) || holds(otherwise, is),
-                Stmt::For { body, .. } | Stmt::While { body, .. } => holds(body, is),
-                _ => false,
-            }
-    })
 }
 
 fn has_mma(body: &[Stmt]) -> bool {

@@ -1,11 +1,13 @@
 //! `f32` products at the default precision on TensorFloat-32, as JAX runs
 //! them on a GPU (`lower/precision.rs`): with
-//! `JAXON_DEFAULT_MATMUL_PRECISION=tensorfloat32` (set by this binary, a
-//! process of its own), a `dot_general` with `precision=None` rounds its
-//! operands to tf32 and sums in `f32` (in a dynamic-shape program too),
-//! while `Precision.HIGHEST` stays full `f32`; an unknown value is a compile error naming the accepted ones.
-//! Runs on `cuda-sim` (which models the rounding), or on the GPU under
-//! `JAXON_LOWERING_BACKEND=cuda` (cuBLASLt's TF32 kernels).
+//! `JAXON_DEFAULT_MATMUL_PRECISION=tensorfloat32` (set by this binary's one
+//! test, a process of its own), a `dot_general` with `precision=None`
+//! rounds its operands to tf32 and sums in `f32` (in a dynamic-shape
+//! program too), while `Precision.HIGHEST` stays full `f32`; an unknown
+//! value is a compile error naming the accepted ones; and a Pallas
+//! kernel's f32 `dot` runs on tf32 tensor cores (`mma.m16n8k8`) under the
+//! same choice. Runs on `cuda-sim` (which models the rounding), or on the
+//! GPU under `JAXON_LOWERING_BACKEND=cuda` (cuBLASLt's TF32 kernels).
 
 mod lowering_util;
 
@@ -63,10 +65,15 @@ fn run(precision: &str, a: &HostArray, b: &HostArray) -> Vec<f64> {
     out[0].to_f64_vec()
 }
 
+/// The environment variable is process-wide: this binary has one test,
+/// which runs the checks one after another.
 #[test]
+fn tf32_follows_the_default_matmul_precision() {
+    default_precision_products_are_tf32_and_highest_ones_f32();
+    pallas_f32_dots_take_tf32_tensor_cores_when_allowed();
+}
+
 fn default_precision_products_are_tf32_and_highest_ones_f32() {
-    // This binary's only test: nothing else reads the environment while
-    // it is set.
     std::env::set_var(ENV, "tensorfloat32");
     let (a, b) = inputs();
     let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
@@ -162,5 +169,102 @@ fn default_precision_products_are_tf32_and_highest_ones_f32() {
         msg.contains("tf33") && msg.contains("tensorfloat32"),
         "{msg}"
     );
+    std::env::remove_var(ENV);
+}
+
+/// `a @ b` of f32 blocks inside a `pallas_call`, run by the lowering
+/// backend, and whether its kernel holds a tf32 `mma`.
+fn pallas_matmul(m: usize, n: usize, a: &HostArray, b: &HostArray) -> (Vec<f64>, bool) {
+    use jaxon_backend_cuda::kir::{MmaShape, Stmt};
+    use jaxon_pallas::{dot, pallas_call, shape_dtype, Ref};
+    use jaxon_trace::Array;
+    let call = pallas_call(
+        |r: &[Ref]| r[2].store(dot(&r[0].load(), &r[1].load())),
+        shape_dtype(&[m, n], DType::F32),
+    );
+    let arrays = vec![Array::from_host(a.clone()), Array::from_host(b.clone())];
+    let closed =
+        jaxon_trace::make_jaxpr(move |xs: Vec<Array>| call.call1(&xs).unwrap())(arrays).unwrap();
+    let opts = jaxon_backend_cuda::lower::precision::LowerOptions::simulator().unwrap();
+    let prog = jaxon_backend_cuda::lower::lower_with(&closed, opts).expect("lowers");
+    let tf32_mma = prog.kernels.iter().any(|kr| {
+        lowering_util::holds(&kr.body, &|s| {
+            matches!(
+                s,
+                Stmt::Mma {
+                    shape: MmaShape::M16N8K8Tf32,
+                    ..
+                }
+            )
+        })
+    });
+    // The kernels compile for sm_80 and sm_90 (a skip line without NVRTC).
+    lowering_util::nvrtc_check(&format!("tf32_pallas_{m}x{n}"), &prog.kernels, |_, _| false);
+    let out = run_lowered(&closed, &[a.clone(), b.clone()])
+        .unwrap_or_else(|e| panic!("{}: {e}", backend_name()));
+    (out[0].to_f64_vec(), tf32_mma)
+}
+
+/// `dot` of f32 blocks inside a `pallas_call`: on tf32 tensor cores
+/// (`mma.m16n8k8`) when the options allow TF32, else the exact FMA loop;
+/// blocks in shared memory (small) and in global scratch (large), with a
+/// `K` that is not a multiple of the 8-deep tile.
+fn pallas_f32_dots_take_tf32_tensor_cores_when_allowed() {
+    let mut rng = Rng::new(5);
+    for (m, k, n) in [(16, 40, 24), (48, 100, 40)] {
+        let mut draw =
+            |len: usize| -> Vec<f64> { (0..len).map(|_| rng.unit() * 4.0 - 2.0).collect() };
+        let (av, bv) = (draw(m * k), draw(k * n));
+        let a = HostArray::from_f64(DType::F32, &[m, k], &av).unwrap();
+        let b = HostArray::from_f64(DType::F32, &[k, n], &bv).unwrap();
+        let refs = |f: fn(f64) -> f64| -> (Vec<f64>, Vec<f64>) {
+            let mut sum = vec![0.0; m * n];
+            let mut mag = vec![0.0; m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    for kk in 0..k {
+                        let (x, y) = (av[i * k + kk], bv[kk * n + j]);
+                        sum[i * n + j] += f(x) * f(y);
+                        mag[i * n + j] += (x * y).abs();
+                    }
+                }
+            }
+            (sum, mag)
+        };
+        let ((want_tf32, mag), (want_f32, _)) = (refs(tf32), refs(|x| x));
+        let tol = if backend_name() == "cuda" {
+            2f64.powi(-9)
+        } else {
+            1e-5
+        };
+
+        std::env::set_var(ENV, "tensorfloat32");
+        let (got, mma) = pallas_matmul(m, n, &a, &b);
+        assert!(mma, "{m}x{k}x{n}: no tf32 mma in the kernel");
+        let mut off = 0;
+        for (i, g) in got.iter().enumerate() {
+            assert!(
+                (g - want_tf32[i]).abs() <= tol * mag[i],
+                "{m}x{k}x{n} tf32: c[{i}] = {g}, the tf32 product is {}",
+                want_tf32[i]
+            );
+            off += usize::from((g - want_f32[i]).abs() > 1e-5 * mag[i]);
+        }
+        assert!(
+            off > m * n / 4,
+            "{m}x{k}x{n}: only {off} elements show tf32 rounding"
+        );
+
+        std::env::set_var(ENV, "float32");
+        let (got, mma) = pallas_matmul(m, n, &a, &b);
+        assert!(!mma, "{m}x{k}x{n}: a tf32 mma under float32");
+        for (i, g) in got.iter().enumerate() {
+            assert!(
+                (g - want_f32[i]).abs() <= 1e-5 * mag[i],
+                "{m}x{k}x{n} f32: c[{i}] = {g}, exact {}",
+                want_f32[i]
+            );
+        }
+    }
     std::env::remove_var(ENV);
 }

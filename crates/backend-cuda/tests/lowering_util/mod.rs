@@ -369,3 +369,22 @@ pub fn closed_with(text: &str, f: &jaxon_ir::primitive::HostFn) -> ClosedJaxpr {
         consts: c.consts.clone(),
     }
 }
+
+/// Whether `body` (nested `if`, `for` and `while` bodies included) holds
+/// a statement that `is` picks.
+pub fn holds(
+    body: &[jaxon_backend_cuda::kir::Stmt],
+    is: &dyn Fn(&jaxon_backend_cuda::kir::Stmt) -> bool,
+) -> bool {
+    use jaxon_backend_cuda::kir::Stmt;
+    body.iter().any(|s| {
+        is(s)
+            || match s {
+                Stmt::If {
+                    then, otherwise, ..
+                } => holds(then, is) || holds(otherwise, is),
+                Stmt::For { body, .. } | Stmt::While { body, .. } => holds(body, is),
+                _ => false,
+            }
+    })
+}

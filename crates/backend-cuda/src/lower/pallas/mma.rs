@@ -1,6 +1,10 @@
 //! `dot_general` inside a `pallas_call` kernel on tensor cores: `f16`/`bf16`
 //! operands in block memory (shared or global scratch), `f32` accumulation
-//! by `mma.sync.m16n8k16` ([`Stmt::Mma`](crate::kir::Stmt::Mma)).
+//! by `mma.sync.m16n8k16` ([`Stmt::Mma`](crate::kir::Stmt::Mma)); `f32`
+//! operands into an `f32` result by `mma.sync.m16n8k8` on tf32 where the
+//! program's options allow TF32 at the dot's precision (the GPU's default,
+//! as JAX's Pallas on a GPU; `lower/precision.rs`), one element per
+//! fragment register (`k = t` and `t + 4`), no `ldmatrix`.
 //!
 //! Eligible dots: both operands regions of one dtype, `f16` or `bf16`; the
 //! result `f32`, `f16` or `bf16`; one contracting dimension per operand,
@@ -45,8 +49,8 @@ use super::super::kernel::round_to;
 use super::block::{out_type, BVal, Block, Region, THREADS};
 use super::ops::{dtype_of, shape_of};
 use crate::kir::{Const, Expr, KernelBuilder, MmaShape, SharedId, Space, Var};
-use jaxon_ir::primitive::DotDimensionNumbers;
 use jaxon_ir::primitive::{BinaryOp, Elementwise, Linalg, Primitive};
+use jaxon_ir::primitive::{DotDimensionNumbers, Precision};
 use jaxon_ir::{Atom, Binder, Jaxpr, Var as JVar};
 use jaxon_ir::{DType, IrError};
 use std::collections::HashMap;
@@ -113,13 +117,21 @@ fn operand(r: &Region, nb: usize, contract: usize) -> Option<(Operand, usize, us
 
 /// The plan for `dot_general` of `x`, `y` into `d[shape]`, or `None` when
 /// it is not eligible (see the module docs).
-fn plan(dn: &DotDimensionNumbers, x: &BVal, y: &BVal, d: DType, shape: &[usize]) -> Option<Plan> {
+fn plan(
+    dn: &DotDimensionNumbers,
+    x: &BVal,
+    y: &BVal,
+    d: DType,
+    shape: &[usize],
+    tf32: bool,
+) -> Option<Plan> {
     let (BVal::Array(xr), BVal::Array(yr)) = (x, y) else {
         return None;
     };
     let half = matches!(xr.dtype, DType::F16 | DType::BF16);
+    let single = tf32 && xr.dtype == DType::F32 && d == DType::F32;
     let out_ok = matches!(d, DType::F32 | DType::F16 | DType::BF16);
-    if !half || xr.dtype != yr.dtype || !out_ok {
+    if !(half || single) || xr.dtype != yr.dtype || !out_ok {
         return None;
     }
     let nb = dn.lhs_batch.len();
@@ -170,17 +182,29 @@ fn plan(dn: &DotDimensionNumbers, x: &BVal, y: &BVal, d: DType, shape: &[usize])
 /// `None` for the FMA path. With `addend` (an f32 region of the result's
 /// shape, the result f32) the result is `addend + x · y`, the sum
 /// accumulated from the addend (`acc + dot(x, y)` in one step).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn dot(
     blk: &mut Block,
     dn: &DotDimensionNumbers,
+    precision: Option<(Precision, Precision)>,
     x: &BVal,
     y: &BVal,
     d: DType,
     shape: &[usize],
     addend: Option<&Region>,
 ) -> Result<Option<BVal>, IrError> {
-    let Some(mut p) = plan(dn, x, y, d, shape) else {
+    let tf32 = tf32_allowed(blk, precision);
+    let Some(mut p) = plan(dn, x, y, d, shape, tf32) else {
         return Ok(None);
+    };
+    // f32 operands run `m16n8k8` on tf32 (4 `A` and 2 `B` values per lane,
+    // single elements at k = t and t + 4, no `ldmatrix`); halves
+    // `m16n8k16` (8 and 4, pairs of consecutive k).
+    let single = p.a.region.dtype == DType::F32;
+    let (shape_mma, kstep, a_regs, b_regs) = if single {
+        (MmaShape::M16N8K8Tf32, 8, 4, 2)
+    } else {
+        (MmaShape::M16N8K16, 16, 8, 4)
     };
     if addend.is_some_and(|r| r.dtype != DType::F32 || r.shape != shape || d != DType::F32) {
         return Ok(None);
@@ -212,7 +236,7 @@ pub(super) fn dot(
     let (mp, np, kp) = (
         p.m.next_multiple_of(16),
         p.n.next_multiple_of(8),
-        p.k.next_multiple_of(16),
+        p.k.next_multiple_of(kstep),
     );
     let (wm, wn) = (mp / (16 * p.mt), np / (8 * p.nt));
     let tiles = (p.batch * wm * wn) as i64;
@@ -228,17 +252,27 @@ pub(super) fn dot(
         Expr::var(k.let_("lm0", ix, lm.clone() % ic(ix, 2) * ic(ix, 8))),
         Expr::var(k.let_("lm1", ix, lm / ic(ix, 2) * ic(ix, 8))),
     );
-    let (ld_a, ld_b) = (
-        ldmatrix_space(&p.a, p.m.is_multiple_of(16) && p.k.is_multiple_of(16)),
-        ldmatrix_space(&p.b, p.n.is_multiple_of(8) && p.k.is_multiple_of(16)),
-    );
+    let (ld_a, ld_b) = if single {
+        (None, None)
+    } else {
+        (
+            ldmatrix_space(&p.a, p.m.is_multiple_of(16) && p.k.is_multiple_of(16)),
+            ldmatrix_space(&p.b, p.n.is_multiple_of(8) && p.k.is_multiple_of(16)),
+        )
+    };
+    // The lane's first `k` in a step: 2t for halves (pairs), t for tf32.
+    let kfirst = if single {
+        t.clone()
+    } else {
+        t.clone() * ic(ix, 2)
+    };
     // The lane's (row, k) offsets: its own fragment elements', or the
     // ldmatrix row it names (A: matrix i at rows 8·(i & 1), k 8·(i >> 1);
     // B: k 8·(i & 1), rows 8·(i >> 1); the lane's row runs along the
     // stored rows: the free dimension when k is contiguous, else k).
     let offsets = |o: &Operand, ld: bool, a: bool| -> (Expr, Expr) {
         if !ld {
-            return (g.clone(), t.clone() * ic(ix, 2));
+            return (g.clone(), kfirst.clone());
         }
         let (rows, ks) = if a {
             (m_lo.clone(), m_hi.clone())
@@ -259,10 +293,10 @@ pub(super) fn dot(
         .map(|_| k.var("acc", DType::F32))
         .collect();
     let fa: Vec<Vec<Var>> = (0..p.mt)
-        .map(|_| (0..8).map(|_| k.var("fa", ab)).collect())
+        .map(|_| (0..a_regs).map(|_| k.var("fa", ab)).collect())
         .collect();
     let fb: Vec<Vec<Var>> = (0..p.nt)
-        .map(|_| (0..4).map(|_| k.var("fb", ab)).collect())
+        .map(|_| (0..b_regs).map(|_| k.var("fb", ab)).collect())
         .collect();
     let wt = k.var("wt", ix);
     let k0 = k.var("k0", ix);
@@ -291,7 +325,9 @@ pub(super) fn dot(
         );
         let arow = Expr::var(k.let_("ar", ix, m0.clone() + g.clone()));
         let brow = Expr::var(k.let_("br", ix, n0.clone() + g.clone()));
+        // c_i's column (2t + (i & 1)) is the same for both shapes.
         let col = Expr::var(k.let_("col", ix, t.clone() * ic(ix, 2)));
+        let kc0 = Expr::var(k.let_("kc", ix, kfirst.clone()));
         // c_i: row g + 8·[i ≥ 2], column 2t + (i & 1). `each_c(k, f)` calls
         // `f(k, i, rel, w, mask)` for accumulators i..i+w at element `rel`
         // of the result (w = 2 where the pair is adjacent and aligned),
@@ -339,84 +375,127 @@ pub(super) fn dot(
             }),
         }
         let kk = Expr::var(k0);
-        k.for_(k0, ic(ix, 0), ic(ix, kp as i64), ic(ix, 16), |k| {
-            let kcol = kk.clone() + col.clone();
-            // This step's lane pointers: every fragment element is a
-            // constant offset from them.
-            let step = |k: &mut KernelBuilder, l: &Expr, o: &Operand| {
-                let e = l.clone() + kk.clone().cast(ia) * ic(ia, o.k_stride);
-                Expr::var(k.let_("lp", ia, e))
-            };
-            let (pa, pb) = (step(k, &la, &p.a), step(k, &lb, &p.b));
-            if let Some(sid) = ld_a {
-                for (mi, regs) in fa.iter().enumerate() {
-                    let at = pa.clone() + ic(ia, 16 * mi as i64 * p.a.row_stride);
-                    k.ldmatrix(regs, sid, at, p.a.k_stride != 1);
+        k.for_(
+            k0,
+            ic(ix, 0),
+            ic(ix, kp as i64),
+            ic(ix, kstep as i64),
+            |k| {
+                let kcol = kk.clone() + kc0.clone();
+                // This step's lane pointers: every fragment element is a
+                // constant offset from them.
+                let step = |k: &mut KernelBuilder, l: &Expr, o: &Operand| {
+                    let e = l.clone() + kk.clone().cast(ia) * ic(ia, o.k_stride);
+                    Expr::var(k.let_("lp", ia, e))
+                };
+                let (pa, pb) = (step(k, &la, &p.a), step(k, &lb, &p.b));
+                if let Some(sid) = ld_a {
+                    for (mi, regs) in fa.iter().enumerate() {
+                        let at = pa.clone() + ic(ia, 16 * mi as i64 * p.a.row_stride);
+                        k.ldmatrix(regs, sid, at, p.a.k_stride != 1);
+                    }
                 }
-            }
-            if let Some(sid) = ld_b {
-                // Two 8-column tiles per x4 where there are pairs.
-                let per = if p.nt.is_multiple_of(2) { 2 } else { 1 };
-                for (q, regs) in fb.chunks(per).enumerate() {
-                    let dst: Vec<Var> = regs.concat();
-                    let at = pb.clone() + ic(ia, (8 * per * q) as i64 * p.b.row_stride);
-                    k.ldmatrix(&dst, sid, at, p.b.k_stride != 1);
+                if let Some(sid) = ld_b {
+                    // Two 8-column tiles per x4 where there are pairs.
+                    let per = if p.nt.is_multiple_of(2) { 2 } else { 1 };
+                    for (q, regs) in fb.chunks(per).enumerate() {
+                        let dst: Vec<Var> = regs.concat();
+                        let at = pb.clone() + ic(ia, (8 * per * q) as i64 * p.b.row_stride);
+                        k.ldmatrix(&dst, sid, at, p.b.k_stride != 1);
+                    }
                 }
-            }
-            for (mi, regs) in fa.iter().enumerate().filter(|_| ld_a.is_none()) {
-                // a_i: row g + 8·[i ∈ {2,3,6,7}], k 2t + (i & 1) + 8·[i ≥ 4].
-                for pair in 0..4 {
-                    let (dr, dk) = ((16 * mi + 8 * (pair & 1)) as i64, 8 * (pair >> 1) as i64);
-                    let sub = SubTile {
-                        base: &pa,
-                        op: &p.a,
-                        row: &arow,
-                        rows: p.m,
-                        ragged: !p.m.is_multiple_of(16),
-                        dr,
-                        kcol: &kcol,
-                        dk,
-                        kmax: p.k,
-                        zero: &zero,
-                        ix,
-                        ia,
-                    };
-                    sub.load(k, &regs[2 * pair..2 * pair + 2]);
+                // tf32 a_i: row g + 8·(i & 1), k t + 4·(i >> 1); b_i: k t + 4·i,
+                // column g. One element each.
+                let singles = [
+                    (&fa, &pa, &p.a, &arow, p.m, 16usize),
+                    (&fb, &pb, &p.b, &brow, p.n, 8),
+                ];
+                for (frags, base, op, row, rows, tile_rows) in
+                    singles.into_iter().filter(|_| single)
+                {
+                    for (ti, regs) in frags.iter().enumerate() {
+                        for (i, r) in regs.iter().enumerate() {
+                            let (dr, dk) = if tile_rows == 16 {
+                                (16 * ti + 8 * (i & 1), 4 * (i >> 1))
+                            } else {
+                                (8 * ti, 4 * i)
+                            };
+                            let sub = SubTile {
+                                base,
+                                op,
+                                row,
+                                rows,
+                                ragged: !rows.is_multiple_of(tile_rows),
+                                dr: dr as i64,
+                                kcol: &kcol,
+                                dk: dk as i64,
+                                kmax: p.k,
+                                ktile: kstep,
+                                zero: &zero,
+                                ix,
+                                ia,
+                            };
+                            sub.load(k, std::slice::from_ref(r));
+                        }
+                    }
                 }
-            }
-            for (ni, regs) in fb.iter().enumerate().filter(|_| ld_b.is_none()) {
-                // b_i: k 2t + (i & 1) + 8·[i ≥ 2], column g.
-                for pair in 0..2 {
-                    let sub = SubTile {
-                        base: &pb,
-                        op: &p.b,
-                        row: &brow,
-                        rows: p.n,
-                        ragged: !p.n.is_multiple_of(8),
-                        dr: (8 * ni) as i64,
-                        kcol: &kcol,
-                        dk: 8 * pair as i64,
-                        kmax: p.k,
-                        zero: &zero,
-                        ix,
-                        ia,
-                    };
-                    sub.load(k, &regs[2 * pair..2 * pair + 2]);
+                for (mi, regs) in fa.iter().enumerate().filter(|_| ld_a.is_none() && !single) {
+                    // a_i: row g + 8·[i ∈ {2,3,6,7}], k 2t + (i & 1) + 8·[i ≥ 4].
+                    for pair in 0..4 {
+                        let (dr, dk) = ((16 * mi + 8 * (pair & 1)) as i64, 8 * (pair >> 1) as i64);
+                        let sub = SubTile {
+                            base: &pa,
+                            op: &p.a,
+                            row: &arow,
+                            rows: p.m,
+                            ragged: !p.m.is_multiple_of(16),
+                            dr,
+                            kcol: &kcol,
+                            dk,
+                            kmax: p.k,
+                            ktile: kstep,
+                            zero: &zero,
+                            ix,
+                            ia,
+                        };
+                        sub.load(k, &regs[2 * pair..2 * pair + 2]);
+                    }
                 }
-            }
-            for mi in 0..p.mt {
-                for ni in 0..p.nt {
-                    let c = &acc[4 * (mi * p.nt + ni)..4 * (mi * p.nt + ni) + 4];
-                    k.mma(
-                        MmaShape::M16N8K16,
-                        c.to_vec(),
-                        fa[mi].iter().map(|&v| Expr::var(v)).collect(),
-                        fb[ni].iter().map(|&v| Expr::var(v)).collect(),
-                        c.iter().map(|&v| Expr::var(v)).collect(),
-                    );
+                for (ni, regs) in fb.iter().enumerate().filter(|_| ld_b.is_none() && !single) {
+                    // b_i: k 2t + (i & 1) + 8·[i ≥ 2], column g.
+                    for pair in 0..2 {
+                        let sub = SubTile {
+                            base: &pb,
+                            op: &p.b,
+                            row: &brow,
+                            rows: p.n,
+                            ragged: !p.n.is_multiple_of(8),
+                            dr: (8 * ni) as i64,
+                            kcol: &kcol,
+                            dk: 8 * pair as i64,
+                            kmax: p.k,
+                            ktile: kstep,
+                            zero: &zero,
+                            ix,
+                            ia,
+                        };
+                        sub.load(k, &regs[2 * pair..2 * pair + 2]);
+                    }
                 }
-            }
-        });
+                for mi in 0..p.mt {
+                    for ni in 0..p.nt {
+                        let c = &acc[4 * (mi * p.nt + ni)..4 * (mi * p.nt + ni) + 4];
+                        k.mma(
+                            shape_mma,
+                            c.to_vec(),
+                            fa[mi].iter().map(|&v| Expr::var(v)).collect(),
+                            fb[ni].iter().map(|&v| Expr::var(v)).collect(),
+                            c.iter().map(|&v| Expr::var(v)).collect(),
+                        );
+                    }
+                }
+            },
+        );
         each_c(k, &mut |k, i, rel, w, mask| {
             let v = |j: usize| {
                 let x = round_to(d, Expr::var(acc[i + j]));
@@ -478,13 +557,22 @@ pub(super) fn dot_add(
     let r_fits = matches!(rv, BVal::Array(_) | BVal::Lazy(_))
         && shape_of(rv) == shape
         && dtype_of(rv) == DType::F32;
-    if uses != 1 || d != DType::F32 || !r_fits || plan(dn, x, y, d, &shape).is_none() {
+    let tf32 = tf32_allowed(blk, params.precision);
+    if uses != 1 || d != DType::F32 || !r_fits || plan(dn, x, y, d, &shape, tf32).is_none() {
         return Ok(None);
     }
     let BVal::Array(region) = blk.materialize(rv.clone())? else {
         return Ok(None);
     };
-    Ok(dot(blk, dn, x, y, d, &shape, Some(&region))?.map(|v| (*z, v)))
+    Ok(dot(blk, dn, params.precision, x, y, d, &shape, Some(&region))?.map(|v| (*z, v)))
+}
+
+/// Whether an f32 dot at `precision` may run on tf32 tensor cores: the
+/// program's options say so (`lower/precision.rs`: the GPU's default, or
+/// `JAXON_DEFAULT_MATMUL_PRECISION=tensorfloat32`), and neither operand
+/// asks for `HIGHEST`.
+fn tf32_allowed(blk: &Block, precision: Option<(Precision, Precision)>) -> bool {
+    blk.ctx.opts.f32_matmul.compute(precision) == crate::blas::Compute::Tf32
 }
 
 /// The shared array an operand's fragments come from by `ldmatrix`: its
@@ -530,6 +618,8 @@ struct SubTile<'e> {
     kcol: &'e Expr,
     dk: i64,
     kmax: usize,
+    /// The `k` extent of one `mma` (16, or 8 for tf32): `K` is padded to it.
+    ktile: usize,
     zero: &'e Expr,
     /// The dtype of tile-local indices.
     ix: DType,
@@ -546,7 +636,7 @@ impl SubTile<'_> {
             .ragged
             .then(|| (self.row.clone() + ic(self.ix, self.dr)).lt(ic(self.ix, self.rows as i64)));
         let kc = self.kcol.clone() + ic(self.ix, self.dk);
-        let ragged_k = !self.kmax.is_multiple_of(16);
+        let ragged_k = !self.kmax.is_multiple_of(self.ktile);
         if o.k_stride == 1 && self.kmax.is_multiple_of(2) {
             // Even k and even K: both elements are in or out together, and
             // the pair is adjacent and aligned.

@@ -472,8 +472,10 @@ pub(super) fn linalg(
     let name = p.name();
     match p {
         Linalg::DotGeneral(DotGeneralParams {
-            dimension_numbers, ..
-        }) => dot(b, dimension_numbers, ins, outs),
+            dimension_numbers,
+            precision,
+            ..
+        }) => dot(b, dimension_numbers, *precision, ins, outs),
         Linalg::ConvGeneralDilated(_)
         | Linalg::Cholesky
         | Linalg::TriangularSolve(_)
@@ -490,13 +492,17 @@ pub(super) fn linalg(
 fn dot(
     b: &mut Block,
     dn: &DotDimensionNumbers,
+    precision: Option<(
+        jaxon_ir::primitive::Precision,
+        jaxon_ir::primitive::Precision,
+    )>,
     ins: &[BVal],
     outs: Outs,
 ) -> Result<Vec<BVal>, IrError> {
     let name = "dot_general";
     let (d, shape) = one(outs, name)?.clone();
     let (x, y) = (arg(ins, 0, name)?.clone(), arg(ins, 1, name)?.clone());
-    if let Some(v) = super::mma::dot(b, dn, &x, &y, d, &shape, None)? {
+    if let Some(v) = super::mma::dot(b, dn, precision, &x, &y, d, &shape, None)? {
         return Ok(vec![v]);
     }
     let (xs, ys) = (shape_of(&x), shape_of(&y));
