@@ -5,5 +5,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    jaxon_fuzz::differential(data);
+    jaxon_fuzzing::differential(data);
 });

@@ -4,5 +4,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    jaxon_fuzz::interp(data);
+    jaxon_fuzzing::interp(data);
 });

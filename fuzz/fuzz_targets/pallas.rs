@@ -5,5 +5,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = jaxon_fuzz::pallas::pallas_blocks(data);
+    let _ = jaxon_fuzzing::pallas::pallas_blocks(data);
 });

@@ -3,5 +3,5 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    jaxon_fuzz::parse_and_print(data);
+    jaxon_fuzzing::parse_and_print(data);
 });
