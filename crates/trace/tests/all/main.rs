@@ -18,7 +18,6 @@ mod dyn_create;
 mod dyn_for_loop;
 mod golden_seeds;
 mod index_masks_errors;
-mod jit_cache_log;
 mod lax_conv;
 mod lax_table;
 mod nn_activations;

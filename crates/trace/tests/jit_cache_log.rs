@@ -1,4 +1,10 @@
 //! With `tracing` at debug level, every jit cache miss says why.
+//!
+//! This test is its own binary on purpose: `tracing` caches each callsite's
+//! interest process-wide, and a callsite first reached by another test's
+//! thread while this test's scoped subscriber is being registered can be
+//! cached as "never", which silently drops the later misses (seen once in
+//! CI). Alone in its process, the only thread that logs is this one.
 
 use jaxon_trace::numpy::All;
 use jaxon_trace::{jit, Array};
