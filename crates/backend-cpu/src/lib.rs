@@ -230,8 +230,9 @@
 //! `sin`/`cos`/`tan` use a three-part Cody–Waite reduction (by `π` with one
 //! odd polynomial for f32, by `π/2` with both quadrant polynomials for f64):
 //! the bounds hold for
-//! |x| <= 1e5 (f32) and 1e9 (f64); beyond, accuracy degrades (no
-//! Payne–Hanek reduction yet).
+//! |x| <= 1e5 (f32) and 1e9 (f64). Lanes beyond take a cold branch to the
+//! interpreter's libm `sin`/`cos`, which reduce exactly, so there the
+//! results are the interpreter's to the bit (`Lanes::patch`).
 //!
 //! (f32 errors are fractional: measured against the unrounded f64 value, so
 //! 0.5 ulp is the rounding floor. f64 errors are measured against std's

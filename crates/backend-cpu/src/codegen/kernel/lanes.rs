@@ -10,12 +10,14 @@
 //! - comparisons are the ordered ones except `Ne`, which is true for NaN
 //!   (Cranelift's `FloatCC` semantics); a mask is all ones or all zeros;
 //! - integers have the width of the float (`i32` lanes for f32, `i64` for
-//!   f64) and wrap; shifts are logical except where named otherwise.
+//!   f64) and wrap; shifts are logical except where named otherwise;
+//! - [`Lanes::patch`] calls the same scalar function on the same lanes, so
+//!   a lane's result never depends on its neighbours or on the width.
 
 use super::emit::Em;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::types::I32;
-use cranelift_codegen::ir::{InstBuilder, Value};
+use cranelift_codegen::ir::types::{F32, F64, I32, I64};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, Signature, Value};
 use jaxon_ir::DType;
 
 /// A float comparison.
@@ -27,6 +29,35 @@ pub(crate) enum Cmp {
     Eq,
     /// Not equal, or unordered (true when either side is NaN).
     Ne,
+}
+
+/// A scalar function of one float, for f32 and for f64: the slow path of
+/// an approximation outside its domain (`extern "C"`, so emitted code can
+/// call it through its address).
+#[derive(Clone, Copy)]
+pub(crate) struct Scalar {
+    pub f32: extern "C" fn(f32) -> f32,
+    pub f64: extern "C" fn(f64) -> f64,
+}
+
+/// The element types a [`Scalar`] applies to.
+pub(crate) trait ScalarElem: Copy {
+    /// `s` at this element type.
+    fn through(self, s: Scalar) -> Self;
+}
+
+impl ScalarElem for f32 {
+    #[inline(always)]
+    fn through(self, s: Scalar) -> f32 {
+        (s.f32)(self)
+    }
+}
+
+impl ScalarElem for f64 {
+    #[inline(always)]
+    fn through(self, s: Scalar) -> f64 {
+        (s.f64)(self)
+    }
 }
 
 /// Lane-wise operations on floats of one dtype and integers as wide.
@@ -77,6 +108,11 @@ pub(crate) trait Lanes {
     fn shl(&mut self, a: Self::I, n: u8) -> Self::I;
     /// Logical shift right.
     fn ushr(&mut self, a: Self::I, n: u8) -> Self::I;
+
+    /// `m ? slow(x) : y` lane by lane, calling `slow` only when some lane of
+    /// `m` is set (a branch around a cold path): the fallback of an
+    /// approximation for the rare arguments outside its domain.
+    fn patch(&mut self, m: Self::M, x: Self::F, y: Self::F, slow: Scalar) -> Self::F;
 
     /// `x < lo ? lo : x` (NaN stays NaN).
     #[inline(always)]
@@ -227,5 +263,46 @@ impl Lanes for Clif<'_, '_, '_> {
     fn ushr(&mut self, a: Value, n: u8) -> Value {
         let sh = self.em.b.ins().iconst(I32, n as i64);
         self.em.b.ins().ushr(a, sh)
+    }
+    fn patch(&mut self, m: Value, x: Value, y: Value, slow: Scalar) -> Value {
+        let (addr, ty) = if self.dt == DType::F64 {
+            (slow.f64 as usize, F64)
+        } else {
+            (slow.f32 as usize, F32)
+        };
+        let lanes = self.em.lanes;
+        let b = &mut *self.em.b;
+        let any = if lanes > 1 { b.ins().vany_true(m) } else { m };
+        let cold = b.create_block();
+        let join = b.create_block();
+        let vty = b.func.dfg.value_type(y);
+        let out = b.append_block_param(join, vty);
+        b.set_cold_block(cold);
+        b.ins().brif(any, cold, &[], join, &[y.into()]);
+        b.switch_to_block(cold);
+        b.seal_block(cold);
+        let mut sig = Signature::new(b.func.signature.call_conv);
+        sig.params.push(AbiParam::new(ty));
+        sig.returns.push(AbiParam::new(ty));
+        let sref = b.import_signature(sig);
+        let callee = b.ins().iconst(I64, addr as i64);
+        let fixed = if lanes > 1 {
+            let mut v = x;
+            for lane in 0..lanes {
+                let xl = b.ins().extractlane(x, lane);
+                let call = b.ins().call_indirect(sref, callee, &[xl]);
+                let r = b.inst_results(call)[0];
+                v = b.ins().insertlane(v, r, lane);
+            }
+            v
+        } else {
+            let call = b.ins().call_indirect(sref, callee, &[x]);
+            b.inst_results(call)[0]
+        };
+        let r = self.em.sel(m, fixed, y);
+        self.em.b.ins().jump(join, &[r.into()]);
+        self.em.b.switch_to_block(join);
+        self.em.b.seal_block(join);
+        out
     }
 }

@@ -20,7 +20,7 @@
 //! range, special values included) is measured by `tests/math_ulp.rs` and
 //! recorded in the crate docs.
 
-use super::lanes::{Cmp, Lanes};
+use super::lanes::{Cmp, Lanes, Scalar};
 use jaxon_ir::DType;
 
 /// Per-precision constants.
@@ -384,14 +384,63 @@ pub(crate) fn logistic<L: Lanes>(l: &mut L, x: L::F) -> L::F {
     l.sel(is_nan, x, y)
 }
 
-/// `sin x` (`cos_shift = 0`) or `cos x` (`cos_shift = 1`, a quarter turn).
-///
-/// Reduction `x = j π/2 + r`, `|r| <= π/4`, with a three-part Cody–Waite
-/// `π/2` and fused multiply-adds: accurate while `|x|` stays below about
-/// 2^17 (f32) / 2^30 (f64); beyond, results stay in [-1, 1] but lose
-/// accuracy (no Payne–Hanek reduction yet).
+extern "C" fn sin_f32(x: f32) -> f32 {
+    x.sin()
+}
+extern "C" fn sin_f64(x: f64) -> f64 {
+    x.sin()
+}
+extern "C" fn cos_f32(x: f32) -> f32 {
+    x.cos()
+}
+extern "C" fn cos_f64(x: f64) -> f64 {
+    x.cos()
+}
+
+/// Beyond these magnitudes the Cody–Waite reductions below lose accuracy
+/// (their three-part `π` runs out of bits near 2^17 for f32 and 2^30 for
+/// f64), so such lanes take the libm path, the interpreter's own
+/// functions, which reduce exactly (Payne–Hanek): the result is then the
+/// interpreter's to the bit.
+const SIN_COS_FAST_F32: f64 = 1.0e5;
+const SIN_COS_FAST_F64: f64 = 1.0e9;
+
+/// `sin x` (`cos_shift = 0`) or `cos x` (`cos_shift = 1`, a quarter turn):
+/// the fast reduction below, and [`Lanes::patch`] with libm's `sin`/`cos`
+/// on the lanes past [`SIN_COS_FAST_F32`] / [`SIN_COS_FAST_F64`] (±inf
+/// included: NaN either way).
 #[inline(always)]
 fn sin_cos<L: Lanes>(l: &mut L, x: L::F, cos_shift: i64) -> L::F {
+    let lim = if l.dt() == DType::F64 {
+        SIN_COS_FAST_F64
+    } else {
+        SIN_COS_FAST_F32
+    };
+    let slow = if cos_shift == 0 {
+        Scalar {
+            f32: sin_f32,
+            f64: sin_f64,
+        }
+    } else {
+        Scalar {
+            f32: cos_f32,
+            f64: cos_f64,
+        }
+    };
+    let y = sin_cos_fast(l, x, cos_shift);
+    let a = l.abs(x);
+    let lim = l.f(lim);
+    let big = l.cmp(Cmp::Gt, a, lim);
+    l.patch(big, x, y, slow)
+}
+
+/// `sin x` or `cos x` for `|x|` up to [`SIN_COS_FAST_F32`] /
+/// [`SIN_COS_FAST_F64`].
+///
+/// f64: reduction `x = j π/2 + r`, `|r| <= π/4`, with a three-part
+/// Cody–Waite `π/2` and fused multiply-adds. f32: `sin_cos_f32`.
+#[inline(always)]
+fn sin_cos_fast<L: Lanes>(l: &mut L, x: L::F, cos_shift: i64) -> L::F {
     let dt = l.dt();
     if dt != DType::F64 {
         return sin_cos_f32(l, x, cos_shift == 1);

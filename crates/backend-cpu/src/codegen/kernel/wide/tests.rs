@@ -136,7 +136,7 @@ const CASES: [Case; 12] = [
 ];
 
 /// Specials, a dense sweep of `(lo, hi)`, random bit patterns and small
-/// magnitudes; sin/cos/tan within their documented domain.
+/// magnitudes; sin/cos/tan within their fast reduction's domain.
 fn inputs<T: El>(op: UnaryOp, (lo, hi): (f64, f64)) -> Vec<T> {
     let mut r = Rng(0x5eed_1234);
     let mut v: Vec<f64> = vec![

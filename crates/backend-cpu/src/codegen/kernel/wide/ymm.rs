@@ -11,7 +11,7 @@
 //! A partial vector goes through a zero-padded stack copy; a row
 //! reduction's 64 bytes of accumulators are two `ymm` registers.
 
-use super::super::lanes::{Cmp, Lanes};
+use super::super::lanes::{Cmp, Lanes, Scalar, ScalarElem};
 use super::tile::{Rows, Tile};
 use jaxon_ir::DType;
 use std::arch::x86_64::*;
@@ -31,7 +31,7 @@ macro_rules! ymm_lanes {
         andnot: $andnot:ident, max: $max:ident, min: $min:ident, cmp: $cmp:ident,
         or: $or:ident, cmpeqi: $cmpeqi:ident, to_f: $to_f:ident, to_i: $to_i:ident,
         blendv: $blendv:ident, addi: $addi:ident, subi: $subi:ident, sll: $sll:ident,
-        srl: $srl:ident
+        srl: $srl:ident, movemask: $movemask:ident
     ) => {
         // SAFETY (every `unsafe` block in this impl): the type exists only
         // inside a routine of `routines.rs`, which `wide::routine` hands out
@@ -161,6 +161,29 @@ macro_rules! ymm_lanes {
             fn ushr(&mut self, a: __m256i, n: u8) -> __m256i {
                 unsafe { $srl(a, _mm_cvtsi32_si128(n as i32)) }
             }
+            #[inline(always)]
+            fn patch(&mut self, m: $f, x: $f, y: $f, slow: Scalar) -> $f {
+                const N: usize = 32 / std::mem::size_of::<$elem>();
+                let bits = unsafe { $movemask(m) };
+                if bits == 0 {
+                    return y;
+                }
+                // SAFETY: a vector register and an array of its lanes have
+                // the same size and any bits are valid in both.
+                let (xs, mut ys) = unsafe {
+                    (
+                        std::mem::transmute::<$f, [$elem; N]>(x),
+                        std::mem::transmute::<$f, [$elem; N]>(y),
+                    )
+                };
+                for (i, (yv, xv)) in ys.iter_mut().zip(xs).enumerate() {
+                    if bits >> i & 1 != 0 {
+                        *yv = xv.through(slow);
+                    }
+                }
+                // SAFETY: as above.
+                unsafe { std::mem::transmute::<[$elem; N], $f>(ys) }
+            }
         }
     };
 }
@@ -172,7 +195,8 @@ ymm_lanes! {
     andnot: _mm256_andnot_ps, max: _mm256_max_ps, min: _mm256_min_ps, cmp: _mm256_cmp_ps,
     or: _mm256_or_ps, cmpeqi: _mm256_cmpeq_epi32, to_f: _mm256_castsi256_ps,
     to_i: _mm256_castps_si256, blendv: _mm256_blendv_ps, addi: _mm256_add_epi32,
-    subi: _mm256_sub_epi32, sll: _mm256_sll_epi32, srl: _mm256_srl_epi32
+    subi: _mm256_sub_epi32, sll: _mm256_sll_epi32, srl: _mm256_srl_epi32,
+    movemask: _mm256_movemask_ps
 }
 
 ymm_lanes! {
@@ -182,7 +206,8 @@ ymm_lanes! {
     andnot: _mm256_andnot_pd, max: _mm256_max_pd, min: _mm256_min_pd, cmp: _mm256_cmp_pd,
     or: _mm256_or_pd, cmpeqi: _mm256_cmpeq_epi64, to_f: _mm256_castsi256_pd,
     to_i: _mm256_castpd_si256, blendv: _mm256_blendv_pd, addi: _mm256_add_epi64,
-    subi: _mm256_sub_epi64, sll: _mm256_sll_epi64, srl: _mm256_srl_epi64
+    subi: _mm256_sub_epi64, sll: _mm256_sll_epi64, srl: _mm256_srl_epi64,
+    movemask: _mm256_movemask_pd
 }
 
 macro_rules! ymm_tile {

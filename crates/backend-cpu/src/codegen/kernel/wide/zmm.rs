@@ -13,7 +13,7 @@
 //! reduction's 64 bytes of accumulators are one `zmm` register and its
 //! NaN flags a `k` mask.
 
-use super::super::lanes::{Cmp, Lanes};
+use super::super::lanes::{Cmp, Lanes, Scalar, ScalarElem};
 use super::tile::{Elem, Rows, Tile};
 use jaxon_ir::DType;
 use std::arch::x86_64::*;
@@ -162,6 +162,28 @@ macro_rules! zmm_lanes {
             #[inline(always)]
             fn ushr(&mut self, a: __m512i, n: u8) -> __m512i {
                 unsafe { $srl(a, _mm_cvtsi32_si128(n as i32)) }
+            }
+            #[inline(always)]
+            fn patch(&mut self, m: $m, x: $f, y: $f, slow: Scalar) -> $f {
+                const N: usize = 64 / std::mem::size_of::<$elem>();
+                if m == 0 {
+                    return y;
+                }
+                // SAFETY: a vector register and an array of its lanes have
+                // the same size and any bits are valid in both.
+                let (xs, mut ys) = unsafe {
+                    (
+                        std::mem::transmute::<$f, [$elem; N]>(x),
+                        std::mem::transmute::<$f, [$elem; N]>(y),
+                    )
+                };
+                for (i, (yv, xv)) in ys.iter_mut().zip(xs).enumerate() {
+                    if m >> i & 1 != 0 {
+                        *yv = xv.through(slow);
+                    }
+                }
+                // SAFETY: as above.
+                unsafe { std::mem::transmute::<[$elem; N], $f>(ys) }
             }
         }
 
