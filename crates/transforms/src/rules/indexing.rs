@@ -14,7 +14,7 @@
 
 use super::{
     ct, front1, linear_in, linear_lead, not_linear, only, prepend, shift_ints, sizes, zeros,
-    BatchOuts, Cts, JvpOuts,
+    zeros_of, BatchOuts, Cts, JvpOuts,
 };
 use crate::batch::to_front;
 use crate::transpose::LinArg;
@@ -63,7 +63,7 @@ pub(crate) fn transpose(
                 .iter()
                 .map(|a| a.value(p.name()).cloned())
                 .collect::<Result<_>>()?;
-            let z = zeros(args[0].ty())?;
+            let z = zeros_of(&args[0])?;
             let mut out = vec![None; args.len()];
             out[0] = Some(lax::dynamic_update_slice_clamped(&z, &ct(cts)?, &starts)?);
             Ok(out)
@@ -313,7 +313,7 @@ fn gather_transpose(
         update_jaxpr: None,
     }
     .into();
-    let z = zeros(args[0].ty())?;
+    let z = zeros_of(&args[0])?;
     let idx = args[1].value(p.name())?.clone();
     Ok(only(args, 0, bind1(&scatter, &[z, idx, ct(cts)?])?))
 }
@@ -375,7 +375,7 @@ fn scatter_transpose(
     if lin(0) {
         out[0] = Some(if *kind == ScatterKind::Set {
             // Positions overwritten by the updates get no cotangent.
-            let z = zeros(args[2].ty())?;
+            let z = zeros_of(&args[2])?;
             bind1(p, &[c, idx, z])?
         } else {
             c

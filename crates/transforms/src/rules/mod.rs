@@ -187,9 +187,22 @@ pub(crate) fn transpose_unsupported(p: &Primitive) -> Result<Cts> {
     )))
 }
 
-/// Zeros of a (static) type.
+/// Zeros of a static type; a dynamic one is an error (its sizes are
+/// values of the trace: use [`zeros_of`]).
 pub(crate) fn zeros(t: &ShapedArray) -> Result<Array> {
-    jnp::zeros(&t.static_sizes().unwrap_or_default(), t.dtype)
+    let shape = t.static_sizes().ok_or_else(|| {
+        Error::Unsupported(format!(
+            "zeros of the dynamically shaped {} outside a rule that knows its sizes",
+            jaxon_ir::shape::fmt_ty(t)
+        ))
+    })?;
+    jnp::zeros(&shape, t.dtype)
+}
+
+/// Zeros shaped like a transpose rule's argument, dynamic dimensions
+/// included (their values come with the argument).
+pub(crate) fn zeros_of(a: &LinArg) -> Result<Array> {
+    dynshape::zeros(&a.sizes()?, a.ty().dtype)
 }
 
 /// The static sizes of a type (empty when dynamic).

@@ -664,3 +664,51 @@ fn jit_of_grad_through_for_loop_with_abstracted_axes_compiles_once() {
     assert_eq!(f.trace_count(), 1);
     assert_eq!(f.compile_count(), 1);
 }
+
+/// `sum(dynamic_slice(x, [s], [k]) * w[..k])`-like: the slice's size `k` is
+/// traced, so the slice is a gather of `s + iota(k)`; its gradient scatters
+/// back into `x`'s dynamic length.
+fn prog_slice(x: &Array, w: &Array, s: &Array, k: &Array) -> Array {
+    let a = ok_or_raise(jaxon_trace::dynshape::dynamic_slice(
+        x,
+        &[s.clone()],
+        &[k.into()],
+    ));
+    let b = ok_or_raise(jaxon_trace::dynshape::dynamic_slice(
+        w,
+        &[Array::scalar(0i64)],
+        &[k.into()],
+    ));
+    (a.sin() * b).sum(jnp::All)
+}
+
+#[test]
+fn grad_through_a_dynamic_slice_of_traced_size() {
+    let j = trace_dyn(&[DType::I64, DType::I64], |ins| {
+        let (s, k, x, w) = (
+            ins[1].clone(),
+            ins[2].clone(),
+            ins[3].clone(),
+            ins[4].clone(),
+        );
+        let (gx, gw) = ok_or_raise(grad(|(x, w): (Array, Array)| prog_slice(&x, &w, &s, &k))((
+            x, w,
+        )));
+        vec![gx, gw]
+    });
+    for (s, k) in [(1i64, 2i64), (0, 3), (5, 1)] {
+        let (sv, kv) = (Array::scalar(s), k as usize);
+        check_grad(
+            &j,
+            &[i64s(s), i64s(k)],
+            &|x, w| {
+                // lax's dynamic_slice clamps the start as the traced one does.
+                let a = ok_or_raise(jaxon_trace::lax::dynamic_slice(&x, &[sv.clone()], &[kv]));
+                let b = ok_or_raise(jaxon_trace::lax::slice(&w, &[0], &[kv], None));
+                (a.sin() * b).sum(jnp::All)
+            },
+            &[3, 6],
+            91 + s as u64,
+        );
+    }
+}
