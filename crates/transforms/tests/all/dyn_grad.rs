@@ -671,7 +671,7 @@ fn jit_of_grad_through_for_loop_with_abstracted_axes_compiles_once() {
 fn prog_slice(x: &Array, w: &Array, s: &Array, k: &Array) -> Array {
     let a = ok_or_raise(jaxon_trace::dynshape::dynamic_slice(
         x,
-        &[s.clone()],
+        std::slice::from_ref(s),
         &[k.into()],
     ));
     let b = ok_or_raise(jaxon_trace::dynshape::dynamic_slice(
@@ -703,7 +703,11 @@ fn grad_through_a_dynamic_slice_of_traced_size() {
             &[i64s(s), i64s(k)],
             &|x, w| {
                 // lax's dynamic_slice clamps the start as the traced one does.
-                let a = ok_or_raise(jaxon_trace::lax::dynamic_slice(&x, &[sv.clone()], &[kv]));
+                let a = ok_or_raise(jaxon_trace::lax::dynamic_slice(
+                    &x,
+                    std::slice::from_ref(&sv),
+                    &[kv],
+                ));
                 let b = ok_or_raise(jaxon_trace::lax::slice(&w, &[0], &[kv], None));
                 (a.sin() * b).sum(jnp::All)
             },
