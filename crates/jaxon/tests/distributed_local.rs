@@ -66,3 +66,25 @@ fn the_timeout_can_be_set() {
         std::time::Duration::from_millis(1500)
     );
 }
+
+/// A group of one: the NCCL communicator has one rank on the GPU named; a
+/// machine without a GPU or NCCL gets an error saying which, not a panic.
+#[test]
+fn an_nccl_communicator_of_one_or_a_clear_error() {
+    let gpus = jaxon::backend_cuda::runtime::device_count().unwrap_or(0);
+    match distributed::nccl_communicator(0) {
+        Ok(comm) => {
+            assert!(gpus > 0, "a communicator without a GPU");
+            assert_eq!(comm.size(), 1);
+        }
+        Err(e) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("nccl_communicator on process 0 of 1")
+                    && (text.contains("opening the GPU") || text.contains("loading NCCL")),
+                "{text}"
+            );
+            println!("skipped: no GPU or NCCL here ({text})");
+        }
+    }
+}

@@ -134,7 +134,7 @@ fn driver() -> ExitCode {
     let (code, text, _) = mpirun("collectives", Duration::from_secs(120), None);
     let n_ok = text.matches("COLLECTIVES OK").count();
     check(
-        "collectives equal their definitions; mismatched calls are errors on both ranks",
+        "collectives equal their definitions; mismatched calls and an NCCL bootstrap without GPUs are errors on both ranks",
         code == Some(0) && n_ok == 2,
         format!("status {code:?}, output:\n{}", tail(&text)),
     );
@@ -316,6 +316,17 @@ fn collectives_rank(me: usize) -> Result<(), String> {
         distributed::broadcast(&x, 2),
         "root process 2",
     )?;
+    // NCCL bootstrapped over MPI: here (no GPU, no NCCL) an error on both
+    // ranks, agreed before anyone waits in NCCL; the session stays usable.
+    match distributed::nccl_communicator(me) {
+        Ok(comm) => println!("rank {me}: an NCCL communicator of {} ranks", comm.size()),
+        Err(err) => {
+            let text = err.to_string();
+            if !text.contains("nccl_communicator") {
+                return Err(format!("nccl_communicator: unexpected error {text}"));
+            }
+        }
+    }
     let again = distributed::psum(&x).map_err(e)?;
     expect_eq(
         "psum after errors",

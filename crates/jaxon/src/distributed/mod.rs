@@ -62,7 +62,10 @@ mod transport {
         ))
     }
 }
+mod nccl;
 mod plan;
+
+pub use nccl::nccl_communicator;
 
 use crate::{Array, Error, Pytree, Result};
 use plan::{Plan, ReduceOp};
