@@ -283,6 +283,7 @@ impl ParamsText for ScatterParams {
         out.push(("update_jaxpr", update));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        cx.constant("update_consts", "()")?;
         let p = cx.p;
         let update_jaxpr = match p.get("update_jaxpr") {
             None => None,
@@ -488,6 +489,7 @@ impl ParamsText for ConvGeneralDilatedParams {
         out.push(("window_strides", Axes::print(&self.window_strides)));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        cx.constant("out_sharding", "None")?;
         Ok(ConvGeneralDilatedParams {
             window_strides: cx.field::<Axes, _>("window_strides", None)?,
             padding: cx.field::<Padding, _>("padding", None)?,

@@ -84,6 +84,32 @@ impl ParseCx<'_, '_, '_> {
         }
     }
 
+    /// Reads param `key`, which JAX prints with one value only (`value`,
+    /// e.g. `sharding=None`): absent or that value is fine, any other value
+    /// is an error naming it, since jaxon would otherwise drop it silently.
+    pub fn constant(&mut self, key: &str, value: &str) -> PResult<()> {
+        match self.p.get(key) {
+            Some(v) if self.p.src(v) != value => Err(self.p.err(
+                v.start,
+                format!(
+                    "param `{key}` of `{}`: only `{value}` is supported, found `{}`",
+                    self.name,
+                    self.p.src(v)
+                ),
+            )),
+            Some(_) | None => Ok(()),
+        }
+    }
+
+    /// Marks params that jaxon accepts and ignores, whatever their value:
+    /// compiler hints (`compiler_params`, `cost_estimate`) that do not
+    /// change what the primitive computes.
+    pub fn ignored(&mut self, keys: &[&str]) {
+        for k in keys {
+            let _ = self.p.get(k);
+        }
+    }
+
     /// Sizes of result 0 (`None` where dynamic), for params JAX elides
     /// because the result type shows them.
     pub fn out_sizes(&self) -> Option<Vec<Option<usize>>> {

@@ -99,6 +99,10 @@ impl ParamsText for PallasCallParams {
         out.push(("out_avals", text(tuple(avals))));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        // Hints to XLA's kernel compilers, which jaxon's backends do not
+        // take; they change nothing that the kernel computes.
+        cx.ignored(&["compiler_params", "cost_estimate", "metadata"]);
+        cx.constant("mesh", "None")?;
         let p = cx.p;
         let kernel = bare(cx.b.jaxpr_param(p, p.req("jaxpr")?)?);
         let out_avals: Vec<ShapedArray> = match p.get("out_avals") {

@@ -36,6 +36,7 @@ macro_rules! params_text {
                     $( $( out.push(($ck, PV::Text($cv.to_string()))); )* )?
                 }
                 fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+                    $( $( cx.constant($ck, $cv)?; )* )?
                     Ok($ty {
                         $( $field: cx.field::<$codec, _>($key, params_text!(@default $($default)?))?, )*
                     })
@@ -349,6 +350,7 @@ impl ParamsText for ReshapeParams {
         out.push(("sharding", PV::Text("None".into())));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        cx.constant("sharding", "None")?;
         let sizes = cx.out_sizes().unwrap_or_default();
         Ok(ReshapeParams {
             new_sizes: cx.field::<Shape, _>("new_sizes", Some(sizes))?,
@@ -366,6 +368,7 @@ impl ParamsText for IotaParams {
         out.push(("sharding", PV::Text("None".into())));
     }
     fn parse(cx: &mut ParseCx<'_, '_, '_>) -> PResult<Self> {
+        cx.constant("sharding", "None")?;
         let sizes = cx.out_sizes().unwrap_or_default();
         Ok(IotaParams {
             dtype: cx.field::<Dt, _>("dtype", None)?,

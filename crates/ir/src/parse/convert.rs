@@ -16,12 +16,7 @@ pub(crate) fn to_primitive(
     in_avals: &[Option<Aval>],
     out_avals: &[Aval],
 ) -> PResult<Primitive> {
-    let p = Params {
-        text: b.text,
-        prim: &e.name,
-        pos: e.pos,
-        params: &e.params,
-    };
+    let p = Params::new(b.text, &e.name, e.pos, &e.params);
     let name = e.name.as_str();
     let mut cx = ParseCx {
         name,
@@ -32,11 +27,29 @@ pub(crate) fn to_primitive(
         out_avals,
         state: e.state.as_ref(),
     };
-    match parse_by_name(name, &mut cx) {
-        Some(prim) => prim,
-        None => Err(p.err(
-            e.pos,
-            format!("expected a primitive name, found unknown primitive `{name}`"),
+    let prim = match parse_by_name(name, &mut cx) {
+        Some(prim) => prim?,
+        None => {
+            return Err(p.err(
+                e.pos,
+                format!("expected a primitive name, found unknown primitive `{name}`"),
+            ))
+        }
+    };
+    // Every param must have been read: an unknown key (a typo, or a
+    // param of another primitive) would otherwise be dropped silently.
+    // `sharding=None` and `out_sharding=None` (one device, the default) are
+    // read by every primitive: JAX versions differ in which ones print it.
+    p.accept_none(&["sharding", "out_sharding"]);
+    match p.unread() {
+        Some(extra) => Err(p.err(
+            extra.value.start,
+            format!(
+                "unknown param `{}` for `{name}` (jaxon reads no such param; \
+                 a misspelling, or a param of a newer JAX?)",
+                extra.key
+            ),
         )),
+        None => Ok(prim),
     }
 }

@@ -300,14 +300,47 @@ impl Reader<'_> {
 }
 
 /// Typed access to an equation's params, with errors pointing into the text.
+/// Every [`Params::get`] marks its key read, so [`Params::unread`] can name
+/// a param no rule looked at (a typo, or a key of another primitive).
 pub(crate) struct Params<'p> {
     pub text: &'p str,
     pub prim: &'p str,
     pub pos: usize,
     pub params: &'p [Param],
+    read: Vec<std::cell::Cell<bool>>,
 }
 
 impl<'p> Params<'p> {
+    /// Access to `params`, none read yet.
+    pub fn new(text: &'p str, prim: &'p str, pos: usize, params: &'p [Param]) -> Params<'p> {
+        Params {
+            text,
+            prim,
+            pos,
+            params,
+            read: params.iter().map(|_| std::cell::Cell::new(false)).collect(),
+        }
+    }
+
+    /// Marks each of `keys` read where its value is `None`; any other
+    /// value stays unread unless a rule reads it.
+    pub fn accept_none(&self, keys: &[&str]) {
+        for (p, r) in self.params.iter().zip(&self.read) {
+            if keys.contains(&p.key.as_str()) && self.src(&p.value) == "None" {
+                r.set(true);
+            }
+        }
+    }
+
+    /// The first param that no rule read, if any.
+    pub fn unread(&self) -> Option<&'p Param> {
+        self.params
+            .iter()
+            .zip(&self.read)
+            .find(|(_, r)| !r.get())
+            .map(|(p, _)| p)
+    }
+
     pub fn err(&self, pos: usize, message: impl Into<String>) -> ParseError {
         let (line, column) = super::lexer::line_col(self.text, pos);
         ParseError {
@@ -319,7 +352,11 @@ impl<'p> Params<'p> {
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&'p PV> {
-        self.params.iter().find(|p| p.key == key).map(|p| &p.value)
+        let i = self.params.iter().position(|p| p.key == key)?;
+        if let Some(r) = self.read.get(i) {
+            r.set(true);
+        }
+        Some(&self.params[i].value)
     }
 
     /// The value of `key`, or an error naming the primitive.

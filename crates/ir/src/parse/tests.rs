@@ -340,6 +340,45 @@ fn error_unknown_primitive() {
 }
 
 #[test]
+fn error_unknown_or_unsupported_param() {
+    // A misspelt key is an error at its value, not silently dropped.
+    let e = err(
+        "{ lambda ; a:f32[3]. let\n    b:f32[] = reduce_sum[axes=(0,) axis=(0,)] a\n  in (b,) }",
+    );
+    assert_eq!((e.line, e.column), (2, 41));
+    assert!(
+        e.message.contains("unknown param `axis` for `reduce_sum`"),
+        "{}",
+        e.message
+    );
+    // A param JAX prints with one value only: that value parses, another is
+    // an error naming it.
+    let ok = "{ lambda ; a:f32[6]. let\n    b:f32[2,3] = reshape[dimensions=None new_sizes=(2, 3) sharding=None] a\n  in (b,) }";
+    assert!(parse_closed_jaxpr(ok, Vec::new()).is_ok());
+    let e = err(&ok.replace("sharding=None", "sharding=P('x')"));
+    assert_eq!(e.line, 2);
+    assert!(
+        e.message
+            .contains("param `sharding` of `reshape`: only `None` is supported, found `P('x')`"),
+        "{}",
+        e.message
+    );
+    // Older JAX prints `sharding=None` on more primitives: accepted on any,
+    // but another value where no rule reads it is an error.
+    let older = "{ lambda ; a:f32[]. let b:f32[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,) sharding=None] a in (b,) }";
+    assert!(parse_closed_jaxpr(older, Vec::new()).is_ok());
+    let e = err(&older.replace("sharding=None", "sharding=P('x')"));
+    assert!(
+        e.message
+            .contains("unknown param `sharding` for `broadcast_in_dim`"),
+        "{}",
+        e.message
+    );
+    let e = err("{ lambda ; a:f32[2,2]. let\n    b:f32[2,2] c:f32[2] = qr[full_matrices=False use_magma=True] a\n  in (b,) }");
+    assert!(e.message.contains("`use_magma` of `qr`"), "{}", e.message);
+}
+
+#[test]
 fn error_bad_type() {
     let e = err("{ lambda ; a:f33[2]. let  in (a,) }");
     assert_eq!((e.line, e.column), (1, 14));
