@@ -164,8 +164,8 @@ pub(crate) fn read_arrays<T: Target>(
             .copied()
             .ok_or_else(|| step_err(name, format!("no buffer {}", b.0)))?;
         let bytes = if d.len == 0 { Vec::new() } else { t.read(*b)? };
-        let a = array_from_bytes(d.dtype, shape, &bytes)
-            .map_err(|e| step_err(name, e.to_string()))?;
+        let a =
+            array_from_bytes(d.dtype, shape, &bytes).map_err(|e| step_err(name, e.to_string()))?;
         arrays.push(a);
     }
     Ok(arrays)
@@ -232,18 +232,13 @@ where
 {
     let arrays = read_arrays(t, prog, "shard_map", args)?;
     let refs: Vec<&HostArray> = arrays.iter().collect();
-    let results = jaxon_ir::spmd::shard_map(
-        &body.mesh,
-        &body.in_specs,
-        &body.out_specs,
-        &refs,
-        |mine| {
+    let results =
+        jaxon_ir::spmd::shard_map(&body.mesh, &body.in_specs, &body.out_specs, &refs, |mine| {
             let rank = current_rank()
                 .ok_or_else(|| IrError::Eval("shard_map: an instance without a device".into()))?;
             instance(rank, mine).map_err(|e| IrError::Eval(e.to_string()))
-        },
-    )
-    .map_err(|e| step_err("shard_map", e.to_string()))?;
+        })
+        .map_err(|e| step_err("shard_map", e.to_string()))?;
     write_arrays(t, prog, "shard_map", &results, outs)
 }
 
