@@ -405,3 +405,52 @@ fn a_collective_over_an_axis_not_in_scope_is_an_error_naming_it() {
     };
     assert!(e.contains("'y'") || e.contains(" y"), "{e}");
 }
+
+/// Under `JAXON_LOWERING_BACKEND=cuda` (`cargo xtask gpu-check`): the
+/// collectives on meshes of 2 and 4 GPUs where there are that many (NCCL
+/// between them; a float sum in NCCL's order, so within 1e-6), against
+/// the interpreter. Elsewhere a skip line. (A mesh of one GPU is the
+/// coverage test's `shard_map` case.)
+#[test]
+fn on_the_gpus_every_collective_matches_the_interpreter() {
+    if std::env::var("JAXON_LOWERING_BACKEND").map_or(true, |b| b != "cuda") {
+        println!("skipped: JAXON_LOWERING_BACKEND is not cuda");
+        return;
+    }
+    let gpu = jaxon_backend_cuda::lower::CudaBackend::new();
+    let gpus = gpu.device_count();
+    if gpus < 2 {
+        println!("gpu-check: lowering_spmd: skipped, {gpus} GPU(s) (meshes of 2 and 4 need them)");
+        return;
+    }
+    let mut rng = Rng::new(15);
+    let mut ran = 0;
+    for n in [2, 4].into_iter().filter(|n| *n <= gpus) {
+        for (dt, dtype, tol) in [
+            ("f32", DType::F32, Tol::Rel(1e-6)),
+            ("i32", DType::I32, Tol::Exact),
+        ] {
+            let (b, c) = (rng.range(1, 3) as usize, rng.range(1, 5) as usize);
+            let x = random(&mut rng, dtype, &[n * b, c], Dist::Uniform(50.0));
+            for (eqn, out_shard, out_global, spec) in cases(n, b, c) {
+                let text = one_op(
+                    n,
+                    dt,
+                    &[n * b, c],
+                    &[b, c],
+                    &out_shard,
+                    &out_global,
+                    &eqn,
+                    spec,
+                );
+                let closed = parse(&text);
+                let want = jaxon_ir::eval_closed_jaxpr(&closed, std::slice::from_ref(&x)).unwrap();
+                let got = try_run(&gpu, &closed, std::slice::from_ref(&x))
+                    .unwrap_or_else(|e| panic!("cuda: {e}\n{text}"));
+                compare(&text, &got[0], &want[0], tol);
+                ran += 1;
+            }
+        }
+    }
+    println!("gpu-check: lowering_spmd: {ran} collective cases on {gpus} GPU(s)");
+}

@@ -38,8 +38,15 @@ fn the_device_count_comes_from_the_environment() {
     let x = HostArray::from_f64(DType::F32, &[3], &[1.0, -2.0, 3.5]).unwrap();
     let exe = b.compile(&neg_on(3)).expect("a mesh of 3 compiles");
     let out = exe.execute(&[b.to_device(&x).unwrap()]).unwrap();
-    assert_eq!(out[0].to_host().unwrap().to_f64_vec(), vec![-1.0, 2.0, -3.5]);
-    let e = b.compile(&neg_on(4)).err().expect("a mesh of 4").to_string();
+    assert_eq!(
+        out[0].to_host().unwrap().to_f64_vec(),
+        vec![-1.0, 2.0, -3.5]
+    );
+    let e = b
+        .compile(&neg_on(4))
+        .err()
+        .expect("a mesh of 4")
+        .to_string();
     assert!(e.contains("4 devices") && e.contains("has 3"), "{e}");
     // `with_devices` overrides the variable.
     assert_eq!(CudaSimBackend::new().with_devices(5).device_count(), 5);

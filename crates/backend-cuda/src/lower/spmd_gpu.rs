@@ -59,7 +59,21 @@ enum Call {
 
 /// The NCCL form of `op` on an operand of `dtype[shape]`, or `None`.
 fn call_of(op: &Collective, dtype: DType) -> Option<(Call, Vec<String>)> {
-    let reducible = !matches!(dtype, DType::Bool | DType::KeyFry);
+    // NCCL's reduction types (`nccl::wire`); bool, i16/u16 and keys take
+    // the host definition.
+    let reducible = matches!(
+        dtype,
+        DType::F16
+            | DType::BF16
+            | DType::F32
+            | DType::F64
+            | DType::I8
+            | DType::U8
+            | DType::I32
+            | DType::U32
+            | DType::I64
+            | DType::U64
+    );
     match op {
         Collective::AllReduce(AllReduceParams { op, axes }) if reducible => {
             let names: Option<Vec<String>> = axes
