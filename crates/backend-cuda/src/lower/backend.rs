@@ -320,9 +320,11 @@ impl Backend for CudaBackend {
         crate::nvrtc::Compiler::global().clear_memory();
     }
 
-    /// The GPUs the driver reports (1 without a GPU, where nothing runs).
+    /// The GPUs the driver reports (1 without a GPU, where nothing runs),
+    /// asked once per process.
     fn device_count(&self) -> usize {
-        crate::runtime::device_count().unwrap_or(1).max(1)
+        static GPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *GPUS.get_or_init(|| crate::runtime::device_count().unwrap_or(1).max(1))
     }
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
