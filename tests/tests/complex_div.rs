@@ -136,7 +136,7 @@ fn the_cpu_backend_divides_as_jax() {
 
 #[test]
 fn the_cuda_simulator_divides_as_jax() {
-    check(&CudaSimBackend, "cuda-sim");
+    check(&CudaSimBackend::new(), "cuda-sim");
 }
 
 /// The fuzzer's reproducer (`cargo xtask fuzz diff`, session 21): a
@@ -167,7 +167,7 @@ fn the_fuzzers_division_by_zero_gives_jaxs_values() {
     let backends: [(&dyn Backend, &str); 3] = [
         (&InterpreterBackend, "interpreter"),
         (&CpuBackend::with_threads(1), "cpu"),
-        (&CudaSimBackend, "cuda-sim"),
+        (&CudaSimBackend::new(), "cuda-sim"),
     ];
     for (backend, name) in backends {
         let exe = backend.compile(&j).expect("compiles");
@@ -273,7 +273,7 @@ fn complex_max_and_min_follow_xla_order() {
         let backends: [(&dyn Backend, &str, bool); 3] = [
             (&InterpreterBackend, "interpreter", true),
             (&CpuBackend::with_threads(1), "cpu", true),
-            (&CudaSimBackend, "cuda-sim", false),
+            (&CudaSimBackend::new(), "cuda-sim", false),
         ];
         for (backend, bname, reduces) in backends {
             let run = |j: &ClosedJaxpr, args: &[&HostArray]| -> Vec<Vec<Complex64>> {

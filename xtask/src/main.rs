@@ -422,6 +422,20 @@ fn test_all(args: &[String]) -> ExitCode {
                 "parse,print,eval,transform",
             ],
         ),
+        // The shard corpus on the kernel simulator with two simulated
+        // devices (the collectives are the interpreter's exchanges).
+        Step::conformance(
+            "conformance shard --backend cuda-sim --require parse,print,eval,transform",
+            &[
+                shard,
+                "--backend",
+                "cuda-sim",
+                "--sim-devices",
+                "2",
+                "--require",
+                "parse,print,eval,transform",
+            ],
+        ),
         // The CUDA lowering on the kernel simulator: every program of both
         // corpora lowers, and every value and gradient it computes is right
         // (nothing is allowed to be unsupported).

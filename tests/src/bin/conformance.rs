@@ -10,7 +10,7 @@
 //! `conformance CORPUS.jsonl [--require parse,print,eval]
 //!  [--backend interpreter|cpu|cuda-sim|cuda] [--allow-unsupported]
 //!  [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE]
-//!  [--cpu-devices N]`
+//!  [--cpu-devices N] [--sim-devices N]`
 //!
 //! `--require` takes check names or kinds (`parse` covers `parse` and
 //! `grad_parse`); the exit status is 1 if any required check fails, 2 on a
@@ -20,7 +20,8 @@
 //! reference interpreter. Evaluations it cannot compile yet are reported as
 //! `FAIL (unsupported)` and summarised by primitive at the end.
 //! `--cpu-devices N` gives it N CPU devices (else `JAXON_CPU_DEVICES`,
-//! default 1): the shard corpus needs 2.
+//! default 1): the shard corpus needs 2. `--sim-devices N` gives
+//! `cuda-sim` N simulated devices (else `JAXON_CUDA_SIM_DEVICES`, default 1).
 //! `--backend cuda-sim` evaluates the CUDA lowering's launch plans on the
 //! kernel simulator (`jaxon-backend-cuda`), reported the same way; it is
 //! slow and not part of the required conformance run. `--backend cuda`
@@ -95,6 +96,9 @@ const UNSUPPORTED: &str = "unsupported: ";
 /// The CPU backend's device count (`--cpu-devices`).
 static CPU_DEVICES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
+/// The simulator's device count (`--sim-devices`).
+static SIM_DEVICES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 struct Options {
     corpus: String,
     backend: EvalBackend,
@@ -148,7 +152,7 @@ fn usage() -> String {
     "usage: conformance CORPUS.jsonl [--require parse,print,eval] \
      [--backend interpreter|cpu|cuda-sim|cuda] [--allow-unsupported] \
      [--filter SUBSTRING] [--groups G1,G2] [--timeout SECONDS] [--known-failures FILE] \
-     [--cpu-devices N]"
+     [--cpu-devices N] [--sim-devices N]"
         .to_string()
 }
 
@@ -217,6 +221,17 @@ fn parse_args() -> Result<Options, String> {
                 CPU_DEVICES
                     .set(n)
                     .map_err(|_| "--cpu-devices given twice".to_string())?;
+            }
+            "--sim-devices" => {
+                let s = value("--sim-devices")?;
+                let n: usize = s
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| format!("--sim-devices: bad device count {s:?}"))?;
+                SIM_DEVICES
+                    .set(n)
+                    .map_err(|_| "--sim-devices given twice".to_string())?;
             }
             "-h" | "--help" => return Err(usage()),
             a if a.starts_with("--") => return Err(format!("unknown option {a}\n{}", usage())),
@@ -300,7 +315,13 @@ fn evaluate(
             };
             run_on(&cpu, closed, inputs)
         }
-        EvalBackend::CudaSim => run_on(&CudaSimBackend::new(), closed, inputs),
+        EvalBackend::CudaSim => {
+            let sim = match SIM_DEVICES.get() {
+                Some(&n) => CudaSimBackend::new().with_devices(n),
+                None => CudaSimBackend::new(),
+            };
+            run_on(&sim, closed, inputs)
+        }
         EvalBackend::Cuda => run_on(&CudaBackend::new(), closed, inputs),
     }
 }

@@ -50,14 +50,51 @@ impl Buffer for CudaArray {
     }
 }
 
-/// The simulator backend, `"cuda-sim"`.
+/// The simulator backend, `"cuda-sim"`. It has `JAXON_CUDA_SIM_DEVICES`
+/// simulated devices (read whenever they are needed; 1 by default), or
+/// the count given to [`CudaSimBackend::with_devices`]: a `shard_map` runs
+/// one instance of its body per device of its mesh, each on its own host
+/// thread, and a mesh larger than the count is a compile error.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct CudaSimBackend;
+pub struct CudaSimBackend {
+    devices: Option<usize>,
+}
+
+/// The simulator's device count variable.
+pub const SIM_DEVICES_ENV: &str = "JAXON_CUDA_SIM_DEVICES";
+
+/// The simulated device count `JAXON_CUDA_SIM_DEVICES` asks for (1 when it
+/// is unset); a value that is not a whole number from 1 to
+/// `jaxon_ir::devices::MAX_HOST_DEVICES` is an error quoting it.
+pub fn sim_devices_from_env() -> Result<usize, IrError> {
+    let max = jaxon_ir::devices::MAX_HOST_DEVICES;
+    match std::env::var(SIM_DEVICES_ENV) {
+        Err(_) => Ok(1),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(IrError::Invalid(format!(
+                "{SIM_DEVICES_ENV}={v:?} is not a device count (a whole number from 1 to {max})"
+            ))),
+        },
+    }
+}
 
 impl CudaSimBackend {
-    /// A new simulator backend.
+    /// A new simulator backend with `JAXON_CUDA_SIM_DEVICES` devices; a
+    /// bad value is reported on stderr once and 1 is used
+    /// ([`sim_devices_from_env`] returns the error).
     pub fn new() -> CudaSimBackend {
-        CudaSimBackend
+        if let Err(e) = sim_devices_from_env() {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| eprintln!("jaxon: {e}; using 1 cuda-sim device"));
+        }
+        CudaSimBackend { devices: None }
+    }
+
+    /// This backend with `devices` simulated devices (at least 1).
+    pub fn with_devices(mut self, devices: usize) -> CudaSimBackend {
+        self.devices = Some(devices.max(1));
+        self
     }
 }
 
@@ -126,12 +163,23 @@ impl Backend for CudaSimBackend {
 
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
+        let opts = LowerOptions {
+            devices: self.device_count(),
+            ..LowerOptions::simulator()?
+        };
         if super::dynamic::is_dynamic(&jaxpr.jaxpr) {
-            let program = super::dynamic::compile_with(jaxpr, LowerOptions::simulator()?)?;
+            let program = super::dynamic::compile_with(jaxpr, opts)?;
             return Ok(Arc::new(DynSimExecutable { program }));
         }
-        let program = super::lower_with(jaxpr, LowerOptions::simulator()?)?;
+        let program = super::lower_with(jaxpr, opts)?;
         Ok(Arc::new(SimExecutable { program }))
+    }
+
+    /// `with_devices`' count, else `JAXON_CUDA_SIM_DEVICES` (1 when it is
+    /// unset or bad).
+    fn device_count(&self) -> usize {
+        self.devices
+            .unwrap_or_else(|| sim_devices_from_env().unwrap_or(1))
     }
 
     /// The simulator's arrays live in host memory.
@@ -272,16 +320,27 @@ impl Backend for CudaBackend {
         crate::nvrtc::Compiler::global().clear_memory();
     }
 
+    /// The GPUs the driver reports (1 without a GPU, where nothing runs),
+    /// asked once per process.
+    fn device_count(&self) -> usize {
+        static GPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *GPUS.get_or_init(|| crate::runtime::device_count().unwrap_or(1).max(1))
+    }
+
     fn compile(&self, jaxpr: &ClosedJaxpr) -> Result<Arc<dyn Executable>, IrError> {
         check_consts(jaxpr)?;
+        let opts = LowerOptions {
+            devices: self.device_count(),
+            ..LowerOptions::gpu()?
+        };
         if super::dynamic::is_dynamic(&jaxpr.jaxpr) {
-            let program = super::dynamic::compile_with(jaxpr, LowerOptions::gpu()?)?;
+            let program = super::dynamic::compile_with(jaxpr, opts)?;
             return Ok(Arc::new(DynGpuExecutable {
                 program,
                 loaded: Mutex::new(None),
             }));
         }
-        let program = super::lower_with(jaxpr, LowerOptions::gpu()?)?;
+        let program = super::lower_with(jaxpr, opts)?;
         Ok(Arc::new(GpuExecutable {
             program,
             loaded: Mutex::new(None),

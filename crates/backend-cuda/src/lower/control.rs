@@ -34,7 +34,7 @@ pub(crate) fn lower(
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
     match p {
-        Control::ShardMap(_) => super::unsupported::shard_map(),
+        Control::ShardMap(p) => super::spmd::shard_map(ctx, jaxpr, eqn, p, env, steps),
         Control::Jit(_)
         | Control::CustomJvpCall(_)
         | Control::CustomVjpCall(_)
@@ -320,7 +320,9 @@ fn fresh_writes(ctx: &Ctx, steps: &[Step]) -> HashSet<BufId> {
                     visit(&[*src, *dst], &[]);
                 }
             }
-            Step::Host { args, outs, .. } => {
+            Step::Host { args, outs, .. }
+            | Step::ShardMap { args, outs, .. }
+            | Step::Collective { args, outs, .. } => {
                 let reads: Vec<BufId> = args.iter().map(|(b, _)| *b).collect();
                 let writes: Vec<BufId> = outs.iter().map(|(b, _)| *b).collect();
                 visit(&reads, &writes);
@@ -350,7 +352,11 @@ fn step_buffers(s: &Step) -> Vec<BufId> {
             a, b, out: o, bias, ..
         } => out.extend([*a, *b, *o].into_iter().chain(*bias)),
         Step::Copy { src, dst, .. } => out.extend([*src, *dst]),
-        Step::Host { args, outs, .. } => out.extend(args.iter().chain(outs).map(|(b, _)| *b)),
+        Step::Host { args, outs, .. }
+        | Step::ShardMap { args, outs, .. }
+        | Step::Collective { args, outs, .. } => {
+            out.extend(args.iter().chain(outs).map(|(b, _)| *b))
+        }
         Step::Cond { index, branches } => {
             out.push(*index);
             for b in branches {

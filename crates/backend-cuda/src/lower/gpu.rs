@@ -15,7 +15,7 @@
 //! read back except `Cond`/`While` scalars and the results.
 
 use super::kernel::{finish, THREADS};
-use super::plan::{BufId, KArg, Program};
+use super::plan::{BufId, KArg, Program, ShardBody};
 use super::run::{array_from_bytes, fills, host_bytes, output_dtype, run_steps, Target};
 use crate::blas::lt::Blas;
 use crate::blas::GemmPlan;
@@ -23,6 +23,7 @@ use crate::error::{CudaError, Result};
 use crate::kir::{Const, Expr, Kernel, KernelBuilder, LaunchDims};
 use crate::nvrtc::{self, Arch};
 use crate::runtime::{Device, DeviceArg, DeviceBuffer, Function};
+use jaxon_ir::primitive::Collective;
 use jaxon_ir::{DType, HostArray};
 use std::sync::{Arc, Mutex};
 
@@ -56,13 +57,23 @@ pub fn copy_kernel(dtype: DType) -> Result<Kernel> {
 /// GPU 0, opened once per process. A failure is not kept: the next call
 /// tries again and reports the same error.
 pub(crate) fn device0() -> Result<Arc<Device>> {
-    static DEVICE: Mutex<Option<Arc<Device>>> = Mutex::new(None);
-    let mut slot = DEVICE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(d) = slot.as_ref() {
+    device_at(0)
+}
+
+/// GPU `ordinal`, opened once per process (the same `Arc` for every
+/// caller, so buffers made on it bind to any program loaded on it). A
+/// failure is not kept.
+pub(crate) fn device_at(ordinal: usize) -> Result<Arc<Device>> {
+    static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
+    let mut slots = DEVICES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(Some(d)) = slots.get(ordinal) {
         return Ok(d.clone());
     }
-    let d = Device::open(0)?;
-    *slot = Some(d.clone());
+    let d = Device::open(ordinal)?;
+    if slots.len() <= ordinal {
+        slots.resize(ordinal + 1, None);
+    }
+    slots[ordinal] = Some(d.clone());
     Ok(d)
 }
 
@@ -252,6 +263,69 @@ impl Target for GpuTarget<'_> {
         Ok(())
     }
 
+    /// Instance `rank` on GPU `rank` (`spmd_gpu.rs`), each on its own
+    /// host thread.
+    fn shard_map(
+        &mut self,
+        prog: &Program,
+        body: &ShardBody,
+        args: &[(BufId, Vec<usize>)],
+        outs: &[(BufId, Vec<usize>)],
+    ) -> Result<()> {
+        super::spmd::run_shard_map(self, prog, body, args, outs, |rank, shards| {
+            super::spmd_gpu::run_instance(rank, &body.program, shards)
+        })
+    }
+
+    /// Through NCCL where the collective is one of its forms, else the
+    /// host definition (`spmd_gpu.rs`).
+    fn collective(
+        &mut self,
+        prog: &Program,
+        op: &Collective,
+        args: &[(BufId, Vec<usize>)],
+        outs: &[(BufId, Vec<usize>)],
+    ) -> Result<()> {
+        let input = match args {
+            [(b, _)] => Some(self.shared(*b)?.clone()),
+            _ => None,
+        };
+        let out = match outs {
+            [(b, _)] => Some(*b),
+            _ => None,
+        };
+        let result = match out {
+            Some(_) => super::spmd_gpu::nccl_collective(op, input.as_ref())?,
+            None => None,
+        };
+        match (result, out) {
+            (Some(r), Some(o)) => {
+                let decl = prog
+                    .buffers
+                    .get(o.index())
+                    .ok_or_else(|| no(format!("no buffer {}", o.0)))?;
+                if r.dtype() != decl.dtype || r.len() != decl.len {
+                    return Err(no(format!(
+                        "{}: a result of {} x{} for a buffer of {} x{}",
+                        op.name(),
+                        r.dtype(),
+                        r.len(),
+                        decl.dtype,
+                        decl.len
+                    )));
+                }
+                let slot = self
+                    .bufs
+                    .get_mut(o.index())
+                    .and_then(Option::as_mut)
+                    .ok_or_else(|| no(format!("buffer {} is not writable", o.0)))?;
+                *slot = Arc::new(r);
+                Ok(())
+            }
+            _ => super::spmd::host_collective(self, prog, op, args, outs),
+        }
+    }
+
     fn read_i64(&mut self, b: BufId) -> Result<i64> {
         let buf = self.buf(b)?;
         let bytes = self.device.download(buf)?;
@@ -272,7 +346,11 @@ impl Loaded {
     /// Compiles `prog`'s kernels (through the NVRTC caches) and loads them
     /// on GPU 0.
     pub fn new(prog: &Program) -> Result<Loaded> {
-        let device = device0()?;
+        Loaded::on(device0()?, prog)
+    }
+
+    /// Compiles `prog`'s kernels and loads them on `device`.
+    pub fn on(device: Arc<Device>, prog: &Program) -> Result<Loaded> {
         let (major, minor) = device.info().compute_capability;
         let arch = Arch::from_compute_capability(major.max(0) as u32, minor.max(0) as u32);
         let mut dtypes: Vec<DType> = prog.buffers.iter().map(|d| d.dtype).collect();

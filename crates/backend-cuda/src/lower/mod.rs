@@ -57,6 +57,8 @@ mod rowrun;
 pub mod run;
 mod sort;
 mod special;
+mod spmd;
+mod spmd_gpu;
 mod state;
 mod structural;
 mod unsupported;
@@ -71,7 +73,7 @@ use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, HostArray, IrError, Jaxpr,
 use plan::{BufId, BufferDecl, Program, Step};
 use std::collections::HashMap;
 
-pub use backend::{CudaBackend, CudaSimBackend};
+pub use backend::{sim_devices_from_env, CudaBackend, CudaSimBackend, SIM_DEVICES_ENV};
 
 /// The backend name errors carry.
 pub(crate) const BACKEND: &str = "cuda";
@@ -448,7 +450,7 @@ pub(crate) fn lower_eqn(
         Primitive::Control(p) => control::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::State(p) => state::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Pallas(p) => pallas::lower(ctx, jaxpr, eqn, p, env, steps),
-        Primitive::Collective(p) => unsupported::collective(p),
+        Primitive::Collective(p) => spmd::collective(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Marker(p) => unsupported::marker(p),
         Primitive::Window(p) => window::lower(ctx, jaxpr, eqn, p, env, steps),
         Primitive::Random(p) => random::lower(ctx, jaxpr, eqn, p, env, steps),

@@ -13,13 +13,19 @@
 //! - Nothing here depends on where the plan runs: the simulator
 //!   ([`super::run::SimTarget`]) and the GPU runtime execute the same
 //!   [`Program`].
+//! - A `ShardMap` step's body is a [`Program`] of its own (its buffers are
+//!   its own table's), run once per mesh device on host-side shards; a
+//!   `Collective` step runs only inside such a body (outside one, it is the
+//!   interpreter's unbound-axis error at run time).
 //! - Buffers written by a loop body are rewritten on every iteration; carries
 //!   are updated through temporaries (all sources copied out before any
 //!   destination is written), so a body that permutes its carries is safe.
 
 use crate::blas::GemmPlan;
 use crate::kir::{Const, Kernel, LaunchDims};
+use jaxon_ir::primitive::{Collective, Mesh, PartitionSpec};
 use jaxon_ir::{DType, HostArray};
+use std::sync::Arc;
 
 /// A buffer of a [`Program`]: an index into [`Program::buffers`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -167,6 +173,43 @@ pub enum Step {
         /// Stacked outputs.
         ys: Vec<ScanSlice>,
     },
+    /// A `shard_map`: the operands (global shapes) read, split and run
+    /// through `body` once per mesh device, each instance on its own host
+    /// thread; the assembled results written to `outs`.
+    ShardMap {
+        /// The body and its mesh.
+        body: Arc<ShardBody>,
+        /// The operands, with their (global) shapes.
+        args: Vec<(BufId, Vec<usize>)>,
+        /// The result buffers, with their (global) shapes.
+        outs: Vec<(BufId, Vec<usize>)>,
+    },
+    /// A named-axis collective inside a `shard_map` body: an exchange
+    /// between the mesh's instances (the `jaxon_ir::spmd` communicator on
+    /// the simulator, NCCL between GPUs).
+    Collective {
+        /// The collective and its params.
+        op: Collective,
+        /// The operands, with their shapes.
+        args: Vec<(BufId, Vec<usize>)>,
+        /// The result buffers, with their shapes.
+        outs: Vec<(BufId, Vec<usize>)>,
+    },
+}
+
+/// The body of a `shard_map` step: compiled once, run once per device of
+/// `mesh` on the shards `in_specs` cut, its results assembled by
+/// `out_specs` (`jaxon_ir::spmd`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShardBody {
+    /// The per-device program (on shard shapes).
+    pub program: Program,
+    /// The device mesh.
+    pub mesh: Mesh,
+    /// How each operand is split over the mesh.
+    pub in_specs: Vec<PartitionSpec>,
+    /// How each result is assembled.
+    pub out_specs: Vec<PartitionSpec>,
 }
 
 /// A lowered jaxpr.
@@ -190,7 +233,8 @@ pub struct Program {
 }
 
 impl Program {
-    /// Every step, nested steps included, in a pre-order walk.
+    /// Every step, nested steps included, in a pre-order walk (a
+    /// `shard_map` body is a program of its own, not walked).
     pub fn all_steps(&self) -> Vec<&Step> {
         fn walk<'a>(steps: &'a [Step], out: &mut Vec<&'a Step>) {
             for s in steps {
@@ -199,7 +243,9 @@ impl Program {
                     Step::Launch { .. }
                     | Step::Gemm { .. }
                     | Step::Copy { .. }
-                    | Step::Host { .. } => {}
+                    | Step::Host { .. }
+                    | Step::ShardMap { .. }
+                    | Step::Collective { .. } => {}
                     Step::Cond { branches, .. } => branches.iter().for_each(|b| walk(b, out)),
                     Step::While { cond, body, .. } => {
                         walk(cond, out);

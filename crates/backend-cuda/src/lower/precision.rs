@@ -79,6 +79,9 @@ impl F32Matmul {
 pub struct LowerOptions {
     /// `f32` products at the default precision.
     pub f32_matmul: F32Matmul,
+    /// The devices a `shard_map` mesh may use (the backend's
+    /// `device_count`; a larger mesh is a compile error).
+    pub devices: usize,
 }
 
 impl LowerOptions {
@@ -86,6 +89,7 @@ impl LowerOptions {
     pub fn simulator() -> Result<LowerOptions, IrError> {
         Ok(LowerOptions {
             f32_matmul: F32Matmul::from_env(F32Matmul::F32)?,
+            devices: 1,
         })
     }
 
@@ -93,6 +97,7 @@ impl LowerOptions {
     pub fn gpu() -> Result<LowerOptions, IrError> {
         Ok(LowerOptions {
             f32_matmul: F32Matmul::from_env(F32Matmul::Tf32)?,
+            devices: 1,
         })
     }
 }
@@ -102,6 +107,7 @@ impl Default for LowerOptions {
     fn default() -> Self {
         LowerOptions {
             f32_matmul: F32Matmul::F32,
+            devices: 1,
         }
     }
 }

@@ -11,12 +11,12 @@
 //! before writing any destination, and exchange buffers only after those
 //! copies.
 
-use super::plan::{BufId, CarryUpdate, KArg, Program, ScanSlice, Step};
+use super::plan::{BufId, CarryUpdate, KArg, Program, ScanSlice, ShardBody, Step};
 use crate::blas::{model, GemmPlan};
 use crate::error::{CudaError, Result};
 use crate::kir::{Kernel, LaunchDims};
 use crate::sim::{self, Arg, DeviceLimits, SimBuffer};
-use jaxon_ir::primitive::Callback;
+use jaxon_ir::primitive::{Callback, Collective};
 use jaxon_ir::{DType, HostArray};
 
 /// Where a plan runs: buffers of the program's table, kernels by index.
@@ -50,6 +50,23 @@ pub trait Target {
     /// Exchanges the memory behind two buffers of one type (a carry
     /// update without a copy; see `plan::CarryUpdate`).
     fn swap(&mut self, a: BufId, b: BufId) -> Result<()>;
+    /// Runs a `shard_map` step (`spmd.rs`): `body` once per mesh device on
+    /// the shards of `args`, the assembled results into `outs`.
+    fn shard_map(
+        &mut self,
+        prog: &Program,
+        body: &ShardBody,
+        args: &[(BufId, Vec<usize>)],
+        outs: &[(BufId, Vec<usize>)],
+    ) -> Result<()>;
+    /// Runs a collective step inside a `shard_map` instance.
+    fn collective(
+        &mut self,
+        prog: &Program,
+        op: &Collective,
+        args: &[(BufId, Vec<usize>)],
+        outs: &[(BufId, Vec<usize>)],
+    ) -> Result<()>;
 }
 
 fn callback_err(name: &str, message: String) -> CudaError {
@@ -159,6 +176,8 @@ pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result
                 len,
             } => t.copy(*src, *src_offset, *dst, *dst_offset, *len)?,
             Step::Host { call, args, outs } => host_call(t, prog, call, args, outs)?,
+            Step::ShardMap { body, args, outs } => t.shard_map(prog, body, args, outs)?,
+            Step::Collective { op, args, outs } => t.collective(prog, op, args, outs)?,
             Step::Cond { index, branches } => {
                 let i = t.read_i64(*index)?;
                 let last = branches.len().saturating_sub(1) as i64;
@@ -333,6 +352,30 @@ impl Target for SimTarget<'_> {
         }
         self.bufs.swap(a.index(), b.index());
         Ok(())
+    }
+
+    /// Each instance on the simulator (`run_simulated`), on its own thread.
+    fn shard_map(
+        &mut self,
+        prog: &Program,
+        body: &ShardBody,
+        args: &[(BufId, Vec<usize>)],
+        outs: &[(BufId, Vec<usize>)],
+    ) -> Result<()> {
+        super::spmd::run_shard_map(self, prog, body, args, outs, |_, shards| {
+            run_simulated(&body.program, &shards)
+        })
+    }
+
+    /// The interpreter's definition, through the instance's communicator.
+    fn collective(
+        &mut self,
+        prog: &Program,
+        op: &Collective,
+        args: &[(BufId, Vec<usize>)],
+        outs: &[(BufId, Vec<usize>)],
+    ) -> Result<()> {
+        super::spmd::host_collective(self, prog, op, args, outs)
     }
 
     fn read_i64(&mut self, b: BufId) -> Result<i64> {

@@ -1,5 +1,5 @@
-//! The families that do not lower yet — named-axis
-//! collectives, and the markers that simplify removes — each with one
+//! The families that do not lower — the markers that simplify
+//! removes — each with one
 //! explicit arm per primitive, so that a new primitive breaks the build
 //! here until someone decides about it; complex values in nested jaxprs
 //! (top-level ones are rewritten to real pairs by `complex.rs`) and the
@@ -8,7 +8,7 @@
 //! movement ([`keys`]).
 
 use super::unsupported;
-use jaxon_ir::primitive::{Collective, FftParams, Marker, Primitive, Random};
+use jaxon_ir::primitive::{FftParams, Marker, Primitive, Random};
 use jaxon_ir::{Atom, Aval, Binder, DType, IrError, Jaxpr};
 
 /// Complex dtypes: an `Unsupported` error naming the first equation (or
@@ -92,33 +92,6 @@ pub(crate) fn complex_elementwise(name: &str) -> Result<(), IrError> {
 /// `fft`.
 pub(crate) fn fft(_: &FftParams) -> Result<(), IrError> {
     Err(unsupported("fft", "FFTs are not lowered yet"))
-}
-
-/// Named-axis collectives (positional all-reduces become reductions in
-/// `ir::passes::simplify` before lowering).
-pub(crate) fn collective(p: &Collective) -> Result<(), IrError> {
-    let why = match p {
-        Collective::AllReduce(_) => "named-axis all-reduces have a value only under vmap",
-        Collective::AllGather(_) | Collective::AxisIndex(_) => {
-            "named-axis collectives have a value only under vmap"
-        }
-        Collective::Ppermute(_)
-        | Collective::AllToAll(_)
-        | Collective::ReduceScatter(_)
-        | Collective::Pvary(_)
-        | Collective::PsumInvariant(_) => {
-            "mesh collectives need shard_map, which has no CUDA lowering yet (no NCCL)"
-        }
-    };
-    Err(unsupported(p.name(), why))
-}
-
-/// `shard_map`: SPMD over a mesh of GPUs needs NCCL, not there yet.
-pub(crate) fn shard_map() -> Result<(), IrError> {
-    Err(unsupported(
-        "shard_map",
-        "SPMD over a device mesh has no CUDA lowering yet (no NCCL)",
-    ))
 }
 
 /// Markers are removed by `simplify` (for the cuda platform) before
