@@ -85,11 +85,12 @@ impl ParseCx<'_, '_, '_> {
     }
 
     /// Reads param `key`, which JAX prints with one value only (`value`,
-    /// e.g. `sharding=None`): absent or that value is fine, any other value
-    /// is an error naming it, since jaxon would otherwise drop it silently.
+    /// e.g. `sharding=None`): absent, that value or `None` (the default,
+    /// as other JAX versions print it) is fine; any other value is an error
+    /// naming it, since jaxon would otherwise drop it silently.
     pub fn constant(&mut self, key: &str, value: &str) -> PResult<()> {
         match self.p.get(key) {
-            Some(v) if self.p.src(v) != value => Err(self.p.err(
+            Some(v) if self.p.src(v) != value && self.p.src(v) != "None" => Err(self.p.err(
                 v.start,
                 format!(
                     "param `{key}` of `{}`: only `{value}` is supported, found `{}`",
