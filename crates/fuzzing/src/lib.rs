@@ -194,15 +194,17 @@ fn parts(a: &HostArray) -> Vec<f64> {
 
 /// Whether two results agree: same dtype and shape; integers and bools
 /// exactly; floats [`close`] (or, with `loose_non_finite`, both
-/// non-finite) where the program is well conditioned, that
-/// is where the interpreter's own result on inputs perturbed by one part in
-/// a million (`nearby`) is close to `want` (a chaotic program, such as an
-/// unrolled iteration of `sin`, amplifies one rounding difference into any
-/// value, and backends may round differently).
+/// non-finite) where the program is well conditioned, that is where the
+/// interpreter's own results on inputs perturbed element by element by
+/// about one part in a million (`nearby`, see [`perturb`]) are all close to
+/// `want`. A chaotic program (an unrolled iteration of `sin`) or an
+/// ill-conditioned one (a variance that cancels to rounding noise, then
+/// `rsqrt`) amplifies one rounding difference into any value, and backends
+/// may sum in another order.
 fn agree(
     got: &HostArray,
     want: &HostArray,
-    nearby: Option<&HostArray>,
+    nearby: &[&HostArray],
     loose_non_finite: bool,
 ) -> Result<(), String> {
     if got.dtype() != want.dtype() || got.shape() != want.shape() {
@@ -215,14 +217,13 @@ fn agree(
         ));
     }
     let float = want.dtype().is_inexact();
-    let near = nearby.map(parts);
+    let near: Vec<Vec<f64>> = nearby.iter().map(|n| parts(n)).collect();
     for (i, (g, w)) in parts(got).iter().zip(parts(want)).enumerate() {
         let ok = if !float {
             *g == w
         } else {
-            let stable = near
-                .as_ref()
-                .is_some_and(|n| n.get(i).is_some_and(|&n| close(n, w)));
+            let stable =
+                !near.is_empty() && near.iter().all(|n| n.get(i).is_some_and(|&n| close(n, w)));
             let both_non_finite = !g.is_finite() && !w.is_finite();
             !stable || close(*g, w) || (loose_non_finite && both_non_finite)
         };
@@ -239,6 +240,29 @@ fn agree(
     Ok(())
 }
 
+/// The float arguments with each element scaled by `1 + sign·ε_i`, where
+/// `ε_i` cycles through 1, 0.5, -0.75, 0.25 millionths: neighbours move by
+/// different amounts (a uniform scale would leave cancellations such as
+/// `x - mean(x)` cancelling just as before).
+fn perturb(args: &[HostArray], sign: f64) -> Vec<HostArray> {
+    const EPS: [f64; 4] = [1e-6, 0.5e-6, -0.75e-6, 0.25e-6];
+    args.iter()
+        .map(|a| {
+            if a.dtype().is_float() {
+                let v: Vec<f64> = a
+                    .to_f64_vec()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| x * (1.0 + sign * EPS[i % EPS.len()]))
+                    .collect();
+                HostArray::from_f64(a.dtype(), a.shape(), &v).unwrap_or_else(|_| a.clone())
+            } else {
+                a.clone()
+            }
+        })
+        .collect()
+}
+
 /// Runs a small checked jaxpr from `data` on the interpreter and the CPU
 /// backend; when both succeed, their results must agree.
 pub fn differential(data: &[u8]) {
@@ -252,18 +276,11 @@ pub fn differential(data: &[u8]) {
     let Ok(want) = jaxon_ir::eval_closed_jaxpr(&j, &args) else {
         return;
     };
-    let perturbed: Vec<HostArray> = args
+    // Two perturbations of opposite signs: `None` when either fails.
+    let nearby: Option<Vec<Vec<HostArray>>> = [1.0, -1.0]
         .iter()
-        .map(|a| {
-            if a.dtype().is_float() {
-                let v: Vec<f64> = a.to_f64_vec().iter().map(|x| x * (1.0 + 1e-6)).collect();
-                HostArray::from_f64(a.dtype(), a.shape(), &v).unwrap_or_else(|_| a.clone())
-            } else {
-                a.clone()
-            }
-        })
+        .map(|&sign| jaxon_ir::eval_closed_jaxpr(&j, &perturb(&args, sign)).ok())
         .collect();
-    let nearby = jaxon_ir::eval_closed_jaxpr(&j, &perturbed).ok();
     static CPU: OnceLock<CpuBackend> = OnceLock::new();
     let cpu = CPU.get_or_init(|| CpuBackend::with_threads(1));
     let got = (|| {
@@ -290,8 +307,8 @@ pub fn differential(data: &[u8]) {
     // finiteness itself must agree.
     let loose = uses(&j.jaxpr, "fft");
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-        let n = nearby.as_ref().and_then(|n| n.get(k));
-        if let Err(e) = agree(g, w, n, loose) {
+        let n: Vec<&HostArray> = nearby.iter().flatten().filter_map(|n| n.get(k)).collect();
+        if let Err(e) = agree(g, w, &n, loose) {
             panic!("result {k}: {e}\n{}", print_jaxpr(&j.jaxpr));
         }
     }
