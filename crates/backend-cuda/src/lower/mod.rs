@@ -41,6 +41,7 @@ mod elementwise;
 mod epilogue;
 mod for_loop;
 mod fused;
+mod fused_vec;
 mod gather;
 pub mod gpu;
 mod indexing;

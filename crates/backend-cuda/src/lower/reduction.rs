@@ -181,6 +181,7 @@ pub(crate) fn warp_kernel(
     }
     let name = ctx.name(name);
     let mut k = KernelBuilder::new(&name, THREADS);
+    k.grid_stride();
     let mut args = Args::new();
     let o = k.var("o", DType::I64);
     let start = (Expr::global_thread_id_x() / Expr::u32(32)).cast(DType::I64);
@@ -194,7 +195,11 @@ pub(crate) fn warp_kernel(
     let kernel = finish(k)?;
     let id = ctx.kernel(kernel);
     let warps_per_block = u64::from(THREADS / 32);
-    let blocks = (n_out as u64).div_ceil(warps_per_block).clamp(1, 1024);
+    // One output per warp; `run::sized` caps the blocks at the device's
+    // resident blocks.
+    let blocks = (n_out as u64)
+        .div_ceil(warps_per_block)
+        .clamp(1, u64::from(u32::MAX >> 1));
     Ok(Some(Step::Launch {
         kernel: id,
         dims: LaunchDims::linear(blocks as u32, THREADS),

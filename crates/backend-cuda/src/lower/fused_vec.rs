@@ -1,0 +1,381 @@
+//! Vectorised fused loop kernels: a loop group (or one elementwise
+//! equation) whose every buffer access is contiguous in the loop order runs
+//! with 16-byte vector accesses, several vectors in flight per thread.
+//!
+//! A group qualifies when each buffer operand is either *contiguous* (its
+//! flat index is `base + i` at linear space index `i`, with `base` a
+//! multiple of the width) or a *scalar* (every stride zero: one element,
+//! loaded once per thread). The width `W` is `16 / s` elements for the
+//! largest element size `s` of any buffer the kernel reads or writes (at
+//! most 8, KIR's widest vector), so every access is at most 16 bytes; the
+//! root's result is written at the identity, so stores are contiguous too.
+//!
+//! The kernel (a grid-stride loop over vectors, sized by `run::sized`):
+//! - a main loop in which each thread issues the loads of `U` vectors
+//!   `i, i + S, …, i + (U-1)·S` (`S` the grid's threads) before computing
+//!   and storing any of them, while all `U` are in range;
+//! - a loop over the remaining vectors one at a time;
+//! - a scalar epilogue over the last `n mod W` elements.
+//!
+//! Invariants: vector `v` covers elements `v·W .. v·W + W`, all below
+//! `n` (`v < n / W`), so no access needs a mask; every vector index is a
+//! multiple of `W` because `base` and `v·W` are; lanes are evaluated in
+//! member order exactly as the scalar path evaluates one element, so
+//! results are bitwise those of the scalar kernel.
+
+use super::fused::{apply, eval_members};
+use super::kernel::{compute, finish, i64c, lit_expr, multi_index, store, strides, Args, THREADS};
+use super::plan::{BufId, Step};
+use super::{atom_type, Ctx, Env, Value};
+use crate::kir::{Expr, KernelBuilder, LaunchDims, ParamId};
+use jaxon_ir::passes::{operand_map, IndexMap};
+use jaxon_ir::{Atom, Binder, DType, Eqn, IrError, Jaxpr, Var};
+use std::collections::HashMap;
+
+/// Widest vector in elements (KIR's limit).
+const MAX_WIDTH: usize = 8;
+/// Loaded lanes per operand in flight per thread, at most (`U · W`).
+const LANES_IN_FLIGHT: usize = 16;
+/// Members beyond which a group is unrolled no further (code size and
+/// registers of `U · W` copies of its body).
+const MAX_UNROLLED_MEMBERS: usize = 8;
+
+/// How one operand of one member is read.
+#[derive(Clone, Debug)]
+enum Src {
+    /// A value of an earlier member, or a literal: nothing to load.
+    Value,
+    /// Buffer elements `base + i` (a multiple-of-`W` `base`).
+    Contig { b: BufId, base: i64 },
+    /// One element of a buffer, the same for every `i`.
+    Scalar { b: BufId, index: i64 },
+}
+
+/// A group's vector plan.
+struct Plan {
+    /// Elements per vector.
+    width: usize,
+    /// Vectors in flight per thread in the main loop.
+    unroll: usize,
+    /// `srcs[m][slot]`: how operand `slot` of member `m` is read.
+    srcs: Vec<Vec<Src>>,
+}
+
+/// The vector plan of `members` over `space` writing `out`, or `None` when
+/// some access is neither contiguous nor scalar, or the space is too small
+/// to fill one vector.
+fn plan(
+    ctx: &Ctx,
+    jaxpr: &Jaxpr,
+    env: &Env,
+    members: &[(&Eqn, IndexMap)],
+    space: &[usize],
+    out: BufId,
+) -> Result<Option<Plan>, IrError> {
+    let n: usize = space.iter().product();
+    let row_major = strides(space);
+    let mut size = ctx.decl(out)?.dtype.size_bytes();
+    let mut srcs = Vec::with_capacity(members.len());
+    let mut made: Vec<Var> = Vec::new();
+    let mut bases = Vec::new();
+    for (eqn, map) in members {
+        let mut row = Vec::with_capacity(eqn.inputs.len());
+        for (slot, a) in eqn.inputs.iter().enumerate() {
+            if let Atom::Var(v) = a {
+                if made.contains(v) {
+                    row.push(Src::Value);
+                    continue;
+                }
+            }
+            let b = match env.atom(a)? {
+                Value::Lit(_) => {
+                    row.push(Src::Value);
+                    continue;
+                }
+                Value::Buf(b) => b,
+            };
+            let (_, shape) = atom_type(jaxpr, a)?;
+            let Some(m) = operand_map(jaxpr, eqn, map, slot) else {
+                return Ok(None);
+            };
+            let (base, st) = (m.base(&shape), m.strides(&shape));
+            if st.len() != space.len() {
+                return Ok(None);
+            }
+            let live = |d: usize| space[d] > 1;
+            size = size.max(ctx.decl(b)?.dtype.size_bytes());
+            if (0..space.len()).all(|d| !live(d) || st[d] == 0) {
+                row.push(Src::Scalar { b, index: base });
+            } else if (0..space.len()).all(|d| !live(d) || st[d] == row_major[d]) {
+                bases.push(base);
+                row.push(Src::Contig { b, base });
+            } else {
+                return Ok(None);
+            }
+        }
+        for o in &eqn.outputs {
+            if let Binder::Var(v) = o {
+                made.push(*v);
+            }
+        }
+        srcs.push(row);
+    }
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return Ok(None);
+    }
+    let width = (16 / size).min(MAX_WIDTH);
+    if n < width || bases.iter().any(|&b| b.rem_euclid(width as i64) != 0) {
+        return Ok(None);
+    }
+    let unroll = if members.len() > MAX_UNROLLED_MEMBERS {
+        1
+    } else {
+        (LANES_IN_FLIGHT / width).clamp(1, 4)
+    };
+    Ok(Some(Plan {
+        width,
+        unroll,
+        srcs,
+    }))
+}
+
+/// One buffer's parameter and dtype.
+fn param(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    b: BufId,
+) -> Result<(ParamId, DType), IrError> {
+    Ok((args.buffer(k, ctx, b, false)?, ctx.decl(b)?.dtype))
+}
+
+/// `x` (a variable of storage dtype `d`) in `d`'s compute dtype.
+fn widen(x: Expr, d: DType) -> Expr {
+    if compute(d) != d {
+        x.cast(compute(d))
+    } else {
+        x
+    }
+}
+
+/// The vectorised kernel of a fused group whose root writes `out` at the
+/// identity of `space`; `None` when the group does not qualify (the caller
+/// then builds the scalar kernel). The launch step is pushed on `steps`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn kernel(
+    ctx: &mut Ctx,
+    jaxpr: &Jaxpr,
+    env: &Env,
+    members: &[(&Eqn, IndexMap)],
+    space: &[usize],
+    out: BufId,
+    root: Var,
+    steps: &mut Vec<Step>,
+) -> Result<bool, IrError> {
+    let Some(p) = plan(ctx, jaxpr, env, members, space, out)? else {
+        return Ok(false);
+    };
+    let n: usize = space.iter().product();
+    let (w, u) = (p.width, p.unroll);
+    let nvec = (n / w) as i64;
+    let root_name = members.last().map_or("loop", |(e, _)| e.primitive.name());
+    let name = ctx.name(&format!("fused_{root_name}_v{w}"));
+    let mut k = KernelBuilder::new(&name, THREADS);
+    k.grid_stride();
+    let mut args = Args::new();
+    let c: &Ctx = ctx;
+
+    // Scalar operands: loaded once per thread.
+    let mut scalars: HashMap<(BufId, i64), Expr> = HashMap::new();
+    for row in &p.srcs {
+        for s in row {
+            if let Src::Scalar { b, index } = s {
+                if !scalars.contains_key(&(*b, *index)) {
+                    let (pid, d) = param(&mut k, &mut args, c, *b)?;
+                    let x = k.var("s", d);
+                    k.load(&[x], pid.into(), i64c(*index), None);
+                    scalars.insert((*b, *index), widen(Expr::var(x), d));
+                }
+            }
+        }
+    }
+
+    let tid = k.let_(
+        "tid",
+        DType::I64,
+        Expr::global_thread_id_x().cast(DType::I64),
+    );
+    let stride = k.let_(
+        "stride",
+        DType::I64,
+        (Expr::grid_dim_x() * Expr::block_dim_x()).cast(DType::I64),
+    );
+    let vi = k.var("vi", DType::I64);
+    k.assign(vi, Expr::var(tid));
+    let body = Body {
+        p: &p,
+        jaxpr,
+        env,
+        members,
+        out,
+        root,
+        scalars: &scalars,
+    };
+    if u > 1 {
+        // Main loop: `u` vectors per trip, all in range.
+        let end = i64c(nvec) - Expr::var(stride) * i64c(u as i64 - 1);
+        let step = Expr::var(stride) * i64c(u as i64);
+        let mut res = Ok(());
+        k.for_(vi, Expr::var(vi), end, step, |k| {
+            let firsts: Vec<Expr> = (0..u)
+                .map(|j| (Expr::var(vi) + Expr::var(stride) * i64c(j as i64)) * i64c(w as i64))
+                .collect();
+            res = body.vectors(k, &mut args, c, &firsts);
+        });
+        res?;
+    }
+    // The remaining vectors, one per trip.
+    let mut res = Ok(());
+    k.for_(vi, Expr::var(vi), i64c(nvec), Expr::var(stride), |k| {
+        res = body.vectors(k, &mut args, c, &[Expr::var(vi) * i64c(w as i64)]);
+    });
+    res?;
+    // The scalar tail.
+    let tail = nvec * w as i64;
+    if (tail as usize) < n {
+        let t = k.var("t", DType::I64);
+        let mut res = Ok(());
+        k.for_(
+            t,
+            i64c(tail) + Expr::var(tid),
+            i64c(n as i64),
+            Expr::var(stride),
+            |k| {
+                let idx = multi_index(k, Expr::var(t), space);
+                res = eval_members(k, &mut args, c, jaxpr, env, members, &idx).and_then(|vals| {
+                    let v = vals.get(&root).cloned().ok_or_else(|| {
+                        IrError::Invalid("cuda lowering: the root was not evaluated".into())
+                    })?;
+                    store(k, &mut args, c, out, Expr::var(t), v)
+                });
+            },
+        );
+        res?;
+    }
+    let kernel = finish(k)?;
+    let id = ctx.kernel(kernel);
+    // Blocks for one main trip per thread; `run::sized` caps them at the
+    // device's resident blocks.
+    let per_block = (THREADS as u64) * u as u64;
+    let blocks = (nvec as u64)
+        .div_ceil(per_block)
+        .clamp(1, u64::from(u32::MAX >> 1));
+    steps.push(Step::Launch {
+        kernel: id,
+        dims: LaunchDims::linear(blocks as u32, THREADS),
+        args: args.args,
+    });
+    Ok(true)
+}
+
+/// What the vector body of a kernel reads.
+struct Body<'a> {
+    p: &'a Plan,
+    jaxpr: &'a Jaxpr,
+    env: &'a Env,
+    members: &'a [(&'a Eqn, IndexMap)],
+    out: BufId,
+    root: Var,
+    scalars: &'a HashMap<(BufId, i64), Expr>,
+}
+
+impl Body<'_> {
+    /// Loads, evaluates and stores the vectors starting at the elements
+    /// `firsts` (each a multiple of the width): every load is issued
+    /// before any lane is computed.
+    fn vectors(
+        &self,
+        k: &mut KernelBuilder,
+        args: &mut Args,
+        ctx: &Ctx,
+        firsts: &[Expr],
+    ) -> Result<(), IrError> {
+        let w = self.p.width;
+        let mut loaded: Vec<HashMap<(BufId, i64), Vec<Expr>>> = Vec::new();
+        for first in firsts {
+            let mut here: HashMap<(BufId, i64), Vec<Expr>> = HashMap::new();
+            for row in &self.p.srcs {
+                for s in row {
+                    let Src::Contig { b, base } = s else { continue };
+                    if here.contains_key(&(*b, *base)) {
+                        continue;
+                    }
+                    let (pid, d) = param(k, args, ctx, *b)?;
+                    let xs: Vec<_> = (0..w).map(|_| k.var("x", d)).collect();
+                    let index = if *base == 0 {
+                        first.clone()
+                    } else {
+                        first.clone() + i64c(*base)
+                    };
+                    k.load(&xs, pid.into(), index, None);
+                    let lanes = xs.iter().map(|x| widen(Expr::var(*x), d)).collect();
+                    here.insert((*b, *base), lanes);
+                }
+            }
+            loaded.push(here);
+        }
+        let od = ctx.decl(self.out)?.dtype;
+        let op = args.buffer(k, ctx, self.out, true)?;
+        for (first, here) in firsts.iter().zip(&loaded) {
+            let mut outs = Vec::with_capacity(w);
+            for lane in 0..w {
+                let v = self.lane(k, here, lane)?;
+                outs.push(if compute(od) != od { v.cast(od) } else { v });
+            }
+            k.store(op.into(), first.clone(), outs, None);
+        }
+        Ok(())
+    }
+
+    /// The root's value at lane `lane` of one vector (compute dtype).
+    fn lane(
+        &self,
+        k: &mut KernelBuilder,
+        here: &HashMap<(BufId, i64), Vec<Expr>>,
+        lane: usize,
+    ) -> Result<Expr, IrError> {
+        let mut vals: HashMap<Var, Expr> = HashMap::new();
+        for ((eqn, _), row) in self.members.iter().zip(&self.p.srcs) {
+            let mut xs = Vec::with_capacity(row.len());
+            let mut dts = Vec::with_capacity(row.len());
+            for (a, s) in eqn.inputs.iter().zip(row) {
+                let (dt, _) = atom_type(self.jaxpr, a)?;
+                dts.push(dt);
+                let x = match s {
+                    Src::Contig { b, base } => {
+                        here.get(&(*b, *base)).and_then(|l| l.get(lane)).cloned()
+                    }
+                    Src::Scalar { b, index } => self.scalars.get(&(*b, *index)).cloned(),
+                    Src::Value => match a {
+                        Atom::Var(v) if vals.contains_key(v) => vals.get(v).cloned(),
+                        _ => match self.env.atom(a)? {
+                            Value::Lit(l) => Some(lit_expr(&l)),
+                            Value::Buf(_) => None,
+                        },
+                    },
+                };
+                xs.push(x.ok_or_else(|| {
+                    IrError::Invalid("cuda lowering: a vector lane lost an operand".into())
+                })?);
+            }
+            let (b, out_dt, r) = apply(k, self.jaxpr, eqn, &dts, xs)?;
+            let v = k.let_("v", compute(out_dt), r);
+            if let Binder::Var(var) = b {
+                vals.insert(*var, Expr::var(v));
+            }
+        }
+        vals.get(&self.root)
+            .cloned()
+            .ok_or_else(|| IrError::Invalid("cuda lowering: the root was not evaluated".into()))
+    }
+}

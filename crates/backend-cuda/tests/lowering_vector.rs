@@ -1,0 +1,283 @@
+//! Vectorised fused kernels (`lower/fused_vec.rs`) and grid-stride launch
+//! sizing (`lower/run.rs::sized`) on `cuda-sim` (or the GPU under
+//! `JAXON_LOWERING_BACKEND=cuda`) against the reference interpreter:
+//! random inputs of lengths that do and do not divide the vector width
+//! (0, 1, 3, 4, 5, 7, 8, 9, 1023, 4097, 16387), f32/f16/bf16/f64/i8 and
+//! mixed dtypes, scalar broadcasts, sliced (offset) operands at aligned and
+//! unaligned offsets; and the lowered KIR: vector accesses of the expected
+//! width where every access is contiguous and aligned, none where an
+//! operand is strided, broadcast along a row or misaligned.
+
+mod lowering_util;
+
+use jaxon_backend_cuda::kir::{Kernel, LaunchDims, Stmt};
+use jaxon_backend_cuda::lower::plan::{Program, Step};
+use jaxon_backend_cuda::lower::run::{sized, BLOCKS_PER_SM};
+use lowering_util::{args_for, check_with, parse, Dist, Tol};
+
+const LENS: [usize; 11] = [0, 1, 3, 4, 5, 7, 8, 9, 1023, 4097, 16387];
+
+fn lower(text: &str) -> Program {
+    jaxon_backend_cuda::lower::lower(&parse(text)).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Widths of every global load and store of `k` (vector or scalar).
+fn access_widths(k: &Kernel) -> (Vec<usize>, Vec<usize>) {
+    fn walk(ss: &[Stmt], loads: &mut Vec<usize>, stores: &mut Vec<usize>) {
+        for s in ss {
+            match s {
+                Stmt::Load { dst, .. } => loads.push(dst.len()),
+                Stmt::Store { values, .. } => stores.push(values.len()),
+                Stmt::If {
+                    then, otherwise, ..
+                } => {
+                    walk(then, loads, stores);
+                    walk(otherwise, loads, stores);
+                }
+                Stmt::For { body, .. } | Stmt::While { body, .. } => walk(body, loads, stores),
+                _ => {}
+            }
+        }
+    }
+    let (mut l, mut s) = (Vec::new(), Vec::new());
+    walk(&k.body, &mut l, &mut s);
+    (l, s)
+}
+
+/// The widest load and store over the program's kernels.
+fn widest(prog: &Program) -> (usize, usize) {
+    let mut out = (0, 0);
+    for k in &prog.kernels {
+        let (l, s) = access_widths(k);
+        out.0 = out.0.max(l.into_iter().max().unwrap_or(0));
+        out.1 = out.1.max(s.into_iter().max().unwrap_or(0));
+    }
+    out
+}
+
+fn tol(dt: &str) -> Tol {
+    match dt {
+        "f32" | "f64" => Tol::Ulp(1),
+        "f16" | "bf16" => Tol::Ulp(1),
+        _ => Tol::Exact,
+    }
+}
+
+/// `d = a * b + a` over `n` elements of `dt`.
+fn fma(dt: &str, n: usize) -> String {
+    format!(
+        "{{ lambda ; a:{dt}[{n}] b:{dt}[{n}]. let
+    c:{dt}[{n}] = mul a b
+    d:{dt}[{n}] = add c a
+  in (d,) }}"
+    )
+}
+
+/// Every dtype and length: the interpreter's values, and vector accesses
+/// of `16 / size` elements (at most 8) whenever the length holds one.
+#[test]
+fn fused_elementwise_is_vectorised_per_dtype() {
+    for (dt, w) in [
+        ("f32", 4),
+        ("f16", 8),
+        ("bf16", 8),
+        ("f64", 2),
+        ("i8", 8),
+        ("i32", 4),
+    ] {
+        for (i, &n) in LENS.iter().enumerate() {
+            let t = fma(dt, n);
+            let dist = if dt == "i8" {
+                Dist::Uniform(100.0)
+            } else {
+                Dist::Uniform(3.0)
+            };
+            let args = args_for(&t, 17 + i as u64, dist);
+            check_with(&t, &args, tol(dt));
+            let prog = lower(&t);
+            let want = if n >= w {
+                (w, w)
+            } else if n == 0 {
+                (0, 0)
+            } else {
+                (1, 1)
+            };
+            assert_eq!(widest(&prog), want, "{dt}[{n}]");
+        }
+    }
+}
+
+/// Mixed dtypes pick the width of the widest element: f16 → f32 is 4
+/// wide, i8 with f64 is 2 wide, bool with f16 is 8 wide.
+#[test]
+fn mixed_dtypes_use_the_widest_elements_width() {
+    let cases = [
+        (
+            "a:f16[{n}] b:f32[{n}]",
+            "c:f32[{n}] = convert_element_type[new_dtype=float32 weak_type=False] a
+    d:f32[{n}] = mul c b",
+            4,
+        ),
+        (
+            "a:i8[{n}] b:f64[{n}]",
+            "c:f64[{n}] = convert_element_type[new_dtype=float64 weak_type=False] a
+    d:f64[{n}] = add c b",
+            2,
+        ),
+        (
+            "a:f16[{n}] b:f16[{n}]",
+            "c:bool[{n}] = lt a b
+    d:f16[{n}] = select_n c a b",
+            8,
+        ),
+        (
+            "a:f32[{n}] b:bf16[{n}]",
+            "c:bf16[{n}] = convert_element_type[new_dtype=bfloat16 weak_type=False] a
+    d:bf16[{n}] = sub c b",
+            4,
+        ),
+    ];
+    for (ins, body, w) in cases {
+        for (i, &n) in LENS.iter().enumerate() {
+            let t = format!(
+                "{{ lambda ; {}. let\n    {}\n  in (d,) }}",
+                ins.replace("{n}", &n.to_string()),
+                body.replace("{n}", &n.to_string())
+            );
+            let args = args_for(&t, 40 + i as u64, Dist::Uniform(4.0));
+            check_with(&t, &args, Tol::Ulp(1));
+            if n >= 8 {
+                assert_eq!(widest(&lower(&t)), (w, w), "{t}");
+            }
+        }
+    }
+}
+
+/// A scalar operand broadcast over the space is loaded once per thread;
+/// the rest stays vectorised.
+#[test]
+fn scalar_broadcasts_stay_vectorised() {
+    for &n in &LENS[1..] {
+        let t = format!(
+            "{{ lambda ; a:f32[{n}] s:f32[]. let
+    b:f32[{n}] = broadcast_in_dim[broadcast_dimensions=() shape=({n},) sharding=None] s
+    c:f32[{n}] = mul a b
+    d:f32[{n}] = add c 1.5:f32[]
+  in (d,) }}"
+        );
+        let args = args_for(&t, n as u64, Dist::Uniform(2.0));
+        check_with(&t, &args, Tol::Ulp(1));
+        if n >= 4 {
+            assert_eq!(widest(&lower(&t)), (4, 4), "{t}");
+        }
+    }
+}
+
+/// A slice's operand is read at an offset: vectorised when the offset is
+/// a multiple of the width, scalar otherwise; right values either way.
+#[test]
+fn offset_operands_vectorise_only_when_aligned() {
+    for (off, w) in [
+        (0usize, 4usize),
+        (4, 4),
+        (8, 4),
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (5, 1),
+    ] {
+        for &n in &[4usize, 5, 9, 1023, 4097] {
+            let m = n + off + 3;
+            let t = format!(
+                "{{ lambda ; a:f32[{m}] b:f32[{n}]. let
+    c:f32[{n}] = slice[limit_indices=({lim},) start_indices=({off},) strides=None] a
+    d:f32[{n}] = add c b
+  in (d,) }}",
+                lim = off + n
+            );
+            let args = args_for(&t, (off * 31 + n) as u64, Dist::Uniform(2.0));
+            check_with(&t, &args, Tol::Exact);
+            let (l, s) = widest(&lower(&t));
+            assert_eq!(l, w, "offset {off}, {n} elements: load width");
+            assert_eq!(s, w, "offset {off}, {n} elements: store width");
+        }
+    }
+}
+
+/// Strided or row-broadcast operands keep the scalar kernel: a bias added
+/// along rows, a transposed operand, a strided slice.
+#[test]
+fn non_contiguous_operands_stay_scalar() {
+    let texts = [
+        "{ lambda ; a:f32[37,64] b:f32[64]. let
+    c:f32[37,64] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(37, 64) sharding=None] b
+    d:f32[37,64] = add a c
+  in (d,) }",
+        "{ lambda ; a:f32[33,40] b:f32[40,33]. let
+    c:f32[33,40] = transpose[permutation=(1, 0)] b
+    d:f32[33,40] = mul a c
+  in (d,) }",
+        "{ lambda ; a:f32[256] b:f32[128]. let
+    c:f32[128] = slice[limit_indices=(256,) start_indices=(0,) strides=(2,)] a
+    d:f32[128] = sub c b
+  in (d,) }",
+    ];
+    for (i, t) in texts.iter().enumerate() {
+        let args = args_for(t, 90 + i as u64, Dist::Uniform(2.0));
+        check_with(t, &args, Tol::Exact);
+        assert_eq!(widest(&lower(t)), (1, 1), "{t}");
+    }
+}
+
+/// Grid-stride launches ask for one trip per thread and are capped at
+/// the SMs' resident blocks; other launches are untouched; small launches
+/// stay one block (no idle blocks on the simulator).
+#[test]
+fn grid_stride_launches_are_sized_from_the_sm_count() {
+    let small = lower(&fma("f32", 1023));
+    let big = lower(&fma("f32", 1 << 24));
+    let dims = |p: &Program| -> Vec<(LaunchDims, bool)> {
+        p.all_steps()
+            .iter()
+            .filter_map(|s| match s {
+                Step::Launch { kernel, dims, .. } => Some((*dims, p.kernels[*kernel].grid_stride)),
+                _ => None,
+            })
+            .collect()
+    };
+    let [(d, gs)] = dims(&small)[..] else {
+        panic!("one launch")
+    };
+    assert!(gs);
+    assert_eq!(d.grid[0], 1, "1023 f32 elements are one block's vectors");
+    let [(d, gs)] = dims(&big)[..] else {
+        panic!("one launch")
+    };
+    assert!(gs);
+    // 2^24 elements, 4 per vector, 4 vectors per thread, 256 threads.
+    assert_eq!(d.grid[0], (1 << 24) / 4 / 4 / 256);
+    let k = &big.kernels[0];
+    assert_eq!(sized(Some(k), d, 132).grid[0], 132 * BLOCKS_PER_SM);
+    assert_eq!(sized(Some(k), d, 100_000).grid[0], d.grid[0]);
+    let mut fixed = k.clone();
+    fixed.grid_stride = false;
+    assert_eq!(sized(Some(&fixed), d, 132), d);
+}
+
+/// The CUDA C of a vectorised kernel moves vector types; the scalar
+/// kernel of a strided operand does not.
+#[test]
+fn printed_cuda_c_has_vector_accesses() {
+    let v = lower(&fma("f16", 4097));
+    let ks: Vec<&Kernel> = v.kernels.iter().collect();
+    let c = jaxon_backend_cuda::cuda_c::print_module(&ks);
+    assert!(c.contains("kir_vec_f16_8"), "{c}");
+    let t = "{ lambda ; a:f32[256] b:f32[128]. let
+    c:f32[128] = slice[limit_indices=(256,) start_indices=(0,) strides=(2,)] a
+    d:f32[128] = sub c b
+  in (d,) }";
+    let s = lower(t);
+    let ks: Vec<&Kernel> = s.kernels.iter().collect();
+    let c = jaxon_backend_cuda::cuda_c::print_module(&ks);
+    assert!(!c.contains("kir_vec_f32_4 kir_t"), "{c}");
+}
