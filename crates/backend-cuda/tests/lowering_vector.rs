@@ -281,3 +281,130 @@ fn printed_cuda_c_has_vector_accesses() {
     let c = jaxon_backend_cuda::cuda_c::print_module(&ks);
     assert!(!c.contains("kir_vec_f32_4 kir_t"), "{c}");
 }
+
+/// Row reductions over trailing axes load vectors when the row length is
+/// a multiple of the width (alone and with fused producers), scalars
+/// otherwise; values within the existing reduction tolerance, and equal
+/// across runs.
+#[test]
+fn row_reductions_load_vectors_when_rows_are_aligned() {
+    let cases = [
+        ("f32", "reduce_sum", 4usize),
+        ("f16", "reduce_max", 8),
+        ("bf16", "reduce_sum", 8),
+        ("f64", "reduce_min", 2),
+        ("i8", "reduce_max", 8),
+    ];
+    for (dt, op, w) in cases {
+        for rows in [1usize, 3, 37] {
+            for c in [1usize, 3, 4, 5, 8, 16, 1023, 1024, 4096, 4100] {
+                let alone = format!(
+                    "{{ lambda ; a:{dt}[{rows},{c}]. let
+    b:{dt}[{rows}] = {op}[axes=(1,) out_sharding=None] a
+  in (b,) }}"
+                );
+                let fused = format!(
+                    "{{ lambda ; a:{dt}[{rows},{c}] s:{dt}[]. let
+    b:{dt}[{rows},{c}] = broadcast_in_dim[broadcast_dimensions=() shape=({rows}, {c}) sharding=None] s
+    m:{dt}[{rows},{c}] = mul a b
+    e:{dt}[{rows}] = {op}[axes=(1,) out_sharding=None] m
+  in (e,) }}"
+                );
+                for t in [alone, fused] {
+                    let dist = if dt == "i8" {
+                        Dist::Uniform(10.0)
+                    } else {
+                        Dist::Uniform(2.0)
+                    };
+                    let args = args_for(&t, (rows * 7 + c) as u64, dist);
+                    let tol = match dt {
+                        "f16" | "bf16" => Tol::Rel(2e-2),
+                        // Sums of up to 16k terms in another order
+                        // than the interpreter's.
+                        "f32" => Tol::Rel(1e-4),
+                        "f64" => Tol::Rel(1e-12),
+                        _ => Tol::Exact,
+                    };
+                    check_with(&t, &args, tol);
+                    let prog = lower(&t);
+                    let want = if c >= w && c % w == 0 { w } else { 1 };
+                    assert_eq!(widest(&prog).0, want, "{t}");
+                    let once = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).unwrap();
+                    let again =
+                        jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).unwrap();
+                    assert_eq!(once, again, "{t}: not deterministic");
+                }
+            }
+        }
+    }
+}
+
+/// A reduction over a leading axis (strided rows) stays scalar.
+#[test]
+fn leading_axis_reductions_stay_scalar() {
+    let t = "{ lambda ; a:f32[64,33]. let
+    b:f32[33] = reduce_sum[axes=(0,) out_sharding=None] a
+  in (b,) }";
+    let args = args_for(t, 5, Dist::Uniform(2.0));
+    check_with(t, &args, Tol::Rel(1e-5));
+    assert_eq!(widest(&lower(t)).0, 1);
+}
+
+/// A softmax over rows of `c` elements of `dt`, also returning `exp`.
+fn softmax(dt: &str, rows: usize, c: usize) -> String {
+    format!(
+        "{{ lambda ; a:{dt}[{rows},{c}]. let
+    b:{dt}[{rows}] = reduce_max[axes=(1,) out_sharding=None] a
+    d:{dt}[{rows},1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=({rows}, 1) sharding=None] b
+    e:{dt}[{rows},1] = stop_gradient d
+    f:{dt}[{rows},{c}] = sub a e
+    g:{dt}[{rows},{c}] = exp f
+    h:{dt}[{rows}] = reduce_sum[axes=(1,) out_sharding=None] g
+    i:{dt}[{rows},1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=({rows}, 1) sharding=None] h
+    j:{dt}[{rows},{c}] = div g i
+  in (j, g) }}"
+    )
+}
+
+/// Row runs load their preloaded input and store their escaping results
+/// with vectors when the row is a multiple of the width and at least one
+/// vector per thread long; the scalar layout otherwise; one launch and
+/// the interpreter's values either way.
+#[test]
+fn row_runs_use_vectors_on_long_aligned_rows() {
+    let cases = [
+        ("f32", 1024usize, 4usize),
+        ("f32", 2052, 4),
+        ("f32", 4096, 4),
+        ("f32", 1000, 1),
+        ("f32", 1030, 1),
+        ("f16", 2048, 8),
+        ("bf16", 4096, 8),
+        ("bf16", 2056, 8),
+        ("f16", 1024, 1),
+        ("f64", 512, 2),
+        ("f64", 1026, 2),
+    ];
+    for (i, (dt, c, w)) in cases.into_iter().enumerate() {
+        for rows in [1usize, 3] {
+            let t = softmax(dt, rows, c);
+            let args = args_for(&t, 70 + i as u64, Dist::Uniform(3.0));
+            let tol = match dt {
+                "f16" | "bf16" => Tol::Rel(2e-2),
+                _ => Tol::Rel(1e-5),
+            };
+            check_with(&t, &args, tol);
+            let prog = lower(&t);
+            let names: Vec<&str> = prog.kernels.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(prog.kernels.len(), 1, "{dt}[{rows},{c}]: {names:?}");
+            let k = &prog.kernels[0];
+            assert!(k.name.starts_with("row_run"), "{names:?}");
+            let (l, s) = access_widths(k);
+            let (l, s) = (l.into_iter().max(), s.into_iter().max());
+            assert_eq!((l, s), (Some(w), Some(w)), "{dt}[{rows},{c}]");
+            let once = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).unwrap();
+            let again = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).unwrap();
+            assert_eq!(once, again, "{dt}[{rows},{c}]: not deterministic");
+        }
+    }
+}

@@ -36,9 +36,12 @@ use std::collections::HashMap;
 const MAX_WIDTH: usize = 8;
 /// Loaded lanes per operand in flight per thread, at most (`U · W`).
 const LANES_IN_FLIGHT: usize = 16;
-/// Members beyond which a group is unrolled no further (code size and
-/// registers of `U · W` copies of its body).
-const MAX_UNROLLED_MEMBERS: usize = 8;
+/// The most KIR (its `Debug` text, in bytes) the lanes of one main-loop
+/// trip may hold: `U · W` copies of the scalar body. A body too large for
+/// `W` copies (inline special functions: compute-bound, where wide
+/// accesses gain nothing) keeps the scalar kernel; a smaller one is
+/// unrolled as far as this allows.
+const LANE_CODE_BUDGET: usize = 32 * 1024;
 
 /// How one operand of one member is read.
 #[derive(Clone, Debug)]
@@ -52,29 +55,47 @@ enum Src {
 }
 
 /// A group's vector plan.
-struct Plan {
+pub(crate) struct Plan {
     /// Elements per vector.
-    width: usize,
+    pub width: usize,
     /// Vectors in flight per thread in the main loop.
-    unroll: usize,
+    pub unroll: usize,
     /// `srcs[m][slot]`: how operand `slot` of member `m` is read.
     srcs: Vec<Vec<Src>>,
 }
 
-/// The vector plan of `members` over `space` writing `out`, or `None` when
-/// some access is neither contiguous nor scalar, or the space is too small
-/// to fill one vector.
-fn plan(
+impl Plan {
+    /// The plan of a kernel that reads buffer `b` (at the identity of its
+    /// space) and nothing else, or `None` when its elements are not 1, 2,
+    /// 4 or 8 bytes.
+    pub fn one_buffer(ctx: &Ctx, b: BufId) -> Result<Option<Plan>, IrError> {
+        let size = ctx.decl(b)?.dtype.size_bytes();
+        if !matches!(size, 1 | 2 | 4 | 8) {
+            return Ok(None);
+        }
+        Ok(Some(Plan {
+            width: (16 / size).min(MAX_WIDTH),
+            unroll: 1,
+            srcs: vec![vec![Src::Contig { b, base: 0 }]],
+        }))
+    }
+}
+
+/// The vector plan of `members` over `space`, with `size` the element size
+/// of what else the kernel accesses (its result), or `None` when some
+/// access is neither contiguous nor scalar, or the space is too small to
+/// fill one vector.
+pub(crate) fn plan(
     ctx: &Ctx,
     jaxpr: &Jaxpr,
     env: &Env,
     members: &[(&Eqn, IndexMap)],
     space: &[usize],
-    out: BufId,
+    size: usize,
 ) -> Result<Option<Plan>, IrError> {
     let n: usize = space.iter().product();
     let row_major = strides(space);
-    let mut size = ctx.decl(out)?.dtype.size_bytes();
+    let mut size = size;
     let mut srcs = Vec::with_capacity(members.len());
     let mut made: Vec<Var> = Vec::new();
     let mut bases = Vec::new();
@@ -127,16 +148,46 @@ fn plan(
     if n < width || bases.iter().any(|&b| b.rem_euclid(width as i64) != 0) {
         return Ok(None);
     }
-    let unroll = if members.len() > MAX_UNROLLED_MEMBERS {
-        1
-    } else {
-        (LANES_IN_FLIGHT / width).clamp(1, 4)
-    };
+    let (cost, calls) = body_size(ctx, jaxpr, env, members, space)?;
+    // 8-byte elements with math functions or divisions: NVRTC calls the
+    // f64 slow paths, and the lanes' values live across those calls spill
+    // (seen on the complex kernels for sm_80); compute-bound anyway.
+    if cost.saturating_mul(width) > LANE_CODE_BUDGET || (size == 8 && calls) {
+        return Ok(None);
+    }
+    let unroll = (LANES_IN_FLIGHT / width)
+        .clamp(1, 4)
+        .min(LANE_CODE_BUDGET / cost.saturating_mul(width).max(1))
+        .max(1);
     Ok(Some(Plan {
         width,
         unroll,
         srcs,
     }))
+}
+
+/// The size of one element's scalar body (the `Debug` text of its KIR, a
+/// proxy for the code one lane adds), built in a throwaway kernel, and
+/// whether it has math functions, divisions or remainders (what NVRTC may
+/// turn into calls).
+fn body_size(
+    ctx: &Ctx,
+    jaxpr: &Jaxpr,
+    env: &Env,
+    members: &[(&Eqn, IndexMap)],
+    space: &[usize],
+) -> Result<(usize, bool), IrError> {
+    let mut k = KernelBuilder::new("probe", THREADS);
+    let mut args = Args::new();
+    let i = k.var("i", DType::I64);
+    let idx = multi_index(&mut k, Expr::var(i), space);
+    k.begin_body();
+    eval_members(&mut k, &mut args, ctx, jaxpr, env, members, &idx)?;
+    let text = format!("{:?}", k.end_body());
+    let calls = ["Math(", "Binary(Div", "Binary(Rem"]
+        .iter()
+        .any(|c| text.contains(c));
+    Ok((text.len(), calls))
 }
 
 /// One buffer's parameter and dtype.
@@ -172,7 +223,8 @@ pub(crate) fn kernel(
     root: Var,
     steps: &mut Vec<Step>,
 ) -> Result<bool, IrError> {
-    let Some(p) = plan(ctx, jaxpr, env, members, space, out)? else {
+    let size = ctx.decl(out)?.dtype.size_bytes();
+    let Some(p) = plan(ctx, jaxpr, env, members, space, size)? else {
         return Ok(false);
     };
     let n: usize = space.iter().product();
@@ -185,21 +237,7 @@ pub(crate) fn kernel(
     let mut args = Args::new();
     let c: &Ctx = ctx;
 
-    // Scalar operands: loaded once per thread.
-    let mut scalars: HashMap<(BufId, i64), Expr> = HashMap::new();
-    for row in &p.srcs {
-        for s in row {
-            if let Src::Scalar { b, index } = s {
-                if !scalars.contains_key(&(*b, *index)) {
-                    let (pid, d) = param(&mut k, &mut args, c, *b)?;
-                    let x = k.var("s", d);
-                    k.load(&[x], pid.into(), i64c(*index), None);
-                    scalars.insert((*b, *index), widen(Expr::var(x), d));
-                }
-            }
-        }
-    }
-
+    let scalars = load_scalars(&mut k, &mut args, c, &p)?;
     let tid = k.let_(
         "tid",
         DType::I64,
@@ -217,8 +255,7 @@ pub(crate) fn kernel(
         jaxpr,
         env,
         members,
-        out,
-        root,
+        root: Root::Var(root),
         scalars: &scalars,
     };
     if u > 1 {
@@ -230,14 +267,14 @@ pub(crate) fn kernel(
             let firsts: Vec<Expr> = (0..u)
                 .map(|j| (Expr::var(vi) + Expr::var(stride) * i64c(j as i64)) * i64c(w as i64))
                 .collect();
-            res = body.vectors(k, &mut args, c, &firsts);
+            res = body.vectors(k, &mut args, c, out, &firsts);
         });
         res?;
     }
     // The remaining vectors, one per trip.
     let mut res = Ok(());
     k.for_(vi, Expr::var(vi), i64c(nvec), Expr::var(stride), |k| {
-        res = body.vectors(k, &mut args, c, &[Expr::var(vi) * i64c(w as i64)]);
+        res = body.vectors(k, &mut args, c, out, &[Expr::var(vi) * i64c(w as i64)]);
     });
     res?;
     // The scalar tail.
@@ -278,54 +315,103 @@ pub(crate) fn kernel(
     Ok(true)
 }
 
+/// Loads every scalar operand of `p` (once per thread, where called).
+pub(crate) fn load_scalars(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    p: &Plan,
+) -> Result<Scalars, IrError> {
+    let mut scalars: Scalars = HashMap::new();
+    for row in &p.srcs {
+        for s in row {
+            if let Src::Scalar { b, index } = s {
+                if !scalars.contains_key(&(*b, *index)) {
+                    let (pid, d) = param(k, args, ctx, *b)?;
+                    let x = k.var("s", d);
+                    k.load(&[x], pid.into(), i64c(*index), None);
+                    scalars.insert((*b, *index), widen(Expr::var(x), d));
+                }
+            }
+        }
+    }
+    Ok(scalars)
+}
+
+/// Loaded scalar operands, by buffer and element.
+pub(crate) type Scalars = HashMap<(BufId, i64), Expr>;
+/// One vector's loaded lanes (compute dtype), by buffer and base.
+pub(crate) type Lanes = HashMap<(BufId, i64), Vec<Expr>>;
+
+/// The value a vector body computes per lane.
+pub(crate) enum Root {
+    /// A member's result.
+    Var(Var),
+    /// The elements of a buffer at the identity (no members).
+    Buf(BufId),
+}
+
 /// What the vector body of a kernel reads.
-struct Body<'a> {
-    p: &'a Plan,
-    jaxpr: &'a Jaxpr,
-    env: &'a Env,
-    members: &'a [(&'a Eqn, IndexMap)],
-    out: BufId,
-    root: Var,
-    scalars: &'a HashMap<(BufId, i64), Expr>,
+pub(crate) struct Body<'a> {
+    pub p: &'a Plan,
+    pub jaxpr: &'a Jaxpr,
+    pub env: &'a Env,
+    pub members: &'a [(&'a Eqn, IndexMap)],
+    pub root: Root,
+    pub scalars: &'a Scalars,
 }
 
 impl Body<'_> {
-    /// Loads, evaluates and stores the vectors starting at the elements
-    /// `firsts` (each a multiple of the width): every load is issued
-    /// before any lane is computed.
+    /// Issues the loads of one vector's contiguous operands starting at
+    /// element `first` (a multiple of the width).
+    pub fn load(
+        &self,
+        k: &mut KernelBuilder,
+        args: &mut Args,
+        ctx: &Ctx,
+        first: &Expr,
+    ) -> Result<Lanes, IrError> {
+        let w = self.p.width;
+        let mut here: Lanes = HashMap::new();
+        for row in &self.p.srcs {
+            for s in row {
+                let Src::Contig { b, base } = s else { continue };
+                if here.contains_key(&(*b, *base)) {
+                    continue;
+                }
+                let (pid, d) = param(k, args, ctx, *b)?;
+                let xs: Vec<_> = (0..w).map(|_| k.var("x", d)).collect();
+                let index = if *base == 0 {
+                    first.clone()
+                } else {
+                    first.clone() + i64c(*base)
+                };
+                k.load(&xs, pid.into(), index, None);
+                let lanes = xs.iter().map(|x| widen(Expr::var(*x), d)).collect();
+                here.insert((*b, *base), lanes);
+            }
+        }
+        Ok(here)
+    }
+
+    /// Loads, evaluates and stores (to `out`) the vectors starting at the
+    /// elements `firsts` (each a multiple of the width): every load is
+    /// issued before any lane is computed.
     fn vectors(
         &self,
         k: &mut KernelBuilder,
         args: &mut Args,
         ctx: &Ctx,
+        out: BufId,
         firsts: &[Expr],
     ) -> Result<(), IrError> {
         let w = self.p.width;
-        let mut loaded: Vec<HashMap<(BufId, i64), Vec<Expr>>> = Vec::new();
+        let mut loaded: Vec<Lanes> = Vec::new();
         for first in firsts {
-            let mut here: HashMap<(BufId, i64), Vec<Expr>> = HashMap::new();
-            for row in &self.p.srcs {
-                for s in row {
-                    let Src::Contig { b, base } = s else { continue };
-                    if here.contains_key(&(*b, *base)) {
-                        continue;
-                    }
-                    let (pid, d) = param(k, args, ctx, *b)?;
-                    let xs: Vec<_> = (0..w).map(|_| k.var("x", d)).collect();
-                    let index = if *base == 0 {
-                        first.clone()
-                    } else {
-                        first.clone() + i64c(*base)
-                    };
-                    k.load(&xs, pid.into(), index, None);
-                    let lanes = xs.iter().map(|x| widen(Expr::var(*x), d)).collect();
-                    here.insert((*b, *base), lanes);
-                }
-            }
-            loaded.push(here);
+            loaded.push(self.load(k, args, ctx, first)?);
         }
-        let od = ctx.decl(self.out)?.dtype;
-        let op = args.buffer(k, ctx, self.out, true)?;
+        let od = ctx.decl(out)?.dtype;
+        let op = args.buffer(k, ctx, out, true)?;
         for (first, here) in firsts.iter().zip(&loaded) {
             let mut outs = Vec::with_capacity(w);
             for lane in 0..w {
@@ -338,12 +424,18 @@ impl Body<'_> {
     }
 
     /// The root's value at lane `lane` of one vector (compute dtype).
-    fn lane(
-        &self,
-        k: &mut KernelBuilder,
-        here: &HashMap<(BufId, i64), Vec<Expr>>,
-        lane: usize,
-    ) -> Result<Expr, IrError> {
+    pub fn lane(&self, k: &mut KernelBuilder, here: &Lanes, lane: usize) -> Result<Expr, IrError> {
+        let lost = || IrError::Invalid("cuda lowering: a vector lane lost an operand".into());
+        let root = match self.root {
+            Root::Var(v) => v,
+            Root::Buf(b) => {
+                return here
+                    .get(&(b, 0))
+                    .and_then(|l| l.get(lane))
+                    .cloned()
+                    .ok_or_else(lost)
+            }
+        };
         let mut vals: HashMap<Var, Expr> = HashMap::new();
         for ((eqn, _), row) in self.members.iter().zip(&self.p.srcs) {
             let mut xs = Vec::with_capacity(row.len());
@@ -364,9 +456,7 @@ impl Body<'_> {
                         },
                     },
                 };
-                xs.push(x.ok_or_else(|| {
-                    IrError::Invalid("cuda lowering: a vector lane lost an operand".into())
-                })?);
+                xs.push(x.ok_or_else(lost)?);
             }
             let (b, out_dt, r) = apply(k, self.jaxpr, eqn, &dts, xs)?;
             let v = k.let_("v", compute(out_dt), r);
@@ -374,7 +464,7 @@ impl Body<'_> {
                 vals.insert(*var, Expr::var(v));
             }
         }
-        vals.get(&self.root)
+        vals.get(&root)
             .cloned()
             .ok_or_else(|| IrError::Invalid("cuda lowering: the root was not evaluated".into()))
     }

@@ -53,6 +53,7 @@ pub mod plan;
 pub mod precision;
 mod random;
 mod reduction;
+mod reduction_vec;
 mod rng_bit;
 mod rowrun;
 pub mod run;
