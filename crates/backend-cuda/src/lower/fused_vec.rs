@@ -326,11 +326,12 @@ pub(crate) fn load_scalars(
     for row in &p.srcs {
         for s in row {
             if let Src::Scalar { b, index } = s {
-                if !scalars.contains_key(&(*b, *index)) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = scalars.entry((*b, *index))
+                {
                     let (pid, d) = param(k, args, ctx, *b)?;
                     let x = k.var("s", d);
                     k.load(&[x], pid.into(), i64c(*index), None);
-                    scalars.insert((*b, *index), widen(Expr::var(x), d));
+                    slot.insert(widen(Expr::var(x), d));
                 }
             }
         }

@@ -67,7 +67,7 @@ pub(crate) fn rows(
     let n_red: usize = v.space[rank - red.len()..].iter().product();
     let n_out: usize = v.space[..rank - red.len()].iter().product();
     let w = p.width;
-    if n_red < w || n_red % w != 0 {
+    if n_red < w || !n_red.is_multiple_of(w) {
         return Ok(false);
     }
     let (op, d, out) = (v.op, v.d, v.out);

@@ -509,7 +509,7 @@ fn vector_width(
     let w = (16 / size).min(8);
     let threads = THREADS as usize;
     let fits = c.div_ceil(threads * w) * w <= MAX_PER_THREAD;
-    Ok(if c % w == 0 && c >= threads * w && fits {
+    Ok(if c.is_multiple_of(w) && c >= threads * w && fits {
         w
     } else {
         1
