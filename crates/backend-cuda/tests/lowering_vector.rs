@@ -6,7 +6,10 @@
 //! mixed dtypes, scalar broadcasts, sliced (offset) operands at aligned and
 //! unaligned offsets; and the lowered KIR: vector accesses of the expected
 //! width where every access is contiguous and aligned, none where an
-//! operand is strided, broadcast along a row or misaligned.
+//! operand is strided, broadcast along a row or misaligned; vector
+//! reductions and row runs; and NVRTC's report on the vector kernels for
+//! sm_80 and sm_90 (no spills, no stack frame: the 16-byte structs stay
+//! in registers).
 
 mod lowering_util;
 
@@ -405,6 +408,71 @@ fn row_runs_use_vectors_on_long_aligned_rows() {
             let once = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).unwrap();
             let again = jaxon_backend_cuda::lower::run::run_simulated(&prog, &args).unwrap();
             assert_eq!(once, again, "{dt}[{rows},{c}]: not deterministic");
+        }
+    }
+}
+
+/// NVRTC compiles every kernel with a vector access of the programs above
+/// for sm_80 and sm_90 with no spills and no stack frame. Without NVRTC
+/// the test prints a skip line, unless `JAXON_REQUIRE_NVRTC=1`.
+#[test]
+fn vector_kernels_compile_without_spills_or_stack() {
+    use jaxon_backend_cuda::nvrtc::{self, Arch, Compiler, Request};
+    if let Err(e) = nvrtc::nvrtc_version() {
+        if std::env::var("JAXON_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
+            panic!("JAXON_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}");
+        }
+        println!("vector_kernels_compile_without_spills_or_stack: skipped: NVRTC not found: {e}");
+        return;
+    }
+    let mut texts: Vec<String> = ["f32", "f16", "bf16", "f64", "i8", "i32"]
+        .iter()
+        .map(|dt| fma(dt, 4097))
+        .collect();
+    for dt in ["f32", "f16", "bf16", "f64"] {
+        texts.push(softmax(dt, 3, 4096.min(if dt == "f64" { 1024 } else { 4096 })));
+        texts.push(format!(
+            "{{ lambda ; a:{dt}[37,1024] b:{dt}[37,1024]. let
+    m:{dt}[37,1024] = mul a b
+    e:{dt}[37] = reduce_sum[axes=(1,) out_sharding=None] m
+  in (e,) }}"
+        ));
+    }
+    let mut kernels = Vec::new();
+    for (i, t) in texts.iter().enumerate() {
+        for mut k in lower(t).kernels {
+            let (l, s) = access_widths(&k);
+            if l.iter().chain(&s).any(|&w| w > 1) {
+                k.name = format!("t{i}_{}", k.name);
+                kernels.push(k);
+            }
+        }
+    }
+    assert!(kernels.len() >= texts.len(), "{} vector kernels", kernels.len());
+    let refs: Vec<&Kernel> = kernels.iter().collect();
+    let src = jaxon_backend_cuda::cuda_c::print_module(&refs);
+    let reqs: Vec<Request> = [Arch::SM80, Arch::SM90]
+        .into_iter()
+        .map(|arch| Request {
+            source: &src,
+            arch,
+            name: "lowering_vector",
+        })
+        .collect();
+    let compiler = Compiler::new(None);
+    for (req, r) in reqs.iter().zip(compiler.compile_many(&reqs)) {
+        let c = r.unwrap_or_else(|e| panic!("{}: {e}", req.arch));
+        for k in &kernels {
+            let res = c
+                .resources_of(&k.name)
+                .unwrap_or_else(|| panic!("{} {}: no resource report", k.name, req.arch));
+            assert_eq!(
+                (res.spill_stores_bytes, res.spill_loads_bytes, res.stack_frame_bytes),
+                (0, 0, 0),
+                "{} {}: {res:?}",
+                k.name,
+                req.arch
+            );
         }
     }
 }
