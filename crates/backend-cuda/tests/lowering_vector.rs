@@ -3,13 +3,14 @@
 //! `JAXON_LOWERING_BACKEND=cuda`) against the reference interpreter:
 //! random inputs of lengths that do and do not divide the vector width
 //! (0, 1, 3, 4, 5, 7, 8, 9, 1023, 4097, 16387), f32/f16/bf16/f64/i8 and
-//! mixed dtypes, scalar broadcasts, sliced (offset) operands at aligned and
-//! unaligned offsets; and the lowered KIR: vector accesses of the expected
-//! width where every access is contiguous and aligned, none where an
-//! operand is strided, broadcast along a row or misaligned; vector
-//! reductions and row runs; and NVRTC's report on the vector kernels for
-//! sm_80 and sm_90 (no spills, no stack frame: the 16-byte structs stay
-//! in registers).
+//! mixed dtypes, scalar broadcasts, row broadcasts (a bias), sliced
+//! (offset) operands at aligned and unaligned offsets; the lowered KIR:
+//! vector accesses of the expected width where every access is contiguous
+//! and aligned, none where an operand is strided, broadcast along columns
+//! or misaligned; vector reductions and row runs (values, widths, equal
+//! across runs); and NVRTC's report on the vector kernels for sm_80 and
+//! sm_90 (no spills, no stack frame: the 16-byte structs stay in
+//! registers).
 
 mod lowering_util;
 
@@ -207,14 +208,57 @@ fn offset_operands_vectorise_only_when_aligned() {
     }
 }
 
-/// Strided or row-broadcast operands keep the scalar kernel: a bias added
-/// along rows, a transposed operand, a strided slice.
+/// Operands broadcast along rows (a bias) vectorise when the rows (the
+/// contiguous block of trailing dimensions) are a multiple of the width;
+/// a column broadcast does not.
+#[test]
+fn row_broadcasts_vectorise_when_rows_hold_whole_vectors() {
+    for (dt, rows, c, w) in [
+        ("f32", 37usize, 64usize, 4usize),
+        ("f32", 5, 4, 4),
+        ("f32", 37, 66, 1),
+        ("f16", 9, 24, 8),
+        ("bf16", 3, 20, 1),
+        ("f64", 7, 6, 2),
+        ("i8", 4, 40, 8),
+    ] {
+        let t = format!(
+            "{{ lambda ; a:{dt}[{rows},{c}] b:{dt}[{c}]. let
+    c:{dt}[{rows},{c}] = broadcast_in_dim[broadcast_dimensions=(1,) shape=({rows}, {c}) sharding=None] b
+    d:{dt}[{rows},{c}] = mul a c
+    e:{dt}[{rows},{c}] = add d a
+  in (e,) }}"
+        );
+        let args = args_for(&t, (rows * c) as u64, Dist::Uniform(3.0));
+        check_with(&t, &args, tol(dt));
+        assert_eq!(widest(&lower(&t)), (w, w), "{t}");
+    }
+    // Broadcast over a middle dimension: rows of 4·8 elements.
+    let t = "{ lambda ; a:f32[3,4,8] b:f32[4,8]. let
+    c:f32[3,4,8] = broadcast_in_dim[broadcast_dimensions=(1, 2) shape=(3, 4, 8) sharding=None] b
+    d:f32[3,4,8] = sub a c
+  in (d,) }";
+    let args = args_for(t, 3, Dist::Uniform(3.0));
+    check_with(t, &args, Tol::Exact);
+    assert_eq!(widest(&lower(t)), (4, 4), "{t}");
+    // A column broadcast is strided along the rows.
+    let t = "{ lambda ; a:f32[16,64] b:f32[16]. let
+    c:f32[16,64] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(16, 64) sharding=None] b
+    d:f32[16,64] = sub a c
+  in (d,) }";
+    let args = args_for(t, 4, Dist::Uniform(3.0));
+    check_with(t, &args, Tol::Exact);
+    assert_eq!(widest(&lower(t)), (1, 1), "{t}");
+}
+
+/// Strided operands keep the scalar kernel: a bias along rows not a
+/// multiple of the width, a transposed operand, a strided slice.
 #[test]
 fn non_contiguous_operands_stay_scalar() {
     let texts = [
-        "{ lambda ; a:f32[37,64] b:f32[64]. let
-    c:f32[37,64] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(37, 64) sharding=None] b
-    d:f32[37,64] = add a c
+        "{ lambda ; a:f32[37,66] b:f32[66]. let
+    c:f32[37,66] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(37, 66) sharding=None] b
+    d:f32[37,66] = add a c
   in (d,) }",
         "{ lambda ; a:f32[33,40] b:f32[40,33]. let
     c:f32[33,40] = transpose[permutation=(1, 0)] b
@@ -430,12 +474,24 @@ fn vector_kernels_compile_without_spills_or_stack() {
         .map(|dt| fma(dt, 4097))
         .collect();
     for dt in ["f32", "f16", "bf16", "f64"] {
-        texts.push(softmax(dt, 3, 4096.min(if dt == "f64" { 1024 } else { 4096 })));
+        texts.push(softmax(
+            dt,
+            3,
+            4096.min(if dt == "f64" { 1024 } else { 4096 }),
+        ));
         texts.push(format!(
             "{{ lambda ; a:{dt}[37,1024] b:{dt}[37,1024]. let
     m:{dt}[37,1024] = mul a b
     e:{dt}[37] = reduce_sum[axes=(1,) out_sharding=None] m
   in (e,) }}"
+        ));
+    }
+    for dt in ["f32", "f16"] {
+        texts.push(format!(
+            "{{ lambda ; a:{dt}[37,64] b:{dt}[64]. let
+    c:{dt}[37,64] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(37, 64) sharding=None] b
+    d:{dt}[37,64] = add a c
+  in (d,) }}"
         ));
     }
     let mut kernels = Vec::new();
@@ -448,7 +504,11 @@ fn vector_kernels_compile_without_spills_or_stack() {
             }
         }
     }
-    assert!(kernels.len() >= texts.len(), "{} vector kernels", kernels.len());
+    assert!(
+        kernels.len() >= texts.len(),
+        "{} vector kernels",
+        kernels.len()
+    );
     let refs: Vec<&Kernel> = kernels.iter().collect();
     let src = jaxon_backend_cuda::cuda_c::print_module(&refs);
     let reqs: Vec<Request> = [Arch::SM80, Arch::SM90]
@@ -467,7 +527,11 @@ fn vector_kernels_compile_without_spills_or_stack() {
                 .resources_of(&k.name)
                 .unwrap_or_else(|| panic!("{} {}: no resource report", k.name, req.arch));
             assert_eq!(
-                (res.spill_stores_bytes, res.spill_loads_bytes, res.stack_frame_bytes),
+                (
+                    res.spill_stores_bytes,
+                    res.spill_loads_bytes,
+                    res.stack_frame_bytes
+                ),
                 (0, 0, 0),
                 "{} {}: {res:?}",
                 k.name,

@@ -2,10 +2,13 @@
 //! equation) whose every buffer access is contiguous in the loop order runs
 //! with 16-byte vector accesses, several vectors in flight per thread.
 //!
-//! A group qualifies when each buffer operand is either *contiguous* (its
-//! flat index is `base + i` at linear space index `i`, with `base` a
-//! multiple of the width) or a *scalar* (every stride zero: one element,
-//! loaded once per thread). The width `W` is `16 / s` elements for the
+//! A group qualifies when each buffer operand is *contiguous* (its flat
+//! index is `base + i` at linear space index `i`, with `base` a multiple
+//! of the width), a *block* operand (laid out as the space over a suffix
+//! of dimensions holding a multiple of `W` elements, with `base` and the
+//! other strides multiples of `W`: a bias broadcast along rows; addressed
+//! from the multi-index of each vector's first element) or a *scalar*
+//! (every stride zero: one element, loaded once per thread). The width `W` is `16 / s` elements for the
 //! largest element size `s` of any buffer the kernel reads or writes (at
 //! most 8, KIR's widest vector), so every access is at most 16 bytes; the
 //! root's result is written at the identity, so stores are contiguous too.
@@ -19,12 +22,15 @@
 //!
 //! Invariants: vector `v` covers elements `v·W .. v·W + W`, all below
 //! `n` (`v < n / W`), so no access needs a mask; every vector index is a
-//! multiple of `W` because `base` and `v·W` are; lanes are evaluated in
+//! multiple of `W` because `base`, the strides outside a block and `v·W`
+//! are, and a vector never crosses a block (`W` divides the block); lanes are evaluated in
 //! member order exactly as the scalar path evaluates one element, so
 //! results are bitwise those of the scalar kernel.
 
 use super::fused::{apply, eval_members};
-use super::kernel::{compute, finish, i64c, lit_expr, multi_index, store, strides, Args, THREADS};
+use super::kernel::{
+    affine, compute, finish, i64c, lit_expr, multi_index, store, strides, Args, THREADS,
+};
 use super::plan::{BufId, Step};
 use super::{atom_type, Ctx, Env, Value};
 use crate::kir::{Expr, KernelBuilder, LaunchDims, ParamId};
@@ -50,6 +56,15 @@ enum Src {
     Value,
     /// Buffer elements `base + i` (a multiple-of-`W` `base`).
     Contig { b: BufId, base: i64 },
+    /// Buffer elements `base + Σ strides[d]·idx[d]`, contiguous over
+    /// blocks of the space's trailing dimensions whose element count is a
+    /// multiple of `W` (a bias added along rows): `W` consecutive `i`
+    /// starting at a multiple of `W` stay in one block.
+    Block {
+        b: BufId,
+        base: i64,
+        strides: Vec<i64>,
+    },
     /// One element of a buffer, the same for every `i`.
     Scalar { b: BufId, index: i64 },
 }
@@ -99,6 +114,8 @@ pub(crate) fn plan(
     let mut srcs = Vec::with_capacity(members.len());
     let mut made: Vec<Var> = Vec::new();
     let mut bases = Vec::new();
+    // Per block operand: the block's elements, and the strides outside it.
+    let mut blocks: Vec<(usize, Vec<i64>)> = Vec::new();
     for (eqn, map) in members {
         let mut row = Vec::with_capacity(eqn.inputs.len());
         for (slot, a) in eqn.inputs.iter().enumerate() {
@@ -131,7 +148,20 @@ pub(crate) fn plan(
                 bases.push(base);
                 row.push(Src::Contig { b, base });
             } else {
-                return Ok(None);
+                // The longest suffix of dimensions laid out as the space's.
+                let mut k0 = space.len();
+                while k0 > 0 && (!live(k0 - 1) || st[k0 - 1] == row_major[k0 - 1]) {
+                    k0 -= 1;
+                }
+                let block: usize = space[k0..].iter().product();
+                let outer = (0..k0).filter(|&d| live(d)).map(|d| st[d]).collect();
+                bases.push(base);
+                blocks.push((block, outer));
+                row.push(Src::Block {
+                    b,
+                    base,
+                    strides: st,
+                });
             }
         }
         for o in &eqn.outputs {
@@ -145,7 +175,12 @@ pub(crate) fn plan(
         return Ok(None);
     }
     let width = (16 / size).min(MAX_WIDTH);
-    if n < width || bases.iter().any(|&b| b.rem_euclid(width as i64) != 0) {
+    let w = width as i64;
+    let misaligned = bases.iter().any(|&b| b.rem_euclid(w) != 0)
+        || blocks
+            .iter()
+            .any(|(block, outer)| block % width != 0 || outer.iter().any(|s| s.rem_euclid(w) != 0));
+    if n < width || misaligned {
         return Ok(None);
     }
     let (cost, calls) = body_size(ctx, jaxpr, env, members, space)?;
@@ -255,6 +290,7 @@ pub(crate) fn kernel(
         jaxpr,
         env,
         members,
+        space,
         root: Root::Var(root),
         scalars: &scalars,
     };
@@ -341,8 +377,20 @@ pub(crate) fn load_scalars(
 
 /// Loaded scalar operands, by buffer and element.
 pub(crate) type Scalars = HashMap<(BufId, i64), Expr>;
-/// One vector's loaded lanes (compute dtype), by buffer and base.
-pub(crate) type Lanes = HashMap<(BufId, i64), Vec<Expr>>;
+/// Which elements an operand load reads: the buffer, the base, and the
+/// strides of a block operand (empty for a contiguous one).
+type Key = (BufId, i64, Vec<i64>);
+/// One vector's loaded lanes (compute dtype), by operand.
+pub(crate) type Lanes = HashMap<Key, Vec<Expr>>;
+
+/// The key of a loaded operand (`None` for values and scalars).
+fn key(s: &Src) -> Option<Key> {
+    match s {
+        Src::Contig { b, base } => Some((*b, *base, Vec::new())),
+        Src::Block { b, base, strides } => Some((*b, *base, strides.clone())),
+        Src::Value | Src::Scalar { .. } => None,
+    }
+}
 
 /// The value a vector body computes per lane.
 pub(crate) enum Root {
@@ -358,6 +406,8 @@ pub(crate) struct Body<'a> {
     pub jaxpr: &'a Jaxpr,
     pub env: &'a Env,
     pub members: &'a [(&'a Eqn, IndexMap)],
+    /// The loop space (block operands index it).
+    pub space: &'a [usize],
     pub root: Root,
     pub scalars: &'a Scalars,
 }
@@ -374,22 +424,27 @@ impl Body<'_> {
     ) -> Result<Lanes, IrError> {
         let w = self.p.width;
         let mut here: Lanes = HashMap::new();
+        let mut idx: Option<Vec<Expr>> = None;
         for row in &self.p.srcs {
             for s in row {
-                let Src::Contig { b, base } = s else { continue };
-                if here.contains_key(&(*b, *base)) {
+                let Some(key) = key(s) else { continue };
+                if here.contains_key(&key) {
                     continue;
                 }
+                let (b, base, strides) = &key;
                 let (pid, d) = param(k, args, ctx, *b)?;
-                let xs: Vec<_> = (0..w).map(|_| k.var("x", d)).collect();
-                let index = if *base == 0 {
+                let index = if !strides.is_empty() {
+                    let idx = idx.get_or_insert_with(|| multi_index(k, first.clone(), self.space));
+                    affine(*base, strides, idx)
+                } else if *base == 0 {
                     first.clone()
                 } else {
                     first.clone() + i64c(*base)
                 };
+                let xs: Vec<_> = (0..w).map(|_| k.var("x", d)).collect();
                 k.load(&xs, pid.into(), index, None);
                 let lanes = xs.iter().map(|x| widen(Expr::var(*x), d)).collect();
-                here.insert((*b, *base), lanes);
+                here.insert(key, lanes);
             }
         }
         Ok(here)
@@ -431,7 +486,7 @@ impl Body<'_> {
             Root::Var(v) => v,
             Root::Buf(b) => {
                 return here
-                    .get(&(b, 0))
+                    .get(&(b, 0, Vec::new()))
                     .and_then(|l| l.get(lane))
                     .cloned()
                     .ok_or_else(lost)
@@ -445,9 +500,10 @@ impl Body<'_> {
                 let (dt, _) = atom_type(self.jaxpr, a)?;
                 dts.push(dt);
                 let x = match s {
-                    Src::Contig { b, base } => {
-                        here.get(&(*b, *base)).and_then(|l| l.get(lane)).cloned()
-                    }
+                    Src::Contig { .. } | Src::Block { .. } => key(s)
+                        .and_then(|q| here.get(&q))
+                        .and_then(|l| l.get(lane))
+                        .cloned(),
                     Src::Scalar { b, index } => self.scalars.get(&(*b, *index)).cloned(),
                     Src::Value => match a {
                         Atom::Var(v) if vals.contains_key(v) => vals.get(v).cloned(),

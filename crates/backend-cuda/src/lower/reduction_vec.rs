@@ -80,6 +80,7 @@ pub(crate) fn rows(
             jaxpr,
             env,
             members,
+            space: v.space,
             root,
             scalars: &scalars,
         };
