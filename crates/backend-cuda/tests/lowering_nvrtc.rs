@@ -349,6 +349,53 @@ fn extra_texts() -> Vec<String> {
   in (b,) }}"
         ));
     }
+    // Vector accesses (`lower/fused_vec.rs`, `reduction_vec.rs`, the
+    // row-run vector layout) in every width: 16-byte structs must stay in
+    // registers (no stack frame, no spills).
+    for dt in ["f32", "f16", "bf16", "f64", "i8", "bool"] {
+        let op = if dt == "bool" { "or" } else { "max" };
+        out.push(format!(
+            "{{ lambda ; a:{dt}[4097] b:{dt}[4097] s:{dt}[]. let
+    c:{dt}[4097] = broadcast_in_dim[broadcast_dimensions=() shape=(4097,) sharding=None] s
+    d:{dt}[4097] = {op} a b
+    e:{dt}[4097] = {op} d c
+  in (e,) }}"
+        ));
+    }
+    for (dt, op) in [
+        ("f32", "reduce_sum"),
+        ("f16", "reduce_max"),
+        ("bf16", "reduce_sum"),
+        ("f64", "reduce_min"),
+        ("i8", "reduce_max"),
+    ] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[37,1024] b:{dt}[37,1024]. let
+    m:{dt}[37,1024] = mul a b
+    e:{dt}[37] = {op}[axes=(1,) out_sharding=None] m
+  in (e,) }}"
+        ));
+    }
+    out.push(
+        "{ lambda ; a:f16[4097] b:f32[4097]. let
+    c:f32[4097] = convert_element_type[new_dtype=float32 weak_type=False] a
+    d:f32[4097] = mul c b
+  in (d,) }"
+            .into(),
+    );
+    for (dt, c) in [("f32", 4096), ("bf16", 4096), ("f16", 2048), ("f64", 1024)] {
+        out.push(format!(
+            "{{ lambda ; a:{dt}[3,{c}]. let
+    b:{dt}[3] = reduce_max[axes=(1,) out_sharding=None] a
+    d:{dt}[3,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(3, 1) sharding=None] b
+    f:{dt}[3,{c}] = sub a d
+    g:{dt}[3,{c}] = exp f
+    h:{dt}[3] = reduce_sum[axes=(1,) out_sharding=None] g
+    i:{dt}[3,1] = broadcast_in_dim[broadcast_dimensions=(0,) shape=(3, 1) sharding=None] h
+    j:{dt}[3,{c}] = div g i
+  in (j,) }}"
+        ));
+    }
     out
 }
 

@@ -45,9 +45,16 @@ impl KernelBuilder {
                 vars: Vec::new(),
                 body: Vec::new(),
                 max_threads,
+                grid_stride: false,
             },
             bodies: vec![Vec::new()],
         }
+    }
+
+    /// Marks the kernel a grid-stride loop over `blockIdx.x` (correct for
+    /// any number of blocks along x; see [`Kernel::grid_stride`]).
+    pub fn grid_stride(&mut self) {
+        self.kernel.grid_stride = true;
     }
 
     /// Adds a global-buffer parameter.

@@ -79,6 +79,10 @@ pub struct Kernel {
     /// The largest block (threads) the kernel is written for; printed as
     /// `__launch_bounds__`, and checked at launch.
     pub max_threads: u32,
+    /// Whether the kernel is a grid-stride loop over `blockIdx.x`: correct
+    /// for any number of blocks along x, so the runtime may launch fewer
+    /// than a plan's `grid[0]` (see `lower::run::sized`).
+    pub grid_stride: bool,
 }
 
 /// A parameter of a kernel.

@@ -15,7 +15,7 @@ use super::{atom_type, bind_outputs, elementwise, out_type, Ctx, Env, Value};
 use crate::kir::{Expr, KernelBuilder};
 use jaxon_ir::passes::{moves_data, operand_map, Group, IndexMap};
 use jaxon_ir::primitive::Primitive;
-use jaxon_ir::{Atom, Binder, Eqn, IrError, Jaxpr, Var};
+use jaxon_ir::{Atom, Binder, DType, Eqn, IrError, Jaxpr, Var};
 use std::collections::HashMap;
 
 /// Lowers a loop group.
@@ -130,6 +130,9 @@ fn kernel(
         return Ok(());
     };
     let root_var = *root_var;
+    if super::fused_vec::kernel(ctx, jaxpr, env, members, space, out_buf, root_var, steps)? {
+        return Ok(());
+    }
     let name = format!("fused_{}", root.primitive.name());
     let env_ro: &Env = env;
     let step = loop_kernel(ctx, &name, space, |k, args, ctx, lin, idx| {
@@ -224,43 +227,57 @@ pub(crate) fn eval_members_with(
                 k, args, ctx, jaxpr, env, &vals, eqn, map, slot, idx,
             )?);
         }
-        let [b] = eqn.outputs.as_slice() else {
-            return Err(IrError::Invalid(format!(
-                "{}: a fused member has one output",
-                eqn.primitive.name()
-            )));
-        };
-        let (out_dt, _) = out_type(jaxpr, b)?;
-        let r = if moves_data(&eqn.primitive) {
-            xs.into_iter()
-                .next()
-                .ok_or_else(|| IrError::Invalid("data movement without operand".into()))?
-        } else {
-            match &eqn.primitive {
-                Primitive::Elementwise(e) => elementwise::scalar(k, e, out_dt, &dts, xs)?,
-                Primitive::Structural(_)
-                | Primitive::Indexing(_)
-                | Primitive::Reduction(_)
-                | Primitive::Linalg(_)
-                | Primitive::Control(_)
-                | Primitive::State(_)
-                | Primitive::Pallas(_)
-                | Primitive::Collective(_)
-                | Primitive::Marker(_)
-                | Primitive::Window(_)
-                | Primitive::Random(_)
-                | Primitive::Callback(_) => {
-                    return Err(IrError::Invalid(format!(
-                        "cuda lowering: {} cannot be a fused member",
-                        eqn.primitive.name()
-                    )))
-                }
-            }
-        };
+        let (b, out_dt, r) = apply(k, jaxpr, eqn, &dts, xs)?;
         let v = k.let_("v", compute(out_dt), r);
         if let Binder::Var(var) = b {
             vals.insert(*var, Expr::var(v));
         }
     }
     Ok(vals)
+}
+
+/// Applies fused member `eqn` to its operand values `xs` (compute dtype;
+/// `dts` their dtypes): its output binder, the output's dtype, and the
+/// value (compute dtype, not yet bound to a variable).
+pub(crate) fn apply<'e>(
+    k: &mut KernelBuilder,
+    jaxpr: &Jaxpr,
+    eqn: &'e Eqn,
+    dts: &[DType],
+    xs: Vec<Expr>,
+) -> Result<(&'e Binder, DType, Expr), IrError> {
+    let [b] = eqn.outputs.as_slice() else {
+        return Err(IrError::Invalid(format!(
+            "{}: a fused member has one output",
+            eqn.primitive.name()
+        )));
+    };
+    let (out_dt, _) = out_type(jaxpr, b)?;
+    let r = if moves_data(&eqn.primitive) {
+        xs.into_iter()
+            .next()
+            .ok_or_else(|| IrError::Invalid("data movement without operand".into()))?
+    } else {
+        match &eqn.primitive {
+            Primitive::Elementwise(e) => elementwise::scalar(k, e, out_dt, dts, xs)?,
+            Primitive::Structural(_)
+            | Primitive::Indexing(_)
+            | Primitive::Reduction(_)
+            | Primitive::Linalg(_)
+            | Primitive::Control(_)
+            | Primitive::State(_)
+            | Primitive::Pallas(_)
+            | Primitive::Collective(_)
+            | Primitive::Marker(_)
+            | Primitive::Window(_)
+            | Primitive::Random(_)
+            | Primitive::Callback(_) => {
+                return Err(IrError::Invalid(format!(
+                    "cuda lowering: {} cannot be a fused member",
+                    eqn.primitive.name()
+                )))
+            }
+        }
+    };
+    Ok((b, out_dt, r))
 }

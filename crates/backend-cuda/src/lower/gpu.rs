@@ -156,6 +156,10 @@ impl GpuTarget<'_> {
 }
 
 impl Target for GpuTarget<'_> {
+    fn sm_count(&self) -> u32 {
+        self.device.info().sm_count
+    }
+
     fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()> {
         let f = self
             .funcs

@@ -183,6 +183,16 @@ pub(crate) fn grid(n: u64) -> LaunchDims {
     LaunchDims::linear(blocks as u32, THREADS)
 }
 
+/// Launch dimensions of a grid-stride kernel (`Kernel::grid_stride`) over
+/// `n > 0` items, one per thread: `run::sized` caps the blocks at the
+/// device's resident blocks when it launches.
+pub(crate) fn stride_grid(n: u64) -> LaunchDims {
+    let blocks = n
+        .div_ceil(u64::from(THREADS))
+        .clamp(1, u64::from(u32::MAX >> 1));
+    LaunchDims::linear(blocks as u32, THREADS)
+}
+
 /// A kernel looping over the elements of `shape` (one thread per element,
 /// grid-stride); `body` gets the linear index and the multi-index and
 /// emits the element's work. `None` when `shape` has no elements.
@@ -198,6 +208,7 @@ pub(crate) fn loop_kernel(
     }
     let name = ctx.name(name);
     let mut k = KernelBuilder::new(&name, THREADS);
+    k.grid_stride();
     let mut args = Args::new();
     let lin = k.var("i", DType::I64);
     let start = Expr::global_thread_id_x().cast(DType::I64);
@@ -213,7 +224,7 @@ pub(crate) fn loop_kernel(
     let id = ctx.kernel(kernel);
     Ok(Some(Step::Launch {
         kernel: id,
-        dims: grid(n as u64),
+        dims: stride_grid(n as u64),
         args: args.args,
     }))
 }

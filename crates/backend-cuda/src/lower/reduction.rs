@@ -10,8 +10,10 @@
 //! reduction stores the identity; narrow integers and bools accumulate in
 //! 32 bits (shuffles move 32 or 64 bits), which wraps to the same result.
 
+use super::fused_vec::Root;
 use super::kernel::{compute, finish, i64c, load, multi_index, store, strides, Args, THREADS};
 use super::plan::{BufId, Step};
+use super::reduction_vec::RowVec;
 use super::{atom_type, bind_outputs, fused, Ctx, Env, Value};
 use crate::kir::{BinOp, Expr, KernelBuilder, LaunchDims, ShuffleKind, UnOp};
 use jaxon_ir::passes::Group;
@@ -35,6 +37,20 @@ pub(crate) fn lower(
             let x = env.atom(a)?;
             let outs = bind_outputs(ctx, jaxpr, eqn, env)?;
             let (out, _, _) = outs.first().cloned().ok_or_else(|| arity(name))?;
+            if let Value::Buf(b) = x {
+                let plan = super::fused_vec::Plan::one_buffer(ctx, b)?;
+                let src = Root::Buf(b);
+                let v = RowVec {
+                    op: *op,
+                    axes,
+                    space: &space,
+                    d,
+                    out,
+                };
+                if super::reduction_vec::rows(ctx, steps, &v, plan, jaxpr, env, &[], src)? {
+                    return Ok(());
+                }
+            }
             let st = strides(&space);
             reduce_kernel(
                 ctx,
@@ -100,6 +116,22 @@ pub(crate) fn reduce_group(
         .cloned()
         .ok_or_else(|| arity(root.primitive.name()))?;
     let env_ro: &Env = env;
+    if let Some(src) = vec_root(a, &members, env_ro)? {
+        let plan = match &src {
+            Root::Buf(b) => super::fused_vec::Plan::one_buffer(ctx, *b)?,
+            Root::Var(_) => super::fused_vec::plan(ctx, jaxpr, env_ro, &members, &space, 1)?,
+        };
+        let v = RowVec {
+            op,
+            axes,
+            space: &space,
+            d,
+            out,
+        };
+        if super::reduction_vec::rows(ctx, steps, &v, plan, jaxpr, env_ro, &members, src)? {
+            return Ok(());
+        }
+    }
     let st = strides(&space);
     reduce_kernel(ctx, steps, op, axes, &space, d, out, |k, args, ctx, idx| {
         let vals = fused::eval_members(k, args, ctx, jaxpr, env_ro, &members, idx)?;
@@ -115,6 +147,30 @@ pub(crate) fn reduce_group(
             env_ro.atom(a)?,
             super::kernel::affine(0, &st, idx),
         )
+    })
+}
+
+/// What a vectorised row reduction reads: a member's result, or (with no
+/// members) the reduce operand's buffer; `None` when the operand is a
+/// buffer read beside members (left to the scalar kernel).
+fn vec_root(
+    a: &Atom,
+    members: &[(&Eqn, jaxon_ir::passes::IndexMap)],
+    env: &Env,
+) -> Result<Option<Root>, IrError> {
+    if let Atom::Var(v) = a {
+        let made = members.iter().any(|(e, _)| {
+            e.outputs
+                .iter()
+                .any(|o| matches!(o, jaxon_ir::Binder::Var(w) if w == v))
+        });
+        if made {
+            return Ok(Some(Root::Var(*v)));
+        }
+    }
+    Ok(match env.atom(a)? {
+        Value::Buf(b) if members.is_empty() => Some(Root::Buf(b)),
+        Value::Buf(_) | Value::Lit(_) => None,
     })
 }
 
@@ -181,6 +237,7 @@ pub(crate) fn warp_kernel(
     }
     let name = ctx.name(name);
     let mut k = KernelBuilder::new(&name, THREADS);
+    k.grid_stride();
     let mut args = Args::new();
     let o = k.var("o", DType::I64);
     let start = (Expr::global_thread_id_x() / Expr::u32(32)).cast(DType::I64);
@@ -194,7 +251,11 @@ pub(crate) fn warp_kernel(
     let kernel = finish(k)?;
     let id = ctx.kernel(kernel);
     let warps_per_block = u64::from(THREADS / 32);
-    let blocks = (n_out as u64).div_ceil(warps_per_block).clamp(1, 1024);
+    // One output per warp; `run::sized` caps the blocks at the device's
+    // resident blocks.
+    let blocks = (n_out as u64)
+        .div_ceil(warps_per_block)
+        .clamp(1, u64::from(u32::MAX >> 1));
     Ok(Some(Step::Launch {
         kernel: id,
         dims: LaunchDims::linear(blocks as u32, THREADS),
@@ -263,25 +324,42 @@ fn reduce_kernel(
             },
         );
         result?;
-        let other = k.var("other", acc_t);
-        for s in [16, 8, 4, 2, 1] {
-            k.shuffle(other, ShuffleKind::Xor, Expr::var(acc), Expr::u32(s), 32);
-            k.assign(acc, combine(op, d, Expr::var(acc), Expr::var(other)));
-        }
-        let od = ctx.decl(out)?.dtype;
-        let mut res = Ok(());
-        k.if_(Expr::lane().eq(Expr::u32(0)), |k| {
-            let v = if acc_t != compute(od) {
-                Expr::var(acc).cast(compute(od))
-            } else {
-                Expr::var(acc)
-            };
-            res = store(k, args, ctx, out, o, v);
-        });
-        res
+        warp_store(k, args, ctx, op, d, acc, out, o)
     })?;
     steps.extend(step);
     Ok(())
+}
+
+/// Combines the warp's accumulators `acc` (of `acc_dtype(d)`) with xor
+/// shuffles; lane 0 stores the result to element `o` of `out`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn warp_store(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    op: ReduceOp,
+    d: DType,
+    acc: crate::kir::Var,
+    out: BufId,
+    o: Expr,
+) -> Result<(), IrError> {
+    let acc_t = acc_dtype(d);
+    let other = k.var("other", acc_t);
+    for s in [16, 8, 4, 2, 1] {
+        k.shuffle(other, ShuffleKind::Xor, Expr::var(acc), Expr::u32(s), 32);
+        k.assign(acc, combine(op, d, Expr::var(acc), Expr::var(other)));
+    }
+    let od = ctx.decl(out)?.dtype;
+    let mut res = Ok(());
+    k.if_(Expr::lane().eq(Expr::u32(0)), |k| {
+        let v = if acc_t != compute(od) {
+            Expr::var(acc).cast(compute(od))
+        } else {
+            Expr::var(acc)
+        };
+        res = store(k, args, ctx, out, o, v);
+    });
+    res
 }
 
 /// `argmax`/`argmin` over one axis: first index of the extremum, the first

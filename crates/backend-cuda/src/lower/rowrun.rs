@@ -294,10 +294,16 @@ pub(crate) fn lower(
     let made: HashSet<Var> = ms.iter().map(|m| m.root).collect();
     let preload = preloads(jaxpr, groups, &space, &made);
 
-    let name = ctx.name("row_run");
+    let vw = vector_width(ctx, env, &ms, &preload, c)?;
+    let name = ctx.name(&if vw > 1 {
+        format!("row_run_v{vw}")
+    } else {
+        "row_run".into()
+    });
     let mut k = KernelBuilder::new(&name, THREADS);
     let mut args = Args::new();
-    let per_thread = c.div_ceil(THREADS as usize);
+    // With vectors, slots `e` come in groups of `vw` consecutive columns.
+    let per_thread = c.div_ceil(THREADS as usize * vw) * vw;
     let tid = k.let_("tid", DType::I64, Expr::thread_x().cast(DType::I64));
     let warp = k.let_("warp", DType::I64, Expr::var(tid) / i64c(32));
     let row = k.var("row", DType::I64);
@@ -315,7 +321,17 @@ pub(crate) fn lower(
                 // Column expressions, not variables: the compiler folds
                 // `tid + e·256` into each use instead of keeping 16 of them
                 // (64-bit, two registers each) alive across the row.
-                let col = |e: usize| Expr::var(tid) + i64c((e * THREADS as usize) as i64);
+                // Slot `e` is column `tid + e·256`, or with vectors column
+                // `(e / vw)·256·vw + tid·vw + e mod vw`.
+                let col = |e: usize| {
+                    let (g, j) = (e / vw, e % vw);
+                    let t = if vw > 1 {
+                        Expr::var(tid) * i64c(vw as i64)
+                    } else {
+                        Expr::var(tid)
+                    };
+                    t + i64c((g * THREADS as usize * vw + j) as i64)
+                };
                 let valid = |e: usize| col(e).lt(i64c(c as i64));
                 let full_idx = |e: usize| {
                     let mut idx = row_idx.clone();
@@ -327,15 +343,20 @@ pub(crate) fn lower(
                 for v in &preload {
                     let (dt, _) = atom_type(jaxpr, &Atom::Var(*v))?;
                     let val = env_ro.atom(&Atom::Var(*v))?;
-                    let mut rs = Vec::new();
-                    for e in 0..per_thread {
-                        let r = k.let_("x", compute(dt), Expr::constant(compute(dt), 0.0));
-                        let mut res = Ok(());
-                        k.if_(valid(e), |k| {
-                            res = load(k, &mut args, c_ro, val, lin(e)).map(|x| k.assign(r, x));
-                        });
-                        res?;
-                        rs.push(r);
+                    let rs: Vec<KVar> = (0..per_thread)
+                        .map(|_| k.let_("x", compute(dt), Expr::constant(compute(dt), 0.0)))
+                        .collect();
+                    if vw > 1 {
+                        preload_vectors(k, &mut args, c_ro, val, &rs, vw, &valid, &lin)?;
+                    } else {
+                        for (e, r) in rs.iter().enumerate() {
+                            let mut res = Ok(());
+                            k.if_(valid(e), |k| {
+                                res =
+                                    load(k, &mut args, c_ro, val, lin(e)).map(|x| k.assign(*r, x));
+                            });
+                            res?;
+                        }
                     }
                     regs.full.insert(*v, rs);
                 }
@@ -366,7 +387,7 @@ pub(crate) fn lower(
                                         // Rounded to the result's dtype, as a
                                         // store and reload would.
                                         k.assign(r, round_to(m.out_dtype, v));
-                                        if m.escapes {
+                                        if m.escapes && vw == 1 {
                                             store(k, &mut args, c_ro, m.out, lin(e), Expr::var(r))?;
                                         }
                                         Ok(())
@@ -374,6 +395,9 @@ pub(crate) fn lower(
                                 });
                                 res?;
                                 rs.push(r);
+                            }
+                            if m.escapes && vw > 1 {
+                                store_vectors(k, &mut args, c_ro, m.out, &rs, vw, &valid, &lin)?;
                             }
                             regs.full.insert(m.root, rs);
                         }
@@ -452,6 +476,114 @@ pub(crate) fn lower(
         dims: LaunchDims::linear(blocks, THREADS),
         args: args.args,
     });
+    Ok(())
+}
+
+/// Elements per vector access of a run over rows of `c` elements: `16 /
+/// s` (at most 8) for the largest element size `s` of the preloaded
+/// inputs and escaping full results, when that divides `c`, the rows are
+/// at least one vector per thread long, and the slots fit; else 1 (the
+/// scalar layout). Rows then start at a multiple of the width.
+fn vector_width(
+    ctx: &Ctx,
+    env: &Env,
+    ms: &[Member<'_>],
+    preload: &[Var],
+    c: usize,
+) -> Result<usize, IrError> {
+    let mut size = 0;
+    for v in preload {
+        match env.atom(&Atom::Var(*v))? {
+            super::Value::Buf(b) => size = size.max(ctx.decl(b)?.dtype.size_bytes()),
+            super::Value::Lit(_) => return Ok(1),
+        }
+    }
+    for m in ms {
+        if m.escapes && m.kind == Kind::FullLoop {
+            size = size.max(ctx.decl(m.out)?.dtype.size_bytes());
+        }
+    }
+    if !matches!(size, 1 | 2 | 4 | 8) {
+        return Ok(1);
+    }
+    let w = (16 / size).min(8);
+    let threads = THREADS as usize;
+    let fits = c.div_ceil(threads * w) * w <= MAX_PER_THREAD;
+    Ok(if c.is_multiple_of(w) && c >= threads * w && fits {
+        w
+    } else {
+        1
+    })
+}
+
+/// Loads `val` (a buffer of the run's space) into the slots `rs` with one
+/// vector access per group of `vw` slots (a group is valid or invalid as
+/// a whole: `c` is a multiple of `vw`).
+#[allow(clippy::too_many_arguments)]
+fn preload_vectors(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    val: super::Value,
+    rs: &[KVar],
+    vw: usize,
+    valid: &dyn Fn(usize) -> Expr,
+    lin: &dyn Fn(usize) -> Expr,
+) -> Result<(), IrError> {
+    let super::Value::Buf(b) = val else {
+        return Err(IrError::Invalid(
+            "cuda lowering: row run: a vector preload of a literal".into(),
+        ));
+    };
+    let d = ctx.decl(b)?.dtype;
+    let p = args.buffer(k, ctx, b, false)?;
+    for (g, group) in rs.chunks(vw).enumerate() {
+        k.if_(valid(g * vw), |k| {
+            let xs: Vec<KVar> = (0..vw).map(|_| k.var("x", d)).collect();
+            k.load(&xs, p.into(), lin(g * vw), None);
+            for (r, x) in group.iter().zip(&xs) {
+                let x = if compute(d) != d {
+                    Expr::var(*x).cast(compute(d))
+                } else {
+                    Expr::var(*x)
+                };
+                k.assign(*r, x);
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Stores the slots `rs` (compute dtype, already rounded) to `out` with
+/// one vector access per valid group of `vw` slots.
+#[allow(clippy::too_many_arguments)]
+fn store_vectors(
+    k: &mut KernelBuilder,
+    args: &mut Args,
+    ctx: &Ctx,
+    out: BufId,
+    rs: &[KVar],
+    vw: usize,
+    valid: &dyn Fn(usize) -> Expr,
+    lin: &dyn Fn(usize) -> Expr,
+) -> Result<(), IrError> {
+    let d = ctx.decl(out)?.dtype;
+    let p = args.buffer(k, ctx, out, true)?;
+    for (g, group) in rs.chunks(vw).enumerate() {
+        let vals: Vec<Expr> = group
+            .iter()
+            .map(|r| {
+                if compute(d) != d {
+                    Expr::var(*r).cast(d)
+                } else {
+                    Expr::var(*r)
+                }
+            })
+            .collect();
+        k.if_(valid(g * vw), |k| {
+            k.store(p.into(), lin(g * vw), vals, None)
+        });
+    }
     Ok(())
 }
 

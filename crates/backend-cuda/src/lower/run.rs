@@ -67,6 +67,31 @@ pub trait Target {
         args: &[(BufId, Vec<usize>)],
         outs: &[(BufId, Vec<usize>)],
     ) -> Result<()>;
+    /// The device's streaming multiprocessors (grid-stride launches are
+    /// sized from it).
+    fn sm_count(&self) -> u32;
+}
+
+/// Resident blocks per SM a grid-stride launch is sized for: 2048 threads
+/// per SM (sm_80, sm_90) in blocks of [`super::kernel::THREADS`].
+pub const BLOCKS_PER_SM: u32 = 2048 / super::kernel::THREADS;
+
+/// The launch of a grid-stride kernel (`Kernel::grid_stride`) shrunk to
+/// `min(dims.grid[0], sms × BLOCKS_PER_SM)` blocks (at least one); any
+/// other kernel's `dims` unchanged. The plan's `grid[0]` is the number of
+/// blocks that gives each thread one trip of its loop, so small launches
+/// stay small (the simulator runs no idle blocks) and large ones fill the
+/// device once and stride.
+pub fn sized(kernel: Option<&Kernel>, dims: LaunchDims, sms: u32) -> LaunchDims {
+    match kernel {
+        Some(k) if k.grid_stride => {
+            let cap = sms.max(1).saturating_mul(BLOCKS_PER_SM);
+            let mut d = dims;
+            d.grid[0] = dims.grid[0].clamp(1, cap);
+            d
+        }
+        _ => dims,
+    }
 }
 
 fn callback_err(name: &str, message: String) -> CudaError {
@@ -160,7 +185,10 @@ pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result
     let lens = |b: BufId| prog.buffers.get(b.index()).map_or(0, |d| d.len);
     for s in steps {
         match s {
-            Step::Launch { kernel, dims, args } => t.launch(*kernel, *dims, args)?,
+            Step::Launch { kernel, dims, args } => {
+                let dims = sized(prog.kernels.get(*kernel), *dims, t.sm_count());
+                t.launch(*kernel, dims, args)?
+            }
             Step::Gemm {
                 plan,
                 a,
@@ -255,6 +283,10 @@ impl SimTarget<'_> {
 }
 
 impl Target for SimTarget<'_> {
+    fn sm_count(&self) -> u32 {
+        self.limits.sm_count
+    }
+
     fn launch(&mut self, kernel: usize, dims: LaunchDims, args: &[KArg]) -> Result<()> {
         let k = self
             .kernels

@@ -83,6 +83,9 @@ pub struct DeviceLimits {
     pub max_grid: [u32; 3],
     /// Threads in a warp (32; the simulator supports only 32).
     pub warp_size: u32,
+    /// Streaming multiprocessors of the modelled device (132, an H100
+    /// SXM); grid-stride launches are sized from it (`lower::run::sized`).
+    pub sm_count: u32,
 }
 
 impl Default for DeviceLimits {
@@ -93,6 +96,7 @@ impl Default for DeviceLimits {
             max_shared_bytes_per_block: 48 * 1024,
             max_grid: [(1 << 31) - 1, 65535, 65535],
             warp_size: 32,
+            sm_count: 132,
         }
     }
 }
