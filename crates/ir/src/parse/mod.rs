@@ -8,6 +8,12 @@
 //! name questions that need more than one scope. Both phases are linear in
 //! the input (a copy is compared only with the jaxprs binding its first
 //! reused name); neither panics on malformed text.
+//!
+//! Every param of an equation is read by its primitive's rule or is an
+//! error: an unknown key names itself at its value, and a param JAX prints
+//! with one value only (`sharding=None`) takes that value or `None`. The
+//! exceptions are written down: `sharding`/`out_sharding` equal to `None`
+//! on any primitive, and `pallas_call`'s compiler hints.
 
 pub(crate) mod build;
 mod convert;
