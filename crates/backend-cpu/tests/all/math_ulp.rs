@@ -251,20 +251,25 @@ fn ulp_err(got: f64, want: f64, f32w: bool) -> f64 {
     (got - want).abs() / ulp
 }
 
-fn measure(f: &str, dt: DType) -> (f64, f64) {
-    let f32w = dt == DType::F32;
-    let xs = inputs(f, f32w);
+/// `f` of every element of `xs` (as `dt`) on the CPU backend, as f64s.
+fn on_cpu(f: &str, dt: DType, xs: &[f64]) -> Vec<f64> {
     let n = xs.len();
-    let ty = if f32w { "f32" } else { "f64" };
+    let ty = if dt == DType::F32 { "f32" } else { "f64" };
     let text = format!("{{ lambda ; a:{ty}[{n}]. let b:{ty}[{n}] = {f} a in (b,) }}");
     let closed = parse_closed_jaxpr(&text, Vec::new()).expect("parses");
-    let arr = HostArray::from_f64(dt, &[n], &xs).expect("array");
+    let arr = HostArray::from_f64(dt, &[n], xs).expect("array");
     let out = run(&CpuBackend::new(), &closed, &[arr]);
-    let got: Vec<f64> = match out[0].data() {
+    match out[0].data() {
         Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
         Storage::F64(v) => v.clone(),
         _ => panic!("float output"),
-    };
+    }
+}
+
+fn measure(f: &str, dt: DType) -> (f64, f64) {
+    let f32w = dt == DType::F32;
+    let xs = inputs(f, f32w);
+    let got = on_cpu(f, dt, &xs);
     let mut worst = (0.0, 0.0);
     for (&x, &g) in xs.iter().zip(&got) {
         let e = ulp_err(g, reference(f, x), f32w);
@@ -431,17 +436,8 @@ fn sin_and_cos_of_huge_arguments_reduce_exactly() {
         } else {
             xs
         };
-        let n = xs.len();
         for f in ["sin", "cos"] {
-            let text = format!("{{ lambda ; a:{ty}[{n}]. let b:{ty}[{n}] = {f} a in (b,) }}");
-            let closed = parse_closed_jaxpr(&text, Vec::new()).expect("parses");
-            let arr = HostArray::from_f64(dt, &[n], &xs).expect("array");
-            let out = run(&CpuBackend::new(), &closed, &[arr]);
-            let got: Vec<f64> = match out[0].data() {
-                Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
-                Storage::F64(v) => v.clone(),
-                other => panic!("unexpected storage {other:?}"),
-            };
+            let got = on_cpu(f, dt, &xs);
             for (&x, &g) in xs.iter().zip(&got) {
                 let want = match (dt, f) {
                     (DType::F32, "sin") => (x as f32).sin() as f64,
@@ -457,13 +453,7 @@ fn sin_and_cos_of_huge_arguments_reduce_exactly() {
             }
         }
         if dt == DType::F32 {
-            let text = "{ lambda ; a:f32[]. let b:f32[] = cos a in (b,) }";
-            let closed = parse_closed_jaxpr(text, Vec::new()).expect("parses");
-            let arr = HostArray::from_f64(dt, &[], &[1e9]).expect("array");
-            let out = run(&CpuBackend::new(), &closed, &[arr]);
-            let Storage::F32(v) = out[0].data() else {
-                panic!("f32 result")
-            };
+            let v = on_cpu("cos", dt, &[1e9]);
             assert!((v[0] - 0.837_887).abs() < 1e-6, "cos(1e9) = {}", v[0]);
         }
     }
