@@ -196,8 +196,9 @@ fn parts(a: &HostArray) -> Vec<f64> {
 /// exactly; floats [`close`] (or, with `loose_non_finite`, both
 /// non-finite) where the program is well conditioned, that is where the
 /// interpreter's own results on inputs perturbed element by element by
-/// about one part in a million (`nearby`, see [`perturb`]) are all close to
-/// `want`. A chaotic program (an unrolled iteration of `sin`) or an
+/// about one part in a million ([`perturb`]) and with every step's result
+/// perturbed by a few ulps ([`rounding_perturbed`]) (`nearby`) are all
+/// close to `want`. A chaotic program (an unrolled iteration of `sin`) or an
 /// ill-conditioned one (a variance that cancels to rounding noise, then
 /// `rsqrt`) amplifies one rounding difference into any value, and backends
 /// may sum in another order.
@@ -263,6 +264,97 @@ fn perturb(args: &[HostArray], sign: f64) -> Vec<HostArray> {
         .collect()
 }
 
+/// Whether the CPU backend may round `p`'s results differently from the
+/// interpreter: transcendental functions (polynomials against libm),
+/// divisions and powers, reductions (another summation order), products,
+/// windows and calls. IEEE-exact arithmetic (`add`, `sub`, `mul`, `sqrt`,
+/// ...), comparisons and data movement give the same bits on both, so a
+/// difference downstream of them alone is a bug, however ill-conditioned
+/// (`cos(x - 1e9)` found the CPU's `cos` wrong past 2^17).
+fn rounds_differently(p: &jaxon_ir::primitive::Primitive) -> bool {
+    use jaxon_ir::primitive::{Elementwise, Primitive};
+    const EXACT: [&str; 14] = [
+        "neg",
+        "abs",
+        "sign",
+        "floor",
+        "ceil",
+        "sqrt",
+        "copy",
+        "copy_p",
+        "stop_gradient",
+        "square",
+        "add",
+        "sub",
+        "mul",
+        "rem",
+    ];
+    match p {
+        Primitive::Elementwise(Elementwise::Unary(op)) => !EXACT.contains(&op.name()),
+        Primitive::Elementwise(Elementwise::Binary(op)) => {
+            !EXACT.contains(&op.name()) && !matches!(op.name(), "max" | "min" | "nextafter")
+        }
+        Primitive::Elementwise(Elementwise::IntegerPow(_))
+        | Primitive::Elementwise(Elementwise::RegularizedIncompleteBeta)
+        | Primitive::Reduction(_)
+        | Primitive::Linalg(_)
+        | Primitive::Window(_)
+        | Primitive::Control(_)
+        | Primitive::Random(_) => true,
+        Primitive::Elementwise(_)
+        | Primitive::Structural(_)
+        | Primitive::Indexing(_)
+        | Primitive::State(_)
+        | Primitive::Pallas(_)
+        | Primitive::Collective(_)
+        | Primitive::Marker(_)
+        | Primitive::Callback(_) => false,
+    }
+}
+
+/// `j` with every f32/f64 result of a top-level equation that
+/// [`rounds_differently`] scaled by `1 + sign·2^-21` (four f32 ulps): a
+/// stand-in for a backend that rounds those steps differently. Inputs
+/// perturbed relative to themselves miss programs that amplify one step's
+/// rounding (an unrolled `sin(b·x)` with a large `b` and a tiny `x`); this
+/// catches them.
+fn rounding_perturbed(j: &ClosedJaxpr, sign: f64) -> ClosedJaxpr {
+    use jaxon_ir::primitive::{BinaryOp, Elementwise, Primitive};
+    use jaxon_ir::{Atom, Aval, Binder, Eqn, Literal};
+    let mut out: Jaxpr = (*j.jaxpr).clone();
+    let eqns = std::mem::take(&mut out.eqns);
+    for mut e in eqns {
+        let mut after = Vec::new();
+        let perturbed = rounds_differently(&e.primitive);
+        for b in e.outputs.iter_mut().filter(|_| perturbed) {
+            let Binder::Var(v) = b else { continue };
+            let Some(Aval::Array(a)) = out.try_aval(*v).cloned() else {
+                continue;
+            };
+            if !matches!(a.dtype, DType::F32 | DType::F64) || a.static_sizes().is_none() {
+                continue;
+            }
+            let dtype = a.dtype;
+            let exact = out.new_var(Aval::Array(a));
+            let shown = std::mem::replace(v, exact);
+            after.push(Eqn {
+                primitive: Primitive::Elementwise(Elementwise::Binary(BinaryOp::Mul)),
+                inputs: vec![
+                    Atom::Var(exact),
+                    Atom::Lit(Literal::new(1.0 + sign * 2f64.powi(-21), dtype)),
+                ],
+                outputs: vec![Binder::Var(shown)],
+            });
+        }
+        out.eqns.push(e);
+        out.eqns.extend(after);
+    }
+    ClosedJaxpr {
+        jaxpr: std::sync::Arc::new(out),
+        consts: j.consts.clone(),
+    }
+}
+
 /// Runs a small checked jaxpr from `data` on the interpreter and the CPU
 /// backend; when both succeed, their results must agree.
 pub fn differential(data: &[u8]) {
@@ -276,11 +368,16 @@ pub fn differential(data: &[u8]) {
     let Ok(want) = jaxon_ir::eval_closed_jaxpr(&j, &args) else {
         return;
     };
-    // Two perturbations of opposite signs: `None` when either fails.
-    let nearby: Option<Vec<Vec<HostArray>>> = [1.0, -1.0]
-        .iter()
-        .map(|&sign| jaxon_ir::eval_closed_jaxpr(&j, &perturb(&args, sign)).ok())
-        .collect();
+    // Inputs perturbed with opposite signs, and every step's rounding
+    // perturbed with opposite signs: `None` when any run fails.
+    let nearby: Option<Vec<Vec<HostArray>>> =
+        [1.0, -1.0]
+            .iter()
+            .map(|&sign| jaxon_ir::eval_closed_jaxpr(&j, &perturb(&args, sign)).ok())
+            .chain([1.0, -1.0].iter().map(|&sign| {
+                jaxon_ir::eval_closed_jaxpr(&rounding_perturbed(&j, sign), &args).ok()
+            }))
+            .collect();
     static CPU: OnceLock<CpuBackend> = OnceLock::new();
     let cpu = CPU.get_or_init(|| CpuBackend::with_threads(1));
     let got = (|| {
