@@ -92,9 +92,31 @@ impl std::fmt::Debug for Session {
 /// of one. Calling it while a session is alive is an error, and so is a
 /// build without the `mpi` feature.
 pub fn initialize() -> Result<Session> {
-    Ok(Session {
-        _inner: transport::initialize()?,
-    })
+    let inner = transport::initialize()?;
+    register();
+    Ok(Session { _inner: inner })
+}
+
+/// Makes the session's processes the group of global meshes
+/// (`jaxon_ir::spmd::ProcessGroup`): a `shard_map` over more devices than
+/// this process has spans every process's devices.
+#[cfg(feature = "mpi")]
+fn register() {
+    if let Some((rank, size)) = transport::rank_and_size() {
+        jaxon_ir::spmd::set_process_group(Some(std::sync::Arc::new(transport::MeshGroup {
+            rank,
+            size,
+        })));
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn register() {}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        jaxon_ir::spmd::set_process_group(None);
+    }
 }
 
 /// This process's index in the group (`jax.process_index()`): 0 when no
