@@ -34,8 +34,7 @@ fn input() -> Array {
 
 type Program = fn(&Array) -> jaxon::Result<Array>;
 
-fn line(name: &str) -> jaxon::Result<Mesh> {
-    let _ = name;
+fn line(_name: &str) -> jaxon::Result<Mesh> {
     make_mesh(&[4], &["x"])
 }
 
@@ -419,7 +418,7 @@ fn errors_rank(me: usize) -> Result<(), String> {
         expect_err("different shapes", shapes, &["different program"])?;
         // Different bodies.
         let bodies = run(&|| {
-            let f = if me == 0 {
+            if me == 0 {
                 shard_map(
                     |s: Array| psum(&s, "x").unwrap(),
                     &line("x")?,
@@ -435,8 +434,7 @@ fn errors_rank(me: usize) -> Result<(), String> {
                     P!(),
                 )
                 .call(input())
-            };
-            f
+            }
         })?;
         expect_err("different bodies", bodies, &["different program"])?;
         // The session still works: psum over 4 devices is the sum of the
