@@ -21,6 +21,11 @@
 //! before [`initialize`], there is one process: [`process_count`] is 1 and
 //! every collective returns its input's values.
 //!
+//! A session also makes every process's devices one global mesh: a
+//! `shard_map` over more devices than this process has runs this process's
+//! instances, and its collectives cross processes (`jaxon_ir::spmd`'s
+//! `ProcessGroup`, registered here; see `docs/distributed.md`).
+//!
 //! Invariants:
 //! - Every collective is collective: each process calls it with a pytree of
 //!   the same structure, dtypes and shapes. Before moving data, the
