@@ -1,8 +1,9 @@
 //! A `shard_map`'s body, compiled here once (with the backend's own
 //! pipeline, when the enclosing program compiles) and handed to its step
 //! (`ops::native::spmd::ShardMapOp`), which runs one instance of it per
-//! device of the mesh. A mesh larger than the backend's devices is an
-//! error naming both numbers.
+//! device of the mesh. A mesh larger than the backend's devices (times the
+//! processes of a registered `jaxon_ir::spmd::ProcessGroup`) is an error
+//! naming both numbers.
 //!
 //! Like `plan::pallas`, this closes the crate's intended import cycle: a
 //! body is a nested program (`prep` → `opaque` → here → `compile` →
@@ -23,9 +24,20 @@ pub(crate) fn shard_map_op(p: &ShardMapParams, opts: Options) -> Result<ShardMap
         .validate()
         .map_err(|e| IrError::Invalid(format!("shard_map: {e}")))?;
     let n = p.mesh.size();
-    if n > devices {
+    // Under a process group, a mesh may hold every process's devices
+    // (`jaxon_ir::spmd::shard_map_on` checks the exact count at run time).
+    let procs = jaxon_ir::spmd::process_count();
+    if n > devices * procs {
+        let whose = if procs > 1 {
+            format!(
+                "the {procs} processes have {} ({procs} × {devices} cpu devices)",
+                devices * procs
+            )
+        } else {
+            format!("the cpu backend has {devices}")
+        };
         return Err(IrError::Invalid(format!(
-            "shard_map: the mesh {} has {n} devices but the cpu backend has {devices} \
+            "shard_map: the mesh {} has {n} devices but {whose} \
              (JAXON_CPU_DEVICES, CpuBackend::with_devices)",
             p.mesh
         )));
@@ -43,6 +55,7 @@ pub(crate) fn shard_map_op(p: &ShardMapParams, opts: Options) -> Result<ShardMap
     }
     let simple = jaxon_ir::passes::simplify(&p.jaxpr, Platform::Cpu)?;
     let key = crate::util::fingerprint(&simple.jaxpr);
+    let sig = jaxon_ir::spmd::signature(key.as_bytes());
     let program = crate::compile::compile_program(&simple, &key, opts)?;
     let body = CpuExecutable {
         program: Arc::new(program),
@@ -52,6 +65,8 @@ pub(crate) fn shard_map_op(p: &ShardMapParams, opts: Options) -> Result<ShardMap
     };
     Ok(ShardMapOp::new(
         body,
+        devices,
+        sig,
         p.mesh.clone(),
         p.in_specs.clone(),
         p.out_specs.clone(),

@@ -2,7 +2,9 @@
 //! the mesh, each on a scoped thread with its device context
 //! (`crate::spmd`), meeting at collectives (`crate::spmd::collective`)
 //! through the mesh's communicator. Splitting, running and assembling are
-//! `crate::spmd`'s, shared with the CPU backend.
+//! `crate::spmd`'s, shared with the CPU backend; a mesh larger than this
+//! process's host devices spans the processes of the registered group
+//! (`crate::spmd::shard_map_on`).
 
 use super::{call_closed, Ctx, Value};
 use crate::array::HostArray;
@@ -23,7 +25,15 @@ pub(crate) fn shard_map(
         })
         .collect::<Result<_, _>>()?;
     let body = &p.jaxpr;
-    let outs = crate::spmd::shard_map(&p.mesh, &p.in_specs, &p.out_specs, &arrays, |mine| {
+    // Across processes (`crate::spmd::shard_map_on`) the bodies must agree.
+    let local = crate::devices::host_device_count().unwrap_or(1);
+    let sig = if crate::spmd::process_count() > 1 {
+        crate::spmd::signature(body.to_string().as_bytes())
+    } else {
+        0
+    };
+    let (mesh, ins, outs) = (&p.mesh, &p.in_specs, &p.out_specs);
+    let outs = crate::spmd::shard_map_on(mesh, ins, outs, &arrays, local, sig, |mine| {
         let mine: Vec<Value> = mine.into_iter().map(Value::Array).collect();
         call_closed(ctx, body, &mine)?
             .into_iter()

@@ -16,9 +16,13 @@
 //! Waits are bounded by [`Communicator::timeout`] as a last resort.
 
 mod collective;
+mod global;
 mod run;
 
 pub use collective::{collective, named_axes};
+pub use global::{
+    process_count, process_group, set_process_group, shard_map_on, signature, ProcessGroup, ABORT,
+};
 pub use run::{assemble, run_instances, shard_map, split_operands};
 
 use crate::array::HostArray;
@@ -49,11 +53,20 @@ struct State {
     published: Option<Arc<Vec<Token>>>,
     /// Why the communicator stopped, if it did.
     poisoned: Option<String>,
+    /// Whether a cross-process call failed (every process knows then).
+    cross_failed: bool,
 }
 
-/// The shared-memory exchange between the `size` devices of one mesh.
+/// The shared-memory exchange between the `size` devices of one mesh, or
+/// between the devices this process hosts of a mesh across processes
+/// (`global.rs`), whose rounds then also all-gather with the other
+/// processes.
 pub struct Communicator {
     size: usize,
+    /// The ranks that deposit here.
+    local: std::ops::Range<usize>,
+    /// The other processes, for a mesh across processes.
+    span: Option<global::Span>,
     state: Mutex<State>,
     cond: Condvar,
     timeout: Duration,
@@ -65,6 +78,8 @@ impl Communicator {
     pub fn new(size: usize, timeout: Duration) -> Communicator {
         Communicator {
             size,
+            local: 0..size,
+            span: None,
             state: Mutex::new(State {
                 slots: vec![None; size],
                 ..State::default()
@@ -72,6 +87,30 @@ impl Communicator {
             cond: Condvar::new(),
             timeout,
         }
+    }
+
+    /// The communicator of the devices `local` of a mesh of `size`
+    /// devices across processes.
+    pub(crate) fn spanning(
+        size: usize,
+        local: std::ops::Range<usize>,
+        span: global::Span,
+    ) -> Communicator {
+        let mut c = Communicator::new(size, default_timeout());
+        c.local = local;
+        c.span = Some(span);
+        c
+    }
+
+    /// Whether the mesh spans processes (then deposits must be arrays or
+    /// barriers: addresses do not travel).
+    pub fn spans_processes(&self) -> bool {
+        self.span.is_some()
+    }
+
+    /// Whether a cross-process call of this communicator failed.
+    pub(crate) fn cross_failed(&self) -> bool {
+        self.lock().cross_failed
     }
 
     /// The number of devices.
@@ -128,10 +167,10 @@ impl Communicator {
     /// token of this round, by rank. Everything a device did before it
     /// deposited happens before every device's return.
     pub fn exchange_token(&self, rank: usize, value: Token) -> Result<Arc<Vec<Token>>, IrError> {
-        if rank >= self.size {
+        if !self.local.contains(&rank) {
             return Err(IrError::Eval(format!(
-                "collective: device {rank} is not one of {}",
-                self.size
+                "collective: device {rank} is not one of {:?} of {}",
+                self.local, self.size
             )));
         }
         let mut s = self.lock();
@@ -145,10 +184,23 @@ impl Communicator {
         }
         s.slots[rank] = Some(value);
         s.arrived += 1;
-        if s.arrived == self.size {
-            let values: Option<Vec<Token>> = s.slots.iter_mut().map(Option::take).collect();
-            let values =
-                values.ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?;
+        let here = self.local.len();
+        if s.arrived == here {
+            let values = match &self.span {
+                None => {
+                    let values: Option<Vec<Token>> = s.slots.iter_mut().map(Option::take).collect();
+                    values.ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?
+                }
+                Some(span) => match self.cross_round(&mut s, span) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        s.poisoned = Some(e.to_string());
+                        s.cross_failed = true;
+                        self.cond.notify_all();
+                        return Err(e);
+                    }
+                },
+            };
             let out = Arc::new(values);
             s.published = Some(out.clone());
             s.arrived = 0;
@@ -167,7 +219,7 @@ impl Communicator {
                     .clone()
                     .ok_or_else(|| IrError::Eval("collective: nothing published".into()));
             }
-            if s.arrived + s.done >= self.size && s.done > 0 {
+            if s.arrived + s.done >= here && s.done > 0 {
                 let why = format!(
                     "{} device(s) finished without reaching this collective (the devices' \
                      programs diverged)",
@@ -192,6 +244,43 @@ impl Communicator {
                 return Err(Self::failed(&why));
             }
         }
+    }
+}
+
+impl Communicator {
+    /// Completes a round across processes: this process's deposits (arrays
+    /// or barriers) all-gathered with the others', by global rank. Runs on
+    /// the last local device to arrive, under the lock (every local device
+    /// waits in this round meanwhile).
+    fn cross_round(&self, s: &mut State, span: &global::Span) -> Result<Vec<Token>, IrError> {
+        let mine: Vec<Token> = self
+            .local
+            .clone()
+            .map(|r| s.slots[r].take())
+            .collect::<Option<_>>()
+            .ok_or_else(|| IrError::Eval("collective: a slot is empty".into()))?;
+        let mut items = Vec::with_capacity(mine.len());
+        for (t, r) in mine.iter().zip(self.local.clone()) {
+            if let Some(a) = t.downcast_ref::<HostArray>() {
+                items.push(Some(a));
+            } else if t.downcast_ref::<()>().is_some() {
+                items.push(None);
+            } else {
+                return Err(IrError::Eval(format!(
+                    "collective: device {r} deposited a value that cannot travel across \
+                     processes (only arrays and barriers do)"
+                )));
+            }
+        }
+        let all = span.gather(&format!("collective round {}", s.round), &items)?;
+        if all.len() != self.size {
+            return Err(IrError::Eval(format!(
+                "collective: {} values across processes for {} devices",
+                all.len(),
+                self.size
+            )));
+        }
+        Ok(global::tokens(all))
     }
 }
 

@@ -15,6 +15,7 @@ use crate::array::HostArray;
 use crate::error::IrError;
 use crate::interp::ops::concatenate;
 use crate::primitive::{Mesh, PartitionSpec};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Splits `x` into device `coords`' shard under `spec`.
@@ -103,6 +104,16 @@ pub fn split_operands(
     in_specs: &[PartitionSpec],
     args: &[&HostArray],
 ) -> Result<Vec<Vec<HostArray>>, IrError> {
+    split_ranks(mesh, in_specs, args, 0..mesh.size())
+}
+
+/// The operands of the devices `ranks` of `mesh` (as [`split_operands`]).
+pub(crate) fn split_ranks(
+    mesh: &Mesh,
+    in_specs: &[PartitionSpec],
+    args: &[&HostArray],
+    ranks: Range<usize>,
+) -> Result<Vec<Vec<HostArray>>, IrError> {
     mesh.validate()
         .map_err(|e| IrError::Eval(format!("shard_map: {e}")))?;
     if args.len() != in_specs.len() {
@@ -112,7 +123,7 @@ pub fn split_operands(
             in_specs.len()
         )));
     }
-    (0..mesh.size())
+    ranks
         .map(|rank| {
             let coords = mesh.coords(rank);
             args.iter()
@@ -136,19 +147,37 @@ where
     F: Fn(Vec<HostArray>) -> Result<Vec<HostArray>, IrError> + Sync,
 {
     let n = mesh.size();
+    let comm = Arc::new(Communicator::new(n, super::default_timeout()));
+    run_ranks(mesh, 0..n, shards, &comm, body)
+}
+
+/// [`run_instances`] for the devices `ranks` of `mesh` (the ones this
+/// process hosts), through `comm`.
+pub(crate) fn run_ranks<F>(
+    mesh: &Mesh,
+    ranks: Range<usize>,
+    shards: Vec<Vec<HostArray>>,
+    comm: &Arc<Communicator>,
+    body: F,
+) -> Result<Vec<Vec<HostArray>>, IrError>
+where
+    F: Fn(Vec<HostArray>) -> Result<Vec<HostArray>, IrError> + Sync,
+{
+    let n = ranks.len();
     if shards.len() != n {
         return Err(IrError::Eval(format!(
-            "shard_map: {} shards for a mesh of {n} devices",
+            "shard_map: {} shards for {n} devices of the mesh {mesh}",
             shards.len()
         )));
     }
-    let comm = Arc::new(Communicator::new(n, super::default_timeout()));
+    let first = ranks.start;
     let body = &body;
     let results: Vec<Result<Vec<HostArray>, IrError>> = std::thread::scope(|s| {
         let handles: Vec<_> = shards
             .into_iter()
             .enumerate()
-            .map(|(rank, mine)| {
+            .map(|(i, mine)| {
+                let rank = first + i;
                 let cx = DeviceContext {
                     mesh: mesh.clone(),
                     coords: mesh.coords(rank),

@@ -21,6 +21,11 @@
 //! before [`initialize`], there is one process: [`process_count`] is 1 and
 //! every collective returns its input's values.
 //!
+//! A session also makes every process's devices one global mesh: a
+//! `shard_map` over more devices than this process has runs this process's
+//! instances, and its collectives cross processes (`jaxon_ir::spmd`'s
+//! `ProcessGroup`, registered here; see `docs/distributed.md`).
+//!
 //! Invariants:
 //! - Every collective is collective: each process calls it with a pytree of
 //!   the same structure, dtypes and shapes. Before moving data, the
@@ -95,9 +100,31 @@ impl std::fmt::Debug for Session {
 /// of one. Calling it while a session is alive is an error, and so is a
 /// build without the `mpi` feature.
 pub fn initialize() -> Result<Session> {
-    Ok(Session {
-        _inner: transport::initialize()?,
-    })
+    let inner = transport::initialize()?;
+    register();
+    Ok(Session { _inner: inner })
+}
+
+/// Makes the session's processes the group of global meshes
+/// (`jaxon_ir::spmd::ProcessGroup`): a `shard_map` over more devices than
+/// this process has spans every process's devices.
+#[cfg(feature = "mpi")]
+fn register() {
+    if let Some((rank, size)) = transport::rank_and_size() {
+        jaxon_ir::spmd::set_process_group(Some(std::sync::Arc::new(transport::MeshGroup {
+            rank,
+            size,
+        })));
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+fn register() {}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        jaxon_ir::spmd::set_process_group(None);
+    }
 }
 
 /// This process's index in the group (`jax.process_index()`): 0 when no

@@ -417,3 +417,74 @@ fn split(like: &[HostArray], bytes: &[u8]) -> Result<Vec<HostArray>> {
         })
         .collect()
 }
+
+/// The third word of a global mesh's handshake: never a broadcast root, so
+/// a mesh round that meets an eager collective is a mismatch on both.
+const MESH_MARK: u64 = u64::MAX - 1;
+
+/// The session's processes as `jaxon_ir`'s global meshes see them
+/// (registered by `distributed::initialize`).
+pub(super) struct MeshGroup {
+    pub(super) rank: usize,
+    pub(super) size: usize,
+}
+
+impl jaxon_ir::spmd::ProcessGroup for MeshGroup {
+    fn index(&self) -> usize {
+        self.rank
+    }
+
+    fn count(&self) -> usize {
+        self.size
+    }
+
+    /// The polled handshake on `[sig, length, MESH_MARK]`, then one
+    /// blocking all-gather of the bytes.
+    fn all_gather(&self, sig: u64, mine: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let mut guard = lock();
+        let state = guard
+            .as_mut()
+            .ok_or_else(|| "the distributed session has ended".to_string())?;
+        if let Some(why) = &state.poisoned {
+            return Err(why.clone());
+        }
+        let mut comm = Comm {
+            world: state.universe.world(),
+            deadline: Instant::now() + super::timeout(),
+            state,
+        };
+        let hs = vec![sig, mine.len() as u64, MESH_MARK];
+        let all = comm
+            .all_gather(hs.clone(), "a global mesh's handshake")
+            .map_err(|e| e.to_string())?;
+        for (p, theirs) in all.chunks(hs.len()).enumerate() {
+            if theirs == hs.as_slice() {
+                continue;
+            }
+            let here = comm.state.rank;
+            return Err(if theirs.first() == Some(&jaxon_ir::spmd::ABORT) {
+                format!("process {p} stopped (a device program there failed; see its error)")
+            } else if sig == jaxon_ir::spmd::ABORT {
+                format!("process {here} stopped (a device program here failed)")
+            } else if theirs.get(2) != Some(&MESH_MARK) {
+                format!(
+                    "process {p} called an eager distributed collective where process {here} \
+                     runs a global mesh's step"
+                )
+            } else {
+                format!(
+                    "process {p} runs a different program than process {here} (signature \
+                     {:#x} of {} bytes there, {sig:#x} of {} bytes here); every process must \
+                     run the same program on arrays of the same dtypes and shapes",
+                    theirs.first().copied().unwrap_or(0),
+                    theirs.get(1).copied().unwrap_or(0),
+                    mine.len()
+                )
+            });
+        }
+        if mine.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(comm.all_gather_now(mine))
+    }
+}

@@ -134,13 +134,24 @@ pub fn check_mesh(mesh: &Mesh, what: &str) -> Result<()> {
     mesh.validate()
         .map_err(|e| Error::InvalidArgument(format!("{what}: {e}")))?;
     let backend = jaxon_trace::eval::current_backend()?;
-    let have = backend.device_count();
+    let local = backend.device_count();
+    // Under `jaxon::distributed`, every process's devices form the global
+    // mesh (`jaxon_ir::spmd::shard_map_on`).
+    let procs = jaxon_ir::spmd::process_count();
+    let have = local * procs;
     if mesh.size() > have {
+        let whose = if procs > 1 {
+            format!(
+                "the {procs} processes have {have} ({procs} × {local} {} devices)",
+                backend.name()
+            )
+        } else {
+            format!("the {} backend has {have}", backend.name())
+        };
         return Err(Error::InvalidArgument(format!(
-            "{what}: {mesh} needs {} devices, but the {} backend has {have} (set \
+            "{what}: {mesh} needs {} devices, but {whose} (set \
              JAXON_CPU_DEVICES or call jaxon::set_cpu_device_count for more host devices)",
             mesh.size(),
-            backend.name()
         )));
     }
     Ok(())

@@ -7,8 +7,14 @@
 //! threads, the poisoning on failure and the assembly by `out_specs` are
 //! the interpreter's code), with an equal share of the step's threads.
 //!
+//! A mesh larger than this process's devices spans the processes of the
+//! registered group: each process runs its own devices' instances
+//! (`jaxon_ir::spmd::shard_map_on`).
+//!
 //! [`MeshCollective`] exchanges through the communicator of the running
-//! instance (shared memory). `psum` of f32/f64 runs on the step's buffers
+//! instance (shared memory; across processes its rounds all-gather with
+//! the other processes, and every collective takes the generic path).
+//! `psum` of f32/f64 on one process's mesh runs on the step's buffers
 //! (`run_raw`): every device deposits the addresses of its operand and
 //! result, sums its 1/n chunk of the group's operands (in group order, as
 //! the interpreter does) and writes it into every group member's result,
@@ -37,6 +43,10 @@ use std::sync::Arc;
 /// A `shard_map` with its body compiled.
 pub(crate) struct ShardMapOp {
     body: CpuExecutable,
+    /// This process's devices (a larger mesh spans processes).
+    devices: usize,
+    /// The body's signature, the same on every process.
+    sig: u64,
     mesh: Mesh,
     in_specs: Vec<PartitionSpec>,
     out_specs: Vec<PartitionSpec>,
@@ -56,12 +66,16 @@ impl ShardMapOp {
     /// The op running `body` over `mesh`.
     pub(crate) fn new(
         body: CpuExecutable,
+        devices: usize,
+        sig: u64,
         mesh: Mesh,
         in_specs: Vec<PartitionSpec>,
         out_specs: Vec<PartitionSpec>,
     ) -> ShardMapOp {
         ShardMapOp {
             body,
+            devices,
+            sig,
             mesh,
             in_specs,
             out_specs,
@@ -75,12 +89,15 @@ impl NativeOp for ShardMapOp {
         // per device no parallel region opens, and a device that opens one
         // never waits in it for another device (collectives run between
         // steps, on the device's own thread).
-        let per_device = (threads / self.mesh.size().max(1)).max(1);
-        jaxon_ir::spmd::shard_map(
+        let here = self.mesh.size().min(self.devices).max(1);
+        let per_device = (threads / here).max(1);
+        jaxon_ir::spmd::shard_map_on(
             &self.mesh,
             &self.in_specs,
             &self.out_specs,
             inputs,
+            self.devices,
+            self.sig,
             |mine| {
                 let args: Vec<&HostArray> = mine.iter().collect();
                 self.body
@@ -145,6 +162,10 @@ impl NativeOp for MeshCollective {
         let refs: Vec<&str> = axes.iter().map(String::as_str).collect();
         // Outside a `shard_map` naming the axes: the generic path's error.
         let cx = context_for(&refs)?;
+        if cx.comm.spans_processes() {
+            // Addresses do not travel: the generic path exchanges arrays.
+            return None;
+        }
         let len: usize = x.shape.iter().product();
         // SAFETY: the caller's contract (`x` and `y` hold `len` elements of
         // their dtype, not aliasing); the module invariants for the peers'.
