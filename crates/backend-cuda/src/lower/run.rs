@@ -73,7 +73,7 @@ pub trait Target {
 }
 
 /// Resident blocks per SM a grid-stride launch is sized for: 2048 threads
-/// per SM (sm_80, sm_90) in blocks of [`super::kernel::THREADS`].
+/// per SM (sm_80, sm_90) in blocks of `kernel::THREADS`.
 pub const BLOCKS_PER_SM: u32 = 2048 / super::kernel::THREADS;
 
 /// The launch of a grid-stride kernel (`Kernel::grid_stride`) shrunk to
