@@ -12,8 +12,11 @@
 #[allow(dead_code)]
 mod example;
 
+mod mpi_launch;
+
 use jaxon::distributed;
 use jaxon::prelude::*;
+use mpi_launch::{mpirun, tail};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -25,48 +28,6 @@ fn main() -> ExitCode {
 }
 
 // ---------------------------------------------------------------- driver
-
-/// `mpirun -np 2` on this binary as `role`: its status, its output (stdout
-/// then stderr, through files so that a full pipe never blocks a rank),
-/// and how long it took; killed after `limit`.
-fn mpirun(
-    role: &str,
-    limit: Duration,
-    out: Option<&std::path::Path>,
-) -> (Option<i32>, String, Duration) {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = std::env::temp_dir().join(format!("jaxon-mpi-{}-{role}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let file = |name: &str| std::fs::File::create(dir.join(name)).expect("an output file");
-    let t0 = Instant::now();
-    let mut child = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .args(["-x", &format!("JAXON_MPI_ROLE={role}")])
-        .args(out.map_or_else(Vec::new, |p| {
-            vec!["-x".to_string(), format!("JAXON_MPI_OUT={}", p.display())]
-        }))
-        .arg(exe)
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("mpirun starts");
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let took = t0.elapsed();
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-    let text = format!("{}{}", read("stdout"), read("stderr"));
-    let _ = std::fs::remove_dir_all(&dir);
-    (status, text, took)
-}
 
 fn driver() -> ExitCode {
     if Command::new("mpirun").arg("--version").output().is_err() {
@@ -105,7 +66,7 @@ fn driver() -> ExitCode {
             "status {code:?}, {} of {} values, output:\n{}",
             got.len(),
             want.len(),
-            tail(&text)
+            tail(&text, 30)
         ),
     );
     let losses = parse_floats(&text, "LOSS");
@@ -136,7 +97,7 @@ fn driver() -> ExitCode {
     check(
         "collectives equal their definitions; mismatched calls and an NCCL bootstrap without GPUs are errors on both ranks",
         code == Some(0) && n_ok == 2,
-        format!("status {code:?}, output:\n{}", tail(&text)),
+        format!("status {code:?}, output:\n{}", tail(&text, 30)),
     );
 
     let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None);
@@ -145,14 +106,17 @@ fn driver() -> ExitCode {
         text.contains("TIMEOUT OK")
             && text.contains("POISONED OK")
             && took < Duration::from_secs(30),
-        format!("status {code:?} after {took:?}, output:\n{}", tail(&text)),
+        format!(
+            "status {code:?} after {took:?}, output:\n{}",
+            tail(&text, 30)
+        ),
     );
 
     let (code, text, took) = mpirun("die", Duration::from_secs(60), None);
     check(
         "a peer that dies before a collective: the job ends, with an error status, and nothing hangs",
         code != Some(0) && took < Duration::from_secs(30),
-        format!("status {code:?} after {took:?}, output:\n{}", tail(&text)),
+        format!("status {code:?} after {took:?}, output:\n{}", tail(&text, 30)),
     );
 
     if failures.is_empty() {
@@ -181,11 +145,6 @@ fn parse_floats(text: &str, tag: &str) -> Vec<f32> {
                 .filter_map(|w| w.parse::<f32>().ok())
         })
         .collect()
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 // ------------------------------------------------------------------ ranks

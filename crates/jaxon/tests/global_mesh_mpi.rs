@@ -12,11 +12,14 @@
 //! started with `JAXON_MPI_ROLE` set, it is a rank.
 
 use jaxon::collectives::{all_gather, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter};
+mod mpi_launch;
+
 use jaxon::distributed;
 use jaxon::prelude::*;
 use jaxon::{
     devices, local_devices, make_mesh, set_cpu_device_count, shard_map, with_backend, Mesh, P,
 };
+use mpi_launch::{mpirun, tail};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -196,51 +199,6 @@ fn run_all() -> Result<String, String> {
 
 // ---------------------------------------------------------------- driver
 
-/// `mpirun -np 2` on this binary as `role`: status, output, time.
-fn mpirun(
-    role: &str,
-    limit: Duration,
-    out: Option<&std::path::Path>,
-) -> (Option<i32>, String, Duration) {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let dir = std::env::temp_dir().join(format!("jaxon-gmesh-{}-{role}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let file = |name: &str| std::fs::File::create(dir.join(name)).expect("an output file");
-    let t0 = Instant::now();
-    let mut child = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .args(["-x", &format!("JAXON_MPI_ROLE={role}")])
-        .args(out.map_or_else(Vec::new, |p| {
-            vec!["-x".to_string(), format!("JAXON_MPI_OUT={}", p.display())]
-        }))
-        .arg(exe)
-        .stdout(file("stdout"))
-        .stderr(file("stderr"))
-        .spawn()
-        .expect("mpirun starts");
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s.code();
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let took = t0.elapsed();
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-    let text = format!("{}{}", read("stdout"), read("stderr"));
-    let _ = std::fs::remove_dir_all(&dir);
-    (status, text, took)
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
-}
-
 fn driver() -> ExitCode {
     if Command::new("mpirun").arg("--version").output().is_err() {
         println!("skipped: mpirun not found (Open MPI: apt-get install openmpi-bin)");
@@ -306,7 +264,7 @@ fn driver() -> ExitCode {
                 "status {code:?} after {took:?}, {} of {} results, differing: {bad:?}\n{}",
                 got.len(),
                 want.len(),
-                tail(&text)
+                tail(&text, 40)
             ),
         );
     }
@@ -315,14 +273,17 @@ fn driver() -> ExitCode {
     check(
         "errors: mesh sizes, different programs on the processes; afterwards it works",
         code == Some(0) && text.matches("ERRORS OK").count() == 2,
-        format!("status {code:?}, output:\n{}", tail(&text)),
+        format!("status {code:?}, output:\n{}", tail(&text, 40)),
     );
 
     let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None);
     check(
         "a process that does not take part: the other's shard_map fails after the timeout",
         text.contains("TIMEOUT OK") && took < Duration::from_secs(30),
-        format!("status {code:?} after {took:?}, output:\n{}", tail(&text)),
+        format!(
+            "status {code:?} after {took:?}, output:\n{}",
+            tail(&text, 40)
+        ),
     );
 
     if failures.is_empty() {

@@ -1,0 +1,58 @@
+//! How the MPI test binaries (`distributed_mpi`, `global_mesh_mpi`, no
+//! harness) start themselves as ranks: `mpirun -np 2` on the running test
+//! binary with `JAXON_MPI_ROLE` set, output through files so that a full
+//! pipe never blocks a rank, killed after a limit.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// `mpirun -np 2` on this binary as `role` (and `JAXON_MPI_OUT=out` when
+/// given): its status (`None` if killed after `limit`), its output (stdout
+/// then stderr) and how long it took.
+pub fn mpirun(
+    role: &str,
+    limit: Duration,
+    out: Option<&std::path::Path>,
+) -> (Option<i32>, String, Duration) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let name = exe
+        .file_stem()
+        .map_or_else(|| "mpi".into(), |s| s.to_string_lossy().into_owned());
+    let dir = std::env::temp_dir().join(format!("jaxon-{name}-{}-{role}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let file = |name: &str| std::fs::File::create(dir.join(name)).expect("an output file");
+    let t0 = Instant::now();
+    let mut child = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .args(["-x", &format!("JAXON_MPI_ROLE={role}")])
+        .args(out.map_or_else(Vec::new, |p| {
+            vec!["-x".to_string(), format!("JAXON_MPI_OUT={}", p.display())]
+        }))
+        .arg(exe)
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("mpirun starts");
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = t0.elapsed();
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let text = format!("{}{}", read("stdout"), read("stderr"));
+    let _ = std::fs::remove_dir_all(&dir);
+    (status, text, took)
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
