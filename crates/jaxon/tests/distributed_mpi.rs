@@ -150,29 +150,13 @@ fn parse_floats(text: &str, tag: &str) -> Vec<f32> {
 // ------------------------------------------------------------------ ranks
 
 fn rank_main(role: &str) -> ExitCode {
-    let session = match distributed::initialize() {
-        Ok(s) => s,
-        Err(e) => {
-            println!("rank failed to join: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let me = distributed::process_index();
-    let result = match role {
+    mpi_launch::rank_main(role, |role, me| match role {
         "train" => train_rank(me),
         "collectives" => collectives_rank(me),
         "timeout" => timeout_rank(me),
         "die" => die_rank(me),
         other => Err(format!("unknown role {other}")),
-    };
-    drop(session);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            println!("rank {me}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 fn train_rank(me: usize) -> Result<(), String> {

@@ -301,28 +301,12 @@ fn rank_main(role: &str) -> ExitCode {
         println!("rank: {e}");
         return ExitCode::FAILURE;
     }
-    let session = match distributed::initialize() {
-        Ok(s) => s,
-        Err(e) => {
-            println!("rank failed to join: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let me = distributed::process_index();
-    let result = match role {
+    mpi_launch::rank_main(role, |role, me| match role {
         "programs" => programs_rank(me),
         "errors" => errors_rank(me),
         "timeout" => timeout_rank(me),
         other => Err(format!("unknown role {other}")),
-    };
-    drop(session);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            println!("rank {me}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 fn programs_rank(me: usize) -> Result<(), String> {

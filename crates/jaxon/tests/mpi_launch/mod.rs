@@ -56,3 +56,30 @@ pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
+
+/// A rank's body: joins the session, runs `role` through `run` with this
+/// process's index, leaves, and reports a failure as `rank N: why`.
+pub fn rank_main(
+    role: &str,
+    run: impl FnOnce(&str, usize) -> Result<(), String>,
+) -> std::process::ExitCode {
+    use jaxon::distributed;
+    use std::process::ExitCode;
+    let session = match distributed::initialize() {
+        Ok(s) => s,
+        Err(e) => {
+            println!("rank failed to join: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let me = distributed::process_index();
+    let result = run(role, me);
+    drop(session);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("rank {me}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
