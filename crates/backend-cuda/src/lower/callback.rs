@@ -10,9 +10,8 @@
 //! callbacks stay in equation order because `simplify` keeps them
 //! (`passes::has_effect`) and each is an opaque group, run in order.
 
-use super::kernel::materialize;
 use super::plan::Step;
-use super::{atom_type, bind_outputs, Ctx, Env};
+use super::{Ctx, Env};
 use jaxon_ir::primitive::Callback;
 use jaxon_ir::{Eqn, IrError, Jaxpr};
 
@@ -25,16 +24,7 @@ pub(crate) fn lower(
     env: &mut Env,
     steps: &mut Vec<Step>,
 ) -> Result<(), IrError> {
-    let mut args = Vec::with_capacity(eqn.inputs.len());
-    for a in &eqn.inputs {
-        let (dt, shape) = atom_type(jaxpr, a)?;
-        let b = materialize(ctx, steps, env.atom(a)?, dt, shape.iter().product())?;
-        args.push((b, shape));
-    }
-    let outs = bind_outputs(ctx, jaxpr, eqn, env)?
-        .into_iter()
-        .map(|(b, _, shape)| (b, shape))
-        .collect();
+    let (args, outs) = super::spmd::operands(ctx, jaxpr, eqn, env, steps)?;
     steps.push(Step::Host {
         call: p.clone(),
         args,

@@ -112,20 +112,7 @@ fn host_call<T: Target>(
 ) -> Result<()> {
     use jaxon_ir::interp::ops::callback as cb;
     let name = call.name();
-    let decl = |b: BufId| {
-        prog.buffers
-            .get(b.index())
-            .copied()
-            .ok_or_else(|| callback_err(name, format!("no buffer {}", b.0)))
-    };
-    let mut arrays = Vec::with_capacity(args.len());
-    for (b, shape) in args {
-        let d = decl(*b)?;
-        let bytes = if d.len == 0 { Vec::new() } else { t.read(*b)? };
-        let a = array_from_bytes(d.dtype, shape, &bytes)
-            .map_err(|e| callback_err(name, e.to_string()))?;
-        arrays.push(a);
-    }
+    let arrays = super::spmd::read_arrays(t, prog, name, args)?;
     let results = match call {
         Callback::DebugPrint(p) => cb::debug_print(p, &arrays).map(|()| Vec::new()),
         Callback::DebugCallback(p) => {
@@ -134,31 +121,7 @@ fn host_call<T: Target>(
         Callback::PureCallback(p) => cb::pure_callback(p, &arrays),
     }
     .map_err(|e| callback_err(name, e.to_string()))?;
-    if results.len() != outs.len() {
-        return Err(callback_err(
-            name,
-            format!("{} results for {} outputs", results.len(), outs.len()),
-        ));
-    }
-    for (r, (b, shape)) in results.iter().zip(outs) {
-        let d = decl(*b)?;
-        if r.shape() != &shape[..] || !fills(r, d.dtype, d.len) {
-            return Err(callback_err(
-                name,
-                format!(
-                    "a result of {}{:?} for {}{:?}",
-                    r.dtype(),
-                    r.shape(),
-                    d.dtype,
-                    shape
-                ),
-            ));
-        }
-        if d.len > 0 {
-            t.write(*b, &host_bytes(r))?;
-        }
-    }
-    Ok(())
+    super::spmd::write_arrays(t, prog, name, &results, outs)
 }
 
 fn update<T: Target>(

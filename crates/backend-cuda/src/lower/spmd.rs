@@ -36,9 +36,9 @@ use std::sync::Arc;
 
 /// The operands of an equation as buffers with their shapes (literals
 /// materialised), and its results' buffers, bound.
-type Io = (Vec<(BufId, Vec<usize>)>, Vec<(BufId, Vec<usize>)>);
+pub(crate) type Io = (Vec<(BufId, Vec<usize>)>, Vec<(BufId, Vec<usize>)>);
 
-fn operands(
+pub(crate) fn operands(
     ctx: &mut Ctx,
     jaxpr: &Jaxpr,
     eqn: &Eqn,
