@@ -318,7 +318,10 @@ impl CpuBackend {
             .map_or(1, |n| n / local_processes());
         // `JAXON_CPU_WIDE_MATH=0` keeps every function inline at 128 bits.
         let wide = std::env::var("JAXON_CPU_WIDE_MATH").map_or(true, |v| v != "0");
-        CpuBackend::with_threads(threads).with_wide_math(wide)
+        let exact = std::env::var("JAXON_CPU_EXACT_MATH").is_ok_and(|v| v == "1");
+        CpuBackend::with_threads(threads)
+            .with_wide_math(wide)
+            .with_exact_math(exact)
     }
 
     /// This backend with `devices` CPU devices (at least 1): a
@@ -356,6 +359,20 @@ impl CpuBackend {
     /// they are emitted inline at 128 bits. Both give the same bits.
     pub fn with_wide_math(mut self, on: bool) -> CpuBackend {
         self.opts.narrow_math = !on;
+        self
+    }
+
+    /// Whether every float function that the backend otherwise
+    /// approximates inline (`exp`, `log`, `tanh`, `logistic`, `sin`, `cos`,
+    /// their kin, f32 `erf`/`erf_inv`, `pow` and `atan2`) is computed by a
+    /// scalar call of the function the reference interpreter uses (off by
+    /// default). Elementwise results are then the interpreter's to the
+    /// bit; loops holding such functions run scalar, several times
+    /// slower. For differential testing (the `diff` fuzz target), and for
+    /// users who need the interpreter's bits. `JAXON_CPU_EXACT_MATH=1`
+    /// turns it on in [`CpuBackend::new`].
+    pub fn with_exact_math(mut self, on: bool) -> CpuBackend {
+        self.opts.exact_math = on;
         self
     }
 

@@ -15,6 +15,9 @@ pub(crate) struct Options {
     /// Keep f32 transcendental functions inline at 128 bits even where the
     /// CPU runs their 256-bit tile routines (the results are the same).
     pub narrow_math: bool,
+    /// Compute the approximated float functions by the interpreter's
+    /// scalar libm calls: bit-identical to it, slow.
+    pub exact_math: bool,
     /// The backend's CPU devices (a `shard_map` mesh may span at most
     /// this many); 0: the host device count at the time of asking
     /// (`jaxon_ir::devices`: `set_host_device_count`, else

@@ -392,7 +392,11 @@ pub fn differential(data: &[u8]) {
             }))
             .collect();
     static CPU: OnceLock<CpuBackend> = OnceLock::new();
-    let cpu = CPU.get_or_init(|| CpuBackend::with_threads(1));
+    // Exact math: the functions the backend otherwise approximates inline
+    // are the interpreter's to the bit (their accuracy is the ulp tables'
+    // business), so a chaotic program cannot turn one ulp into a false
+    // disagreement.
+    let cpu = CPU.get_or_init(|| CpuBackend::with_threads(1).with_exact_math(true));
     let got = (|| {
         let exe = cpu.compile(&j)?;
         let bufs = args

@@ -26,6 +26,7 @@ mod differential;
 mod dot_half;
 mod dynamic;
 mod dynamic_native;
+mod exact_math;
 mod fusion_maps;
 mod gather_oob;
 mod huge_shapes;

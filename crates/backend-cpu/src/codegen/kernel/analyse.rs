@@ -4,14 +4,14 @@
 //! vector width.
 
 use super::half;
-use super::ops::vector_ok;
+use super::ops::{calls_libm, vector_ok, Math};
 use super::{err, row_major, static_shape, Gen, GenError, Leaf, Node, Src};
 use jaxon_ir::passes::{operand_map, Group, GroupKind};
 use jaxon_ir::primitive::ReduceOp;
 use jaxon_ir::primitive::{Elementwise, Reduction};
 use jaxon_ir::{Atom, Binder, DType, Jaxpr, Primitive};
 
-pub(super) fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
+pub(super) fn analyse(jaxpr: &Jaxpr, group: &Group, math: Math) -> Result<Gen, GenError> {
     let rank = group.space.len();
     let reduce = match &group.kind {
         GroupKind::Loop => None,
@@ -188,6 +188,7 @@ pub(super) fn analyse(jaxpr: &Jaxpr, group: &Group) -> Result<Gen, GenError> {
         lanes: 1,
         n_inputs: group.inputs.len(),
         tile: None,
+        math,
     };
     gen.lanes = gen.vector_lanes();
     Ok(gen)
@@ -257,6 +258,7 @@ impl Gen {
             let is_reduce_root = self.reduce.is_some() && p + 1 == self.nodes.len();
             is_reduce_root
                 || (vector_ok(&n.prim, &n.in_dts, n.out_dt, self.gdt)
+                    && !(self.math == Math::Libm && calls_libm(&n.prim))
                     && n.srcs.iter().all(|s| match s {
                         Src::Lit(l) => l.dtype == self.gdt || l.dtype == DType::Bool,
                         _ => true,

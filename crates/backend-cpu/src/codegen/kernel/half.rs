@@ -7,7 +7,7 @@
 
 use super::emit::{scalar_type, Em};
 use super::libm;
-use super::ops::{emit_op as emit_plain, Operand};
+use super::ops::{emit_op as emit_plain, Math, Operand};
 use super::{err, GenError};
 use crate::error::CpuError;
 use cranelift_codegen::ir::types::I16;
@@ -80,6 +80,7 @@ fn rounds(p: &Primitive) -> bool {
 pub(super) fn emit_op(
     em: &mut Em,
     gdt: DType,
+    math: Math,
     prim: &Primitive,
     args: &[Operand],
     out: DType,
@@ -113,6 +114,7 @@ pub(super) fn emit_op(
             let wide = emit_plain(
                 em,
                 gdt,
+                math,
                 &Primitive::Elementwise(Elementwise::ConvertElementType(
                     ConvertElementTypeParams {
                         new_dtype: DType::F64,
@@ -126,7 +128,7 @@ pub(super) fn emit_op(
         }
         _ => {}
     }
-    let v = emit_plain(em, gdt, prim, &cargs, compute(out))?;
+    let v = emit_plain(em, gdt, math, prim, &cargs, compute(out))?;
     Ok(if is_half(out) && rounds(prim) {
         libm::round_half(em, out, v)
     } else {

@@ -3,7 +3,9 @@
 //! an inline polynomial yet (`cbrt`, f64 `erf`, `erfc`, `erf_inv`, float
 //! `rem`, f64 `pow`, `nextafter`, the gamma family, `zeta`, the scaled
 //! Bessel functions and `regularized_incomplete_beta`) and the f16/bf16
-//! conversions.
+//! conversions; under `Math::Libm` (`CpuBackend::with_exact_math`) also
+//! every function otherwise approximated inline (`exp`, `sin`, `tanh`,
+//! f32 `pow`, `atan2`, ...).
 //!
 //! They compute exactly what the reference interpreter computes (Rust's
 //! libm; `erf`, `erfc`, `erf_inv` by the interpreter's f64 algorithms), so
@@ -47,6 +49,30 @@ helpers1! {
     i1e32: f32 => |x| bessel_i1e_f64(x as f64) as f32; i1e64: f64 => bessel_i1e_f64;
 }
 
+// The functions kernels approximate inline, as the interpreter computes
+// them (`interp/ops/elementwise.rs`): for `Math::Libm`.
+helpers1! {
+    exp32: f32 => f32::exp; exp64: f64 => f64::exp;
+    exp2_32: f32 => f32::exp2; exp2_64: f64 => f64::exp2;
+    expm1_32: f32 => f32::exp_m1; expm1_64: f64 => f64::exp_m1;
+    log32: f32 => f32::ln; log64: f64 => f64::ln;
+    log1p32: f32 => f32::ln_1p; log1p64: f64 => f64::ln_1p;
+    tanh32: f32 => f32::tanh; tanh64: f64 => f64::tanh;
+    logistic32: f32 => |x| 1.0 / (1.0 + (-x).exp());
+    logistic64: f64 => |x| 1.0 / (1.0 + (-x).exp());
+    sin32: f32 => f32::sin; sin64: f64 => f64::sin;
+    cos32: f32 => f32::cos; cos64: f64 => f64::cos;
+    tan32: f32 => f32::tan; tan64: f64 => f64::tan;
+    asin32: f32 => f32::asin; asin64: f64 => f64::asin;
+    acos32: f32 => f32::acos; acos64: f64 => f64::acos;
+    atan32: f32 => f32::atan; atan64: f64 => f64::atan;
+    sinh32: f32 => f32::sinh; sinh64: f64 => f64::sinh;
+    cosh32: f32 => f32::cosh; cosh64: f64 => f64::cosh;
+    asinh32: f32 => f32::asinh; asinh64: f64 => f64::asinh;
+    acosh32: f32 => f32::acosh; acosh64: f64 => f64::acosh;
+    atanh32: f32 => f32::atanh; atanh64: f64 => f64::atanh;
+}
+
 macro_rules! helpers2 {
     ($($name:ident: $t:ty => $e:expr;)*) => {$(
         extern "C" fn $name(x: $t, y: $t) -> $t {
@@ -70,6 +96,7 @@ helpers2! {
     polygamma32: f32 => |n, x| polygamma_f64(n as f64, x as f64) as f32;
     polygamma64: f64 => polygamma_f64;
     zeta32: f32 => |s, q| zeta_f64(s as f64, q as f64) as f32; zeta64: f64 => zeta_f64;
+    atan2_32: f32 => f32::atan2; atan2_64: f64 => f64::atan2;
 }
 
 extern "C" fn betainc32(a: f32, b: f32, x: f32) -> f32 {
@@ -115,6 +142,53 @@ fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
     Some(if d { b as usize } else { a as usize })
 }
 
+/// The helper computing an approximated function as the interpreter does.
+fn exact_unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
+    let d = dt == DType::F64;
+    let (a, b): (extern "C" fn(f32) -> f32, extern "C" fn(f64) -> f64) = match op {
+        UnaryOp::Exp => (exp32, exp64),
+        UnaryOp::Exp2 => (exp2_32, exp2_64),
+        UnaryOp::Expm1 => (expm1_32, expm1_64),
+        UnaryOp::Log => (log32, log64),
+        UnaryOp::Log1p => (log1p32, log1p64),
+        UnaryOp::Tanh => (tanh32, tanh64),
+        UnaryOp::Logistic => (logistic32, logistic64),
+        UnaryOp::Sin => (sin32, sin64),
+        UnaryOp::Cos => (cos32, cos64),
+        UnaryOp::Tan => (tan32, tan64),
+        UnaryOp::Asin => (asin32, asin64),
+        UnaryOp::Acos => (acos32, acos64),
+        UnaryOp::Atan => (atan32, atan64),
+        UnaryOp::Sinh => (sinh32, sinh64),
+        UnaryOp::Cosh => (cosh32, cosh64),
+        UnaryOp::Asinh => (asinh32, asinh64),
+        UnaryOp::Acosh => (acosh32, acosh64),
+        UnaryOp::Atanh => (atanh32, atanh64),
+        UnaryOp::Erf | UnaryOp::ErfInv => return unary_addr(op, dt),
+        UnaryOp::Neg
+        | UnaryOp::Sign
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::IsFinite
+        | UnaryOp::Abs
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt
+        | UnaryOp::Cbrt
+        | UnaryOp::Erfc
+        | UnaryOp::Square
+        | UnaryOp::Copy
+        | UnaryOp::StopGradient
+        | UnaryOp::Lgamma
+        | UnaryOp::Digamma
+        | UnaryOp::BesselI0e
+        | UnaryOp::BesselI1e
+        | UnaryOp::Not
+        | UnaryOp::PopulationCount
+        | UnaryOp::Clz => return None,
+    };
+    Some(if d { b as usize } else { a as usize })
+}
+
 fn binary_addr(op: BinaryOp, dt: DType) -> Option<usize> {
     let d = dt == DType::F64;
     let (a, b): (
@@ -148,6 +222,32 @@ pub(crate) fn unary(em: &mut Em, op: UnaryOp, dt: DType, x: Value) -> Option<Val
     let addr = unary_addr(op, dt)?;
     let t = fty(dt);
     Some(call(em, addr, &[t], t, &[x]))
+}
+
+/// `op(x)` for an approximated function, by the interpreter's scalar
+/// function, for f32/f64 values of `dt`.
+pub(crate) fn exact_unary(em: &mut Em, op: UnaryOp, dt: DType, x: Value) -> Option<Value> {
+    let addr = exact_unary_addr(op, dt)?;
+    let t = fty(dt);
+    Some(call(em, addr, &[t], t, &[x]))
+}
+
+/// `pow`/`atan2` by the interpreter's scalar function, for f32/f64 values.
+pub(crate) fn exact_binary(
+    em: &mut Em,
+    op: BinaryOp,
+    dt: DType,
+    x: Value,
+    y: Value,
+) -> Option<Value> {
+    let d = dt == DType::F64;
+    let addr = match op {
+        BinaryOp::Atan2 if d => atan2_64 as extern "C" fn(f64, f64) -> f64 as usize,
+        BinaryOp::Atan2 => atan2_32 as extern "C" fn(f32, f32) -> f32 as usize,
+        _ => binary_addr(op, dt)?,
+    };
+    let t = fty(dt);
+    Some(call(em, addr, &[t, t], t, &[x, y]))
 }
 
 /// `op(x, y)` through a helper, for f32/f64 values of `dt`.

@@ -154,6 +154,8 @@ struct Gen {
     n_inputs: usize,
     /// Members run as 256-bit tile routines (`tiled.rs`), if any.
     tile: Option<tiled::TilePlan>,
+    /// How approximated functions are computed.
+    math: ops::Math,
 }
 
 /// Builds the Cranelift function of a loop or reduce group.
@@ -163,11 +165,16 @@ pub(crate) fn compile_group(
     cfg: TargetFrontendConfig,
     opts: crate::util::Options,
 ) -> Result<GroupCode, GenError> {
-    let mut gen = analyse(jaxpr, group)?;
+    let math = if opts.exact_math {
+        ops::Math::Libm
+    } else {
+        ops::Math::Inline
+    };
+    let mut gen = analyse(jaxpr, group, math)?;
     if opts.contract_fma {
         gen.contract_fma();
     }
-    if !opts.narrow_math {
+    if !opts.narrow_math && math == ops::Math::Inline {
         gen.tile = gen.plan_tiles();
     }
     let func = gen.emit(cfg)?;
@@ -654,9 +661,9 @@ impl Gen {
             let mut em = Em { b, lanes };
             let v =
                 if node.in_dts.iter().any(|d| half::is_half(*d)) || half::is_half(node.out_dt) {
-                    half::emit_op(&mut em, self.gdt, &node.prim, &args, node.out_dt)
+                    half::emit_op(&mut em, self.gdt, self.math, &node.prim, &args, node.out_dt)
                 } else {
-                    emit_op(&mut em, self.gdt, &node.prim, &args, node.out_dt)
+                    emit_op(&mut em, self.gdt, self.math, &node.prim, &args, node.out_dt)
                 }
                 .map_err(|m| err(Some(node.eqn), m.to_string()))?;
             vals.push(v);

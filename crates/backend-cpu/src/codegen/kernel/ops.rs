@@ -4,7 +4,9 @@
 //! IEEE arithmetic makes exact (integer wrap-around, the interpreter's
 //! results for integer division by zero and `MIN / -1`, NaN-propagating
 //! `max`/`min` with `max(-0, +0) = +0`, saturating float→int casts with
-//! NaN→0, shifts past the width). Transcendentals come from [`super::math`].
+//! NaN→0, shifts past the width). Transcendentals come from [`super::math`],
+//! or, under [`Math::Libm`], from the interpreter's own scalar functions
+//! (`libm.rs`), which makes every elementwise op bit-identical to it.
 
 use super::emit::{iconst, scalar_type, Em};
 use super::lanes::Clif;
@@ -26,6 +28,30 @@ pub(crate) struct Operand {
     pub v: Value,
     /// Its dtype.
     pub dt: DType,
+}
+
+/// How the approximated float functions ([`is_approximated`], f32 `pow`
+/// and `atan2`) are computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) enum Math {
+    /// Inline polynomials, vectorised: fast, within the ulp table's bounds.
+    #[default]
+    Inline,
+    /// A scalar call of the interpreter's libm function per element:
+    /// bit-identical to the interpreter, slow (for differential testing).
+    Libm,
+}
+
+/// Whether `prim` needs a scalar helper call under [`Math::Libm`] (and so
+/// keeps its group's code scalar).
+pub(crate) fn calls_libm(prim: &Primitive) -> bool {
+    match prim {
+        Primitive::Elementwise(Elementwise::Unary(op)) => is_approximated(*op),
+        Primitive::Elementwise(Elementwise::Binary(op)) => {
+            matches!(op, BinaryOp::Atan2 | BinaryOp::Pow)
+        }
+        _ => false,
+    }
 }
 
 /// Unary ops computed by inline polynomial or rational approximations
@@ -206,6 +232,7 @@ fn unsupported(op: &'static str, dtype: DType) -> CpuError {
 pub(crate) fn emit_op(
     em: &mut Em,
     gdt: DType,
+    math: Math,
     prim: &Primitive,
     args: &[Operand],
     out: DType,
@@ -232,8 +259,8 @@ pub(crate) fn emit_op(
         }
     };
     match p {
-        Elementwise::Unary(op) => unary(em, *op, arg(0)?),
-        Elementwise::Binary(op) => binary(em, gdt, *op, arg(0)?, arg(1)?),
+        Elementwise::Unary(op) => unary(em, math, *op, arg(0)?),
+        Elementwise::Binary(op) => binary(em, gdt, math, *op, arg(0)?, arg(1)?),
         Elementwise::IntegerPow(IntegerPowParams { y }) => integer_pow(em, arg(0)?, *y),
         Elementwise::Round(RoundParams { rounding_method }) => round(em, arg(0)?, *rounding_method),
         Elementwise::SelectN => select_n(em, args),
@@ -264,9 +291,12 @@ pub(crate) fn emit_op(
     }
 }
 
-fn unary(em: &mut Em, op: UnaryOp, x: Operand) -> Result<Value, CpuError> {
+fn unary(em: &mut Em, math: Math, op: UnaryOp, x: Operand) -> Result<Value, CpuError> {
     let dt = x.dt;
     let v = x.v;
+    if dt.is_float() && math == Math::Libm && is_approximated(op) {
+        return super::libm::exact_unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt));
+    }
     if dt.is_float() {
         let b = &mut em.b;
         return Ok(match op {
@@ -394,6 +424,7 @@ fn minmax(em: &mut Em, op: BinaryOp, x: Operand, y: Operand) -> Result<Value, Cp
 fn binary(
     em: &mut Em,
     gdt: DType,
+    math: Math,
     op: BinaryOp,
     x: Operand,
     y: Operand,
@@ -415,6 +446,10 @@ fn binary(
         return minmax(em, op, x, y);
     }
     let (a, c) = (x.v, y.v);
+    if dt.is_float() && math == Math::Libm && matches!(op, BinaryOp::Atan2 | BinaryOp::Pow) {
+        return super::libm::exact_binary(em, op, dt, a, c)
+            .ok_or_else(|| unsupported(op.name(), dt));
+    }
     if dt.is_float() {
         let b = &mut em.b;
         return Ok(match op {
