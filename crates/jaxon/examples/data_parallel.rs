@@ -10,8 +10,10 @@
 //! target/release/examples/data_parallel                  # one, same result
 //! ```
 //!
-//! Process 0 prints the loss of every step, the time per step and a
-//! checksum of the final parameters.
+//! Process 0 prints the loss of every step, the median time per step (and
+//! of its gradient and `pmean`) and a checksum of the final parameters.
+//! `--steps N` trains for N steps instead of 5 (for timing: the first step
+//! compiles).
 
 use jaxon::distributed;
 use jaxon::nn;
@@ -74,6 +76,8 @@ pub struct Run {
     pub losses: Vec<f32>,
     /// Median wall time per step (gradient, `pmean`, update).
     pub step_time: Duration,
+    /// Median wall time of the step's gradient.
+    pub grad_time: Duration,
     /// Median wall time of the step's `pmean`.
     pub pmean_time: Duration,
 }
@@ -82,6 +86,11 @@ pub struct Run {
 /// averaging gradients over the processes (a group of one, before
 /// `distributed::initialize`, trains on the whole batch).
 pub fn train() -> Result<Run> {
+    train_steps(STEPS)
+}
+
+/// [`train`] for `steps` steps.
+pub fn train_steps(steps: usize) -> Result<Run> {
     let (me, n) = (distributed::process_index(), distributed::process_count());
     if !GLOBAL_BATCH.is_multiple_of(n) {
         return Err(Error::InvalidArgument(format!(
@@ -102,7 +111,8 @@ pub fn train() -> Result<Run> {
     let mut losses = Vec::new();
     let mut times = Vec::new();
     let mut comm = Vec::new();
-    for step in 0..STEPS {
+    let mut grads = Vec::new();
+    for step in 0..steps {
         let (x, y) = batch(step)?;
         let rows = |a: &Array| -> Result<Array> {
             let mut lo = vec![0; a.ndim()];
@@ -117,19 +127,23 @@ pub fn train() -> Result<Run> {
         // The batch's loss and gradient are means, so the mean of the
         // equal shares' means is the whole batch's.
         let t1 = Instant::now();
+        grads.push(t1 - t0);
         let (l, g) = distributed::pmean(&(l, g))?;
         comm.push(t1.elapsed());
         params = update.call((params, g))?;
         times.push(t0.elapsed());
         losses.push(l.item::<f32>());
     }
-    times.sort();
-    comm.sort();
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v.get(v.len() / 2).copied().unwrap_or_default()
+    };
     Ok(Run {
         params,
         losses,
-        step_time: times[times.len() / 2],
-        pmean_time: comm[comm.len() / 2],
+        step_time: median(times),
+        grad_time: median(grads),
+        pmean_time: median(comm),
     })
 }
 
@@ -153,7 +167,18 @@ fn main() -> ExitCode {
         }
     };
     let me = distributed::process_index();
-    let run = train();
+    let args: Vec<String> = std::env::args().collect();
+    let steps = match args.iter().position(|a| a == "--steps") {
+        None => STEPS,
+        Some(i) => match args.get(i + 1).and_then(|n| n.parse().ok()) {
+            Some(n) if n > 0 => n,
+            _ => {
+                eprintln!("usage: data_parallel [--steps N] (N > 0)");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let run = train_steps(steps);
     drop(session);
     match run {
         Ok(run) => {
@@ -162,8 +187,8 @@ fn main() -> ExitCode {
                     println!("step {i}: loss {l:.6}");
                 }
                 println!(
-                    "time per step: {:?} (pmean {:?})",
-                    run.step_time, run.pmean_time
+                    "time per step: {:?} (gradient {:?}, pmean {:?})",
+                    run.step_time, run.grad_time, run.pmean_time
                 );
                 println!("parameter checksum: {:.6}", checksum(&run.params));
             }

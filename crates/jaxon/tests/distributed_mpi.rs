@@ -16,7 +16,7 @@ mod mpi_launch;
 
 use jaxon::distributed;
 use jaxon::prelude::*;
-use mpi_launch::{mpirun, tail};
+use mpi_launch::{mpirun, mpirun_env, tail};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -92,13 +92,20 @@ fn driver() -> ExitCode {
         );
     }
 
-    let (code, text, _) = mpirun("collectives", Duration::from_secs(120), None);
-    let n_ok = text.matches("COLLECTIVES OK").count();
-    check(
-        "collectives equal their definitions; mismatched calls and an NCCL bootstrap without GPUs are errors on both ranks",
-        code == Some(0) && n_ok == 2,
-        format!("status {code:?}, output:\n{}", tail(&text, 30)),
-    );
+    // Sums go through the shared window (both ranks on this host) unless
+    // `JAXON_DISTRIBUTED_SHM=0`, then through MPI's all-reduce.
+    for (how, env) in [
+        ("", &[][..]),
+        (" (MPI all-reduce)", &[("JAXON_DISTRIBUTED_SHM", "0")][..]),
+    ] {
+        let (code, text, _) = mpirun_env("collectives", Duration::from_secs(120), None, env);
+        let n_ok = text.matches("COLLECTIVES OK").count();
+        check(
+            &format!("collectives equal their definitions; mismatched calls and an NCCL bootstrap without GPUs are errors on both ranks{how}"),
+            code == Some(0) && n_ok == 2,
+            format!("status {code:?}, output:\n{}", tail(&text, 30)),
+        );
+    }
 
     let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None);
     check(
@@ -235,6 +242,7 @@ fn collectives_rank(me: usize) -> Result<(), String> {
         vec![1.0, 0.0, 0.0, 2.0, 2.0, -1.0],
     )?;
     expect_eq("all_gather i32", g.1.to_vec::<i32>(), vec![1, 1, 11, 11])?;
+    large_sums(me).map_err(|m| format!("large sums: {m}"))?;
     let b = distributed::broadcast(&x, 1).map_err(e)?;
     expect_eq("broadcast from 1", b.to_vec::<f32>(), vec![2.0, 2.0, -1.0])?;
     // A mismatch is an error on both ranks, and the session stays usable.
@@ -277,6 +285,62 @@ fn collectives_rank(me: usize) -> Result<(), String> {
         vec![3.0, 2.0, -1.0],
     )?;
     println!("COLLECTIVES OK rank {me}");
+    Ok(())
+}
+
+/// `psum` and `pmean` of a pytree mixing every packed width, larger than
+/// the shared window's first size (so it grows), twice (so the window and
+/// the scratch buffers are reused), against their definitions on values
+/// whose sums are exact.
+fn large_sums(me: usize) -> Result<(), String> {
+    let e = |e: jaxon::Error| e.to_string();
+    let r = me as f64;
+    let v = |i: usize| (i % 1000) as f64 * 0.5 + r;
+    let want = |i: usize, mean: bool| {
+        let s = 2.0 * ((i % 1000) as f64 * 0.5) + 1.0;
+        if mean {
+            s / 2.0
+        } else {
+            s
+        }
+    };
+    let n = 300_001;
+    let big = Array::from_vec((0..n).map(|i| v(i) as f32).collect::<Vec<f32>>(), &[n]);
+    let wide = Array::from_vec(
+        (0..77).map(|i| v(3 * i) + 0.25).collect::<Vec<f64>>(),
+        &[7, 11],
+    );
+    let half = Array::from_vec((0..9).map(|i| v(i) as f32).collect::<Vec<f32>>(), &[9])
+        .astype(DType::BF16);
+    let tree = (big, wide, half);
+    for round in 0..2 {
+        for mean in [false, true] {
+            let (b, w, h) = if mean {
+                distributed::pmean(&tree).map_err(e)?
+            } else {
+                distributed::psum(&tree).map_err(e)?
+            };
+            let what = format!("round {round}, {}", if mean { "pmean" } else { "psum" });
+            let b = b.to_vec::<f32>();
+            if let Some(i) = (0..n).find(|&i| f64::from(b[i]) != want(i, mean)) {
+                return Err(format!(
+                    "{what}: f32 element {i}: {} against {}",
+                    b[i],
+                    want(i, mean)
+                ));
+            }
+            let w = w.to_vec::<f64>();
+            let shift = if mean { 0.25 } else { 0.5 };
+            if let Some(i) = (0..77).find(|&i| w[i] != want(3 * i, mean) + shift) {
+                return Err(format!("{what}: f64 element {i}: {}", w[i]));
+            }
+            expect_eq(&format!("{what}: bf16 dtype"), h.dtype(), DType::BF16)?;
+            let h = h.astype(DType::F32).to_vec::<f32>();
+            if let Some(i) = (0..9).find(|&i| f64::from(h[i]) != want(i, mean)) {
+                return Err(format!("{what}: bf16 element {i}: {}", h[i]));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -37,9 +37,14 @@
 //!   [`set_timeout`]) makes the others' call an `Err`. The session is then
 //!   unusable (MPI cannot cancel a collective), and every later collective
 //!   returns the same error.
-//! - Results are deterministic and equal on every process: MPI's reduction
-//!   is applied in rank order.
+//! - Results are deterministic and equal on every process: sums through
+//!   the shared window (`shm.rs`, processes on one host) add in process
+//!   order, MPI's reductions in rank order.
 
+#[cfg(feature = "mpi")]
+mod pack;
+#[cfg(feature = "mpi")]
+mod shm;
 #[cfg(feature = "mpi")]
 mod transport;
 #[cfg(not(feature = "mpi"))]
@@ -61,7 +66,7 @@ mod transport {
         None
     }
 
-    pub(super) fn exchange(_: &super::Plan) -> Result<Vec<jaxon_ir::HostArray>> {
+    pub(super) fn exchange(_: super::Plan) -> Result<Vec<jaxon_ir::HostArray>> {
         Err(Error::Unsupported(
             "jaxon::distributed: this build has no MPI".into(),
         ))
@@ -234,6 +239,6 @@ fn hosts(leaves: &[Array], name: &str) -> Result<Vec<jaxon_ir::HostArray>> {
 fn run(plan: Plan) -> Result<Vec<jaxon_ir::HostArray>> {
     match transport::rank_and_size() {
         None | Some((_, 1)) => plan.alone(),
-        Some(_) => transport::exchange(&plan),
+        Some(_) => transport::exchange(plan),
     }
 }

@@ -14,11 +14,22 @@ pub fn mpirun(
     limit: Duration,
     out: Option<&std::path::Path>,
 ) -> (Option<i32>, String, Duration) {
+    mpirun_env(role, limit, out, &[])
+}
+
+/// [`mpirun`] with the environment variables `env` set on every rank.
+pub fn mpirun_env(
+    role: &str,
+    limit: Duration,
+    out: Option<&std::path::Path>,
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, Duration) {
     let exe = std::env::current_exe().expect("the test binary's path");
     let name = exe
         .file_stem()
         .map_or_else(|| "mpi".into(), |s| s.to_string_lossy().into_owned());
-    let dir = std::env::temp_dir().join(format!("jaxon-{name}-{}-{role}", std::process::id()));
+    let tag: String = env.iter().map(|(k, v)| format!("-{k}{v}")).collect();
+    let dir = std::env::temp_dir().join(format!("jaxon-{name}-{}-{role}{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     let file = |name: &str| std::fs::File::create(dir.join(name)).expect("an output file");
     let t0 = Instant::now();
@@ -28,6 +39,10 @@ pub fn mpirun(
         .args(out.map_or_else(Vec::new, |p| {
             vec!["-x".to_string(), format!("JAXON_MPI_OUT={}", p.display())]
         }))
+        .args(
+            env.iter()
+                .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")]),
+        )
         .arg(exe)
         .stdout(file("stdout"))
         .stderr(file("stderr"))
