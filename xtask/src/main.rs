@@ -30,6 +30,9 @@
 //! - `cargo xtask fuzz TARGET [--seconds N]`: coverage-guided fuzzing of
 //!   `parse`, `check`, `interp`, `diff` or `pallas` with cargo-fuzz on stable (see
 //!   `fuzz.rs` and `docs/reliability.md`).
+//! - `cargo xtask hygiene`: every tracked Rust file opens with `//!`, no
+//!   merge-conflict markers, library files under 1000 lines (`hygiene.rs`;
+//!   `test-all`'s first step).
 //!
 //! `test-all` installs Open MPI (`mpi.rs`) when it is missing and it may, and
 //! then builds and tests jaxon's `mpi` feature too; otherwise it prints why not.
@@ -38,6 +41,7 @@
 
 mod fuzz;
 mod gpu_check;
+mod hygiene;
 mod mpi;
 mod nvrtc;
 
@@ -92,6 +96,13 @@ fn main() -> ExitCode {
         Some("gpu-check") => gpu_check::gpu_check(&repo_root(), cargo),
         Some("nvrtc-path") => nvrtc::nvrtc_path_command(),
         Some("fuzz") => fuzz::fuzz(&repo_root(), &args[1..], cargo),
+        Some("hygiene") => match hygiene::check(&repo_root()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => usage(),
     }
 }
@@ -282,6 +293,15 @@ fn test_all(args: &[String]) -> ExitCode {
     let root = repo_root();
     let total = Instant::now();
     let mut results: Vec<StepResult> = Vec::new();
+
+    let started = Instant::now();
+    let clean = hygiene::check(&root);
+    results.push(StepResult {
+        name: "repository hygiene (//! headers, conflict markers, file sizes)".into(),
+        ok: clean.is_ok(),
+        time: started.elapsed(),
+        note: clean.err().unwrap_or_default(),
+    });
 
     let setup = Instant::now();
     let components = ensure_components();
