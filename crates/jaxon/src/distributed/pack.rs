@@ -14,10 +14,49 @@
 use jaxon_ir::{HostArray, Storage};
 use num_complex::{Complex32, Complex64};
 
+/// The packed buffer a float leaf goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Width {
+    /// The `f32` buffer.
+    Narrow,
+    /// The `f64` buffer.
+    Wide,
+}
+
+/// The buffer a leaf of this storage goes to and how many values each of
+/// its elements takes there (2 for complex); `None` for the dtypes that do
+/// not travel packed.
+fn width(data: &Storage) -> Option<(Width, usize)> {
+    match data {
+        Storage::F32(_) | Storage::F16(_) | Storage::BF16(_) => Some((Width::Narrow, 1)),
+        Storage::C64(_) => Some((Width::Narrow, 2)),
+        Storage::F64(_) => Some((Width::Wide, 1)),
+        Storage::C128(_) => Some((Width::Wide, 2)),
+        Storage::Bool(_)
+        | Storage::I8(_)
+        | Storage::I16(_)
+        | Storage::I32(_)
+        | Storage::I64(_)
+        | Storage::U8(_)
+        | Storage::U16(_)
+        | Storage::U32(_)
+        | Storage::U64(_)
+        | Storage::Key(_) => None,
+    }
+}
+
 /// A packing width: `f32` or `f64`.
 pub(super) trait Packed: super::shm::Summable + Default {
+    /// The leaves this type packs.
+    const WIDTH: Width;
+
     /// Elements `l` takes in a buffer of this width (0: none).
-    fn count(l: &HostArray) -> usize;
+    fn count(l: &HostArray) -> usize {
+        match width(l.data()) {
+            Some((w, parts)) if w == Self::WIDTH => parts * l.len(),
+            Some(_) | None => 0,
+        }
+    }
     /// Writes `l`'s [`Packed::count`] elements into `into`.
     fn pack(l: &HostArray, into: &mut [Self]);
     /// `l`'s elements replaced, in place, by its packed (reduced)
@@ -26,24 +65,7 @@ pub(super) trait Packed: super::shm::Summable + Default {
 }
 
 impl Packed for f32 {
-    fn count(l: &HostArray) -> usize {
-        match l.data() {
-            Storage::F32(_) | Storage::F16(_) | Storage::BF16(_) => l.len(),
-            Storage::C64(_) => 2 * l.len(),
-            Storage::F64(_)
-            | Storage::C128(_)
-            | Storage::Bool(_)
-            | Storage::I8(_)
-            | Storage::I16(_)
-            | Storage::I32(_)
-            | Storage::I64(_)
-            | Storage::U8(_)
-            | Storage::U16(_)
-            | Storage::U32(_)
-            | Storage::U64(_)
-            | Storage::Key(_) => 0,
-        }
-    }
+    const WIDTH: Width = Width::Narrow;
 
     fn pack(l: &HostArray, into: &mut [f32]) {
         match l.data() {
@@ -86,26 +108,7 @@ impl Packed for f32 {
 }
 
 impl Packed for f64 {
-    fn count(l: &HostArray) -> usize {
-        match l.data() {
-            Storage::F64(_) => l.len(),
-            Storage::C128(_) => 2 * l.len(),
-            Storage::F32(_)
-            | Storage::F16(_)
-            | Storage::BF16(_)
-            | Storage::C64(_)
-            | Storage::Bool(_)
-            | Storage::I8(_)
-            | Storage::I16(_)
-            | Storage::I32(_)
-            | Storage::I64(_)
-            | Storage::U8(_)
-            | Storage::U16(_)
-            | Storage::U32(_)
-            | Storage::U64(_)
-            | Storage::Key(_) => 0,
-        }
-    }
+    const WIDTH: Width = Width::Wide;
 
     fn pack(l: &HostArray, into: &mut [f64]) {
         match l.data() {

@@ -65,17 +65,17 @@ struct Buffers<T> {
 }
 
 /// A packing width with its scratch buffers.
-trait Width: Packed {
+trait WithBuffers: Packed {
     fn buffers(s: &mut Scratch) -> &mut Buffers<Self>;
 }
 
-impl Width for f32 {
+impl WithBuffers for f32 {
     fn buffers(s: &mut Scratch) -> &mut Buffers<f32> {
         &mut s.narrow
     }
 }
 
-impl Width for f64 {
+impl WithBuffers for f64 {
     fn buffers(s: &mut Scratch) -> &mut Buffers<f64> {
         &mut s.wide
     }
@@ -388,7 +388,7 @@ fn reduce_all(
 }
 
 /// Reduces the leaves of width `T` (packed), in place.
-fn reduce_width<T: Width>(comm: &mut Comm<'_>, leaves: &mut [HostArray], op: ReduceOp) {
+fn reduce_width<T: WithBuffers>(comm: &mut Comm<'_>, leaves: &mut [HostArray], op: ReduceOp) {
     let total: usize = leaves.iter().map(T::count).sum();
     if total == 0 {
         return;
