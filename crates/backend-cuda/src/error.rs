@@ -69,6 +69,11 @@ pub enum CudaError {
         /// What is wrong.
         message: String,
     },
+    /// A run failed as the reference interpreter's would, on a value only
+    /// known on the device (a `for_loop` step of 0); the message is the
+    /// interpreter's.
+    #[error("{0}")]
+    Eval(String),
     /// Reading or writing the on-disk kernel cache failed.
     #[error("kernel cache: {0}")]
     Cache(String),

@@ -125,6 +125,47 @@ fn for_loop_with_runtime_bounds_and_index_dtypes() {
     }
 }
 
+/// A runtime step the interpreter refuses (0, or not positive without
+/// `apply_reverse_transform`) is the interpreter's error on the device too,
+/// read back before the loop; the steps it accepts still run.
+#[test]
+fn for_loop_with_a_refused_runtime_step_fails_as_the_interpreter() {
+    let mut rng = Rng::new(503);
+    let t = ty("f32", &[3]);
+    let bounds = "l h st 0:i32[]";
+    let ins = " l:i32[] h:i32[] st:i32[]";
+    for (step, rev, ok) in [
+        (0, true, false),
+        (0, false, false),
+        (-2, false, false),
+        (-2, true, true),
+        (3, false, true),
+    ] {
+        let text = permuting_loop(&t, "i32", rev, bounds, ins);
+        let mut args = f32_args(&mut rng, &[3], 4);
+        args.extend([
+            scalar(DType::I32, 1),
+            scalar(DType::I32, 9),
+            scalar(DType::I32, step),
+        ]);
+        if ok {
+            check_with(&text, &args, Tol::Rel(1e-6));
+            continue;
+        }
+        let closed = parse(&text);
+        let want = jaxon_ir::eval_closed_jaxpr(&closed, &args)
+            .expect_err("the interpreter refuses the step")
+            .to_string();
+        let got = lowering_util::run_lowered(&closed, &args)
+            .expect_err("the lowering refuses the step")
+            .to_string();
+        assert!(
+            want.contains("for_loop: step") && got.contains(&want),
+            "step {step}, reverse {rev}: `{got}` does not carry the interpreter's `{want}`"
+        );
+    }
+}
+
 #[test]
 fn for_loop_with_implicit_carries_and_nested_loops() {
     let mut rng = Rng::new(503);

@@ -327,6 +327,7 @@ fn fresh_writes(ctx: &Ctx, steps: &[Step]) -> HashSet<BufId> {
                 let writes: Vec<BufId> = outs.iter().map(|(b, _)| *b).collect();
                 visit(&reads, &writes);
             }
+            Step::CheckStep { step, .. } => visit(&[*step], &[]),
             Step::Cond { .. } | Step::While { .. } | Step::Scan { .. } => {
                 visit(&step_buffers(s), &[]);
             }
@@ -357,6 +358,7 @@ fn step_buffers(s: &Step) -> Vec<BufId> {
         | Step::Collective { args, outs, .. } => {
             out.extend(args.iter().chain(outs).map(|(b, _)| *b))
         }
+        Step::CheckStep { step, .. } => out.push(*step),
         Step::Cond { index, branches } => {
             out.push(*index);
             for b in branches {

@@ -12,10 +12,11 @@
 //!   for_loop_trips`, the interpreter's rule): a `Step::Scan` with no
 //!   stacked operands, so the host never reads anything back.
 //! - Runtime bounds give a `Step::While` whose predicate is `k < trips`,
-//!   `trips` computed once on the device by the same rule. A step the
-//!   interpreter refuses (zero, or not positive without
-//!   `apply_reverse_transform`) runs no iteration there, since a kernel
-//!   cannot raise an error; with literal bounds it is the interpreter's error.
+//!   `trips` computed once on the device by the same rule, after a
+//!   `Step::CheckStep` that reads the step back and fails with the
+//!   interpreter's error on a step it refuses (zero, or not positive
+//!   without `apply_reverse_transform`); with literal bounds that error
+//!   comes at compile time.
 
 use super::kernel::{copy_into, gather_kernel, i64c, load};
 use super::plan::{CarryUpdate, Step};
@@ -131,8 +132,16 @@ pub(crate) fn lower(
             });
         }
         _ => {
-            let trips = ctx.alloc(DType::I64, &[])?;
             let rev = p.apply_reverse_transform;
+            let st = ctx.alloc(DType::I64, &[])?;
+            gather_kernel(ctx, steps, "for_step", st, &[], |k, args, ctx, _| {
+                Ok(load(k, args, ctx, step, i64c(0))?.cast(DType::I64))
+            })?;
+            steps.push(Step::CheckStep {
+                step: st,
+                reverse: rev,
+            });
+            let trips = ctx.alloc(DType::I64, &[])?;
             gather_kernel(ctx, steps, "for_trips", trips, &[], |k, args, ctx, _| {
                 let lo = load(k, args, ctx, lo, i64c(0))?.cast(DType::I64);
                 let hi = load(k, args, ctx, hi, i64c(0))?.cast(DType::I64);

@@ -125,6 +125,16 @@ pub enum Step {
         /// Elements copied.
         len: usize,
     },
+    /// Reads the `i64` scalar `step` of a `for_loop` with runtime bounds on
+    /// the host and fails the run with the interpreter's error when the
+    /// interpreter refuses it (0, or not positive without
+    /// `apply_reverse_transform`): a kernel cannot raise one.
+    CheckStep {
+        /// The step, as `i64`.
+        step: BufId,
+        /// The loop's `apply_reverse_transform`.
+        reverse: bool,
+    },
     /// Reads the scalar `index` (bool or integer) on the host and runs
     /// `branches[clamp(index)]`.
     Cond {
@@ -243,6 +253,7 @@ impl Program {
                     Step::Launch { .. }
                     | Step::Gemm { .. }
                     | Step::Copy { .. }
+                    | Step::CheckStep { .. }
                     | Step::Host { .. }
                     | Step::ShardMap { .. }
                     | Step::Collective { .. } => {}

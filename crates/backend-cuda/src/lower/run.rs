@@ -167,6 +167,11 @@ pub fn run_steps<T: Target>(t: &mut T, prog: &Program, steps: &[Step]) -> Result
                 len,
             } => t.copy(*src, *src_offset, *dst, *dst_offset, *len)?,
             Step::Host { call, args, outs } => host_call(t, prog, call, args, outs)?,
+            Step::CheckStep { step, reverse } => {
+                let s = t.read_i64(*step)?;
+                jaxon_ir::interp::support::for_loop_trips(0, 0, s, *reverse)
+                    .map_err(|e| CudaError::Eval(e.to_string()))?;
+            }
             Step::ShardMap { body, args, outs } => t.shard_map(prog, body, args, outs)?,
             Step::Collective { op, args, outs } => t.collective(prog, op, args, outs)?,
             Step::Cond { index, branches } => {

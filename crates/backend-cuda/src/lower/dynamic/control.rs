@@ -488,8 +488,16 @@ fn for_loop(
         bind_carries(q, scope, &bufs, &cargs);
         return Ok(());
     }
-    let trips = b.alloc(DType::I64, &[])?;
     let rev = p.apply_reverse_transform;
+    let st = b.alloc(DType::I64, &[])?;
+    gather(b, steps, "for_step", st, &[], |k, args, b, _| {
+        Ok(load(k, args, b, step, i64c(0))?.cast(DType::I64))
+    })?;
+    steps.push(SStep::CheckStep {
+        step: st,
+        reverse: rev,
+    });
+    let trips = b.alloc(DType::I64, &[])?;
     gather(b, steps, "for_trips", trips, &[], |k, args, b, _| {
         let lo = load(k, args, b, lo, i64c(0))?.cast(DType::I64);
         let hi = load(k, args, b, hi, i64c(0))?.cast(DType::I64);

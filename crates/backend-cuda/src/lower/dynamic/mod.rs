@@ -147,6 +147,8 @@ pub(crate) enum SStep {
         args: Vec<(BufId, Vec<Sz>)>,
         outs: Vec<(BufId, Vec<Sz>)>,
     },
+    /// See [`Step::CheckStep`].
+    CheckStep { step: BufId, reverse: bool },
     /// A check at instantiation: `small <= large`, else the error `what`
     /// (a size the interpreter refuses, such as `top_k` of more elements
     /// than the axis has). No step runs.
@@ -411,6 +413,10 @@ fn steps(ss: &[SStep], vals: &[i64], bufs: &[BufferDecl]) -> Result<Vec<Step>, I
                     outs: shaped(outs)?,
                 });
             }
+            SStep::CheckStep { step, reverse } => out.push(Step::CheckStep {
+                step: *step,
+                reverse: *reverse,
+            }),
             SStep::Require { small, large, what } => {
                 let (a, b) = (small.eval(vals)?, large.eval(vals)?);
                 if a > b {
