@@ -4,7 +4,7 @@
 //! `JAXON_DUMP=dir` it writes the jaxpr, the plans (fusion and memory, of
 //! every nested jaxpr too) and each function's CLIF to `dir`.
 
-use crate::codegen::jit::{TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::codegen::jit::{TRAMP_DOT, TRAMP_FOR_STEP, TRAMP_PAR_KERNEL, TRAMP_STEP};
 use crate::codegen::program::{Emitter, TopIo};
 use crate::error::run_error;
 use crate::plan::groups::Tables;
@@ -115,6 +115,7 @@ pub(crate) fn compile_program_strided(
         t.cb.import_trampoline(TRAMP_PAR_KERNEL)?,
         t.cb.import_trampoline(TRAMP_DOT)?,
         t.cb.import_trampoline(TRAMP_STEP)?,
+        t.cb.import_trampoline(TRAMP_FOR_STEP)?,
     ];
     let kernel_ids: Vec<_> = (0..).map_while(|i| t.cb.func_id(i)).map(Some).collect();
     let mut em = Emitter::new(t.cb.module(), kernel_ids, tramps);

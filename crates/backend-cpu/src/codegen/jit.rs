@@ -51,6 +51,8 @@ pub(crate) const TRAMP_PAR_KERNEL: &str = "jaxon_cpu_par_kernel";
 pub(crate) const TRAMP_DOT: &str = "jaxon_cpu_dot";
 /// See [`TRAMP_PAR_KERNEL`].
 pub(crate) const TRAMP_STEP: &str = "jaxon_cpu_step";
+/// See [`TRAMP_PAR_KERNEL`]; `fn(ctx, reverse, step)`.
+pub(crate) const TRAMP_FOR_STEP: &str = "jaxon_cpu_for_step";
 
 /// Finalised machine code. Only kept alive, never touched again; when the
 /// last `Arc` to it drops, its code and data memory are freed (cranelift's

@@ -20,7 +20,9 @@
 //! - Panics never unwind into generated code: each trampoline catches them
 //!   and records an error in the context, which the caller returns.
 
-use crate::codegen::jit::{OpaqueCtx, ProgramFn, TRAMP_DOT, TRAMP_PAR_KERNEL, TRAMP_STEP};
+use crate::codegen::jit::{
+    OpaqueCtx, ProgramFn, TRAMP_DOT, TRAMP_FOR_STEP, TRAMP_PAR_KERNEL, TRAMP_STEP,
+};
 use crate::error::run_error;
 use crate::ops::native::RawArg;
 use crate::run::exec::{Operand, Program, Step, StepCall};
@@ -47,14 +49,28 @@ impl RunCtx<'_> {
 
 /// The trampolines generated code imports, by name, for
 /// `jit::CodeBuilder::new`.
-pub(crate) fn trampolines() -> [(&'static str, *const u8); 3] {
+pub(crate) fn trampolines() -> [(&'static str, *const u8); 4] {
     type Tramp = extern "C" fn(*const RunCtx, u64, *const *mut u8);
     let tramps: [(&str, Tramp); 3] = [
         (TRAMP_PAR_KERNEL, tramp_par_kernel),
         (TRAMP_DOT, tramp_dot),
         (TRAMP_STEP, tramp_step),
     ];
-    tramps.map(|(name, f)| (name, f as *const u8))
+    let [a, b, c] = tramps.map(|(name, f)| (name, f as *const u8));
+    type ForStep = extern "C" fn(*const RunCtx, u64, i64);
+    let for_step: ForStep = tramp_for_step;
+    [a, b, c, (TRAMP_FOR_STEP, for_step as *const u8)]
+}
+
+/// Records the interpreter's error for a `for_loop` step it refuses (0, or
+/// not positive without `reverse`): generated code calls this only then,
+/// runs no iteration, and the program returns the error.
+pub(crate) extern "C" fn tramp_for_step(ctx: *const RunCtx, reverse: u64, step: i64) {
+    // SAFETY: module invariants (`ctx` is live during the call).
+    let ctx = unsafe { &*ctx };
+    if let Err(e) = jaxon_ir::interp::support::for_loop_trips(0, 0, step, reverse != 0) {
+        ctx.fail(e);
+    }
 }
 
 /// Calls a program function. See the module invariants.

@@ -261,6 +261,65 @@ fn catalyst_for_loop_with_runtime_bounds() {
     }
 }
 
+/// A step the interpreter refuses (0, or not positive without the reverse
+/// transform), literal or an argument, is its error on the CPU backend too
+/// (the loop ran no iteration and returned its inits before).
+#[test]
+fn for_loop_with_a_refused_step_fails_as_the_interpreter() {
+    use jaxon_ir::{Backend, HostArray};
+    for (step, rev, literal) in [
+        (0, "True", false),
+        (0, "False", true),
+        (-2, "False", false),
+        (-2, "False", true),
+    ] {
+        let (ins, st) = if literal {
+            (String::new(), format!("{step}:i64[]"))
+        } else {
+            (" st:i64[]".to_string(), "st".to_string())
+        };
+        let text = format!(
+            "{{ lambda ; a:f32[3]{ins}. let
+    c:f32[3] = for_loop[
+      apply_reverse_transform={rev}
+      body_jaxpr={{ lambda ; i:i64[] g:f32[3]. let
+          j:f32[3] = mul g 0.5:f32[]
+        in (j,) }}
+      body_nconsts=0
+      nimplicit=0
+      preserve_dimensions=True
+    ] 0:i64[] 9:i64[] {st} 0:i64[] a
+  in (c,) }}"
+        );
+        let closed = parse(&text);
+        let mut args =
+            vec![HostArray::from_f64(jaxon_ir::DType::F32, &[3], &[1.0, 2.0, 3.0]).expect("array")];
+        if !literal {
+            args.push(
+                HostArray::from_f64(jaxon_ir::DType::I64, &[], &[step as f64]).expect("array"),
+            );
+        }
+        let want = jaxon_ir::eval_closed_jaxpr(&closed, &args)
+            .expect_err("the interpreter refuses the step")
+            .to_string();
+        let cpu = CpuBackend::with_threads(1);
+        let got = (|| {
+            let exe = cpu.compile(&closed)?;
+            let bufs = args
+                .iter()
+                .map(|a| cpu.to_device(a))
+                .collect::<Result<Vec<_>, _>>()?;
+            exe.execute(&bufs).map(|_| ())
+        })()
+        .expect_err("the CPU backend refuses the step")
+        .to_string();
+        assert!(
+            want.contains("for_loop: step") && got.contains(&want),
+            "step {step} (literal {literal}): `{got}` does not carry `{want}`"
+        );
+    }
+}
+
 #[test]
 fn half_reductions_in_loop_bodies() {
     // f16/bf16 reductions accumulate in f32 and round once; inside a scan

@@ -43,7 +43,7 @@ fn inputs(rng: &mut Rng, n: usize) -> Vec<f64> {
     ];
     while xs.len() < n {
         let sign = if rng.next() & 1 == 0 { 1.0 } else { -1.0 };
-        let x = if rng.next() % 3 == 0 {
+        let x = if rng.next().is_multiple_of(3) {
             2.0 * rng.unit() - 1.0
         } else {
             sign * 10f64.powf(20.0 * rng.unit() - 8.0)

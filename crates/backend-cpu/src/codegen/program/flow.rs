@@ -125,6 +125,7 @@ impl Emitter<'_> {
                 [Some(lo), Some(hi), Some(step)] => (lo, hi, step),
                 _ => return Err(err("for_loop bounds")),
             };
+            self.check_for_step(b, step, *reverse_transform);
             let trips = for_trips(b, lo, hi, step, *reverse_transform);
             for_bounds = Some((lo, step, trips));
         }
@@ -366,7 +367,7 @@ impl Emitter<'_> {
 /// the reverse transform `ceil((hi - lo) / step)` (either sign of step),
 /// else `ceil((hi - lo) / step)` for a positive step, at least 0. A step
 /// the interpreter rejects (0, or not positive without the transform)
-/// runs no iteration.
+/// runs no iteration (and `check_for_step` has recorded its error).
 fn for_trips(b: &mut FunctionBuilder, lo: Value, hi: Value, step: Value, reverse: bool) -> Value {
     let zero = b.ins().iconst(I64, 0);
     let one = b.ins().iconst(I64, 1);

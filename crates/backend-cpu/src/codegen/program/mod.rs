@@ -57,8 +57,8 @@ pub(crate) struct Emitter<'a> {
     cfg: TargetFrontendConfig,
     kernel_ids: Vec<Option<FuncId>>,
     frefs: HashMap<usize, FuncRef>,
-    tramps: [FuncId; 3],
-    trefs: [Option<FuncRef>; 3],
+    tramps: [FuncId; 4],
+    trefs: [Option<FuncRef>; 4],
     /// Bytes whose addresses the code embeds.
     pub pinned: Vec<Box<[u64]>>,
     ctx: Option<Value>,
@@ -71,12 +71,13 @@ fn err(m: impl Into<String>) -> IrError {
 const TRAMP_PAR: usize = 0;
 const TRAMP_DOT: usize = 1;
 const TRAMP_STEP: usize = 2;
+const TRAMP_FOR_STEP: usize = 3;
 
 impl<'a> Emitter<'a> {
     pub fn new(
         module: &'a mut cranelift_jit::JITModule,
         kernel_ids: Vec<Option<FuncId>>,
-        tramps: [FuncId; 3],
+        tramps: [FuncId; 4],
     ) -> Emitter<'a> {
         let cfg = module.target_config();
         Emitter {
@@ -85,7 +86,7 @@ impl<'a> Emitter<'a> {
             kernel_ids,
             frefs: HashMap::new(),
             tramps,
-            trefs: [None; 3],
+            trefs: [None; 4],
             pinned: Vec::new(),
             ctx: None,
         }
@@ -199,6 +200,31 @@ impl<'a> Emitter<'a> {
         let ctx = self.ctx.unwrap_or(table);
         let k = b.ins().iconst(I64, idx as i64);
         b.ins().call(f, &[ctx, k, table]);
+    }
+
+    /// Fails the run with the interpreter's error when a `for_loop`'s
+    /// runtime `step` (an `i64`) is one it refuses: a cold call into the
+    /// runtime, after which the loop runs no iteration and the program
+    /// returns the error.
+    fn check_for_step(&mut self, b: &mut FunctionBuilder, step: Value, reverse: bool) {
+        use cranelift_codegen::ir::condcodes::IntCC;
+        let zero = b.ins().iconst(I64, 0);
+        let cc = if reverse {
+            IntCC::Equal
+        } else {
+            IntCC::SignedLessThanOrEqual
+        };
+        let bad = b.ins().icmp(cc, step, zero);
+        let (fail, join) = (b.create_block(), b.create_block());
+        b.ins().brif(bad, fail, &[], join, &[]);
+        b.set_cold_block(fail);
+        b.switch_to_block(fail);
+        let f = self.tramp(b, TRAMP_FOR_STEP);
+        let ctx = self.ctx.unwrap_or(step);
+        let r = b.ins().iconst(I64, i64::from(reverse));
+        b.ins().call(f, &[ctx, r, step]);
+        b.ins().jump(join, &[]);
+        b.switch_to_block(join);
     }
 
     /// Copies `bytes` bytes (non-overlapping).
