@@ -46,7 +46,7 @@ fn driver() -> ExitCode {
     // One process on the whole batch: the reference.
     let single = example::train().expect("single-process training");
     let params_file = std::env::temp_dir().join(format!("jaxon-mpi-{}-params", std::process::id()));
-    let (code, text, took) = mpirun("train", Duration::from_secs(300), Some(&params_file));
+    let (code, text, took) = mpirun("train", Duration::from_secs(300), Some(&params_file), &[]);
     let got: Vec<f32> = std::fs::read(&params_file)
         .unwrap_or_default()
         .chunks_exact(4)
@@ -92,7 +92,7 @@ fn driver() -> ExitCode {
         );
     }
 
-    let (code, text, _) = mpirun("collectives", Duration::from_secs(120), None);
+    let (code, text, _) = mpirun("collectives", Duration::from_secs(120), None, &[]);
     let n_ok = text.matches("COLLECTIVES OK").count();
     check(
         "collectives equal their definitions; mismatched calls and an NCCL bootstrap without GPUs are errors on both ranks",
@@ -100,7 +100,7 @@ fn driver() -> ExitCode {
         format!("status {code:?}, output:\n{}", tail(&text, 30)),
     );
 
-    let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None);
+    let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None, &[]);
     check(
         "a peer that does not take part: an error after the timeout, then a poisoned session",
         text.contains("TIMEOUT OK")
@@ -112,7 +112,7 @@ fn driver() -> ExitCode {
         ),
     );
 
-    let (code, text, took) = mpirun("die", Duration::from_secs(60), None);
+    let (code, text, took) = mpirun("die", Duration::from_secs(60), None, &[]);
     check(
         "a peer that dies before a collective: the job ends, with an error status, and nothing hangs",
         code != Some(0) && took < Duration::from_secs(30),
