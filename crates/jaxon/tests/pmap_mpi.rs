@@ -10,7 +10,8 @@
 //! pmean'd loss inside the map, and `grad` from outside the map (of a
 //! mapped input: this process's rows; of a replicated one: the whole
 //! gradient). Also the device and process counts after `initialize`, and
-//! the error for a mapped axis that is not the local device count.
+//! the error for a mapped axis that is not the local device count (on
+//! both processes, or on one: the other then fails at once).
 //!
 //! The binary is its own MPI program, as `global_mesh_mpi.rs`: run by
 //! `cargo test` it is the driver (the one-process references, then
@@ -26,7 +27,7 @@ use jaxon::{
 };
 use mpi_launch::{mpirun, tail};
 use std::process::{Command, ExitCode};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The processes of every `mpirun` here.
 const PROCS: usize = 2;
@@ -271,7 +272,10 @@ fn driver() -> ExitCode {
         }
         let (code, text, _) = mpirun("errors", Duration::from_secs(120), None, &env);
         check(
-            &format!("{local} local devices: a mapped axis of another size is an error"),
+            &format!(
+                "{local} local devices: a mapped axis of another size is an error, on every \
+                 process when one has it"
+            ),
             code == Some(0) && text.matches("ERRORS OK").count() == PROCS,
             format!("status {code:?}, output:\n{}", tail(&text, 40)),
         );
@@ -346,6 +350,32 @@ fn errors_rank(me: usize) -> Result<(), String> {
                 ))
             }
             Ok(_) => return Err(format!("on {backend}: a mapped axis of {bad} ran")),
+        }
+        // Only process 1's mapped axis is wrong: it names the sizes, and
+        // process 0, waiting in the map's handshake, fails at once.
+        let rows = if me == 1 { bad } else { local };
+        let t0 = Instant::now();
+        let r = with_backend(backend, || {
+            let x = random::normal(&random::key(4), &[rows, 2], DType::F32)?;
+            pmap(|s: Array| psum(&s, "i").unwrap())
+                .axis_name("i")
+                .call(x)
+        })
+        .map_err(|e| e.to_string())?;
+        let took = t0.elapsed();
+        let needle = if me == 1 {
+            format!("size {bad}")
+        } else {
+            "process 1 stopped".to_string()
+        };
+        match r {
+            Err(e) if e.to_string().contains(&needle) && took < Duration::from_secs(10) => {}
+            Err(e) => {
+                return Err(format!(
+                    "one wrong process on {backend}: after {took:?}, expected {needle:?}: {e}"
+                ))
+            }
+            Ok(_) => return Err(format!("one wrong process on {backend}: it ran")),
         }
         // The session still works: psum of ones over every device.
         let ones = jnp::ones(&[local, 2], DType::F32).map_err(|e| e.to_string())?;

@@ -26,9 +26,12 @@
 //! back, and the `shard_map`'s transpose is again this process's part of
 //! the global mesh.
 //!
-//! Invariant: on every process the `shard_map` (mesh, specs, global
+//! Invariants: on every process the `shard_map` (mesh, specs, global
 //! shapes, body) is the same; only the pad and slice around it depend on
-//! the process index.
+//! the process index. A process whose mapped axis is not `L` sends the
+//! global mesh's "aborted" handshake before it returns its error, so the
+//! processes that called the same `pmap` correctly fail at their
+//! `shard_map`'s handshake at once instead of after the timeout.
 
 use super::shard_map_flat;
 use crate::batch::Axes;
@@ -234,6 +237,12 @@ fn global_place(n: usize) -> Result<Option<Place>> {
     }
     let local = jaxon_trace::eval::current_backend()?.device_count();
     if n != local {
+        // The other processes of this `pmap` are at the `shard_map`'s
+        // handshake (or here): this one stops them there, at once, rather
+        // than after the timeout; its own answer is the error below.
+        if let Some(group) = jaxon_ir::spmd::process_group() {
+            let _ = group.all_gather(jaxon_ir::spmd::ABORT, &[]);
+        }
         return Err(Error::InvalidArgument(format!(
             "pmap across {procs} processes: the mapped axis has size {n}, but this process has \
              {local} local devices (jax.local_device_count()); on multi-process platforms each \
