@@ -6,10 +6,10 @@
 //! program's results equal **bit for bit** the matching rows of one process
 //! with `2·L` devices run on the concatenated inputs, on the CPU backend and
 //! on the interpreter: psum, pmean, all_gather, a ppermute ring,
-//! axis_index, `in_axes`/`out_axes` 1, `jit(pmap)`, the gradient of a
-//! pmean'd loss inside the map, and `grad` from outside the map (of a
-//! mapped input: this process's rows; of a replicated one: the whole
-//! gradient). Also the device and process counts after `initialize`, and
+//! axis_index, `in_axes`/`out_axes` 1, `jit(pmap)`, `vmap(pmap)`, the
+//! gradient of a pmean'd loss inside the map, and `grad` from outside the
+//! map (of a mapped input: this process's rows; of a replicated one: the
+//! whole gradient). Also the device and process counts after `initialize`, and
 //! the error for a mapped axis that is not the local device count (on
 //! both processes, or on one: the other then fails at once).
 //!
@@ -102,6 +102,19 @@ fn programs() -> Vec<(&'static str, Program)> {
                     .call(x)
                     .unwrap()
             });
+            Ok(vec![(f.call(x.clone())?, true)])
+        }),
+        ("vmap over axis 1 of pmap(psum - axis_index)", |x, _| {
+            let f = vmap(|x: Array| {
+                pmap(|s: Array| {
+                    &psum(&s, "i").unwrap() - &axis_index("i").unwrap().astype(DType::F32)
+                })
+                .axis_name("i")
+                .call(x)
+                .unwrap()
+            })
+            .in_axes(1)
+            .out_axes(1);
             Ok(vec![(f.call(x.clone())?, true)])
         }),
         ("grad of a pmean'd loss inside pmap", |x, w| {
