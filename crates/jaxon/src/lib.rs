@@ -85,6 +85,9 @@ pub use jaxon_trace::{debug, index, nn, scipy};
 /// `jax.pure_callback`: a host function inside traced code.
 pub use jaxon_trace::{pure_callback, VmapMethod};
 pub mod distributed;
+/// `jax.process_index()` and `jax.process_count()`: this process's place
+/// in the [`distributed`] group (0 of 1 without a session).
+pub use distributed::{process_count, process_index};
 pub mod io;
 mod placement;
 mod program;

@@ -16,7 +16,7 @@ mod mpi_launch;
 
 use jaxon::distributed;
 use jaxon::prelude::*;
-use mpi_launch::{mpirun, mpirun_env, tail};
+use mpi_launch::{mpirun, tail};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ fn driver() -> ExitCode {
     // One process on the whole batch: the reference.
     let single = example::train().expect("single-process training");
     let params_file = std::env::temp_dir().join(format!("jaxon-mpi-{}-params", std::process::id()));
-    let (code, text, took) = mpirun("train", Duration::from_secs(300), Some(&params_file));
+    let (code, text, took) = mpirun("train", Duration::from_secs(300), Some(&params_file), &[]);
     let got: Vec<f32> = std::fs::read(&params_file)
         .unwrap_or_default()
         .chunks_exact(4)
@@ -95,10 +95,10 @@ fn driver() -> ExitCode {
     // Sums go through the shared window (both ranks on this host) unless
     // `JAXON_DISTRIBUTED_SHM=0`, then through MPI's all-reduce.
     for (how, env) in [
-        ("", &[][..]),
-        (" (MPI all-reduce)", &[("JAXON_DISTRIBUTED_SHM", "0")][..]),
+        ("", Vec::new()),
+        (" (MPI all-reduce)", vec!["JAXON_DISTRIBUTED_SHM=0".to_string()]),
     ] {
-        let (code, text, _) = mpirun_env("collectives", Duration::from_secs(120), None, env);
+        let (code, text, _) = mpirun("collectives", Duration::from_secs(120), None, &env);
         let n_ok = text.matches("COLLECTIVES OK").count();
         check(
             &format!("collectives equal their definitions; mismatched calls and an NCCL bootstrap without GPUs are errors on both ranks{how}"),
@@ -107,7 +107,7 @@ fn driver() -> ExitCode {
         );
     }
 
-    let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None);
+    let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None, &[]);
     check(
         "a peer that does not take part: an error after the timeout, then a poisoned session",
         text.contains("TIMEOUT OK")
@@ -119,7 +119,7 @@ fn driver() -> ExitCode {
         ),
     );
 
-    let (code, text, took) = mpirun("die", Duration::from_secs(60), None);
+    let (code, text, took) = mpirun("die", Duration::from_secs(60), None, &[]);
     check(
         "a peer that dies before a collective: the job ends, with an error status, and nothing hangs",
         code != Some(0) && took < Duration::from_secs(30),

@@ -244,7 +244,7 @@ fn driver() -> ExitCode {
     );
 
     let out = std::env::temp_dir().join(format!("jaxon-gmesh-{}-out", std::process::id()));
-    let (code, text, took) = mpirun("programs", Duration::from_secs(300), Some(&out));
+    let (code, text, took) = mpirun("programs", Duration::from_secs(300), Some(&out), &[]);
     for rank in 0..2 {
         let path = format!("{}.{rank}", out.display());
         let got = rows(&std::fs::read_to_string(&path).unwrap_or_default());
@@ -269,14 +269,14 @@ fn driver() -> ExitCode {
         );
     }
 
-    let (code, text, _) = mpirun("errors", Duration::from_secs(120), None);
+    let (code, text, _) = mpirun("errors", Duration::from_secs(120), None, &[]);
     check(
         "errors: mesh sizes, different programs on the processes; afterwards it works",
         code == Some(0) && text.matches("ERRORS OK").count() == 2,
         format!("status {code:?}, output:\n{}", tail(&text, 40)),
     );
 
-    let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None);
+    let (code, text, took) = mpirun("timeout", Duration::from_secs(60), None, &[]);
     check(
         "a process that does not take part: the other's shard_map fails after the timeout",
         text.contains("TIMEOUT OK") && took < Duration::from_secs(30),

@@ -73,6 +73,11 @@ pub fn process_count() -> usize {
     process_group().map_or(1, |g| g.count().max(1))
 }
 
+/// This process's index in the group (0 without a group).
+pub fn process_index() -> usize {
+    process_group().map_or(0, |g| g.index())
+}
+
 /// FNV-1a, for signatures (stable across processes and builds): what
 /// callers of [`shard_map_on`] pass as a body's signature.
 pub fn signature(bytes: &[u8]) -> u64 {

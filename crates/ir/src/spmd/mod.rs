@@ -21,7 +21,8 @@ mod run;
 
 pub use collective::{collective, named_axes};
 pub use global::{
-    process_count, process_group, set_process_group, shard_map_on, signature, ProcessGroup, ABORT,
+    process_count, process_group, process_index, set_process_group, shard_map_on, signature,
+    ProcessGroup, ABORT,
 };
 pub use run::{assemble, run_instances, shard_map, split_operands};
 

@@ -1,5 +1,5 @@
-//! How the MPI test binaries (`distributed_mpi`, `global_mesh_mpi`, no
-//! harness) start themselves as ranks: `mpirun -np 2` on the running test
+//! How the MPI test binaries (`distributed_mpi`, `global_mesh_mpi`,
+//! `pmap_mpi`, no harness) start themselves as ranks: `mpirun -np 2` on the running test
 //! binary with `JAXON_MPI_ROLE` set, output through files so that a full
 //! pipe never blocks a rank, killed after a limit.
 
@@ -7,29 +7,20 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `mpirun -np 2` on this binary as `role` (and `JAXON_MPI_OUT=out` when
-/// given): its status (`None` if killed after `limit`), its output (stdout
-/// then stderr) and how long it took.
+/// given), with `env` (`NAME=value`) set in every rank (`-x`): its status
+/// (`None` if killed after `limit`), its output (stdout then stderr) and
+/// how long it took.
 pub fn mpirun(
     role: &str,
     limit: Duration,
     out: Option<&std::path::Path>,
-) -> (Option<i32>, String, Duration) {
-    mpirun_env(role, limit, out, &[])
-}
-
-/// [`mpirun`] with the environment variables `env` set on every rank.
-pub fn mpirun_env(
-    role: &str,
-    limit: Duration,
-    out: Option<&std::path::Path>,
-    env: &[(&str, &str)],
+    env: &[String],
 ) -> (Option<i32>, String, Duration) {
     let exe = std::env::current_exe().expect("the test binary's path");
     let name = exe
         .file_stem()
         .map_or_else(|| "mpi".into(), |s| s.to_string_lossy().into_owned());
-    let tag: String = env.iter().map(|(k, v)| format!("-{k}{v}")).collect();
-    let dir = std::env::temp_dir().join(format!("jaxon-{name}-{}-{role}{tag}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("jaxon-{name}-{}-{role}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     let file = |name: &str| std::fs::File::create(dir.join(name)).expect("an output file");
     let t0 = Instant::now();
@@ -39,10 +30,7 @@ pub fn mpirun_env(
         .args(out.map_or_else(Vec::new, |p| {
             vec!["-x".to_string(), format!("JAXON_MPI_OUT={}", p.display())]
         }))
-        .args(
-            env.iter()
-                .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")]),
-        )
+        .args(env.iter().flat_map(|e| ["-x", e.as_str()]))
         .arg(exe)
         .stdout(file("stdout"))
         .stderr(file("stderr"))
