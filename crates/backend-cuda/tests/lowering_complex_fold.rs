@@ -4,7 +4,7 @@
 //! element order, compared bit for bit, NaN and signed-zero parts
 //! included), `cumprod` (forward and reversed, within a few ulps; NaN in
 //! the same parts), `sort` with complex keys and payloads (`argsort` and
-//! several keys; bit for bit), on shapes with empty, one-element and odd
+//! several keys; bit for bit), `top_k` (the total order, bit for bit), on shapes with empty, one-element and odd
 //! axes, random and awkward values (NaN, infinite, signed-zero parts and
 //! many ties of the real part). `cummax`/`cummin` on complex values, which
 //! the interpreter does not define, stay refused by name.
@@ -152,6 +152,60 @@ fn complex_cummax_and_cummin_stay_refused() {
             match run_lowered(&parse(&text), &[x]) {
                 Err(IrError::Unsupported { primitive, .. }) => assert_eq!(primitive, op),
                 other => panic!("{op} on {}: expected Unsupported, got {other:?}", name(d)),
+            }
+        }
+    }
+}
+
+/// `x` with every other NaN part made a negative NaN.
+fn with_negative_nans(x: &jaxon_ir::HostArray) -> jaxon_ir::HostArray {
+    let mut flip = false;
+    let mut neg = |v: f64| {
+        if v.is_nan() {
+            flip = !flip;
+            if flip {
+                return -f64::NAN;
+            }
+        }
+        v
+    };
+    let v: Vec<num_complex::Complex64> = x
+        .to_c128_vec()
+        .into_iter()
+        .map(|z| num_complex::Complex64::new(neg(z.re), neg(z.im)))
+        .collect();
+    jaxon_ir::HostArray::from_c128(x.dtype(), x.shape(), &v).expect("array")
+}
+
+#[test]
+fn complex_top_k_descends_in_the_total_order() {
+    let cases: [(&[usize], usize, usize); 8] = [
+        (&[0], 0, 0),
+        (&[1], 0, 1),
+        (&[7], 0, 3),
+        (&[3, 5], 1, 5),
+        (&[5, 3], 0, 2),
+        (&[2, 37, 3], 1, 11),
+        (&[4, 0], 1, 0),
+        (&[2, 600], 1, 7),
+    ];
+    let mut rng = Rng::new(195);
+    for d in DTYPES {
+        let c = name(d);
+        for (s, axis, k) in cases {
+            let mut o = s.to_vec();
+            o[axis] = k;
+            let (t, ot, it) = (ty(c, s), ty(c, &o), ty("i32", &o));
+            let text = format!(
+                "{{ lambda ; a:{t}. let b:{ot} i:{it} = top_k[axis={axis} k={k}] a in (b, i) }}"
+            );
+            let awkward = cawkward(&mut rng, d, s);
+            for x in [
+                crandom(&mut rng, d, s, 2.0),
+                with_negative_nans(&awkward),
+                awkward,
+            ] {
+                check_exact(&text, &[x]);
             }
         }
     }

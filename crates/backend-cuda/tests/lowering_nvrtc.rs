@@ -287,7 +287,8 @@ fn extra_texts() -> Vec<String> {
     f9:{c}[3] = reduce_min[axes=(1,) out_sharding=None] e8
     g1:{c}[3,4] = cumprod[axis=1 reverse=True] e8
     g2:{c}[3,4] g3:{c}[3,4] = sort[dimension=1 is_stable=True num_keys=1] e8 a
-  in (e3, e4, e9, f1, f2, f5, f7, f8, f9, g1, g2, g3) }}"
+    g4:{c}[3,2] g5:i32[3,2] = top_k[axis=1 k=2] e8
+  in (e3, e4, e9, f1, f2, f5, f7, f8, f9, g1, g2, g3, g4, g5) }}"
         ));
     }
     // The decompositions and solves (`lower/decomp.rs`, `decomp_jacobi.rs`).

@@ -15,6 +15,9 @@
 //!   component dtype once at the end, as the interpreter lifts to
 //!   `Complex64` and lowers at the end;
 //! - `cumsum` sums each part in `f64` and rounds once, likewise;
+//! - `top_k` orders descending by real part, then imaginary part, in the
+//!   IEEE total order, ties by the lower index (a stable sort on integer
+//!   keys, then a slice);
 //! - `sort` compares complex keys by real part, then imaginary part, each
 //!   in the float sort order (NaNs last and equal, `-0 == +0`), stably —
 //!   exactly a real sort with the two parts as consecutive keys.
@@ -28,8 +31,8 @@ use super::complex::{reshape_prim, slice_prim, transpose_prim, Pair, Rw, Val};
 use super::complex_math::{C, CD, E};
 use jaxon_ir::aval::static_shape;
 use jaxon_ir::primitive::{
-    ConcatenateParams, Control, CumulativeParams, Primitive, ReduceParams, Reduction, ScanParams,
-    SortParams, Structural,
+    BinaryOp, BitcastConvertTypeParams, ConcatenateParams, Control, CumulativeParams, Elementwise,
+    IotaParams, Primitive, ReduceParams, Reduction, ScanParams, SortParams, Structural, TopKParams,
 };
 use jaxon_ir::{Atom, Binder, ClosedJaxpr, DType, Eqn, IrError, Jaxpr, Literal, ShapedArray};
 use std::collections::HashMap;
@@ -340,5 +343,105 @@ pub(crate) fn sort(rw: &mut Rw, e: &Eqn, p: &SortParams) -> Result<(), IrError> 
             rw.bind(b, v);
         }
     }
+    Ok(())
+}
+
+/// `top_k` of a complex array: the interpreter's order — descending by
+/// real part, then imaginary part, each in the IEEE total order (`+NaN`
+/// largest, `-0 < +0`), ties by the lower index — as a stable real sort on
+/// two integer keys (each part's total-order key, bitwise negated so that
+/// ascending is descending) carrying the parts and an `iota`, then the
+/// first `k` of each line.
+pub(crate) fn top_k(rw: &mut Rw, e: &Eqn, p: &TopKParams) -> Result<(), IrError> {
+    let name = e.primitive.name();
+    let (Some(a), [bv, bi]) = (e.inputs.first(), e.outputs.as_slice()) else {
+        return Err(IrError::Invalid(format!(
+            "{name}: expected one operand, two results"
+        )));
+    };
+    let (d, s) = rw.src_type(a)?;
+    let (id, osh) = rw.src_out_type(bi)?;
+    let Val::Cx(q) = rw.val(a)? else {
+        return Err(IrError::Invalid(format!("{name}: a real operand")));
+    };
+    let ax = p.axis;
+    if ax >= s.len() || p.k > s[ax] {
+        return Err(IrError::Invalid(format!(
+            "{name}: k={} on axis {ax} of {s:?}",
+            p.k
+        )));
+    }
+    let rdt = d.real_dtype();
+    let kdt = if rdt == DType::F32 {
+        DType::I32
+    } else {
+        DType::I64
+    };
+    let (re, im) = (rw.materialize(q.re, rdt, &s), rw.materialize(q.im, rdt, &s));
+    let key = |rw: &mut Rw, x: Atom| {
+        let bits =
+            Primitive::Elementwise(Elementwise::BitcastConvertType(BitcastConvertTypeParams {
+                new_dtype: kdt,
+            }));
+        let b = rw.emit1(bits, vec![x], kdt, &s);
+        let lit = |v: i64| Atom::Lit(Literal::new(v as f64, kdt));
+        // Powers of two, exact in `f64`.
+        let min = if kdt == DType::I32 {
+            lit(i64::from(i32::MIN))
+        } else {
+            lit(i64::MIN)
+        };
+        let ones = lit(-1);
+        let bin = |op| Primitive::Elementwise(Elementwise::Binary(op));
+        let neg = rw.emit1(bin(BinaryOp::Lt), vec![b, lit(0)], DType::Bool, &s);
+        // `!key`: `!b` for `b >= 0`, `!(b ^ MAX) = b ^ MIN` below zero.
+        let pos = rw.emit1(bin(BinaryOp::Xor), vec![b, ones], kdt, &s);
+        let negk = rw.emit1(bin(BinaryOp::Xor), vec![b, min], kdt, &s);
+        rw.emit1(
+            Primitive::Elementwise(Elementwise::SelectN),
+            vec![neg, pos, negk],
+            kdt,
+            &s,
+        )
+    };
+    let (kr, ki) = (key(rw, re), key(rw, im));
+    let iota = Primitive::Structural(Structural::Iota(IotaParams {
+        dtype: id,
+        shape: s.iter().map(|&n| Some(n)).collect(),
+        dimension: ax,
+    }));
+    let idx = rw.emit1(iota, vec![], id, &s);
+    let sorted = rw.emit(
+        Primitive::Reduction(Reduction::Sort(SortParams {
+            dimension: ax,
+            is_stable: true,
+            num_keys: 2,
+        })),
+        vec![kr, ki, re, im, idx],
+        &[
+            (kdt, s.clone()),
+            (kdt, s.clone()),
+            (rdt, s.clone()),
+            (rdt, s.clone()),
+            (id, s.clone()),
+        ],
+    );
+    let mut limit: Vec<i64> = s.iter().map(|&n| n as i64).collect();
+    limit[ax] = p.k as i64;
+    let first = |rw: &mut Rw, x: Atom, dt: DType| {
+        rw.emit1(
+            slice_prim(vec![0; s.len()], limit.clone()),
+            vec![x],
+            dt,
+            &osh,
+        )
+    };
+    let v = Pair {
+        re: first(rw, sorted[2], rdt),
+        im: first(rw, sorted[3], rdt),
+    };
+    let i = first(rw, sorted[4], id);
+    rw.bind(bv, Val::Cx(v));
+    rw.bind(bi, Val::Real(i));
     Ok(())
 }

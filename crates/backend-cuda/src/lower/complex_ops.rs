@@ -3,8 +3,8 @@
 //! primitive on each part for data movement and the linear ops, the
 //! formulas of [`complex_math`](super::complex_math) for arithmetic, four
 //! real products for `dot_general`, a pairwise product tree for
-//! `reduce_prod`, `complex_fold` for `reduce_max`/`min`, `cumprod` and
-//! `sort`, and `complex_fft` for `fft`. Invariant: every arm either
+//! `reduce_prod`, `complex_fold` for `reduce_max`/`min`, `cumsum`,
+//! `cumprod`, `sort` and `top_k`, and `complex_fft` for `fft`. Invariant: every arm either
 //! emits equations whose results have the source results' shapes, or
 //! refuses by name.
 
@@ -135,9 +135,9 @@ pub(crate) fn rewrite(rw: &mut Rw, e: &Eqn) -> Result<(), IrError> {
                 }
             },
             Reduction::Sort(p) => super::complex_fold::sort(rw, e, p),
-            Reduction::ArgReduce(_) | Reduction::TopK(_) => {
-                Err(refuse(name, "no complex lowering"))
-            }
+            Reduction::TopK(p) => super::complex_fold::top_k(rw, e, p),
+            // The interpreter does not define `argmax`/`argmin` on complex values.
+            Reduction::ArgReduce(_) => Err(refuse(name, "undefined on complex values")),
         },
         Primitive::Linalg(l) => match l {
             Linalg::DotGeneral(p) => dot_general(rw, e, p),
