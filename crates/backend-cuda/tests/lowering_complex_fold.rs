@@ -210,3 +210,41 @@ fn complex_top_k_descends_in_the_total_order() {
         }
     }
 }
+
+/// The folds inside a `scan` body: the rewrite's own `scan` nests in the
+/// source one, and the sort runs on each step's values.
+#[test]
+fn complex_folds_inside_a_scan_body() {
+    let mut rng = Rng::new(196);
+    for d in DTYPES {
+        let c = name(d);
+        let (t3, t5, t53) = (ty(c, &[3, 5]), ty(c, &[5]), ty(c, &[5, 3]));
+        let (t73, t75) = (ty(c, &[7, 3, 5]), ty(c, &[7, 5]));
+        let t753 = ty(c, &[7, 5, 3]);
+        let text = format!(
+            "{{ lambda ; a:{t5} xs:{t73}. let
+    b:{t5} ys:{t75} zs:{t753} = scan[
+      jaxpr={{ lambda ; u:{t5} x:{t3}. let
+          m:{t5} = reduce_max[axes=(0,) out_sharding=None] x
+          p:{t3} = cumprod[axis=1 reverse=False] x
+          q:{t5} = reduce_min[axes=(0,) out_sharding=None] p
+          s:{t5} = sort[dimension=0 is_stable=True num_keys=1] q
+          v:{t5} = mul u m
+          w:{t5} = add v s
+          r:{t53} = transpose[permutation=(1, 0)] p
+        in (w, m, r) }}
+      length=7
+      num_carry=1
+      num_consts=0
+      reverse=False
+      unroll=1
+    ] a xs
+  in (b, ys, zs) }}"
+        );
+        let args = [
+            crandom(&mut rng, d, &[5], 1.0),
+            crandom(&mut rng, d, &[7, 3, 5], 1.0),
+        ];
+        check(&text, &args, tol(d), false);
+    }
+}
