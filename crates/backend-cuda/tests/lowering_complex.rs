@@ -6,7 +6,7 @@
 //! parts; FFT, IFFT, RFFT and IRFFT on lengths 1, 2, 3, 5, 8, 12, 17 and 64
 //! over one to three trailing axes.
 //!
-//! Invariant of the comparison: a part is NaN in both results or neither;
+//! Invariant of the comparison (`lowering_util/complex.rs`): a part is NaN in both results or neither;
 //! otherwise parts differ by at most `rel` times the larger of the
 //! element's magnitude and the array's largest magnitude scaled by
 //! `scale_rel` (for sums and transforms, whose error scales with the
@@ -14,104 +14,11 @@
 
 mod lowering_util;
 use jaxon_ir::{DType, HostArray};
-use lowering_util::{parse, run_lowered, tuple, Rng};
+use lowering_util::complex::{
+    cawkward, check, crandom, jax_name, name, real_name, rrandom, tol, ty,
+};
+use lowering_util::{tuple, Rng};
 use num_complex::Complex64;
-
-fn name(d: DType) -> &'static str {
-    match d {
-        DType::C64 => "c64",
-        _ => "c128",
-    }
-}
-
-fn real_name(d: DType) -> &'static str {
-    match d {
-        DType::C64 => "f32",
-        _ => "f64",
-    }
-}
-
-fn jax_name(d: DType) -> &'static str {
-    match d {
-        DType::C64 => "complex64",
-        _ => "complex128",
-    }
-}
-
-fn ty(d: &str, s: &[usize]) -> String {
-    lowering_util::ty(d, s)
-}
-
-/// Random complex values with parts in `[-r, r]`.
-fn crandom(rng: &mut Rng, d: DType, s: &[usize], r: f64) -> HostArray {
-    let n: usize = s.iter().product();
-    let v: Vec<Complex64> = (0..n)
-        .map(|_| Complex64::new(r * (2.0 * rng.unit() - 1.0), r * (2.0 * rng.unit() - 1.0)))
-        .collect();
-    HostArray::from_c128(d, s, &v).expect("array")
-}
-
-/// Complex values whose parts are often NaN, infinite or signed zeros.
-fn cawkward(rng: &mut Rng, d: DType, s: &[usize]) -> HostArray {
-    let n: usize = s.iter().product();
-    let part = |rng: &mut Rng| match rng.range(0, 8) {
-        0 => f64::NAN,
-        1 => f64::INFINITY,
-        2 => f64::NEG_INFINITY,
-        3 => 0.0,
-        4 => -0.0,
-        _ => rng.range(-4, 4) as f64 * 0.75,
-    };
-    let v: Vec<Complex64> = (0..n)
-        .map(|_| Complex64::new(part(rng), part(rng)))
-        .collect();
-    HostArray::from_c128(d, s, &v).expect("array")
-}
-
-fn rrandom(rng: &mut Rng, d: DType, s: &[usize], r: f64) -> HostArray {
-    lowering_util::random(rng, d, s, lowering_util::Dist::Uniform(r))
-}
-
-/// Asserts `got` matches `want` (see the module docs).
-fn compare(what: &str, got: &HostArray, want: &HostArray, rel: f64, scale_rel: bool) {
-    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    let (g, w) = (got.to_c128_vec(), want.to_c128_vec());
-    let max = w
-        .iter()
-        .filter(|z| z.re.is_finite() && z.im.is_finite())
-        .fold(0.0f64, |m, z| m.max(z.norm()));
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        let mag = if scale_rel { max } else { b.norm() }.max(1e-30);
-        for (x, y) in [(a.re, b.re), (a.im, b.im)] {
-            let ok = (x.is_nan() && y.is_nan())
-                || x == y
-                || (x.is_finite() && y.is_finite() && (x - y).abs() <= rel * mag);
-            assert!(ok, "{what}: element {i}: got {a}, expected {b} (rel {rel})");
-        }
-    }
-}
-
-/// Runs `text` on the backend and the interpreter.
-fn check(text: &str, args: &[HostArray], rel: f64, scale_rel: bool) {
-    let closed = parse(text);
-    let want = jaxon_ir::eval_closed_jaxpr(&closed, args)
-        .unwrap_or_else(|e| panic!("interpreter: {e}\n{text}"));
-    let got = run_lowered(&closed, args).unwrap_or_else(|e| panic!("backend: {e}\n{text}"));
-    assert_eq!(got.len(), want.len());
-    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-        compare(&format!("result {k} of\n{text}\n"), g, w, rel, scale_rel);
-    }
-}
-
-/// The per-element tolerance of `d`: the interpreter computes in `f64`
-/// and rounds, as the rewrite does, so a few ulps of the part's dtype.
-fn tol(d: DType) -> f64 {
-    match d {
-        DType::C64 => 4e-7,
-        _ => 1e-14,
-    }
-}
 
 const UNARY: [&str; 23] = [
     "neg", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "sign", "sin", "cos", "tan",

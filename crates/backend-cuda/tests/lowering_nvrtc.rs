@@ -244,7 +244,8 @@ fn extra_texts() -> Vec<String> {
         ));
     }
     // Complex dtypes (`lower/complex.rs`): every elementwise rule, the
-    // reductions, dot_general and every fft kind, on c64 and c128.
+    // reductions (the folds and sort of `complex_fold.rs` too),
+    // dot_general and every fft kind, on c64 and c128.
     for (c, r, j) in [("c64", "f32", "complex64"), ("c128", "f64", "complex128")] {
         out.push(format!(
             "{{ lambda ; a:{c}[3,4] b:{c}[3,4] x:{r}[3,4] h:{c}[3,3]. let
@@ -282,7 +283,12 @@ fn extra_texts() -> Vec<String> {
     f5:{c}[3,4] = fft[fft_lengths=(4,) fft_type=1] f4
     f6:{c}[3,3] = fft[fft_lengths=(4,) fft_type=2] x
     f7:{r}[3,4] = fft[fft_lengths=(3, 4) fft_type=3] f6
-  in (e3, e4, e9, f1, f2, f5, f7) }}"
+    f8:{c}[4] = reduce_max[axes=(0,) out_sharding=None] e8
+    f9:{c}[3] = reduce_min[axes=(1,) out_sharding=None] e8
+    g1:{c}[3,4] = cumprod[axis=1 reverse=True] e8
+    g2:{c}[3,4] g3:{c}[3,4] = sort[dimension=1 is_stable=True num_keys=1] e8 a
+    g4:{c}[3,2] g5:i32[3,2] = top_k[axis=1 k=2] e8
+  in (e3, e4, e9, f1, f2, f5, f7, f8, f9, g1, g2, g3, g4, g5) }}"
         ));
     }
     // The decompositions and solves (`lower/decomp.rs`, `decomp_jacobi.rs`).

@@ -14,8 +14,10 @@
 //!   `reshape`/`concatenate` on the way out.
 //! - **Inside the program** a complex value is two real arrays of shape `S`
 //!   (or two real literals). Data movement (structural, indexing, scatter
-//!   with `set`/`add`, `select_n`), `reduce_sum` and `cumsum` apply the
-//!   same primitive to each part (rules in `complex_ops.rs`); arithmetic
+//!   with `set`/`add`, `select_n`) and `reduce_sum` apply the same
+//!   primitive to each part (rules in `complex_ops.rs`); the
+//!   order-dependent reductions (`reduce_max`/`min`, `cumsum`, `cumprod`,
+//!   `sort`, `top_k`) are [`complex_fold`](super::complex_fold)'s; arithmetic
 //!   expands into real equations ([`complex_math`](super::complex_math)), computed in `f64` for both
 //!   dtypes — the interpreter computes in `Complex64` and rounds, so `c64`
 //!   results agree with it to an ulp or so — with the formulas of

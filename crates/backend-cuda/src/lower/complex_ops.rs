@@ -3,7 +3,8 @@
 //! primitive on each part for data movement and the linear ops, the
 //! formulas of [`complex_math`](super::complex_math) for arithmetic, four
 //! real products for `dot_general`, a pairwise product tree for
-//! `reduce_prod`, and `complex_fft` for `fft`. Invariant: every arm either
+//! `reduce_prod`, `complex_fold` for `reduce_max`/`min`, `cumsum`,
+//! `cumprod`, `sort` and `top_k`, and `complex_fft` for `fft`. Invariant: every arm either
 //! emits equations whose results have the source results' shapes, or
 //! refuses by name.
 
@@ -119,20 +120,24 @@ pub(crate) fn rewrite(rw: &mut Rw, e: &Eqn) -> Result<(), IrError> {
             Reduction::Reduce(p) => match p.op {
                 ReduceOp::Sum => same(rw),
                 ReduceOp::Prod => reduce_prod(rw, e, p),
-                ReduceOp::Max | ReduceOp::Min | ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
+                ReduceOp::Max => super::complex_fold::reduce_minmax(rw, e, p, true),
+                ReduceOp::Min => super::complex_fold::reduce_minmax(rw, e, p, false),
+                ReduceOp::And | ReduceOp::Or | ReduceOp::Xor => {
                     Err(refuse(name, "no complex lowering"))
                 }
             },
             Reduction::Cumulative(p) => match p.op {
-                CumulativeOp::Cumsum => same(rw),
-                CumulativeOp::Cumprod
-                | CumulativeOp::Cummax
-                | CumulativeOp::Cummin
-                | CumulativeOp::Cumlogsumexp => Err(refuse(name, "only cumsum lowers")),
+                CumulativeOp::Cumsum => super::complex_fold::cumsum(rw, e),
+                CumulativeOp::Cumprod => super::complex_fold::cumprod(rw, e, p),
+                // The interpreter defines none of these on complex values.
+                CumulativeOp::Cummax | CumulativeOp::Cummin | CumulativeOp::Cumlogsumexp => {
+                    Err(refuse(name, "undefined on complex values"))
+                }
             },
-            Reduction::ArgReduce(_) | Reduction::Sort(_) | Reduction::TopK(_) => {
-                Err(refuse(name, "no complex lowering"))
-            }
+            Reduction::Sort(p) => super::complex_fold::sort(rw, e, p),
+            Reduction::TopK(p) => super::complex_fold::top_k(rw, e, p),
+            // The interpreter does not define `argmax`/`argmin` on complex values.
+            Reduction::ArgReduce(_) => Err(refuse(name, "undefined on complex values")),
         },
         Primitive::Linalg(l) => match l {
             Linalg::DotGeneral(p) => dot_general(rw, e, p),

@@ -26,6 +26,7 @@ mod complex;
 mod complex_arc;
 mod complex_div;
 mod complex_fft;
+mod complex_fold;
 mod complex_math;
 mod complex_nested;
 mod complex_ops;

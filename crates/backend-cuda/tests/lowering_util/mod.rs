@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod complex;
 mod nvrtc;
 // Not every test binary that includes these helpers compiles kernels.
 #[allow(unused_imports)]
