@@ -28,6 +28,7 @@ mod dynamic;
 mod dynamic_native;
 mod fusion_maps;
 mod gather_oob;
+mod gemm_epilogue;
 mod huge_shapes;
 mod math_ulp;
 mod memory;

@@ -23,6 +23,7 @@
 //! called with a destination valid for the rows and columns it is told to
 //! write.
 
+use super::Epi;
 use crate::isa::{self, Isa};
 use std::arch::x86_64::*;
 
@@ -38,7 +39,9 @@ pub(super) fn prefetch<T>(values: &[T]) {
 }
 
 /// A register tile: `dst[r][t] (+)= Σ_p a[p·mr + r] · c[p·crs + t]` for
-/// `r < rows`, `t < cols`, overwritten when `overwrite`, else added to.
+/// `r < rows`, `t < cols`, overwritten when `overwrite`, else added to,
+/// then the epilogue `epi` applied to the stored value as it is stored
+/// (its bias from the tile's first column; nothing when `Epi::NONE`).
 /// `c` is a packed panel (`crs = nr`) or, for `direct`, the rows of an
 /// unpacked row-major operand (`crs` its row stride).
 ///
@@ -46,8 +49,9 @@ pub(super) fn prefetch<T>(values: &[T]) {
 /// The CPU supports the tile's instruction set; `a` holds `depth·mr`
 /// values and `c` at least `(depth - 1)·crs + nr`; `dst + r·drs + t` is
 /// valid for reads and writes, and touched by no other thread during the
-/// call, for every `r < rows ≤ mr` and `t < cols ≤ nr`.
-pub(super) type TileFn<T> = unsafe fn(
+/// call, for every `r < rows ≤ mr` and `t < cols ≤ nr`; a bias holds at
+/// least `cols` values.
+pub(super) type TileFn<T> = for<'e> unsafe fn(
     depth: usize,
     a: &[T],
     c: &[T],
@@ -57,6 +61,7 @@ pub(super) type TileFn<T> = unsafe fn(
     overwrite: bool,
     rows: usize,
     cols: usize,
+    epi: Epi<'e, T>,
 );
 
 /// A register tile reading `a` in place: as [`TileFn`] with `a`'s value
@@ -64,7 +69,7 @@ pub(super) type TileFn<T> = unsafe fn(
 ///
 /// # Safety
 /// As [`TileFn`], with `a` holding index `(rows - 1)·ars + (depth - 1)·acs`.
-pub(super) type StridedFn<T> = unsafe fn(
+pub(super) type StridedFn<T> = for<'e> unsafe fn(
     depth: usize,
     a: &[T],
     ars: usize,
@@ -76,6 +81,7 @@ pub(super) type StridedFn<T> = unsafe fn(
     overwrite: bool,
     rows: usize,
     cols: usize,
+    epi: Epi<'e, T>,
 );
 
 /// One register tile and its shape.
@@ -101,7 +107,9 @@ impl<T> Clone for Kernel<T> {
 impl<T> Copy for Kernel<T> {}
 
 /// An element type with register tiles.
-pub(super) trait Tile: Copy + Send + Sync + Default + std::ops::Add<Output = Self> {
+pub(super) trait Tile:
+    Copy + Send + Sync + Default + PartialOrd + std::ops::Add<Output = Self>
+{
     /// The tile of family `level`, whatever the CPU has (unchecked).
     fn family(level: Isa) -> Option<Kernel<Self>>;
 }
@@ -142,10 +150,11 @@ impl<T: Tile> Kernel<T> {
         overwrite: bool,
         rows: usize,
         cols: usize,
+        epi: Epi<'_, T>,
     ) {
         // SAFETY: the caller's contract; the kernel exists only for an
         // instruction set this CPU has.
-        unsafe { (self.tile)(depth, a, c, crs, dst, drs, overwrite, rows, cols) }
+        unsafe { (self.tile)(depth, a, c, crs, dst, drs, overwrite, rows, cols, epi) }
     }
 
     /// Runs the tile on an unpacked `a`.
@@ -165,10 +174,15 @@ impl<T: Tile> Kernel<T> {
         overwrite: bool,
         rows: usize,
         cols: usize,
+        epi: Epi<'_, T>,
     ) {
         let (a, ars, acs) = a;
         // SAFETY: as `run`.
-        unsafe { (self.strided)(depth, a, ars, acs, c, crs, dst, drs, overwrite, rows, cols) }
+        unsafe {
+            (self.strided)(
+                depth, a, ars, acs, c, crs, dst, drs, overwrite, rows, cols, epi,
+            )
+        }
     }
 }
 
@@ -177,7 +191,8 @@ impl<T: Tile> Kernel<T> {
 macro_rules! register_tile {
     (
         $name:ident, $strided:ident, $t:ty, $v:ty, $lanes:expr, $mr:expr, $feature:literal,
-        $zero:ident, $load:ident, $bcast:expr, $fma:ident, $add:ident, $store:ident
+        $zero:ident, $load:ident, $bcast:expr, $fma:ident, $add:ident, $store:ident,
+        $relu:ident
     ) => {
         /// # Safety
         /// As [`TileFn`], with this tile's instruction set.
@@ -193,13 +208,18 @@ macro_rules! register_tile {
             overwrite: bool,
             rows: usize,
             cols: usize,
+            epi: Epi<'_, $t>,
         ) {
             const MR: usize = $mr;
             assert!(a.len() >= depth * MR);
             // SAFETY: the packed panel holds `depth` steps of `MR` rows
             // (asserted); the rest is the caller's contract. The strides
             // are constants here, so the inlined loop is the packed one.
-            unsafe { $strided::<true>(depth, a, 1, MR, c, crs, dst, drs, overwrite, rows, cols) }
+            unsafe {
+                $strided::<true>(
+                    depth, a, 1, MR, c, crs, dst, drs, overwrite, rows, cols, epi,
+                )
+            }
         }
 
         /// As [`StridedFn`], with this tile's instruction set; `PACKED`:
@@ -223,6 +243,7 @@ macro_rules! register_tile {
             overwrite: bool,
             rows: usize,
             cols: usize,
+            epi: Epi<'_, $t>,
         ) {
             const MR: usize = $mr;
             const NR: usize = 2 * $lanes;
@@ -239,6 +260,7 @@ macro_rules! register_tile {
             assert!(
                 a.len() >= a_needs && c.len() >= c_needs && rows <= MR && cols <= NR && rows > 0
             );
+            assert!(epi.bias.is_none_or(|b| b.len() >= cols));
             // Unpacked, rows past `rows` repeat the last one (their sums
             // are never stored), so no read leaves `a`.
             let mut at = [0usize; MR];
@@ -270,36 +292,63 @@ macro_rules! register_tile {
                     row[1] = $fma(x, c1, row[1]);
                 }
             }
-            /// Writes (or adds) one accumulator row to `NR` values.
+            /// Writes (or adds) one accumulator row to `NR` values, then
+            /// adds the `NR` values at `bias` (unless null) and applies
+            /// relu (when `relu`): the epilogue, while the row is in
+            /// registers.
             ///
             /// # Safety
             /// The instruction set is available; `at..at + NR` is valid
-            /// for reads and writes.
+            /// for reads and writes; `bias` is null or holds `NR` values.
             #[target_feature(enable = $feature)]
-            unsafe fn store(at: *mut $t, row: &[$v; 2], overwrite: bool) {
+            unsafe fn store(
+                at: *mut $t,
+                row: &[$v; 2],
+                overwrite: bool,
+                bias: *const $t,
+                relu: bool,
+            ) {
                 // SAFETY: the caller's contract.
                 unsafe {
                     let hi = at.add($lanes);
-                    if overwrite {
-                        $store(at, row[0]);
-                        $store(hi, row[1]);
+                    let (mut lo_v, mut hi_v) = if overwrite {
+                        (row[0], row[1])
                     } else {
-                        $store(at, $add($load(at), row[0]));
-                        $store(hi, $add($load(hi), row[1]));
+                        ($add($load(at), row[0]), $add($load(hi), row[1]))
+                    };
+                    if !bias.is_null() {
+                        lo_v = $add(lo_v, $load(bias));
+                        hi_v = $add(hi_v, $load(bias.add($lanes)));
                     }
+                    if relu {
+                        lo_v = $relu(lo_v);
+                        hi_v = $relu(hi_v);
+                    }
+                    $store(at, lo_v);
+                    $store(hi, hi_v);
                 }
             }
             if rows == MR && cols == NR {
+                // `cols == NR`: a bias holds `NR` values (asserted).
+                let bias = epi.bias.map_or(std::ptr::null(), |b| b.as_ptr());
                 for (r, row) in acc.iter().enumerate() {
                     // SAFETY: the caller's contract, for all `MR × NR`
                     // entries.
-                    unsafe { store(dst.add(r * drs), row, overwrite) }
+                    unsafe { store(dst.add(r * drs), row, overwrite, bias, epi.relu) }
                 }
             } else {
                 let mut full = [<$t>::default(); MR * NR];
                 for (r, row) in acc.iter().enumerate() {
                     // SAFETY: `full` has `MR × NR` entries.
-                    unsafe { store(full.as_mut_ptr().add(r * NR), row, true) }
+                    unsafe {
+                        store(
+                            full.as_mut_ptr().add(r * NR),
+                            row,
+                            true,
+                            std::ptr::null(),
+                            false,
+                        )
+                    }
                 }
                 for r in 0..rows {
                     for t in 0..cols {
@@ -307,12 +356,35 @@ macro_rules! register_tile {
                         // `t < cols`.
                         let d = unsafe { &mut *dst.add(r * drs + t) };
                         let v = full[r * NR + t];
-                        *d = if overwrite { v } else { *d + v };
+                        *d = epi.at(t, if overwrite { v } else { *d + v });
                     }
                 }
             }
         }
     };
+}
+
+/// relu as the interpreter's `max(x, 0)`: lanes that are `> 0` or NaN
+/// (`NLE_UQ`: not less-or-equal, true when unordered) keep `x`, bits and
+/// all; the others (`-0` included) become `+0`.
+#[target_feature(enable = "avx2,fma")]
+fn relu_ymm_f32(x: __m256) -> __m256 {
+    _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(x, _mm256_setzero_ps()), x)
+}
+/// As [`relu_ymm_f32`].
+#[target_feature(enable = "avx2,fma")]
+fn relu_ymm_f64(x: __m256d) -> __m256d {
+    _mm256_and_pd(_mm256_cmp_pd::<_CMP_NLE_UQ>(x, _mm256_setzero_pd()), x)
+}
+/// As [`relu_ymm_f32`], with a mask register.
+#[target_feature(enable = "avx512f")]
+fn relu_zmm_f32(x: __m512) -> __m512 {
+    _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(x, _mm512_setzero_ps()), x)
+}
+/// As [`relu_zmm_f32`].
+#[target_feature(enable = "avx512f")]
+fn relu_zmm_f64(x: __m512d) -> __m512d {
+    _mm512_maskz_mov_pd(_mm512_cmp_pd_mask::<_CMP_NLE_UQ>(x, _mm512_setzero_pd()), x)
 }
 
 /// Rows of the AVX2 tiles.
@@ -333,7 +405,8 @@ register_tile!(
     _mm256_set1_ps,
     _mm256_fmadd_ps,
     _mm256_add_ps,
-    _mm256_storeu_ps
+    _mm256_storeu_ps,
+    relu_ymm_f32
 );
 register_tile!(
     ymm_f64,
@@ -348,7 +421,8 @@ register_tile!(
     _mm256_set1_pd,
     _mm256_fmadd_pd,
     _mm256_add_pd,
-    _mm256_storeu_pd
+    _mm256_storeu_pd,
+    relu_ymm_f64
 );
 register_tile!(
     zmm_f32,
@@ -363,7 +437,8 @@ register_tile!(
     _mm512_set1_ps,
     _mm512_fmadd_ps,
     _mm512_add_ps,
-    _mm512_storeu_ps
+    _mm512_storeu_ps,
+    relu_zmm_f32
 );
 register_tile!(
     zmm_f64,
@@ -378,7 +453,8 @@ register_tile!(
     _mm512_set1_pd,
     _mm512_fmadd_pd,
     _mm512_add_pd,
-    _mm512_storeu_pd
+    _mm512_storeu_pd,
+    relu_zmm_f64
 );
 
 /// One family's kernel: `mr` rows, two vectors of `lanes`.
