@@ -36,6 +36,9 @@ pub(crate) fn fuse_epilogues(
 ) -> (Accumulated, Vec<String>) {
     let mut done = Accumulated::default();
     let mut lines = Vec::new();
+    if switched_off() {
+        return (done, lines);
+    }
     let uses = crate::plan::dot_fuse::use_counts(jaxpr, plan);
     let mut dot_of = std::collections::HashMap::new();
     for (gi, g) in groups.iter().enumerate() {
@@ -100,6 +103,13 @@ pub(crate) fn fuse_epilogues(
         ));
     }
     (done, lines)
+}
+
+/// `JAXON_CPU_GEMM_EPILOGUE=0` leaves every epilogue to its own pass,
+/// for side-by-side timing.
+fn switched_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("JAXON_CPU_GEMM_EPILOGUE").is_some_and(|v| v == "0"))
 }
 
 /// A recognised epilogue group.
