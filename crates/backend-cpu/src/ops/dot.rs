@@ -865,7 +865,7 @@ impl<T: Copy + PartialOrd + Default + std::ops::Add<Output = T>> Epi<'_, T> {
 
     /// The epilogue of the columns from `j0` on.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    fn from_col(&self, j0: usize) -> Self {
+    fn at_col(&self, j0: usize) -> Self {
         Epi {
             bias: self.bias.map(|b| &b[j0..]),
             relu: self.relu,

@@ -105,14 +105,14 @@ fn sprinkle(a: &mut HostArray, seed: u64) {
         Storage::F32(v) => {
             v[at(1)] = -0.0;
             v[at(2)] = -0.0;
-            if seed % 2 == 0 {
+            if seed.is_multiple_of(2) {
                 v[at(3)] = f32::NAN;
             }
         }
         Storage::F64(v) => {
             v[at(1)] = -0.0;
             v[at(2)] = -0.0;
-            if seed % 2 == 0 {
+            if seed.is_multiple_of(2) {
                 v[at(3)] = f64::NAN;
             }
         }

@@ -110,7 +110,7 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
                     !acc,
                     mr.min(m - row),
                     nr.min(n - col),
-                    epi.from_col(col),
+                    epi.at_col(col),
                 )
             }
         };

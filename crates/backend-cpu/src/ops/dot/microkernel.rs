@@ -493,3 +493,89 @@ impl Tile for f64 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Special values a product or sum can take.
+    const SPECIAL: [f64; 8] = [0.0, -0.0, 1.5, -1.5, f64::NAN, -f64::NAN, 1e-310, -1e-310];
+
+    /// The vector relu of every family this CPU has matches `Epi::at`
+    /// (the interpreter's `max(x, 0)`) bit for bit: NaN kept as it is,
+    /// `-0`, negatives and negative subnormals to `+0`.
+    #[test]
+    fn vector_relu_is_the_interpreters_max() {
+        let epi = Epi::<f64> {
+            bias: None,
+            relu: true,
+        };
+        let want: Vec<u64> = SPECIAL.iter().map(|&x| epi.at(0, x).to_bits()).collect();
+        let want32: Vec<u32> = SPECIAL
+            .iter()
+            .map(|&x| {
+                let e = Epi::<f32> {
+                    bias: None,
+                    relu: true,
+                };
+                e.at(0, x as f32).to_bits()
+            })
+            .collect();
+        assert_eq!(want[1], 0, "relu(-0) is +0");
+        assert!(f64::from_bits(want[4]).is_nan() && f64::from_bits(want[5]).is_nan());
+        let mut f = [0f32; 16];
+        let mut d = [0f64; 8];
+        for (i, &x) in SPECIAL.iter().enumerate() {
+            f[i] = x as f32;
+            f[i + 8] = x as f32;
+            d[i] = x;
+        }
+        for level in [Isa::Avx2, Isa::Avx512] {
+            if isa::detected() < level {
+                eprintln!("skipped: this CPU lacks {level}");
+                continue;
+            }
+            let (mut gf, mut gd) = ([0f32; 16], [0f64; 8]);
+            // SAFETY: the CPU has `level` (checked); every load and store
+            // stays inside the 16- and 8-lane arrays.
+            unsafe {
+                match level {
+                    Isa::Avx512 => {
+                        _mm512_storeu_ps(
+                            gf.as_mut_ptr(),
+                            relu_zmm_f32(_mm512_loadu_ps(f.as_ptr())),
+                        );
+                        _mm512_storeu_pd(
+                            gd.as_mut_ptr(),
+                            relu_zmm_f64(_mm512_loadu_pd(d.as_ptr())),
+                        );
+                    }
+                    Isa::Avx2 => {
+                        for h in 0..2 {
+                            let (src, dst) = (f.as_ptr().add(8 * h), gf.as_mut_ptr().add(8 * h));
+                            _mm256_storeu_ps(dst, relu_ymm_f32(_mm256_loadu_ps(src)));
+                            let (src, dst) = (d.as_ptr().add(4 * h), gd.as_mut_ptr().add(4 * h));
+                            _mm256_storeu_pd(dst, relu_ymm_f64(_mm256_loadu_pd(src)));
+                        }
+                    }
+                    Isa::Scalar => {}
+                }
+            }
+            for i in 0..8 {
+                assert_eq!(gd[i].to_bits(), want[i], "{level} f64 relu({})", SPECIAL[i]);
+                assert_eq!(
+                    gf[i].to_bits(),
+                    want32[i],
+                    "{level} f32 relu({})",
+                    SPECIAL[i]
+                );
+                assert_eq!(
+                    gf[i + 8].to_bits(),
+                    want32[i],
+                    "{level} f32 relu({})",
+                    SPECIAL[i]
+                );
+            }
+        }
+    }
+}

@@ -283,11 +283,7 @@ impl<T: Tile> Chunk<T> {
             drs,
         };
         schedule.run(pa, pc, threads, |t| {
-            let epi = if t.last {
-                epi.from_col(t.col)
-            } else {
-                Epi::NONE
-            };
+            let epi = if t.last { epi.at_col(t.col) } else { Epi::NONE };
             // SAFETY: the module invariant: the entries `(i0 + row + r,
             // j0 + col + t)` of `dst`, for `r` and `t` under the counts
             // passed, lie inside the checked product and belong to this
