@@ -14,8 +14,11 @@
 //! f32 and rounded once. A plan may
 //! read an operand from inside a larger array (`with_operand_view`), add
 //! its product to the destination (`dst += l·r`, `gemm`'s `read_dst`) and
-//! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
-//! has the peepholes that use them.
+//! write a 2-D result with a row stride (`with_out_row_stride`), and
+//! apply an [`Epilogue`] (a bias along the columns, relu) to each result
+//! after its whole sum: in the register tiles' final store for `packed`
+//! and `direct`, as a pass right after the product otherwise; `fuse` and
+//! `plan::epilogue` have the peepholes that use them.
 //!
 //! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
 //! and strides), its callers [`gemm_strided`] and `split` (which check
