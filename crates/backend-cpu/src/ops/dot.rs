@@ -40,6 +40,7 @@ mod bf16_pack;
 mod bf16_tile;
 #[cfg(target_arch = "x86_64")]
 mod direct;
+mod epilogue;
 #[cfg(target_arch = "x86_64")]
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
@@ -48,6 +49,8 @@ mod permute;
 mod split;
 mod views;
 
+use epilogue::Epi;
+pub(crate) use epilogue::Epilogue;
 use permute::permuted;
 
 use crate::error::run_error;
@@ -801,77 +804,4 @@ fn gemm_call<T: GemmScalar>(
         cs: 1,
     };
     gemm_strided(m, k, n, a, c, dst, n, par, false, Epi::NONE);
-}
-
-/// What a fused GEMM epilogue does to each result of a plan, after its
-/// whole sum (and after the accumulation of `accumulate`): add the bias
-/// value of its column (the last axis; the bias is one `[n]` operand),
-/// then relu (`max(x, 0)` as the interpreter's NaN-propagating `max`:
-/// NaN stays itself, `-0` and every non-positive value become `+0`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Epilogue {
-    pub(crate) bias: bool,
-    pub(crate) relu: bool,
-}
-
-impl Epilogue {
-    /// Whether it does nothing.
-    pub(crate) fn is_none(&self) -> bool {
-        !self.bias && !self.relu
-    }
-}
-
-/// An [`Epilogue`] with its bias values: `bias[j]` is column `j`'s.
-#[derive(Clone, Copy)]
-struct Epi<'a, T> {
-    bias: Option<&'a [T]>,
-    relu: bool,
-}
-
-impl<T: Copy + PartialOrd + Default + std::ops::Add<Output = T>> Epi<'_, T> {
-    /// Nothing to apply.
-    const NONE: Self = Epi {
-        bias: None,
-        relu: false,
-    };
-
-    /// The result `x` of column `j` after the epilogue: `x + bias[j]`
-    /// (the unfused program's order), then relu (`x > 0` or NaN keeps
-    /// `x`, else `+0`, the interpreter's `max(x, 0)`).
-    #[inline(always)]
-    fn at(&self, j: usize, x: T) -> T {
-        let x = match self.bias {
-            Some(b) => x + b[j],
-            None => x,
-        };
-        #[allow(clippy::eq_op)]
-        let keep = !self.relu || x > T::default() || x != x;
-        if keep {
-            x
-        } else {
-            T::default()
-        }
-    }
-
-    /// Applies the epilogue to the `m × n` results of `dst` (rows `drs`
-    /// apart), in place.
-    fn apply(&self, m: usize, n: usize, dst: &mut [T], drs: usize) {
-        if self.bias.is_none() && !self.relu {
-            return;
-        }
-        for i in 0..m {
-            for (j, v) in dst[i * drs..][..n].iter_mut().enumerate() {
-                *v = self.at(j, *v);
-            }
-        }
-    }
-
-    /// The epilogue of the columns from `j0` on.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    fn at_col(&self, j0: usize) -> Self {
-        Epi {
-            bias: self.bias.map(|b| &b[j0..]),
-            relu: self.relu,
-        }
-    }
 }
