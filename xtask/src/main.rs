@@ -601,6 +601,7 @@ fn narrower_isa_steps(features: &'static str, corpus: &str, api2: &str) -> Vec<S
                     "math_ulp::",
                     "wide_math::",
                     "dot_half::",
+                    "gemm_epilogue::",
                 ],
             )
             .env("JAXON_CPU_ISA", isa),

@@ -29,10 +29,35 @@ fn dump_writes_jaxpr_plan_and_clif() {
   in (e,) }",
     );
     CpuBackend::new().compile(&c).expect("compiles");
+    // A product whose bias and relu fuse into the GEMM's stores, dumped
+    // into a directory of its own.
+    let epi_dir = dir.join("epilogue");
+    std::env::set_var("JAXON_DUMP", &epi_dir);
+    let e = parse(
+        "{ lambda ; a:f32[8,5] b:f32[5,9] c:f32[9]. let
+    d:f32[8,9] = dot_general[dimension_numbers=(([1], [0]), ([], [])) preferred_element_type=float32] a b
+    e:f32[1,9] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(1, 9) sharding=None] c
+    f:f32[8,9] = add d e
+    g:f32[8,9] = max f 0.0:f32[]
+  in (g,) }",
+    );
+    CpuBackend::new().compile(&e).expect("compiles");
     std::env::remove_var("JAXON_DUMP");
+    let epi_plan = std::fs::read_dir(&epi_dir)
+        .expect("epilogue dump dir exists")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.to_string_lossy().ends_with(".plan.txt"))
+        .map(|p| std::fs::read_to_string(p).expect("readable"))
+        .expect("an epilogue plan");
+    assert!(
+        epi_plan.contains("gemm epilogues: 1")
+            && epi_plan.contains("g0 dot_general + g1 epilogue: bias Some(2), relu true"),
+        "{epi_plan}"
+    );
     let files: Vec<_> = std::fs::read_dir(&dir)
         .expect("dump dir exists")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_file())
         .collect();
     let read = |suffix: &str| {
         let p = files

@@ -14,8 +14,11 @@
 //! f32 and rounded once. A plan may
 //! read an operand from inside a larger array (`with_operand_view`), add
 //! its product to the destination (`dst += l·r`, `gemm`'s `read_dst`) and
-//! write a 2-D result with a row stride (`with_out_row_stride`); `fuse`
-//! has the peepholes that use them.
+//! write a 2-D result with a row stride (`with_out_row_stride`), and
+//! apply an [`Epilogue`] (a bias along the columns, relu) to each result
+//! after its whole sum: in the register tiles' final store for `packed`
+//! and `direct`, as a pass right after the product otherwise; `fuse` and
+//! `plan::epilogue` have the peepholes that use them.
 //!
 //! `unsafe` is confined to [`gemm_raw`] (`gemm::gemm` takes raw pointers
 //! and strides), its callers [`gemm_strided`] and `split` (which check
@@ -37,6 +40,7 @@ mod bf16_pack;
 mod bf16_tile;
 #[cfg(target_arch = "x86_64")]
 mod direct;
+mod epilogue;
 #[cfg(target_arch = "x86_64")]
 mod microkernel;
 #[cfg(target_arch = "x86_64")]
@@ -45,6 +49,8 @@ mod permute;
 mod split;
 mod views;
 
+use epilogue::Epi;
+pub(crate) use epilogue::Epilogue;
 use permute::permuted;
 
 use crate::error::run_error;
@@ -79,6 +85,9 @@ pub(crate) struct DotPlan {
     /// The (2-D, unbatched) result's row stride in elements when it is
     /// written inside a wider array (`with_out_row_stride`).
     out_rs: Option<usize>,
+    /// What the GEMM applies to each result as it stores it (a bias along
+    /// the last axis, relu): see `plan::epilogue`.
+    pub(crate) epilogue: Epilogue,
     /// How the operands are laid out (boxed: plans live in `Step`s).
     layout: Box<Layout>,
 }
@@ -234,6 +243,7 @@ impl DotPlan {
         let strided = Strided::new(ls, rs, dn, &lfree, &rfree, &lst, &rst).map(Box::new);
         Ok(DotPlan {
             accumulate: false,
+            epilogue: Epilogue::default(),
             out_rs: None,
             layout: Box::new(Layout {
                 dn: dn.clone(),
@@ -255,17 +265,24 @@ impl DotPlan {
     }
 
     /// Computes the product of the operands at `l` and `r` into `o`
-    /// (called from generated code). The caller guarantees (see `runtime`)
-    /// that the pointers hold the operand and result types of this plan,
-    /// aligned, and that `o` overlaps neither operand.
+    /// (called from generated code), then its epilogue, whose bias (when
+    /// [`Epilogue::bias`]) is the `n` values at `bias`. The caller
+    /// guarantees (see `runtime`) that the pointers hold the operand and
+    /// result types of this plan, aligned, that `bias` holds `n` values of
+    /// its dtype when the plan has a bias, and that `o` overlaps neither
+    /// operand nor the bias.
     pub fn run_raw(
         &self,
         l: *const u8,
         r: *const u8,
         o: *mut u8,
+        bias: *const u8,
         threads: usize,
     ) -> Result<(), IrError> {
         let (b, m, k, n) = (self.b, self.m, self.k, self.n);
+        if self.epilogue.bias && bias.is_null() {
+            return Err(run_error("internal error: a GEMM bias without its values"));
+        }
         let identity = |p: &[usize]| p.iter().enumerate().all(|(i, &q)| i == q);
         let par = self.parallelism(threads);
         macro_rules! direct {
@@ -279,6 +296,8 @@ impl DotPlan {
                         std::slice::from_raw_parts_mut(o.cast::<$t>(), self.out_len()),
                     )
                 };
+                // SAFETY: the caller's contract: `n` values when a bias.
+                let epi = unsafe { self.epi::<$t>(bias) };
                 if m > 0 && n > 0 && k > 0 {
                     for i in 0..b {
                         let lhs = View {
@@ -292,10 +311,11 @@ impl DotPlan {
                             cs: 1,
                         };
                         let dst = &mut d[self.out_range(i)];
-                        gemm_strided(m, k, n, lhs, rhs, dst, self.drs(), par, self.accumulate);
+                        let drs = self.drs();
+                        gemm_strided(m, k, n, lhs, rhs, dst, drs, par, self.accumulate, epi);
                     }
                 } else {
-                    self.empty_product(d);
+                    self.empty_product(d, epi);
                 }
                 return Ok(());
             }};
@@ -322,8 +342,10 @@ impl DotPlan {
                             std::slice::from_raw_parts_mut(o.cast::<$t>(), self.out_len()),
                         )
                     };
+                    // SAFETY: the caller's contract: `n` values when a bias.
+                    let epi = unsafe { self.epi::<$t>(bias) };
                     if m == 0 || n == 0 || k == 0 {
-                        self.empty_product(d);
+                        self.empty_product(d, epi);
                         return Ok(());
                     }
                     for (i, (ol, or)) in st.batch_offsets().into_iter().enumerate() {
@@ -338,7 +360,8 @@ impl DotPlan {
                             cs: st.cs_c,
                         };
                         let dst = &mut d[self.out_range(i)];
-                        gemm_strided(m, k, n, lhs, rhs, dst, self.drs(), par, self.accumulate);
+                        let drs = self.drs();
+                        gemm_strided(m, k, n, lhs, rhs, dst, drs, par, self.accumulate, epi);
                     }
                     return Ok(());
                 }};
@@ -367,7 +390,47 @@ impl DotPlan {
             // SAFETY: as above: `o` has room for the `b·m·n` results.
             unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), o.cast(), v.len()) }
         });
+        macro_rules! finish {
+            ($t:ty) => {{
+                // SAFETY: as above: `b·m·n` results at `o`, unaliased, and
+                // `n` bias values when the plan has a bias.
+                let (d, epi) = unsafe {
+                    (
+                        std::slice::from_raw_parts_mut(o.cast::<$t>(), b * m * n),
+                        self.epi::<$t>(bias),
+                    )
+                };
+                epi.apply(b * m, n, d, n);
+            }};
+        }
+        if !self.epilogue.is_none() {
+            match self.dtype {
+                DType::F32 => finish!(f32),
+                DType::F64 => finish!(f64),
+                _ => return Err(run_error("internal error: a GEMM epilogue on integers")),
+            }
+        }
         Ok(())
+    }
+
+    /// This plan with `epilogue` applied as each result is stored (see
+    /// [`Epilogue`]); `bias_len` is the bias's length, which must be the
+    /// product's column count `n`. `None` for a dtype without one (only
+    /// f32 and f64 have it) or a plan that has one already.
+    pub(crate) fn with_epilogue(
+        &self,
+        epilogue: Epilogue,
+        bias_len: Option<usize>,
+    ) -> Option<DotPlan> {
+        let fits = matches!(self.dtype, DType::F32 | DType::F64)
+            && self.epilogue.is_none()
+            && !epilogue.is_none()
+            && epilogue.bias == bias_len.is_some()
+            && bias_len.is_none_or(|len| len == self.n);
+        fits.then(|| DotPlan {
+            epilogue,
+            ..self.clone()
+        })
     }
 
     fn parallelism(&self, threads: usize) -> gemm::Parallelism {
@@ -413,7 +476,6 @@ impl DotPlan {
                             &$c[i * k * n..(i + 1) * k * n],
                             &mut $o[i * m * n..(i + 1) * m * n],
                             par,
-                            false,
                         );
                     }
                 }
@@ -459,7 +521,9 @@ impl DotPlan {
 }
 
 /// Element types `gemm` multiplies (and, on x86-64, our packed GEMM).
-trait GemmScalar: Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + Packable {
+trait GemmScalar:
+    Copy + Send + Sync + 'static + std::ops::Add<Output = Self> + PartialOrd + Default + Packable
+{
     const ZERO: Self;
     const ONE: Self;
 }
@@ -525,6 +589,8 @@ struct Product<'a, T> {
     c: View<'a, T>,
     drs: usize,
     acc: bool,
+    /// Applied to each result after its whole sum.
+    epi: Epi<'a, T>,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -542,6 +608,7 @@ impl<T> Product<'_, T> {
             && self.a.covers(self.m, self.k)
             && self.c.covers(self.k, self.n)
             && d.covers(self.m, self.n)
+            && self.epi.bias.is_none_or(|b| b.len() >= self.n)
     }
 }
 
@@ -550,18 +617,33 @@ impl DotPlan {
     /// into `d`: zeros, or, when accumulating, the destination plus zero
     /// (as the unfused `x + 0` rounds `-0` to `+0`); only the result's
     /// elements when it lies in a wider array.
-    fn empty_product<T: GemmScalar>(&self, d: &mut [T]) {
+    fn empty_product<T: GemmScalar>(&self, d: &mut [T], epi: Epi<'_, T>) {
         for i in 0..self.b {
             for row in 0..self.m {
                 let at = self.out_range(i).start + row * self.drs();
-                for v in &mut d[at..at + self.n] {
-                    *v = if self.accumulate {
+                for (j, v) in d[at..at + self.n].iter_mut().enumerate() {
+                    let x = if self.accumulate {
                         *v + T::ZERO
                     } else {
                         T::ZERO
                     };
+                    *v = epi.at(j, x);
                 }
             }
+        }
+    }
+
+    /// The epilogue with its bias values.
+    ///
+    /// # Safety
+    /// When [`Epilogue::bias`], `bias` points at `n` values of `T`, not
+    /// written during the lifetime chosen.
+    unsafe fn epi<'b, T>(&self, bias: *const u8) -> Epi<'b, T> {
+        Epi {
+            // SAFETY: the caller's contract.
+            bias: (self.epilogue.bias && !bias.is_null())
+                .then(|| unsafe { std::slice::from_raw_parts(bias.cast::<T>(), self.n) }),
+            relu: self.epilogue.relu,
         }
     }
 
@@ -617,6 +699,7 @@ fn gemm_strided<T: GemmScalar>(
     drs: usize,
     par: gemm::Parallelism,
     acc: bool,
+    epi: Epi<'_, T>,
 ) {
     let threads = match par {
         gemm::Parallelism::Rayon(threads) => threads,
@@ -630,13 +713,14 @@ fn gemm_strided<T: GemmScalar>(
         c,
         drs,
         acc,
+        epi,
     };
     if own_gemm(product, dst, threads) {
         return;
     }
     if let gemm::Parallelism::Rayon(threads) = par {
         if let Some(cut) = split::Cut::choose(m, k, n, threads) {
-            return split::gemm_split(cut, m, k, n, a, c, dst, drs, acc);
+            return split::gemm_split(cut, m, k, n, a, c, dst, drs, acc, epi);
         }
     }
     let d = View {
@@ -648,6 +732,9 @@ fn gemm_strided<T: GemmScalar>(
     // SAFETY: every address `gemm` forms lies in its slice (asserted
     // above); `dst` is a unique borrow distinct from `a` and `c`.
     unsafe { gemm_raw(m, k, n, a, c, dst.as_mut_ptr(), drs, par, acc) }
+    // `gemm` stores its tiles itself: the epilogue follows, a pass over
+    // the (small, still cached) result.
+    epi.apply(m, n, dst, drs);
 }
 
 /// `gemm::gemm` on raw parts: `dst = a · c` (`+=` when `acc`).
@@ -695,8 +782,7 @@ unsafe fn gemm_raw<T: GemmScalar>(
     }
 }
 
-/// `dst = a · c` (`+=` when `acc`) for row-major `a: m×k`, `c: k×n`,
-/// `dst: m×n`.
+/// `dst = a · c` for row-major `a: m×k`, `c: k×n`, `dst: m×n`.
 #[allow(clippy::too_many_arguments)]
 fn gemm_call<T: GemmScalar>(
     m: usize,
@@ -706,7 +792,6 @@ fn gemm_call<T: GemmScalar>(
     c: &[T],
     dst: &mut [T],
     par: gemm::Parallelism,
-    acc: bool,
 ) {
     let a = View {
         data: a,
@@ -718,5 +803,5 @@ fn gemm_call<T: GemmScalar>(
         rs: n,
         cs: 1,
     };
-    gemm_strided(m, k, n, a, c, dst, n, par, acc);
+    gemm_strided(m, k, n, a, c, dst, n, par, false, Epi::NONE);
 }

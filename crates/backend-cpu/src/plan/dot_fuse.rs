@@ -91,6 +91,7 @@ pub(crate) fn fuse_accumulate(
             rhs,
             out: *out,
             acc: Some((x, bytes)),
+            bias: None,
         };
         groups[gd] = GPrep::Nop;
         done.spans.push((gd, gi));
@@ -100,7 +101,10 @@ pub(crate) fn fuse_accumulate(
 }
 
 /// Per variable: how many groups read it, plus one per outvar use.
-fn use_counts(jaxpr: &jaxon_ir::Jaxpr, plan: &jaxon_ir::passes::FusionPlan) -> Vec<usize> {
+pub(crate) fn use_counts(
+    jaxpr: &jaxon_ir::Jaxpr,
+    plan: &jaxon_ir::passes::FusionPlan,
+) -> Vec<usize> {
     let mut uses = vec![0usize; jaxpr.vars.len()];
     let vars = plan.groups.iter().flat_map(|g| g.inputs.iter().copied());
     let outs = jaxpr.outvars.iter().filter_map(|a| match a {
@@ -244,6 +248,7 @@ pub(crate) fn fuse_box_reads(
             rhs,
             out,
             acc,
+            ..
         } = &groups[gi]
         else {
             continue;

@@ -162,8 +162,11 @@ pub(crate) enum GPrep {
         /// `out = x + lhs·rhs`: `x` (of `.1` bytes) is copied to `out`
         /// first and the GEMM accumulates there (`dot_fuse::fuse_accumulate`).
         acc: Option<(Var, usize)>,
+        /// The `[n]` bias of the plan's epilogue (`epilogue`).
+        bias: Option<Var>,
     },
-    /// A group whose work another group does (`dot_fuse::fuse_accumulate`).
+    /// A group whose work another group does (`dot_fuse::fuse_accumulate`,
+    /// `epilogue`).
     Nop,
     Step {
         idx: usize,
@@ -186,9 +189,13 @@ impl GPrep {
         let atom = |a: &Atom| *a == Atom::Var(v);
         match self {
             GPrep::Kernel(k) => k.inputs.contains(&v),
-            GPrep::Dot { lhs, rhs, acc, .. } => {
-                *lhs == v || *rhs == v || acc.is_some_and(|(x, _)| x == v)
-            }
+            GPrep::Dot {
+                lhs,
+                rhs,
+                acc,
+                bias,
+                ..
+            } => *lhs == v || *rhs == v || acc.is_some_and(|(x, _)| x == v) || *bias == Some(v),
             GPrep::Nop => false,
             GPrep::Step { ins, .. } => ins.contains(&v),
             GPrep::Loop(l) => l.operands.iter().any(atom),

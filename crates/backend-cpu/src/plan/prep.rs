@@ -382,6 +382,7 @@ pub(crate) fn prep(
                                 rhs,
                                 out,
                                 acc: None,
+                                bias: None,
                             }
                         }
                         step => {
@@ -422,12 +423,28 @@ pub(crate) fn prep(
     let acc = crate::plan::dot_fuse::fuse_accumulate(jaxpr, &plan, &mut groups, &mut t.dots);
     let boxes =
         crate::plan::dot_fuse::fuse_box_reads(jaxpr, &plan, &mut groups, &t.dots, &mut t.steps)?;
+    let (epi, epi_lines) =
+        crate::plan::epilogue::fuse_epilogues(jaxpr, &plan, &mut groups, &mut t.dots);
     let mut spans = crate::plan::rows::plan_row_runs(t, jaxpr, &plan, &mut groups)?;
-    spans.extend(views.spans.iter().chain(&acc.spans).chain(&boxes.spans));
+    spans.extend(
+        views
+            .spans
+            .iter()
+            .chain(&acc.spans)
+            .chain(&boxes.spans)
+            .chain(&epi.spans),
+    );
     strided_outputs(t, jaxpr, &plan, &mut groups, &strided);
     let shared = crate::plan::rows::share_run_buffers(jaxpr, &plan, &mut groups);
     let mut exclude = exclude.clone();
-    exclude.extend(views.temps.iter().chain(&acc.temps).chain(&boxes.temps));
+    exclude.extend(
+        views
+            .temps
+            .iter()
+            .chain(&acc.temps)
+            .chain(&boxes.temps)
+            .chain(&epi.temps),
+    );
     exclude.extend(shared.iter().map(|&(v, _)| v));
     let mem = plan_memory(
         jaxpr,
@@ -443,7 +460,9 @@ pub(crate) fn prep(
         let shared: Vec<_> = shared.iter().map(|(v, o)| (v.0, o.0)).collect();
         let _ = writeln!(
             t.plans,
-            "== {label}\n{plan}row runs: {spans:?}\nin result buffers: {shared:?}\n{mem}"
+            "== {label}\n{plan}gemm epilogues: {}\n{}row runs: {spans:?}\nin result buffers: {shared:?}\n{mem}",
+            epi_lines.len(),
+            epi_lines.iter().map(|l| format!("{l}\n")).collect::<String>()
         );
     }
     Ok(Prep {

@@ -119,7 +119,8 @@ pub(crate) extern "C" fn tramp_par_kernel(ctx: *const RunCtx, k: u64, ptrs: *con
     }
 }
 
-/// Runs `dot_general` number `k` of the program: `ptrs = [lhs, rhs, out]`.
+/// Runs `dot_general` number `k` of the program: `ptrs = [lhs, rhs, out]`,
+/// then `bias` when the plan's epilogue has one.
 pub(crate) extern "C" fn tramp_dot(ctx: *const RunCtx, k: u64, ptrs: *const *mut u8) {
     // SAFETY: module invariants.
     let ctx = unsafe { &*ctx };
@@ -130,9 +131,16 @@ pub(crate) extern "C" fn tramp_dot(ctx: *const RunCtx, k: u64, ptrs: *const *mut
             .get(k as usize)
             .ok_or_else(|| run_error("bad dot index"))?;
         // SAFETY: three pointers to the operands and the result, each of
-        // its compiled size; the result does not alias the operands.
+        // its compiled size, and a fourth to the bias when the plan has
+        // one (the emitter's table); the result aliases none of them.
         let (l, r, o) = unsafe { (*ptrs, *ptrs.add(1), *ptrs.add(2)) };
-        plan.run_raw(l, r, o, ctx.threads)
+        let bias = if plan.epilogue.bias {
+            // SAFETY: as above.
+            unsafe { *ptrs.add(3) }
+        } else {
+            std::ptr::null_mut()
+        };
+        plan.run_raw(l, r, o, bias, ctx.threads)
     }));
     match r {
         Ok(Ok(())) => {}

@@ -29,6 +29,7 @@ mod dynamic_native;
 mod exact_math;
 mod fusion_maps;
 mod gather_oob;
+mod gemm_epilogue;
 mod huge_shapes;
 mod math_ulp;
 mod memory;

@@ -327,6 +327,7 @@ impl<'a> Emitter<'a> {
                     rhs,
                     out,
                     acc,
+                    bias,
                 } => {
                     let o = Self::var(&env, *out)?;
                     if let Some((x, bytes)) = acc {
@@ -334,7 +335,10 @@ impl<'a> Emitter<'a> {
                         let xa = Self::var(&env, *x)?;
                         self.copy(b, o, xa, *bytes);
                     }
-                    let ptrs = [Self::var(&env, *lhs)?, Self::var(&env, *rhs)?, o];
+                    let mut ptrs = vec![Self::var(&env, *lhs)?, Self::var(&env, *rhs)?, o];
+                    if let Some(v) = bias {
+                        ptrs.push(Self::var(&env, *v)?);
+                    }
                     let t = self.ptr_table(b, &ptrs);
                     self.call_tramp(b, TRAMP_DOT, *idx, t);
                 }

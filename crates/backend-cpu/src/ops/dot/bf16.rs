@@ -380,6 +380,7 @@ impl Chunk {
                         t.overwrite,
                         t.rows,
                         t.cols,
+                        super::Epi::NONE,
                     ),
                 }
             }

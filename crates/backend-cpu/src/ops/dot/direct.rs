@@ -67,6 +67,7 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
         c,
         drs,
         acc,
+        epi,
     } = p;
     let (mr, nr) = (kernel.mr, kernel.nr);
     // The last, partial column strip of `c`, zero-padded to `nr`, in the
@@ -96,7 +97,8 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
             // lie inside the checked product and belong to this tile
             // alone; `a` from row `row` holds its rows' `k` values
             // (`covers`), and `cv` `(k - 1)·crs + nr` (a whole strip of
-            // `c`, checked by `covers`, or the padded tail).
+            // `c`, checked by `covers`, or the padded tail); a bias holds
+            // `n` values (`fits`), `n - col` of them from this column.
             unsafe {
                 kernel.run_strided(
                     k,
@@ -108,6 +110,7 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
                     !acc,
                     mr.min(m - row),
                     nr.min(n - col),
+                    epi.at_col(col),
                 )
             }
         };
@@ -120,7 +123,7 @@ fn gemm_with<T: Tile>(kernel: Kernel<T>, p: Product<'_, T>, dst: &mut [T], threa
 #[cfg(test)]
 mod tests {
     use super::super::test_values as values;
-    use super::super::View;
+    use super::super::{Epi, View};
     use super::*;
     use crate::isa::Isa;
 
@@ -170,6 +173,7 @@ mod tests {
                         c,
                         drs,
                         acc,
+                        epi: Epi::NONE,
                     };
                     gemm_with(kernel, p, &mut dst, threads);
                     for i in 0..m {

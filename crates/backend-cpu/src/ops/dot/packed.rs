@@ -34,7 +34,7 @@
 
 use super::microkernel::{self, Kernel, Tile};
 use super::split::SharedDst;
-use super::{Product, View};
+use super::{Epi, Product, View};
 use crate::run::sched::share_ranges;
 use std::sync::{Mutex, PoisonError};
 
@@ -156,6 +156,7 @@ fn gemm_with<T: Tile>(b: Blocking<T>, p: Product<'_, T>, dst: &mut [T], threads:
         c,
         drs,
         acc,
+        epi,
     } = p;
     let out = SharedDst(dst.as_mut_ptr());
     let (mr, nr, chunk_k) = (b.kernel.mr, b.kernel.nr, b.chunk_k);
@@ -175,8 +176,10 @@ fn gemm_with<T: Tile>(b: Blocking<T>, p: Product<'_, T>, dst: &mut [T], threads:
                         k: chunk_k.min(k - p0),
                         acc: acc || p0 > 0,
                     };
+                    // The epilogue goes with the last chunk's last block.
+                    let epi = if p0 + chunk_k >= k { epi } else { Epi::NONE };
                     chunk.pack(a, c, pa, pc, threads);
-                    chunk.multiply(pa, pc, &out, drs, threads);
+                    chunk.multiply(pa, pc, &out, drs, threads, epi);
                 }
             }
         }
@@ -252,8 +255,18 @@ impl<T: Tile> Chunk<T> {
         });
     }
 
-    /// Multiplies the packed panels into `dst`, tile by tile.
-    fn multiply(&self, pa: &[T], pc: &[T], out: &SharedDst<T>, drs: usize, threads: usize) {
+    /// Multiplies the packed panels into `dst`, tile by tile, applying
+    /// `epi` (whose bias starts at column 0 of the product) in the last
+    /// depth block's stores.
+    fn multiply(
+        &self,
+        pa: &[T],
+        pc: &[T],
+        out: &SharedDst<T>,
+        drs: usize,
+        threads: usize,
+        epi: Epi<'_, T>,
+    ) {
         let kernel = self.b.kernel;
         let schedule = Schedule {
             i0: self.i0,
@@ -270,10 +283,12 @@ impl<T: Tile> Chunk<T> {
             drs,
         };
         schedule.run(pa, pc, threads, |t| {
+            let epi = if t.last { epi.at_col(t.col) } else { Epi::NONE };
             // SAFETY: the module invariant: the entries `(i0 + row + r,
             // j0 + col + t)` of `dst`, for `r` and `t` under the counts
             // passed, lie inside the checked product and belong to this
-            // tile alone.
+            // tile alone; a bias holds `n` values (`Product::fits`), so
+            // `n - col ≥ cols` from the tile's column on.
             unsafe {
                 kernel.run(
                     t.kc,
@@ -285,6 +300,7 @@ impl<T: Tile> Chunk<T> {
                     t.overwrite,
                     t.rows,
                     t.cols,
+                    epi,
                 )
             }
         });
@@ -332,6 +348,11 @@ pub(super) struct TileCall<'p, P> {
     /// The tile's rows (≤ `mr`) and columns (≤ `nr`).
     pub(super) rows: usize,
     pub(super) cols: usize,
+    /// The tile's first column in `dst` (`j0` included).
+    pub(super) col: usize,
+    /// Whether this is the chunk's last depth block (where an epilogue
+    /// belongs).
+    pub(super) last: bool,
 }
 
 impl Schedule {
@@ -377,6 +398,8 @@ impl Schedule {
                             overwrite,
                             rows: mr.min(r1 - row),
                             cols: nr.min(t1 - col),
+                            col: self.j0 + col,
+                            last: q + kc >= self.depth,
                         });
                     }
                 }
@@ -653,6 +676,7 @@ mod tests {
                     c,
                     drs,
                     acc,
+                    epi: Epi::NONE,
                 };
                 gemm_with(b, p, &mut dst, threads);
                 let isa = b.kernel.isa;

@@ -14,7 +14,7 @@
 //! `dst`, checked whole against `gemm_raw`'s contract before any block
 //! runs; row blocks are disjoint `&mut` chunks of `dst`.
 
-use super::{gemm_raw, gemm_strided, GemmScalar, View};
+use super::{gemm_raw, gemm_strided, Epi, GemmScalar, View};
 use rayon::prelude::*;
 
 /// Products of fewer multiply-adds keep `gemm`'s own threading. In
@@ -83,6 +83,7 @@ pub(super) fn gemm_split<T: GemmScalar>(
     dst: &mut [T],
     drs: usize,
     acc: bool,
+    epi: Epi<'_, T>,
 ) {
     let one = gemm::Parallelism::None;
     match cut {
@@ -97,7 +98,7 @@ pub(super) fn gemm_split<T: GemmScalar>(
                         data: &a.data[i0 * a.rs..],
                         ..a
                     };
-                    gemm_strided(rows.min(m - i0), k, n, a, c, mine, drs, one, acc)
+                    gemm_strided(rows.min(m - i0), k, n, a, c, mine, drs, one, acc, epi)
                 }
             }),
         Cut::Cols(cols) => {
@@ -125,6 +126,8 @@ pub(super) fn gemm_split<T: GemmScalar>(
                     // and `dst` is a unique borrow distinct from `a`, `c`.
                     unsafe { gemm_raw(m, k, cols.min(n - j0), a, c, base.at(j0), drs, one, acc) }
                 });
+            // The epilogue after every block, over the whole result.
+            epi.apply(m, n, dst, drs);
         }
     }
 }
@@ -173,7 +176,7 @@ mod tests {
         for cut in [Cut::Rows(64), Cut::Cols(48)] {
             for acc in [false, true] {
                 let mut dst = start.clone();
-                gemm_split(cut, m, k, n, a, c, &mut dst, drs, acc);
+                gemm_split(cut, m, k, n, a, c, &mut dst, drs, acc, Epi::NONE);
                 for i in 0..m {
                     for j in 0..drs {
                         let before = start[i * drs + j];

@@ -112,6 +112,6 @@ impl NativeOp for BoxDot {
             // alias an operand (the caller's contract).
             unsafe { std::ptr::copy_nonoverlapping(x.ptr, out.ptr, bytes) };
         }
-        Some(plan.run_raw(ptrs[0], ptrs[1], out.ptr, threads))
+        Some(plan.run_raw(ptrs[0], ptrs[1], out.ptr, std::ptr::null(), threads))
     }
 }
