@@ -584,6 +584,28 @@ fn narrower_isas() -> Vec<&'static str> {
 /// features, so nothing is rebuilt), and both corpora on the cpu backend.
 fn narrower_isa_steps(features: &'static str, corpus: &str, api2: &str) -> Vec<Step> {
     let mut steps = Vec::new();
+    if narrower_isas().len() == 2 {
+        // An AVX-512 machine: where the GEMM takes `ymm` tiles by default
+        // (`isa::gemm_isa`, Zen 4), the `zmm` tiles are tested here.
+        steps.push(
+            Step::new(
+                "JAXON_CPU_GEMM_TILE=avx512 cargo test (backend-cpu GEMM suites)",
+                &[
+                    "test",
+                    "--workspace",
+                    "--features",
+                    features,
+                    "--test",
+                    "all",
+                    "--",
+                    "differential::",
+                    "coverage::",
+                    "gemm_epilogue::",
+                ],
+            )
+            .env("JAXON_CPU_GEMM_TILE", "avx512"),
+        );
+    }
     for isa in narrower_isas() {
         steps.push(
             Step::new(

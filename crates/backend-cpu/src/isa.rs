@@ -108,6 +108,58 @@ pub fn isa() -> Isa {
     })
 }
 
+/// The level of the f32/f64 GEMM register tiles: [`isa`], except on a
+/// CPU whose FMA datapath is 256 bits wide although it has AVX-512 (AMD
+/// Zen 4, CPUID family 25: each 512-bit FMA issues as two halves), which
+/// takes the AVX2 tiles: there the 6×16 `ymm` tile beat the 12×32 `zmm`
+/// one in alternating runs (`matmul_1024` 201–202 GFLOP/s against 194–196,
+/// `matmul_2048` 204–208 against 193–202; 2026-11-28). The other `zmm`
+/// code (tile routines, bf16 products) stays. `JAXON_CPU_GEMM_TILE=avx2` or
+/// `avx512` overrides the choice (capped by [`isa`]). Read once per process.
+pub fn gemm_isa() -> Isa {
+    static GEMM: OnceLock<Isa> = OnceLock::new();
+    *GEMM.get_or_init(|| {
+        let forced = std::env::var_os("JAXON_CPU_GEMM_TILE").and_then(|raw| {
+            let raw = raw.to_string_lossy();
+            let parsed = Isa::parse(&raw);
+            if parsed.is_none() {
+                tracing::warn!(
+                    value = %raw,
+                    "JAXON_CPU_GEMM_TILE is not one of scalar, avx2, avx512: ignored"
+                );
+            }
+            parsed
+        });
+        let amd_family = is_amd().then(family_model).flatten().map(|(f, _)| f);
+        gemm_level(isa(), amd_family, forced)
+    })
+}
+
+/// [`gemm_isa`]'s rule: `forced` (capped by `level`), else `level` but
+/// AVX2 for AVX-512 on AMD family 25 (Zen 4).
+fn gemm_level(level: Isa, amd_family: Option<u32>, forced: Option<Isa>) -> Isa {
+    match forced {
+        Some(f) => f.min(level),
+        None if level == Isa::Avx512 && amd_family == Some(25) => Isa::Avx2,
+        None => level,
+    }
+}
+
+/// Whether the CPU's vendor is AMD (CPUID leaf 0).
+fn is_amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let r = std::arch::x86_64::__cpuid(0);
+        let vendor = [r.ebx, r.edx, r.ecx];
+        let bytes: Vec<u8> = vendor.iter().flat_map(|w| w.to_le_bytes()).collect();
+        bytes == b"AuthenticAMD"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Whether the kernels may use `level` (the cap included).
 pub fn has(level: Isa) -> bool {
     isa() >= level
@@ -296,6 +348,19 @@ mod tests {
         assert_eq!(parse_size("K"), None);
         let c = caches();
         assert!(c.l1d >= 4 << 10 && c.l2 >= c.l1d, "{c:?}");
+    }
+
+    #[test]
+    fn gemm_tiles_are_ymm_on_zen_4_only() {
+        use Isa::*;
+        assert_eq!(gemm_level(Avx512, Some(25), None), Avx2);
+        assert_eq!(gemm_level(Avx512, Some(26), None), Avx512);
+        assert_eq!(gemm_level(Avx512, None, None), Avx512);
+        assert_eq!(gemm_level(Avx2, Some(25), None), Avx2);
+        assert_eq!(gemm_level(Avx512, Some(25), Some(Avx512)), Avx512);
+        assert_eq!(gemm_level(Avx2, None, Some(Avx512)), Avx2);
+        assert_eq!(gemm_level(Avx512, None, Some(Scalar)), Scalar);
+        assert!(gemm_isa() <= isa());
     }
 
     #[test]

@@ -96,7 +96,10 @@ fn driver() -> ExitCode {
     // `JAXON_DISTRIBUTED_SHM=0`, then through MPI's all-reduce.
     for (how, env) in [
         ("", Vec::new()),
-        (" (MPI all-reduce)", vec!["JAXON_DISTRIBUTED_SHM=0".to_string()]),
+        (
+            " (MPI all-reduce)",
+            vec!["JAXON_DISTRIBUTED_SHM=0".to_string()],
+        ),
     ] {
         let (code, text, _) = mpirun("collectives", Duration::from_secs(120), None, &env);
         let n_ok = text.matches("COLLECTIVES OK").count();

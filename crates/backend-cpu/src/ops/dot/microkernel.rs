@@ -143,9 +143,10 @@ impl<T: Tile> Kernel<T> {
             .flatten()
     }
 
-    /// The widest tile `isa::isa()` allows, chosen once per type.
+    /// The tile of `isa::gemm_isa()` (the widest `isa::isa()` allows, but
+    /// `ymm` on CPUs with 256-bit FMA units), chosen once per type.
     pub(super) fn choose() -> Option<Kernel<T>> {
-        match isa::isa() {
+        match isa::gemm_isa() {
             Isa::Avx512 => T::family(Isa::Avx512),
             Isa::Avx2 => T::family(Isa::Avx2),
             Isa::Scalar => None,
