@@ -16,8 +16,8 @@ mod mpi_launch;
 
 use jaxon::distributed;
 use jaxon::prelude::*;
-use mpi_launch::{mpirun, tail};
-use std::process::{Command, ExitCode};
+use mpi_launch::{mpirun, mpirun_found, tail, Checks};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
@@ -30,18 +30,11 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------- driver
 
 fn driver() -> ExitCode {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        println!("skipped: mpirun not found (Open MPI: apt-get install openmpi-bin)");
+    if !mpirun_found() {
         return ExitCode::SUCCESS;
     }
-    let mut failures = Vec::new();
-    let mut check = |name: &str, ok: bool, detail: String| {
-        println!("{} {name}", if ok { "ok  " } else { "FAIL" });
-        if !ok {
-            println!("{detail}");
-            failures.push(name.to_string());
-        }
-    };
+    let mut checks = Checks::default();
+    let mut check = |name: &str, ok: bool, detail: String| checks.check(name, ok, detail);
 
     // One process on the whole batch: the reference.
     let single = example::train().expect("single-process training");
@@ -129,12 +122,7 @@ fn driver() -> ExitCode {
         format!("status {code:?} after {took:?}, output:\n{}", tail(&text, 30)),
     );
 
-    if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        println!("{} of the checks failed: {failures:?}", failures.len());
-        ExitCode::FAILURE
-    }
+    checks.finish()
 }
 
 fn flat(params: &example::Params) -> Vec<f32> {

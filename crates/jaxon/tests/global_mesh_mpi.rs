@@ -19,8 +19,8 @@ use jaxon::prelude::*;
 use jaxon::{
     devices, local_devices, make_mesh, set_cpu_device_count, shard_map, with_backend, Mesh, P,
 };
-use mpi_launch::{mpirun, tail};
-use std::process::{Command, ExitCode};
+use mpi_launch::{mpirun, mpirun_found, tail, Checks};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
@@ -200,18 +200,11 @@ fn run_all() -> Result<String, String> {
 // ---------------------------------------------------------------- driver
 
 fn driver() -> ExitCode {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        println!("skipped: mpirun not found (Open MPI: apt-get install openmpi-bin)");
+    if !mpirun_found() {
         return ExitCode::SUCCESS;
     }
-    let mut failures = Vec::new();
-    let mut check = |name: &str, ok: bool, detail: String| {
-        println!("{} {name}", if ok { "ok  " } else { "FAIL" });
-        if !ok {
-            println!("{detail}");
-            failures.push(name.to_string());
-        }
-    };
+    let mut checks = Checks::default();
+    let mut check = |name: &str, ok: bool, detail: String| checks.check(name, ok, detail);
 
     // One process with 4 CPU devices: the reference.
     set_cpu_device_count(4).expect("4 host devices");
@@ -286,12 +279,7 @@ fn driver() -> ExitCode {
         ),
     );
 
-    if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        println!("{} failed: {failures:?}", failures.len());
-        ExitCode::FAILURE
-    }
+    checks.finish()
 }
 
 // ------------------------------------------------------------------ ranks

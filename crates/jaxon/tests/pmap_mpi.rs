@@ -25,8 +25,8 @@ use jaxon::{
     device_count, local_device_count, pmap, process_count, process_index, set_cpu_device_count,
     with_backend,
 };
-use mpi_launch::{mpirun, tail};
-use std::process::{Command, ExitCode};
+use mpi_launch::{mpirun, mpirun_found, tail, Checks};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// The processes of every `mpirun` here.
@@ -221,18 +221,11 @@ fn expected_slice(r: &Row, p: usize) -> (Vec<usize>, Vec<String>) {
 // ---------------------------------------------------------------- driver
 
 fn driver() -> ExitCode {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        println!("skipped: mpirun not found (Open MPI: apt-get install openmpi-bin)");
+    if !mpirun_found() {
         return ExitCode::SUCCESS;
     }
-    let mut failures = Vec::new();
-    let mut check = |name: &str, ok: bool, detail: String| {
-        println!("{} {name}", if ok { "ok  " } else { "FAIL" });
-        if !ok {
-            println!("{detail}");
-            failures.push(name.to_string());
-        }
-    };
+    let mut checks = Checks::default();
+    let mut check = |name: &str, ok: bool, detail: String| checks.check(name, ok, detail);
     for local in [1usize, 2] {
         // One process with all the devices, on the concatenated inputs.
         let n = PROCS * local;
@@ -293,12 +286,7 @@ fn driver() -> ExitCode {
             format!("status {code:?}, output:\n{}", tail(&text, 40)),
         );
     }
-    if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        println!("{} failed: {failures:?}", failures.len());
-        ExitCode::FAILURE
-    }
+    checks.finish()
 }
 
 // ------------------------------------------------------------------ ranks

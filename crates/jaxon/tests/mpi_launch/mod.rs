@@ -86,3 +86,45 @@ pub fn rank_main(
         }
     }
 }
+
+/// Whether `mpirun` starts; when it does not, prints the driver's skip
+/// line.
+pub fn mpirun_found() -> bool {
+    let found = Command::new("mpirun").arg("--version").output().is_ok();
+    if !found {
+        println!("skipped: mpirun not found (Open MPI: apt-get install openmpi-bin)");
+    }
+    found
+}
+
+/// A driver's named checks: each printed as `ok` or `FAIL` (with its
+/// detail), the failures summed up by [`Checks::finish`].
+#[derive(Default)]
+pub struct Checks {
+    failures: Vec<String>,
+}
+
+impl Checks {
+    /// Records check `name`; `detail` is printed when it failed.
+    pub fn check(&mut self, name: &str, ok: bool, detail: String) {
+        println!("{} {name}", if ok { "ok  " } else { "FAIL" });
+        if !ok {
+            println!("{detail}");
+            self.failures.push(name.to_string());
+        }
+    }
+
+    /// The driver's exit status, after a summary of the failures.
+    pub fn finish(self) -> std::process::ExitCode {
+        if self.failures.is_empty() {
+            std::process::ExitCode::SUCCESS
+        } else {
+            println!(
+                "{} of the checks failed: {:?}",
+                self.failures.len(),
+                self.failures
+            );
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
