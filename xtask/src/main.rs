@@ -583,41 +583,37 @@ fn narrower_isas() -> Vec<&'static str> {
 /// from the test binary `cargo test --workspace` built (the same
 /// features, so nothing is rebuilt), and both corpora on the cpu backend.
 fn narrower_isa_steps(features: &'static str, corpus: &str, api2: &str) -> Vec<Step> {
+    // `cargo test` of backend-cpu's integration suites named by `filters`.
+    let suites = |name: String, filters: &[&str]| {
+        let mut args = vec![
+            "test",
+            "--workspace",
+            "--features",
+            features,
+            "--test",
+            "all",
+            "--",
+        ];
+        args.extend(filters);
+        Step::new(&name, &args)
+    };
     let mut steps = Vec::new();
     if narrower_isas().len() == 2 {
         // An AVX-512 machine: where the GEMM takes `ymm` tiles by default
         // (`isa::gemm_isa`, Zen 4), the `zmm` tiles are tested here.
         steps.push(
-            Step::new(
-                "JAXON_CPU_GEMM_TILE=avx512 cargo test (backend-cpu GEMM suites)",
-                &[
-                    "test",
-                    "--workspace",
-                    "--features",
-                    features,
-                    "--test",
-                    "all",
-                    "--",
-                    "differential::",
-                    "coverage::",
-                    "gemm_epilogue::",
-                ],
+            suites(
+                "JAXON_CPU_GEMM_TILE=avx512 cargo test (backend-cpu GEMM suites)".into(),
+                &["differential::", "coverage::", "gemm_epilogue::"],
             )
             .env("JAXON_CPU_GEMM_TILE", "avx512"),
         );
     }
     for isa in narrower_isas() {
         steps.push(
-            Step::new(
-                &format!("JAXON_CPU_ISA={isa} cargo test (backend-cpu kernel suites)"),
+            suites(
+                format!("JAXON_CPU_ISA={isa} cargo test (backend-cpu kernel suites)"),
                 &[
-                    "test",
-                    "--workspace",
-                    "--features",
-                    features,
-                    "--test",
-                    "all",
-                    "--",
                     "differential::",
                     "coverage::",
                     "math_ulp::",
