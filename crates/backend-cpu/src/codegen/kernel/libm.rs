@@ -126,6 +126,8 @@ fn call(em: &mut Em, addr: usize, params: &[Type], ret: Type, args: &[Value]) ->
     em.b.inst_results(inst)[0]
 }
 
+/// The helper computing `op` as the interpreter does: the functions
+/// without inline code, and (for `Math::Libm`) those with it.
 fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
     let d = dt == DType::F64;
     let (a, b): (extern "C" fn(f32) -> f32, extern "C" fn(f64) -> f64) = match op {
@@ -137,15 +139,6 @@ fn unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
         UnaryOp::Digamma => (digamma32, digamma64),
         UnaryOp::BesselI0e => (i0e32, i0e64),
         UnaryOp::BesselI1e => (i1e32, i1e64),
-        _ => return None,
-    };
-    Some(if d { b as usize } else { a as usize })
-}
-
-/// The helper computing an approximated function as the interpreter does.
-fn exact_unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
-    let d = dt == DType::F64;
-    let (a, b): (extern "C" fn(f32) -> f32, extern "C" fn(f64) -> f64) = match op {
         UnaryOp::Exp => (exp32, exp64),
         UnaryOp::Exp2 => (exp2_32, exp2_64),
         UnaryOp::Expm1 => (expm1_32, expm1_64),
@@ -164,7 +157,6 @@ fn exact_unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
         UnaryOp::Asinh => (asinh32, asinh64),
         UnaryOp::Acosh => (acosh32, acosh64),
         UnaryOp::Atanh => (atanh32, atanh64),
-        UnaryOp::Erf | UnaryOp::ErfInv => return unary_addr(op, dt),
         UnaryOp::Neg
         | UnaryOp::Sign
         | UnaryOp::Floor
@@ -173,15 +165,9 @@ fn exact_unary_addr(op: UnaryOp, dt: DType) -> Option<usize> {
         | UnaryOp::Abs
         | UnaryOp::Sqrt
         | UnaryOp::Rsqrt
-        | UnaryOp::Cbrt
-        | UnaryOp::Erfc
         | UnaryOp::Square
         | UnaryOp::Copy
         | UnaryOp::StopGradient
-        | UnaryOp::Lgamma
-        | UnaryOp::Digamma
-        | UnaryOp::BesselI0e
-        | UnaryOp::BesselI1e
         | UnaryOp::Not
         | UnaryOp::PopulationCount
         | UnaryOp::Clz => return None,
@@ -204,6 +190,7 @@ fn binary_addr(op: BinaryOp, dt: DType) -> Option<usize> {
         BinaryOp::RandomGammaGrad => (random_gamma_grad32, random_gamma_grad64),
         BinaryOp::Polygamma => (polygamma32, polygamma64),
         BinaryOp::Zeta => (zeta32, zeta64),
+        BinaryOp::Atan2 => (atan2_32, atan2_64),
         _ => return None,
     };
     Some(if d { b as usize } else { a as usize })
@@ -222,32 +209,6 @@ pub(crate) fn unary(em: &mut Em, op: UnaryOp, dt: DType, x: Value) -> Option<Val
     let addr = unary_addr(op, dt)?;
     let t = fty(dt);
     Some(call(em, addr, &[t], t, &[x]))
-}
-
-/// `op(x)` for an approximated function, by the interpreter's scalar
-/// function, for f32/f64 values of `dt`.
-pub(crate) fn exact_unary(em: &mut Em, op: UnaryOp, dt: DType, x: Value) -> Option<Value> {
-    let addr = exact_unary_addr(op, dt)?;
-    let t = fty(dt);
-    Some(call(em, addr, &[t], t, &[x]))
-}
-
-/// `pow`/`atan2` by the interpreter's scalar function, for f32/f64 values.
-pub(crate) fn exact_binary(
-    em: &mut Em,
-    op: BinaryOp,
-    dt: DType,
-    x: Value,
-    y: Value,
-) -> Option<Value> {
-    let d = dt == DType::F64;
-    let addr = match op {
-        BinaryOp::Atan2 if d => atan2_64 as extern "C" fn(f64, f64) -> f64 as usize,
-        BinaryOp::Atan2 => atan2_32 as extern "C" fn(f32, f32) -> f32 as usize,
-        _ => binary_addr(op, dt)?,
-    };
-    let t = fty(dt);
-    Some(call(em, addr, &[t, t], t, &[x, y]))
 }
 
 /// `op(x, y)` through a helper, for f32/f64 values of `dt`.

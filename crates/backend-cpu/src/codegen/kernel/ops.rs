@@ -47,11 +47,14 @@ pub(crate) enum Math {
 pub(crate) fn calls_libm(prim: &Primitive) -> bool {
     match prim {
         Primitive::Elementwise(Elementwise::Unary(op)) => is_approximated(*op),
-        Primitive::Elementwise(Elementwise::Binary(op)) => {
-            matches!(op, BinaryOp::Atan2 | BinaryOp::Pow)
-        }
+        Primitive::Elementwise(Elementwise::Binary(op)) => libm_binary(*op),
         _ => false,
     }
+}
+
+/// The binary ops approximated inline (f32 `pow`, `atan2`).
+fn libm_binary(op: BinaryOp) -> bool {
+    matches!(op, BinaryOp::Atan2 | BinaryOp::Pow)
 }
 
 /// Unary ops computed by inline polynomial or rational approximations
@@ -295,7 +298,7 @@ fn unary(em: &mut Em, math: Math, op: UnaryOp, x: Operand) -> Result<Value, CpuE
     let dt = x.dt;
     let v = x.v;
     if dt.is_float() && math == Math::Libm && is_approximated(op) {
-        return super::libm::exact_unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt));
+        return super::libm::unary(em, op, dt, v).ok_or_else(|| unsupported(op.name(), dt));
     }
     if dt.is_float() {
         let b = &mut em.b;
@@ -446,9 +449,8 @@ fn binary(
         return minmax(em, op, x, y);
     }
     let (a, c) = (x.v, y.v);
-    if dt.is_float() && math == Math::Libm && matches!(op, BinaryOp::Atan2 | BinaryOp::Pow) {
-        return super::libm::exact_binary(em, op, dt, a, c)
-            .ok_or_else(|| unsupported(op.name(), dt));
+    if dt.is_float() && math == Math::Libm && libm_binary(op) {
+        return super::libm::binary(em, op, dt, a, c).ok_or_else(|| unsupported(op.name(), dt));
     }
     if dt.is_float() {
         let b = &mut em.b;

@@ -363,6 +363,18 @@ impl Emitter<'_> {
     }
 }
 
+/// Whether the interpreter refuses a `for_loop` step (an `i64`): 0, or not
+/// positive without the reverse transform.
+pub(super) fn refused_step(b: &mut FunctionBuilder, step: Value, reverse: bool) -> Value {
+    let zero = b.ins().iconst(I64, 0);
+    let cc = if reverse {
+        IntCC::Equal
+    } else {
+        IntCC::SignedLessThanOrEqual
+    };
+    b.ins().icmp(cc, step, zero)
+}
+
 /// The trip count of a `for_loop`, as the interpreter computes it: with
 /// the reverse transform `ceil((hi - lo) / step)` (either sign of step),
 /// else `ceil((hi - lo) / step)` for a positive step, at least 0. A step
@@ -371,11 +383,7 @@ impl Emitter<'_> {
 fn for_trips(b: &mut FunctionBuilder, lo: Value, hi: Value, step: Value, reverse: bool) -> Value {
     let zero = b.ins().iconst(I64, 0);
     let one = b.ins().iconst(I64, 1);
-    let bad = if reverse {
-        b.ins().icmp(IntCC::Equal, step, zero)
-    } else {
-        b.ins().icmp(IntCC::SignedLessThanOrEqual, step, zero)
-    };
+    let bad = refused_step(b, step, reverse);
     let safe = b.ins().select(bad, one, step);
     let dist = b.ins().isub(hi, lo);
     let q = b.ins().sdiv(dist, safe);

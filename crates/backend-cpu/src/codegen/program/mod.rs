@@ -207,14 +207,7 @@ impl<'a> Emitter<'a> {
     /// runtime, after which the loop runs no iteration and the program
     /// returns the error.
     fn check_for_step(&mut self, b: &mut FunctionBuilder, step: Value, reverse: bool) {
-        use cranelift_codegen::ir::condcodes::IntCC;
-        let zero = b.ins().iconst(I64, 0);
-        let cc = if reverse {
-            IntCC::Equal
-        } else {
-            IntCC::SignedLessThanOrEqual
-        };
-        let bad = b.ins().icmp(cc, step, zero);
+        let bad = flow::refused_step(b, step, reverse);
         let (fail, join) = (b.create_block(), b.create_block());
         b.ins().brif(bad, fail, &[], join, &[]);
         b.set_cold_block(fail);
